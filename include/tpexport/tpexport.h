@@ -1,0 +1,13 @@
+/*
+ * tpexport.h - umbrella header: include this to use the library.
+ */
+#ifndef TPEXPORT_TPEXPORT_H
+#define TPEXPORT_TPEXPORT_H
+
+#include "status.h"
+#include "alloc.h"
+#include "tensor.h"
+#include "value.h"
+#include "ops.h"
+
+#endif

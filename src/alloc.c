@@ -1,0 +1,82 @@
+/*
+ * alloc.c - every heap allocation goes through one hook (see alloc.h).
+ *
+ * Each block carries a 16-byte header holding its size, so that frees and
+ * reallocs can tell the hook the old size (lua_Alloc style) and callers need
+ * not track sizes.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define TP_HEADER 16
+
+static void *default_alloc(void *user, void *ptr, size_t old_size, size_t new_size) {
+    TP_UNUSED(user);
+    TP_UNUSED(old_size);
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
+
+static tp_alloc_fn g_alloc = default_alloc;
+static void *g_alloc_user = NULL;
+static atomic_long g_live_blocks;
+
+void tp_set_allocator(tp_alloc_fn fn, void *user) {
+    g_alloc = fn ? fn : default_alloc;
+    g_alloc_user = fn ? user : NULL;
+}
+
+long tp_alloc_live_blocks(void) { return atomic_load(&g_live_blocks); }
+
+void *tp_malloc(size_t size) {
+    size_t total;
+    if (!tp_add_size(size, TP_HEADER, &total)) return NULL;
+    char *p = g_alloc(g_alloc_user, NULL, 0, total);
+    if (!p) return NULL;
+    memcpy(p, &size, sizeof size);
+    atomic_fetch_add(&g_live_blocks, 1);
+    return p + TP_HEADER;
+}
+
+void *tp_calloc(size_t count, size_t size) {
+    size_t total;
+    if (!tp_mul_size(count, size, &total)) return NULL;
+    void *p = tp_malloc(total);
+    if (p) memset(p, 0, total);
+    return p;
+}
+
+void *tp_realloc(void *ptr, size_t new_size) {
+    if (!ptr) return tp_malloc(new_size);
+    char *base = (char *)ptr - TP_HEADER;
+    size_t old_size, total;
+    memcpy(&old_size, base, sizeof old_size);
+    if (!tp_add_size(new_size, TP_HEADER, &total)) return NULL;
+    char *p = g_alloc(g_alloc_user, base, old_size + TP_HEADER, total);
+    if (!p) return NULL;
+    memcpy(p, &new_size, sizeof new_size);
+    return p + TP_HEADER;
+}
+
+void tp_free(void *ptr) {
+    if (!ptr) return;
+    char *base = (char *)ptr - TP_HEADER;
+    size_t size;
+    memcpy(&size, base, sizeof size);
+    g_alloc(g_alloc_user, base, size + TP_HEADER, 0);
+    atomic_fetch_sub(&g_live_blocks, 1);
+}
+
+char *tp_strdup(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = tp_malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}

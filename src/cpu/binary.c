@@ -1,0 +1,7 @@
+/*
+ * binary.c - binary ops: schemas, shape rules and reference kernels.
+ * (Placeholder: registers nothing yet.)
+ */
+#include "kernel_util.h"
+
+void tp__register_binary_ops(void) {}

@@ -1,0 +1,7 @@
+/*
+ * conv.c - conv ops: schemas, shape rules and reference kernels.
+ * (Placeholder: registers nothing yet.)
+ */
+#include "kernel_util.h"
+
+void tp__register_conv_ops(void) {}

@@ -1,0 +1,59 @@
+/*
+ * kernel_util.h - helpers shared by the reference kernels and shape rules:
+ * argument accessors, output construction, type promotion, broadcasting.
+ */
+#ifndef TPEXPORT_KERNEL_UTIL_H
+#define TPEXPORT_KERNEL_UTIL_H
+
+#include <math.h>
+#include <string.h>
+
+#include "../ops/ops_impl.h"
+
+/* ---- bound-argument accessors (args come from tp_op_bind: types already
+ * checked against the schema, so these do not fail) ---- */
+static inline tp_tensor *tp__arg_tensor(const tp_value *args, int i) {
+    return args[i].kind == TP_VAL_TENSOR ? args[i].u.tensor : NULL;
+}
+static inline bool tp__arg_is_none(const tp_value *args, int i) { return args[i].kind == TP_VAL_NONE; }
+static inline int64_t tp__arg_int(const tp_value *args, int i) { return tp_value_as_i64(&args[i]); }
+static inline double tp__arg_f64(const tp_value *args, int i) { return tp_value_as_f64(&args[i]); }
+static inline bool tp__arg_bool(const tp_value *args, int i) { return tp_value_as_i64(&args[i]) != 0; }
+static inline const char *tp__arg_str(const tp_value *args, int i) {
+    return args[i].kind == TP_VAL_STR ? args[i].u.s : NULL;
+}
+
+/* Read an int list argument into out[max]; *n receives its length. A list of
+ * one element is expanded to `expand_to` copies when expand_to > 1 (PyTorch's
+ * int[2] accepting a single int). TP_ERR_INVALID_ARG if longer than max or
+ * of the wrong length when expand_to > 0. `what` names the argument. */
+TP_HIDDEN tp_status tp__arg_ints(const tp_value *args, int i, const char *what, int64_t *out, int max,
+                                 int expand_to, int *n);
+
+/* ---- outputs ---- */
+/* Set *out to a meta tensor value (infer) - replaces what *out held. */
+TP_HIDDEN tp_status tp__out_tensor(tp_value *out, tp_dtype dtype, int ndim, const int64_t *sizes);
+/* Set *out to a tuple/list of n None items; fill each with tp__out_tensor. */
+TP_HIDDEN tp_status tp__out_tuple(tp_value *out, int n);
+TP_HIDDEN tp_status tp__out_list(tp_value *out, int64_t n);
+/* The i-th output tensor of a kernel's *out (tensor, or item i of a tuple). */
+static inline tp_tensor *tp__out_at(tp_value *out, int i) {
+    if (out->kind == TP_VAL_TENSOR) return i == 0 ? out->u.tensor : NULL;
+    tp_value *v = tp_value_at(out, i);
+    return v && v->kind == TP_VAL_TENSOR ? v->u.tensor : NULL;
+}
+
+/* ---- dtypes ---- */
+/* PyTorch's result_type over tensors and Python scalars (None values are
+ * skipped): dimensioned tensors > 0-d tensors > scalars, by category. */
+TP_HIDDEN tp_dtype tp__result_type(const tp_value *const *vals, int n);
+/* Default float dtype (float32) used when an int op produces a float. */
+#define TP_DEFAULT_FLOAT TP_FLOAT32
+/* The dtype a scalar value would have as a tensor: bool, int64, float32. */
+TP_HIDDEN tp_dtype tp__scalar_dtype(const tp_value *v);
+
+/* A tensor holding value v (a number) as a 0-d tensor of dtype; or v's
+ * tensor retained when it already is one. Caller frees. */
+TP_HIDDEN tp_status tp__as_tensor(const tp_value *v, tp_dtype dtype, tp_tensor **out);
+
+#endif

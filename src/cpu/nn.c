@@ -1,0 +1,7 @@
+/*
+ * nn.c - nn ops: schemas, shape rules and reference kernels.
+ * (Placeholder: registers nothing yet.)
+ */
+#include "kernel_util.h"
+
+void tp__register_nn_ops(void) {}

@@ -1,0 +1,7 @@
+/*
+ * pool.c - pool ops: schemas, shape rules and reference kernels.
+ * (Placeholder: registers nothing yet.)
+ */
+#include "kernel_util.h"
+
+void tp__register_pool_ops(void) {}

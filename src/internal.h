@@ -1,0 +1,120 @@
+/*
+ * internal.h - declarations shared by the library's modules but not public:
+ * the tensor and storage structs, overflow-safe arithmetic, small helpers.
+ */
+#ifndef TPEXPORT_INTERNAL_H
+#define TPEXPORT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tpexport/alloc.h"
+#include "tpexport/status.h"
+#include "tpexport/tensor.h"
+#include "tpexport/value.h"
+
+#define TP_HIDDEN __attribute__((visibility("hidden")))
+#define TP_UNUSED(x) ((void)(x))
+#define TP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Reference-counted bytes. Owned storage was allocated by the library
+ * (alloc_base != NULL, freed with tp_free); borrowed storage calls
+ * release(release_ctx, data) when the count drops to zero (if set). */
+struct tp_storage {
+    atomic_long refcount;
+    void *data;   /* 64-byte aligned for owned storage */
+    size_t nbytes;
+    void *alloc_base;
+    void (*release)(void *ctx, void *data);
+    void *release_ctx;
+};
+
+struct tp_tensor {
+    atomic_long refcount;
+    tp_dtype dtype;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    int64_t strides[TP_MAX_DIMS]; /* in elements; may be 0 (broadcast) */
+    int64_t offset;               /* in elements */
+    tp_storage *storage;          /* NULL for a meta tensor */
+};
+
+/* Byte pointer of element 0 of the view. */
+static inline char *tp__tensor_base(const tp_tensor *t) {
+    return t->storage ? (char *)t->storage->data + t->offset * (int64_t)tp_dtype_size(t->dtype) : NULL;
+}
+
+/* Overflow-checked arithmetic: return false on overflow. */
+static inline bool tp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool tp_add_overflow_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool tp_mul_size(size_t a, size_t b, size_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool tp_add_size(size_t a, size_t b, size_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* Number of elements for sizes; TP_ERR_SHAPE on a negative size or
+ * overflow. */
+TP_HIDDEN tp_status tp__numel(int ndim, const int64_t *sizes, int64_t *out);
+/* Fill contiguous (C-order) strides. */
+TP_HIDDEN void tp__contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
+/* Wrap a possibly negative dim into [0, ndim) (ndim 0 accepts -1 and 0 as
+ * PyTorch does for scalars when allow_scalar). TP_ERR_INDEX with a message
+ * "dim D out of range for a tensor of rank R" otherwise. */
+TP_HIDDEN tp_status tp__wrap_dim(int64_t dim, int ndim, int *out);
+/* Broadcast two shapes; TP_ERR_SHAPE naming both shapes on mismatch. */
+TP_HIDDEN tp_status tp__broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
+                                         int *nout, int64_t *out);
+/* Format a shape as "[2, 3]" into buf (returns buf). */
+TP_HIDDEN const char *tp__shape_str(int ndim, const int64_t *sizes, char *buf, size_t size);
+
+/* A new tensor struct (refcount 1) with the given metadata, sharing
+ * `storage` (retained; may be NULL for meta). Strides NULL = contiguous. */
+TP_HIDDEN tp_status tp__tensor_make(tp_dtype dtype, int ndim, const int64_t *sizes,
+                                    const int64_t *strides, int64_t offset, tp_storage *storage,
+                                    tp_tensor **out);
+TP_HIDDEN void tp__storage_retain(tp_storage *s);
+TP_HIDDEN void tp__storage_release(tp_storage *s);
+
+/* Scalar element access by dtype (p points at one element). */
+TP_HIDDEN double tp__load_f64(const void *p, tp_dtype dtype);
+TP_HIDDEN int64_t tp__load_i64(const void *p, tp_dtype dtype);
+TP_HIDDEN void tp__store_f64(void *p, tp_dtype dtype, double v);
+TP_HIDDEN void tp__store_i64(void *p, tp_dtype dtype, int64_t v);
+/* float <-> half / bfloat16 with round-to-nearest-even. */
+TP_HIDDEN uint16_t tp__f32_to_f16(float f);
+TP_HIDDEN float tp__f16_to_f32(uint16_t h);
+TP_HIDDEN uint16_t tp__f32_to_bf16(float f);
+TP_HIDDEN float tp__bf16_to_f32(uint16_t h);
+
+#endif
+
+/* ---- strided iteration -------------------------------------------------
+ * Walks the elements of a shape in C order over up to TP_ITER_MAX_OPS
+ * tensors at once. Each operand's shape must broadcast to `sizes`
+ * (right-aligned; size-1 or missing dims get stride 0). Usage:
+ *     tp_iter it; tp__iter_init(&it, ndim, sizes, 2, (const tp_tensor*[]){out, a});
+ *     while (tp__iter_next(&it)) { char *po = it.ptr[0], *pa = it.ptr[1]; ... }
+ */
+#define TP_ITER_MAX_OPS 6
+typedef struct tp_iter {
+    int ndim;
+    int n_ops;
+    int64_t sizes[TP_MAX_DIMS];
+    int64_t index[TP_MAX_DIMS];
+    int64_t bstrides[TP_ITER_MAX_OPS][TP_MAX_DIMS]; /* byte strides */
+    char *ptr[TP_ITER_MAX_OPS];
+    int64_t remaining; /* elements not yet visited */
+    bool started;
+} tp_iter;
+
+TP_HIDDEN void tp__iter_init(tp_iter *it, int ndim, const int64_t *sizes, int n_ops,
+                             const tp_tensor *const *ops);
+TP_HIDDEN bool tp__iter_next(tp_iter *it);
