@@ -18,7 +18,6 @@
 
 #include "tpexport/tpexport.h"
 
-static int tp_test_checks_failed = 0;
 static int tp_test_current_failed = 0;
 
 #define CHECK(cond)                                                                   \

@@ -9,5 +9,6 @@
 #include "tensor.h"
 #include "value.h"
 #include "ops.h"
+#include "signature.h"
 
 #endif
