@@ -103,3 +103,61 @@ tp_status tp__as_tensor(const tp_value *v, tp_dtype dtype, tp_tensor **out) {
     *out = t;
     return TP_OK;
 }
+
+tp_status tp__scalar_to_elem(const tp_value *v, tp_dtype dtype, void *elem) {
+    bool is_float;
+    double f = 0.0;
+    int64_t i = 0;
+    if (v->kind == TP_VAL_TENSOR) {
+        const tp_tensor *t = v->u.tensor;
+        TP_CHECK(t->storage != NULL, TP_ERR_INVALID_ARG, "value tensor has no data");
+        int64_t numel = tp_tensor_numel(t);
+        TP_CHECK(numel == 1, TP_ERR_SHAPE, "value tensor must have exactly one element, got %" PRId64, numel);
+        is_float = tp_dtype_is_float(t->dtype);
+        if (is_float) f = tp__load_f64(tp__tensor_base(t), t->dtype);
+        else i = tp__load_i64(tp__tensor_base(t), t->dtype);
+    } else {
+        TP_CHECK(tp_value_is_number(v), TP_ERR_TYPE, "expected a number, got %s", tp_value_kind_name(v->kind));
+        is_float = v->kind == TP_VAL_FLOAT;
+        if (is_float) f = v->u.f;
+        else i = tp_value_as_i64(v);
+    }
+    char shown[64];
+    if (is_float) snprintf(shown, sizeof shown, "%.17g", f);
+    else snprintf(shown, sizeof shown, "%" PRId64, i);
+    if (dtype == TP_BOOL) {
+        *(uint8_t *)elem = is_float ? (f != 0.0) : (i != 0);
+        return TP_OK;
+    }
+    if (tp_dtype_is_float(dtype)) {
+        double x = is_float ? f : (double)i;
+        double max = dtype == TP_FLOAT16 ? 65504.0
+                     : dtype == TP_BFLOAT16 ? 3.3895313892515355e38
+                     : dtype == TP_FLOAT32 ? 3.4028234663852886e38
+                                           : INFINITY;
+        TP_CHECK(!isfinite(x) || fabs(x) <= max, TP_ERR_INVALID_ARG,
+                 "value %s cannot be converted to type %s without overflow", shown, tp_dtype_name(dtype));
+        tp__store_f64(elem, dtype, x);
+        return TP_OK;
+    }
+    int64_t lo, hi;
+    switch (dtype) {
+    case TP_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case TP_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case TP_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case TP_UINT8: lo = is_float ? 0 : -255, hi = UINT8_MAX; break; /* PyTorch lets negative ints wrap */
+    case TP_INT64: lo = INT64_MIN, hi = INT64_MAX; break;
+    default: return tp_error(TP_ERR_TYPE, "unsupported dtype %s", tp_dtype_name(dtype));
+    }
+    if (is_float) {
+        bool ok = f >= (double)lo && (dtype == TP_INT64 ? f < 9223372036854775808.0 : f <= (double)hi);
+        TP_CHECK(ok, TP_ERR_INVALID_ARG, "value %s cannot be converted to type %s without overflow", shown,
+                 tp_dtype_name(dtype));
+        i = (int64_t)f; /* truncates toward zero */
+    } else {
+        TP_CHECK(i >= lo && i <= hi, TP_ERR_INVALID_ARG, "value %s cannot be converted to type %s without overflow",
+                 shown, tp_dtype_name(dtype));
+    }
+    tp__store_i64(elem, dtype, i);
+    return TP_OK;
+}

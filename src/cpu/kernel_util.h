@@ -56,4 +56,13 @@ TP_HIDDEN tp_dtype tp__scalar_dtype(const tp_value *v);
  * tensor retained when it already is one. Caller frees. */
 TP_HIDDEN tp_status tp__as_tensor(const tp_value *v, tp_dtype dtype, tp_tensor **out);
 
+/* Convert a number value (bool, int, float) or a one-element tensor value to
+ * one element of `dtype`, written to `elem` (tp_dtype_size(dtype) bytes), with
+ * PyTorch's checked Scalar conversion (as in fill_ / full / masked_fill):
+ * float -> int truncates; values outside the target's range (and NaN or inf
+ * into an integer type) give TP_ERR_INVALID_ARG "value V cannot be converted
+ * to type T without overflow"; uint8 accepts ints down to -255 (wrapping);
+ * bool targets take (v != 0). */
+TP_HIDDEN tp_status tp__scalar_to_elem(const tp_value *v, tp_dtype dtype, void *elem);
+
 #endif

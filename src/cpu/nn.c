@@ -1,7 +1,866 @@
 /*
- * nn.c - nn ops: schemas, shape rules and reference kernels.
- * (Placeholder: registers nothing yet.)
+ * nn.c - nn ops: normalisation (batch_norm, layer_norm, group_norm),
+ * softmax / log_softmax, prelu, embedding, dropout and
+ * scaled_dot_product_attention: schemas, shape rules and reference kernels.
+ *
+ * Semantics are torch.nn.functional's. Every kernel reads its inputs through
+ * explicit element strides (any layout, broadcast stride 0, 0-d tensors),
+ * computes in double and rounds on store into the contiguous outputs that
+ * the dispatcher allocates. Float ops accept float32/float64/float16/bfloat16;
+ * norm parameters must have the input's dtype, or float32 for a float16 or
+ * bfloat16 input (PyTorch's mixed-precision CPU norms).
+ *
+ * batch_norm with training=True updates running_mean/running_var in place
+ * (registered TP_OPF_MUTATES | TP_OPF_EFFECTFUL). dropout and
+ * scaled_dot_product_attention's dropout_p draw from a small seeded
+ * generator of our own (TP_OPF_RANDOM): the kept/dropped pattern does not
+ * reproduce torch.manual_seed streams, only their distribution.
  */
+#include <inttypes.h>
+#include <stdatomic.h>
+
 #include "kernel_util.h"
 
-void tp__register_nn_ops(void) {}
+/* ---- element access ---------------------------------------------------- */
+
+/* Element `off` (in elements) from `base`, as a double. */
+static inline double load_at(const char *base, int64_t off, tp_dtype dtype) {
+    switch (dtype) {
+    case TP_FLOAT32: {
+        float v;
+        memcpy(&v, base + off * 4, 4);
+        return v;
+    }
+    case TP_FLOAT64: {
+        double v;
+        memcpy(&v, base + off * 8, 8);
+        return v;
+    }
+    default: return tp__load_f64(base + off * (int64_t)tp_dtype_size(dtype), dtype);
+    }
+}
+
+static inline void store_at(char *base, int64_t off, tp_dtype dtype, double v) {
+    switch (dtype) {
+    case TP_FLOAT32: {
+        float f = (float)v;
+        memcpy(base + off * 4, &f, 4);
+        return;
+    }
+    case TP_FLOAT64: memcpy(base + off * 8, &v, 8); return;
+    default: tp__store_f64(base + off * (int64_t)tp_dtype_size(dtype), dtype, v); return;
+    }
+}
+
+/* v rounded to what a tensor of `dtype` would hold (float dtypes). */
+static double round_to_dtype(double v, tp_dtype dtype) {
+    switch (dtype) {
+    case TP_FLOAT32: return (float)v;
+    case TP_FLOAT16: return tp__f16_to_f32(tp__f32_to_f16((float)v));
+    case TP_BFLOAT16: return tp__bf16_to_f32(tp__f32_to_bf16((float)v));
+    default: return v;
+    }
+}
+
+/* Element i of a 0-d or 1-d parameter tensor (i is ignored for one element). */
+static double param_at(const tp_tensor *p, int64_t i) {
+    int64_t off = p->ndim == 0 || p->sizes[0] == 1 ? 0 : i * p->strides[0];
+    return load_at(tp__tensor_base(p), off, p->dtype);
+}
+
+/* ---- strided walks ------------------------------------------------------
+ * A C-order walk over `ndim` dims that tracks the element offset of the
+ * current position in two operands (strides in elements) and the current
+ * multi-index. ndim 0 visits one element; a zero size visits none. */
+typedef struct walk {
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    int64_t strides[2][TP_MAX_DIMS];
+    int64_t index[TP_MAX_DIMS];
+    int64_t off[2];
+    int64_t remaining;
+    bool started;
+} walk;
+
+static void walk_init(walk *w, int ndim, const int64_t *sizes, const int64_t *strides0,
+                      const int64_t *strides1) {
+    memset(w, 0, sizeof *w);
+    w->ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        w->sizes[d] = sizes[d];
+        w->strides[0][d] = strides0 ? strides0[d] : 0;
+        w->strides[1][d] = strides1 ? strides1[d] : 0;
+        n *= sizes[d];
+    }
+    w->remaining = n;
+}
+
+static bool walk_next(walk *w) {
+    if (w->remaining <= 0) return false;
+    w->remaining--;
+    if (!w->started) {
+        w->started = true;
+        return true;
+    }
+    for (int d = w->ndim - 1; d >= 0; d--) {
+        if (++w->index[d] < w->sizes[d]) {
+            w->off[0] += w->strides[0][d];
+            w->off[1] += w->strides[1][d];
+            return true;
+        }
+        w->off[0] -= w->strides[0][d] * (w->sizes[d] - 1);
+        w->off[1] -= w->strides[1][d] * (w->sizes[d] - 1);
+        w->index[d] = 0;
+    }
+    return true;
+}
+
+/* Copy the dims [first, last) of a and b (same shape) into sizes and the two
+ * stride arrays; returns the number of dims copied. */
+static int pick_dims(const tp_tensor *a, const tp_tensor *b, int first, int last, int skip, int64_t *sizes,
+                     int64_t *sa, int64_t *sb) {
+    int n = 0;
+    for (int d = first; d < last; d++) {
+        if (d == skip) continue;
+        sizes[n] = a->sizes[d];
+        sa[n] = a->strides[d];
+        sb[n] = b->strides[d];
+        n++;
+    }
+    return n;
+}
+
+/* A parameter tensor's values as doubles in C order (caller tp_frees).
+ * NULL tensor gives a NULL buffer. */
+static tp_status load_all(const tp_tensor *t, double **out) {
+    *out = NULL;
+    if (!t) return TP_OK;
+    int64_t n = tp_tensor_numel(t);
+    double *buf = tp_calloc((size_t)(n > 0 ? n : 1), sizeof *buf);
+    TP_CHECK(buf, TP_ERR_NOMEM, "out of memory (%" PRId64 " parameter values)", n);
+    walk w;
+    walk_init(&w, t->ndim, t->sizes, t->strides, NULL);
+    const char *base = tp__tensor_base(t);
+    for (int64_t i = 0; walk_next(&w); i++) buf[i] = load_at(base, w.off[0], t->dtype);
+    *out = buf;
+    return TP_OK;
+}
+
+static tp_status alloc_f64(int64_t n, double **out) {
+    *out = tp_calloc((size_t)(n > 0 ? n : 1), sizeof **out);
+    TP_CHECK(*out, TP_ERR_NOMEM, "out of memory (scratch of %" PRId64 " values)", n);
+    return TP_OK;
+}
+
+/* Mean and biased variance of x[0..n) (two passes; n > 0). */
+static void mean_var(const double *x, int64_t n, double *mean, double *var) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    double m = s / (double)n, ss = 0.0;
+    for (int64_t i = 0; i < n; i++) ss += (x[i] - m) * (x[i] - m);
+    *mean = m;
+    *var = ss / (double)n;
+}
+
+/* ---- a small seeded generator (splitmix64), one stream per call -------- */
+
+static atomic_uint_fast64_t g_random_calls;
+
+static uint64_t rng_next(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rng_seed(void) {
+    uint64_t call = (uint64_t)atomic_fetch_add(&g_random_calls, 1);
+    uint64_t state = 0x2545F4914F6CDD1DULL ^ call;
+    return rng_next(&state);
+}
+
+/* Uniform in [0, 1). */
+static double rng_uniform(uint64_t *state) { return (double)(rng_next(state) >> 11) * 0x1.0p-53; }
+
+/* ---- argument checks shared by the shape rules ------------------------- */
+
+static tp_status arg_tensor(const tp_value *args, int i, const char *what, tp_tensor **out) {
+    *out = tp__arg_tensor(args, i);
+    TP_CHECK(*out, TP_ERR_TYPE, "argument '%s' must be a Tensor, not %s", what, tp_value_kind_name(args[i].kind));
+    return TP_OK;
+}
+
+/* An optional tensor: NULL for None. */
+static tp_status arg_opt_tensor(const tp_value *args, int i, const char *what, tp_tensor **out) {
+    *out = NULL;
+    if (tp__arg_is_none(args, i)) return TP_OK;
+    return arg_tensor(args, i, what, out);
+}
+
+static tp_status check_float(const tp_tensor *t, const char *what) {
+    TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE, "expected a floating-point %s, got %s", what,
+             tp_dtype_name(t->dtype));
+    return TP_OK;
+}
+
+/* A norm parameter's dtype: the input's, or float32 for a reduced-precision
+ * input. */
+static tp_status check_param_dtype(const tp_tensor *p, const char *what, tp_dtype input) {
+    if (!p) return TP_OK;
+    bool mixed = p->dtype == TP_FLOAT32 && (input == TP_FLOAT16 || input == TP_BFLOAT16);
+    TP_CHECK(p->dtype == input || mixed, TP_ERR_TYPE, "expected %s to have dtype %s (as the input), got %s", what,
+             tp_dtype_name(input), tp_dtype_name(p->dtype));
+    return TP_OK;
+}
+
+/* A 1-d per-channel parameter of `channels` elements. */
+static tp_status check_channel_param(const tp_tensor *p, const char *what, int64_t channels) {
+    if (!p) return TP_OK;
+    int64_t n = tp_tensor_numel(p);
+    TP_CHECK(n == channels, TP_ERR_SHAPE, "%s should contain %" PRId64 " elements not %" PRId64, what, channels, n);
+    char buf[128];
+    TP_CHECK(p->ndim == 1, TP_ERR_SHAPE, "%s must be 1-D, got shape %s", what,
+             tp__shape_str(p->ndim, p->sizes, buf, sizeof buf));
+    return TP_OK;
+}
+
+static tp_status check_probability(double p) {
+    TP_CHECK(p >= 0.0 && p <= 1.0, TP_ERR_INVALID_ARG, "dropout probability has to be between 0 and 1, but got %g", p);
+    return TP_OK;
+}
+
+static tp_status out_like(tp_value *out, const tp_tensor *t, tp_dtype dtype) {
+    return tp__out_tensor(out, dtype, t->ndim, t->sizes);
+}
+
+/* ---- batch_norm --------------------------------------------------------- */
+
+enum { BN_INPUT, BN_RUNNING_MEAN, BN_RUNNING_VAR, BN_WEIGHT, BN_BIAS, BN_TRAINING, BN_MOMENTUM, BN_EPS };
+
+static tp_status batch_norm_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *rm, *rv, *w, *b;
+    TP_TRY(arg_tensor(args, BN_INPUT, "input", &x));
+    TP_TRY(arg_opt_tensor(args, BN_RUNNING_MEAN, "running_mean", &rm));
+    TP_TRY(arg_opt_tensor(args, BN_RUNNING_VAR, "running_var", &rv));
+    TP_TRY(arg_opt_tensor(args, BN_WEIGHT, "weight", &w));
+    TP_TRY(arg_opt_tensor(args, BN_BIAS, "bias", &b));
+    bool training = tp__arg_bool(args, BN_TRAINING);
+    char buf[128];
+    TP_TRY(check_float(x, "input"));
+    TP_CHECK(x->ndim >= 2, TP_ERR_SHAPE, "expected input of shape (N, C, ...) with at least 2 dims, got shape %s",
+             tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
+    int64_t channels = x->sizes[1];
+    const tp_tensor *params[] = {rm, rv, w, b};
+    const char *names[] = {"running_mean", "running_var", "weight", "bias"};
+    for (int i = 0; i < 4; i++) {
+        TP_TRY(check_param_dtype(params[i], names[i], x->dtype));
+        TP_TRY(check_channel_param(params[i], names[i], channels));
+    }
+    if (!training) {
+        TP_CHECK(rm, TP_ERR_MISSING, "running_mean must be defined in evaluation mode");
+        TP_CHECK(rv, TP_ERR_MISSING, "running_var must be defined in evaluation mode");
+    } else {
+        bool one_value = true; /* the product of all sizes but dim 1 is 1 */
+        for (int d = 0; d < x->ndim; d++) one_value = one_value && (d == 1 || x->sizes[d] == 1);
+        TP_CHECK(!one_value, TP_ERR_INVALID_ARG,
+                 "Expected more than 1 value per channel when training, got input size %s",
+                 tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
+    }
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status batch_norm_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, BN_INPUT), *rm = tp__arg_tensor(args, BN_RUNNING_MEAN),
+              *rv = tp__arg_tensor(args, BN_RUNNING_VAR), *w = tp__arg_tensor(args, BN_WEIGHT),
+              *b = tp__arg_tensor(args, BN_BIAS), *y = tp__out_at(out, 0);
+    bool training = tp__arg_bool(args, BN_TRAINING);
+    double momentum = tp__arg_f64(args, BN_MOMENTUM), eps = tp__arg_f64(args, BN_EPS);
+    if (tp_tensor_numel(x) == 0) return TP_OK; /* PyTorch leaves running stats alone */
+
+    int64_t channels = x->sizes[1], count = tp_tensor_numel(x) / channels;
+    int64_t sizes[TP_MAX_DIMS], xs[TP_MAX_DIMS], ys[TP_MAX_DIMS];
+    int nd = pick_dims(x, y, 0, x->ndim, 1, sizes, xs, ys);
+    double *vals;
+    TP_TRY(alloc_f64(count, &vals));
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    for (int64_t c = 0; c < channels; c++) {
+        walk it;
+        walk_init(&it, nd, sizes, xs, ys);
+        int64_t xc = c * x->strides[1], yc = c * y->strides[1];
+        for (int64_t i = 0; walk_next(&it); i++) vals[i] = load_at(xb, xc + it.off[0], x->dtype);
+        double mean, var;
+        if (training) {
+            mean_var(vals, count, &mean, &var);
+            if (rm) {
+                char *p = tp__tensor_base(rm);
+                int64_t off = c * rm->strides[0];
+                store_at(p, off, rm->dtype, (1.0 - momentum) * load_at(p, off, rm->dtype) + momentum * mean);
+            }
+            if (rv) {
+                char *p = tp__tensor_base(rv);
+                int64_t off = c * rv->strides[0];
+                double unbiased = var * (double)count / (double)(count - 1);
+                store_at(p, off, rv->dtype, (1.0 - momentum) * load_at(p, off, rv->dtype) + momentum * unbiased);
+            }
+        } else {
+            mean = param_at(rm, c);
+            var = param_at(rv, c);
+        }
+        double scale = 1.0 / sqrt(var + eps);
+        if (w) scale *= param_at(w, c);
+        double shift = b ? param_at(b, c) : 0.0;
+        walk_init(&it, nd, sizes, xs, ys);
+        for (int64_t i = 0; walk_next(&it); i++) store_at(yb, yc + it.off[1], y->dtype, (vals[i] - mean) * scale + shift);
+    }
+    tp_free(vals);
+    return TP_OK;
+}
+
+/* ---- layer_norm --------------------------------------------------------- */
+
+enum { LN_INPUT, LN_SHAPE, LN_WEIGHT, LN_BIAS, LN_EPS };
+
+static tp_status layer_norm_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *w, *b;
+    TP_TRY(arg_tensor(args, LN_INPUT, "input", &x));
+    TP_TRY(arg_opt_tensor(args, LN_WEIGHT, "weight", &w));
+    TP_TRY(arg_opt_tensor(args, LN_BIAS, "bias", &b));
+    int64_t shape[TP_MAX_DIMS];
+    int k;
+    TP_TRY(tp__arg_ints(args, LN_SHAPE, "normalized_shape", shape, TP_MAX_DIMS, 0, &k));
+    char sbuf[128], xbuf[128], pbuf[128];
+    tp__shape_str(k, shape, sbuf, sizeof sbuf);
+    TP_CHECK(k >= 1, TP_ERR_INVALID_ARG,
+             "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but "
+             "got normalized_shape = %s",
+             sbuf);
+    TP_TRY(check_float(x, "input"));
+    bool match = k <= x->ndim;
+    for (int i = 0; match && i < k; i++) match = x->sizes[x->ndim - k + i] == shape[i];
+    TP_CHECK(match, TP_ERR_SHAPE, "Given normalized_shape=%s, expected input with shape [*, %.*s], but got input of size%s",
+             sbuf, (int)(strlen(sbuf) - 2), sbuf + 1, tp__shape_str(x->ndim, x->sizes, xbuf, sizeof xbuf));
+    const tp_tensor *params[] = {w, b};
+    const char *names[] = {"weight", "bias"};
+    for (int i = 0; i < 2; i++) {
+        const tp_tensor *p = params[i];
+        if (!p) continue;
+        TP_TRY(check_param_dtype(p, names[i], x->dtype));
+        bool same = p->ndim == k;
+        for (int d = 0; same && d < k; d++) same = p->sizes[d] == shape[d];
+        TP_CHECK(same, TP_ERR_SHAPE,
+                 "Expected %s to be of same shape as normalized_shape, but got %s of shape %s and normalized_shape = %s",
+                 names[i], names[i], tp__shape_str(p->ndim, p->sizes, pbuf, sizeof pbuf), sbuf);
+    }
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status layer_norm_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, LN_INPUT), *w = tp__arg_tensor(args, LN_WEIGHT),
+              *b = tp__arg_tensor(args, LN_BIAS), *y = tp__out_at(out, 0);
+    double eps = tp__arg_f64(args, LN_EPS);
+    int k = (int)tp_value_len(&args[LN_SHAPE]);
+    if (args[LN_SHAPE].kind == TP_VAL_INT) k = 1;
+    int lead = x->ndim - k;
+    int64_t osz[TP_MAX_DIMS], oxs[TP_MAX_DIMS], oys[TP_MAX_DIMS];
+    int64_t isz[TP_MAX_DIMS], ixs[TP_MAX_DIMS], iys[TP_MAX_DIMS];
+    int no = pick_dims(x, y, 0, lead, -1, osz, oxs, oys);
+    int ni = pick_dims(x, y, lead, x->ndim, -1, isz, ixs, iys);
+    int64_t inner = 1;
+    for (int d = 0; d < ni; d++) inner *= isz[d];
+    if (inner == 0 || tp_tensor_numel(x) == 0) return TP_OK;
+
+    double *wv = NULL, *bv = NULL, *vals = NULL;
+    tp_status st = load_all(w, &wv);
+    if (st == TP_OK) st = load_all(b, &bv);
+    if (st == TP_OK) st = alloc_f64(inner, &vals);
+    if (st == TP_OK) {
+        const char *xb = tp__tensor_base(x);
+        char *yb = tp__tensor_base(y);
+        walk outer;
+        walk_init(&outer, no, osz, oxs, oys);
+        while (walk_next(&outer)) {
+            walk it;
+            walk_init(&it, ni, isz, ixs, iys);
+            for (int64_t j = 0; walk_next(&it); j++) vals[j] = load_at(xb, outer.off[0] + it.off[0], x->dtype);
+            double mean, var;
+            mean_var(vals, inner, &mean, &var);
+            double rstd = 1.0 / sqrt(var + eps);
+            walk_init(&it, ni, isz, ixs, iys);
+            for (int64_t j = 0; walk_next(&it); j++) {
+                double v = (vals[j] - mean) * rstd;
+                if (wv) v *= wv[j];
+                if (bv) v += bv[j];
+                store_at(yb, outer.off[1] + it.off[1], y->dtype, v);
+            }
+        }
+    }
+    tp_free(wv);
+    tp_free(bv);
+    tp_free(vals);
+    return st;
+}
+
+/* ---- group_norm --------------------------------------------------------- */
+
+enum { GN_INPUT, GN_GROUPS, GN_WEIGHT, GN_BIAS, GN_EPS };
+
+static tp_status group_norm_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *w, *b;
+    TP_TRY(arg_tensor(args, GN_INPUT, "input", &x));
+    TP_TRY(arg_opt_tensor(args, GN_WEIGHT, "weight", &w));
+    TP_TRY(arg_opt_tensor(args, GN_BIAS, "bias", &b));
+    int64_t groups = tp__arg_int(args, GN_GROUPS);
+    char xbuf[128], pbuf[128];
+    tp__shape_str(x->ndim, x->sizes, xbuf, sizeof xbuf);
+    TP_TRY(check_float(x, "input"));
+    TP_CHECK(x->ndim >= 2, TP_ERR_SHAPE, "Expected at least 2 dimensions for input tensor but received %d", x->ndim);
+    TP_CHECK(groups > 0, TP_ERR_INVALID_ARG, "num_groups must be positive, got %" PRId64, groups);
+    int64_t channels = x->sizes[1];
+    TP_CHECK(channels % groups == 0, TP_ERR_SHAPE,
+             "Expected number of channels in input to be divisible by num_groups, but got input of shape %s and "
+             "num_groups=%" PRId64,
+             xbuf, groups);
+    const tp_tensor *params[] = {w, b};
+    const char *names[] = {"weight", "bias"};
+    for (int i = 0; i < 2; i++) {
+        const tp_tensor *p = params[i];
+        if (!p) continue;
+        TP_TRY(check_param_dtype(p, names[i], x->dtype));
+        TP_CHECK(p->ndim == 1 && p->sizes[0] == channels, TP_ERR_SHAPE,
+                 "Expected %s to be a vector of size equal to the number of channels in input, but got %s of shape %s "
+                 "and input of shape %s",
+                 names[i], names[i], tp__shape_str(p->ndim, p->sizes, pbuf, sizeof pbuf), xbuf);
+    }
+    /* F.group_norm's _verify_batch_size on [N * C / G, G, *spatial]: one
+     * value per group (N * C / G * prod(spatial) == 1) is an error. */
+    bool one_value = x->sizes[0] == 1 && channels == groups;
+    for (int d = 2; d < x->ndim; d++) one_value = one_value && x->sizes[d] == 1;
+    if (one_value) {
+        int64_t v[TP_MAX_DIMS];
+        memcpy(v, x->sizes, sizeof v);
+        v[0] = 1;
+        return tp_error(TP_ERR_INVALID_ARG, "Expected more than 1 value per channel when training, got input size %s",
+                        tp__shape_str(x->ndim, v, pbuf, sizeof pbuf));
+    }
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status group_norm_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, GN_INPUT), *w = tp__arg_tensor(args, GN_WEIGHT),
+              *b = tp__arg_tensor(args, GN_BIAS), *y = tp__out_at(out, 0);
+    int64_t groups = tp__arg_int(args, GN_GROUPS);
+    double eps = tp__arg_f64(args, GN_EPS);
+    if (tp_tensor_numel(x) == 0) return TP_OK;
+    int64_t batch = x->sizes[0], per_group = x->sizes[1] / groups;
+    /* block of one group: [channels of the group, spatial...] */
+    int64_t sizes[TP_MAX_DIMS], xs[TP_MAX_DIMS], ys[TP_MAX_DIMS];
+    int nd = pick_dims(x, y, 1, x->ndim, -1, sizes, xs, ys);
+    sizes[0] = per_group;
+    int64_t count = tp_tensor_numel(x) / (batch * groups);
+
+    double *vals = NULL;
+    TP_TRY(alloc_f64(count, &vals));
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    for (int64_t n = 0; n < batch; n++) {
+        for (int64_t g = 0; g < groups; g++) {
+            int64_t c0 = g * per_group;
+            int64_t xo = n * x->strides[0] + c0 * x->strides[1], yo = n * y->strides[0] + c0 * y->strides[1];
+            walk it;
+            walk_init(&it, nd, sizes, xs, ys);
+            for (int64_t i = 0; walk_next(&it); i++) vals[i] = load_at(xb, xo + it.off[0], x->dtype);
+            double mean, var;
+            mean_var(vals, count, &mean, &var);
+            double rstd = 1.0 / sqrt(var + eps);
+            walk_init(&it, nd, sizes, xs, ys);
+            for (int64_t i = 0; walk_next(&it); i++) {
+                int64_t c = c0 + it.index[0];
+                double v = (vals[i] - mean) * rstd;
+                if (w) v *= param_at(w, c);
+                if (b) v += param_at(b, c);
+                store_at(yb, yo + it.off[1], y->dtype, v);
+            }
+        }
+    }
+    tp_free(vals);
+    return TP_OK;
+}
+
+/* ---- softmax / log_softmax ---------------------------------------------- */
+
+enum { SM_SELF, SM_DIM, SM_DTYPE };
+
+static tp_status softmax_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(arg_tensor(args, SM_SELF, "self", &x));
+    int dim;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, SM_DIM), x->ndim, &dim));
+    tp_dtype dtype = x->dtype;
+    if (args[SM_DTYPE].kind == TP_VAL_DTYPE) {
+        dtype = args[SM_DTYPE].u.dtype;
+        TP_CHECK(tp_dtype_is_float(dtype), TP_ERR_TYPE, "expected a floating-point dtype, got %s",
+                 tp_dtype_name(dtype));
+    }
+    TP_CHECK(tp_dtype_is_float(dtype), TP_ERR_TYPE,
+             "expected a floating-point input, got %s (pass dtype= to compute in a floating-point type)",
+             tp_dtype_name(dtype));
+    return out_like(out, x, dtype);
+}
+
+static tp_status softmax_common(const tp_value *args, tp_value *out, bool log_space) {
+    tp_tensor *x = tp__arg_tensor(args, SM_SELF), *y = tp__out_at(out, 0);
+    int dim;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, SM_DIM), x->ndim, &dim));
+    bool cast = y->dtype != x->dtype; /* dtype=: the input is converted first */
+    int64_t len = 1, xs = 0, ys = 0;
+    if (x->ndim > 0) {
+        len = x->sizes[dim];
+        xs = x->strides[dim];
+        ys = y->strides[dim];
+    }
+    if (len == 0 || tp_tensor_numel(x) == 0) return TP_OK;
+    int64_t sizes[TP_MAX_DIMS], oxs[TP_MAX_DIMS], oys[TP_MAX_DIMS];
+    int nd = pick_dims(x, y, 0, x->ndim, dim, sizes, oxs, oys);
+    double *vals;
+    TP_TRY(alloc_f64(len, &vals));
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    walk outer;
+    walk_init(&outer, nd, sizes, oxs, oys);
+    while (walk_next(&outer)) {
+        double max = -INFINITY;
+        for (int64_t i = 0; i < len; i++) {
+            double v = load_at(xb, outer.off[0] + i * xs, x->dtype);
+            if (cast) v = round_to_dtype(v, y->dtype);
+            vals[i] = v;
+            if (v > max || isnan(v)) max = isnan(max) ? max : v;
+        }
+        double sum = 0.0;
+        for (int64_t i = 0; i < len; i++) sum += exp(vals[i] - max);
+        if (log_space) {
+            double lse = log(sum);
+            for (int64_t i = 0; i < len; i++) store_at(yb, outer.off[1] + i * ys, y->dtype, vals[i] - max - lse);
+        } else {
+            for (int64_t i = 0; i < len; i++) store_at(yb, outer.off[1] + i * ys, y->dtype, exp(vals[i] - max) / sum);
+        }
+    }
+    tp_free(vals);
+    return TP_OK;
+}
+
+static tp_status softmax_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, false); }
+static tp_status log_softmax_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, true); }
+
+/* ---- prelu -------------------------------------------------------------- */
+
+static tp_status prelu_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *w;
+    TP_TRY(arg_tensor(args, 0, "self", &x));
+    TP_TRY(arg_tensor(args, 1, "weight", &w));
+    TP_TRY(check_float(x, "input"));
+    TP_CHECK(w->dtype == x->dtype, TP_ERR_TYPE, "type promotion is not supported: weight has dtype %s, input has %s",
+             tp_dtype_name(w->dtype), tp_dtype_name(x->dtype));
+    TP_CHECK(w->ndim <= 1, TP_ERR_SHAPE, "Expected `weight` to be a scalar or 1D tensor, but got ndim = %d", w->ndim);
+    int64_t n = tp_tensor_numel(w);
+    if (n != 1) {
+        TP_CHECK(x->ndim > 0, TP_ERR_SHAPE, "Not allow zero-dim input tensor.");
+        int64_t channels = x->ndim > 1 ? x->sizes[1] : 1;
+        TP_CHECK(channels == n, TP_ERR_SHAPE,
+                 "Mismatch of parameter numbers and input channel size. Found parameter numbers = %" PRId64
+                 " and channel size = %" PRId64 ".",
+                 n, channels);
+    }
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status prelu_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *w = tp__arg_tensor(args, 1), *y = tp__out_at(out, 0);
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    walk it;
+    walk_init(&it, x->ndim, x->sizes, x->strides, y->strides);
+    while (walk_next(&it)) {
+        double v = load_at(xb, it.off[0], x->dtype);
+        if (!(v > 0.0)) v *= param_at(w, x->ndim > 1 ? it.index[1] : 0);
+        store_at(yb, it.off[1], y->dtype, v);
+    }
+    return TP_OK;
+}
+
+/* ---- embedding ---------------------------------------------------------- */
+
+static tp_status embedding_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *w, *idx;
+    TP_TRY(arg_tensor(args, 0, "weight", &w));
+    TP_TRY(arg_tensor(args, 1, "indices", &idx));
+    TP_CHECK(w->ndim == 2, TP_ERR_SHAPE, "'weight' must be 2-D, got %d dims", w->ndim);
+    TP_CHECK(idx->dtype == TP_INT64 || idx->dtype == TP_INT32, TP_ERR_TYPE,
+             "Expected tensor for argument 'indices' to have one of the following scalar types: int64, int32; but "
+             "got %s",
+             tp_dtype_name(idx->dtype));
+    TP_CHECK(idx->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "indices have %d dims; the result would exceed %d dims", idx->ndim,
+             TP_MAX_DIMS);
+    int64_t sizes[TP_MAX_DIMS];
+    memcpy(sizes, idx->sizes, (size_t)idx->ndim * sizeof sizes[0]);
+    sizes[idx->ndim] = w->sizes[1];
+    return tp__out_tensor(out, w->dtype, idx->ndim + 1, sizes);
+}
+
+static tp_status embedding_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *w = tp__arg_tensor(args, 0), *idx = tp__arg_tensor(args, 1), *y = tp__out_at(out, 0);
+    int64_t rows = w->sizes[0], dim = w->sizes[1];
+    size_t es = tp_dtype_size(w->dtype);
+    const char *wb = tp__tensor_base(w), *ib = tp__tensor_base(idx);
+    char *yb = tp__tensor_base(y);
+    size_t ies = tp_dtype_size(idx->dtype);
+    walk it;
+    walk_init(&it, idx->ndim, idx->sizes, idx->strides, y->strides);
+    while (walk_next(&it)) {
+        int64_t r = tp__load_i64(ib + it.off[0] * (int64_t)ies, idx->dtype);
+        TP_CHECK(r >= 0 && r < rows, TP_ERR_INDEX, "index out of range in self (index %" PRId64 ", %" PRId64 " rows)", r,
+                 rows);
+        for (int64_t j = 0; j < dim; j++)
+            memcpy(yb + (it.off[1] + j * y->strides[idx->ndim]) * (int64_t)es,
+                   wb + (r * w->strides[0] + j * w->strides[1]) * (int64_t)es, es);
+    }
+    return TP_OK;
+}
+
+/* ---- dropout ------------------------------------------------------------ */
+
+enum { DO_INPUT, DO_P, DO_TRAIN };
+
+static tp_status dropout_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(arg_tensor(args, DO_INPUT, "input", &x));
+    double p = tp__arg_f64(args, DO_P);
+    TP_TRY(check_probability(p));
+    bool random = tp__arg_bool(args, DO_TRAIN) && p > 0.0 && p < 1.0 && tp_tensor_numel(x) > 0;
+    TP_CHECK(!random || tp_dtype_is_float(x->dtype), TP_ERR_TYPE,
+             "result type float can't be cast to the desired output type %s (dropout with train=True needs a "
+             "floating-point input)",
+             tp_dtype_name(x->dtype));
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status dropout_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, DO_INPUT), *y = tp__out_at(out, 0);
+    double p = tp__arg_f64(args, DO_P);
+    if (!tp__arg_bool(args, DO_TRAIN) || p == 0.0) return tp_tensor_copy_(y, x);
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    walk it;
+    walk_init(&it, x->ndim, x->sizes, x->strides, y->strides);
+    if (p == 1.0) { /* input * 0: zeros, NaN stays NaN */
+        while (walk_next(&it)) store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * 0.0);
+        return TP_OK;
+    }
+    uint64_t state = rng_seed();
+    double keep = 1.0 - p, scale = 1.0 / keep;
+    while (walk_next(&it)) {
+        double m = rng_uniform(&state) < keep ? scale : 0.0;
+        store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * m);
+    }
+    return TP_OK;
+}
+
+/* ---- scaled_dot_product_attention --------------------------------------- */
+
+enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_MASK, SDPA_DROPOUT, SDPA_CAUSAL, SDPA_SCALE };
+
+/* Broadcast batch shape of q, k, v (all dims but the last two). */
+static tp_status sdpa_batch_shape(const tp_tensor *q, const tp_tensor *k, const tp_tensor *v, int *nb,
+                                  int64_t *batch) {
+    int n1, n2;
+    int64_t b1[TP_MAX_DIMS], b2[TP_MAX_DIMS];
+    TP_TRY(tp__broadcast_shapes(q->ndim - 2, q->sizes, k->ndim - 2, k->sizes, &n1, b1));
+    TP_TRY(tp__broadcast_shapes(n1, b1, v->ndim - 2, v->sizes, &n2, b2));
+    *nb = n2;
+    memcpy(batch, b2, sizeof b2);
+    return TP_OK;
+}
+
+static tp_status sdpa_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *q, *k, *v, *mask;
+    TP_TRY(arg_tensor(args, SDPA_Q, "query", &q));
+    TP_TRY(arg_tensor(args, SDPA_K, "key", &k));
+    TP_TRY(arg_tensor(args, SDPA_V, "value", &v));
+    TP_TRY(arg_opt_tensor(args, SDPA_MASK, "attn_mask", &mask));
+    char qb[128], kb[128], vb[128];
+    tp__shape_str(q->ndim, q->sizes, qb, sizeof qb);
+    tp__shape_str(k->ndim, k->sizes, kb, sizeof kb);
+    tp__shape_str(v->ndim, v->sizes, vb, sizeof vb);
+    TP_TRY(check_float(q, "query"));
+    TP_CHECK(k->dtype == q->dtype && v->dtype == q->dtype, TP_ERR_TYPE,
+             "Expected query, key, and value to have the same dtype, but got query.dtype: %s key.dtype: %s and "
+             "value.dtype: %s instead.",
+             tp_dtype_name(q->dtype), tp_dtype_name(k->dtype), tp_dtype_name(v->dtype));
+    TP_CHECK(q->ndim >= 2 && k->ndim >= 2 && v->ndim >= 2, TP_ERR_SHAPE,
+             "expected query, key and value with at least 2 dims (..., L, E), got shapes %s, %s and %s", qb, kb, vb);
+    TP_CHECK(k->sizes[k->ndim - 1] == q->sizes[q->ndim - 1], TP_ERR_SHAPE,
+             "expected query and key to have the same embedding size (last dim), got query shape %s and key shape %s",
+             qb, kb);
+    TP_CHECK(k->sizes[k->ndim - 2] == v->sizes[v->ndim - 2], TP_ERR_SHAPE,
+             "expected key and value to have the same sequence length (dim -2), got key shape %s and value shape %s", kb,
+             vb);
+    int nb;
+    int64_t sizes[TP_MAX_DIMS + 2];
+    TP_TRY(sdpa_batch_shape(q, k, v, &nb, sizes));
+    TP_CHECK(nb + 2 <= TP_MAX_DIMS, TP_ERR_SHAPE, "too many batch dims");
+    int64_t L = q->sizes[q->ndim - 2], S = k->sizes[k->ndim - 2];
+    TP_TRY(check_probability(tp__arg_f64(args, SDPA_DROPOUT)));
+    if (mask) {
+        TP_CHECK(!tp__arg_bool(args, SDPA_CAUSAL), TP_ERR_INVALID_ARG,
+                 "Explicit attn_mask should not be set when is_causal=True");
+        TP_CHECK(mask->dtype == TP_BOOL || mask->dtype == TP_FLOAT32 || mask->dtype == q->dtype, TP_ERR_TYPE,
+                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: %s and "
+                 "query.dtype: %s instead.",
+                 tp_dtype_name(mask->dtype), tp_dtype_name(q->dtype));
+        sizes[nb] = L;
+        sizes[nb + 1] = S;
+        bool ok = mask->ndim <= nb + 2;
+        for (int i = 0; ok && i < mask->ndim; i++) {
+            int64_t m = mask->sizes[mask->ndim - 1 - i], t = sizes[nb + 1 - i];
+            ok = m == 1 || m == t;
+        }
+        char mb[128], ab[128];
+        TP_CHECK(ok, TP_ERR_SHAPE, "attn_mask of shape %s cannot be broadcast to the attention weights' shape %s",
+                 tp__shape_str(mask->ndim, mask->sizes, mb, sizeof mb), tp__shape_str(nb + 2, sizes, ab, sizeof ab));
+    }
+    sizes[nb] = L;
+    sizes[nb + 1] = v->sizes[v->ndim - 1];
+    return tp__out_tensor(out, q->dtype, nb + 2, sizes);
+}
+
+/* Strides (elements) of t's leading `nt` dims right-aligned to a batch shape
+ * of `nb` dims; broadcast dims get 0. */
+static void batch_strides(const tp_tensor *t, int nt, int nb, const int64_t *batch, int64_t *strides) {
+    for (int i = 0; i < nb; i++) {
+        int ti = nt - nb + i;
+        strides[i] = (ti >= 0 && t->sizes[ti] != 1 && batch[i] != 1) ? t->strides[ti] : 0;
+    }
+}
+
+/* Stride of t's dim counted from the end (1 = last), 0 if absent or size 1. */
+static int64_t tail_stride(const tp_tensor *t, int from_end) {
+    int d = t->ndim - from_end;
+    return d >= 0 && t->sizes[d] != 1 ? t->strides[d] : 0;
+}
+
+static tp_status sdpa_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *q = tp__arg_tensor(args, SDPA_Q), *k = tp__arg_tensor(args, SDPA_K), *v = tp__arg_tensor(args, SDPA_V),
+              *mask = tp__arg_tensor(args, SDPA_MASK), *y = tp__out_at(out, 0);
+    double dropout_p = tp__arg_f64(args, SDPA_DROPOUT);
+    bool causal = tp__arg_bool(args, SDPA_CAUSAL);
+    int64_t L = q->sizes[q->ndim - 2], E = q->sizes[q->ndim - 1];
+    int64_t S = k->sizes[k->ndim - 2], Ev = v->sizes[v->ndim - 1];
+    double scale = tp__arg_is_none(args, SDPA_SCALE) ? 1.0 / sqrt((double)E) : tp__arg_f64(args, SDPA_SCALE);
+    if (tp_tensor_numel(y) == 0) return TP_OK;
+
+    int nb;
+    int64_t batch[TP_MAX_DIMS];
+    TP_TRY(sdpa_batch_shape(q, k, v, &nb, batch));
+    int64_t qbs[TP_MAX_DIMS], kbs[TP_MAX_DIMS], vbs[TP_MAX_DIMS], mbs[TP_MAX_DIMS], ybs[TP_MAX_DIMS];
+    batch_strides(q, q->ndim - 2, nb, batch, qbs);
+    batch_strides(k, k->ndim - 2, nb, batch, kbs);
+    batch_strides(v, v->ndim - 2, nb, batch, vbs);
+    batch_strides(y, nb, nb, batch, ybs);
+    int64_t mls = 0, mss = 0;
+    if (mask) {
+        batch_strides(mask, mask->ndim - 2, nb, batch, mbs);
+        mls = tail_stride(mask, 2);
+        mss = tail_stride(mask, 1);
+    }
+    int64_t qls = q->strides[q->ndim - 2], qes = q->strides[q->ndim - 1];
+    int64_t kss = k->strides[k->ndim - 2], kes = k->strides[k->ndim - 1];
+    int64_t vss = v->strides[v->ndim - 2], ves = v->strides[v->ndim - 1];
+    int64_t yls = y->strides[nb], yes = y->strides[nb + 1];
+    const char *qb = tp__tensor_base(q), *kb = tp__tensor_base(k), *vb = tp__tensor_base(v);
+    const char *mb = mask ? tp__tensor_base(mask) : NULL;
+    char *yb = tp__tensor_base(y);
+    uint64_t rng = dropout_p > 0.0 ? rng_seed() : 0;
+
+    double *w;
+    TP_TRY(alloc_f64(S, &w));
+    /* Walk the batch: offsets of q, k in slot 0/1, then v, mask, y in a
+     * second walk kept in step. */
+    walk wqk, wvy, wm;
+    walk_init(&wqk, nb, batch, qbs, kbs);
+    walk_init(&wvy, nb, batch, vbs, ybs);
+    walk_init(&wm, nb, batch, mask ? mbs : NULL, NULL);
+    while (walk_next(&wqk)) {
+        walk_next(&wvy);
+        walk_next(&wm);
+        for (int64_t l = 0; l < L; l++) {
+            bool all_masked = true;
+            for (int64_t s = 0; s < S; s++) {
+                double score = 0.0;
+                for (int64_t e = 0; e < E; e++)
+                    score += load_at(qb, wqk.off[0] + l * qls + e * qes, q->dtype) *
+                             load_at(kb, wqk.off[1] + s * kss + e * kes, k->dtype);
+                if (E > 0) score *= scale;
+                if (causal && s > l) score = -INFINITY;
+                if (mask) {
+                    double m = load_at(mb, wm.off[0] + l * mls + s * mss, mask->dtype);
+                    if (mask->dtype == TP_BOOL) score = m != 0.0 ? score : -INFINITY;
+                    else score += m;
+                }
+                w[s] = score;
+                if (!(isinf(score) && score < 0)) all_masked = false;
+            }
+            /* Fully masked rows give zeros (PyTorch's _safe_softmax). */
+            if (!all_masked) {
+                double max = -INFINITY, sum = 0.0;
+                for (int64_t s = 0; s < S; s++)
+                    if (w[s] > max || isnan(w[s])) max = isnan(max) ? max : w[s];
+                for (int64_t s = 0; s < S; s++) sum += (w[s] = exp(w[s] - max));
+                for (int64_t s = 0; s < S; s++) w[s] /= sum;
+                if (dropout_p > 0.0)
+                    for (int64_t s = 0; s < S; s++)
+                        w[s] *= rng_uniform(&rng) < 1.0 - dropout_p ? 1.0 / (1.0 - dropout_p) : 0.0;
+            }
+            for (int64_t e = 0; e < Ev; e++) {
+                double acc = 0.0;
+                if (!all_masked)
+                    for (int64_t s = 0; s < S; s++) acc += w[s] * load_at(vb, wvy.off[0] + s * vss + e * ves, v->dtype);
+                store_at(yb, wvy.off[1] + l * yls + e * yes, y->dtype, acc);
+            }
+        }
+    }
+    tp_free(w);
+    return TP_OK;
+}
+
+/* ---- registration ------------------------------------------------------- */
+
+void tp__register_nn_ops(void) {
+    tp__register_op(TP_OP_BATCH_NORM,
+                    "batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? weight=None, "
+                    "Tensor? bias=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor",
+                    TP_OPF_MUTATES | TP_OPF_EFFECTFUL, batch_norm_infer, batch_norm_kernel);
+    tp__register_op(TP_OP_LAYER_NORM,
+                    "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+                    "float eps=1e-05) -> Tensor",
+                    0, layer_norm_infer, layer_norm_kernel);
+    tp__register_op(TP_OP_GROUP_NORM,
+                    "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
+                    "float eps=1e-05) -> Tensor",
+                    0, group_norm_infer, group_norm_kernel);
+    tp__register_op(TP_OP_SOFTMAX, "softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", 0,
+                    softmax_infer, softmax_kernel);
+    tp__register_op(TP_OP_LOG_SOFTMAX, "log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", 0,
+                    softmax_infer, log_softmax_kernel);
+    tp__register_op(TP_OP_PRELU, "prelu(Tensor self, Tensor weight) -> Tensor", 0, prelu_infer, prelu_kernel);
+    tp__register_op(TP_OP_EMBEDDING,
+                    "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
+                    "bool sparse=False) -> Tensor",
+                    0, embedding_infer, embedding_kernel);
+    tp__register_op(TP_OP_DROPOUT, "dropout(Tensor input, float p=0.5, bool train=False) -> Tensor", TP_OPF_RANDOM,
+                    dropout_infer, dropout_kernel);
+    tp__register_op(TP_OP_SCALED_DOT_PRODUCT_ATTENTION,
+                    "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
+                    "float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> Tensor",
+                    TP_OPF_RANDOM, sdpa_infer, sdpa_kernel);
+}

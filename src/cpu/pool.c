@@ -1,7 +1,805 @@
 /*
- * pool.c - pool ops: schemas, shape rules and reference kernels.
- * (Placeholder: registers nothing yet.)
+ * pool.c - pooling and resampling ops: max_pool1d/2d/3d, avg_pool1d/2d/3d,
+ * adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d and interpolate.
+ * Schemas, shape rules and reference kernels.
+ *
+ * Inputs are (N, C, spatial...) or unbatched (C, spatial...) for the pools,
+ * (N, C, spatial...) for interpolate. Like conv.c, every op is treated as
+ * 3-D: 1-D and 2-D problems get leading spatial dims of size 1 (kernel 1,
+ * stride 1, padding 0), and the input is read through a 5-D strided
+ * description [N, C, D, H, W], so any input strides work. Float math is done
+ * in double and rounded once on store, except where PyTorch's own float
+ * arithmetic decides the result (interpolate's source indices and weights,
+ * which are computed in float for float32/16 inputs exactly as torch does).
  */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "kernel_util.h"
 
-void tp__register_pool_ops(void) {}
+#define POOL_MAX_SPATIAL 3
+
+/* ---- shared helpers ---------------------------------------------------- */
+
+/* "(2 x 3)"-style list of n values into buf. */
+static const char *size_tuple(int n, const int64_t *v, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? " x %" PRId64 : "%" PRId64, v[i]);
+    if (used < size) snprintf(buf + used, size - used, ")");
+    return buf;
+}
+
+/* A tensor seen as [N, C, D, H, W]: element strides (missing dims: 0). */
+typedef struct view5 {
+    const char *base;
+    tp_dtype dtype;
+    int64_t esize;
+    int64_t stride[5];
+} view5;
+
+/* t's last n_spatial dims are spatial; the dim before them is C, the one
+ * before that (if any) N. */
+static void make_view5(const tp_tensor *t, int n_spatial, view5 *v) {
+    v->base = tp__tensor_base(t);
+    v->dtype = t->dtype;
+    v->esize = (int64_t)tp_dtype_size(t->dtype);
+    for (int d = 0; d < 5; d++) v->stride[d] = 0;
+    int first_spatial = t->ndim - n_spatial;
+    if (first_spatial >= 1) v->stride[1] = t->strides[first_spatial - 1];
+    if (first_spatial >= 2) v->stride[0] = t->strides[first_spatial - 2];
+    for (int d = 0; d < n_spatial; d++) v->stride[5 - n_spatial + d] = t->strides[first_spatial + d];
+}
+
+static inline const char *view5_at(const view5 *v, int64_t n, int64_t c, int64_t d, int64_t h, int64_t w) {
+    return v->base + (n * v->stride[0] + c * v->stride[1] + d * v->stride[2] + h * v->stride[3] + w * v->stride[4]) *
+                         v->esize;
+}
+
+static inline double load_elem(const char *p, tp_dtype dtype) {
+    if (dtype == TP_FLOAT32) {
+        float f;
+        memcpy(&f, p, sizeof f);
+        return f;
+    }
+    if (dtype == TP_FLOAT64) {
+        double f;
+        memcpy(&f, p, sizeof f);
+        return f;
+    }
+    return tp__load_f64(p, dtype);
+}
+
+static inline void store_elem(char *p, tp_dtype dtype, double v) {
+    if (dtype == TP_FLOAT32) {
+        float f = (float)v;
+        memcpy(p, &f, sizeof f);
+    } else {
+        tp__store_f64(p, dtype, v);
+    }
+}
+
+/* Floor division (b > 0). */
+static inline int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* The input's layout: batched (N, C, spatial...) or unbatched (C, spatial...);
+ * sizes padded to 3 spatial dims. */
+typedef struct pool_input {
+    int n_spatial;
+    bool batched;
+    int64_t batch, channels;
+    int64_t in_size[POOL_MAX_SPATIAL];
+} pool_input;
+
+/* Check the input rank (n_spatial + 1 or + 2) and that every non-batch dim is
+ * non-empty. */
+static tp_status pool_input_setup(const tp_tensor *input, int n_spatial, pool_input *in) {
+    char s1[128];
+    TP_CHECK(input, TP_ERR_TYPE, "argument 'self' must be a tensor");
+    TP_CHECK(input->ndim == n_spatial + 1 || input->ndim == n_spatial + 2, TP_ERR_SHAPE,
+             "expected %dD (unbatched) or %dD (batched) input, but got input of size %s", n_spatial + 1,
+             n_spatial + 2, tp__shape_str(input->ndim, input->sizes, s1, sizeof s1));
+    in->n_spatial = n_spatial;
+    in->batched = input->ndim == n_spatial + 2;
+    for (int d = in->batched ? 1 : 0; d < input->ndim; d++)
+        TP_CHECK(input->sizes[d] > 0, TP_ERR_SHAPE,
+                 "expected input to have non-zero size for non-batch dimensions, but got input of size %s with "
+                 "dimension %d being empty",
+                 tp__shape_str(input->ndim, input->sizes, s1, sizeof s1), d);
+    in->batch = in->batched ? input->sizes[0] : 1;
+    in->channels = input->sizes[input->ndim - n_spatial - 1];
+    int lead = POOL_MAX_SPATIAL - n_spatial;
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++)
+        in->in_size[d] = d < lead ? 1 : input->sizes[input->ndim - n_spatial + d - lead];
+    return TP_OK;
+}
+
+/* Output shape: the input's leading dims followed by out_size. */
+static int pool_out_shape(const tp_tensor *input, const pool_input *in, const int64_t *out_size, int64_t *sizes) {
+    int k = 0;
+    for (int d = 0; d < input->ndim - in->n_spatial; d++) sizes[k++] = input->sizes[d];
+    for (int d = POOL_MAX_SPATIAL - in->n_spatial; d < POOL_MAX_SPATIAL; d++) sizes[k++] = out_size[d];
+    return k;
+}
+
+/* Read an int list with one entry per spatial dim (one value repeats) into the
+ * last n_spatial slots of out[3]; leading slots get `fill`. */
+static tp_status read_spatial_ints(const tp_value *args, int i, const char *what, int n_spatial, int64_t fill,
+                                   int64_t *out) {
+    int64_t vals[POOL_MAX_SPATIAL];
+    int n;
+    TP_TRY(tp__arg_ints(args, i, what, vals, POOL_MAX_SPATIAL, n_spatial, &n));
+    int lead = POOL_MAX_SPATIAL - n_spatial;
+    for (int d = 0; d < lead; d++) out[d] = fill;
+    for (int d = 0; d < n_spatial; d++) out[lead + d] = vals[d];
+    return TP_OK;
+}
+
+/* ---- max_pool / avg_pool: shape rule ----------------------------------- */
+
+typedef struct window_params {
+    pool_input in;
+    int64_t kernel[POOL_MAX_SPATIAL], stride[POOL_MAX_SPATIAL], pad[POOL_MAX_SPATIAL],
+        dilation[POOL_MAX_SPATIAL];
+    int64_t out_size[POOL_MAX_SPATIAL];
+    bool ceil_mode;
+} window_params;
+
+/* PyTorch's pooling_output_shape: with ceil_mode the last window must start
+ * inside the input or the left padding. */
+static tp_status pooling_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode,
+                                     int64_t *out) {
+    int64_t kext, num;
+    if (!tp_mul_overflow_i64(dil, k - 1, &kext) || !tp_mul_overflow_i64(pad, 2, &num) ||
+        !tp_add_overflow_i64(in, num, &num) ||
+        !tp_add_overflow_i64(num, -kext - 1 + (ceil_mode ? stride - 1 : 0), &num))
+        return tp_error(TP_ERR_SHAPE, "pooling window size overflows");
+    int64_t o = floor_div(num, stride) + 1;
+    if (ceil_mode && (o - 1) * stride >= in + pad) o--;
+    *out = o;
+    return TP_OK;
+}
+
+/* Kernel, stride, padding (and dilation when dilation_arg >= 0) from args
+ * 1..; checks them and computes the output size. */
+static tp_status window_setup(const tp_value *args, int n_spatial, int dilation_arg, int ceil_arg,
+                              window_params *p) {
+    memset(p, 0, sizeof *p);
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    TP_TRY(pool_input_setup(input, n_spatial, &p->in));
+    int lead = POOL_MAX_SPATIAL - n_spatial;
+    char s1[128], s2[128], s3[128];
+    TP_TRY(read_spatial_ints(args, 1, "kernel_size", n_spatial, 1, p->kernel));
+    if (tp_value_len(&args[2]) == 0 && args[2].kind != TP_VAL_INT)
+        memcpy(p->stride, p->kernel, sizeof p->stride);
+    else
+        TP_TRY(read_spatial_ints(args, 2, "stride", n_spatial, 1, p->stride));
+    TP_TRY(read_spatial_ints(args, 3, "padding", n_spatial, 0, p->pad));
+    if (dilation_arg >= 0) TP_TRY(read_spatial_ints(args, dilation_arg, "dilation", n_spatial, 1, p->dilation));
+    else
+        for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->dilation[d] = 1;
+    p->ceil_mode = tp__arg_bool(args, ceil_arg);
+    for (int d = lead; d < POOL_MAX_SPATIAL; d++) {
+        TP_CHECK(p->kernel[d] > 0, TP_ERR_INVALID_ARG, "kernel_size must be greater than zero, but got %s",
+                 size_tuple(n_spatial, p->kernel + lead, s1, sizeof s1));
+        TP_CHECK(p->stride[d] > 0, TP_ERR_INVALID_ARG, "stride must be greater than zero, but got %s",
+                 size_tuple(n_spatial, p->stride + lead, s1, sizeof s1));
+        TP_CHECK(p->dilation[d] > 0, TP_ERR_INVALID_ARG, "dilation must be greater than zero, but got %s",
+                 size_tuple(n_spatial, p->dilation + lead, s1, sizeof s1));
+        TP_CHECK(p->pad[d] >= 0, TP_ERR_INVALID_ARG, "padding must be non-negative, but got %s",
+                 size_tuple(n_spatial, p->pad + lead, s1, sizeof s1));
+    }
+    for (int d = lead; d < POOL_MAX_SPATIAL; d++) {
+        int64_t kext;
+        TP_CHECK(tp_mul_overflow_i64(p->kernel[d] - 1, p->dilation[d], &kext), TP_ERR_SHAPE,
+                 "dilated kernel size overflows");
+        TP_CHECK(p->pad[d] <= kext / 2 + kext % 2, TP_ERR_INVALID_ARG, /* (kext + 1) / 2 */
+                 "pad should be at most half of effective kernel size, but got pad=%s, kernel_size=%s and "
+                 "dilation=%s",
+                 size_tuple(n_spatial, p->pad + lead, s1, sizeof s1),
+                 size_tuple(n_spatial, p->kernel + lead, s2, sizeof s2),
+                 size_tuple(n_spatial, p->dilation + lead, s3, sizeof s3));
+    }
+    int64_t window = 1; /* the divisor of avg_pool must fit int64 */
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++)
+        TP_CHECK(tp_mul_overflow_i64(window, p->kernel[d], &window), TP_ERR_INVALID_ARG,
+                 "kernel_size %s is too large", size_tuple(n_spatial, p->kernel + lead, s1, sizeof s1));
+    bool positive = true;
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++) {
+        TP_TRY(pooling_output_size(p->in.in_size[d], p->kernel[d], p->pad[d], p->stride[d], p->dilation[d],
+                                   p->ceil_mode, &p->out_size[d]));
+        if (p->out_size[d] < 1) positive = false;
+    }
+    if (!positive) {
+        int64_t a[POOL_MAX_SPATIAL + 1], b[POOL_MAX_SPATIAL + 1];
+        a[0] = b[0] = p->in.channels;
+        for (int d = 0; d < n_spatial; d++) {
+            a[1 + d] = p->in.in_size[lead + d];
+            b[1 + d] = p->out_size[lead + d];
+        }
+        return tp_error(TP_ERR_SHAPE, "Given input size: %s. Calculated output size: %s. Output size is too small",
+                        size_tuple(n_spatial + 1, a, s1, sizeof s1), size_tuple(n_spatial + 1, b, s2, sizeof s2));
+    }
+    return TP_OK;
+}
+
+/* ---- max_pool ----------------------------------------------------------- */
+
+/* max_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode) */
+static tp_status max_pool_setup(const tp_value *args, int n_spatial, window_params *p) {
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    TP_CHECK(input, TP_ERR_TYPE, "argument 'self' must be a tensor");
+    TP_CHECK(tp_dtype_is_float(input->dtype), TP_ERR_TYPE, "expected a floating point input, but got %s",
+             tp_dtype_name(input->dtype));
+    return window_setup(args, n_spatial, 4, 5, p);
+}
+
+static tp_status max_pool_infer(const tp_value *args, tp_value *out, int n_spatial) {
+    window_params p;
+    TP_TRY(max_pool_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    return tp__out_tensor(out, input->dtype, nd, sizes);
+}
+
+/* Taps [*lo, *hi) of a window starting at `start` whose positions
+ * start + k*dil lie in [0, in). */
+static void tap_range(int64_t start, int64_t dil, int64_t kernel, int64_t in, int64_t *lo, int64_t *hi) {
+    int64_t l = 0, h = kernel;
+    if (start < 0) l = (-start + dil - 1) / dil;
+    int64_t last = in - 1 - start;
+    if (last < 0) h = 0;
+    else if (last / dil + 1 < h) h = last / dil + 1;
+    *lo = l;
+    *hi = h < l ? l : h;
+}
+
+static tp_status max_pool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+    window_params p;
+    TP_TRY(max_pool_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    tp_tensor *o = tp__out_at(out, 0);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    view5 x;
+    make_view5(input, n_spatial, &x);
+    char *optr = tp__tensor_base(o);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    for (int64_t n = 0; n < p.in.batch; n++)
+        for (int64_t c = 0; c < p.in.channels; c++)
+            for (int64_t od = 0; od < p.out_size[0]; od++) {
+                int64_t sd = od * p.stride[0] - p.pad[0], d_lo, d_hi;
+                tap_range(sd, p.dilation[0], p.kernel[0], p.in.in_size[0], &d_lo, &d_hi);
+                for (int64_t oh = 0; oh < p.out_size[1]; oh++) {
+                    int64_t sh = oh * p.stride[1] - p.pad[1], h_lo, h_hi;
+                    tap_range(sh, p.dilation[1], p.kernel[1], p.in.in_size[1], &h_lo, &h_hi);
+                    for (int64_t ow = 0; ow < p.out_size[2]; ow++) {
+                        int64_t sw = ow * p.stride[2] - p.pad[2], w_lo, w_hi;
+                        tap_range(sw, p.dilation[2], p.kernel[2], p.in.in_size[2], &w_lo, &w_hi);
+                        double best = -INFINITY;
+                        for (int64_t kd = d_lo; kd < d_hi; kd++)
+                            for (int64_t kh = h_lo; kh < h_hi; kh++)
+                                for (int64_t kw = w_lo; kw < w_hi; kw++) {
+                                    double v = load_elem(view5_at(&x, n, c, sd + kd * p.dilation[0],
+                                                                  sh + kh * p.dilation[1], sw + kw * p.dilation[2]),
+                                                         x.dtype);
+                                    if (v > best || isnan(v)) best = v; /* NaN propagates */
+                                }
+                        store_elem(optr + flat * oes, o->dtype, best);
+                        flat++;
+                    }
+                }
+            }
+    return TP_OK;
+}
+
+/* ---- avg_pool ----------------------------------------------------------- */
+
+/* avg_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode,
+ *          bool count_include_pad, int? divisor_override) */
+static tp_status avg_pool_setup(const tp_value *args, int n_spatial, window_params *p) {
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    TP_CHECK(input, TP_ERR_TYPE, "argument 'self' must be a tensor");
+    TP_CHECK(tp_dtype_is_float(input->dtype) || input->dtype == TP_INT64, TP_ERR_TYPE,
+             "expected a floating point or int64 input, but got %s", tp_dtype_name(input->dtype));
+    TP_CHECK(tp__arg_is_none(args, 6) || tp__arg_int(args, 6) != 0, TP_ERR_INVALID_ARG,
+             "divisor must be not zero");
+    return window_setup(args, n_spatial, -1, 4, p);
+}
+
+static tp_status avg_pool_infer(const tp_value *args, tp_value *out, int n_spatial) {
+    window_params p;
+    TP_TRY(avg_pool_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    return tp__out_tensor(out, input->dtype, nd, sizes);
+}
+
+/* Window [*lo, *hi) clipped to the input and its padded size (PyTorch's
+ * rule: the divisor with count_include_pad counts padding but not the part
+ * of a ceil_mode window past the right padding). */
+static void avg_window(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t in, int64_t *lo, int64_t *hi,
+                       int64_t *padded_len) {
+    int64_t start = o * stride - pad;
+    int64_t end = start + k;
+    if (end > in + pad) end = in + pad;
+    *padded_len = end - start;
+    if (start < 0) start = 0;
+    if (end > in) end = in;
+    *lo = start;
+    *hi = end;
+}
+
+static tp_status avg_pool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+    window_params p;
+    TP_TRY(avg_pool_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    bool count_include_pad = tp__arg_bool(args, 5);
+    int64_t divisor_override = tp__arg_is_none(args, 6) ? 0 : tp__arg_int(args, 6);
+    tp_tensor *o = tp__out_at(out, 0);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    view5 x;
+    make_view5(input, n_spatial, &x);
+    bool is_int = input->dtype == TP_INT64;
+    char *optr = tp__tensor_base(o);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    for (int64_t n = 0; n < p.in.batch; n++)
+        for (int64_t c = 0; c < p.in.channels; c++)
+            for (int64_t od = 0; od < p.out_size[0]; od++) {
+                int64_t d0, d1, dlen;
+                avg_window(od, p.stride[0], p.pad[0], p.kernel[0], p.in.in_size[0], &d0, &d1, &dlen);
+                for (int64_t oh = 0; oh < p.out_size[1]; oh++) {
+                    int64_t h0, h1, hlen;
+                    avg_window(oh, p.stride[1], p.pad[1], p.kernel[1], p.in.in_size[1], &h0, &h1, &hlen);
+                    for (int64_t ow = 0; ow < p.out_size[2]; ow++) {
+                        int64_t w0, w1, wlen;
+                        avg_window(ow, p.stride[2], p.pad[2], p.kernel[2], p.in.in_size[2], &w0, &w1, &wlen);
+                        char *dst = optr + flat * oes;
+                        flat++;
+                        if (d0 >= d1 || h0 >= h1 || w0 >= w1) {
+                            store_elem(dst, o->dtype, 0.0);
+                            continue;
+                        }
+                        int64_t divisor = divisor_override ? divisor_override
+                                          : count_include_pad ? dlen * hlen * wlen
+                                                              : (d1 - d0) * (h1 - h0) * (w1 - w0);
+                        if (is_int) {
+                            uint64_t sum = 0; /* wraps like torch's int64 accumulation */
+                            for (int64_t id = d0; id < d1; id++)
+                                for (int64_t ih = h0; ih < h1; ih++)
+                                    for (int64_t iw = w0; iw < w1; iw++)
+                                        sum += (uint64_t)tp__load_i64(view5_at(&x, n, c, id, ih, iw), x.dtype);
+                            int64_t s = (int64_t)sum;
+                            /* C division truncates toward zero, as torch's integer path does */
+                            int64_t q = divisor == -1 ? (int64_t)(0 - sum) : s / divisor;
+                            tp__store_i64(dst, o->dtype, q);
+                        } else {
+                            double sum = 0.0;
+                            for (int64_t id = d0; id < d1; id++)
+                                for (int64_t ih = h0; ih < h1; ih++)
+                                    for (int64_t iw = w0; iw < w1; iw++)
+                                        sum += load_elem(view5_at(&x, n, c, id, ih, iw), x.dtype);
+                            store_elem(dst, o->dtype, sum / (double)divisor);
+                        }
+                    }
+                }
+            }
+    return TP_OK;
+}
+
+/* ---- adaptive pools ----------------------------------------------------- */
+
+typedef struct adaptive_params {
+    pool_input in;
+    int64_t out_size[POOL_MAX_SPATIAL];
+} adaptive_params;
+
+static tp_status adaptive_setup(const tp_value *args, int n_spatial, adaptive_params *p) {
+    memset(p, 0, sizeof *p);
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    TP_CHECK(input, TP_ERR_TYPE, "argument 'self' must be a tensor");
+    TP_CHECK(tp_dtype_is_float(input->dtype), TP_ERR_TYPE, "expected a floating point input, but got %s",
+             tp_dtype_name(input->dtype));
+    TP_TRY(pool_input_setup(input, n_spatial, &p->in));
+    TP_TRY(read_spatial_ints(args, 1, "output_size", n_spatial, 1, p->out_size));
+    int lead = POOL_MAX_SPATIAL - n_spatial;
+    char s1[128];
+    for (int d = lead; d < POOL_MAX_SPATIAL; d++) {
+        int64_t span; /* adaptive windows compute (o + 1) * in */
+        TP_CHECK(p->out_size[d] >= 0, TP_ERR_INVALID_ARG,
+                 "elements of output_size must be greater than or equal to 0, but got output_size=%s",
+                 size_tuple(n_spatial, p->out_size + lead, s1, sizeof s1));
+        TP_CHECK(p->out_size[d] < INT64_MAX && tp_mul_overflow_i64(p->out_size[d] + 1, p->in.in_size[d], &span),
+                 TP_ERR_INVALID_ARG,
+                 "output_size %s is too large", size_tuple(n_spatial, p->out_size + lead, s1, sizeof s1));
+    }
+    return TP_OK;
+}
+
+static tp_status adaptive_infer(const tp_value *args, tp_value *out, int n_spatial) {
+    adaptive_params p;
+    TP_TRY(adaptive_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    return tp__out_tensor(out, input->dtype, nd, sizes);
+}
+
+/* Adaptive window for output o: [floor(o*in/out), ceil((o+1)*in/out)). */
+static inline void adaptive_window(int64_t o, int64_t in, int64_t out, int64_t *lo, int64_t *hi) {
+    *lo = (o * in) / out;
+    *hi = ((o + 1) * in + out - 1) / out;
+}
+
+/* Average (is_max false) or maximum over adaptive windows of x into the
+ * contiguous tensor o of shape [batch, channels, out_size...]. */
+static void adaptive_pool_run(const view5 *x, const pool_input *in, const int64_t *out_size, bool is_max,
+                              tp_tensor *o) {
+    char *optr = tp__tensor_base(o);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    for (int64_t n = 0; n < in->batch; n++)
+        for (int64_t c = 0; c < in->channels; c++)
+            for (int64_t od = 0; od < out_size[0]; od++) {
+                int64_t d0, d1;
+                adaptive_window(od, in->in_size[0], out_size[0], &d0, &d1);
+                for (int64_t oh = 0; oh < out_size[1]; oh++) {
+                    int64_t h0, h1;
+                    adaptive_window(oh, in->in_size[1], out_size[1], &h0, &h1);
+                    for (int64_t ow = 0; ow < out_size[2]; ow++) {
+                        int64_t w0, w1;
+                        adaptive_window(ow, in->in_size[2], out_size[2], &w0, &w1);
+                        double acc = is_max ? -INFINITY : 0.0;
+                        for (int64_t id = d0; id < d1; id++)
+                            for (int64_t ih = h0; ih < h1; ih++)
+                                for (int64_t iw = w0; iw < w1; iw++) {
+                                    double v = load_elem(view5_at(x, n, c, id, ih, iw), x->dtype);
+                                    if (!is_max) acc += v;
+                                    else if (v > acc || isnan(v)) acc = v;
+                                }
+                        if (!is_max) acc /= (double)((d1 - d0) * (h1 - h0) * (w1 - w0));
+                        store_elem(optr + flat * oes, o->dtype, acc);
+                        flat++;
+                    }
+                }
+            }
+}
+
+static tp_status adaptive_kernel(const tp_value *args, tp_value *out, int n_spatial, bool is_max) {
+    adaptive_params p;
+    TP_TRY(adaptive_setup(args, n_spatial, &p));
+    tp_tensor *o = tp__out_at(out, 0);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    view5 x;
+    make_view5(tp__arg_tensor(args, 0), n_spatial, &x);
+    adaptive_pool_run(&x, &p.in, p.out_size, is_max, o);
+    return TP_OK;
+}
+
+/* ---- interpolate -------------------------------------------------------- */
+
+typedef enum interp_mode { INTERP_NEAREST, INTERP_NEAREST_EXACT, INTERP_LINEAR, INTERP_AREA } interp_mode;
+
+typedef struct interp_params {
+    interp_mode mode;
+    bool align_corners;
+    bool has_scale;                 /* scale_factor given: torch uses 1/scale for coordinates */
+    double scale[POOL_MAX_SPATIAL]; /* valid when has_scale (1 in padded dims) */
+    pool_input in;
+    int64_t out_size[POOL_MAX_SPATIAL];
+} interp_params;
+
+/* interpolate(Tensor input, int[]? size, Any scale_factor, str mode, bool? align_corners) */
+static tp_status interp_setup(const tp_value *args, interp_params *p) {
+    memset(p, 0, sizeof *p);
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    TP_CHECK(input, TP_ERR_TYPE, "argument 'input' must be a tensor");
+    const char *mode = tp__arg_str(args, 3);
+    TP_CHECK(mode, TP_ERR_TYPE, "argument 'mode' must be a string");
+    char s1[128], s2[128];
+    TP_CHECK(input->ndim >= 3 && input->ndim <= 5, TP_ERR_SHAPE,
+             "only 3D, 4D and 5D input tensors (N, C, spatial...) are supported, but got input of size %s",
+             tp__shape_str(input->ndim, input->sizes, s1, sizeof s1));
+    int n_spatial = input->ndim - 2;
+    int needed = 0;
+    if (strcmp(mode, "nearest") == 0) p->mode = INTERP_NEAREST;
+    else if (strcmp(mode, "nearest-exact") == 0) p->mode = INTERP_NEAREST_EXACT;
+    else if (strcmp(mode, "area") == 0) p->mode = INTERP_AREA;
+    else if (strcmp(mode, "linear") == 0) p->mode = INTERP_LINEAR, needed = 1;
+    else if (strcmp(mode, "bilinear") == 0) p->mode = INTERP_LINEAR, needed = 2;
+    else if (strcmp(mode, "trilinear") == 0) p->mode = INTERP_LINEAR, needed = 3;
+    else if (strcmp(mode, "bicubic") == 0) return tp_error(TP_ERR_UNSUPPORTED, "mode 'bicubic' is not supported");
+    else
+        return tp_error(TP_ERR_INVALID_ARG,
+                        "unknown mode '%s' (expected nearest, nearest-exact, linear, bilinear, trilinear or area)",
+                        mode);
+    TP_CHECK(needed == 0 || needed == n_spatial, TP_ERR_SHAPE, "Got %dD input, but %s mode needs %dD input",
+             input->ndim, mode, needed + 2);
+    if (p->mode == INTERP_NEAREST || p->mode == INTERP_NEAREST_EXACT)
+        TP_CHECK(tp_dtype_is_float(input->dtype) || input->dtype == TP_UINT8, TP_ERR_TYPE,
+                 "expected a floating point or uint8 input for mode '%s', but got %s", mode,
+                 tp_dtype_name(input->dtype));
+    else
+        TP_CHECK(tp_dtype_is_float(input->dtype), TP_ERR_TYPE,
+                 "expected a floating point input for mode '%s', but got %s", mode, tp_dtype_name(input->dtype));
+    if (p->mode == INTERP_LINEAR) {
+        p->align_corners = !tp__arg_is_none(args, 4) && tp__arg_bool(args, 4);
+    } else {
+        TP_CHECK(tp__arg_is_none(args, 4), TP_ERR_INVALID_ARG,
+                 "align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                 "trilinear");
+    }
+
+    int lead = POOL_MAX_SPATIAL - n_spatial;
+    bool has_size = !tp__arg_is_none(args, 1);
+    const tp_value *sf = &args[2];
+    p->has_scale = sf->kind != TP_VAL_NONE;
+    TP_CHECK(!(has_size && p->has_scale), TP_ERR_INVALID_ARG, "only one of size or scale_factor should be defined");
+    TP_CHECK(has_size || p->has_scale, TP_ERR_MISSING, "either size or scale_factor should be defined");
+
+    /* the input: (N, C, spatial...), channels and spatial non-empty */
+    p->in.n_spatial = n_spatial;
+    p->in.batched = true;
+    p->in.batch = input->sizes[0];
+    p->in.channels = input->sizes[1];
+    TP_CHECK(p->in.channels > 0, TP_ERR_SHAPE, "expected a non-empty channel dimension, but got input of size %s",
+             tp__shape_str(input->ndim, input->sizes, s1, sizeof s1));
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++) {
+        p->in.in_size[d] = d < lead ? 1 : input->sizes[2 + d - lead];
+        p->scale[d] = 1.0;
+        p->out_size[d] = 1;
+    }
+
+    if (has_size) {
+        int64_t vals[POOL_MAX_SPATIAL];
+        int n = 0;
+        int64_t len = tp_value_len(&args[1]);
+        TP_CHECK(len == 1 || len == n_spatial, TP_ERR_SHAPE,
+                 "Input and output must have the same number of spatial dimensions, but got input with spatial "
+                 "dimensions of %s and output size with %" PRId64 " entries",
+                 tp__shape_str(n_spatial, input->sizes + 2, s1, sizeof s1), len);
+        TP_TRY(tp__arg_ints(args, 1, "size", vals, POOL_MAX_SPATIAL, n_spatial, &n));
+        for (int d = 0; d < n_spatial; d++) p->out_size[lead + d] = vals[d];
+    } else {
+        double scales[POOL_MAX_SPATIAL];
+        if (tp_value_is_number(sf)) {
+            for (int d = 0; d < n_spatial; d++) scales[d] = tp_value_as_f64(sf);
+        } else {
+            TP_CHECK(tp_value_is_seq(sf), TP_ERR_TYPE, "scale_factor must be a number or a list of numbers, not %s",
+                     tp_value_kind_name(sf->kind));
+            TP_CHECK(tp_value_len(sf) == n_spatial, TP_ERR_SHAPE,
+                     "Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                     "spatial dimensions of %s and scale_factor with %" PRId64 " entries",
+                     tp__shape_str(n_spatial, input->sizes + 2, s1, sizeof s1), tp_value_len(sf));
+            for (int d = 0; d < n_spatial; d++) {
+                const tp_value *e = tp_value_at(sf, d);
+                TP_CHECK(tp_value_is_number(e), TP_ERR_TYPE, "scale_factor[%d] must be a number, not %s", d,
+                         tp_value_kind_name(e->kind));
+                scales[d] = tp_value_as_f64(e);
+            }
+        }
+        for (int d = 0; d < n_spatial; d++) {
+            double o = floor((double)p->in.in_size[lead + d] * scales[d]);
+            TP_CHECK(o == o && o < 4611686018427387904.0, TP_ERR_INVALID_ARG,
+                     "scale_factor %g gives an invalid output size", scales[d]);
+            p->out_size[lead + d] = o < 0 ? -1 : (int64_t)o;
+            p->scale[lead + d] = scales[d];
+        }
+    }
+    bool positive = true;
+    for (int d = lead; d < POOL_MAX_SPATIAL; d++)
+        if (p->in.in_size[d] <= 0 || p->out_size[d] <= 0) positive = false;
+    TP_CHECK(positive, TP_ERR_SHAPE,
+             "Input and output sizes should be greater than 0, but got input size %s and output size %s",
+             tp__shape_str(n_spatial, p->in.in_size + lead, s1, sizeof s1),
+             tp__shape_str(n_spatial, p->out_size + lead, s2, sizeof s2));
+    return TP_OK;
+}
+
+static tp_status interp_infer(const tp_value *args, tp_value *out) {
+    interp_params p;
+    TP_TRY(interp_setup(args, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    return tp__out_tensor(out, input->dtype, nd, sizes);
+}
+
+/* torch's compute_scales_value<float>: 1/scale when a scale was given, else
+ * in/out. */
+static float scale_value_f32(bool has_scale, double scale, int64_t in, int64_t out) {
+    return (has_scale && scale > 0.0) ? (float)(1.0 / scale) : (float)in / (float)out;
+}
+
+/* Source index of output o for nearest modes (torch's nearest_idx /
+ * nearest_exact_idx, float arithmetic). */
+static int64_t nearest_source(const interp_params *p, int d, int64_t o) {
+    int64_t in = p->in.in_size[d], out = p->out_size[d];
+    float scale = scale_value_f32(p->has_scale, p->scale[d], in, out);
+    int64_t src;
+    if (p->mode == INTERP_NEAREST) {
+        if (out == in) return o;
+        if (out == 2 * in) return o >> 1;
+        src = (int64_t)floorf((float)o * scale);
+    } else {
+        /* (o + 0.5) is a double in torch; the product is rounded to float by floorf */
+        src = (int64_t)floorf((float)(((double)o + 0.5) * (double)scale));
+    }
+    return src < in - 1 ? src : in - 1;
+}
+
+/* Round to float when computing in single precision (each float op of torch
+ * is a double op rounded to float: exact for + - * /). */
+static inline double fround(double v, bool single) { return single ? (double)(float)v : v; }
+
+/* Linear interpolation indices and weights for output o along dim d (torch's
+ * area_pixel_compute_scale / compute_source_index_and_lambda). */
+static void linear_source(const interp_params *p, int d, int64_t o, bool single, int64_t *i0, int64_t *i1,
+                          double *l0, double *l1) {
+    int64_t in = p->in.in_size[d], out = p->out_size[d];
+    if (in == out) {
+        *i0 = *i1 = o;
+        *l0 = 1.0;
+        *l1 = 0.0;
+        return;
+    }
+    double scale, src;
+    if (p->align_corners) {
+        scale = out > 1 ? fround((double)fround((double)(in - 1), single) / (double)(out - 1), single) : 0.0;
+        src = fround(scale * fround((double)o, single), single);
+    } else {
+        if (p->has_scale && p->scale[d] > 0.0) scale = fround(1.0 / p->scale[d], single);
+        else scale = fround(fround((double)in, single) / (double)out, single);
+        src = fround(fround(scale * ((double)o + 0.5), single) - 0.5, single);
+        if (src < 0.0) src = 0.0;
+    }
+    int64_t idx = (int64_t)src;
+    if (idx > in - 1) idx = in - 1;
+    *i0 = idx;
+    *i1 = idx + (idx < in - 1 ? 1 : 0);
+    double lambda = fround(src - (double)idx, single);
+    if (lambda < 0.0) lambda = 0.0;
+    if (lambda > 1.0) lambda = 1.0;
+    *l1 = lambda;
+    *l0 = fround(1.0 - lambda, single);
+}
+
+static tp_status interp_kernel(const tp_value *args, tp_value *out) {
+    interp_params p;
+    TP_TRY(interp_setup(args, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    tp_tensor *o = tp__out_at(out, 0);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    view5 x;
+    make_view5(input, p.in.n_spatial, &x);
+    if (p.mode == INTERP_AREA) {
+        adaptive_pool_run(&x, &p.in, p.out_size, false, o);
+        return TP_OK;
+    }
+    int lead = POOL_MAX_SPATIAL - p.in.n_spatial;
+    int64_t total = p.out_size[0] + p.out_size[1] + p.out_size[2];
+    /* per-dim tables, laid out dim after dim */
+    int64_t *idx0 = tp_malloc((size_t)total * 2 * sizeof(int64_t));
+    double *lam = tp_malloc((size_t)total * 2 * sizeof(double));
+    if (!idx0 || !lam) {
+        tp_free(idx0);
+        tp_free(lam);
+        return tp_error(TP_ERR_NOMEM, "out of memory for interpolation tables");
+    }
+    int64_t *idx1 = idx0 + total;
+    double *lam0 = lam, *lam1 = lam + total;
+    int64_t off[POOL_MAX_SPATIAL] = {0, p.out_size[0], p.out_size[0] + p.out_size[1]};
+    bool single = input->dtype != TP_FLOAT64;
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++)
+        for (int64_t i = 0; i < p.out_size[d]; i++) {
+            int64_t k = off[d] + i;
+            if (p.mode == INTERP_LINEAR) {
+                linear_source(&p, d, i, single, &idx0[k], &idx1[k], &lam0[k], &lam1[k]);
+            } else {
+                idx0[k] = idx1[k] = nearest_source(&p, d, i);
+                lam0[k] = 1.0;
+                lam1[k] = 0.0;
+            }
+        }
+    /* padded leading dims (and nearest modes) use one tap */
+    int taps[POOL_MAX_SPATIAL];
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++) taps[d] = (p.mode == INTERP_LINEAR && d >= lead) ? 2 : 1;
+
+    char *optr = tp__tensor_base(o);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    for (int64_t n = 0; n < p.in.batch; n++)
+        for (int64_t c = 0; c < p.in.channels; c++)
+            for (int64_t od = 0; od < p.out_size[0]; od++) {
+                int64_t kd = off[0] + od;
+                for (int64_t oh = 0; oh < p.out_size[1]; oh++) {
+                    int64_t kh = off[1] + oh;
+                    for (int64_t ow = 0; ow < p.out_size[2]; ow++) {
+                        int64_t kw = off[2] + ow;
+                        char *dst = optr + flat * oes;
+                        flat++;
+                        if (p.mode != INTERP_LINEAR) {
+                            memcpy(dst, view5_at(&x, n, c, idx0[kd], idx0[kh], idx0[kw]), (size_t)oes);
+                            continue;
+                        }
+                        /* nested like torch: outer dim outermost, sum of (value * weight) */
+                        double vd = 0.0;
+                        for (int a = 0; a < taps[0]; a++) {
+                            int64_t id = a ? idx1[kd] : idx0[kd];
+                            double vh = 0.0;
+                            for (int b = 0; b < taps[1]; b++) {
+                                int64_t ih = b ? idx1[kh] : idx0[kh];
+                                double vw = 0.0;
+                                for (int e = 0; e < taps[2]; e++) {
+                                    int64_t iw = e ? idx1[kw] : idx0[kw];
+                                    double v = load_elem(view5_at(&x, n, c, id, ih, iw), x.dtype);
+                                    double t = fround(v * (e ? lam1[kw] : lam0[kw]), single);
+                                    vw = e ? fround(vw + t, single) : t;
+                                }
+                                double t = taps[1] == 1 ? vw : fround(vw * (b ? lam1[kh] : lam0[kh]), single);
+                                vh = b ? fround(vh + t, single) : t;
+                            }
+                            double t = taps[0] == 1 ? vh : fround(vh * (a ? lam1[kd] : lam0[kd]), single);
+                            vd = a ? fround(vd + t, single) : t;
+                        }
+                        store_elem(dst, o->dtype, vd);
+                    }
+                }
+            }
+    tp_free(idx0);
+    tp_free(lam);
+    return TP_OK;
+}
+
+/* ---- registration ------------------------------------------------------ */
+
+#define POOL_OP_FNS(name, infer_call, kernel_call)                                                            \
+    static tp_status name##_infer(const tp_value *args, tp_value *out) { return infer_call; }                 \
+    static tp_status name##_kernel(const tp_value *args, tp_value *out) { return kernel_call; }
+
+POOL_OP_FNS(max_pool1d, max_pool_infer(args, out, 1), max_pool_kernel(args, out, 1))
+POOL_OP_FNS(max_pool2d, max_pool_infer(args, out, 2), max_pool_kernel(args, out, 2))
+POOL_OP_FNS(max_pool3d, max_pool_infer(args, out, 3), max_pool_kernel(args, out, 3))
+POOL_OP_FNS(avg_pool1d, avg_pool_infer(args, out, 1), avg_pool_kernel(args, out, 1))
+POOL_OP_FNS(avg_pool2d, avg_pool_infer(args, out, 2), avg_pool_kernel(args, out, 2))
+POOL_OP_FNS(avg_pool3d, avg_pool_infer(args, out, 3), avg_pool_kernel(args, out, 3))
+POOL_OP_FNS(adaptive_avg_pool1d, adaptive_infer(args, out, 1), adaptive_kernel(args, out, 1, false))
+POOL_OP_FNS(adaptive_avg_pool2d, adaptive_infer(args, out, 2), adaptive_kernel(args, out, 2, false))
+POOL_OP_FNS(adaptive_avg_pool3d, adaptive_infer(args, out, 3), adaptive_kernel(args, out, 3, false))
+POOL_OP_FNS(adaptive_max_pool1d, adaptive_infer(args, out, 1), adaptive_kernel(args, out, 1, true))
+POOL_OP_FNS(adaptive_max_pool2d, adaptive_infer(args, out, 2), adaptive_kernel(args, out, 2, true))
+
+#define MAX_POOL_ARGS                                                                                         \
+    "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "                   \
+    "bool ceil_mode=False) -> Tensor"
+#define AVG_POOL_ARGS                                                                                         \
+    "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "               \
+    "bool count_include_pad=True, int? divisor_override=None) -> Tensor"
+#define ADAPTIVE_ARGS "(Tensor self, int[] output_size) -> Tensor"
+
+void tp__register_pool_ops(void) {
+    tp__register_op(TP_OP_MAX_POOL1D, "max_pool1d" MAX_POOL_ARGS, 0, max_pool1d_infer, max_pool1d_kernel);
+    tp__register_op(TP_OP_MAX_POOL2D, "max_pool2d" MAX_POOL_ARGS, 0, max_pool2d_infer, max_pool2d_kernel);
+    tp__register_op(TP_OP_MAX_POOL3D, "max_pool3d" MAX_POOL_ARGS, 0, max_pool3d_infer, max_pool3d_kernel);
+    tp__register_op(TP_OP_AVG_POOL1D, "avg_pool1d" AVG_POOL_ARGS, 0, avg_pool1d_infer, avg_pool1d_kernel);
+    tp__register_op(TP_OP_AVG_POOL2D, "avg_pool2d" AVG_POOL_ARGS, 0, avg_pool2d_infer, avg_pool2d_kernel);
+    tp__register_op(TP_OP_AVG_POOL3D, "avg_pool3d" AVG_POOL_ARGS, 0, avg_pool3d_infer, avg_pool3d_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_AVG_POOL1D, "adaptive_avg_pool1d" ADAPTIVE_ARGS, 0, adaptive_avg_pool1d_infer,
+                    adaptive_avg_pool1d_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d" ADAPTIVE_ARGS, 0, adaptive_avg_pool2d_infer,
+                    adaptive_avg_pool2d_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_AVG_POOL3D, "adaptive_avg_pool3d" ADAPTIVE_ARGS, 0, adaptive_avg_pool3d_infer,
+                    adaptive_avg_pool3d_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_MAX_POOL1D, "adaptive_max_pool1d" ADAPTIVE_ARGS, 0, adaptive_max_pool1d_infer,
+                    adaptive_max_pool1d_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_MAX_POOL2D, "adaptive_max_pool2d" ADAPTIVE_ARGS, 0, adaptive_max_pool2d_infer,
+                    adaptive_max_pool2d_kernel);
+    tp__register_op(TP_OP_INTERPOLATE,
+                    "interpolate(Tensor input, int[]? size=None, Any scale_factor=None, str mode='nearest', "
+                    "bool? align_corners=None) -> Tensor",
+                    0, interp_infer, interp_kernel);
+}

@@ -1,7 +1,748 @@
 /*
- * reduce.c - reduce ops: schemas, shape rules and reference kernels.
- * (Placeholder: registers nothing yet.)
+ * reduce.c - reductions and scans: sum, mean, prod, amax/amin, max/min,
+ * argmax/argmin, var/std, norm, logsumexp, any/all and cumsum. Schemas,
+ * shape rules and reference kernels with PyTorch's semantics.
+ *
+ * A reduction splits the input's dims into kept ("outer") dims, which index
+ * the output in C order, and reduced ("inner") dims, which are walked in C
+ * order for every output element. Both work on any strides (broadcast
+ * stride-0 dims and 0-d inputs included). Float math runs in double and is
+ * rounded on store; integer sums and products run in 64 bits with
+ * wrap-around, as PyTorch's do.
  */
+#include <inttypes.h>
+
 #include "kernel_util.h"
 
-void tp__register_reduce_ops(void) {}
+/* ---- dims and output shapes ------------------------------------------- */
+
+typedef struct reduce_dims {
+    int ndim;                  /* input rank */
+    bool reduced[TP_MAX_DIMS]; /* per input dim */
+    bool dim_given;            /* false: dim was None or [] (every dim) */
+} reduce_dims;
+
+/* Parse the dim argument args[i] (None, an int or a list of ints) of a
+ * reduction over a tensor of rank ndim. None and [] reduce every dim. */
+static tp_status parse_dims(const tp_value *args, int i, int ndim, reduce_dims *rd) {
+    memset(rd, 0, sizeof *rd);
+    rd->ndim = ndim;
+    int64_t dims[TP_MAX_DIMS];
+    int n = 0;
+    if (!tp__arg_is_none(args, i)) TP_TRY(tp__arg_ints(args, i, "dim", dims, TP_MAX_DIMS, 0, &n));
+    if (n == 0) {
+        for (int d = 0; d < ndim; d++) rd->reduced[d] = true;
+        return TP_OK;
+    }
+    rd->dim_given = true;
+    bool seen[TP_MAX_DIMS] = {false};
+    for (int k = 0; k < n; k++) {
+        int d;
+        TP_TRY(tp__wrap_dim(dims[k], ndim, &d));
+        TP_CHECK(!seen[d], TP_ERR_INVALID_ARG, "dim %d appears multiple times in the list of dims", d);
+        seen[d] = true;
+        if (ndim > 0) rd->reduced[d] = true;
+    }
+    return TP_OK;
+}
+
+/* Output shape of a reduction: reduced dims dropped, or kept as size 1. */
+static void reduced_shape(const tp_tensor *t, const reduce_dims *rd, bool keepdim, int *ndim, int64_t *sizes) {
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (!rd->reduced[d]) sizes[n++] = t->sizes[d];
+        else if (keepdim) sizes[n++] = 1;
+    }
+    *ndim = n;
+}
+
+/* amax/amin/max/min/argmax/argmin have no identity: reducing an empty
+ * extent is an error, as in PyTorch. */
+static tp_status check_nonempty_reduction(const tp_tensor *t, const reduce_dims *rd) {
+    if (!rd->dim_given) {
+        TP_CHECK(tp_tensor_numel(t) > 0, TP_ERR_SHAPE,
+                 "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                 "with the 'dim' argument.");
+        return TP_OK;
+    }
+    for (int d = 0; d < t->ndim; d++)
+        TP_CHECK(!rd->reduced[d] || t->sizes[d] > 0, TP_ERR_SHAPE,
+                 "Expected reduction dim %d to have non-zero size.", d);
+    return TP_OK;
+}
+
+static tp_status infer_reduction(const tp_tensor *self, const reduce_dims *rd, bool keepdim, tp_dtype dtype,
+                                 tp_value *out) {
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    reduced_shape(self, rd, keepdim, &ndim, sizes);
+    return tp__out_tensor(out, dtype, ndim, sizes);
+}
+
+/* The optional ScalarType argument args[i]; false when None. */
+static bool arg_dtype(const tp_value *args, int i, tp_dtype *out) {
+    if (args[i].kind != TP_VAL_DTYPE) return false;
+    *out = args[i].u.dtype;
+    return true;
+}
+
+/* sum/prod/cumsum: bool and integer inputs accumulate in int64. */
+static tp_dtype sum_dtype(const tp_value *args, int dtype_arg, tp_dtype in) {
+    tp_dtype d;
+    if (arg_dtype(args, dtype_arg, &d)) return d;
+    return tp_dtype_is_float(in) ? in : TP_INT64;
+}
+
+/* ---- walking the reduced sub-space ------------------------------------ */
+
+/* Byte offsets of a strided index space, visited in C order. */
+typedef struct walker {
+    int ndim;
+    const int64_t *sizes, *strides; /* strides in bytes */
+    int64_t index[TP_MAX_DIMS];
+    int64_t offset, remaining;
+    bool started;
+} walker;
+
+static void walker_init(walker *w, int ndim, const int64_t *sizes, const int64_t *strides) {
+    w->ndim = ndim;
+    w->sizes = sizes;
+    w->strides = strides;
+    w->offset = 0;
+    w->remaining = 1;
+    w->started = false;
+    for (int d = 0; d < ndim; d++) {
+        w->index[d] = 0;
+        w->remaining *= sizes[d];
+    }
+}
+
+static inline bool walker_next(walker *w, int64_t *offset) {
+    if (w->remaining <= 0) return false;
+    w->remaining--;
+    if (w->started) {
+        for (int d = w->ndim - 1; d >= 0; d--) {
+            if (++w->index[d] < w->sizes[d]) {
+                w->offset += w->strides[d];
+                break;
+            }
+            w->offset -= w->strides[d] * (w->sizes[d] - 1);
+            w->index[d] = 0;
+        }
+    }
+    w->started = true;
+    *offset = w->offset;
+    return true;
+}
+
+/* The input's dims split into kept and reduced groups, each coalesced (size-1
+ * dims dropped, mergeable neighbours merged; C order is preserved, so the
+ * walk order of the reduced group is the flat index PyTorch reports). */
+typedef struct reduce_split {
+    int n_outer, n_inner;
+    int64_t outer_sizes[TP_MAX_DIMS], outer_strides[TP_MAX_DIMS];
+    int64_t inner_sizes[TP_MAX_DIMS], inner_strides[TP_MAX_DIMS];
+    int64_t inner_numel;
+    const char *base;
+} reduce_split;
+
+static void push_dim(int *n, int64_t *sizes, int64_t *strides, int64_t size, int64_t stride) {
+    if (size == 1) return;
+    if (*n > 0 && strides[*n - 1] == stride * size) {
+        sizes[*n - 1] *= size;
+        strides[*n - 1] = stride;
+        return;
+    }
+    sizes[*n] = size;
+    strides[*n] = stride;
+    (*n)++;
+}
+
+static void split_dims(const tp_tensor *t, const bool *reduced, reduce_split *s) {
+    memset(s, 0, sizeof *s);
+    int64_t es = (int64_t)tp_dtype_size(t->dtype);
+    s->inner_numel = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t size = t->sizes[d], stride = t->strides[d] * es;
+        if (reduced[d]) push_dim(&s->n_inner, s->inner_sizes, s->inner_strides, size, stride);
+        else push_dim(&s->n_outer, s->outer_sizes, s->outer_strides, size, stride);
+    }
+    for (int d = 0; d < s->n_inner; d++) s->inner_numel *= s->inner_sizes[d];
+    s->base = tp__tensor_base(t);
+}
+
+/* What one output element of a reduction computes. */
+typedef enum reduce_kind {
+    R_SUM,
+    R_PROD,
+    R_MEAN,
+    R_MAX, /* amax, max, argmax */
+    R_MIN, /* amin, min, argmin */
+    R_VAR,
+    R_STD,
+    R_NORM,
+    R_LOGSUMEXP,
+    R_ANY,
+    R_ALL
+} reduce_kind;
+
+typedef struct reduce_job {
+    reduce_kind kind;
+    tp_dtype in_dtype;
+    tp_dtype compute;  /* input elements are cast to this dtype first */
+    tp_tensor *values; /* output (may be NULL for argmax/argmin) */
+    tp_tensor *indices; /* int64 indices (max/min/argmax/argmin), or NULL */
+    double param;       /* norm: p; var/std: correction */
+} reduce_job;
+
+/* Cast a double to what dtype d would hold, and back. */
+static double cast_f64(double v, tp_dtype d) {
+    unsigned char buf[8];
+    tp__store_f64(buf, d, v);
+    return tp__load_f64(buf, d);
+}
+
+static int64_t cast_i64(int64_t v, tp_dtype d) {
+    unsigned char buf[8];
+    tp__store_i64(buf, d, v);
+    return tp__load_i64(buf, d);
+}
+
+static inline double load_as_f64(const char *p, tp_dtype src, tp_dtype dst) {
+    if (!tp_dtype_is_float(src) && tp_dtype_is_float(dst)) {
+        double v = (double)tp__load_i64(p, src);
+        return dst == TP_FLOAT64 ? v : cast_f64(v, dst);
+    }
+    double v = tp__load_f64(p, src);
+    return (src == dst || dst == TP_FLOAT64) ? v : cast_f64(v, dst);
+}
+
+static inline int64_t load_as_i64(const char *p, tp_dtype src, tp_dtype dst) {
+    int64_t v = tp__load_i64(p, src);
+    return (src == dst || dst == TP_INT64) ? v : cast_i64(v, dst);
+}
+
+/* Wrapping int64 arithmetic (PyTorch's integer overflow wraps). */
+static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
+/* sum / prod / mean of one output element. */
+static void reduce_sum_prod(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
+    walker w;
+    int64_t off;
+    tp_dtype src = job->in_dtype, dst = job->compute;
+    bool prod = job->kind == R_PROD;
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    if (tp_dtype_is_float(dst)) {
+        double acc = prod ? 1.0 : 0.0;
+        if (src == TP_FLOAT32 && dst == TP_FLOAT32 && !prod) {
+            while (walker_next(&w, &off)) acc += *(const float *)(base + off);
+        } else if (prod) {
+            while (walker_next(&w, &off)) acc *= load_as_f64(base + off, src, dst);
+        } else {
+            while (walker_next(&w, &off)) acc += load_as_f64(base + off, src, dst);
+        }
+        if (job->kind == R_MEAN) acc /= (double)s->inner_numel; /* 0/0 = nan for empty, as torch */
+        tp__store_f64(out, job->values->dtype, acc);
+    } else {
+        int64_t acc = prod ? 1 : 0;
+        if (prod) {
+            while (walker_next(&w, &off)) acc = wrap_mul(acc, load_as_i64(base + off, src, dst));
+        } else {
+            while (walker_next(&w, &off)) acc = wrap_add(acc, load_as_i64(base + off, src, dst));
+        }
+        tp__store_i64(out, job->values->dtype, acc);
+    }
+}
+
+/* max/min (values and/or the index of the first extreme; NaN wins and the
+ * first NaN's index is reported, as in PyTorch). */
+static void reduce_extreme(const reduce_job *job, const reduce_split *s, const char *base, char *out,
+                           char *out_index) {
+    walker w;
+    int64_t off, i = 0, best_i = 0;
+    bool want_max = job->kind == R_MAX;
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    if (tp_dtype_is_float(job->in_dtype)) {
+        double best = 0.0;
+        for (; walker_next(&w, &off); i++) {
+            double v = tp__load_f64(base + off, job->in_dtype);
+            if (isnan(v)) {
+                best = v;
+                best_i = i;
+                break;
+            }
+            if (i == 0 || (want_max ? v > best : v < best)) {
+                best = v;
+                best_i = i;
+            }
+        }
+        if (out) tp__store_f64(out, job->values->dtype, best);
+    } else {
+        int64_t best = 0;
+        for (; walker_next(&w, &off); i++) {
+            int64_t v = tp__load_i64(base + off, job->in_dtype);
+            if (i == 0 || (want_max ? v > best : v < best)) {
+                best = v;
+                best_i = i;
+            }
+        }
+        if (out) tp__store_i64(out, job->values->dtype, best);
+    }
+    if (out_index) tp__store_i64(out_index, TP_INT64, best_i);
+}
+
+/* var / std with a correction (two passes: mean, then squared deviations). */
+static void reduce_var(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
+    walker w;
+    int64_t off;
+    double sum = 0.0, ss = 0.0;
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    while (walker_next(&w, &off)) sum += tp__load_f64(base + off, job->in_dtype);
+    double n = (double)s->inner_numel, mean = sum / n;
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    while (walker_next(&w, &off)) {
+        double d = tp__load_f64(base + off, job->in_dtype) - mean;
+        ss += d * d;
+    }
+    double divisor = n - job->param;
+    if (divisor < 0) divisor = 0;
+    double var = ss / divisor;
+    tp__store_f64(out, job->values->dtype, job->kind == R_STD ? sqrt(var) : var);
+}
+
+/* Vector p-norm: inf/-inf are max/min |x|, 0 counts non-zeros. */
+static void reduce_norm(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
+    walker w;
+    int64_t off;
+    double p = job->param, acc;
+    tp_dtype src = job->in_dtype, dst = job->compute;
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    if (isinf(p)) {
+        acc = p > 0 ? 0.0 : INFINITY;
+        while (walker_next(&w, &off)) {
+            double a = fabs(load_as_f64(base + off, src, dst));
+            if (isnan(a)) {
+                acc = a;
+                break;
+            }
+            if (p > 0 ? a > acc : a < acc) acc = a;
+        }
+    } else if (p == 0.0) {
+        acc = 0.0;
+        while (walker_next(&w, &off)) acc += load_as_f64(base + off, src, dst) != 0.0;
+    } else if (p == 1.0) {
+        acc = 0.0;
+        while (walker_next(&w, &off)) acc += fabs(load_as_f64(base + off, src, dst));
+    } else if (p == 2.0) {
+        acc = 0.0;
+        while (walker_next(&w, &off)) {
+            double v = load_as_f64(base + off, src, dst);
+            acc += v * v;
+        }
+        acc = sqrt(acc);
+    } else {
+        acc = 0.0;
+        while (walker_next(&w, &off)) acc += pow(fabs(load_as_f64(base + off, src, dst)), p);
+        acc = pow(acc, 1.0 / p);
+    }
+    tp__store_f64(out, job->values->dtype, acc);
+}
+
+/* log(sum(exp(x))) shifted by the max (an infinite max shifts by 0, so
+ * all -inf gives -inf and any +inf gives +inf; NaN propagates). */
+static void reduce_logsumexp(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
+    walker w;
+    int64_t off;
+    double m = -INFINITY, sum = 0.0;
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    while (walker_next(&w, &off)) {
+        double v = tp__load_f64(base + off, job->in_dtype);
+        if (isnan(v) || v > m) m = v;
+        if (isnan(m)) break;
+    }
+    if (isnan(m)) {
+        tp__store_f64(out, job->values->dtype, m);
+        return;
+    }
+    double shift = isinf(m) ? 0.0 : m;
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    while (walker_next(&w, &off)) sum += exp(tp__load_f64(base + off, job->in_dtype) - shift);
+    tp__store_f64(out, job->values->dtype, log(sum) + shift);
+}
+
+static void reduce_any_all(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
+    walker w;
+    int64_t off;
+    bool any = job->kind == R_ANY, result = !any;
+    bool is_float = tp_dtype_is_float(job->in_dtype);
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    while (walker_next(&w, &off)) {
+        bool nz = is_float ? tp__load_f64(base + off, job->in_dtype) != 0.0 : tp__load_i64(base + off, job->in_dtype) != 0;
+        if (nz == any) {
+            result = any;
+            break;
+        }
+    }
+    tp__store_i64(out, job->values->dtype, result ? 1 : 0);
+}
+
+/* Run a reduction of `self` over rd's dims, writing job->values/indices
+ * (contiguous, one element per kept index in C order). */
+static tp_status run_reduction(const tp_tensor *self, const reduce_dims *rd, reduce_job *job) {
+    reduce_split s;
+    split_dims(self, rd->reduced, &s);
+    job->in_dtype = self->dtype;
+    char *vals = job->values ? (char *)tp_tensor_data(job->values) : NULL;
+    char *idx = job->indices ? (char *)tp_tensor_data(job->indices) : NULL;
+    size_t ves = job->values ? tp_dtype_size(job->values->dtype) : 0;
+    walker w;
+    int64_t off, k = 0;
+    walker_init(&w, s.n_outer, s.outer_sizes, s.outer_strides); /* empty if the output is */
+    for (; walker_next(&w, &off); k++) {
+        const char *base = s.base + off;
+        char *ov = vals ? vals + k * (int64_t)ves : NULL;
+        char *oi = idx ? idx + k * 8 : NULL;
+        switch (job->kind) {
+        case R_SUM:
+        case R_PROD:
+        case R_MEAN: reduce_sum_prod(job, &s, base, ov); break;
+        case R_MAX:
+        case R_MIN: reduce_extreme(job, &s, base, ov, oi); break;
+        case R_VAR:
+        case R_STD: reduce_var(job, &s, base, ov); break;
+        case R_NORM: reduce_norm(job, &s, base, ov); break;
+        case R_LOGSUMEXP: reduce_logsumexp(job, &s, base, ov); break;
+        case R_ANY:
+        case R_ALL: reduce_any_all(job, &s, base, ov); break;
+        }
+    }
+    return TP_OK;
+}
+
+/* ---- sum / prod / mean ------------------------------------------------
+ * op(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) */
+
+static tp_status infer_sum(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    return infer_reduction(self, &rd, tp__arg_bool(args, 2), sum_dtype(args, 3, self->dtype), out);
+}
+
+static tp_status kernel_sum_prod(const tp_value *args, tp_value *out, reduce_kind kind) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = kind, .values = tp__out_at(out, 0)};
+    job.compute = job.values->dtype;
+    return run_reduction(self, &rd, &job);
+}
+
+static tp_status kernel_sum(const tp_value *args, tp_value *out) { return kernel_sum_prod(args, out, R_SUM); }
+static tp_status kernel_prod(const tp_value *args, tp_value *out) { return kernel_sum_prod(args, out, R_PROD); }
+
+static tp_status infer_mean(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    tp_dtype d;
+    if (arg_dtype(args, 3, &d)) {
+        TP_CHECK(tp_dtype_is_float(d), TP_ERR_TYPE,
+                 "could not infer output dtype. Optional dtype must be either a floating point or complex "
+                 "dtype. Got: %s",
+                 tp_dtype_name(d));
+    } else {
+        d = self->dtype;
+        TP_CHECK(tp_dtype_is_float(d), TP_ERR_TYPE,
+                 "could not infer output dtype. Input dtype must be either a floating point or complex "
+                 "dtype. Got: %s",
+                 tp_dtype_name(d));
+    }
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    return infer_reduction(self, &rd, tp__arg_bool(args, 2), d, out);
+}
+
+static tp_status kernel_mean(const tp_value *args, tp_value *out) { return kernel_sum_prod(args, out, R_MEAN); }
+
+/* ---- amax / amin: op(Tensor self, int[] dim=[], bool keepdim=False) ---- */
+
+static tp_status infer_amax(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    TP_TRY(check_nonempty_reduction(self, &rd));
+    return infer_reduction(self, &rd, tp__arg_bool(args, 2), self->dtype, out);
+}
+
+static tp_status kernel_extreme_values(const tp_value *args, tp_value *out, reduce_kind kind) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = kind, .values = tp__out_at(out, 0)};
+    return run_reduction(self, &rd, &job);
+}
+
+static tp_status kernel_amax(const tp_value *args, tp_value *out) { return kernel_extreme_values(args, out, R_MAX); }
+static tp_status kernel_amin(const tp_value *args, tp_value *out) { return kernel_extreme_values(args, out, R_MIN); }
+
+/* ---- max / min: op(Tensor self, int? dim=None, bool keepdim=False) -> Any
+ * Without dim: one 0-d tensor (the full reduction). With dim: a tuple
+ * (values, indices). */
+
+static tp_status infer_max(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    TP_TRY(check_nonempty_reduction(self, &rd));
+    if (!rd.dim_given) return tp__out_tensor(out, self->dtype, 0, NULL);
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    reduced_shape(self, &rd, tp__arg_bool(args, 2), &ndim, sizes);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, ndim, sizes));
+    return tp__out_tensor(tp_value_at(out, 1), TP_INT64, ndim, sizes);
+}
+
+static tp_status kernel_max_min(const tp_value *args, tp_value *out, reduce_kind kind) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = kind, .values = tp__out_at(out, 0)};
+    if (out->kind == TP_VAL_TUPLE) job.indices = tp__out_at(out, 1);
+    return run_reduction(self, &rd, &job);
+}
+
+static tp_status kernel_max(const tp_value *args, tp_value *out) { return kernel_max_min(args, out, R_MAX); }
+static tp_status kernel_min(const tp_value *args, tp_value *out) { return kernel_max_min(args, out, R_MIN); }
+
+/* ---- argmax / argmin: op(Tensor self, int? dim=None, bool keepdim=False)
+ * Without dim: the flat index; keepdim then gives a shape of all ones. */
+
+static tp_status infer_argmax(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    TP_CHECK(self->dtype != TP_BOOL, TP_ERR_TYPE, "not implemented for bool tensors");
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    TP_TRY(check_nonempty_reduction(self, &rd));
+    return infer_reduction(self, &rd, tp__arg_bool(args, 2), TP_INT64, out);
+}
+
+static tp_status kernel_argextreme(const tp_value *args, tp_value *out, reduce_kind kind) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = kind, .indices = tp__out_at(out, 0)};
+    return run_reduction(self, &rd, &job);
+}
+
+static tp_status kernel_argmax(const tp_value *args, tp_value *out) { return kernel_argextreme(args, out, R_MAX); }
+static tp_status kernel_argmin(const tp_value *args, tp_value *out) { return kernel_argextreme(args, out, R_MIN); }
+
+/* ---- var / std ----------------------------------------------------------
+ * op(Tensor self, int[]? dim=None, *, Scalar? correction=None,
+ *    bool keepdim=False, bool? unbiased=None)
+ * correction defaults to 1; unbiased=True/False means correction 1/0. */
+
+static tp_status var_correction(const tp_value *args, double *correction) {
+    bool has_corr = !tp__arg_is_none(args, 2), has_unbiased = !tp__arg_is_none(args, 4);
+    TP_CHECK(!(has_corr && has_unbiased), TP_ERR_INVALID_ARG,
+             "cannot specify both 'correction' and 'unbiased'");
+    if (has_corr) *correction = tp__arg_f64(args, 2);
+    else if (has_unbiased) *correction = tp__arg_bool(args, 4) ? 1.0 : 0.0;
+    else *correction = 1.0;
+    return TP_OK;
+}
+
+static tp_status infer_var(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    TP_CHECK(tp_dtype_is_float(self->dtype), TP_ERR_TYPE,
+             "std and var only support floating point and complex dtypes (got %s)", tp_dtype_name(self->dtype));
+    double correction;
+    TP_TRY(var_correction(args, &correction));
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    return infer_reduction(self, &rd, tp__arg_bool(args, 3), self->dtype, out);
+}
+
+static tp_status kernel_var_std(const tp_value *args, tp_value *out, reduce_kind kind) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = kind, .values = tp__out_at(out, 0)};
+    TP_TRY(var_correction(args, &job.param));
+    return run_reduction(self, &rd, &job);
+}
+
+static tp_status kernel_var(const tp_value *args, tp_value *out) { return kernel_var_std(args, out, R_VAR); }
+static tp_status kernel_std(const tp_value *args, tp_value *out) { return kernel_var_std(args, out, R_STD); }
+
+/* ---- norm ---------------------------------------------------------------
+ * norm(Tensor self, Scalar? p=2, int[]? dim=None, bool keepdim=False, *,
+ *      ScalarType? dtype=None) */
+
+static tp_status infer_norm(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    TP_CHECK(tp_dtype_is_float(self->dtype), TP_ERR_TYPE,
+             "input dtype should be either floating point or complex. Got %s instead.", tp_dtype_name(self->dtype));
+    tp_dtype d = self->dtype;
+    if (arg_dtype(args, 4, &d))
+        TP_CHECK(tp_dtype_is_float(d), TP_ERR_TYPE,
+                 "the desired output dtype should be either floating point or complex. Got %s instead.",
+                 tp_dtype_name(d));
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 2, self->ndim, &rd));
+    return infer_reduction(self, &rd, tp__arg_bool(args, 3), d, out);
+}
+
+static tp_status kernel_norm(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 2, self->ndim, &rd));
+    reduce_job job = {.kind = R_NORM, .values = tp__out_at(out, 0)};
+    job.compute = job.values->dtype;
+    job.param = tp__arg_is_none(args, 1) ? 2.0 : tp__arg_f64(args, 1);
+    return run_reduction(self, &rd, &job);
+}
+
+/* ---- logsumexp(Tensor self, int[] dim, bool keepdim=False) -------------
+ * Integer and bool inputs give the default float dtype. dim=[] reduces
+ * every dim (like sum). */
+
+static tp_status infer_logsumexp(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    tp_dtype d = tp_dtype_is_float(self->dtype) ? self->dtype : TP_DEFAULT_FLOAT;
+    return infer_reduction(self, &rd, tp__arg_bool(args, 2), d, out);
+}
+
+static tp_status kernel_logsumexp(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = R_LOGSUMEXP, .values = tp__out_at(out, 0)};
+    return run_reduction(self, &rd, &job);
+}
+
+/* ---- any / all: op(Tensor self, int? dim=None, bool keepdim=False) ------
+ * bool result, except uint8 inputs which give uint8 (as PyTorch). */
+
+static tp_status infer_any(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    return infer_reduction(self, &rd, tp__arg_bool(args, 2), self->dtype == TP_UINT8 ? TP_UINT8 : TP_BOOL, out);
+}
+
+static tp_status kernel_any_all(const tp_value *args, tp_value *out, reduce_kind kind) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = kind, .values = tp__out_at(out, 0)};
+    return run_reduction(self, &rd, &job);
+}
+
+static tp_status kernel_any(const tp_value *args, tp_value *out) { return kernel_any_all(args, out, R_ANY); }
+static tp_status kernel_all(const tp_value *args, tp_value *out) { return kernel_any_all(args, out, R_ALL); }
+
+/* ---- cumsum(Tensor self, int dim, *, ScalarType? dtype=None) ----------- */
+
+static tp_status infer_cumsum(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    int d;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
+    return tp__out_tensor(out, sum_dtype(args, 2, self->dtype), self->ndim, self->sizes);
+}
+
+static tp_status kernel_cumsum(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    tp_tensor *res = tp__out_at(out, 0);
+    int dim;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
+    if (tp_tensor_numel(self) == 0) return TP_OK;
+    /* lines along `dim`: outer = the other dims, walked for input and output
+     * together (the output is contiguous) */
+    int64_t in_es = (int64_t)tp_dtype_size(self->dtype), out_es = (int64_t)tp_dtype_size(res->dtype);
+    int64_t osizes[TP_MAX_DIMS], in_strides[TP_MAX_DIMS], out_strides[TP_MAX_DIMS];
+    int n_outer = 0;
+    for (int d = 0; d < self->ndim; d++) {
+        if (d == dim) continue;
+        osizes[n_outer] = self->sizes[d];
+        in_strides[n_outer] = self->strides[d] * in_es;
+        out_strides[n_outer++] = res->strides[d] * out_es;
+    }
+    int64_t len = self->ndim ? self->sizes[dim] : 1;
+    int64_t in_step = self->ndim ? self->strides[dim] * in_es : 0;
+    int64_t out_step = self->ndim ? res->strides[dim] * out_es : 0;
+    const char *in_base = tp__tensor_base(self);
+    char *out_base = tp_tensor_data(res);
+    tp_dtype src = self->dtype, dst = res->dtype;
+    walker wi, wo;
+    int64_t ioff, ooff;
+    walker_init(&wi, n_outer, osizes, in_strides);
+    walker_init(&wo, n_outer, osizes, out_strides);
+    while (walker_next(&wi, &ioff) && walker_next(&wo, &ooff)) {
+        const char *pi = in_base + ioff;
+        char *po = out_base + ooff;
+        if (tp_dtype_is_float(dst)) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < len; j++) {
+                acc += load_as_f64(pi + j * in_step, src, dst);
+                tp__store_f64(po + j * out_step, dst, acc);
+            }
+        } else {
+            int64_t acc = 0;
+            for (int64_t j = 0; j < len; j++) {
+                acc = wrap_add(acc, load_as_i64(pi + j * in_step, src, dst));
+                tp__store_i64(po + j * out_step, dst, acc);
+            }
+        }
+    }
+    return TP_OK;
+}
+
+/* ---- registration ------------------------------------------------------ */
+
+void tp__register_reduce_ops(void) {
+    tp__register_op(TP_OP_SUM,
+                    "sum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", 0,
+                    infer_sum, kernel_sum);
+    tp__register_op(TP_OP_MEAN,
+                    "mean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                    0, infer_mean, kernel_mean);
+    tp__register_op(TP_OP_PROD,
+                    "prod(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                    0, infer_sum, kernel_prod);
+    tp__register_op(TP_OP_AMAX, "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", 0, infer_amax,
+                    kernel_amax);
+    tp__register_op(TP_OP_AMIN, "amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", 0, infer_amax,
+                    kernel_amin);
+    tp__register_op(TP_OP_MAX, "max(Tensor self, int? dim=None, bool keepdim=False) -> Any", 0, infer_max,
+                    kernel_max);
+    tp__register_op(TP_OP_MIN, "min(Tensor self, int? dim=None, bool keepdim=False) -> Any", 0, infer_max,
+                    kernel_min);
+    tp__register_op(TP_OP_ARGMAX, "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", 0,
+                    infer_argmax, kernel_argmax);
+    tp__register_op(TP_OP_ARGMIN, "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", 0,
+                    infer_argmax, kernel_argmin);
+    tp__register_op(TP_OP_VAR,
+                    "var(Tensor self, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False, "
+                    "bool? unbiased=None) -> Tensor",
+                    0, infer_var, kernel_var);
+    tp__register_op(TP_OP_STD,
+                    "std(Tensor self, int[]? dim=None, *, Scalar? correction=None, bool keepdim=False, "
+                    "bool? unbiased=None) -> Tensor",
+                    0, infer_var, kernel_std);
+    tp__register_op(TP_OP_NORM,
+                    "norm(Tensor self, Scalar? p=2, int[]? dim=None, bool keepdim=False, *, "
+                    "ScalarType? dtype=None) -> Tensor",
+                    0, infer_norm, kernel_norm);
+    tp__register_op(TP_OP_LOGSUMEXP, "logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor", 0,
+                    infer_logsumexp, kernel_logsumexp);
+    tp__register_op(TP_OP_ANY, "any(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", 0, infer_any,
+                    kernel_any);
+    tp__register_op(TP_OP_ALL, "all(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", 0, infer_any,
+                    kernel_all);
+    tp__register_op(TP_OP_CUMSUM, "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", 0,
+                    infer_cumsum, kernel_cumsum);
+}

@@ -1,7 +1,571 @@
 /*
- * unary.c - unary ops: schemas, shape rules and reference kernels.
- * (Placeholder: registers nothing yet.)
+ * unary.c - elementwise unary ops and activations: schemas, shape/dtype rules
+ * and reference kernels.
+ *
+ * Every op maps one input element to one output element (clamp also reads
+ * broadcast min/max tensors). Dtype rules follow PyTorch:
+ *  - floating functions (exp, log, sin, sigmoid, reciprocal, ...) keep a
+ *    floating input's dtype and turn integer and bool inputs into float32;
+ *  - rounding (floor, ceil, round, trunc) is the identity on integers and
+ *    rejects bool;
+ *  - neg/abs/sign/square keep the dtype (square of bool gives int64; neg and
+ *    abs reject bool); integer arithmetic wraps like the dtype does;
+ *  - logical_not, isnan, isinf give bool; bitwise_not takes ints and bool;
+ *  - relu, relu6, hardtanh and clamp also work on integers; the other
+ *    activations need a floating input.
+ * Floating results are computed in double and rounded once on store (round
+ * with `decimals` computes in float for 32-bit and smaller floats, as PyTorch
+ * does, so that halfway cases round the same way). NaN propagates through
+ * relu, clamp and friends; sign(NaN) is 0 as in PyTorch.
+ *
+ * Kernels accept any input strides through tp_iter; contiguous float32 takes
+ * a direct loop.
  */
+#include <inttypes.h>
+
 #include "kernel_util.h"
 
-void tp__register_unary_ops(void) {}
+/* Scalar parameters of one call, read from the bound arguments. */
+typedef struct unary_params {
+    double a, b, c;
+} unary_params;
+
+typedef double (*f64_fn)(double x, const unary_params *p);
+typedef int64_t (*i64_fn)(int64_t x, const unary_params *p);
+
+/* ---- shared checks and shape rules ------------------------------------- */
+
+static tp_status self_tensor(const tp_value *args, tp_tensor **out) {
+    tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_CHECK(t != NULL, TP_ERR_TYPE, "argument 'self' must be a tensor, not %s", tp_value_kind_name(args[0].kind));
+    *out = t;
+    return TP_OK;
+}
+
+static tp_status out_like(tp_value *out, const tp_tensor *x, tp_dtype dtype) {
+    return tp__out_tensor(out, dtype, x->ndim, x->sizes);
+}
+
+static tp_status require_float(const tp_tensor *x) {
+    TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE,
+             "expected a floating-point tensor for 'self', got %s (integer and bool inputs are not supported)",
+             tp_dtype_name(x->dtype));
+    return TP_OK;
+}
+
+static tp_status reject_bool(const tp_tensor *x) {
+    TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE, "bool tensors are not supported for 'self'");
+    return TP_OK;
+}
+
+/* Floating functions: floats keep their dtype, ints and bool become float32. */
+static tp_status infer_float(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    return out_like(out, x, tp_dtype_is_float(x->dtype) ? x->dtype : TP_DEFAULT_FLOAT);
+}
+
+/* Same dtype, any input. */
+static tp_status infer_same(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    return out_like(out, x, x->dtype);
+}
+
+/* Same dtype, bool rejected (floor, ceil, trunc, abs, relu). */
+static tp_status infer_same_no_bool(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    TP_TRY(reject_bool(x));
+    return out_like(out, x, x->dtype);
+}
+
+/* Same dtype, floating inputs only (most activations). */
+static tp_status infer_float_only(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    TP_TRY(require_float(x));
+    return out_like(out, x, x->dtype);
+}
+
+/* Bool result (logical_not, isnan, isinf). */
+static tp_status infer_bool(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    return out_like(out, x, TP_BOOL);
+}
+
+static tp_status infer_neg(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE,
+             "negation of a bool tensor is not supported; use logical_not() or bitwise_not() instead");
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status infer_square(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    return out_like(out, x, x->dtype == TP_BOOL ? TP_INT64 : x->dtype);
+}
+
+static tp_status infer_bitwise_not(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    TP_CHECK(!tp_dtype_is_float(x->dtype), TP_ERR_TYPE,
+             "expected an integer or bool tensor for 'self', got %s", tp_dtype_name(x->dtype));
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status infer_round(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    TP_TRY(reject_bool(x));
+    int64_t decimals = tp__arg_int(args, 1);
+    TP_CHECK(decimals == 0 || tp_dtype_is_float(x->dtype), TP_ERR_TYPE,
+             "decimals=%" PRId64 " needs a floating-point tensor, got %s", decimals, tp_dtype_name(x->dtype));
+    return out_like(out, x, x->dtype);
+}
+
+/* ---- element loops ------------------------------------------------------- */
+
+/* y = fn(x) with x read as double (any dtype) and stored into y's dtype. */
+static void map_f64(const tp_tensor *x, tp_tensor *y, f64_fn fn, const unary_params *p) {
+    if (x->dtype == TP_FLOAT32 && y->dtype == TP_FLOAT32 && tp_tensor_is_contiguous(x)) {
+        const float *src = (const float *)tp__tensor_base(x);
+        float *dst = (float *)tp__tensor_base(y);
+        int64_t n = tp_tensor_numel(y);
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)fn(src[i], p);
+        return;
+    }
+    tp_iter it;
+    tp__iter_init(&it, y->ndim, y->sizes, 2, (const tp_tensor *[]){y, x});
+    while (tp__iter_next(&it)) tp__store_f64(it.ptr[0], y->dtype, fn(tp__load_f64(it.ptr[1], x->dtype), p));
+}
+
+/* y = fn(x) in int64 arithmetic; the store wraps to y's dtype. */
+static void map_i64(const tp_tensor *x, tp_tensor *y, i64_fn fn, const unary_params *p) {
+    tp_iter it;
+    tp__iter_init(&it, y->ndim, y->sizes, 2, (const tp_tensor *[]){y, x});
+    while (tp__iter_next(&it)) tp__store_i64(it.ptr[0], y->dtype, fn(tp__load_i64(it.ptr[1], x->dtype), p));
+}
+
+/* Run a float function when x is floating, an int function otherwise. */
+static tp_status run_mixed(const tp_value *args, tp_value *out, f64_fn ffn, i64_fn ifn, const unary_params *p) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
+    TP_CHECK(x && y, TP_ERR_INTERNAL, "missing input or output tensor");
+    if (tp_dtype_is_float(x->dtype) || !ifn) map_f64(x, y, ffn, p);
+    else map_i64(x, y, ifn, p);
+    return TP_OK;
+}
+
+static tp_status run_float(const tp_value *args, tp_value *out, f64_fn fn, const unary_params *p) {
+    return run_mixed(args, out, fn, NULL, p);
+}
+
+/* ---- scalar functions ---------------------------------------------------- */
+
+/* NaN-propagating max/min (like PyTorch's clamp and relu). */
+static double max_nan(double x, double lo) { return (isnan(x) || isnan(lo)) ? NAN : (x < lo ? lo : x); }
+static double min_nan(double x, double hi) { return (isnan(x) || isnan(hi)) ? NAN : (x > hi ? hi : x); }
+
+#define F64_FN(name, expr)                                                                                             \
+    static double name(double x, const unary_params *p) {                                                              \
+        TP_UNUSED(p);                                                                                                  \
+        return (expr);                                                                                                 \
+    }
+#define I64_FN(name, expr)                                                                                             \
+    static int64_t name(int64_t x, const unary_params *p) {                                                            \
+        TP_UNUSED(p);                                                                                                  \
+        return (expr);                                                                                                 \
+    }
+
+F64_FN(f_neg, -x)
+F64_FN(f_abs, fabs(x))
+F64_FN(f_exp, exp(x))
+F64_FN(f_log, log(x))
+F64_FN(f_log1p, log1p(x))
+F64_FN(f_expm1, expm1(x))
+F64_FN(f_sqrt, sqrt(x))
+F64_FN(f_rsqrt, 1.0 / sqrt(x))
+F64_FN(f_sin, sin(x))
+F64_FN(f_cos, cos(x))
+F64_FN(f_tan, tan(x))
+F64_FN(f_tanh, tanh(x))
+F64_FN(f_sigmoid, 1.0 / (1.0 + exp(-x)))
+F64_FN(f_erf, erf(x))
+F64_FN(f_reciprocal, 1.0 / x)
+F64_FN(f_floor, floor(x))
+F64_FN(f_ceil, ceil(x))
+F64_FN(f_trunc, trunc(x))
+F64_FN(f_rint, nearbyint(x))
+F64_FN(f_sign, (double)((0.0 < x) - (x < 0.0))) /* NaN -> 0, as PyTorch */
+F64_FN(f_square, x * x)
+F64_FN(f_relu, max_nan(x, 0.0))
+F64_FN(f_silu, x / (1.0 + exp(-x)))
+F64_FN(f_mish, x * tanh(log1p(exp(x))))
+F64_FN(f_hardsigmoid, min_nan(max_nan(x + 3.0, 0.0), 6.0) / 6.0)
+F64_FN(f_hardswish, x * min_nan(max_nan(x + 3.0, 0.0), 6.0) / 6.0)
+F64_FN(f_gelu, 0.5 * x * (1.0 + erf(x * M_SQRT1_2)))
+
+static double f_gelu_tanh(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+    return 0.5 * x * (1.0 + tanh(beta * (x + kappa * x * x * x)));
+}
+
+/* Integer versions; arithmetic in uint64 so that overflow wraps without
+ * undefined behaviour (abs(INT64_MIN) == INT64_MIN, as in PyTorch). */
+I64_FN(i_neg, (int64_t)(0u - (uint64_t)x))
+I64_FN(i_abs, x < 0 ? (int64_t)(0u - (uint64_t)x) : x)
+I64_FN(i_identity, x)
+I64_FN(i_sign, (int64_t)((0 < x) - (x < 0)))
+I64_FN(i_square, (int64_t)((uint64_t)x * (uint64_t)x))
+I64_FN(i_relu, x < 0 ? 0 : x)
+I64_FN(i_bitwise_not, ~x)
+
+/* params: a = negative_slope */
+static double f_leaky_relu(double x, const unary_params *p) { return x > 0.0 ? x : x * p->a; }
+/* params: a = alpha, b = scale, c = input_scale */
+static double f_elu(double x, const unary_params *p) {
+    return x <= 0.0 ? expm1(x * p->c) * p->a * p->b : x * p->b;
+}
+/* params: a = beta, b = threshold */
+static double f_softplus(double x, const unary_params *p) {
+    return x * p->a > p->b ? x : log1p(exp(x * p->a)) / p->a;
+}
+/* params: a = min, b = max */
+static double f_hardtanh(double x, const unary_params *p) { return min_nan(max_nan(x, p->a), p->b); }
+static int64_t i_hardtanh(int64_t x, const unary_params *p) {
+    int64_t lo = (int64_t)p->a, hi = (int64_t)p->b;
+    return x < lo ? (lo > hi ? hi : lo) : (x > hi ? hi : x);
+}
+
+/* ---- kernels: plain floating functions ---------------------------------- */
+
+#define FLOAT_KERNEL(name, fn)                                                                                         \
+    static tp_status kernel_##name(const tp_value *args, tp_value *out) { return run_float(args, out, fn, NULL); }
+#define MIXED_KERNEL(name, ffn, ifn)                                                                                   \
+    static tp_status kernel_##name(const tp_value *args, tp_value *out) {                                              \
+        return run_mixed(args, out, ffn, ifn, NULL);                                                                   \
+    }
+
+FLOAT_KERNEL(exp, f_exp)
+FLOAT_KERNEL(log, f_log)
+FLOAT_KERNEL(log1p, f_log1p)
+FLOAT_KERNEL(expm1, f_expm1)
+FLOAT_KERNEL(sqrt, f_sqrt)
+FLOAT_KERNEL(rsqrt, f_rsqrt)
+FLOAT_KERNEL(sin, f_sin)
+FLOAT_KERNEL(cos, f_cos)
+FLOAT_KERNEL(tan, f_tan)
+FLOAT_KERNEL(tanh, f_tanh)
+FLOAT_KERNEL(sigmoid, f_sigmoid)
+FLOAT_KERNEL(erf, f_erf)
+FLOAT_KERNEL(reciprocal, f_reciprocal)
+FLOAT_KERNEL(silu, f_silu)
+FLOAT_KERNEL(mish, f_mish)
+FLOAT_KERNEL(hardsigmoid, f_hardsigmoid)
+FLOAT_KERNEL(hardswish, f_hardswish)
+
+MIXED_KERNEL(neg, f_neg, i_neg)
+MIXED_KERNEL(abs, f_abs, i_abs)
+MIXED_KERNEL(floor, f_floor, i_identity)
+MIXED_KERNEL(ceil, f_ceil, i_identity)
+MIXED_KERNEL(trunc, f_trunc, i_identity)
+MIXED_KERNEL(sign, f_sign, i_sign)
+MIXED_KERNEL(square, f_square, i_square)
+MIXED_KERNEL(relu, f_relu, i_relu)
+
+/* Integers and bool only (infer rejects floats); on bool it is logical
+ * negation, not ~1. */
+static tp_status kernel_bitwise_not(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
+    TP_CHECK(x && y, TP_ERR_INTERNAL, "missing input or output tensor");
+    TP_CHECK(!tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "expected an integer or bool tensor for 'self', got %s",
+             tp_dtype_name(x->dtype));
+    if (x->dtype != TP_BOOL) {
+        map_i64(x, y, i_bitwise_not, NULL);
+        return TP_OK;
+    }
+    tp_iter it;
+    tp__iter_init(&it, y->ndim, y->sizes, 2, (const tp_tensor *[]){y, x});
+    while (tp__iter_next(&it)) *(uint8_t *)it.ptr[0] = *(const uint8_t *)it.ptr[1] ? 0 : 1;
+    return TP_OK;
+}
+
+/* ---- kernels: predicates -------------------------------------------------- */
+
+enum predicate { PRED_LOGICAL_NOT, PRED_ISNAN, PRED_ISINF };
+
+static tp_status run_predicate(const tp_value *args, tp_value *out, enum predicate pred) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
+    TP_CHECK(x && y, TP_ERR_INTERNAL, "missing input or output tensor");
+    bool is_float = tp_dtype_is_float(x->dtype);
+    tp_iter it;
+    tp__iter_init(&it, y->ndim, y->sizes, 2, (const tp_tensor *[]){y, x});
+    while (tp__iter_next(&it)) {
+        bool r = false;
+        if (is_float) {
+            double v = tp__load_f64(it.ptr[1], x->dtype);
+            r = pred == PRED_LOGICAL_NOT ? v == 0.0 : pred == PRED_ISNAN ? isnan(v) : isinf(v);
+        } else if (pred == PRED_LOGICAL_NOT) {
+            r = tp__load_i64(it.ptr[1], x->dtype) == 0;
+        }
+        *(uint8_t *)it.ptr[0] = r ? 1 : 0;
+    }
+    return TP_OK;
+}
+
+static tp_status kernel_logical_not(const tp_value *args, tp_value *out) {
+    return run_predicate(args, out, PRED_LOGICAL_NOT);
+}
+static tp_status kernel_isnan(const tp_value *args, tp_value *out) { return run_predicate(args, out, PRED_ISNAN); }
+static tp_status kernel_isinf(const tp_value *args, tp_value *out) { return run_predicate(args, out, PRED_ISINF); }
+
+/* ---- round ---------------------------------------------------------------- */
+
+/* PyTorch's round(decimals): nearbyint(x * 10^d) / 10^d, or for d < 0
+ * nearbyint(x / 10^-d) * 10^-d; computed in the float's "opmath" type. */
+static tp_status kernel_round(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
+    TP_CHECK(x && y, TP_ERR_INTERNAL, "missing input or output tensor");
+    int64_t decimals = tp__arg_int(args, 1);
+    if (decimals == 0 || !tp_dtype_is_float(x->dtype)) return run_mixed(args, out, f_rint, i_identity, NULL);
+    bool neg = decimals < 0;
+    double ten_pow = pow(10.0, neg ? -(double)decimals : (double)decimals);
+    bool in_double = x->dtype == TP_FLOAT64;
+    float ten_pow_f = (float)ten_pow;
+    tp_iter it;
+    tp__iter_init(&it, y->ndim, y->sizes, 2, (const tp_tensor *[]){y, x});
+    while (tp__iter_next(&it)) {
+        double v = tp__load_f64(it.ptr[1], x->dtype), r;
+        if (in_double) {
+            r = neg ? nearbyint(v / ten_pow) * ten_pow : nearbyint(v * ten_pow) / ten_pow;
+        } else {
+            float f = (float)v;
+            r = neg ? nearbyintf(f / ten_pow_f) * ten_pow_f : nearbyintf(f * ten_pow_f) / ten_pow_f;
+        }
+        tp__store_f64(it.ptr[0], y->dtype, r);
+    }
+    return TP_OK;
+}
+
+/* ---- activations with parameters ----------------------------------------- */
+
+static tp_status kernel_leaky_relu(const tp_value *args, tp_value *out) {
+    unary_params p = {tp__arg_f64(args, 1), 0, 0};
+    return run_float(args, out, f_leaky_relu, &p);
+}
+
+static tp_status kernel_elu(const tp_value *args, tp_value *out) {
+    unary_params p = {tp__arg_f64(args, 1), tp__arg_f64(args, 2), tp__arg_f64(args, 3)};
+    return run_float(args, out, f_elu, &p);
+}
+
+static tp_status kernel_selu(const tp_value *args, tp_value *out) {
+    unary_params p = {1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0};
+    return run_float(args, out, f_elu, &p);
+}
+
+static tp_status kernel_softplus(const tp_value *args, tp_value *out) {
+    unary_params p = {tp__arg_f64(args, 1), tp__arg_f64(args, 2), 0};
+    return run_float(args, out, f_softplus, &p);
+}
+
+static tp_status gelu_mode(const tp_value *args, bool *use_tanh) {
+    const char *mode = tp__arg_str(args, 1);
+    TP_CHECK(mode && (strcmp(mode, "none") == 0 || strcmp(mode, "tanh") == 0), TP_ERR_INVALID_ARG,
+             "approximate must be 'none' or 'tanh', got '%s'", mode ? mode : "?");
+    *use_tanh = strcmp(mode, "tanh") == 0;
+    return TP_OK;
+}
+
+static tp_status infer_gelu(const tp_value *args, tp_value *out) {
+    bool use_tanh;
+    TP_TRY(gelu_mode(args, &use_tanh));
+    return infer_float_only(args, out);
+}
+
+static tp_status kernel_gelu(const tp_value *args, tp_value *out) {
+    bool use_tanh;
+    TP_TRY(gelu_mode(args, &use_tanh));
+    return run_float(args, out, use_tanh ? f_gelu_tanh : f_gelu, NULL);
+}
+
+/* hardtanh / relu6 limits. Integer inputs use the limits truncated to
+ * integers (PyTorch: "boundaries do not cause type promotion"). */
+static tp_status hardtanh_limits(const tp_tensor *x, double min_val, double max_val, unary_params *p) {
+    TP_CHECK(x != NULL, TP_ERR_INTERNAL, "missing input tensor");
+    TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE, "bool tensors are not supported for 'self'");
+    if (!tp_dtype_is_float(x->dtype)) {
+        TP_CHECK(isfinite(min_val) && isfinite(max_val) && fabs(min_val) < 9.2e18 && fabs(max_val) < 9.2e18,
+                 TP_ERR_INVALID_ARG, "limits min_val=%g, max_val=%g do not fit an integer tensor", min_val, max_val);
+        min_val = trunc(min_val);
+        max_val = trunc(max_val);
+        TP_CHECK(x->dtype != TP_UINT8 || (min_val >= 0 && max_val >= 0), TP_ERR_INVALID_ARG,
+                 "negative limits (min_val=%g, max_val=%g) are not supported for a uint8 tensor", min_val, max_val);
+    }
+    p->a = min_val;
+    p->b = max_val;
+    p->c = 0;
+    return TP_OK;
+}
+
+static tp_status infer_hardtanh(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    unary_params p;
+    TP_TRY(self_tensor(args, &x));
+    TP_TRY(hardtanh_limits(x, tp__arg_f64(args, 1), tp__arg_f64(args, 2), &p));
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status kernel_hardtanh(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(hardtanh_limits(tp__arg_tensor(args, 0), tp__arg_f64(args, 1), tp__arg_f64(args, 2), &p));
+    return run_mixed(args, out, f_hardtanh, i_hardtanh, &p);
+}
+
+static tp_status infer_relu6(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    unary_params p;
+    TP_TRY(self_tensor(args, &x));
+    TP_TRY(hardtanh_limits(x, 0.0, 6.0, &p));
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status kernel_relu6(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(hardtanh_limits(tp__arg_tensor(args, 0), 0.0, 6.0, &p));
+    return run_mixed(args, out, f_hardtanh, i_hardtanh, &p);
+}
+
+/* ---- clamp ------------------------------------------------------------------
+ * min and max are each None, a number or a tensor (tensors broadcast with
+ * self). Result dtype: PyTorch's result_type(self, min, max). */
+
+static tp_status clamp_check_bound(const tp_value *v, const char *name) {
+    TP_CHECK(v->kind == TP_VAL_NONE || v->kind == TP_VAL_TENSOR || tp_value_is_number(v), TP_ERR_TYPE,
+             "argument '%s' must be a number, a tensor or None, not %s", name, tp_value_kind_name(v->kind));
+    return TP_OK;
+}
+
+static tp_status clamp_shape(const tp_value *args, tp_dtype *dtype, int *ndim, int64_t *sizes) {
+    tp_tensor *x;
+    TP_TRY(self_tensor(args, &x));
+    TP_TRY(clamp_check_bound(&args[1], "min"));
+    TP_TRY(clamp_check_bound(&args[2], "max"));
+    TP_CHECK(!tp__arg_is_none(args, 1) || !tp__arg_is_none(args, 2), TP_ERR_INVALID_ARG,
+             "At least one of 'min' or 'max' must not be None");
+    *ndim = x->ndim;
+    memcpy(sizes, x->sizes, (size_t)x->ndim * sizeof *sizes);
+    for (int i = 1; i <= 2; i++) {
+        const tp_tensor *b = tp__arg_tensor(args, i);
+        if (b) TP_TRY(tp__broadcast_shapes(*ndim, sizes, b->ndim, b->sizes, ndim, sizes));
+    }
+    *dtype = tp__result_type((const tp_value *[]){&args[0], &args[1], &args[2]}, 3);
+    return TP_OK;
+}
+
+static tp_status infer_clamp(const tp_value *args, tp_value *out) {
+    tp_dtype dtype;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(clamp_shape(args, &dtype, &ndim, sizes));
+    return tp__out_tensor(out, dtype, ndim, sizes);
+}
+
+static tp_status kernel_clamp(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
+    TP_CHECK(x && y, TP_ERR_INTERNAL, "missing input or output tensor");
+    /* Bounds as tensors: numbers become 0-d int64/float64 tensors so that one
+     * loop handles both; a missing bound is NULL. */
+    tp_tensor *bound[2] = {NULL, NULL};
+    tp_status st = TP_OK;
+    for (int i = 0; i < 2 && st == TP_OK; i++) {
+        const tp_value *v = &args[1 + i];
+        if (v->kind == TP_VAL_NONE) continue;
+        st = tp__as_tensor(v, v->kind == TP_VAL_FLOAT ? TP_FLOAT64 : TP_INT64, &bound[i]);
+    }
+    if (st == TP_OK) {
+        const tp_tensor *ops[4] = {y, x, bound[0] ? bound[0] : x, bound[1] ? bound[1] : x};
+        bool has_lo = bound[0] != NULL, has_hi = bound[1] != NULL;
+        tp_dtype dl = ops[2]->dtype, dh = ops[3]->dtype;
+        tp_iter it;
+        tp__iter_init(&it, y->ndim, y->sizes, 4, ops);
+        if (tp_dtype_is_float(y->dtype)) {
+            while (tp__iter_next(&it)) {
+                double v = tp__load_f64(it.ptr[1], x->dtype);
+                if (has_lo) v = max_nan(v, tp__load_f64(it.ptr[2], dl));
+                if (has_hi) v = min_nan(v, tp__load_f64(it.ptr[3], dh));
+                tp__store_f64(it.ptr[0], y->dtype, v);
+            }
+        } else {
+            while (tp__iter_next(&it)) {
+                int64_t v = tp__load_i64(it.ptr[1], x->dtype);
+                if (has_lo) {
+                    int64_t lo = tp__load_i64(it.ptr[2], dl);
+                    if (v < lo) v = lo;
+                }
+                if (has_hi) {
+                    int64_t hi = tp__load_i64(it.ptr[3], dh);
+                    if (v > hi) v = hi;
+                }
+                tp__store_i64(it.ptr[0], y->dtype, v);
+            }
+        }
+    }
+    tp_tensor_free(bound[0]);
+    tp_tensor_free(bound[1]);
+    return st;
+}
+
+/* ---- registration --------------------------------------------------------- */
+
+void tp__register_unary_ops(void) {
+    tp__register_op(TP_OP_NEG, "neg(Tensor self) -> Tensor", 0, infer_neg, kernel_neg);
+    tp__register_op(TP_OP_ABS, "abs(Tensor self) -> Tensor", 0, infer_same_no_bool, kernel_abs);
+    tp__register_op(TP_OP_EXP, "exp(Tensor self) -> Tensor", 0, infer_float, kernel_exp);
+    tp__register_op(TP_OP_LOG, "log(Tensor self) -> Tensor", 0, infer_float, kernel_log);
+    tp__register_op(TP_OP_LOG1P, "log1p(Tensor self) -> Tensor", 0, infer_float, kernel_log1p);
+    tp__register_op(TP_OP_EXPM1, "expm1(Tensor self) -> Tensor", 0, infer_float, kernel_expm1);
+    tp__register_op(TP_OP_SQRT, "sqrt(Tensor self) -> Tensor", 0, infer_float, kernel_sqrt);
+    tp__register_op(TP_OP_RSQRT, "rsqrt(Tensor self) -> Tensor", 0, infer_float, kernel_rsqrt);
+    tp__register_op(TP_OP_SIN, "sin(Tensor self) -> Tensor", 0, infer_float, kernel_sin);
+    tp__register_op(TP_OP_COS, "cos(Tensor self) -> Tensor", 0, infer_float, kernel_cos);
+    tp__register_op(TP_OP_TAN, "tan(Tensor self) -> Tensor", 0, infer_float, kernel_tan);
+    tp__register_op(TP_OP_TANH, "tanh(Tensor self) -> Tensor", 0, infer_float, kernel_tanh);
+    tp__register_op(TP_OP_SIGMOID, "sigmoid(Tensor self) -> Tensor", 0, infer_float, kernel_sigmoid);
+    tp__register_op(TP_OP_ERF, "erf(Tensor self) -> Tensor", 0, infer_float, kernel_erf);
+    tp__register_op(TP_OP_RECIPROCAL, "reciprocal(Tensor self) -> Tensor", 0, infer_float, kernel_reciprocal);
+    tp__register_op(TP_OP_FLOOR, "floor(Tensor self) -> Tensor", 0, infer_same_no_bool, kernel_floor);
+    tp__register_op(TP_OP_CEIL, "ceil(Tensor self) -> Tensor", 0, infer_same_no_bool, kernel_ceil);
+    tp__register_op(TP_OP_ROUND, "round(Tensor self, *, int decimals=0) -> Tensor", 0, infer_round, kernel_round);
+    tp__register_op(TP_OP_TRUNC, "trunc(Tensor self) -> Tensor", 0, infer_same_no_bool, kernel_trunc);
+    tp__register_op(TP_OP_SIGN, "sign(Tensor self) -> Tensor", 0, infer_same, kernel_sign);
+    tp__register_op(TP_OP_SQUARE, "square(Tensor self) -> Tensor", 0, infer_square, kernel_square);
+    tp__register_op(TP_OP_LOGICAL_NOT, "logical_not(Tensor self) -> Tensor", 0, infer_bool, kernel_logical_not);
+    tp__register_op(TP_OP_BITWISE_NOT, "bitwise_not(Tensor self) -> Tensor", 0, infer_bitwise_not,
+                    kernel_bitwise_not);
+    tp__register_op(TP_OP_ISNAN, "isnan(Tensor self) -> Tensor", 0, infer_bool, kernel_isnan);
+    tp__register_op(TP_OP_ISINF, "isinf(Tensor self) -> Tensor", 0, infer_bool, kernel_isinf);
+
+    tp__register_op(TP_OP_RELU, "relu(Tensor self) -> Tensor", 0, infer_same_no_bool, kernel_relu);
+    tp__register_op(TP_OP_RELU6, "relu6(Tensor self) -> Tensor", 0, infer_relu6, kernel_relu6);
+    tp__register_op(TP_OP_LEAKY_RELU, "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", 0,
+                    infer_float_only, kernel_leaky_relu);
+    tp__register_op(TP_OP_ELU, "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", 0,
+                    infer_float_only, kernel_elu);
+    tp__register_op(TP_OP_SELU, "selu(Tensor self) -> Tensor", 0, infer_float_only, kernel_selu);
+    tp__register_op(TP_OP_GELU, "gelu(Tensor self, *, str approximate='none') -> Tensor", 0, infer_gelu, kernel_gelu);
+    tp__register_op(TP_OP_SILU, "silu(Tensor self) -> Tensor", 0, infer_float_only, kernel_silu);
+    tp__register_op(TP_OP_MISH, "mish(Tensor self) -> Tensor", 0, infer_float_only, kernel_mish);
+    tp__register_op(TP_OP_SOFTPLUS, "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", 0,
+                    infer_float_only, kernel_softplus);
+    tp__register_op(TP_OP_HARDTANH, "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", 0,
+                    infer_hardtanh, kernel_hardtanh);
+    tp__register_op(TP_OP_HARDSIGMOID, "hardsigmoid(Tensor self) -> Tensor", 0, infer_float_only, kernel_hardsigmoid);
+    tp__register_op(TP_OP_HARDSWISH, "hardswish(Tensor self) -> Tensor", 0, infer_float_only, kernel_hardswish);
+    tp__register_op(TP_OP_CLAMP, "clamp(Tensor self, Any min=None, Any max=None) -> Tensor", 0, infer_clamp,
+                    kernel_clamp);
+}
