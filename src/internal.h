@@ -118,3 +118,17 @@ typedef struct tp_iter {
 TP_HIDDEN void tp__iter_init(tp_iter *it, int ndim, const int64_t *sizes, int n_ops,
                              const tp_tensor *const *ops);
 TP_HIDDEN bool tp__iter_next(tp_iter *it);
+
+/* ---- growable string builder (strbuf.c) ---------------------------------
+ * Appends never fail visibly: an allocation failure sets `failed`, and
+ * tp__sb_finish then returns TP_ERR_NOMEM. */
+typedef struct tp_sb {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} tp_sb;
+TP_HIDDEN void tp__sb_printf(tp_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TP_HIDDEN void tp__sb_puts(tp_sb *sb, const char *s);
+/* Hand the string to the caller (*out, freed with tp_free) and reset sb. */
+TP_HIDDEN tp_status tp__sb_finish(tp_sb *sb, char **out);
+TP_HIDDEN void tp__sb_free(tp_sb *sb);

@@ -1,0 +1,49 @@
+/*
+ * program_impl.h - the tp_program struct, shared by program.c, decomp.c and
+ * passes.c (internal).
+ */
+#ifndef TPEXPORT_PROGRAM_IMPL_H
+#define TPEXPORT_PROGRAM_IMPL_H
+
+#include <pthread.h>
+
+#include "internal.h"
+#include "tpexport/program.h"
+
+typedef struct tp_example {
+    char *name;
+    tp_value value;
+} tp_example;
+
+struct tp_program {
+    atomic_long refcount;
+    tp_graph *graph;
+    tp_signature *signature;
+    tp_module *state; /* state tree: targets -> tensors */
+    tp_example *examples;
+    int n_examples, cap_examples;
+    tp_range_constraint *ranges; /* names owned */
+    int n_ranges, cap_ranges;
+    tp_equality_constraint *equalities; /* sites and names owned */
+    int n_equalities, cap_equalities;
+    tp_dim_rule *dim_rules; /* strings owned */
+    int n_dim_rules, cap_dim_rules;
+    struct {
+        char *fqn;
+        tp_module_call_signature *sig; /* owned, may be NULL */
+    } *calls;
+    int n_calls, cap_calls;
+    tp_treespec *in_spec, *out_spec;
+    tp_verifier_fn verifier;
+    void *verifier_user;
+    int folded_constants; /* counter for names made by constant folding */
+    pthread_mutex_t lock; /* guards `unlifted` */
+    tp_module *unlifted;
+};
+
+/* Resolve a get_attr target against the program's state (interp resolver). */
+TP_HIDDEN tp_status tp__program_resolve_attr(void *user, const char *target, tp_value *out);
+/* Grow helper: ensure room for one more item in a tp_realloc'd array. */
+TP_HIDDEN tp_status tp__grow(void **items, int *cap, int n, size_t elem);
+
+#endif
