@@ -193,6 +193,11 @@ void tp__store_i64(void *p, tp_dtype dtype, int64_t v) {
     case TP_INT8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; return;
     case TP_UINT8: *(uint8_t *)p = (uint8_t)(uint64_t)v; return;
     case TP_BOOL: *(uint8_t *)p = v != 0; return;
+    /* int64 -> float32 rounds once (not through double); half types go
+     * through float32 as c10::Half / c10::BFloat16 do */
+    case TP_FLOAT32: { float f = (float)v; memcpy(p, &f, 4); return; }
+    case TP_FLOAT16: { uint16_t h = tp__f32_to_f16((float)v); memcpy(p, &h, 2); return; }
+    case TP_BFLOAT16: { uint16_t h = tp__f32_to_bf16((float)v); memcpy(p, &h, 2); return; }
     default: tp__store_f64(p, dtype, (double)v); return;
     }
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -134,6 +135,8 @@ static tp_status parse_header(const char *hdr, size_t len, tp_dtype *dtype, bool
             break;
         }
     }
+    skip_ws(&c);
+    TP_CHECK(c.p == c.end, TP_ERR_CORRUPT, "npy header: unexpected text after the header dict");
     TP_CHECK(have_descr, TP_ERR_CORRUPT, "npy header: missing 'descr'");
     TP_CHECK(have_order, TP_ERR_CORRUPT, "npy header: missing 'fortran_order'");
     TP_CHECK(have_shape, TP_ERR_CORRUPT, "npy header: missing 'shape'");
@@ -163,8 +166,12 @@ tp_status tp_npy_load_buffer(const void *data, size_t size, tp_tensor **out) {
     int ndim = 0;
     int64_t shape[TP_MAX_DIMS];
     TP_TRY(parse_header((const char *)b + hstart, hlen, &dtype, &fortran, &ndim, shape));
-    int64_t numel, nbytes;
-    TP_TRY(tp__numel(ndim, shape, &numel));
+    int64_t numel = 0, nbytes = 0;
+    if (tp__numel(ndim, shape, &numel) != TP_OK) {
+        char buf[TP_MAX_DIMS * 24];
+        return tp_error(TP_ERR_CORRUPT, "npy: shape %s: element count overflows int64",
+                        tp__shape_str(ndim, shape, buf, sizeof buf));
+    }
     TP_CHECK(tp_mul_overflow_i64(numel, (int64_t)tp_dtype_size(dtype), &nbytes), TP_ERR_CORRUPT,
              "npy: data size overflows");
     size_t avail = size - hstart - hlen;
@@ -206,11 +213,17 @@ tp_status tp_npy_load(const char *path, tp_tensor **out) {
     TP_CHECK(f != NULL, TP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     tp_status st = TP_OK;
     void *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) st = tp_error(TP_ERR_IO, "cannot read '%s'", path);
+    /* the size from fstat: fseek/ftell on a directory or a pipe gives
+     * nonsense sizes */
+    struct stat sb;
+    long long size = -1;
+    if (fstat(fileno(f), &sb) != 0) st = tp_error(TP_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode)) st = tp_error(TP_ERR_IO, "cannot read '%s': not a regular file", path);
+    else size = (long long)sb.st_size;
+    if (st == TP_OK && (uint64_t)size > SIZE_MAX - 64)
+        st = tp_error(TP_ERR_NOMEM, "'%s' is too large (%lld bytes)", path, size);
     if (st == TP_OK && !(buf = tp_malloc((size_t)size)))
-        st = tp_error(TP_ERR_NOMEM, "out of memory reading '%s' (%ld bytes)", path, size);
+        st = tp_error(TP_ERR_NOMEM, "out of memory reading '%s' (%lld bytes)", path, size);
     if (st == TP_OK && size > 0 && fread(buf, 1, (size_t)size, f) != (size_t)size)
         st = tp_error(TP_ERR_IO, "short read on '%s'", path);
     fclose(f);
@@ -228,16 +241,27 @@ tp_status tp_npy_save_buffer(const tp_tensor *t, void **out_data, size_t *out_si
         if (npy_types[i].dtype == t->dtype) code = npy_types[i].code;
     TP_CHECK(code != NULL, TP_ERR_UNSUPPORTED, "npy: dtype %s has no .npy equivalent", tp_dtype_name(t->dtype));
     TP_CHECK(t->storage != NULL, TP_ERR_INVALID_ARG, "npy: cannot save a meta tensor");
-    char hdr[64 + TP_MAX_DIMS * 24];
+    /* The header numpy 1.24 writes (format.py _write_array_header): the dict
+     * repr, spaces so that the first dim can grow to 21 digits in place, then
+     * spaces and '\n' up to a multiple of 64 bytes (a full 64 more if the
+     * header is already aligned). The same bytes as np.save for C order. */
+    char hdr[96 + TP_MAX_DIMS * 24];
     int n = snprintf(hdr, sizeof hdr, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
                      tp_dtype_size(t->dtype) == 1 ? '|' : '<', code);
-    for (int i = 0; i < t->ndim; i++) n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%" PRId64 ",%s", t->sizes[i],
-                                                    (i + 1 < t->ndim) ? " " : "");
+    for (int i = 0; i < t->ndim; i++)
+        n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%" PRId64 ",%s", t->sizes[i],
+                      (i + 1 < t->ndim) ? " " : "");
     if (t->ndim > 1) n--; /* numpy writes (2, 3) but (3,) */
     n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
-    size_t total_hdr = 10 + (size_t)n + 1;
-    size_t padded = (total_hdr + 63) / 64 * 64;
-    size_t hlen = padded - 10;
+    if (t->ndim > 0) {
+        int digits = snprintf(NULL, 0, "%" PRId64, t->sizes[0]);
+        for (int i = digits; i < 21; i++) hdr[n++] = ' ';
+        hdr[n] = '\0';
+    }
+    size_t hlen = (size_t)n + 1;                  /* with the final '\n' */
+    size_t padlen = 64 - ((10 + hlen) % 64);      /* 1..64 */
+    hlen += padlen;
+    size_t padded = 10 + hlen;
     int64_t numel = tp_tensor_numel(t);
     size_t nbytes = (size_t)numel * tp_dtype_size(t->dtype);
     size_t total = padded + nbytes;

@@ -39,7 +39,11 @@ const char *tp_last_error(void) { return tp_errmsg; }
 void tp_clear_error(void) { tp_errmsg[0] = '\0'; }
 
 tp_status tp_verror(tp_status status, const char *fmt, va_list ap) {
-    vsnprintf(tp_errmsg, sizeof tp_errmsg, fmt, ap);
+    /* Format into a scratch buffer first: an argument may be tp_last_error()
+     * itself ("outer: %s"), which must not overlap the destination. */
+    char msg[TP_ERRMSG_SIZE];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(tp_errmsg, msg, sizeof msg);
     return status;
 }
 

@@ -116,7 +116,7 @@ tp_status tp__tensor_make(tp_dtype dtype, int ndim, const int64_t *sizes, const 
     TP_CHECK((unsigned)dtype < TP_DTYPE_COUNT, TP_ERR_TYPE, "invalid dtype %d", (int)dtype);
     TP_CHECK(ndim >= 0 && ndim <= TP_MAX_DIMS, TP_ERR_SHAPE, "rank %d not supported (max %d)", ndim,
              TP_MAX_DIMS);
-    int64_t numel;
+    int64_t numel = 0;
     TP_TRY(tp__numel(ndim, sizes, &numel));
     tp_tensor *t = tp_calloc(1, sizeof *t);
     TP_CHECK(t != NULL, TP_ERR_NOMEM, "out of memory allocating a tensor");
@@ -142,11 +142,11 @@ static tp_status tensor_alloc(tp_dtype dtype, int ndim, const int64_t *sizes, bo
     TP_CHECK(ndim >= 0 && ndim <= TP_MAX_DIMS, TP_ERR_SHAPE, "rank %d not supported (max %d)", ndim,
              TP_MAX_DIMS);
     TP_CHECK(ndim == 0 || sizes != NULL, TP_ERR_INVALID_ARG, "sizes is NULL");
-    int64_t numel, nbytes;
+    int64_t numel = 0, nbytes = 0;
     TP_TRY(tp__numel(ndim, sizes, &numel));
     TP_CHECK(tp_mul_overflow_i64(numel, (int64_t)tp_dtype_size(dtype), &nbytes), TP_ERR_NOMEM,
              "tensor byte size overflows");
-    tp_storage *s;
+    tp_storage *s = NULL;
     TP_TRY(storage_new((size_t)nbytes, zero, &s));
     tp_status st = tp__tensor_make(dtype, ndim, sizes, NULL, 0, s, out);
     tp__storage_release(s);
@@ -194,8 +194,9 @@ static bool view_extent(int ndim, const int64_t *sizes, const int64_t *strides, 
                         int64_t *lo, int64_t *hi, bool *overflow) {
     int64_t l = offset, h = offset;
     *overflow = false;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < ndim; i++)
         if (sizes[i] == 0) return false;
+    for (int i = 0; i < ndim; i++) {
         int64_t span;
         if (!tp_mul_overflow_i64(sizes[i] - 1, strides[i], &span)) {
             *overflow = true;
@@ -220,7 +221,8 @@ static tp_status check_fits(tp_dtype dtype, int ndim, const int64_t *sizes, cons
     TP_CHECK(!overflow, TP_ERR_SHAPE, "view extent overflows int64");
     int64_t esize = (int64_t)tp_dtype_size(dtype), end;
     TP_CHECK(lo >= 0, TP_ERR_SHAPE, "view reaches element %" PRId64 " before the start of storage", lo);
-    TP_CHECK(tp_mul_overflow_i64(hi + 1, esize, &end) && (uint64_t)end <= (uint64_t)nbytes,
+    TP_CHECK(tp_add_overflow_i64(hi, 1, &end) && tp_mul_overflow_i64(end, esize, &end) &&
+                 (uint64_t)end <= (uint64_t)nbytes,
              TP_ERR_SHAPE, "view reaches element %" PRId64 " beyond storage of %zu bytes", hi, nbytes);
     return TP_OK;
 }
@@ -233,7 +235,7 @@ tp_status tp_tensor_borrow(tp_dtype dtype, int ndim, const int64_t *sizes, const
     TP_CHECK(ndim >= 0 && ndim <= TP_MAX_DIMS, TP_ERR_SHAPE, "rank %d not supported (max %d)", ndim,
              TP_MAX_DIMS);
     TP_CHECK(ndim == 0 || sizes != NULL, TP_ERR_INVALID_ARG, "sizes is NULL");
-    int64_t numel;
+    int64_t numel = 0;
     TP_TRY(tp__numel(ndim, sizes, &numel));
     int64_t cstrides[TP_MAX_DIMS];
     if (!strides) {
@@ -407,9 +409,16 @@ static tp_status infer_shape(int64_t numel, int ndim, const int64_t *in, int64_t
 /* Strides for viewing t with new sizes without copying (PyTorch's
  * computeStride); false if impossible. */
 static bool view_strides(const tp_tensor *t, int ndim, const int64_t *sizes, int64_t *strides) {
+    if (t->ndim == 0) { /* a scalar views as any all-ones shape */
+        for (int i = 0; i < ndim; i++) strides[i] = 1;
+        return true;
+    }
     int64_t numel = tp_tensor_numel(t);
     if (numel == 0) {
-        tp__contiguous_strides(ndim, sizes, strides);
+        if (ndim == t->ndim && memcmp(sizes, t->sizes, (size_t)ndim * sizeof *sizes) == 0)
+            memcpy(strides, t->strides, (size_t)ndim * sizeof *strides);
+        else
+            tp__contiguous_strides(ndim, sizes, strides);
         return true;
     }
     int view_d = ndim - 1;
@@ -465,7 +474,7 @@ tp_status tp_tensor_permute(tp_tensor *t, const int64_t *dims, tp_tensor **out) 
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
     bool seen[TP_MAX_DIMS] = {false};
     for (int i = 0; i < t->ndim; i++) {
-        int d;
+        int d = 0;
         TP_TRY(tp__wrap_dim(dims[i], t->ndim, &d));
         TP_CHECK(!seen[d], TP_ERR_INVALID_ARG, "permute: dim %d repeated", d);
         seen[d] = true;
@@ -476,10 +485,10 @@ tp_status tp_tensor_permute(tp_tensor *t, const int64_t *dims, tp_tensor **out) 
 }
 
 tp_status tp_tensor_transpose(tp_tensor *t, int64_t dim0, int64_t dim1, tp_tensor **out) {
-    int d0, d1;
-    if (t->ndim == 0) return make_view(t, 0, NULL, NULL, t->offset, out);
-    TP_TRY(tp__wrap_dim(dim0, t->ndim, &d0));
+    int d0 = 0, d1 = 0;
+    TP_TRY(tp__wrap_dim(dim0, t->ndim, &d0)); /* a 0-d tensor accepts 0 and -1 */
     TP_TRY(tp__wrap_dim(dim1, t->ndim, &d1));
+    if (t->ndim == 0) return make_view(t, 0, NULL, NULL, t->offset, out);
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
     memcpy(sizes, t->sizes, sizeof sizes);
     memcpy(strides, t->strides, sizeof strides);
@@ -525,7 +534,7 @@ tp_status tp_tensor_expand(tp_tensor *t, int ndim, const int64_t *sizes, tp_tens
 
 tp_status tp_tensor_slice(tp_tensor *t, int64_t dim, int64_t start, int64_t end, int64_t step,
                           tp_tensor **out) {
-    int d;
+    int d = 0;
     TP_CHECK(t->ndim > 0, TP_ERR_INDEX, "slice() cannot be applied to a 0-dim tensor");
     TP_TRY(tp__wrap_dim(dim, t->ndim, &d));
     TP_CHECK(step > 0, TP_ERR_INVALID_ARG, "slice step must be positive, got %" PRId64, step);
@@ -539,14 +548,19 @@ tp_status tp_tensor_slice(tp_tensor *t, int64_t dim, int64_t start, int64_t end,
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
     memcpy(sizes, t->sizes, sizeof sizes);
     memcpy(strides, t->strides, sizeof strides);
-    sizes[d] = (end - start + step - 1) / step;
-    strides[d] = t->strides[d] * step;
-    int64_t offset = sizes[d] ? t->offset + start * t->strides[d] : t->offset;
-    return make_view(t, t->ndim, sizes, strides, offset, out);
+    sizes[d] = end > start ? (end - start - 1) / step + 1 : 0; /* no overflow for huge steps */
+    if (!tp_mul_overflow_i64(t->strides[d], step, &strides[d])) {
+        /* a stride nobody steps over: only one element (or none) is taken */
+        TP_CHECK(sizes[d] <= 1, TP_ERR_SHAPE, "slice: stride %" PRId64 " * step %" PRId64 " overflows int64",
+                 t->strides[d], step);
+        strides[d] = t->strides[d];
+    }
+    /* PyTorch keeps the clamped start in the offset even for an empty slice */
+    return make_view(t, t->ndim, sizes, strides, t->offset + start * t->strides[d], out);
 }
 
 tp_status tp_tensor_select(tp_tensor *t, int64_t dim, int64_t index, tp_tensor **out) {
-    int d;
+    int d = 0;
     TP_CHECK(t->ndim > 0, TP_ERR_INDEX, "select() cannot be applied to a 0-dim tensor");
     TP_TRY(tp__wrap_dim(dim, t->ndim, &d));
     int64_t n = t->sizes[d];
@@ -565,7 +579,7 @@ tp_status tp_tensor_select(tp_tensor *t, int64_t dim, int64_t index, tp_tensor *
 }
 
 tp_status tp_tensor_narrow(tp_tensor *t, int64_t dim, int64_t start, int64_t length, tp_tensor **out) {
-    int d;
+    int d = 0;
     TP_CHECK(t->ndim > 0, TP_ERR_INDEX, "narrow() cannot be applied to a 0-dim tensor");
     TP_TRY(tp__wrap_dim(dim, t->ndim, &d));
     int64_t n = t->sizes[d];
@@ -592,7 +606,7 @@ tp_status tp_tensor_squeeze(tp_tensor *t, int64_t dim, tp_tensor **out) {
 }
 
 tp_status tp_tensor_unsqueeze(tp_tensor *t, int64_t dim, tp_tensor **out) {
-    int d;
+    int d = 0;
     TP_CHECK(t->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "unsqueeze: rank would exceed %d", TP_MAX_DIMS);
     TP_TRY(tp__wrap_dim(dim, t->ndim + 1, &d));
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
@@ -612,6 +626,13 @@ tp_status tp_tensor_unsqueeze(tp_tensor *t, int64_t dim, tp_tensor **out) {
 tp_status tp_tensor_as_strided(tp_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                                int64_t offset, tp_tensor **out) {
     TP_CHECK(ndim >= 0 && ndim <= TP_MAX_DIMS, TP_ERR_SHAPE, "rank %d not supported", ndim);
+    int64_t numel = 0;
+    TP_TRY(tp__numel(ndim, sizes, &numel));
+    for (int i = 0; i < ndim; i++)
+        TP_CHECK(strides[i] >= 0, TP_ERR_SHAPE,
+                 "as_strided: negative strides are not supported (stride %" PRId64 " at dim %d)",
+                 strides[i], i);
+    TP_CHECK(offset >= 0, TP_ERR_SHAPE, "as_strided: negative storage offset %" PRId64, offset);
     if (t->storage) TP_TRY(check_fits(t->dtype, ndim, sizes, strides, offset, t->storage->nbytes));
     return make_view(t, ndim, sizes, strides, offset, out);
 }
@@ -640,7 +661,8 @@ tp_status tp_tensor_copy_(tp_tensor *dst, const tp_tensor *src) {
     size_t es = tp_dtype_size(dd);
     if (dd == sd) {
         while (tp__iter_next(&it)) memcpy(it.ptr[0], it.ptr[1], es);
-    } else if (!tp_dtype_is_float(sd) && !tp_dtype_is_float(dd)) {
+    } else if (!tp_dtype_is_float(sd)) {
+        /* from int/bool: through int64, so that int64 -> float32 rounds once */
         while (tp__iter_next(&it)) tp__store_i64(it.ptr[0], dd, tp__load_i64(it.ptr[1], sd));
     } else if (tp_dtype_is_float(sd) && !tp_dtype_is_float(dd) && dd != TP_BOOL) {
         /* float -> int: truncate toward zero */
@@ -757,7 +779,7 @@ void tp_tensor_print(const tp_tensor *t, FILE *f, int64_t max_elems) {
         }
         while (tp__iter_next(&it)) {
             if (shown == max_elems) {
-                fputs(", ...", f);
+                fputs(shown ? ", ..." : "...", f);
                 break;
             }
             if (shown) {

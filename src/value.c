@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -262,7 +263,15 @@ int tp_value_repr(const tp_value *v, char *buf, size_t size) {
         if (isinf(v->u.f)) PUT("%s", v->u.f > 0 ? "inf" : "-inf");
         else if (isnan(v->u.f)) PUT("nan");
         else if (v->u.f == floor(v->u.f) && fabs(v->u.f) < 1e16) PUT("%.1f", v->u.f);
-        else PUT("%.17g", v->u.f);
+        else {
+            /* Python's repr: the shortest digits that read back exactly */
+            char num[32];
+            for (int prec = 1; prec <= 17; prec++) {
+                snprintf(num, sizeof num, "%.*g", prec, v->u.f);
+                if (strtod(num, NULL) == v->u.f) break;
+            }
+            PUT("%s", num);
+        }
         break;
     case TP_VAL_STR: PUT("'%s'", v->u.s); break;
     case TP_VAL_DTYPE: PUT("torch.%s", tp_dtype_name(v->u.dtype)); break;

@@ -200,6 +200,11 @@ tp_status tp_op_bind(tp_op op, const tp_value *args, int n_args, const tp_value 
         if ((st = tp_value_copy(&args[i], &bound[i])) != TP_OK) goto fail;
         given[i] = true;
     }
+    if (kwargs && kwargs->kind != TP_VAL_DICT && kwargs->kind != TP_VAL_NONE) {
+        st = tp_error(TP_ERR_TYPE, "%s(): keyword arguments must be a dict, not %s", tp_op_name(op),
+                      tp_value_kind_name(kwargs->kind));
+        goto fail;
+    }
     if (kwargs && kwargs->kind == TP_VAL_DICT) {
         for (int64_t k = 0; k < kwargs->u.seq.n; k++) {
             const char *key = kwargs->u.seq.keys[k];
