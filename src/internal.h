@@ -94,7 +94,6 @@ TP_HIDDEN float tp__f16_to_f32(uint16_t h);
 TP_HIDDEN uint16_t tp__f32_to_bf16(float f);
 TP_HIDDEN float tp__bf16_to_f32(uint16_t h);
 
-#endif
 
 /* ---- strided iteration -------------------------------------------------
  * Walks the elements of a shape in C order over up to TP_ITER_MAX_OPS
@@ -132,3 +131,5 @@ TP_HIDDEN void tp__sb_puts(tp_sb *sb, const char *s);
 /* Hand the string to the caller (*out, freed with tp_free) and reset sb. */
 TP_HIDDEN tp_status tp__sb_finish(tp_sb *sb, char **out);
 TP_HIDDEN void tp__sb_free(tp_sb *sb);
+
+#endif /* TPEXPORT_INTERNAL_H */

@@ -9,6 +9,11 @@
 #include "tensor.h"
 #include "value.h"
 #include "ops.h"
+#include "graph.h"
+#include "pytree.h"
+#include "interp.h"
 #include "signature.h"
+#include "module.h"
+#include "program.h"
 
 #endif
