@@ -469,6 +469,7 @@ tp_status tp_program_copy(const tp_program *p, tp_program **out) {
 struct tp_report {
     tp_sb text;
     int count;
+    tp_status fatal; /* an allocation failure while checking: not a violation */
 };
 
 void tp_program_report(tp_report *r, const char *fmt, ...) {
@@ -508,7 +509,9 @@ static tp_state_kind state_kind_of(tp_input_kind k) {
 static void check_structure(const tp_program *p, tp_report *r) {
     const tp_graph *g = p->graph;
     const tp_signature *sig = p->signature;
-    if (tp_graph_lint(g) != TP_OK) tp_program_report(r, "%s", tp_last_error());
+    tp_status lint = tp_graph_lint(g);
+    if (lint == TP_ERR_NOMEM) r->fatal = lint;
+    else if (lint != TP_OK) tp_program_report(r, "%s", tp_last_error());
     /* placeholders <-> input specs */
     int64_t n_ph = tp_graph_num_placeholders(g);
     int n_in = tp_signature_n_inputs(sig);
@@ -541,7 +544,9 @@ static void check_structure(const tp_program *p, tp_report *r) {
     if (out) {
         tp_value leaves = tp_value_none();
         const tp_value *ov = tp_value_at(tp_node_args(out), 0);
-        if (ov && flatten_value(ov, &leaves) == TP_OK) {
+        tp_status fst = ov ? flatten_value(ov, &leaves) : TP_OK;
+        if (fst != TP_OK) r->fatal = fst;
+        if (ov && fst == TP_OK) {
             int64_t n_leaves = tp_value_len(&leaves);
             int n_out = tp_signature_n_outputs(sig);
             if (n_leaves != n_out) {
@@ -615,8 +620,10 @@ static void check_runtime(const tp_program *p, tp_report *r) {
         }
         tp_value bound[64];
         const tp_value *args = tp_node_args(n);
-        if (tp_op_bind(op, tp_value_at(args, 0), (int)tp_value_len(args), tp_node_kwargs(n), bound) != TP_OK) {
-            tp_program_report(r, "node %s: %s", tp_node_name(n), tp_last_error());
+        tp_status bst = tp_op_bind(op, tp_value_at(args, 0), (int)tp_value_len(args), tp_node_kwargs(n), bound);
+        if (bst == TP_ERR_NOMEM) r->fatal = bst;
+        if (bst != TP_OK) {
+            if (bst != TP_ERR_NOMEM) tp_program_report(r, "node %s: %s", tp_node_name(n), tp_last_error());
             continue;
         }
         for (int i = 0; i < schema->n_args; i++) tp_value_clear(&bound[i]);
@@ -644,13 +651,17 @@ static void check_runtime(const tp_program *p, tp_report *r) {
 }
 
 tp_status tp_program_validate(const tp_program *p) {
-    tp_report r = {{0}, 0};
+    tp_report r = {{0}, 0, TP_OK};
     check_structure(p, &r);
     check_runtime(p, &r);
     tp_status vst = TP_OK;
     if (p->verifier) {
         vst = p->verifier(p, &r, p->verifier_user);
         if (vst != TP_OK) tp_program_report(&r, "verifier failed: %s", tp_last_error());
+    }
+    if (r.fatal != TP_OK) {
+        tp__sb_free(&r.text);
+        return tp_error(r.fatal, "out of memory validating the program");
     }
     if (r.count == 0) {
         tp__sb_free(&r.text);
@@ -1094,7 +1105,12 @@ static tp_status call_bound(tp_program *p, bound_inputs *b, tp_value *out) {
         if (s->kind == TP_INPUT_USER_INPUT) {
             tp_value *v = lookup_path(b, name);
             st = v ? tp_value_copy(v, &flat[i]) : tp_error(TP_ERR_INTERNAL, "user input '%s' not bound", name);
-        } else if (s->kind == TP_INPUT_TOKEN || s->kind == TP_INPUT_CUSTOM_OBJ) {
+        } else if (s->kind == TP_INPUT_TOKEN) {
+            /* an effect token is an empty tensor, as in torch: it stays a leaf of the outputs */
+            tp_tensor *token;
+            st = tp_tensor_empty(TP_FLOAT32, 1, (const int64_t[]){0}, &token);
+            if (st == TP_OK) flat[i] = tp_value_tensor(token);
+        } else if (s->kind == TP_INPUT_CUSTOM_OBJ) {
             flat[i] = tp_value_none();
         } else {
             tp_tensor *t;
@@ -1109,6 +1125,7 @@ static tp_status call_bound(tp_program *p, bound_inputs *b, tp_value *out) {
     int n_mut = 0;
     for (int i = 0; st == TP_OK && i < tp_signature_n_outputs(p->signature); i++) {
         const tp_output_spec *s = tp_signature_output(p->signature, i);
+        if (s->kind == TP_OUTPUT_TOKEN) n_mut++; /* leading tokens are dropped like mutations */
         if (!is_mutation(s->kind)) continue;
         n_mut++;
         const tp_value *v = tp_value_at(&leaves, i);

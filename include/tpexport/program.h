@@ -296,7 +296,10 @@ TP_API tp_status tp_program_transform(tp_program *p, const tp_pass *passes, int 
 /* Shipped passes. */
 TP_API tp_status tp_pass_dead_code(tp_program *p, void *user, bool *modified);
 /* Fold nodes whose inputs are all constants (no placeholder or state
- * reached) into new constant tensors read by get_attr. */
+ * reached) into new constant tensors read by get_attr. CONSTANT state read
+ * by get_attr counts as constant unless something writes to it; impure and
+ * random ops never fold; results of more than 1 << 20 elements are left to
+ * run time. New constants are named "_folded_constant_<k>". */
 TP_API tp_status tp_pass_constant_fold(tp_program *p, void *user, bool *modified);
 /* Remove effect tokens: token placeholders and TOKEN outputs disappear,
  * TOKEN specs are dropped from both sides of the signature. */
