@@ -1,7 +1,310 @@
 /*
- * index.c - index ops: schemas, shape rules and reference kernels.
- * (Placeholder: registers nothing yet.)
+ * index.c - index ops: schemas, shape rules and reference kernels for
+ * index_select, gather, scatter (out of place), masked_fill, tril and triu.
+ *
+ * Index tensors hold int64 (index_select also takes int32, as PyTorch does);
+ * an index outside its dimension is TP_ERR_INDEX, found while the kernel
+ * runs (shape rules see only metadata). Outputs have the input's dtype and
+ * every dtype is supported, since these ops only move elements.
  */
+#include <inttypes.h>
+
 #include "kernel_util.h"
 
-void tp__register_index_ops(void) {}
+static tp_status need_tensor(const tp_value *args, int i, const char *what, tp_tensor **out) {
+    tp_tensor *t = tp__arg_tensor(args, i);
+    *out = t; /* set on every path: callers rely on it being initialised */
+    TP_CHECK(t != NULL, TP_ERR_TYPE, "%s must be a Tensor, not %s", what, tp_value_kind_name(args[i].kind));
+    return TP_OK;
+}
+
+/* Kernels read data: refuse meta tensors (shape-only) instead of crashing. */
+static tp_status has_data(const tp_tensor *t, const char *what) {
+    TP_CHECK(!t || !tp_tensor_is_meta(t), TP_ERR_INVALID_ARG, "%s is a meta tensor (it has no data)", what);
+    return TP_OK;
+}
+
+/* PyTorch's "ensure_nonempty": a 0-d tensor counts as one dim of size 1. */
+static int nonempty_dim(const tp_tensor *t) { return t->ndim ? t->ndim : 1; }
+static int64_t nonempty_size(const tp_tensor *t, int d) { return t->ndim ? t->sizes[d] : 1; }
+static int64_t nonempty_stride(const tp_tensor *t, int d) { return t->ndim ? t->strides[d] : 0; }
+
+/* ---- index_select(Tensor self, int dim, Tensor index) ------------------- */
+
+static tp_status index_select_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim,
+                                   int64_t *sizes) {
+    TP_TRY(need_tensor(args, 0, "self", self));
+    TP_TRY(need_tensor(args, 2, "index", index));
+    tp_tensor *s = *self, *ix = *index;
+    TP_CHECK(ix->dtype == TP_INT64 || ix->dtype == TP_INT32, TP_ERR_TYPE,
+             "expected dtype int32 or int64 for index, got %s", tp_dtype_name(ix->dtype));
+    TP_CHECK(ix->ndim <= 1, TP_ERR_SHAPE, "index is supposed to be a vector, got a tensor with %d dims", ix->ndim);
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), s->ndim, dim));
+    int64_t n = tp_tensor_numel(ix);
+    if (s->ndim == 0) {
+        TP_CHECK(n == 1, TP_ERR_SHAPE, "index into a 0-dim tensor can have only 1 value, got %" PRId64, n);
+    } else {
+        memcpy(sizes, s->sizes, (size_t)s->ndim * sizeof *sizes);
+        sizes[*dim] = n;
+    }
+    return TP_OK;
+}
+
+static tp_status infer_index_select(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index;
+    int dim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(index_select_plan(args, &self, &index, &dim, sizes));
+    return tp__out_tensor(out, self->dtype, self->ndim, sizes);
+}
+
+static tp_status kernel_index_select(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index, *o = tp__out_at(out, 0);
+    int dim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(index_select_plan(args, &self, &index, &dim, sizes));
+    TP_TRY(has_data(self, "self"));
+    TP_TRY(has_data(index, "index"));
+    int64_t n = tp_tensor_numel(index), limit = nonempty_size(self, dim);
+    int64_t istride = index->ndim ? index->strides[0] : 0;
+    size_t ies = tp_dtype_size(index->dtype);
+    const char *ibase = tp__tensor_base(index);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t idx = tp__load_i64(ibase + k * istride * (int64_t)ies, index->dtype);
+        TP_CHECK(idx >= 0 && idx < limit, TP_ERR_INDEX,
+                 "index %" PRId64 " out of range in self (dimension %d has size %" PRId64 ")", idx, dim, limit);
+        if (self->ndim == 0) {
+            memcpy(tp__tensor_base(o), tp__tensor_base(self), tp_dtype_size(self->dtype));
+            continue;
+        }
+        tp_tensor *src = NULL, *dst = NULL;
+        TP_TRY(tp_tensor_select(self, dim, idx, &src));
+        tp_status st = tp_tensor_select(o, dim, k, &dst);
+        if (st == TP_OK) st = tp_tensor_copy_(dst, src);
+        tp_tensor_free(src);
+        tp_tensor_free(dst);
+        TP_TRY(st);
+    }
+    return TP_OK;
+}
+
+/* ---- gather(Tensor self, int dim, Tensor index) ------------------------- */
+
+static tp_status gather_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim) {
+    TP_TRY(need_tensor(args, 0, "self", self));
+    TP_TRY(need_tensor(args, 2, "index", index));
+    tp_tensor *s = *self, *ix = *index;
+    TP_CHECK(ix->dtype == TP_INT64, TP_ERR_TYPE, "expected dtype int64 for index, got %s", tp_dtype_name(ix->dtype));
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), s->ndim, dim));
+    if (tp_tensor_numel(ix) == 0) return TP_OK;
+    TP_CHECK(nonempty_dim(s) == nonempty_dim(ix), TP_ERR_SHAPE,
+             "index tensor must have the same number of dimensions as input tensor (%d vs %d)", ix->ndim, s->ndim);
+    char b1[256], b2[256];
+    for (int d = 0; d < nonempty_dim(s); d++) {
+        TP_CHECK(d == *dim || nonempty_size(ix, d) <= nonempty_size(s, d), TP_ERR_SHAPE,
+                 "Size does not match at dimension %d expected index %s to be smaller than self %s apart from "
+                 "dimension %d",
+                 d, tp__shape_str(ix->ndim, ix->sizes, b1, sizeof b1), tp__shape_str(s->ndim, s->sizes, b2, sizeof b2),
+                 *dim);
+    }
+    return TP_OK;
+}
+
+static tp_status infer_gather(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index;
+    int dim;
+    TP_TRY(gather_plan(args, &self, &index, &dim));
+    return tp__out_tensor(out, self->dtype, index->ndim, index->sizes);
+}
+
+static tp_status kernel_gather(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index, *o = tp__out_at(out, 0);
+    int dim;
+    TP_TRY(gather_plan(args, &self, &index, &dim));
+    TP_TRY(has_data(self, "self"));
+    TP_TRY(has_data(index, "index"));
+    size_t es = tp_dtype_size(self->dtype);
+    int64_t limit = nonempty_size(self, dim), dstride = nonempty_stride(self, dim);
+    const char *base = tp__tensor_base(self);
+    tp_iter it;
+    tp__iter_init(&it, index->ndim, index->sizes, 2, (const tp_tensor *[]){o, index});
+    while (tp__iter_next(&it)) {
+        int64_t idx = tp__load_i64(it.ptr[1], TP_INT64);
+        TP_CHECK(idx >= 0 && idx < limit, TP_ERR_INDEX,
+                 "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, idx, dim, limit);
+        int64_t off = idx * dstride;
+        if (self->ndim)
+            for (int d = 0; d < index->ndim; d++)
+                if (d != dim) off += it.index[d] * self->strides[d];
+        memcpy(it.ptr[0], base + off * (int64_t)es, es);
+    }
+    return TP_OK;
+}
+
+/* ---- scatter(Tensor self, int dim, Tensor index, Tensor|Scalar src) -----
+ * Out of place: a copy of self with out[..., index[i], ...] = src[i] along
+ * dim. With duplicate indices the last write wins (PyTorch leaves the
+ * order unspecified). */
+
+static tp_status scatter_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim) {
+    TP_TRY(need_tensor(args, 0, "self", self));
+    TP_TRY(need_tensor(args, 2, "index", index));
+    tp_tensor *s = *self, *ix = *index, *src = tp__arg_tensor(args, 3);
+    TP_CHECK(ix->dtype == TP_INT64, TP_ERR_TYPE, "expected dtype int64 for index, got %s", tp_dtype_name(ix->dtype));
+    TP_CHECK(src || tp_value_is_number(&args[3]), TP_ERR_TYPE, "src must be a Tensor or a number, not %s",
+             tp_value_kind_name(args[3].kind));
+    TP_CHECK(!src || src->dtype == s->dtype, TP_ERR_TYPE, "expected self.dtype to be equal to src.dtype (%s vs %s)",
+             tp_dtype_name(s->dtype), tp_dtype_name(src->dtype));
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), s->ndim, dim));
+    if (tp_tensor_numel(ix) == 0) return TP_OK;
+    TP_CHECK(nonempty_dim(s) == nonempty_dim(ix), TP_ERR_SHAPE,
+             "index tensor must have the same number of dimensions as self tensor (%d vs %d)", ix->ndim, s->ndim);
+    TP_CHECK(!src || nonempty_dim(src) == nonempty_dim(ix), TP_ERR_SHAPE,
+             "index tensor must have the same number of dimensions as src tensor (%d vs %d)", ix->ndim, src->ndim);
+    bool wrong = false;
+    for (int d = 0; d < nonempty_dim(s); d++) {
+        if (d != *dim && nonempty_size(ix, d) > nonempty_size(s, d)) wrong = true;
+        if (src && nonempty_size(ix, d) > nonempty_size(src, d)) wrong = true;
+    }
+    if (wrong) {
+        char b1[256], b2[256], b3[256] = "";
+        if (src) {
+            char b4[200];
+            snprintf(b3, sizeof b3, " and to be smaller size than src %s",
+                     tp__shape_str(src->ndim, src->sizes, b4, sizeof b4));
+        }
+        return tp_error(TP_ERR_SHAPE, "Expected index %s to be smaller than self %s apart from dimension %d%s",
+                        tp__shape_str(ix->ndim, ix->sizes, b1, sizeof b1),
+                        tp__shape_str(s->ndim, s->sizes, b2, sizeof b2), *dim, b3);
+    }
+    return TP_OK;
+}
+
+static tp_status infer_scatter(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index;
+    int dim;
+    TP_TRY(scatter_plan(args, &self, &index, &dim));
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_scatter(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index, *o = tp__out_at(out, 0), *src = tp__arg_tensor(args, 3);
+    int dim;
+    TP_TRY(scatter_plan(args, &self, &index, &dim));
+    TP_TRY(has_data(self, "self"));
+    TP_TRY(has_data(index, "index"));
+    TP_TRY(has_data(src, "src"));
+    TP_TRY(tp_tensor_copy_(o, self));
+    char value[8];
+    if (!src) TP_TRY(tp__scalar_to_elem(&args[3], self->dtype, value));
+    if (tp_tensor_numel(index) == 0) return TP_OK;
+    size_t es = tp_dtype_size(self->dtype);
+    int64_t limit = nonempty_size(self, dim), dstride = nonempty_stride(o, dim);
+    char *obase = tp__tensor_base(o);
+    tp_iter it;
+    /* src (when a tensor) is at least as large as index in every dim, so
+     * walking index's shape with src's strides reads the matching element */
+    tp__iter_init(&it, index->ndim, index->sizes, src ? 2 : 1, (const tp_tensor *[]){index, src});
+    while (tp__iter_next(&it)) {
+        int64_t idx = tp__load_i64(it.ptr[0], TP_INT64);
+        TP_CHECK(idx >= 0 && idx < limit, TP_ERR_INDEX,
+                 "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, idx, dim, limit);
+        int64_t off = idx * dstride;
+        if (o->ndim)
+            for (int d = 0; d < index->ndim; d++)
+                if (d != dim) off += it.index[d] * o->strides[d];
+        memcpy(obase + off * (int64_t)es, src ? it.ptr[1] : value, es);
+    }
+    return TP_OK;
+}
+
+/* ---- masked_fill(Tensor self, Tensor mask, Tensor|Scalar value) ---------
+ * The result has the broadcast shape of self and mask (as PyTorch's
+ * out-of-place masked_fill) and self's dtype. */
+
+static tp_status masked_fill_plan(const tp_value *args, tp_tensor **self, tp_tensor **mask, int *ndim, int64_t *sizes) {
+    TP_TRY(need_tensor(args, 0, "self", self));
+    TP_TRY(need_tensor(args, 1, "mask", mask));
+    TP_CHECK((*mask)->dtype == TP_BOOL, TP_ERR_TYPE, "only boolean masks are supported, but got mask with dtype %s",
+             tp_dtype_name((*mask)->dtype));
+    const tp_tensor *value = tp__arg_tensor(args, 2);
+    TP_CHECK(value || tp_value_is_number(&args[2]), TP_ERR_TYPE, "value must be a Tensor or a number, not %s",
+             tp_value_kind_name(args[2].kind));
+    TP_CHECK(!value || value->ndim == 0, TP_ERR_SHAPE,
+             "only a 0-dimensional value tensor is supported, but got tensor with %d dimension(s)",
+             value ? value->ndim : 0);
+    return tp__broadcast_shapes((*self)->ndim, (*self)->sizes, (*mask)->ndim, (*mask)->sizes, ndim, sizes);
+}
+
+static tp_status infer_masked_fill(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *mask;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(masked_fill_plan(args, &self, &mask, &ndim, sizes));
+    return tp__out_tensor(out, self->dtype, ndim, sizes);
+}
+
+static tp_status kernel_masked_fill(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *mask, *o = tp__out_at(out, 0);
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(masked_fill_plan(args, &self, &mask, &ndim, sizes));
+    TP_TRY(has_data(self, "self"));
+    TP_TRY(has_data(mask, "mask"));
+    char value[8];
+    TP_TRY(tp__scalar_to_elem(&args[2], self->dtype, value));
+    size_t es = tp_dtype_size(self->dtype);
+    tp_iter it;
+    tp__iter_init(&it, o->ndim, o->sizes, 3, (const tp_tensor *[]){o, self, mask});
+    while (tp__iter_next(&it)) memcpy(it.ptr[0], *(const uint8_t *)it.ptr[2] ? value : it.ptr[1], es);
+    return TP_OK;
+}
+
+/* ---- tril / triu(Tensor self, int diagonal=0) -------------------------- */
+
+static tp_status infer_tri(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_CHECK(self->ndim >= 2, TP_ERR_SHAPE, "input tensor must have at least 2 dimensions, got %d", self->ndim);
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+/* lower: keep j - i <= diagonal (tril); else keep j - i >= diagonal (triu) */
+static tp_status tri_run(const tp_value *args, tp_value *out, bool lower) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(has_data(self, "self"));
+    TP_CHECK(self->ndim >= 2, TP_ERR_SHAPE, "input tensor must have at least 2 dimensions, got %d", self->ndim);
+    int64_t diagonal = tp__arg_int(args, 1);
+    int nd = self->ndim;
+    size_t es = tp_dtype_size(self->dtype);
+    tp_iter it;
+    tp__iter_init(&it, nd, self->sizes, 2, (const tp_tensor *[]){o, self});
+    while (tp__iter_next(&it)) {
+        int64_t offset = it.index[nd - 1] - it.index[nd - 2];
+        bool keep = lower ? offset <= diagonal : offset >= diagonal;
+        if (keep)
+            memcpy(it.ptr[0], it.ptr[1], es);
+        else
+            memset(it.ptr[0], 0, es);
+    }
+    return TP_OK;
+}
+
+static tp_status kernel_tril(const tp_value *args, tp_value *out) { return tri_run(args, out, true); }
+static tp_status kernel_triu(const tp_value *args, tp_value *out) { return tri_run(args, out, false); }
+
+/* ---- registration ------------------------------------------------------ */
+
+void tp__register_index_ops(void) {
+    tp__register_op(TP_OP_INDEX_SELECT, "index_select(Tensor self, int dim, Tensor index) -> Tensor", 0,
+                    infer_index_select, kernel_index_select);
+    tp__register_op(TP_OP_GATHER, "gather(Tensor self, int dim, Tensor index) -> Tensor", 0, infer_gather,
+                    kernel_gather);
+    tp__register_op(TP_OP_SCATTER, "scatter(Tensor self, int dim, Tensor index, Tensor|Scalar src) -> Tensor", 0,
+                    infer_scatter, kernel_scatter);
+    tp__register_op(TP_OP_MASKED_FILL, "masked_fill(Tensor self, Tensor mask, Tensor|Scalar value) -> Tensor", 0,
+                    infer_masked_fill, kernel_masked_fill);
+    tp__register_op(TP_OP_TRIL, "tril(Tensor self, int diagonal=0) -> Tensor", 0, infer_tri, kernel_tril);
+    tp__register_op(TP_OP_TRIU, "triu(Tensor self, int diagonal=0) -> Tensor", 0, infer_tri, kernel_triu);
+}

@@ -1,7 +1,956 @@
 /*
  * shape.c - shape ops: schemas, shape rules and reference kernels.
- * (Placeholder: registers nothing yet.)
+ *
+ * View ops (reshape, view, flatten, permute, transpose, squeeze, unsqueeze,
+ * expand, slice, select, narrow, contiguous, to, split, chunk, getitem) share
+ * storage with their input. Each is one function that validates the
+ * arguments and builds the view with tensor.h's view functions; the shape
+ * rule runs it on a storage-less copy of the input's metadata (same sizes
+ * and strides), the kernel on the real tensor, so both agree and both report
+ * the same errors. reshape, contiguous and to copy when they must.
+ *
+ * Copying ops (cat, stack, flip, repeat, clone, pad) have an ordinary shape
+ * rule and fill the freshly allocated contiguous output.
  */
+#include <inttypes.h>
+
 #include "kernel_util.h"
 
-void tp__register_shape_ops(void) {}
+/* ---- small helpers ------------------------------------------------------ */
+
+/* A new view of t with t's own geometry (an alias). */
+static tp_status alias(tp_tensor *t, tp_tensor **out) {
+    return tp_tensor_as_strided(t, t->ndim, t->sizes, t->strides, t->offset, out);
+}
+
+/* Resolve a requested shape (one entry may be -1) against numel, with
+ * PyTorch's messages. */
+static tp_status resolve_shape(int64_t numel, int n, const int64_t *in, int64_t *out) {
+    char buf[256];
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+        if (in[i] == -1) {
+            TP_CHECK(infer < 0, TP_ERR_SHAPE, "only one dimension can be inferred (shape %s)",
+                     tp__shape_str(n, in, buf, sizeof buf));
+            infer = i;
+        } else {
+            TP_CHECK(in[i] >= 0, TP_ERR_SHAPE, "invalid shape dimension %" PRId64 " in shape %s", in[i],
+                     tp__shape_str(n, in, buf, sizeof buf));
+            TP_CHECK(tp_mul_overflow_i64(known, in[i], &known), TP_ERR_SHAPE, "shape %s is too large",
+                     tp__shape_str(n, in, buf, sizeof buf));
+        }
+        out[i] = in[i];
+    }
+    if (infer >= 0) {
+        TP_CHECK(known != 0 || numel != 0, TP_ERR_SHAPE,
+                 "cannot reshape tensor of 0 elements into shape %s because the unspecified dimension "
+                 "size -1 can be any value and is ambiguous",
+                 tp__shape_str(n, in, buf, sizeof buf));
+        TP_CHECK(known != 0 && numel % known == 0, TP_ERR_SHAPE, "shape '%s' is invalid for input of size %" PRId64,
+                 tp__shape_str(n, in, buf, sizeof buf), numel);
+        out[infer] = numel / known;
+    } else {
+        TP_CHECK(known == numel, TP_ERR_SHAPE, "shape '%s' is invalid for input of size %" PRId64,
+                 tp__shape_str(n, in, buf, sizeof buf), numel);
+    }
+    return TP_OK;
+}
+
+/* reshape to an already resolved shape: a view when possible, else a copy;
+ * for a meta tensor simply a meta tensor of that shape. */
+static tp_status reshape_to(tp_tensor *self, int n, const int64_t *shape, tp_tensor **out) {
+    if (tp_tensor_is_meta(self)) return tp__tensor_make(self->dtype, n, shape, NULL, 0, NULL, out);
+    return tp_tensor_reshape(self, n, shape, out);
+}
+
+static tp_status need_tensor(const tp_value *args, int i, const char *what, tp_tensor **out) {
+    tp_tensor *t = tp__arg_tensor(args, i);
+    *out = t; /* set on every path: callers rely on it being initialised */
+    TP_CHECK(t != NULL, TP_ERR_TYPE, "%s must be a Tensor, not %s", what, tp_value_kind_name(args[i].kind));
+    return TP_OK;
+}
+
+/* Kernels read data: refuse meta tensors (shape-only) instead of crashing. */
+static tp_status has_data(const tp_tensor *t, const char *what) {
+    TP_CHECK(!t || !tp_tensor_is_meta(t), TP_ERR_INVALID_ARG, "%s is a meta tensor (it has no data)", what);
+    return TP_OK;
+}
+
+/* ---- view ops: one builder each, shared by shape rule and kernel ------- */
+
+typedef tp_status (*view_fn)(tp_tensor *self, const tp_value *args, tp_tensor **out);
+
+static tp_status view_infer(const tp_value *args, tp_value *out, view_fn fn) {
+    tp_tensor *self, *meta, *r;
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__tensor_make(self->dtype, self->ndim, self->sizes, self->strides, self->offset, NULL, &meta));
+    tp_status st = fn(meta, args, &r);
+    tp_tensor_free(meta);
+    if (st != TP_OK) return st;
+    st = tp__out_tensor(out, r->dtype, r->ndim, r->sizes);
+    tp_tensor_free(r);
+    return st;
+}
+
+static tp_status view_kernel(const tp_value *args, tp_value *out, view_fn fn) {
+    tp_tensor *self, *r;
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(fn(self, args, &r));
+    tp_value_clear(out);
+    *out = tp_value_tensor(r);
+    return TP_OK;
+}
+
+#define DEFINE_VIEW_OP(name)                                                                                           \
+    static tp_status infer_##name(const tp_value *args, tp_value *out) { return view_infer(args, out, view_##name); }  \
+    static tp_status kernel_##name(const tp_value *args, tp_value *out) { return view_kernel(args, out, view_##name); }
+
+/* reshape(Tensor self, int[] shape) */
+static tp_status view_reshape(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int64_t req[TP_MAX_DIMS], shape[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "shape", req, TP_MAX_DIMS, 0, &n));
+    TP_TRY(resolve_shape(tp_tensor_numel(self), n, req, shape));
+    return reshape_to(self, n, shape, out);
+}
+DEFINE_VIEW_OP(reshape)
+
+/* view(Tensor self, int[] size): fails when the strides do not allow it. */
+static tp_status view_view(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int64_t req[TP_MAX_DIMS], shape[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "size", req, TP_MAX_DIMS, 0, &n));
+    TP_TRY(resolve_shape(tp_tensor_numel(self), n, req, shape));
+    tp_status st = tp_tensor_view(self, n, shape, out);
+    if (st == TP_ERR_SHAPE) { /* the shape is valid: the strides do not allow it */
+        char b1[256], b2[256], b3[256];
+        return tp_error(TP_ERR_SHAPE,
+                        "size %s is not compatible with input tensor's size %s and stride %s (at least one "
+                        "dimension spans across two contiguous subspaces); use reshape instead",
+                        tp__shape_str(n, shape, b1, sizeof b1), tp__shape_str(self->ndim, self->sizes, b2, sizeof b2),
+                        tp__shape_str(self->ndim, self->strides, b3, sizeof b3));
+    }
+    return st;
+}
+DEFINE_VIEW_OP(view)
+
+/* flatten(Tensor self, int start_dim=0, int end_dim=-1) */
+static tp_status view_flatten(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int start, end;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &start));
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, &end));
+    if (self->ndim == 0) {
+        int64_t one = 1;
+        return reshape_to(self, 1, &one, out);
+    }
+    TP_CHECK(start <= end, TP_ERR_INVALID_ARG, "start_dim (%d) cannot come after end_dim (%d)", start, end);
+    if (start == end) return alias(self, out);
+    int64_t shape[TP_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < start; i++) shape[n++] = self->sizes[i];
+    int64_t merged = 1;
+    for (int i = start; i <= end; i++) merged *= self->sizes[i]; /* <= numel: cannot overflow */
+    shape[n++] = merged;
+    for (int i = end + 1; i < self->ndim; i++) shape[n++] = self->sizes[i];
+    return reshape_to(self, n, shape, out);
+}
+DEFINE_VIEW_OP(flatten)
+
+/* permute(Tensor self, int[] dims) */
+static tp_status view_permute(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int64_t dims[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "dims", dims, TP_MAX_DIMS, 0, &n));
+    TP_CHECK(n == self->ndim, TP_ERR_INVALID_ARG,
+             "number of dims in the input (%d) does not match the length of the desired ordering of "
+             "dimensions (%d)",
+             self->ndim, n);
+    bool seen[TP_MAX_DIMS] = {false};
+    for (int i = 0; i < n; i++) {
+        int d;
+        TP_TRY(tp__wrap_dim(dims[i], self->ndim, &d));
+        TP_CHECK(!seen[d], TP_ERR_INVALID_ARG, "duplicate dims are not allowed (dim %d repeated)", d);
+        seen[d] = true;
+        dims[i] = d;
+    }
+    return tp_tensor_permute(self, dims, out);
+}
+DEFINE_VIEW_OP(permute)
+
+/* transpose(Tensor self, int dim0, int dim1) */
+static tp_status view_transpose(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int d0, d1;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d0));
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, &d1));
+    return tp_tensor_transpose(self, d0, d1, out);
+}
+DEFINE_VIEW_OP(transpose)
+
+/* squeeze(Tensor self, int[]? dim=None): None removes every size-1 dim; a
+ * list removes the listed dims that have size 1. */
+static tp_status view_squeeze(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    if (tp__arg_is_none(args, 1)) return tp_tensor_squeeze(self, TP_ALL_DIMS, out);
+    int64_t dims[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "dim", dims, TP_MAX_DIMS, 0, &n));
+    bool listed[TP_MAX_DIMS] = {false};
+    for (int i = 0; i < n; i++) {
+        int d;
+        TP_TRY(tp__wrap_dim(dims[i], self->ndim, &d));
+        if (self->ndim == 0) continue;
+        TP_CHECK(!listed[d], TP_ERR_INVALID_ARG, "dim %d appears multiple times in the list of dims", d);
+        listed[d] = true;
+    }
+    int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < self->ndim; i++) {
+        if (listed[i] && self->sizes[i] == 1) continue;
+        sizes[k] = self->sizes[i];
+        strides[k++] = self->strides[i];
+    }
+    return tp_tensor_as_strided(self, k, sizes, strides, self->offset, out);
+}
+DEFINE_VIEW_OP(squeeze)
+
+/* unsqueeze(Tensor self, int dim) */
+static tp_status view_unsqueeze(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    TP_CHECK(self->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "the result would have more than %d dims", TP_MAX_DIMS);
+    int d;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim + 1, &d));
+    return tp_tensor_unsqueeze(self, d, out);
+}
+DEFINE_VIEW_OP(unsqueeze)
+
+/* expand(Tensor self, int[] size): -1 keeps a size; size-1 dims broadcast. */
+static tp_status view_expand(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int64_t sizes[TP_MAX_DIMS];
+    int n;
+    char b1[256], b2[256];
+    TP_TRY(tp__arg_ints(args, 1, "size", sizes, TP_MAX_DIMS, 0, &n));
+    TP_CHECK(n >= self->ndim, TP_ERR_SHAPE,
+             "the number of sizes provided (%d) must be greater or equal to the number of dimensions in "
+             "the tensor (%d)",
+             n, self->ndim);
+    for (int i = 0; i < n; i++) {
+        int ti = i - (n - self->ndim);
+        int64_t want = sizes[i];
+        if (ti < 0) {
+            TP_CHECK(want >= 0, TP_ERR_SHAPE,
+                     "the expanded size of the tensor (%" PRId64 ") isn't allowed in a leading, non-existing "
+                     "dimension %d",
+                     want, i);
+            continue;
+        }
+        int64_t have = self->sizes[ti];
+        if (want == -1 || want == have) continue;
+        TP_CHECK(have == 1 && want >= 0, TP_ERR_SHAPE,
+                 "the expanded size of the tensor (%" PRId64 ") must match the existing size (%" PRId64
+                 ") at non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s",
+                 want, have, i, tp__shape_str(n, sizes, b1, sizeof b1),
+                 tp__shape_str(self->ndim, self->sizes, b2, sizeof b2));
+    }
+    return tp_tensor_expand(self, n, sizes, out);
+}
+DEFINE_VIEW_OP(expand)
+
+/* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1):
+ * aten.slice.Tensor - start/end clamp to the dim like Python slicing. */
+static tp_status view_slice(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot slice a 0-dim tensor");
+    int d;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
+    int64_t start = tp__arg_is_none(args, 2) ? 0 : tp__arg_int(args, 2);
+    int64_t end = tp__arg_is_none(args, 3) ? INT64_MAX : tp__arg_int(args, 3);
+    int64_t step = tp__arg_int(args, 4);
+    TP_CHECK(step > 0, TP_ERR_INVALID_ARG, "step must be positive, got %" PRId64, step);
+    /* A step beyond the dim size selects at most one element; clamp it so
+     * the view's stride cannot overflow. */
+    int64_t n = self->sizes[d];
+    if (step > n) step = n > 0 ? n : 1;
+    return tp_tensor_slice(self, d, start, end, step, out);
+}
+DEFINE_VIEW_OP(slice)
+
+/* select(Tensor self, int dim, int index) */
+static tp_status view_select(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot select from a 0-dim tensor");
+    int d;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
+    int64_t index = tp__arg_int(args, 2), n = self->sizes[d];
+    char buf[256];
+    TP_CHECK(index >= -n && index < n, TP_ERR_INDEX,
+             "index %" PRId64 " out of range for tensor of size %s at dimension %d", index,
+             tp__shape_str(self->ndim, self->sizes, buf, sizeof buf), d);
+    return tp_tensor_select(self, d, index, out);
+}
+DEFINE_VIEW_OP(select)
+
+/* narrow(Tensor self, int dim, int start, int length) */
+static tp_status view_narrow(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot narrow a 0-dim tensor");
+    int d;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
+    int64_t start = tp__arg_int(args, 2), length = tp__arg_int(args, 3), n = self->sizes[d];
+    TP_CHECK(start >= -n && start <= n, TP_ERR_INDEX,
+             "start out of range (expected to be in range of [%" PRId64 ", %" PRId64 "], but got %" PRId64 ")", -n, n,
+             start);
+    if (start < 0) start += n;
+    TP_CHECK(length >= 0, TP_ERR_INVALID_ARG, "length must be non-negative, got %" PRId64, length);
+    TP_CHECK(length <= n - start, TP_ERR_INDEX,
+             "start (%" PRId64 ") + length (%" PRId64 ") exceeds dimension size (%" PRId64 ")", start, length, n);
+    return tp_tensor_narrow(self, d, start, length, out);
+}
+DEFINE_VIEW_OP(narrow)
+
+/* contiguous(Tensor self, *, Any memory_format=None): self when already
+ * contiguous, else a contiguous copy. */
+static tp_status view_contiguous(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    TP_UNUSED(args);
+    if (tp_tensor_is_meta(self) && !tp_tensor_is_contiguous(self))
+        return tp__tensor_make(self->dtype, self->ndim, self->sizes, NULL, 0, NULL, out);
+    return tp_tensor_contiguous(self, out);
+}
+DEFINE_VIEW_OP(contiguous)
+
+/* to(Tensor self, ScalarType? dtype=None, bool non_blocking=False,
+ * bool copy=False, *, Any memory_format=None, ...): self when the dtype is
+ * unchanged and copy is False, else a converted contiguous copy. The
+ * layout/device/pin_memory keywords of aten's to() are accepted and
+ * ignored (every tensor here is a dense CPU tensor). */
+static tp_status view_to(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    tp_dtype dtype = args[1].kind == TP_VAL_DTYPE ? args[1].u.dtype : self->dtype;
+    TP_CHECK((unsigned)dtype < TP_DTYPE_COUNT, TP_ERR_TYPE, "invalid dtype %d", (int)dtype);
+    if (dtype == self->dtype && !tp__arg_bool(args, 3)) {
+        *out = tp_tensor_retain(self);
+        return TP_OK;
+    }
+    if (tp_tensor_is_meta(self)) return tp__tensor_make(dtype, self->ndim, self->sizes, NULL, 0, NULL, out);
+    return tp_tensor_to(self, dtype, out);
+}
+DEFINE_VIEW_OP(to)
+
+/* ---- split / chunk: lists of views ------------------------------------ */
+
+/* Build the result list: pieces of lens[i] along dim. With meta set, the
+ * items are meta tensors (shape rule); otherwise views of self. */
+static tp_status split_result(tp_tensor *self, int dim, const int64_t *lens, int64_t count, bool meta, tp_value *out) {
+    tp_value list;
+    TP_TRY(tp_value_list(count, &list));
+    int64_t offset = 0;
+    for (int64_t i = 0; i < count; i++) {
+        tp_status st;
+        if (meta) {
+            int64_t sizes[TP_MAX_DIMS];
+            memcpy(sizes, self->sizes, sizeof sizes);
+            sizes[dim] = lens[i];
+            st = tp__out_tensor(&list.u.seq.items[i], self->dtype, self->ndim, sizes);
+        } else {
+            tp_tensor *piece;
+            st = tp_tensor_narrow(self, dim, offset, lens[i], &piece);
+            if (st == TP_OK) list.u.seq.items[i] = tp_value_tensor(piece);
+        }
+        if (st != TP_OK) {
+            tp_value_clear(&list);
+            return st;
+        }
+        offset += lens[i];
+    }
+    tp_value_clear(out);
+    *out = list;
+    return TP_OK;
+}
+
+/* Pieces of split_size (the last one shorter) along a dim of size n. */
+static tp_status equal_pieces(int64_t n, int64_t split_size, int64_t **lens, int64_t *count) {
+    int64_t k = split_size == 0 ? 1 : (n == 0 ? 1 : (n - 1) / split_size + 1);
+    int64_t *l = tp_malloc((size_t)k * sizeof *l);
+    TP_CHECK(l != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " split sizes", k);
+    for (int64_t i = 0; i < k; i++) l[i] = split_size;
+    l[k - 1] = n - split_size * (k - 1);
+    *lens = l;
+    *count = k;
+    return TP_OK;
+}
+
+/* split(Tensor self, Any split_size_or_sections, int dim=0) */
+static tp_status split_plan(tp_tensor *self, const tp_value *args, int *dim, int64_t **lens, int64_t *count) {
+    TP_CHECK(self->ndim > 0, TP_ERR_SHAPE, "expected at least a 1-dimensional tensor");
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, dim));
+    int64_t n = self->sizes[*dim];
+    const tp_value *s = &args[1];
+    if (s->kind == TP_VAL_INT) {
+        int64_t size = s->u.i;
+        TP_CHECK(size >= 0, TP_ERR_INVALID_ARG, "the split size must be non-negative, got %" PRId64, size);
+        TP_CHECK(size > 0 || n == 0, TP_ERR_INVALID_ARG,
+                 "the split size can only be 0 if dimension size is 0, but got dimension size of %" PRId64, n);
+        return equal_pieces(n, size, lens, count);
+    }
+    TP_CHECK(tp_value_is_seq(s), TP_ERR_TYPE,
+             "argument split_size_or_sections must be an int or a list of ints, not %s", tp_value_kind_name(s->kind));
+    int64_t k = tp_value_len(s), total = 0;
+    for (int64_t i = 0; i < k; i++) {
+        const tp_value *e = tp_value_at(s, i);
+        TP_CHECK(e->kind == TP_VAL_INT, TP_ERR_TYPE,
+                 "argument split_size_or_sections[%" PRId64 "] must be an int, not %s", i, tp_value_kind_name(e->kind));
+        TP_CHECK(e->u.i >= 0, TP_ERR_INVALID_ARG,
+                 "the split sizes must be non-negative, but split_size_or_sections[%" PRId64 "] is %" PRId64, i,
+                 e->u.i);
+        TP_CHECK(tp_add_overflow_i64(total, e->u.i, &total), TP_ERR_INVALID_ARG, "the split sizes overflow");
+    }
+    TP_CHECK(total == n, TP_ERR_INVALID_ARG,
+             "the split sizes must sum exactly to %" PRId64
+             " (input tensor's size at dimension %d), but they sum to %" PRId64,
+             n, *dim, total);
+    int64_t *l = tp_malloc((size_t)(k ? k : 1) * sizeof *l);
+    TP_CHECK(l != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " split sizes", k);
+    for (int64_t i = 0; i < k; i++) l[i] = tp_value_at(s, i)->u.i;
+    *lens = l;
+    *count = k;
+    return TP_OK;
+}
+
+/* chunk(Tensor self, int chunks, int dim=0): pieces of ceil(n / chunks). */
+static tp_status chunk_plan(tp_tensor *self, const tp_value *args, int *dim, int64_t **lens, int64_t *count) {
+    TP_CHECK(self->ndim > 0, TP_ERR_SHAPE, "expected at least a 1-dimensional tensor");
+    int64_t chunks = tp__arg_int(args, 1);
+    TP_CHECK(chunks > 0, TP_ERR_INVALID_ARG, "the number of chunks must be greater than 0, got %" PRId64, chunks);
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, dim));
+    int64_t n = self->sizes[*dim];
+    if (n == 0) { /* PyTorch returns `chunks` empty pieces */
+        int64_t *l = tp_calloc((size_t)chunks, sizeof *l);
+        TP_CHECK(l != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " chunks", chunks);
+        *lens = l;
+        *count = chunks;
+        return TP_OK;
+    }
+    return equal_pieces(n, (n - 1) / chunks + 1, lens, count);
+}
+
+typedef tp_status (*split_plan_fn)(tp_tensor *self, const tp_value *args, int *dim, int64_t **lens, int64_t *count);
+
+static tp_status split_run(const tp_value *args, tp_value *out, split_plan_fn plan, bool meta) {
+    tp_tensor *self;
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    int dim;
+    int64_t *lens = NULL, count = 0;
+    TP_TRY(plan(self, args, &dim, &lens, &count));
+    tp_status st = split_result(self, dim, lens, count, meta, out);
+    tp_free(lens);
+    return st;
+}
+
+static tp_status infer_split(const tp_value *args, tp_value *out) { return split_run(args, out, split_plan, true); }
+static tp_status kernel_split(const tp_value *args, tp_value *out) { return split_run(args, out, split_plan, false); }
+static tp_status infer_chunk(const tp_value *args, tp_value *out) { return split_run(args, out, chunk_plan, true); }
+static tp_status kernel_chunk(const tp_value *args, tp_value *out) { return split_run(args, out, chunk_plan, false); }
+
+/* ---- getitem: operator.getitem on a tuple/list (or a tensor's dim 0) ---- */
+
+/* Copy v, replacing every tensor with a contiguous meta tensor. */
+static tp_status copy_as_meta(const tp_value *v, tp_value *out) {
+    *out = tp_value_none();
+    if (v->kind == TP_VAL_TENSOR) return tp__out_tensor(out, v->u.tensor->dtype, v->u.tensor->ndim, v->u.tensor->sizes);
+    if (v->kind != TP_VAL_LIST && v->kind != TP_VAL_TUPLE) return tp_value_copy(v, out);
+    int64_t n = tp_value_len(v);
+    TP_TRY(v->kind == TP_VAL_LIST ? tp_value_list(n, out) : tp_value_tuple(n, out));
+    for (int64_t i = 0; i < n; i++) {
+        tp_status st = copy_as_meta(&v->u.seq.items[i], &out->u.seq.items[i]);
+        if (st != TP_OK) {
+            tp_value_clear(out);
+            return st;
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status getitem_run(const tp_value *args, tp_value *out, bool meta) {
+    const tp_value *self = &args[0];
+    int64_t index = tp__arg_int(args, 1);
+    if (self->kind == TP_VAL_TENSOR) { /* tensor[i]: select along dim 0 */
+        tp_tensor *t = self->u.tensor;
+        TP_CHECK(t->ndim > 0, TP_ERR_INDEX, "invalid index of a 0-dim tensor");
+        int64_t n = t->sizes[0];
+        TP_CHECK(index >= -n && index < n, TP_ERR_INDEX,
+                 "index %" PRId64 " is out of bounds for dimension 0 with size %" PRId64, index, n);
+        if (meta) return tp__out_tensor(out, t->dtype, t->ndim - 1, t->sizes + 1);
+        tp_tensor *r;
+        TP_TRY(tp_tensor_select(t, 0, index, &r));
+        tp_value_clear(out);
+        *out = tp_value_tensor(r);
+        return TP_OK;
+    }
+    TP_CHECK(self->kind == TP_VAL_LIST || self->kind == TP_VAL_TUPLE, TP_ERR_TYPE,
+             "self must be a tuple, list or tensor, not %s", tp_value_kind_name(self->kind));
+    int64_t n = tp_value_len(self);
+    TP_CHECK(index >= -n && index < n, TP_ERR_INDEX, "%s index %" PRId64 " out of range (length %" PRId64 ")",
+             tp_value_kind_name(self->kind), index, n);
+    if (index < 0) index += n;
+    tp_value item;
+    TP_TRY(meta ? copy_as_meta(&self->u.seq.items[index], &item) : tp_value_copy(&self->u.seq.items[index], &item));
+    tp_value_move(out, &item);
+    return TP_OK;
+}
+
+static tp_status infer_getitem(const tp_value *args, tp_value *out) { return getitem_run(args, out, true); }
+static tp_status kernel_getitem(const tp_value *args, tp_value *out) { return getitem_run(args, out, false); }
+
+/* ---- cat / stack ------------------------------------------------------- */
+
+typedef struct concat_plan {
+    tp_dtype dtype;
+    int dim;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+} concat_plan;
+
+/* Common checks of a tensor list: non-empty, all tensors; the promoted
+ * dtype. */
+static tp_status list_dtype(const tp_value *list, tp_dtype *dtype) {
+    int64_t n = tp_value_len(list);
+    TP_CHECK(n > 0, TP_ERR_INVALID_ARG, "expected a non-empty list of tensors");
+    for (int64_t k = 0; k < n; k++) {
+        const tp_value *item = tp_value_at(list, k);
+        TP_CHECK(item->kind == TP_VAL_TENSOR, TP_ERR_TYPE, "tensors[%" PRId64 "] must be a Tensor, not %s", k,
+                 tp_value_kind_name(item->kind));
+        *dtype = k ? tp_promote_types(*dtype, item->u.tensor->dtype) : item->u.tensor->dtype;
+    }
+    return TP_OK;
+}
+
+/* PyTorch's legacy rule: 1-d empty tensors are skipped by cat. */
+static bool cat_skipped(const tp_tensor *t) { return t->ndim == 1 && t->sizes[0] == 0; }
+
+static tp_status cat_plan(const tp_value *args, concat_plan *p) {
+    const tp_value *list = &args[0];
+    TP_TRY(list_dtype(list, &p->dtype));
+    int64_t n = tp_value_len(list);
+    const tp_tensor *ref = NULL;
+    for (int64_t k = 0; k < n; k++) {
+        const tp_tensor *t = tp_value_at(list, k)->u.tensor;
+        TP_CHECK(t->ndim > 0, TP_ERR_SHAPE, "zero-dimensional tensor (at position %" PRId64 ") cannot be concatenated",
+                 k);
+        if (!ref && !cat_skipped(t)) ref = t;
+    }
+    if (!ref) { /* every input is a 1-d empty tensor */
+        TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), 1, &p->dim));
+        p->ndim = 1;
+        p->sizes[0] = 0;
+        return TP_OK;
+    }
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), ref->ndim, &p->dim));
+    p->ndim = ref->ndim;
+    memcpy(p->sizes, ref->sizes, sizeof p->sizes);
+    p->sizes[p->dim] = 0;
+    for (int64_t k = 0; k < n; k++) {
+        const tp_tensor *t = tp_value_at(list, k)->u.tensor;
+        if (cat_skipped(t)) continue;
+        TP_CHECK(t->ndim == ref->ndim, TP_ERR_SHAPE, "Tensors must have same number of dimensions: got %d and %d",
+                 ref->ndim, t->ndim);
+        for (int d = 0; d < t->ndim; d++) {
+            TP_CHECK(d == p->dim || t->sizes[d] == ref->sizes[d], TP_ERR_SHAPE,
+                     "Sizes of tensors must match except in dimension %d. Expected size %" PRId64
+                     " but got size %" PRId64 " for tensor number %" PRId64 " in the list.",
+                     p->dim, ref->sizes[d], t->sizes[d], k);
+        }
+        TP_CHECK(tp_add_overflow_i64(p->sizes[p->dim], t->sizes[p->dim], &p->sizes[p->dim]), TP_ERR_SHAPE,
+                 "concatenated size overflows");
+    }
+    return TP_OK;
+}
+
+static tp_status infer_cat(const tp_value *args, tp_value *out) {
+    concat_plan p;
+    TP_TRY(cat_plan(args, &p));
+    return tp__out_tensor(out, p.dtype, p.ndim, p.sizes);
+}
+
+static tp_status kernel_cat(const tp_value *args, tp_value *out) {
+    concat_plan p;
+    TP_TRY(cat_plan(args, &p));
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t offset = 0;
+    for (int64_t k = 0; k < tp_value_len(&args[0]); k++) {
+        tp_tensor *t = tp_value_at(&args[0], k)->u.tensor, *dst;
+        if (cat_skipped(t)) continue;
+        TP_TRY(tp_tensor_narrow(o, p.dim, offset, t->sizes[p.dim], &dst));
+        tp_status st = tp_tensor_copy_(dst, t);
+        tp_tensor_free(dst);
+        TP_TRY(st);
+        offset += t->sizes[p.dim];
+    }
+    return TP_OK;
+}
+
+static tp_status stack_plan(const tp_value *args, concat_plan *p) {
+    const tp_value *list = &args[0];
+    TP_TRY(list_dtype(list, &p->dtype));
+    const tp_tensor *first = tp_value_at(list, 0)->u.tensor;
+    int64_t n = tp_value_len(list);
+    char b1[256], b2[256];
+    for (int64_t k = 1; k < n; k++) {
+        const tp_tensor *t = tp_value_at(list, k)->u.tensor;
+        TP_CHECK(t->ndim == first->ndim && memcmp(t->sizes, first->sizes, (size_t)t->ndim * sizeof(int64_t)) == 0,
+                 TP_ERR_SHAPE, "expected each tensor to be equal size, but got %s at entry 0 and %s at entry %" PRId64,
+                 tp__shape_str(first->ndim, first->sizes, b1, sizeof b1),
+                 tp__shape_str(t->ndim, t->sizes, b2, sizeof b2), k);
+    }
+    TP_CHECK(first->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "the result would have more than %d dims", TP_MAX_DIMS);
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), first->ndim + 1, &p->dim));
+    p->ndim = first->ndim + 1;
+    for (int i = 0, j = 0; i < p->ndim; i++) p->sizes[i] = i == p->dim ? n : first->sizes[j++];
+    return TP_OK;
+}
+
+static tp_status infer_stack(const tp_value *args, tp_value *out) {
+    concat_plan p;
+    TP_TRY(stack_plan(args, &p));
+    return tp__out_tensor(out, p.dtype, p.ndim, p.sizes);
+}
+
+static tp_status kernel_stack(const tp_value *args, tp_value *out) {
+    concat_plan p;
+    TP_TRY(stack_plan(args, &p));
+    tp_tensor *o = tp__out_at(out, 0);
+    for (int64_t k = 0; k < tp_value_len(&args[0]); k++) {
+        tp_tensor *dst;
+        TP_TRY(tp_tensor_select(o, p.dim, k, &dst));
+        tp_status st = tp_tensor_copy_(dst, tp_value_at(&args[0], k)->u.tensor);
+        tp_tensor_free(dst);
+        TP_TRY(st);
+    }
+    return TP_OK;
+}
+
+/* ---- index-mapped copies (flip, repeat, non-constant pad) ---------------
+ * maps[d][o] is the source element offset (index * stride) that output
+ * index o along dim d reads; the source offset of an element is the sum
+ * over dims. */
+
+typedef struct index_maps {
+    int64_t *buf;
+    int64_t *at[TP_MAX_DIMS];
+} index_maps;
+
+static tp_status maps_alloc(index_maps *m, int ndim, const int64_t *sizes) {
+    int64_t total = 0;
+    for (int d = 0; d < ndim; d++) total += sizes[d];
+    m->buf = tp_malloc((size_t)(total ? total : 1) * sizeof *m->buf);
+    TP_CHECK(m->buf != NULL, TP_ERR_NOMEM, "out of memory for index maps");
+    int64_t pos = 0;
+    for (int d = 0; d < ndim; d++) {
+        m->at[d] = m->buf + pos;
+        pos += sizes[d];
+    }
+    return TP_OK;
+}
+
+static void copy_mapped(tp_tensor *out, const tp_tensor *src, const index_maps *m) {
+    size_t es = tp_dtype_size(out->dtype);
+    const char *base = tp__tensor_base(src);
+    tp_iter it;
+    tp__iter_init(&it, out->ndim, out->sizes, 1, (const tp_tensor *[]){out});
+    while (tp__iter_next(&it)) {
+        int64_t off = 0;
+        for (int d = 0; d < out->ndim; d++) off += m->at[d][it.index[d]];
+        memcpy(it.ptr[0], base + off * (int64_t)es, es);
+    }
+}
+
+/* ---- flip / repeat / clone --------------------------------------------- */
+
+/* flip(Tensor self, int[] dims): which dims to reverse. */
+static tp_status flip_plan(const tp_tensor *self, const tp_value *args, bool *flipped) {
+    int64_t dims[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "dims", dims, TP_MAX_DIMS, 0, &n));
+    for (int i = 0; i < TP_MAX_DIMS; i++) flipped[i] = false;
+    for (int i = 0; i < n; i++) {
+        int d;
+        TP_TRY(tp__wrap_dim(dims[i], self->ndim, &d));
+        TP_CHECK(!flipped[d], TP_ERR_INVALID_ARG, "dim %d appears multiple times in the list of dims", d);
+        flipped[d] = true;
+    }
+    if (self->ndim == 0) flipped[0] = false;
+    return TP_OK;
+}
+
+static tp_status infer_flip(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    bool flipped[TP_MAX_DIMS];
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(flip_plan(self, args, flipped));
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_flip(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    bool flipped[TP_MAX_DIMS];
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(has_data(self, "self"));
+    TP_TRY(flip_plan(self, args, flipped));
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    index_maps m;
+    TP_TRY(maps_alloc(&m, self->ndim, self->sizes));
+    for (int d = 0; d < self->ndim; d++) {
+        int64_t n = self->sizes[d];
+        for (int64_t i = 0; i < n; i++) m.at[d][i] = (flipped[d] ? n - 1 - i : i) * self->strides[d];
+    }
+    copy_mapped(o, self, &m);
+    tp_free(m.buf);
+    return TP_OK;
+}
+
+/* repeat(Tensor self, int[] repeats) */
+static tp_status repeat_plan(const tp_tensor *self, const tp_value *args, int *ndim, int64_t *sizes) {
+    int64_t reps[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "repeats", reps, TP_MAX_DIMS, 0, &n));
+    TP_CHECK(n >= self->ndim, TP_ERR_INVALID_ARG,
+             "number of dimensions of repeat dims (%d) can not be smaller than number of dimensions of tensor (%d)", n,
+             self->ndim);
+    for (int i = 0; i < n; i++) {
+        int ti = i - (n - self->ndim);
+        int64_t s = ti >= 0 ? self->sizes[ti] : 1;
+        TP_CHECK(reps[i] >= 0, TP_ERR_INVALID_ARG, "negative repeat count %" PRId64 " at dim %d", reps[i], i);
+        TP_CHECK(tp_mul_overflow_i64(s, reps[i], &sizes[i]), TP_ERR_SHAPE, "the repeated size overflows at dim %d", i);
+    }
+    int64_t numel;
+    TP_TRY(tp__numel(n, sizes, &numel));
+    *ndim = n;
+    return TP_OK;
+}
+
+static tp_status infer_repeat(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    int n;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(repeat_plan(self, args, &n, sizes));
+    return tp__out_tensor(out, self->dtype, n, sizes);
+}
+
+static tp_status kernel_repeat(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    int n;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(has_data(self, "self"));
+    TP_TRY(repeat_plan(self, args, &n, sizes));
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    index_maps m;
+    TP_TRY(maps_alloc(&m, n, sizes));
+    int lead = n - self->ndim;
+    for (int d = 0; d < n; d++) {
+        int64_t s = d >= lead ? self->sizes[d - lead] : 1, st = d >= lead ? self->strides[d - lead] : 0;
+        for (int64_t o2 = 0; o2 < sizes[d]; o2++) m.at[d][o2] = (o2 % s) * st;
+    }
+    copy_mapped(o, self, &m);
+    tp_free(m.buf);
+    return TP_OK;
+}
+
+/* clone(Tensor self, *, Any memory_format=None): always a contiguous copy. */
+static tp_status infer_clone(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_clone(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    return tp_tensor_copy_(tp__out_at(out, 0), self);
+}
+
+/* ---- pad --------------------------------------------------------------- */
+
+enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_REPLICATE, PAD_CIRCULAR };
+
+typedef struct pad_plan {
+    enum pad_mode mode;
+    int ndim;
+    int64_t before[TP_MAX_DIMS], after[TP_MAX_DIMS]; /* per dim (0 where not padded) */
+    int64_t sizes[TP_MAX_DIMS];                      /* output sizes */
+} pad_plan;
+
+/* pad(Tensor input, int[] pad, str mode='constant', float? value=None):
+ * pad pairs (before, after) run from the last dim backwards; negative pads
+ * crop. */
+static tp_status pad_plan_make(const tp_tensor *self, const tp_value *args, pad_plan *p) {
+    int64_t pads[2 * TP_MAX_DIMS];
+    int n;
+    char buf[256];
+    TP_TRY(tp__arg_ints(args, 1, "pad", pads, 2 * TP_MAX_DIMS, 0, &n));
+    TP_CHECK(n % 2 == 0, TP_ERR_INVALID_ARG, "Padding length must be divisible by 2, got %d entries", n);
+    TP_CHECK(n / 2 <= self->ndim, TP_ERR_INVALID_ARG, "Padding length too large: %d pairs for a tensor of rank %d",
+             n / 2, self->ndim);
+    const char *mode = tp__arg_str(args, 2);
+    if (!mode) mode = "";
+    if (strcmp(mode, "constant") == 0)
+        p->mode = PAD_CONSTANT;
+    else if (strcmp(mode, "reflect") == 0)
+        p->mode = PAD_REFLECT;
+    else if (strcmp(mode, "replicate") == 0)
+        p->mode = PAD_REPLICATE;
+    else if (strcmp(mode, "circular") == 0)
+        p->mode = PAD_CIRCULAR;
+    else
+        return tp_error(TP_ERR_INVALID_ARG,
+                        "unrecognised padding mode '%s' (expected constant, reflect, replicate or circular)", mode);
+    TP_CHECK(p->mode == PAD_CONSTANT || tp__arg_is_none(args, 3) || tp__arg_f64(args, 3) == 0.0, TP_ERR_INVALID_ARG,
+             "Padding mode \"%s\" doesn't take in value argument", mode);
+    p->ndim = self->ndim;
+    for (int d = 0; d < self->ndim; d++) {
+        p->before[d] = p->after[d] = 0;
+        p->sizes[d] = self->sizes[d];
+    }
+    for (int j = 0; j < n / 2; j++) {
+        int d = self->ndim - 1 - j;
+        int64_t l = pads[2 * j], r = pads[2 * j + 1], s = self->sizes[d], size;
+        TP_CHECK(tp_add_overflow_i64(s, l, &size) && tp_add_overflow_i64(size, r, &size), TP_ERR_SHAPE,
+                 "the padded size overflows at dimension %d", d);
+        TP_CHECK(size >= 0, TP_ERR_SHAPE,
+                 "The input size %" PRId64 ", plus negative padding %" PRId64 " and %" PRId64
+                 " resulted in a negative output size, which is invalid. Check dimension %d of your input.",
+                 s, l, r, d);
+        if (p->mode == PAD_REFLECT)
+            TP_CHECK(l < s && r < s, TP_ERR_SHAPE,
+                     "Padding size should be less than the corresponding input dimension, but got: padding (%" PRId64
+                     ", %" PRId64 ") at dimension %d of input %s",
+                     l, r, d, tp__shape_str(self->ndim, self->sizes, buf, sizeof buf));
+        if (p->mode == PAD_REPLICATE)
+            TP_CHECK(s > 0 || size == 0, TP_ERR_SHAPE, "cannot replicate-pad dimension %d of size 0", d);
+        if (p->mode == PAD_CIRCULAR) {
+            TP_CHECK(l <= s && r <= s, TP_ERR_SHAPE,
+                     "Padding value causes wrapping around more than once (padding (%" PRId64 ", %" PRId64
+                     ") at dimension %d of size %" PRId64 ")",
+                     l, r, d, s);
+            int64_t kept = s - (l < 0 ? -l : 0) - (r < 0 ? -r : 0);
+            TP_CHECK(kept > 0 || size == 0, TP_ERR_SHAPE, "circular padding of dimension %d has nothing to wrap", d);
+        }
+        p->before[d] = l;
+        p->after[d] = r;
+        p->sizes[d] = size;
+    }
+    return TP_OK;
+}
+
+static tp_status infer_pad(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    pad_plan p;
+    TP_TRY(need_tensor(args, 0, "input", &self));
+    TP_TRY(pad_plan_make(self, args, &p));
+    return tp__out_tensor(out, self->dtype, p.ndim, p.sizes);
+}
+
+/* constant: fill, then copy the kept part of the input into place */
+static tp_status pad_constant(tp_tensor *self, const tp_value *args, const pad_plan *p, tp_tensor *o) {
+    char elem[8] = {0};
+    if (!tp__arg_is_none(args, 3)) TP_TRY(tp__scalar_to_elem(&args[3], o->dtype, elem));
+    size_t es = tp_dtype_size(o->dtype);
+    tp_iter it;
+    tp__iter_init(&it, o->ndim, o->sizes, 1, (const tp_tensor *[]){o});
+    while (tp__iter_next(&it)) memcpy(it.ptr[0], elem, es);
+    int64_t in_sizes[TP_MAX_DIMS], in_off = self->offset, out_off = 0;
+    for (int d = 0; d < p->ndim; d++) {
+        int64_t l = p->before[d], r = p->after[d];
+        int64_t crop_l = l < 0 ? -l : 0, crop_r = r < 0 ? -r : 0;
+        in_sizes[d] = self->sizes[d] - crop_l - crop_r;
+        if (in_sizes[d] <= 0) return TP_OK; /* nothing of the input survives */
+        in_off += crop_l * self->strides[d];
+        out_off += (l > 0 ? l : 0) * o->strides[d];
+    }
+    tp_tensor *src = NULL, *dst = NULL;
+    TP_TRY(tp_tensor_as_strided(self, p->ndim, in_sizes, self->strides, in_off, &src));
+    tp_status st = tp_tensor_as_strided(o, p->ndim, in_sizes, o->strides, out_off, &dst);
+    if (st == TP_OK) st = tp_tensor_copy_(dst, src);
+    tp_tensor_free(src);
+    tp_tensor_free(dst);
+    return st;
+}
+
+/* Source index along one dim for output index o (plan already checked). */
+static int64_t pad_source(enum pad_mode mode, int64_t o, int64_t l, int64_t r, int64_t s) {
+    int64_t i = o - l;
+    switch (mode) {
+    case PAD_REFLECT:
+        if (i < 0) i = -i;
+        if (i >= s) i = 2 * (s - 1) - i;
+        return i;
+    case PAD_REPLICATE:
+        return i < 0 ? 0 : (i >= s ? s - 1 : i);
+    case PAD_CIRCULAR: {
+        /* crop first, then wrap around the kept part */
+        int64_t crop_l = l < 0 ? -l : 0, kept = s - crop_l - (r < 0 ? -r : 0);
+        int64_t pos = o - (l > 0 ? l : 0);
+        pos = ((pos % kept) + kept) % kept;
+        return crop_l + pos;
+    }
+    default:
+        return i;
+    }
+}
+
+static tp_status kernel_pad(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    pad_plan p;
+    TP_TRY(need_tensor(args, 0, "input", &self));
+    TP_TRY(has_data(self, "input"));
+    TP_TRY(pad_plan_make(self, args, &p));
+    if (p.mode == PAD_CONSTANT) return pad_constant(self, args, &p, o);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    index_maps m;
+    TP_TRY(maps_alloc(&m, p.ndim, p.sizes));
+    for (int d = 0; d < p.ndim; d++)
+        for (int64_t i = 0; i < p.sizes[d]; i++)
+            m.at[d][i] = pad_source(p.mode, i, p.before[d], p.after[d], self->sizes[d]) * self->strides[d];
+    copy_mapped(o, self, &m);
+    tp_free(m.buf);
+    return TP_OK;
+}
+
+/* ---- registration ------------------------------------------------------ */
+
+void tp__register_shape_ops(void) {
+    tp__register_op(TP_OP_RESHAPE, "reshape(Tensor self, int[] shape) -> Tensor", TP_OPF_VIEW, infer_reshape,
+                    kernel_reshape);
+    tp__register_op(TP_OP_VIEW, "view(Tensor self, int[] size) -> Tensor", TP_OPF_VIEW, infer_view, kernel_view);
+    tp__register_op(TP_OP_FLATTEN, "flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", TP_OPF_VIEW,
+                    infer_flatten, kernel_flatten);
+    tp__register_op(TP_OP_PERMUTE, "permute(Tensor self, int[] dims) -> Tensor", TP_OPF_VIEW, infer_permute,
+                    kernel_permute);
+    tp__register_op(TP_OP_TRANSPOSE, "transpose(Tensor self, int dim0, int dim1) -> Tensor", TP_OPF_VIEW,
+                    infer_transpose, kernel_transpose);
+    tp__register_op(TP_OP_SQUEEZE, "squeeze(Tensor self, int[]? dim=None) -> Tensor", TP_OPF_VIEW, infer_squeeze,
+                    kernel_squeeze);
+    tp__register_op(TP_OP_UNSQUEEZE, "unsqueeze(Tensor self, int dim) -> Tensor", TP_OPF_VIEW, infer_unsqueeze,
+                    kernel_unsqueeze);
+    tp__register_op(TP_OP_EXPAND, "expand(Tensor self, int[] size) -> Tensor", TP_OPF_VIEW, infer_expand,
+                    kernel_expand);
+    tp__register_op(TP_OP_CAT, "cat(Tensor[] tensors, int dim=0) -> Tensor", 0, infer_cat, kernel_cat);
+    tp__register_op(TP_OP_STACK, "stack(Tensor[] tensors, int dim=0) -> Tensor", 0, infer_stack, kernel_stack);
+    tp__register_op(TP_OP_SPLIT, "split(Tensor self, Any split_size_or_sections, int dim=0) -> Tensor[]", TP_OPF_VIEW,
+                    infer_split, kernel_split);
+    tp__register_op(TP_OP_CHUNK, "chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", TP_OPF_VIEW, infer_chunk,
+                    kernel_chunk);
+    tp__register_op(TP_OP_SLICE, "slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor",
+                    TP_OPF_VIEW, infer_slice, kernel_slice);
+    tp__register_op(TP_OP_SELECT, "select(Tensor self, int dim, int index) -> Tensor", TP_OPF_VIEW, infer_select,
+                    kernel_select);
+    tp__register_op(TP_OP_NARROW, "narrow(Tensor self, int dim, int start, int length) -> Tensor", TP_OPF_VIEW,
+                    infer_narrow, kernel_narrow);
+    tp__register_op(TP_OP_FLIP, "flip(Tensor self, int[] dims) -> Tensor", 0, infer_flip, kernel_flip);
+    tp__register_op(TP_OP_REPEAT, "repeat(Tensor self, int[] repeats) -> Tensor", 0, infer_repeat, kernel_repeat);
+    tp__register_op(TP_OP_CONTIGUOUS, "contiguous(Tensor self, *, Any memory_format=None) -> Tensor", TP_OPF_VIEW,
+                    infer_contiguous, kernel_contiguous);
+    tp__register_op(TP_OP_CLONE, "clone(Tensor self, *, Any memory_format=None) -> Tensor", 0, infer_clone,
+                    kernel_clone);
+    tp__register_op(TP_OP_TO,
+                    "to(Tensor self, ScalarType? dtype=None, bool non_blocking=False, bool copy=False, *, "
+                    "Any memory_format=None, Any layout=None, Any device=None, Any pin_memory=None) -> Tensor",
+                    TP_OPF_VIEW, infer_to, kernel_to);
+    tp__register_op(TP_OP_PAD, "pad(Tensor input, int[] pad, str mode='constant', float? value=None) -> Tensor", 0,
+                    infer_pad, kernel_pad);
+    tp__register_op(TP_OP_GETITEM, "getitem(Any self, int index) -> Any", TP_OPF_VIEW, infer_getitem, kernel_getitem);
+}
