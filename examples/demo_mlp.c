@@ -1,3 +1,129 @@
+/*
+ * demo_mlp.c - a short tour of the tpexport C API (what `make demo` runs).
+ *
+ * Builds the graph of a small MLP, Linear(4, 8) -> ReLU -> Linear(8, 3),
+ * the way torch.export would record it: the input is a placeholder, the
+ * weights are get_attr nodes, the layers are call_function nodes. Every
+ * node's output shape is inferred while building. Then it prints the
+ * graph's text form and runs it with the interpreter on a batch of 2.
+ * The weights come from a fixed formula, so the output is always the same.
+ */
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
+
 #include "tpexport/tpexport.h"
-int main(void) { printf("tpexport demo placeholder\n"); return 0; }
+
+enum { BATCH = 2, IN = 4, HIDDEN = 8, OUT = 3, N_WEIGHTS = 4 };
+
+/* The model's parameters by attribute name (fc1.weight, fc1.bias, ...). */
+typedef struct mlp_weights {
+    const char *names[N_WEIGHTS];
+    tp_tensor *tensors[N_WEIGHTS]; /* owned: freed at the end */
+} mlp_weights;
+
+/* A float32 tensor filled with a deterministic formula. */
+static tp_status make_weight(int ndim, const int64_t *sizes, double seed, tp_tensor **out) {
+    TP_TRY(tp_tensor_empty(TP_FLOAT32, ndim, sizes, out));
+    float *data = tp_tensor_data(*out); /* fresh tensors are contiguous */
+    for (int64_t i = 0; i < tp_tensor_numel(*out); i++) data[i] = (float)(0.5 * sin(seed + 0.7 * (double)i));
+    return TP_OK;
+}
+
+/* The interpreter calls this for each get_attr node. *out must be a value
+ * the interpreter owns: a new reference (retain), our tensor stays ours. */
+static tp_status resolve_weight(void *user, const char *target, tp_value *out) {
+    const mlp_weights *w = user;
+    for (int i = 0; i < N_WEIGHTS; i++)
+        if (strcmp(w->names[i], target) == 0) {
+            *out = tp_value_tensor(tp_tensor_retain(w->tensors[i]));
+            return TP_OK;
+        }
+    return tp_error(TP_ERR_NOT_FOUND, "no weight named '%s'", target);
+}
+
+/* A placeholder (is_input) or get_attr node whose meta["val"] is a meta
+ * tensor shaped like t (dtype and shape, no data). Graph functions copy
+ * what they are given, so our meta value is cleared after. */
+static tp_status add_tensor_node(tp_graph *g, const char *name, const tp_tensor *t, bool is_input, tp_node **out) {
+    tp_tensor *m;
+    TP_TRY(tp_tensor_meta(tp_tensor_dtype(t), tp_tensor_ndim(t), tp_tensor_sizes(t), &m));
+    tp_value val = tp_value_tensor(m); /* the value takes over m */
+    tp_status st = is_input ? tp_graph_placeholder(g, name, &val, out) : tp_graph_get_attr(g, name, &val, out);
+    tp_value_clear(&val);
+    return st;
+}
+
+/* A call_function node op(inputs[0], ..., inputs[n-1]). Arguments are a
+ * tuple value; TP_VAL_NODE items refer to earlier nodes. */
+static tp_status add_call(tp_graph *g, tp_op op, int n, tp_node *const *inputs, tp_node **out) {
+    tp_value args;
+    TP_TRY(tp_value_tuple(n, &args));
+    for (int i = 0; i < n; i++) args.u.seq.items[i] = tp_value_node(inputs[i]);
+    tp_status st = tp_graph_call_function(g, op, &args, NULL, out); /* binds, infers the shape */
+    tp_value_clear(&args);
+    return st;
+}
+
+/* Print a titled tensor. */
+static void show(const char *title, const tp_tensor *t) {
+    printf("\n%s:\n", title);
+    tp_tensor_print(t, stdout, 100);
+    printf("\n");
+}
+
+/* Jump to cleanup on failure; the status's message is in tp_last_error(). */
+#define TRY(expr) do { if ((st = (expr)) != TP_OK) goto done; } while (0)
+
+int main(void) {
+    tp_status st = TP_OK;
+    mlp_weights w = {.names = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}};
+    tp_graph *g = NULL;
+    tp_node *in, *p[N_WEIGHTS], *h;
+    tp_value input = tp_value_none(), result = tp_value_none(), probs = tp_value_none();
+
+    /* 1. Parameters (PyTorch layout: a Linear weight is [out_features, in_features])
+     * and an input batch. */
+    static const int64_t shapes[N_WEIGHTS][2] = {{HIDDEN, IN}, {HIDDEN}, {OUT, HIDDEN}, {OUT}};
+    for (int i = 0; i < N_WEIGHTS; i++) /* weights 2-d, biases 1-d */
+        TRY(make_weight(i % 2 ? 1 : 2, shapes[i], 1.0 + i, &w.tensors[i]));
+    static const float x_data[BATCH][IN] = {{1.0f, -0.5f, 0.25f, 2.0f}, {-1.0f, 0.75f, 0.5f, -2.0f}};
+    tp_tensor *x;
+    TRY(tp_tensor_from_data(TP_FLOAT32, 2, (const int64_t[]){BATCH, IN}, x_data, &x));
+    input = tp_value_tensor(x); /* the value owns x now */
+
+    /* 2. The graph. Nodes are appended in execution order and named the way
+     * torch.fx names them ("fc1.weight" -> fc1_weight; a second linear -> linear_1). */
+    TRY(tp_graph_new(&g));
+    TRY(add_tensor_node(g, "x", x, true, &in));
+    for (int i = 0; i < N_WEIGHTS; i++) TRY(add_tensor_node(g, w.names[i], w.tensors[i], false, &p[i]));
+    TRY(add_call(g, TP_OP_LINEAR, 3, (tp_node *const[]){in, p[0], p[1]}, &h));
+    TRY(add_call(g, TP_OP_RELU, 1, &h, &h));
+    TRY(add_call(g, TP_OP_LINEAR, 3, (tp_node *const[]){h, p[2], p[3]}, &h));
+    tp_value ret = tp_value_node(h); /* returns one tensor (a tuple would work too) */
+    TRY(tp_graph_output(g, &ret, NULL));
+
+    /* 3. Its text form; the shapes were inferred while building. */
+    printf("graph:\n");
+    TRY(tp_graph_print(g, stdout));
+
+    /* 4. Run it: one input value per placeholder; get_attr nodes ask the resolver. */
+    TRY(tp_interp_run(g, &input, 1, resolve_weight, &w, &result));
+    show("input", x);
+    show("output", result.u.tensor); /* the output node returns one tensor */
+
+    /* 5. Ops also run eagerly, outside a graph: softmax(output, dim=1).
+     * Arguments are borrowed; the result is a new value. */
+    tp_value softmax_args[2] = {result, tp_value_int(1)};
+    TRY(tp_op_call(TP_OP_SOFTMAX, softmax_args, 2, NULL, &probs));
+    show("softmax(output, dim=1)", probs.u.tensor);
+
+done:
+    if (st != TP_OK) fprintf(stderr, "demo failed: %s: %s\n", tp_status_str(st), tp_last_error());
+    tp_value_clear(&probs);
+    tp_value_clear(&result);
+    tp_value_clear(&input);
+    tp_graph_free(g);
+    for (int i = 0; i < N_WEIGHTS; i++) tp_tensor_free(w.tensors[i]);
+    return st == TP_OK ? 0 : 1;
+}
