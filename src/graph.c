@@ -840,13 +840,25 @@ tp_status tp_graph_get_attr(tp_graph *g, const char *target, const tp_value *val
 
 /* Create a call node and infer its meta; erase it again on failure. */
 static tp_status create_call(tp_graph *g, const node_spec *spec, tp_node **out) {
+    /* remember the name counter of the node's base, so that a node refused
+     * by inference leaves the names exactly as they were */
+    char *base = NULL, *probe = NULL;
+    int64_t num = 0;
+    TP_TRY(derive_name(g, spec->name && *spec->name ? spec->name : spec->target, !(spec->name && *spec->name), &probe,
+                       &base, &num));
+    tp_free(probe);
+    const tp__name_slot *slot = map_find(&g->bases, base);
+    bool had_slot = slot != NULL;
+    int64_t old_count = slot ? slot->count : 0;
     tp_node *n;
-    TP_TRY(node_create(g, spec, &n));
-    tp_status st = tp_node_infer_meta(n);
-    if (st != TP_OK) {
+    tp_status st = node_create(g, spec, &n);
+    if (st == TP_OK && (st = tp_node_infer_meta(n)) != TP_OK) {
         tp_graph_erase_node(g, n); /* no users yet */
-        return st;
+        tp__name_slot *s = map_find(&g->bases, base);
+        if (s) s->count = had_slot ? old_count : 0;
     }
+    tp_free(base);
+    if (st != TP_OK) return st;
     if (out) *out = n;
     return TP_OK;
 }
@@ -1141,7 +1153,7 @@ tp_status tp_node_infer_meta(tp_node *n) {
     if (!schema) {
         st = tp_ops_init();
         if (st == TP_OK) st = tp_error(TP_ERR_NOT_FOUND, "op %s has no schema", tp_op_name(op));
-        tp_error_context("node %s (%s)", n->name, n->target);
+        tp__node_error_context(n->name, n->target);
         return st;
     }
     tp_value *bound = tp_calloc((size_t)(schema->n_args ? schema->n_args : 1), sizeof *bound);
@@ -1167,7 +1179,7 @@ tp_status tp_node_infer_meta(tp_node *n) {
     tp_free(bound);
     if (st != TP_OK) {
         tp_value_clear(&result);
-        tp_error_context("node %s (%s)", n->name, n->target);
+        tp__node_error_context(n->name, n->target);
         return st;
     }
     /* result holds meta tensors already (infer contract) */

@@ -10,6 +10,35 @@
 
 #include "graph_impl.h"
 
+/* "self.fc1.weight", or torch.fx's getattr(self, "0").weight for path
+ * components that are not Python identifiers. */
+static void print_attr_path(tp_sb *sb, const char *path) {
+    tp_sb cur = {0};
+    tp__sb_puts(&cur, "self");
+    const char *p = path;
+    for (;;) {
+        size_t len = strcspn(p, ".");
+        bool ident = len > 0 && !(p[0] >= '0' && p[0] <= '9');
+        for (size_t i = 0; i < len && ident; i++) {
+            char c = p[i];
+            ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+        }
+        if (ident) {
+            tp__sb_printf(&cur, ".%.*s", (int)len, p);
+        } else {
+            tp_sb next = {0};
+            tp__sb_printf(&next, "getattr(%s, \"%.*s\")", cur.data ? cur.data : "", (int)len, p);
+            tp__sb_free(&cur);
+            cur = next;
+        }
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    if (cur.failed) sb->failed = true;
+    else if (cur.data) tp__sb_puts(sb, cur.data);
+    tp__sb_free(&cur);
+}
+
 static const char *dtype_abbr(tp_dtype d) {
     switch (d) {
     case TP_FLOAT32: return "f32";
@@ -183,7 +212,8 @@ static tp_status render(const tp_graph *g, tp_sb *sb) {
         case TP_NODE_GET_ATTR:
             tp__sb_printf(sb, "    %s", n->name);
             put_annotation(sb, n);
-            tp__sb_printf(sb, " = self.%s", n->target);
+            tp__sb_puts(sb, " = ");
+            print_attr_path(sb, n->target);
             break;
         case TP_NODE_CALL_FUNCTION:
             tp__sb_printf(sb, "    %s", n->name);

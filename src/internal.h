@@ -132,4 +132,8 @@ TP_HIDDEN void tp__sb_puts(tp_sb *sb, const char *s);
 TP_HIDDEN tp_status tp__sb_finish(tp_sb *sb, char **out);
 TP_HIDDEN void tp__sb_free(tp_sb *sb);
 
+/* Prefix the last error with "node NAME (TARGET): ", dropping a leading
+ * "TARGET: " the op dispatcher already put there (status.c). */
+TP_HIDDEN void tp__node_error_context(const char *name, const char *target);
+
 #endif /* TPEXPORT_INTERNAL_H */

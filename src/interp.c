@@ -151,7 +151,7 @@ tp_status tp_interp_call(const tp_interp *it, const tp_value *inputs, int64_t n_
         default: st = tp_error(TP_ERR_INTERNAL, "invalid node kind"); break;
         }
         if (st != TP_OK) {
-            tp_error_context("node %s (%s)", n->name, n->target);
+            tp__node_error_context(n->name, n->target);
             break;
         }
         for (int64_t k = s->free_begin; k < s->free_end; k++) tp_value_clear(&slots[it->frees[k]]);

@@ -72,3 +72,14 @@ void tp_error_context(const char *fmt, ...) {
     memcpy(tp_errmsg + plen + 2, old, olen);
     tp_errmsg[plen + 2 + olen] = '\0';
 }
+
+void tp__node_error_context(const char *name, const char *target) {
+    size_t tl = strlen(target);
+    const char *msg = tp_errmsg;
+    if (strncmp(msg, target, tl) == 0 && msg[tl] == ':' && msg[tl + 1] == ' ') {
+        char rest[TP_ERRMSG_SIZE];
+        snprintf(rest, sizeof rest, "%s", msg + tl + 2);
+        snprintf(tp_errmsg, sizeof tp_errmsg, "%s", rest);
+    }
+    tp_error_context("node %s (%s)", name, target);
+}

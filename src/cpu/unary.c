@@ -60,21 +60,21 @@ static tp_status reject_bool(const tp_tensor *x) {
 
 /* Floating functions: floats keep their dtype, ints and bool become float32. */
 static tp_status infer_float(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     return out_like(out, x, tp_dtype_is_float(x->dtype) ? x->dtype : TP_DEFAULT_FLOAT);
 }
 
 /* Same dtype, any input. */
 static tp_status infer_same(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     return out_like(out, x, x->dtype);
 }
 
 /* Same dtype, bool rejected (floor, ceil, trunc, abs, relu). */
 static tp_status infer_same_no_bool(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     TP_TRY(reject_bool(x));
     return out_like(out, x, x->dtype);
@@ -82,7 +82,7 @@ static tp_status infer_same_no_bool(const tp_value *args, tp_value *out) {
 
 /* Same dtype, floating inputs only (most activations). */
 static tp_status infer_float_only(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     TP_TRY(require_float(x));
     return out_like(out, x, x->dtype);
@@ -90,13 +90,13 @@ static tp_status infer_float_only(const tp_value *args, tp_value *out) {
 
 /* Bool result (logical_not, isnan, isinf). */
 static tp_status infer_bool(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     return out_like(out, x, TP_BOOL);
 }
 
 static tp_status infer_neg(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE,
              "negation of a bool tensor is not supported; use logical_not() or bitwise_not() instead");
@@ -104,13 +104,13 @@ static tp_status infer_neg(const tp_value *args, tp_value *out) {
 }
 
 static tp_status infer_square(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     return out_like(out, x, x->dtype == TP_BOOL ? TP_INT64 : x->dtype);
 }
 
 static tp_status infer_bitwise_not(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     TP_CHECK(!tp_dtype_is_float(x->dtype), TP_ERR_TYPE,
              "expected an integer or bool tensor for 'self', got %s", tp_dtype_name(x->dtype));
@@ -118,7 +118,7 @@ static tp_status infer_bitwise_not(const tp_value *args, tp_value *out) {
 }
 
 static tp_status infer_round(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     TP_TRY(reject_bool(x));
     int64_t decimals = tp__arg_int(args, 1);
@@ -413,7 +413,7 @@ static tp_status hardtanh_limits(const tp_tensor *x, double min_val, double max_
 }
 
 static tp_status infer_hardtanh(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     unary_params p;
     TP_TRY(self_tensor(args, &x));
     TP_TRY(hardtanh_limits(x, tp__arg_f64(args, 1), tp__arg_f64(args, 2), &p));
@@ -427,7 +427,7 @@ static tp_status kernel_hardtanh(const tp_value *args, tp_value *out) {
 }
 
 static tp_status infer_relu6(const tp_value *args, tp_value *out) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     unary_params p;
     TP_TRY(self_tensor(args, &x));
     TP_TRY(hardtanh_limits(x, 0.0, 6.0, &p));
@@ -451,7 +451,7 @@ static tp_status clamp_check_bound(const tp_value *v, const char *name) {
 }
 
 static tp_status clamp_shape(const tp_value *args, tp_dtype *dtype, int *ndim, int64_t *sizes) {
-    tp_tensor *x;
+    tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     TP_TRY(clamp_check_bound(&args[1], "min"));
     TP_TRY(clamp_check_bound(&args[2], "max"));
@@ -468,7 +468,7 @@ static tp_status clamp_shape(const tp_value *args, tp_dtype *dtype, int *ndim, i
 }
 
 static tp_status infer_clamp(const tp_value *args, tp_value *out) {
-    tp_dtype dtype;
+    tp_dtype dtype = TP_FLOAT32;
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
     TP_TRY(clamp_shape(args, &dtype, &ndim, sizes));
