@@ -1,5 +1,6 @@
 # Convenience entry points; the build itself is CMake.
-#   make demo      build and run the demo (builds an MLP graph, runs it)
+#   make demo      build and run the demo (builds an MLP program, saves it,
+#                  inspects and runs the archive with the tpexport command)
 #   make test      build and run every test, plain and under ASan+UBSan
 #   make valgrind  run every test under valgrind (leak check)
 JOBS ?= $(shell nproc)
@@ -18,7 +19,9 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	./$(BUILD)/tpexport_demo
+	./$(BUILD)/tpexport_demo $(BUILD)/mlp.pt2
+	./$(BUILD)/tpexport inspect $(BUILD)/mlp.pt2
+	./$(BUILD)/tpexport run $(BUILD)/mlp.pt2
 
 test-plain: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -2,23 +2,29 @@
  * demo_mlp.c - a short tour of the tpexport C API (what `make demo` runs).
  *
  * Builds the graph of a small MLP, Linear(4, 8) -> ReLU -> Linear(8, 3),
- * the way torch.export would record it: the input is a placeholder, the
- * weights are get_attr nodes, the layers are call_function nodes. Every
- * node's output shape is inferred while building. Then it prints the
- * graph's text form and runs it with the interpreter on a batch of 2.
+ * the way torch.export records it: the weights are *lifted* into
+ * placeholders (p_fc1_weight, ...) that come before the user input x, and
+ * the layers are call_function nodes. Every node's output shape is inferred
+ * while building. It prints the graph, runs it with the interpreter, wraps
+ * it into an exported program (signature + state + example input), calls
+ * that, and saves it as a tensorplay archive (argv[1], default mlp.pt2) that
+ * `tpexport inspect` and `tpexport run` can read.
  * The weights come from a fixed formula, so the output is always the same.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "tpexport/archive.h"
 #include "tpexport/tpexport.h"
 
 enum { BATCH = 2, IN = 4, HIDDEN = 8, OUT = 3, N_WEIGHTS = 4 };
 
-/* The model's parameters by attribute name (fc1.weight, fc1.bias, ...). */
+/* The model's parameters by attribute name (fc1.weight, fc1.bias, ...) and
+ * their lifted placeholder names. */
 typedef struct mlp_weights {
     const char *names[N_WEIGHTS];
+    const char *placeholders[N_WEIGHTS];
     tp_tensor *tensors[N_WEIGHTS]; /* owned: freed at the end */
 } mlp_weights;
 
@@ -28,18 +34,6 @@ static tp_status make_weight(int ndim, const int64_t *sizes, double seed, tp_ten
     float *data = tp_tensor_data(*out); /* fresh tensors are contiguous */
     for (int64_t i = 0; i < tp_tensor_numel(*out); i++) data[i] = (float)(0.5 * sin(seed + 0.7 * (double)i));
     return TP_OK;
-}
-
-/* The interpreter calls this for each get_attr node. *out must be a value
- * the interpreter owns: a new reference (retain), our tensor stays ours. */
-static tp_status resolve_weight(void *user, const char *target, tp_value *out) {
-    const mlp_weights *w = user;
-    for (int i = 0; i < N_WEIGHTS; i++)
-        if (strcmp(w->names[i], target) == 0) {
-            *out = tp_value_tensor(tp_tensor_retain(w->tensors[i]));
-            return TP_OK;
-        }
-    return tp_error(TP_ERR_NOT_FOUND, "no weight named '%s'", target);
 }
 
 /* A placeholder (is_input) or get_attr node whose meta["val"] is a meta
@@ -75,9 +69,13 @@ static void show(const char *title, const tp_tensor *t) {
 /* Jump to cleanup on failure; the status's message is in tp_last_error(). */
 #define TRY(expr) do { if ((st = (expr)) != TP_OK) goto done; } while (0)
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *archive_path = argc > 1 ? argv[1] : "mlp.pt2";
     tp_status st = TP_OK;
-    mlp_weights w = {.names = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}};
+    mlp_weights w = {.names = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
+                     .placeholders = {"p_fc1_weight", "p_fc1_bias", "p_fc2_weight", "p_fc2_bias"}};
+    tp_signature *sig = NULL;
+    tp_program *program = NULL;
     tp_graph *g = NULL;
     tp_node *in, *p[N_WEIGHTS], *h;
     tp_value input = tp_value_none(), result = tp_value_none(), probs = tp_value_none();
@@ -93,10 +91,10 @@ int main(void) {
     input = tp_value_tensor(x); /* the value owns x now */
 
     /* 2. The graph. Nodes are appended in execution order and named the way
-     * torch.fx names them ("fc1.weight" -> fc1_weight; a second linear -> linear_1). */
+     * torch.fx names them (a second linear -> linear_1). Lifted state first. */
     TRY(tp_graph_new(&g));
+    for (int i = 0; i < N_WEIGHTS; i++) TRY(add_tensor_node(g, w.placeholders[i], w.tensors[i], true, &p[i]));
     TRY(add_tensor_node(g, "x", x, true, &in));
-    for (int i = 0; i < N_WEIGHTS; i++) TRY(add_tensor_node(g, w.names[i], w.tensors[i], false, &p[i]));
     TRY(add_call(g, TP_OP_LINEAR, 3, (tp_node *const[]){in, p[0], p[1]}, &h));
     TRY(add_call(g, TP_OP_RELU, 1, &h, &h));
     TRY(add_call(g, TP_OP_LINEAR, 3, (tp_node *const[]){h, p[2], p[3]}, &h));
@@ -107,8 +105,11 @@ int main(void) {
     printf("graph:\n");
     TRY(tp_graph_print(g, stdout));
 
-    /* 4. Run it: one input value per placeholder; get_attr nodes ask the resolver. */
-    TRY(tp_interp_run(g, &input, 1, resolve_weight, &w, &result));
+    /* 4. Run it: one input value per placeholder, in order (weights, then x). */
+    tp_value flat[N_WEIGHTS + 1];
+    for (int i = 0; i < N_WEIGHTS; i++) flat[i] = tp_value_tensor(w.tensors[i]); /* borrowed: not cleared */
+    flat[N_WEIGHTS] = input;
+    TRY(tp_interp_run(g, flat, N_WEIGHTS + 1, NULL, NULL, &result));
     show("input", x);
     show("output", result.u.tensor); /* the output node returns one tensor */
 
@@ -118,12 +119,41 @@ int main(void) {
     TRY(tp_op_call(TP_OP_SOFTMAX, softmax_args, 2, NULL, &probs));
     show("softmax(output, dim=1)", probs.u.tensor);
 
+    /* 6. An exported program: the graph plus a signature saying what each
+     * placeholder and output is, the state by target, and an example input.
+     * The program takes ownership of the graph and the signature. */
+    TRY(tp_signature_new(&sig));
+    for (int i = 0; i < N_WEIGHTS; i++)
+        TRY(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(w.placeholders[i]), w.names[i],
+                                   TP_PERSISTENT_UNSET));
+    TRY(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    TRY(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(h)), NULL));
+    st = tp_program_new(g, sig, &program);
+    g = NULL, sig = NULL; /* owned by the program (or freed on failure) */
+    TRY(st);
+    for (int i = 0; i < N_WEIGHTS; i++)
+        TRY(tp_program_set_state(program, w.names[i], TP_STATE_PARAMETER, w.tensors[i], true));
+    TRY(tp_program_set_example_input(program, "x", &input));
+    TRY(tp_program_validate(program)); /* reports every problem at once */
+    printf("\nprogram:\n");
+    TRY(tp_program_print(program, stdout));
+    tp_value_clear(&result);
+    TRY(tp_program_call(program, NULL, 0, NULL, &result)); /* x defaults to the example input */
+    show("program(x)", result.u.tensor);
+
+    /* 7. Save it as a tensorplay archive; `tpexport inspect/run FILE` read it. */
+    tp_archive_entry entry = {"model", program};
+    TRY(tp_archive_save(archive_path, &entry, 1, NULL, 0));
+    printf("\nsaved %s\n", archive_path);
+
 done:
     if (st != TP_OK) fprintf(stderr, "demo failed: %s: %s\n", tp_status_str(st), tp_last_error());
     tp_value_clear(&probs);
     tp_value_clear(&result);
     tp_value_clear(&input);
     tp_graph_free(g);
+    tp_signature_free(sig);
+    tp_program_free(program);
     for (int i = 0; i < N_WEIGHTS; i++) tp_tensor_free(w.tensors[i]);
     return st == TP_OK ? 0 : 1;
 }

@@ -1,0 +1,110 @@
+/*
+ * archive.h - save and load exported programs as tensorplay archives (.pt2).
+ *
+ * Format (tensorplay's, a ZIP file):
+ *   archive_format                       "pt2"
+ *   archive_version                      "1"
+ *   models/<name>.json                   the program document (schema_version 1)
+ *   data/weights/<name>/weights.json     state index: per state name dtype, sizes,
+ *                                        strides, storage_offset, path_name, ...
+ *   data/weights/<path_name>             raw little-endian tensor bytes
+ *   data/constants/<name>/constants.json constants index (same layout)
+ *   data/constants/<path_name>           raw bytes
+ *   data/sample_inputs/<name>.pkl        example inputs (tensorplay: a pickle;
+ *                                        never read by tpexport)
+ *   data/sample_inputs/<name>/<input>.npy  example inputs as .npy (written and
+ *                                        read by tpexport)
+ *   extra/<file>                         user files
+ * Several programs may share one archive; a tensor shared by several programs
+ * is stored once.
+ *
+ * Writing: members are stored uncompressed with their data 64-byte aligned
+ * (JSON members may be deflated), so weights can be mapped in place.
+ * Loading: from a path (the file is mapped with mmap; stored weights become
+ * tensors borrowing the mapping, which stays alive until the last such tensor
+ * is freed; a copy is made when mapping is impossible or the member is
+ * deflated) or from a memory buffer (copied). Every file is treated as
+ * hostile: sizes, offsets, counts and JSON shapes are checked before use,
+ * pickled payloads are refused (TP_ERR_UNSUPPORTED naming the node or
+ * member), and each problem has its own error naming the member/field/node.
+ * Loaded programs are validated before they are returned.
+ */
+#ifndef TPEXPORT_ARCHIVE_H
+#define TPEXPORT_ARCHIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "program.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tp_archive tp_archive;
+
+typedef struct tp_load_options {
+    bool no_mmap;               /* copy weights instead of mapping them */
+    uint64_t max_member_size;   /* 0: default (8 GiB) - larger members are refused */
+    uint64_t max_total_size;    /* 0: default (64 GiB) - sum of inflated sizes */
+    uint32_t max_ratio;         /* 0: default (1000) - compression-bomb guard */
+} tp_load_options;
+
+/* Load every program of an archive. opts NULL = defaults. Caller frees
+ * *out with tp_archive_free. */
+TP_API tp_status tp_archive_load(const char *path, const tp_load_options *opts, tp_archive **out);
+TP_API tp_status tp_archive_load_buffer(const void *data, size_t size, const tp_load_options *opts,
+                                        tp_archive **out);
+TP_API void tp_archive_free(tp_archive *a);
+
+/* Programs in archive order. The archive owns them; tp_program_retain one
+ * to keep it past tp_archive_free. */
+TP_API int tp_archive_num_programs(const tp_archive *a);
+TP_API const char *tp_archive_program_name(const tp_archive *a, int i);
+TP_API tp_program *tp_archive_program(const tp_archive *a, int i);
+/* By name; NULL if absent. */
+TP_API tp_program *tp_archive_find_program(const tp_archive *a, const char *name);
+
+/* Extra files (extra/<name>): name and bytes, owned by the archive. */
+TP_API int tp_archive_num_extra(const tp_archive *a);
+TP_API const char *tp_archive_extra_name(const tp_archive *a, int i);
+TP_API const void *tp_archive_extra_data(const tp_archive *a, int i, size_t *size);
+/* Whether weights of this archive are mapped (true) or copied. */
+TP_API bool tp_archive_is_mapped(const tp_archive *a);
+
+/* ---- saving -------------------------------------------------------------- */
+
+typedef struct tp_archive_entry {
+    const char *name;        /* program name: models/<name>.json */
+    const tp_program *program;
+} tp_archive_entry;
+
+typedef struct tp_extra_file {
+    const char *name;        /* stored as extra/<name> */
+    const void *data;
+    size_t size;
+} tp_extra_file;
+
+/* Write programs (at least one, unique names matching [A-Za-z0-9_.-]+) and
+ * extra files to `path` (written to a temporary file and renamed). */
+TP_API tp_status tp_archive_save(const char *path, const tp_archive_entry *programs, int n_programs,
+                                 const tp_extra_file *extra, int n_extra);
+/* Same into a new buffer (caller frees *data with tp_free). */
+TP_API tp_status tp_archive_save_buffer(const tp_archive_entry *programs, int n_programs,
+                                        const tp_extra_file *extra, int n_extra, void **data, size_t *size);
+
+/* ---- verifying ----------------------------------------------------------- */
+
+/* Check an archive completely, collecting every problem instead of stopping
+ * at the first: TP_OK, or the first problem's status with a message listing
+ * all of them, one per line. */
+TP_API tp_status tp_archive_verify(const char *path, const tp_load_options *opts);
+TP_API tp_status tp_archive_verify_buffer(const void *data, size_t size, const tp_load_options *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,791 @@
+/*
+ * archive.c - tensorplay archives (.pt2): load (mapped or copied), save,
+ * verify. The ZIP layer is zip.c, the JSON documents are serde.c; this file
+ * ties members to programs and owns the lifetime of mapped weights.
+ *
+ * Lifetime of mapped weights: the file image is a reference-counted
+ * `mapping`. The archive holds one reference, and every tensor that borrows
+ * bytes from the image holds one (released by its storage's release
+ * callback), so programs and tensors may outlive the tp_archive.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../internal.h"
+#include "serde.h"
+#include "tpexport/archive.h"
+#include "zip.h"
+
+/* ---- the file image ------------------------------------------------------ */
+
+typedef struct mapping {
+    atomic_long refcount;
+    void *data;
+    size_t size;
+    bool mmapped;
+} mapping;
+
+static void mapping_release(void *ctx, void *data) {
+    TP_UNUSED(data);
+    mapping *m = ctx;
+    if (!m || atomic_fetch_sub(&m->refcount, 1) != 1) return;
+    if (m->mmapped) munmap(m->data, m->size);
+    else tp_free(m->data);
+    tp_free(m);
+}
+
+static mapping *mapping_retain(mapping *m) {
+    atomic_fetch_add(&m->refcount, 1);
+    return m;
+}
+
+static tp_status map_file(const char *path, bool no_mmap, mapping **out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    TP_CHECK(fd >= 0, TP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tp_error(TP_ERR_IO, "'%s' is not a regular file", path);
+    }
+    mapping *m = tp_calloc(1, sizeof *m);
+    if (!m) {
+        close(fd);
+        return tp_error(TP_ERR_NOMEM, "out of memory");
+    }
+    atomic_init(&m->refcount, 1);
+    m->size = (size_t)sb.st_size;
+    if (m->size > 0 && !no_mmap) {
+        void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            m->data = p;
+            m->mmapped = true;
+        }
+    }
+    if (!m->mmapped) {
+        m->data = tp_malloc(m->size ? m->size : 1);
+        size_t got = 0;
+        while (m->data && got < m->size) {
+            ssize_t n = read(fd, (char *)m->data + got, m->size - got);
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+        if (!m->data || got != m->size) {
+            close(fd);
+            tp_free(m->data);
+            tp_free(m);
+            return m->data ? tp_error(TP_ERR_IO, "cannot read '%s'", path)
+                           : tp_error(TP_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, (size_t)sb.st_size);
+        }
+    }
+    close(fd);
+    *out = m;
+    return TP_OK;
+}
+
+static tp_status map_buffer(const void *data, size_t size, mapping **out) {
+    mapping *m = tp_calloc(1, sizeof *m);
+    TP_CHECK(m != NULL, TP_ERR_NOMEM, "out of memory");
+    m->data = tp_malloc(size ? size : 1);
+    if (!m->data) {
+        tp_free(m);
+        return tp_error(TP_ERR_NOMEM, "out of memory copying a %zu-byte archive", size);
+    }
+    if (size) memcpy(m->data, data, size);
+    m->size = size;
+    atomic_init(&m->refcount, 1);
+    *out = m;
+    return TP_OK;
+}
+
+/* ---- the archive object -------------------------------------------------- */
+
+typedef struct named_blob {
+    char *name;
+    void *data;
+    size_t size;
+} named_blob;
+
+struct tp_archive {
+    mapping *image;
+    int n_programs;
+    char **names;
+    tp_program **programs;
+    int n_extra;
+    named_blob *extra;
+    bool mapped_weights;
+};
+
+void tp_archive_free(tp_archive *a) {
+    if (!a) return;
+    for (int i = 0; i < a->n_programs; i++) {
+        tp_free(a->names[i]);
+        tp_program_free(a->programs[i]);
+    }
+    tp_free(a->names);
+    tp_free(a->programs);
+    for (int i = 0; i < a->n_extra; i++) {
+        tp_free(a->extra[i].name);
+        tp_free(a->extra[i].data);
+    }
+    tp_free(a->extra);
+    if (a->image) mapping_release(a->image, NULL);
+    tp_free(a);
+}
+
+int tp_archive_num_programs(const tp_archive *a) { return a->n_programs; }
+const char *tp_archive_program_name(const tp_archive *a, int i) {
+    return (i >= 0 && i < a->n_programs) ? a->names[i] : NULL;
+}
+tp_program *tp_archive_program(const tp_archive *a, int i) {
+    return (i >= 0 && i < a->n_programs) ? a->programs[i] : NULL;
+}
+tp_program *tp_archive_find_program(const tp_archive *a, const char *name) {
+    for (int i = 0; name && i < a->n_programs; i++)
+        if (strcmp(a->names[i], name) == 0) return a->programs[i];
+    return NULL;
+}
+int tp_archive_num_extra(const tp_archive *a) { return a->n_extra; }
+const char *tp_archive_extra_name(const tp_archive *a, int i) {
+    return (i >= 0 && i < a->n_extra) ? a->extra[i].name : NULL;
+}
+const void *tp_archive_extra_data(const tp_archive *a, int i, size_t *size) {
+    if (i < 0 || i >= a->n_extra) {
+        if (size) *size = 0;
+        return NULL;
+    }
+    if (size) *size = a->extra[i].size;
+    return a->extra[i].data;
+}
+bool tp_archive_is_mapped(const tp_archive *a) { return a->mapped_weights; }
+
+/* ---- loading ----------------------------------------------------------------- */
+
+#define FORMAT_MEMBER "archive_format"
+#define VERSION_MEMBER "archive_version"
+
+static tp_zip_limits limits_from(const tp_load_options *o) {
+    tp_zip_limits l = tp__zip_default_limits();
+    if (o && o->max_member_size) l.max_member_size = o->max_member_size;
+    if (o && o->max_total_size) l.max_total_size = o->max_total_size;
+    if (o && o->max_ratio) l.max_ratio = o->max_ratio;
+    return l;
+}
+
+/* Read a small text member; missing -> TP_ERR_CORRUPT naming it. */
+static tp_status read_member(const tp_zip_reader *z, const char *name, bool required, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    int i = tp__zip_find(z, name);
+    if (i < 0) return required ? tp_error(TP_ERR_CORRUPT, "archive has no member '%s'", name) : TP_OK;
+    void *data;
+    TP_TRY(tp__zip_read(z, i, &data, len));
+    *text = data;
+    return TP_OK;
+}
+
+/* Context shared by the state and payload callbacks of one program. */
+typedef struct load_ctx {
+    const tp_zip_reader *zip;
+    mapping *image;
+    bool mapped;
+    bool any_copied;
+    const char *dir; /* "data/weights/" or "data/constants/" */
+    tp_serde_weights weights, constants;
+    /* payloads already turned into storage, by member index */
+    int n_cache;
+    struct {
+        int member;
+        void *data;
+        size_t size;
+        tp_tensor *keeper; /* a 1-d uint8 tensor owning the bytes, shared by views */
+    } cache[256];
+    /* across programs: shared by the archive (set by the caller) */
+} load_ctx;
+
+static tp_status payload_size(void *ctx, const char *path_name, size_t *size) {
+    load_ctx *c = ctx;
+    char member[1024];
+    int n = snprintf(member, sizeof member, "%s%s", c->dir, path_name);
+    TP_CHECK(n > 0 && (size_t)n < sizeof member, TP_ERR_CORRUPT, "payload path '%s' is too long", path_name);
+    int i = tp__zip_find(c->zip, member);
+    TP_CHECK(i >= 0, TP_ERR_NOT_FOUND, "archive has no member '%s'", member);
+    *size = (size_t)tp__zip_entry(c->zip, i)->size;
+    return TP_OK;
+}
+
+static void free_buffer(void *ctx, void *data) {
+    TP_UNUSED(ctx);
+    tp_free(data);
+}
+
+/* The bytes of payload member `member` as something tensors can borrow:
+ * the mapped image itself when the member is stored and suitably aligned,
+ * otherwise a private copy. Returns a "keeper" tensor (uint8, 1-d) whose
+ * storage owns/borrows the bytes; views are made on its storage. */
+static tp_status payload_keeper(load_ctx *c, int member, size_t align, tp_tensor **keeper) {
+    for (int k = 0; k < c->n_cache; k++)
+        if (c->cache[k].member == member) {
+            *keeper = c->cache[k].keeper;
+            return TP_OK;
+        }
+    const tp_zip_entry *e = tp__zip_entry(c->zip, member);
+    const void *ptr = NULL;
+    size_t size = 0;
+    tp_tensor *t = NULL;
+    int64_t n = (int64_t)e->size;
+    if (c->mapped && e->method == 0 && tp__zip_stored(c->zip, member, true, &ptr, &size) == TP_OK &&
+        ((uintptr_t)ptr % align) == 0) {
+        mapping_retain(c->image);
+        tp_status st = tp_tensor_borrow(TP_UINT8, 1, &n, NULL, 0, (void *)ptr, size, mapping_release, c->image, &t);
+        if (st != TP_OK) {
+            mapping_release(c->image, NULL);
+            return st;
+        }
+    } else {
+        void *data;
+        TP_TRY(tp__zip_read(c->zip, member, &data, &size));
+        tp_status st = tp_tensor_borrow(TP_UINT8, 1, &n, NULL, 0, data, size, free_buffer, NULL, &t);
+        if (st != TP_OK) {
+            tp_free(data);
+            return st;
+        }
+        c->any_copied = true;
+    }
+    if (c->n_cache < (int)TP_ARRAY_LEN(c->cache)) {
+        c->cache[c->n_cache].member = member;
+        c->cache[c->n_cache].keeper = t;
+        c->n_cache++;
+        *keeper = t;
+        return TP_OK;
+    }
+    /* cache full: hand out an uncached keeper (the caller frees it) */
+    *keeper = t;
+    return TP_ERR_STATE;
+}
+
+static void release_keeper(void *ctx, void *data) {
+    TP_UNUSED(data);
+    tp_tensor_free(ctx);
+}
+
+static tp_status state_lookup(void *ctx, const char *target, tp_state_kind kind, tp_tensor **out) {
+    load_ctx *c = ctx;
+    /* constants first for CONSTANT, weights first otherwise */
+    const tp_serde_weights *lists[2] = {kind == TP_STATE_CONSTANT ? &c->constants : &c->weights,
+                                        kind == TP_STATE_CONSTANT ? &c->weights : &c->constants};
+    const char *dirs[2] = {kind == TP_STATE_CONSTANT ? "data/constants/" : "data/weights/",
+                           kind == TP_STATE_CONSTANT ? "data/weights/" : "data/constants/"};
+    for (int l = 0; l < 2; l++) {
+        for (int i = 0; i < lists[l]->n; i++) {
+            const tp_serde_weight *w = &lists[l]->items[i];
+            if (strcmp(w->name, target) != 0) continue;
+            char member[1024];
+            snprintf(member, sizeof member, "%s%s", dirs[l], w->path_name);
+            int m = tp__zip_find(c->zip, member);
+            TP_CHECK(m >= 0, TP_ERR_CORRUPT, "archive has no member '%s' (state '%s')", member, target);
+            tp_tensor *keeper = NULL;
+            tp_status st = payload_keeper(c, m, tp_dtype_size(w->dtype), &keeper);
+            bool uncached = st == TP_ERR_STATE;
+            if (st != TP_OK && !uncached) return st;
+            /* the typed view keeps the keeper (and so the bytes) alive */
+            if (!uncached) tp_tensor_retain(keeper);
+            st = tp__serde_weight_tensor(w, tp_tensor_data(keeper), (size_t)tp_tensor_numel(keeper), release_keeper,
+                                         keeper, out);
+            if (st != TP_OK) {
+                tp_tensor_free(keeper);
+                tp_error_context("state '%s'", target);
+            }
+            return st;
+        }
+    }
+    return tp_error(TP_ERR_NOT_FOUND, "state '%s' is not in the archive's weights or constants", target);
+}
+
+static void load_ctx_clear(load_ctx *c) {
+    for (int k = 0; k < c->n_cache; k++) tp_tensor_free(c->cache[k].keeper);
+    c->n_cache = 0;
+    tp__serde_weights_free(&c->weights);
+    tp__serde_weights_free(&c->constants);
+}
+
+/* Example inputs of program `name`: .npy members under
+ * data/sample_inputs/<name>/ (tpexport's form), else tensorplay's pickle
+ * read by the strict subset reader. *out: a dict value, or None. */
+static tp_status load_examples(const tp_zip_reader *z, const char *name, tp_value *out) {
+    *out = tp_value_none();
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "data/sample_inputs/%s/", name);
+    size_t plen = strlen(prefix);
+    bool any = false;
+    for (int i = 0; i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name;
+        size_t len = strlen(m);
+        if (strncmp(m, prefix, plen) != 0 || len < plen + 5 || strcmp(m + len - 4, ".npy") != 0) continue;
+        if (!any) {
+            TP_TRY(tp_value_dict(out));
+            any = true;
+        }
+        char key[256];
+        size_t klen = len - plen - 4;
+        TP_CHECK(klen > 0 && klen < sizeof key && !memchr(m + plen, '/', klen), TP_ERR_CORRUPT,
+                 "bad example input member '%s'", m);
+        memcpy(key, m + plen, klen);
+        key[klen] = '\0';
+        void *data;
+        size_t size;
+        tp_tensor *t = NULL;
+        tp_status st = tp__zip_read(z, i, &data, &size);
+        if (st == TP_OK) {
+            st = tp_npy_load_buffer(data, size, &t);
+            tp_free(data);
+            if (st != TP_OK) tp_error_context("member '%s'", m);
+        }
+        if (st == TP_OK) {
+            tp_value v = tp_value_tensor(t);
+            st = tp_value_dict_set(out, key, &v);
+            tp_value_clear(&v);
+        }
+        if (st != TP_OK) {
+            tp_value_clear(out);
+            return st;
+        }
+    }
+    if (any) return TP_OK;
+    char pkl[512];
+    snprintf(pkl, sizeof pkl, "data/sample_inputs/%s.pkl", name);
+    int i = tp__zip_find(z, pkl);
+    if (i < 0) return TP_OK;
+    void *data;
+    size_t size;
+    TP_TRY(tp__zip_read(z, i, &data, &size));
+    tp_status st = tp__serde_examples_from_pickle(data, size, out);
+    tp_free(data);
+    if (st != TP_OK) tp_error_context("member '%s'", pkl);
+    return st;
+}
+
+/* Load or verify every program. problems != NULL: verify mode. */
+static tp_status load_all(mapping *image, bool mapped, const tp_load_options *opts, tp_archive **out,
+                          tp_sb *report) {
+    tp_zip_limits lim = limits_from(opts);
+    tp_zip_reader *z = NULL;
+    TP_TRY(tp__zip_open(image->data, image->size, &lim, &z));
+    tp_archive *a = tp_calloc(1, sizeof *a);
+    tp_status st = a ? TP_OK : tp_error(TP_ERR_NOMEM, "out of memory");
+    char *text = NULL;
+    size_t len = 0;
+    if (st == TP_OK) {
+        a->image = mapping_retain(image);
+        a->mapped_weights = mapped;
+        st = read_member(z, FORMAT_MEMBER, true, &text, &len);
+        if (st == TP_OK && !(len == 3 && memcmp(text, "pt2", 3) == 0))
+            st = tp_error(TP_ERR_CORRUPT, "member '%s' must be 'pt2', not '%.*s'", FORMAT_MEMBER, (int)(len < 32 ? len : 32),
+                          text);
+        tp_free(text);
+        text = NULL;
+    }
+    if (st == TP_OK) {
+        st = read_member(z, VERSION_MEMBER, true, &text, &len);
+        if (st == TP_OK && !(len == 1 && text[0] == '1'))
+            st = tp_error(TP_ERR_UNSUPPORTED, "archive version '%.*s' is not supported (expected '1')",
+                          (int)(len < 32 ? len : 32), text);
+        tp_free(text);
+        text = NULL;
+    }
+    /* programs: models/<name>.json */
+    int n_models = 0;
+    for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name;
+        size_t l = strlen(m);
+        if (strncmp(m, "models/", 7) == 0 && l > 12 && strcmp(m + l - 5, ".json") == 0 && !strchr(m + 7, '/')) n_models++;
+    }
+    if (st == TP_OK && n_models == 0) st = tp_error(TP_ERR_CORRUPT, "archive has no program (no models/<name>.json member)");
+    if (st == TP_OK) {
+        a->names = tp_calloc((size_t)n_models, sizeof *a->names);
+        a->programs = tp_calloc((size_t)n_models, sizeof *a->programs);
+        if (!a->names || !a->programs) st = tp_error(TP_ERR_NOMEM, "out of memory");
+    }
+    tp_status first = TP_OK;
+    for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name;
+        size_t l = strlen(m);
+        if (!(strncmp(m, "models/", 7) == 0 && l > 12 && strcmp(m + l - 5, ".json") == 0 && !strchr(m + 7, '/'))) continue;
+        char name[256];
+        size_t nlen = l - 12;
+        if (nlen >= sizeof name) {
+            st = tp_error(TP_ERR_CORRUPT, "program name in '%s' is too long", m);
+            break;
+        }
+        memcpy(name, m + 7, nlen);
+        name[nlen] = '\0';
+        load_ctx c = {.zip = z, .image = image, .mapped = mapped};
+        tp_value examples = tp_value_none();
+        char idx_name[512];
+        tp_status pst = TP_OK;
+        /* weights and constants indexes */
+        for (int k = 0; k < 2 && pst == TP_OK; k++) {
+            const char *what = k == 0 ? "weights" : "constants";
+            snprintf(idx_name, sizeof idx_name, "data/%s/%s/%s.json", what, name, what);
+            c.dir = k == 0 ? "data/weights/" : "data/constants/";
+            pst = read_member(z, idx_name, false, &text, &len);
+            if (pst == TP_OK && text) {
+                pst = tp__serde_weights_from_json(text, len, what, payload_size, &c, k == 0 ? &c.weights : &c.constants);
+                if (pst != TP_OK) tp_error_context("%s", idx_name);
+            }
+            tp_free(text);
+            text = NULL;
+        }
+        if (pst == TP_OK) pst = load_examples(z, name, &examples);
+        tp_program *p = NULL;
+        if (pst == TP_OK) pst = read_member(z, m, true, &text, &len);
+        tp_serde_problems probs = {0};
+        if (pst == TP_OK) {
+            tp_serde_read_options ro = {.state = state_lookup,
+                                        .state_ctx = &c,
+                                        .example_inputs = examples.kind == TP_VAL_DICT ? &examples : NULL,
+                                        .problems = report ? &probs : NULL};
+            pst = tp__serde_program_from_json(text, len, &ro, &p);
+        }
+        tp__serde_problems_free(&probs);
+        if (pst != TP_OK) tp_error_context("program '%s'", name);
+        tp_free(text);
+        text = NULL;
+        if (c.any_copied) a->mapped_weights = false;
+        load_ctx_clear(&c);
+        tp_value_clear(&examples);
+        if (pst != TP_OK) {
+            if (!report || pst == TP_ERR_NOMEM) {
+                st = pst;
+                break;
+            }
+            /* verify mode: record and go on with the next program */
+            if (first == TP_OK) first = pst;
+            tp__sb_printf(report, "%s%s", report->len ? "\n" : "", tp_last_error());
+            continue;
+        }
+        char *nm = tp_strdup(name);
+        if (!nm) {
+            tp_program_free(p);
+            st = tp_error(TP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        a->names[a->n_programs] = nm;
+        a->programs[a->n_programs++] = p;
+    }
+    /* extra files */
+    for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name;
+        if (strncmp(m, "extra/", 6) != 0 || !m[6]) continue;
+        named_blob *nb = tp_realloc(a->extra, (size_t)(a->n_extra + 1) * sizeof *nb);
+        if (!nb) {
+            st = tp_error(TP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        a->extra = nb;
+        named_blob b = {0};
+        st = tp__zip_read(z, i, &b.data, &b.size);
+        if (st == TP_OK && !(b.name = tp_strdup(m + 6))) {
+            tp_free(b.data);
+            st = tp_error(TP_ERR_NOMEM, "out of memory");
+        }
+        if (st == TP_OK) a->extra[a->n_extra++] = b;
+    }
+    tp__zip_close(z);
+    if (st == TP_OK && first != TP_OK) st = first;
+    if (st != TP_OK) {
+        tp_archive_free(a);
+        return st;
+    }
+    *out = a;
+    return TP_OK;
+}
+
+/* ---- public loading entry points ---------------------------------------------- */
+
+tp_status tp_archive_load(const char *path, const tp_load_options *opts, tp_archive **out) {
+    TP_CHECK(path && out, TP_ERR_INVALID_ARG, "archive path is NULL");
+    mapping *m;
+    TP_TRY(map_file(path, opts && opts->no_mmap, &m));
+    tp_status st = load_all(m, m->mmapped, opts, out, NULL);
+    mapping_release(m, NULL);
+    if (st != TP_OK) tp_error_context("%s", path);
+    return st;
+}
+
+tp_status tp_archive_load_buffer(const void *data, size_t size, const tp_load_options *opts, tp_archive **out) {
+    TP_CHECK((data || !size) && out, TP_ERR_INVALID_ARG, "archive buffer is NULL");
+    mapping *m;
+    TP_TRY(map_buffer(data, size, &m));
+    /* the private copy is ours: weights may borrow it like a mapping */
+    tp_status st = load_all(m, true, opts, out, NULL);
+    if (st == TP_OK) (*out)->mapped_weights = false;
+    mapping_release(m, NULL);
+    return st;
+}
+
+static tp_status verify_image(mapping *m, const tp_load_options *opts) {
+    tp_sb report = {0};
+    tp_archive *a = NULL;
+    tp_status st = load_all(m, m->mmapped, opts, &a, &report);
+    tp_archive_free(a);
+    if (st == TP_OK || !report.len) {
+        tp__sb_free(&report);
+        return st;
+    }
+    char *text;
+    tp_status fst = tp__sb_finish(&report, &text);
+    if (fst != TP_OK) return fst;
+    tp_error(st, "%s", text);
+    tp_free(text);
+    return st;
+}
+
+tp_status tp_archive_verify(const char *path, const tp_load_options *opts) {
+    mapping *m;
+    TP_TRY(map_file(path, opts && opts->no_mmap, &m));
+    tp_status st = verify_image(m, opts);
+    mapping_release(m, NULL);
+    return st;
+}
+
+tp_status tp_archive_verify_buffer(const void *data, size_t size, const tp_load_options *opts) {
+    mapping *m;
+    TP_TRY(map_buffer(data, size, &m));
+    tp_status st = verify_image(m, opts);
+    mapping_release(m, NULL);
+    return st;
+}
+
+/* ---- saving -------------------------------------------------------------------- */
+
+static tp_status check_member_name(const char *what, const char *name, bool allow_slash) {
+    TP_CHECK(name && *name, TP_ERR_INVALID_ARG, "%s name is empty", what);
+    TP_CHECK(strlen(name) < 200, TP_ERR_INVALID_ARG, "%s name '%.40s...' is too long", what, name);
+    TP_CHECK(strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !strstr(name, "../") && name[0] != '/',
+             TP_ERR_INVALID_ARG, "%s name '%s' is not allowed", what, name);
+    for (const char *p = name; *p; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                  ch == '-' || ch == '.' || (allow_slash && ch == '/');
+        TP_CHECK(ok, TP_ERR_INVALID_ARG, "%s name '%s' may only use letters, digits, '_', '-' and '.'%s", what, name,
+                 allow_slash ? " and '/'" : "");
+    }
+    return TP_OK;
+}
+
+/* A payload already written, for sharing state between programs. */
+typedef struct written {
+    const tp_tensor *tensor;
+    const char *dir;
+    char *path_name;
+} written;
+
+static bool same_view(const tp_tensor *a, const tp_tensor *b) {
+    if (a == b) return true;
+    if (!tp_tensor_shares_storage(a, b) || tp_tensor_dtype(a) != tp_tensor_dtype(b) || tp_tensor_ndim(a) != tp_tensor_ndim(b) ||
+        tp_tensor_offset(a) != tp_tensor_offset(b))
+        return false;
+    size_t nd = (size_t)tp_tensor_ndim(a);
+    return memcmp(tp_tensor_sizes(a), tp_tensor_sizes(b), nd * sizeof(int64_t)) == 0 &&
+           memcmp(tp_tensor_strides(a), tp_tensor_strides(b), nd * sizeof(int64_t)) == 0;
+}
+
+static tp_status write_payloads(tp_zip_writer *zw, tp_serde_weights *w, const char *dir, written **done, int *n_done,
+                                int *cap_done) {
+    for (int i = 0; i < w->n; i++) {
+        tp_serde_weight *d = &w->items[i];
+        const written *prev = NULL;
+        for (int k = 0; k < *n_done && !prev; k++)
+            if ((*done)[k].dir == dir && same_view((*done)[k].tensor, d->tensor)) prev = &(*done)[k];
+        if (prev) { /* stored once: point this entry at the earlier payload */
+            char *pn = tp_strdup(prev->path_name);
+            TP_CHECK(pn != NULL, TP_ERR_NOMEM, "out of memory");
+            tp_free(d->path_name);
+            d->path_name = pn;
+            continue;
+        }
+        char member[1024];
+        snprintf(member, sizeof member, "%s%s", dir, d->path_name);
+        tp_tensor *c;
+        TP_TRY(tp_tensor_contiguous(d->tensor, &c));
+        size_t bytes = (size_t)tp_tensor_numel(c) * tp_dtype_size(tp_tensor_dtype(c));
+        tp_status st = tp__zip_add(zw, member, tp_tensor_data(c), bytes, false);
+        tp_tensor_free(c);
+        TP_TRY(st);
+        if (*n_done == *cap_done) {
+            int cap = *cap_done ? *cap_done * 2 : 16;
+            written *nd = tp_realloc(*done, (size_t)cap * sizeof *nd);
+            TP_CHECK(nd != NULL, TP_ERR_NOMEM, "out of memory");
+            *done = nd;
+            *cap_done = cap;
+        }
+        char *pn = tp_strdup(d->path_name);
+        TP_CHECK(pn != NULL, TP_ERR_NOMEM, "out of memory");
+        (*done)[(*n_done)++] = (written){d->tensor, dir, pn};
+    }
+    return TP_OK;
+}
+
+static tp_status add_text(tp_zip_writer *zw, const char *member, const char *text, size_t len) {
+    return tp__zip_add(zw, member, text, len, true);
+}
+
+/* Example inputs of p as a dict (user input name -> value). */
+static tp_status collect_examples(const tp_program *p, tp_value *out) {
+    TP_TRY(tp_value_dict(out));
+    const tp_signature *sig = tp_program_signature(p);
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++) {
+        const tp_input_spec *s = tp_signature_input(sig, i);
+        if (s->kind != TP_INPUT_USER_INPUT) continue;
+        const tp_value *ex = tp_program_example_input(p, s->arg.name);
+        if (!ex) continue;
+        tp_value c;
+        tp_status st = tp_value_copy(ex, &c);
+        if (st == TP_OK) st = tp_value_dict_set(out, s->arg.name, &c);
+        if (st != TP_OK) {
+            tp_value_clear(out);
+            return st;
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status save_program(tp_zip_writer *zw, const char *name, const tp_program *p, written **done, int *n_done,
+                              int *cap_done) {
+    char member[512], prefix[300];
+    snprintf(prefix, sizeof prefix, "%s/", name);
+    tp_serde_weights w = {0}, c = {0};
+    tp_status st = tp__serde_state_weights(p, prefix, &w, &c);
+    if (st == TP_OK) st = write_payloads(zw, &w, "data/weights/", done, n_done, cap_done);
+    if (st == TP_OK) st = write_payloads(zw, &c, "data/constants/", done, n_done, cap_done);
+    char *json = NULL;
+    size_t len = 0;
+    if (st == TP_OK) st = tp__serde_weights_to_json(&w, &json, &len);
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "data/weights/%s/weights.json", name);
+        st = add_text(zw, member, json, len);
+    }
+    tp_free(json);
+    json = NULL;
+    if (st == TP_OK) st = tp__serde_weights_to_json(&c, &json, &len);
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "data/constants/%s/constants.json", name);
+        st = add_text(zw, member, json, len);
+    }
+    tp_free(json);
+    json = NULL;
+    tp__serde_weights_free(&w);
+    tp__serde_weights_free(&c);
+    if (st == TP_OK) st = tp__serde_program_to_json(p, NULL, &json, &len);
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "models/%s.json", name);
+        st = add_text(zw, member, json, len);
+    }
+    tp_free(json);
+    /* example inputs: tensorplay's pickle, plus .npy members for C readers */
+    tp_value ex = tp_value_none();
+    if (st == TP_OK) st = collect_examples(p, &ex);
+    void *pkl = NULL;
+    size_t pkl_size = 0;
+    if (st == TP_OK) st = tp__serde_examples_to_pickle(&ex, &pkl, &pkl_size);
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "data/sample_inputs/%s.pkl", name);
+        st = tp__zip_add(zw, member, pkl, pkl_size, false);
+    }
+    tp_free(pkl);
+    for (int64_t i = 0; st == TP_OK && i < tp_value_len(&ex); i++) {
+        const tp_value *v = tp_value_at(&ex, i);
+        if (v->kind != TP_VAL_TENSOR) continue;
+        void *npy;
+        size_t npy_size;
+        st = tp_npy_save_buffer(v->u.tensor, &npy, &npy_size);
+        if (st == TP_ERR_UNSUPPORTED) { /* bfloat16: the pickle carries it */
+            st = TP_OK;
+            continue;
+        }
+        if (st != TP_OK) break;
+        snprintf(member, sizeof member, "data/sample_inputs/%s/%s.npy", name, ex.u.seq.keys[i]);
+        st = tp__zip_add(zw, member, npy, npy_size, false);
+        tp_free(npy);
+    }
+    tp_value_clear(&ex);
+    if (st != TP_OK) tp_error_context("saving program '%s'", name);
+    return st;
+}
+
+tp_status tp_archive_save_buffer(const tp_archive_entry *programs, int n_programs, const tp_extra_file *extra,
+                                 int n_extra, void **data, size_t *size) {
+    TP_CHECK(n_programs >= 1 && programs, TP_ERR_INVALID_ARG, "an archive needs at least one program");
+    TP_CHECK(n_extra == 0 || extra, TP_ERR_INVALID_ARG, "extra files array is NULL");
+    for (int i = 0; i < n_programs; i++) {
+        TP_TRY(check_member_name("program", programs[i].name, false));
+        TP_CHECK(programs[i].program != NULL, TP_ERR_INVALID_ARG, "program '%s' is NULL", programs[i].name);
+        for (int k = 0; k < i; k++)
+            TP_CHECK(strcmp(programs[i].name, programs[k].name) != 0, TP_ERR_DUPLICATE, "program name '%s' given twice",
+                     programs[i].name);
+    }
+    for (int i = 0; i < n_extra; i++) TP_TRY(check_member_name("extra file", extra[i].name, true));
+    tp_zip_writer *zw;
+    TP_TRY(tp__zip_writer_new(&zw));
+    tp_status st = tp__zip_add(zw, FORMAT_MEMBER, "pt2", 3, false);
+    if (st == TP_OK) st = tp__zip_add(zw, VERSION_MEMBER, "1", 1, false);
+    written *done = NULL;
+    int n_done = 0, cap_done = 0;
+    for (int i = 0; st == TP_OK && i < n_programs; i++)
+        st = save_program(zw, programs[i].name, programs[i].program, &done, &n_done, &cap_done);
+    for (int i = 0; st == TP_OK && i < n_extra; i++) {
+        char member[512];
+        snprintf(member, sizeof member, "extra/%s", extra[i].name);
+        st = tp__zip_add(zw, member, extra[i].data, extra[i].size, false);
+    }
+    for (int k = 0; k < n_done; k++) tp_free(done[k].path_name);
+    tp_free(done);
+    if (st != TP_OK) {
+        tp__zip_writer_free(zw);
+        return st;
+    }
+    return tp__zip_finish(zw, data, size);
+}
+
+tp_status tp_archive_save(const char *path, const tp_archive_entry *programs, int n_programs,
+                          const tp_extra_file *extra, int n_extra) {
+    TP_CHECK(path && *path, TP_ERR_INVALID_ARG, "archive path is empty");
+    void *data;
+    size_t size;
+    TP_TRY(tp_archive_save_buffer(programs, n_programs, extra, n_extra, &data, &size));
+    size_t plen = strlen(path);
+    char *tmp = tp_malloc(plen + 16);
+    if (!tmp) {
+        tp_free(data);
+        return tp_error(TP_ERR_NOMEM, "out of memory");
+    }
+    snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    tp_status st = TP_OK;
+    if (fd < 0) {
+        st = tp_error(TP_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+    } else {
+        size_t put = 0;
+        while (put < size) {
+            ssize_t n = write(fd, (char *)data + put, size - put);
+            if (n <= 0) break;
+            put += (size_t)n;
+        }
+        if (put != size) st = tp_error(TP_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
+        if (fchmod(fd, 0644) != 0 && st == TP_OK) st = tp_error(TP_ERR_IO, "cannot chmod '%s'", tmp);
+        if (close(fd) != 0 && st == TP_OK) st = tp_error(TP_ERR_IO, "cannot close '%s'", tmp);
+        if (st == TP_OK && rename(tmp, path) != 0) st = tp_error(TP_ERR_IO, "cannot rename to '%s': %s", path, strerror(errno));
+        if (st != TP_OK) unlink(tmp);
+    }
+    tp_free(tmp);
+    tp_free(data);
+    return st;
+}
