@@ -22,9 +22,7 @@
 
 #include "tpexport/archive.h"
 #include "tpexport/tpexport.h"
-#ifdef TP_HAVE_ONNX
 #include "tpexport/onnx.h"
-#endif
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -43,9 +41,7 @@ static const char *main_help =
     "  verify     check an archive completely and report every problem\n"
     "  run        run a program on .npy inputs or its example inputs\n"
     "  decompose  rewrite programs with a decomposition table and save them\n"
-#ifdef TP_HAVE_ONNX
     "  convert    import an ONNX model and save it as an archive\n"
-#endif
     "\n"
     "Run 'tpexport <command> --help' for a command's options.\n"
     "\n"
@@ -110,7 +106,6 @@ static const char *decompose_help =
     "  --table NAME    'default' (the default), 'softmax' (default plus softmax\n"
     "                  and log_softmax), or 'none' (only copy and re-validate)\n";
 
-#ifdef TP_HAVE_ONNX
 static const char *convert_help =
     "usage: tpexport convert MODEL.onnx -o OUT.pt2 [--dynamic NAME=MIN:MAX ...] [--report]\n"
     "\n"
@@ -122,7 +117,6 @@ static const char *convert_help =
     "  -o OUT           output archive (required unless --report)\n"
     "  --dynamic N=A:B  range of the symbolic dim N\n"
     "  --report         list every unsupported op instead of stopping at the first\n";
-#endif
 
 /* One line on stderr, then exit. */
 static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
@@ -637,6 +631,60 @@ static int cmd_decompose(int argc, char **argv) {
     return 0;
 }
 
+/* ---- convert ------------------------------------------------------------ */
+
+static int cmd_convert(int argc, char **argv) {
+    const char *file = NULL, *out = NULL;
+    bool report_only = false;
+    tp_onnx_dim_range *ranges = calloc((size_t)argc + 1, sizeof *ranges);
+    int n_ranges = 0;
+    if (!ranges) die(EXIT_IO, "out of memory");
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(convert_help, stdout);
+            free(ranges);
+            return 0;
+        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+            out = argv[++i];
+        } else if (strcmp(argv[i], "--dynamic") == 0 && i + 1 < argc) {
+            if (tp_onnx_parse_dim_range(argv[++i], &ranges[n_ranges]) != TP_OK)
+                usage_error(convert_help, "bad --dynamic '%s' (expected NAME=MIN:MAX)", argv[i]);
+            n_ranges++;
+        } else if (strcmp(argv[i], "--report") == 0) {
+            report_only = true;
+        } else if (argv[i][0] == '-') {
+            usage_error(convert_help, "unknown option '%s'", argv[i]);
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            usage_error(convert_help, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!file) usage_error(convert_help, "%s", "missing MODEL.onnx");
+    if (!out && !report_only) usage_error(convert_help, "%s", "missing -o OUT.pt2");
+    tp_onnx_options opts = {.n_dim_ranges = n_ranges, .dim_ranges = ranges, .report_all = report_only};
+    tp_onnx_report report = {0};
+    tp_program *p = NULL;
+    tp_status st = tp_onnx_load(file, &opts, &p, &report);
+    if (report_only) {
+        tp_onnx_report_print(&report, stdout);
+        int issues = report.n_issues;
+        tp_onnx_report_clear(&report);
+        tp_program_free(p);
+        free(ranges);
+        return issues || st != TP_OK ? EXIT_INVALID : 0;
+    }
+    tp_onnx_report_clear(&report);
+    if (st != TP_OK) die_status(st, file);
+    tp_archive_entry e = {"model", p};
+    st = tp_archive_save(out, &e, 1, NULL, 0);
+    if (st != TP_OK) die_status(st, out);
+    printf("wrote %s\n", out);
+    tp_program_free(p);
+    free(ranges);
+    return 0;
+}
+
 /* ---- main ----------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -658,9 +706,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "verify") == 0) return cmd_verify(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "decompose") == 0) return cmd_decompose(argc - 2, argv + 2);
-#ifdef TP_HAVE_ONNX
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
-#endif
     fprintf(stderr, "%s: unknown command '%s'\n\n%s", prog_name, cmd, main_help);
     return EXIT_USAGE;
 }

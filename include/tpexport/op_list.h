@@ -175,3 +175,5 @@ TP_OP(ONES_LIKE, "ones_like", create)
 TP_OP(FULL_LIKE, "full_like", create)
 TP_OP(EMPTY_LIKE, "empty_like", create)
 TP_OP(EYE, "eye", create)
+/* ONNX-only ops */
+TP_OP(TOPK, "topk", onnx_ops)

@@ -46,6 +46,7 @@ TP_FAMILY(nn)
 TP_FAMILY(shape)
 TP_FAMILY(index)
 TP_FAMILY(create)
+TP_FAMILY(onnx_ops)
 #undef TP_FAMILY
 
 /* Parsed-schema support (schema.c). */

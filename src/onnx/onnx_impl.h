@@ -1,0 +1,108 @@
+/*
+ * onnx_impl.h - internals of the ONNX importer shared by reader.c (bounded
+ * protobuf decoding, TensorProto -> tensor), import.c (graph and program
+ * building, value table, constant folding) and op_map.c (ONNX op -> our ops).
+ */
+#ifndef TPEXPORT_ONNX_IMPL_H
+#define TPEXPORT_ONNX_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../internal.h"
+#include "onnx.pb-c.h"
+#include "tpexport/graph.h"
+#include "tpexport/onnx.h"
+#include "tpexport/ops.h"
+#include "tpexport/program.h"
+
+/* ---- reader.c ---------------------------------------------------------- */
+
+/* Read a whole file of at most max_bytes into a tp_malloc'ed buffer. */
+TP_HIDDEN tp_status tp__onnx_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);
+/* Decode a ModelProto (nesting checked first). Free with tp__onnx_model_free. */
+TP_HIDDEN tp_status tp__onnx_decode_model(const uint8_t *data, size_t size, Onnx__ModelProto **out);
+TP_HIDDEN void tp__onnx_model_free(Onnx__ModelProto *m);
+/* Did the last protobuf decoding on this thread run out of memory? */
+TP_HIDDEN bool tp__onnx_decode_nomem(void);
+/* Map an ONNX element type to ours (TP_ERR_UNSUPPORTED naming the type). */
+TP_HIDDEN tp_status tp__onnx_dtype(int32_t elem_type, tp_dtype *out);
+TP_HIDDEN const char *tp__onnx_dtype_name(int32_t elem_type);
+/* Convert a TensorProto to a new tensor. base_dir: folder for external
+ * data (NULL refuses it); *external_budget is decremented by the bytes read. */
+TP_HIDDEN tp_status tp__onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, size_t *external_budget,
+                                    tp_tensor **out);
+
+/* ---- import.c: the conversion context used by op_map.c ----------------- */
+
+typedef struct ox_ctx ox_ctx;
+
+/* Operands are tp_values: a node reference (a graph value) or a tensor (a
+ * constant known at import). */
+
+/* Input i of the current node: NULL when absent or given as "". */
+TP_HIDDEN const tp_value *ox_in(ox_ctx *c, int i);
+TP_HIDDEN int ox_n_in(ox_ctx *c);
+TP_HIDDEN int ox_n_out(ox_ctx *c);
+/* Is output i of the current node wanted (present and non-empty)? */
+TP_HIDDEN bool ox_out_used(ox_ctx *c, int i);
+/* Set output i of the current node (takes over *v). */
+TP_HIDDEN tp_status ox_set_out(ox_ctx *c, int i, tp_value *v);
+/* The metadata of an operand (a meta or real tensor; borrowed). */
+TP_HIDDEN const tp_tensor *ox_meta(const tp_value *v);
+/* The constant tensor of an operand, or NULL if only known at run time. */
+TP_HIDDEN tp_tensor *ox_const(const tp_value *v);
+/* Record that operand v (when it is a user input) is needed as a constant. */
+TP_HIDDEN void ox_note_need_constant(ox_ctx *c, const tp_value *v);
+/* The current opset, node, op type. */
+TP_HIDDEN int64_t ox_opset(ox_ctx *c);
+TP_HIDDEN const Onnx__NodeProto *ox_node(ox_ctx *c);
+/* An unsupported-feature error naming the node, op and opset. */
+TP_HIDDEN tp_status ox_unsupported(ox_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A malformed-node error (TP_ERR_INVALID_ARG) naming the node. */
+TP_HIDDEN tp_status ox_bad(ox_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Attributes of the current node. */
+TP_HIDDEN const Onnx__AttributeProto *ox_attr(ox_ctx *c, const char *name);
+TP_HIDDEN int64_t ox_attr_i(ox_ctx *c, const char *name, int64_t dflt);
+TP_HIDDEN double ox_attr_f(ox_ctx *c, const char *name, double dflt);
+/* String attribute into buf (dflt when absent). */
+TP_HIDDEN const char *ox_attr_s(ox_ctx *c, const char *name, const char *dflt, char *buf, size_t size);
+/* Ints attribute: *n = count (-1 when absent); copies at most max. */
+TP_HIDDEN tp_status ox_attr_ints(ox_ctx *c, const char *name, int64_t *out, int max, int *n);
+
+/* Argument lists for ox_call. */
+typedef struct ox_args {
+    tp_value a[24];
+    int n;
+    tp_value kw; /* dict or None */
+    bool nomem;  /* an append failed: ox_call returns TP_ERR_NOMEM */
+} ox_args;
+TP_HIDDEN void ox_args_init(ox_args *A);
+TP_HIDDEN void ox_args_clear(ox_args *A);
+/* Append an operand (copied) / a value (taken over). */
+TP_HIDDEN void ox_arg_ref(ox_args *A, const tp_value *v);
+TP_HIDDEN void ox_arg(ox_args *A, tp_value v);
+TP_HIDDEN void ox_arg_ints(ox_args *A, const int64_t *v, int n);
+TP_HIDDEN void ox_kw(ox_args *A, const char *name, tp_value v);
+TP_HIDDEN tp_status ox_args_status(const ox_args *A);
+/* Call op: folded to a constant when every operand is a constant, else a
+ * graph node. *out receives the result operand (a node reference, a tensor,
+ * or for multi-output ops a list/tuple of operands). Clears A. */
+TP_HIDDEN tp_status ox_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out);
+/* Shortcuts. */
+TP_HIDDEN tp_status ox_call1(ox_ctx *c, tp_op op, const tp_value *x, tp_value *out);
+TP_HIDDEN tp_status ox_call2(ox_ctx *c, tp_op op, const tp_value *x, const tp_value *y, tp_value *out);
+/* Cast an operand to dtype (a no-op copy when it already has it). */
+TP_HIDDEN tp_status ox_cast(ox_ctx *c, const tp_value *x, tp_dtype dtype, tp_value *out);
+/* A constant operand from a new tensor (taken over). */
+TP_HIDDEN tp_value ox_tensor_value(tp_tensor *t);
+TP_HIDDEN tp_status ox_scalar_tensor(tp_dtype dtype, double v, tp_value *out);
+
+/* ---- op_map.c ---------------------------------------------------------- */
+
+/* Convert the current node. TP_ERR_UNSUPPORTED (via ox_unsupported) for
+ * unknown ops and attribute values. */
+TP_HIDDEN tp_status tp__onnx_convert_node(ox_ctx *c, const char *op_type);
+
+#endif

@@ -1,0 +1,2935 @@
+/*
+ * op_map.c - ONNX operators (default domain, opsets 6-21) mapped onto our
+ * ops. One function per ONNX op (or family); each reads the current node's
+ * inputs and attributes through the ox_* accessors of import.c and builds
+ * the result with ox_call, which folds calls on constants. Opset
+ * differences handled here: axes as attribute or input (Squeeze,
+ * Unsqueeze, Split, Reduce*), Slice/Pad/Clip/Resize inputs vs attributes,
+ * Softmax's 2-D coercion before opset 13. Inputs that our ops take as
+ * int lists (shapes, axes, pads, repeats, k) must be constants at import;
+ * otherwise the node is unsupported.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_impl.h"
+
+TP_HIDDEN bool ox_in_dyn(ox_ctx *c, int i);
+TP_HIDDEN bool ox_node_dyn(ox_ctx *c);
+
+#define MAXV 64
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static tp_status need(ox_ctx *c, int i, const tp_value **out) {
+    *out = ox_in(c, i);
+    if (!*out) return ox_bad(c, "missing input %d", i);
+    if (!ox_meta(*out)) return ox_unsupported(c, "input %d is not a tensor", i);
+    return TP_OK;
+}
+
+static int rank_of(const tp_value *v) { return tp_tensor_ndim(ox_meta(v)); }
+static const int64_t *sizes_of(const tp_value *v) { return tp_tensor_sizes(ox_meta(v)); }
+static tp_dtype dtype_of(const tp_value *v) { return tp_tensor_dtype(ox_meta(v)); }
+
+static tp_status set_out(ox_ctx *c, tp_value *v) { return ox_set_out(c, 0, v); }
+
+/* Values of a constant integer tensor (any rank, at most max values). */
+static tp_status tensor_ints(ox_ctx *c, tp_tensor *t, const char *what, int64_t *out, int max, int *n) {
+    int64_t numel = tp_tensor_numel(t);
+    if (numel > max) return ox_unsupported(c, "%s has %" PRId64 " values (at most %d)", what, numel, max);
+    if (tp_dtype_is_float(tp_tensor_dtype(t))) return ox_bad(c, "%s must be an integer tensor", what);
+    tp_tensor *ct;
+    TP_TRY(tp_tensor_contiguous(t, &ct));
+    const char *p = tp_tensor_data(ct);
+    size_t es = tp_dtype_size(tp_tensor_dtype(ct));
+    for (int64_t i = 0; i < numel; i++) out[i] = tp__load_i64(p + (size_t)i * es, tp_tensor_dtype(ct));
+    tp_tensor_free(ct);
+    *n = (int)numel;
+    return TP_OK;
+}
+
+/* Input i as a constant int list; *n = -1 when the input is absent. */
+static tp_status const_ints(ox_ctx *c, int i, const char *what, int64_t *out, int max, int *n) {
+    const tp_value *v = ox_in(c, i);
+    *n = -1;
+    if (!v) return TP_OK;
+    tp_tensor *t = ox_const(v);
+    if (!t) {
+        ox_note_need_constant(c, v);
+        return ox_unsupported(c, "input '%s' must be a constant (known when importing)", what);
+    }
+    return tensor_ints(c, t, what, out, max, n);
+}
+
+static tp_status const_f64(ox_ctx *c, int i, const char *what, double *out, bool *present) {
+    const tp_value *v = ox_in(c, i);
+    *present = false;
+    if (!v) return TP_OK;
+    tp_tensor *t = ox_const(v);
+    if (!t) {
+        ox_note_need_constant(c, v);
+        return ox_unsupported(c, "input '%s' must be a constant (known when importing)", what);
+    }
+    if (tp_tensor_numel(t) != 1) return ox_bad(c, "input '%s' must hold one value", what);
+    *out = tp_tensor_item_f64(t, 0);
+    *present = true;
+    return TP_OK;
+}
+
+static tp_status wrap_axis(ox_ctx *c, int64_t axis, int rank, int *out) {
+    *out = 0;
+    if (axis < -rank || axis >= rank || rank == 0)
+        return ox_bad(c, "axis %" PRId64 " out of range for rank %d", axis, rank);
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return TP_OK;
+}
+
+/* Axes from the attribute (older opsets) or from input `input_index`. */
+static tp_status get_axes(ox_ctx *c, int input_index, int64_t *axes, int *n) {
+    TP_TRY(ox_attr_ints(c, "axes", axes, TP_MAX_DIMS, n));
+    if (*n < 0 && input_index >= 0) TP_TRY(const_ints(c, input_index, "axes", axes, TP_MAX_DIMS, n));
+    return TP_OK;
+}
+
+static tp_status call_ints(ox_ctx *c, tp_op op, const tp_value *x, const int64_t *ints, int n, tp_value *out) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, ints, n);
+    return ox_call(c, op, &A, out);
+}
+
+/* Reshape to `shape`, computed from import-time sizes. When the node's
+ * shapes depend on a dynamic dim, the leading dim becomes -1 so it follows
+ * the run-time size (the dynamic dim is assumed to be the leading one). */
+static tp_status reshape(ox_ctx *c, const tp_value *x, const int64_t *shape, int n, tp_value *out) {
+    int64_t s[TP_MAX_DIMS * 2];
+    bool has_infer = false;
+    for (int i = 0; i < n && i < TP_MAX_DIMS * 2; i++) {
+        s[i] = shape[i];
+        has_infer |= shape[i] == -1;
+    }
+    if (ox_node_dyn(c) && n > 0 && !has_infer && x->kind == TP_VAL_NODE) s[0] = -1;
+    return call_ints(c, TP_OP_RESHAPE, x, s, n, out);
+}
+
+static tp_status scalar_like(const tp_value *x, double v, tp_value *out) { return ox_scalar_tensor(dtype_of(x), v, out); }
+
+/* out = op(x, scalar) with scalar as a 0-d tensor of x's dtype. */
+static tp_status binop_scalar(ox_ctx *c, tp_op op, const tp_value *x, double s, tp_value *out) {
+    tp_value sv;
+    TP_TRY(scalar_like(x, s, &sv));
+    tp_status st = ox_call2(c, op, x, &sv, out);
+    tp_value_clear(&sv);
+    return st;
+}
+
+/* Move v into output 0 after casting to dtype. */
+static tp_status set_out_cast(ox_ctx *c, tp_value *v, tp_dtype dt) {
+    tp_value r;
+    tp_status st = ox_cast(c, v, dt, &r);
+    tp_value_clear(v);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+/* ---- elementwise ------------------------------------------------------------------- */
+
+typedef struct unary_map {
+    const char *name;
+    tp_op op;
+} unary_map;
+
+static const unary_map k_unary[] = {
+    {"Abs", TP_OP_ABS},         {"Neg", TP_OP_NEG},         {"Exp", TP_OP_EXP},     {"Log", TP_OP_LOG},
+    {"Sqrt", TP_OP_SQRT},       {"Sin", TP_OP_SIN},         {"Cos", TP_OP_COS},     {"Tan", TP_OP_TAN},
+    {"Tanh", TP_OP_TANH},       {"Sigmoid", TP_OP_SIGMOID}, {"Erf", TP_OP_ERF},     {"Reciprocal", TP_OP_RECIPROCAL},
+    {"Floor", TP_OP_FLOOR},     {"Ceil", TP_OP_CEIL},       {"Round", TP_OP_ROUND}, {"Sign", TP_OP_SIGN},
+    {"Not", TP_OP_LOGICAL_NOT}, {"Relu", TP_OP_RELU},       {"IsNaN", TP_OP_ISNAN}, {"Softplus", TP_OP_SOFTPLUS},
+    {"HardSwish", TP_OP_HARDSWISH}, {"BitwiseNot", TP_OP_BITWISE_NOT}, {"Mish", TP_OP_MISH},
+};
+
+static tp_status map_unary(ox_ctx *c, tp_op op) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    tp_value r;
+    TP_TRY(ox_call1(c, op, x, &r));
+    return set_out(c, &r);
+}
+
+typedef struct binary_map {
+    const char *name;
+    tp_op op;
+    bool keep_dtype; /* cast the result back to input 0's dtype */
+} binary_map;
+
+static const binary_map k_binary[] = {
+    {"Add", TP_OP_ADD, true},         {"Sub", TP_OP_SUB, true},          {"Mul", TP_OP_MUL, true},
+    {"Equal", TP_OP_EQ, false},       {"Less", TP_OP_LT, false},         {"Greater", TP_OP_GT, false},
+    {"LessOrEqual", TP_OP_LE, false}, {"GreaterOrEqual", TP_OP_GE, false}, {"And", TP_OP_LOGICAL_AND, false},
+    {"Or", TP_OP_LOGICAL_OR, false},  {"Xor", TP_OP_LOGICAL_XOR, false}, {"Pow", TP_OP_POW, true},
+    {"BitwiseAnd", TP_OP_BITWISE_AND, true}, {"BitwiseOr", TP_OP_BITWISE_OR, true},
+    {"BitwiseXor", TP_OP_BITWISE_XOR, true},
+};
+
+static tp_status map_binary(ox_ctx *c, const binary_map *m) {
+    const tp_value *a, *b;
+    TP_TRY(need(c, 0, &a));
+    TP_TRY(need(c, 1, &b));
+    tp_value r;
+    TP_TRY(ox_call2(c, m->op, a, b, &r));
+    if (m->keep_dtype) return set_out_cast(c, &r, dtype_of(a));
+    return set_out(c, &r);
+}
+
+static tp_status map_div(ox_ctx *c) {
+    const tp_value *a, *b;
+    TP_TRY(need(c, 0, &a));
+    TP_TRY(need(c, 1, &b));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, a);
+    ox_arg_ref(&A, b);
+    if (!tp_dtype_is_float(dtype_of(a))) {
+        tp_value s;
+        TP_TRY(tp_value_str("trunc", &s));
+        ox_kw(&A, "rounding_mode", s);
+    }
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_DIV, &A, &r));
+    return set_out_cast(c, &r, dtype_of(a));
+}
+
+static tp_status map_mod(ox_ctx *c) {
+    const tp_value *a, *b;
+    TP_TRY(need(c, 0, &a));
+    TP_TRY(need(c, 1, &b));
+    bool fmod = ox_attr_i(c, "fmod", 0) != 0;
+    if (!fmod && tp_dtype_is_float(dtype_of(a))) return ox_bad(c, "floating-point Mod needs fmod=1");
+    tp_value r;
+    TP_TRY(ox_call2(c, fmod ? TP_OP_FMOD : TP_OP_REMAINDER, a, b, &r));
+    return set_out_cast(c, &r, dtype_of(a));
+}
+
+/* Max/Min/Sum/Mean over any number of inputs (broadcasting). */
+static tp_status map_variadic(ox_ctx *c, tp_op op, bool mean) {
+    int n = ox_n_in(c);
+    if (n < 1) return ox_bad(c, "needs at least one input");
+    const tp_value *x0;
+    TP_TRY(need(c, 0, &x0));
+    tp_value acc;
+    TP_TRY(tp_value_copy(x0, &acc));
+    for (int i = 1; i < n; i++) {
+        const tp_value *xi;
+        tp_status st = need(c, i, &xi);
+        tp_value r;
+        if (st == TP_OK) st = ox_call2(c, op, &acc, xi, &r);
+        tp_value_clear(&acc);
+        TP_TRY(st);
+        acc = r;
+    }
+    if (mean && n > 1) {
+        tp_value r;
+        tp_status st = binop_scalar(c, TP_OP_DIV, &acc, (double)n, &r);
+        tp_value_clear(&acc);
+        TP_TRY(st);
+        acc = r;
+    } else if (n == 1) {
+        /* identity: a fresh value is fine */
+    }
+    return set_out_cast(c, &acc, dtype_of(x0));
+}
+
+static tp_status map_identity(ox_ctx *c) {
+    const tp_value *x = ox_in(c, 0);
+    if (!x) return ox_bad(c, "missing input 0");
+    tp_value r;
+    TP_TRY(tp_value_copy(x, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_dropout(ox_ctx *c) {
+    double ratio = ox_attr_f(c, "ratio", 0.5);
+    bool has_ratio = false, has_train = false;
+    double train = 0;
+    if (ox_opset(c) >= 12) {
+        TP_TRY(const_f64(c, 1, "ratio", &ratio, &has_ratio));
+        TP_TRY(const_f64(c, 2, "training_mode", &train, &has_train));
+    }
+    if (has_train && train != 0 && ratio != 0) return ox_unsupported(c, "training-mode dropout is random");
+    TP_TRY(map_identity(c));
+    if (ox_out_used(c, 1)) {
+        const tp_value *x = ox_in(c, 0);
+        const tp_tensor *m = ox_meta(x);
+        tp_tensor *ones;
+        TP_TRY(tp_tensor_empty(TP_BOOL, tp_tensor_ndim(m), tp_tensor_sizes(m), &ones));
+        tp_tensor_fill(ones, 1);
+        tp_value v = tp_value_tensor(ones);
+        TP_TRY(ox_set_out(c, 1, &v));
+    }
+    return TP_OK;
+}
+
+static tp_status map_cast(ox_ctx *c, bool like) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    tp_dtype dt;
+    if (like) {
+        const tp_value *t;
+        TP_TRY(need(c, 1, &t));
+        dt = dtype_of(t);
+    } else {
+        const Onnx__AttributeProto *a = ox_attr(c, "to");
+        if (!a || !a->has_i) return ox_bad(c, "missing attribute 'to'");
+        tp_status st = tp__onnx_dtype((int32_t)a->i, &dt);
+        if (st != TP_OK) return ox_unsupported(c, "cast to %s", tp__onnx_dtype_name((int32_t)a->i));
+    }
+    tp_value r;
+    TP_TRY(ox_cast(c, x, dt, &r));
+    return set_out(c, &r);
+}
+
+/* ---- activations ---------------------------------------------------------------- */
+
+static tp_status map_leaky_relu(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_float(ox_attr_f(c, "alpha", 0.01)));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_LEAKY_RELU, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_elu(ox_ctx *c, bool selu) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    if (selu) {
+        ox_arg(&A, tp_value_float(ox_attr_f(c, "alpha", 1.67326319217681884765625)));
+        ox_arg(&A, tp_value_float(ox_attr_f(c, "gamma", 1.05070102214813232421875)));
+    } else {
+        ox_arg(&A, tp_value_float(ox_attr_f(c, "alpha", 1.0)));
+    }
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_ELU, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_hard_sigmoid(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    tp_value t1, t2, r;
+    TP_TRY(binop_scalar(c, TP_OP_MUL, x, ox_attr_f(c, "alpha", 0.2), &t1));
+    tp_status st = binop_scalar(c, TP_OP_ADD, &t1, ox_attr_f(c, "beta", 0.5), &t2);
+    tp_value_clear(&t1);
+    TP_TRY(st);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, t2);
+    ox_arg(&A, tp_value_float(0.0));
+    ox_arg(&A, tp_value_float(1.0));
+    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &r));
+    return set_out(c, &r);
+}
+
+/* where(cond(x), a, b) helpers built from scalars */
+static tp_status map_thresholded_relu(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    tp_value m, z, r;
+    TP_TRY(binop_scalar(c, TP_OP_GT, x, ox_attr_f(c, "alpha", 1.0), &m));
+    tp_status st = scalar_like(x, 0, &z);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, m);
+        ox_arg_ref(&A, x);
+        ox_arg(&A, z);
+        return (st = ox_call(c, TP_OP_WHERE, &A, &r)) == TP_OK ? set_out(c, &r) : st;
+    }
+    tp_value_clear(&m);
+    return st;
+}
+
+static tp_status map_shrink(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    double bias = ox_attr_f(c, "bias", 0.0), lambd = ox_attr_f(c, "lambd", 0.5);
+    tp_value lo, hi, xp, xm, z, inner, r;
+    TP_TRY(binop_scalar(c, TP_OP_LT, x, -lambd, &lo));
+    TP_TRY(binop_scalar(c, TP_OP_GT, x, lambd, &hi));
+    TP_TRY(binop_scalar(c, TP_OP_ADD, x, bias, &xp));
+    TP_TRY(binop_scalar(c, TP_OP_SUB, x, bias, &xm));
+    TP_TRY(scalar_like(x, 0, &z));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, hi);
+    ox_arg(&A, xm);
+    ox_arg(&A, z);
+    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &inner));
+    ox_args_init(&A);
+    ox_arg(&A, lo);
+    ox_arg(&A, xp);
+    ox_arg(&A, inner);
+    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+    return set_out_cast(c, &r, dtype_of(x));
+}
+
+static tp_status map_celu(ox_ctx *c) {
+    /* max(0,x) + min(0, alpha*(exp(x/alpha)-1)) == elu(x/alpha)*alpha for alpha>0 */
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    double alpha = ox_attr_f(c, "alpha", 1.0);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_float(alpha));
+    ox_arg(&A, tp_value_float(1.0));
+    ox_arg(&A, tp_value_float(1.0 / alpha));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_ELU, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_softsign(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    tp_value a, d, r;
+    TP_TRY(ox_call1(c, TP_OP_ABS, x, &a));
+    tp_status st = binop_scalar(c, TP_OP_ADD, &a, 1.0, &d);
+    tp_value_clear(&a);
+    TP_TRY(st);
+    st = ox_call2(c, TP_OP_DIV, x, &d, &r);
+    tp_value_clear(&d);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+static tp_status map_prelu(ox_ctx *c) {
+    const tp_value *x, *s;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &s));
+    tp_value neg, prod, r, s2 = tp_value_none();
+    if (ox_opset(c) < 7 && rank_of(s) == 1 && rank_of(x) > 2 && sizes_of(s)[0] == sizes_of(x)[1] &&
+        sizes_of(s)[0] != 1) { /* before opset 7 the slope runs along dim 1 */
+        int64_t shp[TP_MAX_DIMS];
+        for (int i = 0; i < rank_of(x) - 1; i++) shp[i] = i == 0 ? sizes_of(s)[0] : 1;
+        TP_TRY(reshape(c, s, shp, rank_of(x) - 1, &s2));
+        s = &s2;
+    }
+    TP_TRY(binop_scalar(c, TP_OP_LT, x, 0.0, &neg));
+    tp_status pst = ox_call2(c, TP_OP_MUL, x, s, &prod);
+    tp_value_clear(&s2);
+    TP_TRY(pst);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, neg);
+    ox_arg(&A, prod);
+    ox_arg_ref(&A, x);
+    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+    return set_out_cast(c, &r, dtype_of(x));
+}
+
+static tp_status map_clip(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    bool has_lo = false, has_hi = false;
+    double lo = 0, hi = 0;
+    if (ox_opset(c) < 11) {
+        has_lo = ox_attr(c, "min") != NULL;
+        has_hi = ox_attr(c, "max") != NULL;
+        lo = ox_attr_f(c, "min", 0);
+        hi = ox_attr_f(c, "max", 0);
+    } else {
+        TP_TRY(const_f64(c, 1, "min", &lo, &has_lo));
+        TP_TRY(const_f64(c, 2, "max", &hi, &has_hi));
+    }
+    bool is_int = !tp_dtype_is_float(dtype_of(x));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, has_lo ? (is_int ? tp_value_int((int64_t)lo) : tp_value_float(lo)) : tp_value_none());
+    ox_arg(&A, has_hi ? (is_int ? tp_value_int((int64_t)hi) : tp_value_float(hi)) : tp_value_none());
+    tp_value r;
+    if (!has_lo && !has_hi) {
+        ox_args_clear(&A);
+        return map_identity(c);
+    }
+    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &r));
+    return set_out_cast(c, &r, dtype_of(x));
+}
+
+/* Inverse trig and hyperbolic functions as compositions. */
+static tp_status map_trig(ox_ctx *c, const char *op) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    tp_value t1 = tp_value_none(), t2 = tp_value_none(), t3 = tp_value_none(), r = tp_value_none();
+    tp_status st = TP_OK;
+#define T(expr)                                                                                                        \
+    do {                                                                                                               \
+        if (st == TP_OK) st = (expr);                                                                                  \
+    } while (0)
+    if (!strcmp(op, "Asin") || !strcmp(op, "Acos")) {
+        /* s = sqrt(1 - x^2); asin = atan2(x, s); acos = atan2(s, x) */
+        T(ox_call2(c, TP_OP_MUL, x, x, &t1));
+        tp_value one;
+        T(scalar_like(x, 1.0, &one));
+        T(ox_call2(c, TP_OP_SUB, &one, &t1, &t2));
+        tp_value_clear(&one);
+        T(ox_call1(c, TP_OP_SQRT, &t2, &t3));
+        if (op[1] == 's') T(ox_call2(c, TP_OP_ATAN2, x, &t3, &r));
+        else T(ox_call2(c, TP_OP_ATAN2, &t3, x, &r));
+    } else if (!strcmp(op, "Atan")) {
+        T(scalar_like(x, 1.0, &t1));
+        T(ox_call2(c, TP_OP_ATAN2, x, &t1, &r));
+    } else if (!strcmp(op, "Sinh") || !strcmp(op, "Cosh")) {
+        T(ox_call1(c, TP_OP_EXP, x, &t1));
+        T(ox_call1(c, TP_OP_NEG, x, &t3));
+        T(ox_call1(c, TP_OP_EXP, &t3, &t2));
+        tp_value_clear(&t3);
+        T(ox_call2(c, op[0] == 'S' ? TP_OP_SUB : TP_OP_ADD, &t1, &t2, &t3));
+        T(binop_scalar(c, TP_OP_MUL, &t3, 0.5, &r));
+    } else if (!strcmp(op, "Asinh") || !strcmp(op, "Acosh")) {
+        T(ox_call2(c, TP_OP_MUL, x, x, &t1));
+        T(binop_scalar(c, op[1] == 's' ? TP_OP_ADD : TP_OP_SUB, &t1, 1.0, &t2));
+        tp_value_clear(&t1);
+        T(ox_call1(c, TP_OP_SQRT, &t2, &t1));
+        T(ox_call2(c, TP_OP_ADD, x, &t1, &t3));
+        T(ox_call1(c, TP_OP_LOG, &t3, &r));
+    } else { /* Atanh = 0.5 * log((1+x)/(1-x)) */
+        tp_value one;
+        T(scalar_like(x, 1.0, &one));
+        T(ox_call2(c, TP_OP_ADD, &one, x, &t1));
+        T(ox_call2(c, TP_OP_SUB, &one, x, &t2));
+        tp_value_clear(&one);
+        T(ox_call2(c, TP_OP_DIV, &t1, &t2, &t3));
+        tp_value_clear(&t1);
+        T(ox_call1(c, TP_OP_LOG, &t3, &t1));
+        T(binop_scalar(c, TP_OP_MUL, &t1, 0.5, &r));
+    }
+#undef T
+    tp_value_clear(&t1);
+    tp_value_clear(&t2);
+    tp_value_clear(&t3);
+    if (st != TP_OK) {
+        tp_value_clear(&r);
+        return st;
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_isinf(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    bool pos = ox_attr_i(c, "detect_positive", 1) != 0, neg = ox_attr_i(c, "detect_negative", 1) != 0;
+    tp_value r;
+    if (pos && neg) {
+        TP_TRY(ox_call1(c, TP_OP_ISINF, x, &r));
+    } else if (pos || neg) {
+        TP_TRY(binop_scalar(c, TP_OP_EQ, x, pos ? INFINITY : -INFINITY, &r));
+    } else { /* detects nothing: all false */
+        tp_tensor *z;
+        TP_TRY(tp_tensor_zeros(TP_BOOL, rank_of(x), sizes_of(x), &z));
+        r = tp_value_tensor(z);
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_where(ox_ctx *c) {
+    const tp_value *cond, *a, *b;
+    TP_TRY(need(c, 0, &cond));
+    TP_TRY(need(c, 1, &a));
+    TP_TRY(need(c, 2, &b));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, cond);
+    ox_arg_ref(&A, a);
+    ox_arg_ref(&A, b);
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+    return set_out_cast(c, &r, dtype_of(a));
+}
+
+/* ---- linear algebra ----------------------------------------------------------------- */
+
+static tp_status map_matmul(ox_ctx *c) {
+    const tp_value *a, *b;
+    TP_TRY(need(c, 0, &a));
+    TP_TRY(need(c, 1, &b));
+    tp_value r;
+    TP_TRY(ox_call2(c, TP_OP_MATMUL, a, b, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_gemm(ox_ctx *c) {
+    const tp_value *a, *b, *cc = ox_in(c, 2);
+    TP_TRY(need(c, 0, &a));
+    TP_TRY(need(c, 1, &b));
+    double alpha = ox_attr_f(c, "alpha", 1.0), beta = ox_attr_f(c, "beta", 1.0);
+    bool ta = ox_attr_i(c, "transA", 0) != 0, tb = ox_attr_i(c, "transB", 0) != 0;
+    if (rank_of(a) != 2 || rank_of(b) != 2) return ox_bad(c, "Gemm inputs must be 2-D");
+    tp_value at, bt, prod, r;
+    const int64_t perm[2] = {1, 0};
+    if (ta) TP_TRY(call_ints(c, TP_OP_PERMUTE, a, perm, 2, &at));
+    else TP_TRY(tp_value_copy(a, &at));
+    if (tb) TP_TRY(call_ints(c, TP_OP_PERMUTE, b, perm, 2, &bt));
+    else TP_TRY(tp_value_copy(b, &bt));
+    tp_status st = ox_call2(c, TP_OP_MATMUL, &at, &bt, &prod);
+    tp_value_clear(&at);
+    tp_value_clear(&bt);
+    TP_TRY(st);
+    if (alpha != 1.0) {
+        st = binop_scalar(c, TP_OP_MUL, &prod, alpha, &r);
+        tp_value_clear(&prod);
+        TP_TRY(st);
+        prod = r;
+    }
+    if (cc && beta != 0.0) {
+        tp_value cs;
+        if (beta != 1.0) TP_TRY(binop_scalar(c, TP_OP_MUL, cc, beta, &cs));
+        else TP_TRY(tp_value_copy(cc, &cs));
+        st = ox_call2(c, TP_OP_ADD, &prod, &cs, &r);
+        tp_value_clear(&cs);
+        tp_value_clear(&prod);
+        TP_TRY(st);
+        prod = r;
+    }
+    return set_out_cast(c, &prod, dtype_of(a));
+}
+
+/* ---- convolution and pooling ---------------------------------------------------------- */
+
+typedef struct window {
+    int n; /* spatial dims */
+    int64_t k[3], s[3], d[3], pb[3], pe[3];
+} window;
+
+/* Read kernel_shape/strides/dilations/pads/auto_pad for n spatial dims of
+ * input x (kernel from `kernel` when kernel_shape is absent). */
+static tp_status read_window(ox_ctx *c, const tp_value *x, const int64_t *kernel, window *w, bool transposed) {
+    int nd = rank_of(x);
+    w->n = nd - 2;
+    if (w->n < 1 || w->n > 3) return ox_unsupported(c, "%d spatial dims (1 to 3 supported)", w->n);
+    int64_t tmp[8];
+    int n;
+    TP_TRY(ox_attr_ints(c, "kernel_shape", tmp, 8, &n));
+    for (int i = 0; i < w->n; i++) w->k[i] = n == w->n ? tmp[i] : (kernel ? kernel[i] : 1);
+    if (n != w->n && !kernel) return ox_bad(c, "missing attribute 'kernel_shape'");
+    TP_TRY(ox_attr_ints(c, "strides", tmp, 8, &n));
+    for (int i = 0; i < w->n; i++) w->s[i] = n == w->n ? tmp[i] : 1;
+    TP_TRY(ox_attr_ints(c, "dilations", tmp, 8, &n));
+    for (int i = 0; i < w->n; i++) w->d[i] = n == w->n ? tmp[i] : 1;
+    TP_TRY(ox_attr_ints(c, "pads", tmp, 8, &n));
+    for (int i = 0; i < w->n; i++) {
+        w->pb[i] = n == 2 * w->n ? tmp[i] : 0;
+        w->pe[i] = n == 2 * w->n ? tmp[w->n + i] : 0;
+    }
+    char buf[32];
+    const char *ap = ox_attr_s(c, "auto_pad", "NOTSET", buf, sizeof buf);
+    if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+        const int64_t *in = sizes_of(x);
+        for (int i = 0; i < w->n; i++) {
+            int64_t total;
+            if (transposed) {
+                total = w->s[i] * (in[2 + i] - 1) + (w->k[i] - 1) * w->d[i] + 1 - in[2 + i] * w->s[i];
+            } else {
+                int64_t out = (in[2 + i] + w->s[i] - 1) / w->s[i];
+                total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in[2 + i];
+            }
+            if (total < 0) total = 0;
+            bool upper = ap[5] == 'U';
+            w->pb[i] = upper ? total / 2 : total - total / 2;
+            w->pe[i] = total - w->pb[i];
+        }
+    } else if (!strcmp(ap, "VALID")) {
+        for (int i = 0; i < w->n; i++) w->pb[i] = w->pe[i] = 0;
+    } else if (strcmp(ap, "NOTSET") != 0) {
+        return ox_unsupported(c, "auto_pad '%s'", ap);
+    }
+    return TP_OK;
+}
+
+static bool window_symmetric(const window *w) {
+    for (int i = 0; i < w->n; i++)
+        if (w->pb[i] != w->pe[i]) return false;
+    return true;
+}
+
+/* Explicit padding of the spatial dims (begin/end), torch order. */
+static tp_status pad_spatial(ox_ctx *c, const tp_value *x, const window *w, double value, tp_value *out) {
+    int64_t pads[6];
+    for (int i = 0; i < w->n; i++) {
+        pads[2 * i] = w->pb[w->n - 1 - i];
+        pads[2 * i + 1] = w->pe[w->n - 1 - i];
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, pads, 2 * w->n);
+    tp_value m;
+    TP_TRY(tp_value_str("constant", &m));
+    ox_arg(&A, m);
+    ox_arg(&A, tp_value_float(value));
+    return ox_call(c, TP_OP_PAD, &A, out);
+}
+
+static tp_status conv_apply(ox_ctx *c, const tp_value *x, const tp_value *wt, const tp_value *b, tp_value *out) {
+    if (rank_of(wt) != rank_of(x)) return ox_bad(c, "weight rank differs from input rank");
+    window w;
+    TP_TRY(read_window(c, x, sizes_of(wt) + 2, &w, false));
+    tp_value padded = tp_value_none();
+    const tp_value *in = x;
+    int64_t pad[3];
+    if (!window_symmetric(&w)) {
+        TP_TRY(pad_spatial(c, x, &w, 0.0, &padded));
+        in = &padded;
+        for (int i = 0; i < w.n; i++) pad[i] = 0;
+    } else {
+        for (int i = 0; i < w.n; i++) pad[i] = w.pb[i];
+    }
+    static const tp_op ops[3] = {TP_OP_CONV1D, TP_OP_CONV2D, TP_OP_CONV3D};
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, in);
+    ox_arg_ref(&A, wt);
+    ox_arg_ref(&A, b);
+    ox_arg_ints(&A, w.s, w.n);
+    ox_arg_ints(&A, pad, w.n);
+    ox_arg_ints(&A, w.d, w.n);
+    ox_arg(&A, tp_value_int(ox_attr_i(c, "group", 1)));
+    tp_status st = ox_call(c, ops[w.n - 1], &A, out);
+    tp_value_clear(&padded);
+    return st;
+}
+
+static tp_status map_conv(ox_ctx *c) {
+    const tp_value *x, *wt;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &wt));
+    tp_value r;
+    TP_TRY(conv_apply(c, x, wt, ox_in(c, 2), &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_conv_transpose(ox_ctx *c) {
+    const tp_value *x, *wt, *b = ox_in(c, 2);
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &wt));
+    if (rank_of(wt) != rank_of(x)) return ox_bad(c, "weight rank differs from input rank");
+    window w;
+    TP_TRY(read_window(c, x, sizes_of(wt) + 2, &w, true));
+    int64_t op_[3] = {0, 0, 0}, tmp[8], oshape[8];
+    int n, n_os;
+    TP_TRY(ox_attr_ints(c, "output_padding", tmp, 8, &n));
+    for (int i = 0; i < w.n; i++) op_[i] = n == w.n ? tmp[i] : 0;
+    TP_TRY(ox_attr_ints(c, "output_shape", oshape, 8, &n_os));
+    const int64_t *in = sizes_of(x);
+    if (n_os >= w.n) {
+        const int64_t *os = oshape + (n_os - w.n);
+        char buf[32];
+        const char *ap = ox_attr_s(c, "auto_pad", "NOTSET", buf, sizeof buf);
+        for (int i = 0; i < w.n; i++) {
+            int64_t total = w.s[i] * (in[2 + i] - 1) + op_[i] + ((w.k[i] - 1) * w.d[i] + 1) - os[i];
+            if (total < 0) {
+                op_[i] -= total;
+                total = 0;
+            }
+            w.pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+            w.pe[i] = total - w.pb[i];
+        }
+    }
+    int64_t pad[3];
+    bool sym = window_symmetric(&w);
+    for (int i = 0; i < w.n; i++) pad[i] = sym ? w.pb[i] : 0;
+    static const tp_op ops[3] = {TP_OP_CONV_TRANSPOSE1D, TP_OP_CONV_TRANSPOSE2D, TP_OP_CONV_TRANSPOSE3D};
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ref(&A, wt);
+    ox_arg_ref(&A, b);
+    ox_arg_ints(&A, w.s, w.n);
+    ox_arg_ints(&A, pad, w.n);
+    ox_arg_ints(&A, op_, w.n);
+    ox_arg(&A, tp_value_int(ox_attr_i(c, "group", 1)));
+    ox_arg_ints(&A, w.d, w.n);
+    tp_value r;
+    TP_TRY(ox_call(c, ops[w.n - 1], &A, &r));
+    if (!sym) { /* crop begin/end */
+        for (int i = 0; i < w.n; i++) {
+            int64_t size = sizes_of(&r)[2 + i];
+            ox_args B;
+            ox_args_init(&B);
+            ox_arg(&B, r);
+            ox_arg(&B, tp_value_int(2 + i));
+            ox_arg(&B, tp_value_int(w.pb[i]));
+            ox_arg(&B, tp_value_int(size - w.pe[i]));
+            TP_TRY(ox_call(c, TP_OP_SLICE, &B, &r));
+        }
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_pool(ox_ctx *c, bool is_max) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    if (ox_out_used(c, 1)) return ox_unsupported(c, "the Indices output is not supported");
+    window w;
+    TP_TRY(read_window(c, x, NULL, &w, false));
+    bool ceil_mode = ox_attr_i(c, "ceil_mode", 0) != 0;
+    bool count_pad = ox_attr_i(c, "count_include_pad", 0) != 0;
+    if (ox_attr_i(c, "storage_order", 0) != 0) return ox_unsupported(c, "storage_order=1");
+    for (int i = 0; !is_max && i < w.n; i++)
+        if (w.d[i] != 1) return ox_unsupported(c, "dilated average pooling");
+    tp_value padded = tp_value_none();
+    const tp_value *in = x;
+    int64_t pad[3];
+    bool sym = window_symmetric(&w);
+    for (int i = 0; i < w.n; i++) {
+        pad[i] = sym ? w.pb[i] : 0;
+        if (sym && 2 * pad[i] > w.k[i]) sym = false; /* torch limits pads to half the kernel */
+    }
+    if (!sym) {
+        if (!is_max && !count_pad) { /* sum over valid cells / number of valid cells */
+            tp_value ones, po, px, ax, ao, r;
+            tp_tensor *o1;
+            TP_TRY(tp_tensor_empty(dtype_of(x), rank_of(x), sizes_of(x), &o1));
+            tp_tensor_fill(o1, 1.0);
+            ones = tp_value_tensor(o1);
+            TP_TRY(pad_spatial(c, &ones, &w, 0.0, &po));
+            tp_value_clear(&ones);
+            TP_TRY(pad_spatial(c, x, &w, 0.0, &px));
+            static const tp_op avg[3] = {TP_OP_AVG_POOL1D, TP_OP_AVG_POOL2D, TP_OP_AVG_POOL3D};
+            int64_t zero[3] = {0, 0, 0};
+            tp_value *srcs[2] = {&px, &po}, *dsts[2] = {&ax, &ao};
+            for (int k = 0; k < 2; k++) {
+                ox_args B;
+                ox_args_init(&B);
+                ox_arg(&B, *srcs[k]);
+                ox_arg_ints(&B, w.k, w.n);
+                ox_arg_ints(&B, w.s, w.n);
+                ox_arg_ints(&B, zero, w.n);
+                ox_arg(&B, tp_value_bool(ceil_mode));
+                ox_arg(&B, tp_value_bool(true));
+                TP_TRY(ox_call(c, avg[w.n - 1], &B, dsts[k]));
+            }
+            tp_status rst = ox_call2(c, TP_OP_DIV, &ax, &ao, &r);
+            tp_value_clear(&ax);
+            tp_value_clear(&ao);
+            TP_TRY(rst);
+            return set_out(c, &r);
+        }
+        TP_TRY(pad_spatial(c, x, &w, is_max ? -INFINITY : 0.0, &padded));
+        in = &padded;
+        for (int i = 0; i < w.n; i++) pad[i] = 0;
+    }
+    tp_value as_float = tp_value_none();
+    tp_dtype in_dt = dtype_of(x);
+    if (is_max && !tp_dtype_is_float(in_dt)) { /* exact for 8/16-bit ints */
+        if (in_dt != TP_UINT8 && in_dt != TP_INT8 && in_dt != TP_INT16) {
+            tp_value_clear(&padded);
+            return ox_unsupported(c, "max pooling of %s", tp_dtype_name(in_dt));
+        }
+        tp_status cst = ox_cast(c, in, TP_FLOAT32, &as_float);
+        tp_value_clear(&padded);
+        TP_TRY(cst);
+        padded = as_float;
+        in = &padded;
+    }
+    static const tp_op maxops[3] = {TP_OP_MAX_POOL1D, TP_OP_MAX_POOL2D, TP_OP_MAX_POOL3D};
+    static const tp_op avgops[3] = {TP_OP_AVG_POOL1D, TP_OP_AVG_POOL2D, TP_OP_AVG_POOL3D};
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, in);
+    ox_arg_ints(&A, w.k, w.n);
+    ox_arg_ints(&A, w.s, w.n);
+    ox_arg_ints(&A, pad, w.n);
+    if (is_max) {
+        ox_arg_ints(&A, w.d, w.n);
+        ox_arg(&A, tp_value_bool(ceil_mode));
+    } else {
+        ox_arg(&A, tp_value_bool(ceil_mode));
+        ox_arg(&A, tp_value_bool(count_pad));
+    }
+    tp_value r;
+    tp_status st = ox_call(c, is_max ? maxops[w.n - 1] : avgops[w.n - 1], &A, &r);
+    tp_value_clear(&padded);
+    TP_TRY(st);
+    return set_out_cast(c, &r, in_dt);
+}
+
+static tp_status map_global_pool(ox_ctx *c, bool is_max) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x);
+    int64_t dims[TP_MAX_DIMS];
+    for (int i = 2; i < nd; i++) dims[i - 2] = i;
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, dims, nd - 2);
+    ox_arg(&A, tp_value_bool(true));
+    tp_value r;
+    TP_TRY(ox_call(c, is_max ? TP_OP_AMAX : TP_OP_MEAN, &A, &r));
+    return set_out(c, &r);
+}
+
+/* ---- normalisation ------------------------------------------------------------------ */
+
+static tp_status map_batch_norm(ox_ctx *c) {
+    const tp_value *x, *sc, *b, *mean, *var;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &sc));
+    TP_TRY(need(c, 2, &b));
+    TP_TRY(need(c, 3, &mean));
+    TP_TRY(need(c, 4, &var));
+    if (ox_attr_i(c, "training_mode", 0) != 0 || ox_out_used(c, 1) || ox_out_used(c, 2))
+        return ox_unsupported(c, "training mode (running statistics outputs)");
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ref(&A, mean);
+    ox_arg_ref(&A, var);
+    ox_arg_ref(&A, sc);
+    ox_arg_ref(&A, b);
+    ox_arg(&A, tp_value_bool(false));
+    ox_arg(&A, tp_value_float(ox_attr_f(c, "momentum", 0.9)));
+    ox_arg(&A, tp_value_float(ox_attr_f(c, "epsilon", 1e-5)));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_BATCH_NORM, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_instance_norm(ox_ctx *c) {
+    const tp_value *x, *sc, *b;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &sc));
+    TP_TRY(need(c, 2, &b));
+    if (rank_of(x) < 2) return ox_bad(c, "input must have rank >= 2");
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(sizes_of(x)[1]));
+    ox_arg_ref(&A, sc);
+    ox_arg_ref(&A, b);
+    ox_arg(&A, tp_value_float(ox_attr_f(c, "epsilon", 1e-5)));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_GROUP_NORM, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_layer_norm(ox_ctx *c) {
+    const tp_value *x, *sc, *b = ox_in(c, 2);
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &sc));
+    if (ox_attr_i(c, "stash_type", 1) != 1) return ox_unsupported(c, "stash_type other than float");
+    int nd = rank_of(x), axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", -1), nd, &axis));
+    if (ox_out_used(c, 1) || ox_out_used(c, 2)) { /* Mean and InvStdDev over axis.. (float) */
+        int64_t axes[TP_MAX_DIMS];
+        for (int i = axis; i < nd; i++) axes[i - axis] = i;
+        tp_value xf, mean, d, sq, var, ve, inv, m32, i32;
+        TP_TRY(ox_cast(c, x, TP_FLOAT32, &xf));
+        ox_args B;
+        ox_args_init(&B);
+        ox_arg_ref(&B, &xf);
+        ox_arg_ints(&B, axes, nd - axis);
+        ox_arg(&B, tp_value_bool(true));
+        TP_TRY(ox_call(c, TP_OP_MEAN, &B, &mean));
+        TP_TRY(ox_call2(c, TP_OP_SUB, &xf, &mean, &d));
+        tp_value_clear(&xf);
+        TP_TRY(ox_call2(c, TP_OP_MUL, &d, &d, &sq));
+        tp_value_clear(&d);
+        ox_args_init(&B);
+        ox_arg(&B, sq);
+        ox_arg_ints(&B, axes, nd - axis);
+        ox_arg(&B, tp_value_bool(true));
+        TP_TRY(ox_call(c, TP_OP_MEAN, &B, &var));
+        TP_TRY(binop_scalar(c, TP_OP_ADD, &var, ox_attr_f(c, "epsilon", 1e-5), &ve));
+        tp_value_clear(&var);
+        TP_TRY(ox_call1(c, TP_OP_RSQRT, &ve, &inv));
+        tp_value_clear(&ve);
+        m32 = mean;
+        i32 = inv;
+        TP_TRY(ox_set_out(c, 1, &m32));
+        TP_TRY(ox_set_out(c, 2, &i32));
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, sizes_of(x) + axis, nd - axis);
+    ox_arg_ref(&A, sc);
+    ox_arg_ref(&A, b);
+    ox_arg(&A, tp_value_float(ox_attr_f(c, "epsilon", 1e-5)));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_LAYER_NORM, &A, &r));
+    return set_out(c, &r);
+}
+
+/* Softmax / LogSoftmax / Hardmax */
+static tp_status map_softmax(ox_ctx *c, tp_op op, bool hard) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x), axis;
+    bool old = ox_opset(c) < 13;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", old ? 1 : -1), nd, &axis));
+    tp_value in, r;
+    if (old && axis != nd - 1) { /* coerce to 2-D [prod(:axis), prod(axis:)] */
+        int64_t a = 1, b = 1;
+        for (int i = 0; i < nd; i++) {
+            if (i < axis) a *= sizes_of(x)[i];
+            else b *= sizes_of(x)[i];
+        }
+        int64_t shape2[2] = {a, b};
+        TP_TRY(reshape(c, x, shape2, 2, &in));
+        axis = 1;
+    } else {
+        TP_TRY(tp_value_copy(x, &in));
+    }
+    if (hard) {
+        /* one-hot of the first maximum along axis */
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &in);
+        ox_arg(&A, tp_value_int(axis));
+        ox_arg(&A, tp_value_bool(true));
+        tp_value am;
+        tp_status st = ox_call(c, TP_OP_ARGMAX, &A, &am);
+        if (st != TP_OK) {
+            tp_value_clear(&in);
+            return st;
+        }
+        int ind = rank_of(&in);
+        int64_t shp[TP_MAX_DIMS], n = sizes_of(&in)[axis];
+        for (int i = 0; i < ind; i++) shp[i] = i == axis ? n : 1;
+        tp_tensor *ar;
+        st = tp_tensor_empty(TP_INT64, ind, shp, &ar);
+        if (st == TP_OK) {
+            int64_t *p = tp_tensor_data(ar);
+            for (int64_t i = 0; i < n; i++) p[i] = i;
+        }
+        tp_value arv = st == TP_OK ? tp_value_tensor(ar) : tp_value_none(), eq;
+        if (st == TP_OK) st = ox_call2(c, TP_OP_EQ, &am, &arv, &eq);
+        tp_value_clear(&arv);
+        tp_value_clear(&am);
+        if (st == TP_OK) {
+            st = ox_cast(c, &eq, dtype_of(x), &r);
+            tp_value_clear(&eq);
+        }
+        tp_value_clear(&in);
+        TP_TRY(st);
+    } else {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, in);
+        ox_arg(&A, tp_value_int(axis));
+        TP_TRY(ox_call(c, op, &A, &r));
+    }
+    if (old && rank_of(&r) != nd) {
+        tp_value r2;
+        tp_status st = reshape(c, &r, sizes_of(x), nd, &r2);
+        tp_value_clear(&r);
+        TP_TRY(st);
+        r = r2;
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_lrn(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t size = ox_attr_i(c, "size", 0);
+    if (size < 1) return ox_bad(c, "attribute 'size' must be positive");
+    double alpha = ox_attr_f(c, "alpha", 1e-4), beta = ox_attr_f(c, "beta", 0.75), bias = ox_attr_f(c, "bias", 1.0);
+    int nd = rank_of(x);
+    if (nd < 3) return ox_unsupported(c, "LRN on rank %d", nd);
+    const int64_t *s = sizes_of(x);
+    int64_t rest = 1;
+    for (int i = 2; i < nd; i++) rest *= s[i];
+    /* [N, 1, C, rest] -> pad C -> avg_pool2d over (size, 1) -> * size */
+    tp_value sq, r4, padded, pooled, t1, t2, t3, r;
+    TP_TRY(ox_call2(c, TP_OP_MUL, x, x, &sq));
+    int64_t shp[4] = {s[0], 1, s[1], rest};
+    TP_TRY(reshape(c, &sq, shp, 4, &r4));
+    tp_value_clear(&sq);
+    int64_t before = (size - 1) / 2, after = size - 1 - before;
+    int64_t pads[4] = {0, 0, before, after};
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, r4);
+    ox_arg_ints(&A, pads, 4);
+    TP_TRY(ox_call(c, TP_OP_PAD, &A, &padded));
+    int64_t k[2] = {size, 1}, st1[2] = {1, 1}, p0[2] = {0, 0};
+    ox_args_init(&A);
+    ox_arg(&A, padded);
+    ox_arg_ints(&A, k, 2);
+    ox_arg_ints(&A, st1, 2);
+    ox_arg_ints(&A, p0, 2);
+    TP_TRY(ox_call(c, TP_OP_AVG_POOL2D, &A, &pooled));
+    TP_TRY(reshape(c, &pooled, s, nd, &t1));
+    tp_value_clear(&pooled);
+    /* (bias + alpha * mean) ^ beta, mean = sum/size: alpha/size * sum = alpha * mean */
+    TP_TRY(binop_scalar(c, TP_OP_MUL, &t1, alpha, &t2));
+    tp_value_clear(&t1);
+    TP_TRY(binop_scalar(c, TP_OP_ADD, &t2, bias, &t3));
+    tp_value_clear(&t2);
+    TP_TRY(binop_scalar(c, TP_OP_POW, &t3, beta, &t1));
+    tp_value_clear(&t3);
+    TP_TRY(ox_call2(c, TP_OP_DIV, x, &t1, &r));
+    tp_value_clear(&t1);
+    return set_out(c, &r);
+}
+
+static tp_status map_lp_norm(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", -1), rank_of(x), &axis));
+    int64_t p = ox_attr_i(c, "p", 2);
+    if (p != 1 && p != 2) return ox_bad(c, "p must be 1 or 2");
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_float((double)p));
+    int64_t d = axis;
+    ox_arg_ints(&A, &d, 1);
+    ox_arg(&A, tp_value_bool(true));
+    tp_value n, r;
+    TP_TRY(ox_call(c, TP_OP_NORM, &A, &n));
+    tp_status st = ox_call2(c, TP_OP_DIV, x, &n, &r);
+    tp_value_clear(&n);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+static tp_status map_mvn(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t axes[TP_MAX_DIMS];
+    int n;
+    TP_TRY(ox_attr_ints(c, "axes", axes, TP_MAX_DIMS, &n));
+    if (n < 0) {
+        axes[0] = 0, axes[1] = 2, axes[2] = 3;
+        n = 3;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, axes, n);
+    ox_arg(&A, tp_value_bool(true));
+    tp_value mean, d, sq, var, sd, eps, r;
+    TP_TRY(ox_call(c, TP_OP_MEAN, &A, &mean));
+    TP_TRY(ox_call2(c, TP_OP_SUB, x, &mean, &d));
+    tp_value_clear(&mean);
+    TP_TRY(ox_call2(c, TP_OP_MUL, &d, &d, &sq));
+    ox_args_init(&A);
+    ox_arg(&A, sq);
+    ox_arg_ints(&A, axes, n);
+    ox_arg(&A, tp_value_bool(true));
+    TP_TRY(ox_call(c, TP_OP_MEAN, &A, &var));
+    TP_TRY(binop_scalar(c, TP_OP_ADD, &var, 1e-9, &eps));
+    tp_value_clear(&var);
+    TP_TRY(ox_call1(c, TP_OP_SQRT, &eps, &sd));
+    tp_value_clear(&eps);
+    tp_status st = ox_call2(c, TP_OP_DIV, &d, &sd, &r);
+    tp_value_clear(&d);
+    tp_value_clear(&sd);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+static tp_status map_reduce(ox_ctx *c, const char *kind) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t axes[TP_MAX_DIMS];
+    int n;
+    bool axes_input = ox_opset(c) >= 18 || (!strcmp(kind, "Sum") && ox_opset(c) >= 13);
+    TP_TRY(get_axes(c, axes_input ? 1 : -1, axes, &n));
+    bool keep = ox_attr_i(c, "keepdims", 1) != 0;
+    int nd = rank_of(x);
+    if (n <= 0) {
+        if (n == 0 || ox_in(c, 1) != NULL || !axes_input || true) {
+            if (ox_attr_i(c, "noop_with_empty_axes", 0) != 0) return map_identity(c);
+        }
+        for (int i = 0; i < nd; i++) axes[i] = i;
+        n = nd;
+    }
+    for (int i = 0; i < n; i++) {
+        int a;
+        TP_TRY(wrap_axis(c, axes[i], nd, &a));
+        axes[i] = a;
+    }
+    tp_dtype dt = dtype_of(x);
+    tp_value in, r;
+    tp_op op;
+    const char *post = NULL;
+    if (!strcmp(kind, "Sum") || !strcmp(kind, "LogSum")) {
+        op = TP_OP_SUM;
+        TP_TRY(tp_value_copy(x, &in));
+        if (kind[0] == 'L') post = "log";
+    } else if (!strcmp(kind, "Mean")) {
+        op = TP_OP_MEAN;
+        TP_TRY(tp_value_copy(x, &in));
+    } else if (!strcmp(kind, "Max") || !strcmp(kind, "Min")) {
+        op = kind[1] == 'a' ? TP_OP_AMAX : TP_OP_AMIN;
+        TP_TRY(tp_value_copy(x, &in));
+    } else if (!strcmp(kind, "Prod")) {
+        op = TP_OP_PROD;
+        TP_TRY(tp_value_copy(x, &in));
+    } else if (!strcmp(kind, "L1")) {
+        op = TP_OP_SUM;
+        TP_TRY(ox_call1(c, TP_OP_ABS, x, &in));
+    } else if (!strcmp(kind, "L2")) {
+        op = TP_OP_SUM;
+        TP_TRY(ox_call2(c, TP_OP_MUL, x, x, &in));
+        post = "sqrt";
+    } else if (!strcmp(kind, "SumSquare")) {
+        op = TP_OP_SUM;
+        TP_TRY(ox_call2(c, TP_OP_MUL, x, x, &in));
+    } else if (!strcmp(kind, "LogSumExp")) {
+        op = TP_OP_LOGSUMEXP;
+        TP_TRY(tp_value_copy(x, &in));
+    } else {
+        return ox_unsupported(c, "reduction %s", kind);
+    }
+    if (op == TP_OP_PROD && n > 1) { /* prod takes one dim at a time */
+        for (int i = n - 1; i >= 0; i--) {
+            ox_args A;
+            ox_args_init(&A);
+            ox_arg(&A, in);
+            ox_arg_ints(&A, &axes[i], 1);
+            ox_arg(&A, tp_value_bool(keep));
+            TP_TRY(ox_call(c, op, &A, &in));
+        }
+        r = in;
+    } else {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, in);
+        ox_arg_ints(&A, axes, n);
+        ox_arg(&A, tp_value_bool(keep));
+        TP_TRY(ox_call(c, op, &A, &r));
+    }
+    if (post) {
+        tp_value r2;
+        tp_status st = ox_call1(c, post[0] == 'l' ? TP_OP_LOG : TP_OP_SQRT, &r, &r2);
+        tp_value_clear(&r);
+        TP_TRY(st);
+        r = r2;
+    }
+    return set_out_cast(c, &r, dt);
+}
+
+static tp_status map_arg(ox_ctx *c, bool is_max) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x), axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), nd, &axis));
+    bool keep = ox_attr_i(c, "keepdims", 1) != 0, last = ox_attr_i(c, "select_last_index", 0) != 0;
+    tp_value in;
+    if (last) {
+        int64_t d = axis;
+        TP_TRY(call_ints(c, TP_OP_FLIP, x, &d, 1, &in));
+    } else {
+        TP_TRY(tp_value_copy(x, &in));
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, in);
+    ox_arg(&A, tp_value_int(axis));
+    ox_arg(&A, tp_value_bool(keep));
+    tp_value r;
+    TP_TRY(ox_call(c, is_max ? TP_OP_ARGMAX : TP_OP_ARGMIN, &A, &r));
+    if (last) { /* index in the flipped tensor -> size-1-index */
+        tp_value neg, r2;
+        TP_TRY(ox_call1(c, TP_OP_NEG, &r, &neg));
+        tp_value_clear(&r);
+        tp_status st = binop_scalar(c, TP_OP_ADD, &neg, (double)(sizes_of(x)[axis] - 1), &r2);
+        tp_value_clear(&neg);
+        TP_TRY(st);
+        r = r2;
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_cumsum(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t av[1];
+    int n;
+    TP_TRY(const_ints(c, 1, "axis", av, 1, &n));
+    if (n != 1) return ox_bad(c, "input 'axis' must hold one value");
+    int axis;
+    TP_TRY(wrap_axis(c, av[0], rank_of(x), &axis));
+    bool exclusive = ox_attr_i(c, "exclusive", 0) != 0, reverse = ox_attr_i(c, "reverse", 0) != 0;
+    int64_t d = axis;
+    tp_value in, r;
+    if (reverse) TP_TRY(call_ints(c, TP_OP_FLIP, x, &d, 1, &in));
+    else TP_TRY(tp_value_copy(x, &in));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, &in);
+    ox_arg(&A, tp_value_int(axis));
+    TP_TRY(ox_call(c, TP_OP_CUMSUM, &A, &r));
+    if (exclusive) {
+        tp_value r2;
+        tp_status st = ox_call2(c, TP_OP_SUB, &r, &in, &r2);
+        tp_value_clear(&r);
+        if (st != TP_OK) {
+            tp_value_clear(&in);
+            return st;
+        }
+        r = r2;
+    }
+    tp_value_clear(&in);
+    if (reverse) {
+        tp_value r2;
+        tp_status st = call_ints(c, TP_OP_FLIP, &r, &d, 1, &r2);
+        tp_value_clear(&r);
+        TP_TRY(st);
+        r = r2;
+    }
+    return set_out_cast(c, &r, dtype_of(x));
+}
+
+/* ---- shape ops --------------------------------------------------------------------------- */
+
+static tp_status map_reshape(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t shape[TP_MAX_DIMS];
+    int n;
+    if (ox_opset(c) < 5) TP_TRY(ox_attr_ints(c, "shape", shape, TP_MAX_DIMS, &n));
+    else TP_TRY(const_ints(c, 1, "shape", shape, TP_MAX_DIMS, &n));
+    if (n < 0) return ox_bad(c, "missing shape");
+    bool allowzero = ox_attr_i(c, "allowzero", 0) != 0;
+    for (int i = 0; i < n && !allowzero; i++)
+        if (shape[i] == 0) {
+            if (i >= rank_of(x)) return ox_bad(c, "shape[%d] = 0 copies a dim the input does not have", i);
+            shape[i] = sizes_of(x)[i];
+        }
+    tp_value r;
+    TP_TRY(reshape(c, x, shape, n, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_flatten(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x);
+    int64_t axis = ox_attr_i(c, "axis", 1);
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis > nd) return ox_bad(c, "axis out of range");
+    int64_t a = 1, b = 1;
+    for (int i = 0; i < nd; i++) {
+            if (i < axis) a *= sizes_of(x)[i];
+            else b *= sizes_of(x)[i];
+        }
+    int64_t shp[2] = {a, b};
+    tp_value r;
+    TP_TRY(reshape(c, x, shp, 2, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_transpose(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x);
+    int64_t perm[TP_MAX_DIMS];
+    int n;
+    TP_TRY(ox_attr_ints(c, "perm", perm, TP_MAX_DIMS, &n));
+    if (n < 0) {
+        for (int i = 0; i < nd; i++) perm[i] = nd - 1 - i;
+        n = nd;
+    }
+    tp_value r;
+    TP_TRY(call_ints(c, TP_OP_PERMUTE, x, perm, n, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_squeeze(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t axes[TP_MAX_DIMS];
+    int n;
+    TP_TRY(get_axes(c, ox_opset(c) >= 13 ? 1 : -1, axes, &n));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    if (n >= 0) ox_arg_ints(&A, axes, n);
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_SQUEEZE, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_unsqueeze(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t axes[TP_MAX_DIMS];
+    int n;
+    TP_TRY(get_axes(c, ox_opset(c) >= 13 ? 1 : -1, axes, &n));
+    if (n < 0) return ox_bad(c, "missing axes");
+    int out_rank = rank_of(x) + n;
+    if (out_rank > TP_MAX_DIMS) return ox_unsupported(c, "rank %d", out_rank);
+    for (int i = 0; i < n; i++) {
+        int a;
+        TP_TRY(wrap_axis(c, axes[i], out_rank, &a));
+        axes[i] = a;
+    }
+    /* sort ascending, insert one by one */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && axes[j - 1] > axes[j]; j--) {
+            int64_t t = axes[j];
+            axes[j] = axes[j - 1];
+            axes[j - 1] = t;
+        }
+    tp_value r;
+    TP_TRY(tp_value_copy(x, &r));
+    for (int i = 0; i < n; i++) { /* ascending: each lands at its final position */
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, r);
+        ox_arg(&A, tp_value_int(axes[i]));
+        TP_TRY(ox_call(c, TP_OP_UNSQUEEZE, &A, &r));
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_concat(ox_ctx *c) {
+    int n = ox_n_in(c);
+    if (n < 1) return ox_bad(c, "needs inputs");
+    const tp_value *x0;
+    TP_TRY(need(c, 0, &x0));
+    int axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank_of(x0), &axis));
+    tp_value list;
+    TP_TRY(tp_value_list(0, &list));
+    for (int i = 0; i < n; i++) {
+        const tp_value *xi;
+        tp_status st = need(c, i, &xi);
+        tp_value cp = tp_value_none();
+        if (st == TP_OK) st = tp_value_copy(xi, &cp);
+        if (st == TP_OK) st = tp_value_append(&list, &cp);
+        if (st != TP_OK) {
+            tp_value_clear(&list);
+            return st;
+        }
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, list);
+    ox_arg(&A, tp_value_int(axis));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_CAT, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_split(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank_of(x), &axis));
+    int64_t sizes[MAXV];
+    int n;
+    TP_TRY(ox_attr_ints(c, "split", sizes, MAXV, &n));
+    if (n < 0 && ox_opset(c) >= 13) TP_TRY(const_ints(c, 1, "split", sizes, MAXV, &n));
+    int n_out = ox_n_out(c);
+    if (n < 0) {
+        int64_t parts = ox_attr_i(c, "num_outputs", n_out), dim = sizes_of(x)[axis];
+        if (parts < 1 || parts > MAXV) return ox_bad(c, "bad number of outputs");
+        int64_t chunk = (dim + parts - 1) / parts;
+        for (int i = 0; i < parts; i++) {
+            int64_t start = i * chunk;
+            sizes[i] = start >= dim ? 0 : (dim - start < chunk ? dim - start : chunk);
+        }
+        n = (int)parts;
+    }
+    if (n != n_out) return ox_bad(c, "%d split sizes for %d outputs", n, n_out);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, sizes, n);
+    ox_arg(&A, tp_value_int(axis));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_SPLIT, &A, &r));
+    for (int i = 0; i < n; i++) {
+        tp_value item;
+        tp_status st = tp_value_copy(tp_value_at(&r, i), &item);
+        if (st == TP_OK) st = ox_set_out(c, i, &item);
+        if (st != TP_OK) {
+            tp_value_clear(&r);
+            return st;
+        }
+    }
+    tp_value_clear(&r);
+    return TP_OK;
+}
+
+static tp_status slice_one(ox_ctx *c, tp_value *v, int axis, int64_t start, int64_t end, int64_t step) {
+    int64_t dim = sizes_of(v)[axis];
+    if (step == 0) return ox_bad(c, "slice step is 0");
+    tp_value r;
+    if (step > 0) {
+        if (start < 0) start += dim;
+        if (end < 0) end += dim;
+        start = start < 0 ? 0 : start > dim ? dim : start;
+        end = end < 0 ? 0 : end > dim ? dim : end;
+        if (end < start) end = start;
+        if (start == 0 && end == dim && step == 1) return TP_OK;
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, *v);
+        ox_arg(&A, tp_value_int(axis));
+        ox_arg(&A, tp_value_int(start));
+        ox_arg(&A, tp_value_int(end));
+        ox_arg(&A, tp_value_int(step));
+        *v = tp_value_none();
+        TP_TRY(ox_call(c, TP_OP_SLICE, &A, &r));
+        *v = r;
+        return TP_OK;
+    }
+    /* negative step: clamp as ONNX does, then flip and slice forward */
+    if (start < 0) start += dim;
+    if (end < 0 && end > INT64_MIN / 2) end += dim;
+    start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
+    end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
+    int64_t count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    int64_t d = axis;
+    TP_TRY(call_ints(c, TP_OP_FLIP, v, &d, 1, &r));
+    tp_value_clear(v);
+    *v = r;
+    int64_t fs = dim - 1 - start;
+    return slice_one(c, v, axis, count ? fs : 0, count ? fs + (count - 1) * (-step) + 1 : 0, -step);
+}
+
+static tp_status map_slice(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x);
+    int64_t starts[TP_MAX_DIMS], ends[TP_MAX_DIMS], axes[TP_MAX_DIMS], steps[TP_MAX_DIMS];
+    int ns, ne, na, nst;
+    if (ox_opset(c) < 10) {
+        TP_TRY(ox_attr_ints(c, "starts", starts, TP_MAX_DIMS, &ns));
+        TP_TRY(ox_attr_ints(c, "ends", ends, TP_MAX_DIMS, &ne));
+        TP_TRY(ox_attr_ints(c, "axes", axes, TP_MAX_DIMS, &na));
+        nst = -1;
+    } else {
+        TP_TRY(const_ints(c, 1, "starts", starts, TP_MAX_DIMS, &ns));
+        TP_TRY(const_ints(c, 2, "ends", ends, TP_MAX_DIMS, &ne));
+        TP_TRY(const_ints(c, 3, "axes", axes, TP_MAX_DIMS, &na));
+        TP_TRY(const_ints(c, 4, "steps", steps, TP_MAX_DIMS, &nst));
+    }
+    if (ns < 0 || ne != ns) return ox_bad(c, "starts and ends must have the same length");
+    if (na >= 0 && na != ns) return ox_bad(c, "axes must match starts");
+    if (nst >= 0 && nst != ns) return ox_bad(c, "steps must match starts");
+    tp_value v;
+    TP_TRY(tp_value_copy(x, &v));
+    for (int i = 0; i < ns; i++) {
+        int axis;
+        tp_status st = wrap_axis(c, na >= 0 ? axes[i] : i, nd, &axis);
+        if (st == TP_OK) st = slice_one(c, &v, axis, starts[i], ends[i], nst >= 0 ? steps[i] : 1);
+        if (st != TP_OK) {
+            tp_value_clear(&v);
+            return st;
+        }
+    }
+    return set_out(c, &v);
+}
+
+/* Indices wrapped for negative values: where(i < 0, i + n, i). */
+static tp_status wrap_indices(ox_ctx *c, const tp_value *idx, int64_t n, tp_value *out) {
+    tp_tensor *k = ox_const(idx);
+    if (k) { /* constant: wrap now */
+        tp_tensor *w;
+        TP_TRY(tp_tensor_to(k, TP_INT64, &w));
+        int64_t *p = tp_tensor_data(w);
+        for (int64_t i = 0; i < tp_tensor_numel(w); i++) {
+            if (p[i] < 0) p[i] += n;
+            if (p[i] < 0 || p[i] >= n) {
+                tp_tensor_free(w);
+                return ox_bad(c, "index %" PRId64 " out of range for size %" PRId64, p[i] < 0 ? p[i] - n : p[i], n);
+            }
+        }
+        *out = tp_value_tensor(w);
+        return TP_OK;
+    }
+    tp_value i64, neg, plus, r;
+    TP_TRY(ox_cast(c, idx, TP_INT64, &i64));
+    tp_status st = binop_scalar(c, TP_OP_LT, &i64, 0, &neg);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_ADD, &i64, (double)n, &plus);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, neg);
+        ox_arg(&A, plus);
+        ox_arg(&A, i64);
+        st = ox_call(c, TP_OP_WHERE, &A, &r);
+        if (st == TP_OK) *out = r;
+        return st;
+    }
+    tp_value_clear(&i64);
+    return st;
+}
+
+static tp_status map_gather(ox_ctx *c) {
+    const tp_value *x, *idx;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &idx));
+    int nd = rank_of(x), axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), nd, &axis));
+    int64_t n = sizes_of(x)[axis];
+    tp_value wi, flat, sel, r;
+    TP_TRY(wrap_indices(c, idx, n, &wi));
+    int ni = rank_of(&wi);
+    int64_t m1 = -1;
+    tp_status st = reshape(c, &wi, &m1, 1, &flat);
+    tp_value_clear(&wi);
+    TP_TRY(st);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(axis));
+    ox_arg(&A, flat);
+    TP_TRY(ox_call(c, TP_OP_INDEX_SELECT, &A, &sel));
+    int64_t shape[TP_MAX_DIMS * 2];
+    int k = 0;
+    if (nd - 1 + ni > TP_MAX_DIMS) {
+        tp_value_clear(&sel);
+        return ox_unsupported(c, "result rank %d", nd - 1 + ni);
+    }
+    for (int i = 0; i < axis; i++) shape[k++] = sizes_of(x)[i];
+    for (int i = 0; i < ni; i++) shape[k++] = sizes_of(idx)[i];
+    for (int i = axis + 1; i < nd; i++) shape[k++] = sizes_of(x)[i];
+    st = reshape(c, &sel, shape, k, &r);
+    tp_value_clear(&sel);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+static tp_status map_gather_elements(ox_ctx *c) {
+    const tp_value *x, *idx;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &idx));
+    int axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank_of(x), &axis));
+    tp_value wi, r;
+    TP_TRY(wrap_indices(c, idx, sizes_of(x)[axis], &wi));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(axis));
+    ox_arg(&A, wi);
+    TP_TRY(ox_call(c, TP_OP_GATHER, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_scatter_elements(ox_ctx *c) {
+    const tp_value *x, *idx, *upd;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &idx));
+    TP_TRY(need(c, 2, &upd));
+    char buf[32];
+    const char *red = ox_attr_s(c, "reduction", "none", buf, sizeof buf);
+    if (strcmp(red, "none") != 0) return ox_unsupported(c, "reduction '%s'", red);
+    int axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank_of(x), &axis));
+    tp_value wi, r;
+    TP_TRY(wrap_indices(c, idx, sizes_of(x)[axis], &wi));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(axis));
+    ox_arg(&A, wi);
+    ox_arg_ref(&A, upd);
+    TP_TRY(ox_call(c, TP_OP_SCATTER, &A, &r));
+    return set_out(c, &r);
+}
+
+/* Linear index into the first q dims of data from indices [..., q]. */
+static tp_status nd_linear_index(ox_ctx *c, const tp_value *data, const tp_value *idx, int q, tp_value *out) {
+    const int64_t *ds = sizes_of(data);
+    int64_t strides[TP_MAX_DIMS], acc = 1;
+    for (int i = q - 1; i >= 0; i--) {
+        strides[i] = acc;
+        acc *= ds[i];
+    }
+    tp_tensor *st_t, *dim_t;
+    TP_TRY(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){q}, strides, &st_t));
+    tp_status st = tp_tensor_from_data(TP_INT64, 1, (int64_t[]){q}, ds, &dim_t);
+    if (st != TP_OK) {
+        tp_tensor_free(st_t);
+        return st;
+    }
+    tp_value sv = tp_value_tensor(st_t), dv = tp_value_tensor(dim_t), i64, neg, plus, w, prod;
+    st = ox_cast(c, idx, TP_INT64, &i64);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_LT, &i64, 0, &neg);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &i64, &dv, &plus);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, neg);
+        ox_arg(&A, plus);
+        ox_arg_ref(&A, &i64);
+        st = ox_call(c, TP_OP_WHERE, &A, &w);
+        tp_value_clear(&i64);
+        if (st == TP_OK) {
+            st = ox_call2(c, TP_OP_MUL, &w, &sv, &prod);
+            tp_value_clear(&w);
+        }
+        if (st == TP_OK) {
+            int64_t last = -1;
+            ox_args_init(&A);
+            ox_arg(&A, prod);
+            ox_arg_ints(&A, &last, 1);
+            st = ox_call(c, TP_OP_SUM, &A, out);
+        }
+    }
+    tp_value_clear(&sv);
+    tp_value_clear(&dv);
+    return st;
+}
+
+static tp_status map_gather_nd(ox_ctx *c) {
+    const tp_value *x, *idx;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &idx));
+    if (ox_attr_i(c, "batch_dims", 0) != 0) return ox_unsupported(c, "batch_dims != 0");
+    int r = rank_of(x), m = rank_of(idx);
+    if (m < 1) return ox_bad(c, "indices must have rank >= 1");
+    int q = (int)sizes_of(idx)[m - 1];
+    if (q < 1 || q > r) return ox_bad(c, "indices last dim %d must be in 1..%d", q, r);
+    int64_t shp[TP_MAX_DIMS + 1], lead = 1;
+    for (int i = 0; i < q; i++) lead *= sizes_of(x)[i];
+    shp[0] = lead;
+    for (int i = q; i < r; i++) shp[1 + i - q] = sizes_of(x)[i];
+    tp_value flat, lin, lin1, sel, res;
+    TP_TRY(reshape(c, x, shp, 1 + r - q, &flat));
+    tp_status st = nd_linear_index(c, x, idx, q, &lin);
+    int64_t m1 = -1;
+    if (st == TP_OK) st = reshape(c, &lin, &m1, 1, &lin1);
+    if (st == TP_OK) {
+        tp_value_clear(&lin);
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, flat);
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, lin1);
+        TP_TRY(ox_call(c, TP_OP_INDEX_SELECT, &A, &sel));
+        int64_t out[TP_MAX_DIMS * 2];
+        int k = 0;
+        for (int i = 0; i < m - 1; i++) out[k++] = sizes_of(idx)[i];
+        for (int i = q; i < r; i++) out[k++] = sizes_of(x)[i];
+        st = reshape(c, &sel, out, k, &res);
+        tp_value_clear(&sel);
+        TP_TRY(st);
+        return set_out(c, &res);
+    }
+    tp_value_clear(&flat);
+    return st;
+}
+
+static tp_status map_scatter_nd(ox_ctx *c) {
+    const tp_value *x, *idx, *upd;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &idx));
+    TP_TRY(need(c, 2, &upd));
+    char buf[32];
+    const char *red = ox_attr_s(c, "reduction", "none", buf, sizeof buf);
+    if (strcmp(red, "none") != 0) return ox_unsupported(c, "reduction '%s'", red);
+    int r = rank_of(x), m = rank_of(idx);
+    if (m < 1) return ox_bad(c, "indices must have rank >= 1");
+    int q = (int)sizes_of(idx)[m - 1];
+    if (q < 1 || q > r) return ox_bad(c, "indices last dim %d must be in 1..%d", q, r);
+    int64_t lead = 1, rest = 1, nupd = 1;
+    for (int i = 0; i < q; i++) lead *= sizes_of(x)[i];
+    for (int i = q; i < r; i++) rest *= sizes_of(x)[i];
+    for (int i = 0; i < m - 1; i++) nupd *= sizes_of(idx)[i];
+    int64_t s2[2] = {lead, rest}, u2[2] = {nupd, rest}, l2[2] = {nupd, 1}, e2[2] = {nupd, rest};
+    tp_value flat, lin, lin2, linx, upd2, sc, res;
+    TP_TRY(reshape(c, x, s2, 2, &flat));
+    TP_TRY(nd_linear_index(c, x, idx, q, &lin));
+    TP_TRY(reshape(c, &lin, l2, 2, &lin2));
+    tp_value_clear(&lin);
+    TP_TRY(call_ints(c, TP_OP_EXPAND, &lin2, e2, 2, &linx));
+    tp_value_clear(&lin2);
+    TP_TRY(reshape(c, upd, u2, 2, &upd2));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, flat);
+    ox_arg(&A, tp_value_int(0));
+    ox_arg(&A, linx);
+    ox_arg(&A, upd2);
+    TP_TRY(ox_call(c, TP_OP_SCATTER, &A, &sc));
+    tp_status st = reshape(c, &sc, sizes_of(x), r, &res);
+    tp_value_clear(&sc);
+    TP_TRY(st);
+    return set_out(c, &res);
+}
+
+static tp_status map_expand(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t shape[TP_MAX_DIMS];
+    int n;
+    TP_TRY(const_ints(c, 1, "shape", shape, TP_MAX_DIMS, &n));
+    if (n < 0) return ox_bad(c, "missing shape");
+    int nout;
+    int64_t out[TP_MAX_DIMS];
+    tp_status st = tp__broadcast_shapes(rank_of(x), sizes_of(x), n, shape, &nout, out);
+    if (st != TP_OK) return ox_bad(c, "%s", tp_last_error());
+    tp_value r;
+    TP_TRY(call_ints(c, TP_OP_EXPAND, x, out, nout, &r));
+    tp_value r2;
+    st = ox_call1(c, TP_OP_CONTIGUOUS, &r, &r2);
+    tp_value_clear(&r);
+    TP_TRY(st);
+    return set_out(c, &r2);
+}
+
+static tp_status map_tile(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t reps[TP_MAX_DIMS];
+    int n;
+    TP_TRY(const_ints(c, 1, "repeats", reps, TP_MAX_DIMS, &n));
+    if (n != rank_of(x)) return ox_bad(c, "repeats must have one value per dim");
+    tp_value r;
+    TP_TRY(call_ints(c, TP_OP_REPEAT, x, reps, n, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_pad(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x);
+    int64_t pads[2 * TP_MAX_DIMS], axes[TP_MAX_DIMS];
+    int n, na = -1;
+    double value = 0;
+    bool has_value = false;
+    if (ox_opset(c) < 11) {
+        TP_TRY(ox_attr_ints(c, "pads", pads, 2 * TP_MAX_DIMS, &n));
+        value = ox_attr_f(c, "value", 0.0);
+    } else {
+        TP_TRY(const_ints(c, 1, "pads", pads, 2 * TP_MAX_DIMS, &n));
+        TP_TRY(const_f64(c, 2, "constant_value", &value, &has_value));
+        TP_TRY(const_ints(c, 3, "axes", axes, TP_MAX_DIMS, &na));
+    }
+    if (na < 0) {
+        na = nd;
+        for (int i = 0; i < nd; i++) axes[i] = i;
+    }
+    if (n != 2 * na) return ox_bad(c, "pads has %d values for %d axes", n, na);
+    int64_t full_b[TP_MAX_DIMS] = {0}, full_e[TP_MAX_DIMS] = {0};
+    for (int i = 0; i < na; i++) {
+        int a;
+        TP_TRY(wrap_axis(c, axes[i], nd, &a));
+        full_b[a] = pads[i];
+        full_e[a] = pads[na + i];
+    }
+    char buf[32];
+    const char *mode = ox_attr_s(c, "mode", "constant", buf, sizeof buf);
+    const char *tmode = !strcmp(mode, "constant") ? "constant"
+                        : !strcmp(mode, "reflect") ? "reflect"
+                        : !strcmp(mode, "edge")    ? "replicate"
+                        : !strcmp(mode, "wrap")    ? "circular"
+                                                   : NULL;
+    if (!tmode) return ox_unsupported(c, "pad mode '%s'", mode);
+    /* torch order, trimming leading dims without padding */
+    int first = 0;
+    while (first < nd && full_b[first] == 0 && full_e[first] == 0) first++;
+    int64_t tp[2 * TP_MAX_DIMS];
+    int k = 0;
+    for (int d = nd - 1; d >= first; d--) {
+        tp[k++] = full_b[d];
+        tp[k++] = full_e[d];
+    }
+    if (k == 0) return map_identity(c);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, tp, k);
+    tp_value m;
+    TP_TRY(tp_value_str(tmode, &m));
+    ox_arg(&A, m);
+    if (!strcmp(tmode, "constant")) ox_arg(&A, tp_value_float(value));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_PAD, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_shape(ox_ctx *c, bool size_only) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    if (ox_in_dyn(c, 0))
+        return ox_unsupported(c, "the input's shape depends on a dynamic dim; only static shapes can be folded");
+    int nd = rank_of(x);
+    tp_tensor *t;
+    if (size_only) {
+        TP_TRY(tp_tensor_scalar(TP_INT64, (double)tp_tensor_numel(ox_meta(x)), &t));
+    } else {
+        int64_t start = ox_attr_i(c, "start", 0), end = ox_attr_i(c, "end", nd);
+        if (start < 0) start += nd;
+        if (end < 0) end += nd;
+        start = start < 0 ? 0 : start > nd ? nd : start;
+        end = end < 0 ? 0 : end > nd ? nd : end;
+        int64_t n = end > start ? end - start : 0;
+        TP_TRY(tp_tensor_from_data(TP_INT64, 1, &n, sizes_of(x) + start, &t));
+    }
+    tp_value v = tp_value_tensor(t);
+    return set_out(c, &v);
+}
+
+static tp_status map_constant(ox_ctx *c) {
+    const Onnx__AttributeProto *a;
+    tp_tensor *t = NULL;
+    if ((a = ox_attr(c, "value")) && a->t) {
+        TP_TRY(tp__onnx_tensor(a->t, NULL, NULL, &t));
+    } else if ((a = ox_attr(c, "value_float")) && a->has_f) {
+        TP_TRY(tp_tensor_scalar(TP_FLOAT32, a->f, &t));
+    } else if ((a = ox_attr(c, "value_int")) && a->has_i) {
+        TP_TRY(tp_tensor_from_data(TP_INT64, 0, NULL, &a->i, &t));
+    } else if ((a = ox_attr(c, "value_floats"))) {
+        int64_t n = (int64_t)a->n_floats;
+        TP_TRY(tp_tensor_from_data(TP_FLOAT32, 1, &n, a->floats, &t));
+    } else if ((a = ox_attr(c, "value_ints"))) {
+        int64_t n = (int64_t)a->n_ints;
+        TP_TRY(tp_tensor_from_data(TP_INT64, 1, &n, a->ints, &t));
+    } else {
+        return ox_unsupported(c, "constant kind (sparse or string values)");
+    }
+    tp_value v = tp_value_tensor(t);
+    return set_out(c, &v);
+}
+
+static tp_status map_constant_of_shape(ox_ctx *c) {
+    int64_t shape[TP_MAX_DIMS];
+    int n;
+    TP_TRY(const_ints(c, 0, "input", shape, TP_MAX_DIMS, &n));
+    if (n < 0) return ox_bad(c, "missing shape");
+    tp_dtype dt = TP_FLOAT32;
+    double value = 0;
+    const Onnx__AttributeProto *a = ox_attr(c, "value");
+    if (a && a->t) {
+        tp_tensor *vt;
+        TP_TRY(tp__onnx_tensor(a->t, NULL, NULL, &vt));
+        dt = tp_tensor_dtype(vt);
+        value = tp_tensor_numel(vt) ? tp_tensor_item_f64(vt, 0) : 0;
+        tp_tensor_free(vt);
+    }
+    tp_tensor *t;
+    TP_TRY(tp_tensor_empty(dt, n, shape, &t));
+    tp_tensor_fill(t, value);
+    tp_value v = tp_value_tensor(t);
+    return set_out(c, &v);
+}
+
+static tp_status map_range(ox_ctx *c) {
+    const tp_value *s, *l, *d;
+    TP_TRY(need(c, 0, &s));
+    TP_TRY(need(c, 1, &l));
+    TP_TRY(need(c, 2, &d));
+    tp_tensor *ts = ox_const(s), *tl = ox_const(l), *td = ox_const(d);
+    if (!ts || !tl || !td) {
+        ox_note_need_constant(c, s);
+        ox_note_need_constant(c, l);
+        ox_note_need_constant(c, d);
+        return ox_unsupported(c, "start, limit and delta must be constants");
+    }
+    tp_dtype dt = tp_tensor_dtype(ts);
+    double start = tp_tensor_item_f64(ts, 0), limit = tp_tensor_item_f64(tl, 0), delta = tp_tensor_item_f64(td, 0);
+    if (delta == 0) return ox_bad(c, "delta is 0");
+    double cnt = ceil((limit - start) / delta);
+    int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+    if (n > ((int64_t)1 << 32)) return ox_bad(c, "range of %" PRId64 " elements", n);
+    tp_tensor *t;
+    TP_TRY(tp_tensor_empty(dt, 1, &n, &t));
+    char *p = tp_tensor_data(t);
+    size_t es = tp_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) {
+        if (tp_dtype_is_float(dt)) tp__store_f64(p + (size_t)i * es, dt, start + (double)i * delta);
+        else tp__store_i64(p + (size_t)i * es, dt, (int64_t)start + i * (int64_t)delta);
+    }
+    tp_value v = tp_value_tensor(t);
+    return set_out(c, &v);
+}
+
+static tp_status map_trilu(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t k[1] = {0};
+    int n;
+    TP_TRY(const_ints(c, 1, "k", k, 1, &n));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(n > 0 ? k[0] : 0));
+    tp_value r;
+    TP_TRY(ox_call(c, ox_attr_i(c, "upper", 1) ? TP_OP_TRIU : TP_OP_TRIL, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_one_hot(ox_ctx *c) {
+    const tp_value *idx, *vals;
+    TP_TRY(need(c, 0, &idx));
+    double depth_d;
+    bool has;
+    TP_TRY(const_f64(c, 1, "depth", &depth_d, &has));
+    if (!has) return ox_bad(c, "missing depth");
+    TP_TRY(need(c, 2, &vals));
+    int64_t depth = (int64_t)depth_d;
+    if (depth < 1) return ox_bad(c, "depth must be positive");
+    int ni = rank_of(idx), axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", -1), ni + 1, &axis));
+    /* wrap negative indices, unsqueeze at axis, compare with arange */
+    tp_value i64, neg, plus, w, un, eq, off, on, r;
+    TP_TRY(ox_cast(c, idx, TP_INT64, &i64));
+    TP_TRY(binop_scalar(c, TP_OP_LT, &i64, 0, &neg));
+    TP_TRY(binop_scalar(c, TP_OP_ADD, &i64, (double)depth, &plus));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, neg);
+    ox_arg(&A, plus);
+    ox_arg(&A, i64);
+    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &w));
+    ox_args_init(&A);
+    ox_arg(&A, w);
+    ox_arg(&A, tp_value_int(axis));
+    TP_TRY(ox_call(c, TP_OP_UNSQUEEZE, &A, &un));
+    int64_t shp[TP_MAX_DIMS];
+    for (int i = 0; i < ni + 1; i++) shp[i] = i == axis ? depth : 1;
+    tp_tensor *ar;
+    TP_TRY(tp_tensor_empty(TP_INT64, ni + 1, shp, &ar));
+    for (int64_t i = 0; i < depth; i++) ((int64_t *)tp_tensor_data(ar))[i] = i;
+    tp_value arv = tp_value_tensor(ar);
+    tp_status st = ox_call2(c, TP_OP_EQ, &un, &arv, &eq);
+    tp_value_clear(&un);
+    tp_value_clear(&arv);
+    TP_TRY(st);
+    ox_args_init(&A);
+    ox_arg_ref(&A, vals);
+    ox_arg(&A, tp_value_int(0));
+    ox_arg(&A, tp_value_int(0));
+    TP_TRY(ox_call(c, TP_OP_SELECT, &A, &off));
+    ox_args_init(&A);
+    ox_arg_ref(&A, vals);
+    ox_arg(&A, tp_value_int(0));
+    ox_arg(&A, tp_value_int(1));
+    TP_TRY(ox_call(c, TP_OP_SELECT, &A, &on));
+    ox_args_init(&A);
+    ox_arg(&A, eq);
+    ox_arg(&A, on);
+    ox_arg(&A, off);
+    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+    return set_out_cast(c, &r, dtype_of(vals));
+}
+
+static tp_status map_depth_space(ox_ctx *c, bool to_space) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    if (rank_of(x) != 4) return ox_bad(c, "input must be 4-D");
+    int64_t b = ox_attr_i(c, "blocksize", 0);
+    if (b < 1) return ox_bad(c, "blocksize must be positive");
+    const int64_t *s = sizes_of(x);
+    int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+    char buf[8];
+    bool crd = !strcmp(ox_attr_s(c, "mode", "DCR", buf, sizeof buf), "CRD");
+    tp_value t1, t2, r;
+    if (to_space) {
+        if (C % (b * b)) return ox_bad(c, "channels not divisible by blocksize^2");
+        int64_t s6[6], perm[6];
+        if (crd) {
+            int64_t a[6] = {N, C / (b * b), b, b, H, W}, p[6] = {0, 1, 4, 2, 5, 3};
+            memcpy(s6, a, sizeof a), memcpy(perm, p, sizeof p);
+        } else {
+            int64_t a[6] = {N, b, b, C / (b * b), H, W}, p[6] = {0, 3, 4, 1, 5, 2};
+            memcpy(s6, a, sizeof a), memcpy(perm, p, sizeof p);
+        }
+        int64_t o4[4] = {N, C / (b * b), H * b, W * b};
+        TP_TRY(reshape(c, x, s6, 6, &t1));
+        TP_TRY(call_ints(c, TP_OP_PERMUTE, &t1, perm, 6, &t2));
+        tp_value_clear(&t1);
+        TP_TRY(reshape(c, &t2, o4, 4, &r));
+        tp_value_clear(&t2);
+    } else {
+        if (H % b || W % b) return ox_bad(c, "spatial dims not divisible by blocksize");
+        int64_t s6[6] = {N, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4}, o4[4] = {N, C * b * b, H / b, W / b};
+        TP_TRY(reshape(c, x, s6, 6, &t1));
+        TP_TRY(call_ints(c, TP_OP_PERMUTE, &t1, perm, 6, &t2));
+        tp_value_clear(&t1);
+        TP_TRY(reshape(c, &t2, o4, 4, &r));
+        tp_value_clear(&t2);
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_eye_like(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    if (rank_of(x) != 2) return ox_bad(c, "input must be 2-D");
+    tp_dtype dt = dtype_of(x);
+    const Onnx__AttributeProto *a = ox_attr(c, "dtype");
+    if (a && a->has_i && tp__onnx_dtype((int32_t)a->i, &dt) != TP_OK) return ox_unsupported(c, "dtype");
+    int64_t k = ox_attr_i(c, "k", 0);
+    tp_tensor *t;
+    TP_TRY(tp_tensor_zeros(dt, 2, sizes_of(x), &t));
+    int64_t R = sizes_of(x)[0], C = sizes_of(x)[1];
+    for (int64_t i = 0; i < R; i++) {
+        int64_t j = i + k;
+        if (j >= 0 && j < C) tp__store_f64((char *)tp_tensor_data(t) + (size_t)(i * C + j) * tp_dtype_size(dt), dt, 1);
+    }
+    tp_value v = tp_value_tensor(t);
+    return set_out(c, &v);
+}
+
+static tp_status map_dequantize(ox_ctx *c) {
+    const tp_value *x, *sc, *zp = ox_in(c, 2);
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &sc));
+    int nd = rank_of(x), axis = 0;
+    tp_value xf, d, scale_b, zp_b = tp_value_none(), r;
+    TP_TRY(ox_cast(c, x, TP_FLOAT32, &xf));
+    bool per_axis = rank_of(sc) == 1 && sizes_of(sc)[0] > 1;
+    if (per_axis) {
+        TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 1), nd, &axis));
+        int64_t shp[TP_MAX_DIMS];
+        for (int i = 0; i < nd; i++) shp[i] = i == axis ? sizes_of(sc)[0] : 1;
+        TP_TRY(reshape(c, sc, shp, nd, &scale_b));
+        if (zp) {
+            tp_value zf;
+            TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zf));
+            TP_TRY(reshape(c, &zf, shp, nd, &zp_b));
+            tp_value_clear(&zf);
+        }
+    } else {
+        TP_TRY(tp_value_copy(sc, &scale_b));
+        if (zp) TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zp_b));
+    }
+    if (zp) {
+        TP_TRY(ox_call2(c, TP_OP_SUB, &xf, &zp_b, &d));
+        tp_value_clear(&xf);
+        xf = d;
+    }
+    tp_status st = ox_call2(c, TP_OP_MUL, &xf, &scale_b, &r);
+    tp_value_clear(&xf);
+    tp_value_clear(&scale_b);
+    tp_value_clear(&zp_b);
+    TP_TRY(st);
+    return set_out_cast(c, &r, dtype_of(sc));
+}
+
+static tp_status map_quantize(ox_ctx *c) {
+    const tp_value *x, *sc, *zp = ox_in(c, 2);
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &sc));
+    tp_dtype qt = zp ? dtype_of(zp) : TP_UINT8;
+    if (qt != TP_UINT8 && qt != TP_INT8) return ox_unsupported(c, "quantized type %s", tp_dtype_name(qt));
+    int nd = rank_of(x);
+    tp_value scale_b, zp_b = tp_value_none(), q, rq, sh, cl, r;
+    bool per_axis = rank_of(sc) == 1 && sizes_of(sc)[0] > 1;
+    if (per_axis) {
+        int axis;
+        TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 1), nd, &axis));
+        int64_t shp[TP_MAX_DIMS];
+        for (int i = 0; i < nd; i++) shp[i] = i == axis ? sizes_of(sc)[0] : 1;
+        TP_TRY(reshape(c, sc, shp, nd, &scale_b));
+        if (zp) {
+            tp_value zf;
+            TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zf));
+            TP_TRY(reshape(c, &zf, shp, nd, &zp_b));
+            tp_value_clear(&zf);
+        }
+    } else {
+        TP_TRY(tp_value_copy(sc, &scale_b));
+        if (zp) TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zp_b));
+    }
+    TP_TRY(ox_call2(c, TP_OP_DIV, x, &scale_b, &q));
+    tp_value_clear(&scale_b);
+    TP_TRY(ox_call1(c, TP_OP_ROUND, &q, &rq)); /* half to even, as ONNX */
+    tp_value_clear(&q);
+    if (zp) {
+        TP_TRY(ox_call2(c, TP_OP_ADD, &rq, &zp_b, &sh));
+        tp_value_clear(&rq);
+        tp_value_clear(&zp_b);
+    } else {
+        sh = rq;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, sh);
+    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 0.0 : -128.0));
+    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 255.0 : 127.0));
+    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &cl));
+    tp_status st = ox_cast(c, &cl, qt, &r);
+    tp_value_clear(&cl);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+/* Resize / Upsample as separable gathers: for every dim whose coordinates
+ * change, the output is sum_t w_t[o] * x[idx_t[o]] along that dim, with the
+ * taps (1 nearest, 2 linear, 4 cubic) and weights computed here by the ONNX
+ * reference rules (coordinate transformation, nearest rounding, edge
+ * clamping, cubic coefficient A, exclude_outside). Shapes are static. */
+static double resize_coord(const char *ctm, double x, double scale, int64_t in, double out_len) {
+    if (!strcmp(ctm, "half_pixel")) return (x + 0.5) / scale - 0.5;
+    if (!strcmp(ctm, "pytorch_half_pixel")) return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    if (!strcmp(ctm, "align_corners")) return out_len == 1 ? 0.0 : x * (double)(in - 1) / (out_len - 1);
+    if (!strcmp(ctm, "tf_half_pixel_for_nn")) return (x + 0.5) / scale;
+    return x / scale; /* asymmetric */
+}
+
+static int64_t resize_nearest(const char *nm, double x) {
+    double f = floor(x);
+    if (!strcmp(nm, "floor")) return (int64_t)f;
+    if (!strcmp(nm, "ceil")) return (int64_t)ceil(x);
+    if (x - f == 0.5) return (int64_t)(!strcmp(nm, "round_prefer_ceil") ? f + 1 : f);
+    return (int64_t)nearbyint(x);
+}
+
+static void cubic_coeffs(double r, double A, double c[4]) {
+    double s = r + 1, t = 1 - r, u = 2 - r;
+    c[0] = ((A * s - 5 * A) * s + 8 * A) * s - 4 * A;
+    c[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
+    c[2] = ((A + 2) * t - (A + 3)) * t * t + 1;
+    c[3] = ((A * u - 5 * A) * u + 8 * A) * u - 4 * A;
+}
+
+static tp_status resize_dim(ox_ctx *c, tp_value *v, int dim, int64_t out, double scale, const char *mode,
+                            const char *ctm, const char *nm, double A, bool exclude) {
+    int nd = rank_of(v);
+    int64_t in = sizes_of(v)[dim];
+    int taps = !strcmp(mode, "nearest") ? 1 : !strcmp(mode, "linear") ? 2 : 4;
+    double out_len = !strcmp(ctm, "align_corners") && scale > 0 ? (double)in * scale : (double)out;
+    int64_t *idx = tp_malloc(sizeof(int64_t) * (size_t)(out ? out : 1) * 4);
+    double *w = tp_malloc(sizeof(double) * (size_t)(out ? out : 1) * 4);
+    if (!idx || !w) {
+        tp_free(idx);
+        tp_free(w);
+        return tp_error(TP_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t o = 0; o < out; o++) {
+        double x = resize_coord(ctm, (double)o, scale, in, out_len);
+        if (taps == 1) {
+            int64_t i = resize_nearest(nm, x);
+            idx[o] = i < 0 ? 0 : i >= in ? in - 1 : i;
+            w[o] = 1;
+            continue;
+        }
+        double f = floor(x), r = x - f, cf[4];
+        int64_t base = (int64_t)f;
+        if (taps == 2) {
+            cf[0] = 1 - r, cf[1] = r;
+        } else {
+            cubic_coeffs(r, A, cf);
+            base -= 1;
+        }
+        double sum = 0;
+        for (int t = 0; t < taps; t++) {
+            int64_t i = base + t;
+            if (exclude && (i < 0 || i >= in)) cf[t] = 0;
+            sum += cf[t];
+            idx[t * out + o] = i < 0 ? 0 : i >= in ? in - 1 : i;
+        }
+        for (int t = 0; t < taps; t++) w[t * out + o] = exclude && sum != 0 ? cf[t] / sum : cf[t];
+    }
+    tp_value acc = tp_value_none();
+    tp_status st = TP_OK;
+    for (int t = 0; t < taps && st == TP_OK; t++) {
+        tp_tensor *it = NULL, *wt = NULL;
+        st = tp_tensor_from_data(TP_INT64, 1, &out, idx + t * out, &it);
+        tp_value iv = it ? tp_value_tensor(it) : tp_value_none(), sel = tp_value_none();
+        if (st == TP_OK) {
+            ox_args A2;
+            ox_args_init(&A2);
+            ox_arg_ref(&A2, v);
+            ox_arg(&A2, tp_value_int(dim));
+            ox_arg(&A2, iv);
+            st = ox_call(c, TP_OP_INDEX_SELECT, &A2, &sel);
+        } else {
+            tp_value_clear(&iv);
+        }
+        if (st == TP_OK && taps > 1) {
+            int64_t wshape[TP_MAX_DIMS];
+            for (int i = 0; i < nd - dim; i++) wshape[i] = i == 0 ? out : 1;
+            st = tp_tensor_empty(dtype_of(v), nd - dim, wshape, &wt);
+            for (int64_t o = 0; st == TP_OK && o < out; o++)
+                tp__store_f64((char *)tp_tensor_data(wt) + (size_t)o * tp_dtype_size(dtype_of(v)), dtype_of(v),
+                              w[t * out + o]);
+            tp_value wv = wt ? tp_value_tensor(wt) : tp_value_none(), prod = tp_value_none();
+            if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &sel, &wv, &prod);
+            tp_value_clear(&wv);
+            tp_value_clear(&sel);
+            sel = prod;
+        }
+        if (st == TP_OK && acc.kind != TP_VAL_NONE) {
+            tp_value sum = tp_value_none();
+            st = ox_call2(c, TP_OP_ADD, &acc, &sel, &sum);
+            tp_value_clear(&acc);
+            tp_value_clear(&sel);
+            acc = sum;
+        } else if (st == TP_OK) {
+            acc = sel;
+        } else {
+            tp_value_clear(&sel);
+        }
+    }
+    tp_free(idx);
+    tp_free(w);
+    if (st != TP_OK) {
+        tp_value_clear(&acc);
+        return st;
+    }
+    tp_value_clear(v);
+    *v = acc;
+    return TP_OK;
+}
+
+static tp_status map_resize(ox_ctx *c, bool upsample) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int nd = rank_of(x);
+    bool old = upsample || ox_opset(c) < 11;
+    char mbuf[32], cbuf[40], nbuf[32];
+    const char *mode = ox_attr_s(c, "mode", "nearest", mbuf, sizeof mbuf);
+    if (!strcmp(mode, "bilinear") || !strcmp(mode, "trilinear")) mode = "linear";
+    const char *ctm = old ? "asymmetric" : ox_attr_s(c, "coordinate_transformation_mode", "half_pixel", cbuf, sizeof cbuf);
+    const char *nm = old ? "floor" : ox_attr_s(c, "nearest_mode", "round_prefer_floor", nbuf, sizeof nbuf);
+    double A = ox_attr_f(c, "cubic_coeff_a", -0.75);
+    bool exclude = ox_attr_i(c, "exclude_outside", 0) != 0;
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+        return ox_unsupported(c, "mode '%s'", mode);
+    if (!strcmp(ctm, "tf_crop_and_resize")) return ox_unsupported(c, "coordinate mode 'tf_crop_and_resize'");
+    if (strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel") && strcmp(ctm, "align_corners") &&
+        strcmp(ctm, "asymmetric") && strcmp(ctm, "tf_half_pixel_for_nn"))
+        return ox_unsupported(c, "coordinate mode '%s'", ctm);
+    if (strcmp(nm, "round_prefer_floor") && strcmp(nm, "round_prefer_ceil") && strcmp(nm, "floor") && strcmp(nm, "ceil"))
+        return ox_unsupported(c, "nearest_mode '%s'", nm);
+    if (ox_attr(c, "axes")) return ox_unsupported(c, "attribute 'axes'");
+    if (ox_attr_i(c, "antialias", 0)) return ox_unsupported(c, "antialias");
+    double scales[TP_MAX_DIMS];
+    int64_t sizes[TP_MAX_DIMS];
+    int ns = -1, nz = -1;
+    int scales_in = old ? 1 : 2;
+    const tp_value *sv = ox_in(c, scales_in);
+    if (upsample && ox_opset(c) < 9) {
+        const Onnx__AttributeProto *a = ox_attr(c, "scales");
+        if (!a) return ox_bad(c, "missing scales");
+        ns = (int)a->n_floats;
+        for (int i = 0; i < ns && i < TP_MAX_DIMS; i++) scales[i] = a->floats[i];
+    } else if (sv && tp_tensor_numel(ox_meta(sv)) > 0) {
+        tp_tensor *t = ox_const(sv);
+        if (!t) {
+            ox_note_need_constant(c, sv);
+            return ox_unsupported(c, "scales must be a constant");
+        }
+        ns = (int)tp_tensor_numel(t);
+        if (ns > TP_MAX_DIMS) return ox_bad(c, "too many scales");
+        for (int i = 0; i < ns; i++) scales[i] = tp_tensor_item_f64(t, i);
+    }
+    if (!old) TP_TRY(const_ints(c, 3, "sizes", sizes, TP_MAX_DIMS, &nz));
+    int64_t out[TP_MAX_DIMS];
+    if (nz == nd) {
+        for (int i = 0; i < nd; i++) {
+            out[i] = sizes[i];
+            scales[i] = (double)sizes[i] / (double)sizes_of(x)[i];
+        }
+    } else if (ns == nd) {
+        for (int i = 0; i < nd; i++) out[i] = (int64_t)floor((double)sizes_of(x)[i] * scales[i]);
+    } else {
+        return ox_bad(c, "needs scales or sizes for every dim");
+    }
+    tp_value v;
+    TP_TRY(tp_value_copy(x, &v));
+    for (int d = 0; d < nd; d++) {
+        bool identity = out[d] == sizes_of(x)[d] && scales[d] == 1.0 && strcmp(ctm, "tf_half_pixel_for_nn") != 0;
+        if (identity) continue;
+        if (out[d] < 0 || scales[d] <= 0) {
+            tp_value_clear(&v);
+            return ox_bad(c, "bad output size for dim %d", d);
+        }
+        tp_status st = resize_dim(c, &v, d, out[d], scales[d], mode, ctm, nm, A, exclude);
+        if (st != TP_OK) {
+            tp_value_clear(&v);
+            return st;
+        }
+    }
+    return set_out(c, &v);
+}
+
+/* -sum weight[t] * logp[n, t, ...] with ignore_index and reduction. */
+static tp_status nll_compose(ox_ctx *c, const tp_value *logp, const tp_value *target, const tp_value *weight,
+                             tp_value *out) {
+    char buf[16];
+    const char *red = ox_attr_s(c, "reduction", "mean", buf, sizeof buf);
+    if (strcmp(red, "mean") && strcmp(red, "sum") && strcmp(red, "none")) return ox_bad(c, "reduction '%s'", red);
+    bool has_ignore = ox_attr(c, "ignore_index") != NULL;
+    int64_t ignore = ox_attr_i(c, "ignore_index", 0);
+    if (rank_of(logp) < 2) return ox_bad(c, "input must have rank >= 2");
+    tp_value t64, mask = tp_value_none(), tsafe, un, g, sq, loss, wt = tp_value_none(), r;
+    TP_TRY(ox_cast(c, target, TP_INT64, &t64));
+    if (has_ignore) {
+        TP_TRY(binop_scalar(c, TP_OP_NE, &t64, (double)ignore, &mask));
+        tp_value z;
+        TP_TRY(ox_scalar_tensor(TP_INT64, 0, &z));
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &mask);
+        ox_arg(&A, t64);
+        ox_arg(&A, z);
+        TP_TRY(ox_call(c, TP_OP_WHERE, &A, &tsafe));
+    } else {
+        tsafe = t64;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, &tsafe);
+    ox_arg(&A, tp_value_int(1));
+    TP_TRY(ox_call(c, TP_OP_UNSQUEEZE, &A, &un));
+    ox_args_init(&A);
+    ox_arg_ref(&A, logp);
+    ox_arg(&A, tp_value_int(1));
+    ox_arg(&A, un);
+    TP_TRY(ox_call(c, TP_OP_GATHER, &A, &g));
+    int64_t one = 1;
+    TP_TRY(call_ints(c, TP_OP_SQUEEZE, &g, &one, 1, &sq));
+    tp_value_clear(&g);
+    TP_TRY(ox_call1(c, TP_OP_NEG, &sq, &loss));
+    tp_value_clear(&sq);
+    if (weight) {
+        tp_value flat, sel;
+        int64_t m1 = -1;
+        TP_TRY(reshape(c, &tsafe, &m1, 1, &flat));
+        ox_args_init(&A);
+        ox_arg_ref(&A, weight);
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, flat);
+        TP_TRY(ox_call(c, TP_OP_INDEX_SELECT, &A, &sel));
+        TP_TRY(reshape(c, &sel, sizes_of(&tsafe), rank_of(&tsafe), &wt));
+        tp_value_clear(&sel);
+    }
+    tp_value_clear(&tsafe);
+    if (has_ignore) {
+        tp_value mf;
+        TP_TRY(ox_cast(c, &mask, dtype_of(logp), &mf));
+        tp_value_clear(&mask);
+        if (wt.kind != TP_VAL_NONE) {
+            tp_value w2;
+            TP_TRY(ox_call2(c, TP_OP_MUL, &wt, &mf, &w2));
+            tp_value_clear(&wt);
+            tp_value_clear(&mf);
+            wt = w2;
+        } else {
+            wt = mf;
+        }
+    }
+    if (wt.kind != TP_VAL_NONE) {
+        tp_value l2;
+        TP_TRY(ox_call2(c, TP_OP_MUL, &loss, &wt, &l2));
+        tp_value_clear(&loss);
+        loss = l2;
+    }
+    if (!strcmp(red, "none")) {
+        r = loss;
+    } else if (!strcmp(red, "sum") || wt.kind != TP_VAL_NONE) {
+        TP_TRY(ox_call1(c, TP_OP_SUM, &loss, &r));
+        tp_value_clear(&loss);
+        if (!strcmp(red, "mean")) {
+            tp_value ws, q;
+            TP_TRY(ox_call1(c, TP_OP_SUM, &wt, &ws));
+            TP_TRY(ox_call2(c, TP_OP_DIV, &r, &ws, &q));
+            tp_value_clear(&r);
+            tp_value_clear(&ws);
+            r = q;
+        }
+    } else {
+        TP_TRY(ox_call1(c, TP_OP_MEAN, &loss, &r));
+        tp_value_clear(&loss);
+    }
+    tp_value_clear(&wt);
+    tp_status st = ox_cast(c, &r, dtype_of(logp), out);
+    tp_value_clear(&r);
+    return st;
+}
+
+static tp_status map_nll(ox_ctx *c) {
+    const tp_value *x, *t;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &t));
+    tp_value r;
+    TP_TRY(nll_compose(c, x, t, ox_in(c, 2), &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_sce(ox_ctx *c) {
+    const tp_value *x, *t;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &t));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(1));
+    tp_value lp, r;
+    TP_TRY(ox_call(c, TP_OP_LOG_SOFTMAX, &A, &lp));
+    tp_status st = nll_compose(c, &lp, t, ox_in(c, 2), &r);
+    if (st == TP_OK) st = set_out(c, &r);
+    if (st == TP_OK) st = ox_set_out(c, 1, &lp);
+    tp_value_clear(&lp);
+    return st;
+}
+
+static tp_status map_topk(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t k;
+    if (ox_opset(c) < 10) {
+        k = ox_attr_i(c, "k", -1);
+    } else {
+        int64_t kv[1];
+        int n;
+        TP_TRY(const_ints(c, 1, "K", kv, 1, &n));
+        if (n != 1) return ox_bad(c, "input 'K' must hold one value");
+        k = kv[0];
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(k));
+    ox_arg(&A, tp_value_int(ox_attr_i(c, "axis", -1)));
+    ox_arg(&A, tp_value_bool(ox_attr_i(c, "largest", 1) != 0));
+    ox_arg(&A, tp_value_bool(true));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_TOPK, &A, &r));
+    tp_value v0, v1;
+    tp_status st = tp_value_copy(tp_value_at(&r, 0), &v0);
+    if (st == TP_OK) st = ox_set_out(c, 0, &v0);
+    if (st == TP_OK) st = tp_value_copy(tp_value_at(&r, 1), &v1);
+    if (st == TP_OK) st = ox_set_out(c, 1, &v1);
+    tp_value_clear(&r);
+    return st;
+}
+
+/* Einsum without ellipsis or repeated subscripts in one operand: permute
+ * and reshape every operand onto all subscripts (output ones first),
+ * multiply with broadcasting, sum the others away. */
+static tp_status map_einsum(ox_ctx *c) {
+    char eq[256];
+    if (!ox_attr_s(c, "equation", NULL, eq, sizeof eq)) return ox_bad(c, "missing attribute 'equation'");
+    char clean[256];
+    size_t n = 0;
+    for (const char *p = eq; *p && n + 1 < sizeof clean; p++)
+        if (*p != ' ') clean[n++] = *p;
+    clean[n] = '\0';
+    if (strstr(clean, "...")) return ox_unsupported(c, "ellipsis in equation '%s'", eq);
+    char *arrow = strstr(clean, "->");
+    char out_sub[64] = "";
+    if (arrow) {
+        *arrow = '\0';
+        snprintf(out_sub, sizeof out_sub, "%s", arrow + 2);
+    }
+    const char *subs[16];
+    int n_ops = 0;
+    for (char *tok = clean, *next; tok && n_ops < 16; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        subs[n_ops++] = tok;
+    }
+    if (n_ops != ox_n_in(c)) return ox_bad(c, "equation has %d operands for %d inputs", n_ops, ox_n_in(c));
+    int count[128] = {0};
+    for (int i = 0; i < n_ops; i++)
+        for (const char *p = subs[i]; *p; p++) {
+            if ((unsigned char)*p >= 128 || !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+                return ox_bad(c, "bad subscript in '%s'", eq);
+            if (strchr(p + 1, *p)) return ox_unsupported(c, "repeated subscript '%c' in one operand (diagonal)", *p);
+            count[(int)*p]++;
+        }
+    if (!arrow) { /* implicit output: letters used once, sorted */
+        int k = 0;
+        for (int ch = 0; ch < 128; ch++)
+            if (count[ch] == 1) out_sub[k++] = (char)ch;
+        out_sub[k] = '\0';
+    }
+    char all[64];
+    int n_all = 0;
+    for (const char *p = out_sub; *p; p++) {
+        if (!count[(int)*p]) return ox_bad(c, "output subscript '%c' not in any input", *p);
+        all[n_all++] = *p;
+    }
+    int n_out = n_all;
+    for (int ch = 0; ch < 128; ch++)
+        if (count[ch] && !strchr(out_sub, ch)) all[n_all++] = (char)ch;
+    if (n_all > TP_MAX_DIMS) return ox_unsupported(c, "%d subscripts (at most %d)", n_all, TP_MAX_DIMS);
+    tp_value acc = tp_value_none();
+    for (int i = 0; i < n_ops; i++) {
+        const tp_value *x;
+        TP_TRY(need(c, i, &x));
+        int r = (int)strlen(subs[i]);
+        if (r != rank_of(x)) {
+            tp_value_clear(&acc);
+            return ox_bad(c, "operand %d has rank %d, equation says %d", i, rank_of(x), r);
+        }
+        int64_t perm[TP_MAX_DIMS], shape[TP_MAX_DIMS];
+        int k = 0;
+        for (int a = 0; a < n_all; a++) {
+            const char *q = strchr(subs[i], all[a]);
+            if (q) {
+                perm[k++] = q - subs[i];
+                shape[a] = sizes_of(x)[q - subs[i]];
+            } else {
+                shape[a] = 1;
+            }
+        }
+        tp_value pv, rv, prod;
+        tp_status st = call_ints(c, TP_OP_PERMUTE, x, perm, k, &pv);
+        if (st == TP_OK) {
+            st = reshape(c, &pv, shape, n_all, &rv);
+            tp_value_clear(&pv);
+        }
+        if (st == TP_OK && acc.kind != TP_VAL_NONE) {
+            st = ox_call2(c, TP_OP_MUL, &acc, &rv, &prod);
+            tp_value_clear(&rv);
+            if (st == TP_OK) rv = prod;
+        }
+        tp_value_clear(&acc);
+        TP_TRY(st);
+        acc = rv;
+    }
+    if (n_all > n_out) {
+        int64_t dims[TP_MAX_DIMS];
+        for (int a = n_out; a < n_all; a++) dims[a - n_out] = a;
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, acc);
+        ox_arg_ints(&A, dims, n_all - n_out);
+        TP_TRY(ox_call(c, TP_OP_SUM, &A, &acc));
+    }
+    const tp_value *x0 = ox_in(c, 0);
+    return set_out_cast(c, &acc, dtype_of(x0));
+}
+
+/* (float64(x) - zero_point), the zero point broadcast along `axis` when it
+ * is a vector (per-channel / per-row). */
+static tp_status centered(ox_ctx *c, const tp_value *x, const tp_value *zp, int axis, tp_value *out) {
+    tp_value xf;
+    TP_TRY(ox_cast(c, x, TP_FLOAT64, &xf));
+    if (!zp) {
+        *out = xf;
+        return TP_OK;
+    }
+    tp_value zf, zb, r;
+    tp_status st = ox_cast(c, zp, TP_FLOAT64, &zf);
+    if (st == TP_OK && rank_of(&zf) == 1 && sizes_of(&zf)[0] > 1) {
+        int nd = rank_of(x);
+        int64_t shp[TP_MAX_DIMS];
+        for (int i = 0; i < nd - axis; i++) shp[i] = i == 0 ? sizes_of(&zf)[0] : 1;
+        st = reshape(c, &zf, shp, nd - axis, &zb);
+        tp_value_clear(&zf);
+    } else {
+        zb = zf;
+    }
+    if (st == TP_OK) {
+        st = ox_call2(c, TP_OP_SUB, &xf, &zb, &r);
+        tp_value_clear(&zb);
+    }
+    tp_value_clear(&xf);
+    TP_TRY(st);
+    *out = r;
+    return TP_OK;
+}
+
+/* round half to even, + zero point, saturate to the zero point's type */
+static tp_status requantize(ox_ctx *c, tp_value *acc, const tp_value *scale, const tp_value *zp, tp_value *out) {
+    tp_dtype qt = zp ? dtype_of(zp) : TP_UINT8;
+    if (qt != TP_UINT8 && qt != TP_INT8) return ox_unsupported(c, "quantized type %s", tp_dtype_name(qt));
+    tp_value sf, q, rq, zf, sh, cl;
+    TP_TRY(ox_cast(c, scale, dtype_of(acc), &sf)); /* computed in acc's precision */
+    tp_status st = ox_call2(c, TP_OP_DIV, acc, &sf, &q);
+    tp_value_clear(&sf);
+    TP_TRY(st);
+    TP_TRY(ox_call1(c, TP_OP_ROUND, &q, &rq));
+    tp_value_clear(&q);
+    if (zp) {
+        TP_TRY(ox_cast(c, zp, dtype_of(&rq), &zf));
+        st = ox_call2(c, TP_OP_ADD, &rq, &zf, &sh);
+        tp_value_clear(&zf);
+        tp_value_clear(&rq);
+        TP_TRY(st);
+    } else {
+        sh = rq;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, sh);
+    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 0.0 : -128.0));
+    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 255.0 : 127.0));
+    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &cl));
+    st = ox_cast(c, &cl, qt, out);
+    tp_value_clear(&cl);
+    return st;
+}
+
+static tp_status map_matmul_integer(ox_ctx *c) {
+    const tp_value *a, *b;
+    TP_TRY(need(c, 0, &a));
+    TP_TRY(need(c, 1, &b));
+    tp_value ac, bc, m;
+    TP_TRY(centered(c, a, ox_in(c, 2), rank_of(a) - 2, &ac));
+    TP_TRY(centered(c, b, ox_in(c, 3), rank_of(b) - 1, &bc));
+    tp_status st = ox_call2(c, TP_OP_MATMUL, &ac, &bc, &m);
+    tp_value_clear(&ac);
+    tp_value_clear(&bc);
+    TP_TRY(st);
+    return set_out_cast(c, &m, TP_INT32);
+}
+
+static tp_status map_conv_integer(ox_ctx *c) {
+    const tp_value *x, *w;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &w));
+    tp_value xc, wc, r;
+    TP_TRY(centered(c, x, ox_in(c, 2), 1, &xc));
+    TP_TRY(centered(c, w, ox_in(c, 3), 0, &wc));
+    tp_status st = conv_apply(c, &xc, &wc, NULL, &r);
+    tp_value_clear(&xc);
+    tp_value_clear(&wc);
+    TP_TRY(st);
+    return set_out_cast(c, &r, TP_INT32);
+}
+
+/* QLinearMatMul / QLinearConv: dequantize (int math is exact in float64),
+ * compute, requantize. */
+static tp_status map_qlinear(ox_ctx *c, bool conv) {
+    const tp_value *a, *as, *b, *bs, *ys;
+    TP_TRY(need(c, 0, &a));
+    TP_TRY(need(c, 1, &as));
+    TP_TRY(need(c, 3, &b));
+    TP_TRY(need(c, 4, &bs));
+    TP_TRY(need(c, 6, &ys));
+    tp_value ac, bc, acc, asf, bsf, sprod, accs, bias = tp_value_none(), r;
+    TP_TRY(centered(c, a, ox_in(c, 2), conv ? 1 : rank_of(a) - 2, &ac));
+    TP_TRY(centered(c, b, ox_in(c, 5), conv ? 0 : rank_of(b) - 1, &bc));
+    const tp_value *bias_in = conv ? ox_in(c, 8) : NULL;
+    if (bias_in) TP_TRY(ox_cast(c, bias_in, TP_FLOAT64, &bias));
+    tp_status st = conv ? conv_apply(c, &ac, &bc, bias_in ? &bias : NULL, &acc) : ox_call2(c, TP_OP_MATMUL, &ac, &bc, &acc);
+    tp_value_clear(&ac);
+    tp_value_clear(&bc);
+    tp_value_clear(&bias);
+    TP_TRY(st);
+    /* acc * a_scale * b_scale (b's scale per output channel for conv) */
+    TP_TRY(ox_cast(c, as, TP_FLOAT64, &asf));
+    TP_TRY(ox_cast(c, bs, TP_FLOAT64, &bsf));
+    if (conv && rank_of(&bsf) == 1 && sizes_of(&bsf)[0] > 1) {
+        tp_value r2;
+        int nd = rank_of(&acc);
+        int64_t shp[TP_MAX_DIMS];
+        for (int i = 0; i < nd - 1; i++) shp[i] = i == 0 ? sizes_of(&bsf)[0] : 1;
+        TP_TRY(reshape(c, &bsf, shp, nd - 1, &r2));
+        tp_value_clear(&bsf);
+        bsf = r2;
+    }
+    TP_TRY(ox_call2(c, TP_OP_MUL, &asf, &bsf, &sprod));
+    tp_value_clear(&asf);
+    tp_value_clear(&bsf);
+    st = ox_call2(c, TP_OP_MUL, &acc, &sprod, &accs);
+    tp_value_clear(&acc);
+    tp_value_clear(&sprod);
+    TP_TRY(st);
+    st = requantize(c, &accs, ys, ox_in(c, 7), &r);
+    tp_value_clear(&accs);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+static tp_status map_dynamic_quantize(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    tp_value mn, mx, z, mn0, mx0, rangev, scale, negmin, zq, zpv, y, y2, zp_u8;
+    TP_TRY(ox_call1(c, TP_OP_AMIN, x, &mn));
+    TP_TRY(ox_call1(c, TP_OP_AMAX, x, &mx));
+    TP_TRY(scalar_like(x, 0.0, &z));
+    TP_TRY(ox_call2(c, TP_OP_MINIMUM, &mn, &z, &mn0));
+    TP_TRY(ox_call2(c, TP_OP_MAXIMUM, &mx, &z, &mx0));
+    tp_value_clear(&mn);
+    tp_value_clear(&mx);
+    tp_value_clear(&z);
+    TP_TRY(ox_call2(c, TP_OP_SUB, &mx0, &mn0, &rangev));
+    tp_value_clear(&mx0);
+    TP_TRY(binop_scalar(c, TP_OP_DIV, &rangev, 255.0, &scale));
+    tp_value_clear(&rangev);
+    /* zero point = saturate(round(-min / scale)) */
+    TP_TRY(ox_call1(c, TP_OP_NEG, &mn0, &negmin));
+    tp_value_clear(&mn0);
+    TP_TRY(ox_call2(c, TP_OP_DIV, &negmin, &scale, &zq));
+    tp_value_clear(&negmin);
+    TP_TRY(ox_call1(c, TP_OP_ROUND, &zq, &zpv));
+    tp_value_clear(&zq);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, zpv);
+    ox_arg(&A, tp_value_float(0.0));
+    ox_arg(&A, tp_value_float(255.0));
+    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &y));
+    TP_TRY(ox_cast(c, &y, TP_UINT8, &zp_u8));
+    tp_value_clear(&y);
+    tp_value xd;
+    TP_TRY(tp_value_copy(x, &xd)); /* float32 arithmetic, as the ONNX reference */
+    tp_status st = requantize(c, &xd, &scale, &zp_u8, &y2);
+    tp_value_clear(&xd);
+    if (st == TP_OK) st = set_out(c, &y2);
+    if (st == TP_OK) st = ox_set_out(c, 1, &scale);
+    if (st == TP_OK) st = ox_set_out(c, 2, &zp_u8);
+    tp_value_clear(&scale);
+    tp_value_clear(&zp_u8);
+    return st;
+}
+
+static tp_status map_bitshift(ox_ctx *c) {
+    const tp_value *x, *y;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &y));
+    if (dtype_of(x) != TP_UINT8) return ox_unsupported(c, "BitShift on %s", tp_dtype_name(dtype_of(x)));
+    char buf[16];
+    bool left = !strcmp(ox_attr_s(c, "direction", "", buf, sizeof buf), "LEFT");
+    tp_value x64, y64, two, p2, r;
+    TP_TRY(ox_cast(c, x, TP_INT64, &x64));
+    TP_TRY(ox_cast(c, y, TP_INT64, &y64));
+    TP_TRY(ox_scalar_tensor(TP_INT64, 2, &two));
+    TP_TRY(ox_call2(c, TP_OP_POW, &two, &y64, &p2));
+    tp_value_clear(&two);
+    tp_value_clear(&y64);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, x64);
+    ox_arg(&A, p2);
+    if (!left) {
+        tp_value m;
+        TP_TRY(tp_value_str("floor", &m));
+        ox_kw(&A, "rounding_mode", m);
+    }
+    TP_TRY(ox_call(c, left ? TP_OP_MUL : TP_OP_DIV, &A, &r));
+    return set_out_cast(c, &r, TP_UINT8);
+}
+
+static tp_status map_size(ox_ctx *c) { return map_shape(c, true); }
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+static const char *const k_unsupported_reason[][2] = {
+    {"Loop", "control flow (Loop) is not supported"},
+    {"If", "control flow (If) is not supported"},
+    {"Scan", "control flow (Scan) is not supported"},
+    {"NonZero", "data-dependent output shape (NonZero) does not fit plannable shapes"},
+    {"Unique", "data-dependent output shape (Unique)"},
+    {"Compress", "data-dependent output shape (Compress)"},
+    {"NonMaxSuppression", "data-dependent output shape (NonMaxSuppression)"},
+    {"RandomNormal", "random ops are not supported"},
+    {"RandomUniform", "random ops are not supported"},
+    {"RandomNormalLike", "random ops are not supported"},
+    {"RandomUniformLike", "random ops are not supported"},
+    {"Multinomial", "random ops are not supported"},
+    {"Bernoulli", "random ops are not supported"},
+};
+
+tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
+    for (size_t i = 0; i < TP_ARRAY_LEN(k_unary); i++)
+        if (!strcmp(op, k_unary[i].name)) return map_unary(c, k_unary[i].op);
+    for (size_t i = 0; i < TP_ARRAY_LEN(k_binary); i++)
+        if (!strcmp(op, k_binary[i].name)) return map_binary(c, &k_binary[i]);
+    if (!strcmp(op, "Div")) return map_div(c);
+    if (!strcmp(op, "Mod")) return map_mod(c);
+    if (!strcmp(op, "Max")) return map_variadic(c, TP_OP_MAXIMUM, false);
+    if (!strcmp(op, "Min")) return map_variadic(c, TP_OP_MINIMUM, false);
+    if (!strcmp(op, "Sum")) return map_variadic(c, TP_OP_ADD, false);
+    if (!strcmp(op, "Mean")) return map_variadic(c, TP_OP_ADD, true);
+    if (!strcmp(op, "Identity")) return map_identity(c);
+    if (!strcmp(op, "Dropout")) return map_dropout(c);
+    if (!strcmp(op, "Cast")) return map_cast(c, false);
+    if (!strcmp(op, "CastLike")) return map_cast(c, true);
+    if (!strcmp(op, "LeakyRelu")) return map_leaky_relu(c);
+    if (!strcmp(op, "Elu")) return map_elu(c, false);
+    if (!strcmp(op, "Selu")) return map_elu(c, true);
+    if (!strcmp(op, "Celu")) return map_celu(c);
+    if (!strcmp(op, "HardSigmoid")) return map_hard_sigmoid(c);
+    if (!strcmp(op, "ThresholdedRelu")) return map_thresholded_relu(c);
+    if (!strcmp(op, "Shrink")) return map_shrink(c);
+    if (!strcmp(op, "Softsign")) return map_softsign(c);
+    if (!strcmp(op, "PRelu")) return map_prelu(c);
+    if (!strcmp(op, "Clip")) return map_clip(c);
+    if (!strcmp(op, "IsInf")) return map_isinf(c);
+    if (!strcmp(op, "Asin") || !strcmp(op, "Acos") || !strcmp(op, "Atan") || !strcmp(op, "Sinh") ||
+        !strcmp(op, "Cosh") || !strcmp(op, "Asinh") || !strcmp(op, "Acosh") || !strcmp(op, "Atanh"))
+        return map_trig(c, op);
+    if (!strcmp(op, "Where")) return map_where(c);
+    if (!strcmp(op, "MatMul")) return map_matmul(c);
+    if (!strcmp(op, "Gemm")) return map_gemm(c);
+    if (!strcmp(op, "Conv")) return map_conv(c);
+    if (!strcmp(op, "ConvTranspose")) return map_conv_transpose(c);
+    if (!strcmp(op, "MaxPool")) return map_pool(c, true);
+    if (!strcmp(op, "AveragePool")) return map_pool(c, false);
+    if (!strcmp(op, "GlobalAveragePool")) return map_global_pool(c, false);
+    if (!strcmp(op, "GlobalMaxPool")) return map_global_pool(c, true);
+    if (!strcmp(op, "BatchNormalization")) return map_batch_norm(c);
+    if (!strcmp(op, "InstanceNormalization")) return map_instance_norm(c);
+    if (!strcmp(op, "LayerNormalization")) return map_layer_norm(c);
+    if (!strcmp(op, "Softmax")) return map_softmax(c, TP_OP_SOFTMAX, false);
+    if (!strcmp(op, "LogSoftmax")) return map_softmax(c, TP_OP_LOG_SOFTMAX, false);
+    if (!strcmp(op, "Hardmax")) return map_softmax(c, TP_OP_SOFTMAX, true);
+    if (!strcmp(op, "LRN")) return map_lrn(c);
+    if (!strcmp(op, "LpNormalization")) return map_lp_norm(c);
+    if (!strcmp(op, "MeanVarianceNormalization")) return map_mvn(c);
+    if (!strncmp(op, "Reduce", 6)) return map_reduce(c, op + 6);
+    if (!strcmp(op, "ArgMax")) return map_arg(c, true);
+    if (!strcmp(op, "ArgMin")) return map_arg(c, false);
+    if (!strcmp(op, "CumSum")) return map_cumsum(c);
+    if (!strcmp(op, "Reshape")) return map_reshape(c);
+    if (!strcmp(op, "Flatten")) return map_flatten(c);
+    if (!strcmp(op, "Transpose")) return map_transpose(c);
+    if (!strcmp(op, "Squeeze")) return map_squeeze(c);
+    if (!strcmp(op, "Unsqueeze")) return map_unsqueeze(c);
+    if (!strcmp(op, "Concat")) return map_concat(c);
+    if (!strcmp(op, "Split")) return map_split(c);
+    if (!strcmp(op, "Slice")) return map_slice(c);
+    if (!strcmp(op, "Gather")) return map_gather(c);
+    if (!strcmp(op, "GatherElements")) return map_gather_elements(c);
+    if (!strcmp(op, "ScatterElements") || !strcmp(op, "Scatter")) return map_scatter_elements(c);
+    if (!strcmp(op, "GatherND")) return map_gather_nd(c);
+    if (!strcmp(op, "ScatterND")) return map_scatter_nd(c);
+    if (!strcmp(op, "Expand")) return map_expand(c);
+    if (!strcmp(op, "Tile")) return map_tile(c);
+    if (!strcmp(op, "Pad")) return map_pad(c);
+    if (!strcmp(op, "Shape")) return map_shape(c, false);
+    if (!strcmp(op, "Size")) return map_size(c);
+    if (!strcmp(op, "Constant")) return map_constant(c);
+    if (!strcmp(op, "ConstantOfShape")) return map_constant_of_shape(c);
+    if (!strcmp(op, "Range")) return map_range(c);
+    if (!strcmp(op, "Trilu")) return map_trilu(c);
+    if (!strcmp(op, "OneHot")) return map_one_hot(c);
+    if (!strcmp(op, "DepthToSpace")) return map_depth_space(c, true);
+    if (!strcmp(op, "SpaceToDepth")) return map_depth_space(c, false);
+    if (!strcmp(op, "EyeLike")) return map_eye_like(c);
+    if (!strcmp(op, "DequantizeLinear")) return map_dequantize(c);
+    if (!strcmp(op, "QuantizeLinear")) return map_quantize(c);
+    if (!strcmp(op, "Resize")) return map_resize(c, false);
+    if (!strcmp(op, "TopK")) return map_topk(c);
+    if (!strcmp(op, "MatMulInteger")) return map_matmul_integer(c);
+    if (!strcmp(op, "ConvInteger")) return map_conv_integer(c);
+    if (!strcmp(op, "QLinearMatMul")) return map_qlinear(c, false);
+    if (!strcmp(op, "QLinearConv")) return map_qlinear(c, true);
+    if (!strcmp(op, "DynamicQuantizeLinear")) return map_dynamic_quantize(c);
+    if (!strcmp(op, "BitShift")) return map_bitshift(c);
+    if (!strcmp(op, "Einsum")) return map_einsum(c);
+    if (!strcmp(op, "NegativeLogLikelihoodLoss")) return map_nll(c);
+    if (!strcmp(op, "SoftmaxCrossEntropyLoss")) return map_sce(c);
+    if (!strcmp(op, "Upsample")) return map_resize(c, true);
+    for (size_t i = 0; i < TP_ARRAY_LEN(k_unsupported_reason); i++)
+        if (!strcmp(op, k_unsupported_reason[i][0])) return ox_unsupported(c, "%s", k_unsupported_reason[i][1]);
+    return ox_unsupported(c, "op '%s' is not supported", op);
+}

@@ -1,0 +1,493 @@
+/*
+ * test_onnx.c - ONNX import: models exported by PyTorch 1.13 (a ResNet-style
+ * CNN, a transformer encoder, the CNN with a dynamic batch dim) run and
+ * match PyTorch within 1e-4; the program's signature, state and
+ * constraints; TensorProto reading; and hostile or unsupported inputs
+ * (truncation, bad lengths, deep nesting, external data leaving the
+ * folder, unknown ops) giving clear errors. Small models are built here
+ * with a minimal protobuf writer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fail_alloc.h"
+#include "test_util.h"
+#include "tpexport/onnx.h"
+#include "tpexport/tpexport.h"
+
+/* ---- a minimal protobuf writer ---------------------------------------------- */
+
+typedef struct pb {
+    uint8_t data[8192];
+    size_t len;
+} pb;
+
+static void pb_raw(pb *b, const void *p, size_t n) {
+    if (b->len + n > sizeof b->data) return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+static void pb_varint(pb *b, uint64_t v) {
+    do {
+        uint8_t byte = v & 0x7f;
+        v >>= 7;
+        if (v) byte |= 0x80;
+        pb_raw(b, &byte, 1);
+    } while (v);
+}
+static void pb_int(pb *b, int field, int64_t v) {
+    pb_varint(b, (uint64_t)field << 3);
+    pb_varint(b, (uint64_t)v);
+}
+static void pb_bytes(pb *b, int field, const void *p, size_t n) {
+    pb_varint(b, (uint64_t)field << 3 | 2);
+    pb_varint(b, n);
+    pb_raw(b, p, n);
+}
+static void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
+static void pb_msg(pb *b, int field, const pb *m) { pb_bytes(b, field, m->data, m->len); }
+
+/* ValueInfoProto for a float tensor of the given dims (dim < 0: dim_param "N"). */
+static void value_info(pb *out, const char *name, int elem, const int64_t *dims, int nd) {
+    pb shape = {0}, tt = {0}, ty = {0}, vi = {0};
+    for (int i = 0; i < nd; i++) {
+        pb d = {0};
+        if (dims[i] >= 0) pb_int(&d, 1, dims[i]);
+        else pb_str(&d, 2, "N");
+        pb_msg(&shape, 1, &d);
+    }
+    pb_int(&tt, 1, elem);
+    pb_msg(&tt, 2, &shape);
+    pb_msg(&ty, 1, &tt);
+    pb_str(&vi, 1, name);
+    pb_msg(&vi, 2, &ty);
+    *out = vi;
+}
+
+/* A one-node model: y = op(x) with x float [2, 3] (dim 0 symbolic when dyn). */
+static void one_node_model(pb *model, const char *op, bool dyn, const pb *extra_graph_fields) {
+    pb node = {0}, graph = {0}, opset = {0}, in = {0}, out = {0};
+    pb_str(&node, 1, "x");
+    pb_str(&node, 2, "y");
+    pb_str(&node, 3, "the_node");
+    pb_str(&node, 4, op);
+    int64_t dims[2] = {dyn ? -1 : 2, 3};
+    value_info(&in, "x", 1, dims, 2);
+    value_info(&out, "y", 1, dims, 2);
+    pb_msg(&graph, 1, &node);
+    pb_str(&graph, 2, "g");
+    if (extra_graph_fields) pb_raw(&graph, extra_graph_fields->data, extra_graph_fields->len);
+    pb_msg(&graph, 11, &in);
+    pb_msg(&graph, 12, &out);
+    pb_int(&opset, 2, 13);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, &graph);
+    pb_msg(model, 8, &opset);
+}
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static tp_tensor *load_onnx_fixture(const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "onnx/%s", name);
+    return load_fixture(path);
+}
+
+static void run_and_compare(tp_program *p, tp_tensor *x, tp_tensor *want) {
+    tp_value arg = tp_value_tensor(tp_tensor_retain(x)), out = tp_value_none();
+    CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+    const tp_value *got = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+    CHECK(got && got->kind == TP_VAL_TENSOR);
+    if (got && got->kind == TP_VAL_TENSOR) CHECK_CLOSE(got->u.tensor, want, 1e-4, 1e-4);
+    tp_value_clear(&out);
+    tp_value_clear(&arg);
+}
+
+/* ---- models exported by PyTorch ------------------------------------------------ */
+
+TEST(resnet_matches_pytorch) {
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/resnet.onnx", NULL, &p, &rep));
+    CHECK(rep.n_issues == 0);
+    CHECK(rep.opset == 13);
+    CHECK(rep.op_types && strstr(rep.op_types, "Conv"));
+    tp_onnx_report_clear(&rep);
+    if (!p) return;
+    const tp_signature *sig = tp_program_signature(p);
+    tp_strings users = {0}, params = {0};
+    CHECK_OK(tp_signature_view_names(sig, TP_VIEW_USER_INPUTS, &users));
+    CHECK_OK(tp_signature_view_names(sig, TP_VIEW_PARAMETERS, &params));
+    CHECK(users.n == 1);
+    CHECK(params.n > 5); /* conv weights, folded batch norms, fc */
+    tp_strings_free(&users);
+    tp_strings_free(&params);
+    CHECK(tp_program_example_input(p, "x") != NULL);
+    tp_tensor *x = load_onnx_fixture("resnet_x"), *y = load_onnx_fixture("resnet_y");
+    if (x && y) run_and_compare(p, x, y);
+    tp_tensor_free(x);
+    tp_tensor_free(y);
+    tp_program_free(p);
+}
+
+TEST(transformer_matches_pytorch) {
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/transformer.onnx", NULL, &p, NULL));
+    if (!p) return;
+    tp_tensor *x = load_onnx_fixture("transformer_x"), *y = load_onnx_fixture("transformer_y");
+    if (x && y) run_and_compare(p, x, y);
+    tp_tensor_free(x);
+    tp_tensor_free(y);
+    tp_program_free(p);
+}
+
+TEST(dynamic_batch_dim) {
+    tp_onnx_dim_range range;
+    CHECK_OK(tp_onnx_parse_dim_range("batch=1:8", &range));
+    CHECK(range.min == 1 && range.max == 8);
+    tp_onnx_options opts = {0};
+    opts.n_dim_ranges = 1;
+    opts.dim_ranges = &range;
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/dynamic.onnx", &opts, &p, NULL));
+    if (!p) return;
+    const tp_range_constraint *rc = tp_program_find_range(p, "batch");
+    CHECK(rc && rc->min == 1 && rc->max == 8);
+    CHECK(tp_program_num_dim_rules(p) == 4); /* one per dim of x */
+    CHECK(tp_program_example_input(p, "x") == NULL);
+    tp_tensor *x = load_onnx_fixture("dynamic_x"), *y = load_onnx_fixture("dynamic_y");
+    if (x && y) run_and_compare(p, x, y); /* batch 3, exported at 3 */
+    if (x && y) {                         /* batch 2: the first two rows */
+        tp_tensor *x2 = NULL, *y2 = NULL;
+        CHECK_OK(tp_tensor_narrow(x, 0, 0, 2, &x2));
+        CHECK_OK(tp_tensor_narrow(y, 0, 0, 2, &y2));
+        if (x2 && y2) run_and_compare(p, x2, y2);
+        tp_tensor_free(x2);
+        tp_tensor_free(y2);
+        /* batch 9 violates the range */
+        tp_tensor *big = NULL;
+        CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 4, (int64_t[]){9, 3, 16, 16}, &big));
+        tp_value arg = tp_value_tensor(big), out = tp_value_none();
+        CHECK_STATUS(tp_program_call(p, &arg, 1, NULL, &out), TP_ERR_CONSTRAINT);
+        tp_value_clear(&arg);
+        tp_value_clear(&out);
+    }
+    tp_tensor_free(x);
+    tp_tensor_free(y);
+    tp_program_free(p);
+}
+
+TEST(parse_dim_range) {
+    tp_onnx_dim_range r;
+    CHECK_OK(tp_onnx_parse_dim_range("seq=2", &r));
+    CHECK(r.min == 2 && r.max == TP_DIM_UNBOUNDED);
+    CHECK_OK(tp_onnx_parse_dim_range("seq=2:inf", &r));
+    CHECK(r.max == TP_DIM_UNBOUNDED);
+    CHECK_STATUS(tp_onnx_parse_dim_range("seq", &r), TP_ERR_INVALID_ARG);
+    CHECK_STATUS(tp_onnx_parse_dim_range("seq=4:2", &r), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("seq=4:2");
+}
+
+/* ---- small built models ------------------------------------------------------------ */
+
+TEST(one_node_relu_runs) {
+    pb m;
+    one_node_model(&m, "Relu", false, NULL);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    float xs[6] = {-1, 2, -3, 4, 0, -0.5f};
+    tp_tensor *x = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 2, (int64_t[]){2, 3}, xs, &x));
+    tp_value arg = tp_value_tensor(x), out = tp_value_none();
+    CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+    const tp_value *y = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+    CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_item_f64(y->u.tensor, 1) == 2.0 &&
+          tp_tensor_item_f64(y->u.tensor, 2) == 0.0);
+    tp_value_clear(&out);
+    tp_value_clear(&arg);
+    tp_program_free(p);
+}
+
+TEST(unsupported_op_names_node_op_and_opset) {
+    pb m;
+    one_node_model(&m, "Loop", false, NULL);
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("node 'the_node' (Loop, opset 13)");
+    CHECK(p == NULL);
+    CHECK(rep.n_issues == 1 && strcmp(rep.issues[0].op_type, "Loop") == 0);
+    tp_onnx_report_clear(&rep);
+    one_node_model(&m, "NoSuchOp", false, NULL);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("op 'NoSuchOp' is not supported");
+}
+
+TEST(symbolic_dim_becomes_dynamic) {
+    pb m;
+    one_node_model(&m, "Sigmoid", true, NULL);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    const tp_range_constraint *r = tp_program_find_range(p, "N");
+    CHECK(r && r->min == 0 && r->max == TP_DIM_UNBOUNDED);
+    tp_tensor *x = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){5, 3}, &x));
+    tp_value arg = tp_value_tensor(x), out = tp_value_none();
+    CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+    const tp_value *y = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+    CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_size(y->u.tensor, 0) == 5 &&
+          tp_tensor_item_f64(y->u.tensor, 0) == 0.5);
+    tp_value_clear(&out);
+    tp_value_clear(&arg);
+    tp_program_free(p);
+}
+
+TEST(truncated_and_garbage_models) {
+    pb m;
+    one_node_model(&m, "Relu", false, NULL);
+    tp_program *p = NULL;
+    for (size_t cut = 1; cut < m.len; cut += 7) {
+        tp_status st = tp_onnx_load_buffer(m.data, m.len - cut, NULL, NULL, &p, NULL);
+        CHECK(st != TP_OK || p != NULL);
+        tp_program_free(p);
+        p = NULL;
+    }
+    const uint8_t garbage[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    CHECK_STATUS(tp_onnx_load_buffer(garbage, sizeof garbage, NULL, NULL, &p, NULL), TP_ERR_CORRUPT);
+    /* a length running past the end */
+    const uint8_t bad_len[] = {0x3a, 0x7f, 0x0a};
+    CHECK_STATUS(tp_onnx_load_buffer(bad_len, sizeof bad_len, NULL, NULL, &p, NULL), TP_ERR_CORRUPT);
+    CHECK_ERR_CONTAINS("runs past the end");
+    CHECK_STATUS(tp_onnx_load("fixtures/onnx/does_not_exist.onnx", NULL, &p, NULL), TP_ERR_IO);
+}
+
+TEST(deep_nesting_is_refused) {
+    /* graph -> node -> attribute -> graph -> ... 200 levels */
+    static pb levels[2];
+    pb *cur = &levels[0], *next = &levels[1];
+    memset(cur, 0, sizeof *cur);
+    for (int i = 0; i < 200; i++) {
+        pb attr = {0}, node = {0};
+        pb_str(&attr, 1, "body");
+        pb_msg(&attr, 6, cur);
+        pb_msg(&node, 5, &attr);
+        memset(next, 0, sizeof *next);
+        pb_msg(next, 1, &node);
+        pb *t = cur;
+        cur = next;
+        next = t;
+        if (cur->len > 7000) break;
+    }
+    pb model = {0};
+    pb_int(&model, 1, 8);
+    pb_msg(&model, 7, cur);
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(model.data, model.len, NULL, NULL, &p, NULL), TP_ERR_CORRUPT);
+    CHECK_ERR_CONTAINS("nesting");
+}
+
+/* An initializer W [2, 3] read from external data; y = x + W. */
+static void external_model(pb *model, const char *location, const char *length) {
+    pb node = {0}, graph = {0}, opset = {0}, in = {0}, out = {0}, init = {0}, e1 = {0}, e2 = {0};
+    pb_str(&node, 1, "x");
+    pb_str(&node, 1, "W");
+    pb_str(&node, 2, "y");
+    pb_str(&node, 4, "Add");
+    int64_t dims[2] = {2, 3};
+    value_info(&in, "x", 1, dims, 2);
+    value_info(&out, "y", 1, dims, 2);
+    pb_int(&init, 1, 2);
+    pb_int(&init, 1, 3);
+    pb_int(&init, 2, 1);
+    pb_str(&init, 8, "W");
+    pb_str(&e1, 1, "location");
+    pb_str(&e1, 2, location);
+    pb_msg(&init, 13, &e1);
+    pb_str(&e2, 1, "length");
+    pb_str(&e2, 2, length);
+    pb_msg(&init, 13, &e2);
+    pb_int(&init, 14, 1);
+    pb_msg(&graph, 1, &node);
+    pb_msg(&graph, 5, &init);
+    pb_msg(&graph, 11, &in);
+    pb_msg(&graph, 12, &out);
+    pb_int(&opset, 2, 13);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, &graph);
+    pb_msg(model, 8, &opset);
+}
+
+TEST(external_data_inside_folder_only) {
+    char dir[] = "/tmp/tp_onnx_test_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    char path[256], wpath[256];
+    snprintf(wpath, sizeof wpath, "%s/w.bin", dir);
+    float w[6] = {1, 2, 3, 4, 5, 6};
+    FILE *f = fopen(wpath, "wb");
+    CHECK(f && fwrite(w, sizeof w, 1, f) == 1);
+    if (f) fclose(f);
+    pb m;
+    tp_program *p = NULL;
+    external_model(&m, "w.bin", "24");
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    f = fopen(path, "wb");
+    CHECK(f && fwrite(m.data, m.len, 1, f) == 1);
+    if (f) fclose(f);
+    CHECK_OK(tp_onnx_load(path, NULL, &p, NULL));
+    if (p) {
+        tp_tensor *x = NULL;
+        CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){2, 3}, &x));
+        tp_value arg = tp_value_tensor(x), out = tp_value_none();
+        CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+        const tp_value *y = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+        CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_item_f64(y->u.tensor, 5) == 6.0);
+        tp_value_clear(&out);
+        tp_value_clear(&arg);
+        tp_program_free(p);
+        p = NULL;
+    }
+    /* escaping the folder, wrong length, missing file */
+    const char *bad[][2] = {{"../w.bin", "24"}, {"/etc/passwd", "24"}, {"w.bin", "12"}, {"nope.bin", "24"}};
+    const tp_status want[] = {TP_ERR_CORRUPT, TP_ERR_CORRUPT, TP_ERR_CORRUPT, TP_ERR_IO};
+    for (int i = 0; i < 4; i++) {
+        external_model(&m, bad[i][0], bad[i][1]);
+        f = fopen(path, "wb");
+        CHECK(f && fwrite(m.data, m.len, 1, f) == 1);
+        if (f) fclose(f);
+        CHECK_STATUS(tp_onnx_load(path, NULL, &p, NULL), want[i]);
+        if (i < 2) CHECK_ERR_CONTAINS("leaves the model's folder");
+    }
+    /* from a buffer there is no folder */
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    unlink(path);
+    unlink(wpath);
+    rmdir(dir);
+}
+
+TEST(tensor_proto_reading) {
+    /* dims [2, 2], INT64 via int64_data */
+    pb t = {0};
+    pb_int(&t, 1, 2);
+    pb_int(&t, 1, 2);
+    pb_int(&t, 2, 7);
+    for (int i = 0; i < 4; i++) pb_int(&t, 7, -i);
+    tp_tensor *x = NULL;
+    CHECK_OK(tp_onnx_load_tensor_buffer(t.data, t.len, &x));
+    CHECK(x && tp_tensor_dtype(x) == TP_INT64 && tp_tensor_numel(x) == 4 && tp_tensor_item_f64(x, 3) == -3.0);
+    tp_tensor_free(x);
+    /* raw_data of the wrong size */
+    pb r = {0};
+    pb_int(&r, 1, 3);
+    pb_int(&r, 2, 1);
+    float two[2] = {1, 2};
+    pb_bytes(&r, 9, two, sizeof two);
+    CHECK_STATUS(tp_onnx_load_tensor_buffer(r.data, r.len, &x), TP_ERR_CORRUPT);
+    CHECK_ERR_CONTAINS("raw_data has 8 bytes, expected 12");
+    /* a huge dim */
+    pb h = {0};
+    pb_int(&h, 1, (int64_t)1 << 40);
+    pb_int(&h, 1, (int64_t)1 << 40);
+    pb_int(&h, 2, 1);
+    CHECK_STATUS(tp_onnx_load_tensor_buffer(h.data, h.len, &x), TP_ERR_CORRUPT);
+    /* string tensors are not supported */
+    pb s = {0};
+    pb_int(&s, 1, 1);
+    pb_int(&s, 2, 8);
+    CHECK_STATUS(tp_onnx_load_tensor_buffer(s.data, s.len, &x), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("STRING");
+}
+
+/* x [2, 3] -> Reshape(shape = initializer [3, 2]) -> Add(initializer fc.weight [3, 2]) -> y */
+static void folding_model(pb *model) {
+    pb n1 = {0}, n2 = {0}, graph = {0}, opset = {0}, in = {0}, out = {0}, shape = {0}, w = {0};
+    pb_str(&n1, 1, "x");
+    pb_str(&n1, 1, "shape");
+    pb_str(&n1, 2, "r");
+    pb_str(&n1, 4, "Reshape");
+    pb_str(&n2, 1, "r");
+    pb_str(&n2, 1, "fc.weight");
+    pb_str(&n2, 2, "y");
+    pb_str(&n2, 4, "Add");
+    int64_t xd[2] = {2, 3}, yd[2] = {3, 2};
+    value_info(&in, "x", 1, xd, 2);
+    value_info(&out, "y", 1, yd, 2);
+    pb_int(&shape, 1, 2);
+    pb_int(&shape, 2, 7);
+    pb_str(&shape, 8, "shape");
+    pb_bytes(&shape, 9, yd, sizeof yd);
+    float wv[6] = {1, 2, 3, 4, 5, 6};
+    pb_int(&w, 1, 3);
+    pb_int(&w, 1, 2);
+    pb_int(&w, 2, 1);
+    pb_str(&w, 8, "fc.weight");
+    pb_bytes(&w, 9, wv, sizeof wv);
+    pb_msg(&graph, 1, &n1);
+    pb_msg(&graph, 1, &n2);
+    pb_msg(&graph, 5, &shape);
+    pb_msg(&graph, 5, &w);
+    pb_msg(&graph, 11, &in);
+    pb_msg(&graph, 12, &out);
+    pb_int(&opset, 2, 13);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, &graph);
+    pb_msg(model, 8, &opset);
+}
+
+TEST(initializers_parameters_and_folded_shapes) {
+    pb m;
+    folding_model(&m);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    /* W is a parameter under its name; the shape initializer was folded away */
+    tp_tensor *t = NULL;
+    tp_state_kind kind;
+    CHECK_OK(tp_program_get_state(p, "fc.weight", &t, &kind, NULL));
+    CHECK(kind == TP_STATE_PARAMETER);
+    CHECK_STATUS(tp_program_get_state(p, "shape", &t, &kind, NULL), TP_ERR_NOT_FOUND);
+    float xs[6] = {0, 1, 2, 3, 4, 5};
+    tp_tensor *x = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 2, (int64_t[]){2, 3}, xs, &x));
+    tp_value arg = tp_value_tensor(x), out = tp_value_none();
+    CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+    const tp_value *y = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+    CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_size(y->u.tensor, 0) == 3 &&
+          tp_tensor_item_f64(y->u.tensor, 5) == 11.0);
+    tp_value_clear(&out);
+    tp_value_clear(&arg);
+    tp_program_free(p);
+}
+
+static tp_status load_for_alloc_test(void *ctx) {
+    const pb *m = ctx;
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    tp_status st = tp_onnx_load_buffer(m->data, m->len, NULL, NULL, &p, &rep);
+    tp_onnx_report_clear(&rep);
+    tp_program_free(p);
+    return st;
+}
+
+TEST(allocation_failures) {
+    static pb m;
+    folding_model(&m);
+    check_alloc_failures("load folding model", load_for_alloc_test, &m);
+    one_node_model(&m, "Relu", true, NULL);
+    check_alloc_failures("load dynamic relu model", load_for_alloc_test, &m);
+}
+
+TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
+          T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
+          T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
+          T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures))
