@@ -29,6 +29,9 @@ struct tp_module {
     bool training;
     tp_graph *graph;
     tp_value defaults; /* dict or None */
+    const void *impl_ops;
+    void *impl_data;
+    void (*impl_free)(void *);
 };
 
 const char *tp_state_kind_name(tp_state_kind kind) {
@@ -68,6 +71,7 @@ void tp_module_free(tp_module *m) {
     tp_free(m->type_name);
     tp_graph_free(m->graph);
     tp_value_clear(&m->defaults);
+    if (m->impl_free) m->impl_free(m->impl_data);
     tp_free(m);
 }
 
@@ -340,4 +344,44 @@ tp_status tp_module_call(tp_module *m, const tp_value *args, int n_args, const t
     for (int64_t i = 0; i < n_ph; i++) tp_value_clear(&inputs[i]);
     tp_free(inputs);
     return st;
+}
+
+/* ---- implementation slot ------------------------------------------------ */
+
+void tp_module_set_impl(tp_module *m, const void *ops, void *data, void (*free_data)(void *data)) {
+    if (m->impl_free && m->impl_data != data) m->impl_free(m->impl_data);
+    m->impl_ops = ops;
+    m->impl_data = data;
+    m->impl_free = free_data;
+}
+
+const void *tp_module_impl_ops(const tp_module *m) { return m->impl_ops; }
+void *tp_module_impl_data(const tp_module *m) { return m->impl_data; }
+
+tp_tensor *tp_module_own_state(const tp_module *m, const char *name) {
+    entry *e = find_entry(m, name, strlen(name));
+    return e ? e->tensor : NULL;
+}
+
+tp_status tp_module_replace_state(tp_module *m, const char *target, tp_tensor *t) {
+    TP_CHECK(t != NULL, TP_ERR_INVALID_ARG, "tensor for '%s' is NULL", target);
+    const char *dot = strrchr(target, '.');
+    tp_module *owner = m;
+    const char *leaf = target;
+    if (dot) {
+        char path[512];
+        size_t n = (size_t)(dot - target);
+        TP_CHECK(n < sizeof path, TP_ERR_INVALID_ARG, "state target '%s' is too long", target);
+        memcpy(path, target, n);
+        path[n] = '\0';
+        owner = tp_module_child(m, path);
+        TP_CHECK(owner != NULL, TP_ERR_NOT_FOUND, "module has no submodule '%s' (looking up '%s')", path, target);
+        leaf = dot + 1;
+    }
+    entry *e = find_entry(owner, leaf, strlen(leaf));
+    TP_CHECK(e != NULL, TP_ERR_NOT_FOUND, "module has no attribute '%s' (looking up '%s')", leaf, target);
+    tp_tensor_retain(t);
+    tp_tensor_free(e->tensor);
+    e->tensor = t;
+    return TP_OK;
 }

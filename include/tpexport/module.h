@@ -113,6 +113,22 @@ TP_API tp_module *tp_module_child_at(const tp_module *m, int i, const char **nam
 TP_API void tp_module_train(tp_module *m, bool training);
 TP_API bool tp_module_is_training(const tp_module *m);
 
+/* ---- implementation slot (used by the export layer, export.h) ----------
+ * A module may carry an implementation: an opaque `ops` pointer (static
+ * storage, e.g. a layer's vtable with its C forward) and `data` (owned by the
+ * module: free_data(data) runs when the module is freed or the slot is
+ * replaced; free_data may be NULL). */
+TP_API void tp_module_set_impl(tp_module *m, const void *ops, void *data, void (*free_data)(void *data));
+TP_API const void *tp_module_impl_ops(const tp_module *m);
+TP_API void *tp_module_impl_data(const tp_module *m);
+/* Look up an entry of m itself (simple name, no dots): the tensor (borrowed)
+ * or NULL. */
+TP_API tp_tensor *tp_module_own_state(const tp_module *m, const char *name);
+/* Replace the tensor of an existing entry anywhere in the tree (dotted
+ * target), keeping its kind and persistence; retains t. TP_ERR_NOT_FOUND if
+ * absent. */
+TP_API tp_status tp_module_replace_state(tp_module *m, const char *target, tp_tensor *t);
+
 /* ---- graph forward ----------------------------------------------------- */
 
 /* Give m a graph forward. The module takes ownership of `graph` (also on

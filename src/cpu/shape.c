@@ -480,7 +480,8 @@ static tp_status getitem_run(const tp_value *args, tp_value *out, bool meta) {
         *out = tp_value_tensor(r);
         return TP_OK;
     }
-    TP_CHECK(self->kind == TP_VAL_LIST || self->kind == TP_VAL_TUPLE, TP_ERR_TYPE,
+    /* dicts are read by position (insertion order): export reads dict inputs this way */
+    TP_CHECK(self->kind == TP_VAL_LIST || self->kind == TP_VAL_TUPLE || self->kind == TP_VAL_DICT, TP_ERR_TYPE,
              "self must be a tuple, list or tensor, not %s", tp_value_kind_name(self->kind));
     int64_t n = tp_value_len(self);
     TP_CHECK(index >= -n && index < n, TP_ERR_INDEX, "%s index %" PRId64 " out of range (length %" PRId64 ")",
