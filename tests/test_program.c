@@ -334,6 +334,34 @@ TEST(test_constraints) {
     tp_program_free(p);
 }
 
+TEST(test_constrained_unlifted) {
+    /* the unlifted module gives the same outputs as the program */
+    tp_program *p = make_constrained();
+    tp_module *m = NULL;
+    CHECK_OK(tp_program_module(p, &m));
+    tp_tensor *x = NULL, *y = NULL, *z = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){3, 3}, &x));
+    CHECK_OK(tp_tensor_fill(x, 2.0));
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){3, 3}, &y));
+    CHECK_OK(tp_tensor_fill(y, 0.5));
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 1, (int64_t[]){7}, &z));
+    CHECK_OK(tp_tensor_fill(z, 1.0));
+    tp_value args[3] = {tv(x), tv(y), tv(z)}, a = tp_value_none(), b = tp_value_none();
+    CHECK_OK(tp_program_call(p, args, 3, NULL, &a));
+    CHECK_OK(tp_module_call(m, args, 3, NULL, &b));
+    CHECK(tp_value_len(&a) == 2 && tp_value_len(&b) == 2);
+    if (tp_value_len(&a) == 2 && tp_value_len(&b) == 2) {
+        CHECK(tensor_equals(tp_value_at(&a, 0)->u.tensor, (float[]){2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f}, 9));
+        CHECK(tensor_equals(tp_value_at(&b, 0)->u.tensor, (float[]){2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f}, 9));
+        CHECK(tensor_equals(tp_value_at(&a, 1)->u.tensor, (float[]){7}, 1));
+        CHECK(tensor_equals(tp_value_at(&b, 1)->u.tensor, (float[]){7}, 1));
+    }
+    tp_value_clear(&a);
+    tp_value_clear(&b);
+    for (int i = 0; i < 3; i++) tp_value_clear(&args[i]);
+    tp_program_free(p);
+}
+
 TEST(test_derived_alone) {
     /* z's dim is derived from a symbol no other input binds: solve for it */
     tp_program *p = make_constrained();
@@ -503,5 +531,5 @@ TEST(test_rename_and_call_graph) {
 
 TEST_MAIN(T(test_mlp_call), T(test_missing_input), T(test_mlp_module), T(test_mlp_print), T(test_buffers_and_constants),
           T(test_batch_norm_training), T(test_accumulator), T(test_list_input_mutation), T(test_constraints),
-          T(test_derived_alone), T(test_nested_outputs), T(test_validate_reports_everything),
+          T(test_constrained_unlifted), T(test_derived_alone), T(test_nested_outputs), T(test_validate_reports_everything),
           T(test_copy_is_independent), T(test_rename_and_call_graph))
