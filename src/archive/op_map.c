@@ -1,0 +1,458 @@
+/*
+ * op_map.c - the one table mapping tensorplay callees (function references
+ * and Tensor method names found in program documents) to our ops, with
+ * each callee's parameter list mapped onto the op's schema (serde.h
+ * explains the notation), and the callee written for each op.
+ *
+ * Sources of the entries: what tensorplay 1.0's exporter emits for the
+ * layers and tensor operations of common models (nn.Linear -> nn.functional
+ * .linear, x + y -> _operator.add, x.view(2, 3) -> method "view", F.softmax
+ * -> method "softmax", ...), the signatures of tensorplay.functional and
+ * tensorplay.nn.functional, and, for methods, PyTorch's Tensor methods.
+ */
+#include <string.h>
+
+#include "serde.h"
+
+#define TF "tensorplay.functional"
+#define NF "tensorplay.nn.functional"
+#define OPR "_operator"
+
+/* A function / method entry, plain mapping. */
+#define FN(mod, nm, id, params) {mod, nm, TP_OP_##id, TP_SERDE_PLAIN, params, NULL, 0, TP_OP_INVALID}
+#define FNW(mod, nm, id, params) {mod, nm, TP_OP_##id, TP_SERDE_PLAIN, params, NULL, TP_SERDE_WRITE, TP_OP_INVALID}
+#define MT(nm, id, params) {NULL, nm, TP_OP_##id, TP_SERDE_PLAIN, params, NULL, 0, TP_OP_INVALID}
+/* In-place method without an op of its own: op, then copy_ into self. */
+#define MT_(nm, id, params) {NULL, nm, TP_OP_##id, TP_SERDE_PLAIN, params, NULL, TP_SERDE_COPY_BACK, TP_OP_INVALID}
+#define SP(mod, nm, id, special, params) {mod, nm, TP_OP_##id, special, params, NULL, 0, TP_OP_INVALID}
+#define FIX(mod, nm, id, params, fixed) {mod, nm, TP_OP_##id, TP_SERDE_PLAIN, params, fixed, 0, TP_OP_INVALID}
+
+/* Unary elementwise: tensorplay.functional.x(input, *, out=None) (written),
+ * Tensor.x(), Tensor.x_(). */
+#define UNARY(id, nm)                                                                                          \
+    FNW(TF, nm, id, "input,*,out:!=None"), MT(nm, id, "self"), MT_(nm "_", id, "self")
+/* Same, tensorplay.functional.x(input) without out=. */
+#define UNARY_NO_OUT(id, nm) FNW(TF, nm, id, "input"), MT(nm, id, "self"), MT_(nm "_", id, "self")
+/* Binary tensor-or-scalar ops: functional (input, other, *, out), method. */
+#define BINARY(id, nm)                                                                                         \
+    FNW(TF, nm, id, "input,other,*,out:!=None"), MT(nm, id, "self,other"), MT_(nm "_", id, "self,other")
+/* _operator.x(a, b). */
+#define OPER(nm, id, flags, swapped)                                                                           \
+    {OPR, nm, TP_OP_##id, TP_SERDE_BINOP, "a:self,b:other", NULL, flags, TP_OP_##swapped}
+/* Casts: Tensor.float() -> to(dtype=float32). */
+#define CAST(nm, dt) {NULL, nm, TP_OP_TO, TP_SERDE_PLAIN, "self,*,memory_format:-", "dtype=dtype:" dt, 0, TP_OP_INVALID}
+
+static const tp_serde_op_entry g_table[] = {
+    /* ---- unary elementwise ---- */
+    UNARY(NEG, "neg"),
+    UNARY(ABS, "abs"),
+    UNARY(EXP, "exp"),
+    UNARY(LOG, "log"),
+    UNARY(LOG1P, "log1p"),
+    UNARY(EXPM1, "expm1"),
+    UNARY(SQRT, "sqrt"),
+    UNARY(RSQRT, "rsqrt"),
+    UNARY(SIN, "sin"),
+    UNARY(COS, "cos"),
+    UNARY(TAN, "tan"),
+    UNARY(TANH, "tanh"),
+    FN(NF, "tanh", TANH, "input"),
+    UNARY(SIGMOID, "sigmoid"),
+    FN(NF, "sigmoid", SIGMOID, "input"),
+    UNARY(ERF, "erf"),
+    UNARY(RECIPROCAL, "reciprocal"),
+    UNARY(FLOOR, "floor"),
+    UNARY(CEIL, "ceil"),
+    FNW(TF, "round", ROUND, "input,*,decimals,out:!=None"),
+    MT("round", ROUND, "self,*,decimals"),
+    MT_("round_", ROUND, "self,*,decimals"),
+    UNARY(TRUNC, "trunc"),
+    UNARY(SIGN, "sign"),
+    UNARY(SQUARE, "square"),
+    UNARY(LOGICAL_NOT, "logical_not"),
+    UNARY(BITWISE_NOT, "bitwise_not"),
+    FNW(TF, "isnan", ISNAN, "input"),
+    MT("isnan", ISNAN, "self"),
+    FNW(TF, "isinf", ISINF, "input"),
+    MT("isinf", ISINF, "self"),
+
+    /* ---- activations ---- */
+    UNARY_NO_OUT(RELU, "relu"),
+    FN(NF, "relu", RELU, "input,inplace:@"),
+    {NF, "relu_", TP_OP_RELU, TP_SERDE_PLAIN, "input", NULL, TP_SERDE_COPY_BACK, TP_OP_INVALID},
+    UNARY_NO_OUT(RELU6, "relu6"),
+    FN(NF, "relu6", RELU6, "input,inplace:@"),
+    FNW(TF, "leaky_relu", LEAKY_RELU, "input,negative_slope,*,out:!=None"),
+    FN(NF, "leaky_relu", LEAKY_RELU, "input,negative_slope,inplace:@"),
+    MT("leaky_relu", LEAKY_RELU, "self,negative_slope"),
+    MT_("leaky_relu_", LEAKY_RELU, "self,negative_slope"),
+    FNW(TF, "elu", ELU, "input,alpha,scale,input_scale,*,out:!=None"),
+    FN(NF, "elu", ELU, "input,alpha,inplace:@"),
+    MT("elu", ELU, "self,alpha,scale,input_scale"),
+    UNARY_NO_OUT(SELU, "selu"),
+    FN(NF, "selu", SELU, "input,inplace:@"),
+    FNW(TF, "gelu", GELU, "input,approximate,*,out:!=None"),
+    FN(NF, "gelu", GELU, "input,approximate"),
+    MT("gelu", GELU, "self,*,approximate"),
+    UNARY(SILU, "silu"),
+    FN(NF, "silu", SILU, "input,inplace:@"),
+    UNARY(MISH, "mish"),
+    FN(NF, "mish", MISH, "input,inplace:@"),
+    FNW(TF, "softplus", SOFTPLUS, "input,beta,threshold,*,out:!=None"),
+    FN(NF, "softplus", SOFTPLUS, "input,beta,threshold"),
+    MT("softplus", SOFTPLUS, "self,beta,threshold"),
+    FNW(TF, "hardtanh", HARDTANH, "input,min_val,max_val,*,out:!=None"),
+    FN(NF, "hardtanh", HARDTANH, "input,min_val,max_val,inplace:@"),
+    MT("hardtanh", HARDTANH, "self,min_val,max_val"),
+    MT_("hardtanh_", HARDTANH, "self,min_val,max_val"),
+    UNARY(HARDSIGMOID, "hardsigmoid"),
+    FN(NF, "hardsigmoid", HARDSIGMOID, "input,inplace:@"),
+    UNARY(HARDSWISH, "hardswish"),
+    FN(NF, "hardswish", HARDSWISH, "input,inplace:@"),
+    FNW(TF, "clamp", CLAMP, "input,min,max,*,out:!=None"),
+    FN("tensorplay", "clamp", CLAMP, "input,min,max,*,out:!=None"),
+    MT("clamp", CLAMP, "self,min,max"),
+    MT_("clamp_", CLAMP, "self,min,max"),
+    MT("clip", CLAMP, "self,min,max"),
+    MT("clamp_min", CLAMP, "self,min"),
+    MT_("clamp_min_", CLAMP, "self,min"),
+    MT("clamp_max", CLAMP, "self,max"),
+    MT_("clamp_max_", CLAMP, "self,max"),
+
+    /* ---- binary elementwise ---- */
+    FNW(TF, "add", ADD, "input,other,*,alpha,out:!=None"),
+    MT("add", ADD, "self,other,*,alpha"),
+    FNW(TF, "sub", SUB, "input,other,alpha"),
+    MT("sub", SUB, "self,other,*,alpha"),
+    MT_("sub_", SUB, "self,other,*,alpha"),
+    FN(TF, "subtract", SUB, "input,other,alpha"),
+    FNW(TF, "mul", MUL, "input,other"),
+    MT("mul", MUL, "self,other"),
+    FN(TF, "multiply", MUL, "input,other"),
+    FNW(TF, "div", DIV, "input,other,rounding_mode"),
+    MT("div", DIV, "self,other,*,rounding_mode"),
+    MT_("div_", DIV, "self,other,*,rounding_mode"),
+    FN(TF, "divide", DIV, "input,other,rounding_mode"),
+    MT("true_divide", DIV, "self,other"),
+    FIX(NULL, "floor_divide", DIV, "self,other", "rounding_mode='floor'"),
+    BINARY(REMAINDER, "remainder"),
+    FNW(TF, "fmod", FMOD, "input,other"),
+    MT("fmod", FMOD, "self,other"),
+    FNW(TF, "pow", POW, "input,exponent,*,out:!=None"),
+    MT("pow", POW, "self,exponent"),
+    MT_("pow_", POW, "self,exponent"),
+    BINARY(MAXIMUM, "maximum"),
+    BINARY(MINIMUM, "minimum"),
+    BINARY(ATAN2, "atan2"),
+    BINARY(EQ, "eq"),
+    BINARY(NE, "ne"),
+    BINARY(LT, "lt"),
+    BINARY(LE, "le"),
+    BINARY(GT, "gt"),
+    BINARY(GE, "ge"),
+    BINARY(LOGICAL_AND, "logical_and"),
+    BINARY(LOGICAL_OR, "logical_or"),
+    BINARY(LOGICAL_XOR, "logical_xor"),
+    BINARY(BITWISE_AND, "bitwise_and"),
+    BINARY(BITWISE_OR, "bitwise_or"),
+    BINARY(BITWISE_XOR, "bitwise_xor"),
+    FNW(TF, "where", WHERE, "condition,input:self,other"),
+    MT("where", WHERE, "self,condition,other"),
+    FNW(TF, "lerp", LERP, "input,end,weight,*,out:!=None"),
+    MT("lerp", LERP, "self,end,weight"),
+    FNW(TF, "addcmul", ADDCMUL, "input,tensor1,tensor2,*,value,out:!=None"),
+    MT("addcmul", ADDCMUL, "self,tensor1,tensor2,*,value"),
+    FNW(TF, "addcdiv", ADDCDIV, "input,tensor1,tensor2,*,value,out:!=None"),
+    MT("addcdiv", ADDCDIV, "self,tensor1,tensor2,*,value"),
+    /* Python operators */
+    OPER("add", ADD, TP_SERDE_COMMUTATIVE, ADD),
+    OPER("sub", SUB, 0, INVALID),
+    OPER("mul", MUL, TP_SERDE_COMMUTATIVE, MUL),
+    OPER("truediv", DIV, 0, INVALID),
+    {OPR, "floordiv", TP_OP_DIV, TP_SERDE_BINOP, "a:self,b:other", "rounding_mode='floor'", 0, TP_OP_INVALID},
+    OPER("mod", REMAINDER, 0, INVALID),
+    {OPR, "pow", TP_OP_POW, TP_SERDE_BINOP, "a:self,b:exponent", NULL, 0, TP_OP_INVALID},
+    OPER("eq", EQ, 0, EQ),
+    OPER("ne", NE, 0, NE),
+    OPER("lt", LT, 0, GT),
+    OPER("le", LE, 0, GE),
+    OPER("gt", GT, 0, LT),
+    OPER("ge", GE, 0, LE),
+    OPER("and_", BITWISE_AND, TP_SERDE_COMMUTATIVE, BITWISE_AND),
+    OPER("or_", BITWISE_OR, TP_SERDE_COMMUTATIVE, BITWISE_OR),
+    OPER("xor", BITWISE_XOR, TP_SERDE_COMMUTATIVE, BITWISE_XOR),
+    {OPR, "matmul", TP_OP_MATMUL, TP_SERDE_PLAIN, "a:self,b:other", NULL, 0, TP_OP_INVALID},
+    {OPR, "neg", TP_OP_NEG, TP_SERDE_PLAIN, "a:self", NULL, 0, TP_OP_INVALID},
+    {OPR, "invert", TP_OP_BITWISE_NOT, TP_SERDE_PLAIN, "a:self", NULL, 0, TP_OP_INVALID},
+    {OPR, "abs", TP_OP_ABS, TP_SERDE_PLAIN, "a:self", NULL, 0, TP_OP_INVALID},
+    {OPR, "pos", TP_OP_TO, TP_SERDE_ALIAS, "a:self", NULL, 0, TP_OP_INVALID},
+    {OPR, "getitem", TP_OP_GETITEM, TP_SERDE_GETITEM, "a:self,b:index", NULL, TP_SERDE_WRITE, TP_OP_INVALID},
+    /* in-place ops of our own */
+    FNW(TF, "add_", ADD_, "input,other,alpha"),
+    MT("add_", ADD_, "self,other,*,alpha"),
+    FNW(TF, "mul_", MUL_, "input,other"),
+    MT("mul_", MUL_, "self,other"),
+    FNW(TF, "copy_", COPY_, "input,src,non_blocking"),
+    MT("copy_", COPY_, "self,src,non_blocking"),
+    FNW(TF, "fill_", FILL_, "input,value"),
+    MT("fill_", FILL_, "self,value"),
+    FNW(TF, "zero_", ZERO_, "input"),
+    MT("zero_", ZERO_, "self"),
+
+    /* ---- reductions ---- */
+    FNW(TF, "sum", SUM, "input,dim,keepdim,*,dtype"),
+    MT("sum", SUM, "self,dim,keepdim,*,dtype"),
+    FNW(TF, "mean", MEAN, "input,dim,keepdim,*,dtype"),
+    MT("mean", MEAN, "self,dim,keepdim,*,dtype"),
+    FNW(TF, "prod", PROD, "input,dim,keepdim,*,dtype"),
+    MT("prod", PROD, "self,dim,keepdim,*,dtype"),
+    FNW(TF, "amax", AMAX, "input,dim,keepdim,*,out:!=None"),
+    MT("amax", AMAX, "self,dim,keepdim"),
+    FNW(TF, "amin", AMIN, "input,dim,keepdim,*,out:!=None"),
+    MT("amin", AMIN, "self,dim,keepdim"),
+    FNW(TF, "max", MAX, "input,dim,keepdim"),
+    SP("tensorplay", "max", MAX, TP_SERDE_MAXMIN, "input,other:-,*,dim,keepdim"),
+    SP(NULL, "max", MAX, TP_SERDE_MAXMIN, "self,dim,keepdim"),
+    FNW(TF, "min", MIN, "input,dim,keepdim"),
+    SP("tensorplay", "min", MIN, TP_SERDE_MAXMIN, "input,other:-,*,dim,keepdim"),
+    SP(NULL, "min", MIN, TP_SERDE_MAXMIN, "self,dim,keepdim"),
+    FNW(TF, "argmax", ARGMAX, "input,dim,keepdim,*,out:!=None"),
+    MT("argmax", ARGMAX, "self,dim,keepdim"),
+    FNW(TF, "argmin", ARGMIN, "input,dim,keepdim,*,out:!=None"),
+    MT("argmin", ARGMIN, "self,dim,keepdim"),
+    FNW(TF, "var", VAR, "input,correction,dim,keepdim"),
+    MT("var", VAR, "self,dim,unbiased,keepdim,*,correction"),
+    FNW(TF, "std", STD, "input,correction,dim,keepdim"),
+    MT("std", STD, "self,dim,unbiased,keepdim,*,correction"),
+    FNW(TF, "norm", NORM, "input,p,dim,keepdim"),
+    MT("norm", NORM, "self,p,dim,keepdim,*,dtype"),
+    FNW(TF, "logsumexp", LOGSUMEXP, "input,dim^,keepdim,*,out:!=None"), /* takes an int dim only */
+    MT("logsumexp", LOGSUMEXP, "self,dim,keepdim"),
+    FNW(TF, "any", ANY, "input,dim,keepdim"),
+    MT("any", ANY, "self,dim,keepdim"),
+    FNW(TF, "all", ALL, "input,dim,keepdim"),
+    MT("all", ALL, "self,dim,keepdim"),
+    FNW(TF, "cumsum", CUMSUM, "input,dim=0,dtype,*,out:!=None"),
+    MT("cumsum", CUMSUM, "self,dim,*,dtype"),
+
+    /* ---- linear algebra ---- */
+    FNW(TF, "matmul", MATMUL, "input,other,*,out:!=None"),
+    MT("matmul", MATMUL, "self,other"),
+    FNW(TF, "mm", MM, "input,mat2"),
+    MT("mm", MM, "self,mat2"),
+    FNW(TF, "bmm", BMM, "input,mat2,*,out:!=None"),
+    MT("bmm", BMM, "self,mat2"),
+    FNW(TF, "addmm", ADDMM, "input,mat1,mat2,beta,alpha"),
+    MT("addmm", ADDMM, "self,mat1,mat2,*,beta,alpha"),
+    FNW(NF, "linear", LINEAR, "input,weight,bias"),
+    FN(TF, "linear", LINEAR, "input,weight,bias"),
+    FNW(TF, "baddbmm", BADDBMM, "input,batch1,batch2,*,beta,alpha,out:!=None"),
+    MT("baddbmm", BADDBMM, "self,batch1,batch2,*,beta,alpha"),
+
+    /* ---- convolution and pooling ---- */
+    FNW(TF, "convolution", CONVOLUTION,
+        "input,weight,bias,stride,padding,dilation,transposed,output_padding,groups"),
+    FNW(NF, "conv1d", CONV1D, "input,weight,bias,stride,padding,dilation,groups"),
+    FN(TF, "conv1d", CONV1D, "input,weight,bias,stride,padding,dilation,groups"),
+    FNW(NF, "conv2d", CONV2D, "input,weight,bias,stride,padding,dilation,groups"),
+    FN(TF, "conv2d", CONV2D, "input,weight,bias,stride,padding,dilation,groups"),
+    FNW(NF, "conv3d", CONV3D, "input,weight,bias,stride,padding,dilation,groups"),
+    FN(TF, "conv3d", CONV3D, "input,weight,bias,stride,padding,dilation,groups"),
+    FNW(NF, "conv_transpose1d", CONV_TRANSPOSE1D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
+    FN(TF, "conv_transpose1d", CONV_TRANSPOSE1D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
+    FNW(NF, "conv_transpose2d", CONV_TRANSPOSE2D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
+    FN(TF, "conv_transpose2d", CONV_TRANSPOSE2D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
+    FNW(NF, "conv_transpose3d", CONV_TRANSPOSE3D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
+    FN(TF, "conv_transpose3d", CONV_TRANSPOSE3D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
+    FN(NF, "max_pool1d", MAX_POOL1D, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:!=False"),
+    FNW(TF, "max_pool1d", MAX_POOL1D, "input,kernel_size,stride,padding,dilation,ceil_mode"),
+    FN(NF, "max_pool2d", MAX_POOL2D, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:!=False"),
+    FNW(TF, "max_pool2d", MAX_POOL2D, "input,kernel_size,stride,padding,dilation,ceil_mode"),
+    FN(NF, "max_pool3d", MAX_POOL3D, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:!=False"),
+    FNW(TF, "max_pool3d", MAX_POOL3D, "input,kernel_size,stride,padding,dilation,ceil_mode"),
+    FNW(NF, "avg_pool1d", AVG_POOL1D,
+        "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override"),
+    FN(TF, "avg_pool1d", AVG_POOL1D, "input,kernel_size,stride,padding,ceil_mode,count_include_pad"),
+    FN(NF, "avg_pool2d", AVG_POOL2D, "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override"),
+    FNW(TF, "avg_pool2d", AVG_POOL2D,
+        "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override,*,out:!=None"),
+    FNW(NF, "avg_pool3d", AVG_POOL3D,
+        "input,kernel_size^,stride^,padding^,ceil_mode,count_include_pad,divisor_override"),
+    FN(TF, "avg_pool3d", AVG_POOL3D, /* crashes tensorplay 1.0 */
+        "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override,*,out:!=None"),
+    FN(NF, "adaptive_avg_pool1d", ADAPTIVE_AVG_POOL1D, "input,output_size"),
+    FNW(TF, "adaptive_avg_pool1d", ADAPTIVE_AVG_POOL1D, "input,output_size"),
+    FN(NF, "adaptive_avg_pool2d", ADAPTIVE_AVG_POOL2D, "input,output_size"),
+    FNW(TF, "adaptive_avg_pool2d", ADAPTIVE_AVG_POOL2D, "input,output_size,*,out:!=None"),
+    FNW(NF, "adaptive_avg_pool3d", ADAPTIVE_AVG_POOL3D, "input,output_size^"),
+    FN(TF, "adaptive_avg_pool3d", ADAPTIVE_AVG_POOL3D, "input,output_size,*,out:!=None"), /* 1.0: wrong for an int size */
+    /* tensorplay.functional's adaptive max pools return (values, indices) */
+    FNW(NF, "adaptive_max_pool1d", ADAPTIVE_MAX_POOL1D, "input,output_size^,return_indices:!=False"),
+    FNW(NF, "adaptive_max_pool2d", ADAPTIVE_MAX_POOL2D, "input,output_size,return_indices:!=False"),
+    FNW(NF, "interpolate", INTERPOLATE,
+        "input,size,scale_factor,mode,align_corners,recompute_scale_factor:!=False,antialias:!=False"),
+    FN(NF, "upsample", INTERPOLATE, "input,size,scale_factor,mode,align_corners"),
+
+    /* ---- normalisation, softmax, attention, misc nn ---- */
+    FNW(NF, "batch_norm", BATCH_NORM, "input,running_mean,running_var,weight,bias,training,momentum,eps"),
+    FN(TF, "batch_norm", BATCH_NORM, "input,weight,bias,running_mean,running_var,training,momentum,eps"),
+    FNW(NF, "layer_norm", LAYER_NORM, "input,normalized_shape,weight,bias,eps"),
+    FN(TF, "layer_norm", LAYER_NORM, "input,normalized_shape,weight,bias,eps"),
+    FNW(NF, "group_norm", GROUP_NORM, "input,num_groups,weight,bias,eps"),
+    FN(TF, "group_norm", GROUP_NORM, "input,num_groups,weight,bias,eps"),
+    FN(NF, "softmax", SOFTMAX, "input,dim,dtype,_stacklevel:-"),
+    FNW(TF, "softmax", SOFTMAX, "input,dim,dtype,*,out:!=None"),
+    MT("softmax", SOFTMAX, "self,dim,dtype"),
+    FN(NF, "log_softmax", LOG_SOFTMAX, "input,dim,dtype,_stacklevel:-"),
+    FNW(TF, "log_softmax", LOG_SOFTMAX, "input,dim,dtype,*,out:!=None"),
+    MT("log_softmax", LOG_SOFTMAX, "self,dim,dtype"),
+    FNW(NF, "prelu", PRELU, "input,weight"),
+    FN(TF, "prelu", PRELU, "input,weight"),
+    MT("prelu", PRELU, "self,weight"),
+    FN(NF, "embedding", EMBEDDING,
+       "input:indices,weight,padding_idx,max_norm:!=None,norm_type:-,scale_grad_by_freq,sparse"),
+    FNW(TF, "embedding", EMBEDDING, "weight,indices,padding_idx,scale_grad_by_freq,sparse"),
+    FN(NF, "dropout", DROPOUT, "input,p,training:train=True,inplace:@"),
+    FNW(TF, "dropout", DROPOUT, "input,p,train=True"),
+    FNW(NF, "scaled_dot_product_attention", SCALED_DOT_PRODUCT_ATTENTION,
+        "query,key,value,attn_mask,dropout_p,is_causal,scale,enable_gqa:!=False,backend:-"),
+    FN(TF, "scaled_dot_product_attention", SCALED_DOT_PRODUCT_ATTENTION, "query,key,value,is_causal,impl:-"),
+
+    /* ---- shape and indexing ---- */
+    FNW(TF, "reshape", RESHAPE, "input,shape"),
+    MT("reshape", RESHAPE, "self,*shape"),
+    FN(TF, "view", VIEW, "input,shape:size"),
+    {NULL, "view", TP_OP_VIEW, TP_SERDE_PLAIN, "self,*size", NULL, TP_SERDE_WRITE, TP_OP_INVALID}, /* TF.view is broken */
+    FN(NF, "flatten", FLATTEN, "input,start_dim,end_dim"),
+    FNW(TF, "flatten", FLATTEN, "input,start_dim,end_dim"),
+    MT("flatten", FLATTEN, "self,start_dim,end_dim"),
+    FNW(TF, "permute", PERMUTE, "input,dims"),
+    MT("permute", PERMUTE, "self,*dims"),
+    FNW(TF, "transpose", TRANSPOSE, "input,dim0,dim1"),
+    MT("transpose", TRANSPOSE, "self,dim0,dim1"),
+    MT("swapaxes", TRANSPOSE, "self,axis0:dim0,axis1:dim1"),
+    FNW(TF, "squeeze", SQUEEZE, "input,dim"),
+    MT("squeeze", SQUEEZE, "self,dim"),
+    FNW(TF, "unsqueeze", UNSQUEEZE, "input,dim"),
+    MT("unsqueeze", UNSQUEEZE, "self,dim"),
+    FNW(TF, "expand", EXPAND, "input,size,implicit:!=False"),
+    MT("expand", EXPAND, "self,*size,*,implicit:!=False"),
+    FNW(TF, "cat", CAT, "tensors,dim,*,out:!=None"),
+    FN("tensorplay", "cat", CAT, "tensors,dim,*,out:!=None"),
+    FN(TF, "concat", CAT, "tensors,dim,*,out:!=None"),
+    FNW(TF, "stack", STACK, "tensors,dim,*,out:!=None"),
+    FNW(TF, "split", SPLIT, "input,split_size:split_size_or_sections,dim"),
+    MT("split", SPLIT, "self,split_size:split_size_or_sections,dim"),
+    FNW(TF, "chunk", CHUNK, "input,chunks,dim"),
+    MT("chunk", CHUNK, "self,chunks,dim"),
+    FNW(TF, "slice", SLICE, "input,dim,start,end,step"),
+    FNW(TF, "select", SELECT, "input,dim,index"),
+    MT("select", SELECT, "self,dim,index"),
+    FNW(TF, "narrow", NARROW, "input,dim,start,length"),
+    MT("narrow", NARROW, "self,dim,start,length"),
+    FNW(TF, "flip", FLIP, "input,dims"),
+    MT("flip", FLIP, "self,*dims"),
+    FNW(TF, "repeat", REPEAT, "input,repeats"),
+    MT("repeat", REPEAT, "self,*repeats"),
+    FNW(TF, "contiguous", CONTIGUOUS, "input,memory_format:-"),
+    MT("contiguous", CONTIGUOUS, "self,*,memory_format:-"),
+    FNW(TF, "clone", CLONE, "input,memory_format:-"),
+    MT("clone", CLONE, "self,*,memory_format:-"),
+    FNW(TF, "to", TO, "input,dtype,layout,device,pin_memory,non_blocking,copy,memory_format"),
+    SP(NULL, "to", TO, TP_SERDE_TO, "self"),
+    SP(NULL, "type", TO, TP_SERDE_TO, "self"),
+    CAST("float", "float32"),
+    CAST("double", "float64"),
+    CAST("half", "float16"),
+    CAST("bfloat16", "bfloat16"),
+    CAST("long", "int64"),
+    CAST("int", "int32"),
+    CAST("short", "int16"),
+    CAST("char", "int8"),
+    CAST("byte", "uint8"),
+    CAST("bool", "bool"),
+    SP(NULL, "type_as", TO, TP_SERDE_TYPE_AS, "self,other"),
+    SP(NULL, "view_as", VIEW, TP_SERDE_SHAPE_AS, "self,other"),
+    SP(NULL, "reshape_as", RESHAPE, TP_SERDE_SHAPE_AS, "self,other"),
+    SP(NULL, "expand_as", EXPAND, TP_SERDE_SHAPE_AS, "self,other"),
+    SP(NULL, "detach", TO, TP_SERDE_ALIAS, "self"),
+    SP(TF, "detach", TO, TP_SERDE_ALIAS, "input"),
+    SP(NULL, "requires_grad_", TO, TP_SERDE_ALIAS, "self,requires_grad:-"),
+    SP(NULL, "cpu", TO, TP_SERDE_ALIAS, "self,*,memory_format:-"),
+    SP(NULL, "t", TRANSPOSE, TP_SERDE_TRANSPOSE, "self"),
+    SP(TF, "t", TRANSPOSE, TP_SERDE_TRANSPOSE, "input"),
+    SP(NULL, "size", INVALID, TP_SERDE_SIZE, "self,dim"),
+    SP(NULL, "dim", INVALID, TP_SERDE_DIM, "self"),
+    SP(NULL, "ndimension", INVALID, TP_SERDE_DIM, "self"),
+    SP(NULL, "numel", INVALID, TP_SERDE_NUMEL, "self"),
+    SP(NULL, "nelement", INVALID, TP_SERDE_NUMEL, "self"),
+    SP("builtins", "getattr", INVALID, TP_SERDE_GETATTR, "obj,name"),
+    FNW(TF, "pad", PAD, "input,pad,mode,value"),
+    FN(NF, "pad", PAD, "input,pad,mode,value"),
+    FNW(TF, "index_select", INDEX_SELECT, "input,dim,index,*,out:!=None"),
+    MT("index_select", INDEX_SELECT, "self,dim,index"),
+    FNW(TF, "gather", GATHER, "input,dim,index,*,sparse_grad:!=False,out:!=None"),
+    MT("gather", GATHER, "self,dim,index,*,sparse_grad:!=False"),
+    FNW(TF, "scatter", SCATTER, "input,dim,index,src,*,reduce:!=None,out:!=None"),
+    MT("scatter", SCATTER, "self,dim,index,src,*,reduce:!=None"),
+    FNW(TF, "masked_fill", MASKED_FILL, "input,mask,value"),
+    MT("masked_fill", MASKED_FILL, "self,mask,value"),
+    MT_("masked_fill_", MASKED_FILL, "self,mask,value"),
+    FNW(TF, "tril", TRIL, "input,diagonal,*,out:!=None"),
+    MT("tril", TRIL, "self,diagonal"),
+    FNW(TF, "triu", TRIU, "input,diagonal,*,out:!=None"),
+    MT("triu", TRIU, "self,diagonal"),
+
+    /* ---- sorting ---- */
+    FNW(TF, "topk", TOPK, "input,k,dim,largest,sorted,impl:-,*,out:!=None"),
+    MT("topk", TOPK, "self,k,dim,largest,sorted"),
+
+    /* ---- creation ---- */
+    FNW(TF, "zeros", ZEROS, "*size,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),
+    FNW(TF, "ones", ONES, "*size,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),
+    FNW(TF, "full", FULL, "size,fill_value,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),
+    FNW(TF, "arange", ARANGE, "start,end,step,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),
+    FNW(TF, "linspace", LINSPACE, "start,end,steps,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),
+    FNW(TF, "zeros_like", ZEROS_LIKE, "input,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
+    FNW(TF, "ones_like", ONES_LIKE, "input,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
+    FNW(TF, "full_like", FULL_LIKE,
+        "input,fill_value,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
+    FNW(TF, "empty_like", EMPTY_LIKE, "input,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
+    FNW(TF, "eye", EYE, "n,m,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),
+
+    /* ---- tensorplay's runtime dim assertions (dynamic shapes) ---- */
+    SP("tensorplay.export._trace", "_assert_dim_range", INVALID, TP_SERDE_ASSERT, "tensor,index,min,max,name"),
+    SP("tensorplay.export._trace", "_assert_dims_equal", INVALID, TP_SERDE_ASSERT,
+       "tensor_a,index_a,tensor_b,index_b,name"),
+    SP("tensorplay.export._trace", "_assert_dim_relation", INVALID, TP_SERDE_ASSERT,
+       "tensor_root,index_root,tensor_derived,index_derived,scale,offset,name"),
+};
+
+const tp_serde_op_entry *tp__serde_op_table(int *n) {
+    *n = (int)TP_ARRAY_LEN(g_table);
+    return g_table;
+}
+
+const tp_serde_op_entry *tp__serde_find_function(const char *module, const char *qualname) {
+    if (!module || !qualname) return NULL;
+    for (size_t i = 0; i < TP_ARRAY_LEN(g_table); i++) {
+        const tp_serde_op_entry *e = &g_table[i];
+        if (e->module && strcmp(e->module, module) == 0 && strcmp(e->name, qualname) == 0) return e;
+    }
+    return NULL;
+}
+
+const tp_serde_op_entry *tp__serde_find_method(const char *name) {
+    if (!name) return NULL;
+    for (size_t i = 0; i < TP_ARRAY_LEN(g_table); i++) {
+        const tp_serde_op_entry *e = &g_table[i];
+        if (!e->module && strcmp(e->name, name) == 0) return e;
+    }
+    return NULL;
+}
+
+const tp_serde_op_entry *tp__serde_write_entry(tp_op op) {
+    for (size_t i = 0; i < TP_ARRAY_LEN(g_table); i++)
+        if (g_table[i].op == op && (g_table[i].flags & TP_SERDE_WRITE)) return &g_table[i];
+    return NULL;
+}
