@@ -446,7 +446,7 @@ static void compare_programs(const tp_program *a, const tp_program *b) {
 
 /* What tpexport writes for p, into dir (for gen_tensorplay.py check). */
 static void write_out(const tp_program *p, const char *json, const char *dir) {
-    char path[512];
+    char path[1200];
     mkdir(dir, 0777);
     snprintf(path, sizeof path, "%s/model.json", dir);
     CHECK(write_file(path, json, strlen(json)));

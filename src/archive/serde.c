@@ -547,7 +547,7 @@ static tp_status pk_memo_put(pk_reader *p, size_t idx) {
 }
 
 static tp_status pk_string(pk_reader *p, int kind, size_t n) {
-    const unsigned char *b;
+    const unsigned char *b = NULL;
     TP_TRY(pk_need(p, n, &b));
     pk_val *v = pk_new(p, kind);
     if (v) {
@@ -590,7 +590,7 @@ static tp_status pk_collect(pk_reader *p, int kind, pk_val **out) {
 
 static tp_status pk_run(pk_reader *p, pk_val **result) {
     for (;;) {
-        const unsigned char *b;
+        const unsigned char *b = NULL;
         TP_TRY(pk_need(p, 1, &b));
         unsigned char op = b[0];
         size_t at = p->pos - 1;
@@ -2108,7 +2108,7 @@ static tp_status build_tensor_index(vctx *c, doc_node *d, const tp_value *base, 
         if (json_array_size(arr) > MAX_INDEX_ITEMS)
             return report(r, TP_ERR_UNSUPPORTED, "node %s: more than %d indices", d->name, MAX_INDEX_ITEMS);
         for (size_t k = 0; k < json_array_size(arr) && st == TP_OK; k++) {
-            char sub[520];
+            char sub[560];
             snprintf(sub, sizeof sub, "%s[%zu]", path, k);
             st = decode_index_item(c, json_array_get(arr, k), sub, &items[n]);
             if (st == TP_OK) n++;
@@ -3380,7 +3380,7 @@ static bool is_dim_spec(const json_t *j) {
 static tp_status add_symbol_range(reader *r, tp_program *p, const char *name, const json_t *dim, const char *path) {
     if (tp_program_find_range(p, name)) return TP_OK;
     int64_t lo = 0, hi = TP_DIM_UNBOUNDED;
-    char sub[600];
+    char sub[640];
     snprintf(sub, sizeof sub, "%s.min", path);
     const json_t *jmin = json_object_get(dim, "min");
     if (jmin && !json_is_null(jmin)) TP_TRY(read_bound(r, jmin, sub, false, &lo));

@@ -294,7 +294,7 @@ static tp_status find_eocd(const unsigned char *d, size_t size, size_t *out) {
 }
 
 static tp_status read_end_records(const unsigned char *d, size_t size, zip_end *end) {
-    size_t eocd;
+    size_t eocd = 0;
     TP_TRY(find_eocd(d, size, &eocd));
     const unsigned char *e = d + eocd;
     uint32_t disk = rd16(e + 4), cd_disk = rd16(e + 6);
