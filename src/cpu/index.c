@@ -11,18 +11,6 @@
 
 #include "kernel_util.h"
 
-static tp_status need_tensor(const tp_value *args, int i, const char *what, tp_tensor **out) {
-    tp_tensor *t = tp__arg_tensor(args, i);
-    *out = t; /* set on every path: callers rely on it being initialised */
-    TP_CHECK(t != NULL, TP_ERR_TYPE, "%s must be a Tensor, not %s", what, tp_value_kind_name(args[i].kind));
-    return TP_OK;
-}
-
-/* Kernels read data: refuse meta tensors (shape-only) instead of crashing. */
-static tp_status has_data(const tp_tensor *t, const char *what) {
-    TP_CHECK(!t || !tp_tensor_is_meta(t), TP_ERR_INVALID_ARG, "%s is a meta tensor (it has no data)", what);
-    return TP_OK;
-}
 
 /* PyTorch's "ensure_nonempty": a 0-d tensor counts as one dim of size 1. */
 static int nonempty_dim(const tp_tensor *t) { return t->ndim ? t->ndim : 1; }
@@ -33,8 +21,8 @@ static int64_t nonempty_stride(const tp_tensor *t, int d) { return t->ndim ? t->
 
 static tp_status index_select_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim,
                                    int64_t *sizes) {
-    TP_TRY(need_tensor(args, 0, "self", self));
-    TP_TRY(need_tensor(args, 2, "index", index));
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 2, "index", index));
     tp_tensor *s = *self, *ix = *index;
     TP_CHECK(ix->dtype == TP_INT64 || ix->dtype == TP_INT32, TP_ERR_TYPE,
              "expected dtype int32 or int64 for index, got %s", tp_dtype_name(ix->dtype));
@@ -63,8 +51,8 @@ static tp_status kernel_index_select(const tp_value *args, tp_value *out) {
     int dim;
     int64_t sizes[TP_MAX_DIMS];
     TP_TRY(index_select_plan(args, &self, &index, &dim, sizes));
-    TP_TRY(has_data(self, "self"));
-    TP_TRY(has_data(index, "index"));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(index, "index"));
     int64_t n = tp_tensor_numel(index), limit = nonempty_size(self, dim);
     int64_t istride = index->ndim ? index->strides[0] : 0;
     size_t ies = tp_dtype_size(index->dtype);
@@ -91,8 +79,8 @@ static tp_status kernel_index_select(const tp_value *args, tp_value *out) {
 /* ---- gather(Tensor self, int dim, Tensor index) ------------------------- */
 
 static tp_status gather_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim) {
-    TP_TRY(need_tensor(args, 0, "self", self));
-    TP_TRY(need_tensor(args, 2, "index", index));
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 2, "index", index));
     tp_tensor *s = *self, *ix = *index;
     TP_CHECK(ix->dtype == TP_INT64, TP_ERR_TYPE, "expected dtype int64 for index, got %s", tp_dtype_name(ix->dtype));
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), s->ndim, dim));
@@ -121,8 +109,8 @@ static tp_status kernel_gather(const tp_value *args, tp_value *out) {
     tp_tensor *self, *index, *o = tp__out_at(out, 0);
     int dim;
     TP_TRY(gather_plan(args, &self, &index, &dim));
-    TP_TRY(has_data(self, "self"));
-    TP_TRY(has_data(index, "index"));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(index, "index"));
     size_t es = tp_dtype_size(self->dtype);
     int64_t limit = nonempty_size(self, dim), dstride = nonempty_stride(self, dim);
     const char *base = tp__tensor_base(self);
@@ -147,8 +135,8 @@ static tp_status kernel_gather(const tp_value *args, tp_value *out) {
  * order unspecified). */
 
 static tp_status scatter_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim) {
-    TP_TRY(need_tensor(args, 0, "self", self));
-    TP_TRY(need_tensor(args, 2, "index", index));
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 2, "index", index));
     tp_tensor *s = *self, *ix = *index, *src = tp__arg_tensor(args, 3);
     TP_CHECK(ix->dtype == TP_INT64, TP_ERR_TYPE, "expected dtype int64 for index, got %s", tp_dtype_name(ix->dtype));
     TP_CHECK(src || tp_value_is_number(&args[3]), TP_ERR_TYPE, "src must be a Tensor or a number, not %s",
@@ -191,9 +179,9 @@ static tp_status kernel_scatter(const tp_value *args, tp_value *out) {
     tp_tensor *self, *index, *o = tp__out_at(out, 0), *src = tp__arg_tensor(args, 3);
     int dim;
     TP_TRY(scatter_plan(args, &self, &index, &dim));
-    TP_TRY(has_data(self, "self"));
-    TP_TRY(has_data(index, "index"));
-    TP_TRY(has_data(src, "src"));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(index, "index"));
+    TP_TRY(tp__has_data(src, "src"));
     TP_TRY(tp_tensor_copy_(o, self));
     char value[8];
     if (!src) TP_TRY(tp__scalar_to_elem(&args[3], self->dtype, value));
@@ -223,8 +211,8 @@ static tp_status kernel_scatter(const tp_value *args, tp_value *out) {
  * out-of-place masked_fill) and self's dtype. */
 
 static tp_status masked_fill_plan(const tp_value *args, tp_tensor **self, tp_tensor **mask, int *ndim, int64_t *sizes) {
-    TP_TRY(need_tensor(args, 0, "self", self));
-    TP_TRY(need_tensor(args, 1, "mask", mask));
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 1, "mask", mask));
     TP_CHECK((*mask)->dtype == TP_BOOL, TP_ERR_TYPE, "only boolean masks are supported, but got mask with dtype %s",
              tp_dtype_name((*mask)->dtype));
     const tp_tensor *value = tp__arg_tensor(args, 2);
@@ -249,8 +237,8 @@ static tp_status kernel_masked_fill(const tp_value *args, tp_value *out) {
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
     TP_TRY(masked_fill_plan(args, &self, &mask, &ndim, sizes));
-    TP_TRY(has_data(self, "self"));
-    TP_TRY(has_data(mask, "mask"));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(mask, "mask"));
     char value[8];
     TP_TRY(tp__scalar_to_elem(&args[2], self->dtype, value));
     size_t es = tp_dtype_size(self->dtype);
@@ -264,7 +252,7 @@ static tp_status kernel_masked_fill(const tp_value *args, tp_value *out) {
 
 static tp_status infer_tri(const tp_value *args, tp_value *out) {
     tp_tensor *self;
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_CHECK(self->ndim >= 2, TP_ERR_SHAPE, "input tensor must have at least 2 dimensions, got %d", self->ndim);
     return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
 }
@@ -272,8 +260,8 @@ static tp_status infer_tri(const tp_value *args, tp_value *out) {
 /* lower: keep j - i <= diagonal (tril); else keep j - i >= diagonal (triu) */
 static tp_status tri_run(const tp_value *args, tp_value *out, bool lower) {
     tp_tensor *self, *o = tp__out_at(out, 0);
-    TP_TRY(need_tensor(args, 0, "self", &self));
-    TP_TRY(has_data(self, "self"));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
     TP_CHECK(self->ndim >= 2, TP_ERR_SHAPE, "input tensor must have at least 2 dimensions, got %d", self->ndim);
     int64_t diagonal = tp__arg_int(args, 1);
     int nd = self->ndim;

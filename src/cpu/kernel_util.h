@@ -65,4 +65,20 @@ TP_HIDDEN tp_status tp__as_tensor(const tp_value *v, tp_dtype dtype, tp_tensor *
  * bool targets take (v != 0). */
 TP_HIDDEN tp_status tp__scalar_to_elem(const tp_value *v, tp_dtype dtype, void *elem);
 
+
+/* Argument i as a tensor (*out set on every path); TP_ERR_TYPE naming
+ * `what` otherwise. */
+static inline tp_status tp__need_tensor(const tp_value *args, int i, const char *what, tp_tensor **out) {
+    tp_tensor *t = tp__arg_tensor(args, i);
+    *out = t;
+    TP_CHECK(t != NULL, TP_ERR_TYPE, "%s must be a Tensor, not %s", what, tp_value_kind_name(args[i].kind));
+    return TP_OK;
+}
+
+/* Kernels read data: refuse meta tensors (shape-only) instead of crashing. */
+static inline tp_status tp__has_data(const tp_tensor *t, const char *what) {
+    TP_CHECK(!t || !tp_tensor_is_meta(t), TP_ERR_INVALID_ARG, "%s is a meta tensor (it has no data)", what);
+    return TP_OK;
+}
+
 #endif

@@ -64,18 +64,6 @@ static tp_status reshape_to(tp_tensor *self, int n, const int64_t *shape, tp_ten
     return tp_tensor_reshape(self, n, shape, out);
 }
 
-static tp_status need_tensor(const tp_value *args, int i, const char *what, tp_tensor **out) {
-    tp_tensor *t = tp__arg_tensor(args, i);
-    *out = t; /* set on every path: callers rely on it being initialised */
-    TP_CHECK(t != NULL, TP_ERR_TYPE, "%s must be a Tensor, not %s", what, tp_value_kind_name(args[i].kind));
-    return TP_OK;
-}
-
-/* Kernels read data: refuse meta tensors (shape-only) instead of crashing. */
-static tp_status has_data(const tp_tensor *t, const char *what) {
-    TP_CHECK(!t || !tp_tensor_is_meta(t), TP_ERR_INVALID_ARG, "%s is a meta tensor (it has no data)", what);
-    return TP_OK;
-}
 
 /* ---- view ops: one builder each, shared by shape rule and kernel ------- */
 
@@ -83,7 +71,7 @@ typedef tp_status (*view_fn)(tp_tensor *self, const tp_value *args, tp_tensor **
 
 static tp_status view_infer(const tp_value *args, tp_value *out, view_fn fn) {
     tp_tensor *self, *meta, *r;
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(tp__tensor_make(self->dtype, self->ndim, self->sizes, self->strides, self->offset, NULL, &meta));
     tp_status st = fn(meta, args, &r);
     tp_tensor_free(meta);
@@ -95,7 +83,7 @@ static tp_status view_infer(const tp_value *args, tp_value *out, view_fn fn) {
 
 static tp_status view_kernel(const tp_value *args, tp_value *out, view_fn fn) {
     tp_tensor *self, *r;
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(fn(self, args, &r));
     tp_value_clear(out);
     *out = tp_value_tensor(r);
@@ -431,7 +419,7 @@ typedef tp_status (*split_plan_fn)(tp_tensor *self, const tp_value *args, int *d
 
 static tp_status split_run(const tp_value *args, tp_value *out, split_plan_fn plan, bool meta) {
     tp_tensor *self;
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     int dim;
     int64_t *lens = NULL, count = 0;
     TP_TRY(plan(self, args, &dim, &lens, &count));
@@ -679,7 +667,7 @@ static tp_status flip_plan(const tp_tensor *self, const tp_value *args, bool *fl
 static tp_status infer_flip(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     bool flipped[TP_MAX_DIMS];
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(flip_plan(self, args, flipped));
     return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
 }
@@ -687,8 +675,8 @@ static tp_status infer_flip(const tp_value *args, tp_value *out) {
 static tp_status kernel_flip(const tp_value *args, tp_value *out) {
     tp_tensor *self, *o = tp__out_at(out, 0);
     bool flipped[TP_MAX_DIMS];
-    TP_TRY(need_tensor(args, 0, "self", &self));
-    TP_TRY(has_data(self, "self"));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
     TP_TRY(flip_plan(self, args, flipped));
     if (tp_tensor_numel(o) == 0) return TP_OK;
     index_maps m;
@@ -726,7 +714,7 @@ static tp_status infer_repeat(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     int n;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(repeat_plan(self, args, &n, sizes));
     return tp__out_tensor(out, self->dtype, n, sizes);
 }
@@ -735,8 +723,8 @@ static tp_status kernel_repeat(const tp_value *args, tp_value *out) {
     tp_tensor *self, *o = tp__out_at(out, 0);
     int n;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(need_tensor(args, 0, "self", &self));
-    TP_TRY(has_data(self, "self"));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
     TP_TRY(repeat_plan(self, args, &n, sizes));
     if (tp_tensor_numel(o) == 0) return TP_OK;
     index_maps m;
@@ -754,13 +742,13 @@ static tp_status kernel_repeat(const tp_value *args, tp_value *out) {
 /* clone(Tensor self, *, Any memory_format=None): always a contiguous copy. */
 static tp_status infer_clone(const tp_value *args, tp_value *out) {
     tp_tensor *self;
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
 }
 
 static tp_status kernel_clone(const tp_value *args, tp_value *out) {
     tp_tensor *self;
-    TP_TRY(need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
     return tp_tensor_copy_(tp__out_at(out, 0), self);
 }
 
@@ -840,7 +828,7 @@ static tp_status pad_plan_make(const tp_tensor *self, const tp_value *args, pad_
 static tp_status infer_pad(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     pad_plan p;
-    TP_TRY(need_tensor(args, 0, "input", &self));
+    TP_TRY(tp__need_tensor(args, 0, "input", &self));
     TP_TRY(pad_plan_make(self, args, &p));
     return tp__out_tensor(out, self->dtype, p.ndim, p.sizes);
 }
@@ -896,8 +884,8 @@ static int64_t pad_source(enum pad_mode mode, int64_t o, int64_t l, int64_t r, i
 static tp_status kernel_pad(const tp_value *args, tp_value *out) {
     tp_tensor *self, *o = tp__out_at(out, 0);
     pad_plan p;
-    TP_TRY(need_tensor(args, 0, "input", &self));
-    TP_TRY(has_data(self, "input"));
+    TP_TRY(tp__need_tensor(args, 0, "input", &self));
+    TP_TRY(tp__has_data(self, "input"));
     TP_TRY(pad_plan_make(self, args, &p));
     if (p.mode == PAD_CONSTANT) return pad_constant(self, args, &p, o);
     if (tp_tensor_numel(o) == 0) return TP_OK;
