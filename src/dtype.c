@@ -185,6 +185,19 @@ void tp__store_f64(void *p, tp_dtype dtype, double v) {
     }
 }
 
+/* int64 -> float32 with one round-to-nearest-even, in integer arithmetic
+ * (the same as the CPU's conversion; spelled out so that emulators that
+ * convert through double, such as valgrind, agree). */
+static float i64_to_f32(int64_t v) {
+    if (v >= -(INT64_C(1) << 24) && v <= (INT64_C(1) << 24)) return (float)v; /* exact */
+    uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    int shift = 64 - 24 - __builtin_clzll(m); /* bits below the 24-bit significand */
+    uint64_t q = m >> shift, rem = m & ((UINT64_C(1) << shift) - 1), half = UINT64_C(1) << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    float f = ldexpf((float)q, shift); /* q <= 2^24: both steps exact */
+    return v < 0 ? -f : f;
+}
+
 void tp__store_i64(void *p, tp_dtype dtype, int64_t v) {
     switch (dtype) {
     case TP_INT64: memcpy(p, &v, 8); return;
@@ -195,9 +208,9 @@ void tp__store_i64(void *p, tp_dtype dtype, int64_t v) {
     case TP_BOOL: *(uint8_t *)p = v != 0; return;
     /* int64 -> float32 rounds once (not through double); half types go
      * through float32 as c10::Half / c10::BFloat16 do */
-    case TP_FLOAT32: { float f = (float)v; memcpy(p, &f, 4); return; }
-    case TP_FLOAT16: { uint16_t h = tp__f32_to_f16((float)v); memcpy(p, &h, 2); return; }
-    case TP_BFLOAT16: { uint16_t h = tp__f32_to_bf16((float)v); memcpy(p, &h, 2); return; }
+    case TP_FLOAT32: { float f = i64_to_f32(v); memcpy(p, &f, 4); return; }
+    case TP_FLOAT16: { uint16_t h = tp__f32_to_f16(i64_to_f32(v)); memcpy(p, &h, 2); return; }
+    case TP_BFLOAT16: { uint16_t h = tp__f32_to_bf16(i64_to_f32(v)); memcpy(p, &h, 2); return; }
     default: tp__store_f64(p, dtype, (double)v); return;
     }
 }
