@@ -306,6 +306,12 @@ typedef struct tp_export_options {
     const char *const *preserve_module_call_signature; /* fqns; NULL-free array */
     int n_preserve;
     bool draft;                         /* internal: use tp_draft_export */
+    /* Also run the replay check (shape inference re-run at probe sizes) after
+     * the symbolic shape propagation, as a cross-check: a constraint it finds
+     * that the symbolic rules missed fails the export with TP_ERR_INTERNAL
+     * (draft export: listed in the report's notes). The environment variable
+     * TP_EXPORT_REPLAY_CHECK=1 turns it on for every export. */
+    bool replay_check;
 } tp_export_options;
 
 /* Export m: trace its forward on the example args/kwargs (tensors; cloned,
@@ -341,6 +347,9 @@ typedef struct tp_draft_report {
     int n_failures;
     tp_draft_failure *failures;
     char *suggested_fixes; /* "Suggested fixes:\n  ..." or NULL */
+    /* Informational notes (not failures) or NULL: e.g. which nodes had no
+     * symbolic shape rule and were checked by replaying shape inference. */
+    char *notes;
 } tp_draft_report;
 
 /* *out_program may be NULL on return when no program could be built. The

@@ -182,6 +182,7 @@ typedef struct export_state {
     tp_value *traced;  /* the forward's args (cloned tensors with handles) */
     tp_node **user_ph;
     tp_value result;
+    char *notes;       /* shape solver notes (draft report) */
 } export_state;
 
 static void export_state_free(export_state *s) {
@@ -193,6 +194,7 @@ static void export_state_free(export_state *s) {
     tp_free(s->traced);
     tp_free(s->user_ph);
     tp_value_clear(&s->result);
+    tp_free(s->notes);
     tp__ctx_free(s->ctx);
 }
 
@@ -450,7 +452,7 @@ static tp_status do_export(tp_module *m, const tp_value *args, int n_args, const
     }
     for (int i = 0; i < n; i++)
         infos[i] = (user_input_info){s->fm->arg_names[i], &s->bound[i], s->user_ph[i]};
-    st = tp__shapes_solve(ctx, opts ? opts->dynamic_shapes : NULL, infos, n, *out);
+    st = tp__shapes_solve(ctx, opts ? opts->dynamic_shapes : NULL, infos, n, *out, opts, &s->notes);
     tp_free(infos);
     if (st == TP_OK) st = tp_program_validate(*out);
     if (st != TP_OK) {
@@ -492,6 +494,7 @@ void tp_draft_report_free(tp_draft_report *r) {
     for (int i = 0; i < r->n_failures; i++) tp_free(r->failures[i].message);
     tp_free(r->failures);
     tp_free(r->suggested_fixes);
+    tp_free(r->notes);
     memset(r, 0, sizeof *r);
 }
 
@@ -502,6 +505,7 @@ tp_status tp_draft_report_to_string(const tp_draft_report *r, char **out) {
     for (int i = 0; i < r->n_failures; i++)
         tp__sb_printf(&sb, "- [%s] %s\n", tp_failure_kind_name(r->failures[i].kind), r->failures[i].message);
     if (r->suggested_fixes) tp__sb_printf(&sb, "%s\n", r->suggested_fixes);
+    if (r->notes) tp__sb_printf(&sb, "note: %s\n", r->notes);
     return tp__sb_finish(&sb, out);
 }
 
@@ -540,6 +544,10 @@ tp_status tp_draft_export(tp_module *m, const tp_value *args, int n_args, const 
         tp__sb_puts(&fixes, f);
     }
     if (rst == TP_OK && fixes.len) rst = tp__sb_finish(&fixes, &report->suggested_fixes);
+    if (rst == TP_OK) {
+        report->notes = s.notes;
+        s.notes = NULL;
+    }
     tp__sb_free(&fixes);
     tp_free(msg);
     export_state_free(&s);

@@ -135,7 +135,11 @@ typedef struct user_input_info {
     tp_node *placeholder;   /* NULL for args without tensors */
 } user_input_info;
 
+/* Check the spec against the program: symbolic shape propagation
+ * (symshape.c), then the replay check for nodes without a symbolic rule (or
+ * for every node when opts->replay_check). *notes: NULL or an informational
+ * note for the draft report (caller frees). */
 TP_HIDDEN tp_status tp__shapes_solve(tp_ctx *ctx, const tp_shapes *spec, const user_input_info *inputs, int n_inputs,
-                                     tp_program *p);
+                                     tp_program *p, const tp_export_options *opts, char **notes);
 
 #endif

@@ -3,22 +3,23 @@
  * hints), their text form, applying "Suggested fixes:", and the constraint
  * solver run at the end of an export.
  *
- * The solver treats every dynamic dim as a symbol with a range and checks
- * what the ops require by *replaying shape inference*: it copies the traced
- * graph, gives the user placeholders shapes for other values of the
- * symbols (inside their ranges), and re-runs every node's shape rule
- * (tp_graph_infer_meta). A rule that fails when one symbol moves alone
- * means the ops tie it: moving it together with another symbol (same step,
- * or a multiple) that makes the rules pass again reveals an equality or a
- * derived relation (broadcasting, matmul inner dims, cat, ...); a step of k
- * that works where 1 fails reveals divisibility (reshape/view); nothing
- * working means the graph baked the size in (a reshape to literal sizes, a
- * tp_size read): the dim must be static. Failures only at the ends of the
- * range refine the range. Sizes the forward read as ints (tp_size) must not
- * change under any probe. For Dim.AUTO hints every finding is applied
- * silently; for named dims and Dim.DYNAMIC it is a violation reported with
- * "Suggested fixes:" lines. Accepted relations are recorded in the program
- * as dim rules, ranges and equality constraints.
+ * The solver treats every dynamic dim as a symbol with a range. Its primary
+ * mechanism is symbolic: symshape.c propagates symbolic shapes through every
+ * node's symbolic shape rule and symdim.c decides each relation the ops
+ * need for the whole range (equality -> tie / specialisation, divisibility
+ * -> a fresh dim n = m*_n + r, lower bounds -> range refinement); the
+ * findings arrive here (on_decided) and become solver states and, for named
+ * dims and Dim.DYNAMIC, violations with "Suggested fixes:" lines (Dim.AUTO:
+ * applied silently). Nodes without a symbolic rule fall back to *replaying
+ * shape inference*: copy the traced graph, give the user placeholders
+ * shapes for other values of the free symbols (inside their ranges) and
+ * re-run every node's shape rule (tp_graph_infer_meta); a probe failing
+ * when one symbol moves alone reveals a tie (moving with another passes), a
+ * divisibility (steps of k pass), a specialisation (nothing passes), or a
+ * narrower range (only the ends fail). The replay also runs as a
+ * cross-check when asked (tp_export_options.replay_check,
+ * TP_EXPORT_REPLAY_CHECK=1). Accepted relations are recorded in the
+ * program as dim rules, ranges and equality constraints.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "export_impl.h"
+#include "symshape.h"
 
 /* ---- the spec object ---------------------------------------------------------------- */
 
@@ -520,6 +522,7 @@ typedef struct sym {
     int64_t value;     /* STATIC */
     int tied_to;       /* TIED: this = a*sym[tied_to] + b */
     int64_t a, b;
+    int64_t rmin;      /* lower bound used for reasoning (2 unless min given) */
     char first_site[320];
 } sym;
 
@@ -538,7 +541,8 @@ typedef struct solver {
     int n_inputs;
     tp_program *p;
     sym *syms;
-    int n_syms;
+    int n_syms, cap_syms;
+    bool too_many;
     rsite *sites;
     int n_sites;
     tp_sb violations; /* "  - ..." lines */
@@ -546,6 +550,9 @@ typedef struct solver {
     tp_sb names;      /* violated dim names */
     int n_violations;
     char last_error[1024];
+    sd_ctx *sd;        /* the symbolic pass */
+    bool replaying;    /* the replay check is running */
+    int cross_findings;
 } solver;
 
 static const tp_value *value_at_path(const tp_value *v, const char *q) {
@@ -983,82 +990,259 @@ static bool examine(solver *s, int k) {
     return true;
 }
 
+/* ---- the symbolic pass ------------------------------------------------------------------------ */
+
+/* Mirror the symdim findings of one decision into the solver's symbols and
+ * report violations (silently for Dim.AUTO). */
+static void on_decided(void *user, const char *why, const sd_finding *f, int n) {
+    solver *s = user;
+    for (int i = 0; i < n; i++) {
+        const sd_finding *x = &f[i];
+        if (x->sym < 0 || x->sym >= s->n_syms) continue;
+        sym *y = &s->syms[x->sym];
+        char msg[4096], fix[800], d[512];
+        describe(s, x->sym, d, sizeof d);
+        switch (x->kind) {
+        case SD_F_STATIC:
+            if (y->state == SYM_FREE) make_static(s, x->sym, why);
+            break;
+        case SD_F_TIE: {
+            if (x->root < 0 || x->root >= s->n_syms) break;
+            sym *yk = &s->syms[x->root];
+            if (y->kind != SYM_AUTO) {
+                char expr[200], dk[512];
+                linear_name(yk->name, x->a, x->b, expr, sizeof expr);
+                describe(s, x->root, dk, sizeof dk);
+                snprintf(msg, sizeof msg, "The model requires %s == %s, but %s and %s are declared independent (%s)",
+                         y->name, expr, d, dk, why);
+                snprintf(fix, sizeof fix, "%s = %s", y->name, expr);
+                violation(s, x->sym, msg, y->kind == SYM_NAMED && yk->kind == SYM_NAMED ? fix : NULL);
+            }
+            y->state = SYM_TIED;
+            y->tied_to = x->root;
+            y->a = x->a;
+            y->b = x->b;
+            break;
+        }
+        case SD_F_DIV: {
+            /* the fresh symbol: same index in the solver as in sd */
+            if (x->root != s->n_syms || s->n_syms >= s->cap_syms) {
+                s->too_many = true;
+                break;
+            }
+            const char *fname = sd_sym_name(s->sd, x->root);
+            int k = new_sym(s, fname, y->kind, sd_sym_example(s->sd, x->root), x->lo, x->hi, true, y->first_site);
+            y = &s->syms[x->sym];
+            s->syms[k].rmin = x->lo;
+            if (y->kind != SYM_AUTO) {
+                char expr[200];
+                linear_name(fname, x->a, x->b, expr, sizeof expr);
+                snprintf(msg, sizeof msg, "The model requires %s to be a multiple of %" PRId64 "%s (%s)", d, x->a,
+                         x->b ? " plus a constant" : "", why);
+                if (x->hi == TP_DIM_UNBOUNDED)
+                    snprintf(fix, sizeof fix, "%s = Dim('%s', min=%" PRId64 ")\n    %s = %s", fname, fname, x->lo,
+                             y->name, expr);
+                else
+                    snprintf(fix, sizeof fix, "%s = Dim('%s', min=%" PRId64 ", max=%" PRId64 ")\n    %s = %s", fname,
+                             fname, x->lo, x->hi, y->name, expr);
+                violation(s, x->sym, msg, y->kind == SYM_NAMED ? fix : NULL);
+                /* a violated named dim is specialised (draft export) */
+                y->state = SYM_STATIC;
+                y->value = y->example;
+            } else {
+                y->state = SYM_TIED;
+                y->tied_to = k;
+                y->a = x->a;
+                y->b = x->b;
+            }
+            break;
+        }
+        case SD_F_RANGE: {
+            int64_t nlo = x->lo > y->rmin ? x->lo : y->min, nhi = x->hi;
+            if (x->lo > y->rmin) y->rmin = x->lo;
+            if (y->kind != SYM_AUTO && y->state == SYM_FREE) {
+                if (nhi == TP_DIM_UNBOUNDED) {
+                    snprintf(fix, sizeof fix, "%s = Dim('%s', min=%" PRId64 ")", y->name, y->name, nlo);
+                    snprintf(msg, sizeof msg,
+                             "Not all values of %s in the specified range are valid: the model requires %s in [%" PRId64
+                             ", inf] (%s)",
+                             d, y->name, nlo, why);
+                } else {
+                    snprintf(fix, sizeof fix, "%s = Dim('%s', min=%" PRId64 ", max=%" PRId64 ")", y->name, y->name, nlo,
+                             nhi);
+                    snprintf(msg, sizeof msg,
+                             "Not all values of %s in the specified range are valid: the model requires %s in [%" PRId64
+                             ", %" PRId64 "] (%s)",
+                             d, y->name, nlo, nhi, why);
+                }
+                violation(s, x->sym, msg, y->kind == SYM_NAMED ? fix : NULL);
+            }
+            y->min = nlo;
+            y->min_given = true;
+            y->max = nhi;
+            break;
+        }
+        }
+    }
+}
+
+static tp_status symbolic_pass(solver *s, int *n_fallback, char **fallbacks) {
+    s->sd = sd_new();
+    TP_CHECK(s->sd != NULL, TP_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < s->n_syms; k++) {
+        sym *y = &s->syms[k];
+        int64_t lo = test_min(y);
+        if (lo > y->example) lo = y->example;
+        y->rmin = lo;
+        int pref = y->kind == SYM_AUTO ? 2 : y->kind == SYM_DYNAMIC ? 1 : 0;
+        TP_CHECK(sd_sym_new(s->sd, y->name, lo, y->max, y->example, pref) == k, TP_ERR_NOMEM, "out of memory");
+    }
+    sym_site *sites = tp_calloc((size_t)s->n_sites + 1, sizeof *sites);
+    TP_CHECK(sites != NULL, TP_ERR_NOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < s->n_sites; i++) {
+        const rsite *r = &s->sites[i];
+        if (r->sym < 0) continue;
+        sites[n++] = (sym_site){r->path, r->dim,
+                                sd_addk(s->sd, sd_mulk(s->sd, sd_sym(s->sd, r->sym), r->scale), r->offset)};
+    }
+    tp_sb fb = {0};
+    tp_status st = tp__symshape_propagate(s->sd, s->p, s->inputs, s->n_inputs, sites, n, s->ctx->reads,
+                                          s->ctx->n_reads, on_decided, s, &fb, n_fallback);
+    tp_free(sites);
+    if (st == TP_OK) st = tp__sb_finish(&fb, fallbacks);
+    else tp__sb_free(&fb);
+    if (st == TP_OK && s->too_many) st = tp_error(TP_ERR_UNSUPPORTED, "at most 64 dynamic dims are supported");
+    /* ties narrow the root's range silently (implied by the tied dim's range) */
+    for (int k = 0; st == TP_OK && k < s->n_syms; k++) {
+        sym *y = &s->syms[k];
+        if (y->state != SYM_FREE) continue;
+        if (sd_sym_min(s->sd, k) > y->rmin) {
+            y->min = y->rmin = sd_sym_min(s->sd, k);
+            y->min_given = true;
+        }
+        if (sd_sym_max(s->sd, k) < y->max) y->max = sd_sym_max(s->sd, k);
+    }
+    return st;
+}
+
+/* Follow ties: site dim = sc*root + off (root -1: static, value off). */
+static void site_root(const solver *s, const rsite *r, int *root, int64_t *sc, int64_t *off) {
+    *sc = r->scale;
+    *off = r->offset;
+    *root = r->sym;
+    for (int guard = 0; *root >= 0 && guard < 128; guard++) {
+        const sym *y = &s->syms[*root];
+        if (y->state == SYM_FREE) return;
+        if (y->state == SYM_STATIC) {
+            *off = *sc * y->value + *off;
+            *sc = 1;
+            *root = -1;
+            return;
+        }
+        *off = *sc * y->b + *off;
+        *sc = *sc * y->a;
+        *root = y->tied_to;
+    }
+}
+
 /* Record rules, ranges and equalities in the program. */
 static tp_status record(solver *s) {
     for (int i = 0; i < s->n_sites; i++) {
         const rsite *r = &s->sites[i];
         tp_dim_rule rule = {{r->path, r->dim}, TP_DIM_STATIC, 0, NULL, 1, 0};
-        if (r->sym < 0) {
-            rule.value = r->offset;
+        int root;
+        int64_t sc, off;
+        site_root(s, r, &root, &sc, &off);
+        if (root < 0) {
+            rule.value = off;
         } else {
-            const sym *y = &s->syms[r->sym];
-            if (y->state == SYM_STATIC) {
-                rule.value = r->scale * y->value + r->offset;
-            } else {
-                int root = r->sym;
-                int64_t sc = r->scale, off = r->offset;
-                if (y->state == SYM_TIED) {
-                    root = y->tied_to;
-                    off = sc * y->b + off;
-                    sc = sc * y->a;
-                    if (s->syms[root].state == SYM_STATIC) {
-                        rule.value = sc * s->syms[root].value + off;
-                        TP_TRY(tp_program_add_dim_rule(s->p, &rule));
-                        continue;
-                    }
-                }
-                rule.symbol = s->syms[root].name;
-                rule.kind = sc == 1 && off == 0 ? TP_DIM_SYMBOL : TP_DIM_DERIVED;
-                rule.scale = sc;
-                rule.offset = off;
-            }
+            rule.symbol = s->syms[root].name;
+            rule.kind = sc == 1 && off == 0 ? TP_DIM_SYMBOL : TP_DIM_DERIVED;
+            rule.scale = sc;
+            rule.offset = off;
         }
         TP_TRY(tp_program_add_dim_rule(s->p, &rule));
     }
     for (int k = 0; k < s->n_syms; k++) {
         const sym *y = &s->syms[k];
         if (y->state != SYM_FREE) continue;
-        TP_TRY(tp_program_add_range(s->p, y->name, y->min, y->max));
-        /* equality: every site whose dim is exactly this symbol */
+        bool used = false;
         tp_dim_site sites[64];
         int n = 0;
-        for (int i = 0; i < s->n_sites && n < 64; i++) {
-            const rsite *r = &s->sites[i];
-            if (r->sym < 0) continue;
-            const sym *ry = &s->syms[r->sym];
-            bool exact = (r->sym == k && r->scale == 1 && r->offset == 0) ||
-                         (ry->state == SYM_TIED && ry->tied_to == k && ry->a * r->scale == 1 &&
-                          ry->b * r->scale + r->offset == 0);
-            if (exact) sites[n++] = (tp_dim_site){r->path, r->dim};
+        for (int i = 0; i < s->n_sites; i++) {
+            int root;
+            int64_t sc, off;
+            site_root(s, &s->sites[i], &root, &sc, &off);
+            if (root != k) continue;
+            used = true;
+            if (sc == 1 && off == 0 && n < 64) sites[n++] = (tp_dim_site){s->sites[i].path, s->sites[i].dim};
         }
+        if (!used) continue;
+        TP_TRY(tp_program_add_range(s->p, y->name, y->min, y->max));
+        /* equality: every site whose dim is exactly this symbol */
         if (n >= 2) TP_TRY(tp_program_add_equality(s->p, sites, n, y->kind == SYM_NAMED ? y->name : NULL));
     }
     return TP_OK;
 }
 
+static bool replay_check_requested(const tp_export_options *opts) {
+    if (opts && opts->replay_check) return true;
+    const char *e = getenv("TP_EXPORT_REPLAY_CHECK");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
 tp_status tp__shapes_solve(tp_ctx *ctx, const tp_shapes *spec, const user_input_info *inputs, int n_inputs,
-                           tp_program *p) {
+                           tp_program *p, const tp_export_options *opts, char **notes) {
     solver s;
     memset(&s, 0, sizeof s);
     s.ctx = ctx;
     s.inputs = inputs;
     s.n_inputs = n_inputs;
     s.p = p;
+    *notes = NULL;
     int n_sites = spec ? spec->n_sites : 0;
-    s.syms = tp_calloc((size_t)(n_sites + 1), sizeof *s.syms);
+    s.cap_syms = 64;
+    s.syms = tp_calloc((size_t)s.cap_syms, sizeof *s.syms);
     s.sites = tp_calloc((size_t)(n_sites + 1), sizeof *s.sites);
     tp_status st = s.syms && s.sites ? TP_OK : tp_error(TP_ERR_NOMEM, "out of memory");
-    TP_CHECK(n_sites <= 64 || st != TP_OK, TP_ERR_UNSUPPORTED, "at most 64 dynamic dims are supported");
+    if (st == TP_OK && n_sites > 64) st = tp_error(TP_ERR_UNSUPPORTED, "at most 64 dynamic dims are supported");
     if (st == TP_OK && spec) st = resolve(&s, spec);
-    if (st == TP_OK && s.n_syms > 64) st = tp_error(TP_ERR_UNSUPPORTED, "at most 64 dynamic dims are supported");
-    /* sizes read as ints must not depend on a symbol; the solver checks them
-     * in every replay, so also the base case */
-    for (int round = 0; st == TP_OK && round < 8; round++) {
-        bool changed = false;
-        for (int k = 0; k < s.n_syms; k++)
-            if (s.syms[k].state == SYM_FREE && examine(&s, k)) changed = true;
-        if (!changed) break;
+    /* symbolic propagation: the primary mechanism */
+    int n_fallback = 0;
+    char *fallbacks = NULL;
+    if (st == TP_OK) st = symbolic_pass(&s, &n_fallback, &fallbacks);
+    /* the replay: for nodes without a symbolic rule, or as a cross-check */
+    bool cross = replay_check_requested(opts);
+    int before = s.n_violations;
+    if (st == TP_OK && s.n_syms > 0 && (n_fallback > 0 || cross)) {
+        s.replaying = true;
+        for (int round = 0; st == TP_OK && round < 8; round++) {
+            bool changed = false;
+            for (int k = 0; k < s.n_syms; k++)
+                if (s.syms[k].state == SYM_FREE && examine(&s, k)) changed = true;
+            if (!changed) break;
+            if (cross && n_fallback == 0) s.cross_findings++;
+        }
+        s.replaying = false;
     }
+    if (st == TP_OK && n_fallback > 0) {
+        tp_sb sb = {0};
+        tp__sb_printf(&sb,
+                      "symbolic shapes: %d node(s) have no symbolic shape rule for their symbolic inputs; their "
+                      "constraints were checked by replaying shape inference (%d finding(s)): %s",
+                      n_fallback, s.n_violations - before, fallbacks ? fallbacks : "");
+        st = tp__sb_finish(&sb, notes);
+    } else if (st == TP_OK && cross && s.cross_findings) {
+        tp_sb sb = {0};
+        tp__sb_printf(&sb, "symbolic shapes: the replay cross-check found constraints the symbolic rules missed");
+        st = tp__sb_finish(&sb, notes);
+    }
+    tp_free(fallbacks);
+    if (st == TP_OK && cross && s.cross_findings && !ctx->draft)
+        st = tp_error(TP_ERR_INTERNAL,
+                      "the replay cross-check found constraints the symbolic shape rules missed:\n%s",
+                      s.violations.len && s.violations.data ? s.violations.data : "(dims narrowed silently)");
     if (st == TP_OK && s.n_violations && !ctx->draft) {
         char *v = NULL, *f = NULL, *n = NULL;
         tp__sb_finish(&s.violations, &v);
@@ -1071,6 +1255,11 @@ tp_status tp__shapes_solve(tp_ctx *ctx, const tp_shapes *spec, const user_input_
         tp_free(n);
     }
     if (st == TP_OK) st = record(&s);
+    if (st != TP_OK) {
+        tp_free(*notes);
+        *notes = NULL;
+    }
+    sd_free(s.sd);
     tp__sb_free(&s.violations);
     tp__sb_free(&s.fixes);
     tp__sb_free(&s.names);

@@ -1,0 +1,1468 @@
+/*
+ * symshape.c - symbolic shape propagation through an exported graph: every
+ * node's output gets a symbolic shape (symdim.h expressions over the
+ * dynamic dims of the user inputs) computed by a per-op symbolic shape
+ * rule, and the relations the rules need (broadcast equality, matmul inner
+ * dims, reshape divisibility, conv/pool output sizes >= 1, slice bounds,
+ * cat sizes, ...) are decided by the symdim constraint store; the caller
+ * turns the resulting findings into violations / suggested fixes / program
+ * constraints (shapes.c). A node whose op has no symbolic rule while one of
+ * its inputs has a symbolic dim gets an unknown shape and is counted as a
+ * fallback: the caller then runs the replay check for the whole graph.
+ * Each node gets meta "sym_shape" (e.g. "[s0, 3, (s1 - 1)//2 + 1]").
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export_impl.h"
+#include "symshape.h"
+
+enum { SV_OTHER, SV_TENSOR, SV_SEQ, SV_UNKNOWN };
+
+typedef struct sval {
+    int kind;
+    int nd;
+    sd_e d[TP_MAX_DIMS];
+    int n;
+    struct sval *items;
+} sval;
+
+typedef struct prop {
+    sd_ctx *sd;
+    const tp_graph *g;
+    tp_node **keys;
+    sval **vals;
+    size_t cap;
+    void **allocs;
+    int n_allocs, cap_allocs;
+    sym_decided_fn cb;
+    void *user;
+    bool oom;
+} prop;
+
+/* ---- node -> sval map -------------------------------------------------------------- */
+
+static size_t hash_ptr(const void *p, size_t cap) { return ((uintptr_t)p >> 4) * 2654435761u & (cap - 1); }
+
+static void map_put(prop *P, tp_node *n, sval *v) {
+    size_t i = hash_ptr(n, P->cap);
+    while (P->keys[i] && P->keys[i] != n) i = (i + 1) & (P->cap - 1);
+    P->keys[i] = n;
+    P->vals[i] = v;
+}
+
+static sval *map_get(const prop *P, const tp_node *n) {
+    size_t i = hash_ptr(n, P->cap);
+    while (P->keys[i]) {
+        if (P->keys[i] == n) return P->vals[i];
+        i = (i + 1) & (P->cap - 1);
+    }
+    return NULL;
+}
+
+static void *palloc(prop *P, size_t size) {
+    if (P->n_allocs == P->cap_allocs) {
+        int nc = P->cap_allocs ? P->cap_allocs * 2 : 64;
+        void **a = tp_realloc(P->allocs, (size_t)nc * sizeof *a);
+        if (!a) {
+            P->oom = true;
+            return NULL;
+        }
+        P->allocs = a;
+        P->cap_allocs = nc;
+    }
+    void *p = tp_calloc(1, size ? size : 1);
+    if (!p) {
+        P->oom = true;
+        return NULL;
+    }
+    P->allocs[P->n_allocs++] = p;
+    return p;
+}
+
+static sval *new_sval(prop *P, int kind) {
+    sval *v = palloc(P, sizeof *v);
+    if (v) v->kind = kind;
+    return v;
+}
+
+/* An sval with the structure of a meta value, constant dims. */
+static sval *sval_from_meta(prop *P, const tp_value *m) {
+    if (!m) return new_sval(P, SV_OTHER);
+    if (m->kind == TP_VAL_TENSOR) {
+        sval *v = new_sval(P, SV_TENSOR);
+        if (!v) return NULL;
+        v->nd = tp_tensor_ndim(m->u.tensor);
+        for (int i = 0; i < v->nd; i++) v->d[i] = sd_const(P->sd, tp_tensor_sizes(m->u.tensor)[i]);
+        return v;
+    }
+    if (m->kind == TP_VAL_LIST || m->kind == TP_VAL_TUPLE) {
+        sval *v = new_sval(P, SV_SEQ);
+        if (!v) return NULL;
+        v->n = (int)m->u.seq.n;
+        v->items = palloc(P, (size_t)v->n * sizeof *v->items);
+        if (!v->items) return NULL;
+        for (int i = 0; i < v->n; i++) {
+            sval *it = sval_from_meta(P, &m->u.seq.items[i]);
+            if (!it) return NULL;
+            v->items[i] = *it;
+        }
+        return v;
+    }
+    return new_sval(P, SV_OTHER);
+}
+
+static bool sval_symbolic(const sval *v) {
+    if (!v) return false;
+    if (v->kind == SV_UNKNOWN) return true;
+    if (v->kind == SV_TENSOR) {
+        for (int i = 0; i < v->nd; i++)
+            if (!sd_is_const(v->d[i], NULL)) return true;
+    }
+    if (v->kind == SV_SEQ)
+        for (int i = 0; i < v->n; i++)
+            if (sval_symbolic(&v->items[i])) return true;
+    return false;
+}
+
+static bool sval_unknown(const sval *v) {
+    if (!v) return false;
+    if (v->kind == SV_UNKNOWN) return true;
+    if (v->kind == SV_TENSOR)
+        for (int i = 0; i < v->nd; i++)
+            if (!v->d[i]) return true;
+    if (v->kind == SV_SEQ)
+        for (int i = 0; i < v->n; i++)
+            if (sval_unknown(&v->items[i])) return true;
+    return false;
+}
+
+/* sval of an argument value (node refs, lists of node refs). */
+static sval *arg_sval(prop *P, const tp_value *a) {
+    if (a->kind == TP_VAL_NODE) return map_get(P, a->u.node);
+    if (a->kind == TP_VAL_LIST || a->kind == TP_VAL_TUPLE) {
+        bool any = false;
+        for (int64_t i = 0; i < a->u.seq.n; i++) any = any || a->u.seq.items[i].kind == TP_VAL_NODE;
+        if (!any) return NULL;
+        sval *v = new_sval(P, SV_SEQ);
+        if (!v) return NULL;
+        v->n = (int)a->u.seq.n;
+        v->items = palloc(P, (size_t)v->n * sizeof *v->items);
+        if (!v->items) return NULL;
+        for (int i = 0; i < v->n; i++) {
+            sval *it = arg_sval(P, &a->u.seq.items[i]);
+            if (it) v->items[i] = *it;
+            else v->items[i].kind = SV_OTHER;
+        }
+        return v;
+    }
+    return NULL;
+}
+
+/* ---- rule context -------------------------------------------------------------------- */
+
+typedef struct rctx {
+    prop *P;
+    sd_ctx *sd;
+    const tp_node *node;
+    tp_op op;
+    const tp_value *b; /* bound args */
+    int nb;
+    bool fail;
+} rctx;
+
+static void decided(rctx *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void decided(rctx *r, int rc, const char *fmt, ...) {
+    if (rc != SD_OK) {
+        r->fail = true;
+        return;
+    }
+    const sd_finding *f;
+    int n = sd_take_findings(r->sd, &f);
+    if (n == 0) {
+        return;
+    }
+    /* put them back for the callback */
+    char why[1024];
+    int k = snprintf(why, sizeof why, "%s (%s): ", tp_node_name(r->node), tp_op_name(r->op));
+    va_list ap;
+    va_start(ap, fmt);
+    if (k > 0 && (size_t)k < sizeof why) vsnprintf(why + k, sizeof why - (size_t)k, fmt, ap);
+    va_end(ap);
+    r->P->cb(r->P->user, why, f, n);
+}
+
+static const char *ex(rctx *r, sd_e e, char *buf, size_t size) {
+    sd_print(r->sd, e, buf, size);
+    return buf;
+}
+
+static void req_eq(rctx *r, sd_e a, sd_e b, const char *what) {
+    if (!a || !b) {
+        r->fail = true;
+        return;
+    }
+    char x[200], y[200];
+    int rc = sd_require_eq(r->sd, a, b);
+    decided(r, rc, "%s: %s == %s", what, ex(r, a, x, sizeof x), ex(r, b, y, sizeof y));
+}
+
+static void req_div(rctx *r, sd_e a, int64_t k, const char *what) {
+    if (!a) {
+        r->fail = true;
+        return;
+    }
+    char x[200];
+    int rc = sd_require_div(r->sd, a, k);
+    decided(r, rc, "%s: %s must be divisible by %" PRId64, what, ex(r, a, x, sizeof x), k);
+}
+
+static void req_ge(rctx *r, sd_e a, int64_t k, const char *what) {
+    if (!a) {
+        r->fail = true;
+        return;
+    }
+    char x[200];
+    int rc = sd_require_ge(r->sd, a, k);
+    decided(r, rc, "%s: %s >= %" PRId64, what, ex(r, a, x, sizeof x), k);
+}
+
+static sd_e S(rctx *r, sd_e e) { return sd_subst(r->sd, e); }
+static sd_e K(rctx *r, int64_t v) { return sd_const(r->sd, v); }
+
+static int64_t exv(rctx *r, sd_e e) {
+    int64_t v = 0;
+    if (!sd_eval(r->sd, e, NULL, &v)) r->fail = true;
+    return v;
+}
+
+static const sval *targ(rctx *r, int i) {
+    if (i >= r->nb || r->b[i].kind != TP_VAL_NODE) return NULL;
+    const sval *v = map_get(r->P, r->b[i].u.node);
+    return v && v->kind == SV_TENSOR ? v : NULL;
+}
+
+static const sval *need_t(rctx *r, int i) {
+    const sval *v = targ(r, i);
+    if (!v) r->fail = true;
+    return v;
+}
+
+static bool is_none(rctx *r, int i) { return i >= r->nb || r->b[i].kind == TP_VAL_NONE; }
+
+static int64_t iarg(rctx *r, int i, int64_t dflt) {
+    if (i >= r->nb || !tp_value_is_number(&r->b[i])) return dflt;
+    return tp_value_as_i64(&r->b[i]);
+}
+
+static bool barg(rctx *r, int i, bool dflt) {
+    if (i >= r->nb) return dflt;
+    if (r->b[i].kind == TP_VAL_BOOL) return r->b[i].u.b;
+    if (r->b[i].kind == TP_VAL_INT) return r->b[i].u.i != 0;
+    return dflt;
+}
+
+/* Int list argument (a single int counts as [v]); -1 for None / not ints. */
+static int ilist(rctx *r, int i, int64_t *out, int max) {
+    if (i >= r->nb) return -1;
+    const tp_value *v = &r->b[i];
+    if (v->kind == TP_VAL_INT) {
+        out[0] = v->u.i;
+        return 1;
+    }
+    if (v->kind != TP_VAL_LIST && v->kind != TP_VAL_TUPLE) return -1;
+    if (v->u.seq.n > max) return -1;
+    for (int64_t k = 0; k < v->u.seq.n; k++) {
+        if (v->u.seq.items[k].kind != TP_VAL_INT) return -1;
+        out[k] = v->u.seq.items[k].u.i;
+    }
+    return (int)v->u.seq.n;
+}
+
+/* Expand a 1-element list to n. */
+static bool expand_list(int64_t *v, int got, int n) {
+    if (got == n) return true;
+    if (got == 1) {
+        for (int i = 1; i < n; i++) v[i] = v[0];
+        return true;
+    }
+    return false;
+}
+
+static int wrap_dim(rctx *r, int64_t d, int nd) {
+    int n = nd > 0 ? nd : 1;
+    if (d < 0) d += n;
+    if (d < 0 || d >= n) {
+        r->fail = true;
+        return 0;
+    }
+    return (int)d;
+}
+
+static sval *out_t(rctx *r, int nd) {
+    sval *v = new_sval(r->P, SV_TENSOR);
+    if (!v) {
+        r->fail = true;
+        return NULL;
+    }
+    v->nd = nd;
+    return v;
+}
+
+static sval *copy_t(rctx *r, const sval *a) {
+    if (!a) return NULL;
+    sval *v = out_t(r, a->nd);
+    if (!v) return NULL;
+    for (int i = 0; i < a->nd; i++) v->d[i] = S(r, a->d[i]);
+    return v;
+}
+
+/* Broadcast two dims. */
+static sd_e bdim(rctx *r, sd_e a, sd_e b) {
+    if (!a) return b;
+    if (!b) return a;
+    a = S(r, a);
+    b = S(r, b);
+    if (sd_equal(a, b)) return a;
+    int64_t ca, cb;
+    if (sd_is_const(a, &ca) && ca == 1) return b;
+    if (sd_is_const(b, &cb) && cb == 1) return a;
+    char x[200], y[200], what[480];
+    snprintf(what, sizeof what, "broadcasting %s against %s", ex(r, a, x, sizeof x), ex(r, b, y, sizeof y));
+    if (exv(r, a) == 1) {
+        req_eq(r, a, K(r, 1), what);
+        return S(r, b);
+    }
+    if (exv(r, b) == 1) {
+        req_eq(r, b, K(r, 1), what);
+        return S(r, a);
+    }
+    req_eq(r, a, b, what);
+    return S(r, a);
+}
+
+/* Broadcast the tensor args idx[0..n). */
+static sval *broadcast(rctx *r, const int *idx, int n) {
+    int nd = 0;
+    for (int k = 0; k < n; k++) {
+        const sval *a = targ(r, idx[k]);
+        if (a && a->nd > nd) nd = a->nd;
+    }
+    sval *o = out_t(r, nd);
+    if (!o) return NULL;
+    for (int i = 0; i < nd; i++) {
+        sd_e d = NULL;
+        for (int k = 0; k < n; k++) {
+            const sval *a = targ(r, idx[k]);
+            if (!a) continue;
+            int j = i - (nd - a->nd);
+            if (j < 0) continue;
+            d = bdim(r, d, a->d[j]);
+        }
+        o->d[i] = d ? d : K(r, 1);
+    }
+    return o;
+}
+
+static sd_e prod(rctx *r, const sval *a, int from, int to) {
+    sd_e p = K(r, 1);
+    for (int i = from; i < to; i++) p = sd_mul(r->sd, p, a->d[i]);
+    return S(r, p);
+}
+
+/* ---- families -------------------------------------------------------------------------- */
+
+static sval *rule_reduce(rctx *r, int dim_i, int keep_i, bool tuple_if_dim) {
+    const sval *a = need_t(r, 0);
+    if (!a) return NULL;
+    int64_t dims[TP_MAX_DIMS];
+    int nd = ilist(r, dim_i, dims, TP_MAX_DIMS);
+    bool keep = barg(r, keep_i, false);
+    bool red[TP_MAX_DIMS] = {false};
+    if (nd <= 0) {
+        for (int i = 0; i < a->nd; i++) red[i] = true;
+    } else {
+        for (int k = 0; k < nd; k++) red[wrap_dim(r, dims[k], a->nd)] = true;
+    }
+    sval *o = out_t(r, 0);
+    if (!o) return NULL;
+    for (int i = 0; i < a->nd; i++) {
+        if (!red[i]) o->d[o->nd++] = S(r, a->d[i]);
+        else if (keep) o->d[o->nd++] = K(r, 1);
+    }
+    if (tuple_if_dim && nd > 0) {
+        sval *t = new_sval(r->P, SV_SEQ);
+        if (!t) return NULL;
+        t->n = 2;
+        t->items = palloc(r->P, 2 * sizeof *t->items);
+        if (!t->items) return NULL;
+        t->items[0] = *o;
+        t->items[1] = *o;
+        return t;
+    }
+    return o;
+}
+
+/* matmul of a [..., n, k] by b [..., k, p] (1-D handled as in PyTorch). */
+static sval *matmul_shape(rctx *r, const sval *a, const sval *b, bool batch_bcast) {
+    if (!a || !b || a->nd < 1 || b->nd < 1) {
+        r->fail = true;
+        return NULL;
+    }
+    sd_e ak = a->d[a->nd - 1], bk = b->d[b->nd >= 2 ? b->nd - 2 : 0];
+    req_eq(r, ak, bk, "matrix inner dims");
+    int abatch = a->nd >= 2 ? a->nd - 2 : 0, bbatch = b->nd >= 2 ? b->nd - 2 : 0;
+    int nbatch = abatch > bbatch ? abatch : bbatch;
+    sval *o = out_t(r, 0);
+    if (!o) return NULL;
+    for (int i = 0; i < nbatch; i++) {
+        int ia = i - (nbatch - abatch), ib = i - (nbatch - bbatch);
+        sd_e da = ia >= 0 ? a->d[ia] : NULL, db = ib >= 0 ? b->d[ib] : NULL;
+        if (batch_bcast) o->d[o->nd++] = bdim(r, da, db);
+        else {
+            if (da && db) req_eq(r, da, db, "batch dims");
+            o->d[o->nd++] = S(r, da ? da : db);
+        }
+    }
+    if (a->nd >= 2) o->d[o->nd++] = S(r, a->d[a->nd - 2]);
+    if (b->nd >= 2) o->d[o->nd++] = S(r, b->d[b->nd - 1]);
+    return o;
+}
+
+/* out must equal the broadcast of `self` into `shape` (addmm / baddbmm / in-place). */
+static void bcast_into(rctx *r, const sval *self, sval *shape, const char *what) {
+    if (!self || !shape) return;
+    if (self->nd > shape->nd) {
+        r->fail = true;
+        return;
+    }
+    for (int i = 0; i < self->nd; i++) {
+        int j = i + shape->nd - self->nd;
+        sd_e d = S(r, self->d[i]);
+        int64_t c;
+        if (sd_is_const(d, &c) && c == 1) continue;
+        if (exv(r, d) == 1 && exv(r, shape->d[j]) != 1) {
+            req_eq(r, d, K(r, 1), what);
+            continue;
+        }
+        req_eq(r, d, shape->d[j], what);
+        shape->d[j] = S(r, shape->d[j]);
+    }
+}
+
+static sval *rule_conv(rctx *r, bool transposed, int stride_i, int pad_i, int dil_i, int opad_i, int groups_i) {
+    const sval *x = need_t(r, 0), *w = need_t(r, 1);
+    if (!x || !w) return NULL;
+    int sp = w->nd - 2;
+    if (sp < 1 || (x->nd != sp + 2 && x->nd != sp + 1)) {
+        r->fail = true;
+        return NULL;
+    }
+    int64_t k[TP_MAX_DIMS], st[TP_MAX_DIMS], pd[TP_MAX_DIMS], dl[TP_MAX_DIMS], op[TP_MAX_DIMS];
+    for (int i = 0; i < sp; i++) {
+        if (!sd_is_const(S(r, w->d[2 + i]), &k[i])) r->fail = true;
+        op[i] = 0;
+    }
+    bool same = false;
+    int n;
+    if ((n = ilist(r, stride_i, st, TP_MAX_DIMS)) < 0 || !expand_list(st, n, sp)) r->fail = true;
+    if (r->b[pad_i].kind == TP_VAL_STR) {
+        same = strcmp(r->b[pad_i].u.s, "same") == 0;
+        for (int i = 0; i < sp; i++) pd[i] = 0;
+    } else if ((n = ilist(r, pad_i, pd, TP_MAX_DIMS)) < 0 || !expand_list(pd, n, sp)) r->fail = true;
+    if ((n = ilist(r, dil_i, dl, TP_MAX_DIMS)) < 0 || !expand_list(dl, n, sp)) r->fail = true;
+    if (opad_i >= 0 && ((n = ilist(r, opad_i, op, TP_MAX_DIMS)) < 0 || !expand_list(op, n, sp))) r->fail = true;
+    int64_t groups = iarg(r, groups_i, 1);
+    if (r->fail || groups < 1) {
+        r->fail = true;
+        return NULL;
+    }
+    int lead = x->nd - sp - 1; /* 1 batched, 0 unbatched */
+    sval *o = out_t(r, x->nd);
+    if (!o) return NULL;
+    if (lead) o->d[0] = S(r, x->d[0]);
+    sd_e c = x->d[lead];
+    if (!transposed) {
+        req_eq(r, c, sd_mulk(r->sd, w->d[1], groups), "input channels == weight.shape[1] * groups");
+        o->d[lead] = S(r, w->d[0]);
+    } else {
+        req_eq(r, c, w->d[0], "input channels == weight.shape[0]");
+        o->d[lead] = S(r, sd_mulk(r->sd, w->d[1], groups));
+    }
+    for (int i = 0; i < sp; i++) {
+        sd_e in = S(r, x->d[lead + 1 + i]), out;
+        if (st[i] < 1) {
+            r->fail = true;
+            return NULL;
+        }
+        if (same) out = in;
+        else if (!transposed)
+            out = sd_addk(r->sd, sd_floordiv(r->sd, sd_addk(r->sd, in, 2 * pd[i] - dl[i] * (k[i] - 1) - 1), st[i]), 1);
+        else
+            out = sd_addk(r->sd, sd_mulk(r->sd, sd_addk(r->sd, in, -1), st[i]),
+                          -2 * pd[i] + dl[i] * (k[i] - 1) + op[i] + 1);
+        char what[64];
+        snprintf(what, sizeof what, "output size of spatial dim %d", i);
+        req_ge(r, out, 1, what);
+        o->d[lead + 1 + i] = S(r, out);
+    }
+    return o;
+}
+
+static sval *rule_pool(rctx *r, int sp, bool is_max, const tp_value *meta) {
+    const sval *x = need_t(r, 0);
+    if (!x || (x->nd != sp + 1 && x->nd != sp + 2)) {
+        r->fail = true;
+        return NULL;
+    }
+    int64_t k[TP_MAX_DIMS], st[TP_MAX_DIMS], pd[TP_MAX_DIMS], dl[TP_MAX_DIMS];
+    int n;
+    if ((n = ilist(r, 1, k, TP_MAX_DIMS)) < 0 || !expand_list(k, n, sp)) r->fail = true;
+    n = ilist(r, 2, st, TP_MAX_DIMS);
+    if (n == 0) memcpy(st, k, sizeof st);
+    else if (n < 0 || !expand_list(st, n, sp)) r->fail = true;
+    if ((n = ilist(r, 3, pd, TP_MAX_DIMS)) < 0 || !expand_list(pd, n, sp)) r->fail = true;
+    for (int i = 0; i < sp; i++) dl[i] = 1;
+    if (is_max && ((n = ilist(r, 4, dl, TP_MAX_DIMS)) < 0 || !expand_list(dl, n, sp))) r->fail = true;
+    bool ceil_mode = barg(r, is_max ? 5 : 4, false);
+    if (r->fail) return NULL;
+    sval *o = copy_t(r, x);
+    if (!o) return NULL;
+    for (int i = 0; i < sp; i++) {
+        int j = x->nd - sp + i;
+        sd_e in = S(r, x->d[j]);
+        if (sd_is_const(in, NULL)) { /* the example's output size */
+            if (!meta || meta->kind != TP_VAL_TENSOR || tp_tensor_ndim(meta->u.tensor) != x->nd) {
+                r->fail = true;
+                return NULL;
+            }
+            o->d[j] = K(r, tp_tensor_sizes(meta->u.tensor)[j]);
+            continue;
+        }
+        if (ceil_mode || st[i] < 1) {
+            r->fail = true; /* ceil mode's last-window rule is not affine */
+            return NULL;
+        }
+        sd_e out = sd_addk(r->sd, sd_floordiv(r->sd, sd_addk(r->sd, in, 2 * pd[i] - dl[i] * (k[i] - 1) - 1), st[i]), 1);
+        char what[64];
+        snprintf(what, sizeof what, "output size of spatial dim %d", i);
+        req_ge(r, out, 1, what);
+        o->d[j] = S(r, out);
+    }
+    return o;
+}
+
+/* Clamped slice bound: idx (nonneg after wrapping) against size s. */
+static sd_e clamp_bound(rctx *r, int64_t idx, sd_e s, const char *what) {
+    if (idx < 0) {
+        sd_e v = sd_addk(r->sd, s, idx);
+        if (exv(r, v) >= 0) {
+            req_ge(r, v, 0, what);
+            return S(r, v);
+        }
+        req_ge(r, sd_mulk(r->sd, v, -1), 0, what);
+        return K(r, 0);
+    }
+    if (exv(r, s) >= idx) {
+        req_ge(r, sd_addk(r->sd, s, -idx), 0, what);
+        return K(r, idx);
+    }
+    req_ge(r, sd_addk(r->sd, sd_mulk(r->sd, s, -1), idx), 0, what);
+    return S(r, s);
+}
+
+static sval *rule_slice(rctx *r) {
+    const sval *a = need_t(r, 0);
+    if (!a || a->nd == 0) {
+        r->fail = true;
+        return NULL;
+    }
+    int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+    int64_t step = iarg(r, 4, 1);
+    if (step < 1 || r->fail) {
+        r->fail = true;
+        return NULL;
+    }
+    sval *o = copy_t(r, a);
+    if (!o) return NULL;
+    sd_e s = S(r, a->d[d]);
+    sd_e start = is_none(r, 2) ? K(r, 0) : clamp_bound(r, iarg(r, 2, 0), s, "slice start within the dim");
+    sd_e end;
+    int64_t e = is_none(r, 3) ? INT64_MAX : iarg(r, 3, INT64_MAX);
+    if (e >= INT64_MAX / 4) end = s;
+    else end = clamp_bound(r, e, s, "slice end within the dim");
+    sd_e len = sd_sub(r->sd, end, start);
+    if (exv(r, len) > 0) {
+        req_ge(r, len, 0, "slice length");
+        o->d[d] = S(r, sd_ceildiv(r->sd, S(r, len), step));
+    } else {
+        req_ge(r, sd_mulk(r->sd, len, -1), 0, "empty slice");
+        o->d[d] = K(r, 0);
+    }
+    return o;
+}
+
+static sval *rule_reshape(rctx *r) {
+    const sval *a = need_t(r, 0);
+    int64_t sz[TP_MAX_DIMS];
+    int n = ilist(r, 1, sz, TP_MAX_DIMS);
+    if (!a || n < 0) {
+        r->fail = true;
+        return NULL;
+    }
+    sd_e numel = prod(r, a, 0, a->nd);
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+        if (sz[i] == -1 && infer < 0) infer = i;
+        else if (sz[i] < 0) {
+            r->fail = true;
+            return NULL;
+        } else known *= sz[i];
+    }
+    sval *o = out_t(r, n);
+    if (!o) return NULL;
+    for (int i = 0; i < n; i++) o->d[i] = K(r, sz[i]);
+    if (infer < 0) {
+        req_eq(r, numel, K(r, known), "the number of elements must not change");
+        return o;
+    }
+    if (known == 0) {
+        r->fail = true;
+        return NULL;
+    }
+    req_div(r, numel, known, "the inferred (-1) size must be whole");
+    o->d[infer] = sd_floordiv(r->sd, S(r, numel), known);
+    return o;
+}
+
+static sval *rule_cat(rctx *r, bool stack) {
+    if (r->nb < 1 || r->b[0].kind != TP_VAL_LIST) {
+        r->fail = true;
+        return NULL;
+    }
+    sval *list = arg_sval(r->P, &r->b[0]);
+    if (!list || list->n == 0) {
+        r->fail = true;
+        return NULL;
+    }
+    const sval *ref = NULL;
+    for (int i = 0; i < list->n; i++) {
+        const sval *t = &list->items[i];
+        if (t->kind != SV_TENSOR) {
+            r->fail = true;
+            return NULL;
+        }
+        /* legacy: 1-D empty tensors are skipped by cat */
+        int64_t c;
+        if (!stack && t->nd == 1 && sd_is_const(t->d[0], &c) && c == 0) continue;
+        if (!ref) ref = t;
+    }
+    if (!ref) ref = &list->items[0];
+    int nd = ref->nd;
+    int d = wrap_dim(r, iarg(r, 1, 0), stack ? nd + 1 : nd);
+    if (r->fail) return NULL;
+    sval *o = out_t(r, stack ? nd + 1 : nd);
+    if (!o) return NULL;
+    sd_e sum = K(r, 0);
+    for (int i = 0; i < list->n; i++) {
+        const sval *t = &list->items[i];
+        int64_t c;
+        if (!stack && t->nd == 1 && nd != 1 && sd_is_const(t->d[0], &c) && c == 0) continue;
+        if (t->nd != nd) {
+            r->fail = true;
+            return NULL;
+        }
+        for (int j = 0; j < nd; j++) {
+            if (!stack && j == d) continue;
+            if (t != ref) req_eq(r, t->d[j], ref->d[j], stack ? "stacked tensors have equal shapes" : "sizes of the non-concatenated dims");
+        }
+        if (!stack) sum = sd_add(r->sd, sum, t->d[d]);
+    }
+    if (stack) {
+        for (int j = 0, k = 0; j < nd + 1; j++) o->d[j] = j == d ? K(r, list->n) : S(r, ref->d[k++]);
+    } else {
+        for (int j = 0; j < nd; j++) o->d[j] = j == d ? S(r, sum) : S(r, ref->d[j]);
+    }
+    return o;
+}
+
+static sval *seq_of(rctx *r, int n, const sval *proto) {
+    sval *t = new_sval(r->P, SV_SEQ);
+    if (!t) return NULL;
+    t->n = n;
+    t->items = palloc(r->P, (size_t)(n > 0 ? n : 1) * sizeof *t->items);
+    if (!t->items) return NULL;
+    for (int i = 0; i < n; i++) t->items[i] = *proto;
+    return t;
+}
+
+static sval *rule_chunk_split(rctx *r, const tp_value *meta) {
+    const sval *a = need_t(r, 0);
+    if (!a || !meta || meta->kind != TP_VAL_LIST) {
+        r->fail = true;
+        return NULL;
+    }
+    int d = wrap_dim(r, iarg(r, 2, 0), a->nd);
+    if (r->fail) return NULL;
+    sd_e s = S(r, a->d[d]);
+    int n_out = (int)meta->u.seq.n;
+    if (r->op == TP_OP_CHUNK) {
+        int64_t chunks = iarg(r, 1, 1);
+        if (!sd_is_const(s, NULL) && chunks >= 1 && exv(r, s) % chunks == 0 && n_out == chunks) {
+            req_div(r, s, chunks, "chunk into equal parts");
+            req_ge(r, s, chunks, "one element per chunk");
+            sval *piece = copy_t(r, a);
+            if (!piece) return NULL;
+            piece->d[d] = sd_floordiv(r->sd, S(r, s), chunks);
+            return seq_of(r, n_out, piece);
+        }
+        req_eq(r, s, K(r, exv(r, s)), "chunk counts depend on the size");
+    } else if (r->b[1].kind == TP_VAL_LIST) {
+        int64_t secs[64];
+        int n = ilist(r, 1, secs, 64);
+        int64_t total = 0;
+        for (int i = 0; i < n; i++) total += secs[i];
+        req_eq(r, s, K(r, total), "split sections must add up to the size");
+    } else {
+        req_eq(r, s, K(r, exv(r, s)), "the number of splits depends on the size");
+    }
+    /* sizes along d are now constant: the example's; other dims symbolic */
+    sval *t = new_sval(r->P, SV_SEQ);
+    if (!t) return NULL;
+    t->n = n_out;
+    t->items = palloc(r->P, (size_t)(n_out > 0 ? n_out : 1) * sizeof *t->items);
+    if (!t->items) return NULL;
+    for (int i = 0; i < n_out; i++) {
+        const tp_value *m = &meta->u.seq.items[i];
+        if (m->kind != TP_VAL_TENSOR) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *p = copy_t(r, a);
+        if (!p) return NULL;
+        p->d[d] = K(r, tp_tensor_sizes(m->u.tensor)[d]);
+        t->items[i] = *p;
+    }
+    return t;
+}
+
+static sval *rule_pad(rctx *r) {
+    const sval *a = need_t(r, 0);
+    int64_t pad[2 * TP_MAX_DIMS];
+    int n = ilist(r, 1, pad, 2 * TP_MAX_DIMS);
+    if (!a || n < 0 || n % 2 || n / 2 > a->nd) {
+        r->fail = true;
+        return NULL;
+    }
+    const char *mode = r->nb > 2 && r->b[2].kind == TP_VAL_STR ? r->b[2].u.s : "constant";
+    sval *o = copy_t(r, a);
+    if (!o) return NULL;
+    for (int i = 0; i < n / 2; i++) {
+        int d = a->nd - 1 - i;
+        sd_e s = S(r, a->d[d]);
+        int64_t lo = pad[2 * i], hi = pad[2 * i + 1];
+        if (strcmp(mode, "reflect") == 0) {
+            req_ge(r, sd_addk(r->sd, s, -(lo > hi ? lo : hi) - 1), 0, "reflect padding must be smaller than the dim");
+        } else if (strcmp(mode, "circular") == 0) {
+            req_ge(r, sd_addk(r->sd, s, -(lo > hi ? lo : hi)), 0, "circular padding must not exceed the dim");
+        } else if (strcmp(mode, "replicate") == 0) {
+            req_ge(r, s, 1, "replicate padding needs a non-empty dim");
+        }
+        sd_e out = sd_addk(r->sd, s, lo + hi);
+        req_ge(r, out, 0, "padded size");
+        o->d[d] = S(r, out);
+    }
+    return o;
+}
+
+static sval *rule_interpolate(rctx *r) {
+    const sval *a = need_t(r, 0);
+    if (!a || a->nd < 3) {
+        r->fail = true;
+        return NULL;
+    }
+    int sp = a->nd - 2;
+    sval *o = copy_t(r, a);
+    if (!o) return NULL;
+    int64_t sz[TP_MAX_DIMS];
+    int n = ilist(r, 1, sz, TP_MAX_DIMS);
+    if (n > 0) {
+        if (!expand_list(sz, n, sp)) r->fail = true;
+        for (int i = 0; i < sp && !r->fail; i++) o->d[2 + i] = K(r, sz[i]);
+        return o;
+    }
+    double sc[TP_MAX_DIMS];
+    const tp_value *v = r->nb > 2 ? &r->b[2] : NULL;
+    if (v && tp_value_is_number(v)) {
+        for (int i = 0; i < sp; i++) sc[i] = tp_value_as_f64(v);
+    } else if (v && tp_value_is_seq(v) && tp_value_len(v) == sp) {
+        for (int i = 0; i < sp; i++) sc[i] = tp_value_as_f64(tp_value_at(v, i));
+    } else {
+        r->fail = true;
+        return NULL;
+    }
+    for (int i = 0; i < sp; i++) {
+        /* floor(in * scale) with scale = p/q */
+        int64_t q = 0, p = 0;
+        for (int64_t qq = 1; qq <= 1000 && !q; qq++) {
+            double pp = sc[i] * (double)qq;
+            if (fabs(pp - round(pp)) < 1e-9 && pp > 0 && pp < 1e9) {
+                q = qq;
+                p = (int64_t)round(pp);
+            }
+        }
+        sd_e in = S(r, a->d[2 + i]);
+        if (!q) {
+            req_eq(r, in, K(r, exv(r, in)), "non-rational scale factor");
+            continue;
+        }
+        o->d[2 + i] = sd_floordiv(r->sd, sd_mulk(r->sd, in, p), q);
+    }
+    return o;
+}
+
+static sval *rule_sdpa(rctx *r) {
+    const sval *q = need_t(r, 0), *k = need_t(r, 1), *v = need_t(r, 2);
+    if (!q || !k || !v || q->nd < 2 || k->nd < 2 || v->nd < 2) {
+        r->fail = true;
+        return NULL;
+    }
+    req_eq(r, q->d[q->nd - 1], k->d[k->nd - 1], "query and key embedding dims");
+    req_eq(r, k->d[k->nd - 2], v->d[v->nd - 2], "key and value sequence lengths");
+    int idx[3] = {0, 1, 2};
+    (void)idx;
+    int nb = q->nd - 2;
+    if (k->nd - 2 > nb) nb = k->nd - 2;
+    if (v->nd - 2 > nb) nb = v->nd - 2;
+    sval *o = out_t(r, nb + 2);
+    if (!o) return NULL;
+    for (int i = 0; i < nb; i++) {
+        sd_e d = NULL;
+        const sval *all[3] = {q, k, v};
+        for (int t = 0; t < 3; t++) {
+            int j = i - (nb - (all[t]->nd - 2));
+            if (j >= 0) d = bdim(r, d, all[t]->d[j]);
+        }
+        o->d[i] = d;
+    }
+    o->d[nb] = S(r, q->d[q->nd - 2]);
+    o->d[nb + 1] = S(r, v->d[v->nd - 1]);
+    const sval *m = targ(r, 3);
+    if (m) {
+        /* the mask broadcasts to [..., L, S] */
+        sval scores = *o;
+        scores.d[nb + 1] = S(r, k->d[k->nd - 2]);
+        for (int i = 0; i < m->nd && i < scores.nd; i++) {
+            int j = scores.nd - m->nd + i;
+            if (j >= 0) bdim(r, m->d[i], scores.d[j]);
+        }
+    }
+    return o;
+}
+
+/* ---- dispatch ----------------------------------------------------------------------------- */
+
+static bool is_same_shape_op(tp_op op) {
+    if (op <= TP_OP_CLAMP) return true; /* unary family (first in op_list.h) */
+    switch (op) {
+    case TP_OP_SOFTMAX:
+    case TP_OP_LOG_SOFTMAX:
+    case TP_OP_DROPOUT:
+    case TP_OP_CLONE:
+    case TP_OP_CONTIGUOUS:
+    case TP_OP_TO:
+    case TP_OP_CUMSUM:
+    case TP_OP_FLIP:
+    case TP_OP_TRIL:
+    case TP_OP_TRIU:
+    case TP_OP_ZEROS_LIKE:
+    case TP_OP_ONES_LIKE:
+    case TP_OP_FULL_LIKE:
+    case TP_OP_EMPTY_LIKE:
+    case TP_OP_FILL_:
+    case TP_OP_ZERO_:
+    case TP_OP_SCATTER: return true;
+    default: return false;
+    }
+}
+
+static sval *apply_rule(rctx *r, const tp_value *meta) {
+    tp_op op = r->op;
+    if (is_same_shape_op(op)) return copy_t(r, need_t(r, 0));
+    switch (op) {
+    case TP_OP_ADD:
+    case TP_OP_SUB:
+    case TP_OP_MUL:
+    case TP_OP_DIV:
+    case TP_OP_REMAINDER:
+    case TP_OP_FMOD:
+    case TP_OP_POW:
+    case TP_OP_MAXIMUM:
+    case TP_OP_MINIMUM:
+    case TP_OP_ATAN2:
+    case TP_OP_EQ:
+    case TP_OP_NE:
+    case TP_OP_LT:
+    case TP_OP_LE:
+    case TP_OP_GT:
+    case TP_OP_GE:
+    case TP_OP_LOGICAL_AND:
+    case TP_OP_LOGICAL_OR:
+    case TP_OP_LOGICAL_XOR:
+    case TP_OP_BITWISE_AND:
+    case TP_OP_BITWISE_OR:
+    case TP_OP_BITWISE_XOR: return broadcast(r, (int[]){0, 1}, 2);
+    case TP_OP_WHERE:
+    case TP_OP_LERP:
+    case TP_OP_ADDCMUL:
+    case TP_OP_ADDCDIV: return broadcast(r, (int[]){0, 1, 2}, 3);
+    case TP_OP_MASKED_FILL: return broadcast(r, (int[]){0, 1}, 2);
+    case TP_OP_ADD_:
+    case TP_OP_MUL_:
+    case TP_OP_COPY_: {
+        sval *o = copy_t(r, need_t(r, 0));
+        const sval *b = targ(r, 1);
+        if (b) bcast_into(r, b, o, "the in-place operand broadcasts to self");
+        return o;
+    }
+    case TP_OP_SUM:
+    case TP_OP_MEAN:
+    case TP_OP_PROD:
+    case TP_OP_AMAX:
+    case TP_OP_AMIN:
+    case TP_OP_LOGSUMEXP:
+    case TP_OP_ANY:
+    case TP_OP_ALL: return rule_reduce(r, 1, 2, false);
+    case TP_OP_ARGMAX:
+    case TP_OP_ARGMIN: {
+        if (is_none(r, 1) && barg(r, 2, false)) {
+            const sval *a = need_t(r, 0);
+            sval *o = a ? out_t(r, a->nd) : NULL;
+            for (int i = 0; o && i < a->nd; i++) o->d[i] = K(r, 1);
+            return o;
+        }
+        return rule_reduce(r, 1, 2, false);
+    }
+    case TP_OP_MAX:
+    case TP_OP_MIN: return rule_reduce(r, 1, 2, true);
+    case TP_OP_VAR:
+    case TP_OP_STD: return rule_reduce(r, 1, 3, false);
+    case TP_OP_NORM: return rule_reduce(r, 2, 3, false);
+    case TP_OP_MATMUL: return matmul_shape(r, need_t(r, 0), need_t(r, 1), true);
+    case TP_OP_MM:
+    case TP_OP_BMM: {
+        const sval *a = need_t(r, 0), *b = need_t(r, 1);
+        int want = op == TP_OP_MM ? 2 : 3;
+        if (!a || !b || a->nd != want || b->nd != want) {
+            r->fail = true;
+            return NULL;
+        }
+        return matmul_shape(r, a, b, false);
+    }
+    case TP_OP_ADDMM:
+    case TP_OP_BADDBMM: {
+        sval *o = matmul_shape(r, need_t(r, 1), need_t(r, 2), false);
+        bcast_into(r, need_t(r, 0), o, "self broadcasts to the product");
+        return o;
+    }
+    case TP_OP_LINEAR: {
+        const sval *x = need_t(r, 0), *w = need_t(r, 1);
+        if (!x || !w || x->nd < 1 || w->nd < 1 || w->nd > 2) {
+            r->fail = true;
+            return NULL;
+        }
+        req_eq(r, x->d[x->nd - 1], w->d[w->nd - 1], "input features == weight.shape[-1]");
+        sval *o = out_t(r, w->nd == 2 ? x->nd : x->nd - 1);
+        if (!o) return NULL;
+        for (int i = 0; i < x->nd - 1; i++) o->d[i] = S(r, x->d[i]);
+        if (w->nd == 2) o->d[x->nd - 1] = S(r, w->d[0]);
+        const sval *b = targ(r, 2);
+        if (b) bcast_into(r, b, o, "bias broadcasts to the output");
+        return o;
+    }
+    case TP_OP_CONV1D:
+    case TP_OP_CONV2D:
+    case TP_OP_CONV3D: return rule_conv(r, false, 3, 4, 5, -1, 6);
+    case TP_OP_CONV_TRANSPOSE1D:
+    case TP_OP_CONV_TRANSPOSE2D:
+    case TP_OP_CONV_TRANSPOSE3D: return rule_conv(r, true, 3, 4, 7, 5, 6);
+    case TP_OP_CONVOLUTION: return rule_conv(r, barg(r, 6, false), 3, 4, 5, barg(r, 6, false) ? 7 : -1, 8);
+    case TP_OP_MAX_POOL1D: return rule_pool(r, 1, true, meta);
+    case TP_OP_MAX_POOL2D: return rule_pool(r, 2, true, meta);
+    case TP_OP_MAX_POOL3D: return rule_pool(r, 3, true, meta);
+    case TP_OP_AVG_POOL1D: return rule_pool(r, 1, false, meta);
+    case TP_OP_AVG_POOL2D: return rule_pool(r, 2, false, meta);
+    case TP_OP_AVG_POOL3D: return rule_pool(r, 3, false, meta);
+    case TP_OP_ADAPTIVE_AVG_POOL1D:
+    case TP_OP_ADAPTIVE_AVG_POOL2D:
+    case TP_OP_ADAPTIVE_AVG_POOL3D:
+    case TP_OP_ADAPTIVE_MAX_POOL1D:
+    case TP_OP_ADAPTIVE_MAX_POOL2D: {
+        const sval *a = need_t(r, 0);
+        int64_t sz[TP_MAX_DIMS];
+        int n = ilist(r, 1, sz, TP_MAX_DIMS);
+        if (!a || n < 1 || n > a->nd) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = copy_t(r, a);
+        for (int i = 0; o && i < n; i++) o->d[a->nd - n + i] = K(r, sz[i]);
+        return o;
+    }
+    case TP_OP_INTERPOLATE: return rule_interpolate(r);
+    case TP_OP_BATCH_NORM: {
+        const sval *x = need_t(r, 0);
+        if (!x || x->nd < 2) {
+            r->fail = true;
+            return NULL;
+        }
+        for (int i = 1; i <= 4; i++) {
+            const sval *p = targ(r, i);
+            if (p && p->nd == 1) req_eq(r, p->d[0], x->d[1], "per-channel parameters match the channels");
+        }
+        if (barg(r, 5, false)) {
+            sd_e n = K(r, 1);
+            for (int i = 0; i < x->nd; i++)
+                if (i != 1) n = sd_mul(r->sd, n, x->d[i]);
+            req_ge(r, n, 2, "more than 1 value per channel when training");
+        }
+        return copy_t(r, x);
+    }
+    case TP_OP_LAYER_NORM: {
+        const sval *x = need_t(r, 0);
+        int64_t ns[TP_MAX_DIMS];
+        int n = ilist(r, 1, ns, TP_MAX_DIMS);
+        if (!x || n < 0 || n > x->nd) {
+            r->fail = true;
+            return NULL;
+        }
+        for (int i = 0; i < n; i++) req_eq(r, x->d[x->nd - n + i], K(r, ns[i]), "normalized_shape");
+        return copy_t(r, x);
+    }
+    case TP_OP_GROUP_NORM: {
+        const sval *x = need_t(r, 0);
+        int64_t g = iarg(r, 1, 1);
+        if (!x || x->nd < 2 || g < 1) {
+            r->fail = true;
+            return NULL;
+        }
+        req_div(r, x->d[1], g, "channels divisible by num_groups");
+        return copy_t(r, x);
+    }
+    case TP_OP_PRELU: {
+        const sval *x = need_t(r, 0), *w = need_t(r, 1);
+        if (!x || !w) return NULL;
+        int64_t c;
+        if (w->nd == 1 && !(sd_is_const(S(r, w->d[0]), &c) && c == 1) && x->nd >= 2)
+            req_eq(r, w->d[0], x->d[1], "prelu weight matches the channels");
+        return copy_t(r, x);
+    }
+    case TP_OP_EMBEDDING: {
+        const sval *w = need_t(r, 0), *ix = need_t(r, 1);
+        if (!w || !ix || w->nd != 2) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, ix->nd + 1);
+        if (!o) return NULL;
+        for (int i = 0; i < ix->nd; i++) o->d[i] = S(r, ix->d[i]);
+        o->d[ix->nd] = S(r, w->d[1]);
+        return o;
+    }
+    case TP_OP_SCALED_DOT_PRODUCT_ATTENTION: return rule_sdpa(r);
+    case TP_OP_RESHAPE:
+    case TP_OP_VIEW: return rule_reshape(r);
+    case TP_OP_FLATTEN: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        if (a->nd == 0) {
+            sval *o = out_t(r, 1);
+            if (o) o->d[0] = K(r, 1);
+            return o;
+        }
+        int s = wrap_dim(r, iarg(r, 1, 0), a->nd), e = wrap_dim(r, iarg(r, 2, -1), a->nd);
+        if (r->fail || s > e) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, a->nd - (e - s));
+        if (!o) return NULL;
+        int k = 0;
+        for (int i = 0; i < s; i++) o->d[k++] = S(r, a->d[i]);
+        o->d[k++] = prod(r, a, s, e + 1);
+        for (int i = e + 1; i < a->nd; i++) o->d[k++] = S(r, a->d[i]);
+        return o;
+    }
+    case TP_OP_PERMUTE: {
+        const sval *a = need_t(r, 0);
+        int64_t p[TP_MAX_DIMS];
+        int n = ilist(r, 1, p, TP_MAX_DIMS);
+        if (!a || n != a->nd) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, n);
+        for (int i = 0; o && i < n; i++) o->d[i] = S(r, a->d[wrap_dim(r, p[i], n)]);
+        return o;
+    }
+    case TP_OP_TRANSPOSE: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        sval *o = copy_t(r, a);
+        if (!o || a->nd == 0) return o;
+        int d0 = wrap_dim(r, iarg(r, 1, 0), a->nd), d1 = wrap_dim(r, iarg(r, 2, 0), a->nd);
+        sd_e t = o->d[d0];
+        o->d[d0] = o->d[d1];
+        o->d[d1] = t;
+        return o;
+    }
+    case TP_OP_SQUEEZE: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        int64_t dims[TP_MAX_DIMS];
+        int n = ilist(r, 1, dims, TP_MAX_DIMS);
+        bool cand[TP_MAX_DIMS] = {false};
+        if (n < 0)
+            for (int i = 0; i < a->nd; i++) cand[i] = true;
+        else
+            for (int i = 0; i < n; i++) cand[wrap_dim(r, dims[i], a->nd)] = true;
+        sval *o = out_t(r, 0);
+        if (!o) return NULL;
+        for (int i = 0; i < a->nd; i++) {
+            sd_e d = S(r, a->d[i]);
+            int64_t c;
+            if (cand[i] && !sd_is_const(d, &c)) {
+                if (exv(r, d) == 1) req_eq(r, d, K(r, 1), "squeezing a dim of size 1");
+                else req_ge(r, d, 2, "a squeezed dim must not become 1");
+                d = S(r, d);
+            }
+            if (cand[i] && sd_is_const(d, &c) && c == 1) continue;
+            o->d[o->nd++] = d;
+        }
+        return o;
+    }
+    case TP_OP_UNSQUEEZE: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd + 1);
+        sval *o = out_t(r, a->nd + 1);
+        for (int i = 0, k = 0; o && i < a->nd + 1; i++) o->d[i] = i == d ? K(r, 1) : S(r, a->d[k++]);
+        return o;
+    }
+    case TP_OP_EXPAND: {
+        const sval *a = need_t(r, 0);
+        int64_t sz[TP_MAX_DIMS];
+        int n = ilist(r, 1, sz, TP_MAX_DIMS);
+        if (!a || n < a->nd) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, n);
+        if (!o) return NULL;
+        for (int i = 0; i < n; i++) {
+            int j = i - (n - a->nd);
+            if (sz[i] == -1 && j >= 0) {
+                o->d[i] = S(r, a->d[j]);
+                continue;
+            }
+            o->d[i] = K(r, sz[i]);
+            if (j < 0) continue;
+            sd_e d = S(r, a->d[j]);
+            int64_t c;
+            if (sd_is_const(d, &c) && c == 1) continue;
+            if (exv(r, d) == 1 && sz[i] != 1) req_eq(r, d, K(r, 1), "expanding a dim of size 1");
+            else req_eq(r, d, K(r, sz[i]), "expand to a fixed size");
+        }
+        return o;
+    }
+    case TP_OP_CAT: return rule_cat(r, false);
+    case TP_OP_STACK: return rule_cat(r, true);
+    case TP_OP_SPLIT:
+    case TP_OP_CHUNK: return rule_chunk_split(r, meta);
+    case TP_OP_SLICE: return rule_slice(r);
+    case TP_OP_SELECT: {
+        const sval *a = need_t(r, 0);
+        if (!a || a->nd == 0) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+        int64_t idx = iarg(r, 2, 0);
+        sd_e s = S(r, a->d[d]);
+        req_ge(r, sd_addk(r->sd, s, idx < 0 ? idx : -idx - 1), 0, "select index within the dim");
+        sval *o = out_t(r, a->nd - 1);
+        for (int i = 0, k = 0; o && i < a->nd; i++)
+            if (i != d) o->d[k++] = S(r, a->d[i]);
+        return o;
+    }
+    case TP_OP_NARROW: {
+        const sval *a = need_t(r, 0);
+        if (!a || a->nd == 0) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+        int64_t start = iarg(r, 2, 0), len = iarg(r, 3, 0);
+        sd_e s = S(r, a->d[d]);
+        if (start < 0) {
+            req_ge(r, sd_addk(r->sd, s, start), 0, "narrow start within the dim");
+            if (start + len > 0) r->fail = true;
+        } else {
+            req_ge(r, sd_addk(r->sd, s, -(start + len)), 0, "narrow window within the dim");
+        }
+        sval *o = copy_t(r, a);
+        if (o) o->d[d] = K(r, len);
+        return o;
+    }
+    case TP_OP_REPEAT: {
+        const sval *a = need_t(r, 0);
+        int64_t rp[TP_MAX_DIMS];
+        int n = ilist(r, 1, rp, TP_MAX_DIMS);
+        if (!a || n < a->nd) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, n);
+        for (int i = 0; o && i < n; i++) {
+            int j = i - (n - a->nd);
+            o->d[i] = j < 0 ? K(r, rp[i]) : S(r, sd_mulk(r->sd, a->d[j], rp[i]));
+        }
+        return o;
+    }
+    case TP_OP_PAD: return rule_pad(r);
+    case TP_OP_GETITEM: {
+        const sval *s = r->nb > 0 && r->b[0].kind == TP_VAL_NODE ? map_get(r->P, r->b[0].u.node) : NULL;
+        int64_t i = iarg(r, 1, 0);
+        if (!s || s->kind != SV_SEQ) {
+            r->fail = true;
+            return NULL;
+        }
+        if (i < 0) i += s->n;
+        if (i < 0 || i >= s->n) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = new_sval(r->P, SV_OTHER);
+        if (o) *o = s->items[i];
+        return o;
+    }
+    case TP_OP_INDEX_SELECT: {
+        const sval *a = need_t(r, 0), *ix = need_t(r, 2);
+        if (!a || !ix || ix->nd > 1) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = copy_t(r, a);
+        if (!o || a->nd == 0) return o;
+        o->d[wrap_dim(r, iarg(r, 1, 0), a->nd)] = ix->nd ? S(r, ix->d[0]) : K(r, 1);
+        return o;
+    }
+    case TP_OP_GATHER: {
+        const sval *a = need_t(r, 0), *ix = need_t(r, 2);
+        if (!a || !ix) return NULL;
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+        if (ix->nd == a->nd)
+            for (int i = 0; i < a->nd; i++)
+                if (i != d) req_ge(r, sd_sub(r->sd, a->d[i], ix->d[i]), 0, "index.size(d) <= self.size(d)");
+        return copy_t(r, ix);
+    }
+    case TP_OP_TOPK: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        sval *o = copy_t(r, a);
+        if (!o || a->nd == 0) return o ? seq_of(r, 2, o) : NULL;
+        int d = wrap_dim(r, iarg(r, 2, -1), a->nd);
+        int64_t k = iarg(r, 1, 1);
+        req_ge(r, sd_addk(r->sd, a->d[d], -k), 0, "k <= the dim");
+        o->d[d] = K(r, k);
+        return seq_of(r, 2, o);
+    }
+    default: r->fail = true; return NULL;
+    }
+}
+
+/* ---- the pass ------------------------------------------------------------------------------ */
+
+/* Compare an sval with the node's example meta value. */
+static bool agrees(prop *P, const sval *v, const tp_value *m) {
+    if (!v || !m) return false;
+    if (m->kind == TP_VAL_TENSOR) {
+        if (v->kind != SV_TENSOR || v->nd != tp_tensor_ndim(m->u.tensor)) return false;
+        for (int i = 0; i < v->nd; i++) {
+            int64_t x;
+            if (!sd_eval(P->sd, v->d[i], NULL, &x) || x != tp_tensor_sizes(m->u.tensor)[i]) return false;
+        }
+        return true;
+    }
+    if (m->kind == TP_VAL_LIST || m->kind == TP_VAL_TUPLE) {
+        if (v->kind != SV_SEQ || v->n != m->u.seq.n) return false;
+        for (int i = 0; i < v->n; i++)
+            if (!agrees(P, &v->items[i], &m->u.seq.items[i])) return false;
+        return true;
+    }
+    return true;
+}
+
+static void shape_text(prop *P, const sval *v, tp_sb *sb) {
+    if (!v || v->kind == SV_UNKNOWN) {
+        tp__sb_puts(sb, "?");
+        return;
+    }
+    if (v->kind == SV_TENSOR) {
+        tp__sb_puts(sb, "[");
+        for (int i = 0; i < v->nd; i++) {
+            char buf[256];
+            sd_print(P->sd, sd_subst(P->sd, v->d[i]), buf, sizeof buf);
+            tp__sb_printf(sb, "%s%s", i ? ", " : "", buf);
+        }
+        tp__sb_puts(sb, "]");
+    } else if (v->kind == SV_SEQ) {
+        tp__sb_puts(sb, "(");
+        for (int i = 0; i < v->n; i++) {
+            if (i) tp__sb_puts(sb, ", ");
+            shape_text(P, &v->items[i], sb);
+        }
+        tp__sb_puts(sb, ")");
+    } else {
+        tp__sb_puts(sb, "-");
+    }
+}
+
+/* A user input's sval: tensors get their sites' expressions. */
+static sval *input_sval(prop *P, const tp_value *v, const char *path, const sym_site *sites, int n_sites) {
+    if (v->kind == TP_VAL_TENSOR) {
+        sval *o = sval_from_meta(P, v);
+        if (!o) return NULL;
+        for (int i = 0; i < n_sites; i++)
+            if (strcmp(sites[i].path, path) == 0 && sites[i].dim < o->nd) o->d[sites[i].dim] = sites[i].expr;
+        return o;
+    }
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE || v->kind == TP_VAL_DICT) {
+        sval *o = new_sval(P, SV_SEQ);
+        if (!o) return NULL;
+        o->n = (int)v->u.seq.n;
+        o->items = palloc(P, (size_t)(o->n > 0 ? o->n : 1) * sizeof *o->items);
+        if (!o->items) return NULL;
+        for (int i = 0; i < o->n; i++) {
+            char sub[300];
+            if (v->kind == TP_VAL_DICT) snprintf(sub, sizeof sub, "%s['%s']", path, v->u.seq.keys[i]);
+            else snprintf(sub, sizeof sub, "%s[%d]", path, i);
+            sval *it = input_sval(P, &v->u.seq.items[i], sub, sites, n_sites);
+            if (!it) return NULL;
+            o->items[i] = *it;
+        }
+        return o;
+    }
+    return new_sval(P, SV_OTHER);
+}
+
+tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_info *inputs, int n_inputs,
+                                 const sym_site *sites, int n_sites, const size_read *reads, int n_reads,
+                                 sym_decided_fn cb, void *user, tp_sb *fallbacks, int *n_fallback) {
+    prop P;
+    memset(&P, 0, sizeof P);
+    P.sd = sd;
+    P.g = tp_program_graph(p);
+    P.cb = cb;
+    P.user = user;
+    *n_fallback = 0;
+    size_t n_nodes = (size_t)tp_graph_num_nodes(P.g);
+    P.cap = 16;
+    while (P.cap < 2 * n_nodes + 2) P.cap *= 2;
+    P.keys = tp_calloc(P.cap, sizeof *P.keys);
+    P.vals = tp_calloc(P.cap, sizeof *P.vals);
+    tp_status st = P.keys && P.vals ? TP_OK : tp_error(TP_ERR_NOMEM, "out of memory");
+    tp_graph *g = tp_program_graph_mut(p);
+    for (tp_node *n = tp_graph_first_node(g); st == TP_OK && n; n = tp_node_next(n)) {
+        tp_node_kind kind = tp_node_get_kind(n);
+        const tp_value *meta = tp_node_meta_val(n);
+        sval *v = NULL;
+        bool fallback = false;
+        if (kind == TP_NODE_OUTPUT) continue;
+        if (kind == TP_NODE_PLACEHOLDER) {
+            for (int i = 0; i < n_inputs && !v; i++)
+                if (inputs[i].placeholder == n) v = input_sval(&P, inputs[i].example, inputs[i].name, sites, n_sites);
+            if (!v) v = sval_from_meta(&P, meta);
+        } else if (kind == TP_NODE_CALL_FUNCTION) {
+            tp_op op = tp_node_op(n);
+            const tp_value *args = tp_node_args(n);
+            /* do the inputs carry symbolic dims? */
+            bool symbolic = false, unknown = false;
+            int64_t na = args ? tp_value_len(args) : 0;
+            for (int64_t i = 0; i < na; i++) {
+                sval *a = arg_sval(&P, tp_value_at(args, i));
+                symbolic = symbolic || sval_symbolic(a);
+                unknown = unknown || sval_unknown(a);
+            }
+            const tp_value *kw = tp_node_kwargs(n);
+            for (int64_t i = 0; kw && i < tp_value_len(kw); i++) {
+                sval *a = arg_sval(&P, tp_value_at(kw, i));
+                symbolic = symbolic || sval_symbolic(a);
+                unknown = unknown || sval_unknown(a);
+            }
+            if (!symbolic) {
+                v = sval_from_meta(&P, meta);
+            } else if (unknown) {
+                v = new_sval(&P, SV_UNKNOWN);
+                fallback = true;
+            } else {
+                const tp_schema *sc = tp_op_schema(op);
+                tp_value bound[32];
+                int nb = sc ? sc->n_args : 0;
+                bool ok = sc && nb <= 32 &&
+                          tp_op_bind(op, args ? args->u.seq.items : NULL, (int)na, kw && kw->kind == TP_VAL_DICT ? kw : NULL,
+                                     bound) == TP_OK;
+                tp_clear_error();
+                if (ok) {
+                    rctx r = {&P, sd, n, op, bound, nb, false};
+                    v = apply_rule(&r, meta);
+                    for (int i = 0; i < nb; i++) tp_value_clear(&bound[i]);
+                    if (r.fail || !v || !agrees(&P, v, meta)) {
+                        v = new_sval(&P, SV_UNKNOWN);
+                        fallback = true;
+                    }
+                } else {
+                    v = new_sval(&P, SV_UNKNOWN);
+                    fallback = true;
+                }
+            }
+        } else {
+            v = sval_from_meta(&P, meta);
+        }
+        if (!v || P.oom) {
+            st = tp_error(TP_ERR_NOMEM, "out of memory propagating symbolic shapes");
+            break;
+        }
+        if (fallback) {
+            (*n_fallback)++;
+            tp__sb_printf(fallbacks, "%s%s (%s)", fallbacks->len ? ", " : "", tp_node_name(n),
+                          kind == TP_NODE_CALL_FUNCTION ? tp_op_name(tp_node_op(n)) : "?");
+        }
+        map_put(&P, n, v);
+        /* sizes the forward read as ints are pinned */
+        for (int i = 0; i < n_reads && v->kind == SV_TENSOR; i++) {
+            const size_read *rd = &reads[i];
+            if (strcmp(rd->node, tp_node_name(n)) != 0 || rd->dim >= v->nd) continue;
+            rctx r = {&P, sd, n, kind == TP_NODE_CALL_FUNCTION ? tp_node_op(n) : TP_OP_INVALID, NULL, 0, false};
+            char what[400];
+            snprintf(what, sizeof what, "the forward read %s.shape[%d] = %" PRId64 " as an int at %s, which specialises it",
+                     rd->node, rd->dim, rd->value, rd->site);
+            req_eq(&r, v->d[rd->dim], K(&r, rd->value), what);
+        }
+        tp_sb sb = {0};
+        shape_text(&P, v, &sb);
+        char *text = NULL;
+        st = tp__sb_finish(&sb, &text);
+        if (st == TP_OK) st = tp_node_meta_set_str(n, "sym_shape", text);
+        tp_free(text);
+    }
+    for (int i = 0; i < P.n_allocs; i++) tp_free(P.allocs[i]);
+    tp_free(P.allocs);
+    tp_free(P.keys);
+    tp_free(P.vals);
+    return st;
+}

@@ -1,0 +1,383 @@
+/*
+ * test_export_symbolic.c - symbolic dynamic-shape export: constraints that
+ * replaying shape inference at probe sizes misses (a product that must be
+ * divisible by 6 while every one-symbol probe passes, slice bounds that
+ * clamp silently at small sizes), divisibility fresh dims, conv output sizes
+ * that refine a range, matmul inner dims, cat sizes (three symbols), the
+ * per-node "sym_shape" meta, the replay fallback note for a node without a
+ * symbolic rule, and the replay cross-check option.
+ */
+#include <string.h>
+
+#include "test_util.h"
+#include "tpexport/export.h"
+
+static tp_tensor *tensor_of(int ndim, const int64_t *sizes) {
+    tp_tensor *t = NULL;
+    tp_tensor_empty(TP_FLOAT32, ndim, sizes, &t);
+    float *d = tp_tensor_data(t);
+    for (int64_t i = 0; i < tp_tensor_numel(t); i++) d[i] = 0.5f * (float)(i % 7);
+    return t;
+}
+
+static tp_module *model(tp_forward_fn fn, int n, const char *const *names) {
+    tp_module *m = NULL;
+    tp_module_new("M", &m);
+    tp_forward_decl d = {fn, n, names, NULL, NULL};
+    tp_module_set_forward(m, &d);
+    return m;
+}
+
+static const char *const X[] = {"x"};
+static const char *const XY[] = {"x", "y"};
+static const char *const XYZ[] = {"x", "y", "z"};
+
+/* Call p on one input of the given shape; returns the status. */
+static tp_status call1(tp_program *p, int nd, const int64_t *sizes) {
+    tp_value a = tp_value_tensor(tensor_of(nd, sizes)), r = tp_value_none();
+    tp_status st = tp_program_call(p, &a, 1, NULL, &r);
+    tp_value_clear(&r);
+    tp_value_clear(&a);
+    return st;
+}
+
+static const char *node_sym_shape(const tp_program *p, tp_op op) {
+    for (tp_node *n = tp_graph_first_node(tp_program_graph(p)); n; n = tp_node_next(n))
+        if (tp_node_get_kind(n) == TP_NODE_CALL_FUNCTION && tp_node_op(n) == op) return tp_node_meta_get_str(n, "sym_shape");
+    return NULL;
+}
+
+/* ---- divisibility -------------------------------------------------------------------- */
+
+static tp_status reshape6_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    return tp_return(ctx, tp_reshape(ctx, tp_arg(ctx, &args[0]), 2, (int64_t[]){-1, 6}), out);
+}
+
+/* x: [a, b] reshaped to [-1, 6] needs a*b divisible by 6. At the example
+ * (6, 6) moving a or b alone by any step keeps a*b divisible by 6, so the
+ * replay's probes all pass; the symbolic rule sees the product. */
+TEST(test_product_divisibility_missed_by_probes) {
+    tp_module *m = model(reshape6_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){6, 6}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_dim(s, "a", 2, 64);
+    tp_shapes_dim(s, "b", 2, 64);
+    tp_shapes_set(s, "x", 0, "a");
+    tp_shapes_set(s, "x", 1, "b");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_export(m, &x, 1, NULL, &o, &p), TP_ERR_CONSTRAINT);
+    CHECK_ERR_CONTAINS("Constraints violated (b)");
+    CHECK_ERR_CONTAINS("must be divisible by 6");
+    CHECK_ERR_CONTAINS("Suggested fixes:\n    b = 6");
+    char *msg = tp_strdup(tp_last_error());
+    CHECK_OK(tp_shapes_apply_fixes(s, msg));
+    tp_free(msg);
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        CHECK_OK(call1(p, 2, (int64_t[]){7, 6}));
+        CHECK_STATUS(call1(p, 2, (int64_t[]){7, 7}), TP_ERR_CONSTRAINT);
+        CHECK(node_sym_shape(p, TP_OP_RESHAPE) && strcmp(node_sym_shape(p, TP_OP_RESHAPE), "[a, 6]") == 0);
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    /* Dim.AUTO: specialised silently; the program refuses 7x7 up front */
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_shapes_set(s, "x", 1, "auto");
+    o.dynamic_shapes = s;
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        CHECK_OK(call1(p, 2, (int64_t[]){5, 6}));
+        CHECK_STATUS(call1(p, 2, (int64_t[]){7, 7}), TP_ERR_CONSTRAINT);
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
+static tp_status reshape12_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    return tp_return(ctx, tp_reshape(ctx, tp_arg(ctx, &args[0]), 2, (int64_t[]){-1, 12}), out);
+}
+
+TEST(test_divisibility_by_6_fresh_dim) {
+    tp_module *m = model(reshape12_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){6, 2}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_dim(s, "n", 2, 64);
+    tp_shapes_set(s, "x", 0, "n");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_export(m, &x, 1, NULL, &o, &p), TP_ERR_CONSTRAINT);
+    CHECK_ERR_CONTAINS("to be a multiple of 6");
+    CHECK_ERR_CONTAINS("_n = Dim('_n', min=1, max=10)\n    n = 6*_n");
+    char *msg = tp_strdup(tp_last_error());
+    CHECK_OK(tp_shapes_apply_fixes(s, msg));
+    tp_free(msg);
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        CHECK_OK(call1(p, 2, (int64_t[]){12, 2}));
+        CHECK_STATUS(call1(p, 2, (int64_t[]){8, 2}), TP_ERR_CONSTRAINT);
+        CHECK_MSG(node_sym_shape(p, TP_OP_RESHAPE) && strcmp(node_sym_shape(p, TP_OP_RESHAPE), "[_n, 12]") == 0, "%s",
+                  node_sym_shape(p, TP_OP_RESHAPE));
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    /* AUTO: recorded as a derived dim instead of a static one */
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    o.dynamic_shapes = s;
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        const tp_dim_rule *r = tp_program_num_dim_rules(p) == 1 ? tp_program_dim_rule(p, 0) : NULL;
+        CHECK(r && r->kind == TP_DIM_DERIVED && r->scale == 6 && r->offset == 0);
+        CHECK_OK(call1(p, 2, (int64_t[]){18, 2}));
+        CHECK_STATUS(call1(p, 2, (int64_t[]){9, 2}), TP_ERR_CONSTRAINT);
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
+/* ---- conv output sizes ------------------------------------------------------------------ */
+
+static tp_status conv_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_t *w = tp_state(ctx, self, "w");
+    tp_value a[4] = {tp_v(tp_arg(ctx, &args[0])), tp_v(w), tp_value_none(), tp_ints(ctx, 1, (int64_t[]){3})};
+    return tp_return(ctx, tp_call(ctx, TP_OP_CONV1D, a, 4, NULL), out);
+}
+
+TEST(test_conv_output_size_refines_range) {
+    tp_module *m = model(conv_fwd, 1, X);
+    tp_tensor *w = tensor_of(3, (int64_t[]){2, 1, 5});
+    tp_module_register(m, TP_STATE_PARAMETER, "w", w, true);
+    tp_tensor_free(w);
+    tp_value x = tp_value_tensor(tensor_of(3, (int64_t[]){1, 1, 20}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_dim(s, "L", 2, 64);
+    tp_shapes_set(s, "x", 2, "L");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_export(m, &x, 1, NULL, &o, &p), TP_ERR_CONSTRAINT);
+    CHECK_ERR_CONTAINS("the model requires L in [5, 64]");
+    CHECK_ERR_CONTAINS("Suggested fixes:\n    L = Dim('L', min=5, max=64)");
+    char *msg = tp_strdup(tp_last_error());
+    CHECK_OK(tp_shapes_apply_fixes(s, msg));
+    tp_free(msg);
+    o.replay_check = true; /* the replay agrees */
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        const char *ss = node_sym_shape(p, TP_OP_CONV1D);
+        CHECK_MSG(ss && strcmp(ss, "[1, 2, (L + 1)//3 - 1]") == 0, "%s", ss ? ss : "(null)");
+        CHECK_OK(call1(p, 3, (int64_t[]){1, 1, 5}));
+        CHECK_OK(call1(p, 3, (int64_t[]){1, 1, 33}));
+        CHECK_STATUS(call1(p, 3, (int64_t[]){1, 1, 4}), TP_ERR_CONSTRAINT);
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
+/* ---- slice bounds ------------------------------------------------------------------------- */
+
+static tp_status slice_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_value a[4] = {tp_v(tp_arg(ctx, &args[0])), tp_value_int(1), tp_value_int(2), tp_value_int(8)};
+    return tp_return(ctx, tp_call(ctx, TP_OP_SLICE, a, 4, NULL), out);
+}
+
+/* x[:, 2:8] has 6 columns only while n >= 8; below, the slice clamps and
+ * shape inference still passes (a narrower result), so probing misses it. */
+TEST(test_slice_bounds_relative_to_symbol) {
+    tp_module *m = model(slice_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){3, 10}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_dim(s, "n", 2, 64);
+    tp_shapes_set(s, "x", 1, "n");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_export(m, &x, 1, NULL, &o, &p), TP_ERR_CONSTRAINT);
+    CHECK_ERR_CONTAINS("slice end within the dim");
+    CHECK_ERR_CONTAINS("Suggested fixes:\n    n = Dim('n', min=8, max=64)");
+    char *msg = tp_strdup(tp_last_error());
+    CHECK_OK(tp_shapes_apply_fixes(s, msg));
+    tp_free(msg);
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        CHECK(node_sym_shape(p, TP_OP_SLICE) && strcmp(node_sym_shape(p, TP_OP_SLICE), "[3, 6]") == 0);
+        CHECK_STATUS(call1(p, 2, (int64_t[]){3, 5}), TP_ERR_CONSTRAINT);
+        CHECK_OK(call1(p, 2, (int64_t[]){3, 8}));
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
+/* ---- matmul inner dims, cat sizes ------------------------------------------------------------ */
+
+static tp_status mm_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    return tp_return(ctx, tp_matmul(ctx, tp_arg(ctx, &args[0]), tp_arg(ctx, &args[1])), out);
+}
+
+TEST(test_matmul_inner_dims_tie) {
+    tp_module *m = model(mm_fwd, 2, XY);
+    tp_value xy[2] = {tp_value_tensor(tensor_of(2, (int64_t[]){3, 4})), tp_value_tensor(tensor_of(2, (int64_t[]){4, 5}))};
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "b");
+    tp_shapes_set(s, "x", 1, "k");
+    tp_shapes_set(s, "y", 0, "j");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_export(m, xy, 2, NULL, &o, &p), TP_ERR_CONSTRAINT);
+    CHECK_ERR_CONTAINS("Constraints violated (j)");
+    CHECK_ERR_CONTAINS("matrix inner dims");
+    CHECK_ERR_CONTAINS("Suggested fixes:\n    j = k");
+    char *msg = tp_strdup(tp_last_error());
+    CHECK_OK(tp_shapes_apply_fixes(s, msg));
+    tp_free(msg);
+    CHECK_OK(tp_export(m, xy, 2, NULL, &o, &p));
+    if (p) {
+        CHECK(node_sym_shape(p, TP_OP_MATMUL) && strcmp(node_sym_shape(p, TP_OP_MATMUL), "[b, 5]") == 0);
+        CHECK(tp_program_num_equalities(p) == 1);
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&xy[0]);
+    tp_value_clear(&xy[1]);
+    tp_module_free(m);
+}
+
+static tp_status cat_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_t *xs[2] = {tp_arg(ctx, &args[0]), tp_arg(ctx, &args[1])};
+    return tp_return(ctx, tp_add(ctx, tp_cat(ctx, 2, xs, 0), tp_arg(ctx, &args[2])), out);
+}
+
+/* cat([x, y]) + z: p == n + m. A dim rule relates one dim to one symbol, so
+ * one of the three is specialised and the other two tied. */
+TEST(test_cat_sizes_three_symbols) {
+    tp_module *m = model(cat_fwd, 3, XYZ);
+    tp_value v[3] = {tp_value_tensor(tensor_of(2, (int64_t[]){3, 2})), tp_value_tensor(tensor_of(2, (int64_t[]){4, 2})),
+                     tp_value_tensor(tensor_of(2, (int64_t[]){7, 2}))};
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "n");
+    tp_shapes_set(s, "y", 0, "m");
+    tp_shapes_set(s, "z", 0, "p");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_export(m, v, 3, NULL, &o, &p), TP_ERR_CONSTRAINT);
+    CHECK_ERR_CONTAINS("m = 4");
+    CHECK_ERR_CONTAINS("p = n + 4");
+    char *msg = tp_strdup(tp_last_error());
+    CHECK_OK(tp_shapes_apply_fixes(s, msg));
+    tp_free(msg);
+    CHECK_OK(tp_export(m, v, 3, NULL, &o, &p));
+    if (p) {
+        tp_value a[3] = {tp_value_tensor(tensor_of(2, (int64_t[]){5, 2})), tp_value_tensor(tensor_of(2, (int64_t[]){4, 2})),
+                         tp_value_tensor(tensor_of(2, (int64_t[]){9, 2}))};
+        tp_value r = tp_value_none();
+        CHECK_OK(tp_program_call(p, a, 3, NULL, &r));
+        tp_value_clear(&r);
+        tp_value_clear(&a[2]);
+        a[2] = tp_value_tensor(tensor_of(2, (int64_t[]){8, 2}));
+        CHECK_STATUS(tp_program_call(p, a, 3, NULL, &r), TP_ERR_CONSTRAINT);
+        for (int i = 0; i < 3; i++) tp_value_clear(&a[i]);
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    for (int i = 0; i < 3; i++) tp_value_clear(&v[i]);
+    tp_module_free(m);
+}
+
+/* ---- meta, fallback, cross-check ------------------------------------------------------------ */
+
+static tp_status flat_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *f = tp_flatten(ctx, x, 0, -1);
+    tp_t *r = tp_reshape(ctx, f, 2, (int64_t[]){-1, 2});
+    return tp_return(ctx, tp_sum(ctx, tp_softmax(ctx, r, 1)), out);
+}
+
+TEST(test_sym_shape_meta) {
+    tp_module *m = model(flat_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(3, (int64_t[]){3, 4, 5}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_shapes_set(s, "x", 2, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    o.replay_check = true;
+    tp_program *p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        const char *f = node_sym_shape(p, TP_OP_FLATTEN), *r = node_sym_shape(p, TP_OP_RESHAPE);
+        CHECK_MSG(f && strcmp(f, "[4*s0*s1]") == 0, "%s", f ? f : "(null)");
+        CHECK_MSG(r && strcmp(r, "[2*s0*s1, 2]") == 0, "%s", r ? r : "(null)");
+        CHECK(node_sym_shape(p, TP_OP_SUM) && strcmp(node_sym_shape(p, TP_OP_SUM), "[]") == 0);
+        CHECK_OK(call1(p, 3, (int64_t[]){7, 4, 9}));
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
+static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
+                     tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
+    return tp_return(ctx, tp_relu(ctx, tp_call(ctx, TP_OP_MAX_POOL2D, a, 6, NULL)), out);
+}
+
+/* ceil_mode's last-window rule has no symbolic form here: the node and the
+ * nodes after it fall back to the replay check, and the report says so. */
+TEST(test_fallback_to_replay_is_reported) {
+    tp_module *m = model(pool_ceil_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){1, 1, 7, 6}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 2, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(rep.notes && strstr(rep.notes, "max_pool2d (max_pool2d)") && strstr(rep.notes, "relu (relu)"), "%s",
+              rep.notes ? rep.notes : "(null)");
+    if (p) CHECK(node_sym_shape(p, TP_OP_MAX_POOL2D) && strcmp(node_sym_shape(p, TP_OP_MAX_POOL2D), "?") == 0);
+    char *text = NULL;
+    CHECK_OK(tp_draft_report_to_string(&rep, &text));
+    CHECK(text && strstr(text, "note: symbolic shapes:"));
+    tp_free(text);
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 4, (int64_t[]){1, 1, 9, 6}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
+TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
+          T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
+          T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
+          T(test_fallback_to_replay_is_reported))
