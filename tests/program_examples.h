@@ -15,13 +15,13 @@
 
 #define N(node) tp_value_node(node)
 
-static tp_tensor *tensor_f32(int ndim, const int64_t *sizes, const float *data) {
+static inline tp_tensor *tensor_f32(int ndim, const int64_t *sizes, const float *data) {
     tp_tensor *t = NULL;
     CHECK_OK(tp_tensor_from_data(TP_FLOAT32, ndim, sizes, data, &t));
     return t;
 }
 
-static tp_node *placeholder(tp_graph *g, const char *name, int ndim, const int64_t *sizes) {
+static inline tp_node *placeholder(tp_graph *g, const char *name, int ndim, const int64_t *sizes) {
     tp_tensor *m = NULL;
     CHECK_OK(tp_tensor_meta(TP_FLOAT32, ndim, sizes, &m));
     tp_value v = tp_value_tensor(m);
@@ -32,7 +32,7 @@ static tp_node *placeholder(tp_graph *g, const char *name, int ndim, const int64
 }
 
 /* call op with up to 8 positional values (node refs or constants) */
-static tp_node *call(tp_graph *g, tp_op op, int n, const tp_value *vals) {
+static inline tp_node *call(tp_graph *g, tp_op op, int n, const tp_value *vals) {
     tp_value args;
     CHECK_OK(tp_value_tuple(n, &args));
     for (int i = 0; i < n; i++) {
@@ -46,7 +46,7 @@ static tp_node *call(tp_graph *g, tp_op op, int n, const tp_value *vals) {
     return out;
 }
 
-static void output_nodes(tp_graph *g, int n, tp_node **nodes) {
+static inline void output_nodes(tp_graph *g, int n, tp_node **nodes) {
     tp_value t;
     CHECK_OK(tp_value_tuple(n, &t));
     for (int i = 0; i < n; i++) t.u.seq.items[i] = tp_value_node(nodes[i]);
@@ -54,7 +54,7 @@ static void output_nodes(tp_graph *g, int n, tp_node **nodes) {
     tp_value_clear(&t);
 }
 
-static tp_value tv(tp_tensor *t) { return tp_value_tensor(t); } /* takes the reference */
+static inline tp_value tv(tp_tensor *t) { return tp_value_tensor(t); } /* takes the reference */
 
 static inline bool tensor_equals(const tp_tensor *t, const float *want, int64_t n) {
     if (!t || tp_tensor_numel(t) != n) return false;
@@ -64,14 +64,14 @@ static inline bool tensor_equals(const tp_tensor *t, const float *want, int64_t 
 }
 
 /* The out_spec of a program returning one tensor (as torch.export records). */
-static void set_leaf_out_spec(tp_program *p) {
+static inline void set_leaf_out_spec(tp_program *p) {
     tp_treespec *leaf = NULL;
     CHECK_OK(tp_treespec_leaf(&leaf));
     CHECK_OK(tp_program_set_out_spec(p, leaf));
     tp_treespec_free(leaf);
 }
 
-static tp_program *make_mlp(void) {
+static inline tp_program *make_mlp(void) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     tp_node *w = placeholder(g, "p_fc1_weight", 2, (int64_t[]){4, 3});
@@ -103,7 +103,7 @@ static tp_program *make_mlp(void) {
     return p;
 }
 
-static tp_program *make_buffers(void) {
+static inline tp_program *make_buffers(void) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     int64_t n3[] = {3};
@@ -142,7 +142,7 @@ static tp_program *make_buffers(void) {
     return p;
 }
 
-static tp_program *make_bn(void) {
+static inline tp_program *make_bn(void) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     int64_t n3[] = {3};
@@ -185,7 +185,7 @@ static tp_program *make_bn(void) {
     return p;
 }
 
-static tp_program *make_counter(void) {
+static inline tp_program *make_counter(void) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     tp_node *c = placeholder(g, "b_count", 1, (int64_t[]){1});
@@ -211,7 +211,7 @@ static tp_program *make_counter(void) {
     return p;
 }
 
-static tp_program *make_list_mutation(void) {
+static inline tp_program *make_list_mutation(void) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     tp_tensor *m0 = NULL, *m1 = NULL;
@@ -248,7 +248,7 @@ static tp_program *make_list_mutation(void) {
     return p;
 }
 
-static tp_program *make_constrained(void) {
+static inline tp_program *make_constrained(void) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     tp_node *x = placeholder(g, "x", 2, (int64_t[]){4, 3});
