@@ -20,7 +20,7 @@
 
 #include "onnx_impl.h"
 
-#define OX_MAX_OPSET 21
+#define OX_MAX_OPSET 28
 
 typedef struct ox_entry {
     char *name; /* NULL: empty slot */

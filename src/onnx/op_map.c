@@ -1,5 +1,5 @@
 /*
- * op_map.c - ONNX operators (default domain, opsets 6-21) mapped onto our
+ * op_map.c - ONNX operators (default domain, opsets 6-28) mapped onto our
  * ops. One function per ONNX op (or family); each reads the current node's
  * inputs and attributes through the ox_* accessors of import.c and builds
  * the result with ox_call, which folds calls on constants. Opset
@@ -208,7 +208,9 @@ static tp_status map_mod(ox_ctx *c) {
     TP_TRY(need(c, 0, &a));
     TP_TRY(need(c, 1, &b));
     bool fmod = ox_attr_i(c, "fmod", 0) != 0;
-    if (!fmod && tp_dtype_is_float(dtype_of(a))) return ox_bad(c, "floating-point Mod needs fmod=1");
+    /* Opset 28 defines fmod=0 on floats as A - floor(A / B) * B (remainder). */
+    if (!fmod && tp_dtype_is_float(dtype_of(a)) && ox_opset(c) < 28)
+        return ox_bad(c, "floating-point Mod needs fmod=1");
     tp_value r;
     TP_TRY(ox_call2(c, fmod ? TP_OP_FMOD : TP_OP_REMAINDER, a, b, &r));
     return set_out_cast(c, &r, dtype_of(a));
@@ -1103,10 +1105,24 @@ static tp_status map_lp_norm(ox_ctx *c) {
     ox_arg(&A, tp_value_bool(true));
     tp_value n, r;
     TP_TRY(ox_call(c, TP_OP_NORM, &A, &n));
-    tp_status st = ox_call2(c, TP_OP_DIV, x, &n, &r);
+    /* A zero norm gives 0, not 0/0 (as onnx's reference). */
+    tp_value q = tp_value_none(), z = tp_value_none(), zero = tp_value_none();
+    tp_status st = ox_call2(c, TP_OP_DIV, x, &n, &q);
+    if (st == TP_OK) st = ox_scalar_tensor(dtype_of(&q), 0, &zero);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_EQ, &n, &zero, &z);
     tp_value_clear(&n);
-    TP_TRY(st);
-    return set_out(c, &r);
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg(&A, z);
+        ox_arg(&A, zero);
+        ox_arg(&A, q);
+        TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+        return set_out(c, &r);
+    }
+    tp_value_clear(&q);
+    tp_value_clear(&z);
+    tp_value_clear(&zero);
+    return st;
 }
 
 static tp_status map_mvn(ox_ctx *c) {
@@ -1147,6 +1163,47 @@ static tp_status map_mvn(ox_ctx *c) {
 
 /* ---- reductions ------------------------------------------------------------------------ */
 
+/* The lowest (or highest) value of dtype: -inf/+inf for floats, false/true
+ * for bool, the integer type's limits otherwise. */
+static int64_t int_extreme(tp_dtype dt, bool lowest) {
+    switch (dt) {
+    case TP_BOOL: return lowest ? 0 : 1;
+    case TP_UINT8: return lowest ? 0 : UINT8_MAX;
+    case TP_INT8: return lowest ? INT8_MIN : INT8_MAX;
+    case TP_INT16: return lowest ? INT16_MIN : INT16_MAX;
+    case TP_INT32: return lowest ? INT32_MIN : INT32_MAX;
+    default: return lowest ? INT64_MIN : INT64_MAX;
+    }
+}
+
+static void store_extreme(void *p, tp_dtype dt, bool lowest) {
+    if (tp_dtype_is_float(dt)) tp__store_f64(p, dt, lowest ? -INFINITY : INFINITY);
+    else tp__store_i64(p, dt, int_extreme(dt, lowest));
+}
+
+/* ReduceMax/ReduceMin over an empty set (opset 18+): the identity of the
+ * reduction, i.e. the lowest (max) or highest (min) value of the type, -inf /
+ * +inf for floats, false / true for bool. Static shapes only. */
+static tp_status reduce_empty_extreme(ox_ctx *c, const tp_value *x, const int64_t *axes, int n, bool keep, bool is_max) {
+    int nd = rank_of(x), on = 0;
+    int64_t shape[TP_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        bool red = false;
+        for (int i = 0; i < n; i++) red |= axes[i] == d;
+        if (!red) shape[on++] = sizes_of(x)[d];
+        else if (keep) shape[on++] = 1;
+    }
+    tp_dtype dt = dtype_of(x);
+    tp_tensor *t;
+    TP_TRY(tp_tensor_empty(dt, on, shape, &t));
+    int64_t cnt = tp_tensor_numel(t);
+    size_t es = tp_dtype_size(dt);
+    char *p = tp_tensor_data(t);
+    for (int64_t i = 0; i < cnt; i++) store_extreme(p + (size_t)i * es, dt, is_max);
+    tp_value v = tp_value_tensor(t);
+    return set_out(c, &v);
+}
+
 static tp_status map_reduce(ox_ctx *c, const char *kind) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
@@ -1169,6 +1226,11 @@ static tp_status map_reduce(ox_ctx *c, const char *kind) {
         axes[i] = a;
     }
     tp_dtype dt = dtype_of(x);
+    if ((!strcmp(kind, "Max") || !strcmp(kind, "Min")) && !ox_in_dyn(c, 0)) {
+        bool empty = false;
+        for (int i = 0; i < n; i++) empty |= sizes_of(x)[axes[i]] == 0;
+        if (empty) return reduce_empty_extreme(c, x, axes, n, keep, kind[1] == 'a');
+    }
     tp_value in, r;
     tp_op op;
     const char *post = NULL;
@@ -1632,6 +1694,101 @@ static tp_status map_gather_elements(ox_ctx *c) {
     return set_out(c, &r);
 }
 
+/* Scatter with a reduction (add, mul, max, min) on flattened operands:
+ * flat [L, R], lin [U] (row of each update), upd [U, R]. As a dense
+ * composition: hit[l, u] = (lin[u] == l); the updates hitting each row are
+ * reduced over u (where(hit, upd, identity)) and combined with the row, so
+ * duplicate indices accumulate as the ONNX reference applies them one by
+ * one. Costs L * U * R elements, so it is capped. */
+#define SCATTER_REDUCE_MAX ((int64_t)1 << 24)
+static tp_status scatter_reduce_flat(ox_ctx *c, const char *red, tp_dtype dt, tp_value *flat, tp_value *lin,
+                                     tp_value *upd, int64_t L, int64_t U, int64_t R, tp_value *out) {
+    tp_op rop, comb;
+    bool lowest = false;
+    double ident = 0;
+    if (!strcmp(red, "add")) rop = TP_OP_SUM, comb = TP_OP_ADD;
+    else if (!strcmp(red, "mul")) rop = TP_OP_PROD, comb = TP_OP_MUL, ident = 1;
+    else if (!strcmp(red, "max")) rop = TP_OP_AMAX, comb = TP_OP_MAXIMUM, lowest = true;
+    else if (!strcmp(red, "min")) rop = TP_OP_AMIN, comb = TP_OP_MINIMUM;
+    else return ox_bad(c, "unknown reduction '%s'", red);
+    if (L > 0 && U > 0 && R > 0 && (L > SCATTER_REDUCE_MAX / U || L * U > SCATTER_REDUCE_MAX / R))
+        return ox_unsupported(c, "reduction '%s' over %" PRId64 " x %" PRId64 " x %" PRId64 " elements", red, L, U, R);
+    tp_tensor *rows_t, *id_t;
+    TP_TRY(tp_tensor_empty(TP_INT64, 3, (int64_t[]){L, 1, 1}, &rows_t));
+    for (int64_t i = 0; i < L; i++) ((int64_t *)tp_tensor_data(rows_t))[i] = i;
+    tp_status st = tp_tensor_empty(dt, 0, NULL, &id_t);
+    if (st != TP_OK) {
+        tp_tensor_free(rows_t);
+        return st;
+    }
+    if (rop == TP_OP_AMAX || rop == TP_OP_AMIN) store_extreme(tp_tensor_data(id_t), dt, lowest);
+    else tp__store_f64(tp_tensor_data(id_t), dt, ident);
+    tp_value rows = tp_value_tensor(rows_t), idv = tp_value_tensor(id_t);
+    tp_value lin3 = tp_value_none(), hit = tp_value_none(), upd3 = tp_value_none(), sel = tp_value_none();
+    tp_value red_v = tp_value_none(), comb_v = tp_value_none();
+    st = reshape(c, lin, (int64_t[]){1, U, 1}, 3, &lin3);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_EQ, &rows, &lin3, &hit);
+    if (st == TP_OK) st = reshape(c, upd, (int64_t[]){1, U, R}, 3, &upd3);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, hit);
+        ox_arg(&A, upd3);
+        ox_arg(&A, idv);
+        hit = upd3 = idv = tp_value_none();
+        st = ox_call(c, TP_OP_WHERE, &A, &sel);
+    }
+    if (st == TP_OK) {
+        int64_t one = 1;
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, sel);
+        sel = tp_value_none();
+        ox_arg_ints(&A, &one, 1);
+        st = ox_call(c, rop, &A, &red_v);
+    }
+    if (st == TP_OK) st = ox_call2(c, comb, flat, &red_v, &comb_v);
+    if (st == TP_OK) st = ox_cast(c, &comb_v, dt, out);
+    tp_value vals[] = {rows, idv, lin3, hit, upd3, sel, red_v, comb_v};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) tp_value_clear(&vals[i]);
+    return st;
+}
+
+/* ScatterElements with a reduction: the linear index of every update into
+ * the flattened data is wrapped_index * stride[axis] + the constant offset
+ * of its other coordinates (static shapes). */
+static tp_status scatter_elements_reduce(ox_ctx *c, const char *red, const tp_value *x, const tp_value *wi,
+                                         const tp_value *upd, int axis) {
+    int nd = rank_of(x);
+    const int64_t *xs = sizes_of(x), *is = sizes_of(wi);
+    int64_t stride[TP_MAX_DIMS], acc = 1, L = tp_tensor_numel(ox_meta(x)), U = tp_tensor_numel(ox_meta(wi));
+    for (int d = nd - 1; d >= 0; d--) stride[d] = acc, acc *= xs[d];
+    tp_tensor *base_t;
+    TP_TRY(tp_tensor_empty(TP_INT64, nd, is, &base_t));
+    int64_t *b = tp_tensor_data(base_t);
+    for (int64_t u = 0; u < U; u++) {
+        int64_t rem = u, off = 0;
+        for (int d = nd - 1; d >= 0; d--) {
+            int64_t coord = is[d] ? rem % is[d] : 0;
+            rem = is[d] ? rem / is[d] : 0;
+            if (d != axis) off += coord * stride[d];
+        }
+        b[u] = off;
+    }
+    tp_value base = tp_value_tensor(base_t), scaled = tp_value_none(), lin = tp_value_none(), flat = tp_value_none();
+    tp_value upd2 = tp_value_none(), r = tp_value_none(), res = tp_value_none();
+    tp_status st = binop_scalar(c, TP_OP_MUL, wi, (double)stride[axis], &scaled);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &scaled, &base, &lin);
+    if (st == TP_OK) st = reshape(c, x, (int64_t[]){L, 1}, 2, &flat);
+    if (st == TP_OK) st = reshape(c, upd, (int64_t[]){U, 1}, 2, &upd2);
+    if (st == TP_OK) st = scatter_reduce_flat(c, red, dtype_of(x), &flat, &lin, &upd2, L, U, 1, &r);
+    if (st == TP_OK) st = reshape(c, &r, xs, nd, &res);
+    tp_value vals[] = {base, scaled, lin, flat, upd2, r};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) tp_value_clear(&vals[i]);
+    TP_TRY(st);
+    return set_out(c, &res);
+}
+
 static tp_status map_scatter_elements(ox_ctx *c) {
     const tp_value *x, *idx, *upd;
     TP_TRY(need(c, 0, &x));
@@ -1639,11 +1796,19 @@ static tp_status map_scatter_elements(ox_ctx *c) {
     TP_TRY(need(c, 2, &upd));
     char buf[32];
     const char *red = ox_attr_s(c, "reduction", "none", buf, sizeof buf);
-    if (strcmp(red, "none") != 0) return ox_unsupported(c, "reduction '%s'", red);
     int axis;
     TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank_of(x), &axis));
+    if (rank_of(idx) != rank_of(x) || rank_of(upd) != rank_of(x) ||
+        memcmp(sizes_of(idx), sizes_of(upd), sizeof(int64_t) * (size_t)rank_of(x)) != 0)
+        return ox_bad(c, "indices and updates must have the same shape and data's rank");
     tp_value wi, r;
     TP_TRY(wrap_indices(c, idx, sizes_of(x)[axis], &wi));
+    if (strcmp(red, "none") != 0) {
+        tp_status st = ox_node_dyn(c) ? ox_unsupported(c, "reduction '%s' on a dynamic shape", red)
+                                      : scatter_elements_reduce(c, red, x, &wi, upd, axis);
+        tp_value_clear(&wi);
+        return st;
+    }
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, x);
@@ -1654,9 +1819,8 @@ static tp_status map_scatter_elements(ox_ctx *c) {
     return set_out(c, &r);
 }
 
-/* Linear index into the first q dims of data from indices [..., q]. */
-static tp_status nd_linear_index(ox_ctx *c, const tp_value *data, const tp_value *idx, int q, tp_value *out) {
-    const int64_t *ds = sizes_of(data);
+/* Linear index into dims ds[0..q) from indices [..., q]. */
+static tp_status nd_linear_index_dims(ox_ctx *c, const int64_t *ds, const tp_value *idx, int q, tp_value *out) {
     int64_t strides[TP_MAX_DIMS], acc = 1;
     for (int i = q - 1; i >= 0; i--) {
         strides[i] = acc;
@@ -1698,11 +1862,68 @@ static tp_status nd_linear_index(ox_ctx *c, const tp_value *data, const tp_value
     return st;
 }
 
+/* Linear index into the first q dims of data from indices [..., q]. */
+static tp_status nd_linear_index(ox_ctx *c, const tp_value *data, const tp_value *idx, int q, tp_value *out) {
+    return nd_linear_index_dims(c, sizes_of(data), idx, q, out);
+}
+
+/* GatherND with batch_dims b > 0: data [B..., D...] and indices [B..., I...,
+ * q] share the b leading dims; with Bp = prod(B) and Lq = prod(D[0..q)),
+ * data becomes [Bp * Lq, D[q..]...] and each index tuple the row
+ * batch * Lq + linear(D[0..q)) (the batch part is a constant: static shapes). */
+static tp_status gather_nd_batched(ox_ctx *c, const tp_value *x, const tp_value *idx, int b) {
+    int r = rank_of(x), m = rank_of(idx);
+    if (b >= m || b >= r) return ox_bad(c, "batch_dims %d must be less than the ranks of data and indices", b);
+    if (memcmp(sizes_of(x), sizes_of(idx), sizeof(int64_t) * (size_t)b) != 0)
+        return ox_bad(c, "the first %d dims of data and indices differ", b);
+    int q = (int)sizes_of(idx)[m - 1];
+    if (q < 1 || q > r - b) return ox_bad(c, "indices last dim %d must be in 1..%d", q, r - b);
+    if (ox_node_dyn(c)) return ox_unsupported(c, "batch_dims on a dynamic shape");
+    const int64_t *xs = sizes_of(x), *is = sizes_of(idx);
+    int64_t Bp = 1, Lq = 1, per = 1;
+    for (int i = 0; i < b; i++) Bp *= xs[i];
+    for (int i = b; i < b + q; i++) Lq *= xs[i];
+    for (int i = b; i < m - 1; i++) per *= is[i];
+    int64_t shp[TP_MAX_DIMS + 1], out[TP_MAX_DIMS * 2];
+    int k = 0;
+    shp[k++] = Bp * Lq;
+    for (int i = b + q; i < r; i++) shp[k++] = xs[i];
+    tp_tensor *off_t;
+    TP_TRY(tp_tensor_empty(TP_INT64, m - 1, is, &off_t));
+    for (int64_t i = 0; i < Bp * per; i++) ((int64_t *)tp_tensor_data(off_t))[i] = (i / per) * Lq;
+    tp_value off = tp_value_tensor(off_t), flat = tp_value_none(), lin = tp_value_none(), lin2 = tp_value_none();
+    tp_value lin1 = tp_value_none(), sel = tp_value_none(), res = tp_value_none();
+    tp_status st = reshape(c, x, shp, k, &flat);
+    if (st == TP_OK) st = nd_linear_index_dims(c, xs + b, idx, q, &lin);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &lin, &off, &lin2);
+    int64_t m1 = -1;
+    if (st == TP_OK) st = reshape(c, &lin2, &m1, 1, &lin1);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, flat);
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, lin1);
+        flat = lin1 = tp_value_none();
+        st = ox_call(c, TP_OP_INDEX_SELECT, &A, &sel);
+    }
+    k = 0;
+    for (int i = 0; i < m - 1; i++) out[k++] = is[i];
+    for (int i = b + q; i < r; i++) out[k++] = xs[i];
+    if (st == TP_OK) st = reshape(c, &sel, out, k, &res);
+    tp_value vals[] = {off, flat, lin, lin2, lin1, sel};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) tp_value_clear(&vals[i]);
+    TP_TRY(st);
+    return set_out(c, &res);
+}
+
 static tp_status map_gather_nd(ox_ctx *c) {
     const tp_value *x, *idx;
     TP_TRY(need(c, 0, &x));
     TP_TRY(need(c, 1, &idx));
-    if (ox_attr_i(c, "batch_dims", 0) != 0) return ox_unsupported(c, "batch_dims != 0");
+    int64_t bd = ox_attr_i(c, "batch_dims", 0);
+    if (bd < 0 || bd > TP_MAX_DIMS) return ox_bad(c, "batch_dims %" PRId64 " out of range", bd);
+    if (bd > 0) return gather_nd_batched(c, x, idx, (int)bd);
     int r = rank_of(x), m = rank_of(idx);
     if (m < 1) return ox_bad(c, "indices must have rank >= 1");
     int q = (int)sizes_of(idx)[m - 1];
@@ -1744,7 +1965,7 @@ static tp_status map_scatter_nd(ox_ctx *c) {
     TP_TRY(need(c, 2, &upd));
     char buf[32];
     const char *red = ox_attr_s(c, "reduction", "none", buf, sizeof buf);
-    if (strcmp(red, "none") != 0) return ox_unsupported(c, "reduction '%s'", red);
+    if (strcmp(red, "none") != 0 && ox_node_dyn(c)) return ox_unsupported(c, "reduction '%s' on a dynamic shape", red);
     int r = rank_of(x), m = rank_of(idx);
     if (m < 1) return ox_bad(c, "indices must have rank >= 1");
     int q = (int)sizes_of(idx)[m - 1];
@@ -1757,6 +1978,20 @@ static tp_status map_scatter_nd(ox_ctx *c) {
     tp_value flat, lin, lin2, linx, upd2, sc, res;
     TP_TRY(reshape(c, x, s2, 2, &flat));
     TP_TRY(nd_linear_index(c, x, idx, q, &lin));
+    if (strcmp(red, "none") != 0) {
+        tp_status st = reshape(c, upd, u2, 2, &upd2);
+        if (st == TP_OK) {
+            st = scatter_reduce_flat(c, red, dtype_of(x), &flat, &lin, &upd2, lead, nupd, rest, &sc);
+            tp_value_clear(&upd2);
+        }
+        tp_value_clear(&flat);
+        tp_value_clear(&lin);
+        TP_TRY(st);
+        st = reshape(c, &sc, sizes_of(x), r, &res);
+        tp_value_clear(&sc);
+        TP_TRY(st);
+        return set_out(c, &res);
+    }
     TP_TRY(reshape(c, &lin, l2, 2, &lin2));
     tp_value_clear(&lin);
     TP_TRY(call_ints(c, TP_OP_EXPAND, &lin2, e2, 2, &linx));
@@ -1773,6 +2008,93 @@ static tp_status map_scatter_nd(ox_ctx *c) {
     tp_value_clear(&sc);
     TP_TRY(st);
     return set_out(c, &res);
+}
+
+/* ReverseSequence: out = gather(x, time_axis, idx) with
+ * idx[t, b] = t < len[b] ? len[b] - 1 - t : t (broadcast over the other dims). */
+static tp_status map_reverse_sequence(ox_ctx *c) {
+    const tp_value *x, *lens;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &lens));
+    int nd = rank_of(x), ta, ba;
+    if (nd < 2) return ox_bad(c, "input must have rank >= 2");
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "time_axis", 0), nd, &ta));
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "batch_axis", 1), nd, &ba));
+    if (ta == ba) return ox_bad(c, "time_axis and batch_axis are both %d", ta);
+    int64_t T = sizes_of(x)[ta], B = sizes_of(x)[ba];
+    if (rank_of(lens) != 1 || sizes_of(lens)[0] != B)
+        return ox_bad(c, "sequence_lens must have shape [%" PRId64 "]", B);
+    if (ox_node_dyn(c)) return ox_unsupported(c, "dynamic shape");
+    int64_t tshape[TP_MAX_DIMS], bshape[TP_MAX_DIMS];
+    for (int i = 0; i < nd; i++) tshape[i] = i == ta ? T : 1, bshape[i] = i == ba ? B : 1;
+    tp_tensor *tt;
+    TP_TRY(tp_tensor_empty(TP_INT64, nd, tshape, &tt));
+    for (int64_t i = 0; i < T; i++) ((int64_t *)tp_tensor_data(tt))[i] = i;
+    tp_value t = tp_value_tensor(tt), l64 = tp_value_none(), lb = tp_value_none(), lt = tp_value_none();
+    tp_value d = tp_value_none(), rev = tp_value_none(), idx = tp_value_none(), idxe = tp_value_none();
+    tp_value r = tp_value_none();
+    tp_status st = ox_cast(c, lens, TP_INT64, &l64);
+    if (st == TP_OK) st = reshape(c, &l64, bshape, nd, &lb);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_LT, &t, &lb, &lt);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_SUB, &lb, &t, &d);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_SUB, &d, 1, &rev);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg(&A, lt);
+        ox_arg(&A, rev);
+        ox_arg_ref(&A, &t);
+        lt = rev = tp_value_none();
+        st = ox_call(c, TP_OP_WHERE, &A, &idx);
+    }
+    if (st == TP_OK) st = call_ints(c, TP_OP_EXPAND, &idx, sizes_of(x), nd, &idxe);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, x);
+        ox_arg(&A, tp_value_int(ta));
+        ox_arg(&A, idxe);
+        idxe = tp_value_none();
+        st = ox_call(c, TP_OP_GATHER, &A, &r);
+    }
+    tp_value vals[] = {t, l64, lb, lt, d, rev, idx, idxe};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) tp_value_clear(&vals[i]);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+/* HannWindow / HammingWindow / BlackmanWindow (opset 17): a constant of
+ * `size` values (size must be known at import), computed in double as the
+ * ONNX reference: N = size (periodic) or size - 1 (symmetric). */
+static tp_status map_window(ox_ctx *c, char kind) {
+    int64_t size;
+    int n;
+    TP_TRY(const_ints(c, 0, "size", &size, 1, &n));
+    if (n != 1) return ox_bad(c, "missing input 'size'");
+    if (size < 0 || size > ((int64_t)1 << 32)) return ox_bad(c, "size %" PRId64 " out of range", size);
+    tp_dtype dt = TP_FLOAT32;
+    int64_t odt = ox_attr_i(c, "output_datatype", 1);
+    if (tp__onnx_dtype((int32_t)odt, &dt) != TP_OK) return ox_unsupported(c, "output_datatype %s", tp__onnx_dtype_name((int32_t)odt));
+    double N = (double)(ox_attr_i(c, "periodic", 1) != 0 ? size : size - 1);
+    tp_tensor *t;
+    TP_TRY(tp_tensor_empty(dt, 1, &size, &t));
+    size_t es = tp_dtype_size(dt);
+    for (int64_t i = 0; i < size; i++) {
+        double x = (double)i, w;
+        if (kind == 'n') {
+            double sn = sin(M_PI * x / N);
+            w = sn * sn;
+        } else if (kind == 'm') {
+            double a = 25.0 / 46.0;
+            w = a - (1 - a) * cos(2 * M_PI * x / N);
+        } else {
+            w = 0.42 - 0.5 * cos(2 * M_PI * x / N) + 0.08 * cos(4 * M_PI * x / N);
+        }
+        if (tp_dtype_is_float(dt)) tp__store_f64((char *)tp_tensor_data(t) + (size_t)i * es, dt, w);
+        else tp__store_i64((char *)tp_tensor_data(t) + (size_t)i * es, dt, (int64_t)w);
+    }
+    tp_value v = tp_value_tensor(t);
+    return set_out(c, &v);
 }
 
 static tp_status map_expand(ox_ctx *c) {
@@ -2061,7 +2383,14 @@ static tp_status map_depth_space(ox_ctx *c, bool to_space) {
         tp_value_clear(&t2);
     } else {
         if (H % b || W % b) return ox_bad(c, "spatial dims not divisible by blocksize");
-        int64_t s6[6] = {N, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4}, o4[4] = {N, C * b * b, H / b, W / b};
+        /* DCR (the only order before opset 28): channel (bh * b + bw) * C + c;
+         * CRD: c * b * b + bh * b + bw. */
+        int64_t s6[6] = {N, C, H / b, b, W / b, b}, o4[4] = {N, C * b * b, H / b, W / b};
+        int64_t perm[6] = {0, 3, 5, 1, 2, 4};
+        if (crd) {
+            int64_t p[6] = {0, 1, 3, 5, 2, 4};
+            memcpy(perm, p, sizeof p);
+        }
         TP_TRY(reshape(c, x, s6, 6, &t1));
         TP_TRY(call_ints(c, TP_OP_PERMUTE, &t1, perm, 6, &t2));
         tp_value_clear(&t1);
@@ -2094,6 +2423,11 @@ static tp_status map_dequantize(ox_ctx *c) {
     const tp_value *x, *sc, *zp = ox_in(c, 2);
     TP_TRY(need(c, 0, &x));
     TP_TRY(need(c, 1, &sc));
+    if (rank_of(sc) > 1) return ox_unsupported(c, "blocked quantization (scale of rank %d)", rank_of(sc));
+    tp_dtype out_dt = dtype_of(sc);
+    const Onnx__AttributeProto *od = ox_attr(c, "output_dtype");
+    if (od && od->has_i && od->i != 0 && tp__onnx_dtype((int32_t)od->i, &out_dt) != TP_OK)
+        return ox_unsupported(c, "output_dtype %s", tp__onnx_dtype_name((int32_t)od->i));
     int nd = rank_of(x), axis = 0;
     tp_value xf, d, scale_b, zp_b = tp_value_none(), r;
     TP_TRY(ox_cast(c, x, TP_FLOAT32, &xf));
@@ -2123,14 +2457,19 @@ static tp_status map_dequantize(ox_ctx *c) {
     tp_value_clear(&scale_b);
     tp_value_clear(&zp_b);
     TP_TRY(st);
-    return set_out_cast(c, &r, dtype_of(sc));
+    return set_out_cast(c, &r, out_dt);
 }
 
 static tp_status map_quantize(ox_ctx *c) {
     const tp_value *x, *sc, *zp = ox_in(c, 2);
     TP_TRY(need(c, 0, &x));
     TP_TRY(need(c, 1, &sc));
+    if (rank_of(sc) > 1) return ox_unsupported(c, "blocked quantization (scale of rank %d)", rank_of(sc));
+    if (ox_attr_i(c, "precision", 0) != 0) return ox_unsupported(c, "attribute 'precision'");
     tp_dtype qt = zp ? dtype_of(zp) : TP_UINT8;
+    const Onnx__AttributeProto *od = ox_attr(c, "output_dtype");
+    if (!zp && od && od->has_i && od->i != 0 && tp__onnx_dtype((int32_t)od->i, &qt) != TP_OK)
+        return ox_unsupported(c, "output_dtype %s", tp__onnx_dtype_name((int32_t)od->i));
     if (qt != TP_UINT8 && qt != TP_INT8) return ox_unsupported(c, "quantized type %s", tp_dtype_name(qt));
     int nd = rank_of(x);
     tp_value scale_b, zp_b = tp_value_none(), q, rq, sh, cl, r;
@@ -2903,6 +3242,10 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "GatherND")) return map_gather_nd(c);
     if (!strcmp(op, "ScatterND")) return map_scatter_nd(c);
     if (!strcmp(op, "Expand")) return map_expand(c);
+    if (!strcmp(op, "ReverseSequence")) return map_reverse_sequence(c);
+    if (!strcmp(op, "HannWindow")) return map_window(c, 'n');
+    if (!strcmp(op, "HammingWindow")) return map_window(c, 'm');
+    if (!strcmp(op, "BlackmanWindow")) return map_window(c, 'b');
     if (!strcmp(op, "Tile")) return map_tile(c);
     if (!strcmp(op, "Pad")) return map_pad(c);
     if (!strcmp(op, "Shape")) return map_shape(c, false);
