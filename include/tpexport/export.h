@@ -238,6 +238,41 @@ TP_API int64_t tp_size_at(tp_ctx *ctx, tp_t *h, int64_t dim, const char *file, i
 TP_API int tp_ndim(const tp_t *h);
 TP_API tp_dtype tp_dtype_of(const tp_t *h);
 
+/* ---- symbolic ints -------------------------------------------------------------
+ * tp_size gives a C int: under export a dynamic dim read that way is baked
+ * into the graph (a specialisation, reported). tp_dim instead gives an int
+ * HANDLE: eagerly it holds the size; under export it is a graph node
+ * `sym_size(x, dim)` whose value is the dim's symbolic expression, so sizes
+ * computed from it stay dynamic. Int handles combine with tp_int_add / sub /
+ * mul / floordiv (Python's int semantics: floordiv rounds towards -inf;
+ * recorded as sym_add ... nodes when an operand is symbolic, folded
+ * otherwise) and constants made with tp_int. Pass them to ops where an int is
+ * expected with tp_v(n), and where an int list is expected with
+ * tp_ints_sym(ctx, n, (tp_t *[]){b, tp_int(ctx, -1)}) (reshape / view /
+ * expand / zeros sizes, narrow / slice bounds, ...):
+ *
+ *     tp_t *b = tp_dim(ctx, x, 0);   // x.size(0)
+ *     tp_value a[2] = {tp_v(x), tp_ints_sym(ctx, 2, (tp_t *[]){b, tp_int(ctx, -1)})};
+ *     tp_t *y = tp_call(ctx, TP_OP_VIEW, a, 2, NULL);   // x.view(x.size(0), -1)
+ *
+ * The exported program stays correct for every size in range (the symbolic
+ * shape rules see through the int nodes), and archives write them as
+ * tensorplay does (x.size(0), operator.mul, ...). */
+TP_API tp_t *tp_dim(tp_ctx *ctx, tp_t *h, int64_t dim);
+TP_API tp_t *tp_int(tp_ctx *ctx, int64_t value);
+TP_API tp_t *tp_int_add(tp_ctx *ctx, tp_t *a, tp_t *b);
+TP_API tp_t *tp_int_sub(tp_ctx *ctx, tp_t *a, tp_t *b);
+TP_API tp_t *tp_int_mul(tp_ctx *ctx, tp_t *a, tp_t *b);
+TP_API tp_t *tp_int_floordiv(tp_ctx *ctx, tp_t *a, tp_t *b);
+/* Is h an int handle? */
+TP_API bool tp_is_int(const tp_t *h);
+/* An int list value (owned by the context) of int handles. */
+TP_API tp_value tp_ints_sym(tp_ctx *ctx, int n, tp_t *const *handles);
+/* The int's concrete value as a C int64: under export this specialises the
+ * expression to its example value, like tp_size (reported the same way). */
+#define tp_int_value(ctx, h) tp_int_value_at((ctx), (h), __FILE__, __LINE__)
+TP_API int64_t tp_int_value_at(tp_ctx *ctx, tp_t *h, const char *file, int line);
+
 /* Reading values: data-dependent under export (see above). */
 #define tp_item(ctx, h) tp_item_at((ctx), (h), __FILE__, __LINE__)
 #define tp_to_bool(ctx, h) (tp_item_at((ctx), (h), __FILE__, __LINE__) != 0.0)

@@ -177,3 +177,9 @@ TP_OP(EMPTY_LIKE, "empty_like", create)
 TP_OP(EYE, "eye", create)
 /* ONNX-only ops */
 TP_OP(TOPK, "topk", onnx_ops)
+/* symbolic ints */
+TP_OP(SYM_SIZE, "sym_size", symint)
+TP_OP(SYM_ADD, "sym_add", symint)
+TP_OP(SYM_SUB, "sym_sub", symint)
+TP_OP(SYM_MUL, "sym_mul", symint)
+TP_OP(SYM_FLOORDIV, "sym_floordiv", symint)

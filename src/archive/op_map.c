@@ -381,7 +381,7 @@ static const tp_serde_op_entry g_table[] = {
     SP(NULL, "cpu", TO, TP_SERDE_ALIAS, "self,*,memory_format:-"),
     SP(NULL, "t", TRANSPOSE, TP_SERDE_TRANSPOSE, "self"),
     SP(TF, "t", TRANSPOSE, TP_SERDE_TRANSPOSE, "input"),
-    SP(NULL, "size", INVALID, TP_SERDE_SIZE, "self,dim"),
+    {NULL, "size", TP_OP_SYM_SIZE, TP_SERDE_SIZE, "self,dim", NULL, TP_SERDE_WRITE, TP_OP_INVALID},
     SP(NULL, "dim", INVALID, TP_SERDE_DIM, "self"),
     SP(NULL, "ndimension", INVALID, TP_SERDE_DIM, "self"),
     SP(NULL, "numel", INVALID, TP_SERDE_NUMEL, "self"),
@@ -426,6 +426,13 @@ static const tp_serde_op_entry g_table[] = {
        "tensor_a,index_a,tensor_b,index_b,name"),
     SP("tensorplay.export._trace", "_assert_dim_relation", INVALID, TP_SERDE_ASSERT,
        "tensor_root,index_root,tensor_derived,index_derived,scale,offset,name"),
+
+    /* ---- symbolic ints: x.size(d) above; arithmetic on ints as tensorplay
+     * writes it (the reader picks these when an operand is an int node) ---- */
+    {OPR, "add", TP_OP_SYM_ADD, TP_SERDE_BINOP, "a,b", NULL, TP_SERDE_WRITE | TP_SERDE_SYMINT, TP_OP_INVALID},
+    {OPR, "sub", TP_OP_SYM_SUB, TP_SERDE_BINOP, "a,b", NULL, TP_SERDE_WRITE | TP_SERDE_SYMINT, TP_OP_INVALID},
+    {OPR, "mul", TP_OP_SYM_MUL, TP_SERDE_BINOP, "a,b", NULL, TP_SERDE_WRITE | TP_SERDE_SYMINT, TP_OP_INVALID},
+    {OPR, "floordiv", TP_OP_SYM_FLOORDIV, TP_SERDE_BINOP, "a,b", NULL, TP_SERDE_WRITE | TP_SERDE_SYMINT, TP_OP_INVALID},
 };
 
 const tp_serde_op_entry *tp__serde_op_table(int *n) {
@@ -437,6 +444,7 @@ const tp_serde_op_entry *tp__serde_find_function(const char *module, const char 
     if (!module || !qualname) return NULL;
     for (size_t i = 0; i < TP_ARRAY_LEN(g_table); i++) {
         const tp_serde_op_entry *e = &g_table[i];
+        if (e->flags & TP_SERDE_SYMINT) continue; /* found through tp__serde_find_symint */
         if (e->module && strcmp(e->module, module) == 0 && strcmp(e->name, qualname) == 0) return e;
     }
     return NULL;
@@ -448,6 +456,13 @@ const tp_serde_op_entry *tp__serde_find_method(const char *name) {
         const tp_serde_op_entry *e = &g_table[i];
         if (!e->module && strcmp(e->name, name) == 0) return e;
     }
+    return NULL;
+}
+
+const tp_serde_op_entry *tp__serde_find_symint(const char *name) {
+    if (!name) return NULL;
+    for (size_t i = 0; i < TP_ARRAY_LEN(g_table); i++)
+        if ((g_table[i].flags & TP_SERDE_SYMINT) && strcmp(g_table[i].name, name) == 0) return &g_table[i];
     return NULL;
 }
 

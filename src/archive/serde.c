@@ -1302,6 +1302,8 @@ static tp_status decode_seq(vctx *c, const json_t *arr, const char *path, int de
     return TP_OK;
 }
 
+static tp_status add_call_values(reader *r, const char *name, tp_op op, const tp_value *vals, int n, tp_node **out);
+
 static tp_status decode_node_ref(vctx *c, const json_t *v, const char *path, tp_value *out) {
     reader *r = c->r;
     if (!json_is_string(v))
@@ -1317,7 +1319,17 @@ static tp_status decode_node_ref(vctx *c, const json_t *v, const char *path, tp_
     case DOC_FOLDED: return note(r, tp_value_copy(&d->folded, out));
     case DOC_DROPPED:
         return report(r, TP_ERR_UNSUPPORTED, "%s: uses the result of the runtime assertion '%.64s'", path, name);
-    case DOC_SYMSIZE:
+    case DOC_SYMSIZE: {
+        /* first use of x.size(d) with d dynamic: a sym_size node */
+        tp_node *n = NULL;
+        tp_status st = add_call_values(r, d->name, TP_OP_SYM_SIZE,
+                                       (tp_value[]){tp_value_node(d->node), tp_value_int(d->sym_dim)}, 2, &n);
+        if (st != TP_OK) return st;
+        d->state = DOC_NODE;
+        d->node = n;
+        *out = tp_value_node(n);
+        return TP_OK;
+    }
     case DOC_SYMSHAPE:
         return report(r, TP_ERR_UNSUPPORTED,
                       "node %s: uses '%.64s', a size of a tensor in a program with dynamic dims; symbolic sizes are not "
@@ -1989,6 +2001,18 @@ static tp_status build_binop(reader *r, doc_node *d, const tp_serde_op_entry *e,
     const tp_value *a = tp_value_at(args, 0), *b = tp_value_at(args, 1);
     bool an = a->kind == TP_VAL_NODE, bn = b->kind == TP_VAL_NODE;
     if (!an && !bn) return fold_binop(r, d, e->name, a, b);
+    const tp_value *ma = ref_meta(a), *mb = ref_meta(b);
+    if ((ma && ma->kind == TP_VAL_INT) || (mb && mb->kind == TP_VAL_INT)) {
+        /* arithmetic on symbolic sizes */
+        const tp_serde_op_entry *se = tp__serde_find_symint(e->name);
+        if (!se)
+            return report(r, TP_ERR_UNSUPPORTED, "node %s: _operator.%s on symbolic sizes is not supported", d->name,
+                          e->name);
+        tp_node *n = NULL;
+        tp_status st = add_call_values(r, d->name, se->op, (tp_value[]){*a, *b}, 2, &n);
+        if (n) set_node(d, n);
+        return st;
+    }
     if (an) return build_plain(r, d, e, e->op, args, kwargs);
     /* scalar first: x OP tensor */
     tp_node *n = NULL;
@@ -2597,6 +2621,42 @@ static tp_state_kind state_kind_of_input(tp_input_kind k) {
 
 /* ---- one node ----------------------------------------------------------------- */
 
+/* "float32 [4, 3]" */
+static void describe_tensor(const tp_tensor *t, char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s [", tp_dtype_name(tp_tensor_dtype(t)));
+    for (int k = 0; k < tp_tensor_ndim(t) && n > 0 && (size_t)n < size; k++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%" PRId64, k ? ", " : "", tp_tensor_sizes(t)[k]);
+    if (n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, "]");
+}
+
+/* A state placeholder's document meta (tpexport writes one) must describe
+ * the stored tensor: TP_ERR_TYPE / TP_ERR_SHAPE naming the node otherwise. */
+static tp_status check_state_meta(reader *r, const char *node, const char *target, const tp_tensor *t,
+                                  const json_t *meta, const char *path) {
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s.meta.val", path);
+    tp_value declared;
+    TP_TRY(decode_meta_val(r, json_object_get(meta, "val"), sub, 0, &declared));
+    tp_status st = TP_OK;
+    if (declared.kind != TP_VAL_TENSOR) {
+        st = report(r, TP_ERR_CORRUPT, "%s: a state placeholder's meta must describe a tensor", sub);
+    } else {
+        const tp_tensor *m = declared.u.tensor;
+        bool same_dtype = tp_tensor_dtype(m) == tp_tensor_dtype(t);
+        bool same_shape = tp_tensor_ndim(m) == tp_tensor_ndim(t) &&
+                          memcmp(tp_tensor_sizes(m), tp_tensor_sizes(t), (size_t)tp_tensor_ndim(t) * sizeof(int64_t)) == 0;
+        if (!same_dtype || !same_shape) {
+            char have[160], want[160];
+            describe_tensor(t, have, sizeof have);
+            describe_tensor(m, want, sizeof want);
+            st = report(r, same_dtype ? TP_ERR_SHAPE : TP_ERR_TYPE,
+                        "node %s: stored tensor '%.200s' is %s but the graph declares %s", node, target, have, want);
+        }
+    }
+    tp_value_clear(&declared);
+    return st;
+}
+
 static tp_status read_placeholder(vctx *c, doc_node *d, const char *target, const tp_value *args,
                                   const tp_value *kwargs, const json_t *meta, const char *path) {
     reader *r = c->r;
@@ -2615,6 +2675,7 @@ static tp_status read_placeholder(vctx *c, doc_node *d, const char *target, cons
         tp_tensor *t;
         TP_TRY(fetch_state(r, spec->target, state_kind_of_input(spec->kind), spec->persistent != TP_PERSISTENT_NO,
                            d->name, &t));
+        if (meta && json_object_get(meta, "val")) TP_TRY(check_state_meta(r, d->name, spec->target, t, meta, path));
         val = tp_value_tensor(tp_tensor_retain(t));
     } else if (meta && json_object_get(meta, "val")) {
         char sub[512];
@@ -4544,7 +4605,8 @@ tp_status tp__serde_check_op_map(void) {
         char callee[160];
         callee_name(e, callee, sizeof callee);
         for (int k = 0; k < i; k++)
-            if (strcmp(t[k].name, e->name) == 0 && ((!t[k].module && !e->module) ||
+            if (strcmp(t[k].name, e->name) == 0 && !((t[k].flags ^ e->flags) & TP_SERDE_SYMINT) &&
+                ((!t[k].module && !e->module) ||
                                                     (t[k].module && e->module && strcmp(t[k].module, e->module) == 0))) {
                 tp__sb_printf(&sb, "\n- %s appears twice", callee);
                 faults++;

@@ -35,8 +35,10 @@
  *  - turns tensor indexing (_operator.getitem with ints, slices, None,
  *    Ellipsis) into select / slice / unsqueeze nodes;
  *  - folds size(), dim(), numel(), .shape and arithmetic on them into
- *    constants - only when no dim is dynamic (symbolic sizes are not
- *    supported: TP_ERR_UNSUPPORTED otherwise);
+ *    constants when no dim is dynamic; with dynamic dims x.size(d) and
+ *    x.shape[d] become sym_size nodes when used, and _operator add / sub /
+ *    mul / floordiv on them sym_add ... nodes (numel() and whole shapes
+ *    are refused: TP_ERR_UNSUPPORTED);
  *  - writes in-place functional calls (relu(x, inplace=True), x.sub_(y))
  *    as the op followed by copy_ into the argument;
  *  - lifts tensors pickled inside arguments into CONSTANT_TENSOR inputs
@@ -271,7 +273,10 @@ typedef enum tp_serde_special {
 enum {
     TP_SERDE_WRITE = 1u << 0,       /* the callee written for this op */
     TP_SERDE_COPY_BACK = 1u << 1,   /* in-place variant: op, then copy_ into the first argument */
-    TP_SERDE_COMMUTATIVE = 1u << 2  /* BINOP: operands may be swapped */
+    TP_SERDE_COMMUTATIVE = 1u << 2, /* BINOP: operands may be swapped */
+    /* BINOP on ints (symbolic sizes): the same callee as a tensor entry
+     * listed before it; the reader picks it when an operand is an int node */
+    TP_SERDE_SYMINT = 1u << 3
 };
 
 typedef struct tp_serde_op_entry {
@@ -289,6 +294,8 @@ typedef struct tp_serde_op_entry {
 TP_HIDDEN const tp_serde_op_entry *tp__serde_find_function(const char *module, const char *qualname);
 TP_HIDDEN const tp_serde_op_entry *tp__serde_find_method(const char *name);
 TP_HIDDEN const tp_serde_op_entry *tp__serde_write_entry(tp_op op);
+/* The int variant (TP_SERDE_SYMINT) of _operator.<name>, or NULL. */
+TP_HIDDEN const tp_serde_op_entry *tp__serde_find_symint(const char *name);
 /* The whole table (for tests). */
 TP_HIDDEN const tp_serde_op_entry *tp__serde_op_table(int *n);
 /* Check the table (for tests): every parameter list parses and names

@@ -212,8 +212,10 @@ const char *tp_ctx_error(const tp_ctx *ctx) { return ctx->error ? ctx->error : "
 bool tp_ctx_exporting(const tp_ctx *ctx) { return ctx->exporting; }
 bool tp_is_poison(const tp_t *h) { return !h || h->poison; }
 tp_tensor *tp_tensor_of(const tp_t *h) { return tp_is_poison(h) ? NULL : h->t; }
-int tp_ndim(const tp_t *h) { return tp_is_poison(h) ? 0 : tp_tensor_ndim(h->t); }
-tp_dtype tp_dtype_of(const tp_t *h) { return tp_is_poison(h) ? TP_FLOAT32 : tp_tensor_dtype(h->t); }
+int tp_ndim(const tp_t *h) { return tp_is_poison(h) || h->is_int ? 0 : tp_tensor_ndim(h->t); }
+tp_dtype tp_dtype_of(const tp_t *h) {
+    return tp_is_poison(h) ? TP_FLOAT32 : h->is_int ? TP_INT64 : tp_tensor_dtype(h->t);
+}
 
 tp_status tp__ctx_add_failure(tp_ctx *ctx, tp_failure_kind kind, const char *msg) {
     if (ctx->n_failures == ctx->cap_failures) {
@@ -379,6 +381,7 @@ tp_t *tp_constant(tp_ctx *ctx, tp_tensor *t) {
 
 tp_value tp_v(tp_t *h) {
     tp_value v = tp_value_none();
+    if (!tp_is_poison(h) && h->is_int) return h->node ? tp_value_node(h->node) : tp_value_int(h->ival);
     if (!tp_is_poison(h)) {
         v.kind = TP_VAL_TENSOR;
         v.u.tensor = h->t; /* borrowed */
@@ -388,6 +391,7 @@ tp_value tp_v(tp_t *h) {
 
 tp_value tp_out(tp_t *h) {
     if (tp_is_poison(h)) return tp_value_none();
+    if (h->is_int) return tp_value_int(h->ival);
     return tp_value_tensor(tp_tensor_retain(h->t));
 }
 
@@ -515,6 +519,48 @@ static void where(const tp_ctx *ctx, char *buf, size_t size) {
     else buf[0] = '\0';
 }
 
+/* Does a value hold a node reference (a symbolic int, export only)? */
+static bool value_has_node(const tp_value *v) {
+    if (v->kind == TP_VAL_NODE) return true;
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE || v->kind == TP_VAL_DICT)
+        for (int64_t i = 0; i < v->u.seq.n; i++)
+            if (value_has_node(&v->u.seq.items[i])) return true;
+    return false;
+}
+
+static bool has_node_value(const tp_value *args, int n_args, const tp_value *kwargs) {
+    for (int i = 0; i < n_args; i++)
+        if (value_has_node(&args[i])) return true;
+    return kwargs && value_has_node(kwargs);
+}
+
+/* Copy v with every int-valued node replaced by its example int (its meta
+ * value); other values are copied (tensors retained). */
+static tp_status resolve_ints(const tp_value *v, tp_value *out) {
+    if (v->kind == TP_VAL_NODE) {
+        const tp_value *mv = tp_node_meta_val(v->u.node);
+        TP_CHECK(mv->kind == TP_VAL_INT, TP_ERR_TYPE, "node %s is not an int", tp_node_name(v->u.node));
+        *out = *mv;
+        return TP_OK;
+    }
+    if (v->kind != TP_VAL_LIST && v->kind != TP_VAL_TUPLE && v->kind != TP_VAL_DICT) return tp_value_copy(v, out);
+    int64_t n = v->u.seq.n;
+    if (v->kind == TP_VAL_DICT) TP_TRY(tp_value_dict(out));
+    else TP_TRY(v->kind == TP_VAL_LIST ? tp_value_list(n, out) : tp_value_tuple(n, out));
+    for (int64_t i = 0; i < n; i++) {
+        tp_value item;
+        tp_status st = resolve_ints(&v->u.seq.items[i], &item);
+        if (st == TP_OK)
+            st = v->kind == TP_VAL_DICT ? tp_value_dict_set(out, v->u.seq.keys[i], &item) : tp_value_seq_set(out, i, &item);
+        tp_value_clear(&item);
+        if (st != TP_OK) {
+            tp_value_clear(out);
+            return st;
+        }
+    }
+    return TP_OK;
+}
+
 /* Run op; results as a value (eager tensor/tuple/list) and, in export mode,
  * the node. */
 static tp_status run_op(tp_ctx *ctx, tp_op op, const tp_value *args, int n_args, const tp_value *kwargs,
@@ -544,8 +590,34 @@ static tp_status run_op(tp_ctx *ctx, tp_op op, const tp_value *args, int n_args,
             TP_TRY(tp__ctx_add_failure(ctx, TP_FAILURE_MISSING_OP, tp_last_error()));
             return zeros_like_meta(tp_node_meta_val(*node), result);
         }
+        if (has_node_value(args, n_args, kwargs)) {
+            /* symbolic ints: compute with their example values */
+            tp_value rargs, rkw = tp_value_none();
+            st = tp_value_tuple(n_args, &rargs);
+            for (int i = 0; st == TP_OK && i < n_args; i++) {
+                tp_value item;
+                st = resolve_ints(&args[i], &item);
+                if (st == TP_OK) st = tp_value_seq_set(&rargs, i, &item);
+            }
+            if (st == TP_OK && kwargs && kwargs->kind != TP_VAL_NONE) st = resolve_ints(kwargs, &rkw);
+            if (st == TP_OK)
+                st = tp_op_call(op, rargs.u.seq.items, n_args, rkw.kind == TP_VAL_DICT ? &rkw : NULL, result);
+            tp_value_clear(&rargs);
+            tp_value_clear(&rkw);
+            return st;
+        }
     }
     return tp_op_call(op, args, n_args, kwargs, result);
+}
+
+/* A symbolic-int handle (value v, node NULL for a constant). */
+static tp_t *int_handle(tp_ctx *ctx, int64_t v, tp_node *node, tp_op made_by) {
+    tp_t *h = tp__ctx_handle(ctx, NULL, node, made_by);
+    if (!h->poison) {
+        h->is_int = true;
+        h->ival = v;
+    }
+    return h;
 }
 
 int tp_call_multi(tp_ctx *ctx, tp_op op, const tp_value *args, int n_args, const tp_value *kwargs, tp_t **outs,
@@ -567,6 +639,11 @@ int tp_call_multi(tp_ctx *ctx, tp_op op, const tp_value *args, int n_args, const
     if (result.kind == TP_VAL_TENSOR) {
         if (max_outs > 0) {
             outs[0] = tp__ctx_handle(ctx, tp_tensor_retain(result.u.tensor), node, op);
+            n = 1;
+        }
+    } else if (result.kind == TP_VAL_INT || result.kind == TP_VAL_BOOL) {
+        if (max_outs > 0) {
+            outs[0] = int_handle(ctx, tp_value_as_i64(&result), node, op);
             n = 1;
         }
     } else {
@@ -811,8 +888,37 @@ tp_t *tp_zero_(tp_ctx *ctx, tp_t *self) {
 
 /* ---- sizes and values ------------------------------------------------------------------- */
 
+/* Record that the forward read dim `dim` of node's value (-1: the int
+ * value of an int node) as a C int: the solver pins it. */
+static void record_read(tp_ctx *ctx, const tp_node *node, int dim, int64_t v, const char *file, int line) {
+    if (ctx->n_reads == ctx->cap_reads) {
+        int cap = ctx->cap_reads ? ctx->cap_reads * 2 : 16;
+        size_read *r = tp_realloc(ctx->reads, (size_t)cap * sizeof *r);
+        if (!r) {
+            tp_ctx_fail(ctx, TP_ERR_NOMEM, "out of memory");
+            return;
+        }
+        ctx->reads = r;
+        ctx->cap_reads = cap;
+    }
+    size_read *r = &ctx->reads[ctx->n_reads];
+    r->node = tp_strdup(tp_node_name(node));
+    if (!r->node) {
+        tp_ctx_fail(ctx, TP_ERR_NOMEM, "out of memory");
+        return;
+    }
+    r->dim = dim;
+    r->value = v;
+    snprintf(r->site, sizeof r->site, "%s:%d", file, line);
+    ctx->n_reads++;
+}
+
 int64_t tp_size_at(tp_ctx *ctx, tp_t *h, int64_t dim, const char *file, int line) {
     if (tp_is_poison(h)) return 0;
+    if (h->is_int) {
+        tp_ctx_fail(ctx, TP_ERR_TYPE, "tp_size: the handle is an int, not a tensor, at %s:%d", file, line);
+        return 0;
+    }
     int nd = tp_tensor_ndim(h->t);
     int64_t d = dim < 0 ? dim + nd : dim;
     if (d < 0 || d >= nd) {
@@ -821,33 +927,100 @@ int64_t tp_size_at(tp_ctx *ctx, tp_t *h, int64_t dim, const char *file, int line
         return 0;
     }
     int64_t v = tp_tensor_sizes(h->t)[d];
-    if (ctx->exporting && h->node) {
-        if (ctx->n_reads == ctx->cap_reads) {
-            int cap = ctx->cap_reads ? ctx->cap_reads * 2 : 16;
-            size_read *r = tp_realloc(ctx->reads, (size_t)cap * sizeof *r);
-            if (!r) {
-                tp_ctx_fail(ctx, TP_ERR_NOMEM, "out of memory");
-                return v;
-            }
-            ctx->reads = r;
-            ctx->cap_reads = cap;
-        }
-        size_read *r = &ctx->reads[ctx->n_reads];
-        r->node = tp_strdup(tp_node_name(h->node));
-        if (!r->node) {
-            tp_ctx_fail(ctx, TP_ERR_NOMEM, "out of memory");
-            return v;
-        }
-        r->dim = (int)d;
-        r->value = v;
-        snprintf(r->site, sizeof r->site, "%s:%d", file, line);
-        ctx->n_reads++;
-    }
+    if (ctx->exporting && h->node) record_read(ctx, h->node, (int)d, v, file, line);
     return v;
+}
+
+/* ---- symbolic ints ------------------------------------------------------------------------ */
+
+bool tp_is_int(const tp_t *h) { return !tp_is_poison(h) && h->is_int; }
+
+tp_t *tp_int(tp_ctx *ctx, int64_t v) {
+    if (ctx_stopped(ctx)) return &ctx->poison;
+    return int_handle(ctx, v, NULL, TP_OP_INVALID);
+}
+
+tp_t *tp_dim(tp_ctx *ctx, tp_t *h, int64_t dim) {
+    POISON_IF(tp_is_poison(h));
+    if (h->is_int) {
+        tp_ctx_fail(ctx, TP_ERR_TYPE, "sym_size: the handle is an int, not a tensor");
+        return &ctx->poison;
+    }
+    tp_value args[2] = {tp_v(h), tp_value_int(dim)};
+    /* eagerly (or on a tensor outside the graph) the size is just an int */
+    if (!ctx->exporting || !h->node) {
+        tp_value r = tp_value_none();
+        tp_status st = tp_op_call(TP_OP_SYM_SIZE, args, 2, NULL, &r);
+        if (st != TP_OK) {
+            fail_with_last(ctx, st);
+            return &ctx->poison;
+        }
+        return int_handle(ctx, tp_value_as_i64(&r), NULL, TP_OP_SYM_SIZE);
+    }
+    return tp_call(ctx, TP_OP_SYM_SIZE, args, 2, NULL);
+}
+
+static tp_t *int_binop(tp_ctx *ctx, tp_op op, tp_t *a, tp_t *b) {
+    POISON_IF(tp_is_poison(a) || tp_is_poison(b));
+    if (!a->is_int || !b->is_int) {
+        tp_ctx_fail(ctx, TP_ERR_TYPE, "%s: operands must be ints (tp_dim / tp_int handles), not tensors",
+                    tp_op_name(op));
+        return &ctx->poison;
+    }
+    tp_value args[2] = {tp_v(a), tp_v(b)};
+    if (!ctx->exporting || (!a->node && !b->node)) {
+        /* constants fold (no node) */
+        tp_value r = tp_value_none();
+        tp_status st = tp_op_call(op, args, 2, NULL, &r);
+        if (st != TP_OK) {
+            fail_with_last(ctx, st);
+            return &ctx->poison;
+        }
+        return int_handle(ctx, tp_value_as_i64(&r), NULL, op);
+    }
+    return tp_call(ctx, op, args, 2, NULL);
+}
+
+tp_t *tp_int_add(tp_ctx *ctx, tp_t *a, tp_t *b) { return int_binop(ctx, TP_OP_SYM_ADD, a, b); }
+tp_t *tp_int_sub(tp_ctx *ctx, tp_t *a, tp_t *b) { return int_binop(ctx, TP_OP_SYM_SUB, a, b); }
+tp_t *tp_int_mul(tp_ctx *ctx, tp_t *a, tp_t *b) { return int_binop(ctx, TP_OP_SYM_MUL, a, b); }
+tp_t *tp_int_floordiv(tp_ctx *ctx, tp_t *a, tp_t *b) { return int_binop(ctx, TP_OP_SYM_FLOORDIV, a, b); }
+
+int64_t tp_int_value_at(tp_ctx *ctx, tp_t *h, const char *file, int line) {
+    if (tp_is_poison(h)) return 0;
+    if (!h->is_int) {
+        tp_ctx_fail(ctx, TP_ERR_TYPE, "tp_int_value: the handle is a tensor, not an int, at %s:%d", file, line);
+        return 0;
+    }
+    if (ctx->exporting && h->node) {
+        /* keep the node through dead-code elimination: the solver pins it */
+        tp_node_set_flags(h->node, tp_node_flags(h->node) | TP_NODE_IMPURE);
+        record_read(ctx, h->node, -1, h->ival, file, line);
+    }
+    return h->ival;
+}
+
+tp_value tp_ints_sym(tp_ctx *ctx, int n, tp_t *const *handles) {
+    tp_value *v = own_value(ctx);
+    if (!v || tp_value_list(n, v) != TP_OK) {
+        tp_ctx_fail(ctx, TP_ERR_NOMEM, "out of memory building an int list");
+        return tp_value_none();
+    }
+    for (int i = 0; i < n; i++) {
+        if (tp_is_poison(handles[i])) continue; /* leaves None: the op fails on it */
+        if (!handles[i]->is_int) {
+            tp_ctx_fail(ctx, TP_ERR_TYPE, "tp_ints_sym: item %d is a tensor, not an int", i);
+            continue;
+        }
+        tp_value item = tp_v(handles[i]);
+        tp_value_seq_set(v, i, &item);
+    }
+    return *v;
 }
 
 double tp_item_at(tp_ctx *ctx, tp_t *h, const char *file, int line) {
     if (tp_is_poison(h) || ctx_stopped(ctx)) return 0.0;
+    if (h->is_int) return (double)tp_int_value_at(ctx, h, file, line);
     if (tp_tensor_numel(h->t) != 1) {
         tp_ctx_fail(ctx, TP_ERR_INVALID_ARG, "a tensor with %lld elements cannot be converted to a scalar at %s:%d",
                     (long long)tp_tensor_numel(h->t), file, line);

@@ -19,6 +19,10 @@ struct tp_t {
     int origin;     /* index into ctx->origins, or -1 */
     tp_op made_by;  /* op that produced it (TP_OP_INVALID: input/state) */
     bool poison;
+    /* A symbolic int (tp_dim, tp_int_*): t is NULL, ival its value (export:
+     * the example's) and node, when set, the int-valued node computing it. */
+    bool is_int;
+    int64_t ival;
 };
 
 /* Where a mutable value came from: a lifted state entry or a user input
@@ -37,7 +41,7 @@ typedef struct origin {
 /* A dim size read as an int during export (checked by the solver). */
 typedef struct size_read {
     char *node;
-    int dim;
+    int dim; /* -1: the value of an int-valued node (tp_int_value) */
     int64_t value;
     char site[200];
 } size_read;

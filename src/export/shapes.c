@@ -797,7 +797,14 @@ static bool replay(solver *s, const int64_t *vals) {
         const size_read *r = &s->ctx->reads[i];
         tp_node *n = tp_graph_find_node(g, r->node);
         const tp_value *mv = n ? tp_node_meta_val(n) : NULL;
-        if (!mv || mv->kind != TP_VAL_TENSOR || r->dim >= tp_tensor_ndim(mv->u.tensor)) continue;
+        if (r->dim < 0 && mv && mv->kind == TP_VAL_INT && mv->u.i != r->value) { /* tp_int_value */
+            ok = false;
+            snprintf(s->last_error, sizeof s->last_error,
+                     "the forward read the int %s = %" PRId64 " as a C int at %s, which specialises it", r->node,
+                     r->value, r->site);
+            continue;
+        }
+        if (!mv || mv->kind != TP_VAL_TENSOR || r->dim < 0 || r->dim >= tp_tensor_ndim(mv->u.tensor)) continue;
         if (tp_tensor_sizes(mv->u.tensor)[r->dim] != r->value) {
             ok = false;
             snprintf(s->last_error, sizeof s->last_error,

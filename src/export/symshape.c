@@ -20,7 +20,8 @@
 #include "export_impl.h"
 #include "symshape.h"
 
-enum { SV_OTHER, SV_TENSOR, SV_SEQ, SV_UNKNOWN };
+/* SV_INT: an int value (sym_size & co.): its expression in d[0]. */
+enum { SV_OTHER, SV_TENSOR, SV_SEQ, SV_UNKNOWN, SV_INT };
 
 typedef struct sval {
     int kind;
@@ -92,6 +93,11 @@ static sval *new_sval(prop *P, int kind) {
 /* An sval with the structure of a meta value, constant dims. */
 static sval *sval_from_meta(prop *P, const tp_value *m) {
     if (!m) return new_sval(P, SV_OTHER);
+    if (m->kind == TP_VAL_INT) {
+        sval *v = new_sval(P, SV_INT);
+        if (v) v->d[0] = sd_const(P->sd, m->u.i);
+        return v;
+    }
     if (m->kind == TP_VAL_TENSOR) {
         sval *v = new_sval(P, SV_TENSOR);
         if (!v) return NULL;
@@ -118,6 +124,7 @@ static sval *sval_from_meta(prop *P, const tp_value *m) {
 static bool sval_symbolic(const sval *v) {
     if (!v) return false;
     if (v->kind == SV_UNKNOWN) return true;
+    if (v->kind == SV_INT) return !sd_is_const(v->d[0], NULL);
     if (v->kind == SV_TENSOR) {
         for (int i = 0; i < v->nd; i++)
             if (!sd_is_const(v->d[i], NULL)) return true;
@@ -131,6 +138,7 @@ static bool sval_symbolic(const sval *v) {
 static bool sval_unknown(const sval *v) {
     if (!v) return false;
     if (v->kind == SV_UNKNOWN) return true;
+    if (v->kind == SV_INT) return !v->d[0];
     if (v->kind == SV_TENSOR)
         for (int i = 0; i < v->nd; i++)
             if (!v->d[i]) return true;
@@ -279,6 +287,33 @@ static int ilist(rctx *r, int i, int64_t *out, int max) {
         if (v->u.seq.items[k].kind != TP_VAL_INT) return -1;
         out[k] = v->u.seq.items[k].u.i;
     }
+    return (int)v->u.seq.n;
+}
+
+/* An int value as an expression: an int, or a symbolic-int node (SV_INT);
+ * NULL otherwise. */
+static sd_e int_expr(rctx *r, const tp_value *v) {
+    if (v->kind == TP_VAL_INT || v->kind == TP_VAL_BOOL) return K(r, tp_value_as_i64(v));
+    if (v->kind != TP_VAL_NODE) return NULL;
+    const sval *s = map_get(r->P, v->u.node);
+    return s && s->kind == SV_INT && s->d[0] ? S(r, s->d[0]) : NULL;
+}
+
+/* Int argument i as an expression (NULL: absent, None or not an int). */
+static sd_e sint(rctx *r, int i) { return i < r->nb ? int_expr(r, &r->b[i]) : NULL; }
+
+/* Int list argument as expressions (a single int counts as [v]); -1 for
+ * None / not ints. */
+static int slist(rctx *r, int i, sd_e *out, int max) {
+    if (i >= r->nb) return -1;
+    const tp_value *v = &r->b[i];
+    if (v->kind != TP_VAL_LIST && v->kind != TP_VAL_TUPLE) {
+        out[0] = int_expr(r, v);
+        return out[0] ? 1 : -1;
+    }
+    if (v->u.seq.n > max) return -1;
+    for (int64_t k = 0; k < v->u.seq.n; k++)
+        if (!(out[k] = int_expr(r, &v->u.seq.items[k]))) return -1;
     return (int)v->u.seq.n;
 }
 
@@ -574,6 +609,24 @@ static sd_e clamp_bound(rctx *r, int64_t idx, sd_e s, const char *what) {
     return S(r, s);
 }
 
+/* Clamped slice bound given as an expression (a symbolic int): it must
+ * stay non-negative (a negative one would count from the end). */
+static sd_e clamp_sym(rctx *r, sd_e idx, sd_e s, const char *what) {
+    int64_t c;
+    if (sd_is_const(idx, &c)) return c >= INT64_MAX / 4 ? s : clamp_bound(r, c, s, what);
+    if (exv(r, idx) < 0) {
+        r->fail = true;
+        return NULL;
+    }
+    req_ge(r, idx, 0, "a symbolic slice bound stays non-negative");
+    if (exv(r, s) >= exv(r, idx)) {
+        req_ge(r, sd_sub(r->sd, s, idx), 0, what);
+        return S(r, idx);
+    }
+    req_ge(r, sd_sub(r->sd, idx, s), 0, what);
+    return S(r, s);
+}
+
 static sval *rule_slice(rctx *r) {
     const sval *a = need_t(r, 0);
     if (!a || a->nd == 0) {
@@ -589,11 +642,17 @@ static sval *rule_slice(rctx *r) {
     sval *o = copy_t(r, a);
     if (!o) return NULL;
     sd_e s = S(r, a->d[d]);
-    sd_e start = is_none(r, 2) ? K(r, 0) : clamp_bound(r, iarg(r, 2, 0), s, "slice start within the dim");
-    sd_e end;
-    int64_t e = is_none(r, 3) ? INT64_MAX : iarg(r, 3, INT64_MAX);
-    if (e >= INT64_MAX / 4) end = s;
-    else end = clamp_bound(r, e, s, "slice end within the dim");
+    sd_e bs = is_none(r, 2) ? NULL : sint(r, 2), be = is_none(r, 3) ? NULL : sint(r, 3);
+    if ((!is_none(r, 2) && !bs) || (!is_none(r, 3) && !be)) {
+        r->fail = true;
+        return NULL;
+    }
+    sd_e start = is_none(r, 2) ? K(r, 0) : clamp_sym(r, bs, s, "slice start within the dim");
+    sd_e end = is_none(r, 3) ? s : clamp_sym(r, be, s, "slice end within the dim");
+    if (!start || !end) {
+        r->fail = true;
+        return NULL;
+    }
     sd_e len = sd_sub(r->sd, end, start);
     if (exv(r, len) > 0) {
         req_ge(r, len, 0, "slice length");
@@ -605,8 +664,57 @@ static sval *rule_slice(rctx *r) {
     return o;
 }
 
+/* reshape / view with sizes that are symbolic ints: each symbolic size must
+ * be one of the input's dims (cancelled from the element count); the -1 is
+ * what remains divided by the constant sizes. */
+static sval *rule_reshape_sym(rctx *r, const sval *a, const sd_e *sz, int n) {
+    int infer = -1;
+    int64_t known = 1;
+    sval *o = out_t(r, n);
+    if (!o) return NULL;
+    for (int i = 0; i < n; i++) {
+        int64_t c;
+        o->d[i] = S(r, sz[i]);
+        if (!sd_is_const(o->d[i], &c)) {
+            if (exv(r, o->d[i]) < 0) r->fail = true;
+        } else if (c == -1 && infer < 0) {
+            infer = i;
+        } else if (c < 0 || !tp_mul_overflow_i64(known, c, &known)) {
+            r->fail = true;
+        }
+    }
+    if (r->fail) return NULL;
+    if (infer < 0) {
+        sd_e total = K(r, 1);
+        for (int i = 0; i < n; i++) total = sd_mul(r->sd, total, o->d[i]);
+        req_eq(r, prod(r, a, 0, a->nd), total, "the number of elements must not change");
+        return o;
+    }
+    bool used[TP_MAX_DIMS] = {false};
+    for (int i = 0; i < n; i++) {
+        if (sd_is_const(o->d[i], NULL)) continue;
+        bool found = false;
+        for (int j = 0; j < a->nd && !found; j++)
+            if (!used[j] && sd_equal(S(r, a->d[j]), o->d[i])) used[j] = found = true;
+        if (!found || known == 0) {
+            r->fail = true;
+            return NULL;
+        }
+    }
+    sd_e rem = K(r, 1);
+    for (int j = 0; j < a->nd; j++)
+        if (!used[j]) rem = sd_mul(r->sd, rem, a->d[j]);
+    req_div(r, rem, known, "the inferred (-1) size must be whole");
+    o->d[infer] = sd_floordiv(r->sd, S(r, rem), known);
+    return o;
+}
+
 static sval *rule_reshape(rctx *r) {
     const sval *a = need_t(r, 0);
+    sd_e ssz[TP_MAX_DIMS];
+    int sn = a ? slist(r, 1, ssz, TP_MAX_DIMS) : -1;
+    for (int i = 0; i < sn; i++)
+        if (!sd_is_const(ssz[i], NULL)) return rule_reshape_sym(r, a, ssz, sn);
     int64_t sz[TP_MAX_DIMS];
     int n = ilist(r, 1, sz, TP_MAX_DIMS);
     if (!a || n < 0) {
@@ -1155,8 +1263,8 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     }
     case TP_OP_EXPAND: {
         const sval *a = need_t(r, 0);
-        int64_t sz[TP_MAX_DIMS];
-        int n = ilist(r, 1, sz, TP_MAX_DIMS);
+        sd_e sz[TP_MAX_DIMS];
+        int n = slist(r, 1, sz, TP_MAX_DIMS);
         if (!a || n < a->nd) {
             r->fail = true;
             return NULL;
@@ -1165,17 +1273,19 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (!o) return NULL;
         for (int i = 0; i < n; i++) {
             int j = i - (n - a->nd);
-            if (sz[i] == -1 && j >= 0) {
+            int64_t c;
+            bool konst = sd_is_const(sz[i], &c);
+            if (konst && c == -1 && j >= 0) {
                 o->d[i] = S(r, a->d[j]);
                 continue;
             }
-            o->d[i] = K(r, sz[i]);
+            if (exv(r, sz[i]) < 0) r->fail = true;
+            o->d[i] = S(r, sz[i]);
             if (j < 0) continue;
             sd_e d = S(r, a->d[j]);
-            int64_t c;
             if (sd_is_const(d, &c) && c == 1) continue;
-            if (exv(r, d) == 1 && sz[i] != 1) req_eq(r, d, K(r, 1), "expanding a dim of size 1");
-            else req_eq(r, d, K(r, sz[i]), "expand to a fixed size");
+            if (exv(r, d) == 1 && exv(r, sz[i]) != 1) req_eq(r, d, K(r, 1), "expanding a dim of size 1");
+            else req_eq(r, d, sz[i], konst ? "expand to a fixed size" : "expand to a size of the same dim");
         }
         return o;
     }
@@ -1206,8 +1316,26 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
             return NULL;
         }
         int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        int64_t start = iarg(r, 2, 0), len = iarg(r, 3, 0);
+        sd_e es = sint(r, 2), el = sint(r, 3);
+        if (!es || !el) {
+            r->fail = true;
+            return NULL;
+        }
         sd_e s = S(r, a->d[d]);
+        if (!sd_is_const(es, NULL) || !sd_is_const(el, NULL)) {
+            /* symbolic window: start >= 0, length >= 0, start + length <= dim */
+            if (exv(r, es) < 0) {
+                r->fail = true;
+                return NULL;
+            }
+            req_ge(r, es, 0, "a symbolic narrow start stays non-negative");
+            req_ge(r, el, 0, "narrow length >= 0");
+            req_ge(r, sd_sub(r->sd, s, sd_add(r->sd, es, el)), 0, "narrow window within the dim");
+            sval *o = copy_t(r, a);
+            if (o) o->d[d] = S(r, el);
+            return o;
+        }
+        int64_t start = iarg(r, 2, 0), len = iarg(r, 3, 0);
         if (start < 0) {
             req_ge(r, sd_addk(r->sd, s, start), 0, "narrow start within the dim");
             if (start + len > 0) r->fail = true;
@@ -1281,8 +1409,93 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->d[d] = K(r, k);
         return seq_of(r, 2, o);
     }
+    case TP_OP_ZEROS:
+    case TP_OP_ONES:
+    case TP_OP_FULL: {
+        sd_e sz[TP_MAX_DIMS];
+        int n = slist(r, 0, sz, TP_MAX_DIMS);
+        sval *o = n >= 0 ? out_t(r, n) : NULL;
+        if (!o) {
+            r->fail = true;
+            return NULL;
+        }
+        for (int i = 0; i < n; i++) {
+            req_ge(r, sz[i], 0, "a size to create stays non-negative");
+            o->d[i] = S(r, sz[i]);
+        }
+        return o;
+    }
+    case TP_OP_SYM_SIZE: {
+        const sval *a = need_t(r, 0);
+        if (!a || a->nd == 0) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+        sval *o = new_sval(r->P, SV_INT);
+        if (o) o->d[0] = S(r, a->d[d]);
+        return o;
+    }
+    case TP_OP_SYM_ADD:
+    case TP_OP_SYM_SUB:
+    case TP_OP_SYM_MUL:
+    case TP_OP_SYM_FLOORDIV: {
+        sd_e x = sint(r, 0), y = sint(r, 1);
+        int64_t k = 0;
+        if (!x || !y || (op == TP_OP_SYM_FLOORDIV && (!sd_is_const(y, &k) || k == 0))) {
+            r->fail = true; /* a symbolic divisor has no expression here */
+            return NULL;
+        }
+        sval *o = new_sval(r->P, SV_INT);
+        if (!o) return NULL;
+        if (op == TP_OP_SYM_ADD) o->d[0] = sd_add(r->sd, x, y);
+        else if (op == TP_OP_SYM_SUB) o->d[0] = sd_sub(r->sd, x, y);
+        else if (op == TP_OP_SYM_MUL) o->d[0] = sd_mul(r->sd, x, y);
+        else o->d[0] = k > 0 ? sd_floordiv(r->sd, x, k) : sd_floordiv(r->sd, sd_mulk(r->sd, x, -1), -k);
+        o->d[0] = S(r, o->d[0]);
+        return o;
+    }
     default: r->fail = true; return NULL;
     }
+}
+
+/* Ops whose symbolic rules read int arguments that are symbolic ints
+ * (nodes); for any other op such an argument means no rule. */
+static bool takes_sym_ints(tp_op op) {
+    switch (op) {
+    case TP_OP_RESHAPE:
+    case TP_OP_VIEW:
+    case TP_OP_EXPAND:
+    case TP_OP_NARROW:
+    case TP_OP_SLICE:
+    case TP_OP_ZEROS:
+    case TP_OP_ONES:
+    case TP_OP_FULL:
+    case TP_OP_SYM_ADD:
+    case TP_OP_SYM_SUB:
+    case TP_OP_SYM_MUL:
+    case TP_OP_SYM_FLOORDIV: return true;
+    default: return false;
+    }
+}
+
+/* In bound args, replace int nodes whose value is a constant by the int;
+ * true when a symbolic one remains. */
+static bool fold_int_nodes(prop *P, tp_value *v) {
+    if (v->kind == TP_VAL_NODE) {
+        const sval *s = map_get(P, v->u.node);
+        int64_t c;
+        if (!s || s->kind != SV_INT) return false;
+        if (s->d[0] && sd_is_const(sd_subst(P->sd, s->d[0]), &c)) {
+            *v = tp_value_int(c);
+            return false;
+        }
+        return true;
+    }
+    bool any = false;
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE)
+        for (int64_t i = 0; i < v->u.seq.n; i++) any = fold_int_nodes(P, &v->u.seq.items[i]) || any;
+    return any;
 }
 
 /* ---- the pass ------------------------------------------------------------------------------ */
@@ -1290,6 +1503,10 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
 /* Compare an sval with the node's example meta value. */
 static bool agrees(prop *P, const sval *v, const tp_value *m) {
     if (!v || !m) return false;
+    if (m->kind == TP_VAL_INT) {
+        int64_t x;
+        return v->kind == SV_INT && sd_eval(P->sd, v->d[0], NULL, &x) && x == m->u.i;
+    }
     if (m->kind == TP_VAL_TENSOR) {
         if (v->kind != SV_TENSOR || v->nd != tp_tensor_ndim(m->u.tensor)) return false;
         for (int i = 0; i < v->nd; i++) {
@@ -1312,7 +1529,11 @@ static void shape_text(prop *P, const sval *v, tp_sb *sb) {
         tp__sb_puts(sb, "?");
         return;
     }
-    if (v->kind == SV_TENSOR) {
+    if (v->kind == SV_INT) {
+        char buf[256];
+        sd_print(P->sd, sd_subst(P->sd, v->d[0]), buf, sizeof buf);
+        tp__sb_puts(sb, buf);
+    } else if (v->kind == SV_TENSOR) {
         tp__sb_puts(sb, "[");
         for (int i = 0; i < v->nd; i++) {
             char buf[256];
@@ -1417,6 +1638,12 @@ tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_inf
                           tp_op_bind(op, args ? args->u.seq.items : NULL, (int)na, kw && kw->kind == TP_VAL_DICT ? kw : NULL,
                                      bound) == TP_OK;
                 tp_clear_error();
+                bool sym_ints = false;
+                for (int i = 0; ok && i < nb; i++) sym_ints = fold_int_nodes(&P, &bound[i]) || sym_ints;
+                if (ok && sym_ints && !takes_sym_ints(op)) {
+                    for (int i = 0; i < nb; i++) tp_value_clear(&bound[i]);
+                    ok = false;
+                }
                 if (ok) {
                     rctx r = {&P, sd, n, op, bound, nb, false};
                     v = apply_rule(&r, meta);
@@ -1444,9 +1671,18 @@ tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_inf
         }
         map_put(&P, n, v);
         /* sizes the forward read as ints are pinned */
+        for (int i = 0; i < n_reads && v->kind == SV_INT; i++) {
+            const size_read *rd = &reads[i];
+            if (rd->dim >= 0 || strcmp(rd->node, tp_node_name(n)) != 0) continue;
+            rctx r = {&P, sd, n, tp_node_op(n), NULL, 0, false};
+            char what[400];
+            snprintf(what, sizeof what, "the forward read the int %s = %" PRId64 " as a C int at %s, which specialises it",
+                     rd->node, rd->value, rd->site);
+            req_eq(&r, v->d[0], K(&r, rd->value), what);
+        }
         for (int i = 0; i < n_reads && v->kind == SV_TENSOR; i++) {
             const size_read *rd = &reads[i];
-            if (strcmp(rd->node, tp_node_name(n)) != 0 || rd->dim >= v->nd) continue;
+            if (rd->dim < 0 || strcmp(rd->node, tp_node_name(n)) != 0 || rd->dim >= v->nd) continue;
             rctx r = {&P, sd, n, kind == TP_NODE_CALL_FUNCTION ? tp_node_op(n) : TP_OP_INVALID, NULL, 0, false};
             char what[400];
             snprintf(what, sizeof what, "the forward read %s.shape[%d] = %" PRId64 " as an int at %s, which specialises it",

@@ -47,6 +47,7 @@ TP_FAMILY(shape)
 TP_FAMILY(index)
 TP_FAMILY(create)
 TP_FAMILY(onnx_ops)
+TP_FAMILY(symint)
 #undef TP_FAMILY
 
 /* Parsed-schema support (schema.c). */

@@ -58,6 +58,7 @@ static void init_once(void) {
     tp__register_index_ops();
     tp__register_create_ops();
     tp__register_onnx_ops_ops();
+    tp__register_symint_ops();
     for (int i = 0; i < TP_OP_COUNT; i++) {
         if (!g_ops[i].schema_text) continue;
         tp_status st = tp__schema_parse(g_ops[i].schema_text, &g_ops[i].schema);

@@ -1,0 +1,89 @@
+/*
+ * symint.c - symbolic-int ops: schemas, rules and kernels for sym_size
+ * (x.size(dim) as a graph value) and the integer arithmetic on such values
+ * (sym_add, sym_sub, sym_mul, sym_floordiv: Python's operator.add/sub/mul/
+ * floordiv on ints).
+ *
+ * Their results are plain ints, not tensors: the shape rule computes the
+ * int from metadata (sym_size reads only the shape, so it works on meta
+ * tensors) or from its int arguments, and the kernel computes the same int.
+ * A graph node of these ops therefore has an int meta value, which the
+ * graph's shape inference substitutes wherever another node passes it as an
+ * int / int-list argument; the interpreter substitutes the computed int. The
+ * export layer (src/export/symshape.c) gives these nodes symbolic values.
+ */
+#include <inttypes.h>
+
+#include "kernel_util.h"
+
+/* sym_size(Tensor self, int dim) -> Any */
+static tp_status sym_size_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *t;
+    TP_TRY(tp__need_tensor(args, 0, "self", &t));
+    int64_t dim = tp__arg_int(args, 1);
+    int nd = t->ndim;
+    TP_CHECK(nd > 0, TP_ERR_INDEX, "dimension specified as %" PRId64 " but tensor has no dimensions", dim);
+    TP_CHECK(dim >= -nd && dim < nd, TP_ERR_INDEX,
+             "Dimension out of range (expected to be in range of [%d, %d], but got %" PRId64 ")", -nd, nd - 1, dim);
+    *out = tp_value_int(t->sizes[dim < 0 ? dim + nd : dim]);
+    return TP_OK;
+}
+
+/* Python int arithmetic (floordiv rounds towards -inf); int64 overflow is
+ * an error (Python ints would not overflow). */
+static tp_status arith(tp_op op, int64_t a, int64_t b, int64_t *r) {
+    bool ok = true;
+    switch (op) {
+    case TP_OP_SYM_ADD: ok = !__builtin_add_overflow(a, b, r); break;
+    case TP_OP_SYM_SUB: ok = !__builtin_sub_overflow(a, b, r); break;
+    case TP_OP_SYM_MUL: ok = !__builtin_mul_overflow(a, b, r); break;
+    default:
+        TP_CHECK(b != 0, TP_ERR_INVALID_ARG, "integer division or modulo by zero");
+        ok = !(a == INT64_MIN && b == -1);
+        if (ok) {
+            int64_t q = a / b;
+            if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+            *r = q;
+        }
+        break;
+    }
+    TP_CHECK(ok, TP_ERR_INVALID_ARG, "integer overflow computing %" PRId64 " %s %" PRId64, a,
+             op == TP_OP_SYM_ADD ? "+" : op == TP_OP_SYM_SUB ? "-" : op == TP_OP_SYM_MUL ? "*" : "//", b);
+    return TP_OK;
+}
+
+static tp_status binop(tp_op op, const tp_value *args, tp_value *out) {
+    int64_t r = 0;
+    TP_TRY(arith(op, tp__arg_int(args, 0), tp__arg_int(args, 1), &r));
+    *out = tp_value_int(r);
+    return TP_OK;
+}
+
+static tp_status sym_add_infer(const tp_value *args, tp_value *out) { return binop(TP_OP_SYM_ADD, args, out); }
+static tp_status sym_sub_infer(const tp_value *args, tp_value *out) { return binop(TP_OP_SYM_SUB, args, out); }
+static tp_status sym_mul_infer(const tp_value *args, tp_value *out) { return binop(TP_OP_SYM_MUL, args, out); }
+static tp_status sym_floordiv_infer(const tp_value *args, tp_value *out) {
+    return binop(TP_OP_SYM_FLOORDIV, args, out);
+}
+
+/* The kernels compute what the rules compute (ints need no data). */
+#define KERNEL(name)                                                      \
+    static tp_status name##_kernel(const tp_value *args, tp_value *out) { \
+        tp_value_clear(out);                                              \
+        return name##_infer(args, out);                                   \
+    }
+KERNEL(sym_size)
+KERNEL(sym_add)
+KERNEL(sym_sub)
+KERNEL(sym_mul)
+KERNEL(sym_floordiv)
+#undef KERNEL
+
+void tp__register_symint_ops(void) {
+    tp__register_op(TP_OP_SYM_SIZE, "sym_size(Tensor self, int dim) -> Any", 0, sym_size_infer, sym_size_kernel);
+    tp__register_op(TP_OP_SYM_ADD, "sym_add(int a, int b) -> Any", 0, sym_add_infer, sym_add_kernel);
+    tp__register_op(TP_OP_SYM_SUB, "sym_sub(int a, int b) -> Any", 0, sym_sub_infer, sym_sub_kernel);
+    tp__register_op(TP_OP_SYM_MUL, "sym_mul(int a, int b) -> Any", 0, sym_mul_infer, sym_mul_kernel);
+    tp__register_op(TP_OP_SYM_FLOORDIV, "sym_floordiv(int a, int b) -> Any", 0, sym_floordiv_infer,
+                    sym_floordiv_kernel);
+}
