@@ -248,7 +248,7 @@ static void input_operand(const tp_tensor *t, const matmul_plan *p, int nbatch, 
 /* An operand shaped like the output (the output itself, or an addend that
  * broadcasts to it), seen through the logical [batch..., m, n] dims. */
 static void output_operand(const tp_tensor *t, const matmul_plan *p, gemm_operand *op) {
-    int64_t es = (int64_t)tp_dtype_size(t->dtype), strides[TP_MAX_DIMS + 2];
+    int64_t es = (int64_t)tp_dtype_size(t->dtype), strides[TP_MAX_DIMS + 2] = {0};
     memset(op, 0, sizeof *op);
     op->data = tp__tensor_base(t);
     for (int l = 0; l < p->n_batch + 2; l++) {

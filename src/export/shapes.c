@@ -823,7 +823,7 @@ static bool try_values(solver *s, int a, int64_t va, int b, int64_t vb) {
     vals[a] = va;
     if (b >= 0) vals[b] = vb;
     fill_values(s, vals);
-    if (a >= 0 && vals[a] < 0) return false;
+    if (vals[a] < 0) return false;
     for (int i = 0; i < s->n_syms; i++)
         if (vals[i] < 0) return false;
     return replay(s, vals);

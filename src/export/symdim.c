@@ -305,6 +305,7 @@ sd_e sd_floordiv(sd_ctx *c, sd_e a, int64_t k) {
         int64_t g = k;
         for (int i = 0; i < nr; i++) g = gcd64(g, r[i].c);
         g = gcd64(g, cr);
+        if (g == 0) g = 1; /* k > 0 makes this unreachable; keeps the divisions obviously safe */
         for (int i = 0; i < nr; i++) r[i].c /= g;
         int64_t k2 = k / g;
         cr /= g;
