@@ -181,7 +181,7 @@ tp_status tp_npy_load_buffer(const void *data, size_t size, tp_tensor **out) {
              "npy: %zu trailing bytes after the data", avail - (size_t)nbytes);
     const void *payload = b + hstart + hlen;
     tp_tensor *t;
-    if (!fortran) {
+    if (!fortran || numel == 0) { /* an empty array has no order */
         TP_TRY(tp_tensor_from_data(dtype, ndim, shape, payload, &t));
     } else {
         /* Fortran order: the data is a C-order array of the reversed shape;

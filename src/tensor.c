@@ -23,10 +23,14 @@ tp_status tp__numel(int ndim, const int64_t *sizes, int64_t *out) {
 }
 
 void tp__contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
-    int64_t s = 1;
+    /* Wrapping arithmetic: a shape with a zero dim may have other dims
+     * whose product overflows (its strides are never used to address
+     * anything); PyTorch wraps the same way, and signed overflow would be
+     * undefined behaviour. */
+    uint64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
-        strides[i] = s;
-        s *= sizes[i] > 1 ? sizes[i] : 1;
+        strides[i] = (int64_t)s;
+        s *= sizes[i] > 1 ? (uint64_t)sizes[i] : 1u;
     }
 }
 
@@ -291,6 +295,10 @@ int64_t tp_tensor_numel(const tp_tensor *t) {
 }
 
 bool tp_tensor_is_contiguous(const tp_tensor *t) {
+    /* empty tensors are contiguous (as in PyTorch); this also keeps the
+     * product below within the element count, which fits int64 */
+    for (int i = 0; i < t->ndim; i++)
+        if (t->sizes[i] == 0) return true;
     int64_t expected = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->sizes[i] == 0) return true;
@@ -345,7 +353,9 @@ void tp__iter_init(tp_iter *it, int ndim, const int64_t *sizes, int n_ops,
         int64_t es = (int64_t)tp_dtype_size(t->dtype);
         for (int i = 0; i < ndim; i++) {
             int ti = t->ndim - ndim + i;
-            it->bstrides[k][i] = (ti >= 0 && t->sizes[ti] != 1) ? t->strides[ti] * es : 0;
+            /* wrapping: an empty tensor's strides may be huge (never used) */
+            it->bstrides[k][i] =
+                (ti >= 0 && t->sizes[ti] != 1) ? (int64_t)((uint64_t)t->strides[ti] * (uint64_t)es) : 0;
         }
         it->ptr[k] = tp__tensor_base(t);
     }

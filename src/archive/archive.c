@@ -63,7 +63,9 @@ static tp_status map_file(const char *path, bool no_mmap, mapping **out) {
     atomic_init(&m->refcount, 1);
     m->size = (size_t)sb.st_size;
     if (m->size > 0 && !no_mmap) {
-        void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        /* copy-on-write: programs that mutate a buffer in place write to
+         * private pages, never to the file (a read-only map would fault) */
+        void *p = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
         if (p != MAP_FAILED) {
             m->data = p;
             m->mmapped = true;
@@ -78,11 +80,12 @@ static tp_status map_file(const char *path, bool no_mmap, mapping **out) {
             got += (size_t)n;
         }
         if (!m->data || got != m->size) {
+            bool no_memory = m->data == NULL;
             close(fd);
             tp_free(m->data);
             tp_free(m);
-            return m->data ? tp_error(TP_ERR_IO, "cannot read '%s'", path)
-                           : tp_error(TP_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, (size_t)sb.st_size);
+            return no_memory ? tp_error(TP_ERR_NOMEM, "out of memory reading '%s' (%zu bytes)", path, (size_t)sb.st_size)
+                             : tp_error(TP_ERR_IO, "cannot read '%s'", path);
         }
     }
     close(fd);
@@ -372,9 +375,30 @@ static tp_status load_examples(const tp_zip_reader *z, const char *name, tp_valu
     return st;
 }
 
-/* Load or verify every program. problems != NULL: verify mode. */
+/* Member names under extra/ become file names for users: a relative path
+ * of non-empty parts, none of them "." or "..", no backslashes. */
+static bool extra_name_ok(const char *name) {
+    if (!*name || name[0] == '/' || strchr(name, '\\')) return false;
+    for (const char *part = name; part;) {
+        const char *end = strchr(part, '/');
+        size_t len = end ? (size_t)(end - part) : strlen(part);
+        if (len == 0 || (len == 1 && part[0] == '.') || (len == 2 && part[0] == '.' && part[1] == '.')) return false;
+        part = end ? end + 1 : NULL;
+    }
+    return true;
+}
+
+/* Append one verify-mode problem line ("- program 'p': message"). */
+static void report_problem(tp_sb *report, int *n_problems, const char *program, const char *message) {
+    tp__sb_printf(report, "%s- program '%s': %s", report->len ? "\n" : "", program, message);
+    (*n_problems)++;
+}
+
+/* Load or verify every program. report != NULL: verify mode, where each
+ * problem of each program is appended as a line and counted in
+ * *n_problems. */
 static tp_status load_all(mapping *image, bool mapped, const tp_load_options *opts, tp_archive **out,
-                          tp_sb *report) {
+                          tp_sb *report, int *n_problems) {
     tp_zip_limits lim = limits_from(opts);
     tp_zip_reader *z = NULL;
     TP_TRY(tp__zip_open(image->data, image->size, &lim, &z));
@@ -454,6 +478,11 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
                                         .problems = report ? &probs : NULL};
             pst = tp__serde_program_from_json(text, len, &ro, &p);
         }
+        if (pst != TP_OK && report && pst != TP_ERR_NOMEM) {
+            /* verify mode: each of the document's problems on its own line */
+            for (int k = 0; k < probs.n; k++) report_problem(report, n_problems, name, probs.items[k].message);
+            if (probs.n == 0) report_problem(report, n_problems, name, tp_last_error());
+        }
         tp__serde_problems_free(&probs);
         if (pst != TP_OK) tp_error_context("program '%s'", name);
         tp_free(text);
@@ -466,9 +495,8 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
                 st = pst;
                 break;
             }
-            /* verify mode: record and go on with the next program */
+            /* verify mode: recorded above; go on with the next program */
             if (first == TP_OK) first = pst;
-            tp__sb_printf(report, "%s%s", report->len ? "\n" : "", tp_last_error());
             continue;
         }
         char *nm = tp_strdup(name);
@@ -483,7 +511,19 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
     /* extra files */
     for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
         const char *m = tp__zip_entry(z, i)->name;
-        if (strncmp(m, "extra/", 6) != 0 || !m[6]) continue;
+        if (strncmp(m, "extra/", 6) != 0 || !m[6] || m[strlen(m) - 1] == '/') continue; /* not a directory entry */
+        if (!extra_name_ok(m + 6)) {
+            tp_status est = tp_error(TP_ERR_CORRUPT,
+                                     "extra file '%.200s': name must be a relative path without '..' or empty parts", m);
+            if (!report) {
+                st = est;
+                break;
+            }
+            if (first == TP_OK) first = est;
+            tp__sb_printf(report, "%s- %s", report->len ? "\n" : "", tp_last_error());
+            (*n_problems)++;
+            continue;
+        }
         named_blob *nb = tp_realloc(a->extra, (size_t)(a->n_extra + 1) * sizeof *nb);
         if (!nb) {
             st = tp_error(TP_ERR_NOMEM, "out of memory");
@@ -499,6 +539,11 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
         if (st == TP_OK) a->extra[a->n_extra++] = b;
     }
     tp__zip_close(z);
+    if (st != TP_OK && st != TP_ERR_NOMEM && report && report->len) {
+        /* verify mode: a problem that stopped the walk joins the others */
+        tp__sb_printf(report, "\n- %s", tp_last_error());
+        (*n_problems)++;
+    }
     if (st == TP_OK && first != TP_OK) st = first;
     if (st != TP_OK) {
         tp_archive_free(a);
@@ -514,7 +559,7 @@ tp_status tp_archive_load(const char *path, const tp_load_options *opts, tp_arch
     TP_CHECK(path && out, TP_ERR_INVALID_ARG, "archive path is NULL");
     mapping *m;
     TP_TRY(map_file(path, opts && opts->no_mmap, &m));
-    tp_status st = load_all(m, m->mmapped, opts, out, NULL);
+    tp_status st = load_all(m, m->mmapped, opts, out, NULL, NULL);
     mapping_release(m, NULL);
     if (st != TP_OK) tp_error_context("%s", path);
     return st;
@@ -525,25 +570,29 @@ tp_status tp_archive_load_buffer(const void *data, size_t size, const tp_load_op
     mapping *m;
     TP_TRY(map_buffer(data, size, &m));
     /* the private copy is ours: weights may borrow it like a mapping */
-    tp_status st = load_all(m, true, opts, out, NULL);
+    tp_status st = load_all(m, true, opts, out, NULL, NULL);
     if (st == TP_OK) (*out)->mapped_weights = false;
     mapping_release(m, NULL);
     return st;
 }
 
+/* Verify: TP_OK, or the first problem's status with the message
+ * "N problems:\n- program 'a': ...\n- ..." (one problem: its line alone). */
 static tp_status verify_image(mapping *m, const tp_load_options *opts) {
     tp_sb report = {0};
     tp_archive *a = NULL;
-    tp_status st = load_all(m, m->mmapped, opts, &a, &report);
+    int n_problems = 0;
+    tp_status st = load_all(m, m->mmapped, opts, &a, &report, &n_problems);
     tp_archive_free(a);
-    if (st == TP_OK || !report.len) {
+    if (st == TP_OK || !report.len || n_problems == 0) {
         tp__sb_free(&report);
         return st;
     }
     char *text;
     tp_status fst = tp__sb_finish(&report, &text);
     if (fst != TP_OK) return fst;
-    tp_error(st, "%s", text);
+    if (n_problems == 1) tp_error(st, "%s", text + 2);
+    else tp_error(st, "%d problems:\n%s", n_problems, text);
     tp_free(text);
     return st;
 }
