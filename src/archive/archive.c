@@ -182,6 +182,15 @@ static tp_zip_limits limits_from(const tp_load_options *o) {
     return l;
 }
 
+/* Up to 32 bytes of a member's text for a message, with anything that is
+ * not printable ASCII shown as '?' (messages stay on one line). */
+static const char *printable(const char *text, size_t len, char *buf, size_t size) {
+    size_t n = len < size - 1 ? len : size - 1;
+    for (size_t i = 0; i < n; i++) buf[i] = (text[i] >= 0x20 && text[i] < 0x7f) ? text[i] : '?';
+    buf[n] = '\0';
+    return buf;
+}
+
 /* Read a small text member; missing -> TP_ERR_CORRUPT naming it. */
 static tp_status read_member(const tp_zip_reader *z, const char *name, bool required, char **text, size_t *len) {
     *text = NULL;
@@ -411,16 +420,16 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
         a->mapped_weights = mapped;
         st = read_member(z, FORMAT_MEMBER, true, &text, &len);
         if (st == TP_OK && !(len == 3 && memcmp(text, "pt2", 3) == 0))
-            st = tp_error(TP_ERR_CORRUPT, "member '%s' must be 'pt2', not '%.*s'", FORMAT_MEMBER, (int)(len < 32 ? len : 32),
-                          text);
+            st = tp_error(TP_ERR_CORRUPT, "member '%s' must be 'pt2', not '%s'", FORMAT_MEMBER,
+                          printable(text, len, (char[33]){0}, 33));
         tp_free(text);
         text = NULL;
     }
     if (st == TP_OK) {
         st = read_member(z, VERSION_MEMBER, true, &text, &len);
         if (st == TP_OK && !(len == 1 && text[0] == '1'))
-            st = tp_error(TP_ERR_UNSUPPORTED, "archive version '%.*s' is not supported (expected '1')",
-                          (int)(len < 32 ? len : 32), text);
+            st = tp_error(TP_ERR_UNSUPPORTED, "archive version '%s' is not supported (expected '1')",
+                          printable(text, len, (char[33]){0}, 33));
         tp_free(text);
         text = NULL;
     }
