@@ -863,9 +863,152 @@ TEST(test_state_dict_errors) {
     tp_module_free(lin);
 }
 
+/* ---- in-place writes through views of state and inputs ------------------------------ */
+
+static tp_t *narrow_(tp_ctx *ctx, tp_t *a, int64_t dim, int64_t start, int64_t len) {
+    tp_value v[4] = {tp_v(a), tp_value_int(dim), tp_value_int(start), tp_value_int(len)};
+    return tp_call(ctx, TP_OP_NARROW, v, 4, NULL);
+}
+
+static tp_t *slice_(tp_ctx *ctx, tp_t *a, int64_t dim, int64_t start, int64_t end, int64_t step) {
+    tp_value v[5] = {tp_v(a), tp_value_int(dim), tp_value_int(start), tp_value_int(end), tp_value_int(step)};
+    return tp_call(ctx, TP_OP_SLICE, v, 5, NULL);
+}
+
+static tp_t *view_(tp_ctx *ctx, tp_t *a, int n, const int64_t *sizes) {
+    tp_value v[2] = {tp_v(a), tp_ints(ctx, n, sizes)};
+    return tp_call(ctx, TP_OP_VIEW, v, 2, NULL);
+}
+
+/* buf: [3, 4]; x: [n, 4] */
+static tp_status views_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *buf = tp_buffer(ctx, self, "buf");
+    tp_t *col0 = tp_select(ctx, buf, 1, 0); /* taken before the writes: must see them */
+    tp_add_scalar_(ctx, tp_select(ctx, buf, 0, 1), 1);                                  /* buf[1] += 1 */
+    tp_mul_scalar_(ctx, narrow_(ctx, tp_transpose(ctx, buf, 0, 1), 0, 1, 2), 2);       /* buf[:, 1:3] *= 2 */
+    tp_fill_(ctx, slice_(ctx, view_(ctx, buf, 1, (int64_t[]){12}), 0, 3, 12, 4), -1); /* flat[3::4] = -1 */
+    tp_add_scalar_(ctx, buf, 0.5);                                                      /* the base itself */
+    tp_t *row = tp_select(ctx, tp_select(ctx, view_(ctx, buf, 3, (int64_t[]){3, 2, 2}), 0, 2), 1, 1);
+    tp_copy_(ctx, row, narrow_(ctx, tp_select(ctx, x, 0, 0), 0, 1, 2)); /* buf.view(3,2,2)[2,1] = x[0, 1:3] */
+    /* user input: x[:, 0] = 0 and x.t()[3] += buf[0, 3] (through a view chain of x) */
+    tp_zero_(ctx, tp_select(ctx, x, 1, 0));
+    tp_add_(ctx, tp_select(ctx, tp_transpose(ctx, x, 0, 1), 0, 3), tp_select(ctx, tp_select(ctx, buf, 0, 0), 0, 3));
+    tp_t *y = tp_add(ctx, tp_sum(ctx, col0), tp_sum(ctx, x));
+    return tp_return(ctx, y, out);
+}
+
+static tp_module *views_model(void) {
+    static const char *const names[] = {"x"};
+    tp_module *m = simple_model("Views", views_fwd, 1, names);
+    tp_tensor *b = t2(3, 4, -1.0f);
+    tp_module_register(m, TP_STATE_BUFFER, "buf", b, true);
+    tp_tensor_free(b);
+    return m;
+}
+
+static tp_tensor *slice2(int64_t n, float start) { return t2(n, 4, start); }
+
+TEST(test_inplace_through_views) {
+    tp_module *eager = views_model(), *m = views_model();
+    tp_value x = tp_value_tensor(slice2(5, 0.25f));
+    tp_program *p = NULL;
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_dim(s, "n", 2, 16);
+    tp_shapes_set(s, "x", 0, "n");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) {
+        const tp_signature *sig = tp_program_signature(p);
+        CHECK(tp_signature_n_outputs(sig) == 3);
+        CHECK(tp_signature_output(sig, 0)->kind == TP_OUTPUT_BUFFER_MUTATION);
+        CHECK(strcmp(tp_signature_output(sig, 0)->target, "buf") == 0);
+        CHECK(tp_signature_output(sig, 1)->kind == TP_OUTPUT_USER_INPUT_MUTATION);
+        CHECK(strcmp(tp_signature_output(sig, 1)->target, "x") == 0);
+    }
+    tp_tensor *be = NULL, *bm = NULL;
+    tp_module_get_state(eager, "buf", &be, NULL, NULL);
+    tp_module_get_state(m, "buf", &bm, NULL, NULL);
+    CHECK(tp_tensor_item_f64(bm, 5) == -1.0 + 0.25 * 5); /* exporting changed nothing */
+    int64_t sizes[3] = {5, 3, 7};
+    for (int call = 0; p && call < 3; call++) {
+        tp_value xe = tp_value_tensor(slice2(sizes[call], 0.5f * (float)call)),
+                 xp = tp_value_tensor(slice2(sizes[call], 0.5f * (float)call));
+        tp_value a = tp_value_none(), b = tp_value_none();
+        CHECK_OK(tp_module_run(eager, NULL, &xe, 1, NULL, &a));
+        CHECK_OK(tp_program_call(p, &xp, 1, NULL, &b));
+        CHECK_CLOSE(out_tensor(&b), out_tensor(&a), 0, 0);
+        CHECK_CLOSE(bm, be, 0, 0);
+        CHECK_CLOSE(xp.u.tensor, xe.u.tensor, 0, 0);
+        CHECK(tp_tensor_item_f64(xe.u.tensor, 4) == 0.0); /* x[1, 0] was zeroed */
+        tp_value_clear(&a);
+        tp_value_clear(&b);
+        tp_value_clear(&xe);
+        tp_value_clear(&xp);
+    }
+    /* the archive round trip keeps the in-place node (its state: buf as saved = eager's) */
+    if (p) {
+        tp_archive_entry e = {"model", p};
+        void *buf = NULL;
+        size_t len = 0;
+        tp_archive *ar = NULL;
+        CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &buf, &len));
+        if (buf) CHECK_OK(tp_archive_load_buffer(buf, len, NULL, &ar));
+        tp_program *q = ar ? tp_archive_find_program(ar, "model") : NULL;
+        CHECK(q != NULL);
+        tp_tensor *bq = NULL;
+        if (q) CHECK_OK(tp_program_get_state(q, "buf", &bq, NULL, NULL));
+        tp_value xq = tp_value_tensor(slice2(4, 1.0f)), xe = tp_value_tensor(slice2(4, 1.0f));
+        tp_value a = tp_value_none(), b = tp_value_none();
+        if (bq) {
+            CHECK_CLOSE(bq, be, 0, 0);
+            CHECK_OK(tp_program_call(q, &xq, 1, NULL, &b));
+            CHECK_OK(tp_module_run(eager, NULL, &xe, 1, NULL, &a));
+            CHECK_CLOSE(out_tensor(&b), out_tensor(&a), 0, 0);
+            CHECK_CLOSE(bq, be, 0, 0);
+            CHECK_CLOSE(xq.u.tensor, xe.u.tensor, 0, 0);
+        }
+        tp_value_clear(&a);
+        tp_value_clear(&b);
+        tp_value_clear(&xq);
+        tp_value_clear(&xe);
+        tp_archive_free(ar);
+        tp_free(buf);
+    }
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+    tp_module_free(eager);
+}
+
+/* writing through a view of a constant is refused like a direct write */
+static tp_status const_view_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_t *c = tp_const(ctx, self, "k");
+    tp_fill_(ctx, tp_select(ctx, c, 0, 0), 3);
+    return tp_return(ctx, tp_add(ctx, tp_arg(ctx, &args[0]), c), out);
+}
+
+TEST(test_inplace_view_of_constant_refused) {
+    static const char *const names[] = {"x"};
+    tp_module *m = simple_model("CV", const_view_fwd, 1, names);
+    tp_tensor *k = t2(2, 3, 0.0f);
+    tp_module_register(m, TP_STATE_CONSTANT, "k", k, true);
+    tp_tensor_free(k);
+    tp_value x = tp_value_tensor(t2(2, 3, 1.0f));
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_export(m, &x, 1, NULL, NULL, &p), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("the forward mutates constant tensor 'k'");
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 TEST_MAIN(T(test_lifted_names_and_order), T(test_accumulator_matches_eager), T(test_lifted_constant), T(test_kwargs_defaults_replayed),
           T(test_data_dependent_branch), T(test_dynamic_shapes_spec_errors), T(test_shared_dim_equality_and_range),
           T(test_derived_dim_enforced), T(test_discovered_equality_suggested_fix),
           T(test_specialization_and_range_fixes), T(test_divisibility_fix), T(test_input_and_container_mutations), T(test_draft_export),
           T(test_module_call_graph_and_unflatten), T(test_several_entry_points_share_state),
-          T(test_state_dict_errors))
+          T(test_state_dict_errors), T(test_inplace_through_views),
+          T(test_inplace_view_of_constant_refused))

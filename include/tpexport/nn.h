@@ -98,10 +98,14 @@ TP_API tp_status tp_nn_sequential_add(tp_module *seq, tp_module *child);
 
 /* MultiheadAttention(embed_dim, num_heads, bias, batch_first): in_proj_weight
  * [3E, E], in_proj_bias [3E], out_proj (Linear E->E). Forward arguments
- * "query", "key" (default None: query), "value" (default None: key);
- * returns the attention output only (PyTorch also returns the averaged
- * weights). No masks; dropout 0. Heads are split and merged with
- * chunk/stack/cat, so no size is read: batch and sequence may be dynamic. */
+ * "query", "key" (default None: query), "value" (default None: key),
+ * "key_padding_mask" (None; (N, S) bool or float), "need_weights" (False -
+ * PyTorch defaults to True), "attn_mask" (None; (L, S) or (N*H, L, S), bool =
+ * not allowed, float = added), "average_attn_weights" (True). Returns the
+ * output, or (output, weights) with need_weights (weights (N, L, S) averaged
+ * over heads, else (N, H, L, S)). Dropout 0; no is_causal. Heads are split
+ * and merged with chunk/stack/cat, so no size is read: batch and sequence
+ * may be dynamic. */
 TP_API tp_status tp_nn_multihead_attention(tp_rng *rng, int64_t embed_dim, int64_t num_heads, bool bias,
                                            bool batch_first, tp_module **out);
 /* TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,

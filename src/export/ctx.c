@@ -183,6 +183,7 @@ void tp__ctx_free(tp_ctx *c) {
     if (!c) return;
     for (int i = 0; i < c->n_handles; i++) {
         tp_tensor_free(c->handles[i]->t);
+        tp_free(c->handles[i]->view_steps);
         tp_free(c->handles[i]);
     }
     tp_free(c->handles);
@@ -276,6 +277,62 @@ tp_t *tp__ctx_find(const tp_ctx *ctx, const tp_tensor *t) {
     for (int i = ctx->n_handles - 1; i >= 0; i--)
         if (ctx->handles[i]->t == t) return ctx->handles[i];
     return NULL;
+}
+
+/* ---- views (export) ------------------------------------------------------------------ */
+
+/* Re-apply h's view steps to node `from` (the base's current node or a
+ * clone of it): the node holding the same view of `from`. */
+static tp_status replay_view(tp_ctx *ctx, const tp_t *h, tp_node *from, tp_node **out) {
+    tp_node *cur = from;
+    for (int i = 0; i < h->n_view_steps; i++) {
+        const tp_node *s = h->view_steps[i];
+        tp_value args, kw = tp_value_none(), a0 = tp_value_node(cur);
+        TP_TRY(tp_value_copy(tp_node_args(s), &args));
+        tp_status st = tp_value_seq_set(&args, 0, &a0);
+        const tp_value *skw = tp_node_kwargs(s);
+        if (st == TP_OK && skw && skw->kind == TP_VAL_DICT && tp_value_len(skw) > 0) st = tp_value_copy(skw, &kw);
+        tp_node *n = NULL;
+        if (st == TP_OK)
+            st = tp_graph_call_function(ctx->g, tp_node_op(s), &args, kw.kind == TP_VAL_DICT ? &kw : NULL, &n);
+        tp_value_clear(&args);
+        tp_value_clear(&kw);
+        TP_TRY(st);
+        cur = n;
+    }
+    *out = cur;
+    return TP_OK;
+}
+
+tp_status tp__ctx_node(tp_ctx *ctx, tp_t *h, tp_node **out) {
+    if (h->view_base && h->base_version != h->view_base->version && ctx->g) {
+        tp_node *n;
+        TP_TRY(replay_view(ctx, h, h->view_base->node, &n));
+        h->node = n;
+        h->base_version = h->view_base->version;
+    }
+    *out = h->node;
+    return TP_OK;
+}
+
+/* h (made from `in` by view node s1, then getitem s2 for multi-output
+ * views) aliases in's storage: remember its root base and steps. */
+static void set_view(tp_ctx *ctx, tp_t *h, tp_t *in, tp_node *s1, tp_node *s2) {
+    if (tp_is_poison(h) || !h->t || !in->t || !h->t->storage || h->t->storage != in->t->storage) return;
+    tp_t *base = in->view_base ? in->view_base : in;
+    int n = in->n_view_steps + 1 + (s2 != NULL);
+    tp_node **steps = tp_malloc((size_t)n * sizeof *steps);
+    if (!steps) {
+        tp_ctx_fail(ctx, TP_ERR_NOMEM, "out of memory recording a view");
+        return;
+    }
+    for (int i = 0; i < in->n_view_steps; i++) steps[i] = in->view_steps[i];
+    steps[in->n_view_steps] = s1;
+    if (s2) steps[n - 1] = s2;
+    h->view_base = base;
+    h->view_steps = steps;
+    h->n_view_steps = n;
+    h->base_version = base->version;
 }
 
 tp_t *tp_arg(tp_ctx *ctx, const tp_value *v) {
@@ -451,7 +508,9 @@ static tp_status to_graph_value(tp_ctx *ctx, const tp_value *v, tp_value *out, b
         tp_t *h = tp__ctx_find(ctx, v->u.tensor);
         TP_CHECK(h != NULL, TP_ERR_INVALID_ARG,
                  "a tensor argument is not a value of this context (use tp_constant for tensors made in a forward)");
-        *out = tp_value_node(h->node);
+        tp_node *n;
+        TP_TRY(tp__ctx_node(ctx, h, &n));
+        *out = tp_value_node(n);
         return TP_OK;
     }
     case TP_VAL_NONE:
@@ -636,10 +695,15 @@ int tp_call_multi(tp_ctx *ctx, tp_op op, const tp_value *args, int n_args, const
         return 0;
     }
     int n = 0;
+    /* export: outputs of a view op that alias its input are tracked views */
+    tp_t *view_in = NULL;
+    if (ctx->exporting && (tp_op_flags(op) & TP_OPF_VIEW) && n_args > 0 && args[0].kind == TP_VAL_TENSOR)
+        view_in = tp__ctx_find(ctx, args[0].u.tensor);
     if (result.kind == TP_VAL_TENSOR) {
         if (max_outs > 0) {
             outs[0] = tp__ctx_handle(ctx, tp_tensor_retain(result.u.tensor), node, op);
             n = 1;
+            if (view_in) set_view(ctx, outs[0], view_in, node, NULL);
         }
     } else if (result.kind == TP_VAL_INT || result.kind == TP_VAL_BOOL) {
         if (max_outs > 0) {
@@ -666,6 +730,7 @@ int tp_call_multi(tp_ctx *ctx, tp_op op, const tp_value *args, int n_args, const
                 }
             }
             outs[n++] = tp__ctx_handle(ctx, tp_tensor_retain(item->u.tensor), gi, op);
+            if (view_in) set_view(ctx, outs[n - 1], view_in, node, gi);
         }
     }
     tp_value_clear(&result);
@@ -817,9 +882,51 @@ static tp_t *inplace(tp_ctx *ctx, tp_op op, tp_t *self, const tp_value *args, in
             if (st == TP_OK) st = tp_graph_call_function(ctx->g, TP_OP_TO, &targs, NULL, &node);
             tp_value_clear(&targs);
         }
-        if (st == TP_OK) {
+        if (st == TP_OK && !self->view_base) {
+            /* a write into storage some other state/input owns without a
+             * recorded view cannot be written back */
+            for (int k = 0; k < ctx->n_origins; k++) {
+                const tp_t *oh = ctx->origins[k].handle;
+                if (oh != self && oh->t && self->t->storage && oh->t->storage == self->t->storage) {
+                    st = tp_error(TP_ERR_UNSUPPORTED,
+                                  "the in-place write goes to a tensor that aliases '%s' but was not derived from it "
+                                  "by a view op; it cannot be recorded as a mutation of '%s'",
+                                  ctx->origins[k].path, ctx->origins[k].path);
+                    break;
+                }
+            }
+        }
+        if (st == TP_OK && self->view_base) {
+            /* write through a view: base_new = clone(base); the same view
+             * of base_new; copy_(view, value) - the in-place node mutates
+             * the fresh clone, which becomes the base's value */
+            tp_t *base = self->view_base;
+            tp_node *nb = NULL, *v = NULL, *w = NULL;
+            tp_value cargs = tp_value_none(), a0 = tp_value_node(base->node);
+            st = tp_value_tuple(1, &cargs);
+            if (st == TP_OK) st = tp_value_seq_set(&cargs, 0, &a0);
+            if (st == TP_OK) st = tp_graph_call_function(ctx->g, TP_OP_CLONE, &cargs, NULL, &nb);
+            tp_value_clear(&cargs);
+            if (st == TP_OK) st = replay_view(ctx, self, nb, &v);
+            if (st == TP_OK) st = tp_value_tuple(2, &cargs);
+            tp_value c0 = tp_value_node(v), c1 = tp_value_node(node);
+            if (st == TP_OK) st = tp_value_seq_set(&cargs, 0, &c0);
+            if (st == TP_OK) st = tp_value_seq_set(&cargs, 1, &c1);
+            if (st == TP_OK) st = tp_graph_call_function(ctx->g, TP_OP_COPY_, &cargs, NULL, &w);
+            tp_value_clear(&cargs);
+            if (st == TP_OK) {
+                tp_node_set_flags(w, tp_node_flags(w) | TP_NODE_IMPURE);
+                base->node = nb;
+                base->made_by = op;
+                base->version++;
+                self->node = node;
+                self->made_by = op;
+                self->base_version = base->version;
+            }
+        } else if (st == TP_OK) {
             self->node = node;
             self->made_by = op;
+            self->version++;
         }
     }
     if (st != TP_OK) {
@@ -1060,8 +1167,11 @@ static tp_status leaf_names(tp_ctx *ctx, const tp_value *v, char ***names, tp_va
     for (int64_t i = 0; st == TP_OK && i < k; i++) {
         const tp_value *leaf = tp_value_at(&leaves, i);
         tp_t *h = leaf->kind == TP_VAL_TENSOR ? tp__ctx_find(ctx, leaf->u.tensor) : NULL;
-        if (h && h->node) {
-            if (!((*names)[i] = tp_strdup(tp_node_name(h->node)))) st = tp_error(TP_ERR_NOMEM, "out of memory");
+        tp_node *hn = NULL;
+        if (h && h->node) st = tp__ctx_node(ctx, h, &hn);
+        if (st != TP_OK) break;
+        if (hn) {
+            if (!((*names)[i] = tp_strdup(tp_node_name(hn)))) st = tp_error(TP_ERR_NOMEM, "out of memory");
         } else {
             st = tp_value_copy(leaf, &(*consts)[i]);
         }

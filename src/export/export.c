@@ -203,8 +203,10 @@ static tp_status output_leaf(tp_ctx *ctx, const tp_value *leaf, tp_value *gv, tp
     if (leaf->kind == TP_VAL_TENSOR) {
         tp_t *h = tp__ctx_find(ctx, leaf->u.tensor);
         TP_CHECK(h && h->node, TP_ERR_INVALID_ARG, "the forward returned a tensor that is not a value of the context");
-        *gv = tp_value_node(h->node);
-        return tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(h->node)), NULL);
+        tp_node *n;
+        TP_TRY(tp__ctx_node(ctx, h, &n));
+        *gv = tp_value_node(n);
+        return tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(n)), NULL);
     }
     TP_TRY(tp_value_copy(leaf, gv));
     return tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_constant("", *leaf), NULL);

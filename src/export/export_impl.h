@@ -23,6 +23,15 @@ struct tp_t {
      * the example's) and node, when set, the int-valued node computing it. */
     bool is_int;
     int64_t ival;
+    /* Export: a view of another handle's storage (made by a TP_OPF_VIEW op)
+     * records its root base and the graph nodes that derived it from the
+     * base, so an in-place write through it is written back to the base and
+     * a view taken before the base was written is re-derived when used. */
+    struct tp_t *view_base;
+    tp_node **view_steps; /* graph-owned nodes, base first */
+    int n_view_steps;
+    unsigned version;      /* bumped by every in-place write into this handle's storage */
+    unsigned base_version; /* view_base->version when node was derived */
 };
 
 /* Where a mutable value came from: a lifted state entry or a user input
@@ -120,6 +129,9 @@ TP_HIDDEN tp_status tp__ctx_new(bool exporting, bool draft, tp_ctx **out);
 TP_HIDDEN void tp__ctx_free(tp_ctx *ctx);
 TP_HIDDEN tp_t *tp__ctx_handle(tp_ctx *ctx, tp_tensor *t, tp_node *node, tp_op made_by); /* takes t */
 TP_HIDDEN tp_t *tp__ctx_find(const tp_ctx *ctx, const tp_tensor *t);
+/* The node currently holding h's value (a view is re-derived from its base
+ * when the base was written since). */
+TP_HIDDEN tp_status tp__ctx_node(tp_ctx *ctx, tp_t *h, tp_node **out);
 TP_HIDDEN tp_status tp__ctx_add_failure(tp_ctx *ctx, tp_failure_kind kind, const char *msg);
 TP_HIDDEN const fwd_method *tp__module_method(const tp_module *m, const char *method);
 /* Bind positional/keyword values to a method's declared arguments: n_args

@@ -472,7 +472,68 @@ typedef struct mha_cfg {
     bool batch_first;
 } mha_cfg;
 
-static const char *const MHA_ARGS[] = {"query", "key", "value"};
+static const char *const MHA_ARGS[] = {"query",          "key",       "value",
+                                       "key_padding_mask", "need_weights", "attn_mask",
+                                       "average_attn_weights"};
+enum { MHA_NARGS = 7 };
+
+static bool flag_arg(const tp_value *v, bool dflt) {
+    return v->kind == TP_VAL_BOOL || v->kind == TP_VAL_INT ? tp_value_as_i64(v) != 0 : dflt;
+}
+
+/* scores + mask: a bool mask (True = not allowed) fills -inf, a float mask
+ * is added (PyTorch's convention for both masks). */
+static tp_t *apply_mask(tp_ctx *ctx, tp_t *scores, tp_t *mask, const char *what) {
+    if (tp_is_poison(scores) || tp_is_poison(mask)) return tp_add(ctx, scores, mask);
+    tp_dtype dt = tp_dtype_of(mask);
+    if (dt == TP_BOOL) {
+        tp_value a[3] = {tp_v(scores), tp_v(mask), tp_value_float(-INFINITY)};
+        return tp_call(ctx, TP_OP_MASKED_FILL, a, 3, NULL);
+    }
+    if (!tp_dtype_is_float(dt)) {
+        tp_ctx_fail(ctx, TP_ERR_TYPE, "only bool and floating types of %s are supported, got %s", what,
+                    tp_dtype_name(dt));
+        return tp_add(ctx, NULL, NULL);
+    }
+    return tp_add(ctx, scores, mask);
+}
+
+/* Explicit attention over heads (N, H, L, d) with masks; *weights the
+ * softmaxed scores (N, H, L, S). */
+static tp_t *masked_attention(tp_ctx *ctx, const mha_cfg *cfg, tp_t *qh, tp_t *kh, tp_t *vh, const tp_value *kpm_v,
+                              const tp_value *mask_v, tp_t **weights) {
+    double scale = 1.0 / sqrt((double)(cfg->embed_dim / cfg->num_heads));
+    tp_t *scores = tp_matmul(ctx, tp_mul_scalar(ctx, qh, scale), tp_transpose(ctx, kh, -2, -1));
+    if (mask_v->kind != TP_VAL_NONE) {
+        tp_t *m = tp_arg(ctx, mask_v);
+        if (!tp_is_poison(m) && tp_ndim(m) == 3) {
+            /* (N*H, L, S) -> (N, H, L, S) */
+            tp_t *dims[4] = {tp_int(ctx, -1), tp_int(ctx, cfg->num_heads), tp_dim(ctx, m, 1), tp_dim(ctx, m, 2)};
+            tp_value a[2] = {tp_v(m), tp_ints_sym(ctx, 4, dims)};
+            m = tp_call(ctx, TP_OP_RESHAPE, a, 2, NULL);
+        } else if (!tp_is_poison(m) && tp_ndim(m) != 2) {
+            tp_ctx_fail(ctx, TP_ERR_SHAPE, "attn_mask's dimension %d is not supported (2 or 3)", tp_ndim(m));
+            m = NULL;
+        }
+        scores = apply_mask(ctx, scores, m, "attn_mask");
+    }
+    if (kpm_v->kind != TP_VAL_NONE) {
+        tp_t *m = tp_arg(ctx, kpm_v);
+        if (!tp_is_poison(m) && tp_ndim(m) != 2) {
+            tp_ctx_fail(ctx, TP_ERR_SHAPE, "key_padding_mask must be 2-dimensional (batch, source length), got %d dims",
+                        tp_ndim(m));
+            m = NULL;
+        } else if (!tp_is_poison(m)) {
+            /* (N, S) -> (N, 1, 1, S) */
+            tp_t *dims[4] = {tp_dim(ctx, m, 0), tp_int(ctx, 1), tp_int(ctx, 1), tp_dim(ctx, m, 1)};
+            tp_value a[2] = {tp_v(m), tp_ints_sym(ctx, 4, dims)};
+            m = tp_call(ctx, TP_OP_RESHAPE, a, 2, NULL);
+        }
+        scores = apply_mask(ctx, scores, m, "key_padding_mask");
+    }
+    *weights = tp_softmax(ctx, scores, -1);
+    return tp_matmul(ctx, *weights, vh);
+}
 
 /* (N, L, E) -> (N, H, L, E/H) without reading sizes. */
 static tp_t *split_heads(tp_ctx *ctx, tp_t *x, int64_t heads) {
@@ -503,8 +564,14 @@ static tp_status mha_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_
     tp_t *qh = split_heads(ctx, qp, cfg->num_heads), *kh = split_heads(ctx, kp, cfg->num_heads),
          *vh = split_heads(ctx, vp, cfg->num_heads);
     if (tp_is_poison(qh) || tp_is_poison(kh) || tp_is_poison(vh)) return tp_return(ctx, NULL, out);
-    tp_value a[3] = {tp_v(qh), tp_v(kh), tp_v(vh)};
-    tp_t *att = tp_call(ctx, TP_OP_SCALED_DOT_PRODUCT_ATTENTION, a, 3, NULL);
+    bool need_weights = flag_arg(&args[4], false), average = flag_arg(&args[6], true);
+    tp_t *att, *weights = NULL;
+    if (need_weights || args[3].kind != TP_VAL_NONE || args[5].kind != TP_VAL_NONE) {
+        att = masked_attention(ctx, cfg, qh, kh, vh, &args[3], &args[5], &weights);
+    } else {
+        tp_value a[3] = {tp_v(qh), tp_v(kh), tp_v(vh)};
+        att = tp_call(ctx, TP_OP_SCALED_DOT_PRODUCT_ATTENTION, a, 3, NULL);
+    }
     tp_t *heads[64];
     for (int64_t h = 0; h < cfg->num_heads; h++) heads[h] = tp_select(ctx, att, 1, h);
     tp_t *merged = tp_cat(ctx, (int)cfg->num_heads, heads, -1);
@@ -514,7 +581,24 @@ static tp_status mha_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_
         return tp_return(ctx, NULL, out);
     tp_t *y = tp_arg(ctx, res);
     if (!cfg->batch_first) y = tp_transpose(ctx, y, 0, 1);
-    return tp_return(ctx, y, out);
+    if (!need_weights) return tp_return(ctx, y, out);
+    /* (output, weights): weights averaged over heads (N, L, S) by default */
+    if (average) weights = tp_mean_dims(ctx, weights, 1, (int64_t[]){1}, false);
+    tp_value wv;
+    TP_TRY(tp_return(ctx, weights, &wv));
+    tp_status st = tp_return(ctx, y, out);
+    tp_value tup = tp_value_none();
+    if (st == TP_OK) st = tp_value_tuple(2, &tup);
+    if (st == TP_OK) st = tp_value_seq_set(&tup, 0, out);
+    if (st == TP_OK) st = tp_value_seq_set(&tup, 1, &wv);
+    tp_value_clear(&wv);
+    tp_value_clear(out);
+    if (st != TP_OK) {
+        tp_value_clear(&tup);
+        return tp_ctx_fail(ctx, st, "%s", tp_last_error());
+    }
+    *out = tup;
+    return TP_OK;
 }
 
 tp_status tp_nn_multihead_attention(tp_rng *rng, int64_t e, int64_t heads, bool bias, bool batch_first,
@@ -525,11 +609,12 @@ tp_status tp_nn_multihead_attention(tp_rng *rng, int64_t e, int64_t heads, bool 
     TP_CHECK(cfg != NULL, TP_ERR_NOMEM, "out of memory");
     *cfg = (mha_cfg){e, heads, batch_first};
     tp_module *m;
-    TP_TRY(new_module("MultiheadAttention", mha_fwd, 3, MHA_ARGS, cfg, &m));
-    /* key/value default to None (self-attention) */
-    tp_value defs[3] = {tp_value_none(), tp_value_none(), tp_value_none()};
-    bool has[3] = {false, true, true};
-    tp_forward_decl d = {mha_fwd, 3, MHA_ARGS, defs, has};
+    TP_TRY(new_module("MultiheadAttention", mha_fwd, MHA_NARGS, MHA_ARGS, cfg, &m));
+    /* key/value default to None (self-attention), no masks, output only */
+    tp_value defs[MHA_NARGS] = {tp_value_none(),       tp_value_none(), tp_value_none(),     tp_value_none(),
+                                tp_value_bool(false), tp_value_none(), tp_value_bool(true)};
+    bool has[MHA_NARGS] = {false, true, true, true, true, true, true};
+    tp_forward_decl d = {mha_fwd, MHA_NARGS, MHA_ARGS, defs, has};
     tp_status st = tp_module_set_forward(m, &d);
     double xb = sqrt(6.0 / (double)(e + 3 * e));
     if (st == TP_OK) st = add_tensor(m, TP_STATE_PARAMETER, "in_proj_weight", 2, (int64_t[]){3 * e, e}, rng, 'u', xb);
