@@ -20,13 +20,17 @@
  *
  * Writing: members are stored uncompressed with their data 64-byte aligned
  * (JSON members may be deflated), so weights can be mapped in place.
- * Loading: from a path (the file is mapped with mmap; stored weights become
- * tensors borrowing the mapping, which stays alive until the last such tensor
- * is freed; a copy is made when mapping is impossible or the member is
- * deflated) or from a memory buffer (copied). Every file is treated as
- * hostile: sizes, offsets, counts and JSON shapes are checked before use,
- * pickled payloads are refused (TP_ERR_UNSUPPORTED naming the node or
- * member), and each problem has its own error naming the member/field/node.
+ * Loading: from a path (the file is mapped with a private, copy-on-write
+ * mmap, so programs that mutate their buffers never write to the file;
+ * stored weights become tensors borrowing the mapping, which stays alive
+ * until the last such tensor is freed; a copy is made when mapping is
+ * impossible or the member is deflated or misaligned) or from a memory
+ * buffer (copied). Every file is treated as hostile: sizes, offsets, counts
+ * and JSON shapes are checked before use; pickles are never executed - only
+ * the exact byte forms tensorplay writes for a dtype, Ellipsis, a tensor and
+ * example inputs are read, by a strict subset reader, and any other pickled
+ * payload is refused (TP_ERR_UNSUPPORTED naming the node or member); each
+ * problem has its own error naming the member/field/node.
  * Loaded programs are validated before they are returned.
  */
 #ifndef TPEXPORT_ARCHIVE_H

@@ -132,11 +132,9 @@ TP_API tp_status tp_module_replace_state(tp_module *m, const char *target, tp_te
 /* ---- graph forward ----------------------------------------------------- */
 
 /* Give m a graph forward. The module takes ownership of `graph` (also on
- * failure). in_spec/out_spec are optional pytree specs (pytree.h, JSON
- * text form) of the user arguments and of the returned value; NULL: the
- * output node's structure is returned as is. `defaults` (may be NULL) is a
- * dict of user placeholder name -> default value used when the caller
- * omits that argument. */
+ * failure). A call returns the output node's value as it is. `defaults`
+ * (may be NULL) is a dict of user placeholder name -> default value used
+ * when the caller omits that argument. */
 TP_API tp_status tp_module_set_graph(tp_module *m, tp_graph *graph, const tp_value *defaults);
 /* The graph forward (borrowed), or NULL. */
 TP_API const tp_graph *tp_module_graph(const tp_module *m);

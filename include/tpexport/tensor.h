@@ -153,8 +153,8 @@ TP_API tp_status tp_tensor_fill(tp_tensor *t, double value);
  * description of the first mismatch into msg (msg_size bytes). */
 TP_API bool tp_tensor_allclose(const tp_tensor *a, const tp_tensor *b, double rtol, double atol,
                                char *msg, size_t msg_size);
-/* "tensor([[1., 2.], [3., 4.]], dtype=float32)"-style text, elided past
- * max_elems elements. */
+/* Text like "tensor([[1, 2.5], [-3, 0.125]], size=[2, 2], dtype=float32)"
+ * (floats with %.6g), elided with "..." past max_elems elements. */
 TP_API void tp_tensor_print(const tp_tensor *t, FILE *f, int64_t max_elems);
 
 /* ---- numpy .npy files (format 1.0, 2.0, 3.0; little-endian; C or Fortran
