@@ -80,3 +80,15 @@ char *tp_strdup(const char *s) {
     if (p) memcpy(p, s, n);
     return p;
 }
+
+/* Room for one more item in a tp_realloc'd array of n items (capacity
+ * doubles, from 4). */
+tp_status tp__grow(void **items, int *cap, int n, size_t elem) {
+    if (n < *cap) return TP_OK;
+    int ncap = *cap ? *cap * 2 : 4;
+    void *p = tp_realloc(*items, (size_t)ncap * elem);
+    TP_CHECK(p != NULL, TP_ERR_NOMEM, "out of memory");
+    *items = p;
+    *cap = ncap;
+    return TP_OK;
+}

@@ -136,4 +136,8 @@ TP_HIDDEN void tp__sb_free(tp_sb *sb);
  * "TARGET: " the op dispatcher already put there (status.c). */
 TP_HIDDEN void tp__node_error_context(const char *name, const char *target);
 
+/* Ensure room for one more item in a tp_realloc'd array of n items with
+ * capacity *cap (doubling; alloc.c). TP_ERR_NOMEM on failure. */
+TP_HIDDEN tp_status tp__grow(void **items, int *cap, int n, size_t elem);
+
 #endif /* TPEXPORT_INTERNAL_H */

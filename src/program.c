@@ -13,15 +13,6 @@
 #include "program_impl.h"
 #include "tpexport/interp.h"
 
-tp_status tp__grow(void **items, int *cap, int n, size_t elem) {
-    if (n < *cap) return TP_OK;
-    int ncap = *cap ? *cap * 2 : 4;
-    void *p = tp_realloc(*items, (size_t)ncap * elem);
-    TP_CHECK(p != NULL, TP_ERR_NOMEM, "out of memory");
-    *items = p;
-    *cap = ncap;
-    return TP_OK;
-}
 
 /* ---- lifetime ---------------------------------------------------------- */
 

@@ -43,7 +43,5 @@ struct tp_program {
 
 /* Resolve a get_attr target against the program's state (interp resolver). */
 TP_HIDDEN tp_status tp__program_resolve_attr(void *user, const char *target, tp_value *out);
-/* Grow helper: ensure room for one more item in a tp_realloc'd array. */
-TP_HIDDEN tp_status tp__grow(void **items, int *cap, int n, size_t elem);
 
 #endif

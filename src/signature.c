@@ -141,15 +141,6 @@ void tp_signature_free(tp_signature *sig) {
     tp_free(sig);
 }
 
-static tp_status grow(void **items, int *cap, int n, size_t elem) {
-    if (n < *cap) return TP_OK;
-    int ncap = *cap ? *cap * 2 : 8;
-    void *p = tp_realloc(*items, (size_t)ncap * elem);
-    TP_CHECK(p != NULL, TP_ERR_NOMEM, "out of memory growing a signature");
-    *items = p;
-    *cap = ncap;
-    return TP_OK;
-}
 
 static bool is_state_input(tp_input_kind k) {
     return k == TP_INPUT_PARAMETER || k == TP_INPUT_BUFFER || k == TP_INPUT_CONSTANT_TENSOR || k == TP_INPUT_CUSTOM_OBJ;
@@ -162,7 +153,7 @@ tp_status tp_signature_add_input(tp_signature *sig, tp_input_kind kind, tp_arg_s
              "buffer input '%s' requires a persistence flag", arg.name ? arg.name : "");
     TP_CHECK(!is_state_input(kind) || (target && *target), TP_ERR_INVALID_ARG, "%s input '%s' requires a target",
              tp_input_kind_name(kind), arg.name ? arg.name : "");
-    TP_TRY(grow((void **)&sig->inputs, &sig->cap_inputs, sig->n_inputs, sizeof *sig->inputs));
+    TP_TRY(tp__grow((void **)&sig->inputs, &sig->cap_inputs, sig->n_inputs, sizeof *sig->inputs));
     tp_input_spec s = {.kind = kind, .persistent = persistent};
     TP_TRY(arg_copy(&arg, &s.arg));
     tp_status st = dup_opt(target, &s.target);
@@ -184,7 +175,7 @@ tp_status tp_signature_add_output(tp_signature *sig, tp_output_kind kind, tp_arg
              (int)kind);
     TP_CHECK(!output_needs_target(kind) || (target && *target), TP_ERR_INVALID_ARG,
              "%s output '%s' requires a target", tp_output_kind_name(kind), arg.name ? arg.name : "");
-    TP_TRY(grow((void **)&sig->outputs, &sig->cap_outputs, sig->n_outputs, sizeof *sig->outputs));
+    TP_TRY(tp__grow((void **)&sig->outputs, &sig->cap_outputs, sig->n_outputs, sizeof *sig->outputs));
     tp_output_spec s = {.kind = kind};
     TP_TRY(arg_copy(&arg, &s.arg));
     tp_status st = dup_opt(target, &s.target);
