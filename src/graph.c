@@ -636,6 +636,7 @@ static tp_status prepare_args(const tp_graph *g, const tp_value *args, const tp_
 /* Install new args/kwargs (taken over) on n, updating inputs and use lists.
  * On error nothing changes and the new values are cleared. */
 static tp_status install_args(tp_node *n, tp_value *args, tp_value *kwargs) {
+    n->graph->version++;
     node_vec in;
     tp_status st = collect_inputs(args, kwargs, &in);
     for (int64_t i = 0; st == TP_OK && i < in.n; i++) st = reserve_user(in.items[i]);
@@ -678,6 +679,7 @@ static tp_status reserve_placeholder(tp_graph *g) {
 }
 
 static void link_before(tp_graph *g, tp_node *n, tp_node *before) {
+    g->version++;
     if (!before) {
         n->prev = g->last;
         n->next = NULL;
@@ -696,6 +698,7 @@ static void link_before(tp_graph *g, tp_node *n, tp_node *before) {
 }
 
 static void unlink_node(tp_graph *g, tp_node *n) {
+    g->version++;
     if (g->insert_before == n) g->insert_before = n->next;
     if (n->prev) n->prev->next = n->next;
     else g->first = n->next;
@@ -1021,6 +1024,7 @@ static void order_inputs(const tp_value *v, tp_node **inputs, int64_t n, int64_t
 /* Swap input `from` for `to` in user's args/kwargs/inputs and the use
  * lists (room in to->users reserved by the caller). */
 static void swap_input(tp_node *user, tp_node *from, tp_node *to) {
+    user->graph->version++;
     replace_refs(&user->args, from, to);
     replace_refs(&user->kwargs, from, to);
     bool had_to = false;
@@ -1118,6 +1122,7 @@ tp_status tp_graph_move_before(tp_graph *g, tp_node *n, tp_node *before) {
 }
 
 tp_status tp_node_rename(tp_node *n, const char *name) {
+    n->graph->version++;
     TP_CHECK(name != NULL, TP_ERR_INVALID_ARG, "rename needs a name");
     if (strcmp(n->name, name) == 0) return TP_OK;
     tp_graph *g = n->graph;

@@ -53,6 +53,7 @@ struct tp_graph {
     int64_t n_placeholders, cap_placeholders;
     tp__name_map names;     /* name -> node (keys borrowed from nodes) */
     tp__name_map bases;     /* name base -> last suffix used (keys owned) */
+    unsigned long version;  /* bumped by every structural change (plans compare it) */
 };
 
 /* Deep-copy `src` into *dst, replacing each node reference by a copy of

@@ -81,6 +81,9 @@ TP_HIDDEN tp_status tp__tensor_make(tp_dtype dtype, int ndim, const int64_t *siz
                                     const int64_t *strides, int64_t offset, tp_storage *storage,
                                     tp_tensor **out);
 TP_HIDDEN void tp__storage_retain(tp_storage *s);
+/* tp_tensor_copy_ for tensors known not to overlap (src broadcast to dst's
+ * shape already checked): converts dtypes, never allocates. */
+TP_HIDDEN void tp__tensor_copy_disjoint(tp_tensor *dst, const tp_tensor *src);
 TP_HIDDEN void tp__storage_release(tp_storage *s);
 
 /* Scalar element access by dtype (p points at one element). */

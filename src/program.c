@@ -34,6 +34,7 @@ tp_status tp_program_new(tp_graph *graph, tp_signature *signature, tp_program **
     p->graph = graph;
     p->signature = signature;
     pthread_mutex_init(&p->lock, NULL);
+    tp__engine_init(&p->engine);
     *out = p;
     return TP_OK;
 }
@@ -97,17 +98,25 @@ void tp_program_free(tp_program *p) {
     tp_treespec_free(p->out_spec);
     tp_module_free(p->unlifted);
     pthread_mutex_destroy(&p->lock);
+    tp__engine_destroy(&p->engine);
     tp_free(p);
 }
 
 /* ---- contents ---------------------------------------------------------- */
 
 const tp_graph *tp_program_graph(const tp_program *p) { return p->graph; }
-tp_graph *tp_program_graph_mut(tp_program *p) { return p->graph; }
+tp_graph *tp_program_graph_mut(tp_program *p) {
+    tp__engine_invalidate(p);
+    return p->graph;
+}
 const tp_signature *tp_program_signature(const tp_program *p) { return p->signature; }
-tp_signature *tp_program_signature_mut(tp_program *p) { return p->signature; }
+tp_signature *tp_program_signature_mut(tp_program *p) {
+    tp__engine_invalidate(p);
+    return p->signature;
+}
 
 tp_status tp_program_set_state(tp_program *p, const char *target, tp_state_kind kind, tp_tensor *t, bool persistent) {
+    tp__engine_invalidate(p);
     return tp_module_set_state(p->state, target, kind, t, persistent);
 }
 
@@ -169,6 +178,7 @@ tp_status tp_program_named_state(const tp_program *p, tp_state_filter filter, tp
 }
 
 tp_status tp_program_set_example_input(tp_program *p, const char *name, const tp_value *value) {
+    tp__engine_invalidate(p);
     TP_CHECK(name && *name, TP_ERR_INVALID_ARG, "example input name is empty");
     tp_value v;
     TP_TRY(tp_value_copy(value, &v));
@@ -195,6 +205,7 @@ const tp_value *tp_program_example_input(const tp_program *p, const char *name) 
 }
 
 tp_status tp_program_add_range(tp_program *p, const char *symbol, int64_t min, int64_t max) {
+    tp__engine_invalidate(p);
     TP_CHECK(symbol && *symbol, TP_ERR_INVALID_ARG, "range constraint needs a symbol name");
     TP_CHECK(min <= max, TP_ERR_INVALID_ARG, "range of '%s' is empty (min %" PRId64 " > max %" PRId64 ")", symbol, min,
              max);
@@ -223,6 +234,7 @@ const tp_range_constraint *tp_program_find_range(const tp_program *p, const char
 }
 
 tp_status tp_program_add_equality(tp_program *p, const tp_dim_site *sites, int n_sites, const char *name) {
+    tp__engine_invalidate(p);
     TP_CHECK(n_sites >= 2, TP_ERR_INVALID_ARG, "an equality constraint needs at least two sites");
     for (int i = 0; i < n_sites; i++)
         TP_CHECK(sites[i].input && *sites[i].input && sites[i].dim >= 0, TP_ERR_INVALID_ARG,
@@ -252,6 +264,7 @@ const tp_equality_constraint *tp_program_equality(const tp_program *p, int i) {
 }
 
 tp_status tp_program_add_dim_rule(tp_program *p, const tp_dim_rule *rule) {
+    tp__engine_invalidate(p);
     TP_CHECK(rule && rule->site.input && *rule->site.input && rule->site.dim >= 0, TP_ERR_INVALID_ARG,
              "dim rule needs an input name and a dim >= 0");
     TP_CHECK(rule->kind == TP_DIM_STATIC || (rule->symbol && *rule->symbol), TP_ERR_INVALID_ARG,
@@ -383,6 +396,7 @@ void tp_program_set_verifier(tp_program *p, tp_verifier_fn fn, void *user) {
 }
 
 tp_status tp_program_rename_node(tp_program *p, tp_node *node, const char *new_name) {
+    tp__engine_invalidate(p);
     TP_CHECK(node && tp_node_graph(node) == p->graph, TP_ERR_INVALID_ARG, "node does not belong to the program");
     char *old = tp_strdup(tp_node_name(node));
     TP_CHECK(old != NULL, TP_ERR_NOMEM, "out of memory");
@@ -1079,31 +1093,29 @@ static tp_status build_user_output(const tp_program *p, const tp_value *raw_tree
     return TP_OK;
 }
 
-/* Shared by tp_program_call and tp_program_call_exported. */
-static tp_status call_bound(tp_program *p, bound_inputs *b, tp_value *out) {
-    int64_t n_ph = tp_graph_num_placeholders(p->graph);
-    tp_value *flat = tp_calloc((size_t)(n_ph ? n_ph : 1), sizeof *flat);
-    TP_CHECK(flat != NULL, TP_ERR_NOMEM, "out of memory calling the program");
+/* Leading output leaves that are mutations or tokens (dropped from the user's result). */
+static int count_mutation_leaves(const tp_program *p) {
+    int n_mut = 0;
+    for (int i = 0; i < tp_signature_n_outputs(p->signature); i++) {
+        tp_output_kind k = tp_signature_output(p->signature, i)->kind;
+        if (k == TP_OUTPUT_TOKEN || is_mutation(k)) n_mut++;
+    }
+    return n_mut;
+}
+
+/* The interpreter path, for graphs the engine cannot plan: flat holds the
+ * user inputs; state and tokens are filled in here. */
+static tp_status call_interpreted(tp_program *p, bound_inputs *b, tp_value *flat, int64_t n_ph, tp_value *out) {
     tp_status st = TP_OK;
     for (int64_t i = 0; st == TP_OK && i < n_ph; i++) {
         const char *name = tp_node_name(tp_graph_placeholder_at(p->graph, i));
-        int k = tp_signature_find_input(p->signature, name);
-        if (k < 0) {
-            st = tp_error(TP_ERR_VERIFY, "placeholder '%s' has no input spec", name);
-            break;
-        }
-        const tp_input_spec *s = tp_signature_input(p->signature, k);
-        if (s->kind == TP_INPUT_USER_INPUT) {
-            tp_value *v = lookup_path(b, name);
-            st = v ? tp_value_copy(v, &flat[i]) : tp_error(TP_ERR_INTERNAL, "user input '%s' not bound", name);
-        } else if (s->kind == TP_INPUT_TOKEN) {
+        const tp_input_spec *s = tp_signature_input(p->signature, tp_signature_find_input(p->signature, name));
+        if (s->kind == TP_INPUT_TOKEN) {
             /* an effect token is an empty tensor, as in torch: it stays a leaf of the outputs */
             tp_tensor *token;
             st = tp_tensor_empty(TP_FLOAT32, 1, (const int64_t[]){0}, &token);
             if (st == TP_OK) flat[i] = tp_value_tensor(token);
-        } else if (s->kind == TP_INPUT_CUSTOM_OBJ) {
-            flat[i] = tp_value_none();
-        } else {
+        } else if (s->kind != TP_INPUT_USER_INPUT && s->kind != TP_INPUT_CUSTOM_OBJ) {
             tp_tensor *t;
             st = tp_module_get_state(p->state, s->target, &t, NULL, NULL);
             if (st == TP_OK) flat[i] = tp_value_tensor(tp_tensor_retain(t));
@@ -1113,12 +1125,9 @@ static tp_status call_bound(tp_program *p, bound_inputs *b, tp_value *out) {
     if (st == TP_OK) st = tp_interp_run(p->graph, flat, n_ph, tp__program_resolve_attr, p, &result);
     if (st == TP_OK) st = flatten_value(&result, &leaves);
     /* apply mutations, in output order */
-    int n_mut = 0;
     for (int i = 0; st == TP_OK && i < tp_signature_n_outputs(p->signature); i++) {
         const tp_output_spec *s = tp_signature_output(p->signature, i);
-        if (s->kind == TP_OUTPUT_TOKEN) n_mut++; /* leading tokens are dropped like mutations */
         if (!is_mutation(s->kind)) continue;
-        n_mut++;
         const tp_value *v = tp_value_at(&leaves, i);
         if (!v) {
             st = tp_error(TP_ERR_VERIFY, "graph has no output for mutation spec '%s'", s->arg.name);
@@ -1134,20 +1143,75 @@ static tp_status call_bound(tp_program *p, bound_inputs *b, tp_value *out) {
             if (st == TP_OK) st = write_back(dst, v, s->target);
         }
     }
-    if (st == TP_OK) st = build_user_output(p, &result, &leaves, n_mut, out);
+    if (st == TP_OK) st = build_user_output(p, &result, &leaves, count_mutation_leaves(p), out);
     tp_value_clear(&result);
     tp_value_clear(&leaves);
+    return st;
+}
+
+/* Shared by tp_program_call and tp_program_call_exported: the engine runs
+ * the compiled plan (engine.c); graphs it cannot plan are interpreted. */
+static tp_status call_bound(tp_program *p, tp_run *r, bound_inputs *b, tp_value *out) {
+    int64_t n_ph = tp_graph_num_placeholders(p->graph);
+    tp_value *flat = tp_calloc((size_t)(n_ph ? n_ph : 1), sizeof *flat);
+    TP_CHECK(flat != NULL, TP_ERR_NOMEM, "out of memory calling the program");
+    tp_status st = TP_OK;
+    for (int64_t i = 0; st == TP_OK && i < n_ph; i++) {
+        const char *name = tp_node_name(tp_graph_placeholder_at(p->graph, i));
+        int k = tp_signature_find_input(p->signature, name);
+        if (k < 0) {
+            st = tp_error(TP_ERR_VERIFY, "placeholder '%s' has no input spec", name);
+            break;
+        }
+        const tp_input_spec *s = tp_signature_input(p->signature, k);
+        if (s->kind == TP_INPUT_USER_INPUT) {
+            tp_value *v = lookup_path(b, name);
+            st = v ? tp_value_copy(v, &flat[i]) : tp_error(TP_ERR_INTERNAL, "user input '%s' not bound", name);
+        }
+    }
+    if (st == TP_OK) {
+        tp_value raw, leaves;
+        st = tp__engine_call(p, r, flat, n_ph, &raw, &leaves);
+        if (st == TP_OK) {
+            st = build_user_output(p, &raw, &leaves, count_mutation_leaves(p), out);
+            tp_value_clear(&raw);
+            tp_value_clear(&leaves);
+        } else if (st == TP_ERR_UNSUPPORTED && !getenv("TP_NO_INTERPRETER")) {
+            tp_clear_error();
+            st = call_interpreted(p, b, flat, n_ph, out);
+        }
+    }
     for (int64_t i = 0; i < n_ph; i++) tp_value_clear(&flat[i]);
     tp_free(flat);
     return st;
 }
 
-tp_status tp_program_call(tp_program *p, const tp_value *args, int n_args, const tp_value *kwargs, tp_value *out) {
+tp_status tp__program_call_with(tp_program *p, tp_run *r, const tp_value *args, int n_args, const tp_value *kwargs,
+                                tp_value *out) {
     bound_inputs b;
     TP_TRY(bind_user(p, args, n_args, kwargs, &b));
     tp_status st = check_bound(p, &b);
-    if (st == TP_OK) st = call_bound(p, &b, out);
+    if (st == TP_OK) st = call_bound(p, r, &b, out);
     bound_free(&b);
+    return st;
+}
+
+tp_status tp_program_call(tp_program *p, const tp_value *args, int n_args, const tp_value *kwargs, tp_value *out) {
+    return tp__program_call_with(p, NULL, args, n_args, kwargs, out);
+}
+
+tp_status tp__program_check_tensor_inputs(tp_program *p, tp_tensor *const *inputs, int n) {
+    TP_CHECK(n >= 0 && (n == 0 || inputs != NULL), TP_ERR_INVALID_ARG, "inputs is NULL");
+    tp_value *args = tp_calloc((size_t)(n ? n : 1), sizeof *args);
+    TP_CHECK(args != NULL, TP_ERR_NOMEM, "out of memory checking inputs");
+    tp_status st = TP_OK;
+    for (int i = 0; i < n && st == TP_OK; i++) {
+        if (!inputs[i]) st = tp_error(TP_ERR_INVALID_ARG, "input %d is NULL", i);
+        else args[i] = tp_value_tensor(tp_tensor_retain(inputs[i]));
+    }
+    if (st == TP_OK) st = tp_program_check_inputs(p, args, n, NULL);
+    for (int i = 0; i < n; i++) tp_value_clear(&args[i]);
+    tp_free(args);
     return st;
 }
 
@@ -1156,7 +1220,7 @@ tp_status tp_program_call_exported(tp_program *p, const tp_value *args, int n_ar
     /* the flat contract: state then user inputs, raw outputs; no input checks */
     bound_inputs b;
     TP_TRY(bind_user(p, args, n_args, kwargs, &b));
-    tp_status st = call_bound(p, &b, out);
+    tp_status st = call_bound(p, NULL, &b, out);
     bound_free(&b);
     return st;
 }
@@ -1303,6 +1367,7 @@ tp_status tp_program_module(tp_program *p, tp_module **out) {
 }
 
 void tp_program_invalidate_module(tp_program *p) {
+    tp__engine_invalidate(p);
     pthread_mutex_lock(&p->lock);
     tp_module_free(p->unlifted);
     p->unlifted = NULL;

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 
+#include "engine_impl.h"
 #include "internal.h"
 #include "tpexport/program.h"
 
@@ -39,9 +40,14 @@ struct tp_program {
     int folded_constants; /* counter for names made by constant folding */
     pthread_mutex_t lock; /* guards `unlifted` */
     tp_module *unlifted;
+    tp_engine_state engine; /* cached plans, pooled run contexts (engine.c) */
 };
 
 /* Resolve a get_attr target against the program's state (interp resolver). */
 TP_HIDDEN tp_status tp__program_resolve_attr(void *user, const char *target, tp_value *out);
+
+/* tp_program_call through run context r (NULL: a pooled one). */
+TP_HIDDEN tp_status tp__program_call_with(tp_program *p, tp_run *r, const tp_value *args, int n_args,
+                                          const tp_value *kwargs, tp_value *out);
 
 #endif

@@ -665,6 +665,12 @@ tp_status tp_tensor_copy_(tp_tensor *dst, const tp_tensor *src) {
         TP_TRY(tp_tensor_clone(src, &tmp));
         src = tmp;
     }
+    tp__tensor_copy_disjoint(dst, src);
+    tp_tensor_free(tmp);
+    return TP_OK;
+}
+
+void tp__tensor_copy_disjoint(tp_tensor *dst, const tp_tensor *src) {
     tp_iter it;
     tp__iter_init(&it, dst->ndim, dst->sizes, 2, (const tp_tensor *[]){dst, src});
     tp_dtype dd = dst->dtype, sd = src->dtype;
@@ -680,8 +686,6 @@ tp_status tp_tensor_copy_(tp_tensor *dst, const tp_tensor *src) {
     } else {
         while (tp__iter_next(&it)) tp__store_f64(it.ptr[0], dd, tp__load_f64(it.ptr[1], sd));
     }
-    tp_tensor_free(tmp);
-    return TP_OK;
 }
 
 tp_status tp_tensor_clone(const tp_tensor *t, tp_tensor **out) {

@@ -35,6 +35,83 @@ TP_HIDDEN void tp__register_op(tp_op op, const char *schema, unsigned flags, tp_
 /* Register an optimised kernel for an op already registered. */
 TP_HIDDEN void tp__register_fast_kernel(tp_op op, tp_kernel_fn kernel);
 
+/* ---- kernel contract v2: prepare once, run many times -------------------
+ *
+ * A fast variant of an op has a prepare step, called once when a plan is
+ * built, and a run step, called on every execution:
+ *
+ *   prepare(info, bound, out, plan): `bound` holds the bound arguments
+ *     (tp_op_bind, defaults filled) where every tensor is either a meta
+ *     tensor with the plan's exact dtype, sizes and strides, or - when
+ *     info->is_const[k] is true for its tensor leaf k - the real constant
+ *     tensor (a parameter or constant that no node mutates), whose data may
+ *     be read and packed. `out` is the op's shape-rule result (meta). The
+ *     variant fills `plan` (run function, unboxed parameters, workspace,
+ *     prepared data) and returns TP_OK, or declines with TP_ERR_UNSUPPORTED
+ *     (the next variant or the reference kernel is used). Any other error
+ *     fails the plan.
+ *   run(plan, in, out, exec): in[] holds the tensor leaves of the bound
+ *     arguments in order (a Tensor argument, each item of a Tensor[]
+ *     argument; NULL for a None Tensor?), out[] the output tensors, both with
+ *     exactly the metadata prepare saw (offsets may differ). exec gives the
+ *     thread index ith in [0, nth) and the node's workspace. With
+ *     plan->max_threads > 1 the engine calls run concurrently for each ith
+ *     and waits for all; each call must write a disjoint part of the
+ *     outputs. run must not allocate; it returns TP_OK or an error for
+ *     data-dependent failures (e.g. an index out of range).
+ */
+typedef struct tp_exec {
+    int ith, nth;
+    void *workspace; /* plan->workspace bytes, 64-byte aligned, shared by the nth calls */
+} tp_exec;
+
+typedef struct tp_op_plan tp_op_plan;
+typedef tp_status (*tp_run_fn)(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                               const tp_exec *exec);
+
+struct tp_op_plan {
+    tp_run_fn run;
+    const char *variant;  /* static string: "avx512", "avx2", "scalar" */
+    int max_threads;      /* 1: only ith 0 is called */
+    bool inplace_ok;      /* out[0] may share memory with in[0] (elementwise, same layout) */
+    size_t workspace;     /* scratch bytes per execution */
+    void *data;           /* prepared data (owned by the plan) */
+    size_t data_bytes;    /* counted as packed bytes in the memory report */
+    void (*free_data)(void *data);
+    int64_t i[24];        /* unboxed int parameters, meaning private to the variant */
+    double f[8];          /* unboxed float parameters */
+    const void *fn;       /* e.g. the element function chosen */
+};
+
+typedef struct tp_prepare_info {
+    int cpu_level;        /* highest tp_cpu_level allowed (>= TP_CPU_SCALAR) */
+    int max_threads;      /* threads the run may use */
+    const bool *is_const; /* per tensor leaf of bound: a constant with data */
+    int n_leaves;
+} tp_prepare_info;
+
+typedef tp_status (*tp_prepare_fn)(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                   tp_op_plan *plan);
+
+/* Register a fast variant for an op (during tp_ops_init). Variants are
+ * tried in registration order; register the most specialised first.
+ * min_level: the lowest tp_cpu_level it needs (TP_CPU_SCALAR for portable
+ * code); the planner skips variants above the allowed level. */
+TP_HIDDEN void tp__register_variant(tp_op op, const char *name, int min_level, tp_prepare_fn prepare);
+
+typedef struct tp_variant {
+    const char *name;
+    int min_level;
+    tp_prepare_fn prepare;
+} tp_variant;
+/* The variants of op (NULL, 0 when none). */
+TP_HIDDEN const tp_variant *tp__op_variants(tp_op op, int *n);
+/* The reference kernel (NULL when none). */
+TP_HIDDEN tp_kernel_fn tp__op_reference_kernel(tp_op op);
+/* The kernel tp_op_call_bound would run: the optimised eager kernel unless
+ * `reference` or tp_ops_force_reference is set. */
+TP_HIDDEN tp_kernel_fn tp__op_eager_kernel(tp_op op, bool reference);
+
 #define TP_FAMILY(f) TP_HIDDEN void tp__register_##f##_ops(void);
 TP_FAMILY(unary)
 TP_FAMILY(binary)
@@ -48,6 +125,7 @@ TP_FAMILY(index)
 TP_FAMILY(create)
 TP_FAMILY(onnx_ops)
 TP_FAMILY(symint)
+TP_FAMILY(fast)
 #undef TP_FAMILY
 
 /* Parsed-schema support (schema.c). */

@@ -18,6 +18,8 @@ typedef struct op_def {
     tp_infer_fn infer;
     tp_kernel_fn kernel;
     tp_kernel_fn kernel_fast;
+    tp_variant variants[6];
+    int n_variants;
     tp_schema schema;
     bool parsed;
 } op_def;
@@ -46,6 +48,27 @@ void tp__register_fast_kernel(tp_op op, tp_kernel_fn kernel) {
     if ((unsigned)op < TP_OP_COUNT) g_ops[op].kernel_fast = kernel;
 }
 
+void tp__register_variant(tp_op op, const char *name, int min_level, tp_prepare_fn prepare) {
+    if ((unsigned)op >= TP_OP_COUNT) return;
+    op_def *d = &g_ops[op];
+    if (d->n_variants >= (int)TP_ARRAY_LEN(d->variants)) return;
+    d->variants[d->n_variants++] = (tp_variant){.name = name, .min_level = min_level, .prepare = prepare};
+}
+
+const tp_variant *tp__op_variants(tp_op op, int *n) {
+    const op_def *d = (unsigned)op < TP_OP_COUNT ? &g_ops[op] : NULL;
+    *n = d ? d->n_variants : 0;
+    return d && d->n_variants ? d->variants : NULL;
+}
+
+tp_kernel_fn tp__op_reference_kernel(tp_op op) { return (unsigned)op < TP_OP_COUNT ? g_ops[op].kernel : NULL; }
+
+tp_kernel_fn tp__op_eager_kernel(tp_op op, bool reference) {
+    if ((unsigned)op >= TP_OP_COUNT) return NULL;
+    const op_def *d = &g_ops[op];
+    return (d->kernel_fast && !g_force_reference && !reference) ? d->kernel_fast : d->kernel;
+}
+
 static void init_once(void) {
     tp__register_unary_ops();
     tp__register_binary_ops();
@@ -59,6 +82,7 @@ static void init_once(void) {
     tp__register_create_ops();
     tp__register_onnx_ops_ops();
     tp__register_symint_ops();
+    tp__register_fast_ops();
     for (int i = 0; i < TP_OP_COUNT; i++) {
         if (!g_ops[i].schema_text) continue;
         tp_status st = tp__schema_parse(g_ops[i].schema_text, &g_ops[i].schema);

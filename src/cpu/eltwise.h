@@ -1,0 +1,67 @@
+/*
+ * eltwise.h - float32 elementwise loops, one table per ISA level
+ * (internal). eltwise_loops.h holds the loops; eltwise_scalar.c,
+ * eltwise_avx2.c and eltwise_avx512.c compile it with their ISA flags, so
+ * the three variants are the same source and agree with each other (the
+ * math functions of vmath.h compute the same formula at every width).
+ */
+#ifndef TPEXPORT_ELTWISE_H
+#define TPEXPORT_ELTWISE_H
+
+#include <stdint.h>
+
+#include "../internal.h"
+
+enum {
+    TP_ELT_ADD, /* a + alpha * b */
+    TP_ELT_SUB, /* a - alpha * b */
+    TP_ELT_MUL,
+    TP_ELT_DIV,
+    TP_ELT_MAX, /* maximum: NaN propagates */
+    TP_ELT_MIN,
+    TP_ELT_RELU,
+    TP_ELT_NEG,
+    TP_ELT_ABS,
+    TP_ELT_EXP,
+    TP_ELT_TANH,
+    TP_ELT_SIGMOID,
+    TP_ELT_SILU,
+    TP_ELT_SQRT,
+    TP_ELT_RSQRT,
+    TP_ELT_RECIPROCAL,
+    TP_ELT_SQUARE,
+    TP_ELT_ERF,
+    TP_ELT_LOG,
+    TP_ELT_RELU6,
+    TP_ELT_HARDSWISH,
+    TP_ELT_HARDSIGMOID,
+    TP_ELT_GELU,
+    TP_ELT_GELU_TANH,
+    TP_ELT_LEAKY_RELU, /* params[0]: slope */
+    TP_ELT_CLAMP,      /* params[0], params[1]: min, max (NaN inputs stay NaN) */
+    TP_ELT_COUNT
+};
+
+typedef struct tp_eltwise_table {
+    /* o[i] = a[i*sa] op b[i*sb], sa/sb 0 or 1, for i < n */
+    void (*binary)(int op, float *o, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n, float alpha);
+    /* o[i] = f(a[i]) (o may equal a) */
+    void (*unary)(int op, float *o, const float *a, int64_t n, const float *params);
+    /* Row-wise kernels (nn): softmax / log_softmax over n contiguous floats */
+    void (*softmax)(float *o, const float *a, int64_t n, bool log);
+    /* layer norm of one row: o = (a - mean) * rstd * w + b (w, b may be NULL) */
+    void (*layer_norm)(float *o, const float *a, int64_t n, const float *w, const float *b, float eps);
+    /* o[i] = a[i] * scale + shift (batch norm in eval mode, per channel) then optional relu */
+    void (*scale_shift)(float *o, const float *a, int64_t n, float scale, float shift);
+    /* sum of n floats (8 partial sums, fixed order) */
+    float (*sum)(const float *a, int64_t n);
+    float (*max)(const float *a, int64_t n);
+} tp_eltwise_table;
+
+TP_HIDDEN extern const tp_eltwise_table tp__eltwise_scalar;
+TP_HIDDEN extern const tp_eltwise_table tp__eltwise_avx2;
+TP_HIDDEN extern const tp_eltwise_table tp__eltwise_avx512;
+/* The table for a tp_cpu_level (>= TP_CPU_SCALAR). */
+TP_HIDDEN const tp_eltwise_table *tp__eltwise_table(int level);
+
+#endif

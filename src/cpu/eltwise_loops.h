@@ -1,0 +1,187 @@
+/*
+ * eltwise_loops.h - the float32 loops behind tp_eltwise_table, included
+ * by one file per ISA level with TP_ELT_TABLE naming the table to define.
+ * Plain C loops that gcc vectorises at -O3 for the including file's ISA;
+ * math functions come from vmath.h (branch-free, same formula at every
+ * width). Reductions keep 16 partial sums combined in a fixed order, so a
+ * result does not depend on how many threads split the rows.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "eltwise.h"
+#include "vmath.h"
+
+#ifndef TP_ELT_TABLE
+#error "define TP_ELT_TABLE before including eltwise_loops.h"
+#endif
+
+#define LOOP(expr)                                                                 \
+    do {                                                                           \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            float x = a[i];                                                        \
+            o[i] = (expr);                                                         \
+        }                                                                          \
+    } while (0)
+
+static inline float max_nan(float x, float y) { return (x > y || x != x) ? x : y; }
+static inline float min_nan(float x, float y) { return (x < y || x != x) ? x : y; }
+
+#define BIN_CASES(A, B)                                                                 \
+    switch (op) {                                                                       \
+    case TP_ELT_ADD: for (int64_t i = 0; i < n; i++) o[i] = A + alpha * B; break;       \
+    case TP_ELT_SUB: for (int64_t i = 0; i < n; i++) o[i] = A - alpha * B; break;       \
+    case TP_ELT_MUL: for (int64_t i = 0; i < n; i++) o[i] = A * B; break;               \
+    case TP_ELT_DIV: for (int64_t i = 0; i < n; i++) o[i] = A / B; break;               \
+    case TP_ELT_MAX: for (int64_t i = 0; i < n; i++) o[i] = max_nan(A, B); break;       \
+    case TP_ELT_MIN: for (int64_t i = 0; i < n; i++) o[i] = min_nan(A, B); break;       \
+    default: break;                                                                     \
+    }
+
+static void binary(int op, float *o, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n, float alpha) {
+    if (alpha == 1.0f && (op == TP_ELT_ADD || op == TP_ELT_SUB)) {
+        /* the common case without the multiply (keeps results exact as a + b) */
+        float sign = op == TP_ELT_ADD ? 1.0f : -1.0f;
+        if (sa && sb) {
+            if (sign > 0) for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i];
+            else for (int64_t i = 0; i < n; i++) o[i] = a[i] - b[i];
+        } else if (sa) {
+            float y = b[0];
+            if (sign > 0) for (int64_t i = 0; i < n; i++) o[i] = a[i] + y;
+            else for (int64_t i = 0; i < n; i++) o[i] = a[i] - y;
+        } else if (sb) {
+            float x = a[0];
+            if (sign > 0) for (int64_t i = 0; i < n; i++) o[i] = x + b[i];
+            else for (int64_t i = 0; i < n; i++) o[i] = x - b[i];
+        } else {
+            float v = sign > 0 ? a[0] + b[0] : a[0] - b[0];
+            for (int64_t i = 0; i < n; i++) o[i] = v;
+        }
+        return;
+    }
+    if (sa && sb) {
+        BIN_CASES(a[i], b[i])
+    } else if (sa) {
+        float y = b[0];
+        BIN_CASES(a[i], y)
+    } else if (sb) {
+        float x = a[0];
+        BIN_CASES(x, b[i])
+    } else {
+        float x = a[0], y = b[0];
+        BIN_CASES(x, y)
+    }
+}
+
+static void unary(int op, float *o, const float *a, int64_t n, const float *params) {
+    switch (op) {
+    case TP_ELT_RELU: LOOP(x > 0.0f ? x : (x != x ? x : 0.0f)); break;
+    case TP_ELT_NEG: LOOP(-x); break;
+    case TP_ELT_ABS: LOOP(fabsf(x)); break;
+    case TP_ELT_EXP: LOOP(tp__exp_f32(x)); break;
+    case TP_ELT_TANH: LOOP(tp__tanh_f32(x)); break;
+    case TP_ELT_SIGMOID: LOOP(tp__sigmoid_f32(x)); break;
+    case TP_ELT_SILU: LOOP(tp__silu_f32(x)); break;
+    case TP_ELT_SQRT: LOOP(sqrtf(x)); break;
+    case TP_ELT_RSQRT: LOOP(1.0f / sqrtf(x)); break;
+    case TP_ELT_RECIPROCAL: LOOP(1.0f / x); break;
+    case TP_ELT_SQUARE: LOOP(x * x); break;
+    case TP_ELT_ERF: LOOP(tp__erf_f32(x)); break;
+    case TP_ELT_LOG: LOOP(tp__log_f32(x)); break;
+    case TP_ELT_RELU6: LOOP(x != x ? x : x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x); break;
+    case TP_ELT_HARDSWISH: LOOP(x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f); break;
+    case TP_ELT_HARDSIGMOID: LOOP((x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f); break;
+    case TP_ELT_GELU: LOOP(tp__gelu_f32(x)); break;
+    case TP_ELT_GELU_TANH: LOOP(tp__gelu_tanh_f32(x)); break;
+    case TP_ELT_LEAKY_RELU: {
+        float s = params[0];
+        LOOP(x > 0.0f ? x : x * s);
+        break;
+    }
+    case TP_ELT_CLAMP: {
+        float lo = params[0], hi = params[1];
+        /* min(max(x, lo), hi) as PyTorch: with lo > hi every result is hi */
+        LOOP(x != x ? x : (x < lo ? lo : x) > hi ? hi : (x < lo ? lo : x));
+        break;
+    }
+    default: break;
+    }
+}
+
+static float sum(const float *a, int64_t n) {
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++) acc[k] += a[i + k];
+    for (int k = 0; i < n; i++, k++) acc[k] += a[i];
+    for (int w = 8; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+    return acc[0];
+}
+
+static float max_of(const float *a, int64_t n) {
+    float acc[16];
+    for (int k = 0; k < 16; k++) acc[k] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++) acc[k] = max_nan(acc[k], a[i + k]);
+    for (int k = 0; i < n; i++, k++) acc[k] = max_nan(acc[k], a[i]);
+    float m = acc[0];
+    for (int k = 1; k < 16; k++) m = max_nan(m, acc[k]);
+    return m;
+}
+
+static void softmax(float *o, const float *a, int64_t n, bool log) {
+    float m = max_of(a, n);
+    if (m != m) { /* a NaN in the row: NaN everywhere, as PyTorch */
+        for (int64_t i = 0; i < n; i++) o[i] = m;
+        return;
+    }
+    if (m == -INFINITY) m = 0.0f; /* an all -inf row: exp(-inf - 0) = 0, 0/0 = NaN as PyTorch */
+    if (log) {
+        for (int64_t i = 0; i < n; i++) o[i] = tp__exp_f32(a[i] - m);
+        float s = sum(o, n);
+        float l = m + tp__log_f32(s);
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] - l;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) o[i] = tp__exp_f32(a[i] - m);
+    float inv = 1.0f / sum(o, n);
+    for (int64_t i = 0; i < n; i++) o[i] *= inv;
+}
+
+static void layer_norm(float *o, const float *a, int64_t n, const float *w, const float *b, float eps) {
+    float mean = sum(a, n) / (float)n;
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++) {
+            float d = a[i + k] - mean;
+            acc[k] += d * d;
+        }
+    for (int k = 0; i < n; i++, k++) {
+        float d = a[i] - mean;
+        acc[k] += d * d;
+    }
+    for (int wd = 8; wd >= 1; wd /= 2)
+        for (int k = 0; k < wd; k++) acc[k] += acc[k + wd];
+    float rstd = 1.0f / sqrtf(acc[0] / (float)n + eps);
+    if (w && b) for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd * w[j] + b[j];
+    else if (w) for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd * w[j];
+    else if (b) for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd + b[j];
+    else for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd;
+}
+
+static void scale_shift(float *o, const float *a, int64_t n, float scale, float shift) {
+    for (int64_t i = 0; i < n; i++) o[i] = a[i] * scale + shift;
+}
+
+const tp_eltwise_table TP_ELT_TABLE = {
+    .binary = binary,
+    .unary = unary,
+    .softmax = softmax,
+    .layer_norm = layer_norm,
+    .scale_shift = scale_shift,
+    .sum = sum,
+    .max = max_of,
+};

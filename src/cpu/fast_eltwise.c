@@ -1,0 +1,358 @@
+/*
+ * fast_eltwise.c - fast variants (contract v2) of float32 elementwise ops:
+ * binary arithmetic with broadcasting and unary functions/activations.
+ * The loops live in eltwise_loops.h, compiled once per ISA level
+ * (eltwise_scalar.c, eltwise_avx2.c, eltwise_avx512.c); prepare picks the
+ * table for the plan's CPU level, merges dims, and fixes the broadcast
+ * pattern, so run is a flat loop over contiguous inner runs.
+ */
+#include <math.h>
+
+#include "eltwise.h"
+#include "fast.h"
+#include "kernel_util.h"
+
+const tp_eltwise_table *tp__eltwise_table(int level) {
+    if (level >= TP_CPU_AVX512) return &tp__eltwise_avx512;
+    if (level >= TP_CPU_AVX2) return &tp__eltwise_avx2;
+    return &tp__eltwise_scalar;
+}
+
+static const char *level_name(int level) {
+    return level >= TP_CPU_AVX512 ? "avx512" : level >= TP_CPU_AVX2 ? "avx2" : "scalar";
+}
+
+/* Work below this many elements runs on one thread. */
+#define PARALLEL_MIN 32768
+
+static int threads_for(int64_t work, int max) {
+    int64_t t = work / PARALLEL_MIN;
+    if (t < 1) t = 1;
+    return t < max ? (int)t : max;
+}
+
+/* ---- iteration: out contiguous; an operand per dim has a stride ---------
+ * i[0] = n_outer dims, i[1] = inner length, i[2..] = outer sizes, then
+ * strides. Layout in plan->i: [0] ndim_outer, [1] inner n, [2] inner stride a,
+ * [3] inner stride b, [4..4+K) outer sizes, [4+K..4+2K) outer strides a,
+ * [4+2K..4+3K) outer strides b, with K <= 6 (merged dims). */
+#define MAXD 6
+
+typedef struct iter_desc {
+    int nd;
+    int64_t n;         /* inner run */
+    int64_t isa, isb;  /* inner strides (0 or 1) */
+    int64_t sizes[MAXD], sa[MAXD], sb[MAXD];
+} iter_desc;
+
+/* Broadcast strides of t against out (right-aligned; 0 for size-1 dims). */
+static void bstrides(const tp_tensor *t, const tp_tensor *out, int64_t *s) {
+    int off = out->ndim - (t ? t->ndim : 0);
+    for (int d = 0; d < out->ndim; d++) {
+        int td = d - off;
+        s[d] = (!t || td < 0 || t->sizes[td] == 1) ? 0 : t->strides[td];
+    }
+}
+
+/* Merge dims of out (contiguous) with operand strides; false if too many. */
+static bool make_iter(const tp_tensor *out, const tp_tensor *a, const tp_tensor *b, iter_desc *it) {
+    int64_t sa[TP_MAX_DIMS], sb[TP_MAX_DIMS], sz[TP_MAX_DIMS];
+    int64_t ma[TP_MAX_DIMS], mb[TP_MAX_DIMS];
+    bstrides(a, out, sa);
+    bstrides(b, out, sb);
+    int n = 0;
+    for (int d = 0; d < out->ndim; d++) {
+        if (out->sizes[d] == 1) continue;
+        if (n > 0 && sa[d] * out->sizes[d] == ma[n - 1] && sb[d] * out->sizes[d] == mb[n - 1]) {
+            /* dim d-1 (merged) continues dim d: merge */
+            sz[n - 1] *= out->sizes[d];
+            ma[n - 1] = sa[d];
+            mb[n - 1] = sb[d];
+            continue;
+        }
+        sz[n] = out->sizes[d];
+        ma[n] = sa[d];
+        mb[n] = sb[d];
+        n++;
+    }
+    if (n == 0) {
+        sz[0] = 1;
+        ma[0] = mb[0] = 0;
+        n = 1;
+    }
+    it->n = sz[n - 1];
+    it->isa = ma[n - 1];
+    it->isb = mb[n - 1];
+    if ((it->isa != 0 && it->isa != 1) || (it->isb != 0 && it->isb != 1)) {
+        /* a strided inner dim: iterate it as an outer dim of runs of 1 */
+        if (n >= MAXD) return false;
+        sz[n] = 1;
+        ma[n] = 0;
+        mb[n] = 0;
+        it->n = 1;
+        it->isa = it->isb = 0;
+        n++;
+    }
+    it->nd = n - 1;
+    if (it->nd > MAXD) return false;
+    for (int d = 0; d < it->nd; d++) {
+        it->sizes[d] = sz[d];
+        it->sa[d] = ma[d];
+        it->sb[d] = mb[d];
+    }
+    return true;
+}
+
+static void save_iter(const iter_desc *it, tp_op_plan *plan) {
+    plan->i[0] = it->nd;
+    plan->i[1] = it->n;
+    plan->i[2] = it->isa;
+    plan->i[3] = it->isb;
+    for (int d = 0; d < it->nd; d++) {
+        plan->i[4 + d] = it->sizes[d];
+        plan->i[4 + MAXD + d] = it->sa[d];
+        plan->i[4 + 2 * MAXD + d] = it->sb[d];
+    }
+}
+
+static int64_t outer_count(const tp_op_plan *plan) {
+    int64_t c = 1;
+    for (int d = 0; d < plan->i[0]; d++) c *= plan->i[4 + d];
+    return c;
+}
+
+/* Element offsets of outer index `o` in a and b. */
+static void outer_offsets(const tp_op_plan *plan, int64_t o, int64_t *oa, int64_t *ob) {
+    int nd = (int)plan->i[0];
+    int64_t a = 0, b = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        int64_t s = plan->i[4 + d], idx = o % s;
+        o /= s;
+        a += idx * plan->i[4 + MAXD + d];
+        b += idx * plan->i[4 + 2 * MAXD + d];
+    }
+    *oa = a;
+    *ob = b;
+}
+
+/* ---- binary -------------------------------------------------------------- */
+
+enum { P_OP = 4 + 3 * MAXD, P_SCALAR_B = 5 + 3 * MAXD }; /* after the iteration layout */
+
+static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    int op = (int)plan->i[P_OP];
+    float alpha = (float)plan->f[0];
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    const float *b = plan->i[P_SCALAR_B] ? NULL : (const float *)tp__tensor_base(in[1]);
+    float bs = (float)plan->f[1];
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], outer = outer_count(plan);
+    if (outer == 1) { /* split the one run */
+        int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
+        if (lo >= hi) return TP_OK;
+        const float *pb = b ? b + (plan->i[3] ? lo : 0) : &bs;
+        tab->binary(op, o + lo, a + (plan->i[2] ? lo : 0), plan->i[2], pb, b ? plan->i[3] : 0, hi - lo, alpha);
+        return TP_OK;
+    }
+    int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oa, ob;
+        outer_offsets(plan, r, &oa, &ob);
+        tab->binary(op, o + r * n, a + oa, plan->i[2], b ? b + ob : &bs, b ? plan->i[3] : 0, n, alpha);
+    }
+    return TP_OK;
+}
+
+static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
+                                tp_op_plan *plan, int op, bool has_alpha) {
+    tp_tensor *out = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    tp_tensor *a = tp__arg_tensor(bound, 0), *b = tp__arg_tensor(bound, 1);
+    if (!out || out->dtype != TP_FLOAT32 || !a || a->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
+    if (b && b->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
+    if (!b && !tp_value_is_number(&bound[1])) return TP_ERR_UNSUPPORTED;
+    if (out->ndim != (a->ndim > (b ? b->ndim : 0) ? a->ndim : (b ? b->ndim : 0))) return TP_ERR_UNSUPPORTED;
+    for (int d = 0; d < a->ndim; d++) /* a must broadcast to out without being the larger one */
+        if (a->sizes[d] != out->sizes[d + out->ndim - a->ndim] && a->sizes[d] != 1) return TP_ERR_UNSUPPORTED;
+    iter_desc it;
+    if (!make_iter(out, a, b, &it)) return TP_ERR_UNSUPPORTED;
+    save_iter(&it, plan);
+    plan->i[P_OP] = op;
+    plan->i[P_SCALAR_B] = b == NULL;
+    plan->f[0] = has_alpha ? tp__arg_f64(bound, 2) : 1.0;
+    plan->f[1] = b ? 0.0 : tp__arg_f64(bound, 1);
+    plan->fn = tp__eltwise_table(info->cpu_level);
+    plan->variant = level_name(info->cpu_level);
+    plan->run = binary_run;
+    plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
+    /* in place over a: same layout, a not broadcast */
+    plan->inplace_ok = tp_tensor_is_contiguous(a) && a->ndim == out->ndim && tp_tensor_numel(a) == tp_tensor_numel(out);
+    return TP_OK;
+}
+
+#define BINARY(name, op, alpha)                                                                                 \
+    static tp_status name##_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,  \
+                                    tp_op_plan *plan) {                                                        \
+        return binary_prepare(info, bound, out, plan, op, alpha);                                              \
+    }
+BINARY(add, TP_ELT_ADD, true)
+BINARY(sub, TP_ELT_SUB, true)
+BINARY(mul, TP_ELT_MUL, false)
+BINARY(maximum, TP_ELT_MAX, false)
+BINARY(minimum, TP_ELT_MIN, false)
+#undef BINARY
+
+/* div(self, other, *, rounding_mode=None): true division only */
+static tp_status div_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    if (!tp__arg_is_none(bound, 2)) return TP_ERR_UNSUPPORTED;
+    return binary_prepare(info, bound, out, plan, TP_ELT_DIV, false);
+}
+
+/* ---- unary ---------------------------------------------------------------- */
+
+static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    int op = (int)plan->i[P_OP];
+    float params[4] = {(float)plan->f[0], (float)plan->f[1], (float)plan->f[2], (float)plan->f[3]};
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], outer = outer_count(plan);
+    if (outer == 1) {
+        int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
+        /* keep chunk starts 64-byte aligned for the vector loops */
+        if (ex->nth > 1) {
+            lo = lo & ~(int64_t)15;
+            hi = ex->ith == ex->nth - 1 ? n : ((chunk * (ex->ith + 1)) & ~(int64_t)15);
+        }
+        if (lo < hi) tab->unary(op, o + lo, a + lo, hi - lo, params);
+        return TP_OK;
+    }
+    int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    float tmp[256];
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oa, ob;
+        outer_offsets(plan, r, &oa, &ob);
+        if (plan->i[2] == 1) {
+            tab->unary(op, o + r * n, a + oa, n, params);
+        } else { /* strided: gather runs of 1 */
+            for (int64_t k = 0; k < n; k += 256) {
+                int64_t m = n - k < 256 ? n - k : 256;
+                for (int64_t q = 0; q < m; q++) tmp[q] = a[oa];
+                tab->unary(op, o + r * n + k, tmp, m, params);
+            }
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
+                               tp_op_plan *plan, int op) {
+    tp_tensor *out = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    tp_tensor *a = tp__arg_tensor(bound, 0);
+    if (!out || out->dtype != TP_FLOAT32 || !a || a->dtype != TP_FLOAT32 || a->ndim != out->ndim) return TP_ERR_UNSUPPORTED;
+    iter_desc it;
+    if (!make_iter(out, a, NULL, &it)) return TP_ERR_UNSUPPORTED;
+    save_iter(&it, plan);
+    plan->i[P_OP] = op;
+    plan->fn = tp__eltwise_table(info->cpu_level);
+    plan->variant = level_name(info->cpu_level);
+    plan->run = unary_run;
+    plan->max_threads = threads_for(tp_tensor_numel(out) * 4, info->max_threads);
+    plan->inplace_ok = tp_tensor_is_contiguous(a);
+    return TP_OK;
+}
+
+#define UNARY(name, op)                                                                                        \
+    static tp_status name##_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, \
+                                    tp_op_plan *plan) {                                                       \
+        return unary_prepare(info, bound, out, plan, op);                                                     \
+    }
+UNARY(relu, TP_ELT_RELU)
+UNARY(neg, TP_ELT_NEG)
+UNARY(abs, TP_ELT_ABS)
+UNARY(exp, TP_ELT_EXP)
+UNARY(tanh, TP_ELT_TANH)
+UNARY(sigmoid, TP_ELT_SIGMOID)
+UNARY(silu, TP_ELT_SILU)
+UNARY(sqrt, TP_ELT_SQRT)
+UNARY(rsqrt, TP_ELT_RSQRT)
+UNARY(reciprocal, TP_ELT_RECIPROCAL)
+UNARY(square, TP_ELT_SQUARE)
+UNARY(erf, TP_ELT_ERF)
+UNARY(log, TP_ELT_LOG)
+UNARY(relu6, TP_ELT_RELU6)
+UNARY(hardswish, TP_ELT_HARDSWISH)
+UNARY(hardsigmoid, TP_ELT_HARDSIGMOID)
+#undef UNARY
+
+/* gelu(Tensor self, *, str approximate='none') */
+static tp_status gelu_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    const char *approx = tp__arg_str(bound, 1);
+    bool tanh_form = approx && strcmp(approx, "tanh") == 0;
+    if (approx && !tanh_form && strcmp(approx, "none") != 0) return TP_ERR_UNSUPPORTED;
+    return unary_prepare(info, bound, out, plan, tanh_form ? TP_ELT_GELU_TANH : TP_ELT_GELU);
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) */
+static tp_status leaky_relu_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                    tp_op_plan *plan) {
+    TP_TRY(unary_prepare(info, bound, out, plan, TP_ELT_LEAKY_RELU));
+    plan->f[0] = tp__arg_f64(bound, 1);
+    return TP_OK;
+}
+
+/* hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) / clamp(self, min=None, max=None) */
+static tp_status hardtanh_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                  tp_op_plan *plan) {
+    TP_TRY(unary_prepare(info, bound, out, plan, TP_ELT_CLAMP));
+    plan->f[0] = tp__arg_f64(bound, 1);
+    plan->f[1] = tp__arg_f64(bound, 2);
+    return TP_OK;
+}
+
+static tp_status clamp_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                               tp_op_plan *plan) {
+    /* tensor bounds and NaN bounds take the reference path */
+    for (int k = 1; k <= 2; k++)
+        if (!tp__arg_is_none(bound, k) && (!tp_value_is_number(&bound[k]) || isnan(tp__arg_f64(bound, k))))
+            return TP_ERR_UNSUPPORTED;
+    TP_TRY(unary_prepare(info, bound, out, plan, TP_ELT_CLAMP));
+    plan->f[0] = tp__arg_is_none(bound, 1) ? -INFINITY : tp__arg_f64(bound, 1);
+    plan->f[1] = tp__arg_is_none(bound, 2) ? INFINITY : tp__arg_f64(bound, 2);
+    return TP_OK;
+}
+
+void tp__register_fast_eltwise(void) {
+    static const struct {
+        tp_op op;
+        tp_prepare_fn prepare;
+    } table[] = {
+        {TP_OP_ADD, add_prepare},
+        {TP_OP_SUB, sub_prepare},
+        {TP_OP_MUL, mul_prepare},
+        {TP_OP_DIV, div_prepare},
+        {TP_OP_MAXIMUM, maximum_prepare},
+        {TP_OP_MINIMUM, minimum_prepare},
+        {TP_OP_RELU, relu_prepare},
+        {TP_OP_NEG, neg_prepare},
+        {TP_OP_ABS, abs_prepare},
+        {TP_OP_EXP, exp_prepare},
+        {TP_OP_TANH, tanh_prepare},
+        {TP_OP_SIGMOID, sigmoid_prepare},
+        {TP_OP_SILU, silu_prepare},
+        {TP_OP_SQRT, sqrt_prepare},
+        {TP_OP_RSQRT, rsqrt_prepare},
+        {TP_OP_RECIPROCAL, reciprocal_prepare},
+        {TP_OP_SQUARE, square_prepare},
+        {TP_OP_ERF, erf_prepare},
+        {TP_OP_LOG, log_prepare},
+        {TP_OP_RELU6, relu6_prepare},
+        {TP_OP_HARDSWISH, hardswish_prepare},
+        {TP_OP_HARDSIGMOID, hardsigmoid_prepare},
+        {TP_OP_GELU, gelu_prepare},
+        {TP_OP_LEAKY_RELU, leaky_relu_prepare},
+        {TP_OP_HARDTANH, hardtanh_prepare},
+        {TP_OP_CLAMP, clamp_prepare},
+    };
+    for (size_t i = 0; i < TP_ARRAY_LEN(table); i++) tp__register_variant(table[i].op, "simd", TP_CPU_SCALAR, table[i].prepare);
+}

@@ -1,0 +1,446 @@
+/*
+ * gemm.c - the single-precision GEMM of gemm.h: ISA dispatch, cache
+ * blocking, packing, the split of C among threads, the epilogue and the
+ * portable micro-kernel. Compiled without ISA flags: the AVX2 and AVX-512
+ * micro-kernels (gemm_avx2.c, gemm_avx512.c) are called only at the ISA
+ * level the caller chose, which tp__gemm_best_isa checked.
+ *
+ * Loops, for the C block [m0, m1) x [n0, n1) one thread owns:
+ *   jc over columns by NC   - B block KC x NC stays in L2 (packed here, or
+ *     pc over K by KC       -   read from the caller's pre-packed B)
+ *       ir over rows by MR  - A micro-panel MR x KC stays in L1 (packed, or
+ *         jr over NC by NR  -   read in place when A is row-major)
+ *           micro-kernel MR x NR
+ *       epilogue (bias, residual, act) on the finished MR x NC strip.
+ * Packed B layout (weights and workspace alike): column panels NR wide,
+ * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
+ * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc.
+ *
+ * K blocking depends only on k and the cache sizes, so every element's
+ * reduction order is the same for every thread split.
+ */
+#include "gemm.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <threads.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#define TP__GEMM_X86 1
+#else
+#define TP__GEMM_X86 0
+#endif
+
+enum { TP__GEMM_SCALAR_MR = 4, TP__GEMM_SCALAR_NR = 16 };
+
+/* ---- ISA support ---- */
+
+#if TP__GEMM_X86
+/* The XCR0 register: which register state the OS saves and restores. */
+static uint64_t tp__gemm_xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+static int tp__gemm_detected_isa = TP_ISA_SCALAR;
+static once_flag tp__gemm_isa_once = ONCE_FLAG_INIT;
+
+static void tp__gemm_detect_isa(void) {
+#if TP__GEMM_X86
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return;
+    const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28), fma = ecx & (1u << 12);
+    if (!osxsave || !avx || !fma) return;
+    const uint64_t xcr0 = tp__gemm_xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) return; /* XMM and YMM state */
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return;
+    if (!(ebx & (1u << 5))) return; /* AVX2 */
+    tp__gemm_detected_isa = TP_ISA_AVX2;
+    const unsigned avx512_bits = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31); /* F DQ BW VL */
+    if ((ebx & avx512_bits) == avx512_bits && (xcr0 & 0xE0) == 0xE0) /* opmask, ZMM_Hi256, Hi16_ZMM */
+        tp__gemm_detected_isa = TP_ISA_AVX512;
+#endif
+}
+
+int tp__gemm_best_isa(void) {
+    call_once(&tp__gemm_isa_once, tp__gemm_detect_isa);
+    return tp__gemm_detected_isa;
+}
+
+/* ---- Cache sizes ---- */
+
+static tp_gemm_cache_info tp__gemm_caches;
+static once_flag tp__gemm_caches_once = ONCE_FLAG_INIT;
+
+#if TP__GEMM_X86
+/* Deterministic cache parameters: leaf 4 (Intel) or 0x8000001D (AMD, Hygon)
+ * have the same layout. */
+static void tp__gemm_caches_from_cpuid(tp_gemm_cache_info *info) {
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return;
+    const unsigned max_leaf = eax;
+    const bool amd_like = ebx == 0x68747541u /* "Auth" */ || ebx == 0x6f677948u /* "Hygo" */;
+    unsigned leaf = 4;
+    if (amd_like) {
+        if (!__get_cpuid(0x80000000u, &eax, &ebx, &ecx, &edx) || eax < 0x8000001Du) return;
+        if (!__get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) || !(ecx & (1u << 22))) return; /* TOPOEXT */
+        leaf = 0x8000001Du;
+    } else if (max_leaf < 4) {
+        return;
+    }
+    for (unsigned sub = 0; sub < 16; sub++) {
+        __cpuid_count(leaf, sub, eax, ebx, ecx, edx);
+        const unsigned type = eax & 0x1F, level = (eax >> 5) & 7;
+        if (type == 0) break;
+        if (type != 1 && type != 3) continue; /* data or unified */
+        const int64_t size = (int64_t)((ebx >> 22) + 1) * (((ebx >> 12) & 0x3FF) + 1) *
+                             ((ebx & 0xFFF) + 1) * ((int64_t)ecx + 1);
+        if (level == 1) info->l1d = size;
+        else if (level == 2) info->l2 = size;
+        else if (level == 3) info->l3 = size;
+    }
+}
+#endif
+
+/* /sys/devices/system/cpu/cpu0/cache/index<i>/{level,type,size}. */
+static void tp__gemm_caches_from_sysfs(tp_gemm_cache_info *info) {
+    for (int index = 0; index < 8; index++) {
+        char path[96], text[32];
+        int level = 0;
+        long long size = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        if (fscanf(f, "%d", &level) != 1) level = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+        if (!(f = fopen(path, "r"))) continue;
+        if (!fgets(text, sizeof text, f)) text[0] = 0;
+        fclose(f);
+        if (strncmp(text, "Data", 4) != 0 && strncmp(text, "Unified", 7) != 0) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+        if (!(f = fopen(path, "r"))) continue;
+        char unit = 0;
+        int got = fscanf(f, "%lld%c", &size, &unit);
+        fclose(f);
+        if (got < 1 || size <= 0) continue;
+        if (got == 2 && (unit == 'K' || unit == 'k')) size *= 1024;
+        else if (got == 2 && (unit == 'M' || unit == 'm')) size *= 1024 * 1024;
+        if (level == 1 && !info->l1d) info->l1d = size;
+        else if (level == 2 && !info->l2) info->l2 = size;
+        else if (level == 3 && !info->l3) info->l3 = size;
+    }
+}
+
+static void tp__gemm_read_caches(void) {
+    tp_gemm_cache_info info = {0};
+#if TP__GEMM_X86
+    tp__gemm_caches_from_cpuid(&info);
+#endif
+    if (!info.l1d || !info.l2) tp__gemm_caches_from_sysfs(&info);
+    /* Sane bounds: a wrong report must not make blocks absurd. */
+    if (info.l1d < 16 * 1024 || info.l1d > 256 * 1024) info.l1d = 32 * 1024;
+    if (info.l2 < 128 * 1024 || info.l2 > 16 * 1024 * 1024) info.l2 = 512 * 1024;
+    if (info.l3 < 0) info.l3 = 0;
+    tp__gemm_caches = info;
+}
+
+tp_gemm_cache_info tp__gemm_cache_info(void) {
+    call_once(&tp__gemm_caches_once, tp__gemm_read_caches);
+    return tp__gemm_caches;
+}
+
+/* ---- Portable micro-kernel ---- */
+
+/* 4 x 16 block in plain C that the compiler vectorises over columns. A is
+ * always packed (rs 1, cs MR, rows beyond m zero); the full block is
+ * computed, only m x n stored. Same contract as tp__gemm_microkernel_fn. */
+static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                        const float *b, float *c, int64_t ldc, int m, int n,
+                                        float alpha, float beta) {
+    enum { MR = TP__GEMM_SCALAR_MR, NR = TP__GEMM_SCALAR_NR };
+    (void)rs_a;
+    (void)cs_a;
+    float acc[MR][NR];
+    memset(acc, 0, sizeof acc);
+    for (int64_t p = 0; p < kc; p++) {
+        const float *bp = b + p * NR, *ap = a + p * MR;
+        for (int i = 0; i < MR; i++) {
+            const float ai = ap[i];
+            for (int j = 0; j < NR; j++) acc[i][j] += ai * bp[j];
+        }
+    }
+    for (int i = 0; i < m; i++) {
+        float *ci = c + i * ldc;
+        if (beta == 0.0f) {
+            for (int j = 0; j < n; j++) ci[j] = alpha * acc[i][j];
+        } else {
+            for (int j = 0; j < n; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
+        }
+    }
+}
+
+/* ---- Per-ISA parameters ---- */
+
+typedef struct tp__gemm_isa_info {
+    int mr, nr;
+    tp__gemm_microkernel_fn kernel;
+    bool reads_row_major_a; /* the kernel takes A with cs_a 1 in place */
+} tp__gemm_isa_info;
+
+static tp__gemm_isa_info tp__gemm_isa_info_for(int isa) {
+#if TP__GEMM_X86
+    if (isa == TP_ISA_AVX512)
+        return (tp__gemm_isa_info){TP__GEMM_AVX512_MR, TP__GEMM_AVX512_NR, tp__gemm_avx512_microkernel, true};
+    if (isa == TP_ISA_AVX2)
+        return (tp__gemm_isa_info){TP__GEMM_AVX2_MR, TP__GEMM_AVX2_NR, tp__gemm_avx2_microkernel, true};
+#endif
+    (void)isa;
+    return (tp__gemm_isa_info){TP__GEMM_SCALAR_MR, TP__GEMM_SCALAR_NR, tp__gemm_scalar_microkernel, false};
+}
+
+void tp__gemm_register_block(int isa, int *mr, int *nr) {
+    tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
+    *mr = info.mr;
+    *nr = info.nr;
+}
+
+static int64_t tp__gemm_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t tp__gemm_round_up(int64_t a, int64_t b) { return tp__gemm_ceil_div(a, b) * b; }
+static size_t tp__gemm_round_up_64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+/* ---- Blocking and the thread split ---- */
+
+typedef struct tp__gemm_plan {
+    tp__gemm_isa_info isa;
+    int64_t kc;          /* K block (every block but the last is exactly kc) */
+    int64_t nc;          /* N block, a multiple of nr */
+    int th_m, th_n;      /* threads along M and N; thread ith is (ith / th_n, ith % th_n) */
+    size_t a_bytes, b_bytes; /* per-thread workspace parts */
+} tp__gemm_plan;
+
+static bool tp__gemm_packs_a(const tp_gemm *g, const tp__gemm_isa_info *isa) {
+    return !(isa->reads_row_major_a && g->cs_a == 1);
+}
+
+static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
+    tp__gemm_plan plan;
+    plan.isa = tp__gemm_isa_info_for(g->isa);
+    const int64_t mr = plan.isa.mr, nr = plan.isa.nr;
+    const tp_gemm_cache_info caches = tp__gemm_cache_info();
+
+    /* KC: the A micro-panel (MR x KC floats) takes a quarter of L1; K is
+     * cut into equal blocks no longer than that. */
+    int64_t kc_max = caches.l1d / (int64_t)(4 * sizeof(float)) / mr;
+    if (kc_max > 512) kc_max = 512;
+    if (kc_max < 64) kc_max = 64;
+    kc_max &= ~(int64_t)7;
+    const int64_t k_blocks = g->k > 0 ? tp__gemm_ceil_div(g->k, kc_max) : 1;
+    plan.kc = g->k > 0 ? tp__gemm_ceil_div(g->k, k_blocks) : 0;
+
+    /* NC: the B block (KC x NC floats) takes half of L2. */
+    int64_t nc = caches.l2 / 2 / (int64_t)sizeof(float) / (plan.kc > 0 ? plan.kc : 1);
+    nc = nc / nr * nr;
+    if (nc < 2 * nr) nc = 2 * nr;
+    const int64_t n_padded = tp__gemm_round_up(g->n > 0 ? g->n : 1, nr);
+    if (nc > n_padded) nc = n_padded;
+    plan.nc = nc;
+
+    /* Split: rows at any row, columns at panel boundaries; pick the grid
+     * with the least estimated work for the busiest thread (FMA lanes at 16
+     * a cycle, plus B packing when B is not pre-packed, plus A packing). */
+    const int64_t n_tiles = tp__gemm_ceil_div(g->n > 0 ? g->n : 1, nr);
+    const int64_t m = g->m > 0 ? g->m : 1, k = g->k > 0 ? g->k : 1;
+    const bool packs_a = tp__gemm_packs_a(g, &plan.isa);
+    double best = -1.0;
+    plan.th_m = 1;
+    plan.th_n = 1;
+    for (int th_m = 1; th_m <= nth; th_m++) {
+        if (nth % th_m) continue;
+        const int th_n = nth / th_m;
+        const int64_t rows = tp__gemm_ceil_div(m, th_m);
+        const int64_t cols = tp__gemm_ceil_div(n_tiles, th_n) * nr;
+        const int64_t col_blocks = tp__gemm_ceil_div(cols, nc);
+        double cost = (double)tp__gemm_round_up(rows, mr) * (double)cols * (double)k / 16.0;
+        if (!g->packed_b) cost += (double)cols * (double)k / 4.0;
+        if (packs_a) cost += (double)rows * (double)k * (double)col_blocks / 2.0;
+        if (best < 0 || cost < best) {
+            best = cost;
+            plan.th_m = th_m;
+            plan.th_n = th_n;
+        }
+    }
+    plan.a_bytes = packs_a ? tp__gemm_round_up_64((size_t)(mr * (plan.kc > 0 ? plan.kc : 1)) * sizeof(float)) : 0;
+    plan.b_bytes = g->packed_b ? 0 : tp__gemm_round_up_64((size_t)(plan.kc * nc) * sizeof(float));
+    return plan;
+}
+
+size_t tp__gemm_workspace_bytes(const tp_gemm *g, int nth) {
+    if (nth < 1) nth = 1;
+    if (g->m <= 0 || g->n <= 0 || g->k <= 0) return 0;
+    tp__gemm_plan plan = tp__gemm_make_plan(g, nth);
+    return (size_t)nth * (plan.a_bytes + plan.b_bytes);
+}
+
+/* ---- Packing ---- */
+
+/* Pack the kc x nc block of B (element (p, j) at b[p*rs_b + j*cs_b]) into
+ * panels nr wide, panel stride panel_stride floats, zero beyond nc. */
+static void tp__gemm_pack_b_block(int nr, int64_t kc, int64_t nc, const float *b, int64_t rs_b,
+                                  int64_t cs_b, float *dst, int64_t panel_stride) {
+    for (int64_t jp = 0; jp < nc; jp += nr) {
+        const int64_t width = nc - jp < nr ? nc - jp : nr;
+        float *panel = dst + (jp / nr) * panel_stride;
+        const float *src = b + jp * cs_b;
+        if (cs_b == 1) {
+            for (int64_t p = 0; p < kc; p++) {
+                memcpy(panel + p * nr, src + p * rs_b, (size_t)width * sizeof(float));
+                if (width < nr) memset(panel + p * nr + width, 0, (size_t)(nr - width) * sizeof(float));
+            }
+        } else {
+            for (int64_t p = 0; p < kc; p++) {
+                if (width < nr) memset(panel + p * nr + width, 0, (size_t)(nr - width) * sizeof(float));
+            }
+            /* Column by column: reads run along memory when B is transposed. */
+            for (int64_t j = 0; j < width; j++) {
+                const float *col = src + j * cs_b;
+                for (int64_t p = 0; p < kc; p++) panel[p * nr + j] = col[p * rs_b];
+            }
+        }
+    }
+}
+
+/* Pack rows [0, rows) x cols [0, kc) of A into an MR x kc micro-panel
+ * (element (i, p) at dst[p*mr + i]), zero rows beyond `rows`. */
+static void tp__gemm_pack_a_panel(int mr, int64_t kc, int rows, const float *a, int64_t rs_a,
+                                  int64_t cs_a, float *dst) {
+    if (rows < mr) {
+        for (int64_t p = 0; p < kc; p++)
+            for (int i = rows; i < mr; i++) dst[p * mr + i] = 0.0f;
+    }
+    if (cs_a == 1) {
+        for (int i = 0; i < rows; i++) {
+            const float *row = a + i * rs_a;
+            for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = row[p];
+        }
+    } else {
+        for (int64_t p = 0; p < kc; p++) {
+            const float *col = a + p * cs_a;
+            for (int i = 0; i < rows; i++) dst[p * mr + i] = col[i * rs_a];
+        }
+    }
+}
+
+size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n) {
+    if (k <= 0 || n <= 0) return 0;
+    tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
+    return (size_t)k * (size_t)tp__gemm_round_up(n, info.nr) * sizeof(float);
+}
+
+void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b, void *dst) {
+    if (k <= 0 || n <= 0) return;
+    tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
+    tp__gemm_pack_b_block(info.nr, k, n, b, rs_b, cs_b, (float *)dst, k * info.nr);
+}
+
+/* ---- Epilogue ---- */
+
+/* bias, residual and act on rows [i0, i0 + rows) x columns [j0, j0 + cols)
+ * of C, which already hold alpha*A*B + beta*C_old. */
+static void tp__gemm_finish_rows(const tp_gemm *g, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+    const tp_gemm_epilogue *ep = &g->ep;
+    if (!ep->bias && !ep->residual && !ep->act) return;
+    for (int64_t i = i0; i < i0 + rows; i++) {
+        float *row = g->c + i * g->ldc + j0;
+        if (ep->bias && ep->bias_per_row) {
+            const float bias = ep->bias[i];
+            for (int64_t j = 0; j < cols; j++) row[j] += bias;
+        } else if (ep->bias) {
+            const float *bias = ep->bias + j0;
+            for (int64_t j = 0; j < cols; j++) row[j] += bias[j];
+        }
+        if (ep->residual) {
+            const float *res = ep->residual + i * ep->ld_residual + j0;
+            for (int64_t j = 0; j < cols; j++) row[j] += res[j];
+        }
+        if (ep->act) ep->act(row, cols, ep->act_ctx);
+    }
+}
+
+/* k == 0: C = beta*C, then the epilogue. */
+static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const float beta = g->ep.beta;
+    for (int64_t i = m0; i < m1; i++) {
+        float *row = g->c + i * g->ldc;
+        for (int64_t j = n0; j < n1; j++) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+    }
+    tp__gemm_finish_rows(g, m0, m1 - m0, n0, n1 - n0);
+}
+
+/* ---- The product ---- */
+
+void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
+    if (g->m <= 0 || g->n <= 0 || nth < 1 || ith < 0 || ith >= nth) return;
+    const tp__gemm_plan plan = tp__gemm_make_plan(g, nth);
+    if (ith >= plan.th_m * plan.th_n) return;
+    const int mr = plan.isa.mr, nr = plan.isa.nr;
+    const int tm = ith / plan.th_n, tn = ith % plan.th_n;
+    const int64_t n_tiles = tp__gemm_ceil_div(g->n, nr);
+    const int64_t m0 = g->m * tm / plan.th_m, m1 = g->m * (tm + 1) / plan.th_m;
+    const int64_t n0 = n_tiles * tn / plan.th_n * nr;
+    int64_t n1 = n_tiles * (tn + 1) / plan.th_n * nr;
+    if (n1 > g->n) n1 = g->n;
+    if (m0 >= m1 || n0 >= n1) return;
+    if (g->k <= 0) {
+        tp__gemm_run_empty_k(g, m0, m1, n0, n1);
+        return;
+    }
+
+    char *slice = (char *)workspace + (size_t)ith * (plan.a_bytes + plan.b_bytes);
+    float *a_buf = (float *)slice;
+    float *b_buf = (float *)(slice + plan.a_bytes);
+    const bool packs_a = tp__gemm_packs_a(g, &plan.isa);
+    const tp__gemm_microkernel_fn kernel = plan.isa.kernel;
+    const int64_t k = g->k;
+
+    for (int64_t jc = n0; jc < n1; jc += plan.nc) {
+        const int64_t nc = n1 - jc < plan.nc ? n1 - jc : plan.nc;
+        for (int64_t pc = 0; pc < k; pc += plan.kc) {
+            const int64_t kc = k - pc < plan.kc ? k - pc : plan.kc;
+            const float *b_block;
+            int64_t panel_stride;
+            if (g->packed_b) {
+                panel_stride = k * nr;
+                b_block = (const float *)g->packed_b + (jc / nr) * panel_stride + pc * nr;
+            } else {
+                panel_stride = kc * nr;
+                tp__gemm_pack_b_block(nr, kc, nc, g->b + pc * g->rs_b + jc * g->cs_b, g->rs_b, g->cs_b,
+                                      b_buf, panel_stride);
+                b_block = b_buf;
+            }
+            const float beta = pc == 0 ? g->ep.beta : 1.0f;
+            const bool last = pc + kc >= k;
+            for (int64_t ir = m0; ir < m1; ir += mr) {
+                const int rows = m1 - ir < mr ? (int)(m1 - ir) : mr;
+                const float *a_panel = g->a + ir * g->rs_a + pc * g->cs_a;
+                int64_t rs_a = g->rs_a, cs_a = 1;
+                if (packs_a) {
+                    tp__gemm_pack_a_panel(mr, kc, rows, a_panel, g->rs_a, g->cs_a, a_buf);
+                    a_panel = a_buf;
+                    rs_a = 1;
+                    cs_a = mr;
+                }
+                float *c_row = g->c + ir * g->ldc + jc;
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
+                    kernel(kc, a_panel, rs_a, cs_a, b_block + (jr / nr) * panel_stride, c_row + jr, g->ldc,
+                           rows, cols, g->ep.alpha, beta);
+                }
+                if (last) tp__gemm_finish_rows(g, ir, rows, jc, nc);
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+/*
+ * gemm.h - single-precision matrix multiply with a fused epilogue, for the
+ * CPU kernels: C = act(alpha*A*B + beta*C + bias + residual).
+ *
+ * BLIS-style: loops around a register-blocked micro-kernel chosen by ISA
+ * level (scalar C, AVX2+FMA, AVX-512). A caller picks the ISA level once
+ * (tp__gemm_best_isa), may pack a constant B (weights) once, sizes one
+ * workspace for nth threads and calls tp__gemm_run from each thread; the
+ * threads need no synchronisation among themselves.
+ *
+ * Results are bitwise independent of nth and ith: every element of C is
+ * reduced over K in the same order (the K blocking depends only on k and the
+ * cache sizes, never on the thread split). They differ between ISA levels.
+ */
+#ifndef TPEXPORT_CPU_GEMM_H
+#define TPEXPORT_CPU_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* ISA levels, chosen by the caller from cpuid (never by CPU model). */
+enum { TP_ISA_SCALAR = 0, TP_ISA_AVX2 = 1, TP_ISA_AVX512 = 2 };
+
+/* Highest ISA level this build and this CPU support now (cpuid feature bits
+ * and the OS's support of the register state, read with xgetbv). Cheap after
+ * the first call. Any level below the returned one is usable too. */
+TP_HIDDEN int tp__gemm_best_isa(void);
+
+/* Epilogue applied to C after the product, while the tile is in cache:
+ *   C = act(alpha*A*B + beta*C_old + bias + residual)
+ * bias: NULL, or a vector of N (bias_per_row false: added to every row) or
+ *   of M (bias_per_row true: bias[i] added to row i).
+ * residual: NULL or an M x N matrix with row stride ld_residual; distinct
+ *   memory from C.
+ * act: NULL or a function applied in place to each finished row segment of
+ *   C: act(ptr, n, act_ctx) for n contiguous floats (segments of one row,
+ *   at most the whole row, each element exactly once). It may be called
+ *   concurrently from all threads running the product.
+ * beta: 0 (C_old is not read, so it may hold NaN) and 1 are fast; other
+ *   values are allowed. */
+typedef struct tp_gemm_epilogue {
+    float alpha, beta;
+    const float *bias;
+    bool bias_per_row;
+    const float *residual;
+    int64_t ld_residual;
+    void (*act)(float *ptr, int64_t n, const void *act_ctx);
+    const void *act_ctx;
+} tp_gemm_epilogue;
+
+/* The identity epilogue: alpha 1, beta 0, nothing else. */
+static inline tp_gemm_epilogue tp__gemm_epilogue_default(void) {
+    tp_gemm_epilogue ep = {0};
+    ep.alpha = 1.0f;
+    return ep;
+}
+
+/* B packed once (weights): the layout is private to gemm.c and depends on
+ * isa. Bytes needed for a packed K x N matrix (0 when k or n is 0). */
+TP_HIDDEN size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n);
+/* Pack B (K x N, element (p, j) at b[p*rs_b + j*cs_b], any strides incl.
+ * transposed) into dst (64-byte aligned, tp__gemm_packed_b_bytes bytes,
+ * owned by the caller). The packed copy does not refer to b. */
+TP_HIDDEN void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b,
+                               int64_t cs_b, void *dst);
+
+/* One product. All pointers are borrowed for the duration of the calls. */
+typedef struct tp_gemm {
+    int isa;                              /* TP_ISA_*, at most tp__gemm_best_isa() */
+    int64_t m, n, k;
+    const float *a; int64_t rs_a, cs_a;   /* A: M x K, element (i,p) at a[i*rs_a + p*cs_a]; any strides */
+    const float *b; int64_t rs_b, cs_b;   /* B: K x N unpacked, or NULL when packed_b is set */
+    const void *packed_b;                 /* from tp__gemm_pack_b with the same isa, k, n */
+    float *c; int64_t ldc;                /* C: M x N, row-major, row stride ldc (>= n), column stride 1 */
+    tp_gemm_epilogue ep;
+} tp_gemm;
+
+/* Scratch bytes one call needs when run by nth threads (covers per-thread
+ * packing buffers); may be 0. */
+TP_HIDDEN size_t tp__gemm_workspace_bytes(const tp_gemm *g, int nth);
+/* Compute the part of C that thread ith of nth owns. All nth calls together
+ * (made concurrently from nth threads, or one after another, with the same g
+ * and the same workspace pointer, 64-byte aligned, tp__gemm_workspace_bytes
+ * (g, nth) bytes) compute all of C. No synchronisation inside: each thread
+ * owns a disjoint block of C and its own slice of the workspace; if B is not
+ * packed, each thread packs the B panels it needs itself. Some threads may
+ * own nothing when the product is small. Never allocates, never fails. m, n
+ * or k may be 0 (k == 0: C = act(beta*C + bias + residual)). */
+TP_HIDDEN void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace);
+
+/* Cache sizes the blocking was derived from (bytes per core; read once from
+ * cpuid or sysfs, defaults when unknown), for benchmarks and tests. */
+typedef struct tp_gemm_cache_info {
+    int64_t l1d, l2, l3;
+} tp_gemm_cache_info;
+TP_HIDDEN tp_gemm_cache_info tp__gemm_cache_info(void);
+
+/* Register block of an ISA level's micro-kernel (rows x columns of C). */
+TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
+
+/* ---- Micro-kernels (gemm_avx2.c, gemm_avx512.c); internal to the gemm. ----
+ * C[0:m, 0:n] (row stride ldc) = alpha * A*B + beta * C for 1 <= m <= MR,
+ * 1 <= n <= NR, kc >= 0. beta == 0: C is not read.
+ * A: m x kc, element (i, p) at a[i*rs_a + p*cs_a]; either packed (rs_a 1,
+ *    cs_a MR) or row-major (cs_a 1, any rs_a).
+ * B: kc x NR packed, row p at b + p*NR (zero beyond column n is fine; the
+ *    columns beyond n are never stored). */
+typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                        const float *b, float *c, int64_t ldc, int m, int n,
+                                        float alpha, float beta);
+
+enum { TP__GEMM_AVX2_MR = 6, TP__GEMM_AVX2_NR = 16 };
+enum { TP__GEMM_AVX512_MR = 6, TP__GEMM_AVX512_NR = 64 };
+
+TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                         const float *b, float *c, int64_t ldc, int m, int n,
+                                         float alpha, float beta);
+TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                           const float *b, float *c, int64_t ldc, int m, int n,
+                                           float alpha, float beta);
+
+#endif

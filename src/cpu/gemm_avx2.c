@@ -1,0 +1,116 @@
+/*
+ * gemm_avx2.c - the AVX2+FMA micro-kernel of the single-precision GEMM
+ * (gemm.h): a 6 x 16 block of C in 12 ymm accumulators, B read as two ymm
+ * per k, A broadcast one element per row. Compiled with -mavx2 -mfma;
+ * gemm.c calls it only after cpuid and xgetbv said the CPU and the OS
+ * support AVX and FMA.
+ *
+ * Each element of C is one sequential chain of FMAs over p, whatever m, n
+ * or the A layout, so results do not depend on how a caller tiles C.
+ */
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+enum { MR = TP__GEMM_AVX2_MR, NR = TP__GEMM_AVX2_NR, NV = NR / 8 };
+
+/* Lanes of column group j (8 columns each) that hold one of the n columns:
+ * all bits set in an active lane, as maskload/maskstore want. */
+static inline __m256i tp__gemm_avx2_column_mask(int n, int j) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * j), lane);
+}
+
+/* The kernel body for exactly m rows; packed_a selects the packed layout
+ * (rs 1, cs MR, known at compile time) over row-major A (cs 1). */
+static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
+    const int m, const bool packed_a, int64_t kc, const float *a, int64_t rs_a, const float *b,
+    float *c, int64_t ldc, int n, float alpha, float beta) {
+    const int64_t rs = packed_a ? 1 : rs_a;
+    const int64_t cs = packed_a ? MR : 1;
+    __m256 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[i][j] = _mm256_setzero_ps();
+    }
+    /* C is touched only after the K loop: fetch its lines meanwhile. */
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i < m) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        if (i < m) _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
+    for (int64_t p = 0; p < kc; p++) {
+        __m256 bv[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) bv[j] = _mm256_loadu_ps(b + 8 * j);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            if (i < m) {
+                const __m256 ai = _mm256_broadcast_ss(a + i * rs);
+#pragma GCC unroll 4
+                for (int j = 0; j < NV; j++) acc[i][j] = _mm256_fmadd_ps(ai, bv[j], acc[i][j]);
+            }
+        }
+        a += cs;
+        b += NR;
+    }
+    const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta);
+    if (n == NR) {
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            if (i >= m) continue;
+            float *ci = c + i * ldc;
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) {
+                __m256 v;
+                if (beta == 0.0f) v = _mm256_mul_ps(alpha_v, acc[i][j]);
+                else if (beta == 1.0f) v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_loadu_ps(ci + 8 * j));
+                else v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_mul_ps(beta_v, _mm256_loadu_ps(ci + 8 * j)));
+                _mm256_storeu_ps(ci + 8 * j, v);
+            }
+        }
+        return;
+    }
+    __m256i mask[NV];
+    for (int j = 0; j < NV; j++) mask[j] = tp__gemm_avx2_column_mask(n, j);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i >= m) continue;
+        float *ci = c + i * ldc;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) {
+            if (n <= 8 * j) continue;
+            __m256 v;
+            if (beta == 0.0f) v = _mm256_mul_ps(alpha_v, acc[i][j]);
+            else if (beta == 1.0f)
+                v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_maskload_ps(ci + 8 * j, mask[j]));
+            else
+                v = _mm256_fmadd_ps(alpha_v, acc[i][j],
+                                    _mm256_mul_ps(beta_v, _mm256_maskload_ps(ci + 8 * j, mask[j])));
+            _mm256_maskstore_ps(ci + 8 * j, mask[j], v);
+        }
+    }
+}
+
+#define TP__GEMM_AVX2_ROWS(M)                                                                 \
+    case M:                                                                                   \
+        if (cs_a == 1) tp__gemm_avx2_tile(M, false, kc, a, rs_a, b, c, ldc, n, alpha, beta); \
+        else tp__gemm_avx2_tile(M, true, kc, a, rs_a, b, c, ldc, n, alpha, beta);            \
+        break;
+
+TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                         const float *b, float *c, int64_t ldc, int m, int n,
+                                         float alpha, float beta) {
+    switch (m) {
+        TP__GEMM_AVX2_ROWS(1)
+        TP__GEMM_AVX2_ROWS(2)
+        TP__GEMM_AVX2_ROWS(3)
+        TP__GEMM_AVX2_ROWS(4)
+        TP__GEMM_AVX2_ROWS(5)
+        TP__GEMM_AVX2_ROWS(6)
+        default: break;
+    }
+}
+#endif

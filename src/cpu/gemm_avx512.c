@@ -1,0 +1,133 @@
+/*
+ * gemm_avx512.c - the AVX-512 micro-kernel of the single-precision GEMM
+ * (gemm.h): a 6 x 64 block of C in 24 zmm accumulators, B read as four zmm
+ * per k, A broadcast one element per row. Compiled with -mavx512f (and
+ * friends); gemm.c calls it only after cpuid and xgetbv said the CPU and
+ * the OS support AVX-512.
+ *
+ * Each element of C is one sequential chain of FMAs over p, whatever m, n
+ * or the A layout, so results do not depend on how a caller tiles C.
+ */
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__)
+#include <immintrin.h>
+
+enum { MR = TP__GEMM_AVX512_MR, NR = TP__GEMM_AVX512_NR, NV = NR / 16 };
+
+/* Lanes of column group j (16 columns each) that hold one of the n columns. */
+static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
+    int left = n - 16 * j;
+    if (left >= 16) return (__mmask16)0xFFFF;
+    if (left <= 0) return 0;
+    return (__mmask16)((1u << left) - 1u);
+}
+
+/* The kernel body for exactly m rows and nv column groups of 16 (n <= 16*nv;
+ * narrow tiles at the right edge of C skip the groups they do not need);
+ * packed_a selects the packed layout (rs 1, cs MR, known at compile time)
+ * over row-major A (cs 1). */
+static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
+    const int m, const int nv, const bool packed_a, int64_t kc, const float *a, int64_t rs_a, const float *b,
+    float *c, int64_t ldc, int n, float alpha, float beta) {
+    const int64_t rs = packed_a ? 1 : rs_a;
+    const int64_t cs = packed_a ? MR : 1;
+    __m512 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[i][j] = _mm512_setzero_ps();
+    }
+    /* C is touched only after the K loop: fetch its lines meanwhile. */
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            if (i < m && j < nv) _mm_prefetch((const char *)(c + i * ldc + 16 * j), _MM_HINT_T0);
+        if (i < m) _mm_prefetch((const char *)(c + i * ldc + 16 * nv - 1), _MM_HINT_T0);
+    }
+    for (int64_t p = 0; p < kc; p++) {
+        __m512 bv[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) bv[j] = j < nv ? _mm512_loadu_ps(b + 16 * j) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            if (i < m) {
+                const __m512 ai = _mm512_set1_ps(a[i * rs]);
+#pragma GCC unroll 4
+                for (int j = 0; j < NV; j++)
+                    if (j < nv) acc[i][j] = _mm512_fmadd_ps(ai, bv[j], acc[i][j]);
+            }
+        }
+        a += cs;
+        b += NR;
+    }
+    const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
+    if (n == 16 * nv) {
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            if (i >= m) continue;
+            float *ci = c + i * ldc;
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) {
+                if (j >= nv) continue;
+                __m512 v;
+                if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
+                else if (beta == 1.0f) v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_loadu_ps(ci + 16 * j));
+                else v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_mul_ps(beta_v, _mm512_loadu_ps(ci + 16 * j)));
+                _mm512_storeu_ps(ci + 16 * j, v);
+            }
+        }
+        return;
+    }
+    __mmask16 mask[NV];
+    for (int j = 0; j < NV; j++) mask[j] = tp__gemm_avx512_column_mask(n, j);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i >= m) continue;
+        float *ci = c + i * ldc;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) {
+            if (j >= nv || !mask[j]) continue;
+            __m512 v;
+            if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
+            else if (beta == 1.0f)
+                v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_maskz_loadu_ps(mask[j], ci + 16 * j));
+            else
+                v = _mm512_fmadd_ps(alpha_v, acc[i][j],
+                                    _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(mask[j], ci + 16 * j)));
+            _mm512_mask_storeu_ps(ci + 16 * j, mask[j], v);
+        }
+    }
+}
+
+#define TP__GEMM_AVX512_TILE(M, NVEC)                                                              \
+    case NVEC:                                                                                     \
+        if (cs_a == 1) tp__gemm_avx512_tile(M, NVEC, false, kc, a, rs_a, b, c, ldc, n, alpha, beta); \
+        else tp__gemm_avx512_tile(M, NVEC, true, kc, a, rs_a, b, c, ldc, n, alpha, beta);            \
+        break;
+#define TP__GEMM_AVX512_ROWS(M)                     \
+    case M:                                         \
+        switch ((n + 15) / 16) {                    \
+            TP__GEMM_AVX512_TILE(M, 1)              \
+            TP__GEMM_AVX512_TILE(M, 2)              \
+            TP__GEMM_AVX512_TILE(M, 3)              \
+            TP__GEMM_AVX512_TILE(M, 4)              \
+            default: break;                         \
+        }                                           \
+        break;
+
+TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                           const float *b, float *c, int64_t ldc, int m, int n,
+                                           float alpha, float beta) {
+    switch (m) {
+        TP__GEMM_AVX512_ROWS(1)
+        TP__GEMM_AVX512_ROWS(2)
+        TP__GEMM_AVX512_ROWS(3)
+        TP__GEMM_AVX512_ROWS(4)
+        TP__GEMM_AVX512_ROWS(5)
+        TP__GEMM_AVX512_ROWS(6)
+        default: break;
+    }
+}
+#endif

@@ -1,0 +1,302 @@
+/*
+ * vmath.h - float32 elementwise math (exp, log, tanh, sigmoid, erf, gelu,
+ * gelu_tanh, silu) written so that gcc auto-vectorises the array loops.
+ *
+ * Each function comes twice: a scalar `tp__<name>_f32(float)` and an array
+ * `tp__v<name>_f32(dst, src, n)` whose loop body is that scalar function, so
+ * the vector body and its scalar tail compute the same formula and agree
+ * bitwise (except which NaN a NaN input yields: sign and payload may differ).
+ * dst may equal src; otherwise the two must not overlap.
+ *
+ * Method: range reduction plus minimax polynomials (fitted for this file with
+ * a Remez exchange), the usual scheme of Cephes, SLEEF and XNNPACK. No libm
+ * calls, no branches in the element loops (selects are ternaries on floats
+ * built by tp__vm_sel from compare masks), bits are moved with memcpy,
+ * and float->int conversions only happen through the "add 1.5*2^23" trick,
+ * which is defined for every input, NaN included.
+ *
+ * Build contract: vectorisation needs -O3 (or -O2 -ftree-vectorize
+ * -fvect-cost-model=dynamic); any of no ISA flags (SSE2), -mavx2 -mfma or
+ * -mavx512f works. The code assumes IEEE semantics: do not compile it with
+ * -ffast-math / -ffinite-math-only (NaN and inf handling is done by compares)
+ * and do not enable FMA contraction (-ffp-contract=fast, the gcc default in
+ * the GNU dialects but not under -std=c11) if bitwise agreement between
+ * builds with and without -mfma matters: the bounds below were measured with
+ * -ffp-contract=off. Denormal inputs and outputs are handled exactly as
+ * normal ones (no flushing), provided the CPU runs without FTZ/DAZ.
+ *
+ * Error bounds: measured by tests/test_vmath.c against double-precision libm
+ * rounded to float (a strided sweep of all bit patterns plus a dense sweep of
+ * the interesting range); stated per function below.
+ */
+#ifndef TPEXPORT_CPU_VMATH_H
+#define TPEXPORT_CPU_VMATH_H
+
+#include <math.h> /* INFINITY, NAN (constants only; no libm calls) */
+#include <stdint.h>
+#include <string.h>
+
+/* ---- bit access ---- */
+static inline uint32_t tp__f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+static inline float tp__f32_from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* cond ? a : b, written with a mask rather than a ternary: a ternary whose
+ * arm is a constant lets gcc's PRE pass fold the rest of the formula along
+ * that arm into a separate block (e.g. the overflowing exp(88.8) product),
+ * which blocks if-conversion and so vectorisation without AVX-512 masks. */
+static inline float tp__vm_sel(int cond, float a, float b) {
+    uint32_t m = 0u - (uint32_t)cond;
+    return tp__f32_from_bits((tp__f32_bits(a) & m) | (tp__f32_bits(b) & ~m));
+}
+
+/* 1.5 * 2^23: adding it to |v| < 2^22 rounds v to an integer k held in the
+ * low mantissa bits (bits(v + magic) = 0x4B400000 + k, two's complement). */
+#define TP__VM_MAGIC 12582912.0f
+
+/* 2^k for an integer-valued float k in [-126, 127] (garbage but no UB for
+ * other inputs, NaN included). */
+static inline float tp__vm_pow2i(float k) {
+    uint32_t u = tp__f32_bits(k + TP__VM_MAGIC);
+    return tp__f32_from_bits((u << 23) + 0x3F800000u);
+}
+
+/* Round to nearest (ties to even) as a float; |v| < 2^22, NaN passes. */
+static inline float tp__vm_rint(float v) { return (v + TP__VM_MAGIC) - TP__VM_MAGIC; }
+
+/* ---- exp ----
+ * x = n*ln2 + r, |r| <= ln2/2 (Cody-Waite, two-constant ln2), e^r by a
+ * degree-6 minimax polynomial with fixed 1 + r leading terms, then 2^n applied
+ * as two factors 2^n1 * 2^n2 so that results in the denormal range round once
+ * and exp(x) > FLT_MAX overflows to inf by itself.
+ * Bound: 1 ULP; exp(-inf) = 0,
+ * exp(inf) = inf, overflow to inf for x > 88.72284, underflow to 0 for
+ * x < -103.97 (results in between are correctly rounded denormals +- 1 ULP). */
+static inline float tp__exp_f32(float x) {
+    x = tp__vm_sel(x > 88.8f, 88.8f, x); /* NaN passes both clamps */
+    x = tp__vm_sel(x < -104.0f, -104.0f, x);
+    float n = tp__vm_rint(x * 1.442695041f);
+    float r = x - n * 0.693359375f; /* exact: 0.693359375 has 9 bits */
+    r = r - n * -2.121944401e-4f;
+    float q = 1.381461291e-3f;
+    q = q * r + 8.368709833e-3f;
+    q = q * r + 4.166838737e-2f;
+    q = q * r + 1.666652069e-1f;
+    q = q * r + 4.999999345e-1f;
+    float p = 1.0f + (r + (r * r) * q);
+    float n1 = tp__vm_rint(n * 0.5f); /* n in [-150, 128] -> n1, n2 in [-75, 64] */
+    float n2 = n - n1;
+    return (p * tp__vm_pow2i(n1)) * tp__vm_pow2i(n2);
+}
+
+/* expm1(y) for y <= 0 (the core of tanh): y = n*ln2 + r, expm1(r) by a
+ * degree-6 polynomial r + r^2*q(r), then 2^n*expm1(r) + (2^n - 1), where
+ * 2^n - 1 is exact for n >= -24. y is clamped at -18.5 (expm1 = -1 there to
+ * float precision). NaN passes. */
+static inline float tp__vm_expm1_neg(float y) {
+    y = tp__vm_sel(y < -18.5f, -18.5f, y);
+    float n = tp__vm_rint(y * 1.442695041f);
+    float r = y - n * 0.693359375f;
+    r = r - n * -2.121944401e-4f;
+    float q = 1.388252303e-3f;
+    q = q * r + 8.366513939e-3f;
+    q = q * r + 4.166719964e-2f;
+    q = q * r + 1.666654367e-1f;
+    q = q * r + 4.999999816e-1f;
+    float p = r + (r * r) * q;
+    float s = tp__vm_pow2i(n);
+    return s * p + (s - 1.0f);
+}
+
+/* ---- log ----
+ * x = 2^e * m with m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact),
+ * log(1+f) = f - f^2/2 + f^3*P(f) with P of degree 8 (minimax), plus e*ln2
+ * in two pieces. Denormal inputs are scaled by 2^23 first.
+ * Bound: 1 ULP; log(+-0) = -inf,
+ * log(x < 0) = NaN, log(inf) = inf, log(NaN) = NaN. */
+static inline float tp__log_f32(float x) {
+    int tiny = x < 0x1p-126f;
+    float xs = tp__vm_sel(tiny, x * 0x1p23f, x);
+    float eadj = tp__vm_sel(tiny, -23.0f, 0.0f);
+    /* add (1 - sqrt(1/2)) in the mantissa so the exponent field rounds at
+     * sqrt(2); unsigned arithmetic: no overflow for any bit pattern */
+    uint32_t t = tp__f32_bits(xs) + (0x3F800000u - 0x3F3504F3u);
+    float e = (float)(int32_t)(t >> 23) - 127.0f + eadj;
+    float f = tp__f32_from_bits((t & 0x007FFFFFu) + 0x3F3504F3u) - 1.0f;
+    float p = 6.937173948e-2f;
+    p = p * f + -1.184669074e-1f;
+    p = p * f + 1.188882903e-1f;
+    p = p * f + -1.237749658e-1f;
+    p = p * f + 1.421711464e-1f;
+    p = p * f + -1.666948301e-1f;
+    p = p * f + 2.000218740e-1f;
+    p = p * f + -2.499998386e-1f;
+    p = p * f + 3.333331404e-1f;
+    float z = f * f;
+    float y = (f * z) * p;
+    y = y + e * -2.121944401e-4f;
+    y = y - 0.5f * z;
+    float r = (f + y) + e * 0.693359375f;
+    r = tp__vm_sel(x > 0.0f, r, tp__vm_sel(x == 0.0f, -INFINITY, NAN));
+    return tp__vm_sel(x < INFINITY, r, x); /* inf -> inf, NaN -> the same NaN */
+}
+
+/* ---- tanh ----
+ * tanh(|x|) = -em / (em + 2) with em = expm1(-2|x|) in (-1, 0] (no
+ * cancellation, no overflow), sign restored from x. |x| is clamped at 9.1,
+ * beyond which tanh rounds to 1.
+ * Bound: 2 ULP; tanh(+-inf) = +-1,
+ * tanh(-0) = -0. */
+static inline float tp__tanh_f32(float x) {
+    uint32_t sign = tp__f32_bits(x) & 0x80000000u;
+    float z = tp__f32_from_bits(tp__f32_bits(x) & 0x7FFFFFFFu);
+    z = tp__vm_sel(z > 9.1f, 9.1f, z);
+    float em = tp__vm_expm1_neg(-2.0f * z);
+    float t = -em / (em + 2.0f);
+    return tp__f32_from_bits((tp__f32_bits(t) & 0x7FFFFFFFu) | sign);
+}
+
+/* ---- sigmoid ----
+ * With e = exp(-|x|) in (0, 1]: sigmoid(x) = e/(1+e) for x < 0 and 1/(1+e)
+ * otherwise, so nothing overflows and tiny results keep full precision
+ * (down to the denormals).
+ * Bound: 2 ULP; sigmoid(-inf) = 0,
+ * sigmoid(inf) = 1. */
+static inline float tp__sigmoid_f32(float x) {
+    float z = tp__f32_from_bits(tp__f32_bits(x) & 0x7FFFFFFFu);
+    float e = tp__exp_f32(-z);
+    float num = tp__vm_sel(x < 0.0f, e, 1.0f);
+    return num / (1.0f + e);
+}
+
+/* ---- silu ----
+ * x * sigmoid(x); silu(-inf) = -0 (the limit), silu(inf) = inf.
+ * Bound: relative error 2.1e-7 (|err| <= 1e-37 + 3e-7*|ref| is tested). */
+static inline float tp__silu_f32(float x) {
+    float r = x * tp__sigmoid_f32(x);
+    return tp__vm_sel(x == -INFINITY, -0.0f, r);
+}
+
+/* ---- erf / erfc core ----
+ * For z = |x| < 1: erf(z) = z*P(z^2), P of degree 6 (minimax, relative).
+ * For z >= 1: erfc(z) = exp(-z^2 + g(z)) with g(z) = log(erfc(z)) + z^2 a
+ * degree-8 polynomial in (z - 2.5) fitted on [1, 4] (relative error of erfc
+ * ~1.2e-8 there). Beyond 4 g is held at g(4): erf is 1 to float precision
+ * there, and erfc keeps its exp(-z^2) decay with a relative error that grows
+ * slowly (used only by gelu, whose values there are < 1e-7 * |x|).
+ * Writes erf(z) to *erf_out and erfc(z) to *erfc_out; z must be >= 0 or NaN. */
+static inline void tp__vm_erf_erfc(float z, float *erf_out, float *erfc_out) {
+    float z2 = z * z;
+    float ps = 8.254957500e-05f;
+    ps = ps * z2 + -8.131801164e-04f;
+    ps = ps * z2 + 5.201977037e-03f;
+    ps = ps * z2 + -2.686072567e-02f;
+    ps = ps * z2 + 1.128373801e-01f;
+    ps = ps * z2 + -3.761263751e-01f;
+    ps = ps * z2 + 1.128379167e+00f;
+    ps = ps * z;
+    float zc = tp__vm_sel(z > 4.0f, 4.0f, z);
+    zc = tp__vm_sel(zc < 1.0f, 1.0f, zc); /* keep the unused branch in range */
+    float t = zc - 2.5f;
+    float g = 1.599816001e-06f;
+    g = g * t + -1.330170686e-05f;
+    g = g * t + 7.745493344e-05f;
+    g = g * t + -4.201731329e-04f;
+    g = g * t + 2.165081504e-03f;
+    g = g * t + -1.085848734e-02f;
+    g = g * t + 5.610639165e-02f;
+    g = g * t + -3.526806885e-01f;
+    g = g * t + -1.556815279e+00f;
+    float c = tp__exp_f32(g - z2);
+    int small = z < 1.0f;
+    *erf_out = tp__vm_sel(small, ps, 1.0f - c);
+    *erfc_out = tp__vm_sel(small, 1.0f - ps, c);
+}
+
+/* ---- erf ----
+ * Bound: 2 ULP; erf(+-inf) = +-1,
+ * erf(-0) = -0. */
+static inline float tp__erf_f32(float x) {
+    uint32_t sign = tp__f32_bits(x) & 0x80000000u;
+    float z = tp__f32_from_bits(tp__f32_bits(x) & 0x7FFFFFFFu);
+    float e, c;
+    tp__vm_erf_erfc(z, &e, &c);
+    return tp__f32_from_bits(tp__f32_bits(e) | sign);
+}
+
+/* ---- gelu (erf form) ----
+ * 0.5*x*(1 + erf(x/sqrt2)), computed for x < 0 as 0.5*x*erfc(|x|/sqrt2)
+ * so the negative tail keeps its relative precision instead of cancelling.
+ * gelu(-inf) = -0, gelu(inf) = inf.
+ * Bound: |err| <= 1e-9 + 1e-6*|ref| (relative error ~9e-7 near x = -1.4,
+ * where 1 - erf cancels; for x < -5.7 only the absolute bound is met). */
+static inline float tp__gelu_f32(float x) {
+    float z = tp__f32_from_bits(tp__f32_bits(x) & 0x7FFFFFFFu) * 0.7071067812f;
+    float e, c;
+    tp__vm_erf_erfc(z, &e, &c);
+    float f = tp__vm_sel(x < 0.0f, c, 1.0f + e);
+    float r = (0.5f * x) * f;
+    return tp__vm_sel(x == -INFINITY, -0.0f, r);
+}
+
+/* ---- gelu_tanh ----
+ * 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))), evaluated as the
+ * identical x * sigmoid(2*sqrt(2/pi)*(x + 0.044715*x^3)) so the negative
+ * tail does not cancel. gelu_tanh(-inf) = -0, gelu_tanh(inf) = inf.
+ * Bound: |err| <= 1e-9 + 1e-6*|ref| (the float rounding of the cubic
+ * argument limits the relative precision of the negative tail). */
+static inline float tp__gelu_tanh_f32(float x) {
+    float v = x * (1.5957691216f + 7.1354816273e-02f * (x * x));
+    float r = x * tp__sigmoid_f32(v);
+    return tp__vm_sel(x == -INFINITY, -0.0f, r);
+}
+
+/* ---- array versions ----
+ * dst[i] = f(src[i]) for 0 <= i < n; dst == src is allowed, partial overlap
+ * is not (the loops carry `ivdep`, which drops gcc's runtime alias check). */
+#define TP__VM_ARRAY(name)                                                                 \
+    static inline void tp__v##name##_f32(float *dst, const float *src, int64_t n) {        \
+        _Pragma("GCC ivdep") for (int64_t i = 0; i < n; i++) dst[i] = tp__##name##_f32(src[i]); \
+    }
+TP__VM_ARRAY(exp)
+TP__VM_ARRAY(log)
+TP__VM_ARRAY(tanh)
+TP__VM_ARRAY(sigmoid)
+TP__VM_ARRAY(silu)
+TP__VM_ARRAY(erf)
+TP__VM_ARRAY(gelu)
+TP__VM_ARRAY(gelu_tanh)
+#undef TP__VM_ARRAY
+
+/* ---- softmax helper ----
+ * dst[i] = exp(src[i] - max) (the subtraction rounded in float, then
+ * tp__exp_f32), returning the float sum of dst[0..n). Summation order, fixed
+ * for every ISA: 16 partial sums, lane j accumulating dst[i] for i = j mod 16
+ * in increasing i; then lanes are folded pairwise, lane j += lane j+8, then
+ * j+4, j+2, j+1, and lane 0 is the result. dst == src is allowed. */
+static inline float tp__vexp_sub_sum_f32(float *dst, const float *src, int64_t n, float max) {
+    float acc[16] = {0};
+    enum { BLOCK = 1024 }; /* a multiple of 16: keeps the lane of i at i % 16 */
+    for (int64_t b = 0; b < n; b += BLOCK) {
+        int64_t m = n - b < BLOCK ? n - b : BLOCK;
+        float *d = dst + b;
+        const float *s = src + b;
+        _Pragma("GCC ivdep") for (int64_t i = 0; i < m; i++) d[i] = tp__exp_f32(s[i] - max);
+        int64_t i = 0;
+        for (; i + 16 <= m; i += 16)
+            for (int j = 0; j < 16; j++) acc[j] += d[i + j];
+        for (int j = 0; i + j < m; j++) acc[j] += d[i + j];
+    }
+    for (int w = 8; w >= 1; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * threadpool.c - see threadpool.h.
+ *
+ * A job is posted to workers 0 .. nth-2 by bumping each one's `posted`
+ * counter (atomic); worker i runs ith = i + 1 and decrements `pending`.
+ * Workers that find no job for a while sleep on `wake`; the poster
+ * broadcasts only when some worker sleeps. The caller waits for `pending` to reach
+ * zero, spinning briefly, then on `done`.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "threadpool.h"
+
+#define MAX_WORKERS 255
+#define SPIN_ROUNDS 20000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+typedef struct worker_slot {
+    atomic_ulong posted; /* jobs posted to this worker */
+    char pad[56];
+} worker_slot;
+
+typedef struct pool {
+    pthread_mutex_t job_lock; /* held by the thread whose job runs */
+    pthread_mutex_t lock;     /* guards sleeping workers / waiting caller */
+    pthread_cond_t wake, done;
+    atomic_int pending;
+    atomic_int sleepers;
+    atomic_bool caller_waiting;
+    tp_task_fn fn; /* written before posting, read only by posted workers */
+    void *ctx;
+    int nth;
+    int n_workers;
+    worker_slot slots[MAX_WORKERS];
+} pool;
+
+static pool g_pool = {
+    .job_lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+
+static void finish_one(pool *p) {
+    if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waiting)) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+static void *worker_main(void *arg) {
+    pool *p = &g_pool;
+    int index = (int)(intptr_t)arg;
+    worker_slot *slot = &p->slots[index];
+    unsigned long ran = 0;
+    for (;;) {
+        unsigned long posted = atomic_load(&slot->posted);
+        for (int spin = 0; posted == ran && spin < SPIN_ROUNDS; spin++) {
+            cpu_relax();
+            posted = atomic_load(&slot->posted);
+        }
+        if (posted == ran) {
+            pthread_mutex_lock(&p->lock);
+            atomic_fetch_add(&p->sleepers, 1);
+            while ((posted = atomic_load(&slot->posted)) == ran) pthread_cond_wait(&p->wake, &p->lock);
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->lock);
+        }
+        ran = posted;
+        p->fn(p->ctx, index + 1, p->nth);
+        finish_one(p);
+    }
+    return NULL;
+}
+
+/* Start workers until there are `want` (called with job_lock held). */
+static void grow(pool *p, int want) {
+    if (want > MAX_WORKERS) want = MAX_WORKERS;
+    while (p->n_workers < want) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)p->n_workers);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) break;
+        p->n_workers++;
+    }
+}
+
+void tp__parallel(int nth, tp_task_fn fn, void *ctx) {
+    pool *p = &g_pool;
+    if (nth < 1) nth = 1;
+    if (nth == 1 || pthread_mutex_trylock(&p->job_lock) != 0) {
+        for (int i = 0; i < nth; i++) fn(ctx, i, nth);
+        return;
+    }
+    grow(p, nth - 1);
+    int workers = p->n_workers < nth - 1 ? p->n_workers : nth - 1;
+    p->fn = fn;
+    p->ctx = ctx;
+    p->nth = nth;
+    atomic_store(&p->pending, workers);
+    atomic_store(&p->caller_waiting, false);
+    for (int i = 0; i < workers; i++) atomic_fetch_add(&p->slots[i].posted, 1);
+    if (workers > 0 && atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+    }
+    /* the caller is ith 0, plus any ith no worker could take */
+    fn(ctx, 0, nth);
+    for (int i = workers + 1; i < nth; i++) fn(ctx, i, nth);
+    for (int spin = 0; atomic_load(&p->pending) > 0 && spin < SPIN_ROUNDS * 4; spin++) cpu_relax();
+    if (atomic_load(&p->pending) > 0) {
+        pthread_mutex_lock(&p->lock);
+        atomic_store(&p->caller_waiting, true);
+        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->lock);
+        atomic_store(&p->caller_waiting, false);
+        pthread_mutex_unlock(&p->lock);
+    }
+    pthread_mutex_unlock(&p->job_lock);
+}

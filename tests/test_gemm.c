@@ -1,0 +1,380 @@
+/*
+ * test_gemm.c - the single-precision GEMM (src/cpu/gemm.h) against a naive
+ * reference that accumulates in double, at every ISA level this CPU
+ * supports (scalar always): shapes with 0, 1, 7, 17, 33, 255 and 1000,
+ * transposed A and B, packed and unpacked B, every epilogue field, thread
+ * splits run one after another and on real threads.
+ *
+ * Tolerance, per element of C:
+ *   |got - ref| <= 1e-5 * (|alpha| * sum_p |a_ip * b_pj| + |beta * c_old|
+ *                          + |bias| + |residual|) + 1e-6
+ * (the act used here, leaky ReLU, is 1-Lipschitz and keeps the bound).
+ * Results must be bitwise identical for every thread count and split: each
+ * element's K reduction order does not depend on the split.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cpu/gemm.h"
+#include "test_util.h"
+
+/* ---- helpers ---- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rng_next(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 32);
+}
+static float rng_float(void) { return (float)((double)rng_next() / 4294967296.0 * 2.0 - 1.0); }
+static int64_t rng_range(int64_t lo, int64_t hi) { return lo + (int64_t)(rng_next() % (uint32_t)(hi - lo + 1)); }
+
+static void *alloc_aligned(size_t bytes) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+static atomic_long act_elements;
+
+/* Leaky ReLU; counts the elements it was given. */
+static void act_leaky_relu(float *ptr, int64_t n, const void *ctx) {
+    const float slope = *(const float *)ctx;
+    for (int64_t i = 0; i < n; i++) ptr[i] = ptr[i] > 0.0f ? ptr[i] : slope * ptr[i];
+    atomic_fetch_add(&act_elements, (long)n);
+}
+static const float leaky_slope = 0.125f;
+
+typedef struct gemm_case {
+    int64_t m, n, k;
+    bool trans_a, trans_b, packed_b;
+    float alpha, beta;
+    int bias; /* 0 none, 1 per column, 2 per row */
+    bool residual, act;
+} gemm_case;
+
+/* Everything one case needs: operands, expected result, bounds. */
+typedef struct gemm_fixture {
+    gemm_case cs;
+    int64_t lda_pad, ldb_pad, ldc, ld_res;
+    float *a, *b, *c_init, *bias, *residual;
+    double *ref, *bound;
+} gemm_fixture;
+
+static void fixture_init(gemm_fixture *fx, gemm_case cs) {
+    fx->cs = cs;
+    const int64_t m = cs.m, n = cs.n, k = cs.k;
+    fx->lda_pad = rng_range(0, 3);
+    fx->ldb_pad = rng_range(0, 3);
+    fx->ldc = n + rng_range(0, 5);
+    fx->ld_res = n + rng_range(0, 2);
+    const int64_t a_elems = cs.trans_a ? k * (m + fx->lda_pad) : m * (k + fx->lda_pad);
+    const int64_t b_elems = cs.trans_b ? n * (k + fx->ldb_pad) : k * (n + fx->ldb_pad);
+    fx->a = malloc(sizeof(float) * (size_t)(a_elems + 1));
+    fx->b = malloc(sizeof(float) * (size_t)(b_elems + 1));
+    fx->c_init = malloc(sizeof(float) * (size_t)(m * fx->ldc + 1));
+    fx->bias = malloc(sizeof(float) * (size_t)((m > n ? m : n) + 1));
+    fx->residual = malloc(sizeof(float) * (size_t)(m * fx->ld_res + 1));
+    fx->ref = malloc(sizeof(double) * (size_t)(m * n + 1));
+    fx->bound = malloc(sizeof(double) * (size_t)(m * n + 1));
+    for (int64_t i = 0; i < a_elems; i++) fx->a[i] = rng_float();
+    for (int64_t i = 0; i < b_elems; i++) fx->b[i] = rng_float();
+    for (int64_t i = 0; i < m * fx->ldc; i++) fx->c_init[i] = rng_float();
+    if (cs.beta == 0.0f) { /* beta 0 must not read C: NaN would poison it */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) fx->c_init[i * fx->ldc + j] = NAN;
+    }
+    for (int64_t i = 0; i < (m > n ? m : n); i++) fx->bias[i] = rng_float();
+    for (int64_t i = 0; i < m * fx->ld_res; i++) fx->residual[i] = rng_float();
+
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            double sum = 0.0, abs_sum = 0.0;
+            for (int64_t p = 0; p < k; p++) {
+                const double av = cs.trans_a ? fx->a[p * (m + fx->lda_pad) + i] : fx->a[i * (k + fx->lda_pad) + p];
+                const double bv = cs.trans_b ? fx->b[j * (k + fx->ldb_pad) + p] : fx->b[p * (n + fx->ldb_pad) + j];
+                sum += av * bv;
+                abs_sum += fabs(av * bv);
+            }
+            double v = (double)cs.alpha * sum;
+            double bound = fabs((double)cs.alpha) * abs_sum;
+            if (cs.beta != 0.0f) {
+                v += (double)cs.beta * fx->c_init[i * fx->ldc + j];
+                bound += fabs((double)cs.beta * fx->c_init[i * fx->ldc + j]);
+            }
+            if (cs.bias) {
+                const double bv = cs.bias == 2 ? fx->bias[i] : fx->bias[j];
+                v += bv;
+                bound += fabs(bv);
+            }
+            if (cs.residual) {
+                v += fx->residual[i * fx->ld_res + j];
+                bound += fabs((double)fx->residual[i * fx->ld_res + j]);
+            }
+            if (cs.act && v <= 0.0) v *= leaky_slope;
+            fx->ref[i * n + j] = v;
+            fx->bound[i * n + j] = 1e-5 * bound + 1e-6;
+        }
+    }
+}
+
+static void fixture_free(gemm_fixture *fx) {
+    free(fx->a);
+    free(fx->b);
+    free(fx->c_init);
+    free(fx->bias);
+    free(fx->residual);
+    free(fx->ref);
+    free(fx->bound);
+}
+
+/* The tp_gemm for the fixture at isa, writing into c; packed B from
+ * packed (may be NULL when not packed). */
+static tp_gemm fixture_gemm(const gemm_fixture *fx, int isa, float *c, const void *packed) {
+    const gemm_case *cs = &fx->cs;
+    tp_gemm g = {0};
+    g.isa = isa;
+    g.m = cs->m;
+    g.n = cs->n;
+    g.k = cs->k;
+    g.a = fx->a;
+    if (cs->trans_a) {
+        g.rs_a = 1;
+        g.cs_a = cs->m + fx->lda_pad;
+    } else {
+        g.rs_a = cs->k + fx->lda_pad;
+        g.cs_a = 1;
+    }
+    if (cs->packed_b) {
+        g.packed_b = packed;
+    } else {
+        g.b = fx->b;
+        if (cs->trans_b) {
+            g.rs_b = 1;
+            g.cs_b = cs->k + fx->ldb_pad;
+        } else {
+            g.rs_b = cs->n + fx->ldb_pad;
+            g.cs_b = 1;
+        }
+    }
+    g.c = c;
+    g.ldc = fx->ldc;
+    g.ep.alpha = cs->alpha;
+    g.ep.beta = cs->beta;
+    g.ep.bias = cs->bias ? fx->bias : NULL;
+    g.ep.bias_per_row = cs->bias == 2;
+    g.ep.residual = cs->residual ? fx->residual : NULL;
+    g.ep.ld_residual = fx->ld_res;
+    g.ep.act = cs->act ? act_leaky_relu : NULL;
+    g.ep.act_ctx = &leaky_slope;
+    return g;
+}
+
+typedef struct thread_arg {
+    const tp_gemm *g;
+    int ith, nth;
+    void *workspace;
+} thread_arg;
+
+static void *thread_main(void *p) {
+    thread_arg *arg = p;
+    tp__gemm_run(arg->g, arg->ith, arg->nth, arg->workspace);
+    return NULL;
+}
+
+/* Run with nth threads (real pthreads when threaded, else one after
+ * another, in reverse order to catch dependences between threads). */
+static void run_split(const tp_gemm *g, int nth, bool threaded) {
+    void *ws = alloc_aligned(tp__gemm_workspace_bytes(g, nth));
+    if (threaded) {
+        pthread_t tids[16];
+        thread_arg args[16];
+        for (int t = 0; t < nth; t++) {
+            args[t] = (thread_arg){g, t, nth, ws};
+            pthread_create(&tids[t], NULL, thread_main, &args[t]);
+        }
+        for (int t = 0; t < nth; t++) pthread_join(tids[t], NULL);
+    } else {
+        for (int t = nth - 1; t >= 0; t--) tp__gemm_run(g, t, nth, ws);
+    }
+    free(ws);
+}
+
+static int case_failures = 0;
+
+/* Check c against the reference, and that the padding beyond n in each row
+ * of C was left alone. */
+static bool check_result(const gemm_fixture *fx, const float *c, int isa, const char *what) {
+    const gemm_case *cs = &fx->cs;
+    for (int64_t i = 0; i < cs->m; i++) {
+        for (int64_t j = 0; j < fx->ldc; j++) {
+            const float got = c[i * fx->ldc + j];
+            if (j >= cs->n) {
+                const float want = fx->c_init[i * fx->ldc + j];
+                if (memcmp(&got, &want, sizeof got) != 0) {
+                    fprintf(stderr, "  isa %d %s: %lldx%lldx%lld wrote C padding (%lld, %lld)\n", isa, what,
+                            (long long)cs->m, (long long)cs->k, (long long)cs->n, (long long)i, (long long)j);
+                    return false;
+                }
+                continue;
+            }
+            const double ref = fx->ref[i * cs->n + j];
+            if (!(fabs((double)got - ref) <= fx->bound[i * cs->n + j])) {
+                fprintf(stderr,
+                        "  isa %d %s: M=%lld K=%lld N=%lld transA=%d transB=%d packed=%d alpha=%g beta=%g bias=%d "
+                        "res=%d act=%d: C(%lld, %lld) = %.9g, expected %.9g (bound %.3g)\n",
+                        isa, what, (long long)cs->m, (long long)cs->k, (long long)cs->n, cs->trans_a, cs->trans_b,
+                        cs->packed_b, cs->alpha, cs->beta, cs->bias, cs->residual, cs->act, (long long)i,
+                        (long long)j, got, ref, fx->bound[i * cs->n + j]);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* One case at one ISA level: nth 1 checked against the reference, every
+ * other split checked bitwise against nth 1. */
+static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
+    const gemm_case *cs = &fx->cs;
+    const size_t c_elems = (size_t)(cs->m * fx->ldc + 1);
+    float *c_one = malloc(sizeof(float) * c_elems);
+    float *c_split = malloc(sizeof(float) * c_elems);
+    void *packed = NULL;
+    if (cs->packed_b) {
+        packed = alloc_aligned(tp__gemm_packed_b_bytes(isa, cs->k, cs->n));
+        const bool tb = cs->trans_b;
+        tp__gemm_pack_b(isa, cs->k, cs->n, fx->b, tb ? 1 : cs->n + fx->ldb_pad, tb ? cs->k + fx->ldb_pad : 1,
+                        packed);
+    }
+    memcpy(c_one, fx->c_init, sizeof(float) * c_elems);
+    tp_gemm g = fixture_gemm(fx, isa, c_one, packed);
+    atomic_store(&act_elements, 0);
+    run_split(&g, 1, false);
+    bool ok = check_result(fx, c_one, isa, "nth=1");
+    if (ok && cs->act && atomic_load(&act_elements) != (long)(cs->m * cs->n)) {
+        fprintf(stderr, "  isa %d: act saw %ld elements, expected %lld\n", isa, atomic_load(&act_elements),
+                (long long)(cs->m * cs->n));
+        ok = false;
+    }
+    static const int splits[] = {2, 3, 4, 16};
+    const int n_splits = all_splits ? 4 : 1;
+    for (int s = 0; ok && s < 2 * n_splits; s++) {
+        const int nth = splits[s % n_splits];
+        const bool threaded = s >= n_splits;
+        memcpy(c_split, fx->c_init, sizeof(float) * c_elems);
+        tp_gemm gs = fixture_gemm(fx, isa, c_split, packed);
+        run_split(&gs, nth, threaded);
+        if (memcmp(c_split, c_one, sizeof(float) * (size_t)(cs->m * fx->ldc)) != 0) {
+            char what[64];
+            snprintf(what, sizeof what, "nth=%d%s", nth, threaded ? " threads" : "");
+            if (check_result(fx, c_split, isa, what))
+                fprintf(stderr, "  isa %d %s: M=%lld K=%lld N=%lld: within tolerance but not bitwise equal to nth=1\n",
+                        isa, what, (long long)cs->m, (long long)cs->k, (long long)cs->n);
+            ok = false;
+        }
+    }
+    if (!ok) case_failures++;
+    free(packed);
+    free(c_one);
+    free(c_split);
+}
+
+static void run_case(gemm_case cs, bool all_splits) {
+    gemm_fixture fx;
+    fixture_init(&fx, cs);
+    const int best = tp__gemm_best_isa();
+    for (int isa = TP_ISA_SCALAR; isa <= best; isa++) run_case_isa(&fx, isa, all_splits);
+    fixture_free(&fx);
+}
+
+/* ---- tests ---- */
+
+TEST(test_isa_detection) {
+    const int best = tp__gemm_best_isa();
+    CHECK(best >= TP_ISA_SCALAR && best <= TP_ISA_AVX512);
+    CHECK(tp__gemm_best_isa() == best);
+    tp_gemm_cache_info caches = tp__gemm_cache_info();
+    CHECK(caches.l1d >= 16 * 1024);
+    CHECK(caches.l2 >= 128 * 1024);
+    for (int isa = TP_ISA_SCALAR; isa <= best; isa++) {
+        int mr = 0, nr = 0;
+        tp__gemm_register_block(isa, &mr, &nr);
+        CHECK(mr >= 1 && nr >= 1);
+        CHECK(tp__gemm_packed_b_bytes(isa, 0, 5) == 0);
+        CHECK(tp__gemm_packed_b_bytes(isa, 3, 1) == 3 * (size_t)nr * sizeof(float));
+    }
+}
+
+/* Every combination of the edge sizes, small enough to be quick. */
+TEST(test_edge_sizes) {
+    static const int64_t sizes[] = {0, 1, 7, 17, 33};
+    case_failures = 0;
+    for (size_t im = 0; im < TP_ARRAY_LEN(sizes); im++)
+        for (size_t in = 0; in < TP_ARRAY_LEN(sizes); in++)
+            for (size_t ik = 0; ik < TP_ARRAY_LEN(sizes); ik++) {
+                gemm_case cs = {sizes[im], sizes[in], sizes[ik], false, false, false, 1.0f, 0.0f, 0, false, false};
+                cs.trans_a = (im + ik) % 2;
+                cs.trans_b = (in + ik) % 3 == 0;
+                cs.packed_b = (im + in + ik) % 2;
+                run_case(cs, true);
+            }
+    CHECK(case_failures == 0);
+}
+
+/* Sizes past the register and cache blocks (several K and N blocks). */
+TEST(test_large_sizes) {
+    static const int64_t shapes[][3] = {
+        {255, 255, 255}, {1000, 33, 17}, {17, 1000, 33}, {33, 17, 1000}, {7, 255, 1000},
+        {255, 1000, 7},  {1, 1000, 255}, {1000, 1, 33},  {64, 1024, 700},
+    };
+    case_failures = 0;
+    for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++) {
+        for (int variant = 0; variant < 2; variant++) {
+            gemm_case cs = {shapes[s][0], shapes[s][1], shapes[s][2], variant, s % 2, !variant, 1.0f, 0.0f,
+                            0, false, false};
+            run_case(cs, variant == 0);
+        }
+    }
+    CHECK(case_failures == 0);
+}
+
+/* alpha, beta 0 / 1 / 0.5, bias per column and per row, residual, act. */
+TEST(test_epilogue) {
+    static const float betas[] = {0.0f, 1.0f, 0.5f};
+    static const int64_t shapes[][3] = {{7, 33, 17}, {33, 70, 400}, {1, 10, 0}, {13, 129, 5}};
+    case_failures = 0;
+    for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++)
+        for (int ib = 0; ib < 3; ib++)
+            for (int bias = 0; bias < 3; bias++)
+                for (int extra = 0; extra < 4; extra++) {
+                    gemm_case cs = {shapes[s][0], shapes[s][1], shapes[s][2], extra == 3, false, extra & 1,
+                                    extra == 2 ? -0.75f : 1.0f, betas[ib], bias, extra & 1, extra >= 2};
+                    run_case(cs, (ib + bias + extra) % 4 == 0);
+                }
+    CHECK(case_failures == 0);
+}
+
+/* Random shapes and layouts. */
+TEST(test_random) {
+    case_failures = 0;
+    for (int t = 0; t < 40; t++) {
+        gemm_case cs;
+        cs.m = rng_range(0, 150);
+        cs.n = rng_range(0, 150);
+        cs.k = rng_range(0, 400);
+        cs.trans_a = rng_next() & 1;
+        cs.trans_b = rng_next() & 1;
+        cs.packed_b = rng_next() & 1;
+        cs.alpha = (rng_next() & 1) ? 1.0f : rng_float();
+        cs.beta = (float)(rng_next() % 3) * 0.5f;
+        cs.bias = (int)(rng_next() % 3);
+        cs.residual = rng_next() & 1;
+        cs.act = rng_next() & 1;
+        run_case(cs, t % 4 == 0);
+    }
+    CHECK(case_failures == 0);
+}
+
+TEST_MAIN(T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random))
