@@ -862,6 +862,52 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     return TP_OK;
 }
 
+/* ---- eager calls through the fast variants -------------------------------- */
+
+tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_bound, tp_value *result, bool *handled) {
+    *handled = false;
+    int level = tp_cpu_level_effective();
+    int nv;
+    if (level < TP_CPU_SCALAR || !tp__op_variants(op, &nv) || (tp_op_flags(op) & (TP_OPF_VIEW | TP_OPF_INPLACE)))
+        return TP_OK;
+    leaf_ref refs[64];
+    int n_leaves = 0;
+    if (collect_leaves(bound, n_bound, refs, &n_leaves, 64) != TP_OK || n_leaves > 64) return TP_OK;
+    tp_tensor *io[64 + 16];
+    bool is_const[64] = {false};
+    for (int k = 0; k < n_leaves; k++) {
+        io[k] = leaf_value((tp_value *)bound, refs[k])->u.tensor;
+        if (!io[k]->storage) return TP_OK;
+    }
+    int n_out = 0;
+    if (result->kind == TP_VAL_TENSOR) io[n_leaves + n_out++] = result->u.tensor;
+    else if (tp_value_is_seq(result) && result->u.seq.n <= 16)
+        for (int64_t i = 0; i < result->u.seq.n; i++) {
+            if (result->u.seq.items[i].kind != TP_VAL_TENSOR) return TP_OK;
+            io[n_leaves + n_out++] = result->u.seq.items[i].u.tensor;
+        }
+    else return TP_OK;
+    builder b = {.level = level, .threads = 1};
+    plan_step s;
+    memset(&s, 0, sizeof s);
+    s.op = op;
+    bool taken = false;
+    TP_TRY(try_variants(&b, &s, bound, result, is_const, n_leaves, &taken));
+    if (!taken) return TP_OK;
+    void *ws = s.op_plan.workspace ? tp_malloc(s.op_plan.workspace + ARENA_ALIGN) : NULL;
+    tp_status st = TP_OK;
+    if (s.op_plan.workspace && !ws) st = tp_error(TP_ERR_NOMEM, "out of memory for a kernel workspace");
+    if (st == TP_OK) {
+        tp_exec ex = {.ith = 0, .nth = 1,
+                      .workspace = ws ? (void *)(((uintptr_t)ws + ARENA_ALIGN - 1) & ~(uintptr_t)(ARENA_ALIGN - 1)) : NULL};
+        st = s.op_plan.run(&s.op_plan, io, io + n_leaves, &ex);
+    }
+    tp_free(ws);
+    if (s.op_plan.free_data) s.op_plan.free_data(s.op_plan.data);
+    *handled = true;
+    return st;
+}
+
 /* ---- per-program state -------------------------------------------------- */
 
 void tp__engine_init(tp_engine_state *e) {

@@ -10,6 +10,8 @@
 #ifndef TPEXPORT_ENGINE_IMPL_H
 #define TPEXPORT_ENGINE_IMPL_H
 
+#include <pthread.h>
+
 #include "ops/ops_impl.h"
 #include "tpexport/run.h"
 
@@ -131,6 +133,11 @@ TP_HIDDEN void tp__engine_invalidate(tp_program *p);
  * planned (the caller then interprets it). */
 TP_HIDDEN tp_status tp__engine_call(tp_program *p, tp_run *r, const tp_value *flat, int64_t n_flat, tp_value *raw,
                                     tp_value *leaves);
+
+/* Eager dispatch (tp_op_call_bound) through the op's fast variant, so an
+ * op gives the same bits eagerly and in a plan. *handled false: no variant
+ * took it (the caller runs the reference kernel). */
+TP_HIDDEN tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_bound, tp_value *result, bool *handled);
 
 /* Internal helpers shared with program.c. */
 TP_HIDDEN tp_status tp__program_check_tensor_inputs(tp_program *p, tp_tensor *const *inputs, int n);

@@ -8,5 +8,7 @@
 #include "cpu.h"
 
 TP_HIDDEN void tp__register_fast_eltwise(void);
+TP_HIDDEN void tp__register_fast_linalg(void);
+TP_HIDDEN void tp__register_fast_nn(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include <threads.h>
 
 #include "ops_impl.h"
+#include "../engine_impl.h"
 
 typedef struct op_def {
     const char *schema_text;
@@ -301,7 +302,9 @@ tp_status tp_op_call_bound(tp_op op, const tp_value *bound, tp_value *out) {
         TP_TRY(tp_op_infer(op, bound, &result));
         st = materialize(&result);
     }
-    if (st == TP_OK) {
+    bool handled = false;
+    if (st == TP_OK && !g_force_reference) st = tp__eager_fast_call(op, bound, d->schema.n_args, &result, &handled);
+    if (st == TP_OK && !handled) {
         tp_kernel_fn k = (d->kernel_fast && !g_force_reference) ? d->kernel_fast : d->kernel;
         st = k(bound, &result);
         if (st != TP_OK) tp_error_context("%s", tp_op_name(op));

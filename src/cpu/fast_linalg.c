@@ -1,0 +1,296 @@
+/*
+ * fast_linalg.c - fast variants (contract v2) of the float32 matrix
+ * products: linear, mm, addmm, matmul (1-D, 2-D, batched with
+ * broadcasting) and bmm, on the packed SGEMM of gemm.c.
+ *
+ * Prepare describes every op as one problem over a broadcast batch:
+ *     C[b] = alpha * A[b] x B[b] (+ bias row vector | + residual matrix)
+ * with element strides for A and B (transposed or non-contiguous operands
+ * are handled by the GEMM's packing, never by copies) and C contiguous.
+ * Batch dims that B does not vary over are folded into M when A allows it,
+ * so linear over [batch, seq, K] is one GEMM. A constant B (a weight no node
+ * writes) is packed once at plan time and shared by every run context.
+ * Threads split batches when there are enough, else the GEMM's M/N blocks.
+ */
+#include "fast.h"
+#include "gemm.h"
+#include "kernel_util.h"
+
+typedef struct mm_plan {
+    int isa;
+    int64_t m, n, k;
+    int nb;                          /* batch dims of C */
+    int64_t bsize[TP_MAX_DIMS];
+    int64_t bsa[TP_MAX_DIMS], bsb[TP_MAX_DIMS]; /* element strides of A and B per batch dim (0: broadcast) */
+    int64_t n_batch;
+    int64_t rs_a, cs_a, rs_b, cs_b;
+    int ia, ib, ibias;               /* indices into in[]; ibias -1: none */
+    int bias_mode;                   /* 0 none, 1 row vector of N, 2 residual M x N (contiguous) */
+    float alpha;
+    void *packed_b;                  /* owned; NULL when B is not constant */
+    size_t ws_thread;                /* workspace of one single-threaded GEMM */
+    size_t ws_split;                 /* workspace of one GEMM split over max threads */
+    int max_threads;
+} mm_plan;
+
+static void mm_free(void *data) {
+    mm_plan *mp = data;
+    if (!mp) return;
+    tp_free(mp->packed_b);
+    tp_free(mp);
+}
+
+static void batch_offsets(const mm_plan *mp, int64_t b, int64_t *oa, int64_t *ob) {
+    int64_t a = 0, bb = 0;
+    for (int d = mp->nb - 1; d >= 0; d--) {
+        int64_t i = b % mp->bsize[d];
+        b /= mp->bsize[d];
+        a += i * mp->bsa[d];
+        bb += i * mp->bsb[d];
+    }
+    *oa = a;
+    *ob = bb;
+}
+
+static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const mm_plan *mp = plan->data;
+    const float *a = (const float *)tp__tensor_base(in[mp->ia]);
+    const float *b = mp->packed_b ? NULL : (const float *)tp__tensor_base(in[mp->ib]);
+    const float *bias = mp->ibias >= 0 ? (const float *)tp__tensor_base(in[mp->ibias]) : NULL;
+    float *c = (float *)tp__tensor_base(out[0]);
+    tp_gemm g = {.isa = mp->isa, .m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a,
+                 .rs_b = mp->rs_b, .cs_b = mp->cs_b, .packed_b = mp->packed_b, .ldc = mp->n};
+    g.ep = tp__gemm_epilogue_default();
+    g.ep.alpha = mp->alpha;
+    if (mp->bias_mode == 1) g.ep.bias = bias;
+    int64_t mn = mp->m * mp->n;
+    bool split_batches = mp->n_batch >= ex->nth;
+    for (int64_t bi = split_batches ? ex->ith : 0; bi < mp->n_batch; bi += split_batches ? ex->nth : 1) {
+        int64_t oa, ob;
+        batch_offsets(mp, bi, &oa, &ob);
+        g.a = a + oa;
+        g.b = b ? b + ob : NULL;
+        g.c = c + bi * mn;
+        if (mp->bias_mode == 2) {
+            g.ep.residual = bias + bi * mn;
+            g.ep.ld_residual = mp->n;
+        }
+        if (split_batches)
+            tp__gemm_run(&g, 0, 1, (char *)ex->workspace + (size_t)ex->ith * mp->ws_thread);
+        else
+            tp__gemm_run(&g, ex->ith, ex->nth, ex->workspace);
+    }
+    return TP_OK;
+}
+
+/* Matrix view of a 2-D-or-more operand's last two dims. */
+typedef struct mat {
+    const tp_tensor *t;
+    int nbatch; /* leading dims */
+    int64_t rows, cols, rs, cs;
+} mat;
+
+static mat as_mat(const tp_tensor *t, bool transpose) {
+    mat m = {.t = t, .nbatch = t->ndim - 2};
+    m.rows = t->sizes[t->ndim - 2];
+    m.cols = t->sizes[t->ndim - 1];
+    m.rs = t->strides[t->ndim - 2];
+    m.cs = t->strides[t->ndim - 1];
+    if (transpose) {
+        int64_t x = m.rows;
+        m.rows = m.cols;
+        m.cols = x;
+        x = m.rs;
+        m.rs = m.cs;
+        m.cs = x;
+    }
+    return m;
+}
+
+/* Fill batch strides of operand t (its leading nbatch dims) against C's
+ * batch dims (right-aligned broadcasting). */
+static void batch_strides(const tp_tensor *t, int nbatch_t, int nb, const int64_t *bsize, int64_t *bs) {
+    for (int d = 0; d < nb; d++) {
+        int td = d - (nb - nbatch_t);
+        bs[d] = (td < 0 || t->sizes[td] == 1 || bsize[d] == 1) ? 0 : t->strides[td];
+    }
+}
+
+/* Finish a plan: fold batch into M where possible, pack a constant B,
+ * size the workspace and threads. */
+static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_tensor *b_tensor, bool b_const,
+                           tp_op_plan *plan) {
+    /* fold trailing batch dims into M: B does not vary and A's rows continue */
+    while (mp->nb > 0 && mp->bsb[mp->nb - 1] == 0 && mp->bsa[mp->nb - 1] == mp->rs_a * mp->m &&
+           (mp->m == 1 || mp->rs_a != 0) && mp->bias_mode != 2) {
+        mp->m *= mp->bsize[mp->nb - 1];
+        mp->nb--;
+    }
+    if (mp->nb > 0 && mp->bsb[mp->nb - 1] == 0 && mp->m == 1 && mp->bias_mode != 2) {
+        /* rows of A one batch stride apart: a strided A */
+        mp->rs_a = mp->bsa[mp->nb - 1];
+        mp->m = mp->bsize[mp->nb - 1];
+        mp->nb--;
+    }
+    mp->n_batch = 1;
+    for (int d = 0; d < mp->nb; d++) mp->n_batch *= mp->bsize[d];
+    bool b_shared = true;
+    for (int d = 0; d < mp->nb; d++) b_shared = b_shared && mp->bsb[d] == 0;
+    mp->isa = info->cpu_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : info->cpu_level >= TP_CPU_AVX2 ? TP_ISA_AVX2 : TP_ISA_SCALAR;
+    if (mp->isa > tp__gemm_best_isa()) mp->isa = tp__gemm_best_isa();
+    if (b_const && b_shared && b_tensor && mp->k > 0 && mp->n > 0) {
+        size_t bytes = tp__gemm_packed_b_bytes(mp->isa, mp->k, mp->n);
+        mp->packed_b = tp_malloc(bytes ? bytes : 1);
+        TP_CHECK(mp->packed_b != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
+        tp__gemm_pack_b(mp->isa, mp->k, mp->n, (const float *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
+                        mp->packed_b);
+        plan->data_bytes = bytes;
+    }
+    double flops = 2.0 * (double)mp->m * (double)mp->n * (double)mp->k * (double)mp->n_batch;
+    int threads = (int)(flops / 2e6);
+    if (threads < 1) threads = 1;
+    if (threads > info->max_threads) threads = info->max_threads;
+    mp->max_threads = threads;
+    tp_gemm g = {.isa = mp->isa, .m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a,
+                 .rs_b = mp->rs_b, .cs_b = mp->cs_b, .packed_b = mp->packed_b, .ldc = mp->n};
+    g.b = mp->packed_b ? NULL : (const float *)8; /* only the presence matters for sizing */
+    mp->ws_thread = (tp__gemm_workspace_bytes(&g, 1) + 63) & ~(size_t)63;
+    mp->ws_split = tp__gemm_workspace_bytes(&g, threads);
+    size_t per_batch = mp->ws_thread * (size_t)threads;
+    plan->workspace = per_batch > mp->ws_split ? per_batch : mp->ws_split;
+    plan->data = mp;
+    plan->free_data = mm_free;
+    plan->run = mm_run;
+    plan->max_threads = threads;
+    plan->variant = mp->isa == TP_ISA_AVX512 ? "avx512" : mp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
+    return TP_OK;
+}
+
+static bool all_f32(const tp_tensor *const *ts, int n) {
+    for (int i = 0; i < n; i++)
+        if (ts[i] && ts[i]->dtype != TP_FLOAT32) return false;
+    return true;
+}
+
+/* A x B for C = out: A [.., M, K] (or 1-D), B [.., K, N] (or 1-D). */
+static tp_status matmul_like(const tp_prepare_info *info, const tp_tensor *a, const tp_tensor *b, const tp_tensor *out,
+                             bool b_transposed, int ia, int ib, mm_plan **out_mp) {
+    if (!all_f32((const tp_tensor *[]){a, b, out}, 3)) return TP_ERR_UNSUPPORTED;
+    if (a->ndim < 1 || b->ndim < 1 || out->ndim > TP_MAX_DIMS) return TP_ERR_UNSUPPORTED;
+    mm_plan *mp = tp_calloc(1, sizeof *mp);
+    TP_CHECK(mp != NULL, TP_ERR_NOMEM, "out of memory preparing a matrix product");
+    mp->ia = ia;
+    mp->ib = ib;
+    mp->ibias = -1;
+    mp->alpha = 1.0f;
+    /* A rows/cols; a 1-D A is a 1 x K row */
+    int a_batch;
+    if (a->ndim == 1) {
+        mp->m = 1;
+        mp->k = a->sizes[0];
+        mp->rs_a = 0;
+        mp->cs_a = a->strides[0];
+        a_batch = 0;
+    } else {
+        mat ma = as_mat(a, false);
+        mp->m = ma.rows;
+        mp->k = ma.cols;
+        mp->rs_a = ma.rs;
+        mp->cs_a = ma.cs;
+        a_batch = ma.nbatch;
+    }
+    int b_batch;
+    int64_t kb;
+    if (b->ndim == 1) {
+        kb = b->sizes[0];
+        mp->n = 1;
+        mp->rs_b = b->strides[0];
+        mp->cs_b = 0;
+        b_batch = 0;
+    } else {
+        mat mb = as_mat(b, b_transposed);
+        kb = mb.rows;
+        mp->n = mb.cols;
+        mp->rs_b = mb.rs;
+        mp->cs_b = mb.cs;
+        b_batch = mb.nbatch;
+    }
+    if (kb != mp->k) {
+        tp_free(mp);
+        return TP_ERR_UNSUPPORTED; /* the shape rule reported it already */
+    }
+    /* C's batch dims: out minus its matrix dims (1-D operands drop one) */
+    int out_mat = (a->ndim > 1) + (b->ndim > 1);
+    mp->nb = out->ndim - out_mat;
+    if (mp->nb < 0) {
+        tp_free(mp);
+        return TP_ERR_UNSUPPORTED;
+    }
+    for (int d = 0; d < mp->nb; d++) mp->bsize[d] = out->sizes[d];
+    batch_strides(a, a_batch, mp->nb, mp->bsize, mp->bsa);
+    batch_strides(b, b_batch, mp->nb, mp->bsize, mp->bsb);
+    *out_mp = mp;
+    return TP_OK;
+}
+
+static const tp_tensor *out_tensor(const tp_value *out) { return out->kind == TP_VAL_TENSOR ? out->u.tensor : NULL; }
+
+/* matmul(self, other), mm(self, mat2), bmm(self, mat2) */
+static tp_status matmul_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    const tp_tensor *a = tp__arg_tensor(bound, 0), *b = tp__arg_tensor(bound, 1), *o = out_tensor(out);
+    if (!a || !b || !o) return TP_ERR_UNSUPPORTED;
+    mm_plan *mp;
+    TP_TRY(matmul_like(info, a, b, o, false, 0, 1, &mp));
+    tp_status st = mm_finish(info, mp, b, info->is_const[1], plan);
+    if (st != TP_OK) mm_free(mp);
+    return st;
+}
+
+/* linear(input, weight [N, K], bias [N]?) */
+static tp_status linear_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *bias = tp__arg_tensor(bound, 2);
+    const tp_tensor *o = out_tensor(out);
+    if (!x || !w || !o || w->ndim != 2 || x->ndim < 1) return TP_ERR_UNSUPPORTED;
+    if (bias && (bias->dtype != TP_FLOAT32 || bias->ndim != 1 || bias->strides[0] != 1 || bias->sizes[0] != w->sizes[0]))
+        return TP_ERR_UNSUPPORTED;
+    mm_plan *mp;
+    TP_TRY(matmul_like(info, x, w, o, true, 0, 1, &mp));
+    if (bias) {
+        mp->ibias = 2;
+        mp->bias_mode = 1;
+    }
+    tp_status st = mm_finish(info, mp, w, info->is_const[1], plan);
+    if (st != TP_OK) mm_free(mp);
+    return st;
+}
+
+/* addmm(self, mat1, mat2, *, beta=1, alpha=1) */
+static tp_status addmm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    const tp_tensor *self = tp__arg_tensor(bound, 0), *a = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
+    const tp_tensor *o = out_tensor(out);
+    if (!self || !a || !b || !o || a->ndim != 2 || b->ndim != 2 || self->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
+    if (!tp_value_is_number(&bound[3]) || !tp_value_is_number(&bound[4]) || tp__arg_f64(bound, 3) != 1.0)
+        return TP_ERR_UNSUPPORTED;
+    int bias_mode;
+    if (self->ndim == 1 && self->sizes[0] == o->sizes[1] && self->strides[0] == 1) bias_mode = 1;
+    else if (self->ndim == 2 && self->sizes[0] == o->sizes[0] && self->sizes[1] == o->sizes[1] &&
+             tp_tensor_is_contiguous(self))
+        bias_mode = 2;
+    else return TP_ERR_UNSUPPORTED;
+    mm_plan *mp;
+    TP_TRY(matmul_like(info, a, b, o, false, 1, 2, &mp));
+    mp->ibias = 0;
+    mp->bias_mode = bias_mode;
+    mp->alpha = (float)tp__arg_f64(bound, 4);
+    tp_status st = mm_finish(info, mp, b, info->is_const[2], plan);
+    if (st != TP_OK) mm_free(mp);
+    return st;
+}
+
+void tp__register_fast_linalg(void) {
+    tp__register_variant(TP_OP_LINEAR, "gemm", TP_CPU_SCALAR, linear_prepare);
+    tp__register_variant(TP_OP_MATMUL, "gemm", TP_CPU_SCALAR, matmul_prepare);
+    tp__register_variant(TP_OP_MM, "gemm", TP_CPU_SCALAR, matmul_prepare);
+    tp__register_variant(TP_OP_BMM, "gemm", TP_CPU_SCALAR, matmul_prepare);
+    tp__register_variant(TP_OP_ADDMM, "gemm", TP_CPU_SCALAR, addmm_prepare);
+}
