@@ -194,11 +194,13 @@ TEST(test_resnet_training_step) {
      * rounded: batch statistics make the network ill-conditioned, so any
      * float32 evaluation - PyTorch's own included, which is 1.1e-5 absolute /
      * 1e-3 relative off it on small logits - cannot meet 1e-5 relative per
-     * element. We are within 5e-6 absolute (logits ~1): 1e-5 of the scale. */
+     * element. The reference kernels (double accumulation) are within 5e-6
+     * absolute (logits ~1); the float32 GEMM convolutions within 8.5e-6, so
+     * the bound is PyTorch float32's own distance, 1.2e-5 absolute. */
     tp_value x = resnet_input(4), y = tp_value_none();
     CHECK_OK(tp_module_run(m, NULL, &x, 1, NULL, &y));
     tp_tensor *want = load_fixture("export/resnet/train_out");
-    CHECK_CLOSE(y.kind == TP_VAL_TENSOR ? y.u.tensor : NULL, want, 1e-5, 5e-6);
+    CHECK_CLOSE(y.kind == TP_VAL_TENSOR ? y.u.tensor : NULL, want, 1e-5, 1.2e-5);
     tp_tensor_free(want);
     tp_value_clear(&y);
     static const char *const stats[][2] = {{"bn1.running_mean", "train_bn1_running_mean"},

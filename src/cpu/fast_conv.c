@@ -1,0 +1,252 @@
+/*
+ * fast_conv.c - fast variants (contract v2) of float32 conv1d / conv2d:
+ * implicit GEMM over cache-sized pixel tiles, and a direct depthwise
+ * kernel.
+ *
+ * For each image and group, out[g] (Cout/G x P pixels) = W[g] (Cout/G x K,
+ * K = Cin/G * KH * KW) x col (K x P). The pixels are cut into tiles of at
+ * most TILE columns (so a tile of col stays in L2); a thread owns whole
+ * tiles, builds their im2col block in its own workspace slice and runs the
+ * GEMM on it, writing its columns of out (row stride P): threads need no
+ * barrier and every output element is reduced in the same order whatever
+ * the thread count. A 1x1 convolution with stride 1 and no padding reads
+ * the input directly (no im2col). The bias is the GEMM's per-row bias.
+ * Depthwise convolutions (groups == Cin == Cout) run a direct loop per
+ * channel instead, split over channels.
+ */
+#include "fast.h"
+#include "gemm.h"
+#include "kernel_util.h"
+
+typedef struct conv_plan {
+    int isa;
+    int64_t n, cin, h, w;       /* input */
+    int64_t cout, oh, ow;       /* output */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    int64_t in_s[4];            /* input strides (elements) */
+    int64_t k;                  /* Cin/G * KH * KW */
+    int64_t tile;               /* pixels per tile */
+    int64_t tiles_per_image;
+    bool direct;                /* 1x1, stride 1, no padding, contiguous pixels */
+    bool depthwise;
+    bool has_bias;
+    size_t ws_thread;           /* bytes per thread: im2col tile + GEMM workspace */
+    size_t col_bytes;
+} conv_plan;
+
+/* im2col of pixels [p0, p0 + np) of image/group (in points at channel 0 of
+ * the group): col[kk * np + j] for kk over (c, i, j) taps. */
+static void im2col(const conv_plan *cp, const float *in, int64_t p0, int64_t np, float *col) {
+    int64_t cg = cp->cin / cp->groups;
+    for (int64_t c = 0; c < cg; c++)
+        for (int64_t i = 0; i < cp->kh; i++)
+            for (int64_t j = 0; j < cp->kw; j++) {
+                float *dst = col + ((c * cp->kh + i) * cp->kw + j) * np;
+                const float *src = in + c * cp->in_s[1];
+                int64_t oy = p0 / cp->ow, ox = p0 % cp->ow;
+                for (int64_t q = 0; q < np; q++) {
+                    int64_t y = oy * cp->sh - cp->ph + i * cp->dh, x = ox * cp->sw - cp->pw + j * cp->dw;
+                    dst[q] = (y >= 0 && y < cp->h && x >= 0 && x < cp->w) ? src[y * cp->in_s[2] + x * cp->in_s[3]] : 0.0f;
+                    if (++ox == cp->ow) {
+                        ox = 0;
+                        oy++;
+                    }
+                }
+            }
+}
+
+static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const conv_plan *cp = plan->data;
+    const float *x = (const float *)tp__tensor_base(in[0]);
+    const float *wt = (const float *)tp__tensor_base(in[1]);
+    const float *bias = cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
+    float *y = (float *)tp__tensor_base(out[0]);
+    int64_t pix = cp->oh * cp->ow, cg_out = cp->cout / cp->groups, cg_in = cp->cin / cp->groups;
+    int64_t items = cp->n * cp->groups * cp->tiles_per_image;
+    char *ws = (char *)ex->workspace + (size_t)ex->ith * cp->ws_thread;
+    float *col = (float *)ws;
+    void *gws = ws + cp->col_bytes;
+    for (int64_t it = ex->ith; it < items; it += ex->nth) {
+        int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
+        int64_t g = rest % cp->groups, img = rest / cp->groups;
+        int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
+        const float *xin = x + img * cp->in_s[0] + g * cg_in * cp->in_s[1];
+        tp_gemm gm = {.isa = cp->isa, .m = cg_out, .n = np, .k = cp->k};
+        gm.a = wt + g * cg_out * cp->k;
+        gm.rs_a = cp->k;
+        gm.cs_a = 1;
+        if (cp->direct) {
+            gm.b = xin + p0;
+            gm.rs_b = cp->in_s[1];
+            gm.cs_b = 1;
+        } else {
+            im2col(cp, xin, p0, np, col);
+            gm.b = col;
+            gm.rs_b = np;
+            gm.cs_b = 1;
+        }
+        gm.c = y + (img * cp->cout + g * cg_out) * pix + p0;
+        gm.ldc = pix;
+        gm.ep = tp__gemm_epilogue_default();
+        if (bias) {
+            gm.ep.bias = bias + g * cg_out;
+            gm.ep.bias_per_row = true;
+        }
+        tp__gemm_run(&gm, 0, 1, gws);
+    }
+    return TP_OK;
+}
+
+/* Depthwise: one output channel per input channel. */
+static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                               const tp_exec *ex) {
+    const conv_plan *cp = plan->data;
+    const float *x = (const float *)tp__tensor_base(in[0]);
+    const float *wt = (const float *)tp__tensor_base(in[1]);
+    const float *bias = cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
+    float *y = (float *)tp__tensor_base(out[0]);
+    int64_t items = cp->n * cp->cout;
+    for (int64_t it = ex->ith; it < items; it += ex->nth) {
+        int64_t c = it % cp->cout, img = it / cp->cout;
+        const float *src = x + img * cp->in_s[0] + c * cp->in_s[1];
+        const float *k = wt + c * cp->kh * cp->kw;
+        float *dst = y + it * cp->oh * cp->ow;
+        float b = bias ? bias[c] : 0.0f;
+        for (int64_t oy = 0; oy < cp->oh; oy++) {
+            float *row = dst + oy * cp->ow;
+            for (int64_t ox = 0; ox < cp->ow; ox++) row[ox] = b;
+            for (int64_t i = 0; i < cp->kh; i++) {
+                int64_t yy = oy * cp->sh - cp->ph + i * cp->dh;
+                if (yy < 0 || yy >= cp->h) continue;
+                const float *srow = src + yy * cp->in_s[2];
+                for (int64_t j = 0; j < cp->kw; j++) {
+                    float kv = k[i * cp->kw + j];
+                    /* output columns whose input column is inside */
+                    int64_t off = j * cp->dw - cp->pw;
+                    int64_t lo = off < 0 ? (-off + cp->sw - 1) / cp->sw : 0;
+                    int64_t hi = (cp->w - 1 - off) < 0 ? 0 : (cp->w - 1 - off) / cp->sw + 1;
+                    if (hi > cp->ow) hi = cp->ow;
+                    if (cp->sw == 1 && cp->in_s[3] == 1)
+                        for (int64_t ox = lo; ox < hi; ox++) row[ox] += kv * srow[ox + off];
+                    else
+                        for (int64_t ox = lo; ox < hi; ox++) row[ox] += kv * srow[(ox * cp->sw + off) * cp->in_s[3]];
+                }
+            }
+        }
+    }
+    return TP_OK;
+}
+
+static void conv_free(void *data) { tp_free(data); }
+
+static tp_status read_pair(const tp_value *args, int i, int spatial, int64_t *out2, int64_t dflt) {
+    int64_t v[3];
+    int n;
+    if (args[i].kind == TP_VAL_STR) {
+        if (strcmp(args[i].u.s, "valid") != 0) return TP_ERR_UNSUPPORTED; /* 'same': reference */
+        out2[0] = out2[1] = 0;
+        return TP_OK;
+    }
+    if (args[i].kind != TP_VAL_INT && !tp_value_is_seq(&args[i])) return TP_ERR_UNSUPPORTED;
+    if (tp__arg_ints(args, i, "arg", v, 3, spatial, &n) != TP_OK) {
+        tp_clear_error();
+        return TP_ERR_UNSUPPORTED;
+    }
+    out2[0] = spatial == 2 ? v[0] : dflt;
+    out2[1] = spatial == 2 ? v[1] : v[0];
+    return TP_OK;
+}
+
+/* conv1d / conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) */
+static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
+                              tp_op_plan *plan, int spatial) {
+    const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
+    const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    if (!x || !w || !o || x->dtype != TP_FLOAT32 || w->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32)
+        return TP_ERR_UNSUPPORTED;
+    if (x->ndim != spatial + 2 || w->ndim != spatial + 2 || !tp_tensor_is_contiguous(w)) return TP_ERR_UNSUPPORTED;
+    if (b && (b->dtype != TP_FLOAT32 || b->ndim != 1 || b->strides[0] != 1)) return TP_ERR_UNSUPPORTED;
+    conv_plan *cp = tp_calloc(1, sizeof *cp);
+    TP_CHECK(cp != NULL, TP_ERR_NOMEM, "out of memory preparing a convolution");
+    int64_t s[2], p[2], d[2];
+    tp_status st = read_pair(bound, 3, spatial, s, 1);
+    if (st == TP_OK) st = read_pair(bound, 4, spatial, p, 0);
+    if (st == TP_OK) st = read_pair(bound, 5, spatial, d, 1);
+    if (st != TP_OK) {
+        tp_free(cp);
+        return TP_ERR_UNSUPPORTED;
+    }
+    cp->n = x->sizes[0];
+    cp->cin = x->sizes[1];
+    cp->h = spatial == 2 ? x->sizes[2] : 1;
+    cp->w = x->sizes[spatial + 1];
+    cp->cout = o->sizes[1];
+    cp->oh = spatial == 2 ? o->sizes[2] : 1;
+    cp->ow = o->sizes[spatial + 1];
+    cp->kh = spatial == 2 ? w->sizes[2] : 1;
+    cp->kw = w->sizes[spatial + 1];
+    cp->sh = s[0];
+    cp->sw = s[1];
+    cp->ph = p[0];
+    cp->pw = p[1];
+    cp->dh = d[0];
+    cp->dw = d[1];
+    cp->groups = tp__arg_int(bound, 6);
+    cp->in_s[0] = x->strides[0];
+    cp->in_s[1] = x->strides[1];
+    cp->in_s[2] = spatial == 2 ? x->strides[2] : 0;
+    cp->in_s[3] = x->strides[spatial + 1];
+    cp->has_bias = b != NULL;
+    cp->k = (cp->cin / cp->groups) * cp->kh * cp->kw;
+    cp->isa = info->cpu_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : info->cpu_level >= TP_CPU_AVX2 ? TP_ISA_AVX2 : TP_ISA_SCALAR;
+    if (cp->isa > tp__gemm_best_isa()) cp->isa = tp__gemm_best_isa();
+    int64_t pix = cp->oh * cp->ow;
+    double flops = 2.0 * (double)cp->n * (double)cp->cout * (double)pix * (double)cp->k;
+    int threads = (int)(flops / 1e6);
+    if (threads < 1) threads = 1;
+    if (threads > info->max_threads) threads = info->max_threads;
+    plan->data = cp;
+    plan->free_data = conv_free;
+    plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
+    if (cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1) {
+        cp->depthwise = true;
+        int64_t items = cp->n * cp->cout;
+        plan->max_threads = threads < items ? threads : (int)items;
+        plan->run = depthwise_run;
+        return TP_OK;
+    }
+    cp->direct = cp->kh == 1 && cp->kw == 1 && cp->sh == 1 && cp->sw == 1 && cp->ph == 0 && cp->pw == 0 &&
+                 cp->in_s[3] == 1 && cp->in_s[2] == cp->w;
+    /* a tile of im2col about half the L2 */
+    tp_gemm_cache_info ci = tp__gemm_cache_info();
+    int64_t budget = (ci.l2 > 0 ? ci.l2 : 1 << 20) / 2 / 4;
+    int64_t tile = budget / (cp->k > 0 ? cp->k : 1);
+    tile = tile < 64 ? 64 : tile > 4096 ? 4096 : tile;
+    /* balance: enough tiles for the threads at batch 1 */
+    int64_t want = (pix + threads - 1) / threads;
+    if (cp->n * cp->groups < threads && want < tile) tile = want < 16 ? 16 : want;
+    if (tile > pix) tile = pix > 0 ? pix : 1;
+    cp->tile = tile;
+    cp->tiles_per_image = pix > 0 ? (pix + tile - 1) / tile : 0;
+    cp->col_bytes = cp->direct ? 0 : (((size_t)(cp->k * tile) * sizeof(float) + 63) & ~(size_t)63);
+    tp_gemm gm = {.isa = cp->isa, .m = cp->cout / cp->groups, .n = tile, .k = cp->k, .b = (const float *)8,
+                  .rs_b = tile, .cs_b = 1, .ldc = pix};
+    cp->ws_thread = cp->col_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
+    int64_t items = cp->n * cp->groups * cp->tiles_per_image;
+    plan->max_threads = threads < items ? threads : (int)(items > 0 ? items : 1);
+    plan->workspace = cp->ws_thread * (size_t)plan->max_threads;
+    plan->run = conv_run;
+    return TP_OK;
+}
+
+static tp_status conv2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    return conv_prepare(info, bound, out, plan, 2);
+}
+static tp_status conv1d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    return conv_prepare(info, bound, out, plan, 1);
+}
+
+void tp__register_fast_conv(void) {
+    tp__register_variant(TP_OP_CONV2D, "gemm", TP_CPU_SCALAR, conv2d_prepare);
+    tp__register_variant(TP_OP_CONV1D, "gemm", TP_CPU_SCALAR, conv1d_prepare);
+}
