@@ -17,14 +17,25 @@ expect_rc() { # expect_rc WANT CMD...: run CMD, compare its exit status
     [ "$rc" -eq "$want" ] || { echo "  '$*' exited $rc, expected $want: $(cat "$dir/err")"; return 1; }
 }
 contains() { grep -q -- "$2" "$1" || { echo "  $1 lacks '$2'"; return 1; }; }
+not_contains() { ! grep -q -- "$2" "$1" || { echo "  $1 has '$2'"; return 1; }; }
+one_line() { # one_line FILE TEXT: FILE is exactly one line, containing TEXT
+    [ "$(wc -l < "$1")" -eq 1 ] || { echo "  $1 is not one line: $(cat "$1")"; return 1; }
+    contains "$1" "$2"
+}
+one_object() { # one_object FILE: FILE is one JSON object (as jansson indents it) and nothing else
+    [ "$(head -n 1 "$1")" = "{" ] && [ "$(tail -n 1 "$1")" = "}" ] && [ "$(grep -c '^[{}]' "$1")" -eq 2 ] ||
+        { echo "  $1 is not exactly one JSON object"; return 1; }
+}
 
 "$DEMO" "$dir/mlp.pt2" > /dev/null || { echo "demo failed"; exit 1; }
 
 check inspect expect_rc 0 "$T" inspect "$dir/mlp.pt2"
+cp "$dir/out" "$dir/mlp_inspect"
 check inspect_text contains "$dir/out" "p_fc1_weight: PARAMETER target='fc1.weight'"
 check inspect_ops contains "$dir/out" "linear                       2"
 check inspect_json expect_rc 0 "$T" inspect "$dir/mlp.pt2" --json
 check inspect_json_text contains "$dir/out" '"kind": "USER_INPUT"'
+cp "$dir/out" "$dir/mlp_inspect_json"
 check print expect_rc 0 "$T" print "$dir/mlp.pt2"
 check print_text contains "$dir/out" "user_inputs            = \['x'\]"
 check verify expect_rc 0 "$T" verify "$dir/mlp.pt2"
@@ -43,7 +54,72 @@ check decomposed_no_linear expect_rc 0 "$T" print "$dir/dec.pt2"
 check decomposed_matmul contains "$dir/out" "matmul"
 check convert expect_rc 0 "$T" convert "$SRC/tests/fixtures/onnx/dynamic.onnx" -o "$dir/c.pt2" --dynamic batch=1:8
 check convert_run expect_rc 0 "$T" run "$dir/c.pt2" "$SRC/tests/fixtures/onnx/dynamic_x.npy"
+check bench_inputs expect_rc 0 "$T" bench "$dir/c.pt2" "$SRC/tests/fixtures/onnx/dynamic_x.npy" --runs 3 --warmup 0
+check bench_named_input expect_rc 0 "$T" bench "$dir/c.pt2" "x=$SRC/tests/fixtures/onnx/dynamic_x.npy" --runs 3
 check convert_report expect_rc 0 "$T" convert --report "$SRC/tests/fixtures/onnx/resnet.onnx"
+# threads and cpu levels through a run context
+check run_threads1 expect_rc 0 "$T" run "$dir/mlp.pt2" --threads 1 --out "$dir/t1"
+check run_threads2 expect_rc 0 "$T" run "$dir/mlp.pt2" --threads 2 --out "$dir/t2"
+check run_threads_same cmp "$dir/t1/output_0.npy" "$dir/t2/output_0.npy"
+check run_cpu_reference expect_rc 0 "$T" run "$dir/mlp.pt2" --cpu-level reference
+check run_cpu_reference_out contains "$dir/out" "output_0: float32\[2, 3\] = \[-0.482763"
+check run_threads0 expect_rc 2 "$T" run "$dir/mlp.pt2" --threads 0
+check run_threads0_msg one_line "$dir/err" "--threads"
+check run_repeat_bad expect_rc 2 "$T" run "$dir/mlp.pt2" --repeat 2x
+# inspect plans the program on its example inputs
+check inspect_plan contains "$dir/mlp_inspect" \
+    "arena: [0-9]* bytes, packed weights: [0-9]* bytes, steps: [0-9]* ([0-9]* fast, [0-9]* reference)"
+check inspect_plan_json contains "$dir/mlp_inspect_json" '"packed_bytes": [0-9]'
+check inspect_no_plan expect_rc 0 "$T" inspect "$dir/mlp.pt2" --no-plan
+check inspect_no_plan_text not_contains "$dir/out" "arena:"
+# bench (nothing about speed is asserted: only that it runs and reports)
+check bench expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 20 --warmup 1
+check bench_latency contains "$dir/out" "latency: *median [0-9.]* ms, p90 [0-9.]* ms, min [0-9.]* ms, mean [0-9.]* ms"
+check bench_runs contains "$dir/out" "runs: *20 timed after 1 warm-up"
+check bench_plan contains "$dir/out" "arena: [0-9]* bytes, packed weights: [0-9]* bytes, steps: [0-9]* ("
+check bench_rss contains "$dir/out" "peak RSS: *[1-9][0-9]* bytes"
+check bench_entry contains "$dir/out" "tp_run_execute"
+check bench_min_time expect_rc 0 "$T" bench "$dir/mlp.pt2" --min-time 0.05 --threads 2 --example
+check bench_min_time_runs contains "$dir/out" "2 threads"
+check bench_profile expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 10 --profile
+check bench_profile_linear contains "$dir/out" "^  linear  *[a-z0-9]*  *2 "
+check bench_profile_relu contains "$dir/out" "^  relu "
+check bench_json expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 5 --json --profile
+cp "$dir/out" "$dir/bench.json"
+for key in median_ms p90_ms min_ms mean_ms runs threads cpu_level arena_bytes packed_bytes steps fast_steps \
+    reference_steps peak_rss_bytes ops; do
+    check "bench_json_$key" contains "$dir/bench.json" "^  \"$key\": "
+done
+check bench_json_runs contains "$dir/bench.json" '"runs": 5,'
+check bench_json_median_positive contains "$dir/bench.json" '"median_ms": [0-9.]*[1-9]'
+check bench_json_op contains "$dir/bench.json" '"op": "linear"'
+check bench_json_only one_object "$dir/bench.json"
+if command -v python3 > /dev/null 2>&1; then # optional: a real JSON parser
+    check bench_json_parses python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["median_ms"] > 0 and d["runs"] == 5 and any(o["op"] == "linear" for o in d["ops"])' "$dir/bench.json"
+fi
+check bench_reference expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 3 --json --cpu-level reference
+check bench_reference_level contains "$dir/out" '"cpu_level": "reference"'
+check bench_reference_no_fast contains "$dir/out" '"fast_steps": 0,'
+check bench_bad_input expect_rc 1 "$T" bench "$dir/mlp.pt2" "x=$dir/o/output_0.npy" --runs 3
+check bench_bad_input_msg contains "$dir/err" "x.shape\[1\] = 3 must equal 4 (static dim)"
+check bench_runs_bad expect_rc 2 "$T" bench "$dir/mlp.pt2" --runs 2abc
+check bench_runs_bad_msg one_line "$dir/err" "--runs needs an integer"
+check bench_runs_zero expect_rc 2 "$T" bench "$dir/mlp.pt2" --runs 0
+check bench_threads0 expect_rc 2 "$T" bench "$dir/mlp.pt2" --threads 0
+check bench_threads0_msg one_line "$dir/err" "--threads needs an integer"
+check bench_threads_neg expect_rc 2 "$T" bench "$dir/mlp.pt2" --threads -1
+check bench_threads_neg_msg one_line "$dir/err" "--threads needs an integer"
+check bench_warmup_bad expect_rc 2 "$T" bench "$dir/mlp.pt2" --warmup 1.5
+check bench_min_time_bad expect_rc 2 "$T" bench "$dir/mlp.pt2" --min-time 0
+check bench_cpu_bad expect_rc 2 "$T" bench "$dir/mlp.pt2" --cpu-level fast
+check bench_cpu_bad_msg one_line "$dir/err" "--cpu-level"
+check bench_no_value expect_rc 2 "$T" bench "$dir/mlp.pt2" --runs
+check bench_no_value_msg one_line "$dir/err" "needs a value"
+check bench_unknown_program expect_rc 1 "$T" bench "$dir/mlp.pt2" --program nope
+check bench_help expect_rc 0 "$T" bench --help
+check bench_help_text contains "$dir/out" "usage: tpexport bench FILE"
+check main_help_bench expect_rc 0 "$T" --help
+check main_help_bench_text contains "$dir/out" "  bench "
 # errors
 check missing_file expect_rc 3 "$T" inspect "$dir/none.pt2"
 check missing_file_msg contains "$dir/err" "cannot open"

@@ -1,5 +1,5 @@
 /*
- * tpexport.c - the `tpexport` command: inspect, print, verify, run,
+ * tpexport.c - the `tpexport` command: inspect, print, verify, run, bench,
  * decompose and convert exported-program archives.
  *
  * This is the only place in the project that calls exit(); the library
@@ -13,16 +13,20 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "tpexport/archive.h"
 #include "tpexport/tpexport.h"
 #include "tpexport/onnx.h"
+#include "tpexport/run.h"
 
 #define EXIT_INVALID 1
 #define EXIT_USAGE 2
@@ -40,6 +44,7 @@ static const char *main_help =
     "  print      print each program's graph and signature\n"
     "  verify     check an archive completely and report every problem\n"
     "  run        run a program on .npy inputs or its example inputs\n"
+    "  bench      time a program: latency percentiles, plan stats, per-op profile\n"
     "  decompose  rewrite programs with a decomposition table and save them\n"
     "  convert    import an ONNX model and save it as an archive\n"
     "\n"
@@ -49,16 +54,20 @@ static const char *main_help =
     "             2 usage error; 3 file could not be read or written\n";
 
 static const char *inspect_help =
-    "usage: tpexport inspect FILE [--json]\n"
+    "usage: tpexport inspect FILE [--json] [--no-plan]\n"
     "\n"
     "Summarise every program in the archive FILE: its user inputs and outputs\n"
     "with their kinds, lifted state counted and sized by kind (parameters,\n"
     "buffers, constants), dynamic dims with their ranges, equality\n"
     "constraints, the module call graph and how often each op is used.\n"
-    "Extra files are listed with their sizes.\n"
+    "Extra files are listed with their sizes. When the example inputs of every\n"
+    "user input are stored, the program is called once on them to plan it and\n"
+    "its plan is shown: arena bytes, packed weight bytes and steps (fast and\n"
+    "reference kernels).\n"
     "\n"
     "options:\n"
-    "  --json     print one JSON object instead of text\n";
+    "  --json     print one JSON object instead of text\n"
+    "  --no-plan  do not call the program to show its plan\n";
 
 static const char *print_help =
     "usage: tpexport print FILE [--program NAME]\n"
@@ -76,6 +85,7 @@ static const char *verify_help =
 
 static const char *run_help =
     "usage: tpexport run FILE [--program NAME] [INPUT ...] [--out DIR] [--repeat N]\n"
+    "                         [--threads N] [--cpu-level LEVEL]\n"
     "\n"
     "Run a program (NAME, or the archive's only/first program) and print a\n"
     "summary of its outputs: shape, dtype, first values and the time taken.\n"
@@ -91,7 +101,47 @@ static const char *run_help =
     "options:\n"
     "  --program NAME  which program of the archive to run\n"
     "  --out DIR       write the flattened user outputs to DIR/output_0.npy, ...\n"
-    "  --repeat N      run N times and report the mean time (default 1)\n";
+    "  --repeat N      run N times and report the mean time (default 1)\n"
+    "  --threads N     threads per call, 1-256 (default: the library default, 1)\n"
+    "  --cpu-level L   cap kernel variants: auto (default), reference, scalar,\n"
+    "                  avx2, avx512 (capped to what the CPU supports)\n";
+
+static const char *bench_help =
+    "usage: tpexport bench FILE [--program NAME] [INPUT ...] [--example] [--threads N]\n"
+    "                           [--warmup W] [--runs R] [--min-time SEC] [--cpu-level LEVEL]\n"
+    "                           [--profile] [--json]\n"
+    "\n"
+    "Time calls of a program (NAME, or the archive's first program) through one\n"
+    "run context. Inputs are bound as for 'tpexport run'; with none given the\n"
+    "stored example inputs are used. When every user input and output is a\n"
+    "tensor the allocation-free entry point (tp_run_execute) is timed, otherwise\n"
+    "tp_run_call. After W warm-up calls, R calls are timed one by one with a\n"
+    "monotonic clock. Prints the median, p90, min and mean latency, the\n"
+    "throughput, the plan (arena bytes, packed weight bytes, steps with fast and\n"
+    "reference kernels), the CPU level used and the peak resident set size.\n"
+    "\n"
+    "inputs:\n"
+    "  name=path.npy     bind user input 'name' to a .npy file\n"
+    "  path.npy          bind the next user input, in order\n"
+    "  --example         use the stored example inputs (the default without inputs)\n"
+    "\n"
+    "options:\n"
+    "  --program NAME    which program of the archive to time\n"
+    "  --threads N       threads per call, 1-256 (default: the library default, 1)\n"
+    "  --warmup W        untimed calls first, 0-1000000 (default 3)\n"
+    "  --runs R          timed calls, 1-10000000 (default: as many as fit in\n"
+    "                    --min-time, at least 10, at most 1000000)\n"
+    "  --min-time SEC    time budget of the timed calls without --runs (default 1)\n"
+    "  --cpu-level L     cap kernel variants: auto (default), reference, scalar,\n"
+    "                    avx2, avx512 (capped to what the CPU supports)\n"
+    "  --profile         time every step during the timed calls and print a table\n"
+    "                    per op and kernel variant, by time (the latencies then\n"
+    "                    include the profiling overhead)\n"
+    "  --json            print one JSON object on stdout instead of text: median_ms,\n"
+    "                    p90_ms, min_ms, mean_ms, throughput_per_s, runs, warmup,\n"
+    "                    threads, cpu_level, entry, arena_bytes, packed_bytes,\n"
+    "                    steps, fast_steps, reference_steps, peak_rss_bytes and,\n"
+    "                    with --profile, ops: [{op, variant, ms, calls}] per call\n";
 
 static const char *decompose_help =
     "usage: tpexport decompose FILE -o OUT [--table default|none|softmax]\n"
@@ -193,7 +243,26 @@ static void format_bytes(int64_t b, char *buf, size_t size) {
     else snprintf(buf, size, "%" PRId64 " B", b);
 }
 
-static void inspect_text(const tp_archive *a) {
+/* Plan p by calling it once on its example inputs. 1: planned (*out
+ * filled); 0: some user input has no example input; -1: the call failed
+ * (tp_last_error says why). */
+static int example_plan(tp_program *p, tp_run_stats *out) {
+    const tp_signature *sig = tp_program_signature(p);
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++) {
+        const tp_input_spec *s = tp_signature_input(sig, i);
+        if (s->kind == TP_INPUT_USER_INPUT && !tp_program_example_input(p, s->arg.name)) return 0;
+    }
+    tp_run *r = NULL;
+    tp_value result = tp_value_none();
+    tp_status st = tp_run_new(p, NULL, &r);
+    if (st == TP_OK) st = tp_run_call(r, NULL, 0, NULL, &result);
+    if (st == TP_OK) tp_run_get_stats(r, out);
+    tp_value_clear(&result);
+    tp_run_free(r);
+    return st == TP_OK ? 1 : -1;
+}
+
+static void inspect_text(const tp_archive *a, bool plan) {
     static const char *kinds[3] = {"parameters", "buffers", "constants"};
     for (int i = 0; i < tp_archive_num_programs(a); i++) {
         const tp_program *p = tp_archive_program(a, i);
@@ -259,6 +328,15 @@ static void inspect_text(const tp_archive *a) {
         for (int k = 0; k < TP_OP_COUNT; k++)
             if (counts[k]) printf("    %-28s %d\n", tp_op_name((tp_op)k), counts[k]);
         if (other) printf("    %-28s %d\n", "(unknown)", other);
+        tp_run_stats rs;
+        int planned = plan ? example_plan(tp_archive_program(a, i), &rs) : 0;
+        if (planned > 0)
+            printf("  plan (example inputs, cpu level %s):\n    arena: %zu bytes, packed weights: %zu bytes, steps: %" PRId64
+                   " (%" PRId64 " fast, %" PRId64 " reference)\n",
+                   tp_cpu_level_name(rs.cpu_level), rs.arena_bytes, rs.packed_bytes, rs.n_steps, rs.n_fast,
+                   rs.n_reference);
+        else if (planned < 0)
+            printf("  plan: the call on the example inputs failed: %s\n", tp_last_error());
     }
     if (tp_archive_num_extra(a)) {
         printf("extra files:\n");
@@ -293,7 +371,7 @@ static json_t *spec_list_json(const tp_signature *sig, bool inputs) {
     return arr;
 }
 
-static void inspect_json(const tp_archive *a) {
+static void inspect_json(const tp_archive *a, bool plan) {
     static const char *kinds[3] = {"parameters", "buffers", "constants"};
     json_t *root = json_object(), *progs = json_array();
     for (int i = 0; i < tp_archive_num_programs(a); i++) {
@@ -351,6 +429,16 @@ static void inspect_json(const tp_archive *a) {
         for (int k = 0; k < TP_OP_COUNT; k++)
             if (counts[k]) json_object_set_new(ops, tp_op_name((tp_op)k), json_integer(counts[k]));
         json_object_set_new(o, "ops", ops);
+        tp_run_stats rs;
+        int planned = plan ? example_plan(tp_archive_program(a, i), &rs) : 0;
+        if (planned > 0)
+            json_object_set_new(o, "plan",
+                                json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "cpu_level", tp_cpu_level_name(rs.cpu_level),
+                                          "arena_bytes", (json_int_t)rs.arena_bytes, "packed_bytes",
+                                          (json_int_t)rs.packed_bytes, "steps", (json_int_t)rs.n_steps, "fast_steps",
+                                          (json_int_t)rs.n_fast, "reference_steps", (json_int_t)rs.n_reference));
+        else if (planned < 0)
+            json_object_set_new(o, "plan", json_pack("{s:s}", "error", tp_last_error()));
         json_array_append_new(progs, o);
     }
     json_object_set_new(root, "programs", progs);
@@ -371,13 +459,15 @@ static void inspect_json(const tp_archive *a) {
 
 static int cmd_inspect(int argc, char **argv) {
     const char *file = NULL;
-    bool as_json = false;
+    bool as_json = false, plan = true;
     for (int i = 0; i < argc; i++) {
         if (is_help(argv[i])) {
             fputs(inspect_help, stdout);
             return 0;
         } else if (strcmp(argv[i], "--json") == 0) {
             as_json = true;
+        } else if (strcmp(argv[i], "--no-plan") == 0) {
+            plan = false;
         } else if (argv[i][0] == '-') {
             usage_error(inspect_help, "unknown option '%s'", argv[i]);
         } else if (!file) {
@@ -388,8 +478,8 @@ static int cmd_inspect(int argc, char **argv) {
     }
     if (!file) usage_error(inspect_help, "%s", "missing FILE");
     tp_archive *a = load_or_die(file);
-    if (as_json) inspect_json(a);
-    else inspect_text(a);
+    if (as_json) inspect_json(a, plan);
+    else inspect_text(a, plan);
     tp_archive_free(a);
     return 0;
 }
@@ -454,13 +544,164 @@ static int cmd_verify(int argc, char **argv) {
     return EXIT_INVALID;
 }
 
-/* ---- run ---------------------------------------------------------------- */
+/* ---- timing ------------------------------------------------------------- */
 
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
+
+/* ---- option values ------------------------------------------------------ */
+
+/* The value after option argv[*i], or a one-line usage error. */
+static const char *option_value(const char *cmd, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) die(EXIT_USAGE, "%s: option '%s' needs a value", cmd, argv[*i]);
+    return argv[++*i];
+}
+
+/* A whole decimal integer in [min, max] (strtol with an end check), else a
+ * one-line usage error. */
+static long parse_long(const char *cmd, const char *opt, const char *text, long min, long max) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
+        die(EXIT_USAGE, "%s: %s needs an integer in [%ld, %ld], not '%s'", cmd, opt, min, max, text);
+    return v;
+}
+
+/* A finite number of seconds > 0 (strtod with an end check). */
+static double parse_seconds(const char *cmd, const char *opt, const char *text) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v <= 0 || v > 86400)
+        die(EXIT_USAGE, "%s: %s needs a number of seconds in (0, 86400], not '%s'", cmd, opt, text);
+    return v;
+}
+
+static tp_cpu_level parse_cpu_level(const char *cmd, const char *text) {
+    static const tp_cpu_level levels[] = {TP_CPU_AUTO, TP_CPU_REFERENCE, TP_CPU_SCALAR, TP_CPU_AVX2, TP_CPU_AVX512};
+    for (size_t i = 0; i < sizeof levels / sizeof *levels; i++)
+        if (strcmp(text, tp_cpu_level_name(levels[i])) == 0) return levels[i];
+    die(EXIT_USAGE, "%s: --cpu-level needs auto, reference, scalar, avx2 or avx512, not '%s'", cmd, text);
+}
+
+/* A note on stderr when the CPU cannot give the level asked for. */
+static void warn_cpu_level(const char *cmd, tp_cpu_level asked) {
+    tp_cpu_level best = tp_cpu_level_supported();
+    if (asked != TP_CPU_AUTO && asked > best)
+        fprintf(stderr, "%s: %s: this CPU does not support %s; using %s\n", prog_name, cmd, tp_cpu_level_name(asked),
+                tp_cpu_level_name(best));
+}
+
+/* A run context for p with these options (threads 0: library default). */
+static tp_run *run_new_or_die(tp_program *p, int threads, tp_cpu_level level, tp_profile_fn profile, void *user) {
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = threads;
+    opt.cpu_level = level;
+    opt.profile = profile;
+    opt.profile_user = user;
+    tp_run *r = NULL;
+    tp_status st = tp_run_new(p, &opt, &r);
+    if (st != TP_OK) die_status(st, "run context");
+    return r;
+}
+
+static tp_program *find_program_or_die(tp_archive *a, const char *file, const char *name) {
+    tp_program *p = name ? tp_archive_find_program(a, name) : tp_archive_program(a, 0);
+    if (!p) die(EXIT_INVALID, "%s: no program named '%s'", file, name ? name : "(any)");
+    return p;
+}
+
+/* ---- input binding (run, bench) -------------------------------------------- */
+
+/* User arguments from the command line: positional paths in order,
+ * name=path as keywords. Missing ones fall back to the example inputs. */
+typedef struct bound_inputs {
+    tp_value *pos;
+    int n_pos;
+    tp_value kwargs; /* a dict */
+} bound_inputs;
+
+static void bind_inputs(const char *help, const char **inputs, int n_inputs, bound_inputs *b) {
+    b->pos = calloc((size_t)n_inputs + 1, sizeof *b->pos);
+    b->n_pos = 0;
+    b->kwargs = tp_value_none();
+    if (!b->pos || tp_value_dict(&b->kwargs) != TP_OK) die(EXIT_IO, "out of memory");
+    for (int i = 0; i < n_inputs; i++) {
+        const char *eq = strchr(inputs[i], '=');
+        const char *path = eq ? eq + 1 : inputs[i];
+        tp_tensor *t = NULL;
+        tp_status st = tp_npy_load(path, &t);
+        if (st != TP_OK) die_status(st, "input");
+        tp_value v = tp_value_tensor(t);
+        if (eq) {
+            char key[256];
+            size_t len = (size_t)(eq - inputs[i]);
+            if (len == 0 || len >= sizeof key) usage_error(help, "bad input '%s'", inputs[i]);
+            memcpy(key, inputs[i], len);
+            key[len] = '\0';
+            if (tp_value_dict_get(&b->kwargs, key)) usage_error(help, "input '%s' given twice", key);
+            if (tp_value_dict_set(&b->kwargs, key, &v) != TP_OK) die(EXIT_IO, "out of memory");
+        } else {
+            if (tp_value_len(&b->kwargs) > 0) usage_error(help, "positional input '%s' after a named one", inputs[i]);
+            b->pos[b->n_pos++] = v;
+        }
+    }
+}
+
+static void bound_inputs_clear(bound_inputs *b) {
+    for (int i = 0; i < b->n_pos; i++) tp_value_clear(&b->pos[i]);
+    tp_value_clear(&b->kwargs);
+    free(b->pos);
+    b->pos = NULL;
+    b->n_pos = 0;
+}
+
+/* The bound arguments as one tensor per user input in signature order (the
+ * form tp_run_execute takes; borrowed), or NULL when some user input is not
+ * a tensor, is missing, or the arguments do not fit (tp_run_call then
+ * reports what is wrong). *n gets the count. */
+static tp_tensor **tensor_inputs(const tp_program *p, const bound_inputs *b, int *n) {
+    const tp_signature *sig = tp_program_signature(p);
+    int n_user = 0;
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++)
+        if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT) n_user++;
+    if (b->n_pos > n_user) return NULL;
+    tp_tensor **out = calloc((size_t)n_user + 1, sizeof *out);
+    if (!out) die(EXIT_IO, "out of memory");
+    int k = 0;
+    int64_t used_kwargs = 0;
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++) {
+        const tp_input_spec *s = tp_signature_input(sig, i);
+        if (s->kind != TP_INPUT_USER_INPUT) continue;
+        const tp_value *v = NULL;
+        if (k < b->n_pos) {
+            v = &b->pos[k];
+            if (tp_value_dict_get(&b->kwargs, s->arg.name)) v = NULL; /* given twice: let tp_run_call say so */
+        } else if ((v = tp_value_dict_get(&b->kwargs, s->arg.name)) != NULL) {
+            used_kwargs++;
+        } else {
+            v = tp_program_example_input(p, s->arg.name);
+        }
+        if (!v || v->kind != TP_VAL_TENSOR || s->arg.kind != TP_ARGK_TENSOR) {
+            free(out);
+            return NULL;
+        }
+        out[k++] = v->u.tensor;
+    }
+    if (used_kwargs != tp_value_len(&b->kwargs)) { /* unknown keywords */
+        free(out);
+        return NULL;
+    }
+    *n = k;
+    return out;
+}
+
+/* ---- run ---------------------------------------------------------------- */
 
 static void summarise(const char *label, const tp_tensor *t) {
     const int64_t *s = tp_tensor_sizes(t);
@@ -474,7 +715,8 @@ static void summarise(const char *label, const tp_tensor *t) {
 
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *name = NULL, *out_dir = NULL;
-    int repeat = 1;
+    int repeat = 1, threads = 0;
+    tp_cpu_level level = TP_CPU_AUTO;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0;
     if (!inputs) die(EXIT_IO, "out of memory");
@@ -487,9 +729,12 @@ static int cmd_run(int argc, char **argv) {
             name = argv[++i];
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
             out_dir = argv[++i];
-        } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
-            repeat = atoi(argv[++i]);
-            if (repeat < 1) usage_error(run_help, "--repeat needs a positive count, not '%s'", argv[i]);
+        } else if (strcmp(argv[i], "--repeat") == 0) {
+            repeat = (int)parse_long("run", "--repeat", option_value("run", argc, argv, &i), 1, INT_MAX);
+        } else if (strcmp(argv[i], "--threads") == 0) {
+            threads = (int)parse_long("run", "--threads", option_value("run", argc, argv, &i), 1, 256);
+        } else if (strcmp(argv[i], "--cpu-level") == 0) {
+            level = parse_cpu_level("run", option_value("run", argc, argv, &i));
         } else if (argv[i][0] == '-') {
             usage_error(run_help, "unknown option '%s'", argv[i]);
         } else if (!file) {
@@ -500,37 +745,17 @@ static int cmd_run(int argc, char **argv) {
     }
     if (!file) usage_error(run_help, "%s", "missing FILE");
     tp_archive *a = load_or_die(file);
-    tp_program *p = name ? tp_archive_find_program(a, name) : tp_archive_program(a, 0);
-    if (!p) die(EXIT_INVALID, "%s: no program named '%s'", file, name ? name : "(any)");
-    /* bind inputs: positional paths in order, name=path as keywords */
-    tp_value *pos = calloc((size_t)n_inputs + 1, sizeof *pos), kwargs = tp_value_none(), result = tp_value_none();
-    int n_pos = 0;
-    if (!pos || tp_value_dict(&kwargs) != TP_OK) die(EXIT_IO, "out of memory");
-    for (int i = 0; i < n_inputs; i++) {
-        const char *eq = strchr(inputs[i], '=');
-        const char *path = eq ? eq + 1 : inputs[i];
-        tp_tensor *t = NULL;
-        tp_status st = tp_npy_load(path, &t);
-        if (st != TP_OK) die_status(st, "input");
-        tp_value v = tp_value_tensor(t);
-        if (eq) {
-            char key[256];
-            size_t len = (size_t)(eq - inputs[i]);
-            if (len == 0 || len >= sizeof key) usage_error(run_help, "bad input '%s'", inputs[i]);
-            memcpy(key, inputs[i], len);
-            key[len] = '\0';
-            if (tp_value_dict_get(&kwargs, key)) usage_error(run_help, "input '%s' given twice", key);
-            if (tp_value_dict_set(&kwargs, key, &v) != TP_OK) die(EXIT_IO, "out of memory");
-        } else {
-            if (tp_value_len(&kwargs) > 0) usage_error(run_help, "positional input '%s' after a named one", inputs[i]);
-            pos[n_pos++] = v;
-        }
-    }
+    tp_program *p = find_program_or_die(a, file, name);
+    warn_cpu_level("run", level);
+    bound_inputs b;
+    bind_inputs(run_help, inputs, n_inputs, &b);
+    tp_run *r = run_new_or_die(p, threads, level, NULL, NULL);
+    tp_value result = tp_value_none();
     double total = 0;
-    for (int r = 0; r < repeat; r++) {
+    for (int k = 0; k < repeat; k++) {
         tp_value_clear(&result);
         double t0 = now_ms();
-        tp_status st = tp_program_call(p, pos, n_pos, &kwargs, &result);
+        tp_status st = tp_run_call(r, b.pos, b.n_pos, &b.kwargs, &result);
         total += now_ms() - t0;
         if (st != TP_OK) die(EXIT_INVALID, "run: %s", tp_last_error());
     }
@@ -564,9 +789,276 @@ static int cmd_run(int argc, char **argv) {
     tp_treespec_free(spec);
     tp_value_clear(&leaves);
     tp_value_clear(&result);
-    for (int i = 0; i < n_pos; i++) tp_value_clear(&pos[i]);
-    tp_value_clear(&kwargs);
-    free(pos);
+    tp_run_free(r);
+    bound_inputs_clear(&b);
+    free(inputs);
+    tp_archive_free(a);
+    return 0;
+}
+
+/* ---- bench -------------------------------------------------------------- */
+
+/* Per (op, variant): steps run and their time, summed over the timed calls. */
+typedef struct op_time {
+    char *op, *variant;
+    int64_t calls;
+    double ms;
+} op_time;
+
+typedef struct profile_acc {
+    bool active; /* only the timed calls are counted */
+    op_time *items;
+    int n, cap;
+} profile_acc;
+
+static void profile_cb(void *user, const tp_profile_event *ev) {
+    profile_acc *acc = user;
+    if (!acc->active) return;
+    const char *op = ev->op ? ev->op : "?", *variant = ev->variant ? ev->variant : "?";
+    for (int i = 0; i < acc->n; i++) {
+        op_time *o = &acc->items[i];
+        if (strcmp(o->op, op) == 0 && strcmp(o->variant, variant) == 0) {
+            o->calls++;
+            o->ms += ev->ms;
+            return;
+        }
+    }
+    if (acc->n == acc->cap) {
+        int cap = acc->cap ? acc->cap * 2 : 16;
+        op_time *items = realloc(acc->items, (size_t)cap * sizeof *items);
+        if (!items) die(EXIT_IO, "out of memory");
+        acc->items = items;
+        acc->cap = cap;
+    }
+    op_time *o = &acc->items[acc->n];
+    o->op = strdup(op);
+    o->variant = strdup(variant);
+    if (!o->op || !o->variant) die(EXIT_IO, "out of memory");
+    o->calls = 1;
+    o->ms = ev->ms;
+    acc->n++;
+}
+
+static int by_time_desc(const void *a, const void *b) {
+    const op_time *x = a, *y = b;
+    if (x->ms != y->ms) return x->ms > y->ms ? -1 : 1;
+    int c = strcmp(x->op, y->op);
+    return c ? c : strcmp(x->variant, y->variant);
+}
+
+/* ms with about four significant digits (0.0002453, 1.234, 123.4). */
+static const char *fmt_ms(double ms, char *buf, size_t size) {
+    int decimals = ms > 0 ? 3 - (int)floor(log10(ms)) : 3;
+    snprintf(buf, size, "%.*f", decimals < 0 ? 0 : decimals > 9 ? 9 : decimals, ms);
+    return buf;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What one timed call needs. */
+typedef struct bench_call {
+    tp_run *r;
+    tp_tensor **exec_in; /* user inputs for tp_run_execute (borrowed) */
+    int n_exec;
+    bool use_execute;
+    const bound_inputs *b; /* arguments for tp_run_call */
+    tp_value result;       /* tp_run_call's result, kept until the next call */
+    int64_t calls;
+} bench_call;
+
+/* One call through the chosen entry point. On the first call a program
+ * whose user outputs are not all tensors moves over to tp_run_call. */
+static void bench_once(bench_call *c) {
+    tp_status st;
+    if (c->use_execute) {
+        st = tp_run_execute(c->r, c->exec_in, c->n_exec, NULL, 0);
+        if (st == TP_ERR_UNSUPPORTED && c->calls == 0) {
+            c->use_execute = false;
+            st = tp_run_call(c->r, c->b->pos, c->b->n_pos, &c->b->kwargs, &c->result);
+        }
+    } else {
+        tp_value_clear(&c->result);
+        st = tp_run_call(c->r, c->b->pos, c->b->n_pos, &c->b->kwargs, &c->result);
+    }
+    if (st != TP_OK) die(EXIT_INVALID, "bench: %s", tp_last_error());
+    c->calls++;
+}
+
+enum { BENCH_MIN_AUTO_RUNS = 10, BENCH_MAX_AUTO_RUNS = 1000000 };
+
+static int cmd_bench(int argc, char **argv) {
+    const char *file = NULL, *name = NULL;
+    int threads = 0, warmup = 3, runs = 0;
+    double min_time = 1.0;
+    bool profile = false, as_json = false, example = false;
+    tp_cpu_level level = TP_CPU_AUTO;
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    int n_inputs = 0;
+    if (!inputs) die(EXIT_IO, "out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i];
+        if (is_help(o)) {
+            fputs(bench_help, stdout);
+            free(inputs);
+            return 0;
+        } else if (strcmp(o, "--program") == 0) {
+            name = option_value("bench", argc, argv, &i);
+        } else if (strcmp(o, "--threads") == 0) {
+            threads = (int)parse_long("bench", o, option_value("bench", argc, argv, &i), 1, 256);
+        } else if (strcmp(o, "--warmup") == 0) {
+            warmup = (int)parse_long("bench", o, option_value("bench", argc, argv, &i), 0, 1000000);
+        } else if (strcmp(o, "--runs") == 0) {
+            runs = (int)parse_long("bench", o, option_value("bench", argc, argv, &i), 1, 10000000);
+        } else if (strcmp(o, "--min-time") == 0) {
+            min_time = parse_seconds("bench", o, option_value("bench", argc, argv, &i));
+        } else if (strcmp(o, "--cpu-level") == 0) {
+            level = parse_cpu_level("bench", option_value("bench", argc, argv, &i));
+        } else if (strcmp(o, "--profile") == 0) {
+            profile = true;
+        } else if (strcmp(o, "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(o, "--example") == 0) {
+            example = true;
+        } else if (o[0] == '-') {
+            usage_error(bench_help, "unknown option '%s'", o);
+        } else if (!file) {
+            file = o;
+        } else {
+            inputs[n_inputs++] = o;
+        }
+    }
+    if (!file) usage_error(bench_help, "%s", "missing FILE");
+    if (example && n_inputs) usage_error(bench_help, "%s", "--example takes no inputs (it uses the stored ones)");
+    tp_archive *a = load_or_die(file);
+    tp_program *p = find_program_or_die(a, file, name);
+    const char *prog = name ? name : tp_archive_program_name(a, 0);
+    warn_cpu_level("bench", level);
+    bound_inputs b;
+    bind_inputs(bench_help, inputs, n_inputs, &b);
+
+    profile_acc acc = {0};
+    tp_run *r = run_new_or_die(p, threads, level, profile ? profile_cb : NULL, &acc);
+    int n_exec = 0;
+    tp_tensor **exec_in = tensor_inputs(p, &b, &n_exec);
+    bench_call c = {.r = r, .exec_in = exec_in, .n_exec = n_exec, .use_execute = exec_in != NULL, .b = &b,
+                    .result = tp_value_none()};
+    /* the first call plans (and counts as a warm-up call even with --warmup
+     * 0, so the entry point is settled before timing) */
+    bench_once(&c);
+    for (int k = 1; k < warmup; k++) bench_once(&c);
+
+    int cap = runs ? runs : 1024, n = 0;
+    double *lat = malloc((size_t)cap * sizeof *lat);
+    if (!lat) die(EXIT_IO, "out of memory");
+    acc.active = true;
+    double start = now_ms(), budget_ms = min_time * 1e3;
+    for (;;) {
+        if (runs ? n >= runs
+                 : n >= BENCH_MAX_AUTO_RUNS || (n >= BENCH_MIN_AUTO_RUNS && now_ms() - start >= budget_ms))
+            break;
+        if (n == cap) {
+            cap *= 2;
+            double *grown = realloc(lat, (size_t)cap * sizeof *lat);
+            if (!grown) die(EXIT_IO, "out of memory");
+            lat = grown;
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        bench_once(&c);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        lat[n++] = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    }
+    acc.active = false;
+
+    double sum = 0;
+    for (int k = 0; k < n; k++) sum += lat[k];
+    qsort(lat, (size_t)n, sizeof *lat, by_value);
+    double median = n % 2 ? lat[n / 2] : (lat[n / 2 - 1] + lat[n / 2]) / 2;
+    int p90_rank = (int)ceil(0.9 * n); /* nearest rank */
+    double p90 = lat[(p90_rank < 1 ? 1 : p90_rank) - 1], min = lat[0], mean = sum / n;
+    double throughput = sum > 0 ? n / (sum / 1e3) : 0;
+
+    tp_run_stats stats;
+    tp_run_get_stats(r, &stats);
+    int used_threads = threads ? threads : tp_get_num_threads();
+    struct rusage ru;
+    int64_t peak_rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1; /* Linux: KiB */
+    const char *entry = c.use_execute ? "tp_run_execute" : "tp_run_call";
+    double op_total = 0;
+    for (int k = 0; k < acc.n; k++) op_total += acc.items[k].ms;
+    if (acc.n) qsort(acc.items, (size_t)acc.n, sizeof *acc.items, by_time_desc);
+
+    if (as_json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "program", json_string(prog));
+        json_object_set_new(o, "entry", json_string(entry));
+        json_object_set_new(o, "median_ms", json_real(median));
+        json_object_set_new(o, "p90_ms", json_real(p90));
+        json_object_set_new(o, "min_ms", json_real(min));
+        json_object_set_new(o, "mean_ms", json_real(mean));
+        json_object_set_new(o, "throughput_per_s", json_real(throughput));
+        json_object_set_new(o, "runs", json_integer(n));
+        json_object_set_new(o, "warmup", json_integer(warmup));
+        json_object_set_new(o, "threads", json_integer(used_threads));
+        json_object_set_new(o, "cpu_level", json_string(tp_cpu_level_name(stats.cpu_level)));
+        json_object_set_new(o, "arena_bytes", json_integer((json_int_t)stats.arena_bytes));
+        json_object_set_new(o, "packed_bytes", json_integer((json_int_t)stats.packed_bytes));
+        json_object_set_new(o, "steps", json_integer(stats.n_steps));
+        json_object_set_new(o, "fast_steps", json_integer(stats.n_fast));
+        json_object_set_new(o, "reference_steps", json_integer(stats.n_reference));
+        json_object_set_new(o, "peak_rss_bytes", json_integer(peak_rss));
+        if (profile) {
+            json_t *ops = json_array();
+            for (int k = 0; k < acc.n; k++)
+                json_array_append_new(ops, json_pack("{s:s,s:s,s:f,s:I}", "op", acc.items[k].op, "variant",
+                                                     acc.items[k].variant, "ms", acc.items[k].ms / n, "calls",
+                                                     (json_int_t)(acc.items[k].calls / n)));
+            json_object_set_new(o, "ops", ops);
+        }
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        if (!text) die(EXIT_IO, "out of memory");
+        puts(text);
+        free(text);
+        json_decref(o);
+    } else {
+        char rss[32];
+        format_bytes(peak_rss, rss, sizeof rss);
+        printf("program '%s': %s, %d thread%s, cpu level %s\n", prog, entry, used_threads,
+               used_threads == 1 ? "" : "s", tp_cpu_level_name(stats.cpu_level));
+        printf("runs:       %d timed after %d warm-up\n", n, warmup);
+        char m1[32], m2[32], m3[32], m4[32];
+        printf("latency:    median %s ms, p90 %s ms, min %s ms, mean %s ms\n", fmt_ms(median, m1, sizeof m1),
+               fmt_ms(p90, m2, sizeof m2), fmt_ms(min, m3, sizeof m3), fmt_ms(mean, m4, sizeof m4));
+        printf("throughput: %.1f calls/s\n", throughput);
+        printf("arena: %zu bytes, packed weights: %zu bytes, steps: %" PRId64 " (%" PRId64 " fast, %" PRId64
+               " reference)\n",
+               stats.arena_bytes, stats.packed_bytes, stats.n_steps, stats.n_fast, stats.n_reference);
+        printf("peak RSS:   %" PRId64 " bytes (%s)\n", peak_rss, rss);
+        if (profile) {
+            printf("profile (per call; latencies above include the profiling overhead):\n");
+            printf("  %-28s %-10s %8s %12s %7s\n", "op", "variant", "calls", "ms", "%");
+            for (int k = 0; k < acc.n; k++) {
+                const op_time *t = &acc.items[k];
+                printf("  %-28s %-10s %8" PRId64 " %12s %6.1f%%\n", t->op, t->variant, t->calls / n,
+                       fmt_ms(t->ms / n, m1, sizeof m1), op_total > 0 ? 100 * t->ms / op_total : 0.0);
+            }
+            printf("  %-28s %-10s %8s %12s %6.1f%%\n", "total", "", "", fmt_ms(op_total / n, m1, sizeof m1),
+                   op_total > 0 ? 100.0 : 0.0);
+        }
+    }
+    for (int k = 0; k < acc.n; k++) {
+        free(acc.items[k].op);
+        free(acc.items[k].variant);
+    }
+    free(acc.items);
+    free(lat);
+    free(exec_in);
+    tp_value_clear(&c.result);
+    tp_run_free(r);
+    bound_inputs_clear(&b);
     free(inputs);
     tp_archive_free(a);
     return 0;
@@ -705,6 +1197,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "print") == 0) return cmd_print(argc - 2, argv + 2);
     if (strcmp(cmd, "verify") == 0) return cmd_verify(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "decompose") == 0) return cmd_decompose(argc - 2, argv + 2);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     fprintf(stderr, "%s: unknown command '%s'\n\n%s", prog_name, cmd, main_help);

@@ -141,8 +141,8 @@ static void softmax(float *o, const float *a, int64_t n, bool log) {
     if (log) {
         for (int64_t i = 0; i < n; i++) o[i] = tp__exp_f32(a[i] - m);
         float s = sum(o, n);
-        float l = m + tp__log_f32(s);
-        for (int64_t i = 0; i < n; i++) o[i] = a[i] - l;
+        float l = tp__log_f32(s); /* (a - max) - log(sum): exact where a == max */
+        for (int64_t i = 0; i < n; i++) o[i] = (a[i] - m) - l;
         return;
     }
     for (int64_t i = 0; i < n; i++) o[i] = tp__exp_f32(a[i] - m);

@@ -1,0 +1,371 @@
+/*
+ * fast_nn.c - fast variants (contract v2) of float32 normalisation,
+ * softmax, trailing-dim reductions and 2-D max pooling.
+ *
+ * Each works on rows: the input is contiguous and the op runs over its
+ * trailing `n` elements (softmax over the last dim, layer_norm over the
+ * normalised shape, sum/mean/amax over trailing dims), so threads split
+ * rows and a row's result never depends on the thread count. Batch norm in
+ * eval mode is a per-channel scale and shift, computed at plan time when
+ * the statistics and affine parameters are constants. Loops come from the
+ * per-ISA tables of eltwise_loops.h.
+ */
+#include <math.h>
+
+#include "eltwise.h"
+#include "fast.h"
+#include "kernel_util.h"
+
+static const char *level_name(int level) {
+    return level >= TP_CPU_AVX512 ? "avx512" : level >= TP_CPU_AVX2 ? "avx2" : "scalar";
+}
+
+static int row_threads(int64_t rows, int64_t n, int max) {
+    int64_t t = rows * n / 16384;
+    if (t < 1) t = 1;
+    if (t > rows) t = rows;
+    return t < max ? (int)t : max;
+}
+
+static void row_range(int64_t rows, const tp_exec *ex, int64_t *lo, int64_t *hi) {
+    int64_t chunk = (rows + ex->nth - 1) / ex->nth;
+    *lo = chunk * ex->ith;
+    *hi = *lo + chunk < rows ? *lo + chunk : rows;
+}
+
+static tp_tensor *out0(const tp_value *out) { return out->kind == TP_VAL_TENSOR ? out->u.tensor : NULL; }
+
+/* plan->i: [0] rows, [1] n, [2] mode/flags; plan->f[0] eps */
+
+/* ---- softmax / log_softmax over the last dim ---------------------------- */
+
+static tp_status softmax_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], lo, hi;
+    row_range(plan->i[0], ex, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) tab->softmax(o + r * n, a + r * n, n, plan->i[2] != 0);
+    return TP_OK;
+}
+
+static tp_status softmax_like(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan,
+                              bool log) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x) || x->ndim < 1)
+        return TP_ERR_UNSUPPORTED;
+    int dim;
+    if (tp__wrap_dim(tp__arg_int(bound, 1), x->ndim, &dim) != TP_OK) {
+        tp_clear_error();
+        return TP_ERR_UNSUPPORTED;
+    }
+    if (dim != x->ndim - 1) return TP_ERR_UNSUPPORTED;
+    int64_t n = x->sizes[dim], rows = n ? tp_tensor_numel(x) / n : 0;
+    if (n == 0) return TP_ERR_UNSUPPORTED;
+    plan->i[0] = rows;
+    plan->i[1] = n;
+    plan->i[2] = log;
+    plan->fn = tp__eltwise_table(info->cpu_level);
+    plan->variant = level_name(info->cpu_level);
+    plan->run = softmax_run;
+    plan->max_threads = row_threads(rows, n * 4, info->max_threads);
+    plan->inplace_ok = true;
+    return TP_OK;
+}
+
+static tp_status softmax_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                 tp_op_plan *plan) {
+    return softmax_like(info, bound, out, plan, false);
+}
+static tp_status log_softmax_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                     tp_op_plan *plan) {
+    return softmax_like(info, bound, out, plan, true);
+}
+
+/* ---- layer_norm(input, normalized_shape, weight=None, bias=None, eps) ---- */
+
+static tp_status layer_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                                const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    const float *w = plan->i[3] >= 0 ? (const float *)tp__tensor_base(in[plan->i[3]]) : NULL;
+    const float *b = plan->i[4] >= 0 ? (const float *)tp__tensor_base(in[plan->i[4]]) : NULL;
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], lo, hi;
+    row_range(plan->i[0], ex, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) tab->layer_norm(o + r * n, a + r * n, n, w, b, (float)plan->f[0]);
+    return TP_OK;
+}
+
+static tp_status layer_norm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                    tp_op_plan *plan) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 2), *b = tp__arg_tensor(bound, 3), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
+    int64_t shape[TP_MAX_DIMS];
+    int ns;
+    if (tp__arg_ints(bound, 1, "normalized_shape", shape, TP_MAX_DIMS, 0, &ns) != TP_OK) {
+        tp_clear_error();
+        return TP_ERR_UNSUPPORTED;
+    }
+    if (ns < 1 || ns > x->ndim) return TP_ERR_UNSUPPORTED;
+    int64_t n = 1;
+    for (int k = 0; k < ns; k++) {
+        if (x->sizes[x->ndim - ns + k] != shape[k]) return TP_ERR_UNSUPPORTED;
+        n *= shape[k];
+    }
+    const tp_tensor *aff[2] = {w, b};
+    for (int k = 0; k < 2; k++)
+        if (aff[k] && (aff[k]->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(aff[k]) || tp_tensor_numel(aff[k]) != n))
+            return TP_ERR_UNSUPPORTED;
+    if (n == 0) return TP_ERR_UNSUPPORTED;
+    int leaf = 1;
+    plan->i[0] = tp_tensor_numel(x) / n;
+    plan->i[1] = n;
+    plan->i[3] = w ? leaf++ : -1;
+    plan->i[4] = b ? leaf++ : -1;
+    plan->f[0] = tp__arg_f64(bound, 4);
+    plan->fn = tp__eltwise_table(info->cpu_level);
+    plan->variant = level_name(info->cpu_level);
+    plan->run = layer_norm_run;
+    plan->max_threads = row_threads(plan->i[0], n * 4, info->max_threads);
+    plan->inplace_ok = true;
+    return TP_OK;
+}
+
+/* ---- batch_norm in eval mode: y = x * scale[c] + shift[c] ---------------- */
+
+typedef struct bn_plan {
+    int64_t n, c, inner;
+    int imean, ivar, iw, ib; /* leaf indices (-1 none) */
+    float eps;
+    float *scale, *shift;    /* precomputed when every parameter is constant */
+} bn_plan;
+
+static void bn_free(void *data) {
+    bn_plan *bp = data;
+    if (!bp) return;
+    tp_free(bp->scale);
+    tp_free(bp);
+}
+
+static void bn_coeffs(const bn_plan *bp, tp_tensor *const *in, int64_t c, float *scale, float *shift) {
+    float mean = ((const float *)tp__tensor_base(in[bp->imean]))[c];
+    float var = ((const float *)tp__tensor_base(in[bp->ivar]))[c];
+    float w = bp->iw >= 0 ? ((const float *)tp__tensor_base(in[bp->iw]))[c] : 1.0f;
+    float b = bp->ib >= 0 ? ((const float *)tp__tensor_base(in[bp->ib]))[c] : 0.0f;
+    float inv = 1.0f / sqrtf(var + bp->eps);
+    *scale = w * inv;
+    *shift = b - mean * w * inv;
+}
+
+static tp_status bn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const bn_plan *bp = plan->data;
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t rows = bp->n * bp->c, lo, hi;
+    row_range(rows, ex, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t c = r % bp->c;
+        float scale, shift;
+        if (bp->scale) {
+            scale = bp->scale[c];
+            shift = bp->shift[c];
+        } else {
+            bn_coeffs(bp, in, c, &scale, &shift);
+        }
+        tab->scale_shift(o + r * bp->inner, a + r * bp->inner, bp->inner, scale, shift);
+    }
+    return TP_OK;
+}
+
+static tp_status batch_norm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                    tp_op_plan *plan) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || x->ndim < 2 || !tp_tensor_is_contiguous(x) || tp__arg_bool(bound, 5))
+        return TP_ERR_UNSUPPORTED;
+    tp_tensor *p[4];
+    int idx[4], leaf = 1;
+    bool all_const = true;
+    for (int k = 0; k < 4; k++) {
+        p[k] = tp__arg_tensor(bound, 1 + k);
+        idx[k] = p[k] ? leaf++ : -1;
+        if (p[k] && (p[k]->dtype != TP_FLOAT32 || p[k]->ndim != 1 || p[k]->sizes[0] != x->sizes[1] ||
+                     p[k]->strides[0] != 1))
+            return TP_ERR_UNSUPPORTED;
+        if (p[k] && !info->is_const[idx[k]]) all_const = false;
+    }
+    if (!p[0] || !p[1]) return TP_ERR_UNSUPPORTED; /* eval mode needs running statistics */
+    bn_plan *bp = tp_calloc(1, sizeof *bp);
+    TP_CHECK(bp != NULL, TP_ERR_NOMEM, "out of memory preparing batch_norm");
+    bp->n = x->sizes[0];
+    bp->c = x->sizes[1];
+    bp->inner = (bp->n != 0 && bp->c != 0) ? tp_tensor_numel(x) / (bp->n * bp->c) : 0;
+    bp->imean = idx[0];
+    bp->ivar = idx[1];
+    bp->iw = idx[2];
+    bp->ib = idx[3];
+    bp->eps = (float)tp__arg_f64(bound, 7);
+    plan->data = bp;
+    plan->free_data = bn_free;
+    if (all_const) {
+        bp->scale = tp_malloc((size_t)(2 * bp->c + 1) * sizeof(float));
+        TP_CHECK(bp->scale != NULL, TP_ERR_NOMEM, "out of memory preparing batch_norm");
+        bp->shift = bp->scale + bp->c;
+        tp_tensor *leaves[5] = {x, p[0], p[1], p[2], p[3]};
+        tp_tensor *in[5];
+        int n = 0;
+        for (int k = 0; k < 5; k++)
+            if (leaves[k]) in[n++] = leaves[k];
+        for (int64_t c = 0; c < bp->c; c++) bn_coeffs(bp, in, c, &bp->scale[c], &bp->shift[c]);
+        plan->data_bytes = (size_t)(2 * bp->c) * sizeof(float);
+    }
+    plan->fn = tp__eltwise_table(info->cpu_level);
+    plan->variant = level_name(info->cpu_level);
+    plan->run = bn_run;
+    plan->max_threads = row_threads(bp->n * bp->c, bp->inner, info->max_threads);
+    plan->inplace_ok = true;
+    return TP_OK;
+}
+
+/* ---- sum / mean / amax over trailing dims of a contiguous tensor --------- */
+
+static tp_status reduce_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], lo, hi;
+    row_range(plan->i[0], ex, &lo, &hi);
+    int mode = (int)plan->i[2];
+    for (int64_t r = lo; r < hi; r++) {
+        if (mode == 2) o[r] = tab->max(a + r * n, n);
+        else {
+            float s = tab->sum(a + r * n, n);
+            o[r] = mode == 1 ? s / (float)n : s;
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status reduce_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                tp_op_plan *plan, int mode) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
+    if (mode != 2 && !tp__arg_is_none(bound, 3)) return TP_ERR_UNSUPPORTED; /* dtype= */
+    int64_t dims[TP_MAX_DIMS];
+    int nd;
+    if (tp__arg_is_none(bound, 1)) return TP_ERR_UNSUPPORTED;
+    if (tp__arg_ints(bound, 1, "dim", dims, TP_MAX_DIMS, 0, &nd) != TP_OK) {
+        tp_clear_error();
+        return TP_ERR_UNSUPPORTED;
+    }
+    if (nd == 0) return TP_ERR_UNSUPPORTED;
+    bool reduced[TP_MAX_DIMS] = {false};
+    for (int k = 0; k < nd; k++) {
+        int d;
+        if (tp__wrap_dim(dims[k], x->ndim, &d) != TP_OK) {
+            tp_clear_error();
+            return TP_ERR_UNSUPPORTED;
+        }
+        reduced[d] = true;
+    }
+    /* the reduced dims must be the trailing ones */
+    int first = x->ndim;
+    while (first > 0 && reduced[first - 1]) first--;
+    for (int d = 0; d < first; d++)
+        if (reduced[d]) return TP_ERR_UNSUPPORTED;
+    int64_t n = 1;
+    for (int d = first; d < x->ndim; d++) n *= x->sizes[d];
+    if (n == 0) return TP_ERR_UNSUPPORTED;
+    plan->i[0] = tp_tensor_numel(x) / n;
+    plan->i[1] = n;
+    plan->i[2] = mode;
+    plan->fn = tp__eltwise_table(info->cpu_level);
+    plan->variant = level_name(info->cpu_level);
+    plan->run = reduce_run;
+    plan->max_threads = row_threads(plan->i[0], n, info->max_threads);
+    return TP_OK;
+}
+
+static tp_status sum_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    return reduce_prepare(info, bound, out, plan, 0);
+}
+static tp_status mean_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    return reduce_prepare(info, bound, out, plan, 1);
+}
+static tp_status amax_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    return reduce_prepare(info, bound, out, plan, 2);
+}
+
+/* ---- max_pool2d(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode) ---- */
+
+static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int64_t *q = plan->i; /* h w oh ow kh kw sh sw ph pw dh dw planes */
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t h = q[0], w = q[1], oh = q[2], ow = q[3], lo, hi;
+    row_range(q[12], ex, &lo, &hi);
+    for (int64_t pl = lo; pl < hi; pl++) {
+        const float *src = a + pl * h * w;
+        float *dst = o + pl * oh * ow;
+        for (int64_t y = 0; y < oh; y++)
+            for (int64_t x = 0; x < ow; x++) {
+                float m = -INFINITY;
+                bool nan = false;
+                for (int64_t i = 0; i < q[4]; i++) {
+                    int64_t yy = y * q[6] - q[8] + i * q[10];
+                    if (yy < 0 || yy >= h) continue;
+                    for (int64_t j = 0; j < q[5]; j++) {
+                        int64_t xx = x * q[7] - q[9] + j * q[11];
+                        if (xx < 0 || xx >= w) continue;
+                        float v = src[yy * w + xx];
+                        nan |= v != v;
+                        m = v > m ? v : m;
+                    }
+                }
+                dst[y * ow + x] = nan ? NAN : m;
+            }
+    }
+    return TP_OK;
+}
+
+static tp_status max_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                    tp_op_plan *plan) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
+        return TP_ERR_UNSUPPORTED;
+    int64_t k[2], s[2], p[2], d[2];
+    int n;
+    if (tp__arg_ints(bound, 1, "kernel_size", k, 2, 2, &n) != TP_OK) goto decline;
+    if (tp_value_len(&bound[2]) == 0) {
+        s[0] = k[0];
+        s[1] = k[1];
+    } else if (tp__arg_ints(bound, 2, "stride", s, 2, 2, &n) != TP_OK) goto decline;
+    if (tp__arg_ints(bound, 3, "padding", p, 2, 2, &n) != TP_OK) goto decline;
+    if (tp__arg_ints(bound, 4, "dilation", d, 2, 2, &n) != TP_OK) goto decline;
+    int64_t *q = plan->i;
+    q[0] = x->sizes[x->ndim - 2];
+    q[1] = x->sizes[x->ndim - 1];
+    q[2] = o->sizes[o->ndim - 2];
+    q[3] = o->sizes[o->ndim - 1];
+    q[4] = k[0], q[5] = k[1], q[6] = s[0], q[7] = s[1], q[8] = p[0], q[9] = p[1], q[10] = d[0], q[11] = d[1];
+    q[12] = (q[0] != 0 && q[1] != 0) ? tp_tensor_numel(x) / (q[0] * q[1]) : 0;
+    plan->run = maxpool_run;
+    plan->variant = level_name(info->cpu_level);
+    plan->max_threads = row_threads(q[12], q[2] * q[3] * k[0] * k[1], info->max_threads);
+    return TP_OK;
+decline:
+    tp_clear_error();
+    return TP_ERR_UNSUPPORTED;
+}
+
+void tp__register_fast_nn(void) {
+    tp__register_variant(TP_OP_SOFTMAX, "rows", TP_CPU_SCALAR, softmax_prepare);
+    tp__register_variant(TP_OP_LOG_SOFTMAX, "rows", TP_CPU_SCALAR, log_softmax_prepare);
+    tp__register_variant(TP_OP_LAYER_NORM, "rows", TP_CPU_SCALAR, layer_norm_prepare);
+    tp__register_variant(TP_OP_BATCH_NORM, "rows", TP_CPU_SCALAR, batch_norm_prepare);
+    tp__register_variant(TP_OP_SUM, "rows", TP_CPU_SCALAR, sum_prepare);
+    tp__register_variant(TP_OP_MEAN, "rows", TP_CPU_SCALAR, mean_prepare);
+    tp__register_variant(TP_OP_AMAX, "rows", TP_CPU_SCALAR, amax_prepare);
+    tp__register_variant(TP_OP_MAX_POOL2D, "direct", TP_CPU_SCALAR, max_pool2d_prepare);
+}
