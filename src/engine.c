@@ -688,6 +688,93 @@ static tp_status plan_outputs(builder *b, const tp_node *out_node) {
     return st;
 }
 
+/* ---- fusion --------------------------------------------------------------
+ * A GEMM or convolution step whose output feeds exactly one elementwise
+ * step absorbs it: a residual add (out = P + R) and then an activation
+ * run in the producer's epilogue while the tile is in cache. The producer
+ * then writes the consumer's output slot; the consumer step is skipped.
+ * Only the plan changes, never the program. */
+
+static void count_uses(const tp_plan *plan, int *uses) {
+    memset(uses, 0, (size_t)plan->n_slots * sizeof *uses);
+    for (int j = 0; j < plan->n_steps; j++) {
+        const plan_step *s = &plan->steps[j];
+        if (s->kind == STEP_FUSED) continue;
+        for (int k = 0; k < s->n_in; k++)
+            if (s->in[k] >= 0) uses[s->in[k]]++;
+    }
+    for (int i = 0; i < plan->n_slots; i++)
+        if (plan->slots[i].kind == SLOT_VIEW) uses[plan->slots[i].root] += 2;
+    for (int i = 0; i < plan->n_leaves; i++)
+        if (plan->leaf_slot[i] >= 0) uses[plan->leaf_slot[i]] += 2;
+    for (int i = 0; i < plan->n_mutations; i++) uses[plan->mutations[i].slot] += 2;
+}
+
+/* The one step reading slot id, after step `after`, or -1. */
+static int sole_reader(const tp_plan *plan, int id, int after) {
+    for (int j = after + 1; j < plan->n_steps; j++) {
+        const plan_step *s = &plan->steps[j];
+        if (s->kind == STEP_FUSED) continue;
+        for (int k = 0; k < s->n_in; k++)
+            if (s->in[k] == id) return j;
+    }
+    return -1;
+}
+
+static tp_status fuse_steps(tp_plan *plan) {
+    int *uses = tp_calloc((size_t)(plan->n_slots ? plan->n_slots : 1), sizeof *uses);
+    TP_CHECK(uses != NULL, TP_ERR_NOMEM, "out of memory fusing steps");
+    tp_status st = TP_OK;
+    for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
+        bool has_act = false, has_residual = false;
+        for (;;) {
+            plan_step *p = &plan->steps[j];
+            if (p->kind != STEP_FAST || !p->op_plan.fuse || p->n_out != 1 || has_act) break;
+            count_uses(plan, uses);
+            int pid = p->out[0];
+            if (plan->slots[pid].kind != SLOT_ARENA || uses[pid] != 1) break;
+            int c = sole_reader(plan, pid, j);
+            if (c < 0) break;
+            plan_step *cs = &plan->steps[c];
+            if (cs->kind != STEP_FAST || cs->n_out != 1) break;
+            const plan_slot *ps = &plan->slots[pid], *qs = &plan->slots[cs->out[0]];
+            if (qs->kind != SLOT_ARENA && qs->kind != SLOT_OUTPUT) break;
+            if (qs->nbytes != ps->nbytes || qs->dtype != ps->dtype) break;
+            if (cs->op_plan.apply && cs->n_in == 1) {
+                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, -1) != TP_OK) break;
+                has_act = true;
+            } else if (cs->op_plan.residual_add && cs->n_in == 2 && !has_residual) {
+                int r = cs->in[0] == pid ? cs->in[1] : cs->in[0];
+                if (r < 0 || r == pid) break;
+                const plan_slot *rs = &plan->slots[r];
+                bool ready = rs->kind == SLOT_CONST || rs->kind == SLOT_INPUT || rs->def < j;
+                if (!ready || rs->kind == SLOT_VIEW) break;
+                int *in = tp_realloc(p->in, (size_t)(p->n_in + 1) * sizeof *in);
+                if (!in) {
+                    st = tp_error(TP_ERR_NOMEM, "out of memory fusing steps");
+                    break;
+                }
+                p->in = in;
+                if (p->op_plan.fuse(&p->op_plan, NULL, p->n_in) != TP_OK) break;
+                p->in[p->n_in++] = r;
+                if (p->n_in + p->n_out > plan->max_io) plan->max_io = p->n_in + p->n_out;
+                use_slot(plan, r, c);
+                has_residual = true;
+            } else {
+                break;
+            }
+            /* the producer writes the consumer's output; the consumer is skipped */
+            p->out[0] = cs->out[0];
+            plan->slots[cs->out[0]].def = j;
+            cs->kind = STEP_FUSED;
+            plan->n_fast--;
+            plan->n_fused++;
+        }
+    }
+    tp_free(uses);
+    return st;
+}
+
 /* ---- memory plan -------------------------------------------------------- */
 
 typedef struct free_block {
@@ -752,28 +839,32 @@ static tp_status arena_give(arena_alloc *a, size_t offset, size_t size) {
 static tp_status plan_memory(tp_plan *plan) {
     arena_alloc a = {0};
     tp_status st = TP_OK;
-    bool *freed = tp_calloc((size_t)(plan->n_slots ? plan->n_slots : 1), sizeof *freed);
-    TP_CHECK(freed != NULL, TP_ERR_NOMEM, "out of memory planning memory");
+    size_t ns = (size_t)(plan->n_slots ? plan->n_slots : 1);
+    bool *held = tp_calloc(ns, sizeof *held); /* has a block now */
+    TP_CHECK(held != NULL, TP_ERR_NOMEM, "out of memory planning memory");
     for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
         plan_step *s = &plan->steps[j];
         if (s->kind == STEP_VIEW) continue;
-        for (int o = 0; o < s->n_out && st == TP_OK; o++) {
+        for (int o = 0; s->kind != STEP_FUSED && o < s->n_out && st == TP_OK; o++) {
             int id = s->out[o];
             plan_slot *os = &plan->slots[id];
-            if (os->kind != SLOT_ARENA || os->def != j) continue;
+            if (os->kind != SLOT_ARENA || os->def != j || held[id]) continue;
             if (os->last < j) os->last = j;
             /* an elementwise output may take over its dying input's block */
             if (o == 0 && s->kind == STEP_FAST && s->op_plan.inplace_ok && s->n_in > 0 && s->in[0] >= 0) {
-                plan_slot *is = &plan->slots[s->in[0]];
-                if (is->kind == SLOT_ARENA && is->last == j && !freed[s->in[0]] && is->nbytes == os->nbytes) {
+                int iid = s->in[0];
+                plan_slot *is = &plan->slots[iid];
+                if (is->kind == SLOT_ARENA && is->last == j && held[iid] && is->nbytes == os->nbytes) {
                     os->offset = is->offset;
-                    freed[s->in[0]] = true; /* the block now belongs to the output */
+                    held[iid] = false; /* the block now belongs to the output */
+                    held[id] = true;
                     continue;
                 }
             }
             size_t off;
             st = arena_take(&a, os->nbytes, &off);
             os->offset = (int64_t)off;
+            held[id] = true;
         }
         /* release what dies here: inputs (and their roots) and unused outputs */
         for (int k = 0; k < s->n_in + s->n_out && st == TP_OK; k++) {
@@ -781,14 +872,14 @@ static tp_status plan_memory(tp_plan *plan) {
             if (id < 0) continue;
             if (plan->slots[id].kind == SLOT_VIEW) id = plan->slots[id].root;
             plan_slot *ps = &plan->slots[id];
-            if (ps->kind == SLOT_ARENA && ps->last <= j && !freed[id]) {
-                freed[id] = true;
+            if (ps->kind == SLOT_ARENA && ps->last <= j && held[id]) {
+                held[id] = false;
                 st = arena_give(&a, (size_t)ps->offset, ps->nbytes);
             }
         }
     }
     tp_free(a.blocks);
-    tp_free(freed);
+    tp_free(held);
     plan->workspace_offset = align_up(a.top);
     plan->arena_bytes = plan->workspace_offset + align_up(plan->workspace_bytes);
     return st;
@@ -847,6 +938,7 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
         st = tp_error(TP_ERR_INVALID_ARG, "expected %" PRId64 " inputs, got %" PRId64, ph, n_flat);
     if (st == TP_OK && !out_node) st = TP_ERR_UNSUPPORTED;
     if (st == TP_OK) st = plan_outputs(&b, out_node);
+    if (st == TP_OK && level >= TP_CPU_SCALAR) st = fuse_steps(plan);
     if (st == TP_OK) st = plan_memory(plan);
     for (size_t i = 0; b.pv && i < nn; i++) tp_value_clear(&b.pv[i]);
     tp_free(b.pv);
@@ -1195,6 +1287,7 @@ static tp_status run_steps(tp_run *r) {
         double t0 = r->opt.profile ? now_ms() : 0;
         int used_threads = 1;
         switch (s->kind) {
+        case STEP_FUSED: continue;
         case STEP_VIEW: {
             tp_tensor *v = r->t[s->out[0]];
             const tp_tensor *root = r->t[s->in[0]];

@@ -39,7 +39,7 @@ typedef struct plan_slot {
     int def, last;       /* step defining it, last step reading it */
 } plan_slot;
 
-typedef enum step_kind { STEP_FAST, STEP_LEGACY, STEP_VIEW, STEP_COPY } step_kind;
+typedef enum step_kind { STEP_FAST, STEP_LEGACY, STEP_VIEW, STEP_COPY, STEP_FUSED /* absorbed by its producer */ } step_kind;
 
 typedef struct leaf_ref {
     int arg;  /* index into the bound arguments */
@@ -100,7 +100,7 @@ struct tp_plan {
     plan_mutation *mutations;
     bool mutates_state;     /* calls must be serialised */
     bool all_tensor_io;     /* usable by tp_run_execute */
-    int64_t n_fast, n_reference;
+    int64_t n_fast, n_reference, n_fused;
 };
 typedef struct tp_plan tp_plan;
 

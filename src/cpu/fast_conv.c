@@ -3,14 +3,15 @@
  * implicit GEMM over cache-sized pixel tiles, and a direct depthwise
  * kernel.
  *
- * For each image and group, out[g] (Cout/G x P pixels) = W[g] (Cout/G x K,
- * K = Cin/G * KH * KW) x col (K x P). The pixels are cut into tiles of at
- * most TILE columns (so a tile of col stays in L2); a thread owns whole
- * tiles, builds their im2col block in its own workspace slice and runs the
- * GEMM on it, writing its columns of out (row stride P): threads need no
+ * For each image, group and tile of pixels, tile[q][co] = sum_k col[k][q] *
+ * W[co][k] (K = Cin/G * KH * KW): pixels are the GEMM's rows and the weight,
+ * packed once at plan time, its B. Tiles are at most TILE pixels so the
+ * im2col block stays in L2; a thread owns whole tiles, builds their im2col
+ * block and output tile in its own workspace slice, and writes the tile
+ * back to NCHW adding the fused residual and activation: threads need no
  * barrier and every output element is reduced in the same order whatever
  * the thread count. A 1x1 convolution with stride 1 and no padding reads
- * the input directly (no im2col). The bias is the GEMM's per-row bias.
+ * the input directly (no im2col). The bias is the GEMM's column bias.
  * Depthwise convolutions (groups == Cin == Cout) run a direct loop per
  * channel instead, split over channels.
  */
@@ -30,27 +31,53 @@ typedef struct conv_plan {
     bool direct;                /* 1x1, stride 1, no padding, contiguous pixels */
     bool depthwise;
     bool has_bias;
-    size_t ws_thread;           /* bytes per thread: im2col tile + GEMM workspace */
-    size_t col_bytes;
+    int ires;                   /* fused residual (index into in[]), -1 none */
+    const tp_op_plan *act;      /* fused activation, NULL none */
+    size_t ws_thread;           /* bytes per thread: im2col tile + output tile + GEMM workspace */
+    size_t col_bytes, ctile_bytes;
+    void *packed_w;             /* the constant weight as packed GEMM B panels, per group (owned) */
+    size_t packed_group_bytes;
 } conv_plan;
 
-/* im2col of pixels [p0, p0 + np) of image/group (in points at channel 0 of
- * the group): col[kk * np + j] for kk over (c, i, j) taps. */
+/* im2col of pixels [p0, p0 + np) of one image and group (in points at the
+ * group's first channel): col[kk * np + q] for taps kk = (c, i, j). Works
+ * row by row: each output row's span of valid input columns is found once,
+ * then copied (memcpy at stride 1) with zeros for the padding. */
 static void im2col(const conv_plan *cp, const float *in, int64_t p0, int64_t np, float *col) {
-    int64_t cg = cp->cin / cp->groups;
+    int64_t cg = cp->cin / cp->groups, ow = cp->ow;
     for (int64_t c = 0; c < cg; c++)
         for (int64_t i = 0; i < cp->kh; i++)
             for (int64_t j = 0; j < cp->kw; j++) {
                 float *dst = col + ((c * cp->kh + i) * cp->kw + j) * np;
                 const float *src = in + c * cp->in_s[1];
-                int64_t oy = p0 / cp->ow, ox = p0 % cp->ow;
-                for (int64_t q = 0; q < np; q++) {
-                    int64_t y = oy * cp->sh - cp->ph + i * cp->dh, x = ox * cp->sw - cp->pw + j * cp->dw;
-                    dst[q] = (y >= 0 && y < cp->h && x >= 0 && x < cp->w) ? src[y * cp->in_s[2] + x * cp->in_s[3]] : 0.0f;
-                    if (++ox == cp->ow) {
-                        ox = 0;
-                        oy++;
+                int64_t off = j * cp->dw - cp->pw; /* input column of output column 0 */
+                /* output columns whose input column is inside [0, w) */
+                int64_t lo = off < 0 ? (-off + cp->sw - 1) / cp->sw : 0;
+                int64_t hi = cp->w - 1 - off < 0 ? 0 : (cp->w - 1 - off) / cp->sw + 1;
+                if (hi > ow) hi = ow;
+                if (lo > hi) lo = hi;
+                int64_t q = 0, p = p0;
+                while (q < np) {
+                    int64_t oy = p / ow, ox0 = p % ow;
+                    int64_t run = ow - ox0 < np - q ? ow - ox0 : np - q; /* this row's part of the tile */
+                    int64_t yy = oy * cp->sh - cp->ph + i * cp->dh;
+                    float *d = dst + q - ox0; /* d[ox] for ox in [ox0, ox0 + run) */
+                    int64_t a = ox0, b = ox0 + run;
+                    if (yy < 0 || yy >= cp->h) {
+                        memset(d + a, 0, (size_t)run * sizeof(float));
+                    } else {
+                        const float *srow = src + yy * cp->in_s[2];
+                        int64_t l = lo < a ? a : lo > b ? b : lo, r = hi > b ? b : hi < l ? l : hi;
+                        if (l > a) memset(d + a, 0, (size_t)(l - a) * sizeof(float));
+                        if (cp->sw == 1 && cp->in_s[3] == 1) {
+                            if (r > l) memcpy(d + l, srow + l + off, (size_t)(r - l) * sizeof(float));
+                        } else {
+                            for (int64_t ox = l; ox < r; ox++) d[ox] = srow[(ox * cp->sw + off) * cp->in_s[3]];
+                        }
+                        if (b > r) memset(d + r, 0, (size_t)(b - r) * sizeof(float));
                     }
+                    q += run;
+                    p += run;
                 }
             }
 }
@@ -64,35 +91,49 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
     int64_t pix = cp->oh * cp->ow, cg_out = cp->cout / cp->groups, cg_in = cp->cin / cp->groups;
     int64_t items = cp->n * cp->groups * cp->tiles_per_image;
     char *ws = (char *)ex->workspace + (size_t)ex->ith * cp->ws_thread;
-    float *col = (float *)ws;
-    void *gws = ws + cp->col_bytes;
+    float *col = (float *)ws, *ctile = (float *)(ws + cp->col_bytes);
+    void *gws = ws + cp->col_bytes + cp->ctile_bytes;
+    const float *res = cp->ires >= 0 ? (const float *)tp__tensor_base(in[cp->ires]) : NULL;
     for (int64_t it = ex->ith; it < items; it += ex->nth) {
         int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
         int64_t g = rest % cp->groups, img = rest / cp->groups;
         int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
         const float *xin = x + img * cp->in_s[0] + g * cg_in * cp->in_s[1];
-        tp_gemm gm = {.isa = cp->isa, .m = cg_out, .n = np, .k = cp->k};
-        gm.a = wt + g * cg_out * cp->k;
-        gm.rs_a = cp->k;
-        gm.cs_a = 1;
+        /* ctile[q][co] = sum_k col[k][q] * W[co][k]: pixels as rows, the weight as the packed B */
+        tp_gemm gm = {.isa = cp->isa, .m = np, .n = cg_out, .k = cp->k, .c = ctile, .ldc = cg_out};
         if (cp->direct) {
-            gm.b = xin + p0;
-            gm.rs_b = cp->in_s[1];
-            gm.cs_b = 1;
+            gm.a = xin + p0;
+            gm.rs_a = 1;
+            gm.cs_a = cp->in_s[1];
         } else {
             im2col(cp, xin, p0, np, col);
-            gm.b = col;
-            gm.rs_b = np;
-            gm.cs_b = 1;
+            gm.a = col;
+            gm.rs_a = 1;
+            gm.cs_a = np;
         }
-        gm.c = y + (img * cp->cout + g * cg_out) * pix + p0;
-        gm.ldc = pix;
+        if (cp->packed_w) {
+            gm.packed_b = (const char *)cp->packed_w + (size_t)g * cp->packed_group_bytes;
+        } else {
+            gm.b = wt + g * cg_out * cp->k;
+            gm.rs_b = 1;
+            gm.cs_b = cp->k;
+        }
         gm.ep = tp__gemm_epilogue_default();
-        if (bias) {
-            gm.ep.bias = bias + g * cg_out;
-            gm.ep.bias_per_row = true;
-        }
+        if (bias) gm.ep.bias = bias + g * cg_out;
         tp__gemm_run(&gm, 0, 1, gws);
+        /* back to NCHW, with the fused residual and activation */
+        for (int64_t co = 0; co < cg_out; co++) {
+            int64_t plane = (img * cp->cout + g * cg_out + co) * pix + p0;
+            float *dst = y + plane;
+            const float *src = ctile + co;
+            if (res) {
+                const float *rr = res + plane;
+                for (int64_t q = 0; q < np; q++) dst[q] = src[q * cg_out] + rr[q];
+            } else {
+                for (int64_t q = 0; q < np; q++) dst[q] = src[q * cg_out];
+            }
+            if (cp->act) cp->act->apply(cp->act, dst, np);
+        }
     }
     return TP_OK;
 }
@@ -104,6 +145,7 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
     const float *x = (const float *)tp__tensor_base(in[0]);
     const float *wt = (const float *)tp__tensor_base(in[1]);
     const float *bias = cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
+    const float *res = cp->ires >= 0 ? (const float *)tp__tensor_base(in[cp->ires]) : NULL;
     float *y = (float *)tp__tensor_base(out[0]);
     int64_t items = cp->n * cp->cout;
     for (int64_t it = ex->ith; it < items; it += ex->nth) {
@@ -133,11 +175,28 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
                 }
             }
         }
+        int64_t np = cp->oh * cp->ow;
+        if (res)
+            for (int64_t q = 0; q < np; q++) dst[q] += res[it * np + q];
+        if (cp->act) cp->act->apply(cp->act, dst, np);
     }
     return TP_OK;
 }
 
-static void conv_free(void *data) { tp_free(data); }
+static void conv_free(void *data) {
+    conv_plan *cp = data;
+    if (cp) tp_free(cp->packed_w);
+    tp_free(cp);
+}
+
+static tp_status conv_fuse(tp_op_plan *plan, const tp_op_plan *act, int residual_leaf) {
+    conv_plan *cp = plan->data;
+    if (cp->act) return TP_ERR_UNSUPPORTED;
+    if (act) cp->act = act;
+    else if (cp->ires < 0) cp->ires = residual_leaf;
+    else return TP_ERR_UNSUPPORTED;
+    return TP_OK;
+}
 
 static tp_status read_pair(const tp_value *args, int i, int spatial, int64_t *out2, int64_t dflt) {
     int64_t v[3];
@@ -205,8 +264,10 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     int threads = (int)(flops / 1e6);
     if (threads < 1) threads = 1;
     if (threads > info->max_threads) threads = info->max_threads;
+    cp->ires = -1;
     plan->data = cp;
     plan->free_data = conv_free;
+    plan->fuse = conv_fuse;
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     if (cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1) {
         cp->depthwise = true;
@@ -229,9 +290,26 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     cp->tile = tile;
     cp->tiles_per_image = pix > 0 ? (pix + tile - 1) / tile : 0;
     cp->col_bytes = cp->direct ? 0 : (((size_t)(cp->k * tile) * sizeof(float) + 63) & ~(size_t)63);
-    tp_gemm gm = {.isa = cp->isa, .m = cp->cout / cp->groups, .n = tile, .k = cp->k, .b = (const float *)8,
-                  .rs_b = tile, .cs_b = 1, .ldc = pix};
-    cp->ws_thread = cp->col_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
+    int64_t cg_out = cp->cout / cp->groups;
+    cp->ctile_bytes = ((size_t)(tile * cg_out) * sizeof(float) + 63) & ~(size_t)63;
+    if (info->is_const[1] && cp->k > 0 && cg_out > 0) {
+        cp->packed_group_bytes = (tp__gemm_packed_b_bytes(cp->isa, cp->k, cg_out) + 63) & ~(size_t)63;
+        cp->packed_w = tp_malloc(cp->packed_group_bytes * (size_t)cp->groups);
+        TP_CHECK(cp->packed_w != NULL, TP_ERR_NOMEM, "out of memory packing a convolution weight");
+        const float *wt = (const float *)tp__tensor_base(w);
+        for (int64_t g = 0; g < cp->groups; g++)
+            tp__gemm_pack_b(cp->isa, cp->k, cg_out, wt + g * cg_out * cp->k, 1, cp->k,
+                            (char *)cp->packed_w + (size_t)g * cp->packed_group_bytes);
+        plan->data_bytes = cp->packed_group_bytes * (size_t)cp->groups;
+    }
+    tp_gemm gm = {.isa = cp->isa, .m = tile, .n = cg_out, .k = cp->k, .rs_a = 1, .cs_a = tile, .ldc = cg_out};
+    if (cp->packed_w) gm.packed_b = cp->packed_w;
+    else {
+        gm.b = (const float *)8; /* sizing only: B packed per call */
+        gm.rs_b = 1;
+        gm.cs_b = cp->k;
+    }
+    cp->ws_thread = cp->col_bytes + cp->ctile_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
     int64_t items = cp->n * cp->groups * cp->tiles_per_image;
     plan->max_threads = threads < items ? threads : (int)(items > 0 ? items : 1);
     plan->workspace = cp->ws_thread * (size_t)plan->max_threads;

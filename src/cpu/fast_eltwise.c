@@ -187,6 +187,8 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
     /* in place over a: same layout, a not broadcast */
     plan->inplace_ok = tp_tensor_is_contiguous(a) && a->ndim == out->ndim && tp_tensor_numel(a) == tp_tensor_numel(out);
+    plan->residual_add = op == TP_ELT_ADD && plan->f[0] == 1.0 && b && plan->inplace_ok && tp_tensor_is_contiguous(b) &&
+                         b->ndim == out->ndim && tp_tensor_numel(b) == tp_tensor_numel(out);
     return TP_OK;
 }
 
@@ -245,6 +247,13 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     return TP_OK;
 }
 
+/* The activation as a GEMM/convolution epilogue. */
+static void unary_apply(const tp_op_plan *plan, float *p, int64_t n) {
+    const tp_eltwise_table *tab = plan->fn;
+    float params[4] = {(float)plan->f[0], (float)plan->f[1], (float)plan->f[2], (float)plan->f[3]};
+    tab->unary((int)plan->i[P_OP], p, p, n, params);
+}
+
 static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                tp_op_plan *plan, int op) {
     tp_tensor *out = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
@@ -259,6 +268,7 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->run = unary_run;
     plan->max_threads = threads_for(tp_tensor_numel(out) * 4, info->max_threads);
     plan->inplace_ok = tp_tensor_is_contiguous(a);
+    if (plan->inplace_ok) plan->apply = unary_apply;
     return TP_OK;
 }
 

@@ -26,6 +26,8 @@ typedef struct mm_plan {
     int64_t rs_a, cs_a, rs_b, cs_b;
     int ia, ib, ibias;               /* indices into in[]; ibias -1: none */
     int bias_mode;                   /* 0 none, 1 row vector of N, 2 residual M x N (contiguous) */
+    int ires;                        /* fused residual: index into in[], -1 none */
+    const tp_op_plan *act;           /* fused activation (the consumer's plan), NULL none */
     float alpha;
     void *packed_b;                  /* owned; NULL when B is not constant */
     size_t ws_thread;                /* workspace of one single-threaded GEMM */
@@ -63,6 +65,11 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     g.ep = tp__gemm_epilogue_default();
     g.ep.alpha = mp->alpha;
     if (mp->bias_mode == 1) g.ep.bias = bias;
+    const float *res = mp->ires >= 0 ? (const float *)tp__tensor_base(in[mp->ires]) : NULL;
+    if (mp->act) {
+        g.ep.act = tp__fused_act;
+        g.ep.act_ctx = mp->act;
+    }
     int64_t mn = mp->m * mp->n;
     bool split_batches = mp->n_batch >= ex->nth;
     for (int64_t bi = split_batches ? ex->ith : 0; bi < mp->n_batch; bi += split_batches ? ex->nth : 1) {
@@ -71,8 +78,8 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
         g.a = a + oa;
         g.b = b ? b + ob : NULL;
         g.c = c + bi * mn;
-        if (mp->bias_mode == 2) {
-            g.ep.residual = bias + bi * mn;
+        if (mp->bias_mode == 2 || res) {
+            g.ep.residual = (res ? res : bias) + bi * mn;
             g.ep.ld_residual = mp->n;
         }
         if (split_batches)
@@ -80,6 +87,18 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
         else
             tp__gemm_run(&g, ex->ith, ex->nth, ex->workspace);
     }
+    return TP_OK;
+}
+
+static tp_status mm_fuse(tp_op_plan *plan, const tp_op_plan *act, int residual_leaf) {
+    mm_plan *mp = plan->data;
+    if (act) {
+        if (mp->act) return TP_ERR_UNSUPPORTED;
+        mp->act = act;
+        return TP_OK;
+    }
+    if (mp->bias_mode == 2 || mp->ires >= 0 || mp->act) return TP_ERR_UNSUPPORTED;
+    mp->ires = residual_leaf;
     return TP_OK;
 }
 
@@ -161,6 +180,7 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     plan->data = mp;
     plan->free_data = mm_free;
     plan->run = mm_run;
+    plan->fuse = mm_fuse;
     plan->max_threads = threads;
     plan->variant = mp->isa == TP_ISA_AVX512 ? "avx512" : mp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     return TP_OK;
@@ -182,6 +202,7 @@ static tp_status matmul_like(const tp_prepare_info *info, const tp_tensor *a, co
     mp->ia = ia;
     mp->ib = ib;
     mp->ibias = -1;
+    mp->ires = -1;
     mp->alpha = 1.0f;
     /* A rows/cols; a 1-D A is a 1 x K row */
     int a_batch;

@@ -78,6 +78,13 @@ struct tp_op_plan {
     void *data;           /* prepared data (owned by the plan) */
     size_t data_bytes;    /* counted as packed bytes in the memory report */
     void (*free_data)(void *data);
+    /* Fusion (engine.c, at plan time). A producer (GEMM, convolution) that
+     * can absorb its consumer sets fuse; an elementwise consumer describes
+     * itself with apply (an activation applied in place to n contiguous
+     * floats) or residual_add (out = in0 + in1, same shape, contiguous). */
+    tp_status (*fuse)(tp_op_plan *plan, const tp_op_plan *act, int residual_leaf);
+    void (*apply)(const tp_op_plan *plan, float *p, int64_t n);
+    bool residual_add;
     int64_t i[24];        /* unboxed int parameters, meaning private to the variant */
     double f[8];          /* unboxed float parameters */
     const void *fn;       /* e.g. the element function chosen */
