@@ -3,15 +3,15 @@
  * implicit GEMM over cache-sized pixel tiles, and a direct depthwise
  * kernel.
  *
- * For each image, group and tile of pixels, tile[q][co] = sum_k col[k][q] *
- * W[co][k] (K = Cin/G * KH * KW): pixels are the GEMM's rows and the weight,
- * packed once at plan time, its B. Tiles are at most TILE pixels so the
- * im2col block stays in L2; a thread owns whole tiles, builds their im2col
- * block and output tile in its own workspace slice, and writes the tile
- * back to NCHW adding the fused residual and activation: threads need no
- * barrier and every output element is reduced in the same order whatever
- * the thread count. A 1x1 convolution with stride 1 and no padding reads
- * the input directly (no im2col). The bias is the GEMM's column bias.
+ * For each image, group and tile of pixels, out[co][q] = sum_k W[co][k] *
+ * col[k][q] (K = Cin/G * KH * KW), written straight into NCHW. Tiles are
+ * at most TILE pixels so the im2col block stays in L2 (the weight panel is
+ * re-packed per tile: 1/TILE of the arithmetic); a thread owns whole tiles
+ * and builds their im2col block in its own workspace slice: threads need
+ * no barrier and every output element is reduced in the same order
+ * whatever the thread count. A 1x1 convolution with stride 1 and no
+ * padding reads the input directly (no im2col). Bias, a fused residual and
+ * a fused activation run in the GEMM epilogue.
  * Depthwise convolutions (groups == Cin == Cout) run a direct loop per
  * channel instead, split over channels.
  */
@@ -33,10 +33,8 @@ typedef struct conv_plan {
     bool has_bias;
     int ires;                   /* fused residual (index into in[]), -1 none */
     const tp_op_plan *act;      /* fused activation, NULL none */
-    size_t ws_thread;           /* bytes per thread: im2col tile + output tile + GEMM workspace */
-    size_t col_bytes, ctile_bytes;
-    void *packed_w;             /* the constant weight as packed GEMM B panels, per group (owned) */
-    size_t packed_group_bytes;
+    size_t ws_thread;           /* bytes per thread: im2col tile + GEMM workspace */
+    size_t col_bytes;
 } conv_plan;
 
 /* im2col of pixels [p0, p0 + np) of one image and group (in points at the
@@ -87,55 +85,60 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
     const float *x = (const float *)tp__tensor_base(in[0]);
     const float *wt = (const float *)tp__tensor_base(in[1]);
     const float *bias = cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
+    const float *res = cp->ires >= 0 ? (const float *)tp__tensor_base(in[cp->ires]) : NULL;
     float *y = (float *)tp__tensor_base(out[0]);
     int64_t pix = cp->oh * cp->ow, cg_out = cp->cout / cp->groups, cg_in = cp->cin / cp->groups;
     int64_t items = cp->n * cp->groups * cp->tiles_per_image;
     char *ws = (char *)ex->workspace + (size_t)ex->ith * cp->ws_thread;
-    float *col = (float *)ws, *ctile = (float *)(ws + cp->col_bytes);
-    void *gws = ws + cp->col_bytes + cp->ctile_bytes;
-    const float *res = cp->ires >= 0 ? (const float *)tp__tensor_base(in[cp->ires]) : NULL;
+    float *col = (float *)ws;
+    void *gws = ws + cp->col_bytes;
     for (int64_t it = ex->ith; it < items; it += ex->nth) {
         int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
         int64_t g = rest % cp->groups, img = rest / cp->groups;
         int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
         const float *xin = x + img * cp->in_s[0] + g * cg_in * cp->in_s[1];
-        /* ctile[q][co] = sum_k col[k][q] * W[co][k]: pixels as rows, the weight as the packed B */
-        tp_gemm gm = {.isa = cp->isa, .m = np, .n = cg_out, .k = cp->k, .c = ctile, .ldc = cg_out};
+        /* out[co][q] = sum_k W[co][k] * col[k][q], written straight into NCHW */
+        tp_gemm gm = {.isa = cp->isa, .m = cg_out, .n = np, .k = cp->k};
+        gm.a = wt + g * cg_out * cp->k;
+        gm.rs_a = cp->k;
+        gm.cs_a = 1;
         if (cp->direct) {
-            gm.a = xin + p0;
-            gm.rs_a = 1;
-            gm.cs_a = cp->in_s[1];
+            gm.b = xin + p0;
+            gm.rs_b = cp->in_s[1];
         } else {
             im2col(cp, xin, p0, np, col);
-            gm.a = col;
-            gm.rs_a = 1;
-            gm.cs_a = np;
+            gm.b = col;
+            gm.rs_b = np;
         }
-        if (cp->packed_w) {
-            gm.packed_b = (const char *)cp->packed_w + (size_t)g * cp->packed_group_bytes;
-        } else {
-            gm.b = wt + g * cg_out * cp->k;
-            gm.rs_b = 1;
-            gm.cs_b = cp->k;
-        }
+        gm.cs_b = 1;
+        int64_t plane = (img * cp->cout + g * cg_out) * pix + p0;
+        gm.c = y + plane;
+        gm.ldc = pix;
         gm.ep = tp__gemm_epilogue_default();
-        if (bias) gm.ep.bias = bias + g * cg_out;
-        tp__gemm_run(&gm, 0, 1, gws);
-        /* back to NCHW, with the fused residual and activation */
-        for (int64_t co = 0; co < cg_out; co++) {
-            int64_t plane = (img * cp->cout + g * cg_out + co) * pix + p0;
-            float *dst = y + plane;
-            const float *src = ctile + co;
-            if (res) {
-                const float *rr = res + plane;
-                for (int64_t q = 0; q < np; q++) dst[q] = src[q * cg_out] + rr[q];
-            } else {
-                for (int64_t q = 0; q < np; q++) dst[q] = src[q * cg_out];
-            }
-            if (cp->act) cp->act->apply(cp->act, dst, np);
+        if (bias) {
+            gm.ep.bias = bias + g * cg_out;
+            gm.ep.bias_per_row = true;
         }
+        if (res) {
+            gm.ep.residual = res + plane;
+            gm.ep.ld_residual = pix;
+        }
+        if (cp->act) {
+            gm.ep.act = tp__fused_act;
+            gm.ep.act_ctx = cp->act;
+        }
+        tp__gemm_run(&gm, 0, 1, gws);
     }
     return TP_OK;
+}
+
+/* One kernel tap over an output row: row[ox] += kv * src[ox] (no aliasing). */
+static void tap_row(float *restrict row, const float *restrict src, int64_t lo, int64_t hi, float kv) {
+    for (int64_t ox = lo; ox < hi; ox++) row[ox] += kv * src[ox];
+}
+static void tap_row_strided(float *restrict row, const float *restrict src, int64_t lo, int64_t hi, float kv,
+                            int64_t sw, int64_t off, int64_t sx) {
+    for (int64_t ox = lo; ox < hi; ox++) row[ox] += kv * src[(ox * sw + off) * sx];
 }
 
 /* Depthwise: one output channel per input channel. */
@@ -168,10 +171,8 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
                     int64_t lo = off < 0 ? (-off + cp->sw - 1) / cp->sw : 0;
                     int64_t hi = (cp->w - 1 - off) < 0 ? 0 : (cp->w - 1 - off) / cp->sw + 1;
                     if (hi > cp->ow) hi = cp->ow;
-                    if (cp->sw == 1 && cp->in_s[3] == 1)
-                        for (int64_t ox = lo; ox < hi; ox++) row[ox] += kv * srow[ox + off];
-                    else
-                        for (int64_t ox = lo; ox < hi; ox++) row[ox] += kv * srow[(ox * cp->sw + off) * cp->in_s[3]];
+                    if (cp->sw == 1 && cp->in_s[3] == 1) tap_row(row, srow + off, lo, hi, kv);
+                    else tap_row_strided(row, srow, lo, hi, kv, cp->sw, off, cp->in_s[3]);
                 }
             }
         }
@@ -183,11 +184,7 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
     return TP_OK;
 }
 
-static void conv_free(void *data) {
-    conv_plan *cp = data;
-    if (cp) tp_free(cp->packed_w);
-    tp_free(cp);
-}
+static void conv_free(void *data) { tp_free(data); }
 
 static tp_status conv_fuse(tp_op_plan *plan, const tp_op_plan *act, int residual_leaf) {
     conv_plan *cp = plan->data;
@@ -290,26 +287,9 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     cp->tile = tile;
     cp->tiles_per_image = pix > 0 ? (pix + tile - 1) / tile : 0;
     cp->col_bytes = cp->direct ? 0 : (((size_t)(cp->k * tile) * sizeof(float) + 63) & ~(size_t)63);
-    int64_t cg_out = cp->cout / cp->groups;
-    cp->ctile_bytes = ((size_t)(tile * cg_out) * sizeof(float) + 63) & ~(size_t)63;
-    if (info->is_const[1] && cp->k > 0 && cg_out > 0) {
-        cp->packed_group_bytes = (tp__gemm_packed_b_bytes(cp->isa, cp->k, cg_out) + 63) & ~(size_t)63;
-        cp->packed_w = tp_malloc(cp->packed_group_bytes * (size_t)cp->groups);
-        TP_CHECK(cp->packed_w != NULL, TP_ERR_NOMEM, "out of memory packing a convolution weight");
-        const float *wt = (const float *)tp__tensor_base(w);
-        for (int64_t g = 0; g < cp->groups; g++)
-            tp__gemm_pack_b(cp->isa, cp->k, cg_out, wt + g * cg_out * cp->k, 1, cp->k,
-                            (char *)cp->packed_w + (size_t)g * cp->packed_group_bytes);
-        plan->data_bytes = cp->packed_group_bytes * (size_t)cp->groups;
-    }
-    tp_gemm gm = {.isa = cp->isa, .m = tile, .n = cg_out, .k = cp->k, .rs_a = 1, .cs_a = tile, .ldc = cg_out};
-    if (cp->packed_w) gm.packed_b = cp->packed_w;
-    else {
-        gm.b = (const float *)8; /* sizing only: B packed per call */
-        gm.rs_b = 1;
-        gm.cs_b = cp->k;
-    }
-    cp->ws_thread = cp->col_bytes + cp->ctile_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
+    tp_gemm gm = {.isa = cp->isa, .m = cp->cout / cp->groups, .n = tile, .k = cp->k, .b = (const float *)8,
+                  .rs_b = tile, .cs_b = 1, .ldc = pix};
+    cp->ws_thread = cp->col_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
     int64_t items = cp->n * cp->groups * cp->tiles_per_image;
     plan->max_threads = threads < items ? threads : (int)(items > 0 ? items : 1);
     plan->workspace = cp->ws_thread * (size_t)plan->max_threads;

@@ -299,32 +299,46 @@ static tp_status amax_prepare(const tp_prepare_info *info, const tp_value *bound
 
 /* ---- max_pool2d(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode) ---- */
 
+/* dst[ox] = max(dst[ox], src[ox * sw]) for ox in [lo, hi), NaN propagating */
+static void max_row(float *restrict dst, const float *restrict src, int64_t lo, int64_t hi, int64_t sw) {
+    if (sw == 1) {
+        for (int64_t ox = lo; ox < hi; ox++) {
+            float v = src[ox], m = dst[ox];
+            dst[ox] = (v > m || v != v) ? v : m;
+        }
+    } else {
+        for (int64_t ox = lo; ox < hi; ox++) {
+            float v = src[ox * sw], m = dst[ox];
+            dst[ox] = (v > m || v != v) ? v : m;
+        }
+    }
+}
+
 static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const int64_t *q = plan->i; /* h w oh ow kh kw sh sw ph pw dh dw planes */
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
-    int64_t h = q[0], w = q[1], oh = q[2], ow = q[3], lo, hi;
+    int64_t h = q[0], w = q[1], oh = q[2], ow = q[3], sw = q[7], lo, hi;
     row_range(q[12], ex, &lo, &hi);
     for (int64_t pl = lo; pl < hi; pl++) {
         const float *src = a + pl * h * w;
         float *dst = o + pl * oh * ow;
-        for (int64_t y = 0; y < oh; y++)
-            for (int64_t x = 0; x < ow; x++) {
-                float m = -INFINITY;
-                bool nan = false;
-                for (int64_t i = 0; i < q[4]; i++) {
-                    int64_t yy = y * q[6] - q[8] + i * q[10];
-                    if (yy < 0 || yy >= h) continue;
-                    for (int64_t j = 0; j < q[5]; j++) {
-                        int64_t xx = x * q[7] - q[9] + j * q[11];
-                        if (xx < 0 || xx >= w) continue;
-                        float v = src[yy * w + xx];
-                        nan |= v != v;
-                        m = v > m ? v : m;
-                    }
+        for (int64_t y = 0; y < oh; y++) {
+            float *row = dst + y * ow;
+            for (int64_t x = 0; x < ow; x++) row[x] = -INFINITY;
+            for (int64_t i = 0; i < q[4]; i++) {
+                int64_t yy = y * q[6] - q[8] + i * q[10];
+                if (yy < 0 || yy >= h) continue;
+                const float *srow = src + yy * w;
+                for (int64_t j = 0; j < q[5]; j++) {
+                    int64_t off = j * q[11] - q[9]; /* input column of output column 0 */
+                    int64_t l = off < 0 ? (-off + sw - 1) / sw : 0;
+                    int64_t r = w - 1 - off < 0 ? 0 : (w - 1 - off) / sw + 1;
+                    if (r > ow) r = ow;
+                    if (l < r) max_row(row, srow + off, l, r, sw);
                 }
-                dst[y * ow + x] = nan ? NAN : m;
             }
+        }
     }
     return TP_OK;
 }
