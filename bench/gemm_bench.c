@@ -21,8 +21,9 @@
  * OpenBLAS 0.3.21 may not recognise newer CPUs: compare OPENBLAS_CORETYPE=SkylakeX
  * (or Zen, Haswell) against the default.
  *
- * Usage: gemm_bench [-t THREADS_MAX] [-i ISA] [-u] [-s MxKxN] [-r REPEATS]
- *   -t 1: one thread only (default 2)   -i: only that ISA level (0 1 2)
+ * Usage: gemm_bench [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-s MxKxN] [-r REPEATS]
+ *   -t: 1, 2, 4 ... up to THREADS_MAX (default 2)   -n: exactly THREADS
+ *   -i: only that ISA level (0 1 2; default all but scalar)
  *   -u: also B unpacked (packed in each call)   -s: only that shape
  */
 #include <pthread.h>
@@ -225,17 +226,18 @@ static void run_dnnl(void *p) {
 static void *alloc_aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
 
 int main(int argc, char **argv) {
-    int max_threads = 2, only_isa = -1, repeats = 7;
+    int max_threads = 2, min_threads = 1, only_isa = -1, repeats = 7;
     bool unpacked_too = false;
     bench_shape only = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) max_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) min_threads = max_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-i") && i + 1 < argc) only_isa = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-u")) unpacked_too = true;
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) sscanf(argv[++i], "%ldx%ldx%ld", &only.m, &only.k, &only.n);
         else {
-            fprintf(stderr, "usage: %s [-t THREADS_MAX] [-i ISA] [-u] [-s MxKxN] [-r REPEATS]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-s MxKxN] [-r REPEATS]\n", argv[0]);
             return 2;
         }
     }
@@ -254,9 +256,9 @@ int main(int argc, char **argv) {
            (long)(caches.l1d >> 10), (long)(caches.l2 >> 10), (long)(caches.l3 >> 10), best_isa);
     printf("%-16s %3s %-7s %-8s %9s %7s\n", "shape MxKxN", "nth", "isa", "B", "GFLOP/s", "%peak");
 
-    for (int nth = 1; nth <= max_threads; nth *= 2) {
+    if (min_threads < 1 || min_threads > max_threads) min_threads = 1;
+    for (int nth = min_threads; nth <= max_threads; nth *= 2) {
         team tm;
-        team_start(&tm, nth);
 #ifdef WITH_OPENBLAS
         openblas_set_num_threads(nth);
 #endif
@@ -275,6 +277,8 @@ int main(int argc, char **argv) {
             for (long i = 0; i < sh->k * sh->n; i++) b[i] = (float)((i * 5 % 11) - 5) * 0.1f;
             char name[32];
             snprintf(name, sizeof name, "%ldx%ldx%ld", sh->m, sh->k, sh->n);
+            /* The team spins between calls: stopped before the libraries run. */
+            team_start(&tm, nth);
             for (int isa = best_isa; isa >= TP_ISA_SCALAR; isa--) {
                 if (only_isa >= 0 ? isa != only_isa : isa == TP_ISA_SCALAR) continue;
                 static const char *isa_names[] = {"scalar", "avx2", "avx512"};
@@ -311,6 +315,7 @@ int main(int argc, char **argv) {
                     free(packed_b);
                 }
             }
+            team_stop(&tm);
             lib_ctx lctx = {sh, a, b, c};
             (void)lctx;
 #ifdef WITH_OPENBLAS
@@ -332,7 +337,6 @@ int main(int argc, char **argv) {
             free(b);
             free(c);
         }
-        team_stop(&tm);
     }
     return peak_sink == 12345.0f ? 1 : 0;
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpu/cpu.h"
 #include "engine_impl.h"
@@ -114,6 +115,8 @@ typedef struct builder {
     int cap_probe;
     bool *mutable_node;  /* per position: state written by the graph */
     bool *mut;           /* per slot: a constant the graph writes */
+    tp_tensor **extra;   /* probes made by the builder itself (owned) */
+    int n_extra, cap_extra;
     int level, threads;
 } builder;
 
@@ -429,6 +432,84 @@ static tp_status try_variants(builder *b, plan_step *s, const tp_value *bound, c
     return TP_OK;
 }
 
+/* A fast variant may want contiguous inputs: when strided (non-constant)
+ * inputs made every variant decline, try again as if they were contiguous;
+ * if one accepts, copy those inputs into arena slots with copy steps placed
+ * just before step j0. */
+static tp_status retry_contiguous(builder *b, int j0, const tp_node *n, tp_value *bound, const leaf_ref *refs,
+                                  int n_leaves, const tp_value *outv, bool *is_const, bool *taken) {
+    tp_plan *plan = b->plan;
+    int nv, which[64], m = 0;
+    if (b->level < TP_CPU_SCALAR || !tp__op_variants(plan->steps[j0].op, &nv)) return TP_OK;
+    for (int k = 0; k < n_leaves; k++) {
+        int id = plan->steps[j0].in[k];
+        if (plan->slots[id].kind != SLOT_CONST && !tp_tensor_is_contiguous(b->probe[id])) which[m++] = k;
+    }
+    if (m == 0) return TP_OK;
+    tp_tensor *cprobe[64], *orig[64];
+    tp_status st = TP_OK;
+    int made = 0;
+    for (int i = 0; i < m && st == TP_OK; i++, made++) {
+        tp_tensor *o = b->probe[plan->steps[j0].in[which[i]]];
+        st = tp__tensor_make(o->dtype, o->ndim, o->sizes, NULL, 0, NULL, &cprobe[i]);
+        if (st != TP_OK) break;
+        tp_value *lv = leaf_value(bound, refs[which[i]]);
+        orig[i] = lv->u.tensor;
+        lv->u.tensor = cprobe[i];
+    }
+    plan_step trial = plan->steps[j0];
+    memset(&trial.op_plan, 0, sizeof trial.op_plan);
+    bool ok = false;
+    bool saved_const[64];
+    memcpy(saved_const, is_const, (size_t)n_leaves * sizeof *is_const);
+    for (int i = 0; i < made; i++) is_const[which[i]] = false;
+    if (st == TP_OK) st = try_variants(b, &trial, bound, outv, is_const, n_leaves, &ok);
+    for (int i = 0; i < made; i++) leaf_value(bound, refs[which[i]])->u.tensor = orig[i];
+    for (int i = 0; i < made && st == TP_OK; i++) { /* the builder owns the new probes from here */
+        st = tp__grow((void **)&b->extra, &b->cap_extra, b->n_extra, sizeof *b->extra);
+        if (st == TP_OK) b->extra[b->n_extra++] = cprobe[i];
+        else tp_tensor_free(cprobe[i]);
+        if (st != TP_OK)
+            for (int k = i + 1; k < made; k++) tp_tensor_free(cprobe[k]);
+    }
+    if (st != TP_OK || !ok) {
+        if (ok && trial.op_plan.free_data) trial.op_plan.free_data(trial.op_plan.data);
+        memcpy(is_const, saved_const, (size_t)n_leaves * sizeof *is_const);
+        return st;
+    }
+    int cid[64];
+    for (int i = 0; i < m && st == TP_OK; i++) {
+        plan_step *cs;
+        st = new_step(b, STEP_COPY, n, 1, 1, &cs);
+        if (st == TP_OK) st = new_slot(b, SLOT_ARENA, cprobe[i], &cid[i]);
+        if (st == TP_OK) {
+            cs->in[0] = plan->steps[j0].in[which[i]];
+            cs->out[0] = cid[i];
+        }
+    }
+    if (st != TP_OK) {
+        if (trial.op_plan.free_data) trial.op_plan.free_data(trial.op_plan.data);
+        return st;
+    }
+    /* rotate: the copies run first, then the step */
+    plan_step step = plan->steps[j0];
+    memmove(&plan->steps[j0], &plan->steps[j0 + 1], (size_t)m * sizeof *plan->steps);
+    plan->steps[j0 + m] = step;
+    for (int i = 0; i < m; i++) {
+        plan_step *cs = &plan->steps[j0 + i];
+        plan->slots[cs->out[0]].def = j0 + i;
+        use_slot(plan, cs->in[0], j0 + i);
+    }
+    plan_step *s = &plan->steps[j0 + m];
+    for (int i = 0; i < m; i++) s->in[which[i]] = cid[i];
+    for (int k = 0; k < s->n_in; k++) use_slot(plan, s->in[k], j0 + m);
+    for (int o = 0; o < s->n_out; o++)
+        if (plan->slots[s->out[o]].def == j0) plan->slots[s->out[o]].def = j0 + m;
+    s->op_plan = trial.op_plan;
+    *taken = true;
+    return TP_OK;
+}
+
 static tp_status plan_call(builder *b, const tp_node *n, int64_t pos) {
     tp_plan *plan = b->plan;
     tp_op op = n->op;
@@ -530,6 +611,10 @@ static tp_status plan_call(builder *b, const tp_node *n, int64_t pos) {
     bool taken = false;
     const tp_value *outv = inplace ? pv : &result;
     if ((st = try_variants(b, s, bound, outv, is_const, n_leaves, &taken)) != TP_OK) goto done;
+    if (!taken && !inplace) {
+        if ((st = retry_contiguous(b, step_index, n, bound, refs, n_leaves, outv, is_const, &taken)) != TP_OK) goto done;
+        s = &plan->steps[plan->n_steps - 1]; /* the step array may have moved */
+    }
     if (taken) {
         s->kind = STEP_FAST;
         plan->n_fast++;
@@ -741,9 +826,13 @@ static tp_status fuse_steps(tp_plan *plan) {
             if (qs->kind != SLOT_ARENA && qs->kind != SLOT_OUTPUT) break;
             if (qs->nbytes != ps->nbytes || qs->dtype != ps->dtype) break;
             if (cs->op_plan.apply && cs->n_in == 1) {
-                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, -1) != TP_OK) break;
+                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_ACT, -1) != TP_OK) break;
                 has_act = true;
-            } else if (cs->op_plan.residual_add && cs->n_in == 2 && !has_residual) {
+            } else if (cs->op_plan.channel_scale && cs->in[0] == pid) {
+                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_CHANNEL_AFFINE, -1) != TP_OK) break;
+            } else if ((cs->op_plan.residual_add || cs->op_plan.bias_add) && cs->n_in == 2 && !has_residual &&
+                       (cs->op_plan.residual_add || cs->in[0] == pid)) {
+                int kind = cs->op_plan.residual_add ? TP_FUSE_RESIDUAL : TP_FUSE_BIAS;
                 int r = cs->in[0] == pid ? cs->in[1] : cs->in[0];
                 if (r < 0 || r == pid) break;
                 const plan_slot *rs = &plan->slots[r];
@@ -755,7 +844,7 @@ static tp_status fuse_steps(tp_plan *plan) {
                     break;
                 }
                 p->in = in;
-                if (p->op_plan.fuse(&p->op_plan, NULL, p->n_in) != TP_OK) break;
+                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, kind, p->n_in) != TP_OK) break;
                 p->in[p->n_in++] = r;
                 if (p->n_in + p->n_out > plan->max_io) plan->max_io = p->n_in + p->n_out;
                 use_slot(plan, r, c);
@@ -943,6 +1032,8 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     for (size_t i = 0; b.pv && i < nn; i++) tp_value_clear(&b.pv[i]);
     tp_free(b.pv);
     tp_free(b.probe);
+    for (int i = 0; i < b.n_extra; i++) tp_tensor_free(b.extra[i]);
+    tp_free(b.extra);
     tp_free(b.mutable_node);
     tp_free(b.pos_of_uid);
     tp_free(b.mut);
@@ -1224,7 +1315,10 @@ static tp_status run_select_plan(tp_run *r, const tp_value *flat, int64_t n_flat
     }
     pthread_mutex_unlock(&e->lock);
     if (!found) {
-        TP_TRY(build_plan(p, flat, n_flat, level, run_threads(r), &found));
+        /* prepared for every core (no oversubscription beyond that); each call uses its own count */
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int cap = ncpu < 1 ? 1 : ncpu > 256 ? 256 : (int)ncpu;
+        TP_TRY(build_plan(p, flat, n_flat, level, cap, &found));
         r->plans_built++;
         pthread_mutex_lock(&e->lock);
         if (plan_current(found, p, level)) {
@@ -1543,5 +1637,6 @@ void tp_run_get_stats(const tp_run *r, tp_run_stats *out) {
     out->n_steps = plan->n_steps;
     out->n_fast = plan->n_fast;
     out->n_reference = plan->n_reference;
+    out->n_fused = plan->n_fused;
     out->cpu_level = (tp_cpu_level)plan->cpu_level;
 }

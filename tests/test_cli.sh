@@ -83,7 +83,9 @@ check bench_min_time expect_rc 0 "$T" bench "$dir/mlp.pt2" --min-time 0.05 --thr
 check bench_min_time_runs contains "$dir/out" "2 threads"
 check bench_profile expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 10 --profile
 check bench_profile_linear contains "$dir/out" "^  linear  *[a-z0-9]*  *2 "
-check bench_profile_relu contains "$dir/out" "^  relu "
+# relu is fused into the first linear's epilogue; the reference level runs it as its own step
+check bench_profile_reference expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 3 --profile --cpu-level reference
+check bench_profile_relu contains "$dir/out" "^  relu  *reference "
 check bench_json expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 5 --json --profile
 cp "$dir/out" "$dir/bench.json"
 for key in median_ms p90_ms min_ms mean_ms runs threads cpu_level arena_bytes packed_bytes steps fast_steps \

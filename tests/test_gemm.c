@@ -327,14 +327,14 @@ TEST(test_edge_sizes) {
 TEST(test_large_sizes) {
     static const int64_t shapes[][3] = {
         {255, 255, 255}, {1000, 33, 17}, {17, 1000, 33}, {33, 17, 1000}, {7, 255, 1000},
-        {255, 1000, 7},  {1, 1000, 255}, {1000, 1, 33},  {64, 1024, 700},
+        {255, 1000, 7},  {1, 1000, 255}, {1000, 1, 33},  {9, 700, 700},
     };
     case_failures = 0;
     for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++) {
         for (int variant = 0; variant < 2; variant++) {
             gemm_case cs = {shapes[s][0], shapes[s][1], shapes[s][2], variant, s % 2, !variant, 1.0f, 0.0f,
                             0, false, false};
-            run_case(cs, variant == 0);
+            run_case(cs, variant == 0 && cs.m * cs.n * cs.k < 3000000);
         }
     }
     CHECK(case_failures == 0);

@@ -3,6 +3,14 @@
  * (format: docs/testing.md) and checks that every registered op has at least
  * one value case and one error case.
  *
+ * Every case of an op with fast kernel variants (contract v2) also runs as
+ * a one-node program through the execution engine (run.h) at each CPU level
+ * from scalar to the best supported, with 1 and 2 threads: the result must
+ * match the fixture with the case's own tolerance (default rtol 1e-5, atol
+ * 1e-6, the eager check's), and an error case must fail with the same
+ * status and message. Cases the variants decline run the reference kernel
+ * inside the engine; the number that ran a fast variant is printed per op.
+ *
  * Usage: test_ops [filter]   (filter: substring of a case name or op name)
  */
 #include <dirent.h>
@@ -11,12 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops_impl.h"
+#include "tpexport/run.h"
 #include "tpexport/tpexport.h"
 
 #define OPS_DIR "fixtures/ops"
 
 static int n_passed, n_failed;
 static int value_cases[TP_OP_COUNT], error_cases[TP_OP_COUNT];
+/* engine runs: cases per op, cases that ran a fast variant, float32 cases
+ * of ops that must run fast but did not */
+static int engine_cases[TP_OP_COUNT], engine_fast[TP_OP_COUNT], engine_slow_f32[TP_OP_COUNT];
+static int engine_errors_at_node, engine_errors_in_run, engine_skipped; /* error cases by where they failed */
 
 /* Build a tensor value from {"npy": path, "layout": ...}. */
 static tp_status load_tensor_arg(json_t *obj, tp_value *out) {
@@ -176,20 +190,13 @@ static tp_status status_from_name(const char *name, tp_status *out) {
     return TP_ERR_INVALID_ARG;
 }
 
-static bool run_case(const char *manifest, json_t *c) {
-    const char *name = json_string_value(json_object_get(c, "name"));
-    const char *opname = json_string_value(json_object_get(c, "op"));
-    char where[512];
-    snprintf(where, sizeof where, "%s:%s", manifest, name ? name : "?");
-    tp_op op = tp_op_from_name(opname);
-    if (op == TP_OP_INVALID) {
-        fprintf(stderr, "  %s: unknown op '%s'\n", where, opname ? opname : "(null)");
-        return false;
-    }
+/* The case's positional arguments (args[32], None past nargs) and kwargs
+ * (a dict, or None without "kwargs"). */
+static bool load_args(const char *where, json_t *c, tp_value *args, size_t *n_out, tp_value *kwargs) {
     json_t *jargs = json_object_get(c, "args");
     size_t nargs = json_array_size(jargs);
-    tp_value args[32], kwargs = tp_value_none(), result = tp_value_none();
     bool ok = true;
+    *kwargs = tp_value_none();
     for (size_t i = 0; i < 32; i++) args[i] = tp_value_none();
     if (nargs > 32) nargs = 32;
     for (size_t i = 0; ok && i < nargs; i++) {
@@ -200,18 +207,36 @@ static bool run_case(const char *manifest, json_t *c) {
     }
     json_t *jkw = json_object_get(c, "kwargs");
     if (ok && jkw) {
-        ok = tp_value_dict(&kwargs) == TP_OK;
+        ok = tp_value_dict(kwargs) == TP_OK;
         const char *key;
         json_t *val;
         json_object_foreach(jkw, key, val) {
             tp_value v;
-            if (!ok || json_to_value(val, &v) != TP_OK || tp_value_dict_set(&kwargs, key, &v) != TP_OK) {
+            if (!ok || json_to_value(val, &v) != TP_OK || tp_value_dict_set(kwargs, key, &v) != TP_OK) {
                 fprintf(stderr, "  %s: bad kwarg %s: %s\n", where, key, tp_last_error());
                 ok = false;
                 break;
             }
         }
     }
+    *n_out = nargs;
+    return ok;
+}
+
+static bool run_case(const char *manifest, json_t *c) {
+    const char *name = json_string_value(json_object_get(c, "name"));
+    const char *opname = json_string_value(json_object_get(c, "op"));
+    char where[512];
+    snprintf(where, sizeof where, "%s:%s", manifest, name ? name : "?");
+    tp_op op = tp_op_from_name(opname);
+    if (op == TP_OP_INVALID) {
+        fprintf(stderr, "  %s: unknown op '%s'\n", where, opname ? opname : "(null)");
+        return false;
+    }
+    json_t *jkw = json_object_get(c, "kwargs");
+    tp_value args[32], kwargs = tp_value_none(), result = tp_value_none();
+    size_t nargs;
+    bool ok = load_args(where, c, args, &nargs, &kwargs);
     double rtol = json_object_get(c, "rtol") ? json_number_value(json_object_get(c, "rtol")) : 1e-5;
     double atol = json_object_get(c, "atol") ? json_number_value(json_object_get(c, "atol")) : 1e-6;
     if (ok) {
@@ -272,6 +297,185 @@ static bool run_case(const char *manifest, json_t *c) {
     return ok;
 }
 
+/* ---- the same case through the engine, as a one-node program ----------- */
+
+static bool holds_tensor(const tp_value *v) {
+    if (v->kind == TP_VAL_TENSOR) return true;
+    if (tp_value_is_seq(v) || v->kind == TP_VAL_DICT)
+        for (int64_t i = 0; i < v->u.seq.n; i++)
+            if (holds_tensor(&v->u.seq.items[i])) return true;
+    return false;
+}
+
+/* Ops whose float32 cases must all run a fast variant. */
+static bool must_run_fast(tp_op op) {
+    return op == TP_OP_ADD || op == TP_OP_MUL || op == TP_OP_RELU || op == TP_OP_EXP || op == TP_OP_TANH ||
+           op == TP_OP_SIGMOID || op == TP_OP_GELU;
+}
+
+typedef struct one_node {
+    tp_program *p;
+    tp_tensor *inputs[40]; /* borrowed from the case's arguments, in placeholder order */
+    int n_inputs;
+    tp_status build_status; /* of creating the node (binding happens there) */
+    char build_msg[512];
+} one_node;
+
+/* Turn argument v into a node argument: a tensor becomes a placeholder. */
+static tp_status node_arg(tp_graph *g, one_node *o, tp_value *v, tp_value *out) {
+    if (v->kind != TP_VAL_TENSOR) return tp_value_copy(v, out);
+    if (o->n_inputs >= 40) return tp_error(TP_ERR_INVALID_ARG, "too many tensor arguments");
+    char name[16];
+    snprintf(name, sizeof name, "in%d", o->n_inputs);
+    tp_node *n = NULL;
+    TP_TRY(tp_graph_placeholder(g, name, NULL, &n)); /* no meta: shape errors surface in the engine */
+    o->inputs[o->n_inputs++] = v->u.tensor;
+    *out = tp_value_node(n);
+    return TP_OK;
+}
+
+/* Build the program calling op on the case's arguments. TP_OK with o->p
+ * NULL when creating the node failed (o->build_status says how). */
+static tp_status build_one_node(tp_op op, tp_value *args, int nargs, tp_value *kwargs, one_node *o) {
+    memset(o, 0, sizeof *o);
+    tp_graph *g = NULL;
+    TP_TRY(tp_graph_new(&g));
+    tp_value targs = tp_value_none(), tkw = tp_value_none();
+    tp_status st = tp_value_tuple(nargs, &targs);
+    for (int i = 0; st == TP_OK && i < nargs; i++) {
+        tp_value a = tp_value_none();
+        st = node_arg(g, o, &args[i], &a);
+        if (st == TP_OK) st = tp_value_seq_set(&targs, i, &a);
+    }
+    if (st == TP_OK && kwargs->kind == TP_VAL_DICT) {
+        st = tp_value_dict(&tkw);
+        for (int64_t i = 0; st == TP_OK && i < kwargs->u.seq.n; i++) {
+            tp_value a = tp_value_none();
+            st = node_arg(g, o, &kwargs->u.seq.items[i], &a);
+            if (st == TP_OK) st = tp_value_dict_set(&tkw, kwargs->u.seq.keys[i], &a);
+        }
+    }
+    tp_node *node = NULL;
+    if (st == TP_OK) {
+        tp_clear_error();
+        o->build_status = tp_graph_call_function(g, op, &targs, tkw.kind == TP_VAL_DICT ? &tkw : NULL, &node);
+        snprintf(o->build_msg, sizeof o->build_msg, "%s", tp_last_error());
+    }
+    tp_value_clear(&targs);
+    tp_value_clear(&tkw);
+    if (st != TP_OK || o->build_status != TP_OK) {
+        tp_graph_free(g);
+        return st;
+    }
+    tp_value outv = tp_value_node(node);
+    tp_signature *sig = NULL;
+    st = tp_graph_output(g, &outv, NULL);
+    if (st == TP_OK) st = tp_signature_new(&sig);
+    for (const tp_node *n = tp_graph_first_node(g); st == TP_OK && n; n = tp_node_next(n))
+        if (tp_node_get_kind(n) == TP_NODE_PLACEHOLDER)
+            st = tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor(tp_node_name(n)), NULL,
+                                        TP_PERSISTENT_UNSET);
+    if (st == TP_OK) st = tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(node)), NULL);
+    if (st == TP_OK) return tp_program_new(g, sig, &o->p); /* takes both over */
+    tp_signature_free(sig);
+    tp_graph_free(g);
+    return st;
+}
+
+/* Run case c through tp_run at every level from scalar and 1 or 2 threads. */
+static bool run_case_engine(const char *manifest, json_t *c, tp_op op) {
+    const char *name = json_string_value(json_object_get(c, "name"));
+    char where[512];
+    snprintf(where, sizeof where, "%s:%s (engine)", manifest, name ? name : "?");
+    tp_value args[32], kwargs = tp_value_none(), want = tp_value_none();
+    size_t nargs;
+    json_t *jerr = json_object_get(c, "error");
+    bool ok = load_args(where, c, args, &nargs, &kwargs);
+    double rtol = json_object_get(c, "rtol") ? json_number_value(json_object_get(c, "rtol")) : 1e-5;
+    double atol = json_object_get(c, "atol") ? json_number_value(json_object_get(c, "atol")) : 1e-6;
+    tp_status want_st = TP_OK;
+    const char *want_msg = json_string_value(json_object_get(c, "message"));
+    if (ok && jerr && status_from_name(json_string_value(jerr), &want_st) != TP_OK) ok = false;
+    if (ok && !jerr && json_to_value(json_object_get(c, "expect"), &want) != TP_OK) ok = false;
+    bool skip = !ok;
+    for (size_t i = 0; i < nargs && !skip; i++) skip = args[i].kind != TP_VAL_TENSOR && holds_tensor(&args[i]);
+    for (int64_t i = 0; kwargs.kind == TP_VAL_DICT && i < kwargs.u.seq.n && !skip; i++)
+        skip = kwargs.u.seq.items[i].kind != TP_VAL_TENSOR && holds_tensor(&kwargs.u.seq.items[i]);
+    if (!jerr && want.kind != TP_VAL_TENSOR) skip = true; /* tp_run_execute returns tensors */
+    one_node o = {0};
+    if (!skip && build_one_node(op, args, (int)nargs, &kwargs, &o) != TP_OK) {
+        fprintf(stderr, "  %s: building the program failed: %s\n", where, tp_last_error());
+        ok = false;
+    }
+    bool f32 = !jerr && tp_tensor_dtype(want.u.tensor) == TP_FLOAT32;
+    for (int i = 0; i < o.n_inputs; i++) f32 = f32 && tp_tensor_dtype(o.inputs[i]) == TP_FLOAT32;
+    if (skip) engine_skipped++;
+    else if (jerr && o.p) engine_errors_in_run++;
+    else if (jerr) engine_errors_at_node++;
+    if (!skip && ok && !o.p) {
+        /* binding failed while creating the node: the same failure as the eager call */
+        if (!jerr || o.build_status != want_st || (want_msg && !strstr(o.build_msg, want_msg))) {
+            fprintf(stderr, "  %s: creating the node gave %s (%s)\n", where, tp_status_str(o.build_status), o.build_msg);
+            ok = false;
+        }
+    }
+    bool ran_fast = false;
+    int supported = (int)tp_cpu_level_supported();
+    for (int level = TP_CPU_SCALAR; o.p && level <= supported; level++) {
+        for (int threads = 2; threads >= 1; threads--) {
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            tp_run *r = NULL;
+            if (tp_run_new(o.p, &opt, &r) != TP_OK) {
+                ok = false;
+                continue;
+            }
+            char w2[600];
+            snprintf(w2, sizeof w2, "%s [%s, %d threads]", where, tp_cpu_level_name((tp_cpu_level)level), threads);
+            tp_clear_error();
+            tp_status st = tp_run_execute(r, o.inputs, o.n_inputs, NULL, 0);
+            if (jerr) {
+                if (st != want_st) {
+                    fprintf(stderr, "  %s: got %s (%s), expected %s\n", w2, tp_status_str(st), tp_last_error(),
+                            tp_status_str(want_st));
+                    ok = false;
+                } else if (want_msg && !strstr(tp_last_error(), want_msg)) {
+                    fprintf(stderr, "  %s: message \"%s\" lacks \"%s\"\n", w2, tp_last_error(), want_msg);
+                    ok = false;
+                }
+            } else if (st != TP_OK) {
+                fprintf(stderr, "  %s: failed with %s: %s\n", w2, tp_status_str(st), tp_last_error());
+                ok = false;
+            } else {
+                tp_run_stats stats;
+                tp_run_get_stats(r, &stats);
+                if (stats.n_fast > 0) ran_fast = true;
+                tp_value got = tp_value_none();
+                tp_tensor *t = tp_run_output(r, 0);
+                if (t) got = tp_value_tensor(t); /* borrowed: not cleared */
+                if (!compare(w2, &got, &want, rtol, atol)) ok = false;
+            }
+            tp_run_free(r);
+        }
+    }
+    if (o.p && !jerr) {
+        engine_cases[op]++;
+        if (ran_fast) engine_fast[op]++;
+        else if (f32 && must_run_fast(op)) {
+            fprintf(stderr, "  %s: a float32 case of %s ran no fast variant\n", where, tp_op_name(op));
+            engine_slow_f32[op]++;
+            ok = false;
+        }
+    }
+    tp_program_free(o.p);
+    tp_value_clear(&want);
+    tp_value_clear(&kwargs);
+    for (size_t i = 0; i < 32; i++) tp_value_clear(&args[i]);
+    return ok;
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(int argc, char **argv) {
@@ -318,6 +522,17 @@ int main(int argc, char **argv) {
                 printf("FAIL %s:%s\n", files[f], name ? name : "?");
                 n_failed++;
             }
+            int n_variants = 0;
+            tp_op opv = tp_op_from_name(op);
+            if (opv != TP_OP_INVALID) tp__op_variants(opv, &n_variants);
+            if (n_variants > 0) {
+                if (run_case_engine(files[f], c, opv)) {
+                    n_passed++;
+                } else {
+                    printf("FAIL %s:%s (engine)\n", files[f], name ? name : "?");
+                    n_failed++;
+                }
+            }
         }
         json_decref(root);
         free(files[f]);
@@ -340,6 +555,25 @@ int main(int argc, char **argv) {
                        value_cases[op], error_cases[op]);
                 n_failed++;
             }
+        }
+    }
+    /* engine coverage: value cases per op that ran a fast variant */
+    printf("engine: value cases that ran a fast variant, per op with variants:\n");
+    for (int op = 0; op < TP_OP_COUNT; op++) {
+        int nv = 0;
+        tp__op_variants((tp_op)op, &nv);
+        if (nv == 0 || (!engine_cases[op] && filter)) continue;
+        printf("  %-14s %3d of %3d%s\n", tp_op_name((tp_op)op), engine_fast[op], engine_cases[op],
+               engine_slow_f32[op] ? "  (float32 cases declined!)" : "");
+    }
+    printf("engine: error cases failing in tp_run_execute: %d, when creating the node: %d; cases skipped: %d\n",
+           engine_errors_in_run, engine_errors_at_node, engine_skipped);
+    static const tp_op required[] = {TP_OP_ADD, TP_OP_MUL, TP_OP_RELU, TP_OP_EXP, TP_OP_TANH, TP_OP_SIGMOID, TP_OP_GELU};
+    for (size_t i = 0; !filter && i < sizeof required / sizeof required[0]; i++) {
+        if (engine_fast[required[i]] == 0 || engine_slow_f32[required[i]] != 0) {
+            printf("FAIL engine coverage: %s: %d case(s) ran fast, %d float32 case(s) did not\n",
+                   tp_op_name(required[i]), engine_fast[required[i]], engine_slow_f32[required[i]]);
+            n_failed++;
         }
     }
     printf("%d passed, %d failed\n", n_passed, n_failed);

@@ -15,7 +15,17 @@
  * tp_run is used by one thread at a time; make one per thread (they are
  * cheap) to call one program from several threads. tp_run_execute with
  * tensor inputs allocates nothing once the run context has seen the input
- * shapes (counted through the allocation hook in tests).
+ * shapes, when every step runs a fast variant, a view or a copy
+ * (tp_run_stats.n_reference == 0: counted through the allocation hook in
+ * tests); a step that falls back to a reference kernel may allocate its
+ * own scratch. A fast variant that declines a strided input gets a
+ * contiguous copy of it made by a planned copy step.
+ *
+ * Plans are prepared for as many threads as the machine has cores; each
+ * call then uses its run context's thread count (more than the cores gives
+ * no more parallelism). Kernels split work so that results do not depend
+ * on the thread count (GEMM: each output element is reduced in one order;
+ * reductions: rows are never split).
  *
  * Mutating programs (buffer or user-input mutations, in-place ops on state)
  * serialise their calls on a per-program lock, so concurrent calls never
@@ -130,6 +140,7 @@ typedef struct tp_run_stats {
     int64_t n_steps;        /* steps run per call (views included) */
     int64_t n_fast;         /* steps running a fast kernel variant */
     int64_t n_reference;    /* steps running a reference kernel */
+    int64_t n_fused;        /* steps absorbed into a producer's epilogue (not run, not counted in n_steps' work) */
     int64_t plans_built;    /* plans this run context built (cache misses) */
     int64_t calls;          /* calls made through this run context */
     tp_cpu_level cpu_level; /* the level the plan was built for */

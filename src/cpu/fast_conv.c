@@ -32,6 +32,9 @@ typedef struct conv_plan {
     bool depthwise;
     bool has_bias;
     int ires;                   /* fused residual (index into in[]), -1 none */
+    const float *weight;        /* the weight when constant (borrowed from the plan's constant) */
+    const float *bias_const;    /* the bias when constant */
+    float *wfold, *bfold;       /* weight and bias with a batch norm folded in (owned), or NULL */
     const tp_op_plan *act;      /* fused activation, NULL none */
     size_t ws_thread;           /* bytes per thread: im2col tile + GEMM workspace */
     size_t col_bytes;
@@ -83,8 +86,8 @@ static void im2col(const conv_plan *cp, const float *in, int64_t p0, int64_t np,
 static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const conv_plan *cp = plan->data;
     const float *x = (const float *)tp__tensor_base(in[0]);
-    const float *wt = (const float *)tp__tensor_base(in[1]);
-    const float *bias = cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
+    const float *wt = cp->wfold ? cp->wfold : (const float *)tp__tensor_base(in[1]);
+    const float *bias = cp->wfold ? cp->bfold : cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
     const float *res = cp->ires >= 0 ? (const float *)tp__tensor_base(in[cp->ires]) : NULL;
     float *y = (float *)tp__tensor_base(out[0]);
     int64_t pix = cp->oh * cp->ow, cg_out = cp->cout / cp->groups, cg_in = cp->cin / cp->groups;
@@ -184,15 +187,46 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
     return TP_OK;
 }
 
-static void conv_free(void *data) { tp_free(data); }
+static void conv_free(void *data) {
+    conv_plan *cp = data;
+    if (cp) tp_free(cp->wfold);
+    tp_free(cp);
+}
 
-static tp_status conv_fuse(tp_op_plan *plan, const tp_op_plan *act, int residual_leaf) {
+/* Batch norm after the convolution: fold it into a copy of the weight and
+ * bias (W'[co] = W[co] * scale[co], b' = b * scale + shift), made once. */
+static tp_status fold_affine(conv_plan *cp, const tp_op_plan *bn) {
+    if (!cp->weight || cp->wfold || cp->ires >= 0 || bn->channels != cp->cout) return TP_ERR_UNSUPPORTED;
+    int64_t per = cp->k;
+    float *w = tp_malloc((size_t)(cp->cout * per + cp->cout) * sizeof(float));
+    TP_CHECK(w != NULL, TP_ERR_NOMEM, "out of memory folding batch norm");
+    float *b = w + cp->cout * per;
+    for (int64_t co = 0; co < cp->cout; co++) {
+        float sc = bn->channel_scale[co];
+        for (int64_t k = 0; k < per; k++) w[co * per + k] = cp->weight[co * per + k] * sc;
+        b[co] = (cp->bias_const ? cp->bias_const[co] : 0.0f) * sc + bn->channel_shift[co];
+    }
+    cp->wfold = w;
+    cp->bfold = b;
+    return TP_OK;
+}
+
+static tp_status conv_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     conv_plan *cp = plan->data;
     if (cp->act) return TP_ERR_UNSUPPORTED;
-    if (act) cp->act = act;
-    else if (cp->ires < 0) cp->ires = residual_leaf;
-    else return TP_ERR_UNSUPPORTED;
-    return TP_OK;
+    switch (kind) {
+    case TP_FUSE_ACT: cp->act = consumer; return TP_OK;
+    case TP_FUSE_RESIDUAL:
+        if (cp->ires >= 0) return TP_ERR_UNSUPPORTED;
+        cp->ires = leaf;
+        return TP_OK;
+    case TP_FUSE_CHANNEL_AFFINE:
+        if (cp->depthwise) return TP_ERR_UNSUPPORTED;
+        TP_TRY(fold_affine(cp, consumer));
+        plan->data_bytes += (size_t)(cp->cout * cp->k + cp->cout) * sizeof(float);
+        return TP_OK;
+    default: return TP_ERR_UNSUPPORTED;
+    }
 }
 
 static tp_status read_pair(const tp_value *args, int i, int spatial, int64_t *out2, int64_t dflt) {
@@ -262,6 +296,9 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     if (threads < 1) threads = 1;
     if (threads > info->max_threads) threads = info->max_threads;
     cp->ires = -1;
+    if (info->is_const[1]) cp->weight = (const float *)tp__tensor_base(w);
+    if (b && info->is_const[2]) cp->bias_const = (const float *)tp__tensor_base(b);
+    if (b && !info->is_const[2]) cp->weight = NULL; /* a run-time bias cannot be folded */
     plan->data = cp;
     plan->free_data = conv_free;
     plan->fuse = conv_fuse;

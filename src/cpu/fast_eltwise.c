@@ -187,6 +187,9 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
     /* in place over a: same layout, a not broadcast */
     plan->inplace_ok = tp_tensor_is_contiguous(a) && a->ndim == out->ndim && tp_tensor_numel(a) == tp_tensor_numel(out);
+    plan->bias_add = op == TP_ELT_ADD && plan->f[0] == 1.0 && b && plan->inplace_ok && b->ndim >= 1 &&
+                     tp_tensor_numel(b) == out->sizes[out->ndim - 1] && b->sizes[b->ndim - 1] == out->sizes[out->ndim - 1] &&
+                     b->strides[b->ndim - 1] == 1;
     plan->residual_add = op == TP_ELT_ADD && plan->f[0] == 1.0 && b && plan->inplace_ok && tp_tensor_is_contiguous(b) &&
                          b->ndim == out->ndim && tp_tensor_numel(b) == tp_tensor_numel(out);
     return TP_OK;

@@ -90,16 +90,22 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     return TP_OK;
 }
 
-static tp_status mm_fuse(tp_op_plan *plan, const tp_op_plan *act, int residual_leaf) {
+static tp_status mm_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     mm_plan *mp = plan->data;
-    if (act) {
-        if (mp->act) return TP_ERR_UNSUPPORTED;
-        mp->act = act;
+    if (mp->act) return TP_ERR_UNSUPPORTED; /* nothing goes after the activation */
+    switch (kind) {
+    case TP_FUSE_ACT: mp->act = consumer; return TP_OK;
+    case TP_FUSE_RESIDUAL:
+        if (mp->bias_mode == 2 || mp->ires >= 0) return TP_ERR_UNSUPPORTED;
+        mp->ires = leaf;
         return TP_OK;
+    case TP_FUSE_BIAS:
+        if (mp->bias_mode != 0 || mp->ires >= 0 || mp->n_batch < 1) return TP_ERR_UNSUPPORTED;
+        mp->bias_mode = 1;
+        mp->ibias = leaf;
+        return TP_OK;
+    default: return TP_ERR_UNSUPPORTED;
     }
-    if (mp->bias_mode == 2 || mp->ires >= 0 || mp->act) return TP_ERR_UNSUPPORTED;
-    mp->ires = residual_leaf;
-    return TP_OK;
 }
 
 /* Matrix view of a 2-D-or-more operand's last two dims. */

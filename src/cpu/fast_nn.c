@@ -69,7 +69,7 @@ static tp_status softmax_like(const tp_prepare_info *info, const tp_value *bound
     plan->variant = level_name(info->cpu_level);
     plan->run = softmax_run;
     plan->max_threads = row_threads(rows, n * 4, info->max_threads);
-    plan->inplace_ok = true;
+    plan->inplace_ok = !log; /* log_softmax reads its input again after writing exp() to the output */
     return TP_OK;
 }
 
@@ -219,6 +219,9 @@ static tp_status batch_norm_prepare(const tp_prepare_info *info, const tp_value 
             if (leaves[k]) in[n++] = leaves[k];
         for (int64_t c = 0; c < bp->c; c++) bn_coeffs(bp, in, c, &bp->scale[c], &bp->shift[c]);
         plan->data_bytes = (size_t)(2 * bp->c) * sizeof(float);
+        plan->channel_scale = bp->scale;
+        plan->channel_shift = bp->shift;
+        plan->channels = bp->c;
     }
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);

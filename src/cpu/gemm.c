@@ -6,12 +6,14 @@
  * level the caller chose, which tp__gemm_best_isa checked.
  *
  * Loops, for the C block [m0, m1) x [n0, n1) one thread owns:
- *   jc over columns by NC   - B block KC x NC stays in L2 (packed here, or
- *     pc over K by KC       -   read from the caller's pre-packed B)
- *       ir over rows by MR  - A micro-panel MR x KC stays in L1 (packed, or
- *         jr over NC by NR  -   read in place when A is row-major)
+ *   jc over columns by NC   - B block KC x NC stays in L2 (packed here, read
+ *     pc over K by KC       -   from the caller's pre-packed B, or read in
+ *                           -   place when B is row-major and M is small)
+ *       ir over rows by MR  - A micro-panel MR x KC stays in L1 (read in place
+ *         jr over NC by NR  -   when A is row-major, else packed)
  *           micro-kernel MR x NR
- *       epilogue (bias, residual, act) on the finished MR x NC strip.
+ *       epilogue (bias, residual, act) on the finished MR x NC strip, after
+ *       the last K block.
  * Packed B layout (weights and workspace alike): column panels NR wide,
  * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
  * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc.
@@ -159,7 +161,7 @@ tp_gemm_cache_info tp__gemm_cache_info(void) {
  * always packed (rs 1, cs MR, rows beyond m zero); the full block is
  * computed, only m x n stored. Same contract as tp__gemm_microkernel_fn. */
 static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-                                        const float *b, float *c, int64_t ldc, int m, int n,
+                                        const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                         float alpha, float beta) {
     enum { MR = TP__GEMM_SCALAR_MR, NR = TP__GEMM_SCALAR_NR };
     (void)rs_a;
@@ -167,7 +169,7 @@ static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a
     float acc[MR][NR];
     memset(acc, 0, sizeof acc);
     for (int64_t p = 0; p < kc; p++) {
-        const float *bp = b + p * NR, *ap = a + p * MR;
+        const float *bp = b + p * ldb, *ap = a + p * MR;
         for (int i = 0; i < MR; i++) {
             const float ai = ap[i];
             for (int j = 0; j < NR; j++) acc[i][j] += ai * bp[j];
@@ -189,17 +191,20 @@ typedef struct tp__gemm_isa_info {
     int mr, nr;
     tp__gemm_microkernel_fn kernel;
     bool reads_row_major_a; /* the kernel takes A with cs_a 1 in place */
+    int vector_width;       /* a tile of n columns reads B rows up to n rounded up to this */
+    bool reads_b_to_n;      /* ... or exactly up to n (masked loads) */
 } tp__gemm_isa_info;
 
 static tp__gemm_isa_info tp__gemm_isa_info_for(int isa) {
 #if TP__GEMM_X86
     if (isa == TP_ISA_AVX512)
-        return (tp__gemm_isa_info){TP__GEMM_AVX512_MR, TP__GEMM_AVX512_NR, tp__gemm_avx512_microkernel, true};
+        return (tp__gemm_isa_info){TP__GEMM_AVX512_MR, TP__GEMM_AVX512_NR, tp__gemm_avx512_microkernel, true, 16, true};
     if (isa == TP_ISA_AVX2)
-        return (tp__gemm_isa_info){TP__GEMM_AVX2_MR, TP__GEMM_AVX2_NR, tp__gemm_avx2_microkernel, true};
+        return (tp__gemm_isa_info){TP__GEMM_AVX2_MR, TP__GEMM_AVX2_NR, tp__gemm_avx2_microkernel, true, 8, false};
 #endif
     (void)isa;
-    return (tp__gemm_isa_info){TP__GEMM_SCALAR_MR, TP__GEMM_SCALAR_NR, tp__gemm_scalar_microkernel, false};
+    return (tp__gemm_isa_info){TP__GEMM_SCALAR_MR, TP__GEMM_SCALAR_NR, tp__gemm_scalar_microkernel, false,
+                                TP__GEMM_SCALAR_NR, false};
 }
 
 void tp__gemm_register_block(int isa, int *mr, int *nr) {
@@ -219,9 +224,18 @@ typedef struct tp__gemm_plan {
     int64_t kc;          /* K block (every block but the last is exactly kc) */
     int64_t nc;          /* N block, a multiple of nr */
     int th_m, th_n;      /* threads along M and N; thread ith is (ith / th_n, ith % th_n) */
+    bool packs_a;        /* A micro-panels are packed (else read in place, row-major) */
+    bool reads_b_in_place; /* unpacked row-major B read in place (full panels) */
     size_t a_bytes, b_bytes; /* per-thread workspace parts */
 } tp__gemm_plan;
 
+/* Row-major B is read in place, not packed, when M is at most this: few
+ * rows reuse a packed B block too little to pay for packing it. */
+enum { TP__GEMM_B_IN_PLACE_MAX_ROWS = 64 };
+
+/* A micro-panels are packed only when the kernel cannot read A in place
+ * (A not row-major, or the scalar kernel). Reading row-major A in place was
+ * faster than packing it for every shape measured, large cubes included. */
 static bool tp__gemm_packs_a(const tp_gemm *g, const tp__gemm_isa_info *isa) {
     return !(isa->reads_row_major_a && g->cs_a == 1);
 }
@@ -255,6 +269,9 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
     const int64_t n_tiles = tp__gemm_ceil_div(g->n > 0 ? g->n : 1, nr);
     const int64_t m = g->m > 0 ? g->m : 1, k = g->k > 0 ? g->k : 1;
     const bool packs_a = tp__gemm_packs_a(g, &plan.isa);
+    plan.packs_a = packs_a;
+    plan.reads_b_in_place = !g->packed_b && g->cs_b == 1 && plan.isa.reads_row_major_a &&
+                            g->m <= TP__GEMM_B_IN_PLACE_MAX_ROWS;
     double best = -1.0;
     plan.th_m = 1;
     plan.th_n = 1;
@@ -265,7 +282,7 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
         const int64_t cols = tp__gemm_ceil_div(n_tiles, th_n) * nr;
         const int64_t col_blocks = tp__gemm_ceil_div(cols, nc);
         double cost = (double)tp__gemm_round_up(rows, mr) * (double)cols * (double)k / 16.0;
-        if (!g->packed_b) cost += (double)cols * (double)k / 4.0;
+        if (!g->packed_b && !plan.reads_b_in_place) cost += (double)cols * (double)k / 4.0;
         if (packs_a) cost += (double)rows * (double)k * (double)col_blocks / 2.0;
         if (best < 0 || cost < best) {
             best = cost;
@@ -274,7 +291,9 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
         }
     }
     plan.a_bytes = packs_a ? tp__gemm_round_up_64((size_t)(mr * (plan.kc > 0 ? plan.kc : 1)) * sizeof(float)) : 0;
-    plan.b_bytes = g->packed_b ? 0 : tp__gemm_round_up_64((size_t)(plan.kc * nc) * sizeof(float));
+    plan.b_bytes = g->packed_b ? 0
+                   : plan.reads_b_in_place ? tp__gemm_round_up_64((size_t)(plan.kc * nr) * sizeof(float))
+                                           : tp__gemm_round_up_64((size_t)(plan.kc * nc) * sizeof(float));
     return plan;
 }
 
@@ -402,7 +421,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
     char *slice = (char *)workspace + (size_t)ith * (plan.a_bytes + plan.b_bytes);
     float *a_buf = (float *)slice;
     float *b_buf = (float *)(slice + plan.a_bytes);
-    const bool packs_a = tp__gemm_packs_a(g, &plan.isa);
+    const bool packs_a = plan.packs_a;
     const tp__gemm_microkernel_fn kernel = plan.isa.kernel;
     const int64_t k = g->k;
 
@@ -411,10 +430,21 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
         for (int64_t pc = 0; pc < k; pc += plan.kc) {
             const int64_t kc = k - pc < plan.kc ? k - pc : plan.kc;
             const float *b_block;
-            int64_t panel_stride;
+            int64_t panel_stride, ldb = nr;
+            /* In place, B's panel jr starts jr columns on, but the partial last
+             * panel (if any) is packed into b_buf: see b_panel below. */
+            const int64_t full_cols = plan.reads_b_in_place && !plan.isa.reads_b_to_n ? nc / nr * nr : nc;
+            const int64_t edge_ldb = tp__gemm_round_up(nc - full_cols, plan.isa.vector_width);
             if (g->packed_b) {
                 panel_stride = k * nr;
                 b_block = (const float *)g->packed_b + (jc / nr) * panel_stride + pc * nr;
+            } else if (plan.reads_b_in_place) {
+                panel_stride = nr;
+                ldb = g->rs_b;
+                b_block = g->b + pc * g->rs_b + jc;
+                if (full_cols < nc)
+                    tp__gemm_pack_b_block((int)edge_ldb, kc, nc - full_cols, b_block + full_cols, g->rs_b, 1,
+                                          b_buf, kc * edge_ldb);
             } else {
                 panel_stride = kc * nr;
                 tp__gemm_pack_b_block(nr, kc, nc, g->b + pc * g->rs_b + jc * g->cs_b, g->rs_b, g->cs_b,
@@ -436,8 +466,10 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                 float *c_row = g->c + ir * g->ldc + jc;
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
-                    kernel(kc, a_panel, rs_a, cs_a, b_block + (jr / nr) * panel_stride, c_row + jr, g->ldc,
-                           rows, cols, g->ep.alpha, beta);
+                    const bool packed_edge = jr >= full_cols;
+                    const float *b_panel = packed_edge ? b_buf : b_block + (jr / nr) * panel_stride;
+                    kernel(kc, a_panel, rs_a, cs_a, b_panel, packed_edge ? edge_ldb : ldb, c_row + jr, g->ldc, rows, cols,
+                           g->ep.alpha, beta);
                 }
                 if (last) tp__gemm_finish_rows(g, ir, rows, jc, nc);
             }

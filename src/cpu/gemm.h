@@ -3,7 +3,10 @@
  * CPU kernels: C = act(alpha*A*B + beta*C + bias + residual).
  *
  * BLIS-style: loops around a register-blocked micro-kernel chosen by ISA
- * level (scalar C, AVX2+FMA, AVX-512). A caller picks the ISA level once
+ * level: scalar C 4 x 16, AVX2+FMA 6 x 16 (12 ymm accumulators), AVX-512
+ * 6 x 64 (24 zmm accumulators), each also in narrower variants for the
+ * edges of C. Blocking follows the L1/L2 sizes the CPU reports (cpuid leaf
+ * 4 or 0x8000001D, else sysfs, else defaults). A caller picks the ISA level once
  * (tp__gemm_best_isa), may pack a constant B (weights) once, sizes one
  * workspace for nth threads and calls tp__gemm_run from each thread; the
  * threads need no synchronisation among themselves.
@@ -19,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "../internal.h"
 
 /* ISA levels, chosen by the caller from cpuid (never by CPU model). */
 enum { TP_ISA_SCALAR = 0, TP_ISA_AVX2 = 1, TP_ISA_AVX512 = 2 };
@@ -106,20 +109,22 @@ TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
  * 1 <= n <= NR, kc >= 0. beta == 0: C is not read.
  * A: m x kc, element (i, p) at a[i*rs_a + p*cs_a]; either packed (rs_a 1,
  *    cs_a MR) or row-major (cs_a 1, any rs_a).
- * B: kc x NR packed, row p at b + p*NR (zero beyond column n is fine; the
- *    columns beyond n are never stored). */
+ * B: kc x NR, row p at b + p*ldb (a packed panel: ldb NR; row-major B read
+ *    in place: its row stride). AVX-512 reads columns [0, n) only; AVX2
+ *    reads n rounded up to 8, scalar all NR, so B must hold those (packed
+ *    panels are zero beyond n). Columns beyond n are never stored. */
 typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-                                        const float *b, float *c, int64_t ldc, int m, int n,
+                                        const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                         float alpha, float beta);
 
 enum { TP__GEMM_AVX2_MR = 6, TP__GEMM_AVX2_NR = 16 };
 enum { TP__GEMM_AVX512_MR = 6, TP__GEMM_AVX512_NR = 64 };
 
 TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-                                         const float *b, float *c, int64_t ldc, int m, int n,
+                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                          float alpha, float beta);
 TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-                                           const float *b, float *c, int64_t ldc, int m, int n,
+                                           const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                            float alpha, float beta);
 
 #endif

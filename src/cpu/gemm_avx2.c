@@ -26,7 +26,7 @@ static inline __m256i tp__gemm_avx2_column_mask(int n, int j) {
  * (rs 1, cs MR, known at compile time) over row-major A (cs 1). */
 static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
     const int m, const bool packed_a, int64_t kc, const float *a, int64_t rs_a, const float *b,
-    float *c, int64_t ldc, int n, float alpha, float beta) {
+    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta) {
     const int64_t rs = packed_a ? 1 : rs_a;
     const int64_t cs = packed_a ? MR : 1;
     __m256 acc[MR][NV];
@@ -54,7 +54,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
             }
         }
         a += cs;
-        b += NR;
+        b += ldb;
     }
     const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta);
     if (n == NR) {
@@ -96,12 +96,12 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
 
 #define TP__GEMM_AVX2_ROWS(M)                                                                 \
     case M:                                                                                   \
-        if (cs_a == 1) tp__gemm_avx2_tile(M, false, kc, a, rs_a, b, c, ldc, n, alpha, beta); \
-        else tp__gemm_avx2_tile(M, true, kc, a, rs_a, b, c, ldc, n, alpha, beta);            \
+        if (cs_a == 1) tp__gemm_avx2_tile(M, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta); \
+        else tp__gemm_avx2_tile(M, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta);            \
         break;
 
 TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-                                         const float *b, float *c, int64_t ldc, int m, int n,
+                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                          float alpha, float beta) {
     switch (m) {
         TP__GEMM_AVX2_ROWS(1)

@@ -29,7 +29,7 @@ static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
  * over row-major A (cs 1). */
 static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
     const int m, const int nv, const bool packed_a, int64_t kc, const float *a, int64_t rs_a, const float *b,
-    float *c, int64_t ldc, int n, float alpha, float beta) {
+    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta) {
     const int64_t rs = packed_a ? 1 : rs_a;
     const int64_t cs = packed_a ? MR : 1;
     __m512 acc[MR][NV];
@@ -46,10 +46,16 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
             if (i < m && j < nv) _mm_prefetch((const char *)(c + i * ldc + 16 * j), _MM_HINT_T0);
         if (i < m) _mm_prefetch((const char *)(c + i * ldc + 16 * nv - 1), _MM_HINT_T0);
     }
+    /* B is read only up to column n (it may be a caller's row-major B). */
+    const __mmask16 last_mask = tp__gemm_avx512_column_mask(n, nv - 1);
     for (int64_t p = 0; p < kc; p++) {
         __m512 bv[NV];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) bv[j] = j < nv ? _mm512_loadu_ps(b + 16 * j) : _mm512_setzero_ps();
+        for (int j = 0; j < NV; j++) {
+            if (j < nv - 1) bv[j] = _mm512_loadu_ps(b + 16 * j);
+            else if (j == nv - 1) bv[j] = _mm512_maskz_loadu_ps(last_mask, b + 16 * j);
+            else bv[j] = _mm512_setzero_ps();
+        }
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
             if (i < m) {
@@ -60,7 +66,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
             }
         }
         a += cs;
-        b += NR;
+        b += ldb;
     }
     const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
     if (n == 16 * nv) {
@@ -103,8 +109,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
 
 #define TP__GEMM_AVX512_TILE(M, NVEC)                                                              \
     case NVEC:                                                                                     \
-        if (cs_a == 1) tp__gemm_avx512_tile(M, NVEC, false, kc, a, rs_a, b, c, ldc, n, alpha, beta); \
-        else tp__gemm_avx512_tile(M, NVEC, true, kc, a, rs_a, b, c, ldc, n, alpha, beta);            \
+        if (cs_a == 1) tp__gemm_avx512_tile(M, NVEC, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta); \
+        else tp__gemm_avx512_tile(M, NVEC, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta);            \
         break;
 #define TP__GEMM_AVX512_ROWS(M)                     \
     case M:                                         \
@@ -118,7 +124,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
         break;
 
 TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
-                                           const float *b, float *c, int64_t ldc, int m, int n,
+                                           const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                            float alpha, float beta) {
     switch (m) {
         TP__GEMM_AVX512_ROWS(1)

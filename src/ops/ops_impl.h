@@ -79,16 +79,26 @@ struct tp_op_plan {
     size_t data_bytes;    /* counted as packed bytes in the memory report */
     void (*free_data)(void *data);
     /* Fusion (engine.c, at plan time). A producer (GEMM, convolution) that
-     * can absorb its consumer sets fuse; an elementwise consumer describes
-     * itself with apply (an activation applied in place to n contiguous
-     * floats) or residual_add (out = in0 + in1, same shape, contiguous). */
-    tp_status (*fuse)(tp_op_plan *plan, const tp_op_plan *act, int residual_leaf);
+     * can absorb its consumer sets fuse; a consumer describes itself with
+     * apply (an activation applied in place to n contiguous floats),
+     * residual_add (out = in0 + in1, same shape, contiguous), bias_add
+     * (out = in0 + in1, in1 a contiguous row over the last dim) or
+     * channel_scale/channel_shift (eval batch norm with constant
+     * parameters: out[:, c] = in0[:, c] * scale[c] + shift[c]). fuse returns
+     * TP_OK when it took the consumer (leaf: the in[] index the engine
+     * appends for a residual or bias tensor). */
+    tp_status (*fuse)(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf);
     void (*apply)(const tp_op_plan *plan, float *p, int64_t n);
-    bool residual_add;
+    bool residual_add, bias_add;
+    const float *channel_scale, *channel_shift;
+    int64_t channels;
     int64_t i[24];        /* unboxed int parameters, meaning private to the variant */
     double f[8];          /* unboxed float parameters */
     const void *fn;       /* e.g. the element function chosen */
 };
+
+/* Kinds of fusion (tp_op_plan.fuse). */
+enum { TP_FUSE_ACT, TP_FUSE_RESIDUAL, TP_FUSE_BIAS, TP_FUSE_CHANNEL_AFFINE };
 
 typedef struct tp_prepare_info {
     int cpu_level;        /* highest tp_cpu_level allowed (>= TP_CPU_SCALAR) */

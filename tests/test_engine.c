@@ -1,0 +1,1341 @@
+/*
+ * test_engine.c - the execution engine (run.h): steady-state calls allocate
+ * nothing and build no plan, results agree with tp_program_call and with the
+ * reference path at every CPU level and thread count, run contexts from many
+ * threads, serialised mutating programs, the liveness-planned arena, plan
+ * invalidation, and the error paths of tp_run_execute.
+ *
+ * Tolerances: outputs of the same plan are compared exactly (the kernels are
+ * deterministic for a fixed plan and thread count); outputs of different
+ * CPU levels or thread counts are compared with the reference path within
+ * rtol 1e-5, atol 1e-6 (float32: SGEMM blocking and vectorised
+ * transcendental functions change rounding, not results).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "program_examples.h"
+#include "tpexport/run.h"
+
+#define RTOL 1e-5
+#define ATOL 1e-6
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static float frand(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)(*s >> 8) / 16777216.0f - 0.5f; /* [-0.5, 0.5) */
+}
+
+static tp_tensor *rand_tensor(int ndim, const int64_t *sizes, uint32_t seed, float scale) {
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, ndim, sizes, &t));
+    if (!t) return NULL;
+    float *d = tp_tensor_data(t);
+    int64_t n = tp_tensor_numel(t);
+    seed = seed * 2654435761u + 12345u;
+    for (int64_t i = 0; i < n; i++) d[i] = scale * frand(&seed);
+    return t;
+}
+
+/* Same values as t, same shape, another (transposed) layout. */
+static tp_tensor *noncontiguous_copy(tp_tensor *t) {
+    const int64_t *s = tp_tensor_sizes(t);
+    tp_tensor *store = NULL, *view = NULL;
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, 2, (int64_t[]){s[1], s[0]}, &store));
+    if (!store) return NULL;
+    CHECK_OK(tp_tensor_transpose(store, 0, 1, &view));
+    if (view) CHECK_OK(tp_tensor_copy_(view, t));
+    tp_tensor_free(store);
+    CHECK(view && !tp_tensor_is_contiguous(view));
+    return view;
+}
+
+static bool same_tensor(const tp_tensor *a, const tp_tensor *b, double rtol, double atol) {
+    char msg[256];
+    if (!a || !b) return false;
+    if (!tp_tensor_allclose(a, b, rtol, atol, msg, sizeof msg)) {
+        fprintf(stderr, "    (%s)\n", msg);
+        return false;
+    }
+    return true;
+}
+
+static void set_param(tp_program *p, const char *target, int ndim, const int64_t *sizes, uint32_t seed, float scale) {
+    tp_tensor *t = rand_tensor(ndim, sizes, seed, scale);
+    CHECK_OK(tp_program_set_state(p, target, TP_STATE_PARAMETER, t, true));
+    tp_tensor_free(t);
+}
+
+/*
+ * The test network, built with the graph API:
+ *   h = sigmoid(linear(relu(linear(x, W1, b1)), W2, b2) + x)
+ *   v = transpose(reshape(h, [-1, 2, D/2]), 1, 2)           (views)
+ *   y = softmax(slice(v, 1, 0, D/4), -1)
+ * returns (y, v) (v is a view: it is copied into its output; without
+ * `softmax`, y is the slice, a view copied too). With
+ * `dynamic` the batch dim of x is the symbol "batch" in [1, 4096].
+ */
+static tp_program *make_net_ex(int64_t B, int64_t D, int64_t H, bool dynamic, bool softmax, uint32_t seed) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *w1 = placeholder(g, "p_fc1_weight", 2, (int64_t[]){H, D});
+    tp_node *b1 = placeholder(g, "p_fc1_bias", 1, (int64_t[]){H});
+    tp_node *w2 = placeholder(g, "p_fc2_weight", 2, (int64_t[]){D, H});
+    tp_node *b2 = placeholder(g, "p_fc2_bias", 1, (int64_t[]){D});
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){B, D});
+    tp_node *l1 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w1), N(b1)});
+    tp_node *r = call(g, TP_OP_RELU, 1, (tp_value[]){N(l1)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(r), N(w2), N(b2)});
+    tp_node *res = call(g, TP_OP_ADD, 2, (tp_value[]){N(l2), N(x)});
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(res)});
+    tp_value shape;
+    CHECK_OK(tp_value_int_list((int64_t[]){-1, 2, D / 2}, 3, &shape));
+    tp_node *rs = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(sg), shape});
+    tp_value_clear(&shape);
+    tp_node *tr = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(rs), tp_value_int(1), tp_value_int(2)});
+    tp_node *sl = call(g, TP_OP_SLICE, 4, (tp_value[]){N(tr), tp_value_int(1), tp_value_int(0), tp_value_int(D / 4)});
+    tp_node *sm = softmax ? call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sl), tp_value_int(-1)}) : sl;
+    output_nodes(g, 2, (tp_node *[]){sm, tr});
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_fc1_weight"), "fc1.weight", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_fc1_bias"), "fc1.bias", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_fc2_weight"), "fc2.weight", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_fc2_bias"), "fc2.bias", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(sm)), NULL));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(tr)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    if (!p) return NULL;
+    set_param(p, "fc1.weight", 2, (int64_t[]){H, D}, seed + 1, 0.5f);
+    set_param(p, "fc1.bias", 1, (int64_t[]){H}, seed + 2, 0.5f);
+    set_param(p, "fc2.weight", 2, (int64_t[]){D, H}, seed + 3, 0.5f);
+    set_param(p, "fc2.bias", 1, (int64_t[]){D}, seed + 4, 0.5f);
+    tp_tensor *ex = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){B, D}, &ex));
+    tp_value exv = tv(ex);
+    CHECK_OK(tp_program_set_example_input(p, "x", &exv));
+    tp_value_clear(&exv);
+    if (dynamic) {
+        CHECK_OK(tp_program_add_range(p, "batch", 1, 4096));
+        tp_dim_rule rule = {.site = {"x", 0}, .kind = TP_DIM_SYMBOL, .symbol = "batch"};
+        CHECK_OK(tp_program_add_dim_rule(p, &rule));
+    }
+    CHECK_OK(tp_program_validate(p));
+    return p;
+}
+
+static tp_program *make_net(int64_t B, int64_t D, int64_t H, bool dynamic, uint32_t seed) {
+    return make_net_ex(B, D, H, dynamic, true, seed);
+}
+
+/* tp_program_call with one tensor; out[k] gets new references to the user
+ * outputs (n_out of them). */
+static tp_status program_outputs(tp_program *p, tp_tensor *x, tp_tensor **out, int n_out) {
+    for (int i = 0; i < n_out; i++) out[i] = NULL;
+    tp_value in = tv(tp_tensor_retain(x)), res = tp_value_none();
+    tp_status st = tp_program_call(p, &in, 1, NULL, &res);
+    tp_value_clear(&in);
+    if (st != TP_OK) return st;
+    if (res.kind == TP_VAL_TENSOR && n_out == 1) {
+        out[0] = tp_tensor_retain(res.u.tensor);
+    } else if (tp_value_is_seq(&res) && tp_value_len(&res) == n_out) {
+        for (int i = 0; i < n_out; i++) {
+            const tp_value *v = tp_value_at(&res, i);
+            out[i] = v->kind == TP_VAL_TENSOR ? tp_tensor_retain(v->u.tensor) : NULL;
+        }
+    } else {
+        st = TP_ERR_INTERNAL;
+    }
+    tp_value_clear(&res);
+    return st;
+}
+
+static void free_tensors(tp_tensor **t, int n) {
+    for (int i = 0; i < n; i++) {
+        tp_tensor_free(t[i]);
+        t[i] = NULL;
+    }
+}
+
+/* ---- a counting allocator ---------------------------------------------- */
+
+static atomic_long g_allocs, g_frees;
+
+static void *counting_alloc(void *user, void *ptr, size_t old_size, size_t new_size) {
+    (void)user;
+    (void)old_size;
+    if (new_size == 0) {
+        atomic_fetch_add(&g_frees, 1);
+        free(ptr);
+        return NULL;
+    }
+    atomic_fetch_add(&g_allocs, 1);
+    return realloc(ptr, new_size);
+}
+
+static void counting_begin(void) {
+    atomic_store(&g_allocs, 0);
+    atomic_store(&g_frees, 0);
+    tp_set_allocator(counting_alloc, NULL);
+}
+
+static void counting_end(long *allocs, long *frees) {
+    tp_set_allocator(NULL, NULL);
+    *allocs = atomic_load(&g_allocs);
+    *frees = atomic_load(&g_frees);
+}
+
+/* ---- profile hook ------------------------------------------------------- */
+
+typedef struct prof {
+    int events;
+    int max_threads;
+    int fast_events;     /* variant not reference / view / copy */
+    int level_events;    /* variant == want */
+    const char *want;
+} prof;
+
+static void prof_fn(void *user, const tp_profile_event *e) {
+    prof *p = user;
+    p->events++;
+    if (e->threads > p->max_threads) p->max_threads = e->threads;
+    if (strcmp(e->variant, "reference") && strcmp(e->variant, "view") && strcmp(e->variant, "copy")) p->fast_events++;
+    if (p->want && strcmp(e->variant, p->want) == 0) p->level_events++;
+}
+
+/* ---- 1. steady state ---------------------------------------------------- */
+
+TEST(test_steady_state_allocates_nothing) {
+    enum { B = 4, D = 16, H = 32 };
+    tp_program *p = make_net(B, D, H, true, 10);
+    tp_tensor *x = rand_tensor(2, (int64_t[]){B, D}, 1, 4.0f);
+    tp_run *r = NULL;
+    if (p) CHECK_OK(tp_run_new(p, NULL, &r));
+    if (!p || !x || !r) goto out0;
+    tp_run_stats st;
+    tp_run_get_stats(r, &st);
+    CHECK(st.plans_built == 0 && st.calls == 0);
+    CHECK(tp_run_output(r, 0) == NULL); /* before any call */
+
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0)); /* warm-up: builds the plan */
+    tp_run_get_stats(r, &st);
+    CHECK_MSG(st.plans_built == 1 && st.calls == 1, "plans_built %lld calls %lld", (long long)st.plans_built,
+              (long long)st.calls);
+    CHECK(st.n_steps > 0 && st.n_fast > 0 && st.arena_bytes > 0);
+    CHECK(tp_run_num_outputs(r) == 2);
+    CHECK(tp_run_output(r, 2) == NULL && tp_run_output(r, -1) == NULL);
+    tp_tensor *want[2], *outs[2] = {NULL, NULL};
+    CHECK_OK(program_outputs(p, x, want, 2));
+    for (int i = 0; i < 2; i++) {
+        tp_tensor *o = tp_run_output(r, i);
+        CHECK(o != NULL);
+        if (!o) continue;
+        CHECK_MSG(same_tensor(o, want[i], 0, 0), "output %d differs from tp_program_call's", i);
+        CHECK_OK(tp_tensor_empty(tp_tensor_dtype(o), tp_tensor_ndim(o), tp_tensor_sizes(o), &outs[i]));
+    }
+    CHECK(tp_tensor_ndim(want[0]) == 3 && tp_tensor_sizes(want[0])[0] == B && tp_tensor_sizes(want[0])[1] == D / 4 &&
+          tp_tensor_sizes(want[0])[2] == 2);
+    if (!outs[0] || !outs[1]) goto out1;
+
+    /* 100 calls, one with caller outputs, one more without: nothing allocated or freed */
+    long allocs, frees;
+    tp_status s100 = TP_OK, s_out, s_null;
+    counting_begin();
+    for (int k = 0; k < 100; k++) {
+        tp_status s = tp_run_execute(r, &x, 1, NULL, 0);
+        if (s != TP_OK) s100 = s;
+    }
+    s_out = tp_run_execute(r, &x, 1, outs, 2);
+    bool aliased = tp_run_output(r, 0) == outs[0] && tp_run_output(r, 1) == outs[1];
+    s_null = tp_run_execute(r, &x, 1, NULL, 0);
+    counting_end(&allocs, &frees);
+    CHECK_OK(s100);
+    CHECK_OK(s_out);
+    CHECK_OK(s_null);
+    CHECK(aliased);
+    CHECK_MSG(allocs == 0 && frees == 0, "steady-state calls made %ld allocations and %ld frees", allocs, frees);
+    tp_run_get_stats(r, &st);
+    CHECK_MSG(st.plans_built == 1, "plans_built %lld after steady-state calls", (long long)st.plans_built);
+    CHECK_MSG(st.calls == 1 + 102, "calls %lld, expected 103", (long long)st.calls);
+    for (int i = 0; i < 2; i++) {
+        CHECK_MSG(same_tensor(outs[i], want[i], 0, 0), "caller output %d", i);
+        CHECK_MSG(same_tensor(tp_run_output(r, i), want[i], 0, 0), "run output %d after the last call", i);
+        CHECK(tp_run_output(r, i) != outs[i]);
+    }
+
+    /* with a profile hook: one event per step, still no allocation */
+    {
+        prof pr = {0};
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.profile = prof_fn;
+        opt.profile_user = &pr;
+        tp_run *rp = NULL;
+        CHECK_OK(tp_run_new(p, &opt, &rp));
+        if (rp) {
+            CHECK_OK(tp_run_execute(rp, &x, 1, NULL, 0));
+            tp_run_stats sp;
+            tp_run_get_stats(rp, &sp);
+            CHECK(sp.plans_built == 0); /* the plan r built, from the program's cache */
+            /* one event per step run (steps fused into their producer run inside it) */
+            int per_call = pr.events;
+            CHECK_MSG(per_call > 0 && per_call <= sp.n_steps, "%d profile events for %lld steps", per_call,
+                      (long long)sp.n_steps);
+            pr.events = 0;
+            tp_status s = TP_OK;
+            counting_begin();
+            for (int k = 0; k < 10 && s == TP_OK; k++) s = tp_run_execute(rp, &x, 1, NULL, 0);
+            counting_end(&allocs, &frees);
+            CHECK_OK(s);
+            CHECK_MSG(allocs == 0 && frees == 0, "profiled calls made %ld allocations and %ld frees", allocs, frees);
+            CHECK_MSG(pr.events == 10 * per_call, "%d events for 10 calls of %d", pr.events, per_call);
+            CHECK(same_tensor(tp_run_output(rp, 0), want[0], 0, 0));
+            tp_run_free(rp);
+        }
+    }
+
+    /* another batch size: a second plan, itself allocation-free once built */
+    tp_tensor *x7 = rand_tensor(2, (int64_t[]){7, D}, 2, 4.0f), *want7[2] = {NULL, NULL};
+    CHECK_OK(tp_run_execute(r, &x7, 1, NULL, 0));
+    tp_run_get_stats(r, &st);
+    CHECK_MSG(st.plans_built == 2, "plans_built %lld after a new batch size", (long long)st.plans_built);
+    CHECK_OK(program_outputs(p, x7, want7, 2)); /* after r built the plan: the pooled run finds it */
+    CHECK(same_tensor(tp_run_output(r, 0), want7[0], 0, 0) && same_tensor(tp_run_output(r, 1), want7[1], 0, 0));
+    CHECK(tp_tensor_sizes(tp_run_output(r, 0))[0] == 7);
+    {
+        tp_status s = TP_OK;
+        counting_begin();
+        for (int k = 0; k < 10 && s == TP_OK; k++) s = tp_run_execute(r, &x7, 1, NULL, 0);
+        counting_end(&allocs, &frees);
+        CHECK_OK(s);
+        CHECK_MSG(allocs == 0 && frees == 0, "steady-state calls (batch 7) made %ld allocations, %ld frees", allocs, frees);
+    }
+    /* the old output tensors are of the wrong shape now */
+    CHECK_STATUS(tp_run_execute(r, &x7, 1, outs, 2), TP_ERR_INVALID_ARG);
+    /* back to batch 4 on the same run: the cached plan, not a new one */
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+    tp_run_get_stats(r, &st);
+    CHECK_MSG(st.plans_built == 2, "plans_built %lld after going back to batch 4", (long long)st.plans_built);
+    CHECK(same_tensor(tp_run_output(r, 0), want[0], 0, 0));
+
+    /* a new run context finds both plans in the program's cache */
+    tp_run *r2 = NULL;
+    CHECK_OK(tp_run_new(p, NULL, &r2));
+    if (r2) {
+        CHECK_OK(tp_run_execute(r2, &x, 1, NULL, 0));
+        tp_run_stats s2;
+        tp_run_get_stats(r2, &s2);
+        CHECK_MSG(s2.plans_built == 0 && s2.calls == 1, "new run: plans_built %lld calls %lld",
+                  (long long)s2.plans_built, (long long)s2.calls);
+        CHECK(same_tensor(tp_run_output(r2, 0), want[0], 0, 0) && same_tensor(tp_run_output(r2, 1), want[1], 0, 0));
+        CHECK_OK(tp_run_execute(r2, &x7, 1, NULL, 0));
+        tp_run_get_stats(r2, &s2);
+        CHECK(s2.plans_built == 0 && s2.calls == 2);
+        CHECK(same_tensor(tp_run_output(r2, 0), want7[0], 0, 0));
+        tp_run_free(r2);
+    }
+
+    /* same shape, other strides: another shape class, the same values */
+    tp_tensor *xnc = noncontiguous_copy(x);
+    if (xnc) {
+        CHECK_OK(tp_run_execute(r, &xnc, 1, NULL, 0));
+        tp_run_get_stats(r, &st);
+        CHECK_MSG(st.plans_built == 3, "plans_built %lld after a transposed input", (long long)st.plans_built);
+        CHECK(same_tensor(tp_run_output(r, 0), want[0], RTOL, ATOL) && same_tensor(tp_run_output(r, 1), want[1], RTOL, ATOL));
+        tp_status s = TP_OK;
+        counting_begin();
+        for (int k = 0; k < 10 && s == TP_OK; k++) s = tp_run_execute(r, &xnc, 1, NULL, 0);
+        counting_end(&allocs, &frees);
+        CHECK_OK(s);
+        CHECK_MSG(allocs == 0 && frees == 0, "calls with a strided input made %ld allocations, %ld frees", allocs, frees);
+    }
+    tp_tensor_free(xnc);
+    free_tensors(want7, 2);
+    tp_tensor_free(x7);
+out1:
+    free_tensors(outs, 2);
+    free_tensors(want, 2);
+out0:
+    tp_run_free(r);
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+/* The same check on the network without its softmax node (every step a fast
+ * variant, a view or a copy): tells an allocating reference kernel apart
+ * from the engine's own per-call work. */
+TEST(test_steady_state_fast_steps_only) {
+    enum { B = 4, D = 16, H = 32 };
+    tp_program *p = make_net_ex(B, D, H, true, false, 11);
+    tp_tensor *x = rand_tensor(2, (int64_t[]){B, D}, 1, 4.0f);
+    tp_run *r = NULL;
+    if (p) CHECK_OK(tp_run_new(p, NULL, &r));
+    if (p && x && r) {
+        CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+        tp_run_stats st;
+        tp_run_get_stats(r, &st);
+        CHECK_MSG(st.n_reference == 0, "%lld steps run reference kernels", (long long)st.n_reference);
+        long allocs, frees;
+        tp_status s = TP_OK;
+        counting_begin();
+        for (int k = 0; k < 100 && s == TP_OK; k++) s = tp_run_execute(r, &x, 1, NULL, 0);
+        counting_end(&allocs, &frees);
+        CHECK_OK(s);
+        CHECK_MSG(allocs == 0 && frees == 0, "fast-only steady-state calls made %ld allocations and %ld frees", allocs,
+                  frees);
+        tp_tensor *want[2];
+        CHECK_OK(program_outputs(p, x, want, 2));
+        for (int i = 0; i < 2; i++) CHECK(same_tensor(tp_run_output(r, i), want[i], 0, 0));
+        free_tensors(want, 2);
+    }
+    tp_run_free(r);
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+/* tp_run_call takes the same plans and allocates only its output value. */
+TEST(test_run_call) {
+    tp_program *p = make_net(4, 16, 32, false, 20);
+    tp_tensor *x = rand_tensor(2, (int64_t[]){4, 16}, 3, 2.0f);
+    tp_run *r = NULL;
+    if (p) CHECK_OK(tp_run_new(p, NULL, &r));
+    if (r && x) {
+        CHECK(tp_run_program(r) == p);
+        tp_tensor *want[2];
+        CHECK_OK(program_outputs(p, x, want, 2));
+        for (int k = 0; k < 3; k++) {
+            tp_value in = tv(tp_tensor_retain(x)), out = tp_value_none();
+            CHECK_OK(tp_run_call(r, &in, 1, NULL, &out));
+            CHECK(tp_value_is_seq(&out) && tp_value_len(&out) == 2);
+            if (tp_value_is_seq(&out) && tp_value_len(&out) == 2) {
+                CHECK(same_tensor(tp_value_at(&out, 0)->u.tensor, want[0], 0, 0));
+                CHECK(same_tensor(tp_value_at(&out, 1)->u.tensor, want[1], 0, 0));
+            }
+            tp_value_clear(&out);
+            tp_value_clear(&in);
+        }
+        tp_run_stats st;
+        tp_run_get_stats(r, &st);
+        CHECK_MSG(st.plans_built == 0 && st.calls == 3, "plans_built %lld calls %lld", (long long)st.plans_built,
+                  (long long)st.calls);
+        free_tensors(want, 2);
+    }
+    CHECK_STATUS(tp_run_call(NULL, NULL, 0, NULL, NULL), TP_ERR_INVALID_ARG);
+    CHECK_STATUS(tp_run_execute(NULL, NULL, 0, NULL, 0), TP_ERR_INVALID_ARG);
+    tp_run_free(NULL);
+    tp_run_free(r);
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+/* ---- 2. every CPU level and thread count against the reference path ---- */
+
+TEST(test_levels_and_threads) {
+    enum { B = 128, D = 64, H = 512 }; /* relu over 64K elements: big enough to split */
+    tp_program *p = make_net(B, D, H, false, 30);
+    tp_tensor *x = rand_tensor(2, (int64_t[]){B, D}, 4, 4.0f);
+    if (!p || !x) goto out;
+    tp_cpu_level supported = tp_cpu_level_supported();
+    CHECK(supported >= TP_CPU_SCALAR && supported <= TP_CPU_AVX512);
+    tp_tensor *ref[2] = {NULL, NULL}, *call[2] = {NULL, NULL};
+    {
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        CHECK(opt.struct_size == sizeof opt && opt.cpu_level == TP_CPU_AUTO && opt.num_threads == 0);
+        opt.cpu_level = TP_CPU_REFERENCE;
+        opt.num_threads = 1;
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(p, &opt, &r));
+        if (r) {
+            CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+            tp_run_stats st;
+            tp_run_get_stats(r, &st);
+            CHECK(st.cpu_level == TP_CPU_REFERENCE && st.n_fast == 0 && st.n_reference > 0);
+            for (int i = 0; i < 2; i++)
+                if (tp_run_output(r, i)) CHECK_OK(tp_tensor_clone(tp_run_output(r, i), &ref[i]));
+            tp_run_free(r);
+        }
+    }
+    char skipped[64] = "";
+    for (int level = TP_CPU_REFERENCE; level <= TP_CPU_AVX512; level++) {
+        if (level > supported) {
+            strcat(skipped, " ");
+            strcat(skipped, tp_cpu_level_name((tp_cpu_level)level));
+            continue;
+        }
+        for (int threads = 3; threads >= 1; threads--) {
+            prof pr = {.want = tp_cpu_level_name((tp_cpu_level)level)};
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            opt.profile = prof_fn;
+            opt.profile_user = &pr;
+            tp_run *r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            if (!r) continue;
+            for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+            tp_run_stats st;
+            tp_run_get_stats(r, &st);
+            const char *ln = tp_cpu_level_name((tp_cpu_level)level);
+            CHECK_MSG(st.cpu_level == level, "%s: plan built for %s", ln, tp_cpu_level_name(st.cpu_level));
+            for (int i = 0; i < 2; i++)
+                CHECK_MSG(same_tensor(tp_run_output(r, i), ref[i], RTOL, ATOL), "%s, %d threads: output %d vs reference", ln,
+                          threads, i);
+            CHECK_MSG(pr.events > 0 && pr.events <= 2 * st.n_steps && pr.events % 2 == 0, "%d events for 2 calls of %lld steps",
+                      pr.events, (long long)st.n_steps);
+            if (level == TP_CPU_REFERENCE) {
+                CHECK_MSG(st.n_fast == 0 && pr.fast_events == 0, "reference level ran %lld fast steps", (long long)st.n_fast);
+                CHECK(pr.max_threads == 1);
+            } else {
+                /* linear x2, relu, add, sigmoid have fast variants (relu and add may be fused into
+                 * the GEMMs); at most the softmax, on a strided slice, runs its reference kernel */
+                CHECK_MSG(st.n_fast >= 2 && st.n_reference <= 1, "%s: %lld fast steps, %lld reference steps", ln,
+                          (long long)st.n_fast, (long long)st.n_reference);
+                CHECK_MSG(pr.level_events > 0, "%s: no step ran a variant named %s", ln, ln);
+                CHECK_MSG(pr.max_threads <= threads, "%s: a step ran on %d of %d threads", ln, pr.max_threads, threads);
+                if (threads > 1) CHECK_MSG(pr.max_threads > 1, "%s, %d threads: every step ran on one thread", ln, threads);
+            }
+            /* the thread count can change between calls on the same plan */
+            tp_run_set_num_threads(r, threads == 1 ? 2 : 1);
+            CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+            for (int i = 0; i < 2; i++) CHECK(same_tensor(tp_run_output(r, i), ref[i], RTOL, ATOL));
+            tp_run_free(r);
+        }
+    }
+    /* tp_program_call (after the loop: a plan it builds would be shared with the runs above) */
+    CHECK_OK(program_outputs(p, x, call, 2));
+    for (int i = 0; i < 2; i++) CHECK_MSG(same_tensor(call[i], ref[i], RTOL, ATOL), "tp_program_call output %d vs reference", i);
+    if (skipped[0]) printf("  test_levels_and_threads: skipped CPU levels above %s:%s\n", tp_cpu_level_name(supported), skipped);
+    else printf("  test_levels_and_threads: ran every CPU level up to avx512\n");
+    /* the process-wide cap applies to runs asking for AUTO */
+    tp_set_cpu_level(TP_CPU_REFERENCE);
+    CHECK(tp_cpu_level_effective() == TP_CPU_REFERENCE);
+    {
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(p, NULL, &r));
+        if (r) {
+            CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+            tp_run_stats st;
+            tp_run_get_stats(r, &st);
+            CHECK(st.cpu_level == TP_CPU_REFERENCE && st.n_fast == 0);
+            CHECK(same_tensor(tp_run_output(r, 0), ref[0], 0, 0));
+            tp_run_free(r);
+        }
+    }
+    tp_set_cpu_level(TP_CPU_AUTO);
+    /* a default thread count from tp_set_num_threads */
+    tp_set_num_threads(3);
+    CHECK(tp_get_num_threads() == 3);
+    {
+        tp_tensor *o[2];
+        CHECK_OK(program_outputs(p, x, o, 2));
+        for (int i = 0; i < 2; i++) CHECK(same_tensor(o[i], ref[i], RTOL, ATOL));
+        free_tensors(o, 2);
+    }
+    tp_set_num_threads(1);
+    free_tensors(ref, 2);
+    free_tensors(call, 2);
+out:
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+/* A plan is shared by every run context of its shape class and level; its
+ * thread split must follow the run that calls it, not the one that built it. */
+TEST(test_thread_count_follows_the_run) {
+    enum { B = 128, D = 64, H = 512 };
+    tp_program *p = make_net(B, D, H, false, 31);
+    tp_tensor *x = rand_tensor(2, (int64_t[]){B, D}, 5, 4.0f);
+    tp_run *r1 = NULL, *r2 = NULL;
+    prof pr = {0};
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = 1;
+    if (p) CHECK_OK(tp_run_new(p, &opt, &r1));
+    opt.num_threads = 2;
+    opt.profile = prof_fn;
+    opt.profile_user = &pr;
+    if (p) CHECK_OK(tp_run_new(p, &opt, &r2));
+    if (x && r1 && r2) {
+        CHECK_OK(tp_run_execute(r1, &x, 1, NULL, 0)); /* builds the plan with one thread */
+        CHECK_OK(tp_run_execute(r2, &x, 1, NULL, 0)); /* finds it */
+        tp_run_stats st;
+        tp_run_get_stats(r2, &st);
+        CHECK(st.plans_built == 0);
+        CHECK_MSG(pr.max_threads > 1,
+                  "a 2-thread run context ran every step on one thread: the cached plan was prepared for 1 thread");
+        /* and a run context asked for more threads later */
+        pr.max_threads = 0;
+        tp_run_set_num_threads(r2, 1);
+        CHECK_OK(tp_run_execute(r2, &x, 1, NULL, 0));
+        CHECK(pr.max_threads == 1);
+        tp_run_set_num_threads(r2, 2);
+        pr.max_threads = 0;
+        CHECK_OK(tp_run_execute(r2, &x, 1, NULL, 0));
+        CHECK_MSG(pr.max_threads > 1, "tp_run_set_num_threads(r, 2) did not take effect");
+        CHECK(same_tensor(tp_run_output(r1, 0), tp_run_output(r2, 0), RTOL, ATOL));
+    }
+    tp_run_free(r1);
+    tp_run_free(r2);
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+/* ---- 3. one program, many threads --------------------------------------- */
+
+enum { N_THREADS = 8, N_CALLS = 50 };
+
+typedef enum { VIA_RUN_EXECUTE, VIA_PROGRAM_CALL, VIA_RUN_CALL } call_mode;
+
+typedef struct thread_job {
+    tp_program *p;
+    call_mode mode;
+    int num_threads; /* of the thread's run context */
+    int n_calls;
+    tp_tensor **inputs; /* n_calls */
+    tp_tensor **want;   /* 2 per call */
+    int failures, mismatches;
+} thread_job;
+
+/* Workers never touch the harness's failure counter: they count locally. */
+static void *thread_worker(void *arg) {
+    thread_job *j = arg;
+    tp_run *r = NULL;
+    if (j->mode != VIA_PROGRAM_CALL) {
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.num_threads = j->num_threads;
+        if (tp_run_new(j->p, &opt, &r) != TP_OK) {
+            j->failures++;
+            return NULL;
+        }
+    }
+    for (int k = 0; k < j->n_calls; k++) {
+        tp_tensor *got[2] = {NULL, NULL};
+        tp_tensor *x = j->inputs[k];
+        if (j->mode == VIA_RUN_EXECUTE) {
+            if (tp_run_execute(r, &x, 1, NULL, 0) != TP_OK) {
+                j->failures++;
+                continue;
+            }
+            got[0] = tp_tensor_retain(tp_run_output(r, 0));
+            got[1] = tp_tensor_retain(tp_run_output(r, 1));
+        } else if (j->mode == VIA_PROGRAM_CALL) {
+            if (program_outputs(j->p, x, got, 2) != TP_OK) {
+                j->failures++;
+                continue;
+            }
+        } else {
+            tp_value in = tv(tp_tensor_retain(x)), out = tp_value_none();
+            tp_status st = tp_run_call(r, &in, 1, NULL, &out);
+            tp_value_clear(&in);
+            if (st != TP_OK || !tp_value_is_seq(&out) || tp_value_len(&out) != 2) {
+                j->failures++;
+                tp_value_clear(&out);
+                continue;
+            }
+            got[0] = tp_tensor_retain(tp_value_at(&out, 0)->u.tensor);
+            got[1] = tp_tensor_retain(tp_value_at(&out, 1)->u.tensor);
+            tp_value_clear(&out);
+        }
+        for (int i = 0; i < 2; i++)
+            if (!got[i] || !tp_tensor_allclose(got[i], j->want[2 * k + i], 0, 0, NULL, 0)) j->mismatches++;
+        free_tensors(got, 2);
+    }
+    tp_run_free(r);
+    return NULL;
+}
+
+static void run_thread_jobs(tp_program *p, call_mode mode, int num_threads, int n_calls, tp_tensor ***inputs,
+                            tp_tensor ***want, const char *what) {
+    pthread_t th[N_THREADS];
+    thread_job jobs[N_THREADS];
+    bool started[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        jobs[t] = (thread_job){p, mode, num_threads, n_calls, inputs[t], want[t], 0, 0};
+        started[t] = pthread_create(&th[t], NULL, thread_worker, &jobs[t]) == 0;
+        CHECK(started[t]);
+    }
+    for (int t = 0; t < N_THREADS; t++) {
+        if (!started[t]) continue;
+        pthread_join(th[t], NULL);
+        CHECK_MSG(jobs[t].failures == 0 && jobs[t].mismatches == 0,
+                  "%s: thread %d: %d failed calls, %d outputs differ from the serial results", what, t, jobs[t].failures,
+                  jobs[t].mismatches);
+    }
+}
+
+/* Serial results (want, through a run with num_threads) for per-thread inputs. */
+static void thread_fixture(tp_program *p, int64_t B, int64_t D, int n_calls, int num_threads, tp_tensor ***inputs,
+                           tp_tensor ***want) {
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = num_threads;
+    tp_run *r = NULL;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    for (int t = 0; t < N_THREADS; t++) {
+        inputs[t] = tp_calloc((size_t)n_calls, sizeof **inputs);
+        want[t] = tp_calloc((size_t)n_calls * 2, sizeof **want);
+        for (int k = 0; k < n_calls; k++) {
+            inputs[t][k] = rand_tensor(2, (int64_t[]){B, D}, (uint32_t)(1000 * t + k), 4.0f);
+            if (r && inputs[t][k] && tp_run_execute(r, &inputs[t][k], 1, NULL, 0) == TP_OK) {
+                CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &want[t][2 * k]));
+                CHECK_OK(tp_tensor_clone(tp_run_output(r, 1), &want[t][2 * k + 1]));
+            } else {
+                CHECK_MSG(false, "serial call %d/%d failed: %s", t, k, tp_last_error());
+            }
+        }
+    }
+    tp_run_free(r);
+}
+
+static void thread_fixture_free(int n_calls, tp_tensor ***inputs, tp_tensor ***want) {
+    for (int t = 0; t < N_THREADS; t++) {
+        if (inputs[t]) free_tensors(inputs[t], n_calls);
+        if (want[t]) free_tensors(want[t], 2 * n_calls);
+        tp_free(inputs[t]);
+        tp_free(want[t]);
+    }
+}
+
+TEST(test_threads_share_program) {
+    enum { B = 8, D = 32, H = 64 };
+    tp_program *p = make_net(B, D, H, false, 40);
+    if (!p) return;
+    tp_tensor **inputs[N_THREADS], **want[N_THREADS];
+    thread_fixture(p, B, D, N_CALLS, 1, inputs, want);
+    /* a fresh program too, so that threads race to build and cache the first plan */
+    tp_program *fresh = make_net(B, D, H, false, 40);
+    if (fresh) run_thread_jobs(fresh, VIA_RUN_EXECUTE, 1, N_CALLS, inputs, want, "fresh program, tp_run_execute");
+    tp_program_free(fresh);
+    fresh = make_net(B, D, H, false, 40);
+    if (fresh) run_thread_jobs(fresh, VIA_PROGRAM_CALL, 1, N_CALLS, inputs, want, "fresh program, tp_program_call");
+    tp_program_free(fresh);
+    run_thread_jobs(p, VIA_RUN_EXECUTE, 1, N_CALLS, inputs, want, "tp_run_execute");
+    run_thread_jobs(p, VIA_PROGRAM_CALL, 1, N_CALLS, inputs, want, "tp_program_call");
+    run_thread_jobs(p, VIA_RUN_CALL, 1, N_CALLS, inputs, want, "tp_run_call");
+    thread_fixture_free(N_CALLS, inputs, want);
+    tp_program_free(p);
+}
+
+/* Run contexts with 2 threads each, from 8 threads: the shared pool. */
+TEST(test_threads_share_pool) {
+    enum { B = 64, D = 64, H = 1024, CALLS = 8 };
+    tp_program *p = make_net(B, D, H, false, 50);
+    if (!p) return;
+    tp_tensor **inputs[N_THREADS], **want[N_THREADS];
+    thread_fixture(p, B, D, CALLS, 2, inputs, want);
+    run_thread_jobs(p, VIA_RUN_EXECUTE, 2, CALLS, inputs, want, "2-thread runs");
+    thread_fixture_free(CALLS, inputs, want);
+    tp_program_free(p);
+}
+
+/* ---- 4. a mutating program serialises its calls ------------------------- */
+
+enum { COUNTER_CALLS = 200 };
+
+typedef struct counter_job {
+    tp_program *p;
+    call_mode mode;
+    float seen[COUNTER_CALLS]; /* the count each call saw */
+    int failures;
+} counter_job;
+
+static void *counter_worker(void *arg) {
+    counter_job *j = arg;
+    tp_tensor *x = NULL;
+    tp_run *r = NULL;
+    if (tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2}, &x) != TP_OK ||
+        (j->mode == VIA_RUN_EXECUTE && tp_run_new(j->p, NULL, &r) != TP_OK)) {
+        j->failures++;
+        tp_tensor_free(x);
+        return NULL;
+    }
+    for (int k = 0; k < COUNTER_CALLS; k++) {
+        j->seen[k] = -1;
+        tp_tensor *y = NULL;
+        if (j->mode == VIA_RUN_EXECUTE) {
+            if (tp_run_execute(r, &x, 1, NULL, 0) == TP_OK) y = tp_tensor_retain(tp_run_output(r, 0));
+        } else {
+            program_outputs(j->p, x, &y, 1);
+        }
+        if (!y || tp_tensor_numel(y) != 2) {
+            j->failures++;
+        } else {
+            /* y = x * (count + 1) = [c, 2c] with c the count after this call's increment */
+            float c = (float)tp_tensor_item_f64(y, 0);
+            if ((float)tp_tensor_item_f64(y, 1) != 2 * c) j->failures++;
+            j->seen[k] = c;
+        }
+        tp_tensor_free(y);
+    }
+    tp_run_free(r);
+    tp_tensor_free(x);
+    return NULL;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void reset_counter(tp_program *p) {
+    tp_tensor *z = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 1, (int64_t[]){1}, &z));
+    CHECK_OK(tp_program_set_state(p, "count", TP_STATE_BUFFER, z, true));
+    tp_tensor_free(z);
+}
+
+static void run_counter_threads(tp_program *p, call_mode mode, const char *what) {
+    static counter_job jobs[N_THREADS];
+    static float all[N_THREADS * COUNTER_CALLS];
+    pthread_t th[N_THREADS];
+    bool started[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        memset(&jobs[t], 0, sizeof jobs[t]);
+        jobs[t].p = p;
+        jobs[t].mode = mode;
+        started[t] = pthread_create(&th[t], NULL, counter_worker, &jobs[t]) == 0;
+        CHECK(started[t]);
+    }
+    int n = 0;
+    for (int t = 0; t < N_THREADS; t++) {
+        if (!started[t]) continue;
+        pthread_join(th[t], NULL);
+        CHECK_MSG(jobs[t].failures == 0, "%s: thread %d: %d failed calls", what, t, jobs[t].failures);
+        for (int k = 0; k < COUNTER_CALLS; k++) all[n++] = jobs[t].seen[k];
+    }
+    tp_tensor *c = NULL;
+    CHECK_OK(tp_program_get_state(p, "count", &c, NULL, NULL));
+    double count = c ? tp_tensor_item_f64(c, 0) : -1;
+    CHECK_MSG(count == N_THREADS * COUNTER_CALLS, "%s: count is %g after %d calls", what, count,
+              N_THREADS * COUNTER_CALLS);
+    /* serialised: every call saw its own count, 1 .. 1600, each exactly once */
+    qsort(all, (size_t)n, sizeof *all, cmp_float);
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        if (all[i] != (float)(i + 1)) bad++;
+    CHECK_MSG(n == N_THREADS * COUNTER_CALLS && bad == 0, "%s: %d of %d calls saw a count shared with another call",
+              what, bad, n);
+}
+
+TEST(test_mutating_program_serialises) {
+    tp_program *p = make_counter();
+    if (!p) return;
+    run_counter_threads(p, VIA_PROGRAM_CALL, "tp_program_call");
+    reset_counter(p);
+    run_counter_threads(p, VIA_RUN_EXECUTE, "tp_run_execute");
+    /* both at once: 2 x 1600 */
+    reset_counter(p);
+    {
+        static counter_job jobs[2 * N_THREADS];
+        pthread_t th[2 * N_THREADS];
+        bool started[2 * N_THREADS];
+        for (int t = 0; t < 2 * N_THREADS; t++) {
+            memset(&jobs[t], 0, sizeof jobs[t]);
+            jobs[t].p = p;
+            jobs[t].mode = t % 2 ? VIA_RUN_EXECUTE : VIA_PROGRAM_CALL;
+            started[t] = pthread_create(&th[t], NULL, counter_worker, &jobs[t]) == 0;
+            CHECK(started[t]);
+        }
+        for (int t = 0; t < 2 * N_THREADS; t++) {
+            if (!started[t]) continue;
+            pthread_join(th[t], NULL);
+            CHECK_MSG(jobs[t].failures == 0, "mixed: thread %d: %d failed calls", t, jobs[t].failures);
+        }
+        tp_tensor *c = NULL;
+        CHECK_OK(tp_program_get_state(p, "count", &c, NULL, NULL));
+        CHECK_MSG(c && tp_tensor_item_f64(c, 0) == 2 * N_THREADS * COUNTER_CALLS, "mixed: count is %g",
+                  c ? tp_tensor_item_f64(c, 0) : -1);
+    }
+    tp_program_free(p);
+}
+
+/* ---- 5. the arena --------------------------------------------------------- */
+
+/* The chain's op k applied eagerly or as a node. */
+static tp_op chain_op(int k, tp_value *extra) {
+    static const tp_op ops[] = {TP_OP_ADD, TP_OP_TANH, TP_OP_MUL, TP_OP_SIGMOID, TP_OP_RELU, TP_OP_NEG, TP_OP_EXP};
+    tp_op op = ops[k % 7];
+    *extra = op == TP_OP_ADD ? tp_value_float(0.25) : op == TP_OP_MUL ? tp_value_float(1.5) : tp_value_none();
+    return op;
+}
+
+TEST(test_arena_reuses_memory) {
+    enum { S = 256, CHAIN = 50 };
+    const size_t T = (size_t)S * S * sizeof(float);
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){S, S});
+    tp_node *cur = x;
+    for (int k = 0; k < CHAIN; k++) {
+        tp_value extra;
+        tp_op op = chain_op(k, &extra);
+        cur = extra.kind == TP_VAL_NONE ? call(g, op, 1, (tp_value[]){N(cur)}) : call(g, op, 2, (tp_value[]){N(cur), extra});
+    }
+    output_nodes(g, 1, &cur);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(cur)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    tp_tensor *in = rand_tensor(2, (int64_t[]){S, S}, 7, 4.0f);
+    if (!p || !in) goto out;
+    /* the eager result, op by op */
+    tp_tensor *want = tp_tensor_retain(in);
+    for (int k = 0; k < CHAIN && want; k++) {
+        tp_value extra, res = tp_value_none();
+        tp_op op = chain_op(k, &extra);
+        tp_value args[2] = {tv(want), extra};
+        CHECK_OK(tp_op_call(op, args, extra.kind == TP_VAL_NONE ? 1 : 2, NULL, &res));
+        tp_value_clear(&args[0]);
+        want = res.kind == TP_VAL_TENSOR ? tp_tensor_retain(res.u.tensor) : NULL;
+        tp_value_clear(&res);
+    }
+    size_t sum_intermediates = (size_t)(CHAIN - 1) * T; /* the last result is the output */
+    for (int level = TP_CPU_REFERENCE; level <= (int)tp_cpu_level_supported(); level++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            tp_run *r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            if (!r) continue;
+            CHECK_OK(tp_run_execute(r, &in, 1, NULL, 0));
+            CHECK_OK(tp_run_execute(r, &in, 1, NULL, 0));
+            tp_run_stats st;
+            tp_run_get_stats(r, &st);
+            const char *ln = tp_cpu_level_name((tp_cpu_level)level);
+            CHECK_MSG(st.n_steps == CHAIN, "%s: %lld steps", ln, (long long)st.n_steps);
+            if (level >= TP_CPU_SCALAR) CHECK_MSG(st.n_fast == CHAIN, "%s: %lld of %d steps fast", ln, (long long)st.n_fast, CHAIN);
+            CHECK_MSG(st.arena_bytes > 0 && st.arena_bytes < sum_intermediates, "%s: arena %zu bytes, intermediates %zu", ln,
+                      st.arena_bytes, sum_intermediates);
+            CHECK_MSG(st.arena_bytes <= 3 * T + st.workspace_bytes + 64,
+                      "%s, %d threads: arena %zu bytes for a chain of %d [%d,%d] float32 ops (%.1f tensors)", ln, threads,
+                      st.arena_bytes, CHAIN, S, S, (double)st.arena_bytes / (double)T);
+            CHECK_MSG(same_tensor(tp_run_output(r, 0), want, RTOL, ATOL), "%s, %d threads: chain result", ln, threads);
+            tp_run_free(r);
+        }
+    }
+    tp_tensor_free(want);
+out:
+    tp_tensor_free(in);
+    tp_program_free(p);
+}
+
+/* Values that stay live across later nodes must not be overwritten by the
+ * reuse of their blocks (a diamond-shaped graph). */
+TEST(test_arena_liveness_diamond) {
+    enum { S = 192 };
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){S, S});
+    tp_node *a = call(g, TP_OP_RELU, 1, (tp_value[]){N(x)});
+    tp_node *b = call(g, TP_OP_MUL, 2, (tp_value[]){N(a), tp_value_float(2)});
+    tp_node *c = call(g, TP_OP_TANH, 1, (tp_value[]){N(b)});
+    tp_node *d = call(g, TP_OP_ADD, 2, (tp_value[]){N(c), N(a)});
+    tp_node *e = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(d)});
+    tp_node *f = call(g, TP_OP_MUL, 2, (tp_value[]){N(e), N(b)});
+    tp_node *h = call(g, TP_OP_SUB, 2, (tp_value[]){N(f), N(a)});
+    tp_node *t = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(h), tp_value_int(0), tp_value_int(1)});
+    tp_node *o = call(g, TP_OP_ADD, 2, (tp_value[]){N(t), N(e)});
+    output_nodes(g, 2, (tp_node *[]){o, a});
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o)), NULL));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(a)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    tp_tensor *in = rand_tensor(2, (int64_t[]){S, S}, 8, 4.0f);
+    if (!p || !in) goto out;
+    tp_tensor *want[2] = {NULL, NULL};
+    {
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.cpu_level = TP_CPU_REFERENCE;
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(p, &opt, &r));
+        if (r && tp_run_execute(r, &in, 1, NULL, 0) == TP_OK)
+            for (int i = 0; i < 2; i++) CHECK_OK(tp_tensor_clone(tp_run_output(r, i), &want[i]));
+        tp_run_free(r);
+    }
+    /* a by hand */
+    if (want[1]) {
+        int bad = 0;
+        for (int64_t i = 0; i < (int64_t)S * S; i++) {
+            double v = tp_tensor_item_f64(in, i);
+            if (tp_tensor_item_f64(want[1], i) != (v > 0 ? v : 0)) bad++;
+        }
+        CHECK_MSG(bad == 0, "reference relu output: %d wrong elements", bad);
+    }
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++)
+        for (int threads = 1; threads <= 2; threads++) {
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            tp_run *r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            if (!r) continue;
+            for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, &in, 1, NULL, 0));
+            for (int i = 0; i < 2; i++)
+                CHECK_MSG(same_tensor(tp_run_output(r, i), want[i], RTOL, ATOL), "%s, %d threads: output %d",
+                          tp_cpu_level_name((tp_cpu_level)level), threads, i);
+            tp_run_free(r);
+        }
+    free_tensors(want, 2);
+out:
+    tp_tensor_free(in);
+    tp_program_free(p);
+}
+
+/* ---- fusion must not change results ------------------------------------- */
+
+/* Outputs of p for x at every level from scalar, 1 and 2 threads, against
+ * the reference level, within rtol 1e-5 and atol GEMM_ATOL: these outputs
+ * are raw GEMM results (dot products of 48-128 float32 terms near zero after
+ * cancellation: blocked accumulation differs by up to ~2e-6 absolute). */
+#define GEMM_ATOL 1e-5
+static void check_against_reference(tp_program *p, tp_tensor *x, int n_out, const char *what) {
+    tp_tensor *ref[4] = {NULL, NULL, NULL, NULL};
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.cpu_level = TP_CPU_REFERENCE;
+    tp_run *r = NULL;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    if (r && tp_run_execute(r, &x, 1, NULL, 0) == TP_OK) {
+        CHECK(tp_run_num_outputs(r) == n_out);
+        for (int i = 0; i < n_out; i++) CHECK_OK(tp_tensor_clone(tp_run_output(r, i), &ref[i]));
+    } else {
+        CHECK_MSG(false, "%s: reference run failed: %s", what, tp_last_error());
+        tp_run_free(r);
+        return;
+    }
+    tp_run_free(r);
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++)
+        for (int threads = 2; threads >= 1; threads--) {
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            if (!r) continue;
+            for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+            for (int i = 0; i < n_out; i++)
+                CHECK_MSG(same_tensor(tp_run_output(r, i), ref[i], RTOL, GEMM_ATOL), "%s [%s, %d threads]: output %d", what,
+                          tp_cpu_level_name((tp_cpu_level)level), threads, i);
+            tp_run_free(r);
+        }
+    free_tensors(ref, n_out);
+}
+
+/* A program of user input x [B, K] and parameter W [N, K], b [N], built by
+ * fn; outputs are listed by fn. */
+typedef int (*fusion_graph_fn)(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **outs);
+
+static void check_fusion_case(const char *what, int64_t B, int64_t K, int64_t N, fusion_graph_fn fn) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *w = placeholder(g, "p_w", 2, (int64_t[]){N, K});
+    tp_node *b = placeholder(g, "p_b", 1, (int64_t[]){N});
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){B, K});
+    tp_node *outs[4];
+    int n_out = fn(g, x, w, b, outs);
+    output_nodes(g, n_out, outs);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_b"), "b", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 0; i < n_out; i++)
+        CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(outs[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    if (p) {
+        set_param(p, "w", 2, (int64_t[]){N, K}, 71, 0.5f);
+        set_param(p, "b", 1, (int64_t[]){N}, 72, 0.5f);
+        tp_tensor *x0 = rand_tensor(2, (int64_t[]){B, K}, 73, 4.0f);
+        if (x0) check_against_reference(p, x0, n_out, what);
+        tp_tensor_free(x0);
+    }
+    tp_program_free(p);
+}
+
+/* the GEMM's result is also a user output */
+static int fg_lin_out_and_relu(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    o[0] = call(g, TP_OP_RELU, 1, (tp_value[]){N(l)});
+    o[1] = l;
+    return 2;
+}
+/* the GEMM's result has a second consumer */
+static int fg_lin_two_users(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *r = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(l)});
+    tp_node *t = call(g, TP_OP_TANH, 1, (tp_value[]){N(l)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(r), N(t)});
+    return 1;
+}
+/* residual first or second, the residual is the GEMM's own input, and l + l */
+static int fg_residuals(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    o[0] = call(g, TP_OP_ADD, 2, (tp_value[]){N(x), N(l)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    o[1] = call(g, TP_OP_ADD, 2, (tp_value[]){N(l2), N(l2)});
+    tp_node *l3 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *a3 = call(g, TP_OP_ADD, 2, (tp_value[]){N(l3), N(x)});
+    o[2] = call(g, TP_OP_RELU, 1, (tp_value[]){N(a3)});
+    return 3;
+}
+/* a broadcasting add (not a residual of the same shape), alpha, sub */
+static int fg_broadcast_add(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    o[0] = call(g, TP_OP_ADD, 2, (tp_value[]){N(l), N(b)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *s = call(g, TP_OP_SUB, 2, (tp_value[]){N(x), N(l2)});
+    o[1] = call(g, TP_OP_GELU, 1, (tp_value[]){N(s)});
+    tp_node *l3 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_value args, kw, alpha = tp_value_float(-2.0);
+    CHECK_OK(tp_value_tuple(2, &args));
+    args.u.seq.items[0] = N(l3);
+    args.u.seq.items[1] = N(x);
+    CHECK_OK(tp_value_dict(&kw));
+    CHECK_OK(tp_value_dict_set(&kw, "alpha", &alpha));
+    o[2] = NULL;
+    CHECK_OK(tp_graph_call_function(g, TP_OP_ADD, &args, &kw, &o[2]));
+    tp_value_clear(&args);
+    tp_value_clear(&kw);
+    return 3;
+}
+/* an activation on a view of the GEMM's result */
+static int fg_view_between(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *t = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(l), tp_value_int(0), tp_value_int(1)});
+    o[0] = call(g, TP_OP_RELU, 1, (tp_value[]){N(t)});
+    o[1] = call(g, TP_OP_TANH, 1, (tp_value[]){N(l)});
+    return 2;
+}
+
+TEST(test_fusion_keeps_results) {
+    /* square (residuals need N == K) and large enough to run the GEMM on 2 threads */
+    check_fusion_case("GEMM result also an output", 64, 48, 48, fg_lin_out_and_relu);
+    check_fusion_case("GEMM result with two users", 64, 48, 48, fg_lin_two_users);
+    check_fusion_case("residual adds", 64, 48, 48, fg_residuals);
+    check_fusion_case("broadcast add, sub, alpha", 64, 48, 48, fg_broadcast_add);
+    check_fusion_case("view between GEMM and activation", 64, 48, 48, fg_view_between);
+    check_fusion_case("residual adds, larger", 256, 128, 128, fg_residuals);
+}
+
+/* ---- 6. plans are invalidated by program changes ------------------------ */
+
+static tp_tensor *mlp_expected(tp_program *p, tp_tensor *x) {
+    /* relu(linear(x, W, b)) eagerly from the program's current state */
+    tp_tensor *w = NULL, *b = NULL;
+    CHECK_OK(tp_program_get_state(p, "fc1.weight", &w, NULL, NULL));
+    CHECK_OK(tp_program_get_state(p, "fc1.bias", &b, NULL, NULL));
+    if (!w || !b) return NULL;
+    tp_value args[3] = {tv(tp_tensor_retain(x)), tv(tp_tensor_retain(w)), tv(tp_tensor_retain(b))};
+    tp_value lin = tp_value_none(), out = tp_value_none();
+    CHECK_OK(tp_op_call(TP_OP_LINEAR, args, 3, NULL, &lin));
+    if (lin.kind == TP_VAL_TENSOR) CHECK_OK(tp_op_call(TP_OP_RELU, &lin, 1, NULL, &out));
+    for (int i = 0; i < 3; i++) tp_value_clear(&args[i]);
+    tp_value_clear(&lin);
+    tp_tensor *t = out.kind == TP_VAL_TENSOR ? tp_tensor_retain(out.u.tensor) : NULL;
+    tp_value_clear(&out);
+    return t;
+}
+
+TEST(test_plans_invalidated) {
+    tp_program *p = make_mlp();
+    tp_tensor *x = tensor_f32(2, (int64_t[]){2, 3}, (float[]){1, -2, 3, 4, 5, 6});
+    tp_run *r = NULL;
+    if (p) CHECK_OK(tp_run_new(p, NULL, &r));
+    if (!r || !x) goto out;
+    tp_tensor *o = NULL;
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+    CHECK(tensor_equals(tp_run_output(r, 0), (float[]){1, 0, 3, 0, 4, 5, 6, 5}, 8));
+    CHECK_OK(program_outputs(p, x, &o, 1)); /* the pooled run context holds the plan too */
+    tp_tensor_free(o);
+    /* replace the weight: 2 * W */
+    static const float w2[] = {2, 0, 0, 0, 2, 0, 0, 0, 2, 2, 2, 2};
+    tp_tensor *w = tensor_f32(2, (int64_t[]){4, 3}, w2);
+    CHECK_OK(tp_program_set_state(p, "fc1.weight", TP_STATE_PARAMETER, w, true));
+    tp_tensor_free(w);
+    static const float want2[] = {2, 0, 6, 0, 8, 10, 12, 20}; /* relu(2 x W^T + [0 0 0 -10]) */
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+    CHECK_MSG(tensor_equals(tp_run_output(r, 0), want2, 8), "tp_run_execute used the old weight");
+    tp_run_stats st;
+    tp_run_get_stats(r, &st);
+    CHECK(st.plans_built == 2);
+    CHECK_OK(program_outputs(p, x, &o, 1));
+    CHECK_MSG(tensor_equals(o, want2, 8), "tp_program_call used the old weight");
+    tp_tensor_free(o);
+    /* the bias too, through tp_run_call */
+    tp_tensor *b = tensor_f32(1, (int64_t[]){4}, (float[]){1, 1, 1, 1});
+    CHECK_OK(tp_program_set_state(p, "fc1.bias", TP_STATE_PARAMETER, b, true));
+    tp_tensor_free(b);
+    {
+        tp_value in = tv(tp_tensor_retain(x)), out = tp_value_none();
+        CHECK_OK(tp_run_call(r, &in, 1, NULL, &out));
+        CHECK_MSG(out.kind == TP_VAL_TENSOR && tensor_equals(out.u.tensor, (float[]){3, 0, 7, 5, 9, 11, 13, 31}, 8),
+                  "tp_run_call used the old bias");
+        tp_value_clear(&out);
+        tp_value_clear(&in);
+    }
+    /* writing into the weight in place needs tp_program_invalidate_plans (packed copies) */
+    CHECK_OK(tp_program_get_state(p, "fc1.weight", &w, NULL, NULL));
+    if (w) {
+        float *wd = tp_tensor_data(w);
+        for (int i = 0; i < 12; i++) wd[i] = -wd[i] + (float)i;
+        tp_program_invalidate_plans(p);
+        tp_tensor *want = mlp_expected(p, x);
+        CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+        CHECK_MSG(same_tensor(tp_run_output(r, 0), want, RTOL, ATOL), "tp_run_execute after an in-place write");
+        CHECK_OK(program_outputs(p, x, &o, 1));
+        CHECK_MSG(same_tensor(o, want, RTOL, ATOL), "tp_program_call after an in-place write");
+        tp_tensor_free(o);
+        tp_tensor_free(want);
+    }
+out:
+    tp_run_free(r);
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+/* ---- 7. error paths ------------------------------------------------------- */
+
+/* The status and message tp_program_call gives for one input. */
+static tp_status call_error(tp_program *p, tp_tensor *x, char *msg, size_t size) {
+    tp_value in = tv(tp_tensor_retain(x)), out = tp_value_none();
+    tp_status st = tp_program_call(p, &in, 1, NULL, &out);
+    snprintf(msg, size, "%s", tp_last_error());
+    tp_value_clear(&out);
+    tp_value_clear(&in);
+    return st;
+}
+
+static void check_input_errors(tp_program *p, tp_run *r, const char *when) {
+    char msg[512];
+    struct {
+        const char *what;
+        tp_dtype dtype;
+        int ndim;
+        int64_t sizes[3];
+        tp_status want;
+        const char *text;
+    } bad[] = {
+        {"dtype", TP_FLOAT64, 2, {4, 16}, TP_ERR_TYPE, "x has dtype float64 but the program expects float32"},
+        {"int dtype", TP_INT64, 2, {4, 16}, TP_ERR_TYPE, "x has dtype int64 but the program expects float32"},
+        {"static dim", TP_FLOAT32, 2, {4, 15}, TP_ERR_CONSTRAINT, "x.shape[1] = 15 must equal 16 (static dim)"},
+        {"rank", TP_FLOAT32, 3, {4, 16, 1}, TP_ERR_CONSTRAINT, "x has rank 3 but the program expects rank 2"},
+        {"range", TP_FLOAT32, 2, {5000, 16}, TP_ERR_CONSTRAINT, "x.shape[0] = 5000 violates batch <= 4096"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tp_tensor *t = NULL;
+        CHECK_OK(tp_tensor_zeros(bad[i].dtype, bad[i].ndim, bad[i].sizes, &t));
+        if (!t) continue;
+        tp_status want = call_error(p, t, msg, sizeof msg);
+        CHECK_MSG(want == bad[i].want && strstr(msg, bad[i].text), "%s: tp_program_call gave %s (%s)", bad[i].what,
+                  tp_status_str(want), msg);
+        tp_status got = tp_run_execute(r, &t, 1, NULL, 0);
+        CHECK_MSG(got == want, "%s (%s): tp_run_execute gave %s, tp_program_call %s", bad[i].what, when,
+                  tp_status_str(got), tp_status_str(want));
+        CHECK_MSG(strstr(tp_last_error(), msg) != NULL, "%s (%s): message \"%s\", tp_program_call's \"%s\"", bad[i].what,
+                  when, tp_last_error(), msg);
+        tp_tensor_free(t);
+    }
+    /* wrong number of inputs, NULL input */
+    tp_tensor *x = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){4, 16}, &x));
+    tp_tensor *two[2] = {x, x}, *none[1] = {NULL};
+    CHECK_STATUS(tp_run_execute(r, two, 2, NULL, 0), TP_ERR_INVALID_ARG);
+    {
+        tp_value in[2] = {tv(tp_tensor_retain(x)), tv(tp_tensor_retain(x))}, out = tp_value_none();
+        CHECK_STATUS(tp_program_call(p, in, 2, NULL, &out), TP_ERR_INVALID_ARG);
+        tp_value_clear(&in[0]);
+        tp_value_clear(&in[1]);
+    }
+    CHECK_STATUS(tp_run_execute(r, two, 0, NULL, 0), TP_ERR_INVALID_ARG);
+    CHECK_STATUS(tp_run_execute(r, NULL, 0, NULL, 0), TP_ERR_INVALID_ARG);
+    CHECK_STATUS(tp_run_execute(r, none, 1, NULL, 0), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("input 0 is NULL");
+    /* a meta tensor has no data */
+    tp_tensor *meta = NULL;
+    CHECK_OK(tp_tensor_meta(TP_FLOAT32, 2, (int64_t[]){4, 16}, &meta));
+    if (meta) {
+        tp_status st = tp_run_execute(r, &meta, 1, NULL, 0);
+        CHECK_MSG(st != TP_OK, "a meta input was accepted (%s)", when);
+    }
+    tp_tensor_free(meta);
+    tp_tensor_free(x);
+}
+
+TEST(test_execute_errors) {
+    enum { B = 4, D = 16, H = 32 };
+    tp_program *p = make_net(B, D, H, true, 60);
+    tp_tensor *x = rand_tensor(2, (int64_t[]){B, D}, 9, 2.0f);
+    tp_run *r = NULL;
+    if (p) CHECK_OK(tp_run_new(p, NULL, &r));
+    if (!r || !x) goto out;
+    check_input_errors(p, r, "before any call");
+    tp_tensor *want[2];
+    CHECK_OK(program_outputs(p, x, want, 2));
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+    check_input_errors(p, r, "with a plan bound");
+    /* outputs: count, shape, dtype, layout */
+    tp_tensor *o0 = NULL, *o1 = NULL, *o_bad = NULL, *o_f64 = NULL, *o_nc = NULL, *o_store = NULL;
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, 3, tp_tensor_sizes(want[0]), &o0));
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, 3, tp_tensor_sizes(want[1]), &o1));
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, 3, (int64_t[]){B, D / 4, 3}, &o_bad));
+    CHECK_OK(tp_tensor_empty(TP_FLOAT64, 3, tp_tensor_sizes(want[0]), &o_f64));
+    const int64_t *s0 = tp_tensor_sizes(want[0]);
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, 3, (int64_t[]){s0[0], s0[2], s0[1]}, &o_store));
+    if (o_store) CHECK_OK(tp_tensor_transpose(o_store, 1, 2, &o_nc));
+    if (o0 && o1 && o_bad && o_f64 && o_nc) {
+        tp_tensor *ok[2] = {o0, o1};
+        CHECK_STATUS(tp_run_execute(r, &x, 1, ok, 1), TP_ERR_INVALID_ARG);
+        CHECK_ERR_CONTAINS("expected 2 outputs, got 1");
+        CHECK_STATUS(tp_run_execute(r, &x, 1, ok, 3), TP_ERR_INVALID_ARG);
+        tp_tensor *b1[2] = {o_bad, o1};
+        CHECK_STATUS(tp_run_execute(r, &x, 1, b1, 2), TP_ERR_INVALID_ARG);
+        CHECK_ERR_CONTAINS("output 0 must be a contiguous float32 tensor of shape");
+        tp_tensor *b2[2] = {o0, o_bad};
+        CHECK_STATUS(tp_run_execute(r, &x, 1, b2, 2), TP_ERR_INVALID_ARG);
+        CHECK_ERR_CONTAINS("output 1");
+        tp_tensor *b3[2] = {o_f64, o1};
+        CHECK_STATUS(tp_run_execute(r, &x, 1, b3, 2), TP_ERR_INVALID_ARG);
+        tp_tensor *b4[2] = {o_nc, o1};
+        CHECK_STATUS(tp_run_execute(r, &x, 1, b4, 2), TP_ERR_INVALID_ARG);
+        tp_tensor *b5[2] = {NULL, o1};
+        CHECK_STATUS(tp_run_execute(r, &x, 1, b5, 2), TP_ERR_INVALID_ARG);
+        /* and a good call afterwards */
+        CHECK_OK(tp_run_execute(r, &x, 1, ok, 2));
+        CHECK(same_tensor(o0, want[0], 0, 0) && same_tensor(o1, want[1], 0, 0));
+        CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+        CHECK(same_tensor(tp_run_output(r, 0), want[0], 0, 0));
+    }
+    tp_tensor_free(o0);
+    tp_tensor_free(o1);
+    tp_tensor_free(o_bad);
+    tp_tensor_free(o_f64);
+    tp_tensor_free(o_nc);
+    tp_tensor_free(o_store);
+    free_tensors(want, 2);
+out:
+    tp_run_free(r);
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only), T(test_run_call),
+          T(test_levels_and_threads), T(test_thread_count_follows_the_run),
+          T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
+          T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_fusion_keeps_results), T(test_plans_invalidated),
+          T(test_execute_errors))
