@@ -81,7 +81,7 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     case TP_ELT_EXP: LOOP(tp__exp_f32(x)); break;
     case TP_ELT_TANH: LOOP(tp__tanh_f32(x)); break;
     case TP_ELT_SIGMOID: LOOP(tp__sigmoid_f32(x)); break;
-    case TP_ELT_SILU: LOOP(x == -INFINITY ? NAN : tp__silu_f32(x)); break; /* -inf * 0, as PyTorch */
+    case TP_ELT_SILU: LOOP(tp__vm_sel(x == -INFINITY, NAN, tp__silu_f32(x))); break; /* -inf * 0, as PyTorch */
     case TP_ELT_SQRT: LOOP(sqrtf(x)); break;
     case TP_ELT_RSQRT: LOOP(1.0f / sqrtf(x)); break;
     case TP_ELT_RECIPROCAL: LOOP(1.0f / x); break;
@@ -91,8 +91,8 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     case TP_ELT_RELU6: LOOP(x != x ? x : x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x); break;
     case TP_ELT_HARDSWISH: LOOP(x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f); break;
     case TP_ELT_HARDSIGMOID: LOOP((x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f); break;
-    case TP_ELT_GELU: LOOP(x == -INFINITY ? NAN : tp__gelu_f32(x)); break;
-    case TP_ELT_GELU_TANH: LOOP(x == -INFINITY ? NAN : tp__gelu_tanh_f32(x)); break;
+    case TP_ELT_GELU: LOOP(tp__vm_sel(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
+    case TP_ELT_GELU_TANH: LOOP(tp__vm_sel(x == -INFINITY, NAN, tp__gelu_tanh_f32(x))); break;
     case TP_ELT_LEAKY_RELU: {
         float s = params[0];
         LOOP(x > 0.0f ? x : x * s);
@@ -139,14 +139,12 @@ static void softmax(float *o, const float *a, int64_t n, bool log) {
     }
     if (m == -INFINITY) m = 0.0f; /* an all -inf row: exp(-inf - 0) = 0, 0/0 = NaN as PyTorch */
     if (log) {
-        for (int64_t i = 0; i < n; i++) o[i] = tp__exp_f32(a[i] - m);
-        float s = sum(o, n);
+        float s = tp__vexp_sub_sum_f32(o, a, n, m);
         float l = tp__log_f32(s); /* (a - max) - log(sum): exact where a == max */
         for (int64_t i = 0; i < n; i++) o[i] = (a[i] - m) - l;
         return;
     }
-    for (int64_t i = 0; i < n; i++) o[i] = tp__exp_f32(a[i] - m);
-    float inv = 1.0f / sum(o, n);
+    float inv = 1.0f / tp__vexp_sub_sum_f32(o, a, n, m);
     for (int64_t i = 0; i < n; i++) o[i] *= inv;
 }
 
