@@ -811,10 +811,11 @@ static tp_status fuse_steps(tp_plan *plan) {
     TP_CHECK(uses != NULL, TP_ERR_NOMEM, "out of memory fusing steps");
     tp_status st = TP_OK;
     for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
-        bool has_act = false, has_residual = false;
+        bool has_residual = false;
         for (;;) {
             plan_step *p = &plan->steps[j];
-            if (p->kind != STEP_FAST || !p->op_plan.fuse || p->n_out != 1 || has_act) break;
+            /* a producer refuses what it cannot take (GEMM/conv: nothing after the activation) */
+            if (p->kind != STEP_FAST || !p->op_plan.fuse || p->n_out != 1) break;
             count_uses(plan, uses);
             int pid = p->out[0];
             if (plan->slots[pid].kind != SLOT_ARENA || uses[pid] != 1) break;
@@ -825,9 +826,11 @@ static tp_status fuse_steps(tp_plan *plan) {
             const plan_slot *ps = &plan->slots[pid], *qs = &plan->slots[cs->out[0]];
             if (qs->kind != SLOT_ARENA && qs->kind != SLOT_OUTPUT) break;
             if (qs->nbytes != ps->nbytes || qs->dtype != ps->dtype) break;
-            if (cs->op_plan.apply && cs->n_in == 1) {
+            bool others_const = cs->n_in >= 1 && cs->in[0] == pid;
+            for (int k = 1; k < cs->n_in && others_const; k++)
+                others_const = cs->in[k] >= 0 && plan->slots[cs->in[k]].kind == SLOT_CONST;
+            if (cs->op_plan.apply && others_const) { /* apply reads constants from its plan, not in[] */
                 if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_ACT, -1) != TP_OK) break;
-                has_act = true;
             } else if (cs->op_plan.channel_scale && cs->in[0] == pid) {
                 if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_CHANNEL_AFFINE, -1) != TP_OK) break;
             } else if ((cs->op_plan.residual_add || cs->op_plan.bias_add) && cs->n_in == 2 && !has_residual &&

@@ -4,7 +4,8 @@
  * The loops live in eltwise_loops.h, compiled once per ISA level
  * (eltwise_scalar.c, eltwise_avx2.c, eltwise_avx512.c); prepare picks the
  * table for the plan's CPU level, merges dims, and fixes the broadcast
- * pattern, so run is a flat loop over contiguous inner runs.
+ * pattern, so run is a flat loop over contiguous inner runs. Chains of
+ * elementwise steps fuse into one pass (below).
  */
 #include <math.h>
 
@@ -135,6 +136,42 @@ static void outer_offsets(const tp_op_plan *plan, int64_t o, int64_t *oa, int64_
     *ob = b;
 }
 
+/* ---- fused chains ----------------------------------------------------------
+ * An elementwise step absorbs the elementwise steps that follow it (engine.c
+ * fuse_steps): after computing a block of BLOCK outputs it applies each
+ * fused op to that block while it is in L1, so a chain of k ops costs one
+ * pass over memory instead of k. */
+#define CHAIN_MAX 8
+#define BLOCK 4096
+
+typedef struct chain {
+    int n;
+    const tp_op_plan *ops[CHAIN_MAX];
+} chain;
+
+static void chain_free(void *data) { tp_free(data); }
+
+static tp_status eltwise_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
+    (void)leaf;
+    if (kind != TP_FUSE_ACT) return TP_ERR_UNSUPPORTED;
+    chain *c = plan->data;
+    if (!c) {
+        c = tp_calloc(1, sizeof *c);
+        TP_CHECK(c != NULL, TP_ERR_NOMEM, "out of memory fusing a chain");
+        plan->data = c;
+        plan->free_data = chain_free;
+    }
+    if (c->n == CHAIN_MAX) return TP_ERR_UNSUPPORTED;
+    c->ops[c->n++] = consumer;
+    return TP_OK;
+}
+
+static void run_chain(const tp_op_plan *plan, float *p, int64_t n) {
+    const chain *c = plan->data;
+    if (c)
+        for (int k = 0; k < c->n; k++) c->ops[k]->apply(c->ops[k], p, n);
+}
+
 /* ---- binary -------------------------------------------------------------- */
 
 enum { P_OP = 4 + 3 * MAXD, P_SCALAR_B = 5 + 3 * MAXD }; /* after the iteration layout */
@@ -151,8 +188,13 @@ static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
     if (outer == 1) { /* split the one run */
         int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
         if (lo >= hi) return TP_OK;
-        const float *pb = b ? b + (plan->i[3] ? lo : 0) : &bs;
-        tab->binary(op, o + lo, a + (plan->i[2] ? lo : 0), plan->i[2], pb, b ? plan->i[3] : 0, hi - lo, alpha);
+        int64_t step = plan->data ? BLOCK : hi - lo;
+        for (int64_t q = lo; q < hi; q += step) {
+            int64_t m = hi - q < step ? hi - q : step;
+            const float *pb = b ? b + (plan->i[3] ? q : 0) : &bs;
+            tab->binary(op, o + q, a + (plan->i[2] ? q : 0), plan->i[2], pb, b ? plan->i[3] : 0, m, alpha);
+            run_chain(plan, o + q, m);
+        }
         return TP_OK;
     }
     int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
@@ -160,8 +202,16 @@ static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
         int64_t oa, ob;
         outer_offsets(plan, r, &oa, &ob);
         tab->binary(op, o + r * n, a + oa, plan->i[2], b ? b + ob : &bs, b ? plan->i[3] : 0, n, alpha);
+        run_chain(plan, o + r * n, n);
     }
     return TP_OK;
+}
+
+/* A binary op with a scalar operand as a fused step: p = p op scalar. */
+static void binary_apply(const tp_op_plan *plan, float *p, int64_t n) {
+    const tp_eltwise_table *tab = plan->fn;
+    float bs = (float)plan->f[1];
+    tab->binary((int)plan->i[P_OP], p, p, 1, &bs, 0, n, (float)plan->f[0]);
 }
 
 static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
@@ -174,13 +224,22 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
     if (out->ndim != (a->ndim > (b ? b->ndim : 0) ? a->ndim : (b ? b->ndim : 0))) return TP_ERR_UNSUPPORTED;
     for (int d = 0; d < a->ndim; d++) /* a must broadcast to out without being the larger one */
         if (a->sizes[d] != out->sizes[d + out->ndim - a->ndim] && a->sizes[d] != 1) return TP_ERR_UNSUPPORTED;
+    /* a one-element constant operand is a scalar of the plan (ONNX writes constants as tensors) */
+    double b_value = 0.0;
+    bool b_scalar = !b;
+    if (b && info->is_const[1] && tp_tensor_numel(b) == 1 && b->ndim <= out->ndim) {
+        b_value = ((const float *)tp_tensor_data(b))[0];
+        b_scalar = true;
+    } else if (!b) {
+        b_value = tp__arg_f64(bound, 1);
+    }
     iter_desc it;
-    if (!make_iter(out, a, b, &it)) return TP_ERR_UNSUPPORTED;
+    if (!make_iter(out, a, b_scalar ? NULL : b, &it)) return TP_ERR_UNSUPPORTED;
     save_iter(&it, plan);
     plan->i[P_OP] = op;
-    plan->i[P_SCALAR_B] = b == NULL;
+    plan->i[P_SCALAR_B] = b_scalar;
     plan->f[0] = has_alpha ? tp__arg_f64(bound, 2) : 1.0;
-    plan->f[1] = b ? 0.0 : tp__arg_f64(bound, 1);
+    plan->f[1] = b_value;
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = binary_run;
@@ -192,6 +251,8 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
                      b->strides[b->ndim - 1] == 1;
     plan->residual_add = op == TP_ELT_ADD && plan->f[0] == 1.0 && b && plan->inplace_ok && tp_tensor_is_contiguous(b) &&
                          b->ndim == out->ndim && tp_tensor_numel(b) == tp_tensor_numel(out);
+    if (b_scalar && plan->inplace_ok) plan->apply = binary_apply;
+    plan->fuse = eltwise_fuse;
     return TP_OK;
 }
 
@@ -229,7 +290,12 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
             lo = lo & ~(int64_t)15;
             hi = ex->ith == ex->nth - 1 ? n : ((chunk * (ex->ith + 1)) & ~(int64_t)15);
         }
-        if (lo < hi) tab->unary(op, o + lo, a + lo, hi - lo, params);
+        int64_t step = plan->data ? BLOCK : hi - lo;
+        for (int64_t q = lo; q < hi; q += step) {
+            int64_t m = hi - q < step ? hi - q : step;
+            tab->unary(op, o + q, a + q, m, params);
+            run_chain(plan, o + q, m);
+        }
         return TP_OK;
     }
     int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
@@ -246,6 +312,7 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
                 tab->unary(op, o + r * n + k, tmp, m, params);
             }
         }
+        run_chain(plan, o + r * n, n);
     }
     return TP_OK;
 }
@@ -272,6 +339,7 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->max_threads = threads_for(tp_tensor_numel(out) * 4, info->max_threads);
     plan->inplace_ok = tp_tensor_is_contiguous(a);
     if (plan->inplace_ok) plan->apply = unary_apply;
+    plan->fuse = eltwise_fuse;
     return TP_OK;
 }
 

@@ -264,8 +264,10 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
     plan.nc = nc;
 
     /* Split: rows at any row, columns at panel boundaries; pick the grid
-     * with the least estimated work for the busiest thread (FMA lanes at 16
-     * a cycle, plus B packing when B is not pre-packed, plus A packing). */
+     * with the least estimated work for the busiest thread, in cycles: FMA
+     * lanes at 16 a cycle, reading (and packing, when per call) its columns
+     * of B once, and reading (or packing) its rows of A once per column
+     * block. */
     const int64_t n_tiles = tp__gemm_ceil_div(g->n > 0 ? g->n : 1, nr);
     const int64_t m = g->m > 0 ? g->m : 1, k = g->k > 0 ? g->k : 1;
     const bool packs_a = tp__gemm_packs_a(g, &plan.isa);
@@ -282,8 +284,10 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
         const int64_t cols = tp__gemm_ceil_div(n_tiles, th_n) * nr;
         const int64_t col_blocks = tp__gemm_ceil_div(cols, nc);
         double cost = (double)tp__gemm_round_up(rows, mr) * (double)cols * (double)k / 16.0;
-        if (!g->packed_b && !plan.reads_b_in_place) cost += (double)cols * (double)k / 4.0;
-        if (packs_a) cost += (double)rows * (double)k * (double)col_blocks / 2.0;
+        /* Its columns of B stream in once (and are packed, when per call). */
+        cost += (double)cols * (double)k / (!g->packed_b && !plan.reads_b_in_place ? 2.0 : 4.0);
+        /* A streams from L2/L3 once per column block, slower when packed. */
+        cost += (double)rows * (double)k * (double)col_blocks / (packs_a ? 2.0 : 4.0);
         if (best < 0 || cost < best) {
             best = cost;
             plan.th_m = th_m;
