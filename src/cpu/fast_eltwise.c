@@ -403,6 +403,74 @@ static tp_status clamp_prepare(const tp_prepare_info *info, const tp_value *boun
     return TP_OK;
 }
 
+/* ---- where(condition, self, other): three broadcast operands -------------
+ * plan->i: [0] ndim, [1..8] sizes, then strides of cond, self, other (8
+ * each); self/other may be scalars (f[0], f[1]; stride arrays unused). */
+enum { W_ND = 0, W_SIZES = 1, W_SC = 9 }; /* i[9..16]: cond strides */
+
+static tp_status where_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int64_t *q = plan->i;
+    int nd = (int)q[W_ND];
+    const bool *c = (const bool *)tp__tensor_base(in[0]);
+    int k = 1;
+    const float *x;
+    bool x_scalar = plan->f[2] != 0, y_scalar = plan->f[3] != 0;
+    x = x_scalar ? NULL : (const float *)tp__tensor_base(in[k++]);
+    const float *y = y_scalar ? NULL : (const float *)tp__tensor_base(in[k++]);
+    const int64_t *sx = plan->data, *sy = (const int64_t *)plan->data + TP_MAX_DIMS;
+    float xs = (float)plan->f[0], ys = (float)plan->f[1];
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t n = nd > 0 ? q[W_SIZES + nd - 1] : 1, outer = 1;
+    for (int d = 0; d + 1 < nd; d++) outer *= q[W_SIZES + d];
+    int64_t isc = nd > 0 ? q[W_SC + nd - 1] : 0, isx = nd > 0 ? sx[nd - 1] : 0, isy = nd > 0 ? sy[nd - 1] : 0;
+    int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oc = 0, ox = 0, oy = 0, rem = r;
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t i = rem % q[W_SIZES + d];
+            rem /= q[W_SIZES + d];
+            oc += i * q[W_SC + d];
+            ox += i * sx[d];
+            oy += i * sy[d];
+        }
+        float *po = o + r * n;
+        const bool *pc = c + oc;
+        for (int64_t i = 0; i < n; i++) {
+            float a = x ? x[ox + i * isx] : xs, b = y ? y[oy + i * isy] : ys;
+            po[i] = pc[i * isc] ? a : b;
+        }
+    }
+    return TP_OK;
+}
+
+static void where_free(void *data) { tp_free(data); }
+
+static tp_status where_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
+                               tp_op_plan *plan) {
+    tp_tensor *out = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    tp_tensor *c = tp__arg_tensor(bound, 0), *x = tp__arg_tensor(bound, 1), *y = tp__arg_tensor(bound, 2);
+    if (!out || out->dtype != TP_FLOAT32 || !c || c->dtype != TP_BOOL || out->ndim > 8) return TP_ERR_UNSUPPORTED;
+    if ((x && x->dtype != TP_FLOAT32) || (y && y->dtype != TP_FLOAT32)) return TP_ERR_UNSUPPORTED;
+    if ((!x && !tp_value_is_number(&bound[1])) || (!y && !tp_value_is_number(&bound[2]))) return TP_ERR_UNSUPPORTED;
+    int64_t *strides = tp_calloc(2 * TP_MAX_DIMS, sizeof *strides);
+    TP_CHECK(strides != NULL, TP_ERR_NOMEM, "out of memory preparing where");
+    plan->i[W_ND] = out->ndim;
+    for (int d = 0; d < out->ndim; d++) plan->i[W_SIZES + d] = out->sizes[d];
+    bstrides(c, out, &plan->i[W_SC]);
+    if (x) bstrides(x, out, strides);
+    if (y) bstrides(y, out, strides + TP_MAX_DIMS);
+    plan->f[0] = x ? 0.0 : tp__arg_f64(bound, 1);
+    plan->f[1] = y ? 0.0 : tp__arg_f64(bound, 2);
+    plan->f[2] = x ? 0.0 : 1.0;
+    plan->f[3] = y ? 0.0 : 1.0;
+    plan->data = strides;
+    plan->free_data = where_free;
+    plan->run = where_run;
+    plan->variant = level_name(info->cpu_level);
+    plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
+    return TP_OK;
+}
+
 void tp__register_fast_eltwise(void) {
     static const struct {
         tp_op op;
@@ -434,6 +502,7 @@ void tp__register_fast_eltwise(void) {
         {TP_OP_LEAKY_RELU, leaky_relu_prepare},
         {TP_OP_HARDTANH, hardtanh_prepare},
         {TP_OP_CLAMP, clamp_prepare},
+        {TP_OP_WHERE, where_prepare},
     };
     for (size_t i = 0; i < TP_ARRAY_LEN(table); i++) tp__register_variant(table[i].op, "simd", TP_CPU_SCALAR, table[i].prepare);
 }
