@@ -30,6 +30,7 @@ typedef struct conv_plan {
     int64_t tiles_per_image;
     bool direct;                /* 1x1, stride 1, no padding, contiguous pixels */
     bool depthwise;
+    int64_t int_lo, int_hi;     /* depthwise 3x3: output columns whose 3 taps are all inside */
     bool has_bias;
     int ires;                   /* fused residual (index into in[]), -1 none */
     const float *weight;        /* the weight when constant (borrowed from the plan's constant) */
@@ -144,6 +145,45 @@ static void tap_row_strided(float *restrict row, const float *restrict src, int6
     for (int64_t ox = lo; ox < hi; ox++) row[ox] += kv * src[(ox * sw + off) * sx];
 }
 
+/* 3x3 depthwise, interior columns [lo, hi) of one output row: every tap
+ * inside the input (off0: input column of output column 0, tap 0). */
+static void dw3x3_row(float *restrict row, const float *restrict r0, const float *restrict r1,
+                      const float *restrict r2, const float *k, int64_t lo, int64_t hi, int64_t sw, int64_t dw,
+                      int64_t off0, float b) {
+    float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7], k8 = k[8];
+    if (sw == 1 && dw == 1) {
+        for (int64_t ox = lo; ox < hi; ox++) {
+            int64_t x = ox + off0;
+            row[ox] = b + k0 * r0[x] + k1 * r0[x + 1] + k2 * r0[x + 2] + k3 * r1[x] + k4 * r1[x + 1] + k5 * r1[x + 2] +
+                      k6 * r2[x] + k7 * r2[x + 1] + k8 * r2[x + 2];
+        }
+        return;
+    }
+    for (int64_t ox = lo; ox < hi; ox++) {
+        int64_t x = ox * sw + off0;
+        row[ox] = b + k0 * r0[x] + k1 * r0[x + dw] + k2 * r0[x + 2 * dw] + k3 * r1[x] + k4 * r1[x + dw] +
+                  k5 * r1[x + 2 * dw] + k6 * r2[x] + k7 * r2[x + dw] + k8 * r2[x + 2 * dw];
+    }
+}
+
+/* The columns outside [int_lo, int_hi) of a row whose 3 input rows are inside. */
+static void dw_edges(const conv_plan *cp, float *row, const float *src, const float *k, int64_t oy, float b) {
+    int64_t y0 = oy * cp->sh - cp->ph;
+    for (int64_t ox = 0; ox < cp->ow; ox++) {
+        if (ox == cp->int_lo) ox = cp->int_hi;
+        if (ox >= cp->ow) break;
+        float acc = b;
+        for (int64_t i = 0; i < 3; i++) {
+            const float *srow = src + (y0 + i * cp->dh) * cp->in_s[2];
+            for (int64_t j = 0; j < 3; j++) {
+                int64_t xx = ox * cp->sw - cp->pw + j * cp->dw;
+                if (xx >= 0 && xx < cp->w) acc += k[i * 3 + j] * srow[xx];
+            }
+        }
+        row[ox] = acc;
+    }
+}
+
 /* Depthwise: one output channel per input channel. */
 static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
                                const tp_exec *ex) {
@@ -162,6 +202,16 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
         float b = bias ? bias[c] : 0.0f;
         for (int64_t oy = 0; oy < cp->oh; oy++) {
             float *row = dst + oy * cp->ow;
+            if (cp->kh == 3 && cp->kw == 3 && cp->in_s[3] == 1 && cp->int_hi > cp->int_lo) {
+                int64_t y0 = oy * cp->sh - cp->ph;
+                if (y0 >= 0 && y0 + 2 * cp->dh < cp->h) {
+                    /* all three rows inside: registers accumulate the 9 taps of the interior columns */
+                    const float *r0 = src + y0 * cp->in_s[2], *r1 = r0 + cp->dh * cp->in_s[2], *r2 = r1 + cp->dh * cp->in_s[2];
+                    dw3x3_row(row, r0, r1, r2, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
+                    dw_edges(cp, row, src, k, oy, b);
+                    continue;
+                }
+            }
             for (int64_t ox = 0; ox < cp->ow; ox++) row[ox] = b;
             for (int64_t i = 0; i < cp->kh; i++) {
                 int64_t yy = oy * cp->sh - cp->ph + i * cp->dh;
@@ -305,6 +355,12 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     if (cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1) {
         cp->depthwise = true;
+        /* interior columns: ox*sw - pw >= 0 and ox*sw - pw + 2*dw <= w - 1 */
+        cp->int_lo = (cp->pw + cp->sw - 1) / cp->sw;
+        int64_t last = cp->w - 1 - 2 * cp->dw + cp->pw;
+        cp->int_hi = last < 0 ? 0 : last / cp->sw + 1;
+        if (cp->int_hi > cp->ow) cp->int_hi = cp->ow;
+        if (cp->int_lo > cp->int_hi) cp->int_lo = cp->int_hi;
         int64_t items = cp->n * cp->cout;
         plan->max_threads = threads < items ? threads : (int)items;
         plan->run = depthwise_run;
