@@ -375,7 +375,14 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     tile = tile < 64 ? 64 : tile > 4096 ? 4096 : tile;
     /* balance: enough tiles for the threads at batch 1 */
     int64_t want = (pix + threads - 1) / threads;
+    if (want > 64) want = (want + 63) & ~(int64_t)63;
     if (cp->n * cp->groups < threads && want < tile) tile = want < 16 ? 16 : want;
+    /* equal tiles of whole register blocks of the widest micro-kernel (64 columns) */
+    if (pix > 0 && tile < pix) {
+        int64_t n_tiles = (pix + tile - 1) / tile;
+        tile = (pix + n_tiles - 1) / n_tiles;
+        if (tile > 64) tile = (tile + 63) & ~(int64_t)63;
+    }
     if (tile > pix) tile = pix > 0 ? pix : 1;
     cp->tile = tile;
     cp->tiles_per_image = pix > 0 ? (pix + tile - 1) / tile : 0;
