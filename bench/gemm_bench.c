@@ -2,29 +2,32 @@
  * gemm_bench.c - GFLOP/s of the single-precision GEMM (src/cpu/gemm.h) on
  * the cubes 256, 512, 1024 and on model shapes (M x K x N), per ISA level,
  * on 1 and 2 threads (pthreads spinning on a generation counter, so thread
- * start-up is not timed), with B pre-packed (weights) or packed per call.
+ * start-up is not timed), with B pre-packed (weights) or passed unpacked.
  * Prints the median of repeats and the percentage of the FMA peak measured
  * at start (nth x the single-core peak, see bench/fma_peak.c).
  * Optional comparison columns: OpenBLAS cblas_sgemm (-DWITH_OPENBLAS) and
  * oneDNN dnnl_sgemm (-DWITH_DNNL), both row-major, alpha 1, beta 0.
  *
- * Build (from the repository root):
- *   gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc \
- *       bench/gemm_bench.c src/cpu/gemm.c build/gemm_avx2.o build/gemm_avx512.o ...
- * or simply against the library (which contains the gemm):
- *   gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc \
- *       bench/gemm_bench.c build/libtpexport.a $(pkg-config --libs jansson libprotobuf-c zlib) \
+ * Build (from the repository root), compiling the gemm sources directly:
+ *   F="-std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc"
+ *   gcc $F -mavx2 -mfma -c src/cpu/gemm_avx2.c -o build/gemm_avx2.o
+ *   gcc $F -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -c src/cpu/gemm_avx512.c -o build/gemm_avx512.o
+ *   gcc $F bench/gemm_bench.c src/cpu/gemm.c build/gemm_avx2.o build/gemm_avx512.o -lm -lpthread \
+ *       -o build/gemm_bench
+ * or against the library, which contains the gemm:
+ *   gcc $F bench/gemm_bench.c build/libtpexport.a $(pkg-config --libs jansson libprotobuf-c zlib) \
  *       -lm -lpthread -o build/gemm_bench
- * With the libraries (Debian libopenblas-dev, libdnnl-dev):
- *   ... -DWITH_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread -lopenblas \
- *       -DWITH_DNNL -ldnnl
+ * With the libraries as comparison columns (Debian libopenblas-dev, libdnnl-dev), add
+ *   -DWITH_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread -DWITH_DNNL ... -lopenblas -ldnnl
+ * and run with OMP_NUM_THREADS equal to -n (oneDNN's OpenMP threads).
  * OpenBLAS 0.3.21 may not recognise newer CPUs: compare OPENBLAS_CORETYPE=SkylakeX
  * (or Zen, Haswell) against the default.
  *
  * Usage: gemm_bench [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-s MxKxN] [-r REPEATS]
  *   -t: 1, 2, 4 ... up to THREADS_MAX (default 2)   -n: exactly THREADS
  *   -i: only that ISA level (0 1 2; default all but scalar)
- *   -u: also B unpacked (packed in each call)   -s: only that shape
+ *   -u: also B unpacked (packed per call, or read in place for small M)
+ *   -s: only that shape
  */
 #include <pthread.h>
 #include <stdatomic.h>
