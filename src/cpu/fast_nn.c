@@ -4,7 +4,8 @@
  *
  * Each works on rows: the input is contiguous and the op runs over its
  * trailing `n` elements (softmax over the last dim, layer_norm over the
- * normalised shape, sum/mean/amax over trailing dims), so threads split
+ * normalised shape, group_norm over a group's block, sum/mean/amax over
+ * trailing dims), so threads split
  * rows and a row's result never depends on the thread count. Batch norm in
  * eval mode is a per-channel scale and shift, computed at plan time when
  * the statistics and affine parameters are constants. Loops come from the
@@ -231,6 +232,73 @@ static tp_status batch_norm_prepare(const tp_prepare_info *info, const tp_value 
     return TP_OK;
 }
 
+/* ---- group_norm(input, num_groups, weight=None, bias=None, eps) ---------
+ * A group of a contiguous [N, C, *] input is one contiguous block of
+ * C/G * inner floats: mean and variance (two passes, 16 partial sums), then
+ * a scale and shift per channel. plan->i: [0] N*G blocks, [1] C/G, [2]
+ * inner, [3] G, [4]/[5] leaf of weight/bias or -1. */
+static tp_status group_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                                const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    const float *w = plan->i[4] >= 0 ? (const float *)tp__tensor_base(in[plan->i[4]]) : NULL;
+    const float *b = plan->i[5] >= 0 ? (const float *)tp__tensor_base(in[plan->i[5]]) : NULL;
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t cpg = plan->i[1], inner = plan->i[2], groups = plan->i[3], n = cpg * inner, lo, hi;
+    row_range(plan->i[0], ex, &lo, &hi);
+    for (int64_t blk = lo; blk < hi; blk++) {
+        const float *x = a + blk * n;
+        float *y = o + blk * n;
+        float mean = tab->sum(x, n) / (float)n;
+        float acc[16] = {0};
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            for (int k = 0; k < 16; k++) {
+                float d = x[i + k] - mean;
+                acc[k] += d * d;
+            }
+        for (int k = 0; i < n; i++, k++) {
+            float d = x[i] - mean;
+            acc[k] += d * d;
+        }
+        for (int wd = 8; wd >= 1; wd /= 2)
+            for (int k = 0; k < wd; k++) acc[k] += acc[k + wd];
+        float rstd = 1.0f / sqrtf(acc[0] / (float)n + (float)plan->f[0]);
+        int64_t c0 = (blk % groups) * cpg;
+        for (int64_t c = 0; c < cpg; c++) {
+            float sc = rstd * (w ? w[c0 + c] : 1.0f);
+            float sh = (b ? b[c0 + c] : 0.0f) - mean * sc;
+            tab->scale_shift(y + c * inner, x + c * inner, inner, sc, sh);
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status group_norm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                    tp_op_plan *plan) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 2), *b = tp__arg_tensor(bound, 3), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || x->ndim < 2 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
+    int64_t groups = tp__arg_int(bound, 1), c = x->sizes[1];
+    if (groups <= 0 || c % groups != 0 || tp_tensor_numel(x) == 0) return TP_ERR_UNSUPPORTED;
+    const tp_tensor *aff[2] = {w, b};
+    for (int k = 0; k < 2; k++)
+        if (aff[k] && (aff[k]->dtype != TP_FLOAT32 || aff[k]->ndim != 1 || aff[k]->sizes[0] != c || aff[k]->strides[0] != 1))
+            return TP_ERR_UNSUPPORTED;
+    int leaf = 1;
+    plan->i[0] = x->sizes[0] * groups;
+    plan->i[1] = c / groups;
+    plan->i[2] = tp_tensor_numel(x) / (x->sizes[0] * c);
+    plan->i[3] = groups;
+    plan->i[4] = w ? leaf++ : -1;
+    plan->i[5] = b ? leaf++ : -1;
+    plan->f[0] = tp__arg_f64(bound, 4);
+    plan->fn = tp__eltwise_table(info->cpu_level);
+    plan->variant = level_name(info->cpu_level);
+    plan->run = group_norm_run;
+    plan->max_threads = row_threads(plan->i[0], plan->i[1] * plan->i[2] * 2, info->max_threads);
+    return TP_OK;
+}
+
 /* ---- sum / mean / amax over trailing dims of a contiguous tensor --------- */
 
 static tp_status reduce_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
@@ -381,6 +449,7 @@ void tp__register_fast_nn(void) {
     tp__register_variant(TP_OP_LOG_SOFTMAX, "rows", TP_CPU_SCALAR, log_softmax_prepare);
     tp__register_variant(TP_OP_LAYER_NORM, "rows", TP_CPU_SCALAR, layer_norm_prepare);
     tp__register_variant(TP_OP_BATCH_NORM, "rows", TP_CPU_SCALAR, batch_norm_prepare);
+    tp__register_variant(TP_OP_GROUP_NORM, "rows", TP_CPU_SCALAR, group_norm_prepare);
     tp__register_variant(TP_OP_SUM, "rows", TP_CPU_SCALAR, sum_prepare);
     tp__register_variant(TP_OP_MEAN, "rows", TP_CPU_SCALAR, mean_prepare);
     tp__register_variant(TP_OP_AMAX, "rows", TP_CPU_SCALAR, amax_prepare);
