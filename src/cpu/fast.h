@@ -18,5 +18,6 @@ TP_HIDDEN void tp__register_fast_eltwise(void);
 TP_HIDDEN void tp__register_fast_linalg(void);
 TP_HIDDEN void tp__register_fast_nn(void);
 TP_HIDDEN void tp__register_fast_conv(void);
+TP_HIDDEN void tp__register_fast_attention(void);
 
 #endif
