@@ -980,12 +980,27 @@ static tp_status plan_memory(tp_plan *plan) {
 /* Build a plan for program p and flat placeholder values. */
 static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat, int level, int threads,
                             tp_plan **out) {
+    /* plan-time rewrites run on a copy of the graph (plan_rewrite.c) */
     const tp_graph *g = p->graph;
+    tp_graph *copy = NULL;
+    if (level >= TP_CPU_SCALAR) {
+        int n_rewritten = 0;
+        if (tp_graph_copy(p->graph, &copy) != TP_OK || tp__rewrite_attention(p, copy, &n_rewritten) != TP_OK ||
+            n_rewritten == 0) {
+            tp_graph_free(copy);
+            copy = NULL;
+            tp_clear_error();
+        }
+        if (copy) g = copy;
+    }
     tp_plan *plan = tp_calloc(1, sizeof *plan);
-    TP_CHECK(plan != NULL, TP_ERR_NOMEM, "out of memory planning a program");
+    if (!plan) {
+        tp_graph_free(copy);
+        return tp_error(TP_ERR_NOMEM, "out of memory planning a program");
+    }
     atomic_init(&plan->refcount, 1);
     plan->version = atomic_load(&p->engine.version);
-    plan->graph_version = g->version;
+    plan->graph_version = p->graph->version;
     plan->cpu_level = level;
     plan->n_flat = (int)n_flat;
     builder b = {.p = p, .plan = plan, .g = g, .level = level, .threads = threads};
@@ -1040,6 +1055,7 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     tp_free(b.mutable_node);
     tp_free(b.pos_of_uid);
     tp_free(b.mut);
+    tp_graph_free(copy);
     if (st != TP_OK) {
         tp__plan_release(plan);
         return st;

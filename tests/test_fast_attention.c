@@ -10,7 +10,9 @@
  * tp_ops_force_reference. Tolerance rtol 1e-4, atol 1e-5 (the reference
  * accumulates in double).
  */
+#include "program_examples.h"
 #include "test_util.h"
+#include "tpexport/run.h"
 #include "tpexport/tpexport.h"
 
 static uint32_t g_seed = 777;
@@ -99,4 +101,65 @@ TEST(test_attention_cases) {
     }
 }
 
-TEST_MAIN(T(test_attention_cases))
+typedef struct op_count {
+    int sdpa, softmax;
+} op_count;
+static void count_ops(void *user, const tp_profile_event *ev) {
+    op_count *c = user;
+    if (strcmp(ev->op, "scaled_dot_product_attention") == 0) c->sdpa++;
+    if (strcmp(ev->op, "softmax") == 0) c->softmax++;
+}
+
+/* softmax(q @ k^T / 8) @ v with 2 x 1024 x 1024 scores (8 MiB): the planner
+ * rewrites it into the fused kernel; the reference level runs it as
+ * written. Both must agree. */
+TEST(test_unfused_pattern_is_fused) {
+    enum { H = 2, L = 1024, E = 32 };
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_node *q = placeholder(g, "q", 3, (int64_t[]){H, L, E});
+    tp_node *k = placeholder(g, "k", 3, (int64_t[]){H, L, E});
+    tp_node *v = placeholder(g, "v", 3, (int64_t[]){H, L, E});
+    tp_node *kt = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(k), tp_value_int(1), tp_value_int(2)});
+    tp_node *s = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(q), N(kt)});
+    tp_node *sc = call(g, TP_OP_DIV, 2, (tp_value[]){N(s), tp_value_float(8.0)});
+    tp_node *p = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(-1)});
+    tp_node *o = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p), N(v)});
+    output_nodes(g, 1, (tp_node *[]){o});
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    const char *names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor(names[i]), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o)), NULL));
+    tp_program *prog = NULL;
+    CHECK_OK(tp_program_new(g, sig, &prog));
+    tp_tensor *in[3];
+    for (int i = 0; i < 3; i++) in[i] = rand_t(TP_FLOAT32, 3, (int64_t[]){H, L, E}, 2.0f);
+    tp_tensor *out[2] = {NULL, NULL};
+    op_count counts[2] = {{0, 0}, {0, 0}};
+    for (int pass = 0; pass < 2 && prog; pass++) {
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.cpu_level = pass == 0 ? TP_CPU_REFERENCE : TP_CPU_AUTO;
+        opt.profile = count_ops;
+        opt.profile_user = &counts[pass];
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(prog, &opt, &r));
+        if (r && tp_run_execute(r, in, 3, NULL, 0) == TP_OK) CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &out[pass]));
+        tp_run_free(r);
+    }
+    CHECK_MSG(counts[0].softmax == 1 && counts[0].sdpa == 0, "reference level: %d softmax, %d attention",
+              counts[0].softmax, counts[0].sdpa);
+    CHECK_MSG(counts[1].sdpa == 1 && counts[1].softmax == 0, "fast level: %d softmax, %d attention", counts[1].softmax,
+              counts[1].sdpa);
+    char msg[256] = "";
+    CHECK_MSG(out[0] && out[1] && tp_tensor_allclose(out[1], out[0], 1e-4, 1e-5, msg, sizeof msg), "%s", msg);
+    for (int i = 0; i < 3; i++) tp_tensor_free(in[i]);
+    tp_tensor_free(out[0]);
+    tp_tensor_free(out[1]);
+    tp_program_free(prog);
+}
+
+TEST_MAIN(T(test_attention_cases), T(test_unfused_pattern_is_fused))
