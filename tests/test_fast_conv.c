@@ -156,7 +156,10 @@ TEST(test_conv2d_combinations) {
         {2, 3, 8, 15, 16, 8, 3, 3, 2, 1, 1, 8, false, false},  /* depthwise 3x3 s2 */
         {2, 1, 8, 14, 14, 8, 3, 3, 1, 2, 2, 8, true, false},   /* depthwise 3x3 dilated */
         {2, 1, 8, 5, 4, 8, 3, 3, 1, 0, 1, 8, true, false},     /* depthwise, no interior column */
-        {2, 1, 6, 11, 13, 6, 5, 5, 2, 2, 1, 6, true, false},   /* depthwise 5x5 */
+        {2, 1, 6, 11, 13, 6, 5, 5, 2, 2, 1, 6, true, false},   /* depthwise 5x5 s2 */
+        {2, 2, 6, 12, 19, 6, 5, 5, 1, 2, 1, 6, true, false},   /* depthwise 5x5 s1 */
+        {2, 1, 5, 10, 11, 5, 3, 3, 2, 0, 1, 5, false, false},  /* depthwise 3x3 s2, no padding, odd width */
+        {2, 1, 5, 9, 12, 5, 5, 5, 2, 1, 1, 5, true, false},    /* depthwise 5x5 s2, pad 1 */
         {2, 1, 4, 9, 9, 8, 3, 3, 1, 1, 1, 4, true, false},     /* depthwise multiplier 2 */
         {2, 1, 8, 7, 9, 8, 3, 3, 1, 1, 1, 8, true, true},      /* depthwise, strided input */
         {2, 3, 4, 7, 9, 6, 3, 3, 1, 1, 1, 1, true, true},      /* strided input */

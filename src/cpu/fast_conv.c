@@ -30,7 +30,7 @@ typedef struct conv_plan {
     int64_t tiles_per_image;
     bool direct;                /* 1x1, stride 1, no padding, contiguous pixels */
     bool depthwise;
-    int64_t int_lo, int_hi;     /* depthwise 3x3: output columns whose 3 taps are all inside */
+    int64_t int_lo, int_hi;     /* depthwise: output columns whose kw taps are all inside */
     bool has_bias;
     int ires;                   /* fused residual (index into in[]), -1 none */
     const float *weight;        /* the weight when constant (borrowed from the plan's constant) */
@@ -166,18 +166,46 @@ static void dw3x3_row(float *restrict row, const float *restrict r0, const float
     }
 }
 
-/* The columns outside [int_lo, int_hi) of a row whose 3 input rows are inside. */
+/* 5x5 depthwise, interior columns (rows r0 + i * rs). */
+static void dw5x5_row(float *restrict row, const float *restrict r0, int64_t rs, const float *k, int64_t lo, int64_t hi,
+                      int64_t sw, int64_t dw, int64_t off0, float b) {
+    if (sw == 1 && dw == 1) { /* contiguous taps: vectorised along the row, taps in registers */
+        const float *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs, *r4 = r3 + rs;
+        for (int64_t ox = lo; ox < hi; ox++) {
+            int64_t x = ox + off0;
+            float a0 = k[0] * r0[x] + k[1] * r0[x + 1] + k[2] * r0[x + 2] + k[3] * r0[x + 3] + k[4] * r0[x + 4];
+            float a1 = k[5] * r1[x] + k[6] * r1[x + 1] + k[7] * r1[x + 2] + k[8] * r1[x + 3] + k[9] * r1[x + 4];
+            float a2 = k[10] * r2[x] + k[11] * r2[x + 1] + k[12] * r2[x + 2] + k[13] * r2[x + 3] + k[14] * r2[x + 4];
+            float a3 = k[15] * r3[x] + k[16] * r3[x + 1] + k[17] * r3[x + 2] + k[18] * r3[x + 3] + k[19] * r3[x + 4];
+            float a4 = k[20] * r4[x] + k[21] * r4[x + 1] + k[22] * r4[x + 2] + k[23] * r4[x + 3] + k[24] * r4[x + 4];
+            row[ox] = b + a0 + a1 + a2 + a3 + a4;
+        }
+        return;
+    }
+    for (int64_t ox = lo; ox < hi; ox++) {
+        int64_t x = ox * sw + off0;
+        float acc = b;
+        for (int i = 0; i < 5; i++) {
+            const float *r = r0 + i * rs + x;
+            const float *kk = k + i * 5;
+            acc += kk[0] * r[0] + kk[1] * r[dw] + kk[2] * r[2 * dw] + kk[3] * r[3 * dw] + kk[4] * r[4 * dw];
+        }
+        row[ox] = acc;
+    }
+}
+
+/* The columns outside [int_lo, int_hi) of a row whose kh input rows are inside. */
 static void dw_edges(const conv_plan *cp, float *row, const float *src, const float *k, int64_t oy, float b) {
     int64_t y0 = oy * cp->sh - cp->ph;
     for (int64_t ox = 0; ox < cp->ow; ox++) {
         if (ox == cp->int_lo) ox = cp->int_hi;
         if (ox >= cp->ow) break;
         float acc = b;
-        for (int64_t i = 0; i < 3; i++) {
+        for (int64_t i = 0; i < cp->kh; i++) {
             const float *srow = src + (y0 + i * cp->dh) * cp->in_s[2];
-            for (int64_t j = 0; j < 3; j++) {
+            for (int64_t j = 0; j < cp->kw; j++) {
                 int64_t xx = ox * cp->sw - cp->pw + j * cp->dw;
-                if (xx >= 0 && xx < cp->w) acc += k[i * 3 + j] * srow[xx];
+                if (xx >= 0 && xx < cp->w) acc += k[i * cp->kw + j] * srow[xx];
             }
         }
         row[ox] = acc;
@@ -202,12 +230,14 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
         float b = bias ? bias[c] : 0.0f;
         for (int64_t oy = 0; oy < cp->oh; oy++) {
             float *row = dst + oy * cp->ow;
-            if (cp->kh == 3 && cp->kw == 3 && cp->in_s[3] == 1 && cp->int_hi > cp->int_lo) {
+            if ((cp->kh == 3 || cp->kh == 5) && cp->kw == cp->kh && cp->in_s[3] == 1 && cp->int_hi > cp->int_lo) {
                 int64_t y0 = oy * cp->sh - cp->ph;
-                if (y0 >= 0 && y0 + 2 * cp->dh < cp->h) {
-                    /* all three rows inside: registers accumulate the 9 taps of the interior columns */
-                    const float *r0 = src + y0 * cp->in_s[2], *r1 = r0 + cp->dh * cp->in_s[2], *r2 = r1 + cp->dh * cp->in_s[2];
-                    dw3x3_row(row, r0, r1, r2, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
+                if (y0 >= 0 && y0 + (cp->kh - 1) * cp->dh < cp->h) {
+                    /* all rows inside: registers accumulate the taps of the interior columns */
+                    const float *r0 = src + y0 * cp->in_s[2];
+                    int64_t rs = cp->dh * cp->in_s[2];
+                    if (cp->kh == 3) dw3x3_row(row, r0, r0 + rs, r0 + 2 * rs, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
+                    else dw5x5_row(row, r0, rs, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
                     dw_edges(cp, row, src, k, oy, b);
                     continue;
                 }
@@ -355,9 +385,9 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     if (cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1) {
         cp->depthwise = true;
-        /* interior columns: ox*sw - pw >= 0 and ox*sw - pw + 2*dw <= w - 1 */
+        /* interior columns: ox*sw - pw >= 0 and ox*sw - pw + (kw-1)*dw <= w - 1 */
         cp->int_lo = (cp->pw + cp->sw - 1) / cp->sw;
-        int64_t last = cp->w - 1 - 2 * cp->dw + cp->pw;
+        int64_t last = cp->w - 1 - (cp->kw - 1) * cp->dw + cp->pw;
         cp->int_hi = last < 0 ? 0 : last / cp->sw + 1;
         if (cp->int_hi > cp->ow) cp->int_hi = cp->ow;
         if (cp->int_lo > cp->int_hi) cp->int_lo = cp->int_hi;
