@@ -68,7 +68,7 @@ check run_threads0_msg one_line "$dir/err" "--threads"
 check run_repeat_bad expect_rc 2 "$T" run "$dir/mlp.pt2" --repeat 2x
 # inspect plans the program on its example inputs
 check inspect_plan contains "$dir/mlp_inspect" \
-    "arena: [0-9]* bytes, packed weights: [0-9]* bytes, steps: [0-9]* ([0-9]* fast, [0-9]* reference)"
+    "arena: [0-9]* bytes, packed weights: [0-9]* bytes, steps: [0-9]* ([0-9]* fast, [0-9]* reference, [0-9]* fused)"
 check inspect_plan_json contains "$dir/mlp_inspect_json" '"packed_bytes": [0-9]'
 check inspect_no_plan expect_rc 0 "$T" inspect "$dir/mlp.pt2" --no-plan
 check inspect_no_plan_text not_contains "$dir/out" "arena:"
