@@ -834,7 +834,7 @@ static tp_status fuse_steps(tp_plan *plan) {
             } else if (cs->op_plan.channel_scale && cs->in[0] == pid) {
                 if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_CHANNEL_AFFINE, -1) != TP_OK) break;
             } else if ((cs->op_plan.residual_add || cs->op_plan.bias_add) && cs->n_in == 2 && !has_residual &&
-                       (cs->op_plan.residual_add || cs->in[0] == pid)) {
+                       (cs->op_plan.residual_add || cs->in[1 - cs->op_plan.bias_leaf] == pid)) {
                 int kind = cs->op_plan.residual_add ? TP_FUSE_RESIDUAL : TP_FUSE_BIAS;
                 int r = cs->in[0] == pid ? cs->in[1] : cs->in[0];
                 if (r < 0 || r == pid) break;

@@ -1098,6 +1098,19 @@ static int fg_residuals(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node
     o[2] = call(g, TP_OP_RELU, 1, (tp_value[]){N(a3)});
     return 3;
 }
+/* ONNX's Linear: matmul(x, W^T) then add(bias, .) with the bias first, a residual, an activation,
+ * and a bias that is not a row (a column [B, 1]) */
+static int fg_onnx_linear(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *wt = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(w), tp_value_int(0), tp_value_int(1)});
+    tp_node *m = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(x), N(wt)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(b), N(m)});
+    tp_node *r = call(g, TP_OP_ADD, 2, (tp_value[]){N(x), N(a)});
+    o[0] = call(g, TP_OP_SILU, 1, (tp_value[]){N(r)});
+    tp_node *m2 = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(x), N(wt)});
+    tp_node *col = call(g, TP_OP_SLICE, 4, (tp_value[]){N(x), tp_value_int(1), tp_value_int(0), tp_value_int(1)});
+    o[1] = call(g, TP_OP_ADD, 2, (tp_value[]){N(col), N(m2)});
+    return 2;
+}
 /* a broadcasting add (not a residual of the same shape), alpha, sub */
 static int fg_broadcast_add(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
     tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
@@ -1133,6 +1146,7 @@ TEST(test_fusion_keeps_results) {
     check_fusion_case("GEMM result with two users", 64, 48, 48, fg_lin_two_users);
     check_fusion_case("residual adds", 64, 48, 48, fg_residuals);
     check_fusion_case("broadcast add, sub, alpha", 64, 48, 48, fg_broadcast_add);
+    check_fusion_case("ONNX linear: bias first, residual, silu; column bias", 64, 48, 48, fg_onnx_linear);
     check_fusion_case("view between GEMM and activation", 64, 48, 48, fg_view_between);
     check_fusion_case("residual adds, larger", 256, 128, 128, fg_residuals);
 }

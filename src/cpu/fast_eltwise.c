@@ -246,9 +246,17 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
     /* in place over a: same layout, a not broadcast */
     plan->inplace_ok = tp_tensor_is_contiguous(a) && a->ndim == out->ndim && tp_tensor_numel(a) == tp_tensor_numel(out);
-    plan->bias_add = op == TP_ELT_ADD && plan->f[0] == 1.0 && b && plan->inplace_ok && b->ndim >= 1 &&
-                     tp_tensor_numel(b) == out->sizes[out->ndim - 1] && b->sizes[b->ndim - 1] == out->sizes[out->ndim - 1] &&
-                     b->strides[b->ndim - 1] == 1;
+    int64_t last = out->ndim > 0 ? out->sizes[out->ndim - 1] : 1;
+    bool b_row = b && b->ndim >= 1 && tp_tensor_numel(b) == last && b->sizes[b->ndim - 1] == last && b->strides[b->ndim - 1] == 1;
+    bool a_row = a->ndim >= 1 && tp_tensor_numel(a) == last && a->sizes[a->ndim - 1] == last && a->strides[a->ndim - 1] == 1;
+    bool b_full = b && tp_tensor_is_contiguous(b) && b->ndim == out->ndim && tp_tensor_numel(b) == tp_tensor_numel(out);
+    if (op == TP_ELT_ADD && plan->f[0] == 1.0 && plan->inplace_ok && b_row) {
+        plan->bias_add = true; /* tensor + row */
+        plan->bias_leaf = 1;
+    } else if (op == TP_ELT_ADD && plan->f[0] == 1.0 && b_full && a_row && tp_tensor_numel(out) > last) {
+        plan->bias_add = true; /* row + tensor, as ONNX exports Linear */
+        plan->bias_leaf = 0;
+    }
     plan->residual_add = op == TP_ELT_ADD && plan->f[0] == 1.0 && b && plan->inplace_ok && tp_tensor_is_contiguous(b) &&
                          b->ndim == out->ndim && tp_tensor_numel(b) == tp_tensor_numel(out);
     if (b_scalar && plan->inplace_ok) plan->apply = binary_apply;

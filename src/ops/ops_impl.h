@@ -90,6 +90,7 @@ struct tp_op_plan {
     tp_status (*fuse)(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf);
     void (*apply)(const tp_op_plan *plan, float *p, int64_t n);
     bool residual_add, bias_add;
+    int bias_leaf;        /* bias_add: which of in[0], in[1] is the row vector */
     const float *channel_scale, *channel_shift;
     int64_t channels;
     int64_t i[24];        /* unboxed int parameters, meaning private to the variant */
