@@ -15,6 +15,11 @@
 #include "tpexport/run.h"
 #include "tpexport/tpexport.h"
 
+/* These tests are about the fast paths: a TP_CPU_LEVEL cap in the
+ * environment does not apply to them (each level is also asked for
+ * explicitly through run options where a test compares levels). */
+__attribute__((constructor)) static void pin_cpu_level(void) { tp_set_cpu_level(tp_cpu_level_supported()); }
+
 static uint32_t g_seed = 777;
 static float frand(void) {
     g_seed = g_seed * 1664525u + 1013904223u;
