@@ -513,26 +513,11 @@ static tp_status retry_contiguous(builder *b, int j0, const tp_node *n, tp_value
 static tp_status plan_call(builder *b, const tp_node *n, int64_t pos) {
     tp_plan *plan = b->plan;
     tp_op op = n->op;
-    if (op == TP_OP_INVALID)
-        return tp_error(TP_ERR_UNSUPPORTED, "no op named '%s' to run call_method %s", n->target, n->target);
-    const tp_schema *schema = tp_op_schema(op);
-    if (!schema) {
-        TP_TRY(tp_ops_init());
-        return tp_error(TP_ERR_NOT_FOUND, "op %s has no schema", tp_op_name(op));
-    }
-    TP_CHECK(schema->n_args <= 64, TP_ERR_INTERNAL, "op %s has too many schema arguments", tp_op_name(op));
-    int64_t n_args = tp_value_len(&n->args);
-    TP_CHECK(n_args <= 64, TP_ERR_INVALID_ARG, "too many arguments (%" PRId64 ")", n_args);
-    tp_value args, kwargs = tp_value_none();
-    TP_TRY(tp__value_substitute(&n->args, lookup_probe, b, &args));
-    tp_status st = tp__value_substitute(&n->kwargs, lookup_probe, b, &kwargs);
     tp_value bound[64];
-    int n_bound = schema->n_args;
+    int n_bound = 0;
     bool bound_ok = false;
-    if (st == TP_OK) st = tp_op_bind(op, args.u.seq.items, (int)n_args, &kwargs, bound);
-    tp_value_clear(&args);
-    tp_value_clear(&kwargs);
-    if (st != TP_OK) return st;
+    tp_status st;
+    TP_TRY(tp__node_bind(n, lookup_probe, b, bound, &n_bound));
     bound_ok = true;
     unsigned flags = tp_op_flags(op);
     tp_value *pv = &b->pv[pos];

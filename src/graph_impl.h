@@ -63,6 +63,12 @@ typedef tp_status (*tp__node_lookup)(void *ctx, const tp_node *node, const tp_va
 TP_HIDDEN tp_status tp__value_substitute(const tp_value *src, tp__node_lookup lookup, void *ctx,
                                          tp_value *dst);
 
+/* Bind a call node's arguments (node references replaced through lookup)
+ * to its op's schema: bound[0 .. *n_bound) (at most 64), owned by the
+ * caller. Errors: a call_method naming no op, an op without schema, those
+ * of tp_op_bind (interp.c). */
+TP_HIDDEN tp_status tp__node_bind(const tp_node *n, tp__node_lookup lookup, void *ctx, tp_value *bound, int *n_bound);
+
 /* Last uses, as torch.fx computes them for its "x = None" hints. Nodes are
  * numbered by position in graph order. *out_last receives, per node, the
  * position of its last user (-1 when it has none). *out_lists and

@@ -92,8 +92,7 @@ static tp_status lookup_slot(void *ctx, const tp_node *node, const tp_value **ou
     return TP_OK;
 }
 
-/* Run a call node: substitute, bind, call. */
-static tp_status run_call(const run_ctx *c, const tp_node *n, tp_value *result) {
+tp_status tp__node_bind(const tp_node *n, tp__node_lookup lookup, void *ctx, tp_value *bound, int *n_bound) {
     tp_op op = n->op;
     if (op == TP_OP_INVALID)
         return tp_error(TP_ERR_UNSUPPORTED, "no op named '%s' to run call_method %s", n->target, n->target);
@@ -106,19 +105,23 @@ static tp_status run_call(const run_ctx *c, const tp_node *n, tp_value *result) 
     int64_t n_args = tp_value_len(&n->args);
     TP_CHECK(n_args <= 64, TP_ERR_INVALID_ARG, "too many arguments (%" PRId64 ")", n_args);
     tp_value args, kwargs = tp_value_none();
-    TP_TRY(tp__value_substitute(&n->args, lookup_slot, (void *)c, &args));
-    tp_status st = tp__value_substitute(&n->kwargs, lookup_slot, (void *)c, &kwargs);
-    tp_value bound[64];
+    TP_TRY(tp__value_substitute(&n->args, lookup, ctx, &args));
+    tp_status st = tp__value_substitute(&n->kwargs, lookup, ctx, &kwargs);
     if (st == TP_OK) st = tp_op_bind(op, args.u.seq.items, (int)n_args, &kwargs, bound);
-    if (st == TP_OK) {
-        /* drop our copies first so only the bound arguments hold inputs */
-        tp_value_clear(&args);
-        tp_value_clear(&kwargs);
-        st = tp_op_call_bound(op, bound, result);
-        for (int i = 0; i < schema->n_args; i++) tp_value_clear(&bound[i]);
-    }
+    /* only the bound arguments hold inputs from here on */
     tp_value_clear(&args);
     tp_value_clear(&kwargs);
+    if (st == TP_OK) *n_bound = schema->n_args;
+    return st;
+}
+
+/* Run a call node: substitute, bind, call. */
+static tp_status run_call(const run_ctx *c, const tp_node *n, tp_value *result) {
+    tp_value bound[64];
+    int n_bound;
+    TP_TRY(tp__node_bind(n, lookup_slot, (void *)c, bound, &n_bound));
+    tp_status st = tp_op_call_bound(n->op, bound, result);
+    for (int i = 0; i < n_bound; i++) tp_value_clear(&bound[i]);
     return st;
 }
 

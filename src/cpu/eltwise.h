@@ -53,7 +53,9 @@ typedef struct tp_eltwise_table {
     void (*layer_norm)(float *o, const float *a, int64_t n, const float *w, const float *b, float eps);
     /* o[i] = a[i] * scale + shift (batch norm in eval mode, per channel) then optional relu */
     void (*scale_shift)(float *o, const float *a, int64_t n, float scale, float shift);
-    /* sum of n floats (8 partial sums, fixed order) */
+    /* mean and 1/sqrt(var + eps) of n floats (two passes) */
+    void (*moments)(const float *a, int64_t n, float eps, float *mean, float *rstd);
+    /* sum of n floats (16 partial sums, fixed order) */
     float (*sum)(const float *a, int64_t n);
     float (*max)(const float *a, int64_t n);
 } tp_eltwise_table;

@@ -148,7 +148,8 @@ static void softmax(float *o, const float *a, int64_t n, bool log) {
     for (int64_t i = 0; i < n; i++) o[i] *= inv;
 }
 
-static void layer_norm(float *o, const float *a, int64_t n, const float *w, const float *b, float eps) {
+/* Mean and 1/sqrt(variance + eps) of n floats: two passes, 16 partial sums. */
+static void moments(const float *a, int64_t n, float eps, float *mean_out, float *rstd_out) {
     float mean = sum(a, n) / (float)n;
     float acc[16] = {0};
     int64_t i = 0;
@@ -163,7 +164,13 @@ static void layer_norm(float *o, const float *a, int64_t n, const float *w, cons
     }
     for (int wd = 8; wd >= 1; wd /= 2)
         for (int k = 0; k < wd; k++) acc[k] += acc[k + wd];
-    float rstd = 1.0f / sqrtf(acc[0] / (float)n + eps);
+    *mean_out = mean;
+    *rstd_out = 1.0f / sqrtf(acc[0] / (float)n + eps);
+}
+
+static void layer_norm(float *o, const float *a, int64_t n, const float *w, const float *b, float eps) {
+    float mean, rstd;
+    moments(a, n, eps, &mean, &rstd);
     if (w && b) for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd * w[j] + b[j];
     else if (w) for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd * w[j];
     else if (b) for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd + b[j];
@@ -180,6 +187,7 @@ const tp_eltwise_table TP_ELT_TABLE = {
     .softmax = softmax,
     .layer_norm = layer_norm,
     .scale_shift = scale_shift,
+    .moments = moments,
     .sum = sum,
     .max = max_of,
 };

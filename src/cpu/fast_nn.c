@@ -249,21 +249,8 @@ static tp_status group_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp
     for (int64_t blk = lo; blk < hi; blk++) {
         const float *x = a + blk * n;
         float *y = o + blk * n;
-        float mean = tab->sum(x, n) / (float)n;
-        float acc[16] = {0};
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16)
-            for (int k = 0; k < 16; k++) {
-                float d = x[i + k] - mean;
-                acc[k] += d * d;
-            }
-        for (int k = 0; i < n; i++, k++) {
-            float d = x[i] - mean;
-            acc[k] += d * d;
-        }
-        for (int wd = 8; wd >= 1; wd /= 2)
-            for (int k = 0; k < wd; k++) acc[k] += acc[k + wd];
-        float rstd = 1.0f / sqrtf(acc[0] / (float)n + (float)plan->f[0]);
+        float mean, rstd;
+        tab->moments(x, n, (float)plan->f[0], &mean, &rstd);
         int64_t c0 = (blk % groups) * cpg;
         for (int64_t c = 0; c < cpg; c++) {
             float sc = rstd * (w ? w[c0 + c] : 1.0f);
