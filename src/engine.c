@@ -515,10 +515,8 @@ static tp_status plan_call(builder *b, const tp_node *n, int64_t pos) {
     tp_op op = n->op;
     tp_value bound[64];
     int n_bound = 0;
-    bool bound_ok = false;
     tp_status st;
     TP_TRY(tp__node_bind(n, lookup_probe, b, bound, &n_bound));
-    bound_ok = true;
     unsigned flags = tp_op_flags(op);
     tp_value *pv = &b->pv[pos];
     tp_value result = tp_value_none();
@@ -626,8 +624,7 @@ static tp_status plan_call(builder *b, const tp_node *n, int64_t pos) {
     if (!inplace) tp_value_move(pv, &result);
 done:
     tp_value_clear(&result);
-    if (bound_ok)
-        for (int i = 0; i < n_bound; i++) tp_value_clear(&bound[i]);
+    for (int i = 0; i < n_bound; i++) tp_value_clear(&bound[i]);
     return st;
 }
 
