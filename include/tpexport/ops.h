@@ -13,9 +13,10 @@
  *  - a shape/dtype rule that works on tensor metadata only (meta tensors
  *    are accepted wherever a tensor is), so every node's output shape is
  *    known before running: memory planning and graph building use it;
- *  - a reference CPU kernel that accepts any strides (and optionally an
- *    optimised variant chosen at run time; tp_ops_force_reference forces the
- *    reference path).
+ *  - a reference CPU kernel that accepts any strides, the specification,
+ *    and optionally fast variants chosen when a plan is prepared (by dtype,
+ *    layout, shapes and CPU level; see run.h and src/ops/ops_impl.h);
+ *    tp_ops_force_reference forces the reference path.
  *
  * Semantics follow PyTorch: broadcasting, type promotion (dimensioned tensors
  * over 0-d tensors over Python scalars, by category bool < int < float),
@@ -107,7 +108,8 @@ TP_API unsigned tp_op_flags(tp_op op);
 TP_API const char *tp_op_schema_text(tp_op op);
 
 /* Force the reference kernels (true) or allow optimised variants (false,
- * default). Process-wide. */
+ * default). Process-wide: eager calls, and plans built while it is set
+ * (run.h: like TP_CPU_REFERENCE), use only reference kernels. */
 TP_API void tp_ops_force_reference(bool force);
 
 /* Bind call arguments to the schema: positional `args` (n_args of them) and

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <threads.h>
 
+#include "../ops/ops_impl.h"
 #include "cpu.h"
 #include "tpexport/run.h"
 
@@ -72,6 +73,7 @@ void tp_set_cpu_level(tp_cpu_level level) {
 }
 
 tp_cpu_level tp__cpu_level_resolve(tp_cpu_level requested) {
+    if (tp__ops_reference_forced()) return TP_CPU_REFERENCE;
     tp_cpu_level best = tp_cpu_level_supported();
     tp_cpu_level cap = requested;
     if (cap == TP_CPU_AUTO) cap = (tp_cpu_level)atomic_load(&g_cap);

@@ -129,6 +129,8 @@ TP_HIDDEN tp_kernel_fn tp__op_reference_kernel(tp_op op);
 /* The kernel tp_op_call_bound would run: the optimised eager kernel unless
  * `reference` or tp_ops_force_reference is set. */
 TP_HIDDEN tp_kernel_fn tp__op_eager_kernel(tp_op op, bool reference);
+/* tp_ops_force_reference's setting (plans built meanwhile use the reference level). */
+TP_HIDDEN bool tp__ops_reference_forced(void);
 
 #define TP_FAMILY(f) TP_HIDDEN void tp__register_##f##_ops(void);
 TP_FAMILY(unary)

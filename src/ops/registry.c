@@ -140,6 +140,7 @@ bool tp_op_has_kernel(tp_op op) {
 }
 
 void tp_ops_force_reference(bool force) { g_force_reference = force; }
+bool tp__ops_reference_forced(void) { return g_force_reference; }
 
 /* ---- binding ----------------------------------------------------------- */
 
