@@ -1533,12 +1533,14 @@ static tp_status execute_fresh(tp_run *r, const tp_value *flat, tp_value *raw, t
 }
 
 tp_status tp__engine_call(tp_program *p, tp_run *r, const tp_value *flat, int64_t n_flat, tp_value *raw,
-                          tp_value *leaves) {
+                          tp_value *leaves, bool *unplannable) {
     *raw = tp_value_none();
     *leaves = tp_value_none();
+    *unplannable = false;
     bool pooled = r == NULL;
     if (pooled) TP_TRY(take_run(p, &r));
     tp_status st = run_select_plan(r, flat, n_flat);
+    if (st == TP_ERR_UNSUPPORTED) *unplannable = true; /* nothing ran: the caller may interpret the graph */
     if (st == TP_OK) {
         bool lock = r->plan->mutates_state;
         if (lock) pthread_mutex_lock(&p->engine.call_lock);

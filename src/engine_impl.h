@@ -129,10 +129,11 @@ TP_HIDDEN void tp__engine_invalidate(tp_program *p);
  * On success *raw is the output node's value where mutation and token
  * leaves are None and every tensor leaf is a new tensor owned by *raw, and
  * *leaves its pytree leaves. r may be NULL (a pooled run context is used).
- * Returns TP_ERR_UNSUPPORTED with no message set when the graph cannot be
- * planned (the caller then interprets it). */
+ * *unplannable is set when the graph could not be planned (TP_ERR_UNSUPPORTED
+ * before anything ran: the caller may interpret it instead); errors while
+ * running never set it, since steps may have written state already. */
 TP_HIDDEN tp_status tp__engine_call(tp_program *p, tp_run *r, const tp_value *flat, int64_t n_flat, tp_value *raw,
-                                    tp_value *leaves);
+                                    tp_value *leaves, bool *unplannable);
 
 /* Eager dispatch (tp_op_call_bound) through the op's fast variant, so an
  * op gives the same bits eagerly and in a plan. *handled false: no variant

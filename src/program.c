@@ -1171,12 +1171,13 @@ static tp_status call_bound(tp_program *p, tp_run *r, bound_inputs *b, tp_value 
     }
     if (st == TP_OK) {
         tp_value raw, leaves;
-        st = tp__engine_call(p, r, flat, n_ph, &raw, &leaves);
+        bool unplannable;
+        st = tp__engine_call(p, r, flat, n_ph, &raw, &leaves, &unplannable);
         if (st == TP_OK) {
             st = build_user_output(p, &raw, &leaves, count_mutation_leaves(p), out);
             tp_value_clear(&raw);
             tp_value_clear(&leaves);
-        } else if (st == TP_ERR_UNSUPPORTED && !getenv("TP_NO_INTERPRETER")) {
+        } else if (unplannable) {
             tp_clear_error();
             st = call_interpreted(p, b, flat, n_ph, out);
         }
