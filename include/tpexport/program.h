@@ -14,15 +14,21 @@
  *
  * Calling a program (tp_program_call) binds the user's arguments to the
  * user placeholders, fills the state placeholders from the program's state,
- * runs the graph, writes every mutation output back into the object it
+ * runs the graph through the execution engine (run.h: a compiled plan per
+ * input-shape class, cached in the program; graphs that cannot be planned
+ * are interpreted), writes every mutation output back into the object it
  * mutates (so calling twice updates a buffer twice, as in tensorplay),
  * drops the mutation outputs and rebuilds the user outputs with the output
  * tree spec.
  *
- * Threads. A program is immutable except for (a) its state tensors, which
- * calls of programs with mutation outputs write to, and (b) the cached
- * unlifted module (built under a lock). Programs without mutations may be
- * called from several threads at once.
+ * Threads. A program is immutable while it is called, except for (a) its
+ * state tensors, which calls of programs with mutations write to, and (b)
+ * caches built under locks (the unlifted module, compiled plans, pooled run
+ * contexts). Any program may be called from several threads at once: calls
+ * of a program that writes its state are serialised on a per-program lock,
+ * so no update is lost; others run concurrently. Changing the program
+ * (graph, signature, state, constraints) while it is being called is not
+ * allowed; such changes drop the cached plans.
  *
  * Ownership. tp_program_new takes ownership of the graph and signature it
  * is given. Setters copy strings and values and retain tensors (state is
