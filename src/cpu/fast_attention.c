@@ -129,13 +129,6 @@ static tp_status attn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
 
 static void attn_free(void *data) { tp_free(data); }
 
-static void bstrides(const tp_tensor *t, int nt, int nb, const int64_t *batch, int64_t *strides) {
-    for (int i = 0; i < nb; i++) {
-        int ti = nt - nb + i;
-        strides[i] = (ti >= 0 && t->sizes[ti] != 1 && batch[i] != 1) ? t->strides[ti] : 0;
-    }
-}
-
 static tp_status attn_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                               tp_op_plan *plan) {
     tp_tensor *q = tp__arg_tensor(bound, A_Q), *k = tp__arg_tensor(bound, A_K), *v = tp__arg_tensor(bound, A_V);
@@ -148,9 +141,9 @@ static tp_status attn_prepare(const tp_prepare_info *info, const tp_value *bound
     TP_CHECK(ap != NULL, TP_ERR_NOMEM, "out of memory preparing attention");
     ap->nb = y->ndim - 2;
     for (int d = 0; d < ap->nb; d++) ap->batch[d] = y->sizes[d];
-    bstrides(q, q->ndim - 2, ap->nb, ap->batch, ap->qbs);
-    bstrides(k, k->ndim - 2, ap->nb, ap->batch, ap->kbs);
-    bstrides(v, v->ndim - 2, ap->nb, ap->batch, ap->vbs);
+    tp__broadcast_strides(q, q->ndim - 2, ap->nb, ap->batch, ap->qbs);
+    tp__broadcast_strides(k, k->ndim - 2, ap->nb, ap->batch, ap->kbs);
+    tp__broadcast_strides(v, v->ndim - 2, ap->nb, ap->batch, ap->vbs);
     ap->L = q->sizes[q->ndim - 2];
     ap->E = q->sizes[q->ndim - 1];
     ap->S = k->sizes[k->ndim - 2];
@@ -161,7 +154,7 @@ static tp_status attn_prepare(const tp_prepare_info *info, const tp_value *bound
     if (mask) {
         ap->has_mask = true;
         ap->bool_mask = mask->dtype == TP_BOOL;
-        bstrides(mask, mask->ndim - 2, ap->nb, ap->batch, ap->mbs);
+        tp__broadcast_strides(mask, mask->ndim - 2, ap->nb, ap->batch, ap->mbs);
         int d = mask->ndim - 2;
         ap->mls = d >= 0 && mask->sizes[d] != 1 ? mask->strides[d] : 0;
         ap->mss = mask->sizes[mask->ndim - 1] != 1 ? mask->strides[mask->ndim - 1] : 0;

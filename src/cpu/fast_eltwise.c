@@ -46,13 +46,11 @@ typedef struct iter_desc {
     int64_t sizes[MAXD], sa[MAXD], sb[MAXD];
 } iter_desc;
 
-/* Broadcast strides of t against out (right-aligned; 0 for size-1 dims). */
+/* Broadcast strides of t against out (right-aligned; 0 for size-1 or
+ * missing dims); t NULL: all 0. */
 static void bstrides(const tp_tensor *t, const tp_tensor *out, int64_t *s) {
-    int off = out->ndim - (t ? t->ndim : 0);
-    for (int d = 0; d < out->ndim; d++) {
-        int td = d - off;
-        s[d] = (!t || td < 0 || t->sizes[td] == 1) ? 0 : t->strides[td];
-    }
+    if (t) tp__broadcast_strides(t, t->ndim, out->ndim, out->sizes, s);
+    else memset(s, 0, (size_t)out->ndim * sizeof *s);
 }
 
 /* Merge dims of out (contiguous) with operand strides; false if too many. */

@@ -132,15 +132,6 @@ static mat as_mat(const tp_tensor *t, bool transpose) {
     return m;
 }
 
-/* Fill batch strides of operand t (its leading nbatch dims) against C's
- * batch dims (right-aligned broadcasting). */
-static void batch_strides(const tp_tensor *t, int nbatch_t, int nb, const int64_t *bsize, int64_t *bs) {
-    for (int d = 0; d < nb; d++) {
-        int td = d - (nb - nbatch_t);
-        bs[d] = (td < 0 || t->sizes[td] == 1 || bsize[d] == 1) ? 0 : t->strides[td];
-    }
-}
-
 /* Finish a plan: fold batch into M where possible, pack a constant B,
  * size the workspace and threads. */
 static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_tensor *b_tensor, bool b_const,
@@ -254,8 +245,8 @@ static tp_status matmul_like(const tp_prepare_info *info, const tp_tensor *a, co
         return TP_ERR_UNSUPPORTED;
     }
     for (int d = 0; d < mp->nb; d++) mp->bsize[d] = out->sizes[d];
-    batch_strides(a, a_batch, mp->nb, mp->bsize, mp->bsa);
-    batch_strides(b, b_batch, mp->nb, mp->bsize, mp->bsb);
+    tp__broadcast_strides(a, a_batch, mp->nb, mp->bsize, mp->bsa);
+    tp__broadcast_strides(b, b_batch, mp->nb, mp->bsize, mp->bsb);
     *out_mp = mp;
     return TP_OK;
 }

@@ -43,6 +43,18 @@ static inline tp_tensor *tp__out_at(tp_value *out, int i) {
     return v && v->kind == TP_VAL_TENSOR ? v->u.tensor : NULL;
 }
 
+/* ---- broadcasting ---- */
+/* Element strides of t's leading nt dims against nb broadcast dims of
+ * sizes batch (right-aligned): 0 where t lacks the dim or has size 1.
+ * Kernels walking a broadcast batch (matrix products, attention, the
+ * elementwise variants with nt = ndim) share it. */
+static inline void tp__broadcast_strides(const tp_tensor *t, int nt, int nb, const int64_t *batch, int64_t *strides) {
+    for (int i = 0; i < nb; i++) {
+        int ti = nt - nb + i;
+        strides[i] = (ti >= 0 && t->sizes[ti] != 1 && batch[i] != 1) ? t->strides[ti] : 0;
+    }
+}
+
 /* ---- dtypes ---- */
 /* PyTorch's result_type over tensors and Python scalars (None values are
  * skipped): dimensioned tensors > 0-d tensors > scalars, by category. */

@@ -736,13 +736,6 @@ static tp_status sdpa_infer(const tp_value *args, tp_value *out) {
 
 /* Strides (elements) of t's leading `nt` dims right-aligned to a batch shape
  * of `nb` dims; broadcast dims get 0. */
-static void batch_strides(const tp_tensor *t, int nt, int nb, const int64_t *batch, int64_t *strides) {
-    for (int i = 0; i < nb; i++) {
-        int ti = nt - nb + i;
-        strides[i] = (ti >= 0 && t->sizes[ti] != 1 && batch[i] != 1) ? t->strides[ti] : 0;
-    }
-}
-
 /* Stride of t's dim counted from the end (1 = last), 0 if absent or size 1. */
 static int64_t tail_stride(const tp_tensor *t, int from_end) {
     int d = t->ndim - from_end;
@@ -763,13 +756,13 @@ static tp_status sdpa_kernel(const tp_value *args, tp_value *out) {
     int64_t batch[TP_MAX_DIMS];
     TP_TRY(sdpa_batch_shape(q, k, v, &nb, batch));
     int64_t qbs[TP_MAX_DIMS], kbs[TP_MAX_DIMS], vbs[TP_MAX_DIMS], mbs[TP_MAX_DIMS], ybs[TP_MAX_DIMS];
-    batch_strides(q, q->ndim - 2, nb, batch, qbs);
-    batch_strides(k, k->ndim - 2, nb, batch, kbs);
-    batch_strides(v, v->ndim - 2, nb, batch, vbs);
-    batch_strides(y, nb, nb, batch, ybs);
+    tp__broadcast_strides(q, q->ndim - 2, nb, batch, qbs);
+    tp__broadcast_strides(k, k->ndim - 2, nb, batch, kbs);
+    tp__broadcast_strides(v, v->ndim - 2, nb, batch, vbs);
+    tp__broadcast_strides(y, nb, nb, batch, ybs);
     int64_t mls = 0, mss = 0;
     if (mask) {
-        batch_strides(mask, mask->ndim - 2, nb, batch, mbs);
+        tp__broadcast_strides(mask, mask->ndim - 2, nb, batch, mbs);
         mls = tail_stride(mask, 2);
         mss = tail_stride(mask, 1);
     }
