@@ -24,8 +24,11 @@
         }                                                                          \
     } while (0)
 
-static inline float max_nan(float x, float y) { return (x > y || x != x) ? x : y; }
-static inline float min_nan(float x, float y) { return (x < y || x != x) ? x : y; }
+/* NaN-propagating max/min; `|` rather than `||` keeps them branch-free so
+ * the loops using them vectorise (a short-circuit makes gcc emit scalar
+ * compare-and-branch code). */
+static inline float max_nan(float x, float y) { return tp__vm_sel((x > y) | (x != x), x, y); }
+static inline float min_nan(float x, float y) { return tp__vm_sel((x < y) | (x != x), x, y); }
 
 #define BIN_CASES(A, B)                                                                 \
     switch (op) {                                                                       \
@@ -119,15 +122,40 @@ static float sum(const float *a, int64_t n) {
     return acc[0];
 }
 
+/* Native-width vectors (GCC/clang vector extensions) for the loops gcc
+ * does not vectorise by itself: TP_ELT_VLANES floats per vector, set by the
+ * including file to its ISA's register width (4 for the portable build). */
+#ifndef TP_ELT_VLANES
+#define TP_ELT_VLANES 4
+#endif
+typedef float tp__vf __attribute__((vector_size(TP_ELT_VLANES * 4)));
+typedef int32_t tp__vi __attribute__((vector_size(TP_ELT_VLANES * 4)));
+
+static inline tp__vf vmax_nan(tp__vf acc, tp__vf x) {
+    tp__vi m = (x > acc) | (x != x); /* take x when larger or NaN */
+    return (tp__vf)(((tp__vi)x & m) | ((tp__vi)acc & ~m));
+}
+
+/* max of n floats, NaN if any is NaN (which NaN is unspecified); -inf for n = 0. */
 static float max_of(const float *a, int64_t n) {
-    float acc[16];
-    for (int k = 0; k < 16; k++) acc[k] = -INFINITY;
+    enum { W = TP_ELT_VLANES };
+    tp__vf acc0 = (tp__vf){0} - INFINITY, acc1 = acc0, acc2 = acc0, acc3 = acc0;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int k = 0; k < 16; k++) acc[k] = max_nan(acc[k], a[i + k]);
-    for (int k = 0; i < n; i++, k++) acc[k] = max_nan(acc[k], a[i]);
-    float m = acc[0];
-    for (int k = 1; k < 16; k++) m = max_nan(m, acc[k]);
+    for (; i + 4 * W <= n; i += 4 * W) {
+        tp__vf x0, x1, x2, x3;
+        memcpy(&x0, a + i, sizeof x0);
+        memcpy(&x1, a + i + W, sizeof x1);
+        memcpy(&x2, a + i + 2 * W, sizeof x2);
+        memcpy(&x3, a + i + 3 * W, sizeof x3);
+        acc0 = vmax_nan(acc0, x0);
+        acc1 = vmax_nan(acc1, x1);
+        acc2 = vmax_nan(acc2, x2);
+        acc3 = vmax_nan(acc3, x3);
+    }
+    acc0 = vmax_nan(vmax_nan(acc0, acc1), vmax_nan(acc2, acc3));
+    float m = acc0[0];
+    for (int k = 1; k < W; k++) m = max_nan(m, acc0[k]);
+    for (; i < n; i++) m = max_nan(m, a[i]);
     return m;
 }
 
