@@ -24,7 +24,9 @@ static inline void cpu_relax(void) {
 
 typedef struct worker_slot {
     atomic_ulong posted; /* jobs posted to this worker */
-    char pad[56];
+    atomic_bool quit;    /* tp__parallel_shutdown: leave instead of running a job */
+    pthread_t thread;
+    char pad[40];
 } worker_slot;
 
 typedef struct pool {
@@ -75,6 +77,7 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&p->lock);
         }
         ran = posted;
+        if (atomic_load(&slot->quit)) break;
         p->fn(p->ctx, index + 1, p->nth);
         finish_one(p);
     }
@@ -85,13 +88,10 @@ static void *worker_main(void *arg) {
 static void grow(pool *p, int want) {
     if (want > MAX_WORKERS) want = MAX_WORKERS;
     while (p->n_workers < want) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)p->n_workers);
-        pthread_attr_destroy(&attr);
-        if (rc != 0) break;
+        worker_slot *slot = &p->slots[p->n_workers];
+        atomic_store(&slot->quit, false);
+        atomic_store(&slot->posted, 0);
+        if (pthread_create(&slot->thread, NULL, worker_main, (void *)(intptr_t)p->n_workers) != 0) break;
         p->n_workers++;
     }
 }
@@ -127,5 +127,20 @@ void tp__parallel(int nth, tp_task_fn fn, void *ctx) {
         atomic_store(&p->caller_waiting, false);
         pthread_mutex_unlock(&p->lock);
     }
+    pthread_mutex_unlock(&p->job_lock);
+}
+
+void tp__parallel_shutdown(void) {
+    pool *p = &g_pool;
+    pthread_mutex_lock(&p->job_lock);
+    for (int i = 0; i < p->n_workers; i++) {
+        atomic_store(&p->slots[i].quit, true);
+        atomic_fetch_add(&p->slots[i].posted, 1);
+    }
+    pthread_mutex_lock(&p->lock);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->n_workers; i++) pthread_join(p->slots[i].thread, NULL);
+    p->n_workers = 0;
     pthread_mutex_unlock(&p->job_lock);
 }

@@ -18,5 +18,7 @@
 typedef void (*tp_task_fn)(void *ctx, int ith, int nth);
 
 TP_HIDDEN void tp__parallel(int nth, tp_task_fn fn, void *ctx);
+/* Stop and join every worker (tp_shutdown); later jobs start new ones. */
+TP_HIDDEN void tp__parallel_shutdown(void);
 
 #endif

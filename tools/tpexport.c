@@ -1192,7 +1192,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("tpexport %s\n", TP_VERSION_STRING);
+        printf("tpexport %s\n", tp_version());
         return 0;
     }
     if (strcmp(cmd, "inspect") == 0) return cmd_inspect(argc - 2, argv + 2);

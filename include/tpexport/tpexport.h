@@ -5,6 +5,7 @@
 #define TPEXPORT_TPEXPORT_H
 
 #include "status.h"
+#include "version.h"
 #include "alloc.h"
 #include "tensor.h"
 #include "value.h"

@@ -151,5 +151,7 @@ TP_FAMILY(fast)
 /* Parsed-schema support (schema.c). */
 TP_HIDDEN tp_status tp__schema_parse(const char *text, tp_schema *out);
 TP_HIDDEN void tp__schema_free(tp_schema *s);
+/* Empty the op table (tp_shutdown); the next tp_ops_init fills it again. */
+TP_HIDDEN void tp__ops_shutdown(void);
 
 #endif

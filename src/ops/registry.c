@@ -1,13 +1,15 @@
 /*
  * registry.c - the operator table, argument binding and eager dispatch.
  *
- * The table is filled once (tp_ops_init, under call_once) by the kernel
- * families' registration functions; after that it is read-only and shared
- * by all threads.
+ * The table is filled once (tp_ops_init, under a lock, on first use) by the
+ * kernel families' registration functions; after that it is read-only and
+ * shared by all threads. tp_shutdown empties it again (the next use fills
+ * it anew).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <threads.h>
 
 #include "ops_impl.h"
@@ -32,7 +34,9 @@ static const char *const op_names[TP_OP_COUNT] = {
 };
 
 static op_def g_ops[TP_OP_COUNT];
-static once_flag g_once = ONCE_FLAG_INIT;
+static mtx_t g_init_lock;
+static once_flag g_lock_once = ONCE_FLAG_INIT;
+static atomic_bool g_ready;
 static tp_status g_init_status = TP_OK;
 static char g_init_msg[512];
 static bool g_force_reference = false;
@@ -99,10 +103,32 @@ static void init_once(void) {
     }
 }
 
+static void make_lock(void) { mtx_init(&g_init_lock, mtx_plain); }
+
 tp_status tp_ops_init(void) {
-    call_once(&g_once, init_once);
+    if (!atomic_load_explicit(&g_ready, memory_order_acquire)) {
+        call_once(&g_lock_once, make_lock);
+        mtx_lock(&g_init_lock);
+        if (!atomic_load_explicit(&g_ready, memory_order_relaxed)) {
+            init_once();
+            atomic_store_explicit(&g_ready, true, memory_order_release);
+        }
+        mtx_unlock(&g_init_lock);
+    }
     if (g_init_status != TP_OK) return tp_error(g_init_status, "%s", g_init_msg);
     return TP_OK;
+}
+
+void tp__ops_shutdown(void) {
+    call_once(&g_lock_once, make_lock);
+    mtx_lock(&g_init_lock);
+    for (int i = 0; i < TP_OP_COUNT; i++)
+        if (g_ops[i].parsed) tp__schema_free(&g_ops[i].schema);
+    memset(g_ops, 0, sizeof g_ops);
+    g_init_status = TP_OK;
+    g_init_msg[0] = 0;
+    atomic_store_explicit(&g_ready, false, memory_order_release);
+    mtx_unlock(&g_init_lock);
 }
 
 const char *tp_op_name(tp_op op) { return (unsigned)op < TP_OP_COUNT ? op_names[op] : "?"; }
