@@ -1147,12 +1147,6 @@ struct tp_run {
     bool have_outputs;
 };
 
-void tp_run_options_init(tp_run_options *opt) {
-    memset(opt, 0, sizeof *opt);
-    opt->struct_size = sizeof *opt;
-    opt->cpu_level = TP_CPU_AUTO;
-}
-
 /* Release what a run context holds for its plan. */
 static void run_unbind(tp_run *r) {
     tp_plan *plan = r->plan;

@@ -70,6 +70,12 @@ check run_repeat_bad expect_rc 2 "$T" run "$dir/mlp.pt2" --repeat 2x
 check inspect_plan contains "$dir/mlp_inspect" \
     "arena: [0-9]* bytes, packed weights: [0-9]* bytes, steps: [0-9]* ([0-9]* fast, [0-9]* reference, [0-9]* fused)"
 check inspect_plan_json contains "$dir/mlp_inspect_json" '"packed_bytes": [0-9]'
+# inspect shows user inputs' and outputs' dtype and symbolic shape
+check inspect_io expect_rc 0 "$T" inspect "$SRC/tests/fixtures/tensorplay/dynamic.pt2"
+check inspect_io_in contains "$dir/out" "z: USER_INPUT  float32\[2\*batch, 4\]"
+check inspect_io_out contains "$dir/out" "add_0: USER_OUTPUT  float32\[batch, 3\]"
+check inspect_io_json expect_rc 0 "$T" inspect "$SRC/tests/fixtures/tensorplay/dynamic.pt2" --json
+check inspect_io_json_shape contains "$dir/out" '"2\*batch",'
 check inspect_no_plan expect_rc 0 "$T" inspect "$dir/mlp.pt2" --no-plan
 check inspect_no_plan_text not_contains "$dir/out" "arena:"
 # bench (nothing about speed is asserted: only that it runs and reports)

@@ -262,6 +262,60 @@ static int example_plan(tp_program *p, tp_run_stats *out) {
     return st == TP_OK ? 1 : -1;
 }
 
+/* The dtype and shape of user input/output `name` as "float32[batch, 4]"
+ * (tp_program_input_info / _output_info); "" if it is not one or the
+ * program does not record them. */
+static void format_dim(const tp_io_dim *d, char *buf, size_t size) {
+    if (!d->symbol) {
+        if (d->size >= 0) snprintf(buf, size, "%" PRId64, d->size);
+        else snprintf(buf, size, "?");
+        return;
+    }
+    char scale[32] = "", offset[32] = "";
+    if (d->scale != 1) snprintf(scale, sizeof scale, "%" PRId64 "*", d->scale);
+    if (d->offset > 0) snprintf(offset, sizeof offset, " + %" PRId64, d->offset);
+    else if (d->offset < 0) snprintf(offset, sizeof offset, " - %" PRIu64, (uint64_t)0 - (uint64_t)d->offset);
+    snprintf(buf, size, "%s%s%s", scale, d->symbol, offset);
+}
+
+static bool io_info_of(const tp_program *p, bool input, const char *name, tp_io_info *info) {
+    const tp_signature *sig = tp_program_signature(p);
+    int n = input ? tp_signature_n_inputs(sig) : tp_signature_n_outputs(sig), user = 0;
+    for (int k = 0; k < n; k++) {
+        const tp_arg_spec *a;
+        bool is_user;
+        if (input) {
+            const tp_input_spec *s = tp_signature_input(sig, k);
+            a = &s->arg;
+            is_user = s->kind == TP_INPUT_USER_INPUT;
+        } else {
+            const tp_output_spec *s = tp_signature_output(sig, k);
+            a = &s->arg;
+            is_user = s->kind == TP_OUTPUT_USER_OUTPUT;
+        }
+        if (!is_user) continue;
+        if (strcmp(a->name, name) == 0) {
+            tp_status st = input ? tp_program_input_info(p, user, info) : tp_program_output_info(p, user, info);
+            return st == TP_OK && info->kind == TP_ARGK_TENSOR && info->ndim >= 0;
+        }
+        user++;
+    }
+    return false;
+}
+
+static void format_io(const tp_program *p, bool input, const char *name, char *buf, size_t size) {
+    tp_io_info info;
+    buf[0] = 0;
+    if (!io_info_of(p, input, name, &info)) return;
+    size_t used = (size_t)snprintf(buf, size, "%s[", tp_dtype_name(info.dtype));
+    for (int d = 0; d < info.ndim && used < size; d++) {
+        char dim[96];
+        format_dim(&info.dims[d], dim, sizeof dim);
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", d ? ", " : "", dim);
+    }
+    if (used < size) snprintf(buf + used, size - used, "]");
+}
+
 static void inspect_text(const tp_archive *a, bool plan) {
     static const char *kinds[3] = {"parameters", "buffers", "constants"};
     for (int i = 0; i < tp_archive_num_programs(a); i++) {
@@ -270,14 +324,21 @@ static void inspect_text(const tp_archive *a, bool plan) {
         printf("program '%s'\n", tp_archive_program_name(a, i));
         printf("  inputs:\n");
         char line[512];
+        char io[512];
         for (int k = 0; k < tp_signature_n_inputs(sig); k++) {
-            tp_input_spec_str(tp_signature_input(sig, k), line, sizeof line);
-            printf("    %s\n", line);
+            const tp_input_spec *s = tp_signature_input(sig, k);
+            tp_input_spec_str(s, line, sizeof line);
+            io[0] = 0;
+            if (s->kind == TP_INPUT_USER_INPUT) format_io(p, true, s->arg.name, io, sizeof io);
+            printf("    %s%s%s\n", line, io[0] ? "  " : "", io);
         }
         printf("  outputs:\n");
         for (int k = 0; k < tp_signature_n_outputs(sig); k++) {
-            tp_output_spec_str(tp_signature_output(sig, k), line, sizeof line);
-            printf("    %s\n", line);
+            const tp_output_spec *s = tp_signature_output(sig, k);
+            tp_output_spec_str(s, line, sizeof line);
+            io[0] = 0;
+            if (s->kind == TP_OUTPUT_USER_OUTPUT) format_io(p, false, s->arg.name, io, sizeof io);
+            printf("    %s%s%s\n", line, io[0] ? "  " : "", io);
         }
         state_totals t;
         totals_of(p, &t);
@@ -348,7 +409,28 @@ static void inspect_text(const tp_archive *a, bool plan) {
     }
 }
 
-static json_t *spec_list_json(const tp_signature *sig, bool inputs) {
+/* "dtype" and "shape" (ints; strings such as "2*batch" for symbolic dims,
+ * null for dynamic dims without an expression) of a user input/output. */
+static void io_json(const tp_program *p, bool input, const char *name, json_t *o) {
+    tp_io_info info;
+    if (!io_info_of(p, input, name, &info)) return;
+    json_object_set_new(o, "dtype", json_string(tp_dtype_name(info.dtype)));
+    json_t *shape = json_array();
+    for (int d = 0; d < info.ndim; d++) {
+        const tp_io_dim *x = &info.dims[d];
+        if (x->symbol) {
+            char dim[96];
+            format_dim(x, dim, sizeof dim);
+            json_array_append_new(shape, json_string(dim));
+        } else {
+            json_array_append_new(shape, x->size >= 0 ? json_integer(x->size) : json_null());
+        }
+    }
+    json_object_set_new(o, "shape", shape);
+}
+
+static json_t *spec_list_json(const tp_program *p, bool inputs) {
+    const tp_signature *sig = tp_program_signature(p);
     json_t *arr = json_array();
     int n = inputs ? tp_signature_n_inputs(sig) : tp_signature_n_outputs(sig);
     for (int k = 0; k < n; k++) {
@@ -360,11 +442,13 @@ static json_t *spec_list_json(const tp_signature *sig, bool inputs) {
             if (s->target) json_object_set_new(o, "target", json_string(s->target));
             if (s->persistent != TP_PERSISTENT_UNSET)
                 json_object_set_new(o, "persistent", json_boolean(s->persistent == TP_PERSISTENT_YES));
+            if (s->kind == TP_INPUT_USER_INPUT) io_json(p, true, s->arg.name, o);
         } else {
             const tp_output_spec *s = tp_signature_output(sig, k);
             json_object_set_new(o, "name", json_string(s->arg.name));
             json_object_set_new(o, "kind", json_string(tp_output_kind_name(s->kind)));
             if (s->target) json_object_set_new(o, "target", json_string(s->target));
+            if (s->kind == TP_OUTPUT_USER_OUTPUT) io_json(p, false, s->arg.name, o);
         }
         json_array_append_new(arr, o);
     }
@@ -378,8 +462,8 @@ static void inspect_json(const tp_archive *a, bool plan) {
         const tp_program *p = tp_archive_program(a, i);
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(tp_archive_program_name(a, i)));
-        json_object_set_new(o, "inputs", spec_list_json(tp_program_signature(p), true));
-        json_object_set_new(o, "outputs", spec_list_json(tp_program_signature(p), false));
+        json_object_set_new(o, "inputs", spec_list_json(p, true));
+        json_object_set_new(o, "outputs", spec_list_json(p, false));
         state_totals t;
         totals_of(p, &t);
         json_t *state = json_object();

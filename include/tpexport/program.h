@@ -190,6 +190,47 @@ TP_API const tp_treespec *tp_program_out_spec(const tp_program *p);
 /* Number of mutation outputs (from the signature). */
 TP_API int tp_program_num_mutations(const tp_program *p);
 
+/* ---- inputs and outputs, for embedders ---- */
+
+/* One dim of an input or output. Static: size == min == max, symbol NULL.
+ * Symbolic: size -1 and size = scale * symbol + offset for the symbol's
+ * range (min/max: the dim's own range). Dynamic with no known expression:
+ * size -1, symbol NULL, min 0, max INT64_MAX. */
+typedef struct tp_io_dim {
+    int64_t size;
+    const char *symbol; /* borrowed from the program */
+    int64_t scale, offset;
+    int64_t min, max;
+} tp_io_dim;
+
+/* A user input or user output. For tensors, dtype and ndim are
+ * TP_DTYPE_COUNT and -1 when the program does not record them (an input
+ * with neither a meta val nor an example input; an output whose shape
+ * inference fails). */
+typedef struct tp_io_info {
+    const char *name;   /* placeholder / output name, borrowed from the program */
+    tp_arg_kind kind;   /* TP_ARGK_TENSOR, TP_ARGK_SYM_INT, ... */
+    tp_dtype dtype;
+    int ndim;
+    tp_io_dim dims[TP_MAX_DIMS];
+} tp_io_info;
+
+/* User inputs and outputs in signature order (state, tokens and mutated
+ * buffers are not counted). */
+TP_API int tp_program_num_user_inputs(const tp_program *p);
+TP_API int tp_program_num_user_outputs(const tp_program *p);
+/* Input i: dtype and shape from its meta val or example input, dims from
+ * the dim rules. Errors: TP_ERR_INDEX. */
+TP_API tp_status tp_program_input_info(const tp_program *p, int i, tp_io_info *out);
+/* Output i, by shape inference (metadata only) at the example inputs and
+ * at two other values of each symbol: a dim that follows
+ * scale * symbol + offset there gets that expression, one that follows no
+ * affine rule of one symbol is dynamic without one. Errors: TP_ERR_INDEX,
+ * TP_ERR_MISSING (a tensor user input with no recorded dtype and shape),
+ * shape-inference errors. */
+TP_API tp_status tp_program_output_info(const tp_program *p, int i, tp_io_info *out);
+
+
 /* Replace the verifier (NULL: only the built-in checks). */
 TP_API void tp_program_set_verifier(tp_program *p, tp_verifier_fn fn, void *user);
 

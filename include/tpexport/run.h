@@ -39,6 +39,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "program.h"
 #include "status.h"
@@ -96,7 +97,13 @@ typedef struct tp_run_options {
     tp_profile_fn profile;  /* NULL: no profiling (no timing overhead) */
     void *profile_user;
 } tp_run_options;
-TP_API void tp_run_options_init(tp_run_options *opt);
+/* Inline, so struct_size is the size this caller was compiled with (a
+ * newer library then reads only the fields the caller knows). */
+static inline void tp_run_options_init(tp_run_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
+    opt->cpu_level = TP_CPU_AUTO;
+}
 
 typedef struct tp_run tp_run;
 
