@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -1295,6 +1296,37 @@ static int run_threads(const tp_run *r) {
     return n > 256 ? 256 : n;
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Send a message to r's log callback (if set and level is wanted). */
+static void run_log(const tp_run *r, tp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void run_log(const tp_run *r, tp_log_level level, const char *fmt, ...) {
+    if (!r->opt.log || level < r->opt.log_level) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->opt.log(r->opt.log_user, level, msg);
+}
+
+static void log_new_plan(const tp_run *r, const tp_plan *plan, double ms, int cached) {
+    if (!r->opt.log) return;
+    run_log(r, TP_LOG_INFO,
+            "built a plan in %.2f ms: %d steps (%d fast, %d reference, %d fused), arena %zu bytes, packed weights "
+            "%zu bytes, cpu level %s; %d of %d plans cached",
+            ms, plan->n_steps, (int)plan->n_fast, (int)plan->n_reference, (int)plan->n_fused, (size_t)plan->arena_bytes,
+            (size_t)plan->packed_bytes, tp_cpu_level_name((tp_cpu_level)plan->cpu_level), cached, TP_PLAN_CACHE);
+    for (int j = 0; j < plan->n_steps; j++)
+        if (plan->steps[j].kind == STEP_LEGACY)
+            run_log(r, TP_LOG_DEBUG, "node '%s' (%s) runs the reference kernel: no fast variant took it",
+                    plan->steps[j].name, tp_op_name(plan->steps[j].op));
+}
+
 /* Find or build the plan for these flat inputs; bind it to r. *built tells
  * whether it is new (the caller checked the inputs before). */
 static tp_status run_select_plan(tp_run *r, const tp_value *flat, int64_t n_flat) {
@@ -1313,18 +1345,32 @@ static tp_status run_select_plan(tp_run *r, const tp_value *flat, int64_t n_flat
         /* prepared for every core (no oversubscription beyond that); each call uses its own count */
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         int cap = ncpu < 1 ? 1 : ncpu > 256 ? 256 : (int)ncpu;
-        TP_TRY(build_plan(p, flat, n_flat, level, cap, &found));
+        double t0 = r->opt.log ? now_ms() : 0;
+        tp_status st = build_plan(p, flat, n_flat, level, cap, &found);
+        if (st == TP_ERR_UNSUPPORTED)
+            run_log(r, TP_LOG_WARN, "the program could not be planned (%s): it is interpreted", tp_last_error());
+        TP_TRY(st);
         r->plans_built++;
+        bool evicted = false;
+        int cached = 0;
         pthread_mutex_lock(&e->lock);
         if (plan_current(found, p, level)) {
             if (e->n_plans == TP_PLAN_CACHE) { /* evict the oldest */
                 tp__plan_release(e->plans[0]);
                 memmove(e->plans, e->plans + 1, (size_t)(TP_PLAN_CACHE - 1) * sizeof *e->plans);
                 e->n_plans--;
+                evicted = true;
             }
             e->plans[e->n_plans++] = plan_retain(found);
         }
+        cached = e->n_plans;
         pthread_mutex_unlock(&e->lock);
+        if (evicted)
+            run_log(r, TP_LOG_WARN,
+                    "plan cache full (%d input-shape classes): evicted the oldest plan; calls cycling through more "
+                    "shapes than that plan again each time",
+                    TP_PLAN_CACHE);
+        log_new_plan(r, found, r->opt.log ? now_ms() - t0 : 0, cached);
     }
     return run_bind(r, found);
 }
@@ -1343,11 +1389,6 @@ static void fast_worker(void *ctx, int ith, int nth) {
     t->status[ith] = t->s->op_plan.run(&t->s->op_plan, t->in, t->out, &ex);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* Copy src's elements in C order into dst (contiguous, same element count,
  * any dtypes; a reshape copy has another shape). Slots live at the same time
@@ -1373,6 +1414,9 @@ static tp_status run_steps(tp_run *r) {
     tp_status st = TP_OK;
     for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
         const plan_step *s = &plan->steps[j];
+        if (r->opt.cancel && (j == 0 || !plan->mutates_state) && r->opt.cancel(r->opt.cancel_user))
+            return tp_error(TP_ERR_CANCELLED, "call cancelled before node '%s' (step %d of %d)", s->name, j + 1,
+                            plan->n_steps);
         double t0 = r->opt.profile ? now_ms() : 0;
         int used_threads = 1;
         switch (s->kind) {

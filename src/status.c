@@ -19,6 +19,7 @@ const char *tp_status_str(tp_status status) {
     case TP_ERR_DUPLICATE: return "TP_ERR_DUPLICATE";
     case TP_ERR_STATE: return "TP_ERR_STATE";
     case TP_ERR_NOT_FOUND: return "TP_ERR_NOT_FOUND";
+    case TP_ERR_CANCELLED: return "TP_ERR_CANCELLED";
     case TP_ERR_TYPE: return "TP_ERR_TYPE";
     case TP_ERR_SHAPE: return "TP_ERR_SHAPE";
     case TP_ERR_CONSTRAINT: return "TP_ERR_CONSTRAINT";

@@ -1357,8 +1357,128 @@ out:
     tp_program_free(p);
 }
 
+
+/* ---- cancellation and the log callback ---- */
+
+enum { PLAN_CACHE = 8 }; /* plans cached per program (engine_impl.h TP_PLAN_CACHE) */
+
+typedef struct cancel_state {
+    int polls, cancel_at; /* cancel on the cancel_at-th poll (1-based); 0: never */
+} cancel_state;
+
+static bool cancel_fn(void *user) {
+    cancel_state *c = user;
+    return ++c->polls == c->cancel_at;
+}
+
+TEST(test_cancel) {
+    tp_program *p = make_net(4, 16, 32, false, 7);
+    if (!p) return;
+    tp_tensor *x = rand_tensor(2, (int64_t[]){4, 16}, 3, 1.0f);
+    cancel_state c = {0, 0};
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.cancel = cancel_fn;
+    opt.cancel_user = &c;
+    tp_run *r = NULL;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+    tp_run_stats st;
+    tp_run_get_stats(r, &st);
+    int steps = (int)st.n_steps;
+    CHECK_MSG(c.polls == steps, "polled %d times for %d steps", c.polls, steps);
+    /* stop before the third step */
+    c = (cancel_state){0, 3};
+    CHECK(tp_run_execute(r, &x, 1, NULL, 0) == TP_ERR_CANCELLED);
+    CHECK_MSG(strstr(tp_last_error(), "call cancelled before node '") && strstr(tp_last_error(), "(step 3 of "),
+              "message: %s", tp_last_error());
+    CHECK(c.polls == 3);
+    /* the run context still works, with the same result as an uncancelled run */
+    c = (cancel_state){0, 0};
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+    tp_tensor *want[2];
+    CHECK_OK(program_outputs(p, x, want, 2));
+    CHECK(want[0] && same_tensor(tp_run_output(r, 0), want[0], 0, 0));
+    free_tensors(want, 2);
+    tp_run_free(r);
+
+    /* a mutating plan is polled once, before its first step */
+    tp_program *m = make_counter();
+    if (m) {
+        tp_tensor *y = NULL;
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2}, &y));
+        CHECK_OK(tp_run_new(m, &opt, &r));
+        c = (cancel_state){0, 0};
+        CHECK_OK(tp_run_execute(r, &y, 1, NULL, 0));
+        CHECK_MSG(c.polls == 1, "a mutating plan was polled %d times", c.polls);
+        c = (cancel_state){0, 1};
+        CHECK(tp_run_execute(r, &y, 1, NULL, 0) == TP_ERR_CANCELLED);
+        tp_tensor *count = NULL;
+        CHECK_OK(tp_program_get_state(m, "count", &count, NULL, NULL));
+        CHECK_MSG(count && tp_tensor_item_f64(count, 0) == 1.0, "a cancelled call changed the counter");
+        tp_run_free(r);
+        tp_tensor_free(y);
+        tp_program_free(m);
+    }
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
+typedef struct log_state {
+    int n[3];
+    char last[3][512];
+} log_state;
+
+static void log_fn(void *user, tp_log_level level, const char *msg) {
+    log_state *l = user;
+    if ((unsigned)level > 2) return;
+    l->n[level]++;
+    snprintf(l->last[level], sizeof l->last[level], "%s", msg);
+}
+
+TEST(test_log) {
+    tp_program *p = make_net(4, 16, 32, true, 9);
+    if (!p) return;
+    log_state l;
+    memset(&l, 0, sizeof l);
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.log = log_fn;
+    opt.log_user = &l;
+    opt.log_level = TP_LOG_INFO;
+    tp_run *r = NULL;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    /* 9 batch sizes: 9 plans, the 9th evicts the oldest of the 8 cached */
+    for (int64_t b = 1; b <= PLAN_CACHE + 1; b++) {
+        tp_tensor *x = rand_tensor(2, (int64_t[]){b, 16}, (uint32_t)b, 1.0f);
+        CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+        tp_tensor_free(x);
+    }
+    CHECK_MSG(l.n[TP_LOG_INFO] == PLAN_CACHE + 1, "%d plan messages", l.n[TP_LOG_INFO]);
+    CHECK_MSG(strstr(l.last[TP_LOG_INFO], "built a plan in ") && strstr(l.last[TP_LOG_INFO], " steps (") &&
+                  strstr(l.last[TP_LOG_INFO], "8 of 8 plans cached"),
+              "info: %s", l.last[TP_LOG_INFO]);
+    CHECK(l.n[TP_LOG_WARN] == 1);
+    CHECK_MSG(strstr(l.last[TP_LOG_WARN], "plan cache full (8 input-shape classes)"), "warn: %s", l.last[TP_LOG_WARN]);
+    CHECK(l.n[TP_LOG_DEBUG] == 0); /* below log_level */
+    tp_run_free(r);
+
+    /* DEBUG names the nodes that run the reference kernel */
+    memset(&l, 0, sizeof l);
+    opt.log_level = TP_LOG_DEBUG;
+    opt.cpu_level = TP_CPU_REFERENCE;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    tp_tensor *x = rand_tensor(2, (int64_t[]){4, 16}, 1, 1.0f);
+    CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+    CHECK_MSG(l.n[TP_LOG_DEBUG] >= 1 && strstr(l.last[TP_LOG_DEBUG], "runs the reference kernel"), "debug: %d, %s",
+              l.n[TP_LOG_DEBUG], l.last[TP_LOG_DEBUG]);
+    tp_tensor_free(x);
+    tp_run_free(r);
+    tp_program_free(p);
+}
+
 TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_fusion_keeps_results), T(test_plans_invalidated),
-          T(test_execute_errors))
+          T(test_execute_errors), T(test_cancel), T(test_log))

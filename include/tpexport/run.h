@@ -37,6 +37,7 @@
 #ifndef TPEXPORT_RUN_H
 #define TPEXPORT_RUN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -87,6 +88,17 @@ typedef struct tp_profile_event {
 } tp_profile_event;
 typedef void (*tp_profile_fn)(void *user, const tp_profile_event *event);
 
+/* Messages of a run context (tp_run_options.log): DEBUG per-node kernel
+ * choices (which nodes run the reference kernel), INFO each plan built
+ * (steps, arena, packed bytes, time), WARN what costs speed (plan-cache
+ * evictions, a program interpreted because it could not be planned). */
+typedef enum tp_log_level { TP_LOG_DEBUG = 0, TP_LOG_INFO = 1, TP_LOG_WARN = 2 } tp_log_level;
+/* message: borrowed, valid during the callback; called on the thread that
+ * made the call. */
+typedef void (*tp_log_fn)(void *user, tp_log_level level, const char *message);
+/* Polled before each step of a call: return true to stop it. */
+typedef bool (*tp_cancel_fn)(void *user);
+
 /* Options of a run context. Initialise with tp_run_options_init so fields
  * added later get their defaults (struct_size tells the library which
  * fields a caller knows). */
@@ -96,6 +108,16 @@ typedef struct tp_run_options {
     tp_cpu_level cpu_level; /* TP_CPU_AUTO: tp_cpu_level_effective() */
     tp_profile_fn profile;  /* NULL: no profiling (no timing overhead) */
     void *profile_user;
+    /* Cancellation: when cancel returns true the call stops before its
+     * next step and returns TP_ERR_CANCELLED (outputs unspecified). A plan
+     * that mutates state is polled only before its first step, so a call of
+     * a mutating program either changes nothing or runs to the end. The
+     * callback may read a flag another thread sets (use an atomic). */
+    tp_cancel_fn cancel;    /* NULL: never cancelled */
+    void *cancel_user;
+    tp_log_fn log;          /* NULL: no messages */
+    void *log_user;
+    tp_log_level log_level; /* the least severe level passed to log */
 } tp_run_options;
 /* Inline, so struct_size is the size this caller was compiled with (a
  * newer library then reads only the fields the caller knows). */

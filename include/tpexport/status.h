@@ -36,6 +36,7 @@ typedef enum tp_status {
     TP_ERR_DUPLICATE = 103,   /* an argument/name given twice */
     TP_ERR_STATE = 104,       /* object in the wrong state for the call */
     TP_ERR_NOT_FOUND = 105,   /* named thing (node, op, file) not found */
+    TP_ERR_CANCELLED = 106,   /* a run was stopped by its cancel callback */
 
     /* 200-299: dtype problems */
     TP_ERR_TYPE = 200,        /* wrong dtype or value kind */
