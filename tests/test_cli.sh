@@ -63,6 +63,18 @@ check run_threads2 expect_rc 0 "$T" run "$dir/mlp.pt2" --threads 2 --out "$dir/t
 check run_threads_same cmp "$dir/t1/output_0.npy" "$dir/t2/output_0.npy"
 check run_cpu_reference expect_rc 0 "$T" run "$dir/mlp.pt2" --cpu-level reference
 check run_cpu_reference_out contains "$dir/out" "output_0: float32\[2, 3\] = \[-0.482763"
+# usage errors are one line naming the problem and where the help is
+check usage_cmd expect_rc 2 "$T" frobnicate
+check usage_cmd_msg one_line "$dir/err" "unknown command 'frobnicate' (see 'tpexport --help')"
+check usage_file expect_rc 2 "$T" run
+check usage_file_msg one_line "$dir/err" "missing FILE (see 'tpexport run --help')"
+check usage_opt expect_rc 2 "$T" inspect "$dir/mlp.pt2" --bogus
+check usage_opt_msg one_line "$dir/err" "unknown option '--bogus' (see 'tpexport inspect --help')"
+# --out naming a file fails before anything runs
+: > "$dir/a_file"
+check run_out_file expect_rc 3 "$T" run "$dir/mlp.pt2" --out "$dir/a_file"
+check run_out_file_msg one_line "$dir/err" "is not a directory"
+check run_out_file_quiet not_contains "$dir/out" "output_0"
 check run_threads0 expect_rc 2 "$T" run "$dir/mlp.pt2" --threads 0
 check run_threads0_msg one_line "$dir/err" "--threads"
 check run_repeat_bad expect_rc 2 "$T" run "$dir/mlp.pt2" --repeat 2x

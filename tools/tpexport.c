@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tpexport/archive.h"
 #include "tpexport/tpexport.h"
@@ -186,10 +187,29 @@ static void die_status(tp_status st, const char *what) {
     die(exit_code_for(st), "%s: %s", what, tp_last_error());
 }
 
+/* A usage error: one line, the problem and where the help is
+ * ("tpexport: missing FILE (see 'tpexport run --help')"). The command is
+ * read off the help text's "usage: tpexport <command>" line. */
 static void usage_error(const char *help, const char *fmt, const char *arg) {
+    char cmd[64] = "tpexport";
+    const char *u = strstr(help, "usage: ");
+    if (u) {
+        u += 7;
+        size_t n = 0;
+        int words = 0;
+        while (u[n] && u[n] != '\n' && n + 1 < sizeof cmd) {
+            if (u[n] == ' ' && ++words == 2) break;
+            n++;
+        }
+        if (words == 2 || n) {
+            memcpy(cmd, u, n);
+            cmd[n] = 0;
+        }
+        if (strchr(cmd, '<')) snprintf(cmd, sizeof cmd, "%s", "tpexport"); /* the main help */
+    }
     fprintf(stderr, "%s: ", prog_name);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n\n%s", help);
+    fprintf(stderr, " (see '%s --help')\n", cmd);
     exit(EXIT_USAGE);
 }
 
@@ -829,6 +849,15 @@ static int cmd_run(int argc, char **argv) {
         }
     }
     if (!file) usage_error(run_help, "%s", "missing FILE");
+    if (out_dir) { /* before running: a bad --out fails fast */
+        struct stat sb;
+        if (stat(out_dir, &sb) == 0) {
+            if (!S_ISDIR(sb.st_mode)) die(EXIT_IO, "--out '%s' is not a directory", out_dir);
+            if (access(out_dir, W_OK) != 0) die(EXIT_IO, "--out '%s' is not writable: %s", out_dir, strerror(errno));
+        } else if (mkdir(out_dir, 0777) != 0) {
+            die(EXIT_IO, "cannot create '%s': %s", out_dir, strerror(errno));
+        }
+    }
     tp_archive *a = load_or_die(file);
     tp_program *p = find_program_or_die(a, file, name);
     warn_cpu_level("run", level);
@@ -847,11 +876,6 @@ static int cmd_run(int argc, char **argv) {
     tp_value leaves = tp_value_none();
     tp_treespec *spec = NULL;
     if (tp_pytree_flatten(&result, &leaves, &spec) != TP_OK) die(EXIT_IO, "out of memory");
-    if (out_dir) {
-        struct stat sb;
-        if (stat(out_dir, &sb) != 0 && mkdir(out_dir, 0777) != 0)
-            die(EXIT_IO, "cannot create '%s': %s", out_dir, strerror(errno));
-    }
     for (int64_t i = 0; i < tp_value_len(&leaves); i++) {
         const tp_value *v = tp_value_at(&leaves, i);
         char label[64];
@@ -1286,6 +1310,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "decompose") == 0) return cmd_decompose(argc - 2, argv + 2);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
-    fprintf(stderr, "%s: unknown command '%s'\n\n%s", prog_name, cmd, main_help);
+    usage_error(main_help, "unknown command '%s'", cmd);
     return EXIT_USAGE;
 }
