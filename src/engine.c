@@ -967,9 +967,9 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     const tp_graph *g = p->graph;
     tp_graph *copy = NULL;
     if (level >= TP_CPU_SCALAR) {
-        int n_rewritten = 0;
-        if (tp_graph_copy(p->graph, &copy) != TP_OK || tp__rewrite_attention(p, copy, &n_rewritten) != TP_OK ||
-            n_rewritten == 0) {
+        int n_attention = 0, n_silu = 0;
+        if (tp_graph_copy(p->graph, &copy) != TP_OK || tp__rewrite_attention(p, copy, &n_attention) != TP_OK ||
+            tp__rewrite_silu(copy, &n_silu) != TP_OK || n_attention + n_silu == 0) {
             tp_graph_free(copy);
             copy = NULL;
             tp_clear_error();

@@ -11,6 +11,13 @@
  * scaled_dot_product_attention(Q, Kt^T, V, scale=...) node, which runs
  * through the fused attention kernel (src/cpu/fast_attention.c) without
  * materialising the scores.
+ *
+ * SiLU: mul(x, sigmoid(x)) (either order, the sigmoid used only there),
+ * which ONNX exports of SiLU/Swish produce, becomes silu(x): one pass
+ * instead of two, and an activation the producer of x (a convolution or
+ * GEMM) can take into its epilogue. The values are the same float
+ * operations (x * sigmoid(x) rounded as one product) except at x = -inf,
+ * where x * sigmoid(x) is NaN and silu gives -0 (its limit).
  */
 #include <string.h>
 
@@ -147,6 +154,47 @@ tp_status tp__rewrite_attention(const tp_program *p, tp_graph *g, int *n_rewritt
         if (is_call(n, TP_OP_MATMUL)) {
             bool done;
             TP_TRY(rewrite_at(p, g, n, &done));
+            if (done) (*n_rewritten)++;
+        }
+        n = next;
+    }
+    return TP_OK;
+}
+
+/* mul(x, sigmoid(x)) -> silu(x) at m; *done when rewritten. */
+static tp_status rewrite_silu_at(tp_graph *g, tp_node *m, bool *done) {
+    *done = false;
+    if (tp_value_len(&m->args) != 2 || tp_value_len(&m->kwargs) != 0) return TP_OK;
+    tp_node *a = arg_node(m, 0), *b = arg_node(m, 1), *sg = NULL, *x = NULL;
+    if (is_call(b, TP_OP_SIGMOID) && arg_node(b, 0) == a) sg = b, x = a;
+    else if (is_call(a, TP_OP_SIGMOID) && arg_node(a, 0) == b) sg = a, x = b;
+    if (!sg || !used_once(sg) || tp_value_len(&sg->args) != 1) return TP_OK;
+    if (x->meta_val.kind != TP_VAL_TENSOR || tp_tensor_dtype(x->meta_val.u.tensor) != TP_FLOAT32) return TP_OK;
+    TP_TRY(tp_graph_set_insert_point(g, m));
+    tp_value args;
+    tp_node *silu = NULL;
+    tp_status st = tp_value_tuple(1, &args);
+    if (st == TP_OK) {
+        args.u.seq.items[0] = tp_value_node(x);
+        st = tp_graph_call_function(g, TP_OP_SILU, &args, NULL, &silu);
+        tp_value_clear(&args);
+    }
+    tp_graph_set_insert_point(g, NULL);
+    TP_TRY(st);
+    TP_TRY(tp_node_replace_all_uses_with(m, silu, NULL, NULL, NULL));
+    TP_TRY(tp_graph_erase_node(g, m));
+    TP_TRY(tp_graph_erase_node(g, sg));
+    *done = true;
+    return TP_OK;
+}
+
+tp_status tp__rewrite_silu(tp_graph *g, int *n_rewritten) {
+    *n_rewritten = 0;
+    for (tp_node *n = g->first; n;) {
+        tp_node *next = n->next;
+        if (is_call(n, TP_OP_MUL)) {
+            bool done;
+            TP_TRY(rewrite_silu_at(g, n, &done));
             if (done) (*n_rewritten)++;
         }
         n = next;

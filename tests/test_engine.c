@@ -1049,7 +1049,11 @@ static void check_against_reference(tp_program *p, tp_tensor *x, int n_out, cons
  * fn; outputs are listed by fn. */
 typedef int (*fusion_graph_fn)(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **outs);
 
-static void check_fusion_case(const char *what, int64_t B, int64_t K, int64_t N, fusion_graph_fn fn) {
+/* want_steps / want_fused: the plan's step count and fused-step count at
+ * the best CPU level (-1: not checked), so a fusion that silently stops
+ * happening fails the test. */
+static void check_fusion_case(const char *what, int64_t B, int64_t K, int64_t N, fusion_graph_fn fn, int want_steps,
+                              int want_fused) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     tp_node *w = placeholder(g, "p_w", 2, (int64_t[]){N, K});
@@ -1072,6 +1076,17 @@ static void check_fusion_case(const char *what, int64_t B, int64_t K, int64_t N,
         set_param(p, "b", 1, (int64_t[]){N}, 72, 0.5f);
         tp_tensor *x0 = rand_tensor(2, (int64_t[]){B, K}, 73, 4.0f);
         if (x0) check_against_reference(p, x0, n_out, what);
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(p, NULL, &r));
+        if (r && x0 && tp_run_execute(r, &x0, 1, NULL, 0) == TP_OK) {
+            tp_run_stats st;
+            tp_run_get_stats(r, &st);
+            if (getenv("TP_TEST_SHOW_STEPS")) printf("  %s: %d steps, %d fused\n", what, (int)st.n_steps, (int)st.n_fused);
+            CHECK_MSG((want_steps < 0 || st.n_steps == want_steps) && (want_fused < 0 || st.n_fused == want_fused),
+                      "%s: %d steps, %d fused; expected %d, %d", what, (int)st.n_steps, (int)st.n_fused, want_steps,
+                      want_fused);
+        }
+        tp_run_free(r);
         tp_tensor_free(x0);
     }
     tp_program_free(p);
@@ -1145,15 +1160,46 @@ static int fg_view_between(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_n
     return 2;
 }
 
+/* mul(l, sigmoid(l)) and mul(sigmoid(l), l) become silu(l), fused into the GEMM */
+static int fg_silu(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(l)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(l), N(sg)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *sg2 = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(l2)});
+    o[1] = call(g, TP_OP_MUL, 2, (tp_value[]){N(sg2), N(l2)});
+    return 2;
+}
+/* not SiLU: the sigmoid is used twice, or multiplies something else */
+static int fg_not_silu(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(l)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(l), N(sg)});
+    o[1] = sg;
+    tp_node *sg2 = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(x)});
+    o[2] = call(g, TP_OP_MUL, 2, (tp_value[]){N(l), N(sg2)});
+    return 3;
+}
+
+/* Expected counts (steps include fused ones): GEMM also an output: linear +
+ * relu, nothing fused; two users: 4 unfused; residuals: 3 linears + 4
+ * elementwise, l + x, l3 + x and its relu fused (l2 + l2 is not a
+ * residual); broadcast: only the row bias fuses; ONNX linear: bias and
+ * residual fuse, the silu after the residual does not (the epilogue applies
+ * the activation before the residual), the column bias does not; SiLU:
+ * both mul(l, sigmoid(l)) forms become one fused silu each; not SiLU:
+ * nothing changes. */
 TEST(test_fusion_keeps_results) {
     /* square (residuals need N == K) and large enough to run the GEMM on 2 threads */
-    check_fusion_case("GEMM result also an output", 64, 48, 48, fg_lin_out_and_relu);
-    check_fusion_case("GEMM result with two users", 64, 48, 48, fg_lin_two_users);
-    check_fusion_case("residual adds", 64, 48, 48, fg_residuals);
-    check_fusion_case("broadcast add, sub, alpha", 64, 48, 48, fg_broadcast_add);
-    check_fusion_case("ONNX linear: bias first, residual, silu; column bias", 64, 48, 48, fg_onnx_linear);
-    check_fusion_case("view between GEMM and activation", 64, 48, 48, fg_view_between);
-    check_fusion_case("residual adds, larger", 256, 128, 128, fg_residuals);
+    check_fusion_case("GEMM result also an output", 64, 48, 48, fg_lin_out_and_relu, 2, 0);
+    check_fusion_case("GEMM result with two users", 64, 48, 48, fg_lin_two_users, 4, 0);
+    check_fusion_case("residual adds", 64, 48, 48, fg_residuals, 7, 3);
+    check_fusion_case("broadcast add, sub, alpha", 64, 48, 48, fg_broadcast_add, 7, 1);
+    check_fusion_case("ONNX linear: bias first, residual, silu; column bias", 64, 48, 48, fg_onnx_linear, 7, 2);
+    check_fusion_case("view between GEMM and activation", 64, 48, 48, fg_view_between, 4, 0);
+    check_fusion_case("residual adds, larger", 256, 128, 128, fg_residuals, 7, 3);
+    check_fusion_case("x * sigmoid(x) as silu", 64, 48, 48, fg_silu, 4, 2);
+    check_fusion_case("not silu", 64, 48, 48, fg_not_silu, 5, 0);
 }
 
 /* ---- 6. plans are invalidated by program changes ------------------------ */
