@@ -742,7 +742,11 @@ typedef struct zip_out_entry {
 } zip_out_entry;
 
 struct tp_zip_writer {
-    unsigned char *buf;
+    tp_zip_sink_fn sink;  /* NULL: the memory buffer below */
+    void *sink_ctx;
+    uint64_t offset;      /* bytes emitted so far (the next member's offset) */
+    tp_status failed;     /* TP_OK, or the status of the first emit that failed */
+    unsigned char *buf;   /* memory writer: the archive so far (len == offset) */
     size_t len, cap;
     zip_out_entry *entries;
     size_t count, entries_cap;
@@ -755,6 +759,16 @@ tp_status tp__zip_writer_new(tp_zip_writer **out) {
     TP_CHECK(out, TP_ERR_INVALID_ARG, "zip: out is NULL");
     *out = tp_calloc(1, sizeof **out);
     TP_CHECK(*out, TP_ERR_NOMEM, "zip: out of memory");
+    return TP_OK;
+}
+
+tp_status tp__zip_writer_new_sink(tp_zip_sink_fn sink, void *ctx, tp_zip_writer **out) {
+    TP_CHECK(out, TP_ERR_INVALID_ARG, "zip: out is NULL");
+    *out = NULL;
+    TP_CHECK(sink, TP_ERR_INVALID_ARG, "zip: sink is NULL");
+    TP_TRY(tp__zip_writer_new(out));
+    (*out)->sink = sink;
+    (*out)->sink_ctx = ctx;
     return TP_OK;
 }
 
@@ -771,12 +785,14 @@ void tp__zip_writer_force_zip64(tp_zip_writer *w, bool on) {
     if (w) w->force_zip64 = on;
 }
 
+uint64_t tp__zip_writer_offset(const tp_zip_writer *w) { return w ? w->offset : 0; }
+
 bool tp__zip_has(const tp_zip_writer *w, const char *name) {
     if (!w || !name || !w->table) return false;
     return w->table[table_slot(w->table, w->table_mask, name, w->entries, sizeof(zip_out_entry))] >= 0;
 }
 
-/* Make room for `more` bytes in the output buffer. */
+/* Make room for `more` bytes in a memory writer's buffer. */
 static tp_status reserve(tp_zip_writer *w, uint64_t more) {
     size_t need;
     TP_CHECK(more <= SIZE_MAX && tp_add_size(w->len, (size_t)more, &need), TP_ERR_NOMEM, "zip: archive too large");
@@ -787,6 +803,29 @@ static tp_status reserve(tp_zip_writer *w, uint64_t more) {
     TP_CHECK(b, TP_ERR_NOMEM, "zip: out of memory growing the archive to %zu bytes", cap);
     w->buf = b;
     w->cap = cap;
+    return TP_OK;
+}
+
+/* Append bytes to the output: the memory buffer or the sink. A failure is
+ * sticky: bytes may be missing, so every later emit fails too. */
+static tp_status emit(tp_zip_writer *w, const void *data, size_t size) {
+    TP_CHECK(w->failed == TP_OK, w->failed, "zip: an earlier write to the archive failed; it is incomplete");
+    if (size == 0) return TP_OK;
+    tp_status st;
+    if (w->sink) {
+        st = w->sink(w->sink_ctx, data, size);
+    } else {
+        st = reserve(w, size);
+        if (st == TP_OK) {
+            memcpy(w->buf + w->len, data, size);
+            w->len += size;
+        }
+    }
+    if (st != TP_OK) {
+        w->failed = st;
+        return st;
+    }
+    w->offset += size;
     return TP_OK;
 }
 
@@ -865,6 +904,9 @@ static tp_status deflate_data(const void *data, size_t size, unsigned char **out
     return TP_OK;
 }
 
+/* The largest local extra field: zip64 (20) + alignment padding (< 64 + 6). */
+#define LOCAL_EXTRA_MAX (20u + ALIGNMENT + 6u)
+
 tp_status tp__zip_add(tp_zip_writer *w, const char *name, const void *data, size_t size, bool deflate) {
     TP_CHECK(w && name, TP_ERR_INVALID_ARG, "zip: writer or name is NULL");
     TP_CHECK(data || size == 0, TP_ERR_INVALID_ARG, "zip: member '%s': data is NULL", name);
@@ -876,6 +918,7 @@ tp_status tp__zip_add(tp_zip_writer *w, const char *name, const void *data, size
     const char *problem = name_problem(name, name_len);
     TP_CHECK(!problem, TP_ERR_INVALID_ARG, "zip: unsafe member name '%s': %s", shown, problem);
     TP_CHECK(!tp__zip_has(w, name), TP_ERR_DUPLICATE, "zip: duplicate member '%s'", shown);
+    TP_CHECK(w->failed == TP_OK, w->failed, "zip: member '%s': an earlier write to the archive failed", shown);
     TP_TRY(reserve_entry(w));
 
     unsigned char *packed = NULL;
@@ -891,7 +934,7 @@ tp_status tp__zip_add(tp_zip_writer *w, const char *name, const void *data, size
     for (size_t k = 0; k < name_len; k++)
         if ((unsigned char)name[k] >= 0x80) flags = FLAG_UTF8;
     bool zip64 = w->force_zip64 || size >= U32_MAX || comp_size >= U32_MAX;
-    uint64_t offset = w->len;
+    uint64_t offset = w->offset;
     uint64_t extra_len = zip64 ? 20 : 0;
     if (!deflate) { /* pad so the data starts at a multiple of 64 */
         uint64_t at = offset + LOCAL_SIZE + name_len + extra_len;
@@ -899,14 +942,17 @@ tp_status tp__zip_add(tp_zip_writer *w, const char *name, const void *data, size
         if (pad != 0 && pad < 6) pad += ALIGNMENT; /* the field needs 4 + 2 bytes */
         extra_len += pad;
     }
-    tp_status st = reserve(w, LOCAL_SIZE + name_len + extra_len + comp_size);
+    /* a memory writer makes room for the whole member first, so running out
+     * of memory leaves the buffer as it was */
+    tp_status st = w->sink ? TP_OK : reserve(w, LOCAL_SIZE + name_len + extra_len + comp_size);
     if (st != TP_OK) {
         tp_free(packed);
         tp_free(copy);
         return st;
     }
     uint32_t crc = tp__crc32(0, data, size);
-    unsigned char *p = w->buf + w->len;
+    unsigned char head[LOCAL_SIZE], extra[LOCAL_EXTRA_MAX];
+    unsigned char *p = head;
     p = wr32(p, SIG_LOCAL);
     p = wr16(p, zip64 ? VERSION_ZIP64 : VERSION_DEFAULT);
     p = wr16(p, flags);
@@ -917,9 +963,8 @@ tp_status tp__zip_add(tp_zip_writer *w, const char *name, const void *data, size
     p = wr32(p, zip64 ? U32_MAX : (uint32_t)comp_size);
     p = wr32(p, zip64 ? U32_MAX : (uint32_t)size);
     p = wr16(p, (uint32_t)name_len);
-    p = wr16(p, (uint32_t)extra_len);
-    memcpy(p, name, name_len);
-    p += name_len;
+    wr16(p, (uint32_t)extra_len);
+    p = extra;
     uint64_t rest = extra_len;
     if (zip64) {
         p = wr16(p, EXTRA_ZIP64);
@@ -933,12 +978,17 @@ tp_status tp__zip_add(tp_zip_writer *w, const char *name, const void *data, size
         p = wr16(p, (uint32_t)(rest - 4));
         p = wr16(p, ALIGNMENT);
         memset(p, 0, (size_t)rest - 6);
-        p += rest - 6;
     }
-    if (comp_size) memcpy(p, deflate ? (const void *)packed : data, (size_t)comp_size);
-    p += comp_size;
-    w->len = (size_t)(p - w->buf);
+    st = emit(w, head, LOCAL_SIZE);
+    if (st == TP_OK) st = emit(w, name, name_len);
+    if (st == TP_OK) st = emit(w, extra, (size_t)extra_len);
+    if (st == TP_OK) st = emit(w, deflate ? (const void *)packed : data, (size_t)comp_size);
     tp_free(packed);
+    if (st != TP_OK) {
+        tp_free(copy);
+        tp_error_context("zip: member '%s'", shown);
+        return st;
+    }
 
     zip_out_entry *e = &w->entries[w->count];
     e->name = copy;
@@ -953,13 +1003,17 @@ tp_status tp__zip_add(tp_zip_writer *w, const char *name, const void *data, size
     return TP_OK;
 }
 
-/* Write the central directory and end records; the buffer stays the writer's. */
+/* Emit the central directory and end records, built in a buffer of their
+ * own (its size grows with the member count, not with the data). */
 static tp_status write_directory(tp_zip_writer *w) {
+    TP_CHECK(w->failed == TP_OK, w->failed, "zip: an earlier write to the archive failed; it is incomplete");
     uint64_t need = EOCD_SIZE + ZIP64_EOCD_SIZE + ZIP64_LOCATOR_SIZE;
     for (size_t i = 0; i < w->count; i++) need += CENTRAL_SIZE + strlen(w->entries[i].name) + 28;
-    TP_TRY(reserve(w, need));
-    uint64_t cd_offset = w->len;
-    unsigned char *p = w->buf + w->len;
+    TP_CHECK(need <= SIZE_MAX, TP_ERR_NOMEM, "zip: central directory too large");
+    unsigned char *dir = tp_malloc((size_t)need);
+    TP_CHECK(dir, TP_ERR_NOMEM, "zip: out of memory for a %" PRIu64 "-byte central directory", need);
+    uint64_t cd_offset = w->offset;
+    unsigned char *p = dir;
     for (size_t i = 0; i < w->count; i++) {
         const zip_out_entry *e = &w->entries[i];
         bool big_sizes = w->force_zip64 || e->size >= U32_MAX || e->comp_size >= U32_MAX;
@@ -996,10 +1050,10 @@ static tp_status write_directory(tp_zip_writer *w) {
             if (big_offset) p = wr64(p, e->header_offset);
         }
     }
-    uint64_t cd_size = (uint64_t)(p - w->buf) - cd_offset;
+    uint64_t cd_size = (uint64_t)(p - dir);
     bool zip64 = w->force_zip64 || w->count >= U16_MAX || cd_size >= U32_MAX || cd_offset >= U32_MAX;
     if (zip64) {
-        uint64_t rec = (uint64_t)(p - w->buf);
+        uint64_t rec = cd_offset + cd_size;
         p = wr32(p, SIG_ZIP64_EOCD);
         p = wr64(p, ZIP64_EOCD_SIZE - 12);
         p = wr16(p, MADE_BY_UNIX | VERSION_ZIP64);
@@ -1023,8 +1077,10 @@ static tp_status write_directory(tp_zip_writer *w) {
     p = wr32(p, zip64 && cd_size >= U32_MAX ? U32_MAX : (uint32_t)cd_size);
     p = wr32(p, zip64 && (cd_offset >= U32_MAX || w->force_zip64) ? U32_MAX : (uint32_t)cd_offset);
     p = wr16(p, 0); /* comment */
-    w->len = (size_t)(p - w->buf);
-    return TP_OK;
+    tp_status st = emit(w, dir, (size_t)(p - dir));
+    tp_free(dir);
+    if (st != TP_OK) tp_error_context("zip: central directory");
+    return st;
 }
 
 tp_status tp__zip_finish(tp_zip_writer *w, void **data, size_t *size) {
@@ -1035,12 +1091,27 @@ tp_status tp__zip_finish(tp_zip_writer *w, void **data, size_t *size) {
         return tp_error(TP_ERR_INVALID_ARG, "zip: data or size is NULL");
     }
     TP_CHECK(w, TP_ERR_INVALID_ARG, "zip: writer is NULL");
+    if (w->sink) {
+        tp__zip_writer_free(w);
+        return tp_error(TP_ERR_INVALID_ARG, "zip: the writer streams to a sink: finish it with tp__zip_finish_sink");
+    }
     tp_status st = write_directory(w);
     if (st == TP_OK) {
         *data = w->buf;
         *size = w->len;
         w->buf = NULL;
     }
+    tp__zip_writer_free(w);
+    return st;
+}
+
+tp_status tp__zip_finish_sink(tp_zip_writer *w) {
+    TP_CHECK(w, TP_ERR_INVALID_ARG, "zip: writer is NULL");
+    if (!w->sink) {
+        tp__zip_writer_free(w);
+        return tp_error(TP_ERR_INVALID_ARG, "zip: the writer has no sink: finish it with tp__zip_finish");
+    }
+    tp_status st = write_directory(w);
     tp__zip_writer_free(w);
     return st;
 }
