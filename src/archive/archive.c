@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../internal.h"
+#include "save.h"
 #include "serde.h"
 #include "tpexport/archive.h"
 #include "zip.h"
@@ -779,33 +780,55 @@ static tp_status save_program(tp_zip_writer *zw, const char *name, const tp_prog
     return st;
 }
 
-tp_status tp_archive_save_buffer(const tp_archive_entry *programs, int n_programs, const tp_extra_file *extra,
-                                 int n_extra, void **data, size_t *size) {
-    TP_CHECK(n_programs >= 1 && programs, TP_ERR_INVALID_ARG, "an archive needs at least one program");
-    TP_CHECK(n_extra == 0 || extra, TP_ERR_INVALID_ARG, "extra files array is NULL");
-    for (int i = 0; i < n_programs; i++) {
-        TP_TRY(check_member_name("program", programs[i].name, false));
-        TP_CHECK(programs[i].program != NULL, TP_ERR_INVALID_ARG, "program '%s' is NULL", programs[i].name);
+/* What a save writes: the arguments of tp_archive_save(_buffer). */
+typedef struct save_args {
+    const tp_archive_entry *programs;
+    int n_programs;
+    const tp_extra_file *extra;
+    int n_extra;
+} save_args;
+
+static tp_status check_save_args(const save_args *a) {
+    TP_CHECK(a->n_programs >= 1 && a->programs, TP_ERR_INVALID_ARG, "an archive needs at least one program");
+    TP_CHECK(a->n_extra == 0 || a->extra, TP_ERR_INVALID_ARG, "extra files array is NULL");
+    for (int i = 0; i < a->n_programs; i++) {
+        TP_TRY(check_member_name("program", a->programs[i].name, false));
+        TP_CHECK(a->programs[i].program != NULL, TP_ERR_INVALID_ARG, "program '%s' is NULL", a->programs[i].name);
         for (int k = 0; k < i; k++)
-            TP_CHECK(strcmp(programs[i].name, programs[k].name) != 0, TP_ERR_DUPLICATE, "program name '%s' given twice",
-                     programs[i].name);
+            TP_CHECK(strcmp(a->programs[i].name, a->programs[k].name) != 0, TP_ERR_DUPLICATE,
+                     "program name '%s' given twice", a->programs[i].name);
     }
-    for (int i = 0; i < n_extra; i++) TP_TRY(check_member_name("extra file", extra[i].name, true));
-    tp_zip_writer *zw;
-    TP_TRY(tp__zip_writer_new(&zw));
+    for (int i = 0; i < a->n_extra; i++) TP_TRY(check_member_name("extra file", a->extra[i].name, true));
+    return TP_OK;
+}
+
+/* Add every member of the archive to zw (a memory or a file writer: the
+ * same calls, so the same bytes). */
+static tp_status build_archive(void *ctx, tp_zip_writer *zw) {
+    const save_args *a = ctx;
     tp_status st = tp__zip_add(zw, FORMAT_MEMBER, "pt2", 3, false);
     if (st == TP_OK) st = tp__zip_add(zw, VERSION_MEMBER, "1", 1, false);
     written *done = NULL;
     int n_done = 0, cap_done = 0;
-    for (int i = 0; st == TP_OK && i < n_programs; i++)
-        st = save_program(zw, programs[i].name, programs[i].program, &done, &n_done, &cap_done);
-    for (int i = 0; st == TP_OK && i < n_extra; i++) {
+    for (int i = 0; st == TP_OK && i < a->n_programs; i++)
+        st = save_program(zw, a->programs[i].name, a->programs[i].program, &done, &n_done, &cap_done);
+    for (int i = 0; st == TP_OK && i < a->n_extra; i++) {
         char member[512];
-        snprintf(member, sizeof member, "extra/%s", extra[i].name);
-        st = tp__zip_add(zw, member, extra[i].data, extra[i].size, false);
+        snprintf(member, sizeof member, "extra/%s", a->extra[i].name);
+        st = tp__zip_add(zw, member, a->extra[i].data, a->extra[i].size, false);
     }
     for (int k = 0; k < n_done; k++) tp_free(done[k].path_name);
     tp_free(done);
+    return st;
+}
+
+tp_status tp_archive_save_buffer(const tp_archive_entry *programs, int n_programs, const tp_extra_file *extra,
+                                 int n_extra, void **data, size_t *size) {
+    save_args a = {programs, n_programs, extra, n_extra};
+    TP_TRY(check_save_args(&a));
+    tp_zip_writer *zw;
+    TP_TRY(tp__zip_writer_new(&zw));
+    tp_status st = build_archive(&a, zw);
     if (st != TP_OK) {
         tp__zip_writer_free(zw);
         return st;
@@ -816,34 +839,7 @@ tp_status tp_archive_save_buffer(const tp_archive_entry *programs, int n_program
 tp_status tp_archive_save(const char *path, const tp_archive_entry *programs, int n_programs,
                           const tp_extra_file *extra, int n_extra) {
     TP_CHECK(path && *path, TP_ERR_INVALID_ARG, "archive path is empty");
-    void *data;
-    size_t size;
-    TP_TRY(tp_archive_save_buffer(programs, n_programs, extra, n_extra, &data, &size));
-    size_t plen = strlen(path);
-    char *tmp = tp_malloc(plen + 16);
-    if (!tmp) {
-        tp_free(data);
-        return tp_error(TP_ERR_NOMEM, "out of memory");
-    }
-    snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    tp_status st = TP_OK;
-    if (fd < 0) {
-        st = tp_error(TP_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
-    } else {
-        size_t put = 0;
-        while (put < size) {
-            ssize_t n = write(fd, (char *)data + put, size - put);
-            if (n <= 0) break;
-            put += (size_t)n;
-        }
-        if (put != size) st = tp_error(TP_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
-        if (fchmod(fd, 0644) != 0 && st == TP_OK) st = tp_error(TP_ERR_IO, "cannot chmod '%s'", tmp);
-        if (close(fd) != 0 && st == TP_OK) st = tp_error(TP_ERR_IO, "cannot close '%s'", tmp);
-        if (st == TP_OK && rename(tmp, path) != 0) st = tp_error(TP_ERR_IO, "cannot rename to '%s': %s", path, strerror(errno));
-        if (st != TP_OK) unlink(tmp);
-    }
-    tp_free(tmp);
-    tp_free(data);
-    return st;
+    save_args a = {programs, n_programs, extra, n_extra};
+    TP_TRY(check_save_args(&a));
+    return tp__save_zip_file(path, build_archive, &a);
 }
