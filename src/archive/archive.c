@@ -706,10 +706,11 @@ static tp_status collect_examples(const tp_program *p, tp_value *out) {
         if (s->kind != TP_INPUT_USER_INPUT) continue;
         const tp_value *ex = tp_program_example_input(p, s->arg.name);
         if (!ex) continue;
-        tp_value c;
+        tp_value c = tp_value_none();
         tp_status st = tp_value_copy(ex, &c);
         if (st == TP_OK) st = tp_value_dict_set(out, s->arg.name, &c);
         if (st != TP_OK) {
+            tp_value_clear(&c); /* a failed dict_set leaves it with us */
             tp_value_clear(out);
             return st;
         }
