@@ -19,7 +19,9 @@
  * is stored once.
  *
  * Writing: members are stored uncompressed with their data 64-byte aligned
- * (JSON members may be deflated), so weights can be mapped in place.
+ * (JSON members may be deflated), so weights can be mapped in place. Saving
+ * to a path streams the archive to a temporary file that replaces the
+ * target atomically (see tp_archive_save).
  * Loading: from a path (the file is mapped with a private, copy-on-write
  * mmap, so programs that mutate their buffers never write to the file;
  * stored weights become tensors borrowing the mapping, which stays alive
@@ -93,7 +95,40 @@ typedef struct tp_extra_file {
 } tp_extra_file;
 
 /* Write programs (at least one, unique names matching [A-Za-z0-9_.-]+) and
- * extra files to `path` (written to a temporary file and renamed). */
+ * extra files to `path`: the same bytes tp_archive_save_buffer makes,
+ * streamed to the file member by member (weights are written from the
+ * tensors, never gathered into an archive-sized buffer).
+ *
+ * Atomic and durable: the archive goes to a temporary file in the target's
+ * folder, named ".<name>.tpsave-XXXXXX" (<name>: the target's file name,
+ * cut to fit NAME_MAX; X: random [A-Za-z0-9]), which is fsync'ed, renamed
+ * over the target, and then the folder is fsync'ed. Readers of `path` see
+ * the old file or the complete new one, never a partial one, and nothing
+ * but the target ever appears under its name. Any failure before the rename
+ * (a full disk, a failed write or sync, an unwritable folder, running out of
+ * memory) returns its status (TP_ERR_IO naming the path and the reason,
+ * TP_ERR_NOMEM, ...) with the old file untouched and the temporary file
+ * removed. TP_ERR_IO "... was replaced, but its folder ... cannot be synced"
+ * means the new file is in place but might not survive a system crash.
+ *
+ * The file: if `path` is a symbolic link (or a chain of them, up to 40), its
+ * final target is replaced and the links stay; a dangling link's target is
+ * created. An existing target keeps its permission bits (rwx for owner,
+ * group, others; set-id and sticky bits are not copied) and, where the
+ * caller may (root), its owner and group; a new file gets 0666 less the
+ * umask, as creat() would. A target that exists but is not a regular file
+ * (a folder, a device) is refused. The new file is a new inode: other hard
+ * links to the old one keep the old contents.
+ *
+ * Leftovers of a save that was killed (SIGKILL, power loss) are hidden
+ * ".<name>.tpsave-XXXXXX" files next to the target. Each save removes those
+ * of its own target that are provably abandoned: exactly that name pattern,
+ * a regular file owned by the caller's effective user, unmodified for at
+ * least 10 seconds, and not locked (a running save holds an exclusive
+ * flock on its temporary file until after its rename; the kernel releases
+ * it when the process dies). Younger, locked, foreign or non-matching files
+ * are never touched, so concurrent saves of one target do not disturb each
+ * other (the last rename wins). */
 TP_API tp_status tp_archive_save(const char *path, const tp_archive_entry *programs, int n_programs,
                                  const tp_extra_file *extra, int n_extra);
 /* Same into a new buffer (caller frees *data with tp_free). */
