@@ -329,10 +329,13 @@ static tp_status classify_view(tp_op op, tp_tensor *base, tp_tensor *r, tp_tenso
     *is_view = true;
     if (op == TP_OP_RESHAPE || op == TP_OP_FLATTEN || op == TP_OP_VIEW) {
         tp_tensor *v;
-        if (tp_tensor_view(base, r->ndim, r->sizes, &v) == TP_OK) {
+        tp_status st = tp_tensor_view(base, r->ndim, r->sizes, &v);
+        if (st == TP_OK) {
             *view = v;
+        } else if (st == TP_ERR_NOMEM) {
+            return st;
         } else {
-            tp_clear_error();
+            tp_clear_error(); /* not expressible as a view: a copy */
             *is_view = false;
         }
     } else if (op == TP_OP_CONTIGUOUS || op == TP_OP_TO) {
@@ -968,10 +971,14 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     tp_graph *copy = NULL;
     if (level >= TP_CPU_SCALAR) {
         int n_attention = 0, n_silu = 0;
-        if (tp_graph_copy(p->graph, &copy) != TP_OK || tp__rewrite_attention(p, copy, &n_attention) != TP_OK ||
-            tp__rewrite_silu(copy, &n_silu) != TP_OK || n_attention + n_silu == 0) {
+        tp_status rst = tp_graph_copy(p->graph, &copy);
+        if (rst == TP_OK) rst = tp__rewrite_attention(p, copy, &n_attention);
+        if (rst == TP_OK) rst = tp__rewrite_silu(copy, &n_silu);
+        if (rst != TP_OK || n_attention + n_silu == 0) {
             tp_graph_free(copy);
             copy = NULL;
+            /* out of memory fails the plan; any other problem only skips the rewrites */
+            if (rst == TP_ERR_NOMEM) return rst;
             tp_clear_error();
         }
         if (copy) g = copy;
