@@ -610,9 +610,9 @@ static tp_status plan_call(builder *b, const tp_node *n, int64_t pos) {
     } else {
         /* the reference kernel with a template of the bound arguments */
         plan->n_reference++;
-        s->n_args = n_bound;
-        s->args = tp_calloc((size_t)n_bound, sizeof *s->args);
+        s->args = tp_calloc((size_t)(n_bound ? n_bound : 1), sizeof *s->args);
         s->leaves = tp_calloc((size_t)(n_leaves ? n_leaves : 1), sizeof *s->leaves);
+        if (s->args) s->n_args = n_bound; /* step_clear clears n_args values */
         if (!s->args || !s->leaves) {
             st = tp_error(TP_ERR_NOMEM, "out of memory planning a program");
             goto done;
@@ -643,12 +643,15 @@ static tp_status plan_outputs(builder *b, const tp_node *out_node) {
     tp_value_clear(&tree);
     TP_TRY(st);
     int n = (int)tp_value_len(&leaves);
-    plan->n_leaves = n;
     plan->leaf_slot = tp_calloc((size_t)(n ? n : 1), sizeof *plan->leaf_slot);
     plan->user_out_leaf = tp_calloc((size_t)(n ? n : 1), sizeof *plan->user_out_leaf);
     plan->mutations = tp_calloc((size_t)(n ? n : 1), sizeof *plan->mutations);
-    if (st == TP_OK) st = tp_value_tuple(n, &plan->leaf_consts);
-    if (!plan->leaf_slot || !plan->user_out_leaf || !plan->mutations) st = tp_error(TP_ERR_NOMEM, "out of memory planning");
+    if (!plan->leaf_slot || !plan->user_out_leaf || !plan->mutations) {
+        tp_value_clear(&leaves);
+        return tp_error(TP_ERR_NOMEM, "out of memory planning");
+    }
+    plan->n_leaves = n;
+    st = tp_value_tuple(n, &plan->leaf_consts);
     const tp_signature *sig = b->p->signature;
     plan->all_tensor_io = true;
     for (int k = 0; k < plan->n_key; k++)
@@ -1159,11 +1162,16 @@ struct tp_run {
 static void run_unbind(tp_run *r) {
     tp_plan *plan = r->plan;
     if (!plan) return;
-    for (int j = 0; j < plan->n_steps; j++) {
+    for (int j = 0; r->largs && r->lout && r->largs_at && j < plan->n_steps; j++) {
         const plan_step *s = &plan->steps[j];
         if (s->kind != STEP_LEGACY) continue;
         tp_value *args = &r->largs[r->largs_at[j]];
-        for (int k = 0; k < s->n_in; k++) *leaf_value(args, s->leaves[k]) = tp_value_none();
+        for (int k = 0; k < s->n_in; k++) {
+            /* borrowed leaves are dropped unfreed; a list argument not yet copied (run_bind failed) has none */
+            leaf_ref lr = s->leaves[k];
+            if (lr.item < 0 || (tp_value_is_seq(&args[lr.arg]) && lr.item < args[lr.arg].u.seq.n))
+                *leaf_value(args, lr) = tp_value_none();
+        }
         for (int a = 0; a < s->n_args; a++) tp_value_clear(&args[a]);
         tp_value *ov = &r->lout[j];
         if (tp_value_is_seq(ov))
@@ -1219,7 +1227,7 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
     r->lout = tp_calloc(nst, sizeof *r->lout);
     r->largs_at = tp_calloc(nst, sizeof *r->largs_at);
     int64_t n_largs = 0;
-    for (int j = 0; j < plan->n_steps; j++) {
+    for (int j = 0; r->largs_at && j < plan->n_steps; j++) {
         r->largs_at[j] = n_largs;
         if (plan->steps[j].kind == STEP_LEGACY) n_largs += plan->steps[j].n_args;
     }

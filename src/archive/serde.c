@@ -1831,7 +1831,7 @@ static tp_status add_call(reader *r, const char *name, tp_op op, const tp_value 
 
 /* op(args...) from positional values. */
 static tp_status add_call_values(reader *r, const char *name, tp_op op, const tp_value *vals, int n, tp_node **out) {
-    tp_value args;
+    tp_value args = tp_value_none(); /* cleared on failure: must be valid even when tp_value_tuple fails */
     tp_status st = tp_value_tuple(n, &args);
     for (int i = 0; st == TP_OK && i < n; i++) {
         tp_value c;
