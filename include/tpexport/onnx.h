@@ -68,6 +68,18 @@ typedef struct tp_onnx_options {
     int n_input_values;
     const char *const *input_value_names;
     tp_tensor *const *input_values;
+    /* The largest constant the import may create, in bytes (0: 256 MiB,
+     * 2^28). It bounds every tensor made while converting: each value
+     * folded from constants (checked from the op's shape rule before its
+     * kernel runs), each constant a mapping builds (ConstantOfShape,
+     * Range, EyeLike, window functions, masks and index tables) and each
+     * example input (zeros of a declared static shape; over the budget the
+     * input gets no example). A folded value that has no more elements than
+     * its largest constant operand is exempt (Transpose, Cast, Slice of a
+     * big initializer), so the budget only stops growth. Over it: TP_ERR_NOMEM
+     * naming the node and this field. Added last: options zero-initialised
+     * by older callers get the default. */
+    size_t max_constant_bytes;
 } tp_onnx_options;
 
 /* One unsupported node. */
