@@ -2354,50 +2354,62 @@ static tp_status map_one_hot(ox_ctx *c) {
     return set_out_cast(c, &r, dtype_of(vals));
 }
 
+/* reshape x to s6, permute, reshape to o4 (DepthToSpace / SpaceToDepth). */
+static tp_status depth_space_apply(ox_ctx *c, const tp_value *x, const int64_t *s6, const int64_t *perm,
+                                   const int64_t *o4) {
+    tp_value t1 = tp_value_none(), t2 = tp_value_none(), r = tp_value_none();
+    tp_status st = reshape(c, x, s6, 6, &t1);
+    if (st == TP_OK) st = call_ints(c, TP_OP_PERMUTE, &t1, perm, 6, &t2);
+    if (st == TP_OK) st = reshape(c, &t2, o4, 4, &r);
+    tp_value_clear(&t1);
+    tp_value_clear(&t2);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
 static tp_status map_depth_space(ox_ctx *c, bool to_space) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
     if (rank_of(x) != 4) return ox_bad(c, "input must be 4-D");
     int64_t b = ox_attr_i(c, "blocksize", 0);
-    if (b < 1) return ox_bad(c, "blocksize must be positive");
+    if (b < 1) return ox_bad(c, "attribute 'blocksize' %" PRId64 " must be positive", b);
     const int64_t *s = sizes_of(x);
-    int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+    int64_t N = s[0], C = s[1], H = s[2], W = s[3], bb, big[2];
+    /* b * b, and the grown dims (H * b, W * b or C * b * b), must fit int64;
+     * with an empty input dim nothing else bounds b */
+    if (!tp_mul_overflow_i64(b, b, &bb) ||
+        !(to_space ? tp_mul_overflow_i64(H, b, &big[0]) && tp_mul_overflow_i64(W, b, &big[1])
+                   : tp_mul_overflow_i64(C, bb, &big[0])))
+        return ox_bad(c, "attribute 'blocksize' %" PRId64 " is too large for input [%" PRId64 ", %" PRId64 ", %" PRId64
+                      ", %" PRId64 "]", b, N, C, H, W);
     char buf[8];
     bool crd = !strcmp(ox_attr_s(c, "mode", "DCR", buf, sizeof buf), "CRD");
-    tp_value t1, t2, r;
     if (to_space) {
-        if (C % (b * b)) return ox_bad(c, "channels not divisible by blocksize^2");
+        if (C % bb) return ox_bad(c, "channels (%" PRId64 ") not divisible by blocksize^2 (attribute 'blocksize' %" PRId64 ")", C, b);
         int64_t s6[6], perm[6];
         if (crd) {
-            int64_t a[6] = {N, C / (b * b), b, b, H, W}, p[6] = {0, 1, 4, 2, 5, 3};
+            int64_t a[6] = {N, C / bb, b, b, H, W}, p[6] = {0, 1, 4, 2, 5, 3};
             memcpy(s6, a, sizeof a), memcpy(perm, p, sizeof p);
         } else {
-            int64_t a[6] = {N, b, b, C / (b * b), H, W}, p[6] = {0, 3, 4, 1, 5, 2};
+            int64_t a[6] = {N, b, b, C / bb, H, W}, p[6] = {0, 3, 4, 1, 5, 2};
             memcpy(s6, a, sizeof a), memcpy(perm, p, sizeof p);
         }
-        int64_t o4[4] = {N, C / (b * b), H * b, W * b};
-        TP_TRY(reshape(c, x, s6, 6, &t1));
-        TP_TRY(call_ints(c, TP_OP_PERMUTE, &t1, perm, 6, &t2));
-        tp_value_clear(&t1);
-        TP_TRY(reshape(c, &t2, o4, 4, &r));
-        tp_value_clear(&t2);
+        int64_t o4[4] = {N, C / bb, big[0], big[1]};
+        return depth_space_apply(c, x, s6, perm, o4);
     } else {
-        if (H % b || W % b) return ox_bad(c, "spatial dims not divisible by blocksize");
+        if (H % b || W % b)
+            return ox_bad(c, "spatial dims (%" PRId64 ", %" PRId64 ") not divisible by attribute 'blocksize' %" PRId64, H,
+                          W, b);
         /* DCR (the only order before opset 28): channel (bh * b + bw) * C + c;
          * CRD: c * b * b + bh * b + bw. */
-        int64_t s6[6] = {N, C, H / b, b, W / b, b}, o4[4] = {N, C * b * b, H / b, W / b};
+        int64_t s6[6] = {N, C, H / b, b, W / b, b}, o4[4] = {N, big[0], H / b, W / b};
         int64_t perm[6] = {0, 3, 5, 1, 2, 4};
         if (crd) {
             int64_t p[6] = {0, 1, 3, 5, 2, 4};
             memcpy(perm, p, sizeof p);
         }
-        TP_TRY(reshape(c, x, s6, 6, &t1));
-        TP_TRY(call_ints(c, TP_OP_PERMUTE, &t1, perm, 6, &t2));
-        tp_value_clear(&t1);
-        TP_TRY(reshape(c, &t2, o4, 4, &r));
-        tp_value_clear(&t2);
+        return depth_space_apply(c, x, s6, perm, o4);
     }
-    return set_out(c, &r);
 }
 
 static tp_status map_eye_like(ox_ctx *c) {
