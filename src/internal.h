@@ -46,12 +46,16 @@ static inline char *tp__tensor_base(const tp_tensor *t) {
     return t->storage ? (char *)t->storage->data + t->offset * (int64_t)tp_dtype_size(t->dtype) : NULL;
 }
 
-/* Overflow-checked arithmetic: return false on overflow. */
+/* Overflow-checked arithmetic: return false on overflow (true: *out holds
+ * the exact result). */
 static inline bool tp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }
 static inline bool tp_add_overflow_i64(int64_t a, int64_t b, int64_t *out) {
     return !__builtin_add_overflow(a, b, out);
+}
+static inline bool tp_sub_overflow_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_sub_overflow(a, b, out);
 }
 static inline bool tp_mul_size(size_t a, size_t b, size_t *out) {
     return !__builtin_mul_overflow(a, b, out);

@@ -802,14 +802,12 @@ static tp_status build_program(import_job *J, tp_program **out) {
             st = tp_error(TP_ERR_CORRUPT, "graph output '%s' is not produced by any node", name ? name : "");
             break;
         }
-        tp_value v;
+        tp_value v = tp_value_none();
         st = tp_value_copy(&e->v, &v);
         if (st == TP_OK && v.kind == TP_VAL_TENSOR) st = materialize_value(c, &v);
-        if (st == TP_OK && v.kind != TP_VAL_NODE) {
-            tp_value_clear(&v);
-            st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is not a tensor", name);
-        }
+        if (st == TP_OK && v.kind != TP_VAL_NODE) st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is not a tensor", name);
         if (st == TP_OK) st = tp_value_seq_set(&outs, (int64_t)i, &v);
+        tp_value_clear(&v); /* None once taken over */
     }
     tp_node *out_node = NULL;
     if (st == TP_OK) st = tp_graph_set_insert_point(c->g, NULL);

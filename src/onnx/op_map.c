@@ -615,7 +615,10 @@ typedef struct window {
 } window;
 
 /* Read kernel_shape/strides/dilations/pads/auto_pad for n spatial dims of
- * input x (kernel from `kernel` when kernel_shape is absent). */
+ * input x (kernel from `kernel` when kernel_shape is absent). Every value
+ * is checked before any arithmetic: kernel sizes, strides and dilations
+ * positive, pads non-negative; the padded size (convolution and pooling)
+ * and the SAME padding are computed with overflow checks. */
 static tp_status read_window(ox_ctx *c, const tp_value *x, const int64_t *kernel, window *w, bool transposed) {
     int nd = rank_of(x);
     w->n = nd - 2;
@@ -623,6 +626,8 @@ static tp_status read_window(ox_ctx *c, const tp_value *x, const int64_t *kernel
     int64_t tmp[8];
     int n;
     TP_TRY(ox_attr_ints(c, "kernel_shape", tmp, 8, &n));
+    if (n >= 0 && n != w->n)
+        return ox_bad(c, "attribute 'kernel_shape' has %d values for %d spatial dims", n, w->n);
     for (int i = 0; i < w->n; i++) w->k[i] = n == w->n ? tmp[i] : (kernel ? kernel[i] : 1);
     if (n != w->n && !kernel) return ox_bad(c, "missing attribute 'kernel_shape'");
     TP_TRY(ox_attr_ints(c, "strides", tmp, 8, &n));
@@ -634,18 +639,44 @@ static tp_status read_window(ox_ctx *c, const tp_value *x, const int64_t *kernel
         w->pb[i] = n == 2 * w->n ? tmp[i] : 0;
         w->pe[i] = n == 2 * w->n ? tmp[w->n + i] : 0;
     }
+    const int64_t *in = sizes_of(x);
+    for (int i = 0; i < w->n; i++) {
+        if (w->k[i] < 1)
+            return ox_bad(c, "attribute 'kernel_shape': kernel size %" PRId64 " of spatial dim %d must be positive",
+                          w->k[i], i);
+        if (w->s[i] < 1)
+            return ox_bad(c, "attribute 'strides': stride %" PRId64 " of spatial dim %d must be positive", w->s[i], i);
+        if (w->d[i] < 1)
+            return ox_bad(c, "attribute 'dilations': dilation %" PRId64 " of spatial dim %d must be positive", w->d[i],
+                          i);
+        int64_t padded;
+        if (w->pb[i] < 0 || w->pe[i] < 0)
+            return ox_bad(c, "attribute 'pads': pads %" PRId64 ", %" PRId64 " of spatial dim %d must be non-negative",
+                          w->pb[i], w->pe[i], i);
+        if (!tp_add_overflow_i64(w->pb[i], w->pe[i], &padded) || (!transposed && !tp_add_overflow_i64(padded, in[2 + i], &padded)))
+            return ox_bad(c, "attribute 'pads': pads %" PRId64 ", %" PRId64 " of spatial dim %d overflow int64", w->pb[i],
+                          w->pe[i], i);
+    }
     char buf[32];
     const char *ap = ox_attr_s(c, "auto_pad", "NOTSET", buf, sizeof buf);
     if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-        const int64_t *in = sizes_of(x);
         for (int i = 0; i < w->n; i++) {
-            int64_t total;
-            if (transposed) {
-                total = w->s[i] * (in[2 + i] - 1) + (w->k[i] - 1) * w->d[i] + 1 - in[2 + i] * w->s[i];
-            } else {
-                int64_t out = (in[2 + i] + w->s[i] - 1) / w->s[i];
-                total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in[2 + i];
+            /* (kernel - 1) * dilation, the dilated kernel's extent - 1 */
+            int64_t kext, total;
+            if (!tp_mul_overflow_i64(w->k[i] - 1, w->d[i], &kext))
+                return ox_bad(c, "%s: (kernel_shape - 1) * dilations of spatial dim %d overflows int64 (%" PRId64
+                              ", %" PRId64 ")", ap, i, w->k[i], w->d[i]);
+            bool ok = true;
+            if (transposed) { /* s * (in - 1) + kext + 1 - in * s, both terms >= 0 */
+                total = kext - (w->s[i] - 1);
+            } else { /* out = ceil(in / s); (out - 1) * s + kext + 1 - in, (out - 1) * s < in */
+                int64_t out = in[2 + i] / w->s[i] + (in[2 + i] % w->s[i] != 0);
+                ok = tp_add_overflow_i64((out - 1) * w->s[i], kext, &total) &&
+                     tp_add_overflow_i64(total, 1, &total) && tp_sub_overflow_i64(total, in[2 + i], &total);
             }
+            if (!ok)
+                return ox_bad(c, "%s: the padding of spatial dim %d overflows int64 (kernel_shape %" PRId64
+                              ", strides %" PRId64 ", dilations %" PRId64 ")", ap, i, w->k[i], w->s[i], w->d[i]);
             if (total < 0) total = 0;
             bool upper = ap[5] == 'U';
             w->pb[i] = upper ? total / 2 : total - total / 2;
@@ -672,12 +703,12 @@ static tp_status pad_spatial(ox_ctx *c, const tp_value *x, const window *w, doub
         pads[2 * i] = w->pb[w->n - 1 - i];
         pads[2 * i + 1] = w->pe[w->n - 1 - i];
     }
+    tp_value m;
+    TP_TRY(tp_value_str("constant", &m));
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, x);
     ox_arg_ints(&A, pads, 2 * w->n);
-    tp_value m;
-    TP_TRY(tp_value_str("constant", &m));
     ox_arg(&A, m);
     ox_arg(&A, tp_value_float(value));
     return ox_call(c, TP_OP_PAD, &A, out);
@@ -731,7 +762,16 @@ static tp_status map_conv_transpose(ox_ctx *c) {
     int64_t op_[3] = {0, 0, 0}, tmp[8], oshape[8];
     int n, n_os;
     TP_TRY(ox_attr_ints(c, "output_padding", tmp, 8, &n));
-    for (int i = 0; i < w.n; i++) op_[i] = n == w.n ? tmp[i] : 0;
+    for (int i = 0; i < w.n; i++) {
+        op_[i] = n == w.n ? tmp[i] : 0;
+        /* our kernel (as torch's) needs output_padding < max(stride, dilation) */
+        int64_t lim = w.s[i] > w.d[i] ? w.s[i] : w.d[i];
+        if (op_[i] < 0)
+            return ox_bad(c, "attribute 'output_padding' %" PRId64 " of spatial dim %d must be non-negative", op_[i], i);
+        if (op_[i] >= lim)
+            return ox_unsupported(c, "attribute 'output_padding' %" PRId64 " of spatial dim %d: at most %" PRId64
+                                  " (max(strides, dilations) - 1) is supported", op_[i], i, lim - 1);
+    }
     TP_TRY(ox_attr_ints(c, "output_shape", oshape, 8, &n_os));
     const int64_t *in = sizes_of(x);
     if (n_os >= w.n) {
@@ -739,8 +779,23 @@ static tp_status map_conv_transpose(ox_ctx *c) {
         char buf[32];
         const char *ap = ox_attr_s(c, "auto_pad", "NOTSET", buf, sizeof buf);
         for (int i = 0; i < w.n; i++) {
-            int64_t total = w.s[i] * (in[2 + i] - 1) + op_[i] + ((w.k[i] - 1) * w.d[i] + 1) - os[i];
-            if (total < 0) {
+            if (os[i] < 1)
+                return ox_bad(c, "attribute 'output_shape': size %" PRId64 " of spatial dim %d must be positive", os[i],
+                              i);
+            /* total = s * (in - 1) + output_padding + (k - 1) * d + 1 - output_shape */
+            int64_t total, kext;
+            if (!tp_mul_overflow_i64(w.s[i], in[2 + i] - 1, &total) || !tp_add_overflow_i64(total, op_[i], &total) ||
+                !tp_mul_overflow_i64(w.k[i] - 1, w.d[i], &kext) || !tp_add_overflow_i64(total, kext, &total) ||
+                !tp_add_overflow_i64(total, 1, &total) || !tp_sub_overflow_i64(total, os[i], &total))
+                return ox_bad(c, "attribute 'output_shape': the padding of spatial dim %d overflows int64 (strides %" PRId64
+                              ", output_padding %" PRId64 ", kernel_shape %" PRId64 ", dilations %" PRId64 ")",
+                              i, w.s[i], op_[i], w.k[i], w.d[i]);
+            if (total < 0) { /* a larger output than the padding gives: more output padding */
+                int64_t lim = w.s[i] > w.d[i] ? w.s[i] : w.d[i];
+                if (total == INT64_MIN || -total >= lim - op_[i])
+                    return ox_unsupported(c, "attribute 'output_shape' %" PRId64 " of spatial dim %d is out of reach: it "
+                                          "needs more output padding than max(strides, dilations) - 1 = %" PRId64,
+                                          os[i], i, lim - 1);
                 op_[i] -= total;
                 total = 0;
             }
@@ -796,36 +851,39 @@ static tp_status map_pool(ox_ctx *c, bool is_max) {
     bool sym = window_symmetric(&w);
     for (int i = 0; i < w.n; i++) {
         pad[i] = sym ? w.pb[i] : 0;
-        if (sym && 2 * pad[i] > w.k[i]) sym = false; /* torch limits pads to half the kernel */
+        if (sym && pad[i] > w.k[i] / 2) sym = false; /* torch limits pads to half the kernel (2 * pad > k) */
     }
     if (!sym) {
         if (!is_max && !count_pad) { /* sum over valid cells / number of valid cells */
-            tp_value ones, po, px, ax, ao, r;
-            tp_tensor *o1;
-            TP_TRY(tp_tensor_empty(dtype_of(x), rank_of(x), sizes_of(x), &o1));
-            tp_tensor_fill(o1, 1.0);
-            ones = tp_value_tensor(o1);
-            TP_TRY(pad_spatial(c, &ones, &w, 0.0, &po));
-            tp_value_clear(&ones);
-            TP_TRY(pad_spatial(c, x, &w, 0.0, &px));
+            tp_value ones = tp_value_none(), po = tp_value_none(), px = tp_value_none(), ax = tp_value_none();
+            tp_value ao = tp_value_none(), r = tp_value_none();
+            tp_tensor *o1 = NULL;
+            tp_status st = tp_tensor_empty(dtype_of(x), rank_of(x), sizes_of(x), &o1);
+            if (st == TP_OK) {
+                tp_tensor_fill(o1, 1.0);
+                ones = tp_value_tensor(o1);
+                st = pad_spatial(c, &ones, &w, 0.0, &po);
+            }
+            if (st == TP_OK) st = pad_spatial(c, x, &w, 0.0, &px);
             static const tp_op avg[3] = {TP_OP_AVG_POOL1D, TP_OP_AVG_POOL2D, TP_OP_AVG_POOL3D};
             int64_t zero[3] = {0, 0, 0};
             tp_value *srcs[2] = {&px, &po}, *dsts[2] = {&ax, &ao};
-            for (int k = 0; k < 2; k++) {
+            for (int k = 0; k < 2 && st == TP_OK; k++) {
                 ox_args B;
                 ox_args_init(&B);
                 ox_arg(&B, *srcs[k]);
+                *srcs[k] = tp_value_none(); /* B owns it now */
                 ox_arg_ints(&B, w.k, w.n);
                 ox_arg_ints(&B, w.s, w.n);
                 ox_arg_ints(&B, zero, w.n);
                 ox_arg(&B, tp_value_bool(ceil_mode));
                 ox_arg(&B, tp_value_bool(true));
-                TP_TRY(ox_call(c, avg[w.n - 1], &B, dsts[k]));
+                st = ox_call(c, avg[w.n - 1], &B, dsts[k]);
             }
-            tp_status rst = ox_call2(c, TP_OP_DIV, &ax, &ao, &r);
-            tp_value_clear(&ax);
-            tp_value_clear(&ao);
-            TP_TRY(rst);
+            if (st == TP_OK) st = ox_call2(c, TP_OP_DIV, &ax, &ao, &r);
+            tp_value vals[] = {ones, po, px, ax, ao};
+            for (size_t i = 0; i < TP_ARRAY_LEN(vals); i++) tp_value_clear(&vals[i]);
+            TP_TRY(st);
             return set_out(c, &r);
         }
         TP_TRY(pad_spatial(c, x, &w, is_max ? -INFINITY : 0.0, &padded));
