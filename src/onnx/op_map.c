@@ -136,6 +136,16 @@ static tp_status set_out_cast(ox_ctx *c, tp_value *v, tp_dtype dt) {
     return set_out(c, &r);
 }
 
+/* An element-type attribute value (an int64 in the file) as our dtype;
+ * TP_ERR_UNSUPPORTED naming the attribute, also for values beyond int32
+ * (which a plain cast would wrap onto a valid type). */
+static tp_status dtype_attr(ox_ctx *c, const char *attr, int64_t v, tp_dtype *out) {
+    if (v < 0 || v > INT32_MAX || tp__onnx_dtype((int32_t)v, out) != TP_OK)
+        return ox_unsupported(c, "attribute '%s': element type %s (%" PRId64 ")", attr,
+                              v < 0 || v > INT32_MAX ? "unknown" : tp__onnx_dtype_name((int32_t)v), v);
+    return TP_OK;
+}
+
 /* ---- elementwise ------------------------------------------------------------------- */
 
 typedef struct unary_map {
@@ -286,8 +296,7 @@ static tp_status map_cast(ox_ctx *c, bool like) {
     } else {
         const Onnx__AttributeProto *a = ox_attr(c, "to");
         if (!a || !a->has_i) return ox_bad(c, "missing attribute 'to'");
-        tp_status st = tp__onnx_dtype((int32_t)a->i, &dt);
-        if (st != TP_OK) return ox_unsupported(c, "cast to %s", tp__onnx_dtype_name((int32_t)a->i));
+        TP_TRY(dtype_attr(c, "to", a->i, &dt));
     }
     tp_value r;
     TP_TRY(ox_cast(c, x, dt, &r));
@@ -1674,9 +1683,10 @@ static tp_status wrap_indices(ox_ctx *c, const tp_value *idx, int64_t n, tp_valu
         int64_t *p = tp_tensor_data(w);
         for (int64_t i = 0; i < tp_tensor_numel(w); i++) {
             if (p[i] < 0) p[i] += n;
-            if (p[i] < 0 || p[i] >= n) {
+            if (p[i] < 0 || p[i] >= n) { /* the message reads p[i]: format it before freeing w */
+                tp_status st = ox_bad(c, "index %" PRId64 " out of range for size %" PRId64, p[i] < 0 ? p[i] - n : p[i], n);
                 tp_tensor_free(w);
-                return ox_bad(c, "index %" PRId64 " out of range for size %" PRId64, p[i] < 0 ? p[i] - n : p[i], n);
+                return st;
             }
         }
         *out = tp_value_tensor(w);
@@ -2132,7 +2142,7 @@ static tp_status map_window(ox_ctx *c, char kind) {
     if (size < 0 || size > ((int64_t)1 << 32)) return ox_bad(c, "size %" PRId64 " out of range", size);
     tp_dtype dt = TP_FLOAT32;
     int64_t odt = ox_attr_i(c, "output_datatype", 1);
-    if (tp__onnx_dtype((int32_t)odt, &dt) != TP_OK) return ox_unsupported(c, "output_datatype %s", tp__onnx_dtype_name((int32_t)odt));
+    TP_TRY(dtype_attr(c, "output_datatype", odt, &dt));
     double N = (double)(ox_attr_i(c, "periodic", 1) != 0 ? size : size - 1);
     tp_tensor *t;
     TP_TRY(tp_tensor_empty(dt, 1, &size, &t));
@@ -2476,15 +2486,15 @@ static tp_status map_eye_like(ox_ctx *c) {
     if (rank_of(x) != 2) return ox_bad(c, "input must be 2-D");
     tp_dtype dt = dtype_of(x);
     const Onnx__AttributeProto *a = ox_attr(c, "dtype");
-    if (a && a->has_i && tp__onnx_dtype((int32_t)a->i, &dt) != TP_OK) return ox_unsupported(c, "dtype");
+    if (a && a->has_i) TP_TRY(dtype_attr(c, "dtype", a->i, &dt));
     int64_t k = ox_attr_i(c, "k", 0);
     tp_tensor *t;
     TP_TRY(tp_tensor_zeros(dt, 2, sizes_of(x), &t));
     int64_t R = sizes_of(x)[0], C = sizes_of(x)[1];
-    for (int64_t i = 0; i < R; i++) {
-        int64_t j = i + k;
-        if (j >= 0 && j < C) tp__store_f64((char *)tp_tensor_data(t) + (size_t)(i * C + j) * tp_dtype_size(dt), dt, 1);
-    }
+    /* ones at (i, i + k); none unless -R < k < C, which keeps i + k in range */
+    if (k > -R && k < C)
+        for (int64_t i = k < 0 ? -k : 0; i < R && i + k < C; i++)
+            tp__store_f64((char *)tp_tensor_data(t) + (size_t)(i * C + i + k) * tp_dtype_size(dt), dt, 1);
     tp_value v = tp_value_tensor(t);
     return set_out(c, &v);
 }
@@ -2496,8 +2506,7 @@ static tp_status map_dequantize(ox_ctx *c) {
     if (rank_of(sc) > 1) return ox_unsupported(c, "blocked quantization (scale of rank %d)", rank_of(sc));
     tp_dtype out_dt = dtype_of(sc);
     const Onnx__AttributeProto *od = ox_attr(c, "output_dtype");
-    if (od && od->has_i && od->i != 0 && tp__onnx_dtype((int32_t)od->i, &out_dt) != TP_OK)
-        return ox_unsupported(c, "output_dtype %s", tp__onnx_dtype_name((int32_t)od->i));
+    if (od && od->has_i && od->i != 0) TP_TRY(dtype_attr(c, "output_dtype", od->i, &out_dt));
     int nd = rank_of(x), axis = 0;
     tp_value xf, d, scale_b, zp_b = tp_value_none(), r;
     TP_TRY(ox_cast(c, x, TP_FLOAT32, &xf));
@@ -2538,8 +2547,7 @@ static tp_status map_quantize(ox_ctx *c) {
     if (ox_attr_i(c, "precision", 0) != 0) return ox_unsupported(c, "attribute 'precision'");
     tp_dtype qt = zp ? dtype_of(zp) : TP_UINT8;
     const Onnx__AttributeProto *od = ox_attr(c, "output_dtype");
-    if (!zp && od && od->has_i && od->i != 0 && tp__onnx_dtype((int32_t)od->i, &qt) != TP_OK)
-        return ox_unsupported(c, "output_dtype %s", tp__onnx_dtype_name((int32_t)od->i));
+    if (!zp && od && od->has_i && od->i != 0) TP_TRY(dtype_attr(c, "output_dtype", od->i, &qt));
     if (qt != TP_UINT8 && qt != TP_INT8) return ox_unsupported(c, "quantized type %s", tp_dtype_name(qt));
     int nd = rank_of(x);
     tp_value scale_b, zp_b = tp_value_none(), q, rq, sh, cl, r;
