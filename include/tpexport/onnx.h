@@ -4,7 +4,7 @@
  * tp_onnx_load reads a model (.onnx, protobuf) and builds a tp_program:
  *  - graph inputs that are not initializers become USER_INPUT placeholders
  *    (in graph-input order); their declared shapes become example inputs
- *    (zeros) when fully static;
+ *    (zeros) when fully static and within max_constant_bytes;
  *  - initializers read as tensor data become PARAMETER state (target = the
  *    initializer's name); constants produced by folding (Constant nodes,
  *    subgraphs whose inputs are all constant, e.g. Shape -> Gather ->
@@ -28,7 +28,9 @@
  * Hostile input: the file is read with a size limit, protobuf nesting is
  * checked before decoding, every count, dim, data length and external-data
  * offset is checked with overflow-safe arithmetic; external data files are
- * resolved relative to the model's folder and must stay inside it.
+ * resolved relative to the model's folder and must stay inside it. The
+ * constants the import creates are bounded by max_constant_bytes
+ * (TP_ERR_NOMEM).
  */
 #ifndef TPEXPORT_ONNX_H
 #define TPEXPORT_ONNX_H
@@ -112,7 +114,8 @@ typedef struct tp_onnx_report {
  * tp_program_free). Errors: TP_ERR_IO (cannot read), TP_ERR_CORRUPT
  * (malformed protobuf or tensor, naming the field), TP_ERR_UNSUPPORTED
  * ("node 'n' (Op, opset 13): ..."), TP_ERR_SHAPE/TP_ERR_TYPE from shape
- * inference (naming the node), TP_ERR_NOMEM. The report is filled also on
+ * inference (naming the node), TP_ERR_NOMEM (also for a constant over
+ * max_constant_bytes, naming the node). The report is filled also on
  * failure (as far as reading got). */
 TP_API tp_status tp_onnx_load(const char *path, const tp_onnx_options *opts, tp_program **out,
                               tp_onnx_report *report);

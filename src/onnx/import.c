@@ -57,7 +57,11 @@ struct ox_ctx {
     int n_consts;
     tp_onnx_report *report;
     bool report_nomem; /* filling the report ran out of memory */
+    size_t max_constant_bytes; /* tp_onnx_options.max_constant_bytes or the default */
 };
+
+/* The default of tp_onnx_options.max_constant_bytes (onnx.h). */
+#define OX_DEFAULT_MAX_CONSTANT_BYTES ((size_t)1 << 28)
 
 /* ---- value table --------------------------------------------------------- */
 
@@ -402,6 +406,93 @@ static bool has_node(const tp_value *v) {
     return false;
 }
 
+/* ---- the constant budget ------------------------------------------------------ */
+
+static tp_status budget_error(ox_ctx *c, const char *what, int64_t numel, uint64_t nbytes, ...)
+    __attribute__((format(printf, 2, 5)));
+static tp_status budget_error(ox_ctx *c, const char *what, int64_t numel, uint64_t nbytes, ...) {
+    va_list ap;
+    va_start(ap, nbytes);
+    char msg[96];
+    vsnprintf(msg, sizeof msg, what, ap);
+    va_end(ap);
+    char lab[32];
+    return tp_error(TP_ERR_NOMEM,
+                    "node '%s' (%s, opset %" PRId64 "): %s of %" PRId64 " elements (%" PRIu64
+                    " bytes) is over the import's constant budget of %zu bytes (tp_onnx_options.max_constant_bytes)",
+                    node_label(c, lab, sizeof lab), c->node->op_type ? c->node->op_type : "?", c->opset, msg, numel,
+                    nbytes, c->max_constant_bytes);
+}
+
+/* Bytes of numel elements of dtype, saturating at UINT64_MAX. */
+static uint64_t bytes_of(tp_dtype dtype, int64_t numel) {
+    uint64_t b;
+    return __builtin_mul_overflow((uint64_t)numel, (uint64_t)tp_dtype_size(dtype), &b) ? UINT64_MAX : b;
+}
+
+tp_status ox_check_constant(ox_ctx *c, tp_dtype dtype, int ndim, const int64_t *sizes) {
+    int64_t numel;
+    TP_CHECK(ndim >= 0 && ndim <= TP_MAX_DIMS, TP_ERR_SHAPE, "rank %d not supported (max %d)", ndim, TP_MAX_DIMS);
+    TP_TRY(tp__numel(ndim, sizes, &numel));
+    uint64_t nbytes = bytes_of(dtype, numel);
+    if (nbytes > c->max_constant_bytes) return budget_error(c, "a constant", numel, nbytes);
+    return TP_OK;
+}
+
+tp_status ox_new_tensor(ox_ctx *c, tp_dtype dtype, int ndim, const int64_t *sizes, bool zero, tp_tensor **out) {
+    *out = NULL;
+    TP_TRY(ox_check_constant(c, dtype, ndim, sizes));
+    return zero ? tp_tensor_zeros(dtype, ndim, sizes, out) : tp_tensor_empty(dtype, ndim, sizes, out);
+}
+
+/* The most elements of any tensor in v (recursively). */
+static int64_t max_numel(const tp_value *v) {
+    if (v->kind == TP_VAL_TENSOR) return tp_tensor_numel(v->u.tensor);
+    int64_t m = 0;
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE || v->kind == TP_VAL_DICT)
+        for (int64_t i = 0; i < v->u.seq.n; i++) {
+            int64_t k = max_numel(&v->u.seq.items[i]);
+            if (k > m) m = k;
+        }
+    return m;
+}
+
+/* Every tensor of the inferred result `meta` within the budget, or no
+ * larger (in elements) than the largest operand. */
+static tp_status check_fold(ox_ctx *c, tp_op op, const tp_value *meta, int64_t operand_numel) {
+    if (meta->kind == TP_VAL_TENSOR) {
+        int64_t numel = tp_tensor_numel(meta->u.tensor);
+        uint64_t nbytes = bytes_of(tp_tensor_dtype(meta->u.tensor), numel);
+        if (nbytes > c->max_constant_bytes && numel > operand_numel)
+            return budget_error(c, "folding %s at import would make a constant", numel, nbytes, tp_op_name(op));
+    } else if (meta->kind == TP_VAL_LIST || meta->kind == TP_VAL_TUPLE) {
+        for (int64_t i = 0; i < meta->u.seq.n; i++) TP_TRY(check_fold(c, op, &meta->u.seq.items[i], operand_numel));
+    }
+    return TP_OK;
+}
+
+/* Run op eagerly on constant operands: bind, infer the result's shape and
+ * check it against the budget, then run the kernel. */
+static tp_status fold_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out) {
+    const tp_schema *s = tp_op_schema(op);
+    if (!s) return tp_op_call(op, A->a, A->n, A->kw.kind == TP_VAL_DICT ? &A->kw : NULL, out); /* its error */
+    tp_value bound[64];
+    TP_CHECK(s->n_args <= 64, TP_ERR_INTERNAL, "too many schema arguments");
+    TP_TRY(tp_op_bind(op, A->a, A->n, A->kw.kind == TP_VAL_DICT ? &A->kw : NULL, bound));
+    tp_value meta = tp_value_none();
+    tp_status st = tp_op_infer(op, bound, &meta);
+    int64_t operand_numel = 0;
+    for (int i = 0; i < s->n_args; i++) {
+        int64_t k = max_numel(&bound[i]);
+        if (k > operand_numel) operand_numel = k;
+    }
+    if (st == TP_OK) st = check_fold(c, op, &meta, operand_numel);
+    tp_value_clear(&meta);
+    if (st == TP_OK) st = tp_op_call_bound(op, bound, out);
+    for (int i = 0; i < s->n_args; i++) tp_value_clear(&bound[i]);
+    return st;
+}
+
 tp_status ox_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out) {
     *out = tp_value_none();
     if (A->nomem) {
@@ -412,7 +503,7 @@ tp_status ox_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out) {
     for (int i = 0; i < A->n && !graph; i++) graph = has_node(&A->a[i]);
     tp_status st;
     if (!graph) {
-        st = tp_op_call(op, A->a, A->n, A->kw.kind == TP_VAL_DICT ? &A->kw : NULL, out);
+        st = fold_call(c, op, A, out);
         ox_args_clear(A);
         return st;
     }
@@ -654,7 +745,9 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
     if (!c->anchor) c->anchor = ph;
     J->user_ph[J->n_user] = ph;
     J->examples[J->n_user] = tp_value_none();
-    if (!dyn) {
+    int64_t numel;
+    TP_TRY(tp__numel(nd, sizes, &numel));
+    if (!dyn && bytes_of(dt, numel) <= c->max_constant_bytes) { /* larger: no example */
         tp_tensor *z;
         TP_TRY(tp_tensor_zeros(dt, nd, sizes, &z));
         J->examples[J->n_user] = tp_value_tensor(z);
@@ -886,6 +979,8 @@ static tp_status import_model(import_job *J, tp_program **out) {
     tp_onnx_report *r = J->report;
     c->report = r;
     c->opset = find_opset(m);
+    c->max_constant_bytes =
+        J->opts && J->opts->max_constant_bytes ? J->opts->max_constant_bytes : OX_DEFAULT_MAX_CONSTANT_BYTES;
     if (r) {
         r->ir_version = m->has_ir_version ? m->ir_version : 0;
         r->opset = c->opset;

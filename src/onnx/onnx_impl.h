@@ -86,7 +86,8 @@ TP_HIDDEN void ox_arg(ox_args *A, tp_value v);
 TP_HIDDEN void ox_arg_ints(ox_args *A, const int64_t *v, int n);
 TP_HIDDEN void ox_kw(ox_args *A, const char *name, tp_value v);
 TP_HIDDEN tp_status ox_args_status(const ox_args *A);
-/* Call op: folded to a constant when every operand is a constant, else a
+/* Call op: folded to a constant when every operand is a constant (its
+ * result checked against the constant budget before the kernel runs), else a
  * graph node. *out receives the result operand (a node reference, a tensor,
  * or for multi-output ops a list/tuple of operands). Clears A. */
 TP_HIDDEN tp_status ox_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out);
@@ -95,6 +96,15 @@ TP_HIDDEN tp_status ox_call1(ox_ctx *c, tp_op op, const tp_value *x, tp_value *o
 TP_HIDDEN tp_status ox_call2(ox_ctx *c, tp_op op, const tp_value *x, const tp_value *y, tp_value *out);
 /* Cast an operand to dtype (a no-op copy when it already has it). */
 TP_HIDDEN tp_status ox_cast(ox_ctx *c, const tp_value *x, tp_dtype dtype, tp_value *out);
+/* A new tensor (zeroed when `zero`) for a constant the mapping builds,
+ * or only the check (ox_check_constant, for scratch sized like one):
+ * within tp_onnx_options.max_constant_bytes: TP_ERR_NOMEM naming the node
+ * and the option when over it, TP_ERR_SHAPE for a negative or overflowing
+ * shape. (Folding in ox_call checks the same budget from the op's shape
+ * rule before running the kernel.) */
+TP_HIDDEN tp_status ox_check_constant(ox_ctx *c, tp_dtype dtype, int ndim, const int64_t *sizes);
+TP_HIDDEN tp_status ox_new_tensor(ox_ctx *c, tp_dtype dtype, int ndim, const int64_t *sizes, bool zero,
+                                  tp_tensor **out);
 /* A constant operand from a new tensor (taken over). */
 TP_HIDDEN tp_value ox_tensor_value(tp_tensor *t);
 TP_HIDDEN tp_status ox_scalar_tensor(tp_dtype dtype, double v, tp_value *out);

@@ -277,7 +277,7 @@ static tp_status map_dropout(ox_ctx *c) {
         const tp_value *x = ox_in(c, 0);
         const tp_tensor *m = ox_meta(x);
         tp_tensor *ones;
-        TP_TRY(tp_tensor_empty(TP_BOOL, tp_tensor_ndim(m), tp_tensor_sizes(m), &ones));
+        TP_TRY(ox_new_tensor(c, TP_BOOL, tp_tensor_ndim(m), tp_tensor_sizes(m), false, &ones));
         tp_tensor_fill(ones, 1);
         tp_value v = tp_value_tensor(ones);
         TP_TRY(ox_set_out(c, 1, &v));
@@ -548,7 +548,7 @@ static tp_status map_isinf(ox_ctx *c) {
         TP_TRY(binop_scalar(c, TP_OP_EQ, x, pos ? INFINITY : -INFINITY, &r));
     } else { /* detects nothing: all false */
         tp_tensor *z;
-        TP_TRY(tp_tensor_zeros(TP_BOOL, rank_of(x), sizes_of(x), &z));
+        TP_TRY(ox_new_tensor(c, TP_BOOL, rank_of(x), sizes_of(x), true, &z));
         r = tp_value_tensor(z);
     }
     return set_out(c, &r);
@@ -867,7 +867,7 @@ static tp_status map_pool(ox_ctx *c, bool is_max) {
             tp_value ones = tp_value_none(), po = tp_value_none(), px = tp_value_none(), ax = tp_value_none();
             tp_value ao = tp_value_none(), r = tp_value_none();
             tp_tensor *o1 = NULL;
-            tp_status st = tp_tensor_empty(dtype_of(x), rank_of(x), sizes_of(x), &o1);
+            tp_status st = ox_new_tensor(c, dtype_of(x), rank_of(x), sizes_of(x), false, &o1);
             if (st == TP_OK) {
                 tp_tensor_fill(o1, 1.0);
                 ones = tp_value_tensor(o1);
@@ -1079,7 +1079,7 @@ static tp_status map_softmax(ox_ctx *c, tp_op op, bool hard) {
         int64_t shp[TP_MAX_DIMS], n = sizes_of(&in)[axis];
         for (int i = 0; i < ind; i++) shp[i] = i == axis ? n : 1;
         tp_tensor *ar;
-        st = tp_tensor_empty(TP_INT64, ind, shp, &ar);
+        st = ox_new_tensor(c, TP_INT64, ind, shp, false, &ar);
         if (st == TP_OK) {
             int64_t *p = tp_tensor_data(ar);
             for (int64_t i = 0; i < n; i++) p[i] = i;
@@ -1262,7 +1262,7 @@ static tp_status reduce_empty_extreme(ox_ctx *c, const tp_value *x, const int64_
     }
     tp_dtype dt = dtype_of(x);
     tp_tensor *t;
-    TP_TRY(tp_tensor_empty(dt, on, shape, &t));
+    TP_TRY(ox_new_tensor(c, dt, on, shape, false, &t));
     int64_t cnt = tp_tensor_numel(t);
     size_t es = tp_dtype_size(dt);
     char *p = tp_tensor_data(t);
@@ -1782,7 +1782,7 @@ static tp_status scatter_reduce_flat(ox_ctx *c, const char *red, tp_dtype dt, tp
     if (L > 0 && U > 0 && R > 0 && (L > SCATTER_REDUCE_MAX / U || L * U > SCATTER_REDUCE_MAX / R))
         return ox_unsupported(c, "reduction '%s' over %" PRId64 " x %" PRId64 " x %" PRId64 " elements", red, L, U, R);
     tp_tensor *rows_t, *id_t;
-    TP_TRY(tp_tensor_empty(TP_INT64, 3, (int64_t[]){L, 1, 1}, &rows_t));
+    TP_TRY(ox_new_tensor(c, TP_INT64, 3, (int64_t[]){L, 1, 1}, false, &rows_t));
     for (int64_t i = 0; i < L; i++) ((int64_t *)tp_tensor_data(rows_t))[i] = i;
     tp_status st = tp_tensor_empty(dt, 0, NULL, &id_t);
     if (st != TP_OK) {
@@ -1832,7 +1832,7 @@ static tp_status scatter_elements_reduce(ox_ctx *c, const char *red, const tp_va
     int64_t stride[TP_MAX_DIMS], acc = 1, L = tp_tensor_numel(ox_meta(x)), U = tp_tensor_numel(ox_meta(wi));
     for (int d = nd - 1; d >= 0; d--) stride[d] = acc, acc *= xs[d];
     tp_tensor *base_t;
-    TP_TRY(tp_tensor_empty(TP_INT64, nd, is, &base_t));
+    TP_TRY(ox_new_tensor(c, TP_INT64, nd, is, false, &base_t));
     int64_t *b = tp_tensor_data(base_t);
     for (int64_t u = 0; u < U; u++) {
         int64_t rem = u, off = 0;
@@ -1957,7 +1957,7 @@ static tp_status gather_nd_batched(ox_ctx *c, const tp_value *x, const tp_value 
     shp[k++] = Bp * Lq;
     for (int i = b + q; i < r; i++) shp[k++] = xs[i];
     tp_tensor *off_t;
-    TP_TRY(tp_tensor_empty(TP_INT64, m - 1, is, &off_t));
+    TP_TRY(ox_new_tensor(c, TP_INT64, m - 1, is, false, &off_t));
     for (int64_t i = 0; i < Bp * per; i++) ((int64_t *)tp_tensor_data(off_t))[i] = (i / per) * Lq;
     tp_value off = tp_value_tensor(off_t), flat = tp_value_none(), lin = tp_value_none(), lin2 = tp_value_none();
     tp_value lin1 = tp_value_none(), sel = tp_value_none(), res = tp_value_none();
@@ -2096,7 +2096,7 @@ static tp_status map_reverse_sequence(ox_ctx *c) {
     int64_t tshape[TP_MAX_DIMS], bshape[TP_MAX_DIMS];
     for (int i = 0; i < nd; i++) tshape[i] = i == ta ? T : 1, bshape[i] = i == ba ? B : 1;
     tp_tensor *tt;
-    TP_TRY(tp_tensor_empty(TP_INT64, nd, tshape, &tt));
+    TP_TRY(ox_new_tensor(c, TP_INT64, nd, tshape, false, &tt));
     for (int64_t i = 0; i < T; i++) ((int64_t *)tp_tensor_data(tt))[i] = i;
     tp_value t = tp_value_tensor(tt), l64 = tp_value_none(), lb = tp_value_none(), lt = tp_value_none();
     tp_value d = tp_value_none(), rev = tp_value_none(), idx = tp_value_none(), idxe = tp_value_none();
@@ -2145,7 +2145,7 @@ static tp_status map_window(ox_ctx *c, char kind) {
     TP_TRY(dtype_attr(c, "output_datatype", odt, &dt));
     double N = (double)(ox_attr_i(c, "periodic", 1) != 0 ? size : size - 1);
     tp_tensor *t;
-    TP_TRY(tp_tensor_empty(dt, 1, &size, &t));
+    TP_TRY(ox_new_tensor(c, dt, 1, &size, false, &t));
     size_t es = tp_dtype_size(dt);
     for (int64_t i = 0; i < size; i++) {
         double x = (double)i, w;
@@ -2316,7 +2316,7 @@ static tp_status map_constant_of_shape(ox_ctx *c) {
         tp_tensor_free(vt);
     }
     tp_tensor *t;
-    TP_TRY(tp_tensor_empty(dt, n, shape, &t));
+    TP_TRY(ox_new_tensor(c, dt, n, shape, false, &t));
     tp_tensor_fill(t, value);
     tp_value v = tp_value_tensor(t);
     return set_out(c, &v);
@@ -2341,7 +2341,7 @@ static tp_status map_range(ox_ctx *c) {
     int64_t n = cnt > 0 ? (int64_t)cnt : 0;
     if (n > ((int64_t)1 << 32)) return ox_bad(c, "range of %" PRId64 " elements", n);
     tp_tensor *t;
-    TP_TRY(tp_tensor_empty(dt, 1, &n, &t));
+    TP_TRY(ox_new_tensor(c, dt, 1, &n, false, &t));
     char *p = tp_tensor_data(t);
     size_t es = tp_dtype_size(dt);
     for (int64_t i = 0; i < n; i++) {
@@ -2397,7 +2397,7 @@ static tp_status map_one_hot(ox_ctx *c) {
     int64_t shp[TP_MAX_DIMS];
     for (int i = 0; i < ni + 1; i++) shp[i] = i == axis ? depth : 1;
     tp_tensor *ar;
-    TP_TRY(tp_tensor_empty(TP_INT64, ni + 1, shp, &ar));
+    TP_TRY(ox_new_tensor(c, TP_INT64, ni + 1, shp, false, &ar));
     for (int64_t i = 0; i < depth; i++) ((int64_t *)tp_tensor_data(ar))[i] = i;
     tp_value arv = tp_value_tensor(ar);
     tp_status st = ox_call2(c, TP_OP_EQ, &un, &arv, &eq);
@@ -2489,7 +2489,7 @@ static tp_status map_eye_like(ox_ctx *c) {
     if (a && a->has_i) TP_TRY(dtype_attr(c, "dtype", a->i, &dt));
     int64_t k = ox_attr_i(c, "k", 0);
     tp_tensor *t;
-    TP_TRY(tp_tensor_zeros(dt, 2, sizes_of(x), &t));
+    TP_TRY(ox_new_tensor(c, dt, 2, sizes_of(x), true, &t));
     int64_t R = sizes_of(x)[0], C = sizes_of(x)[1];
     /* ones at (i, i + k); none unless -R < k < C, which keeps i + k in range */
     if (k > -R && k < C)
@@ -2626,6 +2626,7 @@ static tp_status resize_dim(ox_ctx *c, tp_value *v, int dim, int64_t out, double
     int64_t in = sizes_of(v)[dim];
     int taps = !strcmp(mode, "nearest") ? 1 : !strcmp(mode, "linear") ? 2 : 4;
     double out_len = !strcmp(ctm, "align_corners") && scale > 0 ? (double)in * scale : (double)out;
+    TP_TRY(ox_check_constant(c, TP_FLOAT64, 2, (int64_t[]){4, out})); /* idx and w below, and the tables */
     int64_t *idx = tp_malloc(sizeof(int64_t) * (size_t)(out ? out : 1) * 4);
     double *w = tp_malloc(sizeof(double) * (size_t)(out ? out : 1) * 4);
     if (!idx || !w) {
@@ -2677,7 +2678,7 @@ static tp_status resize_dim(ox_ctx *c, tp_value *v, int dim, int64_t out, double
         if (st == TP_OK && taps > 1) {
             int64_t wshape[TP_MAX_DIMS];
             for (int i = 0; i < nd - dim; i++) wshape[i] = i == 0 ? out : 1;
-            st = tp_tensor_empty(dtype_of(v), nd - dim, wshape, &wt);
+            st = ox_new_tensor(c, dtype_of(v), nd - dim, wshape, false, &wt);
             for (int64_t o = 0; st == TP_OK && o < out; o++)
                 tp__store_f64((char *)tp_tensor_data(wt) + (size_t)o * tp_dtype_size(dtype_of(v)), dtype_of(v),
                               w[t * out + o]);
