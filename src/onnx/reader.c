@@ -199,8 +199,14 @@ static bool safe_relative(const char *rel) {
     return true;
 }
 
-static tp_status read_external(const Onnx__TensorProto *tp, const char *base_dir, size_t *budget, void *dst,
-                               size_t nbytes) {
+/* Open the external data of tp and check everything about it before the
+ * tensor is allocated: the location stays in base_dir, the length matches,
+ * the budget allows nbytes, and the file holds [offset, offset + nbytes).
+ * On success *file is open at the offset (the caller reads and closes it)
+ * and *location points into tp. */
+static tp_status open_external(const Onnx__TensorProto *tp, const char *base_dir, const size_t *budget,
+                               size_t nbytes, FILE **file, const char **location_out) {
+    *file = NULL;
     const char *location = NULL;
     uint64_t offset = 0, length = UINT64_MAX;
     for (size_t i = 0; i < tp->n_external_data; i++) {
@@ -256,18 +262,22 @@ static tp_status read_external(const Onnx__TensorProto *tp, const char *base_dir
         } else {
             long flen = -1;
             if (fseek(f, 0, SEEK_END) == 0) flen = ftell(f);
-            if (flen < 0 || offset > (uint64_t)flen || nbytes > (uint64_t)flen - offset)
-                st = tp_error(TP_ERR_CORRUPT, "tensor '%s': external data [%llu, +%zu) lies outside '%s' (%ld bytes)",
+            if (flen < 0)
+                st = tp_error(TP_ERR_IO, "tensor '%s': cannot size external data '%s'", tname, location);
+            else if (offset > (uint64_t)flen || nbytes > (uint64_t)flen - offset)
+                st = tp_error(TP_ERR_CORRUPT,
+                              "tensor '%s': external data [%llu, +%zu) lies outside '%s' (%ld bytes): the file is "
+                              "short or the offset wrong",
                               tname, (unsigned long long)offset, nbytes, location, flen);
-            else if (offset > (uint64_t)LONG_MAX || fseek(f, (long)offset, SEEK_SET) != 0 ||
-                     fread(dst, 1, nbytes, f) != nbytes)
-                st = tp_error(TP_ERR_IO, "tensor '%s': short read of external data '%s'", tname, location);
-            fclose(f);
+            else if (offset > (uint64_t)LONG_MAX || fseek(f, (long)offset, SEEK_SET) != 0)
+                st = tp_error(TP_ERR_IO, "tensor '%s': cannot seek in external data '%s'", tname, location);
+            if (st == TP_OK) *file = f;
+            else fclose(f);
         }
     }
     free(real_file); /* realpath allocates with malloc */
     free(real_base);
-    if (st == TP_OK) *budget -= nbytes;
+    if (st == TP_OK) *location_out = location;
     return st;
 }
 
@@ -312,12 +322,25 @@ tp_status tp__onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, siz
         return tp_error(TP_ERR_CORRUPT, "tensor '%s': raw_data has %zu bytes, expected %zu", tname, tp->raw_data.len,
                         nbytes);
     }
+    /* External data: the file is checked (and opened) before allocating, so
+     * a short file is reported as such, not as a failed huge allocation. */
+    FILE *ext = NULL;
+    const char *location = NULL;
+    size_t unlimited = SIZE_MAX;
+    if (external) TP_TRY(open_external(tp, base_dir, external_budget ? external_budget : &unlimited, nbytes, &ext, &location));
     tp_tensor *t;
-    TP_TRY(tp_tensor_empty(dt, (int)tp->n_dims, sizes, &t));
+    st = tp_tensor_empty(dt, (int)tp->n_dims, sizes, &t);
+    if (st != TP_OK) {
+        if (ext) fclose(ext);
+        tp_error_context("tensor '%s'", tname);
+        return st;
+    }
     void *dst = tp_tensor_data(t);
     if (external) {
-        size_t unlimited = SIZE_MAX;
-        st = read_external(tp, base_dir, external_budget ? external_budget : &unlimited, dst, nbytes);
+        if (fread(dst, 1, nbytes, ext) != nbytes)
+            st = tp_error(TP_ERR_IO, "tensor '%s': short read of external data '%s'", tname, location);
+        fclose(ext);
+        if (st == TP_OK && external_budget) *external_budget -= nbytes;
     } else if (tp->has_raw_data) {
         if (nbytes) memcpy(dst, tp->raw_data.data, nbytes); /* little-endian host assumed, as ONNX stores */
     } else {
