@@ -95,6 +95,8 @@ typedef struct in_desc {
     int64_t dims[MAXN];
     int64_t ivals[MAXN]; /* int64 initializer values (numel <= MAXN) */
     int n_ivals;         /* -1: a 0-d scalar from ivals[0] */
+    float fvals[MAXN];   /* float initializer values when n_fvals > 0 */
+    int n_fvals;
 } in_desc;
 
 typedef struct attr_desc {
@@ -147,9 +149,11 @@ static void tensor_proto(pbuf *t, const char *name, const in_desc *d) {
         for (int64_t i = 0; i < n && i < MAXN; i++) v[i] = d->ivals[i];
         pb_bytes(t, 9, v, (size_t)n * sizeof(int64_t));
     } else {
-        float v[64];
-        for (int64_t i = 0; i < n && i < 64; i++) v[i] = (float)(i % 7) - 2.5f;
-        pb_bytes(t, 9, v, (size_t)(n < 64 ? n : 64) * sizeof(float));
+        float *v = malloc((size_t)(n ? n : 1) * sizeof(float));
+        if (!v) abort();
+        for (int64_t i = 0; i < n; i++) v[i] = d->n_fvals > 0 ? d->fvals[i % d->n_fvals] : (float)(i % 7) - 2.5f;
+        pb_bytes(t, 9, v, (size_t)n * sizeof(float));
+        free(v);
     }
 }
 
@@ -196,7 +200,7 @@ static void build_model(const model_desc *m, pbuf *model) {
         snprintf(name, sizeof name, "i%d", i);
         if (d->kind == IN_INIT_F32 || d->kind == IN_INIT_I64) {
             in_desc scalar = *d;
-            if (d->n_ivals < 0) scalar.nd = 0;
+            if (d->n_ivals < 0 || d->n_fvals < 0) scalar.nd = 0;
             pbuf t = {0};
             tensor_proto(&t, name, &scalar);
             pb_msg(&graph, 5, &t);
@@ -265,6 +269,16 @@ static in_desc init_i64(int n, const int64_t *vals) {
 static in_desc init_scalar(int64_t v) {
     in_desc d = init_i64(1, &v);
     d.n_ivals = -1;
+    return d;
+}
+/* A float initializer of the given values (n < 0: a 0-d scalar). */
+static in_desc init_f32v(int n, const float *vals) {
+    in_desc d = {0};
+    d.kind = IN_INIT_F32;
+    d.nd = 1;
+    d.dims[0] = n < 0 ? 1 : n;
+    d.n_fvals = n;
+    memcpy(d.fvals, vals, sizeof(float) * (size_t)(n < 0 ? 1 : n));
     return d;
 }
 static attr_desc a_int(const char *name, int64_t v) {
@@ -633,7 +647,10 @@ static void sweep(const model_desc *base) {
                 if (b.in[i].kind == IN_GRAPH) b.in[i].kind = IN_INIT_F32, any = true;
             if (!any) continue;
         }
-        sweep_check(&b, "base", 0, 0);
+        /* the unmodified model must import, or the sweep tests nothing */
+        tp_status bst = import_desc(&b, NULL);
+        CHECK_MSG(bst == TP_OK, "%s (opset %lld, %s) base model: %s '%s'", b.op, (long long)b.opset,
+                  fold ? "folded" : "graph", tp_status_str(bst), tp_last_error());
         for (int a = 0; a < MAXN; a++) {
             if (!b.attr[a].name || (b.attr[a].type != ATTR_INT && b.attr[a].type != ATTR_INTS)) continue;
             for (int j = 0; j < b.attr[a].n_ints; j++)
@@ -674,7 +691,7 @@ TEST(sweep_conv_family) {
                           a_str("auto_pad", autopads[ap])}};
         if (ap == 0) ct.attr[6] = a_ints("pads", DIMS(0, 1, 1, 0));
         sweep(&ct);
-        ct.attr[3] = a_ints("output_shape", DIMS(8, 6));
+        ct.attr[3] = a_ints("output_shape", DIMS(8, 5));
         sweep(&ct);
     }
 }
@@ -788,7 +805,7 @@ TEST(sweep_shapes) {
     sweep(&sp11);
     model_desc sp18 = {"Split", 18, 1, {graph_in(DIMS(6, 4))}, 3, {a_int("axis", 0), a_int("num_outputs", 3)}};
     sweep(&sp18);
-    model_desc rsh = {"Reshape", 14, 2, {graph_in(DIMS(2, 6)), init_i64(DIMS(3, 0, -1))}, 1, {a_int("allowzero", 0)}};
+    model_desc rsh = {"Reshape", 14, 2, {graph_in(DIMS(3, 4)), init_i64(DIMS(3, 0, -1))}, 1, {a_int("allowzero", 0)}};
     sweep(&rsh);
     model_desc fl = {"Flatten", 13, 1, {graph_in(DIMS(2, 3, 4))}, 1, {a_int("axis", 2)}};
     sweep(&fl);
@@ -868,6 +885,44 @@ TEST(sweep_axes_and_reductions) {
                        {a_int("transA", 0), a_int("transB", 1)}};
     sweep(&gemm);
     CHECK(g_sweep_imports > 0);
+    printf("     %d sweep imports so far\n", g_sweep_imports);
+}
+
+/* Float inputs read as sizes or counts: Resize/Upsample scales and float
+ * Range bounds set to 0, -1, tiny, huge, inf and NaN. */
+TEST(sweep_float_inputs) {
+    const float hostile[] = {0.0f, -1.0f, 1e-30f, 1e30f, 3.0e38f, INFINITY, -INFINITY, NAN, 1e9f};
+    for (size_t h = 0; h < sizeof hostile / sizeof hostile[0]; h++)
+        for (int pos = 0; pos < 4; pos++) {
+            float sc[4] = {1, 1, 2, 1.5f};
+            sc[pos] = hostile[h];
+            const char *modes[] = {"nearest", "linear", "cubic"};
+            for (int k = 0; k < 3; k++)
+                for (int fold = 0; fold < 2; fold++) {
+                    model_desc rz = {"Resize", 13, 3,
+                                     {fold ? init_f32(DIMS(1, 1, 2, 2)) : graph_in(DIMS(1, 1, 2, 2)), {IN_NONE},
+                                      init_f32v(4, sc)},
+                                     1, {a_str("mode", modes[k])}};
+                    sweep_check(&rz, "scales", pos, 0);
+                    model_desc up = {"Upsample", 9, 2,
+                                     {fold ? init_f32(DIMS(1, 1, 2, 2)) : graph_in(DIMS(1, 1, 2, 2)), init_f32v(4, sc)},
+                                     1, {a_str("mode", k ? "linear" : "nearest")}};
+                    sweep_check(&up, "scales", pos, 0);
+                }
+            if (pos < 3) {
+                float rv[3] = {0.5f, 10.0f, 0.75f};
+                rv[pos] = hostile[h];
+                model_desc rg = {"Range", 13, 3, {init_f32v(-1, &rv[0]), init_f32v(-1, &rv[1]), init_f32v(-1, &rv[2])},
+                                 1, {{0}}};
+                sweep_check(&rg, "input", pos, 0);
+            }
+        }
+    model_desc ok = {"Resize", 13, 3, {graph_in(DIMS(1, 1, 2, 2)), {IN_NONE}, init_f32v(4, (float[]){1, 1, 2, 1.5f})}, 1,
+                     {a_str("mode", "linear")}};
+    CHECK_OK(import_desc(&ok, NULL));
+    model_desc rg = {"Range", 13, 3, {init_f32v(-1, (float[]){0.5f}), init_f32v(-1, (float[]){10}), init_f32v(-1, (float[]){0.75f})},
+                     1, {{0}}};
+    CHECK_OK(import_desc(&rg, NULL));
 }
 
 TEST_MAIN(T(depth_space_huge_blocksize_is_an_error), T(zero_stride_with_same_padding_is_an_error),
@@ -876,4 +931,4 @@ TEST_MAIN(T(depth_space_huge_blocksize_is_an_error), T(zero_stride_with_same_pad
           T(average_pool_asymmetric_allocation_failures), T(constant_folding_budget),
           T(huge_declared_input_is_not_allocated), T(external_data_short_file), T(sweep_conv_family),
           T(sweep_pooling), T(sweep_depth_space_eye), T(sweep_indexing), T(sweep_shapes),
-          T(sweep_axes_and_reductions))
+          T(sweep_axes_and_reductions), T(sweep_float_inputs))

@@ -29,7 +29,10 @@
  * checked before decoding, every count, dim, data length and external-data
  * offset is checked with overflow-safe arithmetic; external data files are
  * resolved relative to the model's folder and must stay inside it. The
- * constants the import creates are bounded by max_constant_bytes
+ * sizes, strides, pads, axes and counts the op mappings compute from
+ * attributes or constant inputs are range- and overflow-checked
+ * (TP_ERR_INVALID_ARG or TP_ERR_UNSUPPORTED naming the node and attribute),
+ * and the constants the import creates are bounded by max_constant_bytes
  * (TP_ERR_NOMEM).
  */
 #ifndef TPEXPORT_ONNX_H

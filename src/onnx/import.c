@@ -194,7 +194,12 @@ int64_t ox_attr_i(ox_ctx *c, const char *name, int64_t dflt) {
     const Onnx__AttributeProto *a = ox_attr(c, name);
     if (!a) return dflt;
     if (a->has_i) return a->i;
-    if (a->has_f) return (int64_t)a->f;
+    if (a->has_f) { /* an int attribute written as a float: truncated, saturated (NaN: dflt) */
+        if (a->f != a->f) return dflt;
+        if (a->f >= 9223372036854775808.0f) return INT64_MAX;
+        if (a->f <= -9223372036854775808.0f) return INT64_MIN;
+        return (int64_t)a->f;
+    }
     return dflt;
 }
 double ox_attr_f(ox_ctx *c, const char *name, double dflt) {
@@ -464,7 +469,7 @@ static tp_status check_fold(ox_ctx *c, tp_op op, const tp_value *meta, int64_t o
         int64_t numel = tp_tensor_numel(meta->u.tensor);
         uint64_t nbytes = bytes_of(tp_tensor_dtype(meta->u.tensor), numel);
         if (nbytes > c->max_constant_bytes && numel > operand_numel)
-            return budget_error(c, "folding %s at import would make a constant", numel, nbytes, tp_op_name(op));
+            return budget_error(c, "folding %s at import: its result", numel, nbytes, tp_op_name(op));
     } else if (meta->kind == TP_VAL_LIST || meta->kind == TP_VAL_TUPLE) {
         for (int64_t i = 0; i < meta->u.seq.n; i++) TP_TRY(check_fold(c, op, &meta->u.seq.items[i], operand_numel));
     }

@@ -79,6 +79,21 @@ static tp_status const_f64(ox_ctx *c, int i, const char *what, double *out, bool
     return TP_OK;
 }
 
+/* v as an int64 when it is finite and in range (a plain cast of NaN or of
+ * a value beyond int64 is undefined behaviour). */
+static bool f64_to_i64(double v, int64_t *out) {
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+/* v saturated to int64 (NaN: 0). */
+static int64_t f64_to_i64_sat(double v) {
+    int64_t r = 0;
+    if (f64_to_i64(v, &r)) return r;
+    return v > 0 ? INT64_MAX : v < 0 ? INT64_MIN : 0;
+}
+
 static tp_status wrap_axis(ox_ctx *c, int64_t axis, int rank, int *out) {
     *out = 0;
     if (axis < -rank || axis >= rank || rank == 0)
@@ -467,8 +482,8 @@ static tp_status map_clip(ox_ctx *c) {
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, x);
-    ox_arg(&A, has_lo ? (is_int ? tp_value_int((int64_t)lo) : tp_value_float(lo)) : tp_value_none());
-    ox_arg(&A, has_hi ? (is_int ? tp_value_int((int64_t)hi) : tp_value_float(hi)) : tp_value_none());
+    ox_arg(&A, has_lo ? (is_int ? tp_value_int(f64_to_i64_sat(lo)) : tp_value_float(lo)) : tp_value_none());
+    ox_arg(&A, has_hi ? (is_int ? tp_value_int(f64_to_i64_sat(hi)) : tp_value_float(hi)) : tp_value_none());
     tp_value r;
     if (!has_lo && !has_hi) {
         ox_args_clear(&A);
@@ -635,15 +650,17 @@ static tp_status read_window(ox_ctx *c, const tp_value *x, const int64_t *kernel
     int64_t tmp[8];
     int n;
     TP_TRY(ox_attr_ints(c, "kernel_shape", tmp, 8, &n));
-    if (n >= 0 && n != w->n)
-        return ox_bad(c, "attribute 'kernel_shape' has %d values for %d spatial dims", n, w->n);
+    if (n > 0 && n != w->n) return ox_bad(c, "attribute 'kernel_shape' has %d values for %d spatial dims", n, w->n);
     for (int i = 0; i < w->n; i++) w->k[i] = n == w->n ? tmp[i] : (kernel ? kernel[i] : 1);
     if (n != w->n && !kernel) return ox_bad(c, "missing attribute 'kernel_shape'");
     TP_TRY(ox_attr_ints(c, "strides", tmp, 8, &n));
+    if (n > 0 && n != w->n) return ox_bad(c, "attribute 'strides' has %d values for %d spatial dims", n, w->n);
     for (int i = 0; i < w->n; i++) w->s[i] = n == w->n ? tmp[i] : 1;
     TP_TRY(ox_attr_ints(c, "dilations", tmp, 8, &n));
+    if (n > 0 && n != w->n) return ox_bad(c, "attribute 'dilations' has %d values for %d spatial dims", n, w->n);
     for (int i = 0; i < w->n; i++) w->d[i] = n == w->n ? tmp[i] : 1;
     TP_TRY(ox_attr_ints(c, "pads", tmp, 8, &n));
+    if (n > 0 && n != 2 * w->n) return ox_bad(c, "attribute 'pads' has %d values for %d spatial dims", n, w->n);
     for (int i = 0; i < w->n; i++) {
         w->pb[i] = n == 2 * w->n ? tmp[i] : 0;
         w->pe[i] = n == 2 * w->n ? tmp[w->n + i] : 0;
@@ -851,7 +868,8 @@ static tp_status map_pool(ox_ctx *c, bool is_max) {
     TP_TRY(read_window(c, x, NULL, &w, false));
     bool ceil_mode = ox_attr_i(c, "ceil_mode", 0) != 0;
     bool count_pad = ox_attr_i(c, "count_include_pad", 0) != 0;
-    if (ox_attr_i(c, "storage_order", 0) != 0) return ox_unsupported(c, "storage_order=1");
+    if (ox_attr_i(c, "storage_order", 0) != 0)
+        return ox_unsupported(c, "attribute 'storage_order' %" PRId64 " (only 0, row major)", ox_attr_i(c, "storage_order", 0));
     for (int i = 0; !is_max && i < w.n; i++)
         if (w.d[i] != 1) return ox_unsupported(c, "dilated average pooling");
     tp_value padded = tp_value_none();
@@ -1457,7 +1475,7 @@ static tp_status map_flatten(ox_ctx *c) {
     int nd = rank_of(x);
     int64_t axis = ox_attr_i(c, "axis", 1);
     if (axis < 0) axis += nd;
-    if (axis < 0 || axis > nd) return ox_bad(c, "axis out of range");
+    if (axis < 0 || axis > nd) return ox_bad(c, "attribute 'axis' %" PRId64 " out of range for rank %d", ox_attr_i(c, "axis", 1), nd);
     int64_t a = 1, b = 1;
     for (int i = 0; i < nd; i++) {
             if (i < axis) a *= sizes_of(x)[i];
@@ -1631,7 +1649,11 @@ static tp_status slice_one(ox_ctx *c, tp_value *v, int axis, int64_t start, int6
     if (end < 0 && end > INT64_MIN / 2) end += dim;
     start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
     end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-    int64_t count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    /* count = ceil((start - end) / -step), without overflow; a step of
+     * INT64_MIN takes one element like any step <= -dim */
+    int64_t m = step == INT64_MIN ? INT64_MAX : -step, diff = start - end;
+    int64_t count = start > end ? diff / m + (diff % m != 0) : 0;
+    step = -m;
     int64_t d = axis;
     TP_TRY(call_ints(c, TP_OP_FLIP, v, &d, 1, &r));
     tp_value_clear(v);
@@ -1944,8 +1966,9 @@ static tp_status gather_nd_batched(ox_ctx *c, const tp_value *x, const tp_value 
     if (b >= m || b >= r) return ox_bad(c, "batch_dims %d must be less than the ranks of data and indices", b);
     if (memcmp(sizes_of(x), sizes_of(idx), sizeof(int64_t) * (size_t)b) != 0)
         return ox_bad(c, "the first %d dims of data and indices differ", b);
-    int q = (int)sizes_of(idx)[m - 1];
-    if (q < 1 || q > r - b) return ox_bad(c, "indices last dim %d must be in 1..%d", q, r - b);
+    int64_t q64 = sizes_of(idx)[m - 1];
+    if (q64 < 1 || q64 > r - b) return ox_bad(c, "indices last dim %" PRId64 " must be in 1..%d", q64, r - b);
+    int q = (int)q64;
     if (ox_node_dyn(c)) return ox_unsupported(c, "batch_dims on a dynamic shape");
     const int64_t *xs = sizes_of(x), *is = sizes_of(idx);
     int64_t Bp = 1, Lq = 1, per = 1;
@@ -1994,8 +2017,9 @@ static tp_status map_gather_nd(ox_ctx *c) {
     if (bd > 0) return gather_nd_batched(c, x, idx, (int)bd);
     int r = rank_of(x), m = rank_of(idx);
     if (m < 1) return ox_bad(c, "indices must have rank >= 1");
-    int q = (int)sizes_of(idx)[m - 1];
-    if (q < 1 || q > r) return ox_bad(c, "indices last dim %d must be in 1..%d", q, r);
+    int64_t q64 = sizes_of(idx)[m - 1];
+    if (q64 < 1 || q64 > r) return ox_bad(c, "indices last dim %" PRId64 " must be in 1..%d", q64, r);
+    int q = (int)q64;
     int64_t shp[TP_MAX_DIMS + 1], lead = 1;
     for (int i = 0; i < q; i++) lead *= sizes_of(x)[i];
     shp[0] = lead;
@@ -2036,8 +2060,9 @@ static tp_status map_scatter_nd(ox_ctx *c) {
     if (strcmp(red, "none") != 0 && ox_node_dyn(c)) return ox_unsupported(c, "reduction '%s' on a dynamic shape", red);
     int r = rank_of(x), m = rank_of(idx);
     if (m < 1) return ox_bad(c, "indices must have rank >= 1");
-    int q = (int)sizes_of(idx)[m - 1];
-    if (q < 1 || q > r) return ox_bad(c, "indices last dim %d must be in 1..%d", q, r);
+    int64_t q64 = sizes_of(idx)[m - 1];
+    if (q64 < 1 || q64 > r) return ox_bad(c, "indices last dim %" PRId64 " must be in 1..%d", q64, r);
+    int q = (int)q64;
     int64_t lead = 1, rest = 1, nupd = 1;
     for (int i = 0; i < q; i++) lead *= sizes_of(x)[i];
     for (int i = q; i < r; i++) rest *= sizes_of(x)[i];
@@ -2334,22 +2359,49 @@ static tp_status map_range(ox_ctx *c) {
         ox_note_need_constant(c, d);
         return ox_unsupported(c, "start, limit and delta must be constants");
     }
+    if (tp_tensor_numel(ts) != 1 || tp_tensor_numel(tl) != 1 || tp_tensor_numel(td) != 1)
+        return ox_bad(c, "start, limit and delta must hold one value each");
     tp_dtype dt = tp_tensor_dtype(ts);
-    double start = tp_tensor_item_f64(ts, 0), limit = tp_tensor_item_f64(tl, 0), delta = tp_tensor_item_f64(td, 0);
-    if (delta == 0) return ox_bad(c, "delta is 0");
-    double cnt = ceil((limit - start) / delta);
-    int64_t n = cnt > 0 ? (int64_t)cnt : 0;
-    if (n > ((int64_t)1 << 32)) return ox_bad(c, "range of %" PRId64 " elements", n);
+    const int64_t max_n = (int64_t)1 << 32;
+    int64_t n = 0;
     tp_tensor *t;
-    TP_TRY(ox_new_tensor(c, dt, 1, &n, false, &t));
-    char *p = tp_tensor_data(t);
-    size_t es = tp_dtype_size(dt);
-    for (int64_t i = 0; i < n; i++) {
-        if (tp_dtype_is_float(dt)) tp__store_f64(p + (size_t)i * es, dt, start + (double)i * delta);
-        else tp__store_i64(p + (size_t)i * es, dt, (int64_t)start + i * (int64_t)delta);
+    if (tp_dtype_is_float(dt)) {
+        double start = tp_tensor_item_f64(ts, 0), limit = tp_tensor_item_f64(tl, 0), delta = tp_tensor_item_f64(td, 0);
+        if (delta == 0) return ox_bad(c, "delta is 0");
+        double cnt = ceil((limit - start) / delta);
+        if (!(cnt <= (double)max_n) && !(cnt <= 0)) /* also NaN and inf */
+            return ox_bad(c, "range [%g, %g) step %g has too many elements", start, limit, delta);
+        n = cnt > 0 ? (int64_t)cnt : 0;
+        TP_TRY(ox_new_tensor(c, dt, 1, &n, false, &t));
+        char *p = tp_tensor_data(t);
+        size_t es = tp_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++) tp__store_f64(p + (size_t)i * es, dt, start + (double)i * delta);
+    } else {
+        /* integers exactly: the count and the values in unsigned arithmetic
+         * (every value lies in [start, limit), so it fits the type) */
+        int64_t v[3];
+        int k;
+        TP_TRY(tensor_ints(c, ts, "start", &v[0], 1, &k));
+        TP_TRY(tensor_ints(c, tl, "limit", &v[1], 1, &k));
+        TP_TRY(tensor_ints(c, td, "delta", &v[2], 1, &k));
+        int64_t start = v[0], limit = v[1], delta = v[2];
+        if (delta == 0) return ox_bad(c, "delta is 0");
+        uint64_t span = 0, step = 0;
+        if (delta > 0 && limit > start) span = (uint64_t)limit - (uint64_t)start, step = (uint64_t)delta;
+        if (delta < 0 && limit < start) span = (uint64_t)start - (uint64_t)limit, step = 0 - (uint64_t)delta;
+        uint64_t cnt = step ? span / step + (span % step != 0) : 0;
+        if (cnt > (uint64_t)max_n)
+            return ox_bad(c, "range [%" PRId64 ", %" PRId64 ") step %" PRId64 " has %" PRIu64 " elements (at most %"
+                          PRId64 ")", start, limit, delta, cnt, max_n);
+        n = (int64_t)cnt;
+        TP_TRY(ox_new_tensor(c, dt, 1, &n, false, &t));
+        char *p = tp_tensor_data(t);
+        size_t es = tp_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++)
+            tp__store_i64(p + (size_t)i * es, dt, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
     }
-    tp_value v = tp_value_tensor(t);
-    return set_out(c, &v);
+    tp_value out = tp_value_tensor(t);
+    return set_out(c, &out);
 }
 
 static tp_status map_trilu(ox_ctx *c) {
@@ -2375,50 +2427,58 @@ static tp_status map_one_hot(ox_ctx *c) {
     TP_TRY(const_f64(c, 1, "depth", &depth_d, &has));
     if (!has) return ox_bad(c, "missing depth");
     TP_TRY(need(c, 2, &vals));
+    /* checked as a double first: converting one beyond int64 (or NaN) is undefined */
+    if (!(depth_d >= 1) || depth_d >= 9223372036854775808.0)
+        return ox_bad(c, "input 'depth' %g must be a positive count", depth_d);
     int64_t depth = (int64_t)depth_d;
-    if (depth < 1) return ox_bad(c, "depth must be positive");
+    if (rank_of(vals) != 1 || sizes_of(vals)[0] != 2) return ox_bad(c, "input 'values' must hold 2 values [off, on]");
     int ni = rank_of(idx), axis;
+    if (ni + 1 > TP_MAX_DIMS) return ox_unsupported(c, "result rank %d", ni + 1);
     TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", -1), ni + 1, &axis));
     /* wrap negative indices, unsqueeze at axis, compare with arange */
-    tp_value i64, neg, plus, w, un, eq, off, on, r;
-    TP_TRY(ox_cast(c, idx, TP_INT64, &i64));
-    TP_TRY(binop_scalar(c, TP_OP_LT, &i64, 0, &neg));
-    TP_TRY(binop_scalar(c, TP_OP_ADD, &i64, (double)depth, &plus));
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, neg);
-    ox_arg(&A, plus);
-    ox_arg(&A, i64);
-    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &w));
-    ox_args_init(&A);
-    ox_arg(&A, w);
-    ox_arg(&A, tp_value_int(axis));
-    TP_TRY(ox_call(c, TP_OP_UNSQUEEZE, &A, &un));
     int64_t shp[TP_MAX_DIMS];
     for (int i = 0; i < ni + 1; i++) shp[i] = i == axis ? depth : 1;
     tp_tensor *ar;
     TP_TRY(ox_new_tensor(c, TP_INT64, ni + 1, shp, false, &ar));
     for (int64_t i = 0; i < depth; i++) ((int64_t *)tp_tensor_data(ar))[i] = i;
-    tp_value arv = tp_value_tensor(ar);
-    tp_status st = ox_call2(c, TP_OP_EQ, &un, &arv, &eq);
-    tp_value_clear(&un);
-    tp_value_clear(&arv);
+    tp_value arv = tp_value_tensor(ar), i64 = tp_value_none(), neg = tp_value_none(), plus = tp_value_none();
+    tp_value w = tp_value_none(), un = tp_value_none(), eq = tp_value_none(), off = tp_value_none();
+    tp_value on = tp_value_none(), r = tp_value_none();
+    tp_status st = ox_cast(c, idx, TP_INT64, &i64);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_LT, &i64, 0, &neg);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_ADD, &i64, (double)depth, &plus);
+    ox_args A;
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &neg);
+        ox_arg_ref(&A, &plus);
+        ox_arg_ref(&A, &i64);
+        st = ox_call(c, TP_OP_WHERE, &A, &w);
+    }
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &w);
+        ox_arg(&A, tp_value_int(axis));
+        st = ox_call(c, TP_OP_UNSQUEEZE, &A, &un);
+    }
+    if (st == TP_OK) st = ox_call2(c, TP_OP_EQ, &un, &arv, &eq);
+    for (int k = 0; k < 2 && st == TP_OK; k++) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, vals);
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, tp_value_int(k));
+        st = ox_call(c, TP_OP_SELECT, &A, k ? &on : &off);
+    }
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &eq);
+        ox_arg_ref(&A, &on);
+        ox_arg_ref(&A, &off);
+        st = ox_call(c, TP_OP_WHERE, &A, &r);
+    }
+    tp_value vs[] = {arv, i64, neg, plus, w, un, eq, off, on};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     TP_TRY(st);
-    ox_args_init(&A);
-    ox_arg_ref(&A, vals);
-    ox_arg(&A, tp_value_int(0));
-    ox_arg(&A, tp_value_int(0));
-    TP_TRY(ox_call(c, TP_OP_SELECT, &A, &off));
-    ox_args_init(&A);
-    ox_arg_ref(&A, vals);
-    ox_arg(&A, tp_value_int(0));
-    ox_arg(&A, tp_value_int(1));
-    TP_TRY(ox_call(c, TP_OP_SELECT, &A, &on));
-    ox_args_init(&A);
-    ox_arg(&A, eq);
-    ox_arg(&A, on);
-    ox_arg(&A, off);
-    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
     return set_out_cast(c, &r, dtype_of(vals));
 }
 
@@ -2499,6 +2559,34 @@ static tp_status map_eye_like(ox_ctx *c) {
     return set_out(c, &v);
 }
 
+/* Scale and zero point of a per-tensor or per-axis (de)quantization, the
+ * latter reshaped to broadcast along `axis` of x; the zero point as float. */
+static tp_status quant_params(ox_ctx *c, const tp_value *x, const tp_value *sc, const tp_value *zp, tp_value *scale_b,
+                              tp_value *zp_b) {
+    *scale_b = tp_value_none();
+    *zp_b = tp_value_none();
+    int nd = rank_of(x);
+    bool per_axis = rank_of(sc) == 1 && sizes_of(sc)[0] > 1;
+    int64_t shp[TP_MAX_DIMS];
+    if (per_axis) {
+        int axis;
+        TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 1), nd, &axis));
+        if (!ox_in_dyn(c, 0) && sizes_of(x)[axis] != sizes_of(sc)[0])
+            return ox_bad(c, "%" PRId64 " scales for axis %d of size %" PRId64, sizes_of(sc)[0], axis, sizes_of(x)[axis]);
+        for (int i = 0; i < nd; i++) shp[i] = i == axis ? sizes_of(sc)[0] : 1;
+    }
+    tp_value zf = tp_value_none();
+    tp_status st = per_axis ? reshape(c, sc, shp, nd, scale_b) : tp_value_copy(sc, scale_b);
+    if (st == TP_OK && zp) st = ox_cast(c, zp, TP_FLOAT32, per_axis ? &zf : zp_b);
+    if (st == TP_OK && zp && per_axis) st = reshape(c, &zf, shp, nd, zp_b);
+    tp_value_clear(&zf);
+    if (st != TP_OK) {
+        tp_value_clear(scale_b);
+        tp_value_clear(zp_b);
+    }
+    return st;
+}
+
 static tp_status map_dequantize(ox_ctx *c) {
     const tp_value *x, *sc, *zp = ox_in(c, 2);
     TP_TRY(need(c, 0, &x));
@@ -2507,31 +2595,15 @@ static tp_status map_dequantize(ox_ctx *c) {
     tp_dtype out_dt = dtype_of(sc);
     const Onnx__AttributeProto *od = ox_attr(c, "output_dtype");
     if (od && od->has_i && od->i != 0) TP_TRY(dtype_attr(c, "output_dtype", od->i, &out_dt));
-    int nd = rank_of(x), axis = 0;
-    tp_value xf, d, scale_b, zp_b = tp_value_none(), r;
-    TP_TRY(ox_cast(c, x, TP_FLOAT32, &xf));
-    bool per_axis = rank_of(sc) == 1 && sizes_of(sc)[0] > 1;
-    if (per_axis) {
-        TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 1), nd, &axis));
-        int64_t shp[TP_MAX_DIMS];
-        for (int i = 0; i < nd; i++) shp[i] = i == axis ? sizes_of(sc)[0] : 1;
-        TP_TRY(reshape(c, sc, shp, nd, &scale_b));
-        if (zp) {
-            tp_value zf;
-            TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zf));
-            TP_TRY(reshape(c, &zf, shp, nd, &zp_b));
-            tp_value_clear(&zf);
-        }
-    } else {
-        TP_TRY(tp_value_copy(sc, &scale_b));
-        if (zp) TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zp_b));
-    }
-    if (zp) {
-        TP_TRY(ox_call2(c, TP_OP_SUB, &xf, &zp_b, &d));
+    tp_value xf = tp_value_none(), d = tp_value_none(), scale_b, zp_b, r = tp_value_none();
+    TP_TRY(quant_params(c, x, sc, zp, &scale_b, &zp_b));
+    tp_status st = ox_cast(c, x, TP_FLOAT32, &xf);
+    if (st == TP_OK && zp) {
+        st = ox_call2(c, TP_OP_SUB, &xf, &zp_b, &d);
         tp_value_clear(&xf);
         xf = d;
     }
-    tp_status st = ox_call2(c, TP_OP_MUL, &xf, &scale_b, &r);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &xf, &scale_b, &r);
     tp_value_clear(&xf);
     tp_value_clear(&scale_b);
     tp_value_clear(&zp_b);
@@ -2549,44 +2621,24 @@ static tp_status map_quantize(ox_ctx *c) {
     const Onnx__AttributeProto *od = ox_attr(c, "output_dtype");
     if (!zp && od && od->has_i && od->i != 0) TP_TRY(dtype_attr(c, "output_dtype", od->i, &qt));
     if (qt != TP_UINT8 && qt != TP_INT8) return ox_unsupported(c, "quantized type %s", tp_dtype_name(qt));
-    int nd = rank_of(x);
-    tp_value scale_b, zp_b = tp_value_none(), q, rq, sh, cl, r;
-    bool per_axis = rank_of(sc) == 1 && sizes_of(sc)[0] > 1;
-    if (per_axis) {
-        int axis;
-        TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 1), nd, &axis));
-        int64_t shp[TP_MAX_DIMS];
-        for (int i = 0; i < nd; i++) shp[i] = i == axis ? sizes_of(sc)[0] : 1;
-        TP_TRY(reshape(c, sc, shp, nd, &scale_b));
-        if (zp) {
-            tp_value zf;
-            TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zf));
-            TP_TRY(reshape(c, &zf, shp, nd, &zp_b));
-            tp_value_clear(&zf);
-        }
-    } else {
-        TP_TRY(tp_value_copy(sc, &scale_b));
-        if (zp) TP_TRY(ox_cast(c, zp, TP_FLOAT32, &zp_b));
+    tp_value scale_b, zp_b, q = tp_value_none(), rq = tp_value_none(), sh = tp_value_none(), cl = tp_value_none();
+    tp_value r = tp_value_none();
+    TP_TRY(quant_params(c, x, sc, zp, &scale_b, &zp_b));
+    tp_status st = ox_call2(c, TP_OP_DIV, x, &scale_b, &q);
+    if (st == TP_OK) st = ox_call1(c, TP_OP_ROUND, &q, &rq); /* half to even, as ONNX */
+    if (st == TP_OK && zp) st = ox_call2(c, TP_OP_ADD, &rq, &zp_b, &sh);
+    else if (st == TP_OK) sh = rq, rq = tp_value_none();
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &sh);
+        ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 0.0 : -128.0));
+        ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 255.0 : 127.0));
+        st = ox_call(c, TP_OP_CLAMP, &A, &cl);
     }
-    TP_TRY(ox_call2(c, TP_OP_DIV, x, &scale_b, &q));
-    tp_value_clear(&scale_b);
-    TP_TRY(ox_call1(c, TP_OP_ROUND, &q, &rq)); /* half to even, as ONNX */
-    tp_value_clear(&q);
-    if (zp) {
-        TP_TRY(ox_call2(c, TP_OP_ADD, &rq, &zp_b, &sh));
-        tp_value_clear(&rq);
-        tp_value_clear(&zp_b);
-    } else {
-        sh = rq;
-    }
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, sh);
-    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 0.0 : -128.0));
-    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 255.0 : 127.0));
-    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &cl));
-    tp_status st = ox_cast(c, &cl, qt, &r);
-    tp_value_clear(&cl);
+    if (st == TP_OK) st = ox_cast(c, &cl, qt, &r);
+    tp_value vs[] = {scale_b, zp_b, q, rq, sh, cl};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     TP_TRY(st);
     return set_out(c, &r);
 }
@@ -2761,7 +2813,12 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
             scales[i] = (double)sizes[i] / (double)sizes_of(x)[i];
         }
     } else if (ns == nd) {
-        for (int i = 0; i < nd; i++) out[i] = (int64_t)floor((double)sizes_of(x)[i] * scales[i]);
+        for (int i = 0; i < nd; i++) {
+            double o = floor((double)sizes_of(x)[i] * scales[i]);
+            if (!(scales[i] > 0) || !f64_to_i64(o, &out[i]))
+                return ox_bad(c, "scale %g for dim %d (size %" PRId64 ") must be positive and give a size that fits int64",
+                              scales[i], i, sizes_of(x)[i]);
+        }
     } else {
         return ox_bad(c, "needs scales or sizes for every dim");
     }
@@ -2770,9 +2827,10 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
     for (int d = 0; d < nd; d++) {
         bool identity = out[d] == sizes_of(x)[d] && scales[d] == 1.0 && strcmp(ctm, "tf_half_pixel_for_nn") != 0;
         if (identity) continue;
-        if (out[d] < 0 || scales[d] <= 0) {
+        if (out[d] < 0 || !(scales[d] > 0) || (out[d] > 0 && sizes_of(x)[d] == 0)) {
             tp_value_clear(&v);
-            return ox_bad(c, "bad output size for dim %d", d);
+            return ox_bad(c, "output size %" PRId64 " (scale %g) for dim %d of size %" PRId64 " is invalid", out[d],
+                          scales[d], d, sizes_of(x)[d]);
         }
         tp_status st = resize_dim(c, &v, d, out[d], scales[d], mode, ctm, nm, A, exclude);
         if (st != TP_OK) {
@@ -2792,89 +2850,97 @@ static tp_status nll_compose(ox_ctx *c, const tp_value *logp, const tp_value *ta
     bool has_ignore = ox_attr(c, "ignore_index") != NULL;
     int64_t ignore = ox_attr_i(c, "ignore_index", 0);
     if (rank_of(logp) < 2) return ox_bad(c, "input must have rank >= 2");
-    tp_value t64, mask = tp_value_none(), tsafe, un, g, sq, loss, wt = tp_value_none(), r;
-    TP_TRY(ox_cast(c, target, TP_INT64, &t64));
+    tp_value t64 = tp_value_none(), mask = tp_value_none(), tsafe = tp_value_none(), un = tp_value_none();
+    tp_value g = tp_value_none(), loss = tp_value_none(), wt = tp_value_none(), r = tp_value_none();
+    tp_value tmp = tp_value_none(), tmp2 = tp_value_none();
+    tp_status st = ox_cast(c, target, TP_INT64, &t64);
+    ox_args A;
+#define STEP(expr)                                                                                                     \
+    do {                                                                                                               \
+        if (st == TP_OK) st = (expr);                                                                                  \
+    } while (0)
+/* dst = the result of expr (on tmp), dropping dst's old value */
+#define REPLACE(dst, expr)                                                                                             \
+    do {                                                                                                               \
+        if (st == TP_OK) st = (expr);                                                                                  \
+        if (st == TP_OK) {                                                                                             \
+            tp_value_clear(&(dst));                                                                                    \
+            (dst) = tmp;                                                                                               \
+            tmp = tp_value_none();                                                                                     \
+        }                                                                                                              \
+    } while (0)
     if (has_ignore) {
-        TP_TRY(binop_scalar(c, TP_OP_NE, &t64, (double)ignore, &mask));
-        tp_value z;
-        TP_TRY(ox_scalar_tensor(TP_INT64, 0, &z));
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, &mask);
-        ox_arg(&A, t64);
-        ox_arg(&A, z);
-        TP_TRY(ox_call(c, TP_OP_WHERE, &A, &tsafe));
+        /* the ignored class compared as a double: exact for |ignore| <= 2^53, which covers any class index */
+        STEP(binop_scalar(c, TP_OP_NE, &t64, (double)ignore, &mask));
+        STEP(ox_scalar_tensor(TP_INT64, 0, &tmp2));
+        if (st == TP_OK) {
+            ox_args_init(&A);
+            ox_arg_ref(&A, &mask);
+            ox_arg_ref(&A, &t64);
+            ox_arg_ref(&A, &tmp2);
+            st = ox_call(c, TP_OP_WHERE, &A, &tsafe);
+        }
+        tp_value_clear(&tmp2);
     } else {
         tsafe = t64;
+        t64 = tp_value_none();
     }
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg_ref(&A, &tsafe);
-    ox_arg(&A, tp_value_int(1));
-    TP_TRY(ox_call(c, TP_OP_UNSQUEEZE, &A, &un));
-    ox_args_init(&A);
-    ox_arg_ref(&A, logp);
-    ox_arg(&A, tp_value_int(1));
-    ox_arg(&A, un);
-    TP_TRY(ox_call(c, TP_OP_GATHER, &A, &g));
-    int64_t one = 1;
-    TP_TRY(call_ints(c, TP_OP_SQUEEZE, &g, &one, 1, &sq));
-    tp_value_clear(&g);
-    TP_TRY(ox_call1(c, TP_OP_NEG, &sq, &loss));
-    tp_value_clear(&sq);
-    if (weight) {
-        tp_value flat, sel;
-        int64_t m1 = -1;
-        TP_TRY(reshape(c, &tsafe, &m1, 1, &flat));
+    if (st == TP_OK) {
         ox_args_init(&A);
-        ox_arg_ref(&A, weight);
-        ox_arg(&A, tp_value_int(0));
-        ox_arg(&A, flat);
-        TP_TRY(ox_call(c, TP_OP_INDEX_SELECT, &A, &sel));
-        TP_TRY(reshape(c, &sel, sizes_of(&tsafe), rank_of(&tsafe), &wt));
-        tp_value_clear(&sel);
+        ox_arg_ref(&A, &tsafe);
+        ox_arg(&A, tp_value_int(1));
+        st = ox_call(c, TP_OP_UNSQUEEZE, &A, &un);
     }
-    tp_value_clear(&tsafe);
-    if (has_ignore) {
-        tp_value mf;
-        TP_TRY(ox_cast(c, &mask, dtype_of(logp), &mf));
-        tp_value_clear(&mask);
-        if (wt.kind != TP_VAL_NONE) {
-            tp_value w2;
-            TP_TRY(ox_call2(c, TP_OP_MUL, &wt, &mf, &w2));
-            tp_value_clear(&wt);
-            tp_value_clear(&mf);
-            wt = w2;
-        } else {
-            wt = mf;
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, logp);
+        ox_arg(&A, tp_value_int(1));
+        ox_arg_ref(&A, &un);
+        st = ox_call(c, TP_OP_GATHER, &A, &g);
+    }
+    int64_t one = 1;
+    REPLACE(g, call_ints(c, TP_OP_SQUEEZE, &g, &one, 1, &tmp));
+    STEP(ox_call1(c, TP_OP_NEG, &g, &loss));
+    if (weight) {
+        int64_t m1 = -1;
+        STEP(reshape(c, &tsafe, &m1, 1, &tmp2));
+        if (st == TP_OK) {
+            ox_args_init(&A);
+            ox_arg_ref(&A, weight);
+            ox_arg(&A, tp_value_int(0));
+            ox_arg_ref(&A, &tmp2);
+            st = ox_call(c, TP_OP_INDEX_SELECT, &A, &tmp);
         }
+        tp_value_clear(&tmp2);
+        tmp2 = tmp;
+        tmp = tp_value_none();
+        STEP(reshape(c, &tmp2, sizes_of(&tsafe), rank_of(&tsafe), &wt));
+        tp_value_clear(&tmp2);
     }
-    if (wt.kind != TP_VAL_NONE) {
-        tp_value l2;
-        TP_TRY(ox_call2(c, TP_OP_MUL, &loss, &wt, &l2));
-        tp_value_clear(&loss);
-        loss = l2;
+    if (has_ignore) {
+        STEP(ox_cast(c, &mask, dtype_of(logp), &tmp2));
+        if (wt.kind != TP_VAL_NONE) REPLACE(wt, ox_call2(c, TP_OP_MUL, &wt, &tmp2, &tmp));
+        else if (st == TP_OK) wt = tmp2, tmp2 = tp_value_none();
+        tp_value_clear(&tmp2);
     }
+    if (wt.kind != TP_VAL_NONE) REPLACE(loss, ox_call2(c, TP_OP_MUL, &loss, &wt, &tmp));
     if (!strcmp(red, "none")) {
-        r = loss;
+        if (st == TP_OK) r = loss, loss = tp_value_none();
     } else if (!strcmp(red, "sum") || wt.kind != TP_VAL_NONE) {
-        TP_TRY(ox_call1(c, TP_OP_SUM, &loss, &r));
-        tp_value_clear(&loss);
+        STEP(ox_call1(c, TP_OP_SUM, &loss, &r));
         if (!strcmp(red, "mean")) {
-            tp_value ws, q;
-            TP_TRY(ox_call1(c, TP_OP_SUM, &wt, &ws));
-            TP_TRY(ox_call2(c, TP_OP_DIV, &r, &ws, &q));
-            tp_value_clear(&r);
-            tp_value_clear(&ws);
-            r = q;
+            STEP(ox_call1(c, TP_OP_SUM, &wt, &tmp2));
+            REPLACE(r, ox_call2(c, TP_OP_DIV, &r, &tmp2, &tmp));
+            tp_value_clear(&tmp2);
         }
     } else {
-        TP_TRY(ox_call1(c, TP_OP_MEAN, &loss, &r));
-        tp_value_clear(&loss);
+        STEP(ox_call1(c, TP_OP_MEAN, &loss, &r));
     }
-    tp_value_clear(&wt);
-    tp_status st = ox_cast(c, &r, dtype_of(logp), out);
-    tp_value_clear(&r);
+#undef STEP
+#undef REPLACE
+    if (st == TP_OK) st = ox_cast(c, &r, dtype_of(logp), out);
+    tp_value vs[] = {t64, mask, tsafe, un, g, loss, wt, r, tmp, tmp2};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     return st;
 }
 
