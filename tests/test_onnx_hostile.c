@@ -625,6 +625,9 @@ TEST(external_data_short_file) {
 static const int64_t k_hostile[] = {0, -1, (int64_t)1 << 31, (int64_t)1 << 32, (int64_t)1 << 62, INT64_MIN, INT64_MAX};
 
 static int g_sweep_imports;
+/* Set by sweep_allocation_failures: sweep() then runs each base model under
+ * allocation-failure injection instead of the hostile values. */
+static bool g_sweep_alloc_mode;
 
 /* Import m and its variants; only a clean result is required. */
 static void sweep_check(const model_desc *m, const char *what, int index, int64_t v) {
@@ -646,6 +649,15 @@ static void sweep(const model_desc *base) {
             for (int i = 0; i < b.n_in; i++)
                 if (b.in[i].kind == IN_GRAPH) b.in[i].kind = IN_INIT_F32, any = true;
             if (!any) continue;
+        }
+        if (g_sweep_alloc_mode) { /* every failed allocation: TP_ERR_NOMEM, nothing leaked */
+            pbuf bb;
+            build_model(&b, &bb);
+            char what[96];
+            snprintf(what, sizeof what, "%s (opset %lld, %s)", b.op, (long long)b.opset, fold ? "folded" : "graph");
+            check_alloc_failures(what, load_desc_for_alloc, &bb);
+            pb_free(&bb);
+            continue;
         }
         /* the unmodified model must import, or the sweep tests nothing */
         tp_status bst = import_desc(&b, NULL);
@@ -884,8 +896,8 @@ TEST(sweep_axes_and_reductions) {
     model_desc gemm = {"Gemm", 13, 2, {graph_in(DIMS(2, 3)), init_f32(DIMS(4, 3))}, 1,
                        {a_int("transA", 0), a_int("transB", 1)}};
     sweep(&gemm);
-    CHECK(g_sweep_imports > 0);
-    printf("     %d sweep imports so far\n", g_sweep_imports);
+    CHECK(g_sweep_alloc_mode || g_sweep_imports > 0);
+    if (!g_sweep_alloc_mode) printf("     %d sweep imports so far\n", g_sweep_imports);
 }
 
 /* Float inputs read as sizes or counts: Resize/Upsample scales and float
@@ -925,10 +937,73 @@ TEST(sweep_float_inputs) {
     CHECK_OK(import_desc(&rg, NULL));
 }
 
+/* Mappings that compose several ops (no int attributes to vary): their base
+ * models, so that sweep_allocation_failures covers every failure path. */
+TEST(sweep_compositions) {
+    const char *unary[] = {"Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softsign", "Shrink",
+                           "HardSigmoid", "ThresholdedRelu", "Celu", "Elu", "Selu", "LeakyRelu", "Relu", "HardSwish"};
+    for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++) {
+        model_desc m = {unary[i], 13, 1, {graph_in(DIMS(2, 3))}, 1, {{0}}};
+        if (!strcmp(unary[i], "HardSwish")) m.opset = 14;
+        sweep(&m);
+    }
+    model_desc prelu = {"PRelu", 13, 2, {graph_in(DIMS(2, 3)), init_f32(DIMS(3))}, 1, {{0}}};
+    sweep(&prelu);
+    model_desc mean = {"Mean", 13, 3, {graph_in(DIMS(2, 3)), graph_in(DIMS(1, 3)), graph_in(DIMS(2, 1))}, 1, {{0}}};
+    sweep(&mean);
+    model_desc dv = {"Div", 13, 2, {graph_in(DIMS(2, 3)), graph_in(DIMS(2, 3))}, 1, {{0}}};
+    sweep(&dv);
+    model_desc drop = {"Dropout", 13, 1, {graph_in(DIMS(2, 3))}, 2, {{0}}};
+    sweep(&drop);
+    model_desc ln = {"LayerNormalization", 17, 3, {graph_in(DIMS(2, 3, 4)), init_f32(DIMS(4)), init_f32(DIMS(4))}, 3,
+                     {a_int("axis", -1)}};
+    sweep(&ln);
+    model_desc inorm = {"InstanceNormalization", 13, 3, {X4, init_f32(DIMS(2)), init_f32(DIMS(2))}, 1, {{0}}};
+    sweep(&inorm);
+    model_desc bn = {"BatchNormalization", 15, 5,
+                     {X4, init_f32(DIMS(2)), init_f32(DIMS(2)), init_f32(DIMS(2)), init_f32v(2, (float[]){1, 2})}, 1,
+                     {{0}}};
+    sweep(&bn);
+    model_desc gmp = {"GlobalMaxPool", 13, 1, {X4}, 1, {{0}}};
+    sweep(&gmp);
+    const char *reds[] = {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMean", "ReduceSumSquare",
+                          "ReduceMin"};
+    for (size_t i = 0; i < sizeof reds / sizeof reds[0]; i++) {
+        model_desc r = {reds[i], 13, 1, {graph_in(DIMS(2, 3, 4))}, 1, {a_ints("axes", DIMS(1)), a_int("keepdims", 0)}};
+        sweep(&r);
+    }
+    model_desc dql = {"DynamicQuantizeLinear", 13, 1, {graph_in(DIMS(2, 3))}, 3, {{0}}};
+    sweep(&dql);
+    model_desc ein = {"Einsum", 13, 2, {graph_in(DIMS(2, 3)), graph_in(DIMS(3, 4))}, 1, {a_str("equation", "ij,jk->ik")}};
+    sweep(&ein);
+    model_desc sce = {"SoftmaxCrossEntropyLoss", 13, 2, {graph_in(DIMS(2, 3)), init_i64(DIMS(0, 2))}, 2,
+                      {a_str("reduction", "mean"), a_int("ignore_index", 2)}};
+    sweep(&sce);
+    model_desc nllw = {"NegativeLogLikelihoodLoss", 13, 3, {graph_in(DIMS(2, 3)), init_i64(DIMS(0, 2)), init_f32(DIMS(3))},
+                       1, {a_str("reduction", "mean")}};
+    sweep(&nllw);
+    model_desc qlm = {"DequantizeLinear", 13, 3, {graph_in(DIMS(2, 3)), init_f32(DIMS(3)), init_f32(DIMS(3))}, 1,
+                      {a_int("axis", 1)}};
+    sweep(&qlm);
+}
+
+TEST(sweep_allocation_failures) {
+    g_sweep_alloc_mode = true;
+    sweep_conv_family();
+    sweep_pooling();
+    sweep_depth_space_eye();
+    sweep_indexing();
+    sweep_shapes();
+    sweep_axes_and_reductions();
+    sweep_compositions();
+    g_sweep_alloc_mode = false;
+}
+
 TEST_MAIN(T(depth_space_huge_blocksize_is_an_error), T(zero_stride_with_same_padding_is_an_error),
           T(same_padding_overflow_is_an_error), T(conv_transpose_output_shape_overflow_is_an_error),
           T(eye_like_huge_k), T(gather_constant_index_out_of_range), T(average_pool_asymmetric_failure_does_not_leak),
           T(average_pool_asymmetric_allocation_failures), T(constant_folding_budget),
           T(huge_declared_input_is_not_allocated), T(external_data_short_file), T(sweep_conv_family),
           T(sweep_pooling), T(sweep_depth_space_eye), T(sweep_indexing), T(sweep_shapes),
-          T(sweep_axes_and_reductions), T(sweep_float_inputs))
+          T(sweep_axes_and_reductions), T(sweep_float_inputs), T(sweep_compositions),
+          T(sweep_allocation_failures))

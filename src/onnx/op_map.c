@@ -151,6 +151,19 @@ static tp_status set_out_cast(ox_ctx *c, tp_value *v, tp_dtype dt) {
     return set_out(c, &r);
 }
 
+/* One step of a chain of calls that each replace a value: when st is TP_OK
+ * the result in *tmp replaces *v (its old value dropped); tmp ends None. */
+static tp_status take(tp_status st, tp_value *v, tp_value *tmp) {
+    if (st == TP_OK) {
+        tp_value_clear(v);
+        *v = *tmp;
+    } else {
+        tp_value_clear(tmp);
+    }
+    *tmp = tp_value_none();
+    return st;
+}
+
 /* An element-type attribute value (an int64 in the file) as our dtype;
  * TP_ERR_UNSUPPORTED naming the attribute, also for values beyond int32
  * (which a plain cast would wrap onto a valid type). */
@@ -220,8 +233,8 @@ static tp_status map_div(ox_ctx *c) {
     ox_arg_ref(&A, b);
     if (!tp_dtype_is_float(dtype_of(a))) {
         tp_value s;
-        TP_TRY(tp_value_str("trunc", &s));
-        ox_kw(&A, "rounding_mode", s);
+        if (tp_value_str("trunc", &s) == TP_OK) ox_kw(&A, "rounding_mode", s);
+        else A.nomem = true; /* ox_call reports it and clears A */
     }
     tp_value r;
     TP_TRY(ox_call(c, TP_OP_DIV, &A, &r));
@@ -389,23 +402,31 @@ static tp_status map_shrink(ox_ctx *c) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
     double bias = ox_attr_f(c, "bias", 0.0), lambd = ox_attr_f(c, "lambd", 0.5);
-    tp_value lo, hi, xp, xm, z, inner, r;
-    TP_TRY(binop_scalar(c, TP_OP_LT, x, -lambd, &lo));
-    TP_TRY(binop_scalar(c, TP_OP_GT, x, lambd, &hi));
-    TP_TRY(binop_scalar(c, TP_OP_ADD, x, bias, &xp));
-    TP_TRY(binop_scalar(c, TP_OP_SUB, x, bias, &xm));
-    TP_TRY(scalar_like(x, 0, &z));
+    tp_value lo = tp_value_none(), hi = tp_value_none(), xp = tp_value_none(), xm = tp_value_none();
+    tp_value z = tp_value_none(), inner = tp_value_none(), r = tp_value_none();
+    tp_status st = binop_scalar(c, TP_OP_LT, x, -lambd, &lo);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_GT, x, lambd, &hi);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_ADD, x, bias, &xp);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_SUB, x, bias, &xm);
+    if (st == TP_OK) st = scalar_like(x, 0, &z);
     ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, hi);
-    ox_arg(&A, xm);
-    ox_arg(&A, z);
-    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &inner));
-    ox_args_init(&A);
-    ox_arg(&A, lo);
-    ox_arg(&A, xp);
-    ox_arg(&A, inner);
-    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &hi);
+        ox_arg_ref(&A, &xm);
+        ox_arg_ref(&A, &z);
+        st = ox_call(c, TP_OP_WHERE, &A, &inner);
+    }
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &lo);
+        ox_arg_ref(&A, &xp);
+        ox_arg_ref(&A, &inner);
+        st = ox_call(c, TP_OP_WHERE, &A, &r);
+    }
+    tp_value vs[] = {lo, hi, xp, xm, z, inner};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
+    TP_TRY(st);
     return set_out_cast(c, &r, dtype_of(x));
 }
 
@@ -443,24 +464,29 @@ static tp_status map_prelu(ox_ctx *c) {
     const tp_value *x, *s;
     TP_TRY(need(c, 0, &x));
     TP_TRY(need(c, 1, &s));
-    tp_value neg, prod, r, s2 = tp_value_none();
+    tp_value neg = tp_value_none(), prod = tp_value_none(), r = tp_value_none(), s2 = tp_value_none();
+    tp_status st = TP_OK;
     if (ox_opset(c) < 7 && rank_of(s) == 1 && rank_of(x) > 2 && sizes_of(s)[0] == sizes_of(x)[1] &&
         sizes_of(s)[0] != 1) { /* before opset 7 the slope runs along dim 1 */
         int64_t shp[TP_MAX_DIMS];
         for (int i = 0; i < rank_of(x) - 1; i++) shp[i] = i == 0 ? sizes_of(s)[0] : 1;
-        TP_TRY(reshape(c, s, shp, rank_of(x) - 1, &s2));
+        st = reshape(c, s, shp, rank_of(x) - 1, &s2);
         s = &s2;
     }
-    TP_TRY(binop_scalar(c, TP_OP_LT, x, 0.0, &neg));
-    tp_status pst = ox_call2(c, TP_OP_MUL, x, s, &prod);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_LT, x, 0.0, &neg);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, x, s, &prod);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &neg);
+        ox_arg_ref(&A, &prod);
+        ox_arg_ref(&A, x);
+        st = ox_call(c, TP_OP_WHERE, &A, &r);
+    }
+    tp_value_clear(&neg);
+    tp_value_clear(&prod);
     tp_value_clear(&s2);
-    TP_TRY(pst);
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, neg);
-    ox_arg(&A, prod);
-    ox_arg_ref(&A, x);
-    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+    TP_TRY(st);
     return set_out_cast(c, &r, dtype_of(x));
 }
 
@@ -602,31 +628,23 @@ static tp_status map_gemm(ox_ctx *c) {
     double alpha = ox_attr_f(c, "alpha", 1.0), beta = ox_attr_f(c, "beta", 1.0);
     bool ta = ox_attr_i(c, "transA", 0) != 0, tb = ox_attr_i(c, "transB", 0) != 0;
     if (rank_of(a) != 2 || rank_of(b) != 2) return ox_bad(c, "Gemm inputs must be 2-D");
-    tp_value at, bt, prod, r;
+    tp_value at = tp_value_none(), bt = tp_value_none(), prod = tp_value_none(), cs = tp_value_none();
+    tp_value tmp = tp_value_none();
     const int64_t perm[2] = {1, 0};
-    if (ta) TP_TRY(call_ints(c, TP_OP_PERMUTE, a, perm, 2, &at));
-    else TP_TRY(tp_value_copy(a, &at));
-    if (tb) TP_TRY(call_ints(c, TP_OP_PERMUTE, b, perm, 2, &bt));
-    else TP_TRY(tp_value_copy(b, &bt));
-    tp_status st = ox_call2(c, TP_OP_MATMUL, &at, &bt, &prod);
+    tp_status st = ta ? call_ints(c, TP_OP_PERMUTE, a, perm, 2, &at) : tp_value_copy(a, &at);
+    if (st == TP_OK) st = tb ? call_ints(c, TP_OP_PERMUTE, b, perm, 2, &bt) : tp_value_copy(b, &bt);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MATMUL, &at, &bt, &prod);
+    if (st == TP_OK && alpha != 1.0) st = take(binop_scalar(c, TP_OP_MUL, &prod, alpha, &tmp), &prod, &tmp);
+    if (st == TP_OK && cc && beta != 0.0) {
+        st = beta != 1.0 ? binop_scalar(c, TP_OP_MUL, cc, beta, &cs) : tp_value_copy(cc, &cs);
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_ADD, &prod, &cs, &tmp), &prod, &tmp);
+    }
     tp_value_clear(&at);
     tp_value_clear(&bt);
-    TP_TRY(st);
-    if (alpha != 1.0) {
-        st = binop_scalar(c, TP_OP_MUL, &prod, alpha, &r);
+    tp_value_clear(&cs);
+    if (st != TP_OK) {
         tp_value_clear(&prod);
-        TP_TRY(st);
-        prod = r;
-    }
-    if (cc && beta != 0.0) {
-        tp_value cs;
-        if (beta != 1.0) TP_TRY(binop_scalar(c, TP_OP_MUL, cc, beta, &cs));
-        else TP_TRY(tp_value_copy(cc, &cs));
-        st = ox_call2(c, TP_OP_ADD, &prod, &cs, &r);
-        tp_value_clear(&cs);
-        tp_value_clear(&prod);
-        TP_TRY(st);
-        prod = r;
+        return st;
     }
     return set_out_cast(c, &prod, dtype_of(a));
 }
@@ -1022,31 +1040,33 @@ static tp_status map_layer_norm(ox_ctx *c) {
     if (ox_out_used(c, 1) || ox_out_used(c, 2)) { /* Mean and InvStdDev over axis.. (float) */
         int64_t axes[TP_MAX_DIMS];
         for (int i = axis; i < nd; i++) axes[i - axis] = i;
-        tp_value xf, mean, d, sq, var, ve, inv, m32, i32;
-        TP_TRY(ox_cast(c, x, TP_FLOAT32, &xf));
+        tp_value xf = tp_value_none(), mean = tp_value_none(), t = tp_value_none(), tmp = tp_value_none();
         ox_args B;
-        ox_args_init(&B);
-        ox_arg_ref(&B, &xf);
-        ox_arg_ints(&B, axes, nd - axis);
-        ox_arg(&B, tp_value_bool(true));
-        TP_TRY(ox_call(c, TP_OP_MEAN, &B, &mean));
-        TP_TRY(ox_call2(c, TP_OP_SUB, &xf, &mean, &d));
+        tp_status st = ox_cast(c, x, TP_FLOAT32, &xf);
+        if (st == TP_OK) {
+            ox_args_init(&B);
+            ox_arg_ref(&B, &xf);
+            ox_arg_ints(&B, axes, nd - axis);
+            ox_arg(&B, tp_value_bool(true));
+            st = ox_call(c, TP_OP_MEAN, &B, &mean);
+        }
+        if (st == TP_OK) st = ox_call2(c, TP_OP_SUB, &xf, &mean, &t);
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &t, &t, &tmp), &t, &tmp);
+        if (st == TP_OK) {
+            ox_args_init(&B);
+            ox_arg_ref(&B, &t);
+            ox_arg_ints(&B, axes, nd - axis);
+            ox_arg(&B, tp_value_bool(true));
+            st = take(ox_call(c, TP_OP_MEAN, &B, &tmp), &t, &tmp);
+        }
+        if (st == TP_OK) st = take(binop_scalar(c, TP_OP_ADD, &t, ox_attr_f(c, "epsilon", 1e-5), &tmp), &t, &tmp);
+        if (st == TP_OK) st = take(ox_call1(c, TP_OP_RSQRT, &t, &tmp), &t, &tmp);
+        if (st == TP_OK) st = ox_set_out(c, 1, &mean); /* both take the value over */
+        if (st == TP_OK) st = ox_set_out(c, 2, &t);
         tp_value_clear(&xf);
-        TP_TRY(ox_call2(c, TP_OP_MUL, &d, &d, &sq));
-        tp_value_clear(&d);
-        ox_args_init(&B);
-        ox_arg(&B, sq);
-        ox_arg_ints(&B, axes, nd - axis);
-        ox_arg(&B, tp_value_bool(true));
-        TP_TRY(ox_call(c, TP_OP_MEAN, &B, &var));
-        TP_TRY(binop_scalar(c, TP_OP_ADD, &var, ox_attr_f(c, "epsilon", 1e-5), &ve));
-        tp_value_clear(&var);
-        TP_TRY(ox_call1(c, TP_OP_RSQRT, &ve, &inv));
-        tp_value_clear(&ve);
-        m32 = mean;
-        i32 = inv;
-        TP_TRY(ox_set_out(c, 1, &m32));
-        TP_TRY(ox_set_out(c, 2, &i32));
+        tp_value_clear(&mean);
+        tp_value_clear(&t);
+        TP_TRY(st);
     }
     ox_args A;
     ox_args_init(&A);
@@ -1133,7 +1153,7 @@ static tp_status map_lrn(ox_ctx *c) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
     int64_t size = ox_attr_i(c, "size", 0);
-    if (size < 1) return ox_bad(c, "attribute 'size' must be positive");
+    if (size < 1) return ox_bad(c, "attribute 'size' %" PRId64 " must be positive", size);
     double alpha = ox_attr_f(c, "alpha", 1e-4), beta = ox_attr_f(c, "beta", 0.75), bias = ox_attr_f(c, "bias", 1.0);
     int nd = rank_of(x);
     if (nd < 3) return ox_unsupported(c, "LRN on rank %d", nd);
@@ -1141,36 +1161,36 @@ static tp_status map_lrn(ox_ctx *c) {
     int64_t rest = 1;
     for (int i = 2; i < nd; i++) rest *= s[i];
     /* [N, 1, C, rest] -> pad C -> avg_pool2d over (size, 1) -> * size */
-    tp_value sq, r4, padded, pooled, t1, t2, t3, r;
-    TP_TRY(ox_call2(c, TP_OP_MUL, x, x, &sq));
+    tp_value t = tp_value_none(), tmp = tp_value_none(), r = tp_value_none();
     int64_t shp[4] = {s[0], 1, s[1], rest};
-    TP_TRY(reshape(c, &sq, shp, 4, &r4));
-    tp_value_clear(&sq);
     int64_t before = (size - 1) / 2, after = size - 1 - before;
     int64_t pads[4] = {0, 0, before, after};
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, r4);
-    ox_arg_ints(&A, pads, 4);
-    TP_TRY(ox_call(c, TP_OP_PAD, &A, &padded));
     int64_t k[2] = {size, 1}, st1[2] = {1, 1}, p0[2] = {0, 0};
-    ox_args_init(&A);
-    ox_arg(&A, padded);
-    ox_arg_ints(&A, k, 2);
-    ox_arg_ints(&A, st1, 2);
-    ox_arg_ints(&A, p0, 2);
-    TP_TRY(ox_call(c, TP_OP_AVG_POOL2D, &A, &pooled));
-    TP_TRY(reshape(c, &pooled, s, nd, &t1));
-    tp_value_clear(&pooled);
+    ox_args A;
+    tp_status st = ox_call2(c, TP_OP_MUL, x, x, &t);
+    if (st == TP_OK) st = take(reshape(c, &t, shp, 4, &tmp), &t, &tmp);
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &t);
+        ox_arg_ints(&A, pads, 4);
+        st = take(ox_call(c, TP_OP_PAD, &A, &tmp), &t, &tmp);
+    }
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &t);
+        ox_arg_ints(&A, k, 2);
+        ox_arg_ints(&A, st1, 2);
+        ox_arg_ints(&A, p0, 2);
+        st = take(ox_call(c, TP_OP_AVG_POOL2D, &A, &tmp), &t, &tmp);
+    }
+    if (st == TP_OK) st = take(reshape(c, &t, s, nd, &tmp), &t, &tmp);
     /* (bias + alpha * mean) ^ beta, mean = sum/size: alpha/size * sum = alpha * mean */
-    TP_TRY(binop_scalar(c, TP_OP_MUL, &t1, alpha, &t2));
-    tp_value_clear(&t1);
-    TP_TRY(binop_scalar(c, TP_OP_ADD, &t2, bias, &t3));
-    tp_value_clear(&t2);
-    TP_TRY(binop_scalar(c, TP_OP_POW, &t3, beta, &t1));
-    tp_value_clear(&t3);
-    TP_TRY(ox_call2(c, TP_OP_DIV, x, &t1, &r));
-    tp_value_clear(&t1);
+    if (st == TP_OK) st = take(binop_scalar(c, TP_OP_MUL, &t, alpha, &tmp), &t, &tmp);
+    if (st == TP_OK) st = take(binop_scalar(c, TP_OP_ADD, &t, bias, &tmp), &t, &tmp);
+    if (st == TP_OK) st = take(binop_scalar(c, TP_OP_POW, &t, beta, &tmp), &t, &tmp);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_DIV, x, &t, &r);
+    tp_value_clear(&t);
+    TP_TRY(st);
     return set_out(c, &r);
 }
 
@@ -1220,28 +1240,29 @@ static tp_status map_mvn(ox_ctx *c) {
         axes[0] = 0, axes[1] = 2, axes[2] = 3;
         n = 3;
     }
+    tp_value mean = tp_value_none(), d = tp_value_none(), t = tp_value_none(), tmp = tp_value_none();
+    tp_value r = tp_value_none();
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, x);
     ox_arg_ints(&A, axes, n);
     ox_arg(&A, tp_value_bool(true));
-    tp_value mean, d, sq, var, sd, eps, r;
-    TP_TRY(ox_call(c, TP_OP_MEAN, &A, &mean));
-    TP_TRY(ox_call2(c, TP_OP_SUB, x, &mean, &d));
+    tp_status st = ox_call(c, TP_OP_MEAN, &A, &mean);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_SUB, x, &mean, &d);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &d, &d, &t);
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &t);
+        ox_arg_ints(&A, axes, n);
+        ox_arg(&A, tp_value_bool(true));
+        st = take(ox_call(c, TP_OP_MEAN, &A, &tmp), &t, &tmp);
+    }
+    if (st == TP_OK) st = take(binop_scalar(c, TP_OP_ADD, &t, 1e-9, &tmp), &t, &tmp);
+    if (st == TP_OK) st = take(ox_call1(c, TP_OP_SQRT, &t, &tmp), &t, &tmp);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_DIV, &d, &t, &r);
     tp_value_clear(&mean);
-    TP_TRY(ox_call2(c, TP_OP_MUL, &d, &d, &sq));
-    ox_args_init(&A);
-    ox_arg(&A, sq);
-    ox_arg_ints(&A, axes, n);
-    ox_arg(&A, tp_value_bool(true));
-    TP_TRY(ox_call(c, TP_OP_MEAN, &A, &var));
-    TP_TRY(binop_scalar(c, TP_OP_ADD, &var, 1e-9, &eps));
-    tp_value_clear(&var);
-    TP_TRY(ox_call1(c, TP_OP_SQRT, &eps, &sd));
-    tp_value_clear(&eps);
-    tp_status st = ox_call2(c, TP_OP_DIV, &d, &sd, &r);
     tp_value_clear(&d);
-    tp_value_clear(&sd);
+    tp_value_clear(&t);
     TP_TRY(st);
     return set_out(c, &r);
 }
@@ -1382,28 +1403,25 @@ static tp_status map_arg(ox_ctx *c, bool is_max) {
     int nd = rank_of(x), axis;
     TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), nd, &axis));
     bool keep = ox_attr_i(c, "keepdims", 1) != 0, last = ox_attr_i(c, "select_last_index", 0) != 0;
-    tp_value in;
-    if (last) {
-        int64_t d = axis;
-        TP_TRY(call_ints(c, TP_OP_FLIP, x, &d, 1, &in));
-    } else {
-        TP_TRY(tp_value_copy(x, &in));
+    tp_value in = tp_value_none(), r = tp_value_none(), tmp = tp_value_none();
+    int64_t d = axis;
+    tp_status st = last ? call_ints(c, TP_OP_FLIP, x, &d, 1, &in) : tp_value_copy(x, &in);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &in);
+        ox_arg(&A, tp_value_int(axis));
+        ox_arg(&A, tp_value_bool(keep));
+        st = ox_call(c, is_max ? TP_OP_ARGMAX : TP_OP_ARGMIN, &A, &r);
     }
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, in);
-    ox_arg(&A, tp_value_int(axis));
-    ox_arg(&A, tp_value_bool(keep));
-    tp_value r;
-    TP_TRY(ox_call(c, is_max ? TP_OP_ARGMAX : TP_OP_ARGMIN, &A, &r));
-    if (last) { /* index in the flipped tensor -> size-1-index */
-        tp_value neg, r2;
-        TP_TRY(ox_call1(c, TP_OP_NEG, &r, &neg));
+    if (st == TP_OK && last) { /* index in the flipped tensor -> size-1-index */
+        st = take(ox_call1(c, TP_OP_NEG, &r, &tmp), &r, &tmp);
+        if (st == TP_OK) st = take(binop_scalar(c, TP_OP_ADD, &r, (double)(sizes_of(x)[axis] - 1), &tmp), &r, &tmp);
+    }
+    tp_value_clear(&in);
+    if (st != TP_OK) {
         tp_value_clear(&r);
-        tp_status st = binop_scalar(c, TP_OP_ADD, &neg, (double)(sizes_of(x)[axis] - 1), &r2);
-        tp_value_clear(&neg);
-        TP_TRY(st);
-        r = r2;
+        return st;
     }
     return set_out(c, &r);
 }
@@ -1419,31 +1437,21 @@ static tp_status map_cumsum(ox_ctx *c) {
     TP_TRY(wrap_axis(c, av[0], rank_of(x), &axis));
     bool exclusive = ox_attr_i(c, "exclusive", 0) != 0, reverse = ox_attr_i(c, "reverse", 0) != 0;
     int64_t d = axis;
-    tp_value in, r;
-    if (reverse) TP_TRY(call_ints(c, TP_OP_FLIP, x, &d, 1, &in));
-    else TP_TRY(tp_value_copy(x, &in));
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg_ref(&A, &in);
-    ox_arg(&A, tp_value_int(axis));
-    TP_TRY(ox_call(c, TP_OP_CUMSUM, &A, &r));
-    if (exclusive) {
-        tp_value r2;
-        tp_status st = ox_call2(c, TP_OP_SUB, &r, &in, &r2);
-        tp_value_clear(&r);
-        if (st != TP_OK) {
-            tp_value_clear(&in);
-            return st;
-        }
-        r = r2;
+    tp_value in = tp_value_none(), r = tp_value_none(), tmp = tp_value_none();
+    tp_status st = reverse ? call_ints(c, TP_OP_FLIP, x, &d, 1, &in) : tp_value_copy(x, &in);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &in);
+        ox_arg(&A, tp_value_int(axis));
+        st = ox_call(c, TP_OP_CUMSUM, &A, &r);
     }
+    if (st == TP_OK && exclusive) st = take(ox_call2(c, TP_OP_SUB, &r, &in, &tmp), &r, &tmp);
+    if (st == TP_OK && reverse) st = take(call_ints(c, TP_OP_FLIP, &r, &d, 1, &tmp), &r, &tmp);
     tp_value_clear(&in);
-    if (reverse) {
-        tp_value r2;
-        tp_status st = call_ints(c, TP_OP_FLIP, &r, &d, 1, &r2);
+    if (st != TP_OK) {
         tp_value_clear(&r);
-        TP_TRY(st);
-        r = r2;
+        return st;
     }
     return set_out_cast(c, &r, dtype_of(x));
 }
@@ -1567,6 +1575,7 @@ static tp_status map_concat(ox_ctx *c) {
         if (st == TP_OK) st = tp_value_copy(xi, &cp);
         if (st == TP_OK) st = tp_value_append(&list, &cp);
         if (st != TP_OK) {
+            tp_value_clear(&cp); /* not taken over when append fails */
             tp_value_clear(&list);
             return st;
         }
@@ -1923,32 +1932,29 @@ static tp_status nd_linear_index_dims(ox_ctx *c, const int64_t *ds, const tp_val
         tp_tensor_free(st_t);
         return st;
     }
-    tp_value sv = tp_value_tensor(st_t), dv = tp_value_tensor(dim_t), i64, neg, plus, w, prod;
+    tp_value sv = tp_value_tensor(st_t), dv = tp_value_tensor(dim_t), i64 = tp_value_none(), neg = tp_value_none();
+    tp_value plus = tp_value_none(), w = tp_value_none(), prod = tp_value_none();
     st = ox_cast(c, idx, TP_INT64, &i64);
     if (st == TP_OK) st = binop_scalar(c, TP_OP_LT, &i64, 0, &neg);
     if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &i64, &dv, &plus);
+    ox_args A;
     if (st == TP_OK) {
-        ox_args A;
         ox_args_init(&A);
-        ox_arg(&A, neg);
-        ox_arg(&A, plus);
+        ox_arg_ref(&A, &neg);
+        ox_arg_ref(&A, &plus);
         ox_arg_ref(&A, &i64);
         st = ox_call(c, TP_OP_WHERE, &A, &w);
-        tp_value_clear(&i64);
-        if (st == TP_OK) {
-            st = ox_call2(c, TP_OP_MUL, &w, &sv, &prod);
-            tp_value_clear(&w);
-        }
-        if (st == TP_OK) {
-            int64_t last = -1;
-            ox_args_init(&A);
-            ox_arg(&A, prod);
-            ox_arg_ints(&A, &last, 1);
-            st = ox_call(c, TP_OP_SUM, &A, out);
-        }
     }
-    tp_value_clear(&sv);
-    tp_value_clear(&dv);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &w, &sv, &prod);
+    if (st == TP_OK) {
+        int64_t last = -1;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &prod);
+        ox_arg_ints(&A, &last, 1);
+        st = ox_call(c, TP_OP_SUM, &A, out);
+    }
+    tp_value vs[] = {sv, dv, i64, neg, plus, w, prod};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     return st;
 }
 
@@ -2024,30 +2030,29 @@ static tp_status map_gather_nd(ox_ctx *c) {
     for (int i = 0; i < q; i++) lead *= sizes_of(x)[i];
     shp[0] = lead;
     for (int i = q; i < r; i++) shp[1 + i - q] = sizes_of(x)[i];
-    tp_value flat, lin, lin1, sel, res;
-    TP_TRY(reshape(c, x, shp, 1 + r - q, &flat));
-    tp_status st = nd_linear_index(c, x, idx, q, &lin);
-    int64_t m1 = -1;
-    if (st == TP_OK) st = reshape(c, &lin, &m1, 1, &lin1);
+    tp_value flat = tp_value_none(), lin = tp_value_none(), sel = tp_value_none(), res = tp_value_none();
+    tp_value tmp = tp_value_none();
+    int64_t m1 = -1, out[TP_MAX_DIMS * 2];
+    int k = 0;
+    for (int i = 0; i < m - 1; i++) out[k++] = sizes_of(idx)[i];
+    for (int i = q; i < r; i++) out[k++] = sizes_of(x)[i];
+    tp_status st = reshape(c, x, shp, 1 + r - q, &flat);
+    if (st == TP_OK) st = nd_linear_index(c, x, idx, q, &lin);
+    if (st == TP_OK) st = take(reshape(c, &lin, &m1, 1, &tmp), &lin, &tmp);
     if (st == TP_OK) {
-        tp_value_clear(&lin);
         ox_args A;
         ox_args_init(&A);
-        ox_arg(&A, flat);
+        ox_arg_ref(&A, &flat);
         ox_arg(&A, tp_value_int(0));
-        ox_arg(&A, lin1);
-        TP_TRY(ox_call(c, TP_OP_INDEX_SELECT, &A, &sel));
-        int64_t out[TP_MAX_DIMS * 2];
-        int k = 0;
-        for (int i = 0; i < m - 1; i++) out[k++] = sizes_of(idx)[i];
-        for (int i = q; i < r; i++) out[k++] = sizes_of(x)[i];
-        st = reshape(c, &sel, out, k, &res);
-        tp_value_clear(&sel);
-        TP_TRY(st);
-        return set_out(c, &res);
+        ox_arg_ref(&A, &lin);
+        st = ox_call(c, TP_OP_INDEX_SELECT, &A, &sel);
     }
+    if (st == TP_OK) st = reshape(c, &sel, out, k, &res);
     tp_value_clear(&flat);
-    return st;
+    tp_value_clear(&lin);
+    tp_value_clear(&sel);
+    TP_TRY(st);
+    return set_out(c, &res);
 }
 
 static tp_status map_scatter_nd(ox_ctx *c) {
@@ -2068,37 +2073,29 @@ static tp_status map_scatter_nd(ox_ctx *c) {
     for (int i = q; i < r; i++) rest *= sizes_of(x)[i];
     for (int i = 0; i < m - 1; i++) nupd *= sizes_of(idx)[i];
     int64_t s2[2] = {lead, rest}, u2[2] = {nupd, rest}, l2[2] = {nupd, 1}, e2[2] = {nupd, rest};
-    tp_value flat, lin, lin2, linx, upd2, sc, res;
-    TP_TRY(reshape(c, x, s2, 2, &flat));
-    TP_TRY(nd_linear_index(c, x, idx, q, &lin));
-    if (strcmp(red, "none") != 0) {
-        tp_status st = reshape(c, upd, u2, 2, &upd2);
+    tp_value flat = tp_value_none(), lin = tp_value_none(), upd2 = tp_value_none(), sc = tp_value_none();
+    tp_value res = tp_value_none(), tmp = tp_value_none();
+    tp_status st = reshape(c, x, s2, 2, &flat);
+    if (st == TP_OK) st = nd_linear_index(c, x, idx, q, &lin);
+    if (st == TP_OK) st = reshape(c, upd, u2, 2, &upd2);
+    if (st == TP_OK && strcmp(red, "none") != 0) {
+        st = scatter_reduce_flat(c, red, dtype_of(x), &flat, &lin, &upd2, lead, nupd, rest, &sc);
+    } else if (st == TP_OK) {
+        st = take(reshape(c, &lin, l2, 2, &tmp), &lin, &tmp);
+        if (st == TP_OK) st = take(call_ints(c, TP_OP_EXPAND, &lin, e2, 2, &tmp), &lin, &tmp);
         if (st == TP_OK) {
-            st = scatter_reduce_flat(c, red, dtype_of(x), &flat, &lin, &upd2, lead, nupd, rest, &sc);
-            tp_value_clear(&upd2);
+            ox_args A;
+            ox_args_init(&A);
+            ox_arg_ref(&A, &flat);
+            ox_arg(&A, tp_value_int(0));
+            ox_arg_ref(&A, &lin);
+            ox_arg_ref(&A, &upd2);
+            st = ox_call(c, TP_OP_SCATTER, &A, &sc);
         }
-        tp_value_clear(&flat);
-        tp_value_clear(&lin);
-        TP_TRY(st);
-        st = reshape(c, &sc, sizes_of(x), r, &res);
-        tp_value_clear(&sc);
-        TP_TRY(st);
-        return set_out(c, &res);
     }
-    TP_TRY(reshape(c, &lin, l2, 2, &lin2));
-    tp_value_clear(&lin);
-    TP_TRY(call_ints(c, TP_OP_EXPAND, &lin2, e2, 2, &linx));
-    tp_value_clear(&lin2);
-    TP_TRY(reshape(c, upd, u2, 2, &upd2));
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, flat);
-    ox_arg(&A, tp_value_int(0));
-    ox_arg(&A, linx);
-    ox_arg(&A, upd2);
-    TP_TRY(ox_call(c, TP_OP_SCATTER, &A, &sc));
-    tp_status st = reshape(c, &sc, sizes_of(x), r, &res);
-    tp_value_clear(&sc);
+    if (st == TP_OK) st = reshape(c, &sc, sizes_of(x), r, &res);
+    tp_value vs[] = {flat, lin, upd2, sc};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     TP_TRY(st);
     return set_out(c, &res);
 }
@@ -2268,12 +2265,12 @@ static tp_status map_pad(ox_ctx *c) {
         tp[k++] = full_e[d];
     }
     if (k == 0) return map_identity(c);
+    tp_value m;
+    TP_TRY(tp_value_str(tmode, &m));
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, x);
     ox_arg_ints(&A, tp, k);
-    tp_value m;
-    TP_TRY(tp_value_str(tmode, &m));
     ox_arg(&A, m);
     if (!strcmp(tmode, "constant")) ox_arg(&A, tp_value_float(value));
     tp_value r;
@@ -3133,30 +3130,26 @@ static tp_status centered(ox_ctx *c, const tp_value *x, const tp_value *zp, int 
 static tp_status requantize(ox_ctx *c, tp_value *acc, const tp_value *scale, const tp_value *zp, tp_value *out) {
     tp_dtype qt = zp ? dtype_of(zp) : TP_UINT8;
     if (qt != TP_UINT8 && qt != TP_INT8) return ox_unsupported(c, "quantized type %s", tp_dtype_name(qt));
-    tp_value sf, q, rq, zf, sh, cl;
-    TP_TRY(ox_cast(c, scale, dtype_of(acc), &sf)); /* computed in acc's precision */
-    tp_status st = ox_call2(c, TP_OP_DIV, acc, &sf, &q);
-    tp_value_clear(&sf);
-    TP_TRY(st);
-    TP_TRY(ox_call1(c, TP_OP_ROUND, &q, &rq));
-    tp_value_clear(&q);
-    if (zp) {
-        TP_TRY(ox_cast(c, zp, dtype_of(&rq), &zf));
-        st = ox_call2(c, TP_OP_ADD, &rq, &zf, &sh);
-        tp_value_clear(&zf);
-        tp_value_clear(&rq);
-        TP_TRY(st);
-    } else {
-        sh = rq;
+    tp_value sf = tp_value_none(), t = tp_value_none(), zf = tp_value_none(), tmp = tp_value_none();
+    tp_status st = ox_cast(c, scale, dtype_of(acc), &sf); /* computed in acc's precision */
+    if (st == TP_OK) st = ox_call2(c, TP_OP_DIV, acc, &sf, &t);
+    if (st == TP_OK) st = take(ox_call1(c, TP_OP_ROUND, &t, &tmp), &t, &tmp);
+    if (st == TP_OK && zp) {
+        st = ox_cast(c, zp, dtype_of(&t), &zf);
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_ADD, &t, &zf, &tmp), &t, &tmp);
     }
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, sh);
-    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 0.0 : -128.0));
-    ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 255.0 : 127.0));
-    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &cl));
-    st = ox_cast(c, &cl, qt, out);
-    tp_value_clear(&cl);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &t);
+        ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 0.0 : -128.0));
+        ox_arg(&A, tp_value_float(qt == TP_UINT8 ? 255.0 : 127.0));
+        st = take(ox_call(c, TP_OP_CLAMP, &A, &tmp), &t, &tmp);
+    }
+    if (st == TP_OK) st = ox_cast(c, &t, qt, out);
+    tp_value_clear(&sf);
+    tp_value_clear(&t);
+    tp_value_clear(&zf);
     return st;
 }
 
@@ -3164,10 +3157,10 @@ static tp_status map_matmul_integer(ox_ctx *c) {
     const tp_value *a, *b;
     TP_TRY(need(c, 0, &a));
     TP_TRY(need(c, 1, &b));
-    tp_value ac, bc, m;
-    TP_TRY(centered(c, a, ox_in(c, 2), rank_of(a) - 2, &ac));
-    TP_TRY(centered(c, b, ox_in(c, 3), rank_of(b) - 1, &bc));
-    tp_status st = ox_call2(c, TP_OP_MATMUL, &ac, &bc, &m);
+    tp_value ac = tp_value_none(), bc = tp_value_none(), m = tp_value_none();
+    tp_status st = centered(c, a, ox_in(c, 2), rank_of(a) - 2, &ac);
+    if (st == TP_OK) st = centered(c, b, ox_in(c, 3), rank_of(b) - 1, &bc);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MATMUL, &ac, &bc, &m);
     tp_value_clear(&ac);
     tp_value_clear(&bc);
     TP_TRY(st);
@@ -3178,10 +3171,10 @@ static tp_status map_conv_integer(ox_ctx *c) {
     const tp_value *x, *w;
     TP_TRY(need(c, 0, &x));
     TP_TRY(need(c, 1, &w));
-    tp_value xc, wc, r;
-    TP_TRY(centered(c, x, ox_in(c, 2), 1, &xc));
-    TP_TRY(centered(c, w, ox_in(c, 3), 0, &wc));
-    tp_status st = conv_apply(c, &xc, &wc, NULL, &r);
+    tp_value xc = tp_value_none(), wc = tp_value_none(), r = tp_value_none();
+    tp_status st = centered(c, x, ox_in(c, 2), 1, &xc);
+    if (st == TP_OK) st = centered(c, w, ox_in(c, 3), 0, &wc);
+    if (st == TP_OK) st = conv_apply(c, &xc, &wc, NULL, &r);
     tp_value_clear(&xc);
     tp_value_clear(&wc);
     TP_TRY(st);
@@ -3197,37 +3190,28 @@ static tp_status map_qlinear(ox_ctx *c, bool conv) {
     TP_TRY(need(c, 3, &b));
     TP_TRY(need(c, 4, &bs));
     TP_TRY(need(c, 6, &ys));
-    tp_value ac, bc, acc, asf, bsf, sprod, accs, bias = tp_value_none(), r;
-    TP_TRY(centered(c, a, ox_in(c, 2), conv ? 1 : rank_of(a) - 2, &ac));
-    TP_TRY(centered(c, b, ox_in(c, 5), conv ? 0 : rank_of(b) - 1, &bc));
+    tp_value ac = tp_value_none(), bc = tp_value_none(), acc = tp_value_none(), asf = tp_value_none();
+    tp_value bsf = tp_value_none(), bias = tp_value_none(), tmp = tp_value_none(), r = tp_value_none();
     const tp_value *bias_in = conv ? ox_in(c, 8) : NULL;
-    if (bias_in) TP_TRY(ox_cast(c, bias_in, TP_FLOAT64, &bias));
-    tp_status st = conv ? conv_apply(c, &ac, &bc, bias_in ? &bias : NULL, &acc) : ox_call2(c, TP_OP_MATMUL, &ac, &bc, &acc);
-    tp_value_clear(&ac);
-    tp_value_clear(&bc);
-    tp_value_clear(&bias);
-    TP_TRY(st);
+    tp_status st = centered(c, a, ox_in(c, 2), conv ? 1 : rank_of(a) - 2, &ac);
+    if (st == TP_OK) st = centered(c, b, ox_in(c, 5), conv ? 0 : rank_of(b) - 1, &bc);
+    if (st == TP_OK && bias_in) st = ox_cast(c, bias_in, TP_FLOAT64, &bias);
+    if (st == TP_OK)
+        st = conv ? conv_apply(c, &ac, &bc, bias_in ? &bias : NULL, &acc) : ox_call2(c, TP_OP_MATMUL, &ac, &bc, &acc);
     /* acc * a_scale * b_scale (b's scale per output channel for conv) */
-    TP_TRY(ox_cast(c, as, TP_FLOAT64, &asf));
-    TP_TRY(ox_cast(c, bs, TP_FLOAT64, &bsf));
-    if (conv && rank_of(&bsf) == 1 && sizes_of(&bsf)[0] > 1) {
-        tp_value r2;
+    if (st == TP_OK) st = ox_cast(c, as, TP_FLOAT64, &asf);
+    if (st == TP_OK) st = ox_cast(c, bs, TP_FLOAT64, &bsf);
+    if (st == TP_OK && conv && rank_of(&bsf) == 1 && sizes_of(&bsf)[0] > 1) {
         int nd = rank_of(&acc);
         int64_t shp[TP_MAX_DIMS];
         for (int i = 0; i < nd - 1; i++) shp[i] = i == 0 ? sizes_of(&bsf)[0] : 1;
-        TP_TRY(reshape(c, &bsf, shp, nd - 1, &r2));
-        tp_value_clear(&bsf);
-        bsf = r2;
+        st = take(reshape(c, &bsf, shp, nd - 1, &tmp), &bsf, &tmp);
     }
-    TP_TRY(ox_call2(c, TP_OP_MUL, &asf, &bsf, &sprod));
-    tp_value_clear(&asf);
-    tp_value_clear(&bsf);
-    st = ox_call2(c, TP_OP_MUL, &acc, &sprod, &accs);
-    tp_value_clear(&acc);
-    tp_value_clear(&sprod);
-    TP_TRY(st);
-    st = requantize(c, &accs, ys, ox_in(c, 7), &r);
-    tp_value_clear(&accs);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &asf, &bsf, &tmp), &asf, &tmp);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &acc, &asf, &tmp), &acc, &tmp);
+    if (st == TP_OK) st = requantize(c, &acc, ys, ox_in(c, 7), &r);
+    tp_value vs[] = {ac, bc, acc, asf, bsf, bias};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     TP_TRY(st);
     return set_out(c, &r);
 }
@@ -3235,43 +3219,36 @@ static tp_status map_qlinear(ox_ctx *c, bool conv) {
 static tp_status map_dynamic_quantize(ox_ctx *c) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
-    tp_value mn, mx, z, mn0, mx0, rangev, scale, negmin, zq, zpv, y, y2, zp_u8;
-    TP_TRY(ox_call1(c, TP_OP_AMIN, x, &mn));
-    TP_TRY(ox_call1(c, TP_OP_AMAX, x, &mx));
-    TP_TRY(scalar_like(x, 0.0, &z));
-    TP_TRY(ox_call2(c, TP_OP_MINIMUM, &mn, &z, &mn0));
-    TP_TRY(ox_call2(c, TP_OP_MAXIMUM, &mx, &z, &mx0));
-    tp_value_clear(&mn);
-    tp_value_clear(&mx);
-    tp_value_clear(&z);
-    TP_TRY(ox_call2(c, TP_OP_SUB, &mx0, &mn0, &rangev));
-    tp_value_clear(&mx0);
-    TP_TRY(binop_scalar(c, TP_OP_DIV, &rangev, 255.0, &scale));
-    tp_value_clear(&rangev);
+    tp_value mn = tp_value_none(), mx = tp_value_none(), z = tp_value_none(), scale = tp_value_none();
+    tp_value zq = tp_value_none(), zp_u8 = tp_value_none(), xd = tp_value_none(), y = tp_value_none();
+    tp_value tmp = tp_value_none();
+    tp_status st = ox_call1(c, TP_OP_AMIN, x, &mn);
+    if (st == TP_OK) st = ox_call1(c, TP_OP_AMAX, x, &mx);
+    if (st == TP_OK) st = scalar_like(x, 0.0, &z);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MINIMUM, &mn, &z, &tmp), &mn, &tmp);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MAXIMUM, &mx, &z, &tmp), &mx, &tmp);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_SUB, &mx, &mn, &scale);
+    if (st == TP_OK) st = take(binop_scalar(c, TP_OP_DIV, &scale, 255.0, &tmp), &scale, &tmp);
     /* zero point = saturate(round(-min / scale)) */
-    TP_TRY(ox_call1(c, TP_OP_NEG, &mn0, &negmin));
-    tp_value_clear(&mn0);
-    TP_TRY(ox_call2(c, TP_OP_DIV, &negmin, &scale, &zq));
-    tp_value_clear(&negmin);
-    TP_TRY(ox_call1(c, TP_OP_ROUND, &zq, &zpv));
-    tp_value_clear(&zq);
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, zpv);
-    ox_arg(&A, tp_value_float(0.0));
-    ox_arg(&A, tp_value_float(255.0));
-    TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &y));
-    TP_TRY(ox_cast(c, &y, TP_UINT8, &zp_u8));
-    tp_value_clear(&y);
-    tp_value xd;
-    TP_TRY(tp_value_copy(x, &xd)); /* float32 arithmetic, as the ONNX reference */
-    tp_status st = requantize(c, &xd, &scale, &zp_u8, &y2);
-    tp_value_clear(&xd);
-    if (st == TP_OK) st = set_out(c, &y2);
+    if (st == TP_OK) st = ox_call1(c, TP_OP_NEG, &mn, &zq);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_DIV, &zq, &scale, &tmp), &zq, &tmp);
+    if (st == TP_OK) st = take(ox_call1(c, TP_OP_ROUND, &zq, &tmp), &zq, &tmp);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &zq);
+        ox_arg(&A, tp_value_float(0.0));
+        ox_arg(&A, tp_value_float(255.0));
+        st = take(ox_call(c, TP_OP_CLAMP, &A, &tmp), &zq, &tmp);
+    }
+    if (st == TP_OK) st = ox_cast(c, &zq, TP_UINT8, &zp_u8);
+    if (st == TP_OK) st = tp_value_copy(x, &xd); /* float32 arithmetic, as the ONNX reference */
+    if (st == TP_OK) st = requantize(c, &xd, &scale, &zp_u8, &y);
+    if (st == TP_OK) st = set_out(c, &y);
     if (st == TP_OK) st = ox_set_out(c, 1, &scale);
     if (st == TP_OK) st = ox_set_out(c, 2, &zp_u8);
-    tp_value_clear(&scale);
-    tp_value_clear(&zp_u8);
+    tp_value vs[] = {mn, mx, z, scale, zq, zp_u8, xd, y};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     return st;
 }
 
@@ -3282,23 +3259,27 @@ static tp_status map_bitshift(ox_ctx *c) {
     if (dtype_of(x) != TP_UINT8) return ox_unsupported(c, "BitShift on %s", tp_dtype_name(dtype_of(x)));
     char buf[16];
     bool left = !strcmp(ox_attr_s(c, "direction", "", buf, sizeof buf), "LEFT");
-    tp_value x64, y64, two, p2, r;
-    TP_TRY(ox_cast(c, x, TP_INT64, &x64));
-    TP_TRY(ox_cast(c, y, TP_INT64, &y64));
-    TP_TRY(ox_scalar_tensor(TP_INT64, 2, &two));
-    TP_TRY(ox_call2(c, TP_OP_POW, &two, &y64, &p2));
-    tp_value_clear(&two);
-    tp_value_clear(&y64);
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, x64);
-    ox_arg(&A, p2);
-    if (!left) {
-        tp_value m;
-        TP_TRY(tp_value_str("floor", &m));
-        ox_kw(&A, "rounding_mode", m);
+    tp_value x64 = tp_value_none(), y64 = tp_value_none(), two = tp_value_none(), p2 = tp_value_none();
+    tp_value r = tp_value_none();
+    tp_status st = ox_cast(c, x, TP_INT64, &x64);
+    if (st == TP_OK) st = ox_cast(c, y, TP_INT64, &y64);
+    if (st == TP_OK) st = ox_scalar_tensor(TP_INT64, 2, &two);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_POW, &two, &y64, &p2);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &x64);
+        ox_arg_ref(&A, &p2);
+        if (!left) {
+            tp_value m;
+            if (tp_value_str("floor", &m) == TP_OK) ox_kw(&A, "rounding_mode", m);
+            else A.nomem = true;
+        }
+        st = ox_call(c, left ? TP_OP_MUL : TP_OP_DIV, &A, &r);
     }
-    TP_TRY(ox_call(c, left ? TP_OP_MUL : TP_OP_DIV, &A, &r));
+    tp_value vs[] = {x64, y64, two, p2};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
+    TP_TRY(st);
     return set_out_cast(c, &r, TP_UINT8);
 }
 
