@@ -97,6 +97,7 @@ typedef struct in_desc {
     int n_ivals;         /* -1: a 0-d scalar from ivals[0] */
     float fvals[MAXN];   /* float initializer values when n_fvals > 0 */
     int n_fvals;
+    int elem; /* graph inputs: ONNX element type (0: FLOAT) */
 } in_desc;
 
 typedef struct attr_desc {
@@ -211,7 +212,7 @@ static void build_model(const model_desc *m, pbuf *model) {
         if (d->kind != IN_GRAPH) continue;
         snprintf(name, sizeof name, "i%d", i);
         pbuf vi = {0};
-        value_info(&vi, name, ELEM_FLOAT, d->dims, d->nd);
+        value_info(&vi, name, d->elem ? d->elem : ELEM_FLOAT, d->dims, d->nd);
         pb_msg(&graph, 11, &vi);
     }
     for (int i = 0; i < (m->n_out ? m->n_out : 1); i++) {
@@ -248,6 +249,12 @@ static in_desc graph_in(int nd, const int64_t *dims) {
     d.kind = IN_GRAPH;
     d.nd = nd;
     memcpy(d.dims, dims, sizeof(int64_t) * (size_t)nd);
+    return d;
+}
+/* A graph input of another element type (ELEM_INT64, 9 = BOOL). */
+static in_desc graph_in_typed(int elem, int nd, const int64_t *dims) {
+    in_desc d = graph_in(nd, dims);
+    d.elem = elem;
     return d;
 }
 static in_desc init_f32(int nd, const int64_t *dims) {
@@ -647,7 +654,7 @@ static void sweep(const model_desc *base) {
         if (fold) {
             bool any = false;
             for (int i = 0; i < b.n_in; i++)
-                if (b.in[i].kind == IN_GRAPH) b.in[i].kind = IN_INIT_F32, any = true;
+                if (b.in[i].kind == IN_GRAPH && !b.in[i].elem) b.in[i].kind = IN_INIT_F32, any = true; /* float ones */
             if (!any) continue;
         }
         if (g_sweep_alloc_mode) { /* every failed allocation: TP_ERR_NOMEM, nothing leaked */
@@ -982,6 +989,20 @@ TEST(sweep_compositions) {
     model_desc nllw = {"NegativeLogLikelihoodLoss", 13, 3, {graph_in(DIMS(2, 3)), init_i64(DIMS(0, 2)), init_f32(DIMS(3))},
                        1, {a_str("reduction", "mean")}};
     sweep(&nllw);
+    /* run-time indices and conditions */
+    model_desc gi = {"Gather", 13, 2, {graph_in(DIMS(3, 4)), graph_in_typed(ELEM_INT64, DIMS(2, 2))}, 1, {a_int("axis", 1)}};
+    sweep(&gi);
+    model_desc gei = {"GatherElements", 13, 2, {graph_in(DIMS(3, 4)), graph_in_typed(ELEM_INT64, DIMS(3, 2))}, 1,
+                      {a_int("axis", 1)}};
+    sweep(&gei);
+    model_desc gndi = {"GatherND", 13, 2, {graph_in(DIMS(3, 4)), graph_in_typed(ELEM_INT64, DIMS(2, 2))}, 1, {{0}}};
+    sweep(&gndi);
+    model_desc ohi = {"OneHot", 11, 3, {graph_in_typed(ELEM_INT64, DIMS(3)), init_scalar(4), init_f32(DIMS(2))}, 1,
+                      {a_int("axis", -1)}};
+    sweep(&ohi);
+    model_desc wh = {"Where", 13, 3, {graph_in_typed(9, DIMS(2, 3)), graph_in(DIMS(2, 3)), graph_in(DIMS(1, 3))}, 1,
+                     {{0}}};
+    sweep(&wh);
     model_desc qlm = {"DequantizeLinear", 13, 3, {graph_in(DIMS(2, 3)), init_f32(DIMS(3)), init_f32(DIMS(3))}, 1,
                       {a_int("axis", 1)}};
     sweep(&qlm);

@@ -1723,21 +1723,21 @@ static tp_status wrap_indices(ox_ctx *c, const tp_value *idx, int64_t n, tp_valu
         *out = tp_value_tensor(w);
         return TP_OK;
     }
-    tp_value i64, neg, plus, r;
-    TP_TRY(ox_cast(c, idx, TP_INT64, &i64));
-    tp_status st = binop_scalar(c, TP_OP_LT, &i64, 0, &neg);
+    tp_value i64 = tp_value_none(), neg = tp_value_none(), plus = tp_value_none();
+    tp_status st = ox_cast(c, idx, TP_INT64, &i64);
+    if (st == TP_OK) st = binop_scalar(c, TP_OP_LT, &i64, 0, &neg);
     if (st == TP_OK) st = binop_scalar(c, TP_OP_ADD, &i64, (double)n, &plus);
     if (st == TP_OK) {
         ox_args A;
         ox_args_init(&A);
-        ox_arg(&A, neg);
-        ox_arg(&A, plus);
-        ox_arg(&A, i64);
-        st = ox_call(c, TP_OP_WHERE, &A, &r);
-        if (st == TP_OK) *out = r;
-        return st;
+        ox_arg_ref(&A, &neg);
+        ox_arg_ref(&A, &plus);
+        ox_arg_ref(&A, &i64);
+        st = ox_call(c, TP_OP_WHERE, &A, out);
     }
     tp_value_clear(&i64);
+    tp_value_clear(&neg);
+    tp_value_clear(&plus);
     return st;
 }
 
@@ -3051,7 +3051,11 @@ static tp_status map_einsum(ox_ctx *c) {
     tp_value acc = tp_value_none();
     for (int i = 0; i < n_ops; i++) {
         const tp_value *x;
-        TP_TRY(need(c, i, &x));
+        tp_status nst = need(c, i, &x);
+        if (nst != TP_OK) {
+            tp_value_clear(&acc);
+            return nst;
+        }
         int r = (int)strlen(subs[i]);
         if (r != rank_of(x)) {
             tp_value_clear(&acc);
