@@ -193,18 +193,24 @@ typedef struct tp__gemm_isa_info {
     bool reads_row_major_a; /* the kernel takes A with cs_a 1 in place */
     int vector_width;       /* a tile of n columns reads B rows up to n rounded up to this */
     bool reads_b_to_n;      /* ... or exactly up to n (masked loads) */
+    tp__gemm_finish_fn finish; /* the epilogue's row loops at this ISA */
 } tp__gemm_isa_info;
+
+#define TP__GEMM_FINISH_NAME tp__gemm_scalar_finish
+#include "gemm_finish.h"
 
 static tp__gemm_isa_info tp__gemm_isa_info_for(int isa) {
 #if TP__GEMM_X86
     if (isa == TP_ISA_AVX512)
-        return (tp__gemm_isa_info){TP__GEMM_AVX512_MR, TP__GEMM_AVX512_NR, tp__gemm_avx512_microkernel, true, 16, true};
+        return (tp__gemm_isa_info){TP__GEMM_AVX512_MR, TP__GEMM_AVX512_NR, tp__gemm_avx512_microkernel, true, 16, true,
+                                    tp__gemm_avx512_finish};
     if (isa == TP_ISA_AVX2)
-        return (tp__gemm_isa_info){TP__GEMM_AVX2_MR, TP__GEMM_AVX2_NR, tp__gemm_avx2_microkernel, true, 8, false};
+        return (tp__gemm_isa_info){TP__GEMM_AVX2_MR, TP__GEMM_AVX2_NR, tp__gemm_avx2_microkernel, true, 8, false,
+                                    tp__gemm_avx2_finish};
 #endif
     (void)isa;
     return (tp__gemm_isa_info){TP__GEMM_SCALAR_MR, TP__GEMM_SCALAR_NR, tp__gemm_scalar_microkernel, false,
-                                TP__GEMM_SCALAR_NR, false};
+                                TP__GEMM_SCALAR_NR, false, tp__gemm_scalar_finish};
 }
 
 void tp__gemm_register_block(int isa, int *mr, int *nr) {
@@ -372,25 +378,13 @@ void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b
 /* ---- Epilogue ---- */
 
 /* bias, residual and act on rows [i0, i0 + rows) x columns [j0, j0 + cols)
- * of C, which already hold alpha*A*B + beta*C_old. */
-static void tp__gemm_finish_rows(const tp_gemm *g, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+ * of C, which already hold alpha*A*B + beta*C_old (gemm_finish.h, at the
+ * plan's ISA). */
+static void tp__gemm_finish_rows(const tp_gemm *g, tp__gemm_finish_fn finish, int64_t i0, int64_t rows, int64_t j0,
+                                 int64_t cols) {
     const tp_gemm_epilogue *ep = &g->ep;
     if (!ep->bias && !ep->residual && !ep->act) return;
-    for (int64_t i = i0; i < i0 + rows; i++) {
-        float *row = g->c + i * g->ldc + j0;
-        if (ep->bias && ep->bias_per_row) {
-            const float bias = ep->bias[i];
-            for (int64_t j = 0; j < cols; j++) row[j] += bias;
-        } else if (ep->bias) {
-            const float *bias = ep->bias + j0;
-            for (int64_t j = 0; j < cols; j++) row[j] += bias[j];
-        }
-        if (ep->residual) {
-            const float *res = ep->residual + i * ep->ld_residual + j0;
-            for (int64_t j = 0; j < cols; j++) row[j] += res[j];
-        }
-        if (ep->act) ep->act(row, cols, ep->act_ctx);
-    }
+    finish(ep, g->c, g->ldc, i0, rows, j0, cols);
 }
 
 /* k == 0: C = beta*C, then the epilogue. */
@@ -400,7 +394,7 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
         float *row = g->c + i * g->ldc;
         for (int64_t j = n0; j < n1; j++) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
     }
-    tp__gemm_finish_rows(g, m0, m1 - m0, n0, n1 - n0);
+    tp__gemm_finish_rows(g, tp__gemm_isa_info_for(g->isa).finish, m0, m1 - m0, n0, n1 - n0);
 }
 
 /* ---- The product ---- */
@@ -475,7 +469,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                     kernel(kc, a_panel, rs_a, cs_a, b_panel, packed_edge ? edge_ldb : ldb, c_row + jr, g->ldc, rows, cols,
                            g->ep.alpha, beta);
                 }
-                if (last) tp__gemm_finish_rows(g, ir, rows, jc, nc);
+                if (last) tp__gemm_finish_rows(g, plan.isa.finish, ir, rows, jc, nc);
             }
         }
     }

@@ -117,6 +117,17 @@ typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                         float alpha, float beta);
 
+/* The epilogue's row loops per ISA (gemm_finish.h). The residual must not
+ * overlap C's rows except exactly (residual == C is not supported). */
+typedef void (*tp__gemm_finish_fn)(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows,
+                                   int64_t j0, int64_t cols);
+TP_HIDDEN void tp__gemm_scalar_finish(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows,
+                                      int64_t j0, int64_t cols);
+TP_HIDDEN void tp__gemm_avx2_finish(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows,
+                                    int64_t j0, int64_t cols);
+TP_HIDDEN void tp__gemm_avx512_finish(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows,
+                                      int64_t j0, int64_t cols);
+
 enum { TP__GEMM_AVX2_MR = 6, TP__GEMM_AVX2_NR = 16 };
 enum { TP__GEMM_AVX512_MR = 6, TP__GEMM_AVX512_NR = 64 };
 

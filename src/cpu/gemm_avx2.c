@@ -114,3 +114,6 @@ TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_
     }
 }
 #endif
+
+#define TP__GEMM_FINISH_NAME tp__gemm_avx2_finish
+#include "gemm_finish.h"

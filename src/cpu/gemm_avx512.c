@@ -137,3 +137,6 @@ TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t r
     }
 }
 #endif
+
+#define TP__GEMM_FINISH_NAME tp__gemm_avx512_finish
+#include "gemm_finish.h"
