@@ -822,12 +822,28 @@ typedef struct symbol_value {
     char site[224]; /* "y.shape[0]" it came from */
 } symbol_value;
 
-static void format_expr(const tp_dim_rule *r, char *buf, size_t size) {
+void tp__dim_rule_expr(const tp_dim_rule *r, char *buf, size_t size) {
     if (r->scale == 1) snprintf(buf, size, "%s", r->symbol);
     else snprintf(buf, size, "%" PRId64 "*%s", r->scale, r->symbol);
     size_t n = strlen(buf);
+    if (n >= size) return;
     if (r->offset > 0) snprintf(buf + n, size - n, "+%" PRId64, r->offset);
     else if (r->offset < 0) snprintf(buf + n, size - n, "%" PRId64, r->offset);
+}
+
+bool tp__derived_dim_range(const tp_program *p, const tp_dim_rule *r, int64_t *lo, int64_t *hi, int64_t *root_lo,
+                           int64_t *root_hi) {
+    const tp_range_constraint *rc = tp_program_find_range(p, r->symbol);
+    int64_t min = rc ? rc->min : 0, max = rc ? rc->max : TP_DIM_UNBOUNDED;
+    *root_lo = min;
+    *root_hi = max;
+    if (__builtin_mul_overflow(r->scale, min, lo) || __builtin_add_overflow(*lo, r->offset, lo)) return false;
+    if (max == TP_DIM_UNBOUNDED) {
+        *hi = TP_DIM_UNBOUNDED;
+        return true;
+    }
+    return !__builtin_mul_overflow(r->scale, max, hi) && !__builtin_add_overflow(*hi, r->offset, hi) &&
+           *hi != TP_DIM_UNBOUNDED;
 }
 
 static tp_status check_range(const tp_program *p, const char *symbol, int64_t v, const char *what) {
@@ -911,21 +927,31 @@ static tp_status check_leaves(const tp_program *p, const bound_inputs *b, const 
                 }
                 continue;
             }
-            /* derived: v = scale * symbol + offset */
+            /* derived: v = scale * symbol + offset (checked: rules added
+             * through the API may overflow for the sizes given) */
             char expr[128];
-            format_expr(r, expr, sizeof expr);
+            tp__dim_rule_expr(r, expr, sizeof expr);
             if (known) {
-                int64_t want = r->scale * known->value + r->offset;
-                if (v != want)
+                int64_t want;
+                if (__builtin_mul_overflow(r->scale, known->value, &want) ||
+                    __builtin_add_overflow(want, r->offset, &want))
+                    st = tp_error(TP_ERR_CONSTRAINT, "%s violates %s: %s overflows for %s = %" PRId64 " (from %s)", what,
+                                  expr, expr, r->symbol, known->value, known->site);
+                else if (v != want)
                     st = tp_error(TP_ERR_CONSTRAINT, "%s must equal %s = %" PRId64 " (%s = %" PRId64 " from %s)", what, expr,
                                   want, r->symbol, known->value, known->site);
                 continue;
             }
-            if ((v - r->offset) % r->scale != 0) {
+            int64_t diff;
+            if (__builtin_sub_overflow(v, r->offset, &diff)) {
+                st = tp_error(TP_ERR_CONSTRAINT, "%s violates %s: the %s it needs overflows int64", what, expr, r->symbol);
+                continue;
+            }
+            if (diff % r->scale != 0) {
                 st = tp_error(TP_ERR_CONSTRAINT, "%s violates %s: no integer %s fits", what, expr, r->symbol);
                 continue;
             }
-            int64_t base = (v - r->offset) / r->scale;
+            int64_t base = diff / r->scale;
             char derived_what[384];
             snprintf(derived_what, sizeof derived_what, "%s (%s = %" PRId64 ")", what, r->symbol, base);
             if ((st = check_range(p, r->symbol, base, derived_what)) != TP_OK) break;
@@ -1434,7 +1460,7 @@ tp_status tp_program_to_string(const tp_program *p, char **out) {
                     tp__sb_puts(&sb, ")");
                 } else {
                     char expr[128];
-                    format_expr(r, expr, sizeof expr);
+                    tp__dim_rule_expr(r, expr, sizeof expr);
                     tp__sb_puts(&sb, expr);
                 }
             }

@@ -43,6 +43,16 @@ struct tp_program {
     tp_engine_state engine; /* cached plans, pooled run contexts (engine.c) */
 };
 
+/* The sizes a derived dim rule (kind TP_DIM_DERIVED) takes as its root
+ * symbol ranges over its range constraint (none: [0, unbounded]):
+ * scale*min+offset .. scale*max+offset, *hi TP_DIM_UNBOUNDED for an
+ * unbounded root. Also gives the root's range. False when the arithmetic
+ * overflows int64 (reader and writer refuse such a rule). */
+TP_HIDDEN bool tp__derived_dim_range(const tp_program *p, const tp_dim_rule *r, int64_t *lo, int64_t *hi,
+                                     int64_t *root_lo, int64_t *root_hi);
+/* A rule's expression for messages: "batch", "2*batch", "2*batch+1". */
+TP_HIDDEN void tp__dim_rule_expr(const tp_dim_rule *r, char *buf, size_t size);
+
 /* Resolve a get_attr target against the program's state (interp resolver). */
 TP_HIDDEN tp_status tp__program_resolve_attr(void *user, const char *target, tp_value *out);
 

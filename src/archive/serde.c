@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../graph_impl.h"
+#include "../program_impl.h"
 #include "serde.h"
 
 #define MAX_STORED_PROBLEMS 1000
@@ -3485,10 +3486,20 @@ static tp_status read_dim_rule(reader *r, tp_program *p, const json_t *j, const 
         TP_TRY(get_string(r, d, "root", sub, false, &root));
         const json_t *scale = json_object_get(d, "scale"), *offset = json_object_get(d, "offset");
         if (!root || !*root) return report(r, TP_ERR_CORRUPT, "%s.root: a derived dim needs a root", sub);
-        if (!json_is_integer(scale) || json_integer_value(scale) < 1 || json_integer_value(scale) > INT32_MAX)
-            return report(r, TP_ERR_CORRUPT, "%s.scale: expected a positive integer", sub);
-        if (!json_is_integer(offset) || llabs((long long)json_integer_value(offset)) > INT32_MAX)
-            return report(r, TP_ERR_CORRUPT, "%s.offset: expected an integer", sub);
+        if (!json_is_integer(scale))
+            return report(r, TP_ERR_CORRUPT, "%s.scale: expected a positive integer, got %s", sub, json_kind(scale));
+        if (json_integer_value(scale) < 1 || json_integer_value(scale) > INT32_MAX)
+            return report(r, TP_ERR_CORRUPT,
+                          "%s.scale: expected a positive integer: derived dim '%s' needs a scale from 1 to %d, got %" JSON_INTEGER_FORMAT, sub, name,
+                          INT32_MAX, json_integer_value(scale));
+        /* bounded so that no offset needs negating at INT64_MIN; the range
+         * arithmetic is checked once all ranges are known (below) */
+        if (!json_is_integer(offset))
+            return report(r, TP_ERR_CORRUPT, "%s.offset: expected an integer, got %s", sub, json_kind(offset));
+        if (json_integer_value(offset) < -INT32_MAX || json_integer_value(offset) > INT32_MAX)
+            return report(r, TP_ERR_CORRUPT,
+                          "%s.offset: derived dim '%s' needs an offset within [%d, %d], got %" JSON_INTEGER_FORMAT, sub,
+                          name, -INT32_MAX, INT32_MAX, json_integer_value(offset));
         rule.kind = TP_DIM_DERIVED;
         rule.symbol = root;
         rule.scale = json_integer_value(scale);
@@ -3565,6 +3576,21 @@ static tp_status read_dynamic_shapes(reader *r, tp_program *p, const json_t *ds)
             if (first == TP_OK) first = st;
             if (!keep_going(r, st)) return st;
         }
+    }
+    /* every derived dim's range (its root's, scaled and offset) fits int64 */
+    for (int i = 0; i < tp_program_num_dim_rules(p); i++) {
+        const tp_dim_rule *rule = tp_program_dim_rule(p, i);
+        int64_t lo, hi, root_lo, root_hi;
+        if (rule->kind != TP_DIM_DERIVED || tp__derived_dim_range(p, rule, &lo, &hi, &root_lo, &root_hi)) continue;
+        char expr[TP_SERDE_MAX_NAME + 64], max[32] = "unbounded";
+        tp__dim_rule_expr(rule, expr, sizeof expr);
+        if (root_hi != TP_DIM_UNBOUNDED) snprintf(max, sizeof max, "%" PRId64, root_hi);
+        tp_status st = report(r, TP_ERR_CORRUPT,
+                              "dynamic_shapes: derived dim %.200s.shape[%d] = %.200s overflows int64 for %.200s in "
+                              "[%" PRId64 ", %s]",
+                              rule->site.input, rule->site.dim, expr, rule->symbol, root_lo, max);
+        if (first == TP_OK) first = st;
+        if (!keep_going(r, st)) return st;
     }
     return first;
 }
@@ -4132,7 +4158,9 @@ static void linear_name(const char *root, int64_t scale, int64_t offset, char *b
     size_t n;
     if (scale == 1) n = (size_t)snprintf(buf, size, "%s", root);
     else n = (size_t)snprintf(buf, size, "%" PRId64 "*%s", scale, root);
-    if (offset != 0 && n < size) snprintf(buf + n, size - n, " %c %" PRId64, offset > 0 ? '+' : '-', offset > 0 ? offset : -offset);
+    /* the magnitude in unsigned arithmetic: -INT64_MIN does not exist */
+    uint64_t magnitude = offset < 0 ? 0 - (uint64_t)offset : (uint64_t)offset;
+    if (offset != 0 && n < size) snprintf(buf + n, size - n, " %c %" PRIu64, offset > 0 ? '+' : '-', magnitude);
 }
 
 static json_t *enc_bound(jwriter *w, int64_t v) {
@@ -4154,8 +4182,8 @@ static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **ou
             break;
         }
         json_t *dims = jw_take(w, json_array());
-        for (int d = 0; d < TP_MAX_DIMS; d++) {
-            for (int k = i; k < n; k++) {
+        for (int d = 0; st == TP_OK && d < TP_MAX_DIMS; d++) {
+            for (int k = i; st == TP_OK && k < n; k++) {
                 const tp_dim_rule *r = tp_program_dim_rule(p, k);
                 if (done[k] || r->site.dim != d || strcmp(r->site.input, input) != 0) continue;
                 done[k] = true;
@@ -4172,15 +4200,24 @@ static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **ou
                         jw_set(w, o, "max", enc_bound(w, hi));
                         spec = jw_obj1(w, "__dim__", o);
                     } else {
+                        int64_t dlo, dhi, root_lo, root_hi;
+                        if (!tp__derived_dim_range(p, r, &dlo, &dhi, &root_lo, &root_hi)) {
+                            char expr[128];
+                            tp__dim_rule_expr(r, expr, sizeof expr);
+                            st = tp_error(TP_ERR_UNSUPPORTED,
+                                          "derived dim %s.shape[%d] = %s overflows int64 over the range of %s",
+                                          input, d, expr, r->symbol);
+                            json_decref(o);
+                            break;
+                        }
                         char name[TP_SERDE_MAX_NAME + 64];
                         linear_name(r->symbol, r->scale, r->offset, name, sizeof name);
                         jw_set(w, o, "name", jw_take(w, json_string(name)));
                         jw_set(w, o, "root", jw_take(w, json_string(r->symbol)));
                         jw_set(w, o, "scale", jw_take(w, json_integer(r->scale)));
                         jw_set(w, o, "offset", jw_take(w, json_integer(r->offset)));
-                        jw_set(w, o, "min", jw_take(w, json_integer(r->scale * lo + r->offset)));
-                        jw_set(w, o, "max", hi == TP_DIM_UNBOUNDED ? jw_take(w, json_null())
-                                                                    : jw_take(w, json_integer(r->scale * hi + r->offset)));
+                        jw_set(w, o, "min", jw_take(w, json_integer(dlo)));
+                        jw_set(w, o, "max", enc_bound(w, dhi));
                         spec = jw_obj1(w, "__derived_dim__", o);
                     }
                 }
@@ -4189,6 +4226,10 @@ static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **ou
                 jw_append(w, pair, spec);
                 jw_append(w, dims, pair);
             }
+        }
+        if (st != TP_OK) {
+            json_decref(dims);
+            break;
         }
         json_t *pair = jw_take(w, json_array());
         jw_append(w, pair, jw_take(w, json_string(input)));
