@@ -148,6 +148,97 @@ static void expect_refused_(const char *what, void *image, size_t size, tp_statu
         expect_refused_(what, image_, size, status, substr);       \
     } while (0)
 
+/* ---- a ZIP image laid out by hand ----------------------------------------------- */
+
+static unsigned char *put16(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    return p + 2;
+}
+static unsigned char *put32(unsigned char *p, uint32_t v) { return put16(put16(p, v & 0xffff), v >> 16); }
+
+/* `image`'s members stored again, with no alignment: member `odd` gets its
+ * data at an offset of 1 modulo 64 (padding in its local header's extra
+ * field), as any ZIP writer may lay it out. Our writer always aligns, so
+ * the image is built here. A new buffer (tp_free). */
+static void *unaligned_zip(const void *image, size_t size, const char *odd, size_t *out_size) {
+    tp_zip_reader *z = NULL;
+    CHECK_OK(tp__zip_open(image, size, NULL, &z));
+    if (!z) return NULL;
+    int n = tp__zip_count(z);
+    size_t cap = size * 2 + 4096, at = 0;
+    unsigned char *out = tp_calloc(1, cap);
+    uint32_t *offsets = tp_calloc((size_t)n, sizeof *offsets), *crcs = tp_calloc((size_t)n, sizeof *crcs);
+    size_t *sizes = tp_calloc((size_t)n, sizeof *sizes);
+    for (int i = 0; i < n; i++) {
+        const char *name = tp__zip_entry(z, i)->name;
+        void *data = NULL;
+        CHECK_OK(tp__zip_read(z, i, &data, &sizes[i]));
+        size_t name_len = strlen(name), extra = 0;
+        if (strcmp(name, odd) == 0)
+            while ((at + 30 + name_len + extra) % 64 != 1) extra++;
+        crcs[i] = tp__crc32(0, data, sizes[i]);
+        offsets[i] = (uint32_t)at;
+        unsigned char *p = out + at;
+        p = put32(p, 0x04034b50);
+        p = put16(p, 20);
+        p = put16(p, 0);
+        p = put16(p, 0); /* stored */
+        p = put16(p, 0);
+        p = put16(p, 0x21);
+        p = put32(p, crcs[i]);
+        p = put32(p, (uint32_t)sizes[i]);
+        p = put32(p, (uint32_t)sizes[i]);
+        p = put16(p, (uint32_t)name_len);
+        p = put16(p, (uint32_t)extra);
+        memcpy(p, name, name_len);
+        p += name_len + extra;
+        if (sizes[i]) memcpy(p, data, sizes[i]);
+        at = (size_t)(p - out) + sizes[i];
+        tp_free(data);
+    }
+    size_t cd = at;
+    for (int i = 0; i < n; i++) {
+        const char *name = tp__zip_entry(z, i)->name;
+        size_t name_len = strlen(name);
+        unsigned char *p = out + at;
+        p = put32(p, 0x02014b50);
+        p = put16(p, 20);
+        p = put16(p, 20);
+        p = put16(p, 0);
+        p = put16(p, 0);
+        p = put16(p, 0);
+        p = put16(p, 0x21);
+        p = put32(p, crcs[i]);
+        p = put32(p, (uint32_t)sizes[i]);
+        p = put32(p, (uint32_t)sizes[i]);
+        p = put16(p, (uint32_t)name_len);
+        p = put16(p, 0);
+        p = put16(p, 0);
+        p = put16(p, 0);
+        p = put16(p, 0);
+        p = put32(p, 0);
+        p = put32(p, offsets[i]);
+        memcpy(p, name, name_len);
+        at = (size_t)(p - out) + name_len;
+    }
+    unsigned char *p = out + at;
+    p = put32(p, 0x06054b50);
+    p = put16(p, 0);
+    p = put16(p, 0);
+    p = put16(p, (uint32_t)n);
+    p = put16(p, (uint32_t)n);
+    p = put32(p, (uint32_t)(at - cd));
+    p = put32(p, (uint32_t)cd);
+    p = put16(p, 0);
+    *out_size = (size_t)(p - out);
+    tp__zip_close(z);
+    tp_free(offsets);
+    tp_free(crcs);
+    tp_free(sizes);
+    return out;
+}
+
 #define DYNAMIC "fixtures/tensorplay/dynamic.pt2"
 #define DYNAMIC_DOC "models/model.json"
 
@@ -227,4 +318,122 @@ TEST(test_derived_dim_call_overflow) {
     tp_archive_free(a);
 }
 
-TEST_MAIN(T(test_derived_dim_offset_bounds), T(test_derived_dim_range_overflow), T(test_derived_dim_call_overflow))
+/* ---- 2. one weight member, views of several dtypes ------------------------------ */
+
+/* A program with a uint8 parameter `u` [8] and a float32 parameter `w`
+ * [2]: out = (x + w, clone(u)). Saved, its weights index is edited so that
+ * w reads u's member (the same 8 bytes), which is laid out at an odd
+ * offset. */
+static void *shared_member_archive(size_t *size) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_tensor *mu = NULL, *mw = NULL, *mx = NULL;
+    CHECK_OK(tp_tensor_meta(TP_UINT8, 1, (int64_t[]){8}, &mu));
+    CHECK_OK(tp_tensor_meta(TP_FLOAT32, 1, (int64_t[]){2}, &mw));
+    CHECK_OK(tp_tensor_meta(TP_FLOAT32, 1, (int64_t[]){2}, &mx));
+    tp_value vu = tp_value_tensor(mu), vw = tp_value_tensor(mw), vx = tp_value_tensor(mx);
+    tp_node *u = NULL, *w = NULL, *x = NULL, *sum = NULL, *copy = NULL;
+    CHECK_OK(tp_graph_placeholder(g, "p_u", &vu, &u));
+    CHECK_OK(tp_graph_placeholder(g, "p_w", &vw, &w));
+    CHECK_OK(tp_graph_placeholder(g, "x", &vx, &x));
+    tp_value_clear(&vu);
+    tp_value_clear(&vw);
+    tp_value_clear(&vx);
+    tp_value args;
+    CHECK_OK(tp_value_tuple(2, &args));
+    args.u.seq.items[0] = tp_value_node(x);
+    args.u.seq.items[1] = tp_value_node(w);
+    CHECK_OK(tp_graph_call_function(g, TP_OP_ADD, &args, NULL, &sum));
+    tp_value_clear(&args);
+    CHECK_OK(tp_value_tuple(1, &args));
+    args.u.seq.items[0] = tp_value_node(u);
+    CHECK_OK(tp_graph_call_function(g, TP_OP_CLONE, &args, NULL, &copy));
+    tp_value_clear(&args);
+    CHECK_OK(tp_value_tuple(2, &args));
+    args.u.seq.items[0] = tp_value_node(sum);
+    args.u.seq.items[1] = tp_value_node(copy);
+    CHECK_OK(tp_graph_output(g, &args, NULL));
+    tp_value_clear(&args);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_u"), "u", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(sum)), NULL));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(copy)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    if (!p) return NULL;
+    /* u's bytes are the float32 values 1 and 2 */
+    static const float floats[2] = {1.0f, 2.0f};
+    tp_tensor *tu = NULL, *tw = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_UINT8, 1, (int64_t[]){8}, floats, &tu));
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){0, 0}, &tw));
+    CHECK_OK(tp_program_set_state(p, "u", TP_STATE_PARAMETER, tu, true));
+    CHECK_OK(tp_program_set_state(p, "w", TP_STATE_PARAMETER, tw, true));
+    tp_tensor_free(tu);
+    tp_tensor_free(tw);
+    CHECK_OK(tp_program_validate(p));
+    tp_archive_entry e = {"m", p};
+    void *img = NULL;
+    size_t img_size = 0;
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &img, &img_size));
+    tp_program_free(p);
+    if (!img) return NULL;
+    char *index = member_text(img, img_size, "data/weights/m/weights.json");
+    index = edit_text(index, "\"path_name\": \"m/weight_1\"", "\"path_name\": \"m/weight_0\"");
+    size_t edited_size = 0;
+    void *edited = index ? replace_member(img, img_size, "data/weights/m/weights.json", index, strlen(index), &edited_size)
+                         : NULL;
+    tp_free(index);
+    tp_free(img);
+    if (!edited) return NULL;
+    void *out = unaligned_zip(edited, edited_size, "data/weights/m/weight_0", size);
+    tp_free(edited);
+    return out;
+}
+
+static void check_shared_member(const void *img, size_t size, const tp_load_options *o) {
+    tp_archive *a = NULL;
+    CHECK_OK(tp_archive_load_buffer(img, size, o, &a));
+    if (!a) return;
+    tp_program *p = tp_archive_program(a, 0);
+    tp_tensor *u = NULL, *w = NULL;
+    CHECK_OK(tp_program_get_state(p, "u", &u, NULL, NULL));
+    CHECK_OK(tp_program_get_state(p, "w", &w, NULL, NULL));
+    if (u && w) {
+        CHECK_MSG((uintptr_t)tp_tensor_data(w) % sizeof(float) == 0, "float32 view at %p is misaligned",
+                  tp_tensor_data(w));
+        CHECK(tp_tensor_item_f64(w, 0) == 1.0 && tp_tensor_item_f64(w, 1) == 2.0);
+        CHECK(tp_tensor_item_f64(u, 3) == 0x3f);
+        /* still one member: the two views read the same bytes */
+        CHECK(tp_tensor_data(u) == tp_tensor_data(w));
+    }
+    tp_archive_free(a); /* u and w are borrowed from the program */
+}
+
+TEST(test_shared_member_alignment) {
+    size_t size = 0;
+    void *img = shared_member_archive(&size);
+    if (!img) return;
+    check_shared_member(img, size, NULL);
+    /* through a file: the mapped image */
+    const char *path = "hostile_shared_member.pt2";
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(img, 1, size, f) == size);
+    if (f) fclose(f);
+    tp_archive *a = NULL;
+    CHECK_OK(tp_archive_load(path, NULL, &a));
+    if (a) {
+        tp_tensor *w = NULL;
+        CHECK_OK(tp_program_get_state(tp_archive_program(a, 0), "w", &w, NULL, NULL));
+        CHECK(w && (uintptr_t)tp_tensor_data(w) % sizeof(float) == 0);
+        CHECK(w && tp_tensor_item_f64(w, 1) == 2.0);
+    }
+    tp_archive_free(a);
+    remove(path);
+    tp_free(img);
+}
+
+TEST_MAIN(T(test_derived_dim_offset_bounds), T(test_derived_dim_range_overflow), T(test_derived_dim_call_overflow),
+          T(test_shared_member_alignment))

@@ -26,7 +26,9 @@
  * mmap, so programs that mutate their buffers never write to the file;
  * stored weights become tensors borrowing the mapping, which stays alive
  * until the last such tensor is freed; a copy is made when mapping is
- * impossible or the member is deflated or misaligned) or from a memory
+ * impossible or the member is deflated or misaligned for the element size
+ * of any state entry viewing it: every state tensor is aligned for its
+ * dtype, and entries sharing a member share one copy) or from a memory
  * buffer (copied). Every file is treated as hostile: sizes, offsets, counts
  * and JSON shapes are checked before use; pickles are never executed - only
  * the exact byte forms tensorplay writes for a dtype, Ellipsis, a tensor and

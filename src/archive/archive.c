@@ -212,6 +212,10 @@ typedef struct load_ctx {
     bool any_copied;
     const char *dir; /* "data/weights/" or "data/constants/" */
     tp_serde_weights weights, constants;
+    /* per member index: the largest element size of any view the indexes
+     * make of it (0: none), computed on first use; a member is mapped in
+     * place only when aligned for all of them */
+    unsigned char *member_align;
     /* payloads already turned into storage, by member index */
     int n_cache;
     struct {
@@ -239,13 +243,41 @@ static void free_buffer(void *ctx, void *data) {
     tp_free(data);
 }
 
+/* Fill c->member_align from both indexes: for each member, the largest
+ * element size among the entries whose path_name resolves to it. */
+static tp_status compute_member_align(load_ctx *c) {
+    int n = tp__zip_count(c->zip);
+    c->member_align = tp_calloc((size_t)(n ? n : 1), 1);
+    TP_CHECK(c->member_align != NULL, TP_ERR_NOMEM, "out of memory");
+    const tp_serde_weights *lists[2] = {&c->weights, &c->constants};
+    const char *dirs[2] = {"data/weights/", "data/constants/"};
+    for (int l = 0; l < 2; l++) {
+        for (int i = 0; i < lists[l]->n; i++) {
+            const tp_serde_weight *w = &lists[l]->items[i];
+            char member[1024];
+            int len = snprintf(member, sizeof member, "%s%s", dirs[l], w->path_name);
+            int m = len > 0 && (size_t)len < sizeof member ? tp__zip_find(c->zip, member) : -1;
+            size_t size = tp_dtype_size(w->dtype);
+            if (m >= 0 && size > c->member_align[m]) c->member_align[m] = (unsigned char)size;
+        }
+    }
+    return TP_OK;
+}
+
 /* The bytes of payload member `member` as something tensors can borrow:
- * the mapped image itself when the member is stored and suitably aligned,
- * otherwise a private copy. Returns a "keeper" tensor (uint8, 1-d) whose
- * storage owns/borrows the bytes; views are made on its storage. */
+ * the mapped image itself when the member is stored and aligned for every
+ * view any entry makes of it (so that all views share one keeper and stay
+ * aligned, whichever dtype is looked up first), otherwise a private copy
+ * (tp_malloc: 16-byte aligned). Returns a "keeper" tensor (uint8, 1-d)
+ * whose storage owns/borrows the bytes; views are made on its storage. */
 static tp_status payload_keeper(load_ctx *c, int member, size_t align, tp_tensor **keeper) {
+    if (!c->member_align) TP_TRY(compute_member_align(c));
+    if (c->member_align[member] > align) align = c->member_align[member];
     for (int k = 0; k < c->n_cache; k++)
         if (c->cache[k].member == member) {
+            /* aligned for every entry by construction; checked all the same */
+            TP_CHECK((uintptr_t)tp_tensor_data(c->cache[k].keeper) % align == 0, TP_ERR_INTERNAL,
+                     "payload '%s' is not aligned for a %zu-byte element", tp__zip_entry(c->zip, member)->name, align);
             *keeper = c->cache[k].keeper;
             return TP_OK;
         }
@@ -265,6 +297,10 @@ static tp_status payload_keeper(load_ctx *c, int member, size_t align, tp_tensor
     } else {
         void *data;
         TP_TRY(tp__zip_read(c->zip, member, &data, &size));
+        if ((uintptr_t)data % align != 0) { /* a hook breaking alloc.h's 16-byte promise */
+            tp_free(data);
+            return tp_error(TP_ERR_INTERNAL, "the allocator returned memory not aligned for a %zu-byte element", align);
+        }
         tp_status st = tp_tensor_borrow(TP_UINT8, 1, &n, NULL, 0, data, size, free_buffer, NULL, &t);
         if (st != TP_OK) {
             tp_free(data);
@@ -325,6 +361,8 @@ static tp_status state_lookup(void *ctx, const char *target, tp_state_kind kind,
 static void load_ctx_clear(load_ctx *c) {
     for (int k = 0; k < c->n_cache; k++) tp_tensor_free(c->cache[k].keeper);
     c->n_cache = 0;
+    tp_free(c->member_align);
+    c->member_align = NULL;
     tp__serde_weights_free(&c->weights);
     tp__serde_weights_free(&c->constants);
 }
