@@ -435,5 +435,155 @@ TEST(test_shared_member_alignment) {
     tp_free(img);
 }
 
+/* ---- 3. the limits writer and reader share (limits.h) ----------------------------- */
+
+/* A name of n bytes: `base` padded with 'a'. */
+static char *long_name(const char *base, size_t n) {
+    char *s = tp_malloc(n + 1);
+    size_t b = strlen(base);
+    memcpy(s, base, b < n ? b : n);
+    for (size_t i = b; i < n; i++) s[i] = 'a';
+    s[n] = '\0';
+    return s;
+}
+
+/* relu(x) for a user input named `input` [n, 3] with a dynamic dim 0 named
+ * `dim` (range [1, 64]) and an example input. */
+static tp_program *named_program(const char *input, const char *dim) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_tensor *m = NULL;
+    CHECK_OK(tp_tensor_meta(TP_FLOAT32, 2, (int64_t[]){2, 3}, &m));
+    tp_value mv = tp_value_tensor(m);
+    tp_node *x = NULL, *y = NULL;
+    CHECK_OK(tp_graph_placeholder(g, input, &mv, &x));
+    tp_value_clear(&mv);
+    tp_value args;
+    CHECK_OK(tp_value_tuple(1, &args));
+    args.u.seq.items[0] = tp_value_node(x);
+    CHECK_OK(tp_graph_call_function(g, TP_OP_RELU, &args, NULL, &y));
+    tp_value_clear(&args);
+    CHECK_OK(tp_value_tuple(1, &args));
+    args.u.seq.items[0] = tp_value_node(y);
+    CHECK_OK(tp_graph_output(g, &args, NULL));
+    tp_value_clear(&args);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor(input), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(y)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    if (!p) return NULL;
+    CHECK_OK(tp_program_add_range(p, dim, 1, 64));
+    tp_dim_rule r = {.site = {input, 0}, .kind = TP_DIM_SYMBOL, .symbol = dim};
+    CHECK_OK(tp_program_add_dim_rule(p, &r));
+    tp_tensor *ex = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){2, 3}, &ex));
+    tp_value ev = tp_value_tensor(ex);
+    CHECK_OK(tp_program_set_example_input(p, input, &ev));
+    tp_value_clear(&ev);
+    CHECK_OK(tp_program_validate(p));
+    return p;
+}
+
+TEST(test_name_limit_round_trip) {
+    /* at the limit: an input (node, example key, .npy member) and a dim
+     * name of TP_LIMIT_NAME bytes are written and read back */
+    char *input = long_name("x_", TP_LIMIT_NAME), *dim = long_name("dim_", TP_LIMIT_NAME);
+    tp_program *p = named_program(input, dim);
+    tp_archive_entry e = {"named", p};
+    void *img = NULL;
+    size_t size = 0;
+    if (p) CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &img, &size));
+    tp_archive *a = NULL;
+    if (img) {
+        /* the example's .npy member is named in full */
+        char member[TP_LIMIT_NAME + 64];
+        snprintf(member, sizeof member, "data/sample_inputs/named/%s.npy", input);
+        tp_zip_reader *z = NULL;
+        CHECK_OK(tp__zip_open(img, size, NULL, &z));
+        CHECK_MSG(z && tp__zip_find(z, member) >= 0, "no member %.40s...", member);
+        tp__zip_close(z);
+        CHECK_OK(tp_archive_load_buffer(img, size, NULL, &a));
+    }
+    if (a) {
+        const tp_program *q = tp_archive_program(a, 0);
+        const tp_range_constraint *rc = tp_program_find_range(q, dim);
+        CHECK(rc && rc->min == 1 && rc->max == 64);
+        CHECK(tp_program_example_input(q, input) != NULL);
+        CHECK(tp_program_num_dim_rules(q) == 1 && strcmp(tp_program_dim_rule(q, 0)->symbol, dim) == 0);
+    }
+    tp_archive_free(a);
+    /* one past it, the reader refuses the name... */
+    if (img) {
+        char *doc = member_text(img, size, "models/named.json");
+        char key[TP_LIMIT_NAME + 8];
+        snprintf(key, sizeof key, "\"%s\": {", dim);
+        char *longer = long_name("", strlen(key) + 1);
+        snprintf(longer, strlen(key) + 2, "\"%sb\": {", dim);
+        doc = edit_text(doc, key, longer);
+        size_t edited_size = 0;
+        void *edited = doc ? replace_member(img, size, "models/named.json", doc, strlen(doc), &edited_size) : NULL;
+        expect_refused("dim name one past the limit", edited, edited_size, TP_ERR_CORRUPT,
+                       "range_constraints: a symbol needs a name of 1 to 1024 bytes");
+        tp_free(longer);
+        tp_free(doc);
+    }
+    tp_free(img);
+    tp_program_free(p);
+    /* ... and the writer refuses to write it */
+    char *dim_past = long_name("dim_", TP_LIMIT_NAME + 1);
+    p = named_program(input, dim_past);
+    e.program = p;
+    img = NULL;
+    if (p) CHECK_STATUS(tp_archive_save_buffer(&e, 1, NULL, 0, &img, &size), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("saving program 'named'");
+    CHECK_ERR_CONTAINS("dim name 'dim_aaaa");
+    CHECK_ERR_CONTAINS("of 1025 bytes exceeds the limit of 1024 bytes (TP_LIMIT_NAME)");
+    CHECK(img == NULL);
+    tp_program_free(p);
+    /* an input name one past the limit (a 2,000-byte ONNX dim_param alike) */
+    char *input_past = long_name("x_", 2000);
+    p = named_program(input_past, dim);
+    e.program = p;
+    if (p) CHECK_STATUS(tp_archive_save_buffer(&e, 1, NULL, 0, &img, &size), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("of 2000 bytes exceeds the limit of 1024 bytes (TP_LIMIT_NAME)");
+    CHECK(img == NULL);
+    tp_program_free(p);
+    tp_free(input_past);
+    tp_free(dim_past);
+    tp_free(input);
+    tp_free(dim);
+}
+
+/* A derived dim's name ("2*<root> + 1") counts as a name too: a root at the
+ * limit cannot have one. */
+TEST(test_derived_name_limit) {
+    char *input = long_name("x_", 16), *dim = long_name("dim_", TP_LIMIT_NAME - 8);
+    tp_program *p = named_program(input, dim);
+    if (!p) return;
+    tp_archive_entry e = {"named", p};
+    void *img = NULL;
+    size_t size = 0;
+    /* 2*<root> + 1: 6 bytes more, within the limit */
+    tp_dim_rule r = {.site = {input, 0}, .kind = TP_DIM_DERIVED, .symbol = dim, .scale = 2, .offset = 1};
+    CHECK_OK(tp_program_add_dim_rule(p, &r));
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &img, &size));
+    tp_archive *a = NULL;
+    if (img) CHECK_OK(tp_archive_load_buffer(img, size, NULL, &a));
+    tp_archive_free(a);
+    tp_free(img);
+    img = NULL;
+    /* 2*<root> + 1000: 9 bytes more, past it */
+    r.offset = 1000;
+    CHECK_OK(tp_program_add_dim_rule(p, &r));
+    CHECK_STATUS(tp_archive_save_buffer(&e, 1, NULL, 0, &img, &size), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("derived dim name '2*dim_aaa");
+    CHECK_ERR_CONTAINS("of 1025 bytes exceeds the limit of 1024 bytes");
+    tp_program_free(p);
+    tp_free(input);
+    tp_free(dim);
+}
+
 TEST_MAIN(T(test_derived_dim_offset_bounds), T(test_derived_dim_range_overflow), T(test_derived_dim_call_overflow),
-          T(test_shared_member_alignment))
+          T(test_shared_member_alignment), T(test_name_limit_round_trip), T(test_derived_name_limit))

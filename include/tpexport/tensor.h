@@ -13,7 +13,7 @@
  * their base. A "meta" tensor has sizes and dtype but no storage: shape
  * inference and graph building use them.
  *
- * Limits: rank <= TP_MAX_DIMS; every size >= 0; element counts and byte
+ * Limits: rank <= TP_MAX_DIMS (limits.h); every size >= 0; element counts and byte
  * sizes are checked for int64 overflow.
  */
 #ifndef TPEXPORT_TENSOR_H
@@ -23,13 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "limits.h" /* TP_MAX_DIMS */
 #include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define TP_MAX_DIMS 12
 
 typedef enum tp_dtype {
     TP_FLOAT32 = 0,

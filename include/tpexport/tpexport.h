@@ -7,6 +7,7 @@
 #include "status.h"
 #include "version.h"
 #include "alloc.h"
+#include "limits.h"
 #include "tensor.h"
 #include "value.h"
 #include "ops.h"

@@ -22,6 +22,7 @@
 #include "../internal.h"
 #include "save.h"
 #include "serde.h"
+#include "tpexport/limits.h"
 #include "tpexport/archive.h"
 #include "zip.h"
 
@@ -384,7 +385,7 @@ static tp_status load_examples(const tp_zip_reader *z, const char *name, tp_valu
             TP_TRY(tp_value_dict(out));
             any = true;
         }
-        char key[256];
+        char key[TP_LIMIT_NAME + 1]; /* an input name */
         size_t klen = len - plen - 4;
         TP_CHECK(klen > 0 && klen < sizeof key && !memchr(m + plen, '/', klen), TP_ERR_CORRUPT,
                  "bad example input member '%s'", m);
@@ -758,7 +759,9 @@ static tp_status collect_examples(const tp_program *p, tp_value *out) {
 
 static tp_status save_program(tp_zip_writer *zw, const char *name, const tp_program *p, written **done, int *n_done,
                               int *cap_done) {
-    char member[512], prefix[300];
+    /* program names are < 200 bytes; input names at most TP_LIMIT_NAME
+     * (the example pickle refuses longer ones before .npy members are named) */
+    char member[TP_LIMIT_NAME + 512], prefix[300];
     snprintf(prefix, sizeof prefix, "%s/", name);
     tp_serde_weights w = {0}, c = {0};
     tp_status st = tp__serde_state_weights(p, prefix, &w, &c);

@@ -101,7 +101,7 @@ static bool keep_going(const reader *r, tp_status st) { return r->problems != NU
 
 /* Python-identifier-like names: [A-Za-z_][A-Za-z0-9_]*, bounded. */
 static bool valid_identifier(const char *s) {
-    if (!s || !*s || strlen(s) > TP_SERDE_MAX_NAME) return false;
+    if (!s || !*s || strlen(s) > TP_LIMIT_NAME) return false;
     if (!(isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
     for (const char *p = s; *p; p++)
         if (!(isalnum((unsigned char)*p) || *p == '_')) return false;
@@ -111,7 +111,7 @@ static bool valid_identifier(const char *s) {
 /* A dotted attribute path: identifiers (or digits, as in "layers.0.weight")
  * separated by single dots. */
 static bool valid_target(const char *s) {
-    if (!s || !*s || strlen(s) > TP_SERDE_MAX_NAME) return false;
+    if (!s || !*s || strlen(s) > TP_LIMIT_NAME) return false;
     bool start = true;
     for (const char *p = s; *p; p++) {
         if (*p == '.') {
@@ -173,8 +173,8 @@ static tp_status replace_nonfinite(const char *text, size_t len, char **out, siz
 /* Parse a JSON document; `what` names it in messages. */
 static tp_status parse_json(const char *text, size_t len, const char *what, json_t **out) {
     *out = NULL;
-    TP_CHECK(len <= TP_SERDE_MAX_DOCUMENT, TP_ERR_CORRUPT, "%s: document of %zu bytes exceeds the limit of %zu", what,
-             len, TP_SERDE_MAX_DOCUMENT);
+    TP_CHECK(len <= TP_LIMIT_DOCUMENT, TP_ERR_CORRUPT, "%s: document of %zu bytes exceeds the limit of %zu", what,
+             len, TP_LIMIT_DOCUMENT);
     TP_CHECK(text != NULL || len == 0, TP_ERR_INVALID_ARG, "%s: no text", what);
     char *fixed = NULL;
     size_t fixed_len = 0;
@@ -235,7 +235,7 @@ static tp_status get_string(reader *r, const json_t *obj, const char *key, const
         return report(r, TP_ERR_CORRUPT, "%s.%s: expected a string%s, got %s", path, key, nullable ? " or null" : "",
                       json_kind(v));
     const char *s = json_string_value(v);
-    if (strlen(s) > TP_SERDE_MAX_NAME)
+    if (strlen(s) > TP_LIMIT_NAME)
         return report(r, TP_ERR_CORRUPT, "%s.%s: string of %zu bytes is too long", path, key, strlen(s));
     *out = s;
     return TP_OK;
@@ -245,9 +245,9 @@ static tp_status get_array(reader *r, const json_t *obj, const char *key, const 
     const json_t *v = json_object_get(obj, key);
     *out = v;
     if (!json_is_array(v)) return report(r, TP_ERR_CORRUPT, "%s.%s: expected an array, got %s", path, key, v ? json_kind(v) : "nothing");
-    if (json_array_size(v) > TP_SERDE_MAX_ITEMS)
+    if (json_array_size(v) > TP_LIMIT_ITEMS)
         return report(r, TP_ERR_CORRUPT, "%s.%s: %zu entries exceed the limit of %d", path, key, json_array_size(v),
-                      TP_SERDE_MAX_ITEMS);
+                      TP_LIMIT_ITEMS);
     return TP_OK;
 }
 
@@ -262,14 +262,45 @@ typedef struct jwriter {
     json_t **nonfinite;
     int n_nonfinite, cap_nonfinite;
     bool failed; /* an allocation failed while building */
+    /* the first thing past a reader limit (limits.h): the document would
+     * not load back, so it is refused with this status and message */
+    tp_status limit;
+    char limit_msg[320];
 } jwriter;
+
+static void jw_limit(jwriter *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jw_limit(jwriter *w, const char *fmt, ...) {
+    if (w->limit != TP_OK) return;
+    w->limit = TP_ERR_UNSUPPORTED;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->limit_msg, sizeof w->limit_msg, fmt, ap);
+    va_end(ap);
+}
 
 static json_t *jw_take(jwriter *w, json_t *j) {
     if (!j) w->failed = true;
     return j;
 }
 
+/* A name (what: "node name", "dim name", ...) the reader would refuse as
+ * too long is recorded as the writer's limit. */
+static void jw_check_name(jwriter *w, const char *what, const char *s) {
+    size_t n = strlen(s);
+    if (n > TP_LIMIT_NAME)
+        jw_limit(w, "%s '%.32s...' of %zu bytes exceeds the limit of %d bytes (TP_LIMIT_NAME)", what, s, n,
+                 TP_LIMIT_NAME);
+}
+
+/* A name as a JSON string, checked. */
+static json_t *jw_name(jwriter *w, const char *what, const char *s) {
+    jw_check_name(w, what, s);
+    return jw_take(w, json_string(s));
+}
+
 static void jw_set(jwriter *w, json_t *obj, const char *key, json_t *value) {
+    if (obj && value && json_object_size(obj) >= TP_LIMIT_ITEMS)
+        jw_limit(w, "an object of more than %d entries exceeds the limit (TP_LIMIT_ITEMS)", TP_LIMIT_ITEMS);
     if (!value || !obj || json_object_set_new(obj, key, value) != 0) {
         w->failed = true;
         if (!obj && value) json_decref(value);
@@ -277,6 +308,8 @@ static void jw_set(jwriter *w, json_t *obj, const char *key, json_t *value) {
 }
 
 static void jw_append(jwriter *w, json_t *arr, json_t *value) {
+    if (arr && value && json_array_size(arr) >= TP_LIMIT_ITEMS)
+        jw_limit(w, "an array of more than %d entries exceeds the limit (TP_LIMIT_ITEMS)", TP_LIMIT_ITEMS);
     if (!value || !arr || json_array_append_new(arr, value) != 0) {
         w->failed = true;
         if (!arr && value) json_decref(value);
@@ -388,12 +421,20 @@ static tp_status jw_finish(jwriter *w, json_t *root, char **out, size_t *len) {
     tp_status st = TP_OK;
     if (w->failed || !root) {
         st = tp_error(TP_ERR_NOMEM, "out of memory building a JSON document");
+    } else if (w->limit != TP_OK) {
+        st = tp_error(w->limit, "%s", w->limit_msg);
     } else {
         tp_sb sb = {0};
         dump_json(&sb, root, w);
         size_t n = sb.len;
-        st = tp__sb_finish(&sb, out);
-        if (st == TP_OK && len) *len = n;
+        if (n > TP_LIMIT_DOCUMENT && !sb.failed) {
+            tp__sb_free(&sb);
+            st = tp_error(TP_ERR_UNSUPPORTED, "a JSON document of %zu bytes exceeds the limit of %zu (TP_LIMIT_DOCUMENT)",
+                          n, TP_LIMIT_DOCUMENT);
+        } else {
+            st = tp__sb_finish(&sb, out);
+            if (st == TP_OK && len) *len = n;
+        }
     }
     json_decref(root);
     tp_free(w->nonfinite);
@@ -889,7 +930,7 @@ static tp_status pk_tensor(const pk_val *o, tp_value *out) {
  * true when the value is one); NULL refuses it. */
 static tp_status pk_to_value(const pk_val *v, int depth, size_t *budget, tp_value *out, bool *ellipsis) {
     *out = tp_value_none();
-    if (depth > TP_SERDE_MAX_DEPTH) PK_FAIL(TP_ERR_CORRUPT, "nesting deeper than %d", TP_SERDE_MAX_DEPTH);
+    if (depth > TP_LIMIT_DEPTH) PK_FAIL(TP_ERR_CORRUPT, "nesting deeper than %d", TP_LIMIT_DEPTH);
     if (*budget == 0) PK_FAIL(TP_ERR_CORRUPT, "more than %zu values (shared objects expand too far)", PK_MAX_OBJECTS);
     (*budget)--;
     switch (v->kind) {
@@ -929,11 +970,11 @@ static tp_status pk_to_value(const pk_val *v, int depth, size_t *budget, tp_valu
         TP_TRY(tp_value_dict(out));
         for (int64_t i = 0; i + 1 < v->n; i += 2) {
             const pk_val *k = v->items[i];
-            if (k->kind != PK_STR || memchr(k->bytes, 0, k->len) || k->len > TP_SERDE_MAX_NAME) {
+            if (k->kind != PK_STR || memchr(k->bytes, 0, k->len) || k->len > TP_LIMIT_NAME) {
                 tp_value_clear(out);
                 PK_FAIL(TP_ERR_UNSUPPORTED, "dict keys must be strings");
             }
-            char key[TP_SERDE_MAX_NAME + 1];
+            char key[TP_LIMIT_NAME + 1];
             memcpy(key, k->bytes, k->len);
             key[k->len] = '\0';
             if (tp_value_dict_get(out, key)) {
@@ -1039,7 +1080,7 @@ static void pk_write_bytes(tp_sb *sb, int op4, int op8, const void *data, size_t
 }
 
 static tp_status pk_write_value(tp_sb *sb, const tp_value *v, int depth) {
-    TP_CHECK(depth <= TP_SERDE_MAX_DEPTH, TP_ERR_INVALID_ARG, "example input nested deeper than %d", TP_SERDE_MAX_DEPTH);
+    TP_CHECK(depth <= TP_LIMIT_DEPTH, TP_ERR_INVALID_ARG, "example input nested deeper than %d", TP_LIMIT_DEPTH);
     switch (v->kind) {
     case TP_VAL_NONE: pk_byte(sb, 'N'); return TP_OK;
     case TP_VAL_BOOL: pk_byte(sb, v->u.b ? 0x88 : 0x89); return TP_OK;
@@ -1063,7 +1104,11 @@ static tp_status pk_write_value(tp_sb *sb, const tp_value *v, int depth) {
         pk_byte(sb, '}');
         pk_byte(sb, '(');
         for (int64_t i = 0; i < v->u.seq.n; i++) {
-            pk_write_bytes(sb, 'X', 0x8d, v->u.seq.keys[i], strlen(v->u.seq.keys[i]));
+            size_t klen = strlen(v->u.seq.keys[i]);
+            TP_CHECK(klen <= TP_LIMIT_NAME, TP_ERR_UNSUPPORTED,
+                     "example input key '%.32s...' of %zu bytes exceeds the limit of %d bytes (TP_LIMIT_NAME)",
+                     v->u.seq.keys[i], klen, TP_LIMIT_NAME);
+            pk_write_bytes(sb, 'X', 0x8d, v->u.seq.keys[i], klen);
             TP_TRY(pk_write_value(sb, &v->u.seq.items[i], depth + 1));
         }
         pk_byte(sb, 'u');
@@ -1285,8 +1330,8 @@ static tp_status decode_value(vctx *c, const json_t *j, const char *path, int de
 static tp_status decode_seq(vctx *c, const json_t *arr, const char *path, int depth, bool tuple, tp_value *out) {
     if (!json_is_array(arr)) return report(c->r, TP_ERR_CORRUPT, "%s: expected an array, got %s", path, json_kind(arr));
     size_t n = json_array_size(arr);
-    if (n > TP_SERDE_MAX_ITEMS)
-        return report(c->r, TP_ERR_CORRUPT, "%s: %zu items exceed the limit of %d", path, n, TP_SERDE_MAX_ITEMS);
+    if (n > TP_LIMIT_ITEMS)
+        return report(c->r, TP_ERR_CORRUPT, "%s: %zu items exceed the limit of %d", path, n, TP_LIMIT_ITEMS);
     tp_status st = tuple ? tp_value_tuple((int64_t)n, out) : tp_value_list((int64_t)n, out);
     if (st != TP_OK) return note(c->r, st);
     for (size_t i = 0; i < n; i++) {
@@ -1405,8 +1450,8 @@ static tp_status decode_pickle(vctx *c, const json_t *v, const char *path, tp_va
 static tp_status decode_value(vctx *c, const json_t *j, const char *path, int depth, tp_value *out) {
     reader *r = c->r;
     *out = tp_value_none();
-    if (depth > TP_SERDE_MAX_DEPTH)
-        return report(r, TP_ERR_CORRUPT, "%s: values nested deeper than %d", path, TP_SERDE_MAX_DEPTH);
+    if (depth > TP_LIMIT_DEPTH)
+        return report(r, TP_ERR_CORRUPT, "%s: values nested deeper than %d", path, TP_LIMIT_DEPTH);
     switch (json_typeof(j)) {
     case JSON_NULL: return TP_OK;
     case JSON_TRUE: *out = tp_value_bool(true); return TP_OK;
@@ -1414,7 +1459,7 @@ static tp_status decode_value(vctx *c, const json_t *j, const char *path, int de
     case JSON_INTEGER: *out = tp_value_int(json_integer_value(j)); return TP_OK;
     case JSON_REAL: *out = tp_value_float(json_real_value(j)); return TP_OK;
     case JSON_STRING:
-        if (json_string_length(j) > TP_SERDE_MAX_ITEMS)
+        if (json_string_length(j) > TP_LIMIT_ITEMS)
             return report(r, TP_ERR_CORRUPT, "%s: string of %zu bytes is too long", path, json_string_length(j));
         return note(r, tp_value_str(json_string_value(j), out));
     case JSON_ARRAY:
@@ -1431,9 +1476,9 @@ static tp_status decode_value(vctx *c, const json_t *j, const char *path, int de
     if (strcmp(key, "__list__") == 0) return decode_seq(c, v, path, depth, false, out);
     if (strcmp(key, "__dict__") == 0) {
         if (!json_is_array(v)) return report(r, TP_ERR_CORRUPT, "%s: __dict__ needs an array of pairs, got %s", path, json_kind(v));
-        if (json_array_size(v) > TP_SERDE_MAX_ITEMS)
+        if (json_array_size(v) > TP_LIMIT_ITEMS)
             return report(r, TP_ERR_CORRUPT, "%s: %zu items exceed the limit of %d", path, json_array_size(v),
-                          TP_SERDE_MAX_ITEMS);
+                          TP_LIMIT_ITEMS);
         tp_status st = tp_value_dict(out);
         if (st != TP_OK) return note(r, st);
         for (size_t i = 0; i < json_array_size(v); i++) {
@@ -2520,13 +2565,13 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
 
 static tp_status decode_meta_val(reader *r, const json_t *j, const char *path, int depth, tp_value *out) {
     *out = tp_value_none();
-    if (depth > TP_SERDE_MAX_DEPTH) return report(r, TP_ERR_CORRUPT, "%s: nested deeper than %d", path, TP_SERDE_MAX_DEPTH);
+    if (depth > TP_LIMIT_DEPTH) return report(r, TP_ERR_CORRUPT, "%s: nested deeper than %d", path, TP_LIMIT_DEPTH);
     if (json_is_null(j)) return TP_OK;
     if (json_is_object(j) && (json_object_get(j, "__tuple__") || json_object_get(j, "__list__")) &&
         json_object_size(j) == 1) {
         bool tuple = json_object_get(j, "__tuple__") != NULL;
         const json_t *arr = json_object_get(j, tuple ? "__tuple__" : "__list__");
-        if (!json_is_array(arr) || json_array_size(arr) > TP_SERDE_MAX_ITEMS)
+        if (!json_is_array(arr) || json_array_size(arr) > TP_LIMIT_ITEMS)
             return report(r, TP_ERR_CORRUPT, "%s: expected an array", path);
         tp_status st = tuple ? tp_value_tuple((int64_t)json_array_size(arr), out)
                              : tp_value_list((int64_t)json_array_size(arr), out);
@@ -2863,8 +2908,8 @@ static tp_status read_node(reader *r, int pos, const json_t *jn) {
 /* Pre-scan: names (valid, unique) and the single output node at the end. */
 static tp_status scan_nodes(reader *r, const json_t *nodes) {
     size_t n = json_array_size(nodes);
-    if (n > TP_SERDE_MAX_NODES)
-        return report(r, TP_ERR_CORRUPT, "graph.nodes: %zu nodes exceed the limit of %d", n, TP_SERDE_MAX_NODES);
+    if (n > TP_LIMIT_NODES)
+        return report(r, TP_ERR_CORRUPT, "graph.nodes: %zu nodes exceed the limit of %d", n, TP_LIMIT_NODES);
     r->nodes = tp_calloc(n ? n : 1, sizeof *r->nodes);
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;
@@ -3018,7 +3063,7 @@ typedef struct leaf_marks {
 static tp_status read_treespec(reader *r, const json_t *j, const char *path, int depth, leaf_marks *marks,
                                tp_treespec **out) {
     *out = NULL;
-    if (depth > TP_SERDE_MAX_DEPTH) return report(r, TP_ERR_CORRUPT, "%s: tree nested deeper than %d", path, TP_SERDE_MAX_DEPTH);
+    if (depth > TP_LIMIT_DEPTH) return report(r, TP_ERR_CORRUPT, "%s: tree nested deeper than %d", path, TP_LIMIT_DEPTH);
     if (!json_is_object(j)) return report(r, TP_ERR_CORRUPT, "%s: expected a tree spec object, got %s", path, json_kind(j));
     const char *t;
     TP_TRY(get_string(r, j, "t", path, false, &t));
@@ -3056,7 +3101,7 @@ static tp_status read_treespec(reader *r, const json_t *j, const char *path, int
     const json_t *c = json_object_get(j, "c"), *ctx = json_object_get(j, "ctx");
     if (c && !json_is_array(c)) return report(r, TP_ERR_CORRUPT, "%s.c: expected an array, got %s", path, json_kind(c));
     size_t n = c ? json_array_size(c) : 0;
-    if (n > TP_SERDE_MAX_ITEMS) return report(r, TP_ERR_CORRUPT, "%s.c: too many children", path);
+    if (n > TP_LIMIT_ITEMS) return report(r, TP_ERR_CORRUPT, "%s.c: too many children", path);
     const json_t *keys = NULL;
     if (kind == TP_TREE_DICT) {
         keys = json_is_object(ctx) && json_object_size(ctx) == 1 ? json_object_get(ctx, "__tuple__") : ctx;
@@ -3157,7 +3202,7 @@ static tp_status read_input_specs(reader *r, const json_t *specs) {
 
 /* Leaves of the output value as tensorplay counts them (None is a leaf). */
 static tp_status flatten_tp_style(const tp_value *v, int depth, const tp_value ***leaves, int64_t *n, int64_t *cap) {
-    if (depth > TP_SERDE_MAX_DEPTH) return tp_error(TP_ERR_CORRUPT, "output value nested deeper than %d", TP_SERDE_MAX_DEPTH);
+    if (depth > TP_LIMIT_DEPTH) return tp_error(TP_ERR_CORRUPT, "output value nested deeper than %d", TP_LIMIT_DEPTH);
     if (v->kind == TP_VAL_TUPLE || v->kind == TP_VAL_LIST || v->kind == TP_VAL_DICT) {
         for (int64_t i = 0; i < v->u.seq.n; i++) TP_TRY(flatten_tp_style(&v->u.seq.items[i], depth + 1, leaves, n, cap));
         return TP_OK;
@@ -3282,7 +3327,7 @@ static tp_status read_call_signature(reader *r, const json_t *j, const char *pat
     TP_TRY(get_array(r, j, "inputs", path, &ins));
     TP_TRY(get_array(r, j, "outputs", path, &outs));
     const json_t *names = json_object_get(j, "forward_arg_names");
-    if (names && !json_is_null(names) && (!json_is_array(names) || json_array_size(names) > TP_SERDE_MAX_ITEMS))
+    if (names && !json_is_null(names) && (!json_is_array(names) || json_array_size(names) > TP_LIMIT_ITEMS))
         return report(r, TP_ERR_CORRUPT, "%s.forward_arg_names: expected an array of strings or null", path);
     tp_module_call_signature *s = tp_calloc(1, sizeof *s);
     size_t n_in = json_array_size(ins), n_out = json_array_size(outs), n_names = json_is_array(names) ? json_array_size(names) : 0;
@@ -3339,9 +3384,9 @@ static bool is_user_input(const reader *r, const char *name) {
 
 /* "xs[0]['k']" -> "xs" checked as a user input. */
 static bool site_root_is_user_input(const reader *r, const char *site) {
-    char root[TP_SERDE_MAX_NAME + 1];
+    char root[TP_LIMIT_NAME + 1];
     size_t n = strcspn(site, "[");
-    if (n == 0 || n > TP_SERDE_MAX_NAME) return false;
+    if (n == 0 || n > TP_LIMIT_NAME) return false;
     memcpy(root, site, n);
     root[n] = '\0';
     return is_user_input(r, root);
@@ -3363,23 +3408,23 @@ static tp_status read_ranges(reader *r, tp_program *p, const json_t *ranges) {
     if (!ranges) return TP_OK;
     if (!json_is_object(ranges))
         return report(r, TP_ERR_CORRUPT, "range_constraints: expected an object, got %s", json_kind(ranges));
-    if (json_object_size(ranges) > TP_SERDE_MAX_ITEMS) return report(r, TP_ERR_CORRUPT, "range_constraints: too many entries");
+    if (json_object_size(ranges) > TP_LIMIT_ITEMS) return report(r, TP_ERR_CORRUPT, "range_constraints: too many entries");
     const char *name;
     json_t *v;
     tp_status first = TP_OK;
     json_object_foreach((json_t *)ranges, name, v) {
-        char path[TP_SERDE_MAX_NAME + 64];
+        char path[TP_LIMIT_NAME + 64];
         snprintf(path, sizeof path, "range_constraints['%.200s']", name);
         static const char *const req[] = {"min", "max", NULL};
         int64_t lo = 0, hi = 0;
         tp_status st = check_fields(r, v, path, req, NULL);
-        char sub[TP_SERDE_MAX_NAME + 80];
+        char sub[TP_LIMIT_NAME + 80];
         snprintf(sub, sizeof sub, "%s.min", path);
         if (st == TP_OK) st = read_bound(r, json_object_get(v, "min"), sub, false, &lo);
         snprintf(sub, sizeof sub, "%s.max", path);
         if (st == TP_OK) st = read_bound(r, json_object_get(v, "max"), sub, true, &hi);
-        if (st == TP_OK && (!*name || strlen(name) > TP_SERDE_MAX_NAME))
-            st = report(r, TP_ERR_CORRUPT, "range_constraints: a symbol needs a name of 1 to %d bytes", TP_SERDE_MAX_NAME);
+        if (st == TP_OK && (!*name || strlen(name) > TP_LIMIT_NAME))
+            st = report(r, TP_ERR_CORRUPT, "range_constraints: a symbol needs a name of 1 to %d bytes", TP_LIMIT_NAME);
         if (st == TP_OK && (lo < 0 || lo > hi))
             st = report(r, TP_ERR_CORRUPT, "%s: invalid range [%" PRId64 ", %" PRId64 "]", path, lo, hi);
         if (st == TP_OK && (st = tp_program_add_range(p, name, lo, hi)) != TP_OK) note(r, st);
@@ -3393,7 +3438,7 @@ static tp_status read_ranges(reader *r, tp_program *p, const json_t *ranges) {
 
 static tp_status read_equalities(reader *r, tp_program *p, const json_t *eqs) {
     if (!eqs) return TP_OK;
-    if (!json_is_array(eqs) || json_array_size(eqs) > TP_SERDE_MAX_ITEMS)
+    if (!json_is_array(eqs) || json_array_size(eqs) > TP_LIMIT_ITEMS)
         return report(r, TP_ERR_CORRUPT, "equality_constraints: expected an array, got %s", json_kind(eqs));
     tp_status first = TP_OK;
     for (size_t i = 0; i < json_array_size(eqs); i++) {
@@ -3517,9 +3562,9 @@ static tp_status read_input_dims(reader *r, tp_program *p, const json_t *j, cons
     if (json_is_null(j)) return TP_OK;
     const json_t *arr = json_is_array(j) ? j : json_is_object(j) && json_object_size(j) == 1 ? json_object_get(j, "__tuple__") : NULL;
     const json_t *map = json_is_object(j) && json_object_size(j) == 1 ? json_object_get(j, "__map__") : NULL;
-    char sub[600], child[TP_SERDE_MAX_NAME + 80];
+    char sub[600], child[TP_LIMIT_NAME + 80];
     if (arr) {
-        if (!json_is_array(arr) || json_array_size(arr) > TP_SERDE_MAX_ITEMS)
+        if (!json_is_array(arr) || json_array_size(arr) > TP_LIMIT_ITEMS)
             return report(r, TP_ERR_CORRUPT, "%s: expected an array", path);
         bool dims = true;
         for (size_t i = 0; i < json_array_size(arr); i++) dims = dims && is_dim_spec(json_array_get(arr, i));
@@ -3534,7 +3579,7 @@ static tp_status read_input_dims(reader *r, tp_program *p, const json_t *j, cons
         }
         return TP_OK;
     }
-    if (!map || !json_is_array(map) || json_array_size(map) > TP_SERDE_MAX_ITEMS)
+    if (!map || !json_is_array(map) || json_array_size(map) > TP_LIMIT_ITEMS)
         return report(r, TP_ERR_CORRUPT, "%s: expected a dims spec (__map__, list, tuple or null), got %s", path, json_kind(j));
     for (size_t i = 0; i < json_array_size(map); i++) {
         const json_t *pair = json_array_get(map, i);
@@ -3544,7 +3589,7 @@ static tp_status read_input_dims(reader *r, tp_program *p, const json_t *j, cons
         const json_t *key = json_array_get(pair, 0);
         if (json_is_integer(key)) {
             TP_TRY(read_dim_rule(r, p, json_array_get(pair, 1), site, (int)(json_integer_value(key) < 0 || json_integer_value(key) >= TP_MAX_DIMS ? -1 : json_integer_value(key)), sub));
-        } else if (json_is_string(key) && json_string_length(key) < TP_SERDE_MAX_NAME / 2 &&
+        } else if (json_is_string(key) && json_string_length(key) < TP_LIMIT_NAME / 2 &&
                    !strchr(json_string_value(key), '\'')) {
             snprintf(child, sizeof child, "%s['%s']", site, json_string_value(key));
             TP_TRY(read_input_dims(r, p, json_array_get(pair, 1), child, sub, depth + 1));
@@ -3559,7 +3604,7 @@ static tp_status read_dynamic_shapes(reader *r, tp_program *p, const json_t *ds)
     if (!ds || json_is_null(ds)) return TP_OK;
     const json_t *map = json_is_object(ds) && json_object_size(ds) == 1 ? json_object_get(ds, "__map__") : NULL;
     if (!map) return report(r, TP_ERR_CORRUPT, "dynamic_shapes: expected {\"__map__\": [...]}, got %s", json_kind(ds));
-    if (!json_is_array(map) || json_array_size(map) > TP_SERDE_MAX_ITEMS)
+    if (!json_is_array(map) || json_array_size(map) > TP_LIMIT_ITEMS)
         return report(r, TP_ERR_CORRUPT, "dynamic_shapes.__map__: expected an array");
     tp_status first = TP_OK;
     for (size_t i = 0; i < json_array_size(map); i++) {
@@ -3582,7 +3627,7 @@ static tp_status read_dynamic_shapes(reader *r, tp_program *p, const json_t *ds)
         const tp_dim_rule *rule = tp_program_dim_rule(p, i);
         int64_t lo, hi, root_lo, root_hi;
         if (rule->kind != TP_DIM_DERIVED || tp__derived_dim_range(p, rule, &lo, &hi, &root_lo, &root_hi)) continue;
-        char expr[TP_SERDE_MAX_NAME + 64], max[32] = "unbounded";
+        char expr[TP_LIMIT_NAME + 64], max[32] = "unbounded";
         tp__dim_rule_expr(rule, expr, sizeof expr);
         if (root_hi != TP_DIM_UNBOUNDED) snprintf(max, sizeof max, "%" PRId64, root_hi);
         tp_status st = report(r, TP_ERR_CORRUPT,
@@ -3601,7 +3646,7 @@ static tp_status read_dynamic_shapes(reader *r, tp_program *p, const json_t *ds)
 
 static tp_status read_module_call_graph(reader *r, tp_program *p, const json_t *mcg) {
     if (!mcg) return TP_OK;
-    if (!json_is_array(mcg) || json_array_size(mcg) > TP_SERDE_MAX_ITEMS)
+    if (!json_is_array(mcg) || json_array_size(mcg) > TP_LIMIT_ITEMS)
         return report(r, TP_ERR_CORRUPT, "module_call_graph: expected an array, got %s", json_kind(mcg));
     tp_status first = TP_OK;
     for (size_t i = 0; i < json_array_size(mcg); i++) {
@@ -3893,7 +3938,7 @@ static tp_status enc_seq(jwriter *w, const tp_value *v, int depth, json_t **out)
 
 static tp_status enc_value(jwriter *w, const tp_value *v, int depth, json_t **out) {
     *out = NULL;
-    TP_CHECK(depth <= TP_SERDE_MAX_DEPTH, TP_ERR_UNSUPPORTED, "value nested deeper than %d", TP_SERDE_MAX_DEPTH);
+    TP_CHECK(depth <= TP_LIMIT_DEPTH, TP_ERR_UNSUPPORTED, "value nested deeper than %d", TP_LIMIT_DEPTH);
     switch (v->kind) {
     case TP_VAL_NONE: *out = jw_take(w, json_null()); return TP_OK;
     case TP_VAL_BOOL: *out = jw_take(w, json_boolean(v->u.b)); return TP_OK;
@@ -3910,7 +3955,7 @@ static tp_status enc_value(jwriter *w, const tp_value *v, int depth, json_t **ou
         tp_free(b64);
         return TP_OK;
     }
-    case TP_VAL_NODE: *out = jw_obj1(w, "__node__", jw_take(w, json_string(tp_node_name(v->u.node)))); return TP_OK;
+    case TP_VAL_NODE: *out = jw_obj1(w, "__node__", jw_name(w, "node name", tp_node_name(v->u.node))); return TP_OK;
     case TP_VAL_TUPLE:
     case TP_VAL_LIST:
     case TP_VAL_DICT: return enc_seq(w, v, depth, out);
@@ -3922,12 +3967,14 @@ static tp_status enc_value(jwriter *w, const tp_value *v, int depth, json_t **ou
 static json_t *enc_name_target(jwriter *w, const char *kind, const char *name) {
     json_t *t = jw_take(w, json_object());
     jw_set(w, t, "kind", jw_take(w, json_string(kind)));
-    jw_set(w, t, "name", jw_take(w, json_string(name)));
+    jw_set(w, t, "name", jw_name(w, "target", name));
     return t;
 }
 
 static json_t *enc_meta_val(jwriter *w, const tp_value *v, int depth) {
-    if (depth > TP_SERDE_MAX_DEPTH) return jw_take(w, json_null());
+    /* meta is optional: what the reader's depth limit would refuse is left
+     * out (a container at the limit would have children past it) */
+    if (depth > TP_LIMIT_DEPTH || (depth == TP_LIMIT_DEPTH && v->kind != TP_VAL_TENSOR)) return jw_take(w, json_null());
     if (v->kind == TP_VAL_TENSOR) {
         json_t *o = jw_take(w, json_object()), *shape = jw_take(w, json_array());
         const tp_tensor *t = v->u.tensor;
@@ -4069,7 +4116,7 @@ static tp_status enc_node(jwriter *w, const tp_node *n, bool meta, json_t **out)
         jw_set(w, obj, "args", a);
         jw_set(w, obj, "kwargs", k);
     }
-    jw_set(w, obj, "name", jw_take(w, json_string(tp_node_name(n))));
+    jw_set(w, obj, "name", jw_name(w, "node name", tp_node_name(n)));
     const tp_value *val = tp_node_meta_val(n);
     if (meta && val->kind != TP_VAL_NONE) jw_set(w, obj, "meta", jw_obj1(w, "val", enc_meta_val(w, val, 0)));
     return st;
@@ -4080,9 +4127,9 @@ static json_t *enc_arg(jwriter *w, const tp_arg_spec *a, tp_status *st) {
     static const char *const names[] = {"TensorArgument", "SymIntArgument", "SymFloatArgument", "SymBoolArgument",
                                         "TokenArgument",  "CustomObjArgument", "ConstantArgument"};
     jw_set(w, o, "t", jw_take(w, json_string((unsigned)a->kind < 7 ? names[a->kind] : "TensorArgument")));
-    jw_set(w, o, "name", jw_take(w, json_string(a->name ? a->name : "")));
+    jw_set(w, o, "name", jw_name(w, "argument name", a->name ? a->name : ""));
     if (a->kind == TP_ARGK_CUSTOM_OBJ) {
-        jw_set(w, o, "class_fqn", jw_take(w, json_string(a->class_fqn ? a->class_fqn : "")));
+        jw_set(w, o, "class_fqn", jw_name(w, "class name", a->class_fqn ? a->class_fqn : ""));
         jw_set(w, o, "fake_val", jw_take(w, json_null()));
     } else if (a->kind == TP_ARGK_CONSTANT) {
         json_t *v = NULL;
@@ -4098,14 +4145,16 @@ static json_t *enc_treespec(jwriter *w, const tp_treespec *s, int depth) {
     if (!s) return jw_take(w, json_null());
     tp_tree_kind k = tp_treespec_kind(s);
     json_t *o = jw_take(w, json_object());
-    if (k == TP_TREE_LEAF || k == TP_TREE_NONE || depth > TP_SERDE_MAX_DEPTH) {
+    if (depth > TP_LIMIT_DEPTH)
+        jw_limit(w, "a tree spec nested deeper than %d exceeds the limit (TP_LIMIT_DEPTH)", TP_LIMIT_DEPTH);
+    if (k == TP_TREE_LEAF || k == TP_TREE_NONE || depth > TP_LIMIT_DEPTH) {
         jw_set(w, o, "t", jw_take(w, json_string("leaf")));
         return o;
     }
     jw_set(w, o, "t", jw_take(w, json_string(tp_tree_kind_name(k))));
     if (k == TP_TREE_DICT) {
         json_t *keys = jw_take(w, json_array());
-        for (int64_t i = 0; i < tp_treespec_num_children(s); i++) jw_append(w, keys, jw_take(w, json_string(tp_treespec_key(s, i))));
+        for (int64_t i = 0; i < tp_treespec_num_children(s); i++) jw_append(w, keys, jw_name(w, "tree spec key", tp_treespec_key(s, i)));
         jw_set(w, o, "ctx", jw_obj1(w, "__tuple__", keys));
     } else {
         jw_set(w, o, "ctx", jw_take(w, json_null()));
@@ -4121,7 +4170,7 @@ static json_t *enc_spec(jwriter *w, const char *kind, const tp_arg_spec *arg, co
     json_t *o = jw_take(w, json_object());
     jw_set(w, o, "kind", jw_take(w, json_string(kind)));
     jw_set(w, o, "arg", enc_arg(w, arg, st));
-    jw_set(w, o, "target", target ? jw_take(w, json_string(target)) : jw_take(w, json_null()));
+    jw_set(w, o, "target", target ? jw_name(w, "target", target) : jw_take(w, json_null()));
     jw_set(w, o, "persistent", persistent);
     return o;
 }
@@ -4195,7 +4244,7 @@ static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **ou
                     int64_t lo = rc ? rc->min : 0, hi = rc ? rc->max : TP_DIM_UNBOUNDED;
                     json_t *o = jw_take(w, json_object());
                     if (r->kind == TP_DIM_SYMBOL) {
-                        jw_set(w, o, "name", jw_take(w, json_string(r->symbol)));
+                        jw_set(w, o, "name", jw_name(w, "dim name", r->symbol));
                         jw_set(w, o, "min", jw_take(w, json_integer(lo)));
                         jw_set(w, o, "max", enc_bound(w, hi));
                         spec = jw_obj1(w, "__dim__", o);
@@ -4210,10 +4259,12 @@ static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **ou
                             json_decref(o);
                             break;
                         }
-                        char name[TP_SERDE_MAX_NAME + 64];
+                        /* room for a root at the limit and the expression, so
+                         * that the whole name is what gets checked */
+                        char name[TP_LIMIT_NAME + 64];
+                        jw_set(w, o, "root", jw_name(w, "dim name", r->symbol));
                         linear_name(r->symbol, r->scale, r->offset, name, sizeof name);
-                        jw_set(w, o, "name", jw_take(w, json_string(name)));
-                        jw_set(w, o, "root", jw_take(w, json_string(r->symbol)));
+                        jw_set(w, o, "name", jw_name(w, "derived dim name", name));
                         jw_set(w, o, "scale", jw_take(w, json_integer(r->scale)));
                         jw_set(w, o, "offset", jw_take(w, json_integer(r->offset)));
                         jw_set(w, o, "min", jw_take(w, json_integer(dlo)));
@@ -4232,7 +4283,7 @@ static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **ou
             break;
         }
         json_t *pair = jw_take(w, json_array());
-        jw_append(w, pair, jw_take(w, json_string(input)));
+        jw_append(w, pair, jw_name(w, "input name", input));
         jw_append(w, pair, jw_obj1(w, "__map__", dims));
         jw_append(w, inputs, pair);
     }
@@ -4251,7 +4302,7 @@ static json_t *enc_call_signature(jwriter *w, const tp_module_call_signature *s,
     jw_set(w, o, "out_spec", enc_treespec(w, s->out_spec, 0));
     if (s->forward_arg_names) {
         json_t *names = jw_take(w, json_array());
-        for (int i = 0; i < s->n_forward_arg_names; i++) jw_append(w, names, jw_take(w, json_string(s->forward_arg_names[i])));
+        for (int i = 0; i < s->n_forward_arg_names; i++) jw_append(w, names, jw_name(w, "argument name", s->forward_arg_names[i]));
         jw_set(w, o, "forward_arg_names", names);
     } else {
         jw_set(w, o, "forward_arg_names", jw_take(w, json_null()));
@@ -4264,6 +4315,9 @@ tp_status tp__serde_program_to_json(const tp_program *p, const tp_serde_write_op
     *json = NULL;
     if (len) *len = 0;
     TP_TRY(tp_ops_init());
+    int64_t n_nodes = tp_graph_num_nodes(tp_program_graph(p));
+    TP_CHECK(n_nodes <= TP_LIMIT_NODES, TP_ERR_UNSUPPORTED,
+             "a graph of %" PRId64 " nodes exceeds the limit of %d (TP_LIMIT_NODES)", n_nodes, TP_LIMIT_NODES);
     bool meta = !(opts && opts->no_meta);
     jwriter w = {0};
     json_t *doc = jw_take(&w, json_object());
@@ -4286,7 +4340,7 @@ tp_status tp__serde_program_to_json(const tp_program *p, const tp_serde_write_op
                 jw_set(&w, jn, "target", enc_name_target(&w, "name", tp_node_name(g)));
                 jw_set(&w, jn, "args", jw_obj1(&w, "__tuple__", jw_take(&w, json_array())));
                 jw_set(&w, jn, "kwargs", jw_obj1(&w, "__dict__", jw_take(&w, json_array())));
-                jw_set(&w, jn, "name", jw_take(&w, json_string(tp_node_name(g))));
+                jw_set(&w, jn, "name", jw_name(&w, "node name", tp_node_name(g)));
                 const tp_value *val = tp_node_meta_val(g);
                 if (meta && val->kind != TP_VAL_NONE) jw_set(&w, jn, "meta", jw_obj1(&w, "val", enc_meta_val(&w, val, 0)));
                 jw_append(&w, nodes, jn);
@@ -4321,7 +4375,7 @@ tp_status tp__serde_program_to_json(const tp_program *p, const tp_serde_write_op
     for (int i = 0; i < tp_program_num_module_calls(p); i++) {
         tp_module_call_entry e = tp_program_module_call(p, i);
         json_t *o = jw_take(&w, json_object());
-        jw_set(&w, o, "fqn", jw_take(&w, json_string(e.fqn ? e.fqn : "")));
+        jw_set(&w, o, "fqn", jw_name(&w, "module path", e.fqn ? e.fqn : ""));
         jw_set(&w, o, "signature", enc_call_signature(&w, e.signature, &st));
         jw_append(&w, mcg, o);
     }
@@ -4333,6 +4387,7 @@ tp_status tp__serde_program_to_json(const tp_program *p, const tp_serde_write_op
         json_t *o = jw_take(&w, json_object());
         jw_set(&w, o, "min", jw_take(&w, json_integer(rc->min)));
         jw_set(&w, o, "max", enc_bound(&w, rc->max));
+        jw_check_name(&w, "dim name", rc->name);
         jw_set(&w, ranges, rc->name, o);
     }
     jw_set(&w, doc, "range_constraints", ranges);
@@ -4342,12 +4397,12 @@ tp_status tp__serde_program_to_json(const tp_program *p, const tp_serde_write_op
         json_t *o = jw_take(&w, json_object()), *sites = jw_take(&w, json_array());
         for (int k = 0; k < ec->n_sites; k++) {
             json_t *site = jw_take(&w, json_array());
-            jw_append(&w, site, jw_take(&w, json_string(ec->sites[k].input)));
+            jw_append(&w, site, jw_name(&w, "input name", ec->sites[k].input));
             jw_append(&w, site, jw_take(&w, json_integer(ec->sites[k].dim)));
             jw_append(&w, sites, site);
         }
         jw_set(&w, o, "sites", sites);
-        jw_set(&w, o, "name", ec->name ? jw_take(&w, json_string(ec->name)) : jw_take(&w, json_null()));
+        jw_set(&w, o, "name", ec->name ? jw_name(&w, "dim name", ec->name) : jw_take(&w, json_null()));
         jw_append(&w, eqs, o);
     }
     jw_set(&w, doc, "equality_constraints", eqs);
@@ -4405,7 +4460,7 @@ static tp_status read_dims_array(const json_t *j, const char *what, const char *
 }
 
 static bool path_name_ok(const char *s) {
-    if (!s || !*s || strlen(s) > TP_SERDE_MAX_NAME || s[0] == '/') return false;
+    if (!s || !*s || strlen(s) > TP_LIMIT_NAME || s[0] == '/') return false;
     for (const char *p = s; *p; p++) {
         if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.' || *p == '/')) return false;
         if (*p == '.' && p[1] == '.') return false; /* no ".." */
@@ -4501,7 +4556,7 @@ tp_status tp__serde_weights_from_json(const char *json, size_t len, const char *
     TP_TRY(parse_json(json, len, what, &doc));
     tp_status st = TP_OK;
     if (!json_is_object(doc)) st = tp_error(TP_ERR_CORRUPT, "%s: expected an object, got %s", what, json_kind(doc));
-    else if (json_object_size(doc) > TP_SERDE_MAX_ITEMS) st = tp_error(TP_ERR_CORRUPT, "%s: too many entries", what);
+    else if (json_object_size(doc) > TP_LIMIT_ITEMS) st = tp_error(TP_ERR_CORRUPT, "%s: too many entries", what);
     if (st == TP_OK) {
         out->items = tp_calloc(json_object_size(doc) + 1, sizeof *out->items);
         if (!out->items) st = tp_error(TP_ERR_NOMEM, "out of memory reading %s", what);
@@ -4616,10 +4671,11 @@ tp_status tp__serde_weights_to_json(const tp_serde_weights *ws, char **json, siz
         jw_set(&w, o, "strides", strides);
         jw_set(&w, o, "storage_offset", jw_take(&w, json_integer(e->storage_offset)));
         jw_set(&w, o, "requires_grad", jw_take(&w, json_boolean(e->requires_grad)));
-        jw_set(&w, o, "path_name", jw_take(&w, json_string(e->path_name)));
+        jw_set(&w, o, "path_name", jw_name(&w, "payload path", e->path_name));
         jw_set(&w, o, "use_pickle", jw_take(&w, json_false()));
         jw_set(&w, o, "is_param", jw_take(&w, json_boolean(e->is_param)));
         jw_set(&w, o, "role", e->role >= 0 ? jw_take(&w, json_integer(e->role)) : jw_take(&w, json_null()));
+        jw_check_name(&w, "state name", e->name);
         if (json_object_get(doc, e->name)) {
             json_decref(o);
             json_decref(doc);

@@ -63,14 +63,11 @@
 #include <stdint.h>
 
 #include "../internal.h"
+#include "tpexport/limits.h"
 #include "tpexport/program.h"
 
-/* Bounds applied to every document (hostile input). */
-#define TP_SERDE_MAX_DOCUMENT ((size_t)1 << 30) /* bytes of JSON */
-#define TP_SERDE_MAX_NODES (1 << 20)             /* graph nodes */
-#define TP_SERDE_MAX_ITEMS (1 << 20)             /* entries of any one JSON array or object */
-#define TP_SERDE_MAX_DEPTH 32                    /* nesting of argument values and tree specs */
-#define TP_SERDE_MAX_NAME 1024                   /* bytes of a node name, target or key */
+/* Bounds applied to every document, read or written: TP_LIMIT_* and
+ * TP_MAX_DIMS in tpexport/limits.h. */
 
 /* ---- problems (verify mode) ------------------------------------------- */
 
