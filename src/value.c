@@ -26,6 +26,7 @@ tp_value tp_value_tensor(tp_tensor *t) {
 }
 
 tp_status tp_value_str(const char *s, tp_value *out) {
+    *out = tp_value_none(); /* on failure too: callers may clear it */
     char *c = tp_strdup(s ? s : "");
     TP_CHECK(c != NULL, TP_ERR_NOMEM, "out of memory copying a string");
     *out = (tp_value){.kind = TP_VAL_STR, .u.s = c};
@@ -33,6 +34,7 @@ tp_status tp_value_str(const char *s, tp_value *out) {
 }
 
 static tp_status seq_new(tp_value_kind kind, int64_t n, tp_value *out) {
+    *out = tp_value_none(); /* on failure too: callers may clear it */
     TP_CHECK(n >= 0, TP_ERR_INVALID_ARG, "negative sequence length");
     tp_value *items = tp_calloc((size_t)(n ? n : 1), sizeof *items);
     TP_CHECK(items != NULL, TP_ERR_NOMEM, "out of memory allocating a %s of %" PRId64 " items",
@@ -83,7 +85,7 @@ void tp_value_clear(tp_value *v) {
     *v = tp_value_none();
 }
 
-tp_status tp_value_copy(const tp_value *src, tp_value *dst) {
+static tp_status value_copy(const tp_value *src, tp_value *dst) {
     tp_value r = tp_value_none();
     switch (src->kind) {
     case TP_VAL_STR: TP_TRY(tp_value_str(src->u.s, &r)); break;
@@ -101,7 +103,7 @@ tp_status tp_value_copy(const tp_value *src, tp_value *dst) {
             }
         }
         for (int64_t i = 0; i < n; i++) {
-            tp_status st = tp_value_copy(&src->u.seq.items[i], &r.u.seq.items[i]);
+            tp_status st = value_copy(&src->u.seq.items[i], &r.u.seq.items[i]);
             if (st == TP_OK && r.u.seq.keys) {
                 r.u.seq.keys[i] = tp_strdup(src->u.seq.keys[i]);
                 if (!r.u.seq.keys[i]) st = tp_error(TP_ERR_NOMEM, "out of memory copying a dict key");
@@ -117,6 +119,12 @@ tp_status tp_value_copy(const tp_value *src, tp_value *dst) {
     }
     *dst = r;
     return TP_OK;
+}
+
+tp_status tp_value_copy(const tp_value *src, tp_value *dst) {
+    tp_status st = value_copy(src, dst);
+    if (st != TP_OK) *dst = tp_value_none(); /* nothing half-copied to clear */
+    return st;
 }
 
 void tp_value_move(tp_value *dst, tp_value *src) {
@@ -135,8 +143,13 @@ tp_value *tp_value_at(const tp_value *v, int64_t i) {
     return &v->u.seq.items[i];
 }
 
+/* seq_set, append and dict_set consume `item` in every case: on failure
+ * it is cleared here, so callers never free it (value.h). */
 tp_status tp_value_seq_set(tp_value *seq, int64_t i, tp_value *item) {
-    TP_CHECK(i >= 0 && i < tp_value_len(seq), TP_ERR_INDEX, "index %" PRId64 " out of range", i);
+    if (!(i >= 0 && i < tp_value_len(seq))) {
+        tp_value_clear(item);
+        return tp_error(TP_ERR_INDEX, "index %" PRId64 " out of range", i);
+    }
     tp_value_move(&seq->u.seq.items[i], item);
     return TP_OK;
 }
@@ -158,17 +171,23 @@ static tp_status seq_grow(tp_value *seq) {
 }
 
 tp_status tp_value_append(tp_value *seq, tp_value *item) {
-    TP_CHECK(seq->kind == TP_VAL_LIST || seq->kind == TP_VAL_TUPLE, TP_ERR_TYPE,
-             "append needs a list or tuple, got %s", tp_value_kind_name(seq->kind));
-    TP_TRY(seq_grow(seq));
+    tp_status st = seq->kind == TP_VAL_LIST || seq->kind == TP_VAL_TUPLE
+                       ? seq_grow(seq)
+                       : tp_error(TP_ERR_TYPE, "append needs a list or tuple, got %s", tp_value_kind_name(seq->kind));
+    if (st != TP_OK) {
+        tp_value_clear(item);
+        return st;
+    }
     seq->u.seq.items[seq->u.seq.n++] = *item;
     *item = tp_value_none();
     return TP_OK;
 }
 
 tp_status tp_value_dict_set(tp_value *dict, const char *key, tp_value *item) {
-    TP_CHECK(dict->kind == TP_VAL_DICT, TP_ERR_TYPE, "dict_set needs a dict, got %s",
-             tp_value_kind_name(dict->kind));
+    if (dict->kind != TP_VAL_DICT) {
+        tp_value_clear(item);
+        return tp_error(TP_ERR_TYPE, "dict_set needs a dict, got %s", tp_value_kind_name(dict->kind));
+    }
     for (int64_t i = 0; i < dict->u.seq.n; i++) {
         if (strcmp(dict->u.seq.keys[i], key) == 0) {
             tp_value_move(&dict->u.seq.items[i], item);
@@ -176,10 +195,10 @@ tp_status tp_value_dict_set(tp_value *dict, const char *key, tp_value *item) {
         }
     }
     char *k = tp_strdup(key);
-    TP_CHECK(k != NULL, TP_ERR_NOMEM, "out of memory copying a dict key");
-    tp_status st = seq_grow(dict);
+    tp_status st = k ? seq_grow(dict) : tp_error(TP_ERR_NOMEM, "out of memory copying a dict key");
     if (st != TP_OK) {
         tp_free(k);
+        tp_value_clear(item);
         return st;
     }
     dict->u.seq.keys[dict->u.seq.n] = k;

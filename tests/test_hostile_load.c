@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "archive/zip.h"
-#include "test_util.h"
+#include "fail_alloc.h"
 #include "tpexport/archive.h"
 
 /* ---- archives as buffers ------------------------------------------------------ */
@@ -585,5 +585,139 @@ TEST(test_derived_name_limit) {
     tp_free(dim);
 }
 
+/* ---- 4. allocation failures while loading real archives --------------------------- */
+
+typedef struct sweep_ctx {
+    const void *image;
+    size_t size;
+    const char *path;
+    tp_program *program;
+} sweep_ctx;
+
+static tp_status op_load_buffer(void *ctx) {
+    sweep_ctx *c = ctx;
+    tp_archive *a = NULL;
+    tp_status st = tp_archive_load_buffer(c->image, c->size, NULL, &a);
+    tp_archive_free(a);
+    return st;
+}
+
+static tp_status op_verify_buffer(void *ctx) {
+    sweep_ctx *c = ctx;
+    return tp_archive_verify_buffer(c->image, c->size, NULL);
+}
+
+static tp_status op_load_path(void *ctx) {
+    sweep_ctx *c = ctx;
+    tp_archive *a = NULL;
+    tp_status st = tp_archive_load(c->path, NULL, &a);
+    tp_archive_free(a);
+    return st;
+}
+
+static tp_status op_save(void *ctx) {
+    sweep_ctx *c = ctx;
+    tp_archive_entry e = {"model", c->program};
+    void *img = NULL;
+    size_t size = 0;
+    tp_status st = tp_archive_save_buffer(&e, 1, NULL, 0, &img, &size);
+    tp_free(img);
+    return st;
+}
+
+static tp_status op_module(void *ctx) {
+    sweep_ctx *c = ctx;
+    tp_module *m = NULL;
+    tp_status st = tp_program_module(c->program, &m);
+    tp_program_invalidate_module(c->program);
+    return st;
+}
+
+/* Loading each archive with each allocation failing in turn: TP_ERR_NOMEM
+ * every time and nothing leaked. tensorplay's archives carry pickled
+ * example inputs; tpexport's carry .npy ones too. */
+TEST(test_load_alloc_failures) {
+    static const char *const archives[] = {"fixtures/tensorplay/counter.pt2", "fixtures/tensorplay/dynamic.pt2",
+                                           "fixtures/tensorplay/two_programs_fixed.pt2"};
+    for (size_t i = 0; i < TP_ARRAY_LEN(archives); i++) {
+        sweep_ctx c = {.path = archives[i]};
+        c.image = read_file(archives[i], &c.size);
+        if (!c.image) continue;
+        char what[256];
+        snprintf(what, sizeof what, "load %s", archives[i]);
+        long n = check_alloc_failures(what, op_load_buffer, &c);
+        if (getenv("TP_TEST_VERBOSE")) printf("  %s: %ld allocations\n", what, n);
+        tp_free((void *)c.image);
+    }
+}
+
+TEST(test_verify_and_mapped_alloc_failures) {
+    sweep_ctx c = {.path = "fixtures/tensorplay/dynamic.pt2"};
+    c.image = read_file(c.path, &c.size);
+    if (!c.image) return;
+    check_alloc_failures("verify dynamic.pt2", op_verify_buffer, &c);
+    check_alloc_failures("load dynamic.pt2 mapped", op_load_path, &c);
+    tp_free((void *)c.image);
+}
+
+/* Saving (example inputs collected into a dict) and unlifting (the
+ * module's defaults: a dict of the example inputs) a loaded program. */
+TEST(test_save_and_module_alloc_failures) {
+    static const char *const archives[] = {"fixtures/tensorplay/dynamic.pt2",
+                                           "../fuzz/corpus/archive/tpexport_mlp_counter.pt2"};
+    for (size_t i = 0; i < TP_ARRAY_LEN(archives); i++) {
+        tp_archive *a = NULL;
+        CHECK_OK(tp_archive_load(archives[i], NULL, &a));
+        if (!a) continue;
+        sweep_ctx c = {.program = tp_archive_program(a, 0)};
+        char what[256];
+        snprintf(what, sizeof what, "save %s", archives[i]);
+        check_alloc_failures(what, op_save, &c);
+        snprintf(what, sizeof what, "module of %s", archives[i]);
+        check_alloc_failures(what, op_module, &c);
+        tp_archive_free(a);
+    }
+}
+
+/* tp_value_dict_set, tp_value_append and tp_value_seq_set consume the item
+ * even when they fail (value.h): the item is None afterwards and nothing
+ * it held leaks. */
+static tp_status op_dict_set(void *ctx) {
+    (void)ctx;
+    tp_value d, item;
+    TP_TRY(tp_value_dict(&d));
+    tp_tensor *t = NULL;
+    tp_status st = tp_tensor_zeros(TP_FLOAT32, 1, (int64_t[]){3}, &t);
+    item = st == TP_OK ? tp_value_tensor(t) : tp_value_none();
+    if (st == TP_OK) st = tp_value_dict_set(&d, "a key", &item);
+    CHECK(item.kind == TP_VAL_NONE); /* consumed either way */
+    tp_value s = tp_value_none();
+    if (st == TP_OK) st = tp_value_str("text", &s);
+    if (st == TP_OK) st = tp_value_dict_set(&d, "another key", &s);
+    CHECK(s.kind == TP_VAL_NONE);
+    tp_value_clear(&d);
+    return st;
+}
+
+TEST(test_container_set_consumes_item) {
+    check_alloc_failures("dict_set", op_dict_set, NULL);
+    tp_value list, t = tp_value_none(), d;
+    CHECK_OK(tp_value_list(1, &list));
+    CHECK_OK(tp_value_str("x", &t));
+    CHECK_STATUS(tp_value_seq_set(&list, 5, &t), TP_ERR_INDEX);
+    CHECK(t.kind == TP_VAL_NONE);
+    CHECK_OK(tp_value_str("x", &t));
+    CHECK_STATUS(tp_value_dict_set(&list, "k", &t), TP_ERR_TYPE);
+    CHECK(t.kind == TP_VAL_NONE);
+    CHECK_OK(tp_value_dict(&d));
+    CHECK_OK(tp_value_str("x", &t));
+    CHECK_STATUS(tp_value_append(&d, &t), TP_ERR_TYPE);
+    CHECK(t.kind == TP_VAL_NONE);
+    tp_value_clear(&d);
+    tp_value_clear(&list);
+}
+
 TEST_MAIN(T(test_derived_dim_offset_bounds), T(test_derived_dim_range_overflow), T(test_derived_dim_call_overflow),
-          T(test_shared_member_alignment), T(test_name_limit_round_trip), T(test_derived_name_limit))
+          T(test_shared_member_alignment), T(test_name_limit_round_trip), T(test_derived_name_limit),
+          T(test_load_alloc_failures), T(test_verify_and_mapped_alloc_failures), T(test_save_and_module_alloc_failures),
+          T(test_container_set_consumes_item))

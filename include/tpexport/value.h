@@ -63,7 +63,8 @@ struct tp_value {
  * "Node", "list", "tuple", "dict". */
 TP_API const char *tp_value_kind_name(tp_value_kind kind);
 
-/* Constructors. Scalars cannot fail; those that allocate return a status. */
+/* Constructors. Scalars cannot fail; those that allocate return a status
+ * and leave *out None when they fail (so it may always be cleared). */
 TP_API tp_value tp_value_none(void);
 TP_API tp_value tp_value_bool(bool b);
 TP_API tp_value tp_value_int(int64_t i);
@@ -83,7 +84,7 @@ TP_API tp_status tp_value_dict(tp_value *out);
 
 /* Release what v owns; v becomes None. NULL ok. */
 TP_API void tp_value_clear(tp_value *v);
-/* Deep copy (tensors retained, not copied). */
+/* Deep copy (tensors retained, not copied). On failure *dst is None. */
 TP_API tp_status tp_value_copy(const tp_value *src, tp_value *dst);
 /* Move: *dst = *src, *src = None (dst is cleared first). */
 TP_API void tp_value_move(tp_value *dst, tp_value *src);
@@ -91,11 +92,16 @@ TP_API void tp_value_move(tp_value *dst, tp_value *src);
 /* Sequence (list/tuple/dict) access. */
 TP_API int64_t tp_value_len(const tp_value *v); /* 0 for non-sequences */
 TP_API tp_value *tp_value_at(const tp_value *v, int64_t i); /* borrowed; NULL if out of range */
-/* Replace item i with `item`, taking it over (item becomes None). */
+/* Putting an item into a container: seq_set, append and dict_set always
+ * consume `item`, whether they succeed or fail - on success it moves into
+ * the container, on failure (TP_ERR_NOMEM, a wrong kind, an index out of
+ * range) it is cleared. Either way *item is None afterwards and the caller
+ * must not free what it held (a tensor reference, a string). */
+/* Replace item i with `item` (consumed). */
 TP_API tp_status tp_value_seq_set(tp_value *seq, int64_t i, tp_value *item);
-/* Append, taking over `item`. Works on lists, tuples. */
+/* Append `item` (consumed). Works on lists, tuples. */
 TP_API tp_status tp_value_append(tp_value *seq, tp_value *item);
-/* Dict: set key (copied) to item (taken over); replaces an existing key. */
+/* Dict: set key (copied) to item (consumed); replaces an existing key. */
 TP_API tp_status tp_value_dict_set(tp_value *dict, const char *key, tp_value *item);
 /* Dict lookup; NULL if absent. Borrowed. */
 TP_API tp_value *tp_value_dict_get(const tp_value *dict, const char *key);
