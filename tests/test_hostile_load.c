@@ -635,10 +635,14 @@ static tp_status op_module(void *ctx) {
 
 /* Loading each archive with each allocation failing in turn: TP_ERR_NOMEM
  * every time and nothing leaked. tensorplay's archives carry pickled
- * example inputs; tpexport's carry .npy ones too. */
+ * example inputs and pickled (base64) arguments; tpexport's carry .npy
+ * example inputs and per-node meta values too. An allocation failure is
+ * never reported as corrupt input. */
 TEST(test_load_alloc_failures) {
-    static const char *const archives[] = {"fixtures/tensorplay/counter.pt2", "fixtures/tensorplay/dynamic.pt2",
-                                           "fixtures/tensorplay/two_programs_fixed.pt2"};
+    static const char *const archives[] = {
+        "fixtures/tensorplay/mlp.pt2",     "fixtures/tensorplay/counter.pt2", "fixtures/tensorplay/dynamic.pt2",
+        "fixtures/tensorplay/ops.pt2",     "fixtures/tensorplay/two_programs_fixed.pt2",
+        "../fuzz/corpus/archive/tpexport_mlp_counter.pt2"};
     for (size_t i = 0; i < TP_ARRAY_LEN(archives); i++) {
         sweep_ctx c = {.path = archives[i]};
         c.image = read_file(archives[i], &c.size);

@@ -1205,13 +1205,15 @@ static char *b64_encode(const unsigned char *data, size_t n) {
     return out;
 }
 
-/* Strict base64 (padding required, no whitespace). *out is tp_malloc'd. */
-static bool b64_decode(const char *s, unsigned char **out, size_t *out_len) {
+/* Strict base64 (padding required, no whitespace). *out is tp_malloc'd.
+ * TP_ERR_CORRUPT (no message: the caller names the field) for bad text,
+ * TP_ERR_NOMEM when the buffer cannot be allocated. */
+static tp_status b64_decode(const char *s, unsigned char **out, size_t *out_len) {
     size_t n = strlen(s);
     *out = NULL;
-    if (n % 4) return false;
+    if (n % 4) return TP_ERR_CORRUPT;
     unsigned char *buf = tp_malloc(n / 4 * 3 + 1);
-    if (!buf) return false;
+    if (!buf) return tp_error(TP_ERR_NOMEM, "out of memory decoding %zu bytes of base64", n);
     size_t o = 0;
     for (size_t i = 0; i < n; i += 4) {
         uint32_t v = 0;
@@ -1227,7 +1229,7 @@ static bool b64_decode(const char *s, unsigned char **out, size_t *out_len) {
                 d = (int)(p - g_b64);
             } else {
                 tp_free(buf);
-                return false;
+                return TP_ERR_CORRUPT;
             }
             v = (v << 6) | (uint32_t)d;
         }
@@ -1237,7 +1239,7 @@ static bool b64_decode(const char *s, unsigned char **out, size_t *out_len) {
     }
     *out = buf;
     *out_len = o;
-    return true;
+    return TP_OK;
 }
 
 /* A dtype as tensorplay's pickle, base64 (new string). */
@@ -1434,9 +1436,10 @@ static tp_status decode_pickle(vctx *c, const json_t *v, const char *path, tp_va
     reader *r = c->r;
     if (!json_is_string(v)) return report(r, TP_ERR_CORRUPT, "%s: expected base64 text, got %s", path, json_kind(v));
     unsigned char *bytes;
-    size_t n;
-    if (!b64_decode(json_string_value(v), &bytes, &n))
-        return report(r, TP_ERR_CORRUPT, "%s: invalid base64 in a pickled value", path);
+    size_t n = 0;
+    tp_status bst = b64_decode(json_string_value(v), &bytes, &n);
+    if (bst == TP_ERR_NOMEM) return note(r, bst);
+    if (bst != TP_OK) return report(r, TP_ERR_CORRUPT, "%s: invalid base64 in a pickled value", path);
     tp_status st = pickle_read(bytes, n, out, ellipsis);
     tp_free(bytes);
     if (st == TP_OK && out->kind == TP_VAL_TENSOR) return lift_constant(c, out);
@@ -2607,6 +2610,7 @@ static tp_status decode_meta_val(reader *r, const json_t *j, const char *path, i
     }
     tp_tensor *m;
     tp_status st = tp_tensor_meta(dtype, nd, sizes, &m);
+    if (st == TP_ERR_NOMEM) return note(r, st); /* out of memory, not a bad shape */
     if (st != TP_OK) return report(r, TP_ERR_CORRUPT, "%s: %s", path, tp_last_error());
     *out = tp_value_tensor(m);
     return TP_OK;
