@@ -3,7 +3,8 @@
  *
  * Each block carries a 16-byte header holding its size, so that frees and
  * reallocs can tell the hook the old size (lua_Alloc style) and callers need
- * not track sizes.
+ * not track sizes, and its origin: the hook, or (tp__malloc_libc only, for
+ * jansson's sake: json.c) libc, which tp_free and tp_realloc then use.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,6 +13,20 @@
 #include "internal.h"
 
 #define TP_HEADER 16
+/* header bytes [0, 8): the size; [8, 16): the origin */
+#define ORIGIN_HOOK 0u
+#define ORIGIN_LIBC 0x6c696263u /* "libc" */
+
+static void write_header(char *base, size_t size, uint64_t origin) {
+    memcpy(base, &size, sizeof size);
+    memcpy(base + 8, &origin, sizeof origin);
+}
+
+static uint64_t header_origin(const char *base) {
+    uint64_t origin;
+    memcpy(&origin, base + 8, sizeof origin);
+    return origin;
+}
 
 static void *default_alloc(void *user, void *ptr, size_t old_size, size_t new_size) {
     TP_UNUSED(user);
@@ -39,7 +54,17 @@ void *tp_malloc(size_t size) {
     if (!tp_add_size(size, TP_HEADER, &total)) return NULL;
     char *p = g_alloc(g_alloc_user, NULL, 0, total);
     if (!p) return NULL;
-    memcpy(p, &size, sizeof size);
+    write_header(p, size, ORIGIN_HOOK);
+    atomic_fetch_add(&g_live_blocks, 1);
+    return p + TP_HEADER;
+}
+
+void *tp__malloc_libc(size_t size) {
+    size_t total;
+    if (!tp_add_size(size, TP_HEADER, &total)) return NULL;
+    char *p = malloc(total);
+    if (!p) return NULL;
+    write_header(p, size, ORIGIN_LIBC);
     atomic_fetch_add(&g_live_blocks, 1);
     return p + TP_HEADER;
 }
@@ -58,9 +83,10 @@ void *tp_realloc(void *ptr, size_t new_size) {
     size_t old_size, total;
     memcpy(&old_size, base, sizeof old_size);
     if (!tp_add_size(new_size, TP_HEADER, &total)) return NULL;
-    char *p = g_alloc(g_alloc_user, base, old_size + TP_HEADER, total);
+    uint64_t origin = header_origin(base);
+    char *p = origin == ORIGIN_LIBC ? realloc(base, total) : g_alloc(g_alloc_user, base, old_size + TP_HEADER, total);
     if (!p) return NULL;
-    memcpy(p, &new_size, sizeof new_size);
+    write_header(p, new_size, origin);
     return p + TP_HEADER;
 }
 
@@ -69,7 +95,8 @@ void tp_free(void *ptr) {
     char *base = (char *)ptr - TP_HEADER;
     size_t size;
     memcpy(&size, base, sizeof size);
-    g_alloc(g_alloc_user, base, size + TP_HEADER, 0);
+    if (header_origin(base) == ORIGIN_LIBC) free(base);
+    else g_alloc(g_alloc_user, base, size + TP_HEADER, 0);
     atomic_fetch_sub(&g_live_blocks, 1);
 }
 

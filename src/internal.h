@@ -143,6 +143,11 @@ TP_HIDDEN void tp__sb_free(tp_sb *sb);
  * "TARGET: " the op dispatcher already put there (status.c). */
 TP_HIDDEN void tp__node_error_context(const char *name, const char *target);
 
+/* A block like tp_malloc's, taken from libc instead of the hook; tp_free
+ * and tp_realloc know it by its header. Only for a parser that cannot
+ * survive a failed allocation (jansson's lexer: archive/json.c). */
+TP_HIDDEN void *tp__malloc_libc(size_t size);
+
 /* Ensure room for one more item in a tp_realloc'd array of n items with
  * capacity *cap (doubling; alloc.c). TP_ERR_NOMEM on failure. */
 TP_HIDDEN tp_status tp__grow(void **items, int *cap, int n, size_t elem);

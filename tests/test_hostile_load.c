@@ -10,8 +10,10 @@
  * (our ZIP writer computes the CRCs). Every case asserts the exact status
  * and a message substring; the harness checks that nothing leaks.
  */
+#include <jansson.h>
 #include <stdint.h>
 
+#include "archive/serde.h"
 #include "archive/zip.h"
 #include "fail_alloc.h"
 #include "tpexport/archive.h"
@@ -721,7 +723,55 @@ TEST(test_container_set_consumes_item) {
     tp_value_clear(&list);
 }
 
+/* ---- 5, 6. jansson's memory through the hook; out of memory is not corrupt -------- */
+
+/* A weights index with long keys and strings (jansson's token buffer
+ * grows while lexing them). The first key's 15th byte, where that buffer
+ * first grows, is the 'u' of an escape: a lexer dropping it on a failed
+ * growth then meets "\0", which jansson asserts cannot happen. */
+static const char g_index[] =
+    "{\"abcdefghijklm\\u0065.layers.0.self_attention.in_projection.weight\": {\"dtype\": \"float32\", \"sizes\": [4, 3], "
+    "\"strides\": [3, 1], \"storage_offset\": 0, \"requires_grad\": false, \"path_name\": "
+    "\"encoder_with_a_long_name/weight_0\", \"use_pickle\": false, \"is_param\": true, \"role\": 0}, "
+    "\"encoder.layers.0.self_attention.in_projection.bias\": {\"dtype\": \"float32\", \"sizes\": [4], "
+    "\"strides\": [1], \"storage_offset\": 0, \"requires_grad\": false, \"path_name\": "
+    "\"encoder_with_a_long_name/weight_1\", \"use_pickle\": false, \"is_param\": true, \"role\": 0}}";
+
+static int g_json_nomem; /* failed runs that said "out of memory parsing JSON" */
+
+static tp_status op_parse_index(void *ctx) {
+    (void)ctx;
+    tp_serde_weights w = {0};
+    tp_status st = tp__serde_weights_from_json(g_index, sizeof g_index - 1, "weights", NULL, NULL, &w);
+    if (st == TP_OK) CHECK(w.n == 2);
+    if (st != TP_OK && strstr(tp_last_error(), "out of memory parsing JSON")) g_json_nomem++;
+    CHECK_MSG(!strstr(tp_last_error(), "invalid JSON"), "out of memory read as corrupt: %s", tp_last_error());
+    tp__serde_weights_free(&w);
+    return st;
+}
+
+TEST(test_json_allocations_through_hook) {
+    /* every jansson allocation can fail through the hook: each failure is
+     * TP_ERR_NOMEM (never "invalid JSON", never an abort in jansson's
+     * lexer) and nothing leaks; without the hook jansson would never fail */
+    g_json_nomem = 0;
+    long n = check_alloc_failures("weights index", op_parse_index, NULL);
+    CHECK_MSG(g_json_nomem > 20, "only %d of %ld failures were in JSON parsing", g_json_nomem, n);
+    /* jansson's blocks are counted and balanced like the library's own */
+    json_t *j = json_loads("{\"a\": [1, 2, 3]}", 0, NULL);
+    CHECK(j != NULL);
+    long live = tp_alloc_live_blocks();
+    json_decref(j);
+    CHECK(tp_alloc_live_blocks() < live);
+    /* a string jansson returns is freed with tp_free */
+    json_t *one = json_pack("[i]", 1);
+    char *text = json_dumps(one, 0);
+    CHECK_MSG(text && strcmp(text, "[1]") == 0, "json_dumps gave %s", text ? text : "NULL");
+    tp_free(text);
+    json_decref(one);
+}
+
 TEST_MAIN(T(test_derived_dim_offset_bounds), T(test_derived_dim_range_overflow), T(test_derived_dim_call_overflow),
           T(test_shared_member_alignment), T(test_name_limit_round_trip), T(test_derived_name_limit),
           T(test_load_alloc_failures), T(test_verify_and_mapped_alloc_failures), T(test_save_and_module_alloc_failures),
-          T(test_container_set_consumes_item))
+          T(test_container_set_consumes_item), T(test_json_allocations_through_hook))

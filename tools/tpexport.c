@@ -557,7 +557,7 @@ static void inspect_json(const tp_archive *a, bool plan) {
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (text) {
         puts(text);
-        free(text);
+        tp_free(text); /* jansson allocates through tp_malloc (alloc.h) */
     }
     json_decref(root);
 }
@@ -1131,7 +1131,7 @@ static int cmd_bench(int argc, char **argv) {
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
         if (!text) die(EXIT_IO, "out of memory");
         puts(text);
-        free(text);
+        tp_free(text);
         json_decref(o);
     } else {
         char rss[32];

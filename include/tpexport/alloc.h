@@ -7,6 +7,14 @@
  * (never for a free). The hook is process-wide; set it before creating any
  * object, and do not change it while objects allocated by the previous hook
  * are alive. Tests use it to count allocations and inject failures.
+ *
+ * That includes the JSON parser's memory: when the library is loaded it
+ * installs tp_malloc/tp_free as jansson's allocation functions
+ * (json_set_alloc_funcs), so jansson's blocks go through whichever hook is
+ * current, are counted by tp_alloc_live_blocks, and a failed one makes the
+ * library's JSON reading or writing fail with TP_ERR_NOMEM. A program that
+ * uses jansson itself shares these functions (free what json_dumps returns
+ * with tp_free) and the rule above applies to its JSON values too.
  */
 #ifndef TPEXPORT_ALLOC_H
 #define TPEXPORT_ALLOC_H

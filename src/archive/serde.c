@@ -19,6 +19,7 @@
 
 #include "../graph_impl.h"
 #include "../program_impl.h"
+#include "json.h"
 #include "serde.h"
 
 #define MAX_STORED_PROBLEMS 1000
@@ -180,12 +181,12 @@ static tp_status parse_json(const char *text, size_t len, const char *what, json
     size_t fixed_len = 0;
     TP_TRY(replace_nonfinite(text ? text : "", len, &fixed, &fixed_len));
     json_error_t err;
-    json_t *j = fixed ? json_loadb(fixed, fixed_len, JSON_REJECT_DUPLICATES, &err)
-                      : json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &err);
+    bool out_of_memory = false;
+    json_t *j = fixed ? tp__json_parse(fixed, fixed_len, JSON_REJECT_DUPLICATES, &err, &out_of_memory)
+                      : tp__json_parse(text ? text : "", len, JSON_REJECT_DUPLICATES, &err, &out_of_memory);
     tp_free(fixed);
+    if (out_of_memory) return tp_error(TP_ERR_NOMEM, "%s: out of memory parsing JSON", what);
     if (!j) {
-        if (json_error_code(&err) == json_error_out_of_memory)
-            return tp_error(TP_ERR_NOMEM, "%s: out of memory parsing JSON", what);
         return tp_error(TP_ERR_CORRUPT, "%s: invalid JSON at line %d column %d: %s", what, err.line, err.column,
                         err.text);
     }
@@ -266,7 +267,10 @@ typedef struct jwriter {
      * not load back, so it is refused with this status and message */
     tp_status limit;
     char limit_msg[320];
+    unsigned long json_failures; /* tp__json_alloc_failures() at the start */
 } jwriter;
+
+static jwriter jw_start(void) { return (jwriter){.json_failures = tp__json_alloc_failures()}; }
 
 static void jw_limit(jwriter *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void jw_limit(jwriter *w, const char *fmt, ...) {
@@ -298,6 +302,8 @@ static json_t *jw_name(jwriter *w, const char *what, const char *s) {
     return jw_take(w, json_string(s));
 }
 
+/* jw_set, jw_append and jw_obj1 take `value` over: on failure it is freed,
+ * so a value is filled in before it is handed to them, never after. */
 static void jw_set(jwriter *w, json_t *obj, const char *key, json_t *value) {
     if (obj && value && json_object_size(obj) >= TP_LIMIT_ITEMS)
         jw_limit(w, "an object of more than %d entries exceeds the limit (TP_LIMIT_ITEMS)", TP_LIMIT_ITEMS);
@@ -419,7 +425,7 @@ static void dump_json(tp_sb *sb, const json_t *j, const jwriter *w) {
 /* Dump and free the tree; the writer's markers are released. */
 static tp_status jw_finish(jwriter *w, json_t *root, char **out, size_t *len) {
     tp_status st = TP_OK;
-    if (w->failed || !root) {
+    if (w->failed || !root || tp__json_alloc_failures() != w->json_failures) {
         st = tp_error(TP_ERR_NOMEM, "out of memory building a JSON document");
     } else if (w->limit != TP_OK) {
         st = tp_error(w->limit, "%s", w->limit_msg);
@@ -4221,11 +4227,12 @@ static json_t *enc_bound(jwriter *w, int64_t v) {
 }
 
 static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **out) {
-    json_t *inputs = jw_take(w, json_array());
-    *out = jw_obj1(w, "__map__", inputs);
+    *out = NULL;
     int n = tp_program_num_dim_rules(p);
     bool *done = tp_calloc((size_t)n + 1, sizeof *done);
     TP_CHECK(done != NULL, TP_ERR_NOMEM, "out of memory");
+    /* wrapped once filled: jw_obj1 may free what it is given */
+    json_t *inputs = jw_take(w, json_array());
     tp_status st = TP_OK;
     for (int i = 0; st == TP_OK && i < n; i++) {
         if (done[i]) continue;
@@ -4292,6 +4299,7 @@ static tp_status enc_dynamic_shapes(jwriter *w, const tp_program *p, json_t **ou
         jw_append(w, inputs, pair);
     }
     tp_free(done);
+    *out = jw_obj1(w, "__map__", inputs);
     return st;
 }
 
@@ -4323,7 +4331,7 @@ tp_status tp__serde_program_to_json(const tp_program *p, const tp_serde_write_op
     TP_CHECK(n_nodes <= TP_LIMIT_NODES, TP_ERR_UNSUPPORTED,
              "a graph of %" PRId64 " nodes exceeds the limit of %d (TP_LIMIT_NODES)", n_nodes, TP_LIMIT_NODES);
     bool meta = !(opts && opts->no_meta);
-    jwriter w = {0};
+    jwriter w = jw_start();
     json_t *doc = jw_take(&w, json_object());
     tp_status st = TP_OK;
     jw_set(&w, doc, "schema_version", jw_take(&w, json_integer(1)));
@@ -4661,7 +4669,7 @@ tp_status tp__serde_state_weights(const tp_program *p, const char *path_prefix, 
 tp_status tp__serde_weights_to_json(const tp_serde_weights *ws, char **json, size_t *len) {
     TP_CHECK(ws && json, TP_ERR_INVALID_ARG, "weights or output is NULL");
     *json = NULL;
-    jwriter w = {0};
+    jwriter w = jw_start();
     json_t *doc = jw_take(&w, json_object());
     for (int i = 0; i < ws->n; i++) {
         const tp_serde_weight *e = &ws->items[i];
