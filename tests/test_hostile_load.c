@@ -771,7 +771,88 @@ TEST(test_json_allocations_through_hook) {
     json_decref(one);
 }
 
+/* ---- 7. eager in-place and view ops check their arguments ------------------------ */
+
+/* A plausible value for a schema argument of type t (the first argument
+ * gets the bad `self` instead). */
+static tp_status plausible_arg(tp_arg_type t, tp_value *out) {
+    switch (t) {
+    case TP_ARG_TENSOR:
+    case TP_ARG_OPT_TENSOR:
+    case TP_ARG_TENSOR_OR_SCALAR: {
+        tp_tensor *x = NULL;
+        TP_TRY(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){2, 3}, &x));
+        *out = tp_value_tensor(x);
+        return TP_OK;
+    }
+    case TP_ARG_TENSOR_LIST: {
+        tp_tensor *x = NULL;
+        TP_TRY(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){2, 3}, &x));
+        TP_TRY(tp_value_list(1, out));
+        out->u.seq.items[0] = tp_value_tensor(x);
+        return TP_OK;
+    }
+    case TP_ARG_SCALAR:
+    case TP_ARG_OPT_SCALAR:
+    case TP_ARG_INT:
+    case TP_ARG_OPT_INT: *out = tp_value_int(1); return TP_OK;
+    case TP_ARG_INT_LIST:
+    case TP_ARG_OPT_INT_LIST: return tp_value_int_list((int64_t[]){1}, 1, out);
+    case TP_ARG_FLOAT:
+    case TP_ARG_OPT_FLOAT: *out = tp_value_float(1.0); return TP_OK;
+    case TP_ARG_BOOL:
+    case TP_ARG_OPT_BOOL: *out = tp_value_bool(false); return TP_OK;
+    case TP_ARG_STR:
+    case TP_ARG_OPT_STR: return tp_value_str("none", out);
+    case TP_ARG_OPT_DTYPE: *out = tp_value_dtype(TP_FLOAT32); return TP_OK;
+    case TP_ARG_ANY: *out = tp_value_int(1); return TP_OK;
+    }
+    *out = tp_value_none();
+    return TP_OK;
+}
+
+TEST(test_inplace_and_view_ops_check_self) {
+    int checked = 0;
+    for (int op = 0; op < TP_OP_COUNT; op++) {
+        unsigned flags = tp_op_flags((tp_op)op);
+        const tp_schema *s = tp_op_schema((tp_op)op);
+        if (!(flags & (TP_OPF_INPLACE | TP_OPF_VIEW)) || !s || s->n_args < 1 || !tp_op_has_kernel((tp_op)op)) continue;
+        for (int bad = 0; bad < 3; bad++) {
+            tp_value bound[64];
+            for (int i = 0; i < s->n_args; i++) {
+                bound[i] = tp_value_none();
+                if (i == 0) continue;
+                if (s->args[i].has_default) CHECK_OK(tp_value_copy(&s->args[i].default_value, &bound[i]));
+                else CHECK_OK(plausible_arg(s->args[i].type, &bound[i]));
+            }
+            /* self: an int, None, a list of ints */
+            if (bad == 0) bound[0] = tp_value_int(3);
+            else if (bad == 2) CHECK_OK(tp_value_int_list((int64_t[]){1, 2}, 2, &bound[0]));
+            tp_value out = tp_value_none();
+            tp_status st = tp_op_call_bound((tp_op)op, bound, &out);
+            const char *kind = bad == 0 ? "int" : bad == 1 ? "None" : "list";
+            /* getitem takes Any self: a list is a valid container */
+            bool valid = op == TP_OP_GETITEM && bad == 2;
+            if (valid) {
+                CHECK_MSG(st == TP_OK, "getitem of a list: %s", tp_last_error());
+            } else {
+                CHECK_MSG(st == TP_ERR_TYPE, "%s with a %s self returned %s (%s)", tp_op_name((tp_op)op), kind,
+                          tp_status_str(st), tp_last_error());
+                if (s->args[0].type == TP_ARG_TENSOR)
+                    CHECK_MSG(strstr(tp_last_error(), "argument 'self' must be Tensor"), "%s: %s", tp_op_name((tp_op)op),
+                              tp_last_error());
+            }
+            tp_value_clear(&out);
+            for (int i = 0; i < s->n_args; i++) tp_value_clear(&bound[i]);
+            checked++;
+        }
+    }
+    /* add_ mul_ copy_ fill_ zero_ and the view ops at least */
+    CHECK_MSG(checked >= 3 * 20, "only %d calls checked", checked);
+}
+
 TEST_MAIN(T(test_derived_dim_offset_bounds), T(test_derived_dim_range_overflow), T(test_derived_dim_call_overflow),
           T(test_shared_member_alignment), T(test_name_limit_round_trip), T(test_derived_name_limit),
           T(test_load_alloc_failures), T(test_verify_and_mapped_alloc_failures), T(test_save_and_module_alloc_failures),
-          T(test_container_set_consumes_item), T(test_json_allocations_through_hook))
+          T(test_container_set_consumes_item), T(test_json_allocations_through_hook),
+          T(test_inplace_and_view_ops_check_self))

@@ -132,7 +132,10 @@ TP_API tp_status tp_op_infer(tp_op op, const tp_value *bound, tp_value *out);
  * the result (a tensor, tuple or list value), owned by the caller. */
 TP_API tp_status tp_op_call(tp_op op, const tp_value *args, int n_args, const tp_value *kwargs,
                             tp_value *out);
-/* Same with already-bound arguments (from tp_op_bind). */
+/* Same with already-bound arguments (from tp_op_bind: one value per schema
+ * argument). Every op, in-place and view ops included, checks each value's
+ * kind against the schema before its kernel runs (TP_ERR_TYPE naming the
+ * argument; tensors must be real tensors, not graph nodes). */
 TP_API tp_status tp_op_call_bound(tp_op op, const tp_value *bound, tp_value *out);
 
 /* Has the op a reference kernel / an optimised variant? */

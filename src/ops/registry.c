@@ -295,6 +295,50 @@ fail:
 
 /* ---- inference and dispatch -------------------------------------------- */
 
+/* Check bound values against the schema before any kernel reads them: the
+ * kinds tp_op_bind produces, with real tensors only (an eager kernel cannot
+ * run on graph nodes). The shape rule makes its own checks, but in-place
+ * and view ops have none run before their kernel, and a caller may build
+ * the bound values itself. Never rewrites; TP_ERR_TYPE naming the op and
+ * argument. */
+static tp_status check_bound(tp_op op, const tp_schema *s, const tp_value *bound) {
+    for (int i = 0; i < s->n_args; i++) {
+        const tp_schema_arg *a = &s->args[i];
+        const tp_value *v = &bound[i];
+        tp_value_kind k = v->kind;
+        bool none = k == TP_VAL_NONE, ok = false;
+        switch (a->type) {
+        case TP_ARG_TENSOR: ok = k == TP_VAL_TENSOR; break;
+        case TP_ARG_OPT_TENSOR: ok = none || k == TP_VAL_TENSOR; break;
+        case TP_ARG_TENSOR_LIST:
+            ok = tp_value_is_seq(v);
+            for (int64_t j = 0; ok && j < v->u.seq.n; j++) ok = v->u.seq.items[j].kind == TP_VAL_TENSOR;
+            break;
+        case TP_ARG_TENSOR_OR_SCALAR: ok = k == TP_VAL_TENSOR || tp_value_is_number(v); break;
+        case TP_ARG_OPT_SCALAR: ok = none || tp_value_is_number(v); break;
+        case TP_ARG_SCALAR: ok = tp_value_is_number(v); break;
+        case TP_ARG_OPT_INT: ok = none || k == TP_VAL_INT || k == TP_VAL_BOOL; break;
+        case TP_ARG_INT: ok = k == TP_VAL_INT || k == TP_VAL_BOOL; break;
+        case TP_ARG_OPT_INT_LIST:
+        case TP_ARG_INT_LIST:
+            ok = (none && a->type == TP_ARG_OPT_INT_LIST) || tp_value_is_seq(v);
+            for (int64_t j = 0; ok && !none && j < v->u.seq.n; j++) ok = v->u.seq.items[j].kind == TP_VAL_INT;
+            break;
+        case TP_ARG_OPT_FLOAT: ok = none || tp_value_is_number(v); break;
+        case TP_ARG_FLOAT: ok = tp_value_is_number(v); break;
+        case TP_ARG_OPT_BOOL: ok = none || k == TP_VAL_BOOL; break;
+        case TP_ARG_BOOL: ok = k == TP_VAL_BOOL; break;
+        case TP_ARG_OPT_STR: ok = none || k == TP_VAL_STR; break;
+        case TP_ARG_STR: ok = k == TP_VAL_STR; break;
+        case TP_ARG_OPT_DTYPE: ok = none || k == TP_VAL_DTYPE; break;
+        case TP_ARG_ANY: ok = true; break;
+        }
+        TP_CHECK(ok, TP_ERR_TYPE, "%s(): argument '%s' must be %s, not %s", tp_op_name(op), a->name,
+                 arg_type_name(a->type), tp_value_kind_name(k));
+    }
+    return TP_OK;
+}
+
 tp_status tp_op_infer(tp_op op, const tp_value *bound, tp_value *out) {
     const op_def *d = get_def(op);
     TP_CHECK(d && d->infer, TP_ERR_UNSUPPORTED, "op %s has no shape rule", tp_op_name(op));
@@ -323,6 +367,8 @@ static tp_status materialize(tp_value *v) {
 tp_status tp_op_call_bound(tp_op op, const tp_value *bound, tp_value *out) {
     const op_def *d = get_def(op);
     TP_CHECK(d && d->kernel, TP_ERR_UNSUPPORTED, "op %s has no kernel", tp_op_name(op));
+    TP_CHECK(bound != NULL && out != NULL, TP_ERR_INVALID_ARG, "%s(): bound arguments or output is NULL", tp_op_name(op));
+    TP_TRY(check_bound(op, &d->schema, bound));
     tp_value result = tp_value_none();
     tp_status st = TP_OK;
     if (!(d->flags & (TP_OPF_VIEW | TP_OPF_INPLACE))) {
