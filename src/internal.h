@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tpexport/alloc.h"
 #include "tpexport/status.h"
@@ -89,6 +90,20 @@ TP_HIDDEN void tp__storage_retain(tp_storage *s);
  * shape already checked): converts dtypes, never allocates. */
 TP_HIDDEN void tp__tensor_copy_disjoint(tp_tensor *dst, const tp_tensor *src);
 TP_HIDDEN void tp__storage_release(tp_storage *s);
+
+/* Copy a caller's option struct whose first field is `size_t struct_size`
+ * into dst (the library's size): only the fields the caller knows
+ * (struct_size bytes; 0 means this library's size), the rest zero (the
+ * default of every field added later). src NULL: all defaults. */
+static inline void tp__options_copy(void *dst, size_t size, const void *src) {
+    memset(dst, 0, size);
+    if (!src) return;
+    size_t n;
+    memcpy(&n, src, sizeof n);
+    if (n == 0 || n > size) n = size;
+    memcpy(dst, src, n);
+    memcpy(dst, &size, sizeof size);
+}
 
 /* Scalar element access by dtype (p points at one element). */
 TP_HIDDEN double tp__load_f64(const void *p, tp_dtype dtype);

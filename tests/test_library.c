@@ -7,7 +7,11 @@
  * pool's workers; the library then works again from scratch.
  */
 #include "test_util.h"
+#include <stddef.h>
+
 #include "tpexport/archive.h"
+#include "tpexport/export.h"
+#include "tpexport/onnx.h"
 #include "tpexport/run.h"
 
 TEST(test_version) {
@@ -61,4 +65,34 @@ TEST(test_shutdown_releases_everything) {
     tp_ops_init(); /* back to the state the harness counts blocks from */
 }
 
-TEST_MAIN(T(test_version), T(test_shutdown_releases_everything))
+/* Option structs: the library reads only the struct_size bytes a caller
+ * knows (a program built against older headers passes a shorter struct),
+ * and 0 means this version's size. A field past struct_size that would
+ * fail the load if read must be ignored. */
+TEST(test_option_struct_sizes) {
+    tp_load_options o;
+    tp_load_options_init(&o);
+    CHECK(o.struct_size == sizeof o);
+    o.max_member_size = 1; /* every member is larger */
+    tp_archive *a = NULL;
+    CHECK(tp_archive_load("fixtures/tensorplay/mlp.pt2", &o, &a) == TP_ERR_UNSUPPORTED);
+    o.struct_size = 0; /* zero-initialised style: this version's fields */
+    CHECK(tp_archive_load("fixtures/tensorplay/mlp.pt2", &o, &a) == TP_ERR_UNSUPPORTED);
+    o.struct_size = offsetof(tp_load_options, max_member_size); /* an older caller */
+    CHECK_OK(tp_archive_load("fixtures/tensorplay/mlp.pt2", &o, &a));
+    tp_archive_free(a);
+    CHECK_OK(tp_archive_verify("fixtures/tensorplay/mlp.pt2", &o));
+
+    tp_onnx_options io;
+    tp_onnx_options_init(&io);
+    CHECK(io.struct_size == sizeof io);
+    tp_export_options eo;
+    tp_export_options_init(&eo);
+    CHECK(eo.struct_size == sizeof eo && eo.method == NULL);
+
+    tp_run_options ro;
+    tp_run_options_init(&ro);
+    CHECK(ro.struct_size == sizeof ro && ro.cpu_level == TP_CPU_AUTO);
+}
+
+TEST_MAIN(T(test_version), T(test_shutdown_releases_everything), T(test_option_struct_sizes))

@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "program.h"
 #include "status.h"
@@ -54,12 +55,20 @@ extern "C" {
 
 typedef struct tp_archive tp_archive;
 
+/* Load options. Zero-initialise them or use tp_load_options_init; fields
+ * added later default to 0 (docs/abi.md). */
 typedef struct tp_load_options {
+    size_t struct_size;         /* sizeof(tp_load_options) as the caller saw it; 0: this version's */
     bool no_mmap;               /* copy weights instead of mapping them */
     uint64_t max_member_size;   /* 0: default (8 GiB) - larger members are refused */
     uint64_t max_total_size;    /* 0: default (64 GiB) - sum of inflated sizes */
     uint32_t max_ratio;         /* 0: default (1000) - compression-bomb guard */
 } tp_load_options;
+
+static inline void tp_load_options_init(tp_load_options *o) {
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+}
 
 /* Load every program of an archive. opts NULL = defaults. Caller frees
  * *out with tp_archive_free. */

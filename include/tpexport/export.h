@@ -68,6 +68,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "module.h"
 #include "ops.h"
@@ -335,7 +336,10 @@ TP_API tp_status tp_shapes_apply_fixes(tp_shapes *s, const char *message);
 
 /* ---- export --------------------------------------------------------------------- */
 
+/* Export options. Zero-initialise them or use tp_export_options_init;
+ * fields added later default to 0 (docs/abi.md). */
 typedef struct tp_export_options {
+    size_t struct_size;                 /* sizeof(tp_export_options) as the caller saw it; 0: this version's */
     const char *method;                 /* NULL: the forward; else a method name */
     const tp_shapes *dynamic_shapes;    /* NULL: all static */
     const char *const *preserve_module_call_signature; /* fqns; NULL-free array */
@@ -348,6 +352,11 @@ typedef struct tp_export_options {
      * TP_EXPORT_REPLAY_CHECK=1 turns it on for every export. */
     bool replay_check;
 } tp_export_options;
+
+static inline void tp_export_options_init(tp_export_options *o) {
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+}
 
 /* Export m: trace its forward on the example args/kwargs (tensors; cloned,
  * never modified), lift state, record mutations, check the dynamic-shape

@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "program.h"
 #include "status.h"
@@ -57,7 +58,10 @@ typedef struct tp_onnx_dim_range {
     int64_t min, max;
 } tp_onnx_dim_range;
 
+/* Import options. Zero-initialise them or use tp_onnx_options_init;
+ * fields added later default to 0 (docs/abi.md). */
 typedef struct tp_onnx_options {
+    size_t struct_size; /* sizeof(tp_onnx_options) as the caller saw it; 0: this version's */
     int n_dim_ranges;
     const tp_onnx_dim_range *dim_ranges; /* borrowed during the call */
     size_t max_model_bytes;    /* 0: 2 GiB. Larger model files: TP_ERR_CORRUPT */
@@ -86,6 +90,11 @@ typedef struct tp_onnx_options {
      * by older callers get the default. */
     size_t max_constant_bytes;
 } tp_onnx_options;
+
+static inline void tp_onnx_options_init(tp_onnx_options *o) {
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+}
 
 /* One unsupported node. */
 typedef struct tp_onnx_issue {

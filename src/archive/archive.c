@@ -604,8 +604,10 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
 
 /* ---- public loading entry points ---------------------------------------------- */
 
-tp_status tp_archive_load(const char *path, const tp_load_options *opts, tp_archive **out) {
+tp_status tp_archive_load(const char *path, const tp_load_options *opts_in, tp_archive **out) {
     TP_CHECK(path && out, TP_ERR_INVALID_ARG, "archive path is NULL");
+    tp_load_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     mapping *m;
     TP_TRY(map_file(path, opts && opts->no_mmap, &m));
     tp_status st = load_all(m, m->mmapped, opts, out, NULL, NULL);
@@ -614,8 +616,10 @@ tp_status tp_archive_load(const char *path, const tp_load_options *opts, tp_arch
     return st;
 }
 
-tp_status tp_archive_load_buffer(const void *data, size_t size, const tp_load_options *opts, tp_archive **out) {
+tp_status tp_archive_load_buffer(const void *data, size_t size, const tp_load_options *opts_in, tp_archive **out) {
     TP_CHECK((data || !size) && out, TP_ERR_INVALID_ARG, "archive buffer is NULL");
+    tp_load_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     mapping *m;
     TP_TRY(map_buffer(data, size, &m));
     /* the private copy is ours: weights may borrow it like a mapping */
@@ -646,7 +650,9 @@ static tp_status verify_image(mapping *m, const tp_load_options *opts) {
     return st;
 }
 
-tp_status tp_archive_verify(const char *path, const tp_load_options *opts) {
+tp_status tp_archive_verify(const char *path, const tp_load_options *opts_in) {
+    tp_load_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     mapping *m;
     TP_TRY(map_file(path, opts && opts->no_mmap, &m));
     tp_status st = verify_image(m, opts);
@@ -654,7 +660,9 @@ tp_status tp_archive_verify(const char *path, const tp_load_options *opts) {
     return st;
 }
 
-tp_status tp_archive_verify_buffer(const void *data, size_t size, const tp_load_options *opts) {
+tp_status tp_archive_verify_buffer(const void *data, size_t size, const tp_load_options *opts_in) {
+    tp_load_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     mapping *m;
     TP_TRY(map_buffer(data, size, &m));
     tp_status st = verify_image(m, opts);

@@ -465,7 +465,9 @@ static tp_status do_export(tp_module *m, const tp_value *args, int n_args, const
 }
 
 tp_status tp_export(tp_module *m, const tp_value *args, int n_args, const tp_value *kwargs,
-                    const tp_export_options *opts, tp_program **out) {
+                    const tp_export_options *opts_in, tp_program **out) {
+    tp_export_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     export_state s;
     tp_status st = do_export(m, args, n_args, kwargs, opts, false, &s, out);
     if (st != TP_OK) {
@@ -512,7 +514,9 @@ tp_status tp_draft_report_to_string(const tp_draft_report *r, char **out) {
 }
 
 tp_status tp_draft_export(tp_module *m, const tp_value *args, int n_args, const tp_value *kwargs,
-                          const tp_export_options *opts, tp_program **out_program, tp_draft_report *report) {
+                          const tp_export_options *opts_in, tp_program **out_program, tp_draft_report *report) {
+    tp_export_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     memset(report, 0, sizeof *report);
     *out_program = NULL;
     export_state s;

@@ -1059,8 +1059,10 @@ static tp_status import_model(import_job *J, tp_program **out) {
     return build_program(J, out);
 }
 
-tp_status tp_onnx_load_buffer(const void *data, size_t size, const char *base_dir, const tp_onnx_options *opts,
+tp_status tp_onnx_load_buffer(const void *data, size_t size, const char *base_dir, const tp_onnx_options *opts_in,
                               tp_program **out, tp_onnx_report *report) {
+    tp_onnx_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     *out = NULL;
     if (report) memset(report, 0, sizeof *report);
     TP_TRY(tp_ops_init());
@@ -1083,7 +1085,9 @@ tp_status tp_onnx_load_buffer(const void *data, size_t size, const char *base_di
     return st;
 }
 
-tp_status tp_onnx_load(const char *path, const tp_onnx_options *opts, tp_program **out, tp_onnx_report *report) {
+tp_status tp_onnx_load(const char *path, const tp_onnx_options *opts_in, tp_program **out, tp_onnx_report *report) {
+    tp_onnx_options o, *opts = &o;
+    tp__options_copy(&o, sizeof o, opts_in);
     *out = NULL;
     if (report) memset(report, 0, sizeof *report);
     size_t limit = opts && opts->max_model_bytes ? opts->max_model_bytes : ((size_t)2 << 30);
