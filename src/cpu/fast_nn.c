@@ -357,18 +357,27 @@ static tp_status amax_prepare(const tp_prepare_info *info, const tp_value *bound
 
 /* ---- max_pool2d(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode) ---- */
 
+/* NaN-propagating max; `|`, not `||`, so the loops using it vectorise. */
+static inline float nanmax(float m, float v) { return ((v > m) | (v != v)) ? v : m; }
+
 /* dst[ox] = max(dst[ox], src[ox * sw]) for ox in [lo, hi), NaN propagating */
 static void max_row(float *restrict dst, const float *restrict src, int64_t lo, int64_t hi, int64_t sw) {
     if (sw == 1) {
-        for (int64_t ox = lo; ox < hi; ox++) {
-            float v = src[ox], m = dst[ox];
-            dst[ox] = (v > m || v != v) ? v : m;
-        }
+        for (int64_t ox = lo; ox < hi; ox++) dst[ox] = nanmax(dst[ox], src[ox]);
     } else {
-        for (int64_t ox = lo; ox < hi; ox++) {
-            float v = src[ox * sw], m = dst[ox];
-            dst[ox] = (v > m || v != v) ? v : m;
-        }
+        for (int64_t ox = lo; ox < hi; ox++) dst[ox] = nanmax(dst[ox], src[ox * sw]);
+    }
+}
+
+/* The common 2x2 window, stride 2, no padding or dilation: one output row
+ * from two input rows in one pass. The comparison order is the reference's
+ * (taps in row-major order), so NaN choices match. */
+static void max_row_2x2(float *restrict dst, const float *restrict r0, const float *restrict r1, int64_t ow) {
+    for (int64_t ox = 0; ox < ow; ox++) {
+        float m = nanmax(-INFINITY, r0[2 * ox]);
+        m = nanmax(m, r0[2 * ox + 1]);
+        m = nanmax(m, r1[2 * ox]);
+        dst[ox] = nanmax(m, r1[2 * ox + 1]);
     }
 }
 
@@ -381,8 +390,14 @@ static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     for (int64_t pl = lo; pl < hi; pl++) {
         const float *src = a + pl * h * w;
         float *dst = o + pl * oh * ow;
+        bool two = q[4] == 2 && q[5] == 2 && q[6] == 2 && sw == 2 && q[8] == 0 && q[9] == 0 && q[10] == 1 &&
+                   q[11] == 1;
         for (int64_t y = 0; y < oh; y++) {
             float *row = dst + y * ow;
+            if (two && 2 * y + 1 < h && 2 * ow <= w) {
+                max_row_2x2(row, src + 2 * y * w, src + (2 * y + 1) * w, ow);
+                continue;
+            }
             for (int64_t x = 0; x < ow; x++) row[x] = -INFINITY;
             for (int64_t i = 0; i < q[4]; i++) {
                 int64_t yy = y * q[6] - q[8] + i * q[10];
