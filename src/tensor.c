@@ -670,14 +670,50 @@ tp_status tp_tensor_copy_(tp_tensor *dst, const tp_tensor *src) {
     return TP_OK;
 }
 
+/* Same dtype: walk every dim but the last and copy the last dim's run at
+ * once (memcpy when both are contiguous there, else a strided loop). */
+static void copy_same_dtype(tp_tensor *dst, const tp_tensor *src) {
+    size_t es = tp_dtype_size(dst->dtype);
+    if (dst->ndim == 0) {
+        memcpy(tp__tensor_base(dst), tp__tensor_base(src), es);
+        return;
+    }
+    int last = dst->ndim - 1;
+    int64_t n = dst->sizes[last], ds = dst->strides[last], ss = 0;
+    if (n == 0) return;
+    tp_tensor outer_d = *dst, outer_s = *src;
+    outer_d.ndim = last;
+    if (src->ndim > 0) {
+        /* src broadcasts to dst's shape, right-aligned: its last dim is dst's */
+        ss = src->sizes[src->ndim - 1] == 1 ? 0 : src->strides[src->ndim - 1];
+        outer_s.ndim = src->ndim - 1;
+    }
+    tp_iter it;
+    tp__iter_init(&it, last, dst->sizes, 2, (const tp_tensor *[]){&outer_d, &outer_s});
+    while (tp__iter_next(&it)) {
+        char *d = it.ptr[0];
+        const char *sp = it.ptr[1];
+        if (ds == 1 && ss == 1) {
+            memcpy(d, sp, (size_t)n * es);
+        } else if (es == 4) {
+            for (int64_t i = 0; i < n; i++) memcpy(d + i * ds * 4, sp + i * ss * 4, 4);
+        } else if (es == 8) {
+            for (int64_t i = 0; i < n; i++) memcpy(d + i * ds * 8, sp + i * ss * 8, 8);
+        } else {
+            for (int64_t i = 0; i < n; i++) memcpy(d + i * ds * (int64_t)es, sp + i * ss * (int64_t)es, es);
+        }
+    }
+}
+
 void tp__tensor_copy_disjoint(tp_tensor *dst, const tp_tensor *src) {
+    tp_dtype dd = dst->dtype, sd = src->dtype;
+    if (dd == sd) {
+        copy_same_dtype(dst, src);
+        return;
+    }
     tp_iter it;
     tp__iter_init(&it, dst->ndim, dst->sizes, 2, (const tp_tensor *[]){dst, src});
-    tp_dtype dd = dst->dtype, sd = src->dtype;
-    size_t es = tp_dtype_size(dd);
-    if (dd == sd) {
-        while (tp__iter_next(&it)) memcpy(it.ptr[0], it.ptr[1], es);
-    } else if (!tp_dtype_is_float(sd)) {
+    if (!tp_dtype_is_float(sd)) {
         /* from int/bool: through int64, so that int64 -> float32 rounds once */
         while (tp__iter_next(&it)) tp__store_i64(it.ptr[0], dd, tp__load_i64(it.ptr[1], sd));
     } else if (tp_dtype_is_float(sd) && !tp_dtype_is_float(dd) && dd != TP_BOOL) {
