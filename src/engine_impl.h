@@ -144,6 +144,7 @@ TP_HIDDEN tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_b
  * attention pattern becomes scaled_dot_product_attention. */
 TP_HIDDEN tp_status tp__rewrite_attention(const tp_program *p, tp_graph *g, int *n_rewritten);
 TP_HIDDEN tp_status tp__rewrite_silu(tp_graph *g, int *n_rewritten);
+TP_HIDDEN tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_rewritten);
 
 /* Internal helpers shared with program.c. */
 TP_HIDDEN tp_status tp__program_check_tensor_inputs(tp_program *p, tp_tensor *const *inputs, int n);

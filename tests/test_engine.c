@@ -1188,7 +1188,47 @@ static int fg_not_silu(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node 
  * residual fuse, the silu after the residual does not (the epilogue applies
  * the activation before the residual), the column bias does not; SiLU:
  * both mul(l, sigmoid(l)) forms become one fused silu each; not SiLU:
- * nothing changes. */
+ * nothing changes; GELU: both decomposed chains become one fused gelu each
+ * (2 linears + 2 fused gelus); not GELU: all 12 nodes stay steps (the
+ * elementwise chains fuse among themselves). */
+/* GELU as ONNX decomposes it, erf form (x / sqrt2, then 0.5 last) and tanh
+ * form (pow(x, 3), (0.5 * x) first): each becomes one gelu, fused into the GEMM */
+static int fg_gelu(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *d = call(g, TP_OP_DIV, 2, (tp_value[]){N(l), tp_value_float(1.4142135623730951)});
+    tp_node *e = call(g, TP_OP_ERF, 1, (tp_value[]){N(d)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(e), tp_value_float(1.0)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(l), N(a)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(m), tp_value_float(0.5)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *c = call(g, TP_OP_POW, 2, (tp_value[]){N(l2), tp_value_float(3.0)});
+    tp_node *q = call(g, TP_OP_MUL, 2, (tp_value[]){N(c), tp_value_float(0.044715)});
+    tp_node *t1 = call(g, TP_OP_ADD, 2, (tp_value[]){N(l2), N(q)});
+    tp_node *t = call(g, TP_OP_MUL, 2, (tp_value[]){N(t1), tp_value_float(0.7978845608028654)});
+    tp_node *th = call(g, TP_OP_TANH, 1, (tp_value[]){N(t)});
+    tp_node *a2 = call(g, TP_OP_ADD, 2, (tp_value[]){N(th), tp_value_float(1.0)});
+    tp_node *h = call(g, TP_OP_MUL, 2, (tp_value[]){N(l2), tp_value_float(0.5)});
+    o[1] = call(g, TP_OP_MUL, 2, (tp_value[]){N(h), N(a2)});
+    return 2;
+}
+/* not GELU: a factor of 0.6, and an intermediate that is also an output */
+static int fg_not_gelu(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *d = call(g, TP_OP_DIV, 2, (tp_value[]){N(l), tp_value_float(1.4142135623730951)});
+    tp_node *e = call(g, TP_OP_ERF, 1, (tp_value[]){N(d)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(e), tp_value_float(1.0)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(l), N(a)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(m), tp_value_float(0.6)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *d2 = call(g, TP_OP_DIV, 2, (tp_value[]){N(l2), tp_value_float(1.4142135623730951)});
+    tp_node *e2 = call(g, TP_OP_ERF, 1, (tp_value[]){N(d2)});
+    tp_node *a2 = call(g, TP_OP_ADD, 2, (tp_value[]){N(e2), tp_value_float(1.0)});
+    tp_node *m2 = call(g, TP_OP_MUL, 2, (tp_value[]){N(l2), N(a2)});
+    o[1] = call(g, TP_OP_MUL, 2, (tp_value[]){N(m2), tp_value_float(0.5)});
+    o[2] = e2;
+    return 3;
+}
+
 TEST(test_fusion_keeps_results) {
     /* square (residuals need N == K) and large enough to run the GEMM on 2 threads */
     check_fusion_case("GEMM result also an output", 64, 48, 48, fg_lin_out_and_relu, 2, 0);
@@ -1200,6 +1240,8 @@ TEST(test_fusion_keeps_results) {
     check_fusion_case("residual adds, larger", 256, 128, 128, fg_residuals, 7, 3);
     check_fusion_case("x * sigmoid(x) as silu", 64, 48, 48, fg_silu, 4, 2);
     check_fusion_case("not silu", 64, 48, 48, fg_not_silu, 5, 0);
+    check_fusion_case("decomposed gelu (erf, tanh) as gelu", 64, 48, 48, fg_gelu, 4, 2);
+    check_fusion_case("not gelu", 64, 48, 48, fg_not_gelu, 12, 5);
 }
 
 /* ---- 6. plans are invalidated by program changes ------------------------ */
