@@ -88,16 +88,21 @@ static void set_static(tp_io_dim *d, int64_t size) {
     d->scale = 0;
 }
 
+/* out for an argument with nothing known yet. */
+static void io_info_begin(tp_io_info *out, const tp_arg_spec *arg) {
+    memset(out, 0, sizeof *out);
+    out->name = arg->name;
+    out->kind = arg->kind;
+    out->ndim = -1;
+    out->dtype = TP_DTYPE_COUNT;
+}
+
 tp_status tp_program_input_info(const tp_program *p, int i, tp_io_info *out) {
     TP_CHECK(p && out, TP_ERR_INVALID_ARG, "tp_program_input_info: program and out must not be NULL");
     const tp_input_spec *s = user_input(p, i);
     TP_CHECK(s != NULL, TP_ERR_INDEX, "user input %d out of range (the program has %d)", i,
              tp_program_num_user_inputs(p));
-    memset(out, 0, sizeof *out);
-    out->name = s->arg.name;
-    out->kind = s->arg.kind;
-    out->ndim = -1;
-    out->dtype = TP_DTYPE_COUNT;
+    io_info_begin(out, &s->arg);
     if (s->arg.kind != TP_ARGK_TENSOR) return TP_OK;
     const tp_tensor *t = input_tensor(p, s->arg.name);
     if (!t) return TP_OK;
@@ -221,11 +226,7 @@ tp_status tp_program_output_info(const tp_program *p, int i, tp_io_info *out) {
     const tp_output_spec *s = user_output(p, i);
     TP_CHECK(s != NULL, TP_ERR_INDEX, "user output %d out of range (the program has %d)", i,
              tp_program_num_user_outputs(p));
-    memset(out, 0, sizeof *out);
-    out->name = s->arg.name;
-    out->kind = s->arg.kind;
-    out->ndim = -1;
-    out->dtype = TP_DTYPE_COUNT;
+    io_info_begin(out, &s->arg);
     if (s->arg.kind != TP_ARGK_TENSOR) return TP_OK;
     probe_set ps;
     collect_symbols(p, &ps);
