@@ -1165,7 +1165,8 @@ static void run_unbind(tp_run *r) {
     if (!plan) return;
     for (int j = 0; r->largs && r->lout && r->largs_at && j < plan->n_steps; j++) {
         const plan_step *s = &plan->steps[j];
-        if (s->kind != STEP_LEGACY) continue;
+        /* no argument copies yet when binding failed before making them */
+        if (s->kind != STEP_LEGACY || !r->largs_at) continue;
         tp_value *args = &r->largs[r->largs_at[j]];
         for (int k = 0; k < s->n_in; k++) {
             /* borrowed leaves are dropped unfreed; a list argument not yet copied (run_bind failed) has none */
@@ -1204,7 +1205,9 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
     run_unbind(r);
     r->plan = plan;
     tp_status st = TP_OK;
-    if (plan->arena_bytes > r->arena_cap) {
+    /* a plan without activations still gets an (empty) arena: kernels and
+     * views compute offsets from its base, and NULL + 0 is undefined */
+    if (!r->arena_base || plan->arena_bytes > r->arena_cap) {
         tp_free(r->arena_base);
         r->arena_cap = 0;
         r->arena_base = tp_malloc(plan->arena_bytes + ARENA_ALIGN);
@@ -1259,7 +1262,8 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
     }
     for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
         const plan_step *s = &plan->steps[j];
-        if (s->kind != STEP_LEGACY) continue;
+        /* no argument copies yet when binding failed before making them */
+        if (s->kind != STEP_LEGACY || !r->largs_at) continue;
         tp_value *args = &r->largs[r->largs_at[j]];
         for (int a = 0; a < s->n_args && st == TP_OK; a++) st = tp_value_copy(&s->args[a], &args[a]);
         if (st == TP_OK && (s->out_kind == 1 || s->out_kind == 2))
