@@ -566,7 +566,10 @@ tp_status tp_tensor_slice(tp_tensor *t, int64_t dim, int64_t start, int64_t end,
         strides[d] = t->strides[d];
     }
     /* PyTorch keeps the clamped start in the offset even for an empty slice */
-    return make_view(t, t->ndim, sizes, strides, t->offset + start * t->strides[d], out);
+    /* wrapping: an empty tensor's strides may be huge (the offset is then
+     * never used to address anything) */
+    int64_t offset = (int64_t)((uint64_t)t->offset + (uint64_t)start * (uint64_t)t->strides[d]);
+    return make_view(t, t->ndim, sizes, strides, offset, out);
 }
 
 tp_status tp_tensor_select(tp_tensor *t, int64_t dim, int64_t index, tp_tensor **out) {

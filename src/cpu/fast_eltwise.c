@@ -53,6 +53,8 @@ static void bstrides(const tp_tensor *t, const tp_tensor *out, int64_t *s) {
     else memset(s, 0, (size_t)out->ndim * sizeof *s);
 }
 
+static inline int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
 /* Merge dims of out (contiguous) with operand strides; false if too many. */
 static bool make_iter(const tp_tensor *out, const tp_tensor *a, const tp_tensor *b, iter_desc *it) {
     int64_t sa[TP_MAX_DIMS], sb[TP_MAX_DIMS], sz[TP_MAX_DIMS];
@@ -62,9 +64,11 @@ static bool make_iter(const tp_tensor *out, const tp_tensor *a, const tp_tensor 
     int n = 0;
     for (int d = 0; d < out->ndim; d++) {
         if (out->sizes[d] == 1) continue;
-        if (n > 0 && sa[d] * out->sizes[d] == ma[n - 1] && sb[d] * out->sizes[d] == mb[n - 1]) {
+        /* wrapping: an empty output's dims and strides may multiply past
+         * int64 (nothing is then addressed); a non-empty one's never do */
+        if (n > 0 && wrap_mul(sa[d], out->sizes[d]) == ma[n - 1] && wrap_mul(sb[d], out->sizes[d]) == mb[n - 1]) {
             /* dim d-1 (merged) continues dim d: merge */
-            sz[n - 1] *= out->sizes[d];
+            sz[n - 1] = wrap_mul(sz[n - 1], out->sizes[d]);
             ma[n - 1] = sa[d];
             mb[n - 1] = sb[d];
             continue;

@@ -332,9 +332,11 @@ static tp_status reduce_prepare(const tp_prepare_info *info, const tp_value *bou
     while (first > 0 && reduced[first - 1]) first--;
     for (int d = 0; d < first; d++)
         if (reduced[d]) return TP_ERR_UNSUPPORTED;
+    /* empty: nothing to run fast (and the trailing dims of an empty tensor
+     * may multiply past int64) */
+    if (tp_tensor_numel(x) == 0) return TP_ERR_UNSUPPORTED;
     int64_t n = 1;
     for (int d = first; d < x->ndim; d++) n *= x->sizes[d];
-    if (n == 0) return TP_ERR_UNSUPPORTED;
     plan->i[0] = tp_tensor_numel(x) / n;
     plan->i[1] = n;
     plan->i[2] = mode;

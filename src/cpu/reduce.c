@@ -146,10 +146,18 @@ typedef struct reduce_split {
     const char *base;
 } reduce_split;
 
+/* Wrapping arithmetic: the dims of an empty tensor may multiply past int64;
+ * a group holding a zero dim still ends with a zero size (0 * x = 0), and
+ * the other group's product is then either the output's element count
+ * (which fits: the output exists) or never used (an empty output). */
+static inline int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+/* Wrapping int64 arithmetic (PyTorch's integer overflow wraps). */
+static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 static void push_dim(int *n, int64_t *sizes, int64_t *strides, int64_t size, int64_t stride) {
     if (size == 1) return;
-    if (*n > 0 && strides[*n - 1] == stride * size) {
-        sizes[*n - 1] *= size;
+    if (*n > 0 && strides[*n - 1] == wrap_mul(stride, size)) {
+        sizes[*n - 1] = wrap_mul(sizes[*n - 1], size);
         strides[*n - 1] = stride;
         return;
     }
@@ -163,11 +171,11 @@ static void split_dims(const tp_tensor *t, const bool *reduced, reduce_split *s)
     int64_t es = (int64_t)tp_dtype_size(t->dtype);
     s->inner_numel = 1;
     for (int d = 0; d < t->ndim; d++) {
-        int64_t size = t->sizes[d], stride = t->strides[d] * es;
+        int64_t size = t->sizes[d], stride = wrap_mul(t->strides[d], es);
         if (reduced[d]) push_dim(&s->n_inner, s->inner_sizes, s->inner_strides, size, stride);
         else push_dim(&s->n_outer, s->outer_sizes, s->outer_strides, size, stride);
     }
-    for (int d = 0; d < s->n_inner; d++) s->inner_numel *= s->inner_sizes[d];
+    for (int d = 0; d < s->n_inner; d++) s->inner_numel = wrap_mul(s->inner_numel, s->inner_sizes[d]);
     s->base = tp__tensor_base(t);
 }
 
@@ -221,10 +229,6 @@ static inline int64_t load_as_i64(const char *p, tp_dtype src, tp_dtype dst) {
     int64_t v = tp__load_i64(p, src);
     return (src == dst || dst == TP_INT64) ? v : cast_i64(v, dst);
 }
-
-/* Wrapping int64 arithmetic (PyTorch's integer overflow wraps). */
-static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static inline int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
 /* sum / prod / mean of one output element. */
 static void reduce_sum_prod(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
