@@ -1,5 +1,5 @@
 /*
- * targets.c - bodies of the archive, program-document and .npy fuzz
+ * targets.c - bodies of the archive, program-document, ONNX and .npy fuzz
  * targets (see targets.h). Compiled into the libFuzzer executables and
  * into tests/test_fuzz_corpus, which replays fuzz/corpus/<target>/ and
  * tests/fixtures/crashes/<target>/ in the ordinary test suite.
@@ -9,9 +9,14 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "archive/serde.h"
 #include "archive/zip.h"
+#include "tpexport/alloc.h"
 #include "tpexport/archive.h"
+#include "tpexport/onnx.h"
+#include "tpexport/run.h"
 #include "tpexport/tpexport.h"
 
 #define REQUIRE(cond)                  \
@@ -23,6 +28,115 @@
  * legitimately (the loader must refuse the rest). */
 static const tp_load_options g_archive_opts = {
     .max_member_size = 16u << 20, .max_total_size = 64u << 20, .max_ratio = 1100};
+
+/* ---- calling a loaded program ------------------------------------------------ */
+
+/* Bounds of the call path: programs whose state and example inputs hold
+ * more elements are not called; a call through a run context is cancelled
+ * before step CALL_MAX_STEPS + 1; while calling, single allocations above
+ * CALL_MAX_BYTES are refused through the allocation hook (TP_ERR_NOMEM). */
+#define CALL_MAX_ELEMENTS 100000
+#define CALL_MAX_STEPS 10000
+#define CALL_MAX_BYTES ((size_t)64 << 20)
+
+/* libc, as the default hook, so blocks allocated before and after it was
+ * set can be freed by either. */
+static void *capped_alloc(void *user, void *ptr, size_t old_size, size_t new_size) {
+    (void)user;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    if (new_size > CALL_MAX_BYTES) return NULL;
+    return realloc(ptr, new_size);
+}
+
+static bool cancel_after_max_steps(void *user) {
+    int64_t *steps = user;
+    return ++*steps > CALL_MAX_STEPS;
+}
+
+/* Tensor elements in a value tree, saturating at INT64_MAX. */
+static int64_t value_elements(const tp_value *v) {
+    switch (v->kind) {
+    case TP_VAL_TENSOR: return tp_tensor_numel(v->u.tensor);
+    case TP_VAL_LIST:
+    case TP_VAL_TUPLE:
+    case TP_VAL_DICT: {
+        int64_t n = 0;
+        for (int64_t i = 0; i < v->u.seq.n; i++) {
+            int64_t k = value_elements(&v->u.seq.items[i]);
+            if (k > INT64_MAX - n) return INT64_MAX;
+            n += k;
+        }
+        return n;
+    }
+    default: return 0;
+    }
+}
+
+/* Whether p can be called on its example inputs cheaply: every user input
+ * has one, and state plus examples hold at most CALL_MAX_ELEMENTS. */
+static bool small_and_callable(const tp_program *p) {
+    int64_t total = 0;
+    int n_user = tp_program_num_user_inputs(p);
+    for (int i = 0; i < n_user; i++) {
+        tp_io_info info;
+        if (tp_program_input_info(p, i, &info) != TP_OK || !info.name) return false;
+        const tp_value *ex = tp_program_example_input(p, info.name);
+        if (!ex) return false;
+        int64_t k = value_elements(ex);
+        if (k > CALL_MAX_ELEMENTS - total) return false;
+        total += k;
+    }
+    tp_named_state state = {0};
+    if (tp_program_named_state(p, TP_FILTER_ALL, &state) != TP_OK) return false;
+    bool small = true;
+    for (int i = 0; i < state.n && small; i++) {
+        int64_t k = state.items[i].tensor ? tp_tensor_numel(state.items[i].tensor) : 0;
+        if (k > CALL_MAX_ELEMENTS - total) small = false;
+        else total += k;
+    }
+    tp_named_state_free(&state);
+    return small;
+}
+
+/* A call must succeed or fail cleanly: a status with a message. */
+static void require_clean(tp_status st, tp_value *out) {
+    REQUIRE(st == TP_OK || tp_last_error()[0] != '\0');
+    tp_value_clear(out);
+}
+
+/* Call p on its example inputs (no arguments: the examples fill them)
+ * through a run context cancelled after CALL_MAX_STEPS steps and, when that
+ * ran to the end, through tp_program_call, with large allocations refused. */
+static void call_program(tp_program *p) {
+    if (!small_and_callable(p)) return;
+    tp_set_allocator(capped_alloc, NULL);
+    int64_t steps = 0;
+    tp_run_options ro;
+    tp_run_options_init(&ro);
+    ro.cancel = cancel_after_max_steps;
+    ro.cancel_user = &steps;
+    tp_run *r = NULL;
+    tp_status st = TP_ERR_CANCELLED;
+    if (tp_run_new(p, &ro, &r) == TP_OK) {
+        tp_value out = tp_value_none();
+        tp_clear_error();
+        st = tp_run_call(r, NULL, 0, NULL, &out);
+        require_clean(st, &out);
+        tp_run_free(r);
+    }
+    /* tp_program_call cannot be cancelled: only programs whose run stayed
+     * within the step bound (or failed otherwise) are called again */
+    if (st != TP_ERR_CANCELLED && steps <= CALL_MAX_STEPS) {
+        tp_value out = tp_value_none();
+        tp_clear_error();
+        require_clean(tp_program_call(p, NULL, 0, NULL, &out), &out);
+    }
+    tp_set_allocator(NULL, NULL);
+}
 
 /* ---- archives ----------------------------------------------------------- */
 
@@ -98,6 +212,7 @@ int tp_fuzz_archive(const uint8_t *data, size_t size) {
         tp_archive_free(b);
         tp_free(img);
     }
+    for (int i = 0; i < n; i++) call_program(tp_archive_program(a, i));
     tp_free(e);
     tp_archive_free(a);
     return 0;
@@ -184,6 +299,29 @@ int tp_fuzz_program_json(const uint8_t *data, size_t size) {
         }
     }
     tp_value_clear(&ex);
+    return 0;
+}
+
+/* ---- ONNX models -------------------------------------------------------------- */
+
+int tp_fuzz_onnx(const uint8_t *data, size_t size) {
+    tp_onnx_options opts = {0};
+    opts.report_all = true;
+    tp_program *p = NULL;
+    tp_onnx_report report = {0};
+    tp_status st = tp_onnx_load_buffer(data, size, NULL, &opts, &p, &report);
+    REQUIRE((st == TP_OK) == (p != NULL));
+    REQUIRE(st == TP_OK || tp_last_error()[0] != '\0');
+    if (p) {
+        char *text = NULL;
+        if (tp_program_to_string(p, &text) == TP_OK) tp_free(text);
+        /* static inputs have zero-filled examples of their shapes */
+        call_program(p);
+        tp_program_free(p);
+    }
+    tp_onnx_report_clear(&report);
+    tp_tensor *t = NULL;
+    if (tp_onnx_load_tensor_buffer(data, size, &t) == TP_OK) tp_tensor_free(t);
     return 0;
 }
 

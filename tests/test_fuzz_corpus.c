@@ -1,7 +1,7 @@
 /*
  * test_fuzz_corpus.c - replays every seed of fuzz/corpus/<target>/ and every
  * regression input of fixtures/crashes/<target>/ through the fuzz target
- * bodies (fuzz/targets.c) for archive, program_json and npy, so the
+ * bodies (fuzz/targets.c) for archive, program_json, onnx and npy, so the
  * ordinary (gcc, sanitizer) test suite checks them without clang. A crash,
  * sanitizer report or leak fails the run; the targets trap on a broken
  * invariant.
@@ -71,6 +71,7 @@ static void replay(const char *target, fuzz_fn fn, int min_seeds) {
 TEST(test_archive_corpus) { replay("archive", tp_fuzz_archive, 3); }
 TEST(test_program_json_corpus) { replay("program_json", tp_fuzz_program_json, 3); }
 TEST(test_npy_corpus) { replay("npy", tp_fuzz_npy, 3); }
+TEST(test_onnx_corpus) { replay("onnx", tp_fuzz_onnx, 10); }
 
 TEST(test_truncated_seeds) {
     /* prefixes of one seed per target (lengths growing by ~1/8): the
@@ -80,7 +81,8 @@ TEST(test_truncated_seeds) {
         fuzz_fn fn;
     } seeds[] = {{"../fuzz/corpus/npy/f32_2x3.npy", tp_fuzz_npy},
                  {"../fuzz/corpus/program_json/tpexport_counter.json", tp_fuzz_program_json},
-                 {"../fuzz/corpus/archive/tensorplay_mlp.pt2", tp_fuzz_archive}};
+                 {"../fuzz/corpus/archive/tensorplay_mlp.pt2", tp_fuzz_archive},
+                 {"../fuzz/corpus/onnx/conv.onnx", tp_fuzz_onnx}};
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         size_t size = 0;
         char *data = slurp(seeds[i].path, &size);
@@ -90,4 +92,5 @@ TEST(test_truncated_seeds) {
     }
 }
 
-TEST_MAIN(T(test_archive_corpus), T(test_program_json_corpus), T(test_npy_corpus), T(test_truncated_seeds))
+TEST_MAIN(T(test_archive_corpus), T(test_program_json_corpus), T(test_npy_corpus), T(test_onnx_corpus),
+          T(test_truncated_seeds))
