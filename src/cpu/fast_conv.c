@@ -54,7 +54,8 @@ static void im2col(const conv_plan *cp, const float *in, int64_t p0, int64_t np,
                 const float *src = in + c * cp->in_s[1];
                 int64_t off = j * cp->dw - cp->pw; /* input column of output column 0 */
                 /* output columns whose input column is inside [0, w) */
-                int64_t lo = off < 0 ? (-off + cp->sw - 1) / cp->sw : 0;
+                /* ceil(-off / sw) without overflow for huge strides */
+                int64_t lo = off < 0 ? (-off - 1) / cp->sw + 1 : 0;
                 int64_t hi = cp->w - 1 - off < 0 ? 0 : (cp->w - 1 - off) / cp->sw + 1;
                 if (hi > ow) hi = ow;
                 if (lo > hi) lo = hi;
@@ -251,7 +252,8 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
                     float kv = k[i * cp->kw + j];
                     /* output columns whose input column is inside */
                     int64_t off = j * cp->dw - cp->pw;
-                    int64_t lo = off < 0 ? (-off + cp->sw - 1) / cp->sw : 0;
+                    /* ceil(-off / sw) without overflow for huge strides */
+                int64_t lo = off < 0 ? (-off - 1) / cp->sw + 1 : 0;
                     int64_t hi = (cp->w - 1 - off) < 0 ? 0 : (cp->w - 1 - off) / cp->sw + 1;
                     if (hi > cp->ow) hi = cp->ow;
                     if (cp->sw == 1 && cp->in_s[3] == 1) tap_row(row, srow + off, lo, hi, kv);

@@ -407,7 +407,8 @@ static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
                 const float *srow = src + yy * w;
                 for (int64_t j = 0; j < q[5]; j++) {
                     int64_t off = j * q[11] - q[9]; /* input column of output column 0 */
-                    int64_t l = off < 0 ? (-off + sw - 1) / sw : 0;
+                    /* ceil(-off / sw) without overflow for huge strides */
+                    int64_t l = off < 0 ? (-off - 1) / sw + 1 : 0;
                     int64_t r = w - 1 - off < 0 ? 0 : (w - 1 - off) / sw + 1;
                     if (r > ow) r = ow;
                     if (l < r) max_row(row, srow + off, l, r, sw);

@@ -844,6 +844,9 @@ static tp_status pad_constant(tp_tensor *self, const tp_value *args, const pad_p
     int64_t in_sizes[TP_MAX_DIMS], in_off = self->offset, out_off = 0;
     for (int d = 0; d < p->ndim; d++) {
         int64_t l = p->before[d], r = p->after[d];
+        /* a crop of the whole dim or more (INT64_MIN included, which has
+         * no negation) leaves nothing of the input */
+        if ((l < 0 && l <= -self->sizes[d]) || (r < 0 && r <= -self->sizes[d])) return TP_OK;
         int64_t crop_l = l < 0 ? -l : 0, crop_r = r < 0 ? -r : 0;
         in_sizes[d] = self->sizes[d] - crop_l - crop_r;
         if (in_sizes[d] <= 0) return TP_OK; /* nothing of the input survives */
