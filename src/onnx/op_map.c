@@ -1091,8 +1091,9 @@ static tp_status map_softmax(ox_ctx *c, tp_op op, bool hard) {
     if (old && axis != nd - 1) { /* coerce to 2-D [prod(:axis), prod(axis:)] */
         int64_t a = 1, b = 1;
         for (int i = 0; i < nd; i++) {
-            if (i < axis) a *= sizes_of(x)[i];
-            else b *= sizes_of(x)[i];
+            /* an empty input's other dims may multiply past int64 */
+            if (!tp_mul_overflow_i64(i < axis ? a : b, sizes_of(x)[i], i < axis ? &a : &b))
+                return ox_bad(c, "input shape too large to coerce to 2-D");
         }
         int64_t shape2[2] = {a, b};
         TP_TRY(reshape(c, x, shape2, 2, &in));
