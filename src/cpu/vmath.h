@@ -303,10 +303,18 @@ static inline float tp__gelu_tanh_f32(float x) {
 
 /* ---- array versions ----
  * dst[i] = f(src[i]) for 0 <= i < n; dst == src is allowed, partial overlap
- * is not (the loops carry `ivdep`, which drops gcc's runtime alias check). */
+ * is not (the loops carry `ivdep`, which drops gcc's runtime alias check;
+ * clang gets its own spelling of the same promise). */
+#if defined(__clang__)
+#define TP__VM_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TP__VM_IVDEP _Pragma("GCC ivdep")
+#else
+#define TP__VM_IVDEP
+#endif
 #define TP__VM_ARRAY(name)                                                                 \
     static inline void tp__v##name##_f32(float *dst, const float *src, int64_t n) {        \
-        _Pragma("GCC ivdep") for (int64_t i = 0; i < n; i++) dst[i] = tp__##name##_f32(src[i]); \
+        TP__VM_IVDEP for (int64_t i = 0; i < n; i++) dst[i] = tp__##name##_f32(src[i]);     \
     }
 TP__VM_ARRAY(exp)
 TP__VM_ARRAY(log)
@@ -331,7 +339,7 @@ static inline float tp__vexp_sub_sum_f32(float *dst, const float *src, int64_t n
         int64_t m = n - b < BLOCK ? n - b : BLOCK;
         float *d = dst + b;
         const float *s = src + b;
-        _Pragma("GCC ivdep") for (int64_t i = 0; i < m; i++) d[i] = tp__exp_f32(s[i] - max);
+        TP__VM_IVDEP for (int64_t i = 0; i < m; i++) d[i] = tp__exp_f32(s[i] - max);
         int64_t i = 0;
         for (; i + 16 <= m; i += 16)
             for (int j = 0; j < 16; j++) acc[j] += d[i + j];
