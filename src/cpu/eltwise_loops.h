@@ -1,10 +1,14 @@
 /*
  * eltwise_loops.h - the float32 loops behind tp_eltwise_table, included
  * by one file per ISA level with TP_ELT_TABLE naming the table to define.
- * Plain C loops that gcc vectorises at -O3 for the including file's ISA;
- * math functions come from vmath.h (branch-free, same formula at every
- * width). Reductions keep 16 partial sums combined in a fixed order, so a
- * result does not depend on how many threads split the rows.
+ * Plain C loops that gcc vectorises at -O3 for the including file's ISA
+ * (and, where it does not - the NaN-propagating max - GCC vector extensions
+ * of the ISA's width, TP_ELT_VLANES); math functions come from vmath.h
+ * (branch-free, same formula at every width; the avx2/avx512 builds contract
+ * multiply-adds into FMAs, so their last bits may differ from the scalar
+ * build's, within the bounds test_vmath_fma checks). Reductions keep 16
+ * partial sums combined in a fixed order, so a result does not depend on how
+ * many threads split the rows.
  */
 #include <math.h>
 #include <string.h>
