@@ -71,6 +71,10 @@ static void show(const char *title, const tp_tensor *t) {
 
 int main(int argc, char **argv) {
     const char *archive_path = argc > 1 ? argv[1] : "mlp.pt2";
+    if (argc > 2 || (argc > 1 && argv[1][0] == '-')) {
+        fprintf(stderr, "usage: %s [ARCHIVE]   (writes ARCHIVE, default mlp.pt2)\n", argv[0]);
+        return argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
+    }
     tp_status st = TP_OK;
     mlp_weights w = {.names = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
                      .placeholders = {"p_fc1_weight", "p_fc1_bias", "p_fc2_weight", "p_fc2_bias"}};

@@ -6,6 +6,7 @@
  *   then:           tpexport run model.pt2 ...   (or tp_archive_load)
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "tpexport/archive.h"
 #include "tpexport/export.h"
@@ -49,6 +50,10 @@ static tp_status build(tp_module **out) {
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "model.pt2";
+    if (argc > 2 || (argc > 1 && argv[1][0] == '-')) {
+        fprintf(stderr, "usage: %s [ARCHIVE]   (writes ARCHIVE, default model.pt2)\n", argv[0]);
+        return argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
+    }
     tp_module *model = NULL;
     tp_tensor *x = NULL;
     tp_shapes *shapes = NULL;
