@@ -1087,6 +1087,19 @@ static tp_status build_user_output(const tp_program *p, const tp_value *raw_tree
                                    tp_value *out) {
     int64_t n = tp_value_len(leaves) - n_mut;
     const tp_value *user = tp_value_at(leaves, n_mut);
+    if (p->out_spec && tp_treespec_num_leaves(p->out_spec) != n) {
+        /* A leaf of the out_spec stands for one user output, whatever its
+         * value: an op returning a tuple (topk, split, chunk) used directly
+         * as an output is one leaf holding that tuple, as tensorplay
+         * records it. The user outputs are then the output node's items
+         * after the mutations, or its whole value when it is the only one. */
+        int64_t n_user = tp_signature_n_outputs(p->signature) - n_mut;
+        if (n_user == tp_treespec_num_leaves(p->out_spec)) {
+            if (n_mut == 0 && n_user == 1) return tp_pytree_unflatten(p->out_spec, raw_tree, 1, out);
+            if (tp_value_is_seq(raw_tree) && tp_value_len(raw_tree) == n_mut + n_user)
+                return tp_pytree_unflatten(p->out_spec, tp_value_at(raw_tree, n_mut), n_user, out);
+        }
+    }
     if (p->out_spec) return tp_pytree_unflatten(p->out_spec, user, n, out);
     if (n_mut == 0) return tp_value_copy(raw_tree, out);
     if (tp_value_is_seq(raw_tree) && tp_value_len(raw_tree) >= n_mut) {

@@ -1,0 +1,224 @@
+/*
+ * test_tp_ops.c - one-function archives written by the real tensorplay
+ * (fixtures/tensorplay_ops/, made by fixtures/gen_tp_ops_*.py through
+ * fixtures/tp_opcase.py, whose docstring gives the layout).
+ *
+ * For every <case>.pt2 there: tp_archive_verify accepts it; tp_archive_load
+ * gives one program; the program saved by tp_archive_save_buffer loads back;
+ * and both the loaded and the re-saved program, called on each run's inputs
+ * in order (state carrying over), give tensorplay's outputs and state:
+ * same dtype and shape, values within the case's rtol/atol (NaN = NaN).
+ * Every failing case is named; the test fails if any case fails or if the
+ * folder holds no case at all.
+ *
+ *   test_tp_ops            every case
+ *   test_tp_ops sinh       the cases whose name contains "sinh"
+ */
+#include <dirent.h>
+#include <jansson.h>
+#include <stdint.h>
+
+#include "test_util.h"
+#include "tpexport/archive.h"
+
+#define DIR_ "fixtures/tensorplay_ops"
+
+typedef struct {
+    char name[256];
+    char dir[512];
+    json_t *doc;
+    double rtol, atol;
+} op_case;
+
+static tp_tensor *case_npy(const op_case *c, const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", c->dir, file ? file : "(missing)");
+    tp_tensor *t = NULL;
+    if (tp_npy_load(path, &t) != TP_OK) {
+        fprintf(stderr, "  %s: cannot load %s: %s\n", c->name, path, tp_last_error());
+        return NULL;
+    }
+    return t;
+}
+
+/* Exact dtype and shape, then allclose. Returns false (printing why) on a
+ * mismatch. */
+static bool same_tensor(const op_case *c, const char *what, const tp_tensor *got, const tp_tensor *want) {
+    if (!got || !want) return false;
+    if (tp_tensor_dtype(got) != tp_tensor_dtype(want)) {
+        fprintf(stderr, "  %s: %s: dtype %s, tensorplay gives %s\n", c->name, what,
+                tp_dtype_name(tp_tensor_dtype(got)), tp_dtype_name(tp_tensor_dtype(want)));
+        return false;
+    }
+    char msg[256];
+    if (!tp_tensor_allclose(got, want, c->rtol, c->atol, msg, sizeof msg)) {
+        fprintf(stderr, "  %s: %s: %s\n", c->name, what, msg);
+        return false;
+    }
+    return true;
+}
+
+/* Run every run of the case on p; returns the number of mismatches. */
+static int check_runs(const op_case *c, tp_program *p, const char *which) {
+    int bad = 0;
+    const json_t *names = json_object_get(c->doc, "inputs"), *runs = json_object_get(c->doc, "runs");
+    for (size_t r = 0; r < json_array_size(runs); r++) {
+        const json_t *run = json_array_get(runs, r);
+        int n = (int)json_array_size(names);
+        tp_value args[16];
+        if (n > 16) {
+            fprintf(stderr, "  %s: more than 16 inputs\n", c->name);
+            return bad + 1;
+        }
+        bool ok = true;
+        for (int i = 0; i < n; i++) {
+            const char *file = json_string_value(
+                json_object_get(json_object_get(run, "inputs"), json_string_value(json_array_get(names, (size_t)i))));
+            tp_tensor *t = case_npy(c, file);
+            ok = ok && t;
+            args[i] = t ? tp_value_tensor(t) : tp_value_none();
+        }
+        tp_value out = tp_value_none(), leaves = tp_value_none();
+        tp_treespec *spec = NULL;
+        tp_status st = ok ? tp_program_call(p, args, n, NULL, &out) : TP_ERR_IO;
+        for (int i = 0; i < n; i++) tp_value_clear(&args[i]);
+        if (st != TP_OK) {
+            fprintf(stderr, "  %s (%s) run %zu: %s: %s\n", c->name, which, r, tp_status_str(st), tp_last_error());
+            bad++;
+            continue;
+        }
+        if (tp_pytree_flatten(&out, &leaves, &spec) != TP_OK) {
+            fprintf(stderr, "  %s (%s) run %zu: cannot flatten the output: %s\n", c->name, which, r, tp_last_error());
+            bad++;
+        }
+        const json_t *outs = json_object_get(run, "outputs");
+        if (tp_value_len(&leaves) != (int64_t)json_array_size(outs)) {
+            fprintf(stderr, "  %s (%s) run %zu: %lld outputs, tensorplay gives %zu\n", c->name, which, r,
+                    (long long)tp_value_len(&leaves), json_array_size(outs));
+            bad++;
+        }
+        for (size_t k = 0; k < json_array_size(outs) && (int64_t)k < tp_value_len(&leaves); k++) {
+            char what[128];
+            snprintf(what, sizeof what, "(%s) run %zu output %zu", which, r, k);
+            const tp_value *got = tp_value_at(&leaves, (int64_t)k);
+            tp_tensor *want = case_npy(c, json_string_value(json_array_get(outs, k)));
+            if (got->kind != TP_VAL_TENSOR) {
+                fprintf(stderr, "  %s: %s is not a tensor\n", c->name, what);
+                bad++;
+            } else if (!same_tensor(c, what, got->u.tensor, want)) {
+                bad++;
+            }
+            tp_tensor_free(want);
+        }
+        const char *target;
+        const json_t *file;
+        json_object_foreach((json_t *)json_object_get(run, "state"), target, file) {
+            char what[384];
+            snprintf(what, sizeof what, "(%s) run %zu state '%s'", which, r, target);
+            tp_tensor *got = NULL, *want = case_npy(c, json_string_value(file));
+            if (tp_program_get_state(p, target, &got, NULL, NULL) != TP_OK || !same_tensor(c, what, got, want)) bad++;
+            tp_tensor_free(want);
+        }
+        tp_treespec_free(spec);
+        tp_value_clear(&leaves);
+        tp_value_clear(&out);
+    }
+    return bad;
+}
+
+/* Returns true when the case passes. */
+static bool check_case(const char *name) {
+    op_case c = {.rtol = 1e-5, .atol = 1e-6};
+    snprintf(c.name, sizeof c.name, "%s", name);
+    snprintf(c.dir, sizeof c.dir, DIR_ "/%s", name);
+    char path[1024], archive_path[1024];
+    snprintf(path, sizeof path, "%s/case.json", c.dir);
+    snprintf(archive_path, sizeof archive_path, DIR_ "/%s.pt2", name);
+    json_error_t jerr;
+    c.doc = json_load_file(path, 0, &jerr);
+    if (!c.doc) {
+        fprintf(stderr, "  %s: cannot read %s: %s\n", name, path, jerr.text);
+        return false;
+    }
+    if (json_is_number(json_object_get(c.doc, "rtol"))) c.rtol = json_number_value(json_object_get(c.doc, "rtol"));
+    if (json_is_number(json_object_get(c.doc, "atol"))) c.atol = json_number_value(json_object_get(c.doc, "atol"));
+    int bad = 0;
+    if (json_array_size(json_object_get(c.doc, "runs")) == 0) {
+        fprintf(stderr, "  %s: case.json has no runs\n", name);
+        bad++;
+    }
+    if (tp_archive_verify(archive_path, NULL) != TP_OK) {
+        fprintf(stderr, "  %s: verify: %s\n", name, tp_last_error());
+        bad++;
+    }
+    tp_archive *a = NULL, *b = NULL;
+    void *saved = NULL;
+    size_t saved_size = 0;
+    if (tp_archive_load(archive_path, NULL, &a) != TP_OK) {
+        fprintf(stderr, "  %s: load: %s\n", name, tp_last_error());
+        bad++;
+    } else if (tp_archive_num_programs(a) != 1) {
+        fprintf(stderr, "  %s: %d programs, expected 1\n", name, tp_archive_num_programs(a));
+        bad++;
+    } else {
+        /* save before running: the runs mutate state */
+        tp_archive_entry e = {tp_archive_program_name(a, 0), tp_archive_program(a, 0)};
+        if (tp_archive_save_buffer(&e, 1, NULL, 0, &saved, &saved_size) != TP_OK ||
+            tp_archive_load_buffer(saved, saved_size, NULL, &b) != TP_OK) {
+            fprintf(stderr, "  %s: save and load back: %s\n", name, tp_last_error());
+            bad++;
+        }
+        bad += check_runs(&c, tp_archive_program(a, 0), "loaded");
+        if (b) bad += check_runs(&c, tp_archive_program(b, 0), "re-saved");
+    }
+    tp_archive_free(b);
+    tp_free(saved);
+    tp_archive_free(a);
+    json_decref(c.doc);
+    return bad == 0;
+}
+
+static int by_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+int main(int argc, char **argv) {
+    tp_ops_init();
+    DIR *d = opendir(DIR_);
+    if (!d) {
+        fprintf(stderr, "cannot open " DIR_ "\n");
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 5 || strcmp(de->d_name + len - 4, ".pt2") != 0) continue;
+        if (argc > 1 && !strstr(de->d_name, argv[1])) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **grown = realloc(names, cap * sizeof *names);
+            if (!grown) return 1;
+            names = grown;
+        }
+        names[n] = strdup(de->d_name);
+        if (!names[n]) return 1;
+        names[n++][len - 4] = '\0';
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, by_name);
+    int failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        long before = tp_alloc_live_blocks();
+        bool ok = check_case(names[i]);
+        long leaked = tp_alloc_live_blocks() - before;
+        if (leaked) fprintf(stderr, "  %s: %ld blocks leaked\n", names[i], leaked);
+        ok = ok && !leaked;
+        printf("%s %s\n", ok ? "ok  " : "FAIL", names[i]);
+        failed += !ok;
+        free(names[i]);
+    }
+    free(names);
+    printf("%zu cases, %d failed\n", n, failed);
+    if (n == 0) fprintf(stderr, "no case in " DIR_ "%s\n", argc > 1 ? " matches the filter" : "");
+    return n == 0 || failed ? 1 : 0;
+}
