@@ -268,7 +268,7 @@ int tp_fuzz_program_json(const uint8_t *data, size_t size) {
 
     /* a weights index: accepted entries fit a payload of the size given */
     tp_serde_weights w = {0};
-    if (tp__serde_weights_from_json(json, size, "weights", fuzz_payload, NULL, &w) == TP_OK) {
+    if (tp__serde_weights_from_json(json, size, "weights", fuzz_payload, NULL, NULL, &w) == TP_OK) {
         static uint64_t payload[FUZZ_PAYLOAD / 8];
         for (int i = 0; i < w.n; i++) {
             REQUIRE(w.items[i].name && w.items[i].path_name && w.items[i].bytes_needed <= FUZZ_PAYLOAD);
@@ -285,13 +285,13 @@ int tp_fuzz_program_json(const uint8_t *data, size_t size) {
 
     /* tensorplay's example-input pickle */
     tp_value ex = tp_value_none();
-    if (tp__serde_examples_from_pickle(data, size, &ex) == TP_OK) {
+    if (tp__serde_examples_from_pickle(data, size, NULL, &ex) == TP_OK) {
         void *pkl = NULL;
         size_t pkl_size = 0;
         tp_status wst = tp__serde_examples_to_pickle(&ex, &pkl, &pkl_size);
         if (wst == TP_OK) {
             tp_value again = tp_value_none();
-            tp_status rst = tp__serde_examples_from_pickle(pkl, pkl_size, &again);
+            tp_status rst = tp__serde_examples_from_pickle(pkl, pkl_size, NULL, &again);
             REQUIRE(rst == TP_OK || rst == TP_ERR_NOMEM);
             REQUIRE(rst != TP_OK || tp_value_len(&again) == tp_value_len(&ex));
             tp_value_clear(&again);

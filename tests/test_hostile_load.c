@@ -11,7 +11,9 @@
  * and a message substring; the harness checks that nothing leaks.
  */
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "archive/serde.h"
 #include "archive/zip.h"
@@ -742,7 +744,7 @@ static int g_json_nomem; /* failed runs that said "out of memory parsing JSON" *
 static tp_status op_parse_index(void *ctx) {
     (void)ctx;
     tp_serde_weights w = {0};
-    tp_status st = tp__serde_weights_from_json(g_index, sizeof g_index - 1, "weights", NULL, NULL, &w);
+    tp_status st = tp__serde_weights_from_json(g_index, sizeof g_index - 1, "weights", NULL, NULL, NULL, &w);
     if (st == TP_OK) CHECK(w.n == 2);
     if (st != TP_OK && strstr(tp_last_error(), "out of memory parsing JSON")) g_json_nomem++;
     CHECK_MSG(!strstr(tp_last_error(), "invalid JSON"), "out of memory read as corrupt: %s", tp_last_error());
@@ -851,8 +853,153 @@ TEST(test_inplace_and_view_ops_check_self) {
     CHECK_MSG(checked >= 3 * 20, "only %d calls checked", checked);
 }
 
+/* ---- document limits from the load options ----------------------------------------- */
+
+/* Load path with o: must fail with status and a message containing substr
+ * (both load and verify), or succeed when status is TP_OK. */
+static void expect_load(const char *what, const char *path, const tp_load_options *o, tp_status status,
+                        const char *substr) {
+    tp_archive *a = NULL;
+    tp_status st = tp_archive_load(path, o, &a);
+    CHECK_MSG(st == status, "%s: load returned %s, expected %s (msg: %s)", what, tp_status_str(st), tp_status_str(status),
+              st == TP_OK ? "" : tp_last_error());
+    if (substr)
+        CHECK_MSG(strstr(tp_last_error(), substr) != NULL, "%s: load message \"%s\" lacks \"%s\"", what, tp_last_error(),
+                  substr);
+    CHECK(status == TP_OK ? a != NULL : a == NULL);
+    tp_archive_free(a);
+    st = tp_archive_verify(path, o);
+    CHECK_MSG(st == status, "%s: verify returned %s, expected %s (msg: %s)", what, tp_status_str(st),
+              tp_status_str(status), st == TP_OK ? "" : tp_last_error());
+    if (substr)
+        CHECK_MSG(strstr(tp_last_error(), substr) != NULL, "%s: verify message \"%s\" lacks \"%s\"", what,
+                  tp_last_error(), substr);
+}
+
+TEST(test_load_option_limits) {
+    /* the MLP from tensorplay: 12 nodes, fc1.weight float32[8, 4] (128
+     * bytes) the largest tensor, a 4485-byte document, strings (names,
+     * "TensorArgument", "tensorplay.nn.functional") up to 24 bytes */
+    const char *mlp = "fixtures/tensorplay/mlp.pt2";
+    tp_load_options o;
+    tp_load_options_init(&o);
+    expect_load("defaults", mlp, &o, TP_OK, NULL);
+    o.max_nodes = 12;
+    o.max_name_bytes = 24;
+    o.max_tensor_bytes = 128;
+    o.max_document_bytes = 4485;
+    expect_load("limits met exactly", mlp, &o, TP_OK, NULL);
+
+    tp_load_options_init(&o);
+    o.max_nodes = 11;
+    expect_load("max_nodes", mlp, &o, TP_ERR_CORRUPT, "graph.nodes: 12 nodes exceed the limit of 11 (max_nodes)");
+    tp_load_options_init(&o);
+    o.max_name_bytes = 23;
+    expect_load("max_name_bytes", mlp, &o, TP_ERR_CORRUPT,
+                "graph.nodes[5].target.module: string of 24 bytes exceeds the limit of 23 (max_name_bytes)");
+    tp_load_options_init(&o);
+    o.max_tensor_bytes = 127;
+    expect_load("max_tensor_bytes (weights)", mlp, &o, TP_ERR_UNSUPPORTED,
+                "weights 'fc1.weight': a float32 tensor of 128 bytes exceeds the limit of 127 bytes (max_tensor_bytes)");
+    tp_load_options_init(&o);
+    o.max_document_bytes = 4484;
+    expect_load("max_document_bytes", mlp, &o, TP_ERR_CORRUPT,
+                "document: document of 4485 bytes exceeds the limit of 4484 (max_document_bytes)");
+    tp_load_options_init(&o);
+    o.max_depth = 1;
+    expect_load("max_depth", mlp, &o, TP_ERR_CORRUPT, "(max_depth)");
+    tp_load_options_init(&o);
+    o.max_items = 2;
+    expect_load("max_items", mlp, &o, TP_ERR_CORRUPT, "(max_items)");
+
+    /* example inputs: tensorplay's pickle (ops: x and y, float32[4, 6]) and
+     * tpexport's .npy members (the same program saved by tpexport) */
+    const char *ops = "fixtures/tensorplay/ops.pt2";
+    tp_load_options_init(&o);
+    o.max_tensor_bytes = 95;
+    expect_load("max_tensor_bytes (pickled example)", ops, &o, TP_ERR_UNSUPPORTED,
+                "pickle: a tensor of 96 bytes exceeds the limit of 95 bytes (max_tensor_bytes)");
+    tp_archive *a = NULL;
+    CHECK_OK(tp_archive_load(ops, NULL, &a));
+    char saved[] = "/tmp/tp_test_limits_XXXXXX";
+    int fd = mkstemp(saved);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    if (a && fd >= 0) {
+        tp_archive_entry e = {tp_archive_program_name(a, 0), tp_archive_program(a, 0)};
+        CHECK_OK(tp_archive_save(saved, &e, 1, NULL, 0));
+        expect_load("max_tensor_bytes (.npy example)", saved, &o, TP_ERR_UNSUPPORTED,
+                    "member 'data/sample_inputs/model/x.npy': a tensor of 96 bytes exceeds the limit of 95 bytes "
+                    "(max_tensor_bytes)");
+        o.max_tensor_bytes = 96;
+        expect_load("max_tensor_bytes met (.npy example)", saved, &o, TP_OK, NULL);
+    }
+    if (fd >= 0) unlink(saved);
+    tp_archive_free(a);
+
+    /* loosening is the caller's mistake, refused before the file is read */
+    tp_load_options_init(&o);
+    o.max_nodes = (uint64_t)TP_LIMIT_NODES + 1;
+    expect_load("loosened max_nodes", mlp, &o, TP_ERR_INVALID_ARG,
+                "load options: max_nodes = 1048577 exceeds this build's limit of 1048576 (limits.h); it may only be lowered");
+    tp_load_options_init(&o);
+    o.max_name_bytes = TP_LIMIT_NAME + 1;
+    expect_load("loosened max_name_bytes", mlp, &o, TP_ERR_INVALID_ARG, "max_name_bytes = 1025 exceeds");
+
+    /* a caller built against the older, shorter struct: the new fields,
+     * whatever lies past its struct_size, read as 0 (the defaults) */
+    unsigned char old[sizeof(tp_load_options)];
+    memset(old, 0xff, sizeof old);
+    tp_load_options *po = (tp_load_options *)(void *)old;
+    memset(po, 0, offsetof(tp_load_options, max_name_bytes));
+    po->struct_size = offsetof(tp_load_options, max_name_bytes);
+    expect_load("older options struct", mlp, po, TP_OK, NULL);
+}
+
+/* verify reports each problem of a document once: the header's count is
+ * the number of lines, no line repeats, and each planted problem is on
+ * exactly one line. */
+TEST(test_verify_lists_each_problem_once) {
+    static const char *const edits[] = {
+        "\"qualname\": \"relu\"", "\"qualname\": \"no_such_function\"",
+        "\"name\": \"softmax\"},", "\"name\": \"no_such_method\"},",
+        "\"target\": \"fc1.bias\"", "\"target\": \"no.such.state\"",
+    };
+    size_t size = 0;
+    void *image = edited_fixture("fixtures/tensorplay/mlp.pt2", "models/model.json", edits, 3, &size);
+    CHECK(image != NULL);
+    if (!image) return;
+    CHECK_STATUS(tp_archive_verify_buffer(image, size, NULL), TP_ERR_CORRUPT);
+    char *msg = tp_strdup(tp_last_error());
+    tp_free(image);
+    if (!msg) return;
+    int declared = 0;
+    CHECK_MSG(sscanf(msg, "%d problems:", &declared) == 1, "verify message does not start with a count: %s", msg);
+    const char *lines[64];
+    int n = 0;
+    for (char *line = strchr(msg, '\n'); line && n < 64;) {
+        *line++ = '\0';
+        lines[n++] = line;
+        line = strchr(line, '\n');
+    }
+    CHECK_MSG(n == declared, "%d problems declared, %d listed", declared, n);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(strncmp(lines[i], "- program 'model': ", 19) == 0, "line '%s'", lines[i]);
+        for (int j = 0; j < i; j++) CHECK_MSG(strcmp(lines[i], lines[j]) != 0, "listed twice: '%s'", lines[i]);
+    }
+    static const char *const planted[] = {"no_such_function", "no_such_method", "no.such.state"};
+    for (size_t k = 0; k < TP_ARRAY_LEN(planted); k++) {
+        int hits = 0;
+        for (int i = 0; i < n; i++) hits += strstr(lines[i], planted[k]) != NULL;
+        CHECK_MSG(hits == 1, "'%s' is on %d lines", planted[k], hits);
+    }
+    for (int i = 0; i < n; i++) printf("    %s\n", lines[i]);
+    tp_free(msg);
+}
+
 TEST_MAIN(T(test_derived_dim_offset_bounds), T(test_derived_dim_range_overflow), T(test_derived_dim_call_overflow),
           T(test_shared_member_alignment), T(test_name_limit_round_trip), T(test_derived_name_limit),
           T(test_load_alloc_failures), T(test_verify_and_mapped_alloc_failures), T(test_save_and_module_alloc_failures),
           T(test_container_set_consumes_item), T(test_json_allocations_through_hook),
-          T(test_inplace_and_view_ops_check_self))
+          T(test_inplace_and_view_ops_check_self), T(test_load_option_limits),
+          T(test_verify_lists_each_problem_once))

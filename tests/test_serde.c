@@ -114,7 +114,7 @@ static bool fixture_open(fixture *fx, const char *name) {
         char *text = read_file(path, &len);
         CHECK_MSG(text != NULL, "cannot read %s", path);
         payload_ctx pc = {fx->dir, idx[k]};
-        if (text) CHECK_OK(tp__serde_weights_from_json(text, len, idx[k], payload_size, &pc, k ? &fx->constants : &fx->weights));
+        if (text) CHECK_OK(tp__serde_weights_from_json(text, len, idx[k], payload_size, &pc, NULL, k ? &fx->constants : &fx->weights));
         tp_free(text);
     }
     snprintf(path, sizeof path, "%s/case.json", fx->dir);
@@ -694,7 +694,7 @@ TEST(test_examples_pickle) {
         char *data = read_file(path, &size);
         CHECK(data != NULL);
         tp_value ex = tp_value_none();
-        if (data) CHECK_OK(tp__serde_examples_from_pickle(data, size, &ex));
+        if (data) CHECK_OK(tp__serde_examples_from_pickle(data, size, NULL, &ex));
         const tp_value *x = tp_value_dict_get(&ex, "x");
         tp_tensor *want = fixture_npy(&fx, "run0_in_x.npy");
         CHECK(x && x->kind == TP_VAL_TENSOR);
@@ -736,7 +736,7 @@ TEST(test_examples_pickle) {
     size_t size = 0;
     CHECK_OK(tp__serde_examples_to_pickle(&ex, &data, &size));
     tp_value back = tp_value_none();
-    if (data) CHECK_OK(tp__serde_examples_from_pickle(data, size, &back));
+    if (data) CHECK_OK(tp__serde_examples_from_pickle(data, size, NULL, &back));
     CHECK(tp_value_len(&back) == tp_value_len(&ex));
     for (int64_t i = 0; i < tp_value_len(&ex) && i < tp_value_len(&back); i++) {
         const tp_value *a = &ex.u.seq.items[i], *b = &back.u.seq.items[i];
@@ -754,27 +754,27 @@ TEST(test_examples_pickle) {
 
     /* hostile pickles */
     static const unsigned char os_system[] = "cos\nsystem\n(S'echo hi'\ntR.";
-    CHECK_STATUS(tp__serde_examples_from_pickle(os_system, sizeof os_system - 1, &back), TP_ERR_UNSUPPORTED);
+    CHECK_STATUS(tp__serde_examples_from_pickle(os_system, sizeof os_system - 1, NULL, &back), TP_ERR_UNSUPPORTED);
     CHECK_ERR_CONTAINS("os.system");
     static const unsigned char truncated[] = {0x80, 0x04, '}', 'X', 0xff, 0xff, 0xff, 0x7f};
-    CHECK_STATUS(tp__serde_examples_from_pickle(truncated, sizeof truncated, &back), TP_ERR_CORRUPT);
+    CHECK_STATUS(tp__serde_examples_from_pickle(truncated, sizeof truncated, NULL, &back), TP_ERR_CORRUPT);
     CHECK_ERR_CONTAINS("truncated");
     static const unsigned char not_dict[] = {0x80, 0x04, 'N', '.'};
-    CHECK_STATUS(tp__serde_examples_from_pickle(not_dict, sizeof not_dict, &back), TP_ERR_CORRUPT);
+    CHECK_STATUS(tp__serde_examples_from_pickle(not_dict, sizeof not_dict, NULL, &back), TP_ERR_CORRUPT);
     CHECK_ERR_CONTAINS("not a dict");
     static const unsigned char underflow[] = {0x80, 0x04, 's', '.'};
-    CHECK_STATUS(tp__serde_examples_from_pickle(underflow, sizeof underflow, &back), TP_ERR_CORRUPT);
+    CHECK_STATUS(tp__serde_examples_from_pickle(underflow, sizeof underflow, NULL, &back), TP_ERR_CORRUPT);
     CHECK_ERR_CONTAINS("underflow");
     /* a list that contains itself */
     static const unsigned char cycle[] = {0x80, 0x04, '}', 'X', 1, 0, 0, 0, 'a', ']', 0x94, 'h', 0, 'a', 's', '.'};
-    CHECK_STATUS(tp__serde_examples_from_pickle(cycle, sizeof cycle, &back), TP_ERR_CORRUPT);
+    CHECK_STATUS(tp__serde_examples_from_pickle(cycle, sizeof cycle, NULL, &back), TP_ERR_CORRUPT);
     /* a tensor whose view reads past its bytes */
     static const unsigned char overread[] = {0x80, 0x04, '}', 'X', 1, 0, 0, 0, 't', 'c', 't', 'e', 'n', 's', 'o', 'r',
                                              'p', 'l', 'a', 'y', '.', '_', 'C', '\n', 'T', 'e', 'n', 's', 'o', 'r',
                                              'B', 'a', 's', 'e', '\n', ')', 0x81, '(', 'C', 4, 0, 0, 0x80, 0x3f,
                                              ']', 'K', 4, 'a', ']', 'K', 1, 'a', 'K', 8, 'K', 0, 'J', 0xff, 0xff,
                                              0xff, 0xff, 0x89, 't', 'b', 's', '.'};
-    CHECK_STATUS(tp__serde_examples_from_pickle(overread, sizeof overread, &back), TP_ERR_CORRUPT);
+    CHECK_STATUS(tp__serde_examples_from_pickle(overread, sizeof overread, NULL, &back), TP_ERR_CORRUPT);
     CHECK_ERR_CONTAINS("needs 16 bytes but has 4");
 }
 
@@ -1150,7 +1150,7 @@ TEST(test_weights_json) {
         "\"requires_grad\": false, \"path_name\": \"weight_0\", \"use_pickle\": false, \"is_param\": true, \"role\": 0}, "
         "\"empty\": {\"dtype\": \"int64\", \"sizes\": [0, 3], \"strides\": [3, 1], \"storage_offset\": 0, \"path_name\": "
         "\"weight_1\", \"role\": 1}}";
-    CHECK_OK(tp__serde_weights_from_json(good, strlen(good), "weights", fake_payload, NULL, &w));
+    CHECK_OK(tp__serde_weights_from_json(good, strlen(good), "weights", fake_payload, NULL, NULL, &w));
     CHECK(w.n == 2);
     if (w.n == 2) {
         CHECK(!strcmp(w.items[0].name, "fc1.weight") && w.items[0].bytes_needed == 4 * (1 + 3 + 8 + 1) && w.items[0].is_param &&
@@ -1167,7 +1167,7 @@ TEST(test_weights_json) {
         size_t len;
         CHECK_OK(tp__serde_weights_to_json(&w, &json, &len));
         tp_serde_weights back;
-        if (json) CHECK_OK(tp__serde_weights_from_json(json, len, "weights", fake_payload, NULL, &back));
+        if (json) CHECK_OK(tp__serde_weights_from_json(json, len, "weights", fake_payload, NULL, NULL, &back));
         CHECK(back.n == 2 && back.items[0].storage_offset == 1 && back.items[0].strides[1] == 8);
         tp__serde_weights_free(&back);
         tp_free(json);
@@ -1176,7 +1176,7 @@ TEST(test_weights_json) {
     int cases = 0;
     for (size_t i = 0; i < TP_ARRAY_LEN(g_bad_weights); i++) {
         const bad_weights *b = &g_bad_weights[i];
-        tp_status st = tp__serde_weights_from_json(b->json, strlen(b->json), "weights", fake_payload, NULL, &w);
+        tp_status st = tp__serde_weights_from_json(b->json, strlen(b->json), "weights", fake_payload, NULL, NULL, &w);
         bool ok = st == b->status && strstr(tp_last_error(), b->message) && w.n == 0 && w.items == NULL;
         CHECK_MSG(ok, "bad weights %zu: got %s \"%s\", expected %s \"%s\"", i, tp_status_str(st), tp_last_error(),
                   tp_status_str(b->status), b->message);

@@ -63,6 +63,19 @@ typedef struct tp_load_options {
     uint64_t max_member_size;   /* 0: default (8 GiB) - larger members are refused */
     uint64_t max_total_size;    /* 0: default (64 GiB) - sum of inflated sizes */
     uint32_t max_ratio;         /* 0: default (1000) - compression-bomb guard */
+    /* Document limits (limits.h), each 0 for the build's value. A load may
+     * tighten them, never loosen them: a value above the build's is refused
+     * with TP_ERR_INVALID_ARG naming the field, so that whatever tpexport
+     * writes still reads back under the defaults. Exceeding one is
+     * TP_ERR_CORRUPT naming the document field and the option. */
+    uint32_t max_name_bytes;     /* TP_LIMIT_NAME (1024): one name */
+    uint32_t max_depth;          /* TP_LIMIT_DEPTH (32): nesting of values and tree specs */
+    uint64_t max_nodes;          /* TP_LIMIT_NODES (2^20): nodes of one graph */
+    uint64_t max_items;          /* TP_LIMIT_ITEMS (2^20): entries of one JSON array or object */
+    uint64_t max_document_bytes; /* TP_LIMIT_DOCUMENT (1 GiB): one JSON document */
+    /* Bytes of any one weight, constant or example-input tensor; 0: the
+     * member limit (max_member_size). Larger: TP_ERR_UNSUPPORTED. */
+    uint64_t max_tensor_bytes;
 } tp_load_options;
 
 static inline void tp_load_options_init(tp_load_options *o) {

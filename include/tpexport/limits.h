@@ -10,7 +10,11 @@
  * Each is a compile-time default: a build may define another value (e.g.
  * -DTP_LIMIT_NAME=4096), which must then be the same for the library and
  * every program including this header. TP_MAX_DIMS also sizes tensor
- * structs.
+ * structs. A load may tighten the reader's limits (never loosen them)
+ * through tp_load_options (archive.h: max_name_bytes, max_depth,
+ * max_nodes, max_items, max_document_bytes, and max_tensor_bytes for any
+ * one weight, constant or example-input tensor); the writer always uses
+ * the values below.
  */
 #ifndef TPEXPORT_LIMITS_H
 #define TPEXPORT_LIMITS_H

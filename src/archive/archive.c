@@ -184,6 +184,34 @@ static tp_zip_limits limits_from(const tp_load_options *o) {
     return l;
 }
 
+/* The document limits of a load: the build's, tightened by the options.
+ * A value above the build's is the caller's mistake, not the file's. */
+static tp_status doc_limits_from(const tp_load_options *o, const tp_zip_limits *zl, tp_doc_limits *out) {
+    tp_doc_limits l = tp__doc_limits_default();
+    l.tensor_bytes = zl->max_member_size;
+    if (o) {
+        const struct {
+            const char *field;
+            uint64_t value;
+            size_t *limit;
+        } f[] = {{"max_name_bytes", o->max_name_bytes, &l.name},
+                 {"max_depth", o->max_depth, &l.depth},
+                 {"max_nodes", o->max_nodes, &l.nodes},
+                 {"max_items", o->max_items, &l.items},
+                 {"max_document_bytes", o->max_document_bytes, &l.document}};
+        for (size_t i = 0; i < TP_ARRAY_LEN(f); i++) {
+            if (f[i].value == 0) continue;
+            TP_CHECK(f[i].value <= *f[i].limit, TP_ERR_INVALID_ARG,
+                     "load options: %s = %" PRIu64 " exceeds this build's limit of %zu (limits.h); it may only be lowered",
+                     f[i].field, f[i].value, *f[i].limit);
+            *f[i].limit = (size_t)f[i].value;
+        }
+        if (o->max_tensor_bytes) l.tensor_bytes = o->max_tensor_bytes;
+    }
+    *out = l;
+    return TP_OK;
+}
+
 /* Up to 32 bytes of a member's text for a message, with anything that is
  * not printable ASCII shown as '?' (messages stay on one line). */
 static const char *printable(const char *text, size_t len, char *buf, size_t size) {
@@ -371,7 +399,7 @@ static void load_ctx_clear(load_ctx *c) {
 /* Example inputs of program `name`: .npy members under
  * data/sample_inputs/<name>/ (tpexport's form), else tensorplay's pickle
  * read by the strict subset reader. *out: a dict value, or None. */
-static tp_status load_examples(const tp_zip_reader *z, const char *name, tp_value *out) {
+static tp_status load_examples(const tp_zip_reader *z, const char *name, const tp_doc_limits *lim, tp_value *out) {
     *out = tp_value_none();
     char prefix[512];
     snprintf(prefix, sizeof prefix, "data/sample_inputs/%s/", name);
@@ -398,6 +426,12 @@ static tp_status load_examples(const tp_zip_reader *z, const char *name, tp_valu
         if (st == TP_OK) {
             st = tp_npy_load_buffer(data, size, &t);
             tp_free(data);
+            uint64_t bytes = st == TP_OK ? (uint64_t)tp_tensor_numel(t) * tp_dtype_size(tp_tensor_dtype(t)) : 0;
+            if (bytes > lim->tensor_bytes) {
+                st = tp_error(TP_ERR_UNSUPPORTED, "a tensor of %" PRIu64 " bytes exceeds the limit of %" PRIu64
+                              " bytes (max_tensor_bytes)", bytes, lim->tensor_bytes);
+                tp_tensor_free(t);
+            }
             if (st != TP_OK) tp_error_context("member '%s'", m);
         }
         if (st == TP_OK) {
@@ -418,7 +452,7 @@ static tp_status load_examples(const tp_zip_reader *z, const char *name, tp_valu
     void *data;
     size_t size;
     TP_TRY(tp__zip_read(z, i, &data, &size));
-    tp_status st = tp__serde_examples_from_pickle(data, size, out);
+    tp_status st = tp__serde_examples_from_pickle(data, size, lim, out);
     tp_free(data);
     if (st != TP_OK) tp_error_context("member '%s'", pkl);
     return st;
@@ -449,6 +483,8 @@ static void report_problem(tp_sb *report, int *n_problems, const char *program, 
 static tp_status load_all(mapping *image, bool mapped, const tp_load_options *opts, tp_archive **out,
                           tp_sb *report, int *n_problems) {
     tp_zip_limits lim = limits_from(opts);
+    tp_doc_limits dlim;
+    TP_TRY(doc_limits_from(opts, &lim, &dlim));
     tp_zip_reader *z = NULL;
     TP_TRY(tp__zip_open(image->data, image->size, &lim, &z));
     tp_archive *a = tp_calloc(1, sizeof *a);
@@ -510,13 +546,14 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
             c.dir = k == 0 ? "data/weights/" : "data/constants/";
             pst = read_member(z, idx_name, false, &text, &len);
             if (pst == TP_OK && text) {
-                pst = tp__serde_weights_from_json(text, len, what, payload_size, &c, k == 0 ? &c.weights : &c.constants);
+                pst = tp__serde_weights_from_json(text, len, what, payload_size, &c, &dlim,
+                                                  k == 0 ? &c.weights : &c.constants);
                 if (pst != TP_OK) tp_error_context("%s", idx_name);
             }
             tp_free(text);
             text = NULL;
         }
-        if (pst == TP_OK) pst = load_examples(z, name, &examples);
+        if (pst == TP_OK) pst = load_examples(z, name, &dlim, &examples);
         tp_program *p = NULL;
         if (pst == TP_OK) pst = read_member(z, m, true, &text, &len);
         tp_serde_problems probs = {0};
@@ -524,7 +561,8 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
             tp_serde_read_options ro = {.state = state_lookup,
                                         .state_ctx = &c,
                                         .example_inputs = examples.kind == TP_VAL_DICT ? &examples : NULL,
-                                        .problems = report ? &probs : NULL};
+                                        .problems = report ? &probs : NULL,
+                                        .limits = &dlim};
             pst = tp__serde_program_from_json(text, len, &ro, &p);
         }
         if (pst != TP_OK && report && pst != TP_ERR_NOMEM) {

@@ -41,6 +41,7 @@ typedef struct reader reader;
 /* Reading state shared by every section of the reader. */
 typedef struct doc_node doc_node;
 struct reader {
+    tp_doc_limits lim;           /* the document limits this read is held to */
     tp_serde_problems *problems; /* verify mode when non-NULL */
     int n_problems;              /* all problems, stored or not */
     tp_status first;             /* first problem's status */
@@ -101,8 +102,8 @@ static tp_status report(reader *r, tp_status st, const char *fmt, ...) {
 static bool keep_going(const reader *r, tp_status st) { return r->problems != NULL && st != TP_ERR_NOMEM; }
 
 /* Python-identifier-like names: [A-Za-z_][A-Za-z0-9_]*, bounded. */
-static bool valid_identifier(const char *s) {
-    if (!s || !*s || strlen(s) > TP_LIMIT_NAME) return false;
+static bool valid_identifier(const char *s, size_t max_name) {
+    if (!s || !*s || strlen(s) > max_name) return false;
     if (!(isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
     for (const char *p = s; *p; p++)
         if (!(isalnum((unsigned char)*p) || *p == '_')) return false;
@@ -111,8 +112,8 @@ static bool valid_identifier(const char *s) {
 
 /* A dotted attribute path: identifiers (or digits, as in "layers.0.weight")
  * separated by single dots. */
-static bool valid_target(const char *s) {
-    if (!s || !*s || strlen(s) > TP_LIMIT_NAME) return false;
+static bool valid_target(const char *s, size_t max_name) {
+    if (!s || !*s || strlen(s) > max_name) return false;
     bool start = true;
     for (const char *p = s; *p; p++) {
         if (*p == '.') {
@@ -172,10 +173,10 @@ static tp_status replace_nonfinite(const char *text, size_t len, char **out, siz
 }
 
 /* Parse a JSON document; `what` names it in messages. */
-static tp_status parse_json(const char *text, size_t len, const char *what, json_t **out) {
+static tp_status parse_json(const char *text, size_t len, const char *what, size_t max_bytes, json_t **out) {
     *out = NULL;
-    TP_CHECK(len <= TP_LIMIT_DOCUMENT, TP_ERR_CORRUPT, "%s: document of %zu bytes exceeds the limit of %zu", what,
-             len, TP_LIMIT_DOCUMENT);
+    TP_CHECK(len <= max_bytes, TP_ERR_CORRUPT, "%s: document of %zu bytes exceeds the limit of %zu (max_document_bytes)", what,
+             len, max_bytes);
     TP_CHECK(text != NULL || len == 0, TP_ERR_INVALID_ARG, "%s: no text", what);
     char *fixed = NULL;
     size_t fixed_len = 0;
@@ -236,8 +237,8 @@ static tp_status get_string(reader *r, const json_t *obj, const char *key, const
         return report(r, TP_ERR_CORRUPT, "%s.%s: expected a string%s, got %s", path, key, nullable ? " or null" : "",
                       json_kind(v));
     const char *s = json_string_value(v);
-    if (strlen(s) > TP_LIMIT_NAME)
-        return report(r, TP_ERR_CORRUPT, "%s.%s: string of %zu bytes is too long", path, key, strlen(s));
+    if (strlen(s) > r->lim.name)
+        return report(r, TP_ERR_CORRUPT, "%s.%s: string of %zu bytes exceeds the limit of %zu (max_name_bytes)", path, key, strlen(s), r->lim.name);
     *out = s;
     return TP_OK;
 }
@@ -246,9 +247,9 @@ static tp_status get_array(reader *r, const json_t *obj, const char *key, const 
     const json_t *v = json_object_get(obj, key);
     *out = v;
     if (!json_is_array(v)) return report(r, TP_ERR_CORRUPT, "%s.%s: expected an array, got %s", path, key, v ? json_kind(v) : "nothing");
-    if (json_array_size(v) > TP_LIMIT_ITEMS)
-        return report(r, TP_ERR_CORRUPT, "%s.%s: %zu entries exceed the limit of %d", path, key, json_array_size(v),
-                      TP_LIMIT_ITEMS);
+    if (json_array_size(v) > r->lim.items)
+        return report(r, TP_ERR_CORRUPT, "%s.%s: %zu entries exceed the limit of %zu (max_items)", path, key, json_array_size(v),
+                      r->lim.items);
     return TP_OK;
 }
 
@@ -901,7 +902,7 @@ static bool view_bytes(int ndim, const int64_t *sizes, const int64_t *strides, i
     return true;
 }
 
-static tp_status pk_tensor(const pk_val *o, tp_value *out) {
+static tp_status pk_tensor(const pk_val *o, const tp_doc_limits *lim, tp_value *out) {
     const pk_val *s = o->state;
     if (!s || s->kind != PK_TUPLE || s->n != 7) PK_FAIL(TP_ERR_UNSUPPORTED, "tensor state is not the expected 7-tuple");
     const pk_val *data = s->items[0];
@@ -921,6 +922,9 @@ static tp_status pk_tensor(const pk_val *o, tp_value *out) {
         PK_FAIL(TP_ERR_CORRUPT, "tensor view size overflows");
     if (need > data->len) PK_FAIL(TP_ERR_CORRUPT, "tensor view needs %" PRIu64 " bytes but has %zu", need, data->len);
     if (data->len % itemsize) PK_FAIL(TP_ERR_CORRUPT, "tensor data of %zu bytes is not a multiple of %zu", data->len, itemsize);
+    if (data->len > lim->tensor_bytes)
+        PK_FAIL(TP_ERR_UNSUPPORTED, "a tensor of %zu bytes exceeds the limit of %" PRIu64 " bytes (max_tensor_bytes)", data->len,
+                lim->tensor_bytes);
     /* copy the storage bytes (never more than the pickle holds), then view them */
     int64_t n_storage = (int64_t)(data->len / itemsize);
     tp_tensor *flat, *view;
@@ -934,9 +938,10 @@ static tp_status pk_tensor(const pk_val *o, tp_value *out) {
 
 /* Convert a pickled value. `ellipsis`: where an Ellipsis may appear (set to
  * true when the value is one); NULL refuses it. */
-static tp_status pk_to_value(const pk_val *v, int depth, size_t *budget, tp_value *out, bool *ellipsis) {
+static tp_status pk_to_value(const pk_val *v, const tp_doc_limits *lim, int depth, size_t *budget, tp_value *out,
+                              bool *ellipsis) {
     *out = tp_value_none();
-    if (depth > TP_LIMIT_DEPTH) PK_FAIL(TP_ERR_CORRUPT, "nesting deeper than %d", TP_LIMIT_DEPTH);
+    if ((size_t)depth > lim->depth) PK_FAIL(TP_ERR_CORRUPT, "nesting deeper than %zu (max_depth)", lim->depth);
     if (*budget == 0) PK_FAIL(TP_ERR_CORRUPT, "more than %zu values (shared objects expand too far)", PK_MAX_OBJECTS);
     (*budget)--;
     switch (v->kind) {
@@ -963,7 +968,7 @@ static tp_status pk_to_value(const pk_val *v, int depth, size_t *budget, tp_valu
         TP_TRY(v->kind == PK_TUPLE ? tp_value_tuple(v->n, out) : tp_value_list(v->n, out));
         for (int64_t i = 0; i < v->n; i++) {
             tp_value item;
-            tp_status st = pk_to_value(v->items[i], depth + 1, budget, &item, NULL);
+            tp_status st = pk_to_value(v->items[i], lim, depth + 1, budget, &item, NULL);
             if (st == TP_OK) st = tp_value_seq_set(out, i, &item);
             if (st != TP_OK) {
                 tp_value_clear(out);
@@ -976,9 +981,13 @@ static tp_status pk_to_value(const pk_val *v, int depth, size_t *budget, tp_valu
         TP_TRY(tp_value_dict(out));
         for (int64_t i = 0; i + 1 < v->n; i += 2) {
             const pk_val *k = v->items[i];
-            if (k->kind != PK_STR || memchr(k->bytes, 0, k->len) || k->len > TP_LIMIT_NAME) {
+            if (k->kind != PK_STR || memchr(k->bytes, 0, k->len)) {
                 tp_value_clear(out);
                 PK_FAIL(TP_ERR_UNSUPPORTED, "dict keys must be strings");
+            }
+            if (k->len > lim->name) {
+                tp_value_clear(out);
+                PK_FAIL(TP_ERR_CORRUPT, "a dict key of %zu bytes exceeds the limit of %zu (max_name_bytes)", k->len, lim->name);
             }
             char key[TP_LIMIT_NAME + 1];
             memcpy(key, k->bytes, k->len);
@@ -988,7 +997,7 @@ static tp_status pk_to_value(const pk_val *v, int depth, size_t *budget, tp_valu
                 PK_FAIL(TP_ERR_CORRUPT, "duplicate dict key '%.64s'", key);
             }
             tp_value item;
-            tp_status st = pk_to_value(v->items[i + 1], depth + 1, budget, &item, NULL);
+            tp_status st = pk_to_value(v->items[i + 1], lim, depth + 1, budget, &item, NULL);
             if (st == TP_OK) st = tp_value_dict_set(out, key, &item);
             if (st != TP_OK) {
                 tp_value_clear(out);
@@ -1006,27 +1015,28 @@ static tp_status pk_to_value(const pk_val *v, int depth, size_t *budget, tp_valu
             *out = tp_value_dtype(d);
             return TP_OK;
         }
-        return pk_tensor(v, out);
+        return pk_tensor(v, lim, out);
     case PK_BYTES: PK_FAIL(TP_ERR_UNSUPPORTED, "bytes values are not supported");
     default: PK_FAIL(TP_ERR_UNSUPPORTED, "a class object is not a value");
     }
 }
 
-static tp_status pickle_read(const void *data, size_t size, tp_value *out, bool *ellipsis) {
+static tp_status pickle_read(const void *data, size_t size, const tp_doc_limits *lim, tp_value *out, bool *ellipsis) {
     pk_reader p = {.data = data, .size = size};
     pk_val *root = NULL;
     tp_status st = pk_run(&p, &root);
     size_t budget = PK_MAX_OBJECTS;
-    if (st == TP_OK) st = pk_to_value(root, 0, &budget, out, ellipsis);
+    if (st == TP_OK) st = pk_to_value(root, lim, 0, &budget, out, ellipsis);
     pk_free(&p);
     return st;
 }
 
-tp_status tp__serde_examples_from_pickle(const void *data, size_t size, tp_value *out) {
+tp_status tp__serde_examples_from_pickle(const void *data, size_t size, const tp_doc_limits *limits, tp_value *out) {
     *out = tp_value_none();
     TP_CHECK(data || size == 0, TP_ERR_INVALID_ARG, "pickle: no data");
+    tp_doc_limits dflt = tp__doc_limits_default();
     tp_value v;
-    TP_TRY(pickle_read(data, size, &v, NULL));
+    TP_TRY(pickle_read(data, size, limits ? limits : &dflt, &v, NULL));
     if (v.kind != TP_VAL_DICT) {
         tp_status st = tp_error(TP_ERR_CORRUPT, "pickle: example inputs are a %s, not a dict", tp_value_kind_name(v.kind));
         tp_value_clear(&v);
@@ -1338,8 +1348,8 @@ static tp_status decode_value(vctx *c, const json_t *j, const char *path, int de
 static tp_status decode_seq(vctx *c, const json_t *arr, const char *path, int depth, bool tuple, tp_value *out) {
     if (!json_is_array(arr)) return report(c->r, TP_ERR_CORRUPT, "%s: expected an array, got %s", path, json_kind(arr));
     size_t n = json_array_size(arr);
-    if (n > TP_LIMIT_ITEMS)
-        return report(c->r, TP_ERR_CORRUPT, "%s: %zu items exceed the limit of %d", path, n, TP_LIMIT_ITEMS);
+    if (n > c->r->lim.items)
+        return report(c->r, TP_ERR_CORRUPT, "%s: %zu items exceed the limit of %zu (max_items)", path, n, c->r->lim.items);
     tp_status st = tuple ? tp_value_tuple((int64_t)n, out) : tp_value_list((int64_t)n, out);
     if (st != TP_OK) return note(c->r, st);
     for (size_t i = 0; i < n; i++) {
@@ -1446,7 +1456,7 @@ static tp_status decode_pickle(vctx *c, const json_t *v, const char *path, tp_va
     tp_status bst = b64_decode(json_string_value(v), &bytes, &n);
     if (bst == TP_ERR_NOMEM) return note(r, bst);
     if (bst != TP_OK) return report(r, TP_ERR_CORRUPT, "%s: invalid base64 in a pickled value", path);
-    tp_status st = pickle_read(bytes, n, out, ellipsis);
+    tp_status st = pickle_read(bytes, n, &c->r->lim, out, ellipsis);
     tp_free(bytes);
     if (st == TP_OK && out->kind == TP_VAL_TENSOR) return lift_constant(c, out);
     if (st == TP_ERR_NOMEM) return note(r, st);
@@ -1459,8 +1469,8 @@ static tp_status decode_pickle(vctx *c, const json_t *v, const char *path, tp_va
 static tp_status decode_value(vctx *c, const json_t *j, const char *path, int depth, tp_value *out) {
     reader *r = c->r;
     *out = tp_value_none();
-    if (depth > TP_LIMIT_DEPTH)
-        return report(r, TP_ERR_CORRUPT, "%s: values nested deeper than %d", path, TP_LIMIT_DEPTH);
+    if ((size_t)depth > r->lim.depth)
+        return report(r, TP_ERR_CORRUPT, "%s: values nested deeper than %zu (max_depth)", path, r->lim.depth);
     switch (json_typeof(j)) {
     case JSON_NULL: return TP_OK;
     case JSON_TRUE: *out = tp_value_bool(true); return TP_OK;
@@ -1468,8 +1478,9 @@ static tp_status decode_value(vctx *c, const json_t *j, const char *path, int de
     case JSON_INTEGER: *out = tp_value_int(json_integer_value(j)); return TP_OK;
     case JSON_REAL: *out = tp_value_float(json_real_value(j)); return TP_OK;
     case JSON_STRING:
-        if (json_string_length(j) > TP_LIMIT_ITEMS)
-            return report(r, TP_ERR_CORRUPT, "%s: string of %zu bytes is too long", path, json_string_length(j));
+        if (json_string_length(j) > r->lim.items)
+            return report(r, TP_ERR_CORRUPT, "%s: a string of %zu bytes exceeds the limit of %zu (max_items)", path,
+                          json_string_length(j), r->lim.items);
         return note(r, tp_value_str(json_string_value(j), out));
     case JSON_ARRAY:
         return report(r, TP_ERR_CORRUPT, "%s: expected a value encoding, got a bare array", path);
@@ -1485,9 +1496,9 @@ static tp_status decode_value(vctx *c, const json_t *j, const char *path, int de
     if (strcmp(key, "__list__") == 0) return decode_seq(c, v, path, depth, false, out);
     if (strcmp(key, "__dict__") == 0) {
         if (!json_is_array(v)) return report(r, TP_ERR_CORRUPT, "%s: __dict__ needs an array of pairs, got %s", path, json_kind(v));
-        if (json_array_size(v) > TP_LIMIT_ITEMS)
-            return report(r, TP_ERR_CORRUPT, "%s: %zu items exceed the limit of %d", path, json_array_size(v),
-                          TP_LIMIT_ITEMS);
+        if (json_array_size(v) > r->lim.items)
+            return report(r, TP_ERR_CORRUPT, "%s: %zu items exceed the limit of %zu (max_items)", path, json_array_size(v),
+                          r->lim.items);
         tp_status st = tp_value_dict(out);
         if (st != TP_OK) return note(r, st);
         for (size_t i = 0; i < json_array_size(v); i++) {
@@ -2574,13 +2585,14 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
 
 static tp_status decode_meta_val(reader *r, const json_t *j, const char *path, int depth, tp_value *out) {
     *out = tp_value_none();
-    if (depth > TP_LIMIT_DEPTH) return report(r, TP_ERR_CORRUPT, "%s: nested deeper than %d", path, TP_LIMIT_DEPTH);
+    if ((size_t)depth > r->lim.depth)
+        return report(r, TP_ERR_CORRUPT, "%s: nested deeper than %zu (max_depth)", path, r->lim.depth);
     if (json_is_null(j)) return TP_OK;
     if (json_is_object(j) && (json_object_get(j, "__tuple__") || json_object_get(j, "__list__")) &&
         json_object_size(j) == 1) {
         bool tuple = json_object_get(j, "__tuple__") != NULL;
         const json_t *arr = json_object_get(j, tuple ? "__tuple__" : "__list__");
-        if (!json_is_array(arr) || json_array_size(arr) > TP_LIMIT_ITEMS)
+        if (!json_is_array(arr) || json_array_size(arr) > r->lim.items)
             return report(r, TP_ERR_CORRUPT, "%s: expected an array", path);
         tp_status st = tuple ? tp_value_tuple((int64_t)json_array_size(arr), out)
                              : tp_value_list((int64_t)json_array_size(arr), out);
@@ -2625,22 +2637,27 @@ static tp_status decode_meta_val(reader *r, const json_t *j, const char *path, i
 /* ---- state ----------------------------------------------------------------- */
 
 /* The state tensor for target (borrowed from the reader's list), fetched
- * once through the callback. */
+ * once through the callback. A target found missing is remembered (tensor
+ * NULL), so that verify mode reports it once however many nodes and specs
+ * name it. */
 static tp_status fetch_state(reader *r, const char *target, tp_state_kind kind, bool persistent, const char *node,
                              tp_tensor **out) {
     *out = NULL;
     for (int i = 0; i < r->n_fetched; i++)
         if (strcmp(r->fetched[i].target, target) == 0) {
             *out = r->fetched[i].tensor;
-            return TP_OK;
+            return *out ? TP_OK : TP_ERR_CORRUPT; /* missing: reported already */
         }
     const tp_serde_read_options *o = r->opts;
     if (!o || !o->state)
         return report(r, TP_ERR_MISSING, "node %s: no state was given for %s '%s'", node, tp_state_kind_name(kind), target);
     tp_tensor *t = NULL;
     tp_status st = o->state(o->state_ctx, target, kind, &t);
-    if (st == TP_ERR_NOT_FOUND || (st == TP_OK && !t))
-        return report(r, TP_ERR_CORRUPT, "node %s: %s '%s' has no stored tensor", node, tp_state_kind_name(kind), target);
+    if (st == TP_ERR_NOT_FOUND || (st == TP_OK && !t)) {
+        st = report(r, TP_ERR_CORRUPT, "node %s: %s '%s' has no stored tensor", node, tp_state_kind_name(kind), target);
+        if (keep_going(r, st)) TP_TRY(add_fetched(r, target, kind, persistent, NULL));
+        return st;
+    }
     if (st != TP_OK) {
         tp_error_context("node %s: %s '%s'", node, tp_state_kind_name(kind), target);
         return note(r, st);
@@ -2650,7 +2667,7 @@ static tp_status fetch_state(reader *r, const char *target, tp_state_kind kind, 
     return TP_OK;
 }
 
-/* Keep t (taken over) as the state for target. */
+/* Keep t (taken over; NULL: target is missing) as the state for target. */
 static tp_status add_fetched(reader *r, const char *target, tp_state_kind kind, bool persistent, tp_tensor *t) {
     if (r->n_fetched == r->cap_fetched) {
         int cap = r->cap_fetched ? 2 * r->cap_fetched : 16;
@@ -2871,12 +2888,12 @@ static tp_status read_node(reader *r, int pos, const json_t *jn) {
     if (st != TP_OK) return c.broken_ref ? TP_ERR_VERIFY : st;
 
     if (strcmp(op, "placeholder") == 0) {
-        if (!valid_identifier(tname)) st = report(r, TP_ERR_CORRUPT, "%s.name: '%.64s' is not a valid input name", tpath, tname);
+        if (!valid_identifier(tname, r->lim.name)) st = report(r, TP_ERR_CORRUPT, "%s.name: '%.64s' is not a valid input name", tpath, tname);
         else st = read_placeholder(&c, d, tname, &args, &kwargs, meta, path);
     } else if (strcmp(op, "get_attr") == 0) {
         tp_node *n = NULL;
         tp_tensor *t = NULL;
-        if (!valid_target(tname)) {
+        if (!valid_target(tname, r->lim.name)) {
             st = report(r, TP_ERR_CORRUPT, "%s.name: '%.64s' is not a valid attribute path", tpath, tname);
         } else if (tp_value_len(&args) || tp_value_len(&kwargs)) {
             st = report(r, TP_ERR_CORRUPT, "%s: a get_attr node takes no arguments", path);
@@ -2918,8 +2935,8 @@ static tp_status read_node(reader *r, int pos, const json_t *jn) {
 /* Pre-scan: names (valid, unique) and the single output node at the end. */
 static tp_status scan_nodes(reader *r, const json_t *nodes) {
     size_t n = json_array_size(nodes);
-    if (n > TP_LIMIT_NODES)
-        return report(r, TP_ERR_CORRUPT, "graph.nodes: %zu nodes exceed the limit of %d", n, TP_LIMIT_NODES);
+    if (n > r->lim.nodes)
+        return report(r, TP_ERR_CORRUPT, "graph.nodes: %zu nodes exceed the limit of %zu (max_nodes)", n, r->lim.nodes);
     r->nodes = tp_calloc(n ? n : 1, sizeof *r->nodes);
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;
@@ -2940,7 +2957,7 @@ static tp_status scan_nodes(reader *r, const json_t *nodes) {
         if (!json_is_object(jn)) st = report(r, TP_ERR_CORRUPT, "graph.nodes[%zu]: expected an object, got %s", i, json_kind(jn));
         else if (!json_is_string(name))
             st = report(r, TP_ERR_CORRUPT, "graph.nodes[%zu].name: expected a string, got %s", i, name ? json_kind(name) : "nothing");
-        else if (!valid_identifier(json_string_value(name)))
+        else if (!valid_identifier(json_string_value(name), r->lim.name))
             st = report(r, TP_ERR_CORRUPT, "graph.nodes[%zu].name: '%.64s' is not a valid node name", i, json_string_value(name));
         else {
             d->name = json_string_value(name);
@@ -3073,7 +3090,8 @@ typedef struct leaf_marks {
 static tp_status read_treespec(reader *r, const json_t *j, const char *path, int depth, leaf_marks *marks,
                                tp_treespec **out) {
     *out = NULL;
-    if (depth > TP_LIMIT_DEPTH) return report(r, TP_ERR_CORRUPT, "%s: tree nested deeper than %d", path, TP_LIMIT_DEPTH);
+    if ((size_t)depth > r->lim.depth)
+        return report(r, TP_ERR_CORRUPT, "%s: tree nested deeper than %zu (max_depth)", path, r->lim.depth);
     if (!json_is_object(j)) return report(r, TP_ERR_CORRUPT, "%s: expected a tree spec object, got %s", path, json_kind(j));
     const char *t;
     TP_TRY(get_string(r, j, "t", path, false, &t));
@@ -3111,7 +3129,7 @@ static tp_status read_treespec(reader *r, const json_t *j, const char *path, int
     const json_t *c = json_object_get(j, "c"), *ctx = json_object_get(j, "ctx");
     if (c && !json_is_array(c)) return report(r, TP_ERR_CORRUPT, "%s.c: expected an array, got %s", path, json_kind(c));
     size_t n = c ? json_array_size(c) : 0;
-    if (n > TP_LIMIT_ITEMS) return report(r, TP_ERR_CORRUPT, "%s.c: too many children", path);
+    if (n > r->lim.items) return report(r, TP_ERR_CORRUPT, "%s.c: too many children", path);
     const json_t *keys = NULL;
     if (kind == TP_TREE_DICT) {
         keys = json_is_object(ctx) && json_object_size(ctx) == 1 ? json_object_get(ctx, "__tuple__") : ctx;
@@ -3186,7 +3204,7 @@ static tp_status read_input_specs(reader *r, const json_t *specs) {
         if (st == TP_OK) st = read_arg(r, json_object_get(j, "arg"), sub, &arg, &value);
         bool state = kind == TP_INPUT_PARAMETER || kind == TP_INPUT_BUFFER || kind == TP_INPUT_CONSTANT_TENSOR ||
                      kind == TP_INPUT_CUSTOM_OBJ;
-        if (st == TP_OK && state && !valid_target(target))
+        if (st == TP_OK && state && !valid_target(target, r->lim.name))
             st = report(r, TP_ERR_CORRUPT, "%s.target: a %s input needs a valid target, got '%.64s'", path, kind_name,
                         target ? target : "null");
         if (st == TP_OK && kind == TP_INPUT_CUSTOM_OBJ)
@@ -3337,7 +3355,7 @@ static tp_status read_call_signature(reader *r, const json_t *j, const char *pat
     TP_TRY(get_array(r, j, "inputs", path, &ins));
     TP_TRY(get_array(r, j, "outputs", path, &outs));
     const json_t *names = json_object_get(j, "forward_arg_names");
-    if (names && !json_is_null(names) && (!json_is_array(names) || json_array_size(names) > TP_LIMIT_ITEMS))
+    if (names && !json_is_null(names) && (!json_is_array(names) || json_array_size(names) > r->lim.items))
         return report(r, TP_ERR_CORRUPT, "%s.forward_arg_names: expected an array of strings or null", path);
     tp_module_call_signature *s = tp_calloc(1, sizeof *s);
     size_t n_in = json_array_size(ins), n_out = json_array_size(outs), n_names = json_is_array(names) ? json_array_size(names) : 0;
@@ -3418,7 +3436,7 @@ static tp_status read_ranges(reader *r, tp_program *p, const json_t *ranges) {
     if (!ranges) return TP_OK;
     if (!json_is_object(ranges))
         return report(r, TP_ERR_CORRUPT, "range_constraints: expected an object, got %s", json_kind(ranges));
-    if (json_object_size(ranges) > TP_LIMIT_ITEMS) return report(r, TP_ERR_CORRUPT, "range_constraints: too many entries");
+    if (json_object_size(ranges) > r->lim.items) return report(r, TP_ERR_CORRUPT, "range_constraints: too many entries");
     const char *name;
     json_t *v;
     tp_status first = TP_OK;
@@ -3433,8 +3451,9 @@ static tp_status read_ranges(reader *r, tp_program *p, const json_t *ranges) {
         if (st == TP_OK) st = read_bound(r, json_object_get(v, "min"), sub, false, &lo);
         snprintf(sub, sizeof sub, "%s.max", path);
         if (st == TP_OK) st = read_bound(r, json_object_get(v, "max"), sub, true, &hi);
-        if (st == TP_OK && (!*name || strlen(name) > TP_LIMIT_NAME))
-            st = report(r, TP_ERR_CORRUPT, "range_constraints: a symbol needs a name of 1 to %d bytes", TP_LIMIT_NAME);
+        if (st == TP_OK && (!*name || strlen(name) > r->lim.name))
+            st = report(r, TP_ERR_CORRUPT, "range_constraints: a symbol needs a name of 1 to %zu bytes (max_name_bytes)",
+                        r->lim.name);
         if (st == TP_OK && (lo < 0 || lo > hi))
             st = report(r, TP_ERR_CORRUPT, "%s: invalid range [%" PRId64 ", %" PRId64 "]", path, lo, hi);
         if (st == TP_OK && (st = tp_program_add_range(p, name, lo, hi)) != TP_OK) note(r, st);
@@ -3448,7 +3467,7 @@ static tp_status read_ranges(reader *r, tp_program *p, const json_t *ranges) {
 
 static tp_status read_equalities(reader *r, tp_program *p, const json_t *eqs) {
     if (!eqs) return TP_OK;
-    if (!json_is_array(eqs) || json_array_size(eqs) > TP_LIMIT_ITEMS)
+    if (!json_is_array(eqs) || json_array_size(eqs) > r->lim.items)
         return report(r, TP_ERR_CORRUPT, "equality_constraints: expected an array, got %s", json_kind(eqs));
     tp_status first = TP_OK;
     for (size_t i = 0; i < json_array_size(eqs); i++) {
@@ -3574,7 +3593,7 @@ static tp_status read_input_dims(reader *r, tp_program *p, const json_t *j, cons
     const json_t *map = json_is_object(j) && json_object_size(j) == 1 ? json_object_get(j, "__map__") : NULL;
     char sub[600], child[TP_LIMIT_NAME + 80];
     if (arr) {
-        if (!json_is_array(arr) || json_array_size(arr) > TP_LIMIT_ITEMS)
+        if (!json_is_array(arr) || json_array_size(arr) > r->lim.items)
             return report(r, TP_ERR_CORRUPT, "%s: expected an array", path);
         bool dims = true;
         for (size_t i = 0; i < json_array_size(arr); i++) dims = dims && is_dim_spec(json_array_get(arr, i));
@@ -3589,7 +3608,7 @@ static tp_status read_input_dims(reader *r, tp_program *p, const json_t *j, cons
         }
         return TP_OK;
     }
-    if (!map || !json_is_array(map) || json_array_size(map) > TP_LIMIT_ITEMS)
+    if (!map || !json_is_array(map) || json_array_size(map) > r->lim.items)
         return report(r, TP_ERR_CORRUPT, "%s: expected a dims spec (__map__, list, tuple or null), got %s", path, json_kind(j));
     for (size_t i = 0; i < json_array_size(map); i++) {
         const json_t *pair = json_array_get(map, i);
@@ -3614,7 +3633,7 @@ static tp_status read_dynamic_shapes(reader *r, tp_program *p, const json_t *ds)
     if (!ds || json_is_null(ds)) return TP_OK;
     const json_t *map = json_is_object(ds) && json_object_size(ds) == 1 ? json_object_get(ds, "__map__") : NULL;
     if (!map) return report(r, TP_ERR_CORRUPT, "dynamic_shapes: expected {\"__map__\": [...]}, got %s", json_kind(ds));
-    if (!json_is_array(map) || json_array_size(map) > TP_LIMIT_ITEMS)
+    if (!json_is_array(map) || json_array_size(map) > r->lim.items)
         return report(r, TP_ERR_CORRUPT, "dynamic_shapes.__map__: expected an array");
     tp_status first = TP_OK;
     for (size_t i = 0; i < json_array_size(map); i++) {
@@ -3656,7 +3675,7 @@ static tp_status read_dynamic_shapes(reader *r, tp_program *p, const json_t *ds)
 
 static tp_status read_module_call_graph(reader *r, tp_program *p, const json_t *mcg) {
     if (!mcg) return TP_OK;
-    if (!json_is_array(mcg) || json_array_size(mcg) > TP_LIMIT_ITEMS)
+    if (!json_is_array(mcg) || json_array_size(mcg) > r->lim.items)
         return report(r, TP_ERR_CORRUPT, "module_call_graph: expected an array, got %s", json_kind(mcg));
     tp_status first = TP_OK;
     for (size_t i = 0; i < json_array_size(mcg); i++) {
@@ -3668,7 +3687,7 @@ static tp_status read_module_call_graph(reader *r, tp_program *p, const json_t *
         tp_module_call_signature *sig = NULL;
         tp_status st = check_fields(r, j, path, req, NULL);
         if (st == TP_OK) st = get_string(r, j, "fqn", path, false, &fqn);
-        if (st == TP_OK && *fqn && !valid_target(fqn))
+        if (st == TP_OK && *fqn && !valid_target(fqn, r->lim.name))
             st = report(r, TP_ERR_CORRUPT, "%s.fqn: '%.64s' is not a module path", path, fqn);
         char sub[128];
         snprintf(sub, sizeof sub, "%s.signature", path);
@@ -3734,6 +3753,7 @@ static tp_status set_state(reader *r, tp_program *p) {
     }
     for (int i = 0; i < r->n_fetched; i++) {
         struct fetched *f = &r->fetched[i];
+        if (!f->tensor) continue; /* missing: reported when fetched */
         tp_status st = tp_program_set_state(p, f->target, f->kind, f->tensor, f->persistent);
         if (st != TP_OK) {
             st = report(r, st == TP_ERR_NOMEM ? st : TP_ERR_CORRUPT, "state '%s': %s", f->target, tp_last_error());
@@ -3845,7 +3865,10 @@ tp_status tp__serde_program_from_json(const char *json, size_t len, const tp_ser
     TP_CHECK(out != NULL, TP_ERR_INVALID_ARG, "out is NULL");
     *out = NULL;
     TP_TRY(tp_ops_init());
-    reader r = {.opts = opts, .problems = opts ? opts->problems : NULL, .examples = tp_value_none()};
+    reader r = {.opts = opts,
+                .problems = opts ? opts->problems : NULL,
+                .examples = tp_value_none(),
+                .lim = opts && opts->limits ? *opts->limits : tp__doc_limits_default()};
     tp_status st = TP_OK;
     if (opts && opts->example_inputs && opts->example_inputs->kind != TP_VAL_NONE) {
         if (opts->example_inputs->kind != TP_VAL_DICT)
@@ -3856,7 +3879,7 @@ tp_status tp__serde_program_from_json(const char *json, size_t len, const tp_ser
         TP_TRY(tp_value_dict(&r.examples));
     }
     json_t *doc = NULL;
-    st = parse_json(json, len, "document", &doc);
+    st = parse_json(json, len, "document", r.lim.document, &doc);
     if (st != TP_OK) {
         note(&r, st);
         reader_free(&r);
@@ -4471,8 +4494,8 @@ static tp_status read_dims_array(const json_t *j, const char *what, const char *
     return TP_OK;
 }
 
-static bool path_name_ok(const char *s) {
-    if (!s || !*s || strlen(s) > TP_LIMIT_NAME || s[0] == '/') return false;
+static bool path_name_ok(const char *s, size_t max_name) {
+    if (!s || !*s || strlen(s) > max_name || s[0] == '/') return false;
     for (const char *p = s; *p; p++) {
         if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.' || *p == '/')) return false;
         if (*p == '.' && p[1] == '.') return false; /* no ".." */
@@ -4481,7 +4504,7 @@ static bool path_name_ok(const char *s) {
 }
 
 static tp_status read_weight(const char *what, const char *name, const json_t *j, tp_serde_payload_fn payload,
-                             void *ctx, tp_serde_weight *w) {
+                             void *ctx, const tp_doc_limits *lim, tp_serde_weight *w) {
     if (!json_is_object(j)) return tp_error(TP_ERR_CORRUPT, "%s '%s': expected an object, got %s", what, name, json_kind(j));
     for (const char *const *k = g_weight_required; *k; k++)
         if (!json_object_get(j, *k)) return tp_error(TP_ERR_CORRUPT, "%s '%s': missing field '%s'", what, name, *k);
@@ -4493,7 +4516,7 @@ static tp_status read_weight(const char *what, const char *name, const json_t *j
         if (!known) return tp_error(TP_ERR_CORRUPT, "%s '%s': unknown field '%.64s'", what, name, key);
     }
     const json_t *pn = json_object_get(j, "path_name");
-    if (!json_is_string(pn) || !path_name_ok(json_string_value(pn)))
+    if (!json_is_string(pn) || !path_name_ok(json_string_value(pn), lim->name))
         return tp_error(TP_ERR_CORRUPT, "%s '%s': path_name must be a relative member name", what, name);
     const json_t *pickle = json_object_get(j, "use_pickle");
     if (pickle && !json_is_boolean(pickle)) return tp_error(TP_ERR_CORRUPT, "%s '%s': use_pickle must be a bool", what, name);
@@ -4523,6 +4546,11 @@ static tp_status read_weight(const char *what, const char *name, const json_t *j
     if (!view_bytes(w->ndim, w->sizes, w->strides, w->storage_offset, tp_dtype_size(w->dtype), &need) || need > SIZE_MAX)
         return tp_error(TP_ERR_CORRUPT, "%s '%s': view size overflows", what, name);
     w->bytes_needed = (size_t)need;
+    uint64_t bytes = (uint64_t)numel * tp_dtype_size(w->dtype);
+    if (bytes < need) bytes = need;
+    if (bytes > lim->tensor_bytes)
+        return tp_error(TP_ERR_UNSUPPORTED, "%s '%s': a %s tensor of %" PRIu64 " bytes exceeds the limit of %" PRIu64
+                        " bytes (max_tensor_bytes)", what, name, tp_dtype_name(w->dtype), bytes, lim->tensor_bytes);
     static const char *const bools[] = {"requires_grad", "is_param"};
     for (int k = 0; k < 2; k++) {
         const json_t *b = json_object_get(j, bools[k]);
@@ -4560,15 +4588,18 @@ static tp_status read_weight(const char *what, const char *name, const json_t *j
 }
 
 tp_status tp__serde_weights_from_json(const char *json, size_t len, const char *what, tp_serde_payload_fn payload,
-                                      void *payload_ctx, tp_serde_weights *out) {
+                                      void *payload_ctx, const tp_doc_limits *limits, tp_serde_weights *out) {
     TP_CHECK(out != NULL, TP_ERR_INVALID_ARG, "out is NULL");
     *out = (tp_serde_weights){0};
     if (!what) what = "weights";
+    tp_doc_limits lim = limits ? *limits : tp__doc_limits_default();
     json_t *doc;
-    TP_TRY(parse_json(json, len, what, &doc));
+    TP_TRY(parse_json(json, len, what, lim.document, &doc));
     tp_status st = TP_OK;
     if (!json_is_object(doc)) st = tp_error(TP_ERR_CORRUPT, "%s: expected an object, got %s", what, json_kind(doc));
-    else if (json_object_size(doc) > TP_LIMIT_ITEMS) st = tp_error(TP_ERR_CORRUPT, "%s: too many entries", what);
+    else if (json_object_size(doc) > lim.items)
+        st = tp_error(TP_ERR_CORRUPT, "%s: %zu entries exceed the limit of %zu (max_items)", what, json_object_size(doc),
+                      lim.items);
     if (st == TP_OK) {
         out->items = tp_calloc(json_object_size(doc) + 1, sizeof *out->items);
         if (!out->items) st = tp_error(TP_ERR_NOMEM, "out of memory reading %s", what);
@@ -4577,12 +4608,12 @@ tp_status tp__serde_weights_from_json(const char *json, size_t len, const char *
     json_t *v;
     if (st == TP_OK) {
         json_object_foreach(doc, name, v) {
-            if (!valid_target(name)) {
+            if (!valid_target(name, lim.name)) {
                 st = tp_error(TP_ERR_CORRUPT, "%s: '%.64s' is not a valid state name", what, name);
                 break;
             }
             tp_serde_weight *w = &out->items[out->n];
-            st = read_weight(what, name, v, payload, payload_ctx, w);
+            st = read_weight(what, name, v, payload, payload_ctx, &lim, w);
             if (st != TP_OK) {
                 tp_free(w->name);
                 tp_free(w->path_name);

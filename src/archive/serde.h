@@ -83,6 +83,21 @@ typedef struct tp_serde_problems {
 
 TP_HIDDEN void tp__serde_problems_free(tp_serde_problems *p);
 
+/* ---- document limits ----------------------------------------------------
+ * The bounds one read is held to: the build's limits.h values unless the
+ * load options tighten them (tp_load_options, checked in archive.c).
+ * tensor_bytes bounds any one weight, constant or example-input tensor. */
+typedef struct tp_doc_limits {
+    size_t name, depth, nodes, items, document;
+    uint64_t tensor_bytes;
+} tp_doc_limits;
+
+static inline tp_doc_limits tp__doc_limits_default(void) {
+    tp_doc_limits l = {TP_LIMIT_NAME, TP_LIMIT_DEPTH, TP_LIMIT_NODES, TP_LIMIT_ITEMS, TP_LIMIT_DOCUMENT,
+                       (uint64_t)8 << 30};
+    return l;
+}
+
 /* ---- reading a program document ---------------------------------------- */
 
 /* State lookup: the tensor stored for `target` (e.g. "fc1.weight"), which
@@ -103,6 +118,7 @@ typedef struct tp_serde_read_options {
      * (instead of stopping at the first), including the program
      * validation's. The caller frees it with tp__serde_problems_free. */
     tp_serde_problems *problems;
+    const tp_doc_limits *limits; /* NULL: tp__doc_limits_default() */
 } tp_serde_read_options;
 
 /* Build a program from the document json[0..len) (need not be
@@ -183,11 +199,12 @@ typedef tp_status (*tp_serde_payload_fn)(void *ctx, const char *path_name, size_
  * 'x': pickled payload cannot be read safely"), unknown fields refused, and
  * - when payload is non-NULL - that the view fits in the payload:
  * "weights 'fc1.weight': view needs 96 bytes but payload has 64", payload
- * size a multiple of the element size. Errors: TP_ERR_CORRUPT naming the
- * entry and field, TP_ERR_UNSUPPORTED, TP_ERR_NOMEM. */
+ * size a multiple of the element size, tensors within limits->tensor_bytes
+ * (limits NULL: the defaults). Errors: TP_ERR_CORRUPT naming the entry and
+ * field, TP_ERR_UNSUPPORTED, TP_ERR_NOMEM. */
 TP_HIDDEN tp_status tp__serde_weights_from_json(const char *json, size_t len, const char *what,
                                                 tp_serde_payload_fn payload, void *payload_ctx,
-                                                tp_serde_weights *out);
+                                                const tp_doc_limits *limits, tp_serde_weights *out);
 
 /* The tensor an entry describes, borrowing data[0..size) (the payload;
  * release(release_ctx, data) runs when the last view goes, as in
@@ -222,8 +239,10 @@ TP_HIDDEN tp_status tp__serde_weights_to_json(const tp_serde_weights *w, char **
  * its raw bytes, sizes, strides, dtype code, offset), None, bool, int,
  * float, str and tuples/lists/dicts of those. Reading accepts only those
  * opcodes and classes (no code runs; anything else is TP_ERR_UNSUPPORTED)
- * within bounded sizes and depth. *out is a dict value (caller clears). */
-TP_HIDDEN tp_status tp__serde_examples_from_pickle(const void *data, size_t size, tp_value *out);
+ * within bounded sizes and depth (limits; NULL: the defaults). *out is a
+ * dict value (caller clears). */
+TP_HIDDEN tp_status tp__serde_examples_from_pickle(const void *data, size_t size, const tp_doc_limits *limits,
+                                                  tp_value *out);
 /* examples: a dict value (or NULL: an empty dict). *data is the caller's
  * (tp_free). bfloat16 tensors are written too (tensorplay stores them as
  * 16-bit words). */
