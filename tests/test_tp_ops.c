@@ -58,6 +58,61 @@ static bool same_tensor(const op_case *c, const char *what, const tp_tensor *got
     return true;
 }
 
+/* An INPUT of case.json (tp_opcase.py): a tensor's .npy file name, or
+ * {"int": 3}, {"float": ..}, {"bool": ..}, {"none": null}, {"list": [..]},
+ * {"tuple": [..]}, {"dict": {key: ..}}. False (printing why) on failure. */
+static bool decode_input(const op_case *c, const json_t *j, int depth, tp_value *out) {
+    *out = tp_value_none();
+    if (json_is_string(j)) {
+        tp_tensor *t = case_npy(c, json_string_value(j));
+        if (t) *out = tp_value_tensor(t);
+        return t != NULL;
+    }
+    const char *kind = NULL;
+    json_t *v = NULL;
+    if (json_is_object(j) && json_object_size(j) == 1 && depth < 8) json_object_foreach((json_t *)j, kind, v) break;
+    if (!kind) {
+        fprintf(stderr, "  %s: bad input encoding\n", c->name);
+        return false;
+    }
+    if (!strcmp(kind, "int") && json_is_integer(v)) *out = tp_value_int(json_integer_value(v));
+    else if (!strcmp(kind, "float") && json_is_number(v)) *out = tp_value_float(json_number_value(v));
+    else if (!strcmp(kind, "bool") && json_is_boolean(v)) *out = tp_value_bool(json_is_true(v));
+    else if (!strcmp(kind, "none")) *out = tp_value_none();
+    else if ((!strcmp(kind, "list") || !strcmp(kind, "tuple")) && json_is_array(v)) {
+        int64_t n = (int64_t)json_array_size(v);
+        if ((kind[0] == 'l' ? tp_value_list(n, out) : tp_value_tuple(n, out)) != TP_OK) return false;
+        for (int64_t i = 0; i < n; i++) {
+            tp_value item;
+            bool ok = decode_input(c, json_array_get(v, (size_t)i), depth + 1, &item);
+            if (ok) ok = tp_value_seq_set(out, i, &item) == TP_OK;
+            else tp_value_clear(&item);
+            if (!ok) {
+                tp_value_clear(out);
+                return false;
+            }
+        }
+    } else if (!strcmp(kind, "dict") && json_is_object(v)) {
+        if (tp_value_dict(out) != TP_OK) return false;
+        const char *key;
+        json_t *item_j;
+        json_object_foreach(v, key, item_j) {
+            tp_value item;
+            bool ok = decode_input(c, item_j, depth + 1, &item);
+            if (ok) ok = tp_value_dict_set(out, key, &item) == TP_OK;
+            else tp_value_clear(&item);
+            if (!ok) {
+                tp_value_clear(out);
+                return false;
+            }
+        }
+    } else {
+        fprintf(stderr, "  %s: bad input encoding '%s'\n", c->name, kind);
+        return false;
+    }
+    return true;
+}
+
 /* Run every run of the case on p; returns the number of mismatches. */
 static int check_runs(const op_case *c, tp_program *p, const char *which) {
     int bad = 0;
@@ -72,11 +127,9 @@ static int check_runs(const op_case *c, tp_program *p, const char *which) {
         }
         bool ok = true;
         for (int i = 0; i < n; i++) {
-            const char *file = json_string_value(
-                json_object_get(json_object_get(run, "inputs"), json_string_value(json_array_get(names, (size_t)i))));
-            tp_tensor *t = case_npy(c, file);
-            ok = ok && t;
-            args[i] = t ? tp_value_tensor(t) : tp_value_none();
+            const json_t *in =
+                json_object_get(json_object_get(run, "inputs"), json_string_value(json_array_get(names, (size_t)i)));
+            if (!decode_input(c, in, 0, &args[i])) ok = false;
         }
         tp_value out = tp_value_none(), leaves = tp_value_none();
         tp_treespec *spec = NULL;

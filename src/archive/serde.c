@@ -2068,8 +2068,9 @@ static tp_status build_binop(reader *r, doc_node *d, const tp_serde_op_entry *e,
     bool an = a->kind == TP_VAL_NODE, bn = b->kind == TP_VAL_NODE;
     if (!an && !bn) return fold_binop(r, d, e->name, a, b);
     const tp_value *ma = ref_meta(a), *mb = ref_meta(b);
-    if ((ma && ma->kind == TP_VAL_INT) || (mb && mb->kind == TP_VAL_INT)) {
-        /* arithmetic on symbolic sizes */
+    bool ta = ma && ma->kind == TP_VAL_TENSOR, tb = mb && mb->kind == TP_VAL_TENSOR;
+    if (((ma && ma->kind == TP_VAL_INT) || (mb && mb->kind == TP_VAL_INT)) && !ta && !tb) {
+        /* arithmetic on symbolic sizes (or int inputs) */
         const tp_serde_op_entry *se = tp__serde_find_symint(e->name);
         if (!se)
             return report(r, TP_ERR_UNSUPPORTED, "node %s: _operator.%s on symbolic sizes is not supported", d->name,
@@ -2079,8 +2080,9 @@ static tp_status build_binop(reader *r, doc_node *d, const tp_serde_op_entry *e,
         if (n) set_node(d, n);
         return st;
     }
-    if (an) return build_plain(r, d, e, e->op, args, kwargs);
-    /* scalar first: x OP tensor */
+    /* a tensor first, or an operand of unknown kind first (taken as the tensor) */
+    if (an && !(ma && !ta && tb)) return build_plain(r, d, e, e->op, args, kwargs);
+    /* scalar first (a constant, or a python int/float input): x OP tensor */
     tp_node *n = NULL;
     tp_status st;
     if (e->swapped_op != TP_OP_INVALID && !e->fixed) {
@@ -2136,8 +2138,10 @@ static tp_status decode_index_item(vctx *c, const json_t *j, const char *path, i
             char sub[520];
             snprintf(sub, sizeof sub, "%s[%d]", path, k);
             tp_status st = decode_value(c, json_array_get(sl, (size_t)k), sub, 1, &parts[k]);
-            if (st == TP_OK && parts[k].kind != TP_VAL_NONE && parts[k].kind != TP_VAL_INT) {
-                st = report(r, TP_ERR_UNSUPPORTED, "node %s: slice bounds must be ints or None (%s)", c->node, sub);
+            const tp_value *pm = st == TP_OK && parts[k].kind == TP_VAL_NODE ? ref_meta(&parts[k]) : NULL;
+            bool symbolic = k < 2 && pm && pm->kind == TP_VAL_INT; /* a bound computed from sizes */
+            if (st == TP_OK && parts[k].kind != TP_VAL_NONE && parts[k].kind != TP_VAL_INT && !symbolic) {
+                st = report(r, TP_ERR_UNSUPPORTED, "node %s: slice bounds must be ints, sizes or None (%s)", c->node, sub);
                 tp_value_clear(&parts[k]);
             }
             if (st != TP_OK) {
@@ -2349,8 +2353,16 @@ static tp_status build_getitem(vctx *c, doc_node *d, const json_t *jargs, const 
                 tp_value vals[2] = {base, index};
                 st = add_call_values(r, d->name, TP_OP_GETITEM, vals, 2, &n);
                 if (n) set_node(d, n);
+            } else if (index.kind == TP_VAL_STR && base.kind == TP_VAL_NODE &&
+                       (!meta || meta->kind == TP_VAL_DICT || meta->kind == TP_VAL_NONE)) {
+                /* d['key'] of a dict input (or a node returning a dict) */
+                tp_node *n = NULL;
+                tp_value vals[2] = {base, index};
+                st = add_call_values(r, d->name, TP_OP_GETITEM, vals, 2, &n);
+                if (n) set_node(d, n);
             } else if (index.kind == TP_VAL_STR) {
-                st = report(r, TP_ERR_UNSUPPORTED, "node %s: indexing by key '%.64s' is not supported", d->name, index.u.s);
+                st = report(r, TP_ERR_UNSUPPORTED, "node %s: indexing a %s by key '%.64s' is not supported", d->name,
+                            meta ? tp_value_kind_name(meta->kind) : tp_value_kind_name(base.kind), index.u.s);
             } else if (base.kind == TP_VAL_NODE && !container) {
                 st = report(r, TP_ERR_UNSUPPORTED,
                             "node %s: cannot tell whether '%s' is a tensor or a tuple (its shape is unknown: no example "
@@ -2423,6 +2435,17 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         if (!attr || attr->kind != TP_VAL_STR || tp_value_len(args) != 2)
             return report(r, TP_ERR_CORRUPT, "node %s: getattr needs an object and an attribute name", d->name);
         const char *a = attr->u.s;
+        const tp_value *sm = ref_meta(self);
+        if (self->kind == TP_VAL_NODE && sm && (sm->kind == TP_VAL_TUPLE || sm->kind == TP_VAL_LIST)) {
+            /* fields of the named tuples max/min/sort/topk/kthvalue/... return */
+            int64_t at = !strcmp(a, "values") || !strcmp(a, "min") ? 0 : !strcmp(a, "indices") || !strcmp(a, "max") ? 1 : -1;
+            if (at < 0 || at >= tp_value_len(sm))
+                return report(r, TP_ERR_UNSUPPORTED, "node %s: attribute '%.64s' of a tuple is not supported", d->name, a);
+            tp_value vals[2] = {*self, tp_value_int(at)};
+            st = add_call_values(r, d->name, TP_OP_GETITEM, vals, 2, &n);
+            if (n) set_node(d, n);
+            return st;
+        }
         TP_TRY(need_tensor_meta(r, d->name, self, a, &t));
         tp_value res = tp_value_none();
         if (strcmp(a, "shape") == 0 && r->dynamic && self->kind == TP_VAL_NODE) {

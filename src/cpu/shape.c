@@ -454,7 +454,19 @@ static tp_status copy_as_meta(const tp_value *v, tp_value *out) {
 
 static tp_status getitem_run(const tp_value *args, tp_value *out, bool meta) {
     const tp_value *self = &args[0];
-    int64_t index = tp__arg_int(args, 1);
+    if (args[1].kind == TP_VAL_STR) { /* d['key'] of a dict (tensorplay reads dict inputs by key) */
+        TP_CHECK(self->kind == TP_VAL_DICT, TP_ERR_TYPE, "indexing by key '%.64s' needs a dict, not %s", args[1].u.s,
+                 tp_value_kind_name(self->kind));
+        const tp_value *v = tp_value_dict_get(self, args[1].u.s);
+        TP_CHECK(v != NULL, TP_ERR_MISSING, "dict has no key '%.64s'", args[1].u.s);
+        tp_value item;
+        TP_TRY(meta ? copy_as_meta(v, &item) : tp_value_copy(v, &item));
+        tp_value_move(out, &item);
+        return TP_OK;
+    }
+    TP_CHECK(args[1].kind == TP_VAL_INT, TP_ERR_TYPE, "getitem(): index must be an int or a str key, not %s",
+             tp_value_kind_name(args[1].kind));
+    int64_t index = args[1].u.i;
     if (self->kind == TP_VAL_TENSOR) { /* tensor[i]: select along dim 0 */
         tp_tensor *t = self->u.tensor;
         TP_CHECK(t->ndim > 0, TP_ERR_INDEX, "invalid index of a 0-dim tensor");
@@ -944,5 +956,5 @@ void tp__register_shape_ops(void) {
                     TP_OPF_VIEW, infer_to, kernel_to);
     tp__register_op(TP_OP_PAD, "pad(Tensor input, int[] pad, str mode='constant', float? value=None) -> Tensor", 0,
                     infer_pad, kernel_pad);
-    tp__register_op(TP_OP_GETITEM, "getitem(Any self, int index) -> Any", TP_OPF_VIEW, infer_getitem, kernel_getitem);
+    tp__register_op(TP_OP_GETITEM, "getitem(Any self, Any index) -> Any", TP_OPF_VIEW, infer_getitem, kernel_getitem);
 }
