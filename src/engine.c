@@ -1513,10 +1513,7 @@ static tp_status run_steps(tp_run *r) {
     for (int i = 0; i < plan->n_mutations && st == TP_OK; i++) {
         const plan_mutation *m = &plan->mutations[i];
         tp_tensor *dst = r->t[m->dst_slot], *src = r->t[m->slot];
-        if (dst == src) continue;
-        if (src->storage == dst->storage && src->offset == dst->offset && src->ndim == dst->ndim &&
-            memcmp(src->strides, dst->strides, (size_t)dst->ndim * sizeof(int64_t)) == 0)
-            continue;
+        if (tp__written_in_place(src, dst)) continue;
         st = tp_tensor_copy_(dst, src);
         if (st != TP_OK) tp_error_context("applying a mutation");
     }

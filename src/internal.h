@@ -105,6 +105,18 @@ static inline void tp__options_copy(void *dst, size_t size, const void *src) {
     memcpy(dst, &size, sizeof size);
 }
 
+/* A mutation's new value src already is dst's data: the same view, or a
+ * view of dst with another shape that an in-place op wrote through
+ * (self.cache[1:3].add_(x), whose result tensorplay records as the mutated
+ * value). Mutation write-back skips the copy then (program.c, engine.c). */
+static inline bool tp__written_in_place(const tp_tensor *src, const tp_tensor *dst) {
+    if (src == dst) return true;
+    if (!src->storage || src->storage != dst->storage) return false;
+    bool same_shape = src->ndim == dst->ndim && memcmp(src->sizes, dst->sizes, (size_t)dst->ndim * sizeof(int64_t)) == 0;
+    if (!same_shape) return true;
+    return src->offset == dst->offset && memcmp(src->strides, dst->strides, (size_t)dst->ndim * sizeof(int64_t)) == 0;
+}
+
 /* Scalar element access by dtype (p points at one element). */
 TP_HIDDEN double tp__load_f64(const void *p, tp_dtype dtype);
 TP_HIDDEN int64_t tp__load_i64(const void *p, tp_dtype dtype);

@@ -1072,11 +1072,7 @@ static tp_status write_back(tp_tensor *dst, const tp_value *value, const char *w
     TP_CHECK(value->kind == TP_VAL_TENSOR, TP_ERR_TYPE, "mutation output for %s is a %s, not a tensor", what,
              tp_value_kind_name(value->kind));
     tp_tensor *src = value->u.tensor;
-    if (src == dst) return TP_OK;
-    if (tp_tensor_shares_storage(src, dst) && tp_tensor_offset(src) == tp_tensor_offset(dst) &&
-        tp_tensor_ndim(src) == tp_tensor_ndim(dst) &&
-        memcmp(tp_tensor_strides(src), tp_tensor_strides(dst), (size_t)tp_tensor_ndim(dst) * sizeof(int64_t)) == 0)
-        return TP_OK;
+    if (tp__written_in_place(src, dst)) return TP_OK;
     tp_status st = tp_tensor_copy_(dst, src);
     if (st != TP_OK) tp_error_context("applying the mutation of %s", what);
     return st;

@@ -183,3 +183,7 @@ TP_OP(SYM_ADD, "sym_add", symint)
 TP_OP(SYM_SUB, "sym_sub", symint)
 TP_OP(SYM_MUL, "sym_mul", symint)
 TP_OP(SYM_FLOORDIV, "sym_floordiv", symint)
+/* advanced indexing (tensor, list, int and mask indices) */
+TP_OP(INDEX, "index", advindex)
+TP_OP(INDEX_PUT, "index_put", advindex)
+TP_OP(INDEX_PUT_, "index_put_", advindex)

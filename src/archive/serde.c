@@ -1891,6 +1891,11 @@ static tp_status add_call(reader *r, const char *name, tp_op op, const tp_value 
     if (st != TP_OK) return note(r, st);
     *out = n;
     st = tp_node_infer_meta(n);
+    if (st == TP_ERR_UNSUPPORTED && op == TP_OP_INDEX) {
+        /* a boolean mask: the size is known only when it runs (no meta) */
+        tp_clear_error();
+        return TP_OK;
+    }
     if (st != TP_OK) return note(r, st); /* the node stays (verify mode reads on) */
     return TP_OK;
 }
@@ -2111,20 +2116,48 @@ static tp_status build_binop(reader *r, doc_node *d, const tp_serde_op_entry *e,
 
 /* ---- tensor indexing ---------------------------------------------------- */
 
-typedef enum ix_kind { IX_INT, IX_SLICE, IX_NONE, IX_ELLIPSIS } ix_kind;
+typedef enum ix_kind { IX_INT, IX_SLICE, IX_NONE, IX_ELLIPSIS, IX_TENSOR } ix_kind;
 typedef struct ix_item {
     ix_kind kind;
     int64_t i;
-    tp_value start, stop; /* IX_SLICE: int or None */
+    tp_value start, stop; /* IX_SLICE: int, a size node or None */
     int64_t step;
+    tp_value t;           /* IX_TENSOR: a node reference (an index or mask tensor) */
+    int span;             /* IX_TENSOR: dims it indexes (a mask's rank, else 1) */
 } ix_item;
 
 #define MAX_INDEX_ITEMS 32
 
+/* A list of ints as an index: an int64 constant tensor (lifted), referenced
+ * from *out. */
+static tp_status int_list_index(vctx *c, const tp_value *list, const char *path, tp_value *out) {
+    reader *r = c->r;
+    int64_t n = tp_value_len(list);
+    int64_t *vals = tp_malloc((size_t)(n ? n : 1) * sizeof *vals);
+    if (!vals) return note(r, tp_error(TP_ERR_NOMEM, "out of memory"));
+    tp_status st = TP_OK;
+    for (int64_t k = 0; k < n && st == TP_OK; k++) {
+        const tp_value *v = tp_value_at(list, k);
+        if (v->kind != TP_VAL_INT)
+            st = report(r, TP_ERR_UNSUPPORTED, "node %s: an index list must hold ints, not %s (%s[%" PRId64 "])", c->node,
+                        tp_value_kind_name(v->kind), path, k);
+        else vals[k] = v->u.i;
+    }
+    tp_tensor *t = NULL;
+    if (st == TP_OK && (st = tp_tensor_from_data(TP_INT64, 1, &n, vals, &t)) != TP_OK) note(r, st);
+    tp_free(vals);
+    if (st != TP_OK) return st;
+    *out = tp_value_tensor(t);
+    return lift_constant(c, out);
+}
+
+/* One item of an index: int, slice, None, Ellipsis, a tensor node (index or
+ * mask) or a list of ints. */
 static tp_status decode_index_item(vctx *c, const json_t *j, const char *path, ix_item *it) {
     reader *r = c->r;
-    it->start = it->stop = tp_value_none();
+    it->start = it->stop = it->t = tp_value_none();
     it->step = 1;
+    it->span = 1;
     if (json_is_null(j)) {
         it->kind = IX_NONE;
         return TP_OK;
@@ -2166,32 +2199,78 @@ static tp_status decode_index_item(vctx *c, const json_t *j, const char *path, i
             it->kind = IX_ELLIPSIS;
             return TP_OK;
         }
-        tp_value_clear(&v);
-        return report(r, TP_ERR_UNSUPPORTED, "node %s: this index is not supported (%s)", c->node, path);
+        if (v.kind != TP_VAL_NODE) { /* a pickled tensor is lifted to a placeholder node */
+            tp_value_clear(&v);
+            return report(r, TP_ERR_UNSUPPORTED, "node %s: this index is not supported (%s)", c->node, path);
+        }
+        it->kind = IX_TENSOR;
+        it->t = v;
+    } else {
+        tp_value v;
+        TP_TRY(decode_value(c, j, path, 1, &v));
+        if (v.kind == TP_VAL_INT) {
+            it->kind = IX_INT;
+            it->i = v.u.i;
+            return TP_OK;
+        }
+        if (v.kind == TP_VAL_LIST || v.kind == TP_VAL_TUPLE) {
+            tp_value t;
+            tp_status st = int_list_index(c, &v, path, &t);
+            tp_value_clear(&v);
+            TP_TRY(st);
+            v = t;
+        }
+        if (v.kind != TP_VAL_NODE) {
+            tp_status st = report(r, TP_ERR_UNSUPPORTED, "node %s: indexing a tensor with a %s is not supported (%s)",
+                                  c->node, tp_value_kind_name(v.kind), path);
+            tp_value_clear(&v);
+            return st;
+        }
+        it->kind = IX_TENSOR;
+        it->t = v;
     }
-    tp_value v;
-    TP_TRY(decode_value(c, j, path, 1, &v));
-    if (v.kind == TP_VAL_INT) {
-        it->kind = IX_INT;
-        it->i = v.u.i;
-        return TP_OK;
+    const tp_tensor *m = ref_meta_tensor(&it->t);
+    if (!m) {
+        const tp_value *mv = ref_meta(&it->t);
+        if (mv && mv->kind == TP_VAL_INT) { /* an int node (from sizes) indexes like an int */
+            it->kind = IX_INT;
+            return TP_OK;
+        }
+        return report(r, TP_ERR_UNSUPPORTED, "node %s: indexing with '%s' needs its shape, which is unknown (%s)", c->node,
+                      tp_node_name(it->t.u.node), path);
     }
-    tp_status st = report(r, TP_ERR_UNSUPPORTED, "node %s: indexing a tensor with a %s is not supported (%s)", c->node,
-                          tp_value_kind_name(v.kind), path);
-    tp_value_clear(&v);
-    return st;
+    if (tp_tensor_dtype(m) == TP_BOOL || tp_tensor_dtype(m) == TP_UINT8) it->span = tp_tensor_ndim(m);
+    else if (tp_tensor_dtype(m) != TP_INT64 && tp_tensor_dtype(m) != TP_INT32)
+        return report(r, TP_ERR_TYPE, "node %s: tensors used as indices must be long, int, byte or bool tensors, not %s (%s)",
+                      c->node, tp_dtype_name(tp_tensor_dtype(m)), path);
+    return TP_OK;
 }
 
 static void ix_clear(ix_item *items, int n) {
     for (int i = 0; i < n; i++) {
         tp_value_clear(&items[i].start);
         tp_value_clear(&items[i].stop);
+        tp_value_clear(&items[i].t);
     }
 }
 
-/* base[index] on a tensor: select / slice / unsqueeze nodes, the last one
- * named like the document node. */
-static tp_status build_tensor_index(vctx *c, doc_node *d, const tp_value *base, const json_t *index, const char *path) {
+/* Name for the next helper node, or NULL when it is the last (named like
+ * the document node). */
+static tp_status step_name(reader *r, doc_node *d, bool last, const char *tag, char **name) {
+    *name = NULL;
+    if (last) return TP_OK;
+    tp_status st = fresh_name(r, d->name, tag, name);
+    return st == TP_OK ? TP_OK : note(r, st);
+}
+
+/* base[index] on a tensor (value NULL), or base[index] = *value: select /
+ * slice / unsqueeze nodes for ints, slices and None; with a tensor, a list
+ * or a mask among the items, then an index node over the remaining dims
+ * (ints select first, as in PyTorch: x[0, :, i] is x[0][:, i]); for a
+ * store, copy_/fill_ into the view, or index_put_. The last node is named
+ * like the document node. */
+static tp_status lower_index(vctx *c, doc_node *d, const tp_value *base, const json_t *index, const char *path,
+                             const tp_value *value) {
     reader *r = c->r;
     ix_item items[MAX_INDEX_ITEMS];
     int n = 0;
@@ -2205,19 +2284,24 @@ static tp_status build_tensor_index(vctx *c, doc_node *d, const tp_value *base, 
             char sub[560];
             snprintf(sub, sizeof sub, "%s[%zu]", path, k);
             st = decode_index_item(c, json_array_get(arr, k), sub, &items[n]);
-            if (st == TP_OK) n++;
+            n++; /* cleared either way */
         }
     } else {
         st = decode_index_item(c, index, path, &items[0]);
-        if (st == TP_OK) n = 1;
+        n = 1;
     }
     if (st != TP_OK) {
         ix_clear(items, n);
         return st;
     }
     int consuming = 0, ellipses = 0;
+    bool advanced = false;
     for (int k = 0; k < n; k++) {
         if (items[k].kind == IX_INT || items[k].kind == IX_SLICE) consuming++;
+        if (items[k].kind == IX_TENSOR) {
+            consuming += items[k].span;
+            advanced = true;
+        }
         if (items[k].kind == IX_ELLIPSIS) ellipses++;
     }
     const tp_tensor *meta = ref_meta_tensor(base);
@@ -2228,58 +2312,107 @@ static tp_status build_tensor_index(vctx *c, doc_node *d, const tp_value *base, 
     else if (meta && consuming > tp_tensor_ndim(meta))
         st = report(r, TP_ERR_INDEX, "node %s: too many indices for a tensor of dimension %d", d->name,
                     tp_tensor_ndim(meta));
-    /* plan the steps: which of them emit a node */
+    /* which steps emit a node (the last one takes the document name when nothing follows) */
     int last_emit = -1;
     for (int k = 0; k < n; k++) {
         bool full = items[k].kind == IX_SLICE && is_none(&items[k].start) && is_none(&items[k].stop) && items[k].step == 1;
-        if (items[k].kind != IX_ELLIPSIS && !full) last_emit = k;
+        bool view_step = items[k].kind == IX_NONE || (items[k].kind == IX_SLICE && !full) || items[k].kind == IX_INT;
+        if (view_step) last_emit = k;
     }
-    tp_value cur = *base; /* borrowed node reference */
+    bool final_op = advanced || value != NULL; /* an index / store node comes after the views */
+    tp_value cur = *base;                     /* borrowed node reference */
+    tp_value list = tp_value_none();          /* advanced: the index node's indices */
+    if (st == TP_OK && advanced && (st = tp_value_list(0, &list)) != TP_OK) note(r, st);
     int64_t dim = 0;
     tp_node *node = NULL;
     for (int k = 0; k < n && st == TP_OK; k++) {
         ix_item *it = &items[k];
+        tp_value none = tp_value_none();
         if (it->kind == IX_ELLIPSIS) {
+            for (int64_t q = 0; advanced && q < tp_tensor_ndim(meta) - consuming && st == TP_OK; q++)
+                st = tp_value_append(&list, &none);
             dim += tp_tensor_ndim(meta) - consuming;
+            if (st != TP_OK) note(r, st);
             continue;
         }
         bool full = it->kind == IX_SLICE && is_none(&it->start) && is_none(&it->stop) && it->step == 1;
-        if (full) {
-            dim++;
+        if (full || it->kind == IX_TENSOR) {
+            /* a whole dim, or an index of the index node */
+            tp_value item = none;
+            if (!full) st = tp_value_copy(&it->t, &item);
+            if (st == TP_OK && advanced) st = tp_value_append(&list, &item);
+            else tp_value_clear(&item);
+            if (st != TP_OK) note(r, st);
+            dim += full ? 1 : it->span;
             continue;
         }
         char *name = NULL;
         const char *tag = it->kind == IX_INT ? "select" : it->kind == IX_SLICE ? "slice" : "unsqueeze";
-        if (k != last_emit) {
-            if ((st = fresh_name(r, d->name, tag, &name)) != TP_OK) {
-                note(r, st);
-                break;
-            }
-        }
+        if ((st = step_name(r, d, k == last_emit && !final_op, tag, &name)) != TP_OK) break;
         const char *node_name = name ? name : d->name;
         if (it->kind == IX_INT) {
-            tp_value vals[3] = {cur, tp_value_int(dim), tp_value_int(it->i)};
+            tp_value vals[3] = {cur, tp_value_int(dim), it->t.kind == TP_VAL_NODE ? it->t : tp_value_int(it->i)};
             st = add_call_values(r, node_name, TP_OP_SELECT, vals, 3, &node);
-        } else if (it->kind == IX_SLICE) {
-            tp_value vals[5] = {cur, tp_value_int(dim), it->start, it->stop, tp_value_int(it->step)};
-            st = add_call_values(r, node_name, TP_OP_SLICE, vals, 5, &node);
-            dim++;
         } else {
-            tp_value vals[2] = {cur, tp_value_int(dim)};
-            st = add_call_values(r, node_name, TP_OP_UNSQUEEZE, vals, 2, &node);
+            if (it->kind == IX_SLICE) {
+                tp_value vals[5] = {cur, tp_value_int(dim), it->start, it->stop, tp_value_int(it->step)};
+                st = add_call_values(r, node_name, TP_OP_SLICE, vals, 5, &node);
+            } else {
+                tp_value vals[2] = {cur, tp_value_int(dim)};
+                st = add_call_values(r, node_name, TP_OP_UNSQUEEZE, vals, 2, &node);
+            }
+            if (st == TP_OK && advanced && (st = tp_value_append(&list, &none)) != TP_OK) note(r, st);
             dim++;
         }
         tp_free(name);
         if (node) cur = tp_value_node(node);
     }
-    if (st == TP_OK && last_emit < 0) {
+    /* trailing whole dims of the index list say nothing */
+    while (st == TP_OK && advanced && tp_value_len(&list) > 0 && tp_value_at(&list, tp_value_len(&list) - 1)->kind == TP_VAL_NONE)
+        list.u.seq.n--;
+    if (st == TP_OK && !value && advanced) {
+        tp_value vals[2] = {cur, list};
+        st = add_call_values(r, d->name, TP_OP_INDEX, vals, 2, &node);
+    } else if (st == TP_OK && !value && last_emit < 0) {
         /* x[:] / x[...]: the same values */
         tp_value vals[1] = {cur};
         st = add_call_values(r, d->name, TP_OP_TO, vals, 1, &node);
+    } else if (st == TP_OK && value) {
+        const tp_tensor *vm = ref_meta_tensor(value), *cm = ref_meta_tensor(&cur);
+        tp_value v = *value; /* borrowed */
+        tp_node *cast = NULL;
+        if (value->kind == TP_VAL_NODE && !vm) {
+            st = report(r, TP_ERR_UNSUPPORTED, "node %s: the value stored needs a known shape", d->name);
+        } else if (vm && cm && tp_tensor_dtype(vm) != tp_tensor_dtype(cm) && advanced) {
+            /* x[i] = v converts v to x's dtype */
+            char *name = NULL;
+            if ((st = step_name(r, d, false, "to", &name)) == TP_OK) {
+                tp_value vals[2] = {*value, tp_value_dtype(tp_tensor_dtype(cm))};
+                st = add_call_values(r, name, TP_OP_TO, vals, 2, &cast);
+                tp_free(name);
+                if (cast) v = tp_value_node(cast);
+            }
+        } else if (value->kind != TP_VAL_NODE && value->kind != TP_VAL_INT && value->kind != TP_VAL_FLOAT &&
+                   value->kind != TP_VAL_BOOL) {
+            st = report(r, TP_ERR_UNSUPPORTED, "node %s: storing a %s into a tensor is not supported", d->name,
+                        tp_value_kind_name(value->kind));
+        }
+        if (st == TP_OK && advanced) {
+            tp_value vals[4] = {cur, list, v, tp_value_bool(false)};
+            st = add_call_values(r, d->name, TP_OP_INDEX_PUT_, vals, 4, &node);
+        } else if (st == TP_OK) {
+            tp_value vals[2] = {cur, v};
+            st = add_call_values(r, d->name, value->kind == TP_VAL_NODE ? TP_OP_COPY_ : TP_OP_FILL_, vals, 2, &node);
+        }
     }
+    tp_value_clear(&list);
     ix_clear(items, n);
     if (st == TP_OK) set_node(d, node);
     return st;
+}
+
+static tp_status build_tensor_index(vctx *c, doc_node *d, const tp_value *base, const json_t *index, const char *path) {
+    return lower_index(c, d, base, index, path, NULL);
 }
 
 /* _operator.getitem(base, index): tensor indexing, an item of a tuple/list
@@ -2375,6 +2508,31 @@ static tp_status build_getitem(vctx *c, doc_node *d, const json_t *jargs, const 
             tp_value_clear(&index);
         }
     }
+    tp_value_clear(&base);
+    return st;
+}
+
+/* _operator.setitem(base, index, value): x[index] = value writes into x (a
+ * view of it, or index_put_); later nodes reading x see the write, as
+ * nodes run in graph order. */
+static tp_status build_setitem(vctx *c, doc_node *d, const json_t *jargs, const char *path, const tp_value *kwargs) {
+    reader *r = c->r;
+    const json_t *arr = json_object_get(jargs, "__tuple__");
+    char p0[512], p1[512], p2[512];
+    snprintf(p0, sizeof p0, "%s.args[0]", path);
+    snprintf(p1, sizeof p1, "%s.args[1]", path);
+    snprintf(p2, sizeof p2, "%s.args[2]", path);
+    if (!json_is_array(arr) || json_array_size(arr) != 3 || tp_value_len(kwargs))
+        return report(r, TP_ERR_CORRUPT, "node %s: _operator.setitem takes three positional arguments", d->name);
+    tp_value base, value = tp_value_none();
+    TP_TRY(decode_value(c, json_array_get(arr, 0), p0, 1, &base));
+    tp_status st = decode_value(c, json_array_get(arr, 2), p2, 1, &value);
+    const tp_value *bm = ref_meta(&base);
+    if (st == TP_OK && (base.kind != TP_VAL_NODE || (bm && bm->kind != TP_VAL_TENSOR)))
+        st = report(r, TP_ERR_UNSUPPORTED, "node %s: setitem on a %s is not supported", d->name,
+                    bm ? tp_value_kind_name(bm->kind) : tp_value_kind_name(base.kind));
+    if (st == TP_OK) st = lower_index(c, d, &base, json_array_get(arr, 1), p1, &value);
+    tp_value_clear(&value);
     tp_value_clear(&base);
     return st;
 }
@@ -2885,7 +3043,7 @@ static tp_status read_node(reader *r, int pos, const json_t *jn) {
 
     vctx c = {.r = r, .node = d->name};
     tp_status st;
-    if (entry && entry->special == TP_SERDE_GETITEM) {
+    if (entry && (entry->special == TP_SERDE_GETITEM || entry->special == TP_SERDE_SETITEM)) {
         tp_value kwargs;
         char sub[80];
         snprintf(sub, sizeof sub, "%s.kwargs", path);
@@ -2897,7 +3055,8 @@ static tp_status read_node(reader *r, int pos, const json_t *jn) {
             tp_value_clear(&kwargs);
             return report(r, TP_ERR_CORRUPT, "%s: expected a {\"__dict__\": [...]} of keyword arguments", sub);
         }
-        st = build_getitem(&c, d, jargs, path, &kwargs);
+        st = entry->special == TP_SERDE_GETITEM ? build_getitem(&c, d, jargs, path, &kwargs)
+                                                : build_setitem(&c, d, jargs, path, &kwargs);
         tp_value_clear(&kwargs);
         return c.broken_ref ? TP_ERR_VERIFY : st;
     }
@@ -4065,6 +4224,43 @@ static tp_status enc_call(jwriter *w, const tp_node *n, tp_op op, json_t *obj) {
     const tp_value *args = tp_node_args(n), *kwargs = tp_node_kwargs(n);
     json_t *jargs = NULL, *jkw = NULL;
     tp_status st;
+    if (e->special == TP_SERDE_SETITEM) {
+        /* index_put_(x, [None, i], v) as x[:, i] = v */
+        const tp_value *idx = tp_value_at(args, 1), *acc = tp_value_at(args, 3);
+        if (!acc && tp_value_dict_get(kwargs, "accumulate")) acc = tp_value_dict_get(kwargs, "accumulate");
+        TP_CHECK(tp_value_len(args) >= 3 && idx && tp_value_is_seq(idx), TP_ERR_UNSUPPORTED,
+                 "node %s: index_put_ needs self, a list of indices and values to be written", tp_node_name(n));
+        TP_CHECK(!acc || (acc->kind == TP_VAL_BOOL && !acc->u.b), TP_ERR_UNSUPPORTED,
+                 "node %s: index_put_ with accumulate=True cannot be written for tensorplay", tp_node_name(n));
+        json_t *items = jw_take(w, json_array());
+        st = TP_OK;
+        for (int64_t k = 0; k < tp_value_len(idx) && st == TP_OK; k++) {
+            const tp_value *it = tp_value_at(idx, k);
+            json_t *j = NULL;
+            if (it->kind == TP_VAL_NONE) {
+                json_t *sl = jw_take(w, json_array());
+                for (int q = 0; q < 3; q++) jw_append(w, sl, jw_take(w, json_null()));
+                j = jw_obj1(w, "__slice__", sl);
+            } else {
+                st = enc_value(w, it, 1, &j);
+            }
+            if (st == TP_OK) jw_append(w, items, j);
+        }
+        json_t *jself = NULL, *jval = NULL;
+        if (st == TP_OK) st = enc_value(w, tp_value_at(args, 0), 1, &jself);
+        if (st == TP_OK) st = enc_value(w, tp_value_at(args, 2), 1, &jval);
+        if (st != TP_OK) {
+            tp_error_context("node %s", tp_node_name(n));
+            return st;
+        }
+        jargs = jw_take(w, json_array());
+        jw_append(w, jargs, jself);
+        jw_append(w, jargs, jw_obj1(w, "__tuple__", items));
+        jw_append(w, jargs, jval);
+        jw_set(w, obj, "args", jw_obj1(w, "__tuple__", jargs));
+        jw_set(w, obj, "kwargs", jw_obj1(w, "__dict__", jw_take(w, json_array())));
+        return TP_OK;
+    }
     if (e->special == TP_SERDE_GETITEM) {
         st = enc_value(w, args, 0, &jargs);
         if (st == TP_OK) st = enc_value(w, kwargs, 0, &jkw);

@@ -273,6 +273,7 @@ typedef enum tp_serde_special {
     TP_SERDE_PLAIN = 0,  /* map the arguments through params */
     TP_SERDE_BINOP,      /* _operator arithmetic/comparison: a scalar first operand is handled */
     TP_SERDE_GETITEM,    /* _operator.getitem: tensor indexing or item of a tuple/list */
+    TP_SERDE_SETITEM,    /* _operator.setitem: x[index] = v, as copy_/fill_ into a view or index_put_ */
     TP_SERDE_SIZE,       /* Tensor.size(dim?): folded to ints when shapes are static */
     TP_SERDE_DIM,        /* Tensor.dim() / ndimension(): folded */
     TP_SERDE_NUMEL,      /* Tensor.numel(): folded when static */
