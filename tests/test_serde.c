@@ -302,6 +302,51 @@ TEST(test_dynamic_dims) {
         CHECK_ERR_CONTAINS("batch");
         tp_value_clear(&out);
         tp_value_clear(&in);
+        /* written back, the checks are tensorplay's assertion calls again,
+         * just before the output (tensorplay's runtime needs them) */
+        char *json = NULL;
+        CHECK_OK(tp__serde_program_to_json(p, NULL, &json, NULL));
+        json_error_t jerr;
+        json_t *doc = json ? json_loads(json, 0, &jerr) : NULL;
+        const json_t *nodes = json_object_get(json_object_get(doc, "graph"), "nodes");
+        static const char *const want[] = {
+            "_assert_dim_range [{\"__node__\": \"x\"}, 0, 1, 16, \"batch\"]",
+            "_assert_dims_equal [{\"__node__\": \"y\"}, 0, {\"__node__\": \"x\"}, 0, \"batch\"]",
+            "_assert_dim_relation [{\"__node__\": \"x\"}, 0, {\"__node__\": \"z\"}, 0, 2, 0, \"2*batch\"]",
+        };
+        size_t n = json_array_size(nodes), k = 0;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *t = json_object_get(json_array_get(nodes, i), "target");
+            const char *mod = json_string_value(json_object_get(t, "module"));
+            if (!mod || strcmp(mod, "tensorplay.export._trace") != 0) continue;
+            char *args = json_dumps(json_object_get(json_object_get(json_array_get(nodes, i), "args"), "__tuple__"),
+                                    JSON_COMPACT);
+            char line[512];
+            snprintf(line, sizeof line, "%s %s", json_string_value(json_object_get(t, "qualname")), args ? args : "");
+            tp_free(args); /* jansson allocates through tpexport's hook */
+            /* jansson's compact form has no spaces: compare without them */
+            char a[512], b[512];
+            size_t la = 0, lb = 0;
+            for (const char *q = line; *q && la < sizeof a - 1; q++)
+                if (*q != ' ') a[la++] = *q;
+            a[la] = 0;
+            if (k < TP_ARRAY_LEN(want))
+                for (const char *q = want[k]; *q && lb < sizeof b - 1; q++)
+                    if (*q != ' ') b[lb++] = *q;
+            b[lb] = 0;
+            CHECK_MSG(k < TP_ARRAY_LEN(want) && strcmp(a, b) == 0, "assertion %zu: %s", k, line);
+            CHECK_MSG(i + 1 + (TP_ARRAY_LEN(want) - 1 - k) == n - 1, "assertion %zu is not just before the output", k);
+            k++;
+        }
+        CHECK_MSG(k == TP_ARRAY_LEN(want), "%zu assertion nodes written, expected 3", k);
+        /* and read back, they are dropped again */
+        tp_program *q = NULL;
+        tp_serde_read_options ro = {.state = fixture_state, .state_ctx = &fx};
+        if (json) CHECK_OK(tp__serde_program_from_json(json, strlen(json), &ro, &q));
+        if (q) CHECK(tp_graph_num_nodes(tp_program_graph(q)) == tp_graph_num_nodes(tp_program_graph(p)));
+        tp_program_free(q);
+        json_decref(doc);
+        tp_free(json);
     }
     tp_program_free(p);
     fixture_close(&fx);

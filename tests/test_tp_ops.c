@@ -5,8 +5,9 @@
  *
  * For every <case>.pt2 there: tp_archive_verify accepts it; tp_archive_load
  * gives one program; the program saved by tp_archive_save_buffer loads back;
- * and both the loaded and the re-saved program, called on each run's inputs
- * in order (state carrying over), give tensorplay's outputs and state:
+ * both, freshly loaded, called on their stored example inputs give run 0's
+ * outputs (tensorplay exported on run 0's inputs); and both, called on each
+ * run's inputs in order (state carrying over), give tensorplay's outputs and state:
  * same dtype and shape, values within the case's rtol/atol (NaN = NaN).
  * Every failing case is named; the test fails if any case fails or if the
  * folder holds no case at all.
@@ -179,6 +180,54 @@ static int check_runs(const op_case *c, tp_program *p, const char *which) {
     return bad;
 }
 
+/* Call a fresh copy of the program (state untouched) on its stored example
+ * inputs, which tensorplay took from run 0: run 0's outputs. Returns the
+ * number of mismatches. */
+static int check_examples(const op_case *c, tp_archive *a, const char *which) {
+    tp_program *p = tp_archive_program(a, 0);
+    const json_t *names = json_object_get(c->doc, "inputs");
+    const json_t *outs = json_object_get(json_array_get(json_object_get(c->doc, "runs"), 0), "outputs");
+    int n = (int)json_array_size(names), bad = 0;
+    if (n > 16) return 1;
+    tp_value args[16];
+    for (int i = 0; i < n; i++) {
+        const tp_value *ex = tp_program_example_input(p, json_string_value(json_array_get(names, (size_t)i)));
+        if (!ex) {
+            fprintf(stderr, "  %s (%s): no example input '%s'\n", c->name, which, json_string_value(json_array_get(names, (size_t)i)));
+            for (int k = 0; k < i; k++) tp_value_clear(&args[k]);
+            return 1;
+        }
+        if (tp_value_copy(ex, &args[i]) != TP_OK) {
+            for (int k = 0; k < i; k++) tp_value_clear(&args[k]);
+            return 1;
+        }
+    }
+    tp_value out = tp_value_none(), leaves = tp_value_none();
+    tp_treespec *spec = NULL;
+    tp_status st = tp_program_call(p, args, n, NULL, &out);
+    for (int i = 0; i < n; i++) tp_value_clear(&args[i]);
+    if (st != TP_OK || tp_pytree_flatten(&out, &leaves, &spec) != TP_OK) {
+        fprintf(stderr, "  %s (%s) on its example inputs: %s\n", c->name, which, tp_last_error());
+        bad++;
+    } else if (tp_value_len(&leaves) != (int64_t)json_array_size(outs)) {
+        fprintf(stderr, "  %s (%s) on its example inputs: %lld outputs\n", c->name, which, (long long)tp_value_len(&leaves));
+        bad++;
+    } else {
+        for (size_t k = 0; k < json_array_size(outs); k++) {
+            char what[128];
+            snprintf(what, sizeof what, "(%s) example inputs, output %zu", which, k);
+            const tp_value *got = tp_value_at(&leaves, (int64_t)k);
+            tp_tensor *want = case_npy(c, json_string_value(json_array_get(outs, k)));
+            if (got->kind != TP_VAL_TENSOR || !same_tensor(c, what, got->u.tensor, want)) bad++;
+            tp_tensor_free(want);
+        }
+    }
+    tp_treespec_free(spec);
+    tp_value_clear(&leaves);
+    tp_value_clear(&out);
+    return bad;
+}
+
 /* Returns true when the case passes. */
 static bool check_case(const char *name) {
     op_case c = {.rtol = 1e-5, .atol = 1e-6};
@@ -221,6 +270,13 @@ static bool check_case(const char *name) {
             fprintf(stderr, "  %s: save and load back: %s\n", name, tp_last_error());
             bad++;
         }
+        /* example inputs survive the save: each checked on a fresh load */
+        tp_archive *fresh = NULL;
+        if (tp_archive_load(archive_path, NULL, &fresh) == TP_OK) bad += check_examples(&c, fresh, "loaded");
+        tp_archive_free(fresh);
+        fresh = NULL;
+        if (b && tp_archive_load_buffer(saved, saved_size, NULL, &fresh) == TP_OK) bad += check_examples(&c, fresh, "re-saved");
+        tp_archive_free(fresh);
         bad += check_runs(&c, tp_archive_program(a, 0), "loaded");
         if (b) bad += check_runs(&c, tp_archive_program(b, 0), "re-saved");
     }

@@ -396,9 +396,12 @@ static void load_ctx_clear(load_ctx *c) {
     tp__serde_weights_free(&c->constants);
 }
 
-/* Example inputs of program `name`: .npy members under
- * data/sample_inputs/<name>/ (tpexport's form), else tensorplay's pickle
- * read by the strict subset reader. *out: a dict value, or None. */
+/* Example inputs of program `name`: tensorplay's pickle
+ * data/sample_inputs/<name>.pkl, read by the strict subset reader (it holds
+ * every kind of input: tensors, numbers, lists, dicts), else the .npy
+ * members under data/sample_inputs/<name>/ that tpexport also writes for
+ * tools (tensors only; read and checked either way). *out: a dict value,
+ * or None. */
 static tp_status load_examples(const tp_zip_reader *z, const char *name, const tp_doc_limits *lim, tp_value *out) {
     *out = tp_value_none();
     char prefix[512];
@@ -444,11 +447,11 @@ static tp_status load_examples(const tp_zip_reader *z, const char *name, const t
             return st;
         }
     }
-    if (any) return TP_OK;
     char pkl[512];
     snprintf(pkl, sizeof pkl, "data/sample_inputs/%s.pkl", name);
     int i = tp__zip_find(z, pkl);
     if (i < 0) return TP_OK;
+    if (any) tp_value_clear(out); /* the pickle has them all */
     void *data;
     size_t size;
     TP_TRY(tp__zip_read(z, i, &data, &size));

@@ -4206,6 +4206,106 @@ static json_t *enc_meta_val(jwriter *w, const tp_value *v, int depth) {
     return jw_take(w, json_null());
 }
 
+/* ---- runtime dim checks ------------------------------------------------
+ * tensorplay checks a program's dynamic dims at run time with calls of
+ * tensorplay.export._trace._assert_dim_range / _assert_dims_equal /
+ * _assert_dim_relation before the output; the reader drops them (the
+ * program holds the constraints), the writer makes them again from the dim
+ * rules and equality constraints, so that tensorplay keeps refusing
+ * out-of-range inputs in an archive tpexport wrote. Sites inside container
+ * inputs ("xs[0]") are left to the constraints. */
+
+static bool plain_site(const tp_program *p, const tp_dim_site *s) {
+    const tp_node *n = tp_graph_find_node(tp_program_graph(p), s->input);
+    return n && tp_node_get_kind(n) == TP_NODE_PLACEHOLDER;
+}
+
+static void enc_assert(jwriter *w, const tp_program *p, json_t *nodes, const char *fn, json_t *args, int *counter) {
+    char name[96];
+    for (;; (*counter)++) {
+        if (*counter == 0) snprintf(name, sizeof name, "%s", fn);
+        else snprintf(name, sizeof name, "%s_%d", fn, *counter);
+        if (!tp_graph_find_node(tp_program_graph(p), name)) break;
+    }
+    (*counter)++;
+    json_t *jn = jw_take(w, json_object()), *target = jw_take(w, json_object());
+    jw_set(w, target, "kind", jw_take(w, json_string("ref")));
+    jw_set(w, target, "module", jw_take(w, json_string("tensorplay.export._trace")));
+    jw_set(w, target, "qualname", jw_take(w, json_string(fn)));
+    jw_set(w, jn, "op", jw_take(w, json_string("call_function")));
+    jw_set(w, jn, "target", target);
+    jw_set(w, jn, "args", jw_obj1(w, "__tuple__", args));
+    jw_set(w, jn, "kwargs", jw_obj1(w, "__dict__", jw_take(w, json_array())));
+    jw_set(w, jn, "name", jw_take(w, json_string(name)));
+    jw_append(w, nodes, jn);
+}
+
+/* The symbol of the SYMBOL rule at site s, or NULL. */
+static const char *site_symbol(const tp_program *p, const tp_dim_site *s) {
+    for (int i = 0; i < tp_program_num_dim_rules(p); i++) {
+        const tp_dim_rule *r = tp_program_dim_rule(p, i);
+        if (r->kind == TP_DIM_SYMBOL && r->site.dim == s->dim && !strcmp(r->site.input, s->input)) return r->symbol;
+    }
+    return NULL;
+}
+
+static void enc_site_args(jwriter *w, json_t *args, const tp_dim_site *s) {
+    jw_append(w, args, jw_obj1(w, "__node__", jw_name(w, "node name", s->input)));
+    jw_append(w, args, jw_take(w, json_integer(s->dim)));
+}
+
+static void enc_dim_asserts(jwriter *w, const tp_program *p, json_t *nodes) {
+    int n_rules = tp_program_num_dim_rules(p), c_range = 0, c_equal = 0, c_rel = 0;
+    for (int i = 0; i < n_rules; i++) {
+        const tp_dim_rule *r = tp_program_dim_rule(p, i);
+        if (r->kind == TP_DIM_STATIC || !r->symbol || !plain_site(p, &r->site)) continue;
+        /* the symbol's first plain SYMBOL site is its root */
+        const tp_dim_rule *root = NULL;
+        for (int k = 0; k < n_rules && !root; k++) {
+            const tp_dim_rule *q = tp_program_dim_rule(p, k);
+            if (q->kind == TP_DIM_SYMBOL && q->symbol && !strcmp(q->symbol, r->symbol) && plain_site(p, &q->site)) root = q;
+        }
+        json_t *args = jw_take(w, json_array());
+        if (r->kind == TP_DIM_SYMBOL && r == root) {
+            const tp_range_constraint *rc = tp_program_find_range(p, r->symbol);
+            enc_site_args(w, args, &r->site);
+            jw_append(w, args, rc ? jw_take(w, json_integer(rc->min)) : jw_take(w, json_null()));
+            jw_append(w, args, rc && rc->max != TP_DIM_UNBOUNDED ? jw_take(w, json_integer(rc->max)) : jw_take(w, json_null()));
+            jw_append(w, args, jw_name(w, "dim name", r->symbol));
+            enc_assert(w, p, nodes, "_assert_dim_range", args, &c_range);
+        } else if (r->kind == TP_DIM_SYMBOL && root) {
+            enc_site_args(w, args, &r->site);
+            enc_site_args(w, args, &root->site);
+            jw_append(w, args, jw_name(w, "dim name", r->symbol));
+            enc_assert(w, p, nodes, "_assert_dims_equal", args, &c_equal);
+        } else if (r->kind == TP_DIM_DERIVED && root) {
+            char expr[TP_LIMIT_NAME + 64];
+            tp__dim_rule_expr(r, expr, sizeof expr);
+            enc_site_args(w, args, &root->site);
+            enc_site_args(w, args, &r->site);
+            jw_append(w, args, jw_take(w, json_integer(r->scale)));
+            jw_append(w, args, jw_take(w, json_integer(r->offset)));
+            jw_append(w, args, jw_name(w, "dim name", expr));
+            enc_assert(w, p, nodes, "_assert_dim_relation", args, &c_rel);
+        } else {
+            json_decref(args);
+        }
+    }
+    for (int i = 0; i < tp_program_num_equalities(p); i++) {
+        const tp_equality_constraint *e = tp_program_equality(p, i);
+        for (int k = 1; k < e->n_sites; k++) {
+            if (!plain_site(p, &e->sites[k]) || !plain_site(p, &e->sites[0])) continue;
+            const char *a = site_symbol(p, &e->sites[k]), *b = site_symbol(p, &e->sites[0]);
+            if (a && b && !strcmp(a, b)) continue; /* checked above, through the symbol's root */
+            json_t *args = jw_take(w, json_array());
+            enc_site_args(w, args, &e->sites[k]);
+            enc_site_args(w, args, &e->sites[0]);
+            jw_append(w, args, e->name ? jw_name(w, "dim name", e->name) : jw_take(w, json_string("equal dims")));
+            enc_assert(w, p, nodes, "_assert_dims_equal", args, &c_equal);
+        }
+    }
+}
+
 /* A call of `op` with the node's args, through the op's write entry. */
 static tp_status enc_call(jwriter *w, const tp_node *n, tp_op op, json_t *obj) {
     const tp_serde_op_entry *e = tp__serde_write_entry(op);
@@ -4603,6 +4703,7 @@ tp_status tp__serde_program_to_json(const tp_program *p, const tp_serde_write_op
             }
         }
         if (kind == TP_NODE_GET_ATTR) continue;
+        if (kind == TP_NODE_OUTPUT) enc_dim_asserts(&w, p, nodes);
         json_t *jn = NULL;
         st = enc_node(&w, n, meta, &jn);
         jw_append(&w, nodes, jn);
