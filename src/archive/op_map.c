@@ -24,6 +24,8 @@
 #define MT(nm, id, params) {NULL, nm, TP_OP_##id, TP_SERDE_PLAIN, params, NULL, 0, TP_OP_INVALID}
 /* In-place method without an op of its own: op, then copy_ into self. */
 #define MT_(nm, id, params) {NULL, nm, TP_OP_##id, TP_SERDE_PLAIN, params, NULL, TP_SERDE_COPY_BACK, TP_OP_INVALID}
+/* In-place function without an op of its own (tensorplay.functional.x_). */
+#define FN_(mod, nm, id, params) {mod, nm, TP_OP_##id, TP_SERDE_PLAIN, params, NULL, TP_SERDE_COPY_BACK, TP_OP_INVALID}
 #define SP(mod, nm, id, special, params) {mod, nm, TP_OP_##id, special, params, NULL, 0, TP_OP_INVALID}
 #define FIX(mod, nm, id, params, fixed) {mod, nm, TP_OP_##id, TP_SERDE_PLAIN, params, fixed, 0, TP_OP_INVALID}
 
@@ -31,6 +33,8 @@
  * Tensor.x(), Tensor.x_(). */
 #define UNARY(id, nm)                                                                                          \
     FNW(TF, nm, id, "input,*,out:!=None"), MT(nm, id, "self"), MT_(nm "_", id, "self")
+/* Same, plus tensorplay.functional.x_(input). */
+#define UNARY_TF_(id, nm) UNARY(id, nm), FN_(TF, nm "_", id, "input")
 /* Same, tensorplay.functional.x(input) without out=. */
 #define UNARY_NO_OUT(id, nm) FNW(TF, nm, id, "input"), MT(nm, id, "self"), MT_(nm "_", id, "self")
 /* Binary tensor-or-scalar ops: functional (input, other, *, out), method. */
@@ -75,6 +79,24 @@ static const tp_serde_op_entry g_table[] = {
     MT("isnan", ISNAN, "self"),
     FNW(TF, "isinf", ISINF, "input"),
     MT("isinf", ISINF, "self"),
+    UNARY_TF_(SINH, "sinh"),
+    UNARY_TF_(COSH, "cosh"),
+    UNARY_TF_(ASIN, "asin"),
+    UNARY_TF_(ACOS, "acos"),
+    UNARY_TF_(ATAN, "atan"),
+    UNARY_TF_(ASINH, "asinh"),
+    UNARY_TF_(ACOSH, "acosh"),
+    UNARY_TF_(ATANH, "atanh"),
+    UNARY_TF_(ERFC, "erfc"),
+    UNARY_TF_(ERFINV, "erfinv"),
+    UNARY_TF_(LGAMMA, "lgamma"),
+    UNARY_TF_(LOG2, "log2"),
+    UNARY_TF_(LOG10, "log10"),
+    UNARY_TF_(EXP2, "exp2"),
+    UNARY_TF_(DEG2RAD, "deg2rad"),
+    UNARY_TF_(FRAC, "frac"),
+    FNW(TF, "isfinite", ISFINITE, "input"),
+    MT("isfinite", ISFINITE, "self"),
 
     /* ---- activations ---- */
     UNARY_NO_OUT(RELU, "relu"),
@@ -118,6 +140,34 @@ static const tp_serde_op_entry g_table[] = {
     MT_("clamp_min_", CLAMP, "self,min"),
     MT("clamp_max", CLAMP, "self,max"),
     MT_("clamp_max_", CLAMP, "self,max"),
+    FN(TF, "clip", CLAMP, "input,min,max,*,out:!=None"),
+    FN_(TF, "clip_", CLAMP, "input,min,max"),
+    MT_("clip_", CLAMP, "self,min,max"),
+    /* nn.functional.celu records tensorplay.functional.celu / celu_ */
+    FNW(TF, "celu", CELU, "input,alpha"),
+    FN_(TF, "celu_", CELU, "input,alpha"),
+    MT("celu", CELU, "self,alpha"),
+    MT_("celu_", CELU, "self,alpha"),
+    /* nn.functional.logsigmoid records tensorplay.functional.log_sigmoid */
+    FNW(TF, "log_sigmoid", LOG_SIGMOID, "input,*,out:!=None"),
+    MT("log_sigmoid", LOG_SIGMOID, "self"),
+    FNW(TF, "softshrink", SOFTSHRINK, "input,lambd,*,out:!=None"),
+    MT("softshrink", SOFTSHRINK, "self,lambd"),
+    FNW(TF, "hardshrink", HARDSHRINK, "input,lambd,*,out:!=None"),
+    MT("hardshrink", HARDSHRINK, "self,lambd"),
+    /* tensorplay.functional.threshold cannot be exported (1.0): the
+     * nn.functional one is written */
+    FNW(NF, "threshold", THRESHOLD, "input,threshold,value,inplace:@"),
+    FN_(TF, "threshold_", THRESHOLD, "input,threshold,value"),
+    MT_("threshold_", THRESHOLD, "self,threshold,value"),
+    /* rrelu: eval mode only (training=True is refused by the op); nn.functional
+     * .rrelu records rrelu_with_noise(input, noise, ...) and ignores the noise
+     * tensor unless training */
+    FNW(TF, "rrelu", RRELU, "input,lower,upper,training"),
+    FN_(TF, "rrelu_", RRELU, "input,lower,upper,training"),
+    FN(TF, "rrelu_with_noise", RRELU, "input,noise:-,lower,upper,training,*,out:!=None"),
+    MT("rrelu", RRELU, "self,lower,upper,training"),
+    MT_("rrelu_", RRELU, "self,lower,upper,training"),
 
     /* ---- binary elementwise ---- */
     FNW(TF, "add", ADD, "input,other,*,alpha,out:!=None"),

@@ -4,15 +4,19 @@
  *
  * Every op maps one input element to one output element (clamp also reads
  * broadcast min/max tensors). Dtype rules follow PyTorch:
- *  - floating functions (exp, log, sin, sigmoid, reciprocal, ...) keep a
- *    floating input's dtype and turn integer and bool inputs into float32;
+ *  - floating functions (exp, log, sin, sigmoid, reciprocal, asinh, erfinv,
+ *    lgamma, deg2rad, ...) keep a floating input's dtype and turn integer and
+ *    bool inputs into float32; frac takes floating inputs only;
  *  - rounding (floor, ceil, round, trunc) is the identity on integers and
  *    rejects bool;
  *  - neg/abs/sign/square keep the dtype (square of bool gives int64; neg and
  *    abs reject bool); integer arithmetic wraps like the dtype does;
- *  - logical_not, isnan, isinf give bool; bitwise_not takes ints and bool;
- *  - relu, relu6, hardtanh and clamp also work on integers; the other
- *    activations need a floating input.
+ *  - logical_not, isnan, isinf, isfinite give bool; bitwise_not takes ints
+ *    and bool;
+ *  - relu, relu6, hardtanh, threshold and clamp also work on integers; the
+ *    other activations need a floating input. rrelu is the eval-mode
+ *    (deterministic) function: slope (lower + upper) / 2; training=True is
+ *    unsupported (it draws random slopes).
  * Floating results are computed in double and rounded once on store (round
  * with `decimals` computes in float for 32-bit and smaller floats, as PyTorch
  * does, so that halfway cases round the same way). NaN propagates through
@@ -207,6 +211,22 @@ F64_FN(f_mish, x * tanh(log1p(exp(x))))
 F64_FN(f_hardsigmoid, min_nan(max_nan(x + 3.0, 0.0), 6.0) / 6.0)
 F64_FN(f_hardswish, x * min_nan(max_nan(x + 3.0, 0.0), 6.0) / 6.0)
 F64_FN(f_gelu, 0.5 * x * (1.0 + erf(x * M_SQRT1_2)))
+F64_FN(f_sinh, sinh(x))
+F64_FN(f_cosh, cosh(x))
+F64_FN(f_asin, asin(x))
+F64_FN(f_acos, acos(x))
+F64_FN(f_atan, atan(x))
+F64_FN(f_asinh, asinh(x))
+F64_FN(f_acosh, acosh(x))
+F64_FN(f_atanh, atanh(x))
+F64_FN(f_erfc, erfc(x))
+F64_FN(f_lgamma, lgamma(x)) /* +inf at the poles 0, -1, -2, ... */
+F64_FN(f_log2, log2(x))
+F64_FN(f_log10, log10(x))
+F64_FN(f_exp2, exp2(x))
+F64_FN(f_deg2rad, x * (M_PI / 180.0))
+F64_FN(f_frac, isinf(x) ? NAN : x - trunc(x))
+F64_FN(f_log_sigmoid, (x < 0.0 ? x : 0.0) - log1p(exp(-fabs(x))))
 
 static double f_gelu_tanh(double x, const unary_params *p) {
     TP_UNUSED(p);
@@ -241,6 +261,39 @@ static int64_t i_hardtanh(int64_t x, const unary_params *p) {
     return x < lo ? (lo > hi ? hi : lo) : (x > hi ? hi : x);
 }
 
+/* erfinv: a closed-form first guess (Winitzki's approximation, relative
+ * error ~2e-3), refined by Halley steps on erf(y) = x in double; the residual
+ * uses erfc near |x| = 1, where erf has no digits left. */
+static double f_erfinv(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x) || x < -1.0 || x > 1.0) return NAN;
+    if (x == 1.0) return INFINITY;
+    if (x == -1.0) return -INFINITY;
+    if (x == 0.0) return x;
+    double ax = fabs(x);
+    double l = log((1.0 - ax) * (1.0 + ax));
+    const double a = 0.147;
+    double c = 2.0 / (M_PI * a) + 0.5 * l;
+    double y = sqrt(sqrt(c * c - l / a) - c);
+    if (!(y > 0.0)) y = ax * (0.5 * sqrt(M_PI)); /* tiny x: the guess cancels to 0 */
+    for (int i = 0; i < 4; i++) {
+        double f = ax > 0.5 ? (1.0 - ax) - erfc(y) : erf(y) - ax;
+        double df = (2.0 / sqrt(M_PI)) * exp(-y * y);
+        if (f == 0.0 || df == 0.0) break;
+        y -= f / (df + y * f);
+    }
+    return x < 0.0 ? -y : y;
+}
+/* params: a = lambd. NaN gives 0 (PyTorch 1.13's softshrink; hardshrink
+ * keeps NaN). */
+static double f_softshrink(double x, const unary_params *p) {
+    return x > p->a ? x - p->a : (x < -p->a ? x + p->a : 0.0);
+}
+static double f_hardshrink(double x, const unary_params *p) { return (x >= -p->a && x <= p->a) ? 0.0 : x; }
+/* params: a = threshold, b = value */
+static double f_threshold(double x, const unary_params *p) { return x <= p->a ? p->b : x; }
+static int64_t i_threshold(int64_t x, const unary_params *p) { return x <= (int64_t)p->a ? (int64_t)p->b : x; }
+
 /* ---- kernels: plain floating functions ---------------------------------- */
 
 #define FLOAT_KERNEL(name, fn)                                                                                         \
@@ -260,6 +313,23 @@ FLOAT_KERNEL(sin, f_sin)
 FLOAT_KERNEL(cos, f_cos)
 FLOAT_KERNEL(tan, f_tan)
 FLOAT_KERNEL(tanh, f_tanh)
+FLOAT_KERNEL(sinh, f_sinh)
+FLOAT_KERNEL(cosh, f_cosh)
+FLOAT_KERNEL(asin, f_asin)
+FLOAT_KERNEL(acos, f_acos)
+FLOAT_KERNEL(atan, f_atan)
+FLOAT_KERNEL(asinh, f_asinh)
+FLOAT_KERNEL(acosh, f_acosh)
+FLOAT_KERNEL(atanh, f_atanh)
+FLOAT_KERNEL(erfc, f_erfc)
+FLOAT_KERNEL(erfinv, f_erfinv)
+FLOAT_KERNEL(lgamma, f_lgamma)
+FLOAT_KERNEL(log2, f_log2)
+FLOAT_KERNEL(log10, f_log10)
+FLOAT_KERNEL(exp2, f_exp2)
+FLOAT_KERNEL(deg2rad, f_deg2rad)
+FLOAT_KERNEL(frac, f_frac)
+FLOAT_KERNEL(log_sigmoid, f_log_sigmoid)
 FLOAT_KERNEL(sigmoid, f_sigmoid)
 FLOAT_KERNEL(erf, f_erf)
 FLOAT_KERNEL(reciprocal, f_reciprocal)
@@ -296,7 +366,7 @@ static tp_status kernel_bitwise_not(const tp_value *args, tp_value *out) {
 
 /* ---- kernels: predicates -------------------------------------------------- */
 
-enum predicate { PRED_LOGICAL_NOT, PRED_ISNAN, PRED_ISINF };
+enum predicate { PRED_LOGICAL_NOT, PRED_ISNAN, PRED_ISINF, PRED_ISFINITE };
 
 static tp_status run_predicate(const tp_value *args, tp_value *out, enum predicate pred) {
     tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
@@ -308,9 +378,14 @@ static tp_status run_predicate(const tp_value *args, tp_value *out, enum predica
         bool r = false;
         if (is_float) {
             double v = tp__load_f64(it.ptr[1], x->dtype);
-            r = pred == PRED_LOGICAL_NOT ? v == 0.0 : pred == PRED_ISNAN ? isnan(v) : isinf(v);
+            r = pred == PRED_LOGICAL_NOT ? v == 0.0
+                : pred == PRED_ISNAN     ? isnan(v)
+                : pred == PRED_ISINF     ? isinf(v)
+                                         : isfinite(v);
         } else if (pred == PRED_LOGICAL_NOT) {
             r = tp__load_i64(it.ptr[1], x->dtype) == 0;
+        } else {
+            r = pred == PRED_ISFINITE; /* integers are finite, never NaN or inf */
         }
         *(uint8_t *)it.ptr[0] = r ? 1 : 0;
     }
@@ -322,6 +397,9 @@ static tp_status kernel_logical_not(const tp_value *args, tp_value *out) {
 }
 static tp_status kernel_isnan(const tp_value *args, tp_value *out) { return run_predicate(args, out, PRED_ISNAN); }
 static tp_status kernel_isinf(const tp_value *args, tp_value *out) { return run_predicate(args, out, PRED_ISINF); }
+static tp_status kernel_isfinite(const tp_value *args, tp_value *out) {
+    return run_predicate(args, out, PRED_ISFINITE);
+}
 
 /* ---- round ---------------------------------------------------------------- */
 
@@ -438,6 +516,124 @@ static tp_status kernel_relu6(const tp_value *args, tp_value *out) {
     unary_params p;
     TP_TRY(hardtanh_limits(tp__arg_tensor(args, 0), 0.0, 6.0, &p));
     return run_mixed(args, out, f_hardtanh, i_hardtanh, &p);
+}
+
+/* celu(x, alpha) = elu(x, alpha, scale=1, input_scale=1/alpha), as PyTorch. */
+static tp_status celu_alpha(const tp_value *args, unary_params *p) {
+    double alpha = tp__arg_f64(args, 1);
+    TP_CHECK(alpha != 0.0, TP_ERR_INVALID_ARG, "ZeroDivisionError: alpha cannot be 0 for CELU");
+    p->a = alpha;
+    p->b = 1.0;
+    p->c = 1.0 / alpha;
+    return TP_OK;
+}
+
+static tp_status infer_celu(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(celu_alpha(args, &p));
+    return infer_float_only(args, out);
+}
+
+static tp_status kernel_celu(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(celu_alpha(args, &p));
+    return run_float(args, out, f_elu, &p);
+}
+
+/* A scalar compared with elements, rounded to the floating dtype first as
+ * PyTorch converts it (0.3 vs a float32 0.3 compares equal). */
+static double scalar_as(double v, tp_dtype dtype) {
+    if (!tp_dtype_is_float(dtype) || dtype == TP_FLOAT64) return v;
+    char elem[8];
+    tp__store_f64(elem, dtype, v);
+    return tp__load_f64(elem, dtype);
+}
+
+static tp_status softshrink_lambd(const tp_value *args, unary_params *p) {
+    double lambd = tp__arg_f64(args, 1);
+    TP_CHECK(!(lambd < 0.0), TP_ERR_INVALID_ARG, "lambda must be greater or equal to 0, but found to be %g.", lambd);
+    const tp_tensor *x = tp__arg_tensor(args, 0);
+    p->a = x ? scalar_as(lambd, x->dtype) : lambd;
+    p->b = p->c = 0;
+    return TP_OK;
+}
+
+static tp_status infer_softshrink(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(softshrink_lambd(args, &p));
+    return infer_float_only(args, out);
+}
+
+static tp_status kernel_softshrink(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(softshrink_lambd(args, &p));
+    return run_float(args, out, f_softshrink, &p);
+}
+
+static tp_status kernel_hardshrink(const tp_value *args, tp_value *out) {
+    const tp_tensor *x = tp__arg_tensor(args, 0);
+    TP_CHECK(x != NULL, TP_ERR_INTERNAL, "missing input tensor");
+    unary_params p = {scalar_as(tp__arg_f64(args, 1), x->dtype), 0, 0};
+    return run_float(args, out, f_hardshrink, &p);
+}
+
+/* threshold / value: integer inputs use them truncated to integers (PyTorch
+ * converts both scalars to the tensor's dtype). */
+static tp_status threshold_params(const tp_tensor *x, double thr, double value, unary_params *p) {
+    TP_CHECK(x != NULL, TP_ERR_INTERNAL, "missing input tensor");
+    TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE, "bool tensors are not supported for 'self'");
+    if (!tp_dtype_is_float(x->dtype)) {
+        TP_CHECK(isfinite(thr) && isfinite(value) && fabs(thr) < 9.2e18 && fabs(value) < 9.2e18, TP_ERR_INVALID_ARG,
+                 "threshold=%g, value=%g do not fit an integer tensor", thr, value);
+        thr = trunc(thr);
+        value = trunc(value);
+        TP_CHECK(x->dtype != TP_UINT8 || (thr >= 0 && value >= 0), TP_ERR_INVALID_ARG,
+                 "negative threshold=%g or value=%g is not supported for a uint8 tensor", thr, value);
+    } else {
+        thr = scalar_as(thr, x->dtype);
+    }
+    p->a = thr;
+    p->b = value;
+    p->c = 0;
+    return TP_OK;
+}
+
+static tp_status infer_threshold(const tp_value *args, tp_value *out) {
+    tp_tensor *x = NULL;
+    unary_params p;
+    TP_TRY(self_tensor(args, &x));
+    TP_TRY(threshold_params(x, tp__arg_f64(args, 1), tp__arg_f64(args, 2), &p));
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status kernel_threshold(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(threshold_params(tp__arg_tensor(args, 0), tp__arg_f64(args, 1), tp__arg_f64(args, 2), &p));
+    return run_mixed(args, out, f_threshold, i_threshold, &p);
+}
+
+/* rrelu in eval mode: leaky_relu with slope (lower + upper) / 2. */
+static tp_status rrelu_slope(const tp_value *args, unary_params *p) {
+    TP_CHECK(!tp__arg_bool(args, 3), TP_ERR_UNSUPPORTED,
+             "rrelu with training=True draws random slopes; only training=False is supported");
+    double lower = tp__arg_f64(args, 1), upper = tp__arg_f64(args, 2);
+    TP_CHECK(!(lower > upper), TP_ERR_INVALID_ARG,
+             "Lower bound should be less than or equal to the upper bound (lower=%g, upper=%g)", lower, upper);
+    p->a = (lower + upper) / 2.0;
+    p->b = p->c = 0;
+    return TP_OK;
+}
+
+static tp_status infer_rrelu(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(rrelu_slope(args, &p));
+    return infer_float_only(args, out);
+}
+
+static tp_status kernel_rrelu(const tp_value *args, tp_value *out) {
+    unary_params p;
+    TP_TRY(rrelu_slope(args, &p));
+    return run_float(args, out, f_leaky_relu, &p);
 }
 
 /* ---- clamp ------------------------------------------------------------------
@@ -568,4 +764,35 @@ void tp__register_unary_ops(void) {
     tp__register_op(TP_OP_HARDSWISH, "hardswish(Tensor self) -> Tensor", 0, infer_float_only, kernel_hardswish);
     tp__register_op(TP_OP_CLAMP, "clamp(Tensor self, Any min=None, Any max=None) -> Tensor", 0, infer_clamp,
                     kernel_clamp);
+
+    tp__register_op(TP_OP_SINH, "sinh(Tensor self) -> Tensor", 0, infer_float, kernel_sinh);
+    tp__register_op(TP_OP_COSH, "cosh(Tensor self) -> Tensor", 0, infer_float, kernel_cosh);
+    tp__register_op(TP_OP_ASIN, "asin(Tensor self) -> Tensor", 0, infer_float, kernel_asin);
+    tp__register_op(TP_OP_ACOS, "acos(Tensor self) -> Tensor", 0, infer_float, kernel_acos);
+    tp__register_op(TP_OP_ATAN, "atan(Tensor self) -> Tensor", 0, infer_float, kernel_atan);
+    tp__register_op(TP_OP_ASINH, "asinh(Tensor self) -> Tensor", 0, infer_float, kernel_asinh);
+    tp__register_op(TP_OP_ACOSH, "acosh(Tensor self) -> Tensor", 0, infer_float, kernel_acosh);
+    tp__register_op(TP_OP_ATANH, "atanh(Tensor self) -> Tensor", 0, infer_float, kernel_atanh);
+    tp__register_op(TP_OP_ERFC, "erfc(Tensor self) -> Tensor", 0, infer_float, kernel_erfc);
+    tp__register_op(TP_OP_ERFINV, "erfinv(Tensor self) -> Tensor", 0, infer_float, kernel_erfinv);
+    tp__register_op(TP_OP_LGAMMA, "lgamma(Tensor self) -> Tensor", 0, infer_float, kernel_lgamma);
+    tp__register_op(TP_OP_LOG2, "log2(Tensor self) -> Tensor", 0, infer_float, kernel_log2);
+    tp__register_op(TP_OP_LOG10, "log10(Tensor self) -> Tensor", 0, infer_float, kernel_log10);
+    tp__register_op(TP_OP_EXP2, "exp2(Tensor self) -> Tensor", 0, infer_float, kernel_exp2);
+    tp__register_op(TP_OP_DEG2RAD, "deg2rad(Tensor self) -> Tensor", 0, infer_float, kernel_deg2rad);
+    tp__register_op(TP_OP_FRAC, "frac(Tensor self) -> Tensor", 0, infer_float_only, kernel_frac);
+    tp__register_op(TP_OP_ISFINITE, "isfinite(Tensor self) -> Tensor", 0, infer_bool, kernel_isfinite);
+
+    tp__register_op(TP_OP_CELU, "celu(Tensor self, Scalar alpha=1.0) -> Tensor", 0, infer_celu, kernel_celu);
+    tp__register_op(TP_OP_LOG_SIGMOID, "log_sigmoid(Tensor self) -> Tensor", 0, infer_float_only, kernel_log_sigmoid);
+    tp__register_op(TP_OP_SOFTSHRINK, "softshrink(Tensor self, Scalar lambd=0.5) -> Tensor", 0, infer_softshrink,
+                    kernel_softshrink);
+    tp__register_op(TP_OP_HARDSHRINK, "hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", 0, infer_float_only,
+                    kernel_hardshrink);
+    tp__register_op(TP_OP_THRESHOLD, "threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor", 0,
+                    infer_threshold, kernel_threshold);
+    tp__register_op(TP_OP_RRELU,
+                    "rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False) "
+                    "-> Tensor",
+                    0, infer_rrelu, kernel_rrelu);
 }

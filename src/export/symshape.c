@@ -975,7 +975,7 @@ static sval *rule_sdpa(rctx *r) {
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
 static bool is_same_shape_op(tp_op op) {
-    if (op <= TP_OP_CLAMP) return true; /* unary family (first in op_list.h) */
+    if (op < TP_OP_ADD) return true; /* unary family (first in op_list.h, before add) */
     switch (op) {
     case TP_OP_SOFTMAX:
     case TP_OP_LOG_SOFTMAX:
