@@ -100,6 +100,8 @@ TP_OP(WHERE, "where", binary)
 TP_OP(LERP, "lerp", binary)
 TP_OP(ADDCMUL, "addcmul", binary)
 TP_OP(ADDCDIV, "addcdiv", binary)
+TP_OP(HYPOT, "hypot", binary)
+TP_OP(COPYSIGN, "copysign", binary)
 /* in-place variants used by modules */
 TP_OP(ADD_, "add_", binary)
 TP_OP(MUL_, "mul_", binary)

@@ -185,6 +185,10 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "divide", DIV, "input,other,rounding_mode"),
     MT("true_divide", DIV, "self,other"),
     FIX(NULL, "floor_divide", DIV, "self,other", "rounding_mode='floor'"),
+    FIX(TF, "floor_divide", DIV, "input,other", "rounding_mode='floor'"),
+    /* tensorplay.functional.floor_divide_ records the method */
+    {NULL, "floor_divide_", TP_OP_DIV, TP_SERDE_PLAIN, "self,other", "rounding_mode='floor'", TP_SERDE_COPY_BACK,
+     TP_OP_INVALID},
     BINARY(REMAINDER, "remainder"),
     FNW(TF, "fmod", FMOD, "input,other"),
     MT("fmod", FMOD, "self,other"),
@@ -194,6 +198,12 @@ static const tp_serde_op_entry g_table[] = {
     BINARY(MAXIMUM, "maximum"),
     BINARY(MINIMUM, "minimum"),
     BINARY(ATAN2, "atan2"),
+    BINARY(HYPOT, "hypot"),
+    FN_(TF, "hypot_", HYPOT, "input,other"),
+    /* tensorplay.functional.copysign_ records the method */
+    FNW(TF, "copysign", COPYSIGN, "input,other"),
+    MT("copysign", COPYSIGN, "self,other"),
+    MT_("copysign_", COPYSIGN, "self,other"),
     BINARY(EQ, "eq"),
     BINARY(NE, "ne"),
     BINARY(LT, "lt"),

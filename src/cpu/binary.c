@@ -3,7 +3,7 @@
  * shape/dtype rules and reference kernels.
  *
  *  - arithmetic: add sub mul div remainder fmod pow maximum minimum atan2,
- *    addcmul addcdiv lerp;
+ *    hypot copysign, addcmul addcdiv lerp;
  *  - comparisons eq ne lt le gt ge and logical_and/or/xor (bool results);
  *  - bitwise_and/or/xor (integer and bool tensors only);
  *  - where (condition ? self : other, three-way broadcast);
@@ -14,7 +14,8 @@
  * tensors over 0-d tensors over Python scalars), and every operand - a
  * Python scalar becomes a 0-d tensor - is converted to it before the op, so
  * an int scalar wraps to a uint8 tensor's range and a float32 0-d tensor
- * rounds to float16. True division and atan2 of integers compute in float32;
+ * rounds to float16. True division, atan2 and copysign of integers compute in
+ * float32 (hypot takes floating operands only);
  * comparisons and logical ops compute in the common dtype and give bool.
  * Floating math runs in double and rounds once on store; integer math runs
  * in int64 (unsigned where it can overflow) so results wrap as in PyTorch.
@@ -233,6 +234,8 @@ static double minimum_f(const double *x, ew_params *p) {
 static int64_t maximum_i(const int64_t *x, ew_params *p) { return x[0] < x[1] ? x[1] : x[0]; }
 static int64_t minimum_i(const int64_t *x, ew_params *p) { return x[1] < x[0] ? x[1] : x[0]; }
 static double atan2_f(const double *x, ew_params *p) { return atan2(x[0], x[1]); }
+static double hypot_f(const double *x, ew_params *p) { return hypot(x[0], x[1]); }
+static double copysign_f(const double *x, ew_params *p) { return copysign(x[0], x[1]); }
 
 static double eq_f(const double *x, ew_params *p) { return x[0] == x[1]; }
 static double ne_f(const double *x, ew_params *p) { return x[0] != x[1]; }
@@ -519,6 +522,18 @@ BINARY_OP(pow, TP_OP_POW, pow_f, pow_i, EW_NO_BOOL)
 BINARY_OP(maximum, TP_OP_MAXIMUM, maximum_f, maximum_i, 0)
 BINARY_OP(minimum, TP_OP_MINIMUM, minimum_f, minimum_i, 0)
 BINARY_OP(atan2, TP_OP_ATAN2, atan2_f, NULL, EW_INT_TO_FLOAT)
+/* Ops with the reference kernel only (no fast variant). */
+#define BINARY_OP_REF(name, op_id, ff, fi, flags)                                                   \
+    static const binary_desc name##_desc = {op_id, ff, fi, flags};                                  \
+    static tp_status name##_infer(const tp_value *args, tp_value *out) {                            \
+        return binary_infer(&name##_desc, args, out);                                               \
+    }                                                                                               \
+    static tp_status name##_kernel(const tp_value *args, tp_value *out) {                           \
+        return run_binary(&name##_desc, args, out, false);                                          \
+    }
+
+BINARY_OP_REF(hypot, TP_OP_HYPOT, hypot_f, NULL, 0)
+BINARY_OP_REF(copysign, TP_OP_COPYSIGN, copysign_f, NULL, EW_INT_TO_FLOAT)
 BINARY_OP(eq, TP_OP_EQ, eq_f, eq_i, EW_BOOL_OUT)
 BINARY_OP(ne, TP_OP_NE, ne_f, ne_i, EW_BOOL_OUT)
 BINARY_OP(lt, TP_OP_LT, lt_f, lt_i, EW_BOOL_OUT)
@@ -890,6 +905,9 @@ void tp__register_binary_ops(void) {
     tp__register_op(TP_OP_MAXIMUM, "maximum(Tensor self, Tensor other) -> Tensor", 0, maximum_infer, maximum_kernel);
     tp__register_op(TP_OP_MINIMUM, "minimum(Tensor self, Tensor other) -> Tensor", 0, minimum_infer, minimum_kernel);
     tp__register_op(TP_OP_ATAN2, "atan2(Tensor self, Tensor other) -> Tensor", 0, atan2_infer, atan2_kernel);
+    tp__register_op(TP_OP_HYPOT, "hypot(Tensor self, Tensor other) -> Tensor", 0, hypot_infer, hypot_kernel);
+    tp__register_op(TP_OP_COPYSIGN, "copysign(Tensor self, Tensor|Scalar other) -> Tensor", 0, copysign_infer,
+                    copysign_kernel);
     tp__register_op(TP_OP_EQ, "eq(Tensor self, Tensor|Scalar other) -> Tensor", 0, eq_infer, eq_kernel);
     tp__register_op(TP_OP_NE, "ne(Tensor self, Tensor|Scalar other) -> Tensor", 0, ne_infer, ne_kernel);
     tp__register_op(TP_OP_LT, "lt(Tensor self, Tensor|Scalar other) -> Tensor", 0, lt_infer, lt_kernel);

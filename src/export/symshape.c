@@ -1012,6 +1012,8 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_MAXIMUM:
     case TP_OP_MINIMUM:
     case TP_OP_ATAN2:
+    case TP_OP_HYPOT:
+    case TP_OP_COPYSIGN:
     case TP_OP_EQ:
     case TP_OP_NE:
     case TP_OP_LT:
