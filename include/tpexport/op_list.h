@@ -162,6 +162,7 @@ TP_OP(PRELU, "prelu", nn)
 TP_OP(EMBEDDING, "embedding", nn)
 TP_OP(DROPOUT, "dropout", nn)
 TP_OP(SCALED_DOT_PRODUCT_ATTENTION, "scaled_dot_product_attention", nn)
+TP_OP(GLU, "glu", nn)
 /* shape and indexing */
 TP_OP(RESHAPE, "reshape", shape)
 TP_OP(VIEW, "view", shape)

@@ -366,6 +366,9 @@ static const tp_serde_op_entry g_table[] = {
     FN(NF, "log_softmax", LOG_SOFTMAX, "input,dim,dtype,_stacklevel:-"),
     FNW(TF, "log_softmax", LOG_SOFTMAX, "input,dim,dtype,*,out:!=None"),
     MT("log_softmax", LOG_SOFTMAX, "self,dim,dtype"),
+    /* nn.functional.glu records tensorplay.functional.glu */
+    FNW(TF, "glu", GLU, "input,dim,*,out:!=None"),
+    MT("glu", GLU, "self,dim"),
     FNW(NF, "prelu", PRELU, "input,weight"),
     FN(TF, "prelu", PRELU, "input,weight"),
     MT("prelu", PRELU, "self,weight"),

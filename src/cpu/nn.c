@@ -1,7 +1,8 @@
 /*
  * nn.c - nn ops: normalisation (batch_norm, layer_norm, group_norm),
- * softmax / log_softmax, prelu, embedding, dropout and
- * scaled_dot_product_attention: schemas, shape rules and reference kernels.
+ * softmax / log_softmax, prelu, embedding, dropout,
+ * scaled_dot_product_attention and glu: schemas, shape rules and reference
+ * kernels.
  *
  * Semantics are torch.nn.functional's. Every kernel reads its inputs through
  * explicit element strides (any layout, broadcast stride 0, 0-d tensors),
@@ -553,6 +554,46 @@ static tp_status softmax_common(const tp_value *args, tp_value *out, bool log_sp
 static tp_status softmax_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, false); }
 static tp_status log_softmax_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, true); }
 
+/* ---- glu ------------------------------------------------------------------
+ * glu(x, dim) = a * sigmoid(b), a and b the first and second halves of x
+ * along dim (its size must be even). */
+
+static tp_status glu_shape(const tp_value *args, tp_tensor **x, int *dim) {
+    TP_TRY(arg_tensor(args, 0, "self", x));
+    TP_CHECK((*x)->ndim > 0, TP_ERR_SHAPE, "glu does not support scalars because halving size must be even");
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), (*x)->ndim, dim));
+    TP_CHECK((*x)->sizes[*dim] % 2 == 0, TP_ERR_SHAPE,
+             "Halving dimension must be even, but dimension %d is size %" PRId64, *dim, (*x)->sizes[*dim]);
+    return check_float(*x, "input");
+}
+
+static tp_status glu_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    int dim;
+    TP_TRY(glu_shape(args, &x, &dim));
+    int64_t sizes[TP_MAX_DIMS];
+    memcpy(sizes, x->sizes, (size_t)x->ndim * sizeof *sizes);
+    sizes[dim] /= 2;
+    return tp__out_tensor(out, x->dtype, x->ndim, sizes);
+}
+
+static tp_status glu_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *y = tp__out_at(out, 0);
+    int dim;
+    TP_TRY(glu_shape(args, &x, &dim));
+    TP_CHECK(y != NULL, TP_ERR_INTERNAL, "missing output tensor");
+    int64_t half = y->sizes[dim] * x->strides[dim]; /* offset from a to b */
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    walk w;
+    walk_init(&w, y->ndim, y->sizes, x->strides, y->strides);
+    while (walk_next(&w)) {
+        double a = load_at(xb, w.off[0], x->dtype), b = load_at(xb, w.off[0] + half, x->dtype);
+        store_at(yb, w.off[1], y->dtype, a / (1.0 + exp(-b)));
+    }
+    return TP_OK;
+}
+
 /* ---- prelu -------------------------------------------------------------- */
 
 static tp_status prelu_infer(const tp_value *args, tp_value *out) {
@@ -846,6 +887,7 @@ void tp__register_nn_ops(void) {
     tp__register_op(TP_OP_LOG_SOFTMAX, "log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", 0,
                     softmax_infer, log_softmax_kernel);
     tp__register_op(TP_OP_PRELU, "prelu(Tensor self, Tensor weight) -> Tensor", 0, prelu_infer, prelu_kernel);
+    tp__register_op(TP_OP_GLU, "glu(Tensor self, int dim=-1) -> Tensor", 0, glu_infer, glu_kernel);
     tp__register_op(TP_OP_EMBEDDING,
                     "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
                     "bool sparse=False) -> Tensor",

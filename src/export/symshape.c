@@ -1296,6 +1296,19 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_SPLIT:
     case TP_OP_CHUNK: return rule_chunk_split(r, meta);
     case TP_OP_SLICE: return rule_slice(r);
+    case TP_OP_GLU: {
+        const sval *a = need_t(r, 0);
+        if (!a || a->nd == 0) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 1, -1), a->nd);
+        if (r->fail) return NULL;
+        req_div(r, a->d[d], 2, "glu's halved dim is even");
+        sval *o = copy_t(r, a);
+        if (o) o->d[d] = sd_floordiv(r->sd, S(r, a->d[d]), 2);
+        return o;
+    }
     case TP_OP_SELECT: {
         const sval *a = need_t(r, 0);
         if (!a || a->nd == 0) {
