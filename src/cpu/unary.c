@@ -220,7 +220,6 @@ F64_FN(f_asinh, asinh(x))
 F64_FN(f_acosh, acosh(x))
 F64_FN(f_atanh, atanh(x))
 F64_FN(f_erfc, erfc(x))
-F64_FN(f_lgamma, lgamma(x)) /* +inf at the poles 0, -1, -2, ... */
 F64_FN(f_log2, log2(x))
 F64_FN(f_log10, log10(x))
 F64_FN(f_exp2, exp2(x))
@@ -259,6 +258,19 @@ static double f_hardtanh(double x, const unary_params *p) { return min_nan(max_n
 static int64_t i_hardtanh(int64_t x, const unary_params *p) {
     int64_t lo = (int64_t)p->a, hi = (int64_t)p->b;
     return x < lo ? (lo > hi ? hi : lo) : (x > hi ? hi : x);
+}
+
+/* lgamma: +inf at the poles 0, -1, -2, ... lgamma() also writes the global
+ * signgam, a data race when programs run on several threads; glibc's
+ * lgamma_r returns the sign instead. */
+static double f_lgamma(double x, const unary_params *p) {
+    TP_UNUSED(p);
+#if defined(__GLIBC__)
+    int sign;
+    return lgamma_r(x, &sign);
+#else
+    return lgamma(x);
+#endif
 }
 
 /* erfinv: a closed-form first guess (Winitzki's approximation, relative
