@@ -395,12 +395,59 @@ void tp_program_set_verifier(tp_program *p, tp_verifier_fn fn, void *user) {
     p->verifier_user = user;
 }
 
+/* A site naming input `old` ("x", or a path into it such as "x[0]['k']")
+ * names `new_name` instead. */
+static tp_status rename_site(const char **input, const char *old, const char *new_name) {
+    size_t n = strlen(old);
+    if (strncmp(*input, old, n) != 0 || ((*input)[n] != '\0' && (*input)[n] != '[')) return TP_OK;
+    size_t rest = strlen(*input + n), nn = strlen(new_name);
+    char *s = tp_malloc(nn + rest + 1);
+    TP_CHECK(s != NULL, TP_ERR_NOMEM, "out of memory");
+    memcpy(s, new_name, nn);
+    memcpy(s + nn, *input + n, rest + 1);
+    tp_free((char *)*input);
+    *input = s;
+    return TP_OK;
+}
+
+/* A renamed user placeholder: its example input, dim rules, equality sites
+ * and forward argument names follow it. */
+static tp_status rename_user_input(tp_program *p, const char *old, const char *new_name) {
+    for (int i = 0; i < p->n_examples; i++) {
+        if (strcmp(p->examples[i].name, old) != 0) continue;
+        char *s = tp_strdup(new_name);
+        TP_CHECK(s != NULL, TP_ERR_NOMEM, "out of memory");
+        tp_free(p->examples[i].name);
+        p->examples[i].name = s;
+    }
+    for (int i = 0; i < p->n_dim_rules; i++) TP_TRY(rename_site(&p->dim_rules[i].site.input, old, new_name));
+    for (int i = 0; i < p->n_equalities; i++) {
+        tp_dim_site *sites = (tp_dim_site *)p->equalities[i].sites;
+        for (int k = 0; k < p->equalities[i].n_sites; k++) TP_TRY(rename_site(&sites[k].input, old, new_name));
+    }
+    for (int i = 0; i < p->n_calls; i++) {
+        tp_module_call_signature *s = p->calls[i].sig;
+        for (int k = 0; s && k < s->n_forward_arg_names; k++) {
+            if (strcmp(s->forward_arg_names[k], old) != 0) continue;
+            char *nn = tp_strdup(new_name);
+            TP_CHECK(nn != NULL, TP_ERR_NOMEM, "out of memory");
+            tp_free(s->forward_arg_names[k]);
+            s->forward_arg_names[k] = nn;
+        }
+    }
+    return TP_OK;
+}
+
 tp_status tp_program_rename_node(tp_program *p, tp_node *node, const char *new_name) {
     tp__engine_invalidate(p);
     TP_CHECK(node && tp_node_graph(node) == p->graph, TP_ERR_INVALID_ARG, "node does not belong to the program");
     char *old = tp_strdup(tp_node_name(node));
     TP_CHECK(old != NULL, TP_ERR_NOMEM, "out of memory");
+    int in = tp_signature_find_input(p->signature, old);
+    bool user_input = tp_node_get_kind(node) == TP_NODE_PLACEHOLDER && in >= 0 &&
+                      tp_signature_input(p->signature, in)->kind == TP_INPUT_USER_INPUT;
     tp_status st = tp_node_rename(node, new_name);
+    if (st == TP_OK && user_input) st = rename_user_input(p, old, tp_node_name(node));
     if (st == TP_OK) st = tp_signature_replace_all_uses(p->signature, old, tp_node_name(node), NULL);
     for (int i = 0; st == TP_OK && i < p->n_calls; i++) {
         tp_module_call_signature *s = p->calls[i].sig;

@@ -352,6 +352,50 @@ TEST(test_dynamic_dims) {
     fixture_close(&fx);
 }
 
+/* Renaming a user input carries its example, dim rules and equality sites
+ * along (tensorplay's rename does). */
+TEST(test_rename_user_input) {
+    fixture fx;
+    if (!fixture_open(&fx, "dynamic")) {
+        fixture_close(&fx);
+        return;
+    }
+    tp_program *p = fixture_program(&fx);
+    if (p) {
+        tp_node *x = tp_graph_find_node(tp_program_graph(p), "x");
+        CHECK(x != NULL);
+        if (x) CHECK_OK(tp_program_rename_node(p, x, "inp"));
+        CHECK(tp_program_example_input(p, "inp") != NULL);
+        CHECK(tp_program_example_input(p, "x") == NULL);
+        int on_inp = 0, on_x = 0;
+        for (int i = 0; i < tp_program_num_dim_rules(p); i++) {
+            on_inp += strcmp(tp_program_dim_rule(p, i)->site.input, "inp") == 0;
+            on_x += strcmp(tp_program_dim_rule(p, i)->site.input, "x") == 0;
+        }
+        CHECK(on_inp == 1 && on_x == 0);
+        const tp_equality_constraint *ec = tp_program_num_equalities(p) ? tp_program_equality(p, 0) : NULL;
+        bool site = false;
+        for (int k = 0; ec && k < ec->n_sites; k++) site = site || strcmp(ec->sites[k].input, "inp") == 0;
+        CHECK(site);
+        CHECK_OK(tp_program_validate(p));
+        check_runs(&fx, p); /* positional inputs: the same results */
+        /* the checks name the new input */
+        tp_value in = run_inputs(&fx, 1);
+        int64_t bad[2] = {17, 4};
+        tp_tensor *big = NULL;
+        CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, bad, &big));
+        tp_value_clear(&in.u.seq.items[0]);
+        in.u.seq.items[0] = tp_value_tensor(big);
+        tp_value out = tp_value_none();
+        CHECK_STATUS(tp_program_call(p, in.u.seq.items, 3, NULL, &out), TP_ERR_CONSTRAINT);
+        CHECK_ERR_CONTAINS("inp");
+        tp_value_clear(&out);
+        tp_value_clear(&in);
+    }
+    tp_program_free(p);
+    fixture_close(&fx);
+}
+
 /* ---- round trip -------------------------------------------------------------- */
 
 static char *text_of(tp_status (*fn)(const void *, char **), const void *obj) {
@@ -1466,7 +1510,7 @@ TEST(test_allocation_failures) {
 }
 
 TEST_MAIN(T(test_mlp), T(test_cnn_batchnorm), T(test_tensor_ops), T(test_mutated_buffers), T(test_two_programs),
-          T(test_node_names_kept), T(test_dynamic_dims), T(test_roundtrip), T(test_written_document_fields), T(test_write_get_attr_lifted),
+          T(test_node_names_kept), T(test_dynamic_dims), T(test_rename_user_input), T(test_roundtrip), T(test_written_document_fields), T(test_write_get_attr_lifted),
           T(test_op_map), T(test_examples_pickle), T(test_malformed_documents), T(test_unsupported_nodes),
           T(test_verify_mode), T(test_weights_json), T(test_state_weights), T(test_every_op_round_trip),
           T(test_allocation_failures))

@@ -235,7 +235,9 @@ TP_API tp_status tp_program_output_info(const tp_program *p, int i, tp_io_info *
 TP_API void tp_program_set_verifier(tp_program *p, tp_verifier_fn fn, void *user);
 
 /* Rename a node of the program's graph, updating the signature and the
- * module call graph. */
+ * module call graph; a user input placeholder's example input, dim rules
+ * ("x" and paths such as "x[0]"), equality sites and forward argument
+ * names follow it. */
 TP_API tp_status tp_program_rename_node(tp_program *p, tp_node *node, const char *new_name);
 
 /* ---- validation -------------------------------------------------------- */
