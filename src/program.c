@@ -391,8 +391,13 @@ const tp_treespec *tp_program_out_spec(const tp_program *p) { return p->out_spec
 int tp_program_num_mutations(const tp_program *p) { return tp_signature_n_mutations(p->signature); }
 
 void tp_program_set_verifier(tp_program *p, tp_verifier_fn fn, void *user) {
+    tp_program_set_verifier_ex(p, fn, user, false);
+}
+
+void tp_program_set_verifier_ex(tp_program *p, tp_verifier_fn fn, void *user, bool replace_builtin) {
     p->verifier = fn;
     p->verifier_user = user;
+    p->verifier_replaces = fn && replace_builtin;
 }
 
 /* A site naming input `old` ("x", or a path into it such as "x[0]['k']")
@@ -507,6 +512,7 @@ tp_status tp_program_copy(const tp_program *p, tp_program **out) {
     if (st == TP_OK) st = tp_program_set_out_spec(c, p->out_spec);
     c->verifier = p->verifier;
     c->verifier_user = p->verifier_user;
+    c->verifier_replaces = p->verifier_replaces;
     c->folded_constants = p->folded_constants;
     if (st != TP_OK) {
         tp_program_free(c);
@@ -558,12 +564,15 @@ static tp_state_kind state_kind_of(tp_input_kind k) {
     return k == TP_INPUT_PARAMETER ? TP_STATE_PARAMETER : k == TP_INPUT_BUFFER ? TP_STATE_BUFFER : TP_STATE_CONSTANT;
 }
 
-static void check_structure(const tp_program *p, tp_report *r) {
+/* `policy`: the signature checks a replacing verifier takes over (the lint
+ * always runs: the interpreter and engine rely on it). */
+static void check_structure(const tp_program *p, tp_report *r, bool policy) {
     const tp_graph *g = p->graph;
     const tp_signature *sig = p->signature;
     tp_status lint = tp_graph_lint(g);
     if (lint == TP_ERR_NOMEM) r->fatal = lint;
     else if (lint != TP_OK) tp_program_report(r, "%s", tp_last_error());
+    if (!policy) return;
     /* placeholders <-> input specs */
     int64_t n_ph = tp_graph_num_placeholders(g);
     int n_in = tp_signature_n_inputs(sig);
@@ -647,7 +656,9 @@ static void check_structure(const tp_program *p, tp_report *r) {
     }
 }
 
-static void check_runtime(const tp_program *p, tp_report *r) {
+/* Ops and their arguments always (calls rely on them); the state's kinds
+ * against the signature only with `policy`. */
+static void check_runtime(const tp_program *p, tp_report *r, bool policy) {
     const tp_graph *g = p->graph;
     /* ops exist and arguments fit their schemas */
     for (tp_node *n = tp_graph_first_node(g); n; n = tp_node_next(n)) {
@@ -680,6 +691,7 @@ static void check_runtime(const tp_program *p, tp_report *r) {
         }
         for (int i = 0; i < schema->n_args; i++) tp_value_clear(&bound[i]);
     }
+    if (!policy) return;
     /* state targets resolve to tensors of the declared kind */
     const tp_signature *sig = p->signature;
     for (int i = 0; i < tp_signature_n_inputs(sig); i++) {
@@ -702,10 +714,17 @@ static void check_runtime(const tp_program *p, tp_report *r) {
     }
 }
 
+void tp_program_builtin_checks(const tp_program *p, tp_report *report) {
+    if (!p || !report) return;
+    check_structure(p, report, true);
+    check_runtime(p, report, true);
+}
+
 tp_status tp_program_validate(const tp_program *p) {
     tp_report r = {{0}, 0, TP_OK};
-    check_structure(p, &r);
-    check_runtime(p, &r);
+    bool policy = !(p->verifier && p->verifier_replaces);
+    check_structure(p, &r, policy);
+    check_runtime(p, &r, policy);
     tp_status vst = TP_OK;
     if (p->verifier) {
         vst = p->verifier(p, &r, p->verifier_user);

@@ -37,6 +37,7 @@ struct tp_program {
     tp_treespec *in_spec, *out_spec;
     tp_verifier_fn verifier;
     void *verifier_user;
+    bool verifier_replaces; /* the verifier takes over the built-in signature checks */
     int folded_constants; /* counter for names made by constant folding */
     pthread_mutex_t lock; /* guards `unlifted` */
     tp_module *unlifted;

@@ -437,6 +437,16 @@ static tp_status my_verifier(const tp_program *p, tp_report *r, void *user) {
     return TP_OK;
 }
 
+static tp_status builtin_then_custom(const tp_program *p, tp_report *r, void *user) {
+    tp_program_builtin_checks(p, r);
+    return my_verifier(p, r, user);
+}
+
+static tp_status accept_all(const tp_program *p, tp_report *r, void *user) {
+    (void)p, (void)r, (void)user;
+    return TP_OK;
+}
+
 TEST(test_validate_reports_everything) {
     /* a broken program: an unknown user input spec, an output count mismatch,
      * a mutation target that is not state, missing state */
@@ -478,7 +488,41 @@ TEST(test_validate_reports_everything) {
     CHECK_STATUS(tp_program_validate(p), TP_ERR_VERIFY);
     CHECK_ERR_CONTAINS("state 'fc1.bias' is a buffer but its input spec says PARAMETER");
     CHECK_ERR_CONTAINS("2 problems:");
+    /* a replacing verifier takes over the signature checks (tensorplay's
+     * Verifier subclass overriding check()) ... */
+    calls = 0;
+    tp_program_set_verifier_ex(p, my_verifier, &calls, true);
+    CHECK_STATUS(tp_program_validate(p), TP_ERR_VERIFY);
+    CHECK_ERR_CONTAINS("1 problem:");
+    CHECK_ERR_CONTAINS("custom: too many nodes");
+    CHECK(strstr(tp_last_error(), "is a buffer but") == NULL);
+    CHECK(calls == 1);
+    /* ... and can still run them (super().check()) */
+    tp_program_set_verifier_ex(p, builtin_then_custom, &calls, true);
+    CHECK_STATUS(tp_program_validate(p), TP_ERR_VERIFY);
+    CHECK_ERR_CONTAINS("2 problems:");
+    CHECK_ERR_CONTAINS("state 'fc1.bias' is a buffer but its input spec says PARAMETER");
+    CHECK(calls == 2);
+    tp_program_set_verifier_ex(p, NULL, NULL, true); /* no verifier: the built-in checks again */
+    CHECK_STATUS(tp_program_validate(p), TP_ERR_VERIFY);
+    CHECK_ERR_CONTAINS("1 problem:");
+    CHECK_ERR_CONTAINS("is a buffer but its input spec says PARAMETER");
     tp_program_free(p);
+
+    /* the graph lint runs whatever the verifier says */
+    tp_graph *g2 = NULL;
+    CHECK_OK(tp_graph_new(&g2));
+    tp_node *x2 = placeholder(g2, "x", 1, (int64_t[]){2});
+    (void)x2; /* no output node */
+    tp_signature *s2 = NULL;
+    CHECK_OK(tp_signature_new(&s2));
+    CHECK_OK(tp_signature_add_input(s2, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    tp_program *p2 = NULL;
+    CHECK_OK(tp_program_new(g2, s2, &p2));
+    tp_program_set_verifier_ex(p2, accept_all, NULL, true);
+    CHECK_STATUS(tp_program_validate(p2), TP_ERR_VERIFY);
+    CHECK_ERR_CONTAINS("output");
+    tp_program_free(p2);
 }
 
 /* ---- copy, rename, module call graph ----------------------------------------- */

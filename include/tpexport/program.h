@@ -231,8 +231,18 @@ TP_API tp_status tp_program_input_info(const tp_program *p, int i, tp_io_info *o
 TP_API tp_status tp_program_output_info(const tp_program *p, int i, tp_io_info *out);
 
 
-/* Replace the verifier (NULL: only the built-in checks). */
+/* Set the custom verifier (NULL: only the built-in checks); it runs after
+ * the built-in checks. */
 TP_API void tp_program_set_verifier(tp_program *p, tp_verifier_fn fn, void *user);
+/* The same; with replace_builtin the verifier takes the place of the
+ * built-in signature checks (placeholders and outputs against their
+ * specs, state kinds), as a tensorplay Verifier subclass overriding check()
+ * does; it may still run them with tp_program_builtin_checks (tensorplay's
+ * super().check()). The graph lint and the op argument checks always run:
+ * calls rely on them. */
+TP_API void tp_program_set_verifier_ex(tp_program *p, tp_verifier_fn fn, void *user, bool replace_builtin);
+/* Report what the built-in checks find into report (for verifiers). */
+TP_API void tp_program_builtin_checks(const tp_program *p, tp_report *report);
 
 /* Rename a node of the program's graph, updating the signature and the
  * module call graph; a user input placeholder's example input, dim rules
