@@ -129,7 +129,8 @@ static bool filter_keeps(tp_state_filter f, tp_state_kind kind, bool persistent)
     switch (f) {
     case TP_FILTER_PARAMETERS: return kind == TP_STATE_PARAMETER;
     case TP_FILTER_BUFFERS: return kind == TP_STATE_BUFFER;
-    case TP_FILTER_CONSTANTS: return kind == TP_STATE_CONSTANT;
+    /* as tensorplay's ExportedProgram.constants: lifted non-persistent buffers too */
+    case TP_FILTER_CONSTANTS: return kind == TP_STATE_CONSTANT || (kind == TP_STATE_BUFFER && !persistent);
     case TP_FILTER_STATE_DICT: return kind == TP_STATE_PARAMETER || (kind == TP_STATE_BUFFER && persistent);
     case TP_FILTER_ALL: return true;
     }

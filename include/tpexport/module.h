@@ -95,7 +95,9 @@ typedef struct tp_named_state {
 TP_API void tp_named_state_free(tp_named_state *s);
 
 /* Filter: parameters only / buffers only / constants only / the state dict
- * (parameters and persistent buffers, in tree order). */
+ * (parameters and persistent buffers, in tree order). For a program
+ * (tp_program_named_state) the constants also hold the non-persistent
+ * buffers, as tensorplay's ExportedProgram.constants does. */
 typedef enum tp_state_filter {
     TP_FILTER_PARAMETERS,
     TP_FILTER_BUFFERS,
