@@ -8,7 +8,9 @@
  *   then        header: a Python dict literal
  *               {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
  *               padded with spaces and ended by '\n'
- *   then        the raw element data, C or Fortran order.
+ *   then        the raw element data, C or Fortran order, in the byte order
+ *               the descr names ('<' little, '>' big, '|' or '=' native);
+ *               big-endian data is converted to the host's order on load.
  * Every field is checked before use; a file that lies gives TP_ERR_CORRUPT
  * naming the problem.
  */
@@ -62,8 +64,27 @@ static tp_status parse_str(cursor *c, char *buf, size_t size) {
     return TP_OK;
 }
 
+/* True on a little-endian host. */
+static bool host_little_endian(void) {
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* Reverse the bytes of each of n elements of `size` bytes at data. */
+static void byte_swap(unsigned char *data, int64_t n, size_t size) {
+    for (int64_t i = 0; i < n; i++, data += size)
+        for (size_t a = 0, z = size - 1; a < z; a++, z--) {
+            unsigned char t = data[a];
+            data[a] = data[z];
+            data[z] = t;
+        }
+}
+
+/* *swap: the data's byte order ('<' or '>') is not the host's. */
 static tp_status parse_header(const char *hdr, size_t len, tp_dtype *dtype, bool *fortran, int *ndim,
-                              int64_t *shape) {
+                              int64_t *shape, bool *swap) {
     cursor c = {hdr, hdr + len};
     bool have_descr = false, have_order = false, have_shape = false;
     TP_CHECK(accept(&c, '{'), TP_ERR_CORRUPT, "npy header: expected '{'");
@@ -85,9 +106,9 @@ static tp_status parse_header(const char *hdr, size_t len, tp_dtype *dtype, bool
             for (size_t i = 0; i < TP_ARRAY_LEN(npy_types); i++)
                 if (strcmp(code, npy_types[i].code) == 0) found = (int)i;
             TP_CHECK(found >= 0, TP_ERR_UNSUPPORTED, "npy: unsupported dtype '%s'", d);
-            TP_CHECK(order != '>' || tp_dtype_size(npy_types[found].dtype) == 1, TP_ERR_UNSUPPORTED,
-                     "npy: big-endian dtype '%s' is not supported", d);
             *dtype = npy_types[found].dtype;
+            *swap = tp_dtype_size(*dtype) > 1 && (order == '>' || order == '<') &&
+                    (order == '<') != host_little_endian();
             have_descr = true;
         } else if (strcmp(key, "fortran_order") == 0) {
             TP_CHECK(!have_order, TP_ERR_CORRUPT, "npy header: duplicate key 'fortran_order'");
@@ -162,10 +183,10 @@ tp_status tp_npy_load_buffer(const void *data, size_t size, tp_tensor **out) {
     }
     TP_CHECK(hlen <= size - hstart, TP_ERR_CORRUPT, "npy: header length %zu exceeds file size %zu", hlen, size);
     tp_dtype dtype = TP_FLOAT32;
-    bool fortran = false;
+    bool fortran = false, swap = false;
     int ndim = 0;
     int64_t shape[TP_MAX_DIMS];
-    TP_TRY(parse_header((const char *)b + hstart, hlen, &dtype, &fortran, &ndim, shape));
+    TP_TRY(parse_header((const char *)b + hstart, hlen, &dtype, &fortran, &ndim, shape, &swap));
     int64_t numel = 0, nbytes = 0;
     if (tp__numel(ndim, shape, &numel) != TP_OK) {
         char buf[TP_MAX_DIMS * 24];
@@ -200,6 +221,7 @@ tp_status tp_npy_load_buffer(const void *data, size_t size, tp_tensor **out) {
         tp_tensor_free(v);
         TP_TRY(st);
     }
+    if (swap) byte_swap((unsigned char *)tp__tensor_base(t), numel, tp_dtype_size(dtype)); /* t is contiguous: C order */
     if (dtype == TP_BOOL) { /* normalise: any non-zero byte is True */
         uint8_t *p = t->storage->data;
         for (int64_t i = 0; i < numel; i++) p[i] = p[i] != 0;

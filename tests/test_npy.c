@@ -21,6 +21,7 @@
 
 #define NPY_DIR "fixtures/tensor/npy/"
 #define BAD_DIR "fixtures/npy_malformed/"
+#define BE_DIR "fixtures/tensor/npy_big_endian/" /* gen_npy_big_endian.py */
 
 /* The npy dtypes, in the names gen_tensor.py uses. */
 static const struct {
@@ -151,6 +152,46 @@ TEST(test_load_shapes) {
         if (t && cases[i].numpy_bytes) check_saves_as(path, t, path);
         tp_tensor_free(t);
     }
+}
+
+/* Big-endian files ('>f4', '>i8', ...; C and Fortran order, 0-d) load with
+ * the values converted to the host's order, and save back as numpy's
+ * default little-endian file. */
+TEST(test_load_big_endian) {
+    static const struct {
+        const char *name;
+        tp_dtype dtype;
+    } be[] = {{"float32", TP_FLOAT32}, {"float64", TP_FLOAT64}, {"float16", TP_FLOAT16},
+              {"int64", TP_INT64},     {"int32", TP_INT32},     {"int16", TP_INT16}};
+    int loaded = 0;
+    for (size_t d = 0; d < sizeof be / sizeof be[0]; d++) {
+        for (int f = 0; f < 2; f++) {
+            char path[256], c_path[256];
+            snprintf(path, sizeof path, BE_DIR "%s_be%s.npy", be[d].name, f ? "_f" : "");
+            tp_tensor *t = NULL;
+            CHECK_OK(tp_npy_load(path, &t));
+            check_values(path, t, be[d].dtype, 2, (int64_t[]){2, 3});
+            snprintf(c_path, sizeof c_path, NPY_DIR "%s_v1_c.npy", be[d].name);
+            if (t) check_saves_as(path, t, c_path);
+            loaded += t != NULL;
+            tp_tensor_free(t);
+        }
+    }
+    CHECK(loaded == 12);
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_npy_load(BE_DIR "float32_be_0d.npy", &t));
+    check_values("float32_be_0d", t, TP_FLOAT32, 0, NULL);
+    if (t) check_saves_as("float32_be_0d", t, NPY_DIR "float32_0d.npy");
+    tp_tensor_free(t);
+    /* the same bytes from memory */
+    unsigned char *data = NULL;
+    size_t size = 0;
+    CHECK(read_file(BE_DIR "int64_be.npy", &data, &size));
+    t = NULL;
+    if (data) CHECK_OK(tp_npy_load_buffer(data, size, &t));
+    check_values("int64_be (buffer)", t, TP_INT64, 2, (int64_t[]){2, 3});
+    tp_tensor_free(t);
+    free(data);
 }
 
 TEST(test_load_buffer_matches_file) {
@@ -405,6 +446,7 @@ TEST(test_nomem_load) {
     }
 }
 
-TEST_MAIN(T(test_load_versions_and_orders), T(test_load_shapes), T(test_load_buffer_matches_file),
+TEST_MAIN(T(test_load_versions_and_orders), T(test_load_shapes), T(test_load_big_endian),
+          T(test_load_buffer_matches_file),
           T(test_save_round_trip), T(test_save_errors), T(test_load_io_errors), T(test_malformed_files),
           T(test_truncations), T(test_header_byte_mutations), T(test_nomem_load))

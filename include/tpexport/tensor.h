@@ -156,11 +156,13 @@ TP_API bool tp_tensor_allclose(const tp_tensor *a, const tp_tensor *b, double rt
  * (floats with %.6g), elided with "..." past max_elems elements. */
 TP_API void tp_tensor_print(const tp_tensor *t, FILE *f, int64_t max_elems);
 
-/* ---- numpy .npy files (format 1.0, 2.0, 3.0; little-endian; C or Fortran
- * order; dtypes <f4 <f8 <f2 <i8 <i4 <i2 |i1 |u1 |b1). A malformed file gives
- * TP_ERR_CORRUPT (or TP_ERR_UNSUPPORTED for a valid but unsupported dtype or
- * byte order) naming the problem. bfloat16 has no .npy dtype: saving one
- * gives TP_ERR_UNSUPPORTED. */
+/* ---- numpy .npy files (format 1.0, 2.0, 3.0; C or Fortran order; dtypes
+ * f4 f8 f2 i8 i4 i2 i1 u1 b1). Loading reads either byte order ('<f4',
+ * '>f4', '=f4', '|u1', ...) and gives a tensor in the host's order; saving
+ * writes little-endian, as np.save does on x86. A malformed file gives
+ * TP_ERR_CORRUPT (or TP_ERR_UNSUPPORTED for a valid but unsupported dtype)
+ * naming the problem. bfloat16 has no .npy dtype: saving one gives
+ * TP_ERR_UNSUPPORTED. */
 TP_API tp_status tp_npy_load(const char *path, tp_tensor **out);
 TP_API tp_status tp_npy_load_buffer(const void *data, size_t size, tp_tensor **out);
 TP_API tp_status tp_npy_save(const char *path, const tp_tensor *t);
