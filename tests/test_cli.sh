@@ -150,5 +150,27 @@ check usage_option expect_rc 2 "$T" run "$dir/mlp.pt2" --bogus
 check decompose_no_out expect_rc 2 "$T" decompose "$dir/mlp.pt2"
 check help expect_rc 0 "$T" run --help
 check help_text contains "$dir/out" "usage: tpexport run FILE"
+# --state-out: every parameter and buffer after the last call, named by its state name
+TPF=$SRC/tests/fixtures/tensorplay
+check state_out expect_rc 0 "$T" run "$TPF/counter.pt2" "x=$TPF/counter/run0_in_x.npy" --state-out "$dir/st"
+check state_out_line contains "$dir/out" "^state: 6 tensors written to $dir/st\$"
+for s in bn.weight bn.bias bn.running_mean bn.running_var bn.num_batches_tracked count; do
+    check "state_out_$s" test -s "$dir/st/$s.npy"
+done
+# one call: the mutated buffers are tensorplay's after its first call (same bytes)
+for s in count bn.running_mean bn.running_var; do
+    check "state_out_same_$s" cmp "$dir/st/$s.npy" "$TPF/counter/run0_state_$(echo $s | tr . _).npy"
+done
+# three calls: count (float32 [1]) is 3.0 = 0x40400000, num_batches_tracked (int64 []) is 3
+check state_out_repeat expect_rc 0 "$T" run "$TPF/counter.pt2" "x=$TPF/counter/run0_in_x.npy" --repeat 3 --state-out "$dir/st3"
+check state_out_count3 test "$(od -An -tx1 -j128 "$dir/st3/count.npy" | tr -d ' \n')" = "00004040"
+check state_out_nbt3 test "$(od -An -tx1 -j128 "$dir/st3/bn.num_batches_tracked.npy" | tr -d ' \n')" = "0300000000000000"
+check state_out_file expect_rc 3 "$T" run "$TPF/counter.pt2" --state-out "$dir/a_file"
+check state_out_file_msg one_line "$dir/err" "tpexport: --state-out '$dir/a_file' is not a directory"
+check state_out_file_quiet not_contains "$dir/out" "output_0"
+check state_out_no_value expect_rc 2 "$T" run "$TPF/counter.pt2" --state-out
+check state_out_no_value_msg one_line "$dir/err" "tpexport: run: option '--state-out' needs a value"
+check state_out_help expect_rc 0 "$T" run --help
+check state_out_help_text contains "$dir/out" "  --state-out DIR "
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

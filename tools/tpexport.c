@@ -85,8 +85,8 @@ static const char *verify_help =
     "otherwise (3 if FILE cannot be read).\n";
 
 static const char *run_help =
-    "usage: tpexport run FILE [--program NAME] [INPUT ...] [--out DIR] [--repeat N]\n"
-    "                         [--threads N] [--cpu-level LEVEL]\n"
+    "usage: tpexport run FILE [--program NAME] [INPUT ...] [--out DIR] [--state-out DIR]\n"
+    "                         [--repeat N] [--threads N] [--cpu-level LEVEL]\n"
     "\n"
     "Run a program (NAME, or the archive's only/first program) and print a\n"
     "summary of its outputs: shape, dtype, first values and the time taken.\n"
@@ -102,6 +102,9 @@ static const char *run_help =
     "options:\n"
     "  --program NAME  which program of the archive to run\n"
     "  --out DIR       write the flattened user outputs to DIR/output_0.npy, ...\n"
+    "  --state-out DIR after the last call, write every parameter and buffer to\n"
+    "                  DIR/<name>.npy (e.g. DIR/bn.running_mean.npy), mutations\n"
+    "                  included\n"
     "  --repeat N      run N times and report the mean time (default 1)\n"
     "  --threads N     threads per call, 1-256 (default: the library default, 1)\n"
     "  --cpu-level L   cap kernel variants: auto (default), reference, scalar,\n"
@@ -818,8 +821,42 @@ static void summarise(const char *label, const tp_tensor *t) {
     printf("%s]\n", n > shown ? ", ..." : "");
 }
 
+/* An output folder: made if missing, else it must be a writable folder. */
+static void prepare_dir(const char *opt, const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) die(EXIT_IO, "%s '%s' is not a directory", opt, dir);
+        if (access(dir, W_OK) != 0) die(EXIT_IO, "%s '%s' is not writable: %s", opt, dir, strerror(errno));
+    } else if (mkdir(dir, 0777) != 0) {
+        die(EXIT_IO, "cannot create '%s': %s", dir, strerror(errno));
+    }
+}
+
+/* --state-out: every parameter and buffer of p as DIR/<name>.npy (the
+ * dotted state name, '/' replaced by '_'), as the calls left them.
+ * Returns the number written. */
+static int write_state(const tp_program *p, const char *dir) {
+    tp_named_state s;
+    tp_status st = tp_program_named_state(p, TP_FILTER_ALL, &s);
+    if (st != TP_OK) die_status(st, "state");
+    int written = 0;
+    for (int i = 0; i < s.n; i++) {
+        if (s.items[i].kind == TP_STATE_CONSTANT) continue;
+        char path[4096];
+        int n = snprintf(path, sizeof path, "%s/%s.npy", dir, s.items[i].name);
+        if (n < 0 || (size_t)n >= sizeof path) die(EXIT_IO, "state '%s': path too long", s.items[i].name);
+        for (char *c = path + strlen(dir) + 1; *c; c++)
+            if (*c == '/') *c = '_';
+        st = tp_npy_save(path, s.items[i].tensor);
+        if (st != TP_OK) die_status(st, "state");
+        written++;
+    }
+    tp_named_state_free(&s);
+    return written;
+}
+
 static int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *name = NULL, *out_dir = NULL;
+    const char *file = NULL, *name = NULL, *out_dir = NULL, *state_dir = NULL;
     int repeat = 1, threads = 0;
     tp_cpu_level level = TP_CPU_AUTO;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
@@ -834,6 +871,8 @@ static int cmd_run(int argc, char **argv) {
             name = argv[++i];
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
             out_dir = argv[++i];
+        } else if (strcmp(argv[i], "--state-out") == 0) {
+            state_dir = option_value("run", argc, argv, &i);
         } else if (strcmp(argv[i], "--repeat") == 0) {
             repeat = (int)parse_long("run", "--repeat", option_value("run", argc, argv, &i), 1, INT_MAX);
         } else if (strcmp(argv[i], "--threads") == 0) {
@@ -849,15 +888,9 @@ static int cmd_run(int argc, char **argv) {
         }
     }
     if (!file) usage_error(run_help, "%s", "missing FILE");
-    if (out_dir) { /* before running: a bad --out fails fast */
-        struct stat sb;
-        if (stat(out_dir, &sb) == 0) {
-            if (!S_ISDIR(sb.st_mode)) die(EXIT_IO, "--out '%s' is not a directory", out_dir);
-            if (access(out_dir, W_OK) != 0) die(EXIT_IO, "--out '%s' is not writable: %s", out_dir, strerror(errno));
-        } else if (mkdir(out_dir, 0777) != 0) {
-            die(EXIT_IO, "cannot create '%s': %s", out_dir, strerror(errno));
-        }
-    }
+    /* before running: a bad --out or --state-out fails fast */
+    if (out_dir) prepare_dir("--out", out_dir);
+    if (state_dir) prepare_dir("--state-out", state_dir);
     tp_archive *a = load_or_die(file);
     tp_program *p = find_program_or_die(a, file, name);
     warn_cpu_level("run", level);
@@ -895,6 +928,10 @@ static int cmd_run(int argc, char **argv) {
         }
     }
     printf("time: %.3f ms%s\n", total / repeat, repeat > 1 ? " (mean)" : "");
+    if (state_dir) {
+        int n = write_state(p, state_dir);
+        printf("state: %d tensor%s written to %s\n", n, n == 1 ? "" : "s", state_dir);
+    }
     tp_treespec_free(spec);
     tp_value_clear(&leaves);
     tp_value_clear(&result);
