@@ -172,5 +172,22 @@ check state_out_no_value expect_rc 2 "$T" run "$TPF/counter.pt2" --state-out
 check state_out_no_value_msg one_line "$dir/err" "tpexport: run: option '--state-out' needs a value"
 check state_out_help expect_rc 0 "$T" run --help
 check state_out_help_text contains "$dir/out" "  --state-out DIR "
+# non-tensor outputs (tensorplay's forward returns x * 2, 3, 0.5, True): printed, and written by
+# --out as 0-d int64 / float64 / bool arrays (the bytes np.save writes for np.array(3) etc.)
+CLI=$SRC/tests/fixtures/cli
+check scalar_out expect_rc 0 "$T" run "$CLI/scalar_outputs.pt2" --out "$dir/so"
+check scalar_out_0 contains "$dir/out" "^output_0: float32\[2, 3\] = \[-4, -2, 0, 2, 4, 6\]\$"
+check scalar_out_1 contains "$dir/out" "^output_1: 3\$"
+check scalar_out_2 contains "$dir/out" "^output_2: 0.5\$"
+check scalar_out_3 contains "$dir/out" "^output_3: True\$"
+npy_is() { # npy_is FILE DESCR DATA_HEX: a 0-d .npy of that dtype holding those bytes
+    head -c 128 "$1" | grep -q "{'descr': '$2', 'fortran_order': False, 'shape': (), }" &&
+        [ "$(od -An -tx1 -j128 "$1" | tr -d ' \n')" = "$3" ] || { echo "  $1 is not a 0-d $2 of $3"; return 1; }
+}
+check scalar_out_int npy_is "$dir/so/output_1.npy" "<i8" "0300000000000000"
+check scalar_out_float npy_is "$dir/so/output_2.npy" "<f8" "000000000000e03f"
+check scalar_out_bool npy_is "$dir/so/output_3.npy" "|b1" "01"
+check scalar_out_tensor test -s "$dir/so/output_0.npy"
+check scalar_out_quiet test ! -s "$dir/err"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -102,6 +102,8 @@ static const char *run_help =
     "options:\n"
     "  --program NAME  which program of the archive to run\n"
     "  --out DIR       write the flattened user outputs to DIR/output_0.npy, ...\n"
+    "                  (an int, float or bool output as a 0-d int64, float64 or\n"
+    "                  bool array)\n"
     "  --state-out DIR after the last call, write every parameter and buffer to\n"
     "                  DIR/<name>.npy (e.g. DIR/bn.running_mean.npy), mutations\n"
     "                  included\n"
@@ -821,6 +823,24 @@ static void summarise(const char *label, const tp_tensor *t) {
     printf("%s]\n", n > shown ? ", ..." : "");
 }
 
+/* A 0-d tensor holding an int (int64), float (float64) or bool output, as
+ * numpy writes a python number; NULL for other values (str, dtype). */
+static tp_tensor *scalar_tensor(const tp_value *v) {
+    int64_t i = 0;
+    double f = 0;
+    uint8_t b = 0;
+    tp_tensor *t = NULL;
+    tp_status st;
+    switch (v->kind) {
+    case TP_VAL_INT: i = v->u.i; st = tp_tensor_from_data(TP_INT64, 0, NULL, &i, &t); break;
+    case TP_VAL_FLOAT: f = v->u.f; st = tp_tensor_from_data(TP_FLOAT64, 0, NULL, &f, &t); break;
+    case TP_VAL_BOOL: b = v->u.b; st = tp_tensor_from_data(TP_BOOL, 0, NULL, &b, &t); break;
+    default: return NULL;
+    }
+    if (st != TP_OK) die_status(st, "output");
+    return t;
+}
+
 /* An output folder: made if missing, else it must be a writable folder. */
 static void prepare_dir(const char *opt, const char *dir) {
     struct stat sb;
@@ -913,19 +933,26 @@ static int cmd_run(int argc, char **argv) {
         const tp_value *v = tp_value_at(&leaves, i);
         char label[64];
         snprintf(label, sizeof label, "output_%lld", (long long)i);
+        tp_tensor *t = NULL;
         if (v->kind != TP_VAL_TENSOR) {
             char repr[128];
             tp_value_repr(v, repr, sizeof repr);
             printf("%s: %s\n", label, repr);
-            continue;
+            t = scalar_tensor(v);
+            if (!t && out_dir)
+                fprintf(stderr, "%s: %s is a %s: not written (no .npy form)\n", prog_name, label,
+                        tp_value_kind_name(v->kind));
+        } else {
+            summarise(label, v->u.tensor);
+            t = tp_tensor_retain(v->u.tensor);
         }
-        summarise(label, v->u.tensor);
-        if (out_dir) {
+        if (out_dir && t) {
             char path[4096];
             snprintf(path, sizeof path, "%s/%s.npy", out_dir, label);
-            tp_status st = tp_npy_save(path, v->u.tensor);
+            tp_status st = tp_npy_save(path, t);
             if (st != TP_OK) die_status(st, "output");
         }
+        tp_tensor_free(t);
     }
     printf("time: %.3f ms%s\n", total / repeat, repeat > 1 ? " (mean)" : "");
     if (state_dir) {
