@@ -189,5 +189,97 @@ check scalar_out_float npy_is "$dir/so/output_2.npy" "<f8" "000000000000e03f"
 check scalar_out_bool npy_is "$dir/so/output_3.npy" "|b1" "01"
 check scalar_out_tensor test -s "$dir/so/output_0.npy"
 check scalar_out_quiet test ! -s "$dir/err"
+# structured and scalar inputs: tuple/list items by position, dict items by key, python
+# numbers and bools as literals; the outputs are tensorplay's (same bytes)
+OPS=$SRC/tests/fixtures/tensorplay_ops
+check bind_list expect_rc 0 "$T" run "$OPS/list_input.pt2" "xs.0=$OPS/list_input/run1_in_xs_0.npy" \
+    "xs.1=$OPS/list_input/run1_in_xs_1.npy" --out "$dir/bl"
+check bind_list_same cmp "$dir/bl/output_0.npy" "$OPS/list_input/run1_out0.npy"
+check bind_list_no_example_line not_contains "$dir/out" "^inputs:"
+check bind_dict expect_rc 0 "$T" run "$OPS/dict_input.pt2" "d.b=$OPS/dict_input/run1_in_d_b.npy" \
+    "d.a=$OPS/dict_input/run1_in_d_a.npy" --out "$dir/bd"
+check bind_dict_same cmp "$dir/bd/output_0.npy" "$OPS/dict_input/run1_out0.npy"
+check bind_scalars expect_rc 0 "$T" run "$OPS/scalar_inputs.pt2" "x=$OPS/scalar_inputs/run1_in_x.npy" k=3 s=0.5 \
+    --out "$dir/bs"
+check bind_scalars_same cmp "$dir/bs/output_0.npy" "$OPS/scalar_inputs/run1_out0.npy"
+check bind_scalars_positional expect_rc 0 "$T" run "$OPS/scalar_inputs.pt2" "$OPS/scalar_inputs/run1_in_x.npy" 3 0.5 \
+    --out "$dir/bs2"
+check bind_scalars_positional_same cmp "$dir/bs2/output_0.npy" "$OPS/scalar_inputs/run1_out0.npy"
+check bind_tuple_dict_bool expect_rc 0 "$T" run "$CLI/structured.pt2" "xs.0=$CLI/xs0.npy" "xs.1=$CLI/xs1.npy" \
+    cfg.k=4 cfg.scale=0.25 flag=true --out "$dir/bt"
+check bind_tuple_dict_bool_same cmp "$dir/bt/output_0.npy" "$CLI/expected_k4.npy"
+check bind_tuple_dict_bool_out contains "$dir/out" "^output_0: float32\[2, 3\] = \[3.75, 7.875, 12, 16.125, 20.25, 24.375\]\$"
+# a big-endian .npy input ('>f4') gives the same result
+check bind_big_endian expect_rc 0 "$T" run "$CLI/structured.pt2" "xs.0=$CLI/xs0_be.npy" "xs.1=$CLI/xs1.npy" \
+    cfg.k=4 cfg.scale=0.25 flag=True --out "$dir/bbe"
+check bind_big_endian_same cmp "$dir/bbe/output_0.npy" "$CLI/expected_k4.npy"
+# bad bindings are usage errors naming the piece
+usage_is() { # usage_is FILE MESSAGE: exactly "tpexport: MESSAGE (see 'tpexport run --help')"
+    [ "$(cat "$1")" = "tpexport: $2 (see 'tpexport run --help')" ] || { echo "  $1 is '$(cat "$1")'"; return 1; }
+}
+check bind_missing expect_rc 2 "$T" run "$CLI/structured.pt2" "xs.0=$CLI/xs0.npy" cfg.k=4
+check bind_missing_msg usage_is "$dir/err" \
+    "missing inputs xs.1, cfg.scale, flag: give every input, or none to use the stored example inputs"
+check bind_missing_quiet not_contains "$dir/out" "output_0"
+check bind_missing_one expect_rc 2 "$T" run "$SRC/tests/fixtures/tensorplay/dynamic.pt2" \
+    "x=$SRC/tests/fixtures/tensorplay/dynamic/run1_in_x.npy" "z=$SRC/tests/fixtures/tensorplay/dynamic/run1_in_z.npy"
+check bind_missing_one_msg usage_is "$dir/err" \
+    "missing input y: give every input, or none to use the stored example inputs"
+check bind_whole_tuple expect_rc 2 "$T" run "$CLI/structured.pt2" "xs=$CLI/xs0.npy"
+check bind_whole_tuple_msg usage_is "$dir/err" "input 'xs' is a tuple of 2: give each item, as xs.0=... xs.1=..."
+check bind_whole_dict expect_rc 2 "$T" run "$CLI/structured.pt2" cfg=3
+check bind_whole_dict_msg usage_is "$dir/err" \
+    "input 'cfg' is a dict with keys k, scale: give each item, as cfg.k=... cfg.scale=..."
+check bind_extra_item expect_rc 2 "$T" run "$CLI/structured.pt2" "xs.0=$CLI/xs0.npy" "xs.1=$CLI/xs1.npy" \
+    "xs.2=$CLI/xs1.npy" cfg.k=4 cfg.scale=0.25 flag=true
+check bind_extra_item_msg usage_is "$dir/err" "unknown input 'xs.2': xs is a tuple of 2"
+check bind_extra_key expect_rc 2 "$T" run "$CLI/structured.pt2" cfg.z=1
+check bind_extra_key_msg usage_is "$dir/err" "unknown input 'cfg.z': cfg is a dict with keys k, scale"
+check bind_into_leaf expect_rc 2 "$T" run "$CLI/structured.pt2" flag.0=1
+check bind_into_leaf_msg usage_is "$dir/err" "unknown input 'flag.0': flag is a bool"
+check bind_unknown expect_rc 2 "$T" run "$CLI/structured.pt2" nope=1
+check bind_unknown_msg usage_is "$dir/err" "unknown input 'nope': the program's inputs are xs, cfg, flag"
+check bind_bad_int expect_rc 2 "$T" run "$CLI/structured.pt2" cfg.k=4.5
+check bind_bad_int_msg usage_is "$dir/err" "input 'cfg.k' is an int, not '4.5'"
+check bind_bad_float expect_rc 2 "$T" run "$CLI/structured.pt2" cfg.scale=half
+check bind_bad_float_msg usage_is "$dir/err" "input 'cfg.scale' is a float, not 'half'"
+check bind_bad_bool expect_rc 2 "$T" run "$CLI/structured.pt2" flag=yes
+check bind_bad_bool_msg usage_is "$dir/err" "input 'flag' is a bool (true or false), not 'yes'"
+check bind_literal_tensor expect_rc 2 "$T" run "$CLI/structured.pt2" xs.0=3
+check bind_literal_tensor_msg usage_is "$dir/err" "input 'xs.0' is a tensor: give a .npy file, not '3'"
+check bind_twice expect_rc 2 "$T" run "$CLI/structured.pt2" "xs.0=$CLI/xs0.npy" "xs.0=$CLI/xs1.npy"
+check bind_twice_msg usage_is "$dir/err" "input 'xs.0' given twice"
+check bind_too_many expect_rc 2 "$T" run "$OPS/scalar_inputs.pt2" "$OPS/scalar_inputs/run1_in_x.npy" 3 0.5 7
+check bind_too_many_msg usage_is "$dir/err" "too many inputs: '7' would be input 4, the program takes 3"
+check bind_no_file expect_rc 3 "$T" run "$CLI/structured.pt2" "xs.0=$dir/none.npy"
+check bind_no_file_msg one_line "$dir/err" "tpexport: input 'xs.0': cannot open '$dir/none.npy'"
+# example inputs: only without inputs or with --example, and the output says so
+check example_none expect_rc 0 "$T" run "$CLI/structured.pt2"
+check example_none_line contains "$dir/out" "^inputs: the archive's example inputs\$"
+check example_none_out contains "$dir/out" "^output_0: float32\[2, 3\] = \[-2.5, -0.5, 1.5, 3.5, 5.5, 7.5\]\$"
+check example_flag expect_rc 0 "$T" run "$CLI/structured.pt2" --example
+check example_flag_line contains "$dir/out" "^inputs: the archive's example inputs\$"
+check example_flag_inputs expect_rc 2 "$T" run "$CLI/structured.pt2" --example flag=true
+check example_flag_inputs_msg usage_is "$dir/err" "--example takes no inputs (it uses the stored ones)"
+DYN=$SRC/tests/fixtures/tensorplay/dynamic
+check example_given_no_line expect_rc 0 "$T" run "$DYN.pt2" "$DYN/run1_in_x.npy" "$DYN/run1_in_y.npy" \
+    "z=$DYN/run1_in_z.npy" --out "$dir/dy"
+check example_given_same cmp "$dir/dy/output_1.npy" "$DYN/run1_out1.npy"
+check example_given_no_line_text not_contains "$dir/out" "^inputs:"
+check bench_partial expect_rc 2 "$T" bench "$SRC/tests/fixtures/tensorplay/dynamic.pt2" \
+    "x=$SRC/tests/fixtures/tensorplay/dynamic/run1_in_x.npy" --runs 1
+check bench_partial_msg one_line "$dir/err" "missing inputs y, z: give every input, or none to use the stored example inputs (see 'tpexport bench --help')"
+check bench_example expect_rc 0 "$T" bench "$CLI/structured.pt2" --runs 2 --warmup 0
+check bench_example_line contains "$dir/out" "^inputs:  *the archive's example inputs\$"
+check bench_example_json expect_rc 0 "$T" bench "$CLI/structured.pt2" --runs 2 --warmup 0 --json
+check bench_example_json_key contains "$dir/out" '"example_inputs": true,'
+check bench_given_json expect_rc 0 "$T" bench "$CLI/structured.pt2" "xs.0=$CLI/xs0.npy" "xs.1=$CLI/xs1.npy" \
+    cfg.k=4 cfg.scale=0.25 flag=false --runs 2 --warmup 0 --json
+check bench_given_json_key contains "$dir/out" '"example_inputs": false,'
+check help_inputs expect_rc 0 "$T" run --help
+check help_inputs_dotted contains "$dir/out" "name.0=a.npy name.1=b.npy"
+check help_inputs_key contains "$dir/out" "name.key=VALUE"
+check help_inputs_literal contains "$dir/out" "name=3 name=0.5 name=true"
+check help_inputs_example contains "$dir/out" "  --example "
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -84,18 +84,31 @@ static const char *verify_help =
     "found is printed, one per line. Exits 0 when the archive is valid and 1\n"
     "otherwise (3 if FILE cannot be read).\n";
 
+/* How INPUT arguments bind (run and bench share bind_inputs). */
+#define INPUTS_HELP                                                                  \
+    "  name=path.npy      bind user input 'name' to a .npy file (either byte order)\n" \
+    "  path.npy           bind the next user input, in order (also a literal)\n"    \
+    "  name=3 name=0.5 name=true\n"                                                 \
+    "                     a python int, float or bool input, as a literal\n"        \
+    "  name.0=a.npy name.1=b.npy\n"                                                 \
+    "                     the items of a tuple or list input, by position\n"        \
+    "  name.key=VALUE     the items of a dict input, by key (nested: cfg.xs.0=...)\n" \
+    "  --example          use the example inputs stored in the archive\n"           \
+    "  (none)             the same as --example\n"                                  \
+    "Give every input (every tensor and number of a structured one) or none: a\n"   \
+    "missing or unknown one is a usage error naming it. The structure and kinds\n"  \
+    "expected are those of the stored example inputs (else the program's input\n"   \
+    "tree spec). When the example inputs are used, the output says so.\n"
+
 static const char *run_help =
-    "usage: tpexport run FILE [--program NAME] [INPUT ...] [--out DIR] [--state-out DIR]\n"
-    "                         [--repeat N] [--threads N] [--cpu-level LEVEL]\n"
+    "usage: tpexport run FILE [--program NAME] [INPUT ... | --example] [--out DIR]\n"
+    "                         [--state-out DIR] [--repeat N] [--threads N] [--cpu-level LEVEL]\n"
     "\n"
     "Run a program (NAME, or the archive's only/first program) and print a\n"
     "summary of its outputs: shape, dtype, first values and the time taken.\n"
     "\n"
     "inputs:\n"
-    "  name=path.npy   bind user input 'name' to a .npy file\n"
-    "  path.npy        bind the next user input, in order\n"
-    "  (none)          use the example inputs stored in the archive\n"
-    "Inputs that are not given fall back to the stored example inputs.\n"
+    INPUTS_HELP
     "Inputs are checked against the program's shape constraints before\n"
     "running; a violation is reported and the exit status is 1.\n"
     "\n"
@@ -113,23 +126,20 @@ static const char *run_help =
     "                  avx2, avx512 (capped to what the CPU supports)\n";
 
 static const char *bench_help =
-    "usage: tpexport bench FILE [--program NAME] [INPUT ...] [--example] [--threads N]\n"
+    "usage: tpexport bench FILE [--program NAME] [INPUT ... | --example] [--threads N]\n"
     "                           [--warmup W] [--runs R] [--min-time SEC] [--cpu-level LEVEL]\n"
     "                           [--profile] [--json]\n"
     "\n"
     "Time calls of a program (NAME, or the archive's first program) through one\n"
-    "run context. Inputs are bound as for 'tpexport run'; with none given the\n"
-    "stored example inputs are used. When every user input and output is a\n"
-    "tensor the allocation-free entry point (tp_run_execute) is timed, otherwise\n"
-    "tp_run_call. After W warm-up calls, R calls are timed one by one with a\n"
+    "run context. Inputs are bound as for 'tpexport run'. When every user input\n"
+    "and output is a tensor the allocation-free entry point (tp_run_execute) is\n"
+    "timed, otherwise tp_run_call. After W warm-up calls, R calls are timed one by one with a\n"
     "monotonic clock. Prints the median, p90, min and mean latency, the\n"
     "throughput, the plan (arena bytes, packed weight bytes, steps with fast and\n"
     "reference kernels), the CPU level used and the peak resident set size.\n"
     "\n"
     "inputs:\n"
-    "  name=path.npy     bind user input 'name' to a .npy file\n"
-    "  path.npy          bind the next user input, in order\n"
-    "  --example         use the stored example inputs (the default without inputs)\n"
+    INPUTS_HELP
     "\n"
     "options:\n"
     "  --program NAME    which program of the archive to time\n"
@@ -145,8 +155,9 @@ static const char *bench_help =
     "                    include the profiling overhead)\n"
     "  --json            print one JSON object on stdout instead of text: median_ms,\n"
     "                    p90_ms, min_ms, mean_ms, throughput_per_s, runs, warmup,\n"
-    "                    threads, cpu_level, entry, arena_bytes, packed_bytes,\n"
-    "                    steps, fast_steps, reference_steps, peak_rss_bytes and,\n"
+    "                    threads, cpu_level, entry, example_inputs, arena_bytes,\n"
+    "                    packed_bytes, steps, fast_steps, reference_steps,\n"
+    "                    peak_rss_bytes and,\n"
     "                    with --profile, ops: [{op, variant, ms, calls}] per call\n";
 
 static const char *decompose_help =
@@ -728,39 +739,334 @@ static tp_program *find_program_or_die(tp_archive *a, const char *file, const ch
 
 /* ---- input binding (run, bench) -------------------------------------------- */
 
-/* User arguments from the command line: positional paths in order,
- * name=path as keywords. Missing ones fall back to the example inputs. */
+/* User arguments from the command line, one complete value per user input
+ * in signature order (pos), or none at all (examples: the stored example
+ * inputs are used, which tp_run_call fills in). kwargs stays an empty dict. */
 typedef struct bound_inputs {
     tp_value *pos;
     int n_pos;
     tp_value kwargs; /* a dict */
+    bool examples;
 } bound_inputs;
 
-static void bind_inputs(const char *help, const char **inputs, int n_inputs, bound_inputs *b) {
-    b->pos = calloc((size_t)n_inputs + 1, sizeof *b->pos);
+/* One INPUT argument: the dotted path it binds ("x", "xs.0", "cfg.k") and
+ * its value text (a .npy path or a literal). */
+typedef struct input_arg {
+    char path[256];
+    const char *text;
+    bool used;
+} input_arg;
+
+/* What one place of the expected input structure is, for messages. */
+typedef struct input_node {
+    char path[256];
+    char what[192]; /* "a tuple of 2", "a dict with keys k, scale", "an int" */
+} input_node;
+
+typedef struct binder {
+    const char *help;
+    input_arg *args;
+    int n_args;
+    input_node *nodes;
+    int n_nodes, cap_nodes;
+    char missing[1024];
+    int n_missing;
+} binder;
+
+static void bind_usage(const binder *bd, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void bind_usage(const binder *bd, const char *fmt, ...) {
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    usage_error(bd->help, "%s", msg);
+    exit(EXIT_USAGE); /* not reached */
+}
+
+static void add_node(binder *bd, const char *path, const char *what) {
+    if (bd->n_nodes == bd->cap_nodes) {
+        bd->cap_nodes = bd->cap_nodes ? 2 * bd->cap_nodes : 16;
+        bd->nodes = realloc(bd->nodes, (size_t)bd->cap_nodes * sizeof *bd->nodes);
+        if (!bd->nodes) die(EXIT_IO, "out of memory");
+    }
+    input_node *n = &bd->nodes[bd->n_nodes++];
+    snprintf(n->path, sizeof n->path, "%s", path);
+    snprintf(n->what, sizeof n->what, "%s", what);
+}
+
+static input_arg *find_arg(binder *bd, const char *path) {
+    for (int i = 0; i < bd->n_args; i++)
+        if (strcmp(bd->args[i].path, path) == 0) return &bd->args[i];
+    return NULL;
+}
+
+static const char *leaf_what(tp_value_kind k) {
+    switch (k) {
+    case TP_VAL_TENSOR: return "a tensor";
+    case TP_VAL_INT: return "an int";
+    case TP_VAL_FLOAT: return "a float";
+    case TP_VAL_BOOL: return "a bool";
+    case TP_VAL_STR: return "a str";
+    case TP_VAL_NONE: return "a value"; /* not known: no example input */
+    default: return "a value of another kind";
+    }
+}
+
+static bool parse_int_text(const char *s, int64_t *v) {
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (end == s || *end || errno == ERANGE) return false;
+    *v = (int64_t)x;
+    return true;
+}
+
+static bool parse_float_text(const char *s, double *v) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (end == s || *end || (errno == ERANGE && isinf(x))) return false;
+    *v = x;
+    return true;
+}
+
+static bool parse_bool_text(const char *s, bool *v) {
+    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0) *v = true;
+    else if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0) *v = false;
+    else return false;
+    return true;
+}
+
+/* The value of leaf argument a, read as `kind` (the example input's leaf
+ * kind; TP_VAL_NONE when unknown: a bool, int or float literal if it reads
+ * as one, else a .npy file). */
+static tp_value leaf_value(const binder *bd, const input_arg *a, tp_value_kind kind) {
+    int64_t i;
+    double f;
+    bool b;
+    switch (kind) {
+    case TP_VAL_INT:
+        if (!parse_int_text(a->text, &i)) bind_usage(bd, "input '%s' is an int, not '%s'", a->path, a->text);
+        return tp_value_int(i);
+    case TP_VAL_FLOAT:
+        if (!parse_float_text(a->text, &f)) bind_usage(bd, "input '%s' is a float, not '%s'", a->path, a->text);
+        return tp_value_float(f);
+    case TP_VAL_BOOL:
+        if (!parse_bool_text(a->text, &b))
+            bind_usage(bd, "input '%s' is a bool (true or false), not '%s'", a->path, a->text);
+        return tp_value_bool(b);
+    case TP_VAL_STR: {
+        tp_value v = tp_value_none();
+        if (tp_value_str(a->text, &v) != TP_OK) die(EXIT_IO, "out of memory");
+        return v;
+    }
+    case TP_VAL_NONE:
+        if (parse_bool_text(a->text, &b)) return tp_value_bool(b);
+        if (parse_int_text(a->text, &i)) return tp_value_int(i);
+        if (parse_float_text(a->text, &f)) return tp_value_float(f);
+        break;
+    case TP_VAL_TENSOR:
+        if ((parse_bool_text(a->text, &b) || parse_float_text(a->text, &f)) && access(a->text, F_OK) != 0)
+            bind_usage(bd, "input '%s' is a tensor: give a .npy file, not '%s'", a->path, a->text);
+        break;
+    default:
+        bind_usage(bd, "input '%s' is %s: only tensors, ints, floats, bools and strs can be given", a->path,
+                   leaf_what(kind));
+    }
+    tp_tensor *t = NULL;
+    tp_status st = tp_npy_load(a->text, &t);
+    if (st != TP_OK) die(exit_code_for(st), "input '%s': %s", a->path, tp_last_error());
+    return tp_value_tensor(t);
+}
+
+/* Build the value of the input at `path` from the arguments: its structure
+ * is the example input's (tmpl) or else the input tree spec's (spec); either
+ * may be NULL (a leaf of unknown kind). Leaves without an argument are
+ * listed in bd->missing. */
+static void build_input(binder *bd, const tp_value *tmpl, const tp_treespec *spec, const char *path, int depth,
+                        tp_value *out) {
+    *out = tp_value_none();
+    if (depth > 64) bind_usage(bd, "input '%s' is nested too deeply", path);
+    tp_value_kind ck = TP_VAL_NONE;
+    int64_t n = 0;
+    if (tmpl) {
+        if (tmpl->kind == TP_VAL_LIST || tmpl->kind == TP_VAL_TUPLE || tmpl->kind == TP_VAL_DICT) {
+            ck = tmpl->kind;
+            n = tp_value_len(tmpl);
+        }
+        spec = spec && tp_treespec_num_children(spec) == n ? spec : NULL; /* the example decides */
+    } else if (spec) {
+        tp_tree_kind sk = tp_treespec_kind(spec);
+        if (sk == TP_TREE_NONE) { /* None: nothing to give */
+            add_node(bd, path, "None");
+            return;
+        }
+        ck = sk == TP_TREE_TUPLE ? TP_VAL_TUPLE : sk == TP_TREE_LIST ? TP_VAL_LIST : sk == TP_TREE_DICT ? TP_VAL_DICT
+                                                                                                        : TP_VAL_NONE;
+        n = tp_treespec_num_children(spec);
+    }
+    if (ck == TP_VAL_NONE) { /* a leaf */
+        tp_value_kind lk = tmpl ? tmpl->kind : TP_VAL_NONE;
+        if (tmpl && lk == TP_VAL_NONE) { /* the example is None: nothing to give */
+            add_node(bd, path, "None");
+            return;
+        }
+        add_node(bd, path, leaf_what(lk));
+        input_arg *a = find_arg(bd, path);
+        if (!a) {
+            size_t used = strlen(bd->missing);
+            snprintf(bd->missing + used, sizeof bd->missing - used, "%s%s", bd->n_missing ? ", " : "", path);
+            bd->n_missing++;
+            return;
+        }
+        a->used = true;
+        *out = leaf_value(bd, a, lk);
+        return;
+    }
+    /* a container: "a tuple of 2", "a dict with keys k, scale" */
+    char what[192], example[256] = "";
+    if (ck == TP_VAL_DICT) {
+        size_t used = (size_t)snprintf(what, sizeof what, "a dict with key%s ", n == 1 ? "" : "s");
+        for (int64_t i = 0; i < n && used < sizeof what; i++)
+            used += (size_t)snprintf(what + used, sizeof what - used, "%s%s", i ? ", " : "",
+                                     tmpl ? tmpl->u.seq.keys[i] : tp_treespec_key(spec, i));
+    } else {
+        snprintf(what, sizeof what, "a %s of %lld", tp_value_kind_name(ck), (long long)n);
+    }
+    add_node(bd, path, what);
+    for (int64_t i = 0; i < n && i < 2; i++) {
+        size_t used = strlen(example);
+        const char *key = ck == TP_VAL_DICT ? (tmpl ? tmpl->u.seq.keys[i] : tp_treespec_key(spec, i)) : NULL;
+        if (key) snprintf(example + used, sizeof example - used, "%s%s.%s=...", i ? " " : "", path, key);
+        else snprintf(example + used, sizeof example - used, "%s%s.%lld=...", i ? " " : "", path, (long long)i);
+    }
+    if (find_arg(bd, path))
+        bind_usage(bd, "input '%s' is %s: give each item, as %s%s", path, what, example, n > 2 ? " ..." : "");
+    tp_status st = ck == TP_VAL_DICT ? tp_value_dict(out) : ck == TP_VAL_LIST ? tp_value_list(n, out)
+                                                                              : tp_value_tuple(n, out);
+    if (st != TP_OK) die(EXIT_IO, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        char sub[256], index[32];
+        const char *key = ck == TP_VAL_DICT ? (tmpl ? tmpl->u.seq.keys[i] : tp_treespec_key(spec, i)) : NULL;
+        if (!key) {
+            snprintf(index, sizeof index, "%lld", (long long)i);
+            key = index;
+        }
+        if ((size_t)snprintf(sub, sizeof sub, "%s.%s", path, key) >= sizeof sub)
+            bind_usage(bd, "input '%s': path too long", path);
+        tp_value item;
+        build_input(bd, tmpl ? &tmpl->u.seq.items[i] : NULL, spec ? tp_treespec_child(spec, i) : NULL, sub,
+                    depth + 1, &item);
+        st = ck == TP_VAL_DICT ? tp_value_dict_set(out, key, &item) : tp_value_seq_set(out, i, &item);
+        if (st != TP_OK) die(EXIT_IO, "out of memory");
+    }
+}
+
+/* The input tree spec's part for user input i named `name`: in_spec is
+ * (args tuple, kwargs dict); NULL if the program has none or it does not
+ * fit. */
+static const tp_treespec *input_spec_of(const tp_program *p, int i, const char *name) {
+    const tp_treespec *s = tp_program_in_spec(p);
+    if (!s || tp_treespec_kind(s) != TP_TREE_TUPLE || tp_treespec_num_children(s) != 2) return NULL;
+    const tp_treespec *args = tp_treespec_child(s, 0), *kwargs = tp_treespec_child(s, 1);
+    if (tp_treespec_kind(args) == TP_TREE_TUPLE && i < tp_treespec_num_children(args))
+        return tp_treespec_child(args, i);
+    if (tp_treespec_kind(kwargs) == TP_TREE_DICT)
+        for (int64_t k = 0; k < tp_treespec_num_children(kwargs); k++)
+            if (strcmp(tp_treespec_key(kwargs, k), name) == 0) return tp_treespec_child(kwargs, k);
+    return NULL;
+}
+
+/* Bind INPUT arguments (name=VALUE, name.0=VALUE, name.key=VALUE, or VALUE
+ * for the next user input in order) to p's user inputs. With none (or
+ * --example) the stored example inputs are used. A missing, unknown or
+ * repeated piece is a usage error naming it. */
+static void bind_inputs(const char *help, const tp_program *p, const char **inputs, int n_inputs, bool example,
+                        bound_inputs *b) {
+    b->pos = NULL;
     b->n_pos = 0;
     b->kwargs = tp_value_none();
-    if (!b->pos || tp_value_dict(&b->kwargs) != TP_OK) die(EXIT_IO, "out of memory");
-    for (int i = 0; i < n_inputs; i++) {
-        const char *eq = strchr(inputs[i], '=');
-        const char *path = eq ? eq + 1 : inputs[i];
-        tp_tensor *t = NULL;
-        tp_status st = tp_npy_load(path, &t);
-        if (st != TP_OK) die_status(st, "input");
-        tp_value v = tp_value_tensor(t);
-        if (eq) {
-            char key[256];
-            size_t len = (size_t)(eq - inputs[i]);
-            if (len == 0 || len >= sizeof key) usage_error(help, "bad input '%s'", inputs[i]);
-            memcpy(key, inputs[i], len);
-            key[len] = '\0';
-            if (tp_value_dict_get(&b->kwargs, key)) usage_error(help, "input '%s' given twice", key);
-            if (tp_value_dict_set(&b->kwargs, key, &v) != TP_OK) die(EXIT_IO, "out of memory");
-        } else {
-            if (tp_value_len(&b->kwargs) > 0) usage_error(help, "positional input '%s' after a named one", inputs[i]);
-            b->pos[b->n_pos++] = v;
-        }
+    b->examples = false;
+    if (tp_value_dict(&b->kwargs) != TP_OK) die(EXIT_IO, "out of memory");
+    if (example && n_inputs) usage_error(help, "%s", "--example takes no inputs (it uses the stored ones)");
+    if (n_inputs == 0) {
+        b->examples = true;
+        return;
     }
+    const tp_signature *sig = tp_program_signature(p);
+    const char **names = calloc((size_t)tp_signature_n_inputs(sig) + 1, sizeof *names);
+    int n_user = 0;
+    if (!names) die(EXIT_IO, "out of memory");
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++)
+        if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT) names[n_user++] = tp_signature_input(sig, i)->arg.name;
+    binder bd = {.help = help};
+    bd.args = calloc((size_t)n_inputs, sizeof *bd.args);
+    if (!bd.args) die(EXIT_IO, "out of memory");
+    int n_positional = 0;
+    bool named = false;
+    for (int i = 0; i < n_inputs; i++) {
+        input_arg *a = &bd.args[bd.n_args];
+        const char *eq = strchr(inputs[i], '=');
+        if (eq) {
+            size_t len = (size_t)(eq - inputs[i]);
+            if (len == 0 || len >= sizeof a->path || inputs[i][0] == '.' || eq[-1] == '.')
+                bind_usage(&bd, "bad input '%s'", inputs[i]);
+            memcpy(a->path, inputs[i], len);
+            a->path[len] = '\0';
+            a->text = eq + 1;
+            named = true;
+        } else {
+            if (named) bind_usage(&bd, "positional input '%s' after a named one", inputs[i]);
+            if (n_positional >= n_user)
+                bind_usage(&bd, "too many inputs: '%s' would be input %d, the program takes %d", inputs[i], n_user + 1, n_user);
+            snprintf(a->path, sizeof a->path, "%s", names[n_positional++]);
+            a->text = inputs[i];
+        }
+        if (find_arg(&bd, a->path)) bind_usage(&bd, "input '%s' given twice", a->path);
+        bd.n_args++;
+    }
+    b->pos = calloc((size_t)n_user + 1, sizeof *b->pos);
+    if (!b->pos) die(EXIT_IO, "out of memory");
+    for (int i = 0; i < n_user; i++)
+        build_input(&bd, tp_program_example_input(p, names[i]), input_spec_of(p, i, names[i]), names[i], 0,
+                    &b->pos[i]);
+    b->n_pos = n_user;
+    for (int i = 0; i < bd.n_args; i++) {
+        const input_arg *a = &bd.args[i];
+        if (a->used) continue;
+        const input_node *best = NULL;
+        for (int k = 0; k < bd.n_nodes; k++)
+            if (strcmp(a->path, bd.nodes[k].path) == 0) /* only None is left unused */
+                bind_usage(&bd, "input '%s' is %s: it takes no value", a->path, bd.nodes[k].what);
+        for (int k = 0; k < bd.n_nodes; k++) {
+            size_t len = strlen(bd.nodes[k].path);
+            if (strncmp(a->path, bd.nodes[k].path, len) == 0 && a->path[len] == '.' &&
+                (!best || len > strlen(best->path)))
+                best = &bd.nodes[k];
+        }
+        if (best) bind_usage(&bd, "unknown input '%s': %s is %s", a->path, best->path, best->what);
+        char list[512] = "";
+        for (int k = 0; k < n_user; k++) {
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", names[k]);
+        }
+        if (n_user) bind_usage(&bd, "unknown input '%s': the program's inputs are %s", a->path, list);
+        bind_usage(&bd, "unknown input '%s': the program takes no inputs", a->path);
+    }
+    if (bd.n_missing)
+        bind_usage(&bd, "missing input%s %s: give every input, or none to use the stored example inputs",
+                   bd.n_missing == 1 ? "" : "s", bd.missing);
+    free(bd.args);
+    free(bd.nodes);
+    free(names);
+}
+
+static int n_user_inputs(const tp_program *p) {
+    const tp_signature *sig = tp_program_signature(p);
+    int n = 0;
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++) n += tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT;
+    return n;
 }
 
 static void bound_inputs_clear(bound_inputs *b) {
@@ -878,6 +1184,7 @@ static int write_state(const tp_program *p, const char *dir) {
 static int cmd_run(int argc, char **argv) {
     const char *file = NULL, *name = NULL, *out_dir = NULL, *state_dir = NULL;
     int repeat = 1, threads = 0;
+    bool example = false;
     tp_cpu_level level = TP_CPU_AUTO;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0;
@@ -891,6 +1198,8 @@ static int cmd_run(int argc, char **argv) {
             name = argv[++i];
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
             out_dir = argv[++i];
+        } else if (strcmp(argv[i], "--example") == 0) {
+            example = true;
         } else if (strcmp(argv[i], "--state-out") == 0) {
             state_dir = option_value("run", argc, argv, &i);
         } else if (strcmp(argv[i], "--repeat") == 0) {
@@ -915,7 +1224,8 @@ static int cmd_run(int argc, char **argv) {
     tp_program *p = find_program_or_die(a, file, name);
     warn_cpu_level("run", level);
     bound_inputs b;
-    bind_inputs(run_help, inputs, n_inputs, &b);
+    bind_inputs(run_help, p, inputs, n_inputs, example, &b);
+    if (b.examples && n_user_inputs(p) > 0) printf("inputs: the archive's example inputs\n");
     tp_run *r = run_new_or_die(p, threads, level, NULL, NULL);
     tp_value result = tp_value_none();
     double total = 0;
@@ -1104,13 +1414,12 @@ static int cmd_bench(int argc, char **argv) {
         }
     }
     if (!file) usage_error(bench_help, "%s", "missing FILE");
-    if (example && n_inputs) usage_error(bench_help, "%s", "--example takes no inputs (it uses the stored ones)");
     tp_archive *a = load_or_die(file);
     tp_program *p = find_program_or_die(a, file, name);
     const char *prog = name ? name : tp_archive_program_name(a, 0);
     warn_cpu_level("bench", level);
     bound_inputs b;
-    bind_inputs(bench_help, inputs, n_inputs, &b);
+    bind_inputs(bench_help, p, inputs, n_inputs, example, &b);
 
     profile_acc acc = {0};
     tp_run *r = run_new_or_die(p, threads, level, profile ? profile_cb : NULL, &acc);
@@ -1168,6 +1477,7 @@ static int cmd_bench(int argc, char **argv) {
         json_t *o = json_object();
         json_object_set_new(o, "program", json_string(prog));
         json_object_set_new(o, "entry", json_string(entry));
+        json_object_set_new(o, "example_inputs", json_boolean(b.examples && n_user_inputs(p) > 0));
         json_object_set_new(o, "median_ms", json_real(median));
         json_object_set_new(o, "p90_ms", json_real(p90));
         json_object_set_new(o, "min_ms", json_real(min));
@@ -1202,6 +1512,7 @@ static int cmd_bench(int argc, char **argv) {
         format_bytes(peak_rss, rss, sizeof rss);
         printf("program '%s': %s, %d thread%s, cpu level %s\n", prog, entry, used_threads,
                used_threads == 1 ? "" : "s", tp_cpu_level_name(stats.cpu_level));
+        if (b.examples && n_user_inputs(p) > 0) printf("inputs:     the archive's example inputs\n");
         printf("runs:       %d timed after %d warm-up\n", n, warmup);
         char m1[32], m2[32], m3[32], m4[32];
         printf("latency:    median %s ms, p90 %s ms, min %s ms, mean %s ms\n", fmt_ms(median, m1, sizeof m1),
