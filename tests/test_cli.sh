@@ -276,6 +276,15 @@ check bench_example_json_key contains "$dir/out" '"example_inputs": true,'
 check bench_given_json expect_rc 0 "$T" bench "$CLI/structured.pt2" "xs.0=$CLI/xs0.npy" "xs.1=$CLI/xs1.npy" \
     cfg.k=4 cfg.scale=0.25 flag=false --runs 2 --warmup 0 --json
 check bench_given_json_key contains "$dir/out" '"example_inputs": false,'
+# an archive without example inputs: inputs are required; with no example to say their kinds,
+# literals read as bool, int or float and anything else as a .npy file
+check no_examples expect_rc 2 "$T" run "$CLI/no_examples.pt2"
+check no_examples_msg usage_is "$dir/err" "missing inputs x, k, s: the archive stores no example input for them"
+check no_examples_flag expect_rc 2 "$T" run "$CLI/no_examples.pt2" --example
+check no_examples_flag_msg usage_is "$dir/err" "missing inputs x, k, s: the archive stores no example input for them"
+check no_examples_given expect_rc 0 "$T" run "$CLI/no_examples.pt2" "$CLI/xs0.npy" 2 s=0.5
+check no_examples_given_out contains "$dir/out" "^output_0: float32\[2, 3\] = \[1.5, 1.75, 2, 2.25, 2.5, 2.75\]\$"
+check no_examples_given_no_line not_contains "$dir/out" "^inputs:"
 check help_inputs expect_rc 0 "$T" run --help
 check help_inputs_dotted contains "$dir/out" "name.0=a.npy name.1=b.npy"
 check help_inputs_key contains "$dir/out" "name.key=VALUE"

@@ -980,8 +980,9 @@ static const tp_treespec *input_spec_of(const tp_program *p, int i, const char *
 
 /* Bind INPUT arguments (name=VALUE, name.0=VALUE, name.key=VALUE, or VALUE
  * for the next user input in order) to p's user inputs. With none (or
- * --example) the stored example inputs are used. A missing, unknown or
- * repeated piece is a usage error naming it. */
+ * --example) the stored example inputs are used, which must then exist for
+ * every user input. A missing, unknown or repeated piece is a usage error
+ * naming it. */
 static void bind_inputs(const char *help, const tp_program *p, const char **inputs, int n_inputs, bool example,
                         bound_inputs *b) {
     b->pos = NULL;
@@ -990,10 +991,6 @@ static void bind_inputs(const char *help, const tp_program *p, const char **inpu
     b->examples = false;
     if (tp_value_dict(&b->kwargs) != TP_OK) die(EXIT_IO, "out of memory");
     if (example && n_inputs) usage_error(help, "%s", "--example takes no inputs (it uses the stored ones)");
-    if (n_inputs == 0) {
-        b->examples = true;
-        return;
-    }
     const tp_signature *sig = tp_program_signature(p);
     const char **names = calloc((size_t)tp_signature_n_inputs(sig) + 1, sizeof *names);
     int n_user = 0;
@@ -1001,6 +998,19 @@ static void bind_inputs(const char *help, const tp_program *p, const char **inpu
     for (int i = 0; i < tp_signature_n_inputs(sig); i++)
         if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT) names[n_user++] = tp_signature_input(sig, i)->arg.name;
     binder bd = {.help = help};
+    if (n_inputs == 0) {
+        for (int i = 0; i < n_user; i++) {
+            if (tp_program_example_input(p, names[i])) continue;
+            size_t used = strlen(bd.missing);
+            snprintf(bd.missing + used, sizeof bd.missing - used, "%s%s", bd.n_missing++ ? ", " : "", names[i]);
+        }
+        if (bd.n_missing)
+            bind_usage(&bd, "missing input%s %s: the archive stores no example input for %s", bd.n_missing == 1 ? "" : "s",
+                       bd.missing, bd.n_missing == 1 ? "it" : "them");
+        b->examples = true;
+        free(names);
+        return;
+    }
     bd.args = calloc((size_t)n_inputs, sizeof *bd.args);
     if (!bd.args) die(EXIT_IO, "out of memory");
     int n_positional = 0;
