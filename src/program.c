@@ -1387,6 +1387,8 @@ static tp_status unlift(const tp_program *p, tp_module **out) {
         st = tp_graph_get_attr(g, s->target, tp_node_meta_val(ph), &attr);
         if (st == TP_OK) st = tp_node_replace_all_uses_with(ph, attr, NULL, NULL, NULL);
         if (st == TP_OK) st = tp_graph_erase_node(g, ph);
+        /* the attribute read keeps the placeholder's name (p_w = self.w), as tensorplay's unlift does */
+        if (st == TP_OK) st = tp_node_rename(attr, s->arg.name);
     }
     /* consume mutation outputs with copy_ into their targets */
     tp_node *out_node = g ? tp_graph_output_node(g) : NULL;

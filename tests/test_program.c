@@ -111,8 +111,11 @@ TEST(test_mlp_module) {
     CHECK_OK(tp_program_module(p, &m));
     CHECK_OK(tp_program_module(p, &m2));
     CHECK(m == m2); /* cached */
-    /* the unlifted graph has no state placeholders */
+    /* the unlifted graph has no state placeholders; its attribute reads keep
+     * the placeholder names (p_fc1_weight = self.fc1.weight), as in tensorplay */
     CHECK(tp_graph_num_placeholders(tp_module_graph(m)) == 1);
+    const tp_node *rd = tp_graph_find_node(tp_module_graph(m), "p_fc1_weight");
+    CHECK(rd && tp_node_get_kind(rd) == TP_NODE_GET_ATTR && strcmp(tp_node_target(rd), "fc1.weight") == 0);
     tp_tensor *pw, *mw;
     CHECK_OK(tp_program_get_state(p, "fc1.weight", &pw, NULL, NULL));
     tp_state_kind kind;
