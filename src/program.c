@@ -455,26 +455,29 @@ tp_status tp_program_rename_node(tp_program *p, tp_node *node, const char *new_n
     tp_status st = tp_node_rename(node, new_name);
     if (st == TP_OK && user_input) st = rename_user_input(p, old, tp_node_name(node));
     if (st == TP_OK) st = tp_signature_replace_all_uses(p->signature, old, tp_node_name(node), NULL);
-    for (int i = 0; st == TP_OK && i < p->n_calls; i++) {
+    if (st == TP_OK) st = tp_program_module_calls_replace_uses(p, old, tp_node_name(node));
+    tp_free(old);
+    return st;
+}
+
+tp_status tp_program_module_calls_replace_uses(tp_program *p, const char *old_name, const char *new_name) {
+    TP_CHECK(p && old_name && new_name && *new_name, TP_ERR_INVALID_ARG, "program or argument name is NULL or empty");
+    for (int i = 0; i < p->n_calls; i++) {
         tp_module_call_signature *s = p->calls[i].sig;
         if (!s) continue;
-        for (int pass = 0; pass < 2 && st == TP_OK; pass++) {
+        for (int pass = 0; pass < 2; pass++) {
             tp_arg_spec *args = pass ? s->outputs : s->inputs;
             int n = pass ? s->n_outputs : s->n_inputs;
             for (int k = 0; k < n; k++) {
-                if (strcmp(args[k].name, old) != 0) continue;
-                char *nn = tp_strdup(tp_node_name(node));
-                if (!nn) {
-                    st = tp_error(TP_ERR_NOMEM, "out of memory");
-                    break;
-                }
+                if (strcmp(args[k].name, old_name) != 0) continue;
+                char *nn = tp_strdup(new_name);
+                TP_CHECK(nn != NULL, TP_ERR_NOMEM, "out of memory");
                 tp_free((char *)args[k].name);
                 args[k].name = nn;
             }
         }
     }
-    tp_free(old);
-    return st;
+    return TP_OK;
 }
 
 /* ---- copy -------------------------------------------------------------- */

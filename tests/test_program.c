@@ -572,6 +572,20 @@ TEST(test_rename_and_call_graph) {
     CHECK(e.signature && strcmp(e.signature->outputs[0].name, "activation") == 0);
     CHECK(strcmp(tp_program_module_call(p, 1).fqn, "fc1") == 0 && tp_program_module_call(p, 1).signature == NULL);
     CHECK(tp_signature_find_output(tp_program_signature(p), "activation") == 0);
+    /* renaming the user input renames its forward argument name too */
+    tp_node *x = tp_graph_find_node(tp_program_graph(p), "x");
+    if (x) CHECK_OK(tp_program_rename_node(p, x, "inp"));
+    e = tp_program_module_call(p, 0);
+    CHECK(e.signature && strcmp(e.signature->inputs[0].name, "inp") == 0 &&
+          strcmp(e.signature->forward_arg_names[0], "inp") == 0);
+    CHECK(tp_program_example_input(p, "inp") != NULL);
+    /* module call graph arguments renamed by name only */
+    CHECK_OK(tp_program_module_calls_replace_uses(p, "activation", "act"));
+    e = tp_program_module_call(p, 0);
+    CHECK(e.signature && strcmp(e.signature->outputs[0].name, "act") == 0);
+    CHECK(tp_graph_find_node(tp_program_graph(p), "activation") != NULL); /* the node keeps its name */
+    CHECK_STATUS(tp_program_module_calls_replace_uses(p, "act", ""), TP_ERR_INVALID_ARG);
+    CHECK_OK(tp_program_module_calls_replace_uses(p, "act", "activation"));
     CHECK_OK(tp_program_validate(p));
     tp_value out = tp_value_none();
     CHECK_OK(tp_program_call(p, NULL, 0, NULL, &out));

@@ -249,6 +249,11 @@ TP_API void tp_program_builtin_checks(const tp_program *p, tp_report *report);
  * ("x" and paths such as "x[0]"), equality sites and forward argument
  * names follow it. */
 TP_API tp_status tp_program_rename_node(tp_program *p, tp_node *node, const char *new_name);
+/* Rename, by name, every input and output argument `old_name` of the
+ * module call graph's signatures (tensorplay's
+ * ModuleCallSignature.replace_all_uses_with given names); nodes are left
+ * as they are. */
+TP_API tp_status tp_program_module_calls_replace_uses(tp_program *p, const char *old_name, const char *new_name);
 
 /* ---- validation -------------------------------------------------------- */
 
