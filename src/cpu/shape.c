@@ -764,6 +764,451 @@ static tp_status kernel_clone(const tp_value *args, tp_value *out) {
     return tp_tensor_copy_(tp__out_at(out, 0), self);
 }
 
+/* ---- tile / roll / rot90 / repeat_interleave: index-mapped copies ------- */
+
+/* tile(Tensor self, int[] dims): repeat, with dims padded by leading 1s
+ * when shorter than self's rank. */
+static tp_status tile_plan(const tp_tensor *self, const tp_value *args, tp_value *reps) {
+    int64_t dims[TP_MAX_DIMS], padded[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "dims", dims, TP_MAX_DIMS, 0, &n));
+    int lead = n < self->ndim ? self->ndim - n : 0;
+    for (int i = 0; i < lead; i++) padded[i] = 1;
+    for (int i = 0; i < n; i++) padded[lead + i] = dims[i];
+    return tp_value_int_list(padded, lead + n, reps);
+}
+
+static tp_status tile_run(const tp_value *args, tp_value *out, bool meta) {
+    tp_tensor *self;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    tp_value a[2] = {args[0], tp_value_none()};
+    TP_TRY(tile_plan(self, args, &a[1]));
+    tp_status st = meta ? infer_repeat(a, out) : kernel_repeat(a, out);
+    tp_value_clear(&a[1]);
+    return st;
+}
+
+static tp_status infer_tile(const tp_value *args, tp_value *out) { return tile_run(args, out, true); }
+static tp_status kernel_tile(const tp_value *args, tp_value *out) { return tile_run(args, out, false); }
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]): with no dims the
+ * flattened tensor is rolled (one shift); otherwise one shift per dim,
+ * shifts of a repeated dim adding up. */
+typedef struct roll_plan {
+    bool flat;
+    int64_t flat_shift;          /* in [0, numel) */
+    int64_t shift[TP_MAX_DIMS];  /* per dim, in [0, size) */
+} roll_plan;
+
+static int64_t mod_size(int64_t v, int64_t n) {
+    if (n <= 0) return 0;
+    int64_t r = v % n;
+    return r < 0 ? r + n : r;
+}
+
+static tp_status roll_plan_make(const tp_tensor *self, const tp_value *args, roll_plan *p) {
+    int64_t shifts[TP_MAX_DIMS], dims[TP_MAX_DIMS];
+    int ns, nd;
+    TP_TRY(tp__arg_ints(args, 1, "shifts", shifts, TP_MAX_DIMS, 0, &ns));
+    TP_TRY(tp__arg_ints(args, 2, "dims", dims, TP_MAX_DIMS, 0, &nd));
+    TP_CHECK(ns > 0, TP_ERR_INVALID_ARG, "`shifts` required");
+    memset(p, 0, sizeof *p);
+    if (nd == 0 && ns == 1) {
+        p->flat = true;
+        p->flat_shift = mod_size(shifts[0], tp_tensor_numel(self));
+        return TP_OK;
+    }
+    TP_CHECK(ns == nd, TP_ERR_INVALID_ARG, "shifts and dimensions must align. shifts: %d, dims:%d", ns, nd);
+    for (int i = 0; i < nd; i++) {
+        int d;
+        TP_TRY(tp__wrap_dim(dims[i], self->ndim, &d));
+        if (self->ndim == 0) continue;
+        int64_t n = self->sizes[d];
+        p->shift[d] = mod_size(p->shift[d] + mod_size(shifts[i], n), n);
+    }
+    return TP_OK;
+}
+
+static tp_status infer_roll(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    roll_plan p;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(roll_plan_make(self, args, &p));
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_roll(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    roll_plan p;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(roll_plan_make(self, args, &p));
+    int64_t numel = tp_tensor_numel(o);
+    if (numel == 0) return TP_OK;
+    size_t es = tp_dtype_size(self->dtype);
+    const char *base = tp__tensor_base(self);
+    if (p.flat) { /* output element k reads flat element (k - shift) mod numel */
+        char *dst = tp__tensor_base(o);
+        for (int64_t k = 0; k < numel; k++) {
+            int64_t src = k - p.flat_shift, off = 0;
+            if (src < 0) src += numel;
+            for (int d = self->ndim - 1; d >= 0; d--) {
+                off += (src % self->sizes[d]) * self->strides[d];
+                src /= self->sizes[d];
+            }
+            memcpy(dst + k * (int64_t)es, base + off * (int64_t)es, es);
+        }
+        return TP_OK;
+    }
+    index_maps m;
+    TP_TRY(maps_alloc(&m, self->ndim, self->sizes));
+    for (int d = 0; d < self->ndim; d++) {
+        int64_t n = self->sizes[d];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t s = i - p.shift[d];
+            m.at[d][i] = (s < 0 ? s + n : s) * self->strides[d];
+        }
+    }
+    copy_mapped(o, self, &m);
+    tp_free(m.buf);
+    return TP_OK;
+}
+
+/* rot90(Tensor self, int k=1, int[] dims=[0,1]): k quarter turns from
+ * dims[0] towards dims[1]. */
+typedef struct rot90_plan {
+    int k; /* 0..3 */
+    int d0, d1;
+    int64_t sizes[TP_MAX_DIMS];
+} rot90_plan;
+
+static tp_status rot90_plan_make(const tp_tensor *self, const tp_value *args, rot90_plan *p) {
+    int64_t dims[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 2, "dims", dims, TP_MAX_DIMS, 0, &n));
+    TP_CHECK(n == 2, TP_ERR_INVALID_ARG, "expected total rotation dims == 2, but got dims = %d", n);
+    TP_CHECK(self->ndim >= 2, TP_ERR_SHAPE, "expected total dims >= 2, but got total dims = %d", self->ndim);
+    TP_TRY(tp__wrap_dim(dims[0], self->ndim, &p->d0));
+    TP_TRY(tp__wrap_dim(dims[1], self->ndim, &p->d1));
+    TP_CHECK(p->d0 != p->d1, TP_ERR_INVALID_ARG, "expected rotation dims to be different, but got dim0 = %d and dim1 = %d",
+             p->d0, p->d1);
+    p->k = (int)mod_size(tp__arg_int(args, 1), 4);
+    memcpy(p->sizes, self->sizes, sizeof p->sizes);
+    if (p->k & 1) {
+        p->sizes[p->d0] = self->sizes[p->d1];
+        p->sizes[p->d1] = self->sizes[p->d0];
+    }
+    return TP_OK;
+}
+
+static tp_status infer_rot90(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    rot90_plan p;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(rot90_plan_make(self, args, &p));
+    return tp__out_tensor(out, self->dtype, self->ndim, p.sizes);
+}
+
+static tp_status kernel_rot90(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    rot90_plan p;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(rot90_plan_make(self, args, &p));
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    index_maps m;
+    TP_TRY(maps_alloc(&m, self->ndim, p.sizes));
+    for (int d = 0; d < self->ndim; d++)
+        for (int64_t i = 0; i < p.sizes[d]; i++) m.at[d][i] = i * self->strides[d];
+    int d0 = p.d0, d1 = p.d1;
+    int64_t n0 = self->sizes[d0], n1 = self->sizes[d1], s0 = self->strides[d0], s1 = self->strides[d1];
+    switch (p.k) {
+    case 1: /* out[.., i, .., j, ..] = self[.., j, .., n1 - 1 - i, ..] */
+        for (int64_t i = 0; i < n1; i++) m.at[d0][i] = (n1 - 1 - i) * s1;
+        for (int64_t j = 0; j < n0; j++) m.at[d1][j] = j * s0;
+        break;
+    case 2:
+        for (int64_t i = 0; i < n0; i++) m.at[d0][i] = (n0 - 1 - i) * s0;
+        for (int64_t j = 0; j < n1; j++) m.at[d1][j] = (n1 - 1 - j) * s1;
+        break;
+    case 3: /* out[.., i, .., j, ..] = self[.., n0 - 1 - j, .., i, ..] */
+        for (int64_t i = 0; i < n1; i++) m.at[d0][i] = i * s1;
+        for (int64_t j = 0; j < n0; j++) m.at[d1][j] = (n0 - 1 - j) * s0;
+        break;
+    default: break;
+    }
+    copy_mapped(o, self, &m);
+    tp_free(m.buf);
+    return TP_OK;
+}
+
+/* repeat_interleave(Tensor self, Tensor|Scalar repeats, int? dim=None, *,
+ * int? output_size=None): each element (slice along dim; of the flattened
+ * input when dim is None) repeated. With a tensor of repeats the output
+ * size depends on its values: it must be given as output_size. */
+typedef struct rinter_plan {
+    int dim;     /* in the (flattened when dim is None) input */
+    bool flat;
+    int64_t reps; /* int repeats; -1 for a tensor of repeats */
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+} rinter_plan;
+
+static tp_status rinter_plan_make(const tp_tensor *self, const tp_value *args, rinter_plan *p) {
+    const tp_value *r = &args[1];
+    const tp_tensor *rt = tp__arg_tensor(args, 1);
+    TP_CHECK(rt || r->kind == TP_VAL_INT || r->kind == TP_VAL_BOOL, TP_ERR_TYPE,
+             "repeats must be an int or a Tensor, not %s", tp_value_kind_name(r->kind));
+    p->flat = tp__arg_is_none(args, 2);
+    if (p->flat) {
+        p->dim = 0;
+        p->ndim = 1;
+        p->sizes[0] = tp_tensor_numel(self);
+    } else {
+        TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, &p->dim));
+        p->ndim = self->ndim ? self->ndim : 1;
+        if (self->ndim) memcpy(p->sizes, self->sizes, sizeof p->sizes);
+        else p->sizes[0] = 1;
+    }
+    int64_t n = p->sizes[p->dim];
+    bool has_size = !tp__arg_is_none(args, 3);
+    int64_t output_size = has_size ? tp__arg_int(args, 3) : 0;
+    if (rt) {
+        TP_CHECK(rt->dtype == TP_INT64 || rt->dtype == TP_INT32, TP_ERR_TYPE,
+                 "repeats has to be Long or Int tensor, got %s", tp_dtype_name(rt->dtype));
+        TP_CHECK(rt->ndim <= 1, TP_ERR_SHAPE, "repeats must be 0-dim or 1-dim tensor, got %d dims", rt->ndim);
+        int64_t rn = rt->ndim ? rt->sizes[0] : 1;
+        TP_CHECK(rn == 1 || rn == n, TP_ERR_SHAPE,
+                 "repeats must have the same size as input along dim, but got repeats.size(0) = %" PRId64
+                 " and input.size(%d) = %" PRId64,
+                 rn, p->dim, n);
+        TP_CHECK(has_size, TP_ERR_UNSUPPORTED,
+                 "a tensor of repeats gives a data-dependent output size: only supported with output_size given");
+        TP_CHECK(output_size >= 0, TP_ERR_INVALID_ARG, "output_size must be non-negative, got %" PRId64, output_size);
+        p->reps = -1;
+        p->sizes[p->dim] = output_size;
+    } else {
+        p->reps = tp__arg_int(args, 1);
+        TP_CHECK(p->reps >= 0, TP_ERR_INVALID_ARG, "repeats can not be negative");
+        TP_CHECK(tp_mul_overflow_i64(n, p->reps, &p->sizes[p->dim]), TP_ERR_SHAPE, "the repeated size overflows");
+        TP_CHECK(!has_size || output_size == p->sizes[p->dim], TP_ERR_INVALID_ARG,
+                 "allocated size does not match required size (output_size %" PRId64 ", required %" PRId64 ")",
+                 output_size, p->sizes[p->dim]);
+    }
+    int64_t numel;
+    return tp__numel(p->ndim, p->sizes, &numel);
+}
+
+static tp_status infer_repeat_interleave(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    rinter_plan p;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(rinter_plan_make(self, args, &p));
+    return tp__out_tensor(out, self->dtype, p.ndim, p.sizes);
+}
+
+static tp_status kernel_repeat_interleave(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0), *rt = tp__arg_tensor(args, 1);
+    rinter_plan p;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(rt, "repeats"));
+    TP_TRY(rinter_plan_make(self, args, &p));
+    /* the source as p.ndim dims: the flattened input, or self (a 0-d self as [1]) */
+    tp_tensor *src;
+    int64_t flat_n = tp_tensor_numel(self);
+    if (p.flat) TP_TRY(tp_tensor_reshape(self, 1, &flat_n, &src));
+    else {
+        int64_t one = 1, st1 = 0;
+        TP_TRY(self->ndim ? tp_tensor_as_strided(self, self->ndim, self->sizes, self->strides, self->offset, &src)
+                          : tp_tensor_as_strided(self, 1, &one, &st1, self->offset, &src));
+    }
+    int64_t n = src->sizes[p.dim], total = p.sizes[p.dim];
+    index_maps m;
+    tp_status st = maps_alloc(&m, p.ndim, p.sizes);
+    if (st != TP_OK) {
+        tp_tensor_free(src);
+        return st;
+    }
+    for (int d = 0; d < p.ndim; d++)
+        if (d != p.dim)
+            for (int64_t i = 0; i < p.sizes[d]; i++) m.at[d][i] = i * src->strides[d];
+    int64_t pos = 0;
+    const char *rbase = rt ? tp__tensor_base(rt) : NULL;
+    int64_t rstride = rt && rt->ndim && rt->sizes[0] != 1 ? rt->strides[0] : 0;
+    size_t res = rt ? tp_dtype_size(rt->dtype) : 0;
+    for (int64_t i = 0; i < n && st == TP_OK; i++) {
+        int64_t r = rt ? tp__load_i64(rbase + i * rstride * (int64_t)res, rt->dtype) : p.reps;
+        if (r < 0) {
+            st = tp_error(TP_ERR_INVALID_ARG, "repeats can not be negative");
+            break;
+        }
+        if (r > total - pos) {
+            st = tp_error(TP_ERR_SHAPE, "allocated size does not match required size (output_size %" PRId64 ")",
+                          total);
+            break;
+        }
+        for (int64_t j = 0; j < r; j++) m.at[p.dim][pos++] = i * src->strides[p.dim];
+    }
+    if (st == TP_OK && pos != total)
+        st = tp_error(TP_ERR_SHAPE,
+                      "allocated size does not match required size (output_size %" PRId64 ", repeats sum to %" PRId64
+                      ")",
+                      total, pos);
+    if (st == TP_OK && tp_tensor_numel(o) > 0) copy_mapped(o, src, &m);
+    tp_free(m.buf);
+    tp_tensor_free(src);
+    return st;
+}
+
+/* ---- unbind: a list of views ------------------------------------------- */
+
+/* unbind(Tensor self, int dim=0) -> Tensor[] */
+static tp_status unbind_run(const tp_value *args, tp_value *out, bool meta) {
+    tp_tensor *self;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "Dimension specified as %" PRId64 " but tensor has no dimensions",
+             tp__arg_int(args, 1));
+    int dim;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
+    int64_t count = self->sizes[dim];
+    tp_value list;
+    TP_TRY(tp_value_list(count, &list));
+    for (int64_t i = 0; i < count; i++) {
+        tp_status st;
+        if (meta) {
+            int64_t sizes[TP_MAX_DIMS];
+            int k = 0;
+            for (int d = 0; d < self->ndim; d++)
+                if (d != dim) sizes[k++] = self->sizes[d];
+            st = tp__out_tensor(&list.u.seq.items[i], self->dtype, k, sizes);
+        } else {
+            tp_tensor *piece;
+            st = tp_tensor_select(self, dim, i, &piece);
+            if (st == TP_OK) list.u.seq.items[i] = tp_value_tensor(piece);
+        }
+        if (st != TP_OK) {
+            tp_value_clear(&list);
+            return st;
+        }
+    }
+    tp_value_clear(out);
+    *out = list;
+    return TP_OK;
+}
+
+static tp_status infer_unbind(const tp_value *args, tp_value *out) { return unbind_run(args, out, true); }
+static tp_status kernel_unbind(const tp_value *args, tp_value *out) { return unbind_run(args, out, false); }
+
+/* ---- hstack / vstack: cat of the inputs made at least 1-d / 2-d -------- */
+
+/* args[0]'s tensors as views with at least `nd` dims (leading 1s). */
+static tp_status atleast_list(const tp_value *list, int nd, tp_value *out) {
+    int64_t n = tp_value_len(list);
+    TP_CHECK(tp_value_is_seq(list), TP_ERR_TYPE, "tensors must be a list of tensors");
+    TP_TRY(tp_value_list(n, out));
+    for (int64_t k = 0; k < n; k++) {
+        const tp_value *item = tp_value_at(list, k);
+        if (item->kind != TP_VAL_TENSOR) {
+            tp_value_clear(out);
+            return tp_error(TP_ERR_TYPE, "tensors[%" PRId64 "] must be a Tensor, not %s", k,
+                            tp_value_kind_name(item->kind));
+        }
+        tp_tensor *t = item->u.tensor, *v;
+        int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
+        int lead = t->ndim < nd ? nd - t->ndim : 0;
+        for (int d = 0; d < lead; d++) {
+            sizes[d] = 1;
+            strides[d] = 1;
+        }
+        for (int d = 0; d < t->ndim; d++) {
+            sizes[lead + d] = t->sizes[d];
+            strides[lead + d] = t->strides[d];
+        }
+        tp_status st = tp_tensor_as_strided(t, lead + t->ndim, sizes, strides, t->offset, &v);
+        if (st != TP_OK) {
+            tp_value_clear(out);
+            return st;
+        }
+        out->u.seq.items[k] = tp_value_tensor(v);
+    }
+    return TP_OK;
+}
+
+/* vertical: vstack (cat dim 0 of 2-d views); else hstack (cat of 1-d
+ * views along dim 0 when the first is 1-d, else dim 1) */
+static tp_status hvstack_run(const tp_value *args, tp_value *out, bool vertical, bool meta) {
+    tp_value a[2] = {tp_value_none(), tp_value_none()};
+    TP_TRY(atleast_list(&args[0], vertical ? 2 : 1, &a[0]));
+    tp_status st = TP_OK;
+    if (tp_value_len(&a[0]) == 0) st = tp_error(TP_ERR_INVALID_ARG, "expects a non-empty TensorList");
+    if (st == TP_OK) {
+        a[1] = tp_value_int(vertical || tp_value_at(&a[0], 0)->u.tensor->ndim == 1 ? 0 : 1);
+        st = meta ? infer_cat(a, out) : kernel_cat(a, out);
+    }
+    tp_value_clear(&a[0]);
+    return st;
+}
+
+static tp_status infer_hstack(const tp_value *args, tp_value *out) { return hvstack_run(args, out, false, true); }
+static tp_status kernel_hstack(const tp_value *args, tp_value *out) { return hvstack_run(args, out, false, false); }
+static tp_status infer_vstack(const tp_value *args, tp_value *out) { return hvstack_run(args, out, true, true); }
+static tp_status kernel_vstack(const tp_value *args, tp_value *out) { return hvstack_run(args, out, true, false); }
+
+/* ---- unflatten / movedim: views ----------------------------------------- */
+
+/* unflatten(Tensor self, int dim, int[] sizes) */
+static tp_status view_unflatten(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot unflatten a 0-dim tensor");
+    int d;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
+    int64_t req[TP_MAX_DIMS], parts[TP_MAX_DIMS], shape[TP_MAX_DIMS];
+    int n;
+    TP_TRY(tp__arg_ints(args, 2, "sizes", req, TP_MAX_DIMS, 0, &n));
+    TP_CHECK(n > 0, TP_ERR_INVALID_ARG, "unflatten: sizes must be non-empty");
+    TP_CHECK(self->ndim - 1 + n <= TP_MAX_DIMS, TP_ERR_SHAPE, "the result would have more than %d dims",
+             TP_MAX_DIMS);
+    TP_TRY(resolve_shape(self->sizes[d], n, req, parts));
+    int k = 0;
+    for (int i = 0; i < d; i++) shape[k++] = self->sizes[i];
+    for (int i = 0; i < n; i++) shape[k++] = parts[i];
+    for (int i = d + 1; i < self->ndim; i++) shape[k++] = self->sizes[i];
+    return reshape_to(self, k, shape, out);
+}
+DEFINE_VIEW_OP(unflatten)
+
+/* movedim(Tensor self, int[] source, int[] destination) */
+static tp_status view_movedim(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int64_t src[TP_MAX_DIMS], dst[TP_MAX_DIMS];
+    int ns, nd;
+    TP_TRY(tp__arg_ints(args, 1, "source", src, TP_MAX_DIMS, 0, &ns));
+    TP_TRY(tp__arg_ints(args, 2, "destination", dst, TP_MAX_DIMS, 0, &nd));
+    TP_CHECK(ns == nd, TP_ERR_INVALID_ARG,
+             "movedim: Invalid source or destination dims: source (%d dims) should contain the same number of dims "
+             "as destination (%d dims)",
+             ns, nd);
+    int ndim = self->ndim;
+    bool src_used[TP_MAX_DIMS] = {false}, dst_used[TP_MAX_DIMS] = {false};
+    int64_t order[TP_MAX_DIMS];
+    for (int i = 0; i < ns; i++) {
+        int s, t;
+        TP_TRY(tp__wrap_dim(src[i], ndim, &s));
+        TP_TRY(tp__wrap_dim(dst[i], ndim, &t));
+        TP_CHECK(!src_used[s], TP_ERR_INVALID_ARG, "movedim: repeated dim in `source` (dim %d)", s);
+        TP_CHECK(!dst_used[t], TP_ERR_INVALID_ARG, "movedim: repeated dim in `destination` (dim %d)", t);
+        src_used[s] = dst_used[t] = true;
+        order[t] = s;
+    }
+    if (ndim == 0) return alias(self, out);
+    for (int t = 0, s = 0; t < ndim; t++) {
+        if (dst_used[t]) continue;
+        while (src_used[s]) s++;
+        order[t] = s++;
+    }
+    return tp_tensor_permute(self, order, out);
+}
+DEFINE_VIEW_OP(movedim)
+
 /* ---- pad --------------------------------------------------------------- */
 
 enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_REPLICATE, PAD_CIRCULAR };
@@ -957,4 +1402,20 @@ void tp__register_shape_ops(void) {
     tp__register_op(TP_OP_PAD, "pad(Tensor input, int[] pad, str mode='constant', float? value=None) -> Tensor", 0,
                     infer_pad, kernel_pad);
     tp__register_op(TP_OP_GETITEM, "getitem(Any self, Any index) -> Any", TP_OPF_VIEW, infer_getitem, kernel_getitem);
+    tp__register_op(TP_OP_TILE, "tile(Tensor self, int[] dims) -> Tensor", 0, infer_tile, kernel_tile);
+    tp__register_op(TP_OP_ROLL, "roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor", 0, infer_roll, kernel_roll);
+    tp__register_op(TP_OP_ROT90, "rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor", 0, infer_rot90,
+                    kernel_rot90);
+    tp__register_op(TP_OP_REPEAT_INTERLEAVE,
+                    "repeat_interleave(Tensor self, Tensor|Scalar repeats, int? dim=None, *, int? output_size=None) "
+                    "-> Tensor",
+                    0, infer_repeat_interleave, kernel_repeat_interleave);
+    tp__register_op(TP_OP_UNBIND, "unbind(Tensor self, int dim=0) -> Tensor[]", TP_OPF_VIEW, infer_unbind,
+                    kernel_unbind);
+    tp__register_op(TP_OP_HSTACK, "hstack(Tensor[] tensors) -> Tensor", 0, infer_hstack, kernel_hstack);
+    tp__register_op(TP_OP_VSTACK, "vstack(Tensor[] tensors) -> Tensor", 0, infer_vstack, kernel_vstack);
+    tp__register_op(TP_OP_UNFLATTEN, "unflatten(Tensor self, int dim, int[] sizes) -> Tensor", TP_OPF_VIEW,
+                    infer_unflatten, kernel_unflatten);
+    tp__register_op(TP_OP_MOVEDIM, "movedim(Tensor self, int[] source, int[] destination) -> Tensor", TP_OPF_VIEW,
+                    infer_movedim, kernel_movedim);
 }
