@@ -125,6 +125,8 @@ TP_OP(LOGSUMEXP, "logsumexp", reduce)
 TP_OP(ANY, "any", reduce)
 TP_OP(ALL, "all", reduce)
 TP_OP(CUMSUM, "cumsum", reduce)
+TP_OP(CUMPROD, "cumprod", reduce)
+TP_OP(COUNT_NONZERO, "count_nonzero", reduce)
 /* linear algebra */
 TP_OP(MATMUL, "matmul", linalg)
 TP_OP(MM, "mm", linalg)

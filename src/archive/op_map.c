@@ -294,6 +294,10 @@ static const tp_serde_op_entry g_table[] = {
     MT("all", ALL, "self,dim,keepdim"),
     FNW(TF, "cumsum", CUMSUM, "input,dim=0,dtype,*,out:!=None"),
     MT("cumsum", CUMSUM, "self,dim,*,dtype"),
+    FNW(TF, "cumprod", CUMPROD, "input,dim,dtype,*,out:!=None"),
+    MT("cumprod", CUMPROD, "self,dim,*,dtype"),
+    FNW(TF, "count_nonzero", COUNT_NONZERO, "input,dim"),
+    MT("count_nonzero", COUNT_NONZERO, "self,dim"),
 
     /* ---- linear algebra ---- */
     FNW(TF, "matmul", MATMUL, "input,other,*,out:!=None"),

@@ -1,6 +1,7 @@
 /*
  * reduce.c - reductions and scans: sum, mean, prod, amax/amin, max/min,
- * argmax/argmin, var/std, norm, logsumexp, any/all and cumsum. Schemas,
+ * argmax/argmin, var/std, norm, logsumexp, any/all, count_nonzero, cumsum
+ * and cumprod. Schemas,
  * shape rules and reference kernels with PyTorch's semantics.
  *
  * A reduction splits the input's dims into kept ("outer") dims, which index
@@ -191,7 +192,8 @@ typedef enum reduce_kind {
     R_NORM,
     R_LOGSUMEXP,
     R_ANY,
-    R_ALL
+    R_ALL,
+    R_COUNT_NONZERO
 } reduce_kind;
 
 typedef struct reduce_job {
@@ -391,6 +393,16 @@ static void reduce_any_all(const reduce_job *job, const reduce_split *s, const c
     tp__store_i64(out, job->values->dtype, result ? 1 : 0);
 }
 
+static void reduce_count_nonzero(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
+    walker w;
+    int64_t off, count = 0;
+    bool is_float = tp_dtype_is_float(job->in_dtype);
+    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    while (walker_next(&w, &off))
+        count += is_float ? tp__load_f64(base + off, job->in_dtype) != 0.0 : tp__load_i64(base + off, job->in_dtype) != 0;
+    tp__store_i64(out, job->values->dtype, count);
+}
+
 /* Run a reduction of `self` over rd's dims, writing job->values/indices
  * (contiguous, one element per kept index in C order). */
 static tp_status run_reduction(const tp_tensor *self, const reduce_dims *rd, reduce_job *job) {
@@ -419,6 +431,7 @@ static tp_status run_reduction(const tp_tensor *self, const reduce_dims *rd, red
         case R_LOGSUMEXP: reduce_logsumexp(job, &s, base, ov); break;
         case R_ANY:
         case R_ALL: reduce_any_all(job, &s, base, ov); break;
+        case R_COUNT_NONZERO: reduce_count_nonzero(job, &s, base, ov); break;
         }
     }
     return TP_OK;
@@ -649,7 +662,24 @@ static tp_status kernel_any_all(const tp_value *args, tp_value *out, reduce_kind
 static tp_status kernel_any(const tp_value *args, tp_value *out) { return kernel_any_all(args, out, R_ANY); }
 static tp_status kernel_all(const tp_value *args, tp_value *out) { return kernel_any_all(args, out, R_ALL); }
 
-/* ---- cumsum(Tensor self, int dim, *, ScalarType? dtype=None) ----------- */
+/* ---- count_nonzero(Tensor self, int[]? dim=None) -> int64 --------------- */
+
+static tp_status infer_count_nonzero(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    return infer_reduction(self, &rd, false, TP_INT64, out);
+}
+
+static tp_status kernel_count_nonzero(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(parse_dims(args, 1, self->ndim, &rd));
+    reduce_job job = {.kind = R_COUNT_NONZERO, .values = tp__out_at(out, 0)};
+    return run_reduction(self, &rd, &job);
+}
+
+/* ---- cumsum / cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -- */
 
 static tp_status infer_cumsum(const tp_value *args, tp_value *out) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
@@ -658,7 +688,7 @@ static tp_status infer_cumsum(const tp_value *args, tp_value *out) {
     return tp__out_tensor(out, sum_dtype(args, 2, self->dtype), self->ndim, self->sizes);
 }
 
-static tp_status kernel_cumsum(const tp_value *args, tp_value *out) {
+static tp_status scan_run(const tp_value *args, tp_value *out, bool prod) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
     tp_tensor *res = tp__out_at(out, 0);
     int dim;
@@ -689,21 +719,26 @@ static tp_status kernel_cumsum(const tp_value *args, tp_value *out) {
         const char *pi = in_base + ioff;
         char *po = out_base + ooff;
         if (tp_dtype_is_float(dst)) {
-            double acc = 0.0;
+            double acc = prod ? 1.0 : 0.0;
             for (int64_t j = 0; j < len; j++) {
-                acc += load_as_f64(pi + j * in_step, src, dst);
+                double v = load_as_f64(pi + j * in_step, src, dst);
+                acc = prod ? acc * v : acc + v;
                 tp__store_f64(po + j * out_step, dst, acc);
             }
         } else {
-            int64_t acc = 0;
+            int64_t acc = prod ? 1 : 0;
             for (int64_t j = 0; j < len; j++) {
-                acc = wrap_add(acc, load_as_i64(pi + j * in_step, src, dst));
+                int64_t v = load_as_i64(pi + j * in_step, src, dst);
+                acc = prod ? wrap_mul(acc, v) : wrap_add(acc, v);
                 tp__store_i64(po + j * out_step, dst, acc);
             }
         }
     }
     return TP_OK;
 }
+
+static tp_status kernel_cumsum(const tp_value *args, tp_value *out) { return scan_run(args, out, false); }
+static tp_status kernel_cumprod(const tp_value *args, tp_value *out) { return scan_run(args, out, true); }
 
 /* ---- registration ------------------------------------------------------ */
 
@@ -749,4 +784,8 @@ void tp__register_reduce_ops(void) {
                     kernel_all);
     tp__register_op(TP_OP_CUMSUM, "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", 0,
                     infer_cumsum, kernel_cumsum);
+    tp__register_op(TP_OP_CUMPROD, "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", 0,
+                    infer_cumsum, kernel_cumprod);
+    tp__register_op(TP_OP_COUNT_NONZERO, "count_nonzero(Tensor self, int[]? dim=None) -> Tensor", 0,
+                    infer_count_nonzero, kernel_count_nonzero);
 }
