@@ -216,6 +216,9 @@ TP_OP(EMPTY_LIKE, "empty_like", create)
 TP_OP(EYE, "eye", create)
 /* ONNX-only ops */
 TP_OP(TOPK, "topk", onnx_ops)
+/* sorting (sharing topk's line sorter) */
+TP_OP(SORT, "sort", onnx_ops)
+TP_OP(ARGSORT, "argsort", onnx_ops)
 /* symbolic ints */
 TP_OP(SYM_SIZE, "sym_size", symint)
 TP_OP(SYM_ADD, "sym_add", symint)

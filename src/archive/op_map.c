@@ -503,6 +503,10 @@ static const tp_serde_op_entry g_table[] = {
     /* ---- sorting ---- */
     FNW(TF, "topk", TOPK, "input,k,dim,largest,sorted,impl:-,*,out:!=None"),
     MT("topk", TOPK, "self,k,dim,largest,sorted"),
+    FNW(TF, "sort", SORT, "input,dim,descending,*,stable,out:!=None"),
+    MT("sort", SORT, "self,dim,descending,*,stable"),
+    FNW(TF, "argsort", ARGSORT, "input,dim,descending,*,stable,out:!=None"),
+    MT("argsort", ARGSORT, "self,dim,descending,*,stable"),
 
     /* ---- creation ---- */
     FNW(TF, "zeros", ZEROS, "*size,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),

@@ -3,7 +3,7 @@
  * the core ops: topk (values and int64 indices of the k largest or
  * smallest elements along a dim, PyTorch's torch.topk; ties keep the lower
  * index first, as ONNX TopK requires, and NaN counts as the largest value,
- * as in PyTorch).
+ * as in PyTorch); and, sharing its line sorter, sort and argsort.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -71,20 +71,19 @@ static int topk_cmp(const void *pa, const void *pb) {
     return a->index < b->index ? -1 : a->index > b->index ? 1 : 0;
 }
 
-static tp_status topk_kernel(const tp_value *args, tp_value *out) {
-    const tp_tensor *self = tp__arg_tensor(args, 0);
-    int dim;
-    int64_t k;
-    TP_TRY(topk_check(args, &dim, &k));
-    tp_tensor *values = tp__out_at(out, 0), *indices = tp__out_at(out, 1);
+/* The first k of each line of self along dim in sorted order (largest
+ * first when `largest`; ties by lower index, so the order is stable) into
+ * values (may be NULL) and indices. */
+static tp_status sort_lines(const tp_tensor *self, int dim, int64_t k, bool largest, tp_tensor *values,
+                            tp_tensor *indices) {
     int nd = self->ndim;
     int64_t size = nd ? self->sizes[dim] : 1, stride = nd ? self->strides[dim] : 0;
-    int64_t vstride = nd ? values->strides[dim] : 0, istride = nd ? indices->strides[dim] : 0;
+    int64_t vstride = nd && values ? values->strides[dim] : 0, istride = nd ? indices->strides[dim] : 0;
     size_t es = tp_dtype_size(self->dtype);
     topk_item *items = tp_malloc((size_t)(size ? size : 1) * sizeof *items);
     TP_CHECK(items, TP_ERR_NOMEM, "out of memory for %" PRId64 " elements", size);
     g_order.is_float = tp_dtype_is_float(self->dtype);
-    g_order.largest = tp__arg_bool(args, 3);
+    g_order.largest = largest;
     /* iterate over all positions with dim fixed at 0 */
     int64_t outer_sizes[TP_MAX_DIMS];
     for (int i = 0; i < nd; i++) outer_sizes[i] = i == dim ? 1 : self->sizes[i];
@@ -95,7 +94,7 @@ static tp_status topk_kernel(const tp_value *args, tp_value *out) {
         int64_t off_s = 0, off_v = 0, off_i = 0;
         for (int i = 0; i < nd; i++) {
             off_s += idx[i] * self->strides[i];
-            off_v += idx[i] * values->strides[i];
+            if (values) off_v += idx[i] * values->strides[i];
             off_i += idx[i] * indices->strides[i];
         }
         const char *base = tp__tensor_base(self) + off_s * (int64_t)es;
@@ -106,10 +105,10 @@ static tp_status topk_kernel(const tp_value *args, tp_value *out) {
             else items[j].i = tp__load_i64(p, self->dtype);
         }
         qsort(items, (size_t)size, sizeof *items, topk_cmp);
-        char *vb = tp__tensor_base(values) + off_v * (int64_t)es;
+        char *vb = values ? tp__tensor_base(values) + off_v * (int64_t)es : NULL;
         int64_t *ib = (int64_t *)tp__tensor_base(indices) + off_i;
         for (int64_t j = 0; j < k; j++) {
-            memcpy(vb + j * vstride * (int64_t)es, base + items[j].index * stride * (int64_t)es, es);
+            if (vb) memcpy(vb + j * vstride * (int64_t)es, base + items[j].index * stride * (int64_t)es, es);
             ib[j * istride] = items[j].index;
         }
         for (int i = nd - 1; i >= 0; i--) {
@@ -121,7 +120,58 @@ static tp_status topk_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+static tp_status topk_kernel(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    int64_t k;
+    TP_TRY(topk_check(args, &dim, &k));
+    return sort_lines(self, dim, k, tp__arg_bool(args, 3), tp__out_at(out, 0), tp__out_at(out, 1));
+}
+
+/* ---- sort(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> (Tensor, Tensor) ----
+ * ---- argsort(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> Tensor ----
+ * Always stable (equal elements keep their order, descending too); NaN
+ * sorts as the largest value (last ascending, first descending), as in
+ * PyTorch. */
+
+static tp_status sort_infer(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
+    TP_TRY(tp__out_tuple(out, 2));
+    tp_value *items = out->u.seq.items;
+    TP_TRY(tp__out_tensor(&items[0], self->dtype, self->ndim, self->sizes));
+    return tp__out_tensor(&items[1], TP_INT64, self->ndim, self->sizes);
+}
+
+static tp_status argsort_infer(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
+    return tp__out_tensor(out, TP_INT64, self->ndim, self->sizes);
+}
+
+static tp_status sort_run(const tp_value *args, tp_tensor *values, tp_tensor *indices) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    TP_TRY(tp__has_data(self, "self"));
+    int dim;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
+    if (tp_tensor_numel(self) == 0) return TP_OK;
+    return sort_lines(self, dim, self->ndim ? self->sizes[dim] : 1, tp__arg_bool(args, 2), values, indices);
+}
+
+static tp_status sort_kernel(const tp_value *args, tp_value *out) {
+    return sort_run(args, tp__out_at(out, 0), tp__out_at(out, 1));
+}
+
+static tp_status argsort_kernel(const tp_value *args, tp_value *out) { return sort_run(args, NULL, tp__out_at(out, 0)); }
+
 void tp__register_onnx_ops_ops(void) {
     tp__register_op(TP_OP_TOPK, "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor, Tensor)",
                     0, topk_infer, topk_kernel);
+    tp__register_op(TP_OP_SORT,
+                    "sort(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> (Tensor, Tensor)", 0,
+                    sort_infer, sort_kernel);
+    tp__register_op(TP_OP_ARGSORT, "argsort(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> Tensor",
+                    0, argsort_infer, argsort_kernel);
 }
