@@ -203,6 +203,8 @@ TP_OP(SCATTER, "scatter", index)
 TP_OP(MASKED_FILL, "masked_fill", index)
 TP_OP(TRIL, "tril", index)
 TP_OP(TRIU, "triu", index)
+TP_OP(SCATTER_ADD, "scatter_add", index)
+TP_OP(TAKE_ALONG_DIM, "take_along_dim", index)
 /* creation */
 TP_OP(ZEROS, "zeros", create)
 TP_OP(ONES, "ones", create)

@@ -1,6 +1,7 @@
 /*
  * index.c - index ops: schemas, shape rules and reference kernels for
- * index_select, gather, scatter (out of place), masked_fill, tril and triu.
+ * index_select, gather, scatter and scatter_add (out of place),
+ * take_along_dim, masked_fill, tril and triu.
  *
  * Index tensors hold int64 (index_select also takes int32, as PyTorch does);
  * an index outside its dimension is TP_ERR_INDEX, found while the kernel
@@ -206,6 +207,131 @@ static tp_status kernel_scatter(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- scatter_add(Tensor self, int dim, Tensor index, Tensor src) -------
+ * Out of place: a copy of self with src[i] added at out[..., index[i], ...]
+ * along dim, duplicates accumulating in index order (bool: logical or). */
+
+static tp_status infer_scatter_add(const tp_value *args, tp_value *out) { return infer_scatter(args, out); }
+
+static tp_status kernel_scatter_add(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index, *o = tp__out_at(out, 0), *src = tp__arg_tensor(args, 3);
+    int dim;
+    TP_TRY(scatter_plan(args, &self, &index, &dim));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(index, "index"));
+    TP_TRY(tp__has_data(src, "src"));
+    TP_TRY(tp_tensor_copy_(o, self));
+    if (tp_tensor_numel(index) == 0) return TP_OK;
+    tp_dtype dt = o->dtype;
+    size_t es = tp_dtype_size(dt);
+    bool is_float = tp_dtype_is_float(dt);
+    int64_t limit = nonempty_size(self, dim), dstride = nonempty_stride(o, dim);
+    char *obase = tp__tensor_base(o);
+    tp_iter it;
+    tp__iter_init(&it, index->ndim, index->sizes, 2, (const tp_tensor *[]){index, src});
+    while (tp__iter_next(&it)) {
+        int64_t idx = tp__load_i64(it.ptr[0], TP_INT64);
+        TP_CHECK(idx >= 0 && idx < limit, TP_ERR_INDEX,
+                 "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, idx, dim, limit);
+        int64_t off = idx * dstride;
+        if (o->ndim)
+            for (int d = 0; d < index->ndim; d++)
+                if (d != dim) off += it.index[d] * o->strides[d];
+        char *p = obase + off * (int64_t)es;
+        if (dt == TP_BOOL) *(uint8_t *)p = (uint8_t)(*(uint8_t *)p || *(const uint8_t *)it.ptr[1]);
+        else if (is_float) tp__store_f64(p, dt, tp__load_f64(p, dt) + tp__load_f64(it.ptr[1], dt));
+        else
+            tp__store_i64(p, dt, (int64_t)((uint64_t)tp__load_i64(p, dt) + (uint64_t)tp__load_i64(it.ptr[1], dt)));
+    }
+    return TP_OK;
+}
+
+/* ---- take_along_dim(Tensor self, Tensor indices, int? dim=None) ---------
+ * dim None: the flattened self gathered at the flattened indices. With a
+ * dim: self and indices broadcast against each other except along dim,
+ * then gather along dim. */
+
+typedef struct take_plan {
+    bool flat;
+    int dim;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+} take_plan;
+
+static tp_status take_plan_make(const tp_value *args, tp_tensor **self, tp_tensor **indices, take_plan *p) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 1, "indices", indices));
+    tp_tensor *s = *self, *ix = *indices;
+    TP_CHECK(ix->dtype == TP_INT64, TP_ERR_TYPE, "dtype of indices should be Long but got %s",
+             tp_dtype_name(ix->dtype));
+    p->flat = tp__arg_is_none(args, 2);
+    if (p->flat) {
+        p->dim = 0;
+        p->ndim = 1;
+        p->sizes[0] = tp_tensor_numel(ix);
+        return TP_OK;
+    }
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), s->ndim, &p->dim));
+    TP_CHECK(s->ndim == ix->ndim, TP_ERR_SHAPE,
+             "input and indices should have the same number of dimensions, but got %d dimensions for input, and %d "
+             "dimensions for indices",
+             s->ndim, ix->ndim);
+    int64_t ssizes[TP_MAX_DIMS];
+    memcpy(ssizes, s->sizes, (size_t)s->ndim * sizeof *ssizes);
+    if (s->ndim) ssizes[p->dim] = ix->sizes[p->dim];
+    return tp__broadcast_shapes(s->ndim, ssizes, ix->ndim, ix->sizes, &p->ndim, p->sizes);
+}
+
+static tp_status infer_take_along_dim(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *indices;
+    take_plan p;
+    TP_TRY(take_plan_make(args, &self, &indices, &p));
+    return tp__out_tensor(out, self->dtype, p.ndim, p.sizes);
+}
+
+static tp_status kernel_take_along_dim(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *ix, *o = tp__out_at(out, 0);
+    take_plan p;
+    TP_TRY(take_plan_make(args, &self, &ix, &p));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(ix, "indices"));
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    size_t es = tp_dtype_size(self->dtype);
+    const char *sbase = tp__tensor_base(self);
+    char *obase = tp__tensor_base(o);
+    tp_iter it;
+    if (p.flat) { /* o is contiguous: element k takes flat element indices[k] of self */
+        int64_t limit = tp_tensor_numel(self), k = 0;
+        tp__iter_init(&it, ix->ndim, ix->sizes, 1, (const tp_tensor *[]){ix});
+        while (tp__iter_next(&it)) {
+            int64_t v = tp__load_i64(it.ptr[0], TP_INT64), off = 0;
+            TP_CHECK(v >= 0 && v < limit, TP_ERR_INDEX,
+                     "index %" PRId64 " is out of bounds for dimension 0 with size %" PRId64, v, limit);
+            for (int d = self->ndim - 1; d >= 0; d--) {
+                off += (v % self->sizes[d]) * self->strides[d];
+                v /= self->sizes[d];
+            }
+            memcpy(obase + k++ * (int64_t)es, sbase + off * (int64_t)es, es);
+        }
+        return TP_OK;
+    }
+    int64_t limit = nonempty_size(self, p.dim), dstride = nonempty_stride(self, p.dim);
+    const char *ibase = tp__tensor_base(ix);
+    tp__iter_init(&it, o->ndim, o->sizes, 1, (const tp_tensor *[]){o});
+    while (tp__iter_next(&it)) {
+        int64_t ioff = 0, soff = 0;
+        for (int d = 0; d < o->ndim; d++) {
+            if (ix->sizes[d] != 1) ioff += it.index[d] * ix->strides[d];
+            if (d != p.dim && self->sizes[d] != 1) soff += it.index[d] * self->strides[d];
+        }
+        int64_t v = tp__load_i64(ibase + ioff * 8, TP_INT64);
+        TP_CHECK(v >= 0 && v < limit, TP_ERR_INDEX,
+                 "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64, v, p.dim, limit);
+        memcpy(it.ptr[0], sbase + (soff + v * dstride) * (int64_t)es, es);
+    }
+    return TP_OK;
+}
+
 /* ---- masked_fill(Tensor self, Tensor mask, Tensor|Scalar value) ---------
  * The result has the broadcast shape of self and mask (as PyTorch's
  * out-of-place masked_fill) and self's dtype. */
@@ -291,6 +417,10 @@ void tp__register_index_ops(void) {
                     kernel_gather);
     tp__register_op(TP_OP_SCATTER, "scatter(Tensor self, int dim, Tensor index, Tensor|Scalar src) -> Tensor", 0,
                     infer_scatter, kernel_scatter);
+    tp__register_op(TP_OP_SCATTER_ADD, "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", 0,
+                    infer_scatter_add, kernel_scatter_add);
+    tp__register_op(TP_OP_TAKE_ALONG_DIM, "take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor", 0,
+                    infer_take_along_dim, kernel_take_along_dim);
     tp__register_op(TP_OP_MASKED_FILL, "masked_fill(Tensor self, Tensor mask, Tensor|Scalar value) -> Tensor", 0,
                     infer_masked_fill, kernel_masked_fill);
     tp__register_op(TP_OP_TRIL, "tril(Tensor self, int diagonal=0) -> Tensor", 0, infer_tri, kernel_tril);
