@@ -216,6 +216,10 @@ TP_OP(ONES_LIKE, "ones_like", create)
 TP_OP(FULL_LIKE, "full_like", create)
 TP_OP(EMPTY_LIKE, "empty_like", create)
 TP_OP(EYE, "eye", create)
+TP_OP(NEW_ZEROS, "new_zeros", create)
+TP_OP(NEW_ONES, "new_ones", create)
+TP_OP(NEW_FULL, "new_full", create)
+TP_OP(NEW_EMPTY, "new_empty", create)
 /* ONNX-only ops */
 TP_OP(TOPK, "topk", onnx_ops)
 /* sorting (sharing topk's line sorter) */

@@ -524,6 +524,14 @@ static const tp_serde_op_entry g_table[] = {
         "input,fill_value,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
     FNW(TF, "empty_like", EMPTY_LIKE, "input,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
     FNW(TF, "eye", EYE, "n,m,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),
+    FNW(TF, "new_zeros", NEW_ZEROS, "input,size,dtype,layout,device,pin_memory"),
+    MT("new_zeros", NEW_ZEROS, "self,*size,*,dtype,device,requires_grad:!=False,layout,pin_memory"),
+    FNW(TF, "new_ones", NEW_ONES, "input,size,dtype,layout,device,pin_memory"),
+    MT("new_ones", NEW_ONES, "self,*size,*,dtype,device,requires_grad:!=False,layout,pin_memory"),
+    FNW(TF, "new_full", NEW_FULL, "input,size,fill_value,dtype,layout,device,pin_memory"),
+    MT("new_full", NEW_FULL, "self,size,fill_value,*,dtype,device,requires_grad:!=False,layout,pin_memory"),
+    FNW(TF, "new_empty", NEW_EMPTY, "input,size,dtype,layout,device,pin_memory"),
+    MT("new_empty", NEW_EMPTY, "self,size,*,dtype,device,requires_grad:!=False,layout,pin_memory"),
 
     /* ---- tensorplay's runtime dim assertions (dynamic shapes) ---- */
     SP("tensorplay.export._trace", "_assert_dim_range", INVALID, TP_SERDE_ASSERT, "tensor,index,min,max,name"),

@@ -1,7 +1,7 @@
 /*
  * create.c - creation ops: schemas, shape rules and reference kernels for
  * zeros, ones, full, arange, linspace, zeros_like, ones_like, full_like,
- * empty_like and eye.
+ * empty_like, eye and new_zeros, new_ones, new_full, new_empty.
  *
  * Default dtypes follow PyTorch 1.13: float32 unless a dtype is given,
  * except full (from the fill value: bool, int64 or float32) and arange
@@ -115,6 +115,35 @@ static tp_status infer_full_like(const tp_value *args, tp_value *out) {
     TP_TRY(infer_like(args, 2, out));
     char elem[8];
     return tp__scalar_to_elem(&args[1], out->u.tensor->dtype, elem);
+}
+
+/* ---- new_*(Tensor self, int[] size, ..., *, ScalarType? dtype=None) ----
+ * A new tensor of the given size with self's dtype unless one is given. */
+
+static tp_status infer_new(const tp_value *args, int dtype_index, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(need_tensor(args, 0, "self", &self));
+    int n;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(size_arg(args, 1, &n, sizes));
+    return tp__out_tensor(out, dtype_arg(args, dtype_index, self->dtype), n, sizes);
+}
+
+static tp_status infer_new2(const tp_value *args, tp_value *out) { return infer_new(args, 2, out); }
+
+/* new_full(Tensor self, int[] size, Scalar fill_value, *, ScalarType? dtype=None) */
+static tp_status infer_new_full(const tp_value *args, tp_value *out) {
+    TP_TRY(infer_new(args, 3, out));
+    char elem[8];
+    return tp__scalar_to_elem(&args[2], out->u.tensor->dtype, elem);
+}
+
+static tp_status kernel_new_full(const tp_value *args, tp_value *out) {
+    tp_tensor *o = tp__out_at(out, 0);
+    char elem[8];
+    TP_TRY(tp__scalar_to_elem(&args[2], o->dtype, elem));
+    fill_elem(o, elem);
+    return TP_OK;
 }
 
 /* ---- arange(Scalar start, Scalar? end=None, Scalar step=1, *, dtype) ----
@@ -338,6 +367,19 @@ void tp__register_create_ops(void) {
                     "empty_like(Tensor self, *, ScalarType? dtype=None, " FACTORY_KWARGS
                     ", Any memory_format=None) -> Tensor",
                     0, infer_like1, kernel_empty_like);
+    tp__register_op(TP_OP_NEW_ZEROS,
+                    "new_zeros(Tensor self, int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
+                    infer_new2, kernel_zeros);
+    tp__register_op(TP_OP_NEW_ONES,
+                    "new_ones(Tensor self, int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
+                    infer_new2, kernel_ones);
+    tp__register_op(TP_OP_NEW_FULL,
+                    "new_full(Tensor self, int[] size, Scalar fill_value, *, ScalarType? dtype=None, " FACTORY_KWARGS
+                    ") -> Tensor",
+                    0, infer_new_full, kernel_new_full);
+    tp__register_op(TP_OP_NEW_EMPTY,
+                    "new_empty(Tensor self, int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
+                    infer_new2, kernel_empty_like);
     tp__register_op(TP_OP_EYE, "eye(int n, int? m=None, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
                     infer_eye, kernel_eye);
 }
