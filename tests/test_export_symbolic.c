@@ -5,7 +5,9 @@
  * clamp silently at small sizes), divisibility fresh dims, conv output sizes
  * that refine a range, matmul inner dims, cat sizes (three symbols), the
  * per-node "sym_shape" meta, the replay fallback note for a node without a
- * symbolic rule, and the replay cross-check option.
+ * symbolic rule, the replay cross-check option, and the rules of tile,
+ * rot90, movedim, unflatten, cumprod, repeat_interleave, argsort,
+ * take_along_dim, count_nonzero, roll and new_zeros.
  */
 #include <string.h>
 
@@ -339,6 +341,65 @@ TEST(test_sym_shape_meta) {
     tp_module_free(m);
 }
 
+/* tile, rot90, movedim, unflatten, cumprod, repeat_interleave, argsort,
+ * take_along_dim, count_nonzero, roll and new_zeros on x [s0, 6]. */
+static tp_status shape_ops_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *t = tp_call(ctx, TP_OP_TILE, (tp_value[]){tp_v(x), tp_ints(ctx, 1, (int64_t[]){2})}, 2, NULL);
+    tp_t *r = tp_call(ctx, TP_OP_ROT90, (tp_value[]){tp_v(t)}, 1, NULL);
+    tp_t *m = tp_call(ctx, TP_OP_MOVEDIM, (tp_value[]){tp_v(r), tp_value_int(0), tp_value_int(1)}, 3, NULL);
+    tp_t *u = tp_call(ctx, TP_OP_UNFLATTEN,
+                      (tp_value[]){tp_v(m), tp_value_int(1), tp_ints(ctx, 2, (int64_t[]){3, -1})}, 3, NULL);
+    tp_t *c = tp_call(ctx, TP_OP_CUMPROD, (tp_value[]){tp_v(u), tp_value_int(2)}, 2, NULL);
+    tp_t *ri = tp_call(ctx, TP_OP_REPEAT_INTERLEAVE, (tp_value[]){tp_v(c), tp_value_int(2), tp_value_int(0)}, 3, NULL);
+    tp_t *as = tp_call(ctx, TP_OP_ARGSORT, (tp_value[]){tp_v(c), tp_value_int(1)}, 2, NULL);
+    tp_t *tk = tp_call(ctx, TP_OP_TAKE_ALONG_DIM, (tp_value[]){tp_v(c), tp_v(as), tp_value_int(1)}, 3, NULL);
+    tp_t *cn = tp_call(ctx, TP_OP_COUNT_NONZERO, (tp_value[]){tp_v(ri), tp_ints(ctx, 1, (int64_t[]){1})}, 2, NULL);
+    tp_t *rl = tp_call(ctx, TP_OP_ROLL, (tp_value[]){tp_v(tk), tp_value_int(1)}, 2, NULL);
+    tp_t *nz = tp_call(ctx, TP_OP_NEW_ZEROS, (tp_value[]){tp_v(rl), tp_ints(ctx, 1, (int64_t[]){2})}, 2, NULL);
+    tp_t *s1 = tp_add(ctx, tp_sum(ctx, rl), tp_sum(ctx, cn));
+    return tp_return(ctx, tp_add(ctx, s1, tp_sum(ctx, nz)), out);
+}
+
+/* Symbolic rules of the shape ops added for tensorplay's functions: every
+ * node gets its shape as an expression, none falls back to the replay. */
+TEST(test_shape_ops_rules) {
+    tp_module *m = model(shape_ops_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){3, 6}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_TILE, "[s0, 12]"},          {TP_OP_ROT90, "[12, s0]"},
+                {TP_OP_MOVEDIM, "[s0, 12]"},       {TP_OP_UNFLATTEN, "[s0, 3, 4]"},
+                {TP_OP_CUMPROD, "[s0, 3, 4]"},     {TP_OP_REPEAT_INTERLEAVE, "[2*s0, 3, 4]"},
+                {TP_OP_ARGSORT, "[s0, 3, 4]"},     {TP_OP_TAKE_ALONG_DIM, "[s0, 3, 4]"},
+                {TP_OP_COUNT_NONZERO, "[2*s0, 4]"}, {TP_OP_ROLL, "[s0, 3, 4]"},
+                {TP_OP_NEW_ZEROS, "[2]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 2, (int64_t[]){5, 6}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
                      tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
@@ -380,4 +441,4 @@ TEST(test_fallback_to_replay_is_reported) {
 TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
-          T(test_fallback_to_replay_is_reported))
+          T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules))

@@ -1440,6 +1440,188 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         return o;
     }
+    case TP_OP_CUMPROD:
+    case TP_OP_ROLL:
+    case TP_OP_ARGSORT:
+    case TP_OP_SCATTER_ADD: return copy_t(r, need_t(r, 0));
+    case TP_OP_SORT: {
+        sval *o = copy_t(r, need_t(r, 0));
+        return o ? seq_of(r, 2, o) : NULL;
+    }
+    case TP_OP_COUNT_NONZERO: return rule_reduce(r, 1, r->nb, false); /* no keepdim */
+    case TP_OP_TILE: {
+        const sval *a = need_t(r, 0);
+        int64_t rp[TP_MAX_DIMS];
+        int n = ilist(r, 1, rp, TP_MAX_DIMS);
+        if (!a || n < 0) {
+            r->fail = true;
+            return NULL;
+        }
+        int nd = n > a->nd ? n : a->nd;
+        sval *o = out_t(r, nd);
+        for (int i = 0; o && i < nd; i++) {
+            int j = i - (nd - a->nd), k = i - (nd - n);
+            int64_t rep = k >= 0 ? rp[k] : 1;
+            o->d[i] = j < 0 ? K(r, rep) : S(r, sd_mulk(r->sd, a->d[j], rep));
+        }
+        return o;
+    }
+    case TP_OP_ROT90: {
+        const sval *a = need_t(r, 0);
+        int64_t dims[TP_MAX_DIMS];
+        int n = ilist(r, 2, dims, TP_MAX_DIMS);
+        if (!a || n != 2 || a->nd < 2) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = copy_t(r, a);
+        if (!o || (iarg(r, 1, 1) & 1) == 0) return o;
+        int d0 = wrap_dim(r, dims[0], a->nd), d1 = wrap_dim(r, dims[1], a->nd);
+        sd_e t = o->d[d0];
+        o->d[d0] = o->d[d1];
+        o->d[d1] = t;
+        return o;
+    }
+    case TP_OP_REPEAT_INTERLEAVE: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        bool flat = is_none(r, 2);
+        int d = flat ? 0 : wrap_dim(r, iarg(r, 2, 0), a->nd);
+        sval *o = flat ? out_t(r, 1) : copy_t(r, a);
+        if (!o || r->fail) return NULL;
+        if (!flat && a->nd == 0) o->nd = 1;
+        sd_e n = flat ? prod(r, a, 0, a->nd) : a->nd ? S(r, a->d[d]) : K(r, 1);
+        if (r->nb > 1 && r->b[1].kind == TP_VAL_INT) {
+            o->d[d] = S(r, sd_mulk(r->sd, n, r->b[1].u.i));
+        } else if (!is_none(r, 3)) { /* a tensor of repeats: the given output_size */
+            const sval *rt = targ(r, 1);
+            if (rt && rt->nd == 1) {
+                int64_t c;
+                if (!sd_is_const(S(r, rt->d[0]), &c) || c != 1) req_eq(r, rt->d[0], n, "one repeat per element");
+            }
+            o->d[d] = K(r, iarg(r, 3, 0));
+        } else {
+            r->fail = true;
+            return NULL;
+        }
+        return o;
+    }
+    case TP_OP_UNBIND: {
+        const sval *a = need_t(r, 0);
+        if (!a || a->nd == 0) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+        if (r->fail) return NULL;
+        sd_e s = S(r, a->d[d]);
+        int64_t count = exv(r, s);
+        req_eq(r, s, K(r, count), "the number of pieces unbind returns depends on the size");
+        sval *piece = out_t(r, a->nd - 1);
+        for (int i = 0, k = 0; piece && i < a->nd; i++)
+            if (i != d) piece->d[k++] = S(r, a->d[i]);
+        return piece ? seq_of(r, (int)count, piece) : NULL;
+    }
+    case TP_OP_UNFLATTEN: {
+        const sval *a = need_t(r, 0);
+        int64_t sz[TP_MAX_DIMS];
+        int n = ilist(r, 2, sz, TP_MAX_DIMS);
+        if (!a || a->nd == 0 || n < 1 || a->nd - 1 + n > TP_MAX_DIMS) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+        if (r->fail) return NULL;
+        sd_e s = S(r, a->d[d]);
+        int64_t known = 1;
+        int infer = -1;
+        for (int i = 0; i < n; i++) {
+            if (sz[i] == -1 && infer < 0) infer = i;
+            else if (sz[i] < 0) r->fail = true;
+            else known *= sz[i];
+        }
+        if (r->fail || (infer >= 0 && known == 0)) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, a->nd - 1 + n);
+        if (!o) return NULL;
+        int k = 0;
+        for (int i = 0; i < d; i++) o->d[k++] = S(r, a->d[i]);
+        for (int i = 0; i < n; i++) {
+            if (i != infer) o->d[k++] = K(r, sz[i]);
+            else {
+                req_div(r, s, known, "the inferred (-1) size must be whole");
+                o->d[k++] = S(r, sd_floordiv(r->sd, s, known));
+            }
+        }
+        if (infer < 0) req_eq(r, s, K(r, known), "unflatten sizes multiply to the dim");
+        for (int i = d + 1; i < a->nd; i++) o->d[k++] = S(r, a->d[i]);
+        return o;
+    }
+    case TP_OP_MOVEDIM: {
+        const sval *a = need_t(r, 0);
+        int64_t src[TP_MAX_DIMS], dst[TP_MAX_DIMS];
+        int ns = ilist(r, 1, src, TP_MAX_DIMS), nd = ilist(r, 2, dst, TP_MAX_DIMS);
+        if (!a || ns < 0 || ns != nd) {
+            r->fail = true;
+            return NULL;
+        }
+        if (a->nd == 0) return copy_t(r, a);
+        bool su[TP_MAX_DIMS] = {false}, du[TP_MAX_DIMS] = {false};
+        int order[TP_MAX_DIMS];
+        for (int i = 0; i < ns; i++) {
+            int s = wrap_dim(r, src[i], a->nd), t = wrap_dim(r, dst[i], a->nd);
+            if (r->fail || su[s] || du[t]) {
+                r->fail = true;
+                return NULL;
+            }
+            su[s] = du[t] = true;
+            order[t] = s;
+        }
+        for (int t = 0, s = 0; t < a->nd; t++) {
+            if (du[t]) continue;
+            while (su[s]) s++;
+            order[t] = s++;
+        }
+        sval *o = out_t(r, a->nd);
+        for (int i = 0; o && i < a->nd; i++) o->d[i] = S(r, a->d[order[i]]);
+        return o;
+    }
+    case TP_OP_TAKE_ALONG_DIM: {
+        const sval *a = need_t(r, 0), *ix = need_t(r, 1);
+        if (!a || !ix) return NULL;
+        if (is_none(r, 2)) {
+            sval *o = out_t(r, 1);
+            if (o) o->d[0] = prod(r, ix, 0, ix->nd);
+            return o;
+        }
+        if (a->nd != ix->nd) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 2, 0), a->nd);
+        sval *o = out_t(r, a->nd);
+        for (int i = 0; o && i < a->nd; i++) o->d[i] = i == d ? S(r, ix->d[i]) : bdim(r, a->d[i], ix->d[i]);
+        return o;
+    }
+    case TP_OP_NEW_ZEROS:
+    case TP_OP_NEW_ONES:
+    case TP_OP_NEW_FULL:
+    case TP_OP_NEW_EMPTY: {
+        sd_e sz[TP_MAX_DIMS];
+        int n = slist(r, 1, sz, TP_MAX_DIMS);
+        sval *o = n >= 0 ? out_t(r, n) : NULL;
+        if (!o) {
+            r->fail = true;
+            return NULL;
+        }
+        for (int i = 0; i < n; i++) {
+            req_ge(r, sz[i], 0, "a size to create stays non-negative");
+            o->d[i] = S(r, sz[i]);
+        }
+        return o;
+    }
     case TP_OP_SYM_SIZE: {
         const sval *a = need_t(r, 0);
         if (!a || a->nd == 0) {
@@ -1486,6 +1668,10 @@ static bool takes_sym_ints(tp_op op) {
     case TP_OP_ZEROS:
     case TP_OP_ONES:
     case TP_OP_FULL:
+    case TP_OP_NEW_ZEROS:
+    case TP_OP_NEW_ONES:
+    case TP_OP_NEW_FULL:
+    case TP_OP_NEW_EMPTY:
     case TP_OP_SYM_ADD:
     case TP_OP_SYM_SUB:
     case TP_OP_SYM_MUL:
