@@ -1,0 +1,30 @@
+/*
+ * test_tp_refused.c - archives written by the real tensorplay that
+ * tpexport refuses (fixtures/tensorplay_refused/, made by
+ * fixtures/gen_tp_ops_shape.py): loading and verifying fail with
+ * TP_ERR_UNSUPPORTED and a message naming the node and the reason, with
+ * nothing leaked.
+ */
+#include <string.h>
+
+#include "test_util.h"
+#include "tpexport/archive.h"
+
+/* repeat_interleave with a tensor of repeats and no output_size: the
+ * output size depends on the repeats' values. */
+TEST(test_repeat_interleave_tensor_repeats) {
+    const char *path = "fixtures/tensorplay_refused/repeat_interleave_tensor_repeats.pt2";
+    tp_archive *a = NULL;
+    CHECK_STATUS(tp_archive_load(path, NULL, &a), TP_ERR_UNSUPPORTED);
+    CHECK(a == NULL);
+    const char *msg = tp_last_error();
+    CHECK_MSG(strstr(msg, "node repeat_interleave") && strstr(msg, "data-dependent output size") &&
+                  strstr(msg, "output_size"),
+              "%s", msg);
+    CHECK_STATUS(tp_archive_verify(path, NULL), TP_ERR_UNSUPPORTED);
+    msg = tp_last_error();
+    CHECK_MSG(strstr(msg, "node repeat_interleave") && strstr(msg, "data-dependent output size"), "%s", msg);
+    tp_archive_free(a);
+}
+
+TEST_MAIN(T(test_repeat_interleave_tensor_repeats))
