@@ -7,7 +7,7 @@
  * per-node "sym_shape" meta, the replay fallback note for a node without a
  * symbolic rule, the replay cross-check option, and the rules of tile,
  * rot90, movedim, unflatten, cumprod, repeat_interleave, argsort,
- * take_along_dim, count_nonzero, roll and new_zeros.
+ * take_along_dim, count_nonzero, roll, new_zeros, hstack and vstack.
  */
 #include <string.h>
 
@@ -342,7 +342,8 @@ TEST(test_sym_shape_meta) {
 }
 
 /* tile, rot90, movedim, unflatten, cumprod, repeat_interleave, argsort,
- * take_along_dim, count_nonzero, roll and new_zeros on x [s0, 6]. */
+ * take_along_dim, count_nonzero, roll, new_zeros, hstack and vstack on
+ * x [s0, 6]. */
 static tp_status shape_ops_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     tp_t *x = tp_arg(ctx, &args[0]);
     tp_t *t = tp_call(ctx, TP_OP_TILE, (tp_value[]){tp_v(x), tp_ints(ctx, 1, (int64_t[]){2})}, 2, NULL);
@@ -357,7 +358,10 @@ static tp_status shape_ops_fwd(tp_ctx *ctx, tp_module *self, const tp_value *arg
     tp_t *cn = tp_call(ctx, TP_OP_COUNT_NONZERO, (tp_value[]){tp_v(ri), tp_ints(ctx, 1, (int64_t[]){1})}, 2, NULL);
     tp_t *rl = tp_call(ctx, TP_OP_ROLL, (tp_value[]){tp_v(tk), tp_value_int(1)}, 2, NULL);
     tp_t *nz = tp_call(ctx, TP_OP_NEW_ZEROS, (tp_value[]){tp_v(rl), tp_ints(ctx, 1, (int64_t[]){2})}, 2, NULL);
-    tp_t *s1 = tp_add(ctx, tp_sum(ctx, rl), tp_sum(ctx, cn));
+    tp_value xs = tp_list(ctx, 2, (tp_t *[]){x, x});
+    tp_t *hs = tp_call(ctx, TP_OP_HSTACK, &xs, 1, NULL);
+    tp_t *vs = tp_call(ctx, TP_OP_VSTACK, &xs, 1, NULL);
+    tp_t *s1 = tp_add(ctx, tp_add(ctx, tp_sum(ctx, rl), tp_sum(ctx, cn)), tp_add(ctx, tp_sum(ctx, hs), tp_sum(ctx, vs)));
     return tp_return(ctx, tp_add(ctx, s1, tp_sum(ctx, nz)), out);
 }
 
@@ -384,7 +388,8 @@ TEST(test_shape_ops_rules) {
                 {TP_OP_CUMPROD, "[s0, 3, 4]"},     {TP_OP_REPEAT_INTERLEAVE, "[2*s0, 3, 4]"},
                 {TP_OP_ARGSORT, "[s0, 3, 4]"},     {TP_OP_TAKE_ALONG_DIM, "[s0, 3, 4]"},
                 {TP_OP_COUNT_NONZERO, "[2*s0, 4]"}, {TP_OP_ROLL, "[s0, 3, 4]"},
-                {TP_OP_NEW_ZEROS, "[2]"}};
+                {TP_OP_NEW_ZEROS, "[2]"},          {TP_OP_HSTACK, "[s0, 12]"},
+                {TP_OP_VSTACK, "[2*s0, 6]"}};
     for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
         const char *got = node_sym_shape(p, want[i].op);
         CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");

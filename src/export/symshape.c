@@ -798,6 +798,48 @@ static sval *rule_cat(rctx *r, bool stack) {
     return o;
 }
 
+/* hstack / vstack: cat of the tensors made at least 1-d / 2-d (leading
+ * 1s), along dim 0 (vstack, or 1-d hstack) or 1. */
+static sval *rule_hvstack(rctx *r, bool vertical) {
+    if (r->nb < 1 || r->b[0].kind != TP_VAL_LIST) {
+        r->fail = true;
+        return NULL;
+    }
+    sval *list = arg_sval(r->P, &r->b[0]);
+    if (!list || list->n == 0) {
+        r->fail = true;
+        return NULL;
+    }
+    int need = vertical ? 2 : 1;
+    const sval *first = &list->items[0];
+    if (first->kind != SV_TENSOR) {
+        r->fail = true;
+        return NULL;
+    }
+    int nd = first->nd > need ? first->nd : need;
+    int d = vertical || nd == 1 ? 0 : 1;
+    sval *o = out_t(r, nd);
+    if (!o) return NULL;
+    sd_e ref[TP_MAX_DIMS], sum = K(r, 0);
+    for (int i = 0; i < list->n; i++) {
+        const sval *t = &list->items[i];
+        int tnd = t->kind == SV_TENSOR ? (t->nd > need ? t->nd : need) : -1;
+        if (tnd != nd) { /* (a 1-d empty tensor skipped by cat: no rule) */
+            r->fail = true;
+            return NULL;
+        }
+        for (int j = 0; j < nd; j++) {
+            int k = j - (nd - t->nd);
+            sd_e e = k >= 0 ? S(r, t->d[k]) : K(r, 1);
+            if (j == d) sum = sd_add(r->sd, sum, e);
+            else if (i == 0) ref[j] = e;
+            else req_eq(r, e, ref[j], "sizes of the non-concatenated dims");
+        }
+    }
+    for (int j = 0; j < nd; j++) o->d[j] = j == d ? S(r, sum) : S(r, ref[j]);
+    return o;
+}
+
 static sval *seq_of(rctx *r, int n, const sval *proto) {
     sval *t = new_sval(r->P, SV_SEQ);
     if (!t) return NULL;
@@ -1440,6 +1482,8 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         return o;
     }
+    case TP_OP_HSTACK: return rule_hvstack(r, false);
+    case TP_OP_VSTACK: return rule_hvstack(r, true);
     case TP_OP_CUMPROD:
     case TP_OP_ROLL:
     case TP_OP_ARGSORT:
