@@ -361,7 +361,8 @@ static tp_status shape_ops_fwd(tp_ctx *ctx, tp_module *self, const tp_value *arg
     tp_value xs = tp_list(ctx, 2, (tp_t *[]){x, x});
     tp_t *hs = tp_call(ctx, TP_OP_HSTACK, &xs, 1, NULL);
     tp_t *vs = tp_call(ctx, TP_OP_VSTACK, &xs, 1, NULL);
-    tp_t *s1 = tp_add(ctx, tp_add(ctx, tp_sum(ctx, rl), tp_sum(ctx, cn)), tp_add(ctx, tp_sum(ctx, hs), tp_sum(ctx, vs)));
+    tp_t *s1 = tp_add(ctx, tp_add(ctx, tp_sum(ctx, rl), tp_sum(ctx, cn)),
+                      tp_add(ctx, tp_sum(ctx, hs), tp_sum(ctx, vs)));
     return tp_return(ctx, tp_add(ctx, s1, tp_sum(ctx, nz)), out);
 }
 

@@ -164,7 +164,9 @@ static tp_status sort_kernel(const tp_value *args, tp_value *out) {
     return sort_run(args, tp__out_at(out, 0), tp__out_at(out, 1));
 }
 
-static tp_status argsort_kernel(const tp_value *args, tp_value *out) { return sort_run(args, NULL, tp__out_at(out, 0)); }
+static tp_status argsort_kernel(const tp_value *args, tp_value *out) {
+    return sort_run(args, NULL, tp__out_at(out, 0));
+}
 
 void tp__register_onnx_ops_ops(void) {
     tp__register_op(TP_OP_TOPK, "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor, Tensor)",

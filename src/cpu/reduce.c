@@ -399,7 +399,8 @@ static void reduce_count_nonzero(const reduce_job *job, const reduce_split *s, c
     bool is_float = tp_dtype_is_float(job->in_dtype);
     walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
     while (walker_next(&w, &off))
-        count += is_float ? tp__load_f64(base + off, job->in_dtype) != 0.0 : tp__load_i64(base + off, job->in_dtype) != 0;
+        count += is_float ? tp__load_f64(base + off, job->in_dtype) != 0.0
+                          : tp__load_i64(base + off, job->in_dtype) != 0;
     tp__store_i64(out, job->values->dtype, count);
 }
 

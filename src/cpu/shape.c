@@ -890,8 +890,8 @@ static tp_status rot90_plan_make(const tp_tensor *self, const tp_value *args, ro
     TP_CHECK(self->ndim >= 2, TP_ERR_SHAPE, "expected total dims >= 2, but got total dims = %d", self->ndim);
     TP_TRY(tp__wrap_dim(dims[0], self->ndim, &p->d0));
     TP_TRY(tp__wrap_dim(dims[1], self->ndim, &p->d1));
-    TP_CHECK(p->d0 != p->d1, TP_ERR_INVALID_ARG, "expected rotation dims to be different, but got dim0 = %d and dim1 = %d",
-             p->d0, p->d1);
+    TP_CHECK(p->d0 != p->d1, TP_ERR_INVALID_ARG,
+             "expected rotation dims to be different, but got dim0 = %d and dim1 = %d", p->d0, p->d1);
     p->k = (int)mod_size(tp__arg_int(args, 1), 4);
     memcpy(p->sizes, self->sizes, sizeof p->sizes);
     if (p->k & 1) {
