@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph_impl.h"
 #include "onnx_impl.h"
 
 #define OX_MAX_OPSET 28
@@ -744,7 +745,9 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
     tp_node *ph = NULL;
     char ident[256];
     identifier_from(name, ident, sizeof ident);
-    st = tp_graph_placeholder(c->g, ident, &mv, &ph);
+    /* the model's own name, as is ("X" stays "X"), when it is an identifier */
+    st = tp__graph_create_node_named(c->g, TP_NODE_PLACEHOLDER, ident, NULL, NULL, ident, &ph);
+    if (st == TP_OK) st = tp_node_set_meta_val(ph, &mv);
     tp_value_clear(&mv);
     TP_TRY(st);
     if (!c->anchor) c->anchor = ph;
@@ -906,6 +909,19 @@ static tp_status build_program(import_job *J, tp_program **out) {
         if (st == TP_OK && v.kind != TP_VAL_NODE) st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is not a tensor", name);
         if (st == TP_OK) st = tp_value_seq_set(&outs, (int64_t)i, &v);
         tp_value_clear(&v); /* None once taken over */
+    }
+    /* the nodes making the outputs take the outputs' names ("logits"), where
+     * the name is free and the node makes no earlier output */
+    for (size_t i = 0; st == TP_OK && i < g->n_output; i++) {
+        tp_node *n = tp_value_at(&outs, (int64_t)i)->u.node;
+        char ident[256];
+        identifier_from(g->output[i]->name, ident, sizeof ident);
+        bool earlier = false;
+        for (size_t k = 0; k < i; k++) earlier = earlier || tp_value_at(&outs, (int64_t)k)->u.node == n;
+        if (earlier || tp_node_get_kind(n) == TP_NODE_PLACEHOLDER || !strcmp(ident, "output") ||
+            !strcmp(tp_node_name(n), ident) || tp_graph_find_node(c->g, ident))
+            continue;
+        st = tp_node_rename(n, ident);
     }
     tp_node *out_node = NULL;
     if (st == TP_OK) st = tp_graph_set_insert_point(c->g, NULL);
