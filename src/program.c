@@ -766,6 +766,22 @@ static void bound_free(bound_inputs *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The other name user input i answers to as a keyword: its forward
+ * argument name in the root module call (an ONNX model's own input name,
+ * "input.1" for placeholder "input_1"), when the root call lists exactly
+ * the user inputs and the name differs; else NULL. */
+static const char *input_alias(const tp_program *p, int i, int n_user, const char *name) {
+    for (int c = 0; c < p->n_calls; c++) {
+        const tp_module_call_signature *s = p->calls[c].sig;
+        if (strcmp(p->calls[c].fqn, "") != 0 || !s) continue;
+        if (s->n_forward_arg_names != n_user || s->n_inputs != n_user || i >= n_user || strcmp(s->inputs[i].name, name) != 0)
+            return NULL;
+        const char *a = s->forward_arg_names[i];
+        return a && strcmp(a, s->inputs[i].name) != 0 ? a : NULL;
+    }
+    return NULL;
+}
+
 static tp_status bind_user(const tp_program *p, const tp_value *args, int n_args, const tp_value *kwargs,
                            bound_inputs *b) {
     memset(b, 0, sizeof *b);
@@ -792,6 +808,11 @@ static tp_status bind_user(const tp_program *p, const tp_value *args, int n_args
     }
     for (int i = 0; st == TP_OK && i < n_user; i++) {
         const tp_value *kw = tp_value_dict_get(kwargs, b->names[i]);
+        const char *alias = input_alias(p, i, n_user, b->names[i]);
+        if (alias && kw && tp_value_dict_get(kwargs, alias))
+            st = tp_error(TP_ERR_DUPLICATE, "argument '%s' given as '%s' too", b->names[i], alias);
+        if (!kw && alias) kw = tp_value_dict_get(kwargs, alias);
+        if (st != TP_OK) break;
         if (i < n_args && kw) st = tp_error(TP_ERR_DUPLICATE, "duplicate value for argument '%s'", b->names[i]);
         else if (i < n_args) st = tp_value_copy(&args[i], &b->values[i]);
         else if (kw) st = tp_value_copy(kw, &b->values[i]);
@@ -802,7 +823,10 @@ static tp_status bind_user(const tp_program *p, const tp_value *args, int n_args
     for (int64_t k = 0; st == TP_OK && k < tp_value_len(kwargs); k++) {
         const char *key = kwargs->u.seq.keys[k];
         bool known = false;
-        for (int i = 0; i < n_user && !known; i++) known = strcmp(b->names[i], key) == 0;
+        for (int i = 0; i < n_user && !known; i++) {
+            const char *alias = input_alias(p, i, n_user, b->names[i]);
+            known = strcmp(b->names[i], key) == 0 || (alias && strcmp(alias, key) == 0);
+        }
         if (!known) st = tp_error(TP_ERR_INVALID_ARG, "unexpected keyword argument '%s'", key);
     }
     if (st != TP_OK) bound_free(b);

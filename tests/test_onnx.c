@@ -15,6 +15,7 @@
 
 #include "fail_alloc.h"
 #include "test_util.h"
+#include "tpexport/archive.h"
 #include "tpexport/onnx.h"
 #include "tpexport/tpexport.h"
 
@@ -487,7 +488,64 @@ TEST(allocation_failures) {
     check_alloc_failures("load dynamic relu model", load_for_alloc_test, &m);
 }
 
+/* The model's names: "X" and "logits" kept; "input.1" becomes placeholder
+ * input_1, and calls take the model's name as a keyword too, also after a
+ * save and load (the root module call's forward argument names record it). */
+static void call_by_name(tp_program *p, const char *key, float want0) {
+    tp_tensor *x = load_fixture("onnx/names_x");
+    tp_value kw = tp_value_none(), out = tp_value_none();
+    CHECK_OK(tp_value_dict(&kw));
+    tp_value v = tp_value_tensor(x);
+    CHECK_OK(tp_value_dict_set(&kw, key, &v));
+    CHECK_OK(tp_program_call(p, NULL, 0, &kw, &out));
+    const tp_value *o = out.kind == TP_VAL_TENSOR ? &out : tp_value_at(&out, 0);
+    CHECK(o && o->kind == TP_VAL_TENSOR && tp_tensor_item_f64(o->u.tensor, 0) == want0);
+    tp_value_clear(&out);
+    tp_value_clear(&kw);
+}
+
+TEST(model_names_kept) {
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/names.onnx", NULL, &p, NULL));
+    if (!p) return;
+    const tp_signature *sig = tp_program_signature(p);
+    CHECK(tp_signature_n_inputs(sig) == 1 && strcmp(tp_signature_input(sig, 0)->arg.name, "X") == 0);
+    CHECK(tp_signature_n_outputs(sig) == 1 && strcmp(tp_signature_output(sig, 0)->arg.name, "logits") == 0);
+    call_by_name(p, "X", 1.0f);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/names_dotted.onnx", NULL, &p, NULL));
+    if (!p) return;
+    sig = tp_program_signature(p);
+    CHECK(strcmp(tp_signature_input(sig, 0)->arg.name, "input_1") == 0);
+    CHECK(strcmp(tp_signature_output(sig, 0)->arg.name, "_0") == 0);
+    call_by_name(p, "input.1", -1.0f);
+    call_by_name(p, "input_1", -1.0f);
+    /* both names at once, or another name: refused */
+    tp_tensor *x = load_fixture("onnx/names_x");
+    tp_value kw = tp_value_none(), out = tp_value_none();
+    CHECK_OK(tp_value_dict(&kw));
+    tp_value v = tp_value_tensor(tp_tensor_retain(x));
+    CHECK_OK(tp_value_dict_set(&kw, "input.1", &v));
+    v = tp_value_tensor(x);
+    CHECK_OK(tp_value_dict_set(&kw, "input_1", &v));
+    CHECK_STATUS(tp_program_call(p, NULL, 0, &kw, &out), TP_ERR_DUPLICATE);
+    CHECK_ERR_CONTAINS("argument 'input_1' given as 'input.1' too");
+    tp_value_clear(&kw);
+    /* through an archive */
+    void *data = NULL;
+    size_t size = 0;
+    tp_archive_entry e = {"model", p};
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &data, &size));
+    tp_archive *a = NULL;
+    if (data) CHECK_OK(tp_archive_load_buffer(data, size, NULL, &a));
+    if (a) call_by_name(tp_archive_program(a, 0), "input.1", -1.0f);
+    tp_archive_free(a);
+    tp_free(data);
+    tp_program_free(p);
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
-          T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures))
+          T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept))

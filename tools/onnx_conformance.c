@@ -36,6 +36,8 @@
 #include "tpexport/tpexport.h"
 
 enum { R_PASS = 0, R_FAIL = 1, R_UNSUPPORTED = 2, R_CRASH = 3, R_COUNT = 4 };
+/* The message of a pass that needed inputs fixed as constants. */
+#define SPECIALISED "specialised: "
 static const char *const result_names[R_COUNT] = {"passed", "failed", "unsupported", "crashed"};
 
 typedef struct case_result {
@@ -184,7 +186,7 @@ static int run_case_child(const char *dir, int fd) {
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     int result = R_PASS;
     msg[0] = '\0';
-    int n_sets = 0;
+    int n_sets = 0, n_specialised = 0;
     bool sent_ops = false;
     for (int set = 0; result == R_PASS; set++) {
         char sdir[4200];
@@ -241,7 +243,23 @@ static int run_case_child(const char *dir, int fd) {
             int n_user = 0;
             for (int i = 0; i < n_args; i++)
                 if (!special[i]) user[n_user++] = args[i];
-            tp_status st = tp_program_call(p, user, n_user, NULL, &out);
+            if (n_args - n_user > n_specialised) n_specialised = n_args - n_user;
+            /* every input by its ONNX name: the root module call's forward
+             * argument names are the model's input names, in order */
+            const tp_module_call_signature *root = NULL;
+            for (int i = 0; i < tp_program_num_module_calls(p) && !root; i++)
+                if (!strcmp(tp_program_module_call(p, i).fqn, "")) root = tp_program_module_call(p, i).signature;
+            tp_value kw = tp_value_none();
+            tp_status st = TP_OK;
+            bool by_name = root && root->n_forward_arg_names == n_user && n_user > 0;
+            if (by_name) st = tp_value_dict(&kw);
+            for (int i = 0; by_name && st == TP_OK && i < n_user; i++) {
+                tp_value v;
+                st = tp_value_copy(&user[i], &v);
+                if (st == TP_OK) st = tp_value_dict_set(&kw, root->forward_arg_names[i], &v);
+            }
+            if (st == TP_OK) st = by_name ? tp_program_call(p, NULL, 0, &kw, &out) : tp_program_call(p, user, n_user, NULL, &out);
+            tp_value_clear(&kw);
             if (st != TP_OK) {
                 snprintf(msg, sizeof msg, "run: %s: %s", tp_status_str(st), tp_last_error());
                 result = R_FAIL;
@@ -275,6 +293,9 @@ static int run_case_child(const char *dir, int fd) {
         tp_onnx_report_clear(&rep);
     }
     if (!sent_ops && write(fd, "O\n", 2) < 0) return R_CRASH;
+    if (result == R_PASS && n_specialised > 0)
+        snprintf(msg, sizeof msg, "%s%d shape-data input%s fixed to the test's values", SPECIALISED, n_specialised,
+                 n_specialised == 1 ? "" : "s");
     emit(fd, result, msg);
     return result;
 }
@@ -426,6 +447,7 @@ static void run_path(const char *path) {
 typedef struct tally {
     char *key;
     int n[R_COUNT];
+    int specialised; /* passes that needed shape-data inputs fixed as constants */
 } tally;
 
 static tally *tally_get(tally **t, int *n, const char *key) {
@@ -443,16 +465,19 @@ static int cmp_tally(const void *a, const void *b) { return strcmp(((const tally
 
 static void print_table(const char *title, tally *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_tally);
-    printf("\n%-34s %7s %7s %7s %11s %7s\n", title, "cases", "passed", "failed", "unsupported", "crashed");
-    int tot[R_COUNT] = {0};
+    printf("\n%-34s %7s %7s %11s %7s %11s %7s\n", title, "cases", "passed", "specialised", "failed", "unsupported",
+           "crashed");
+    int tot[R_COUNT] = {0}, spec = 0;
     for (int i = 0; i < n; i++) {
         int all = t[i].n[0] + t[i].n[1] + t[i].n[2] + t[i].n[3];
-        printf("%-34s %7d %7d %7d %11d %7d\n", t[i].key, all, t[i].n[R_PASS], t[i].n[R_FAIL], t[i].n[R_UNSUPPORTED],
-               t[i].n[R_CRASH]);
+        printf("%-34s %7d %7d %11d %7d %11d %7d\n", t[i].key, all, t[i].n[R_PASS], t[i].specialised, t[i].n[R_FAIL],
+               t[i].n[R_UNSUPPORTED], t[i].n[R_CRASH]);
         for (int r = 0; r < R_COUNT; r++) tot[r] += t[i].n[r];
+        spec += t[i].specialised;
     }
     int all = tot[0] + tot[1] + tot[2] + tot[3];
-    printf("%-34s %7d %7d %7d %11d %7d\n", "total", all, tot[R_PASS], tot[R_FAIL], tot[R_UNSUPPORTED], tot[R_CRASH]);
+    printf("%-34s %7d %7d %11d %7d %11d %7d\n", "total", all, tot[R_PASS], spec, tot[R_FAIL], tot[R_UNSUPPORTED],
+           tot[R_CRASH]);
 }
 
 int main(int argc, char **argv) {
@@ -492,13 +517,18 @@ int main(int argc, char **argv) {
     int n_suites = 0, n_ops = 0;
     for (int i = 0; i < g_n_cases; i++) {
         case_result *c = &g_cases[i];
-        tally_get(&suites, &n_suites, c->suite)->n[c->result]++;
+        bool spec = c->result == R_PASS && c->message && !strncmp(c->message, SPECIALISED, strlen(SPECIALISED));
+        tally *ts = tally_get(&suites, &n_suites, c->suite);
+        ts->n[c->result]++;
+        ts->specialised += spec;
         if (c->suite && strcmp(c->suite, "node") == 0) {
             char tmp[1024];
             snprintf(tmp, sizeof tmp, "%s", c->ops);
             char *save = NULL;
             const char *first = strtok_r(tmp, " ", &save);
-            tally_get(&ops, &n_ops, first ? first : "(none)")->n[c->result]++;
+            tally *to = tally_get(&ops, &n_ops, first ? first : "(none)");
+            to->n[c->result]++;
+            to->specialised += spec;
         }
     }
     if (!g_quiet && n_ops) print_table("node cases by (first) op", ops, n_ops);

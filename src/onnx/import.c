@@ -674,6 +674,7 @@ typedef struct import_job {
     sym_site *sites;
     int n_sites;
     tp_node **user_ph;
+    const char **user_names; /* their ONNX names (borrowed from the model) */
     int n_user;
     tp_value *examples; /* per user input, None when dynamic */
 } import_job;
@@ -752,6 +753,7 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
     TP_TRY(st);
     if (!c->anchor) c->anchor = ph;
     J->user_ph[J->n_user] = ph;
+    J->user_names[J->n_user] = name;
     J->examples[J->n_user] = tp_value_none();
     int64_t numel;
     TP_TRY(tp__numel(nd, sizes, &numel));
@@ -889,6 +891,36 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
     return *first_error;
 }
 
+/* The root module call: user inputs and outputs, and as forward argument
+ * names the model's own input names, which calls accept as keywords
+ * (tp_program_call): the record of "input.1" for placeholder "input_1". */
+static tp_status add_root_call(import_job *J, tp_program *p) {
+    const tp_signature *sig = tp_program_signature(p);
+    int n_in = tp_signature_n_inputs(sig), n_out = tp_signature_n_outputs(sig), n_user = 0;
+    tp_arg_spec *ins = tp_calloc((size_t)n_in + 1, sizeof *ins), *outs = tp_calloc((size_t)n_out + 1, sizeof *outs);
+    char **fwd = tp_calloc((size_t)n_in + 1, sizeof *fwd);
+    tp_status st = ins && outs && fwd ? TP_OK : tp_error(TP_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == TP_OK && i < n_in; i++) {
+        const tp_input_spec *s = tp_signature_input(sig, i);
+        if (s->kind != TP_INPUT_USER_INPUT) continue;
+        const char *onnx_name = s->arg.name;
+        for (int k = 0; k < J->n_user; k++)
+            if (!strcmp(tp_node_name(J->user_ph[k]), s->arg.name) && J->user_names[k]) onnx_name = J->user_names[k];
+        ins[n_user] = tp_arg_tensor(s->arg.name);
+        fwd[n_user++] = (char *)onnx_name;
+    }
+    for (int i = 0; st == TP_OK && i < n_out; i++) outs[i] = tp_arg_tensor(tp_signature_output(sig, i)->arg.name);
+    if (st == TP_OK) {
+        tp_module_call_signature ms = {.n_inputs = n_user, .inputs = ins, .n_outputs = n_out, .outputs = outs,
+                                       .n_forward_arg_names = n_user, .forward_arg_names = fwd};
+        st = tp_program_add_module_call(p, "", &ms);
+    }
+    tp_free(ins);
+    tp_free(outs);
+    tp_free(fwd);
+    return st;
+}
+
 static tp_status build_program(import_job *J, tp_program **out) {
     ox_ctx *c = &J->c;
     const Onnx__GraphProto *g = J->model->graph;
@@ -960,6 +992,7 @@ static tp_status build_program(import_job *J, tp_program **out) {
         if (J->examples[i].kind != TP_VAL_NONE)
             st = tp_program_set_example_input(p, tp_node_name(J->user_ph[i]), &J->examples[i]);
     if (st == TP_OK) st = add_constraints(J, p);
+    if (st == TP_OK) st = add_root_call(J, p);
     if (st == TP_OK) st = tp_program_validate(p);
     if (st != TP_OK) {
         tp_program_free(p);
@@ -992,6 +1025,7 @@ static void job_free(import_job *J) {
     for (int i = 0; i < J->n_user; i++) tp_value_clear(&J->examples[i]);
     tp_free(J->examples);
     tp_free(J->user_ph);
+    tp_free(J->user_names);
 }
 
 static tp_status import_model(import_job *J, tp_program **out) {
@@ -1035,9 +1069,10 @@ static tp_status import_model(import_job *J, tp_program **out) {
     TP_CHECK(g->n_sparse_initializer == 0, TP_ERR_UNSUPPORTED, "sparse initializers are not supported");
     TP_TRY(tp_graph_new(&c->g));
     J->user_ph = tp_calloc(g->n_input + 1, sizeof *J->user_ph);
+    J->user_names = tp_calloc(g->n_input + 1, sizeof *J->user_names);
     J->examples = tp_calloc(g->n_input + 1, sizeof *J->examples);
     c->inits = tp_calloc(g->n_initializer + 1, sizeof *c->inits);
-    TP_CHECK(J->user_ph && J->examples && c->inits, TP_ERR_NOMEM, "out of memory");
+    TP_CHECK(J->user_ph && J->user_names && J->examples && c->inits, TP_ERR_NOMEM, "out of memory");
     /* initializers */
     size_t budget = J->opts && J->opts->max_external_bytes ? J->opts->max_external_bytes : ((size_t)16 << 30);
     for (size_t i = 0; i < g->n_initializer; i++) {
