@@ -304,5 +304,13 @@ check onnx_dotted_run_out contains "$dir/out" "^output_0: float32\[1, 3\] = \[-1
 check onnx_dotted_ident expect_rc 0 "$T" run "$dir/dotted.pt2" input_1="$ONNX/names_x.npy"
 check onnx_dotted_unknown expect_rc 2 "$T" run "$dir/dotted.pt2" input.2="$ONNX/names_x.npy"
 check onnx_dotted_unknown_msg contains "$dir/err" "unknown input 'input.2': the program's inputs are input_1"
+# the wrong kind of file for a command, and --dynamic naming no dim (#14 item 5)
+check onnx_given_to_run expect_rc 1 "$T" run "$ONNX/names.onnx"
+check onnx_given_to_run_msg contains "$dir/err" "names.onnx is an ONNX model, not an archive: convert it first ('tpexport convert"
+check archive_given_to_convert expect_rc 1 "$T" convert "$dir/names.pt2" -o "$dir/again.pt2"
+check archive_given_to_convert_msg contains "$dir/err" "names.pt2 is an archive (.pt2), not an ONNX model"
+check dynamic_no_dim expect_rc 1 "$T" convert "$ONNX/names.onnx" -o "$dir/n2.pt2" --dynamic nosuch=1:4
+check dynamic_no_dim_msg contains "$dir/err" "names.onnx: dim range 'nosuch' names no dim of the model (its symbolic dims: batch)"
+check dynamic_no_dim_once not_contains "$dir/err" "names.onnx: .*names.onnx:"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -201,7 +201,24 @@ static void die(int code, const char *fmt, ...) {
 static int exit_code_for(tp_status st) { return st == TP_ERR_IO ? EXIT_IO : EXIT_INVALID; }
 
 static void die_status(tp_status st, const char *what) {
-    die(exit_code_for(st), "%s: %s", what, tp_last_error());
+    const char *msg = tp_last_error();
+    size_t n = strlen(what);
+    if (strncmp(msg, what, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2; /* the library named it */
+    die(exit_code_for(st), "%s: %s", what, msg);
+}
+
+/* What a file is, by its first bytes: 'z' a ZIP (an archive), 'o' probably
+ * an ONNX model (protobuf: field 1, ir_version, as a varint), '?' else. */
+static char file_kind(const char *path) {
+    unsigned char b[4] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return '?';
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n >= 4 && b[0] == 'P' && b[1] == 'K' && b[2] == 3 && b[3] == 4) return 'z';
+    size_t len = strlen(path);
+    if (n >= 1 && b[0] == 0x08 && len > 5 && strcmp(path + len - 5, ".onnx") == 0) return 'o';
+    return '?';
 }
 
 /* A usage error: one line, the problem and where the help is
@@ -235,6 +252,9 @@ static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a
 static tp_archive *load_or_die(const char *path) {
     tp_archive *a = NULL;
     tp_status st = tp_archive_load(path, NULL, &a);
+    if (st != TP_OK && file_kind(path) == 'o')
+        die(EXIT_INVALID, "%s is an ONNX model, not an archive: convert it first ('tpexport convert %s -o OUT.pt2')",
+            path, path);
     if (st != TP_OK) die_status(st, path);
     return a;
 }
@@ -1685,6 +1705,9 @@ static int cmd_convert(int argc, char **argv) {
         return issues || st != TP_OK ? EXIT_INVALID : 0;
     }
     tp_onnx_report_clear(&report);
+    if (st != TP_OK && file_kind(file) == 'z')
+        die(EXIT_INVALID, "%s is an archive (.pt2), not an ONNX model: it needs no converting ('tpexport inspect %s')",
+            file, file);
     if (st != TP_OK) die_status(st, file);
     tp_archive_entry e = {"model", p};
     st = tp_archive_save(out, &e, 1, NULL, 0);

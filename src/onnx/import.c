@@ -784,7 +784,33 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
     return tab_set(c, name, &nv, dyn, false);
 }
 
+/* Every range given names a dim of the model. */
+static tp_status check_ranges_used(const import_job *J) {
+    const tp_onnx_options *o = J->opts;
+    for (int i = 0; o && i < o->n_dim_ranges; i++) {
+        const char *n = o->dim_ranges[i].name;
+        if (!n) continue;
+        size_t len = strcspn(n, "=");
+        bool found = false;
+        for (int k = 0; k < J->n_sites && !found; k++)
+            found = strlen(J->sites[k].symbol) == len && strncmp(J->sites[k].symbol, n, len) == 0;
+        if (found) continue;
+        char dims[256] = "";
+        size_t at = 0;
+        for (int k = 0; k < J->n_sites && at < sizeof dims - 1; k++) {
+            const char *sym = J->sites[k].symbol;
+            bool seen = sym[0] == '=';
+            for (int q = 0; q < k && !seen; q++) seen = strcmp(J->sites[q].symbol, sym) == 0;
+            if (!seen) at += (size_t)snprintf(dims + at, sizeof dims - at, "%s%s", at ? ", " : "", sym);
+        }
+        return tp_error(TP_ERR_INVALID_ARG, "dim range '%.*s' names no dim of the model (%s%s)", (int)len, n,
+                        at ? "its symbolic dims: " : "it has no symbolic dims", dims);
+    }
+    return TP_OK;
+}
+
 static tp_status add_constraints(import_job *J, tp_program *p) {
+    TP_TRY(check_ranges_used(J));
     for (int i = 0; i < J->n_sites; i++) {
         sym_site *s = &J->sites[i];
         tp_dim_rule rule;
