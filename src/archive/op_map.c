@@ -364,6 +364,11 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "layer_norm", LAYER_NORM, "input,normalized_shape,weight,bias,eps"),
     FNW(NF, "group_norm", GROUP_NORM, "input,num_groups,weight,bias,eps"),
     FN(TF, "group_norm", GROUP_NORM, "input,num_groups,weight,bias,eps"),
+    FNW(NF, "instance_norm", INSTANCE_NORM, "input,running_mean,running_var,weight,bias,use_input_stats,momentum,eps"),
+    FN(TF, "instance_norm", INSTANCE_NORM, "input,weight,bias,running_mean,running_var,use_input_stats,momentum,eps"),
+    FNW(TF, "rms_norm", RMS_NORM, "input,normalized_shape,weight,eps"), /* what F.rms_norm records */
+    FN(NF, "rms_norm", RMS_NORM, "input,normalized_shape,weight,eps"),
+    FNW(NF, "local_response_norm", LOCAL_RESPONSE_NORM, "input,size,alpha,beta,k"),
     FN(NF, "softmax", SOFTMAX, "input,dim,dtype,_stacklevel:-"),
     FNW(TF, "softmax", SOFTMAX, "input,dim,dtype,*,out:!=None"),
     MT("softmax", SOFTMAX, "self,dim,dtype"),

@@ -1,5 +1,6 @@
 /*
- * nn.c - nn ops: normalisation (batch_norm, layer_norm, group_norm),
+ * nn.c - nn ops: normalisation (batch_norm, layer_norm, group_norm,
+ * instance_norm, rms_norm, local_response_norm),
  * softmax / log_softmax, prelu, embedding, dropout,
  * scaled_dot_product_attention and glu: schemas, shape rules and reference
  * kernels.
@@ -11,12 +12,14 @@
  * norm parameters must have the input's dtype, or float32 for a float16 or
  * bfloat16 input (PyTorch's mixed-precision CPU norms).
  *
- * batch_norm with training=True updates running_mean/running_var in place
- * (registered TP_OPF_MUTATES | TP_OPF_EFFECTFUL). dropout and
+ * batch_norm with training=True and instance_norm with use_input_stats=True
+ * update running_mean/running_var in place (registered TP_OPF_MUTATES |
+ * TP_OPF_EFFECTFUL). dropout and
  * scaled_dot_product_attention's dropout_p draw from a small seeded
  * generator of our own (TP_OPF_RANDOM): the kept/dropped pattern does not
  * reproduce torch.manual_seed streams, only their distribution.
  */
+#include <float.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 
@@ -489,6 +492,240 @@ static tp_status group_norm_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- instance_norm ------------------------------------------------------
+ * Each (n, c) plane is normalised over its spatial dims. With
+ * use_input_stats and running stats, those are updated in place with the
+ * batch mean of the instance means / unbiased variances (what PyTorch's
+ * batch_norm over the (1, N*C, ...) view followed by .mean(0) gives). */
+
+enum { IN_INPUT, IN_WEIGHT, IN_BIAS, IN_RUNNING_MEAN, IN_RUNNING_VAR, IN_USE_INPUT_STATS, IN_MOMENTUM, IN_EPS };
+
+static tp_status instance_norm_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *rm, *rv, *w, *b;
+    TP_TRY(arg_tensor(args, IN_INPUT, "input", &x));
+    TP_TRY(arg_opt_tensor(args, IN_WEIGHT, "weight", &w));
+    TP_TRY(arg_opt_tensor(args, IN_BIAS, "bias", &b));
+    TP_TRY(arg_opt_tensor(args, IN_RUNNING_MEAN, "running_mean", &rm));
+    TP_TRY(arg_opt_tensor(args, IN_RUNNING_VAR, "running_var", &rv));
+    bool use_input_stats = tp__arg_bool(args, IN_USE_INPUT_STATS);
+    char buf[128];
+    TP_TRY(check_float(x, "input"));
+    TP_CHECK(x->ndim >= 2, TP_ERR_SHAPE, "expected input of shape (N, C, ...) with at least 2 dims, got shape %s",
+             tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
+    int64_t channels = x->sizes[1];
+    const tp_tensor *params[] = {rm, rv, w, b};
+    const char *names[] = {"running_mean", "running_var", "weight", "bias"};
+    for (int i = 0; i < 4; i++) {
+        TP_TRY(check_param_dtype(params[i], names[i], x->dtype));
+        TP_TRY(check_channel_param(params[i], names[i], channels));
+    }
+    if (use_input_stats) {
+        int64_t spatial = 1;
+        for (int d = 2; d < x->ndim; d++) spatial *= x->sizes[d];
+        TP_CHECK(spatial != 1, TP_ERR_INVALID_ARG, "Expected more than 1 spatial element when training, got input size %s",
+                 tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
+    } else {
+        TP_CHECK(rm && rv, TP_ERR_MISSING,
+                 "Expected running_mean and running_var to be defined when use_input_stats is false");
+    }
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status instance_norm_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, IN_INPUT), *w = tp__arg_tensor(args, IN_WEIGHT),
+              *b = tp__arg_tensor(args, IN_BIAS), *rm = tp__arg_tensor(args, IN_RUNNING_MEAN),
+              *rv = tp__arg_tensor(args, IN_RUNNING_VAR), *y = tp__out_at(out, 0);
+    bool use_input_stats = tp__arg_bool(args, IN_USE_INPUT_STATS);
+    double momentum = tp__arg_f64(args, IN_MOMENTUM), eps = tp__arg_f64(args, IN_EPS);
+    if (tp_tensor_numel(x) == 0) return TP_OK;
+    int64_t batch = x->sizes[0], channels = x->sizes[1], count = tp_tensor_numel(x) / (batch * channels);
+    int64_t sizes[TP_MAX_DIMS], xs[TP_MAX_DIMS], ys[TP_MAX_DIMS];
+    int nd = pick_dims(x, y, 2, x->ndim, -1, sizes, xs, ys);
+    double *vals = NULL, *sums = NULL;
+    tp_status st = alloc_f64(count, &vals);
+    if (st == TP_OK) st = alloc_f64(2 * channels, &sums); /* per channel: sum of means, of unbiased variances */
+    if (st != TP_OK) {
+        tp_free(vals);
+        return st;
+    }
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    for (int64_t n = 0; n < batch; n++) {
+        for (int64_t c = 0; c < channels; c++) {
+            int64_t xo = n * x->strides[0] + c * x->strides[1], yo = n * y->strides[0] + c * y->strides[1];
+            walk it;
+            walk_init(&it, nd, sizes, xs, ys);
+            for (int64_t i = 0; walk_next(&it); i++) vals[i] = load_at(xb, xo + it.off[0], x->dtype);
+            double mean, var;
+            if (use_input_stats) {
+                mean_var(vals, count, &mean, &var);
+                sums[2 * c] += mean;
+                sums[2 * c + 1] += count > 1 ? var * (double)count / (double)(count - 1) : NAN;
+            } else {
+                mean = param_at(rm, c);
+                var = param_at(rv, c);
+            }
+            double scale = 1.0 / sqrt(var + eps);
+            if (w) scale *= param_at(w, c);
+            double shift = b ? param_at(b, c) : 0.0;
+            walk_init(&it, nd, sizes, xs, ys);
+            for (int64_t i = 0; walk_next(&it); i++)
+                store_at(yb, yo + it.off[1], y->dtype, (vals[i] - mean) * scale + shift);
+        }
+    }
+    if (use_input_stats) {
+        for (int64_t c = 0; c < channels; c++) {
+            if (rm) {
+                char *p = tp__tensor_base(rm);
+                int64_t off = c * rm->strides[0];
+                store_at(p, off, rm->dtype,
+                         (1.0 - momentum) * load_at(p, off, rm->dtype) + momentum * sums[2 * c] / (double)batch);
+            }
+            if (rv) {
+                char *p = tp__tensor_base(rv);
+                int64_t off = c * rv->strides[0];
+                store_at(p, off, rv->dtype,
+                         (1.0 - momentum) * load_at(p, off, rv->dtype) + momentum * sums[2 * c + 1] / (double)batch);
+            }
+        }
+    }
+    tp_free(vals);
+    tp_free(sums);
+    return TP_OK;
+}
+
+/* ---- rms_norm -----------------------------------------------------------
+ * x / sqrt(mean(x^2 over the normalized dims) + eps) * weight; eps None is
+ * the machine epsilon of the type PyTorch computes in (float for float16
+ * and bfloat16 inputs, which are upcast). */
+
+enum { RMS_INPUT, RMS_SHAPE, RMS_WEIGHT, RMS_EPS };
+
+static tp_status rms_norm_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *w;
+    TP_TRY(arg_tensor(args, RMS_INPUT, "input", &x));
+    TP_TRY(arg_opt_tensor(args, RMS_WEIGHT, "weight", &w));
+    int64_t shape[TP_MAX_DIMS];
+    int k;
+    TP_TRY(tp__arg_ints(args, RMS_SHAPE, "normalized_shape", shape, TP_MAX_DIMS, 0, &k));
+    char sbuf[128], xbuf[128], pbuf[128];
+    tp__shape_str(k, shape, sbuf, sizeof sbuf);
+    TP_CHECK(k >= 1, TP_ERR_INVALID_ARG,
+             "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but "
+             "got normalized_shape = %s",
+             sbuf);
+    TP_TRY(check_float(x, "input"));
+    bool match = k <= x->ndim;
+    for (int i = 0; match && i < k; i++) match = x->sizes[x->ndim - k + i] == shape[i];
+    TP_CHECK(match, TP_ERR_SHAPE, "Given normalized_shape=%s, expected input with shape [*, %.*s], but got input of size%s",
+             sbuf, (int)(strlen(sbuf) - 2), sbuf + 1, tp__shape_str(x->ndim, x->sizes, xbuf, sizeof xbuf));
+    if (w) {
+        TP_TRY(check_param_dtype(w, "weight", x->dtype));
+        bool same = w->ndim == k;
+        for (int d = 0; same && d < k; d++) same = w->sizes[d] == shape[d];
+        TP_CHECK(same, TP_ERR_SHAPE,
+                 "Expected weight to be of same shape as normalized_shape, but got weight of shape %s and "
+                 "normalized_shape = %s",
+                 tp__shape_str(w->ndim, w->sizes, pbuf, sizeof pbuf), sbuf);
+    }
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status rms_norm_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, RMS_INPUT), *w = tp__arg_tensor(args, RMS_WEIGHT), *y = tp__out_at(out, 0);
+    double eps = x->dtype == TP_FLOAT64 ? DBL_EPSILON : FLT_EPSILON;
+    if (!tp__arg_is_none(args, RMS_EPS)) eps = tp__arg_f64(args, RMS_EPS);
+    int k = (int)tp_value_len(&args[RMS_SHAPE]);
+    if (args[RMS_SHAPE].kind == TP_VAL_INT) k = 1;
+    int lead = x->ndim - k;
+    int64_t osz[TP_MAX_DIMS], oxs[TP_MAX_DIMS], oys[TP_MAX_DIMS];
+    int64_t isz[TP_MAX_DIMS], ixs[TP_MAX_DIMS], iys[TP_MAX_DIMS];
+    int no = pick_dims(x, y, 0, lead, -1, osz, oxs, oys);
+    int ni = pick_dims(x, y, lead, x->ndim, -1, isz, ixs, iys);
+    int64_t inner = 1;
+    for (int d = 0; d < ni; d++) inner *= isz[d];
+    if (inner == 0 || tp_tensor_numel(x) == 0) return TP_OK;
+
+    double *wv = NULL, *vals = NULL;
+    tp_status st = load_all(w, &wv);
+    if (st == TP_OK) st = alloc_f64(inner, &vals);
+    if (st == TP_OK) {
+        const char *xb = tp__tensor_base(x);
+        char *yb = tp__tensor_base(y);
+        walk outer;
+        walk_init(&outer, no, osz, oxs, oys);
+        while (walk_next(&outer)) {
+            walk it;
+            walk_init(&it, ni, isz, ixs, iys);
+            double ss = 0.0;
+            for (int64_t j = 0; walk_next(&it); j++) {
+                vals[j] = load_at(xb, outer.off[0] + it.off[0], x->dtype);
+                ss += vals[j] * vals[j];
+            }
+            double rstd = 1.0 / sqrt(ss / (double)inner + eps);
+            walk_init(&it, ni, isz, ixs, iys);
+            for (int64_t j = 0; walk_next(&it); j++) {
+                double v = vals[j] * rstd;
+                if (wv) v *= wv[j];
+                store_at(yb, outer.off[1] + it.off[1], y->dtype, v);
+            }
+        }
+    }
+    tp_free(wv);
+    tp_free(vals);
+    return st;
+}
+
+/* ---- local_response_norm ------------------------------------------------
+ * y[n, c, ...] = x[n, c, ...] / (k + alpha / size * sum of x[n, c', ...]^2
+ *   over c' in [c - size / 2, c + (size - 1) / 2] within the channels)^beta
+ * (F.local_response_norm: an average pool of x^2 over zero-padded
+ * channels, the divisor always size). */
+
+enum { LRN_INPUT, LRN_SIZE, LRN_ALPHA, LRN_BETA, LRN_K };
+
+static tp_status lrn_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(arg_tensor(args, LRN_INPUT, "input", &x));
+    TP_TRY(check_float(x, "input"));
+    TP_CHECK(x->ndim >= 3, TP_ERR_SHAPE, "Expected 3D or higher dimensionality input (got %d dimensions)", x->ndim);
+    int64_t size = tp__arg_int(args, LRN_SIZE);
+    TP_CHECK(size >= 1, TP_ERR_INVALID_ARG, "size must be positive, got %" PRId64, size);
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status lrn_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, LRN_INPUT), *y = tp__out_at(out, 0);
+    int64_t size = tp__arg_int(args, LRN_SIZE);
+    double alpha = tp__arg_f64(args, LRN_ALPHA), beta = tp__arg_f64(args, LRN_BETA), k = tp__arg_f64(args, LRN_K);
+    if (tp_tensor_numel(x) == 0) return TP_OK;
+    int64_t channels = x->sizes[1], lo_ext = size / 2, hi_ext = (size - 1) / 2;
+    int64_t sizes[TP_MAX_DIMS], xs[TP_MAX_DIMS], ys[TP_MAX_DIMS];
+    int nd = pick_dims(x, y, 0, x->ndim, 1, sizes, xs, ys);
+    double *sq;
+    TP_TRY(alloc_f64(channels, &sq));
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    walk it;
+    walk_init(&it, nd, sizes, xs, ys);
+    while (walk_next(&it)) {
+        for (int64_t c = 0; c < channels; c++) {
+            double v = load_at(xb, it.off[0] + c * x->strides[1], x->dtype);
+            sq[c] = v * v;
+        }
+        for (int64_t c = 0; c < channels; c++) {
+            int64_t c0 = c - lo_ext < 0 ? 0 : c - lo_ext, c1 = c + hi_ext >= channels ? channels - 1 : c + hi_ext;
+            double s = 0.0;
+            for (int64_t j = c0; j <= c1; j++) s += sq[j];
+            double div = pow(s / (double)size * alpha + k, beta);
+            double v = load_at(xb, it.off[0] + c * x->strides[1], x->dtype);
+            store_at(yb, it.off[1] + c * y->strides[1], y->dtype, v / div);
+        }
+    }
+    tp_free(sq);
+    return TP_OK;
+}
+
 /* ---- softmax / log_softmax ---------------------------------------------- */
 
 enum { SM_SELF, SM_DIM, SM_DTYPE };
@@ -898,4 +1135,15 @@ void tp__register_nn_ops(void) {
                     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
                     "float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> Tensor",
                     TP_OPF_RANDOM, sdpa_infer, sdpa_kernel);
+    tp__register_op(TP_OP_INSTANCE_NORM,
+                    "instance_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor? running_mean=None, "
+                    "Tensor? running_var=None, bool use_input_stats=True, float momentum=0.1, float eps=1e-05) -> Tensor",
+                    TP_OPF_MUTATES | TP_OPF_EFFECTFUL, instance_norm_infer, instance_norm_kernel);
+    tp__register_op(TP_OP_RMS_NORM,
+                    "rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor", 0,
+                    rms_norm_infer, rms_norm_kernel);
+    tp__register_op(TP_OP_LOCAL_RESPONSE_NORM,
+                    "local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> "
+                    "Tensor",
+                    0, lrn_infer, lrn_kernel);
 }

@@ -1022,6 +1022,8 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_SOFTMAX:
     case TP_OP_LOG_SOFTMAX:
     case TP_OP_DROPOUT:
+    case TP_OP_INSTANCE_NORM:
+    case TP_OP_LOCAL_RESPONSE_NORM:
     case TP_OP_CLONE:
     case TP_OP_CONTIGUOUS:
     case TP_OP_TO:
@@ -1184,7 +1186,8 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         return copy_t(r, x);
     }
-    case TP_OP_LAYER_NORM: {
+    case TP_OP_LAYER_NORM:
+    case TP_OP_RMS_NORM: {
         const sval *x = need_t(r, 0);
         int64_t ns[TP_MAX_DIMS];
         int n = ilist(r, 1, ns, TP_MAX_DIMS);
