@@ -1104,11 +1104,11 @@ TEST(test_unsupported_nodes) {
     tp_free(doc2);
     /* an in-place flag copies back; return_indices is refused */
     doc = mutate("\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"relu\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}]}",
-                 "\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay.nn.functional\", \"qualname\": \"max_pool1d\"}, "
-                 "\"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, 1, 1, 0, 1, false, true]}");
+                 "\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay.nn.functional\", \"qualname\": \"adaptive_max_pool1d\"}, "
+                 "\"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, 1, true]}");
     if (doc) {
         CHECK_STATUS(read_doc(doc, NULL, &p), TP_ERR_UNSUPPORTED);
-        CHECK_ERR_CONTAINS("node relu: tensorplay.nn.functional.max_pool1d with return_indices=True is not supported");
+        CHECK_ERR_CONTAINS("node relu: tensorplay.nn.functional.adaptive_max_pool1d with return_indices=True is not supported");
     }
     tp_free(doc);
     doc = mutate("\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"relu\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}]}, "

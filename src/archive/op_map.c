@@ -43,6 +43,10 @@
 /* _operator.x(a, b). */
 #define OPER(nm, id, flags, swapped)                                                                           \
     {OPR, nm, TP_OP_##id, TP_SERDE_BINOP, "a:self,b:other", NULL, flags, TP_OP_##swapped}
+/* nn.functional.max_poolNd(..., return_indices): the _with_indices op when true. */
+#define MAXPOOL(mod, nm, id)                                                                                   \
+    {mod, nm, TP_OP_##id, TP_SERDE_RETURN_INDICES,                                                            \
+     "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:-", NULL, 0, TP_OP_##id##_WITH_INDICES}
 /* Casts: Tensor.float() -> to(dtype=float32). */
 #define CAST(nm, dt) {NULL, nm, TP_OP_TO, TP_SERDE_PLAIN, "self,*,memory_format:-", "dtype=dtype:" dt, 0, TP_OP_INVALID}
 
@@ -285,7 +289,7 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "std", STD, "input,correction,dim,keepdim"),
     MT("std", STD, "self,dim,unbiased,keepdim,*,correction"),
     FNW(TF, "norm", NORM, "input,p,dim,keepdim"),
-    MT("norm", NORM, "self,p,dim,keepdim,*,dtype"),
+    SP(NULL, "norm", NORM, TP_SERDE_NORM, "self,p,dim,keepdim,*,dtype"),
     FNW(TF, "logsumexp", LOGSUMEXP, "input,dim^,keepdim,*,out:!=None"), /* takes an int dim only */
     MT("logsumexp", LOGSUMEXP, "self,dim,keepdim"),
     FNW(TF, "any", ANY, "input,dim,keepdim"),
@@ -328,12 +332,24 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "conv_transpose2d", CONV_TRANSPOSE2D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
     FNW(NF, "conv_transpose3d", CONV_TRANSPOSE3D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
     FN(TF, "conv_transpose3d", CONV_TRANSPOSE3D, "input,weight,bias,stride,padding,output_padding,groups,dilation"),
-    FN(NF, "max_pool1d", MAX_POOL1D, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:!=False"),
+    MAXPOOL(NF, "max_pool1d", MAX_POOL1D),
     FNW(TF, "max_pool1d", MAX_POOL1D, "input,kernel_size,stride,padding,dilation,ceil_mode"),
-    FN(NF, "max_pool2d", MAX_POOL2D, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:!=False"),
+    MAXPOOL(NF, "max_pool2d", MAX_POOL2D),
     FNW(TF, "max_pool2d", MAX_POOL2D, "input,kernel_size,stride,padding,dilation,ceil_mode"),
-    FN(NF, "max_pool3d", MAX_POOL3D, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:!=False"),
+    MAXPOOL(NF, "max_pool3d", MAX_POOL3D),
     FNW(TF, "max_pool3d", MAX_POOL3D, "input,kernel_size,stride,padding,dilation,ceil_mode"),
+    /* F.max_pool2d(..., return_indices=True) records tensorplay.functional.max_pool2d_with_indices */
+    FNW(TF, "max_pool1d_with_indices", MAX_POOL1D_WITH_INDICES, "input,kernel_size,stride,padding,dilation,ceil_mode"),
+    FN(NF, "max_pool1d_with_indices", MAX_POOL1D_WITH_INDICES,
+       "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:-"),
+    FNW(TF, "max_pool2d_with_indices", MAX_POOL2D_WITH_INDICES,
+        "input,kernel_size,stride,padding,dilation,ceil_mode,*,out:!=None"),
+    FN(NF, "max_pool2d_with_indices", MAX_POOL2D_WITH_INDICES,
+       "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:-"),
+    FNW(TF, "max_pool3d_with_indices", MAX_POOL3D_WITH_INDICES,
+        "input,kernel_size,stride,padding,dilation,ceil_mode,*,out:!=None"),
+    FN(NF, "max_pool3d_with_indices", MAX_POOL3D_WITH_INDICES,
+       "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices:-"),
     FNW(NF, "avg_pool1d", AVG_POOL1D,
         "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override"),
     FN(TF, "avg_pool1d", AVG_POOL1D, "input,kernel_size,stride,padding,ceil_mode,count_include_pad"),

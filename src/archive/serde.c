@@ -2746,6 +2746,37 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         }
         return build_plain(r, d, e, e->op, args, kwargs);
     }
+    case TP_SERDE_RETURN_INDICES: {
+        const tp_value *ri = arg_or_kw(args, 6, kwargs, "return_indices");
+        bool with_indices = ri && (ri->kind == TP_VAL_BOOL || ri->kind == TP_VAL_INT) && tp_value_as_i64(ri) != 0;
+        return build_plain(r, d, e, with_indices ? e->swapped_op : e->op, args, kwargs);
+    }
+    case TP_SERDE_NORM: {
+        /* x.norm([dims], p, keepdim): tensorplay's Tensor.norm overload with
+         * the dims first (F.normalize calls it); PyTorch's order otherwise */
+        const tp_value *first = tp_value_at(args, 1);
+        if (!first || (first->kind != TP_VAL_LIST && first->kind != TP_VAL_TUPLE))
+            return build_plain(r, d, e, e->op, args, kwargs);
+        if (tp_value_len(args) > 4)
+            return report(r, TP_ERR_CORRUPT, "node %s: norm(dim, p, keepdim) takes at most 3 arguments", d->name);
+        static const char *const names[] = {"dim", "p", "keepdim"};
+        tp_value nargs = tp_value_none(), nkw = tp_value_none(), item = tp_value_none();
+        st = tp_value_tuple(1, &nargs);
+        if (st == TP_OK && (st = tp_value_copy(self, &item)) == TP_OK) st = tp_value_seq_set(&nargs, 0, &item);
+        if (st == TP_OK) st = kwargs && kwargs->kind == TP_VAL_DICT ? tp_value_copy(kwargs, &nkw) : tp_value_dict(&nkw);
+        for (int64_t k = 1; st == TP_OK && k < tp_value_len(args); k++) {
+            if (tp_value_dict_get(&nkw, names[k - 1])) {
+                st = report(r, TP_ERR_CORRUPT, "node %s: norm() got argument '%s' twice", d->name, names[k - 1]);
+                break;
+            }
+            if ((st = tp_value_copy(tp_value_at(args, k), &item)) == TP_OK) st = tp_value_dict_set(&nkw, names[k - 1], &item);
+        }
+        if (st == TP_OK) st = build_plain(r, d, e, e->op, &nargs, &nkw);
+        else if (st == TP_ERR_NOMEM) note(r, st);
+        tp_value_clear(&nargs);
+        tp_value_clear(&nkw);
+        return st;
+    }
     case TP_SERDE_ASSERT:
         for (int64_t k = 0; k < tp_value_len(args); k++) {
             const tp_value *a = tp_value_at(args, k);
@@ -5078,7 +5109,8 @@ tp_status tp__serde_check_op_map(void) {
             continue;
         }
         const tp_schema *s = e->op != TP_OP_INVALID ? tp_op_schema(e->op) : NULL;
-        bool plain = e->special == TP_SERDE_PLAIN || e->special == TP_SERDE_BINOP || e->special == TP_SERDE_MAXMIN;
+        bool plain = e->special == TP_SERDE_PLAIN || e->special == TP_SERDE_BINOP || e->special == TP_SERDE_MAXMIN ||
+                     e->special == TP_SERDE_RETURN_INDICES || e->special == TP_SERDE_NORM;
         if (plain && !s) {
             tp__sb_printf(&sb, "\n- %s: no op schema", callee);
             faults++;

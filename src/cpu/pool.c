@@ -1,5 +1,6 @@
 /*
- * pool.c - pooling and resampling ops: max_pool1d/2d/3d, avg_pool1d/2d/3d,
+ * pool.c - pooling and resampling ops: max_pool1d/2d/3d (and their
+ * _with_indices forms), avg_pool1d/2d/3d,
  * adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d and interpolate.
  * Schemas, shape rules and reference kernels.
  *
@@ -260,12 +261,29 @@ static void tap_range(int64_t start, int64_t dil, int64_t kernel, int64_t in, in
     *hi = h < l ? l : h;
 }
 
-static tp_status max_pool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+/* max_pool*_with_indices: (values, int64 indices). */
+static tp_status max_pool_indices_infer(const tp_value *args, tp_value *out, int n_spatial) {
     window_params p;
     TP_TRY(max_pool_setup(args, n_spatial, &p));
     const tp_tensor *input = tp__arg_tensor(args, 0);
-    tp_tensor *o = tp__out_at(out, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(&out->u.seq.items[0], input->dtype, nd, sizes));
+    return tp__out_tensor(&out->u.seq.items[1], TP_INT64, nd, sizes);
+}
+
+/* Values, and with_indices the flat index of each maximum in its input
+ * plane (d * H * W + h * W + w), as PyTorch's CPU kernel picks it: the first
+ * valid tap of the window, replaced by every later larger value and by every
+ * NaN (so the last NaN wins). */
+static tp_status max_pool_kernel_common(const tp_value *args, tp_value *out, int n_spatial, bool with_indices) {
+    window_params p;
+    TP_TRY(max_pool_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    tp_tensor *o = tp__out_at(out, 0), *oi = with_indices ? tp__out_at(out, 1) : NULL;
     if (tp_tensor_numel(o) == 0) return TP_OK;
+    int64_t *iptr = oi ? (int64_t *)tp__tensor_base(oi) : NULL;
     view5 x;
     make_view5(input, n_spatial, &x);
     char *optr = tp__tensor_base(o);
@@ -282,20 +300,35 @@ static tp_status max_pool_kernel(const tp_value *args, tp_value *out, int n_spat
                         int64_t sw = ow * p.stride[2] - p.pad[2], w_lo, w_hi;
                         tap_range(sw, p.dilation[2], p.kernel[2], p.in.in_size[2], &w_lo, &w_hi);
                         double best = -INFINITY;
+                        int64_t best_at = ((sd + d_lo * p.dilation[0]) * p.in.in_size[1] + sh + h_lo * p.dilation[1]) *
+                                              p.in.in_size[2] +
+                                          sw + w_lo * p.dilation[2];
                         for (int64_t kd = d_lo; kd < d_hi; kd++)
                             for (int64_t kh = h_lo; kh < h_hi; kh++)
                                 for (int64_t kw = w_lo; kw < w_hi; kw++) {
-                                    double v = load_elem(view5_at(&x, n, c, sd + kd * p.dilation[0],
-                                                                  sh + kh * p.dilation[1], sw + kw * p.dilation[2]),
-                                                         x.dtype);
-                                    if (v > best || isnan(v)) best = v; /* NaN propagates */
+                                    int64_t id = sd + kd * p.dilation[0], ih = sh + kh * p.dilation[1],
+                                            iw = sw + kw * p.dilation[2];
+                                    double v = load_elem(view5_at(&x, n, c, id, ih, iw), x.dtype);
+                                    if (v > best || isnan(v)) { /* NaN propagates */
+                                        best = v;
+                                        best_at = (id * p.in.in_size[1] + ih) * p.in.in_size[2] + iw;
+                                    }
                                 }
                         store_elem(optr + flat * oes, o->dtype, best);
+                        if (iptr) iptr[flat] = best_at;
                         flat++;
                     }
                 }
             }
     return TP_OK;
+}
+
+static tp_status max_pool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+    return max_pool_kernel_common(args, out, n_spatial, false);
+}
+
+static tp_status max_pool_indices_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+    return max_pool_kernel_common(args, out, n_spatial, true);
 }
 
 /* ---- avg_pool ----------------------------------------------------------- */
@@ -764,6 +797,9 @@ static tp_status interp_kernel(const tp_value *args, tp_value *out) {
 POOL_OP_FNS(max_pool1d, max_pool_infer(args, out, 1), max_pool_kernel(args, out, 1))
 POOL_OP_FNS(max_pool2d, max_pool_infer(args, out, 2), max_pool_kernel(args, out, 2))
 POOL_OP_FNS(max_pool3d, max_pool_infer(args, out, 3), max_pool_kernel(args, out, 3))
+POOL_OP_FNS(max_pool1d_with_indices, max_pool_indices_infer(args, out, 1), max_pool_indices_kernel(args, out, 1))
+POOL_OP_FNS(max_pool2d_with_indices, max_pool_indices_infer(args, out, 2), max_pool_indices_kernel(args, out, 2))
+POOL_OP_FNS(max_pool3d_with_indices, max_pool_indices_infer(args, out, 3), max_pool_indices_kernel(args, out, 3))
 POOL_OP_FNS(avg_pool1d, avg_pool_infer(args, out, 1), avg_pool_kernel(args, out, 1))
 POOL_OP_FNS(avg_pool2d, avg_pool_infer(args, out, 2), avg_pool_kernel(args, out, 2))
 POOL_OP_FNS(avg_pool3d, avg_pool_infer(args, out, 3), avg_pool_kernel(args, out, 3))
@@ -776,6 +812,9 @@ POOL_OP_FNS(adaptive_max_pool2d, adaptive_infer(args, out, 2), adaptive_kernel(a
 #define MAX_POOL_ARGS                                                                                         \
     "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "                   \
     "bool ceil_mode=False) -> Tensor"
+#define MAX_POOL_INDICES_ARGS                                                                                 \
+    "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "                   \
+    "bool ceil_mode=False) -> (Tensor, Tensor)"
 #define AVG_POOL_ARGS                                                                                         \
     "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "               \
     "bool count_include_pad=True, int? divisor_override=None) -> Tensor"
@@ -785,6 +824,12 @@ void tp__register_pool_ops(void) {
     tp__register_op(TP_OP_MAX_POOL1D, "max_pool1d" MAX_POOL_ARGS, 0, max_pool1d_infer, max_pool1d_kernel);
     tp__register_op(TP_OP_MAX_POOL2D, "max_pool2d" MAX_POOL_ARGS, 0, max_pool2d_infer, max_pool2d_kernel);
     tp__register_op(TP_OP_MAX_POOL3D, "max_pool3d" MAX_POOL_ARGS, 0, max_pool3d_infer, max_pool3d_kernel);
+    tp__register_op(TP_OP_MAX_POOL1D_WITH_INDICES, "max_pool1d_with_indices" MAX_POOL_INDICES_ARGS, 0,
+                    max_pool1d_with_indices_infer, max_pool1d_with_indices_kernel);
+    tp__register_op(TP_OP_MAX_POOL2D_WITH_INDICES, "max_pool2d_with_indices" MAX_POOL_INDICES_ARGS, 0,
+                    max_pool2d_with_indices_infer, max_pool2d_with_indices_kernel);
+    tp__register_op(TP_OP_MAX_POOL3D_WITH_INDICES, "max_pool3d_with_indices" MAX_POOL_INDICES_ARGS, 0,
+                    max_pool3d_with_indices_infer, max_pool3d_with_indices_kernel);
     tp__register_op(TP_OP_AVG_POOL1D, "avg_pool1d" AVG_POOL_ARGS, 0, avg_pool1d_infer, avg_pool1d_kernel);
     tp__register_op(TP_OP_AVG_POOL2D, "avg_pool2d" AVG_POOL_ARGS, 0, avg_pool2d_infer, avg_pool2d_kernel);
     tp__register_op(TP_OP_AVG_POOL3D, "avg_pool3d" AVG_POOL_ARGS, 0, avg_pool3d_infer, avg_pool3d_kernel);

@@ -1148,6 +1148,14 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_MAX_POOL1D: return rule_pool(r, 1, true, meta);
     case TP_OP_MAX_POOL2D: return rule_pool(r, 2, true, meta);
     case TP_OP_MAX_POOL3D: return rule_pool(r, 3, true, meta);
+    case TP_OP_MAX_POOL1D_WITH_INDICES:
+    case TP_OP_MAX_POOL2D_WITH_INDICES:
+    case TP_OP_MAX_POOL3D_WITH_INDICES: {
+        int n = op == TP_OP_MAX_POOL1D_WITH_INDICES ? 1 : op == TP_OP_MAX_POOL2D_WITH_INDICES ? 2 : 3;
+        const tp_value *values = meta && tp_value_len(meta) == 2 ? tp_value_at(meta, 0) : NULL;
+        sval *o = rule_pool(r, n, true, values);
+        return o ? seq_of(r, 2, o) : NULL;
+    }
     case TP_OP_AVG_POOL1D: return rule_pool(r, 1, false, meta);
     case TP_OP_AVG_POOL2D: return rule_pool(r, 2, false, meta);
     case TP_OP_AVG_POOL3D: return rule_pool(r, 3, false, meta);
