@@ -97,8 +97,10 @@ static void call_one(tp_op op, const tp_schema *s, tp_value *vals, const char *w
     int n_pos = 0;
     tp_value pos[32];
     for (int i = 0; i < s->n_args && i < 32; i++) {
-        if (s->args[i].kwarg_only) {
-            CHECK_OK(tp_value_dict_set(&kw, s->args[i].name, &vals[i]));
+        if (s->args[i].kwarg_only) { /* a copy: the dict consumes it, vals[i] stays the caller's */
+            tp_value copy;
+            CHECK_OK(tp_value_copy(&vals[i], &copy));
+            CHECK_OK(tp_value_dict_set(&kw, s->args[i].name, &copy));
         } else {
             pos[n_pos++] = vals[i];
         }
