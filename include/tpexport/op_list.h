@@ -134,6 +134,7 @@ TP_OP(BMM, "bmm", linalg)
 TP_OP(ADDMM, "addmm", linalg)
 TP_OP(LINEAR, "linear", linalg)
 TP_OP(BADDBMM, "baddbmm", linalg)
+TP_OP(EINSUM, "einsum", linalg)
 /* convolution and pooling */
 TP_OP(CONVOLUTION, "convolution", conv)
 TP_OP(CONV1D, "conv1d", conv)

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "einsum.h"
 #include "kernel_util.h"
 
 /* ---- the problem and the reference GEMM -------------------------------- */
@@ -417,4 +418,5 @@ void tp__register_linalg_ops(void) {
     tp__register_op(TP_OP_BADDBMM,
                     "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
                     0, infer_baddbmm, kernel_addmm);
+    tp__register_einsum_op();
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../cpu/einsum.h"
 #include "export_impl.h"
 #include "symshape.h"
 
@@ -747,6 +748,52 @@ static sval *rule_reshape(rctx *r) {
     return o;
 }
 
+/* einsum: each output dim is its label's dim, broadcast over the operands
+ * that carry it (diagonal dims are equal). The labels come from the
+ * equation parsed against the example shapes. */
+static sval *rule_einsum(rctx *r) {
+    if (r->nb < 2 || r->b[0].kind != TP_VAL_STR || r->b[1].kind != TP_VAL_LIST) {
+        r->fail = true;
+        return NULL;
+    }
+    sval *list = arg_sval(r->P, &r->b[1]);
+    if (!list || list->n < 1 || list->n > TP_EINSUM_MAX_OPERANDS) {
+        r->fail = true;
+        return NULL;
+    }
+    tp_tensor *metas[TP_EINSUM_MAX_OPERANDS] = {NULL};
+    bool ok = true;
+    for (int i = 0; i < list->n && ok; i++) {
+        const sval *t = &list->items[i];
+        int64_t sizes[TP_MAX_DIMS];
+        ok = t->kind == SV_TENSOR;
+        for (int d = 0; ok && d < t->nd; d++) sizes[d] = exv(r, t->d[d]);
+        ok = ok && !r->fail && tp_tensor_meta(TP_FLOAT32, t->nd, sizes, &metas[i]) == TP_OK;
+    }
+    tp_einsum e;
+    ok = ok && tp__einsum_parse(r->b[0].u.s, list->n, (const tp_tensor *const *)metas, &e) == TP_OK;
+    for (int i = 0; i < list->n; i++) tp_tensor_free(metas[i]);
+    if (!ok) {
+        r->fail = true;
+        return NULL;
+    }
+    sd_e dims[TP_EINSUM_MAX_LABELS] = {0};
+    for (int i = 0; i < list->n; i++) {
+        const sval *t = &list->items[i];
+        sd_e seen[TP_EINSUM_MAX_LABELS] = {0};
+        for (int d = 0; d < e.op_ndim[i]; d++) {
+            int l = e.op_label[i][d];
+            if (seen[l]) req_eq(r, t->d[d], seen[l], "einsum diagonal dims are equal");
+            else seen[l] = t->d[d];
+        }
+        for (int l = 0; l < TP_EINSUM_MAX_LABELS; l++)
+            if (seen[l]) dims[l] = bdim(r, dims[l], seen[l]);
+    }
+    sval *o = out_t(r, e.out_ndim);
+    for (int d = 0; o && d < e.out_ndim; d++) o->d[d] = S(r, dims[e.out_label[d]]);
+    return o;
+}
+
 static sval *rule_cat(rctx *r, bool stack) {
     if (r->nb < 1 || r->b[0].kind != TP_VAL_LIST) {
         r->fail = true;
@@ -1345,6 +1392,7 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         return o;
     }
     case TP_OP_CAT: return rule_cat(r, false);
+    case TP_OP_EINSUM: return rule_einsum(r);
     case TP_OP_STACK: return rule_cat(r, true);
     case TP_OP_SPLIT:
     case TP_OP_CHUNK: return rule_chunk_split(r, meta);
