@@ -299,6 +299,16 @@ static bool run_case(const char *manifest, json_t *c) {
 
 /* ---- the same case through the engine, as a one-node program ----------- */
 
+static bool holds_tensor(const tp_value *v);
+
+/* A list whose items are all tensors (a Tensor[] argument). */
+static bool tensor_list(const tp_value *v) {
+    if (v->kind != TP_VAL_LIST || v->u.seq.n == 0) return false;
+    for (int64_t i = 0; i < v->u.seq.n; i++)
+        if (v->u.seq.items[i].kind != TP_VAL_TENSOR) return false;
+    return true;
+}
+
 static bool holds_tensor(const tp_value *v) {
     if (v->kind == TP_VAL_TENSOR) return true;
     if (tp_value_is_seq(v) || v->kind == TP_VAL_DICT)
@@ -323,6 +333,19 @@ typedef struct one_node {
 
 /* Turn argument v into a node argument: a tensor becomes a placeholder. */
 static tp_status node_arg(tp_graph *g, one_node *o, tp_value *v, tp_value *out) {
+    if (v->kind == TP_VAL_LIST && holds_tensor(v)) { /* a Tensor[]: one placeholder per item */
+        TP_TRY(tp_value_list(v->u.seq.n, out));
+        for (int64_t i = 0; i < v->u.seq.n; i++) {
+            tp_value item = tp_value_none();
+            tp_status st = node_arg(g, o, &v->u.seq.items[i], &item);
+            if (st == TP_OK) st = tp_value_seq_set(out, i, &item);
+            if (st != TP_OK) {
+                tp_value_clear(out);
+                return st;
+            }
+        }
+        return TP_OK;
+    }
     if (v->kind != TP_VAL_TENSOR) return tp_value_copy(v, out);
     if (o->n_inputs >= 40) return tp_error(TP_ERR_INVALID_ARG, "too many tensor arguments");
     char name[16];
@@ -398,7 +421,8 @@ static bool run_case_engine(const char *manifest, json_t *c, tp_op op) {
     if (ok && jerr && status_from_name(json_string_value(jerr), &want_st) != TP_OK) ok = false;
     if (ok && !jerr && json_to_value(json_object_get(c, "expect"), &want) != TP_OK) ok = false;
     bool skip = !ok;
-    for (size_t i = 0; i < nargs && !skip; i++) skip = args[i].kind != TP_VAL_TENSOR && holds_tensor(&args[i]);
+    for (size_t i = 0; i < nargs && !skip; i++)
+        skip = args[i].kind != TP_VAL_TENSOR && !tensor_list(&args[i]) && holds_tensor(&args[i]);
     for (int64_t i = 0; kwargs.kind == TP_VAL_DICT && i < kwargs.u.seq.n && !skip; i++)
         skip = kwargs.u.seq.items[i].kind != TP_VAL_TENSOR && holds_tensor(&kwargs.u.seq.items[i]);
     if (!jerr && want.kind != TP_VAL_TENSOR) skip = true; /* tp_run_execute returns tensors */

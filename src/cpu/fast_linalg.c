@@ -1,7 +1,8 @@
 /*
  * fast_linalg.c - fast variants (contract v2) of the float32 matrix
  * products: linear, mm, addmm, matmul (1-D, 2-D, batched with
- * broadcasting) and bmm, on the packed SGEMM of gemm.c.
+ * broadcasting), bmm and einsum's matrix-multiply forms, on the packed
+ * SGEMM of gemm.c.
  *
  * Prepare describes every op as one problem over a broadcast batch:
  *     C[b] = alpha * A[b] x B[b] (+ bias row vector | + residual matrix)
@@ -12,6 +13,7 @@
  * writes) is packed once at plan time and shared by every run context.
  * Threads split batches when there are enough, else the GEMM's M/N blocks.
  */
+#include "einsum.h"
 #include "fast.h"
 #include "gemm.h"
 #include "kernel_util.h"
@@ -305,10 +307,102 @@ static tp_status addmm_prepare(const tp_prepare_info *info, const tp_value *boun
     return st;
 }
 
+/* einsum(equation, [a, b]) in a matrix-multiply form: every label is a
+ * batch label (in a, b and the output), at most one is a row label (a and
+ * the output), one a column label (b and the output) and one contracted (a
+ * and b), the batch labels lead the output and no label repeats within an
+ * operand. The operands are read through their strides as they are; the
+ * output is [batch..., row, col] (or [batch..., col, row]: a and b swap
+ * roles). Anything else declines to the reference kernel. */
+static tp_status einsum_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    const char *eq = tp__arg_str(bound, 0);
+    const tp_tensor *o = out_tensor(out);
+    if (!eq || !o || tp_value_len(&bound[1]) != 2) return TP_ERR_UNSUPPORTED;
+    const tp_tensor *t[2];
+    for (int i = 0; i < 2; i++) {
+        const tp_value *v = tp_value_at(&bound[1], i);
+        if (!v || v->kind != TP_VAL_TENSOR) return TP_ERR_UNSUPPORTED;
+        t[i] = v->u.tensor;
+    }
+    if (!all_f32((const tp_tensor *[]){t[0], t[1], o}, 3) || tp_tensor_numel(o) == 0) return TP_ERR_UNSUPPORTED;
+    tp_einsum e;
+    if (tp__einsum_parse(eq, 2, t, &e) != TP_OK) return TP_ERR_UNSUPPORTED; /* the shape rule reported it */
+    bool in[2][TP_EINSUM_MAX_LABELS] = {{false}};
+    for (int i = 0; i < 2; i++)
+        for (int d = 0; d < e.op_ndim[i]; d++) {
+            int l = e.op_label[i][d];
+            if (in[i][l]) return TP_ERR_UNSUPPORTED; /* a diagonal */
+            in[i][l] = true;
+        }
+    int k_label = -1;
+    for (int l = 0; l < TP_EINSUM_MAX_LABELS; l++) {
+        if (!e.used[l] || e.size[l] == 0) {
+            if (e.used[l]) return TP_ERR_UNSUPPORTED;
+            continue;
+        }
+        if (!e.in_out[l] && !(in[0][l] && in[1][l])) return TP_ERR_UNSUPPORTED; /* summed in one operand only */
+        if (!e.in_out[l]) {
+            if (k_label >= 0) return TP_ERR_UNSUPPORTED;
+            k_label = l;
+        }
+    }
+    /* the output: batch labels, then at most two labels each of one operand */
+    int nb = 0;
+    while (nb < e.out_ndim && in[0][e.out_label[nb]] && in[1][e.out_label[nb]]) nb++;
+    int rest = e.out_ndim - nb, row = -1, col = -1;
+    if (rest > 2) return TP_ERR_UNSUPPORTED;
+    int first = rest > 0 ? e.out_label[nb] : -1, second = rest > 1 ? e.out_label[nb + 1] : -1;
+    if (second >= 0 && in[0][second] && in[1][second]) return TP_ERR_UNSUPPORTED;
+    /* A: the operand holding the first non-batch output label (a by default) */
+    int ia = first >= 0 && in[1][first] ? 1 : 0, ib = 1 - ia;
+    if (rest == 2) {
+        row = first;
+        col = second;
+        if (!in[ib][col] || in[ia][col]) return TP_ERR_UNSUPPORTED;
+    } else if (rest == 1) {
+        if (in[ia][first]) row = first;
+        else col = first;
+    }
+    /* m/n/k dims must not broadcast (size 1 against a larger size) */
+    const int check[3] = {row, col, k_label};
+    for (int c = 0; c < 3; c++) {
+        int l = check[c];
+        if (l < 0) continue;
+        for (int i = 0; i < 2; i++)
+            for (int d = 0; d < e.op_ndim[i]; d++)
+                if (e.op_label[i][d] == l && t[i]->sizes[d] != e.size[l]) return TP_ERR_UNSUPPORTED;
+    }
+    mm_plan *mp = tp_calloc(1, sizeof *mp);
+    TP_CHECK(mp != NULL, TP_ERR_NOMEM, "out of memory preparing an einsum");
+    mp->ia = ia;
+    mp->ib = ib;
+    mp->ibias = -1;
+    mp->ires = -1;
+    mp->alpha = 1.0f;
+    mp->m = row >= 0 ? e.size[row] : 1;
+    mp->n = col >= 0 ? e.size[col] : 1;
+    mp->k = k_label >= 0 ? e.size[k_label] : 1;
+    mp->rs_a = row >= 0 ? tp__einsum_label_stride(&e, t[ia], ia, row) : 0;
+    mp->cs_a = k_label >= 0 ? tp__einsum_label_stride(&e, t[ia], ia, k_label) : 0;
+    mp->rs_b = k_label >= 0 ? tp__einsum_label_stride(&e, t[ib], ib, k_label) : 0;
+    mp->cs_b = col >= 0 ? tp__einsum_label_stride(&e, t[ib], ib, col) : 0;
+    mp->nb = nb;
+    for (int d = 0; d < nb; d++) {
+        int l = e.out_label[d];
+        mp->bsize[d] = e.size[l];
+        mp->bsa[d] = tp__einsum_label_stride(&e, t[ia], ia, l);
+        mp->bsb[d] = tp__einsum_label_stride(&e, t[ib], ib, l);
+    }
+    tp_status st = mm_finish(info, mp, t[ib], info->is_const[ib], plan);
+    if (st != TP_OK) mm_free(mp);
+    return st;
+}
+
 void tp__register_fast_linalg(void) {
     tp__register_variant(TP_OP_LINEAR, "gemm", TP_CPU_SCALAR, linear_prepare);
     tp__register_variant(TP_OP_MATMUL, "gemm", TP_CPU_SCALAR, matmul_prepare);
     tp__register_variant(TP_OP_MM, "gemm", TP_CPU_SCALAR, matmul_prepare);
     tp__register_variant(TP_OP_BMM, "gemm", TP_CPU_SCALAR, matmul_prepare);
     tp__register_variant(TP_OP_ADDMM, "gemm", TP_CPU_SCALAR, addmm_prepare);
+    tp__register_variant(TP_OP_EINSUM, "gemm", TP_CPU_SCALAR, einsum_prepare);
 }
