@@ -15,6 +15,7 @@
  */
 #include <dirent.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,15 @@ static tp_status json_to_value(json_t *j, tp_value *out) {
             tp_status st = tp_dtype_from_name(json_string_value(dt), &d);
             if (st == TP_OK) *out = tp_value_dtype(d);
             return st;
+        }
+        json_t *fl = json_object_get(j, "float"); /* {"float": "inf" | "-inf" | "nan"}: non-finite scalars */
+        if (fl && json_is_string(fl)) {
+            const char *v = json_string_value(fl);
+            if (strcmp(v, "inf") == 0) *out = tp_value_float(INFINITY);
+            else if (strcmp(v, "-inf") == 0) *out = tp_value_float(-INFINITY);
+            else if (strcmp(v, "nan") == 0) *out = tp_value_float(NAN);
+            else return tp_error(TP_ERR_INVALID_ARG, "unknown float '%s' in manifest", v);
+            return TP_OK;
         }
         json_t *tup = json_object_get(j, "tuple");
         if (tup) {
