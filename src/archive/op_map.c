@@ -316,8 +316,10 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "linear", LINEAR, "input,weight,bias"),
     FNW(TF, "baddbmm", BADDBMM, "input,batch1,batch2,*,beta,alpha,out:!=None"),
     MT("baddbmm", BADDBMM, "self,batch1,batch2,*,beta,alpha"),
-    FNW(TF, "einsum", EINSUM, "equation,*tensors,*,path:-"),
-    FN("tensorplay._einsum", "einsum", EINSUM, "equation,operands:tensors,path:-"), /* what tensorplay.einsum records */
+    FN(TF, "einsum", EINSUM, "equation,*tensors,*,path:-"),
+    /* what tensorplay.einsum records (with keywords); written positionally,
+     * einsum(equation, [operands]), the one form tensorplay 1.0 runs back */
+    FNW("tensorplay._einsum", "einsum", EINSUM, "equation,operands:tensors,path:-"),
 
     /* ---- convolution and pooling ---- */
     FNW(TF, "convolution", CONVOLUTION,
