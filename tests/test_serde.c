@@ -1484,6 +1484,56 @@ TEST(test_every_op_round_trip) {
     if (dir) printf("  wrote %d one-op programs to %s\n", written, dir);
 }
 
+/* Callee forms tensorplay records that need more than a renaming:
+ * tensorplay.einsum (keywords equation/operands/path), Tensor.norm with the
+ * dims first (what F.normalize calls). */
+TEST(test_reordered_callees) {
+    static const char relu[] = "\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"relu\"}, "
+                               "\"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}]}, \"kwargs\": {\"__dict__\": []}";
+    static const struct {
+        const char *to;
+        tp_op op;
+        int64_t size0; /* of the result */
+    } cases[] = {
+        {"\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay._einsum\", \"qualname\": "
+         "\"einsum\"}, \"args\": {\"__tuple__\": []}, \"kwargs\": {\"__dict__\": [[\"equation\", \"i,i->i\"], "
+         "[\"operands\", {\"__list__\": [{\"__node__\": \"mul\"}, {\"__node__\": \"x\"}]}], [\"path\", {\"__list__\": []}]]}",
+         TP_OP_EINSUM, 3},
+        {"\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"norm\"}, \"args\": {\"__tuple__\": "
+         "[{\"__node__\": \"mul\"}, {\"__list__\": [0]}, 1.0, true]}, \"kwargs\": {\"__dict__\": []}",
+         TP_OP_NORM, 1},
+        {"\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"norm\"}, \"args\": {\"__tuple__\": "
+         "[{\"__node__\": \"mul\"}, {\"__list__\": [0]}]}, \"kwargs\": {\"__dict__\": [[\"keepdim\", true]]}",
+         TP_OP_NORM, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *doc = mutate(relu, cases[i].to);
+        tp_program *p = NULL;
+        if (doc) {
+            CHECK_OK(read_doc(doc, NULL, &p));
+            tp_node *n = p ? tp_graph_find_node(tp_program_graph(p), "relu") : NULL;
+            CHECK_MSG(n && tp_node_op(n) == cases[i].op, "case %zu: op %s", i, n ? tp_op_name(tp_node_op(n)) : "-");
+            const tp_value *m = n ? tp_node_meta_val(n) : NULL;
+            CHECK_MSG(m && m->kind == TP_VAL_TENSOR && tp_tensor_ndim(m->u.tensor) == 1 &&
+                          tp_tensor_sizes(m->u.tensor)[0] == cases[i].size0,
+                      "case %zu: result shape", i);
+        }
+        tp_program_free(p);
+        tp_free(doc);
+    }
+    /* norm(dims, p, keepdim) with p given twice */
+    char *doc = mutate(relu, "\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"norm\"}, "
+                             "\"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, {\"__list__\": [0]}, 1.0]}, "
+                             "\"kwargs\": {\"__dict__\": [[\"p\", 2.0]]}");
+    tp_program *p = NULL;
+    if (doc) {
+        CHECK_STATUS(read_doc(doc, NULL, &p), TP_ERR_CORRUPT);
+        CHECK_ERR_CONTAINS("norm() got argument 'p' twice");
+    }
+    tp_program_free(p);
+    tp_free(doc);
+}
+
 /* ---- allocation failures ------------------------------------------------------------------- */
 
 static tp_status read_base_op(void *ctx) {
@@ -1511,6 +1561,6 @@ TEST(test_allocation_failures) {
 
 TEST_MAIN(T(test_mlp), T(test_cnn_batchnorm), T(test_tensor_ops), T(test_mutated_buffers), T(test_two_programs),
           T(test_node_names_kept), T(test_dynamic_dims), T(test_rename_user_input), T(test_roundtrip), T(test_written_document_fields), T(test_write_get_attr_lifted),
-          T(test_op_map), T(test_examples_pickle), T(test_malformed_documents), T(test_unsupported_nodes),
+          T(test_op_map), T(test_examples_pickle), T(test_malformed_documents), T(test_unsupported_nodes), T(test_reordered_callees),
           T(test_verify_mode), T(test_weights_json), T(test_state_weights), T(test_every_op_round_trip),
           T(test_allocation_failures))
