@@ -307,13 +307,14 @@ static tp_status addmm_prepare(const tp_prepare_info *info, const tp_value *boun
     return st;
 }
 
-/* einsum(equation, [a, b]) in a matrix-multiply form: every label is a
- * batch label (in a, b and the output), at most one is a row label (a and
- * the output), one a column label (b and the output) and one contracted (a
- * and b), the batch labels lead the output and no label repeats within an
- * operand. The operands are read through their strides as they are; the
- * output is [batch..., row, col] (or [batch..., col, row]: a and b swap
- * roles). Anything else declines to the reference kernel. */
+/* einsum(equation, [a, b]) in a matrix-multiply form: the output is
+ * [batch..., row, col] with the row label in one operand (A), the column
+ * label in the other (B), either possibly absent; batch labels are in both
+ * operands or in one (broadcast over the other: "bsh,hd->bsd" folds into
+ * M); at most one label is contracted (in both, not in the output), none
+ * is summed within one operand and none repeats within an operand. The
+ * operands are read through their strides as they are. Anything else
+ * declines to the reference kernel. */
 static tp_status einsum_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
     const char *eq = tp__arg_str(bound, 0);
     const tp_tensor *o = out_tensor(out);
@@ -346,23 +347,22 @@ static tp_status einsum_prepare(const tp_prepare_info *info, const tp_value *bou
             k_label = l;
         }
     }
-    /* the output: batch labels, then at most two labels each of one operand */
-    int nb = 0;
-    while (nb < e.out_ndim && in[0][e.out_label[nb]] && in[1][e.out_label[nb]]) nb++;
-    int rest = e.out_ndim - nb, row = -1, col = -1;
-    if (rest > 2) return TP_ERR_UNSUPPORTED;
-    int first = rest > 0 ? e.out_label[nb] : -1, second = rest > 1 ? e.out_label[nb + 1] : -1;
-    if (second >= 0 && in[0][second] && in[1][second]) return TP_ERR_UNSUPPORTED;
-    /* A: the operand holding the first non-batch output label (a by default) */
-    int ia = first >= 0 && in[1][first] ? 1 : 0, ib = 1 - ia;
-    if (rest == 2) {
-        row = first;
-        col = second;
-        if (!in[ib][col] || in[ia][col]) return TP_ERR_UNSUPPORTED;
-    } else if (rest == 1) {
-        if (in[ia][first]) row = first;
-        else col = first;
+    /* the output: batch labels (in both operands, or in one and broadcast
+     * over the other), then a row label of one operand (A) and a column
+     * label of the other (B), either possibly missing */
+    int n_out = e.out_ndim, row = -1, col = -1, ia = 0;
+    int last = n_out > 0 ? e.out_label[n_out - 1] : -1, prev = n_out > 1 ? e.out_label[n_out - 2] : -1;
+    bool last_single = last >= 0 && in[0][last] != in[1][last];
+    bool prev_single = prev >= 0 && in[0][prev] != in[1][prev];
+    if (last_single && prev_single && in[0][prev] != in[0][last]) {
+        row = prev;
+        col = last;
+        ia = in[0][row] ? 0 : 1;
+    } else if (last_single) {
+        row = last;
+        ia = in[0][row] ? 0 : 1;
     }
+    int ib = 1 - ia, nb = n_out - (row >= 0) - (col >= 0);
     /* m/n/k dims must not broadcast (size 1 against a larger size) */
     const int check[3] = {row, col, k_label};
     for (int c = 0; c < 3; c++) {
