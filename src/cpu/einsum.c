@@ -155,6 +155,8 @@ tp_status tp__einsum_parse(const char *equation, int n, const tp_tensor *const *
                          "einsum(): found '.' for output that is not part of any ellipsis (...)");
                 i += 2;
                 found_ell = true;
+                TP_CHECK(e->out_ndim + ell_ndim <= TP_MAX_DIMS, TP_ERR_SHAPE,
+                         "einsum(): the output has more than %d dims", TP_MAX_DIMS);
                 for (int j = 0; j < ell_ndim; j++) {
                     int l = TP_EINSUM_LETTERS + j;
                     e->in_out[l] = true;
