@@ -1816,12 +1816,12 @@ static tp_status map_call(reader *r, const char *node, const tp_serde_op_entry *
         }
         /* None for an argument that cannot be None: the schema's default */
         if (is_none(v) && s->args[idx].has_default && !is_none(&s->args[idx].default_value)) continue;
-        /* [] for an int list whose default is not []: the default, as
-         * tensorplay.functional's padding=[] / dilation=[] mean */
+        /* [] for an int list whose default is one int (padding=0,
+         * dilation=1): that default, as tensorplay.functional's padding=[] /
+         * dilation=[] mean (a None or list default keeps [] as it is) */
         const tp_value *dflt = &s->args[idx].default_value;
         if ((s->args[idx].type == TP_ARG_INT_LIST || s->args[idx].type == TP_ARG_OPT_INT_LIST) &&
-            tp_value_is_seq(v) && tp_value_len(v) == 0 && s->args[idx].has_default &&
-            !(tp_value_is_seq(dflt) && tp_value_len(dflt) == 0))
+            tp_value_is_seq(v) && tp_value_len(v) == 0 && s->args[idx].has_default && dflt->kind == TP_VAL_INT)
             continue;
         if (m->given[idx]) {
             st = report(r, TP_ERR_CORRUPT, "node %s: %s sets argument '%s' twice", node, callee, s->args[idx].name);
