@@ -1,6 +1,6 @@
 /*
  * test_serde.c - tensorplay program documents and weights indexes
- * (src/archive/serde.c): programs read from real tensorplay exports
+ * (src/archive/serde_*.c, pickle.c, weights.c): programs read from real tensorplay exports
  * (fixtures/tensorplay, made by gen_tensorplay.py) run and match
  * tensorplay's outputs; documents written and read back keep signature,
  * constraints, call graph and specs; the op map is consistent; example

@@ -1,6 +1,6 @@
 /*
  * archive.c - tensorplay archives (.pt2): load (mapped or copied), save,
- * verify. The ZIP layer is zip.c, the JSON documents are serde.c; this file
+ * verify. The ZIP layer is zip.c, the JSON documents are serde_*.c; this file
  * ties members to programs and owns the lifetime of mapped weights.
  *
  * Lifetime of mapped weights: the file image is a reference-counted

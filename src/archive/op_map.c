@@ -516,7 +516,7 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "masked_fill", MASKED_FILL, "input,mask,value"),
     MT("masked_fill", MASKED_FILL, "self,mask,value"),
     MT_("masked_fill_", MASKED_FILL, "self,mask,value"),
-    /* advanced indexing: x[i, j] and x[i, j] = v lower to these (serde.c) */
+    /* advanced indexing: x[i, j] and x[i, j] = v lower to these (serde_index.c) */
     FNW(TF, "index", INDEX, "input,indices,*,out:!=None"),
     MT("index", INDEX, "self,indices"),
     FNW(TF, "index_put", INDEX_PUT, "input,indices,values,accumulate"),
