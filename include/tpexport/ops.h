@@ -49,7 +49,11 @@ enum {
     TP_OPF_INPLACE = 1u << 1,   /* writes into its first argument and returns it */
     TP_OPF_MUTATES = 1u << 2,   /* may write into some tensor argument(s) */
     TP_OPF_EFFECTFUL = 1u << 3, /* must not be removed by dead-code elimination */
-    TP_OPF_RANDOM = 1u << 4     /* may draw random numbers */
+    TP_OPF_RANDOM = 1u << 4,    /* may draw random numbers */
+    /* the output's size may depend on input values (nonzero, x[mask]): the
+     * shape rule needs data and reports TP_ERR_UNSUPPORTED on metadata, so
+     * programs using the op run in the interpreter */
+    TP_OPF_DATA_DEPENDENT = 1u << 5
 };
 
 typedef enum tp_arg_type {

@@ -524,6 +524,13 @@ static const tp_serde_op_entry g_table[] = {
     MT("index_put_", INDEX_PUT_, "self,indices,values,accumulate"),
     {OPR, "setitem", TP_OP_INDEX_PUT_, TP_SERDE_SETITEM, "a:self,b:indices,c:values", NULL, TP_SERDE_WRITE,
      TP_OP_INVALID},
+    /* data-dependent output sizes (the program runs in the interpreter) */
+    FNW(TF, "nonzero", NONZERO, "input,*,as_tuple:!=False,out:!=None"),
+    MT("nonzero", NONZERO, "self,*,as_tuple:!=False"),
+    FN(TF, "argwhere", NONZERO, "input"),
+    MT("argwhere", NONZERO, "self"),
+    FNW(TF, "masked_select", MASKED_SELECT, "input,mask,*,out:!=None"),
+    MT("masked_select", MASKED_SELECT, "self,mask"),
     FNW(TF, "tril", TRIL, "input,diagonal,*,out:!=None"),
     MT("tril", TRIL, "self,diagonal"),
     FNW(TF, "triu", TRIU, "input,diagonal,*,out:!=None"),

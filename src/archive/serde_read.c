@@ -716,8 +716,8 @@ static tp_status add_call(reader *r, const char *name, tp_op op, const tp_value 
     if (st != TP_OK) return tp__sd_note(r, st);
     *out = n;
     st = tp_node_infer_meta(n);
-    if (st == TP_ERR_UNSUPPORTED && op == TP_OP_INDEX) {
-        /* a boolean mask: the size is known only when it runs (no meta) */
+    if (st == TP_ERR_UNSUPPORTED && (tp_op_flags(op) & TP_OPF_DATA_DEPENDENT)) {
+        /* e.g. a boolean mask: the size is known only when it runs (no meta) */
         tp_clear_error();
         return TP_OK;
     }

@@ -411,12 +411,111 @@ static tp_status kernel_index_put_(const tp_value *args, tp_value *out) {
     return tp_value_copy(&args[0], out);
 }
 
+/* ---- nonzero(Tensor self), masked_select(Tensor self, Tensor mask) -------- */
+
+static tp_status count_nonzero_of(const tp_tensor *t, int64_t *n) {
+    TP_CHECK(!tp_tensor_is_meta(t), TP_ERR_UNSUPPORTED,
+             "the output size depends on the input's values (known only when it runs)");
+    int64_t count = 0;
+    tp_iter it;
+    tp__iter_init(&it, t->ndim, t->sizes, 1, (const tp_tensor *const[]){t});
+    bool is_float = tp_dtype_is_float(t->dtype);
+    while (tp__iter_next(&it))
+        count += is_float ? tp__load_f64(it.ptr[0], t->dtype) != 0 : tp__load_i64(it.ptr[0], t->dtype) != 0;
+    *n = count;
+    return TP_OK;
+}
+
+static tp_status infer_nonzero(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    int64_t n;
+    TP_TRY(count_nonzero_of(self, &n));
+    int64_t sizes[2] = {n, self->ndim};
+    return tp__out_tensor(out, TP_INT64, 2, sizes);
+}
+
+static tp_status kernel_nonzero(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_CHECK(o && tp_tensor_is_contiguous(o) && o->dtype == TP_INT64, TP_ERR_INTERNAL, "nonzero: bad output");
+    int64_t *dst = (int64_t *)tp__tensor_base(o), k = 0, rows = o->ndim ? o->sizes[0] : 0;
+    bool is_float = tp_dtype_is_float(self->dtype);
+    tp_iter it;
+    tp__iter_init(&it, self->ndim, self->sizes, 1, (const tp_tensor *const[]){self});
+    while (tp__iter_next(&it)) {
+        bool nz = is_float ? tp__load_f64(it.ptr[0], self->dtype) != 0 : tp__load_i64(it.ptr[0], self->dtype) != 0;
+        if (!nz) continue;
+        TP_CHECK(k < rows, TP_ERR_INTERNAL, "nonzero: the input changed after its output was sized");
+        for (int d = 0; d < self->ndim; d++) dst[k * self->ndim + d] = it.index[d];
+        k++;
+    }
+    return TP_OK;
+}
+
+/* self and mask broadcast together; the elements where mask is set, in C order. */
+static tp_status masked_select_plan(const tp_value *args, tp_tensor **self, tp_tensor **mask, int *nd, int64_t *sizes) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 1, "mask", mask));
+    TP_CHECK((*mask)->dtype == TP_BOOL, TP_ERR_TYPE, "masked_select: expected BoolTensor for mask, got %s",
+             tp_dtype_name((*mask)->dtype));
+    return tp__broadcast_shapes((*self)->ndim, (*self)->sizes, (*mask)->ndim, (*mask)->sizes, nd, sizes);
+}
+
+static tp_status masked_count(const tp_tensor *mask, int nd, const int64_t *sizes, int64_t *n) {
+    TP_CHECK(!tp_tensor_is_meta(mask), TP_ERR_UNSUPPORTED,
+             "the output size depends on the mask's values (known only when it runs)");
+    int64_t count = 0;
+    tp_iter it;
+    tp__iter_init(&it, nd, sizes, 1, (const tp_tensor *const[]){mask});
+    while (tp__iter_next(&it)) count += *(const bool *)it.ptr[0];
+    *n = count;
+    return TP_OK;
+}
+
+static tp_status infer_masked_select(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *mask;
+    int nd;
+    int64_t sizes[TP_MAX_DIMS], n;
+    TP_TRY(masked_select_plan(args, &self, &mask, &nd, sizes));
+    TP_TRY(masked_count(mask, nd, sizes, &n));
+    return tp__out_tensor(out, self->dtype, 1, &n);
+}
+
+static tp_status kernel_masked_select(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *mask, *o = tp__out_at(out, 0);
+    int nd;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(masked_select_plan(args, &self, &mask, &nd, sizes));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(mask, "mask"));
+    TP_CHECK(o && tp_tensor_is_contiguous(o) && o->dtype == self->dtype, TP_ERR_INTERNAL, "masked_select: bad output");
+    size_t es = tp_dtype_size(self->dtype);
+    char *dst = tp__tensor_base(o);
+    int64_t k = 0, cap = o->ndim ? o->sizes[0] : 0;
+    tp_iter it;
+    tp__iter_init(&it, nd, sizes, 2, (const tp_tensor *const[]){self, mask});
+    while (tp__iter_next(&it)) {
+        if (!*(const bool *)it.ptr[1]) continue;
+        TP_CHECK(k < cap, TP_ERR_INTERNAL, "masked_select: the mask changed after its output was sized");
+        memcpy(dst + k * (int64_t)es, it.ptr[0], es);
+        k++;
+    }
+    return TP_OK;
+}
+
 void tp__register_advindex_ops(void) {
-    tp__register_op(TP_OP_INDEX, "index(Tensor self, Any indices) -> Tensor", 0, infer_index, kernel_index);
+    tp__register_op(TP_OP_INDEX, "index(Tensor self, Any indices) -> Tensor", TP_OPF_DATA_DEPENDENT, infer_index,
+                    kernel_index);
     tp__register_op(TP_OP_INDEX_PUT,
                     "index_put(Tensor self, Any indices, Tensor|Scalar values, bool accumulate=False) -> Tensor", 0,
                     infer_index_put, kernel_index_put);
     tp__register_op(TP_OP_INDEX_PUT_,
                     "index_put_(Tensor self, Any indices, Tensor|Scalar values, bool accumulate=False) -> Tensor",
                     TP_OPF_INPLACE | TP_OPF_MUTATES, infer_index_put_, kernel_index_put_);
+    tp__register_op(TP_OP_NONZERO, "nonzero(Tensor self) -> Tensor", TP_OPF_DATA_DEPENDENT, infer_nonzero,
+                    kernel_nonzero);
+    tp__register_op(TP_OP_MASKED_SELECT, "masked_select(Tensor self, Tensor mask) -> Tensor", TP_OPF_DATA_DEPENDENT,
+                    infer_masked_select, kernel_masked_select);
 }
