@@ -146,6 +146,32 @@ TEST(transformer_matches_pytorch) {
     tp_program_free(p);
 }
 
+/* LSTM (2 layers, bidirectional, batch_first), GRU and RNN exported by
+ * PyTorch: unrolled at import into ordinary ops (gen_onnx_rnn.py). */
+static void recurrent_model(const char *name) {
+    char path[128], xs[64], ys[64];
+    snprintf(path, sizeof path, "fixtures/onnx/%s.onnx", name);
+    snprintf(xs, sizeof xs, "%s_x", name);
+    snprintf(ys, sizeof ys, "%s_y", name);
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load(path, NULL, &p, &rep));
+    CHECK_MSG(rep.n_issues == 0, "%s: %d import issues", name, rep.n_issues);
+    tp_onnx_report_clear(&rep);
+    if (!p) return;
+    tp_tensor *x = load_onnx_fixture(xs), *y = load_onnx_fixture(ys);
+    if (x && y) run_and_compare(p, x, y);
+    tp_tensor_free(x);
+    tp_tensor_free(y);
+    tp_program_free(p);
+}
+
+TEST(recurrent_models_match_pytorch) {
+    recurrent_model("lstm");
+    recurrent_model("gru");
+    recurrent_model("rnn");
+}
+
 TEST(dynamic_batch_dim) {
     tp_onnx_dim_range range;
     CHECK_OK(tp_onnx_parse_dim_range("batch=1:8", &range));
@@ -548,4 +574,5 @@ TEST(model_names_kept) {
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
-          T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept))
+          T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
+          T(recurrent_models_match_pytorch))

@@ -3290,6 +3290,418 @@ static tp_status map_bitshift(ox_ctx *c) {
 
 static tp_status map_size(ox_ctx *c) { return map_shape(c, true); }
 
+/* ---- RNN, GRU, LSTM ---------------------------------------------------------------------
+ * Unrolled over the sequence at import: one matrix product for the input
+ * projection of every step (X W^T + Wb), then per step the recurrent
+ * product, the gates and the state update, in our ops; so the program is
+ * made of ordinary ops the engine plans (and tensorplay can read). The
+ * sequence length must be static; sequence_lens, when given, must hold
+ * the full length for every batch entry (shorter sequences are refused). */
+
+typedef struct rnn_pool {
+    tp_value v[4096];
+    int n;
+    bool full;
+} rnn_pool;
+
+/* Keep a value for clearing at the end; returns a pointer to it. */
+static const tp_value *rnn_keep(rnn_pool *P, tp_value *v) {
+    if (P->n == (int)TP_ARRAY_LEN(P->v)) {
+        P->full = true;
+        tp_value_clear(v);
+        return NULL;
+    }
+    P->v[P->n] = *v;
+    *v = tp_value_none();
+    return &P->v[P->n++];
+}
+
+static void rnn_pool_clear(rnn_pool *P) {
+    for (int i = 0; i < P->n; i++) tp_value_clear(&P->v[i]);
+    P->n = 0;
+}
+
+#define RNN_KEEP(P, v, out)                                                                     \
+    do {                                                                                         \
+        (out) = rnn_keep((P), &(v));                                                             \
+        if (!(out)) return ox_unsupported(c, "the unrolled sequence needs too many values");    \
+    } while (0)
+
+static tp_status rnn_op1(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, const tp_value **out) {
+    tp_value r;
+    TP_TRY(ox_call1(c, op, x, &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
+static tp_status rnn_op2(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, const tp_value *y, const tp_value **out) {
+    tp_value r;
+    TP_TRY(ox_call2(c, op, x, y, &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
+static tp_status rnn_scalar(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, double v, const tp_value **out) {
+    tp_value r;
+    TP_TRY(binop_scalar(c, op, x, v, &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
+/* op(x, ints...) for select / slice / transpose / unsqueeze. */
+static tp_status rnn_opi(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, const int64_t *ints, int n,
+                         const tp_value **out) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    for (int i = 0; i < n; i++) ox_arg(&A, tp_value_int(ints[i]));
+    tp_value r;
+    TP_TRY(ox_call(c, op, &A, &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
+static tp_status rnn_slice(ox_ctx *c, rnn_pool *P, const tp_value *x, int dim, int64_t start, int64_t end,
+                           const tp_value **out) {
+    return rnn_opi(c, P, TP_OP_SLICE, x, (int64_t[]){dim, start, end, 1}, 4, out);
+}
+
+static tp_status rnn_stack(ox_ctx *c, rnn_pool *P, const tp_value *const *items, int n, int dim, const tp_value **out) {
+    tp_value list;
+    TP_TRY(tp_value_list(n, &list));
+    tp_status st = TP_OK;
+    for (int i = 0; i < n && st == TP_OK; i++) {
+        tp_value item;
+        st = tp_value_copy(items[i], &item);
+        if (st == TP_OK) st = tp_value_seq_set(&list, i, &item);
+    }
+    if (st != TP_OK) {
+        tp_value_clear(&list);
+        return st;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, list);
+    ox_arg(&A, tp_value_int(dim));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_STACK, &A, &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
+static tp_status rnn_call_permute(ox_ctx *c, rnn_pool *P, const tp_value *x, const int64_t *dims, const tp_value **out) {
+    tp_value r;
+    TP_TRY(call_ints(c, TP_OP_PERMUTE, x, dims, rank_of(x), &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
+typedef struct rnn_act {
+    char name[24];
+    double alpha, beta;
+} rnn_act;
+
+static tp_status rnn_apply(ox_ctx *c, rnn_pool *P, const rnn_act *a, double clip, const tp_value *x, const tp_value **out) {
+    if (clip > 0) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, x);
+        ox_arg(&A, tp_value_float(-clip));
+        ox_arg(&A, tp_value_float(clip));
+        tp_value r;
+        TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &r));
+        RNN_KEEP(P, r, x);
+    }
+    const char *n = a->name;
+    const tp_value *t;
+    if (!strcmp(n, "Sigmoid")) return rnn_op1(c, P, TP_OP_SIGMOID, x, out);
+    if (!strcmp(n, "Tanh")) return rnn_op1(c, P, TP_OP_TANH, x, out);
+    if (!strcmp(n, "Relu")) return rnn_op1(c, P, TP_OP_RELU, x, out);
+    if (!strcmp(n, "Affine")) {
+        TP_TRY(rnn_scalar(c, P, TP_OP_MUL, x, a->alpha, &t));
+        return rnn_scalar(c, P, TP_OP_ADD, t, a->beta, out);
+    }
+    if (!strcmp(n, "ScaledTanh")) {
+        TP_TRY(rnn_scalar(c, P, TP_OP_MUL, x, a->beta, &t));
+        TP_TRY(rnn_op1(c, P, TP_OP_TANH, t, &t));
+        return rnn_scalar(c, P, TP_OP_MUL, t, a->alpha, out);
+    }
+    if (!strcmp(n, "HardSigmoid")) {
+        TP_TRY(rnn_scalar(c, P, TP_OP_MUL, x, a->alpha, &t));
+        TP_TRY(rnn_scalar(c, P, TP_OP_ADD, t, a->beta, &t));
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, t);
+        ox_arg(&A, tp_value_float(0.0));
+        ox_arg(&A, tp_value_float(1.0));
+        tp_value r;
+        TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &r));
+        RNN_KEEP(P, r, *out);
+        return TP_OK;
+    }
+    if (!strcmp(n, "LeakyRelu")) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, x);
+        ox_arg(&A, tp_value_float(a->alpha));
+        tp_value r;
+        TP_TRY(ox_call(c, TP_OP_LEAKY_RELU, &A, &r));
+        RNN_KEEP(P, r, *out);
+        return TP_OK;
+    }
+    if (!strcmp(n, "Elu")) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, x);
+        ox_arg(&A, tp_value_float(a->alpha));
+        tp_value r;
+        TP_TRY(ox_call(c, TP_OP_ELU, &A, &r));
+        RNN_KEEP(P, r, *out);
+        return TP_OK;
+    }
+    if (!strcmp(n, "Softsign")) { /* x / (1 + |x|) */
+        const tp_value *ab;
+        TP_TRY(rnn_op1(c, P, TP_OP_ABS, x, &ab));
+        TP_TRY(rnn_scalar(c, P, TP_OP_ADD, ab, 1.0, &t));
+        return rnn_op2(c, P, TP_OP_DIV, x, t, out);
+    }
+    if (!strcmp(n, "Softplus")) return rnn_op1(c, P, TP_OP_SOFTPLUS, x, out);
+    return ox_unsupported(c, "activation '%s' is not supported", n);
+}
+
+typedef enum { RNN_PLAIN, RNN_GRU, RNN_LSTM } rnn_kind;
+
+static tp_status map_rnn_impl(ox_ctx *c, rnn_kind kind, rnn_pool *P) {
+    const tp_value *X, *W, *R;
+    TP_TRY(need(c, 0, &X));
+    TP_TRY(need(c, 1, &W));
+    TP_TRY(need(c, 2, &R));
+    const int gates = kind == RNN_LSTM ? 4 : kind == RNN_GRU ? 3 : 1;
+    const int n_acts = kind == RNN_LSTM ? 3 : kind == RNN_GRU ? 2 : 1;
+    if (rank_of(X) != 3 || rank_of(W) != 3 || rank_of(R) != 3) return ox_bad(c, "X, W and R must have rank 3");
+    char dirbuf[32];
+    const char *dir = ox_attr_s(c, "direction", "forward", dirbuf, sizeof dirbuf);
+    int n_dir = !strcmp(dir, "bidirectional") ? 2 : 1;
+    bool reverse_only = !strcmp(dir, "reverse");
+    if (n_dir == 1 && !reverse_only && strcmp(dir, "forward") != 0) return ox_bad(c, "direction '%s'", dir);
+    int64_t layout = ox_opset(c) >= 14 ? ox_attr_i(c, "layout", 0) : 0;
+    if (layout != 0 && layout != 1) return ox_bad(c, "layout %" PRId64, layout);
+    if (ox_node_dyn(c))
+        return ox_unsupported(c, "an unrolled recurrence needs static shapes (this one depends on a dynamic dim)");
+    /* X as [seq, batch, input] */
+    if (layout == 1) TP_TRY(rnn_opi(c, P, TP_OP_TRANSPOSE, X, (int64_t[]){0, 1}, 2, &X));
+    int64_t S = sizes_of(X)[0], Bt = sizes_of(X)[1];
+    int64_t H = ox_attr_i(c, "hidden_size", sizes_of(R)[2]);
+    if (H <= 0 || sizes_of(W)[0] != n_dir || sizes_of(W)[1] != gates * H || sizes_of(R)[1] != gates * H ||
+        sizes_of(R)[2] != H || sizes_of(W)[2] != sizes_of(X)[2])
+        return ox_bad(c, "W / R shapes do not fit hidden_size %" PRId64 ", %d direction(s) and %d gates", H, n_dir, gates);
+    if (S < 1 || S > 512) return ox_unsupported(c, "a sequence of %" PRId64 " steps is not unrolled (1 to 512)", S);
+    double clip = ox_attr_f(c, "clip", 0.0);
+    bool input_forget = kind == RNN_LSTM && ox_attr_i(c, "input_forget", 0) != 0;
+    bool lbr = kind == RNN_GRU && ox_attr_i(c, "linear_before_reset", 0) != 0;
+    /* sequence_lens: only the full length */
+    const tp_value *seq_lens = ox_n_in(c) > 4 ? ox_in(c, 4) : NULL;
+    if (seq_lens) {
+        tp_tensor *t = ox_const(seq_lens);
+        if (!t) {
+            ox_note_need_constant(c, seq_lens);
+            return ox_unsupported(c, "input 'sequence_lens' must be a constant (known when importing)");
+        }
+        int64_t lens[MAXV];
+        int n;
+        TP_TRY(tensor_ints(c, t, "sequence_lens", lens, MAXV, &n));
+        for (int i = 0; i < n; i++)
+            if (lens[i] != S) return ox_unsupported(c, "sequence_lens shorter than the sequence (%" PRId64 ") are not supported", S);
+    }
+    /* activations */
+    rnn_act acts[6];
+    const Onnx__AttributeProto *aa = ox_attr(c, "activations");
+    const Onnx__AttributeProto *al = ox_attr(c, "activation_alpha"), *ab = ox_attr(c, "activation_beta");
+    size_t ia = 0, ib = 0;
+    for (int d = 0; d < n_dir; d++)
+        for (int k = 0; k < n_acts; k++) {
+            rnn_act *a = &acts[d * n_acts + k];
+            const char *dflt = kind == RNN_PLAIN ? "Tanh" : k == 0 ? "Sigmoid" : "Tanh";
+            size_t idx = (size_t)(d * n_acts + k);
+            if (aa && aa->n_strings > idx) {
+                size_t len = aa->strings[idx].len < sizeof a->name - 1 ? aa->strings[idx].len : sizeof a->name - 1;
+                memcpy(a->name, aa->strings[idx].data, len);
+                a->name[len] = '\0';
+            } else if (aa && aa->n_strings) {
+                return ox_bad(c, "activations lists %zu functions, %d needed", aa->n_strings, n_dir * n_acts);
+            } else {
+                snprintf(a->name, sizeof a->name, "%s", dflt);
+            }
+            bool uses_alpha = !strcmp(a->name, "Affine") || !strcmp(a->name, "ScaledTanh") ||
+                              !strcmp(a->name, "HardSigmoid") || !strcmp(a->name, "LeakyRelu") || !strcmp(a->name, "Elu");
+            bool uses_beta = !strcmp(a->name, "Affine") || !strcmp(a->name, "ScaledTanh") || !strcmp(a->name, "HardSigmoid");
+            a->alpha = !strcmp(a->name, "HardSigmoid") ? 0.2 : !strcmp(a->name, "LeakyRelu") ? 0.01 : 1.0;
+            a->beta = !strcmp(a->name, "HardSigmoid") ? 0.5 : 0.0;
+            if (uses_alpha && al && ia < al->n_floats) a->alpha = al->floats[ia++];
+            if (uses_beta && ab && ib < ab->n_floats) a->beta = ab->floats[ib++];
+        }
+    const tp_value *Bv = ox_n_in(c) > 3 ? ox_in(c, 3) : NULL;
+    const tp_value *h0v = ox_n_in(c) > 5 ? ox_in(c, 5) : NULL;
+    const tp_value *c0v = kind == RNN_LSTM && ox_n_in(c) > 6 ? ox_in(c, 6) : NULL;
+    const tp_value *Pv = kind == RNN_LSTM && ox_n_in(c) > 7 ? ox_in(c, 7) : NULL;
+    if (h0v && layout == 1) TP_TRY(rnn_opi(c, P, TP_OP_TRANSPOSE, h0v, (int64_t[]){0, 1}, 2, &h0v));
+    if (c0v && layout == 1) TP_TRY(rnn_opi(c, P, TP_OP_TRANSPOSE, c0v, (int64_t[]){0, 1}, 2, &c0v));
+    const tp_value *Ys[2] = {NULL, NULL}, *Hs[2] = {NULL, NULL}, *Cs[2] = {NULL, NULL};
+    int64_t GH = gates * H;
+    for (int d = 0; d < n_dir; d++) {
+        bool rev = reverse_only || d == 1;
+        const rnn_act *act = &acts[d * n_acts];
+        const tp_value *Wd, *Rd, *WdT, *RdT, *XW, *Rb = NULL, *Pd = NULL;
+        TP_TRY(rnn_opi(c, P, TP_OP_SELECT, W, (int64_t[]){0, d}, 2, &Wd));
+        TP_TRY(rnn_opi(c, P, TP_OP_SELECT, R, (int64_t[]){0, d}, 2, &Rd));
+        TP_TRY(rnn_opi(c, P, TP_OP_TRANSPOSE, Wd, (int64_t[]){0, 1}, 2, &WdT));
+        TP_TRY(rnn_opi(c, P, TP_OP_TRANSPOSE, Rd, (int64_t[]){0, 1}, 2, &RdT));
+        TP_TRY(rnn_op2(c, P, TP_OP_MATMUL, X, WdT, &XW)); /* [S, B, GH] */
+        if (Bv) {
+            const tp_value *Bd, *Wb;
+            TP_TRY(rnn_opi(c, P, TP_OP_SELECT, Bv, (int64_t[]){0, d}, 2, &Bd));
+            TP_TRY(rnn_slice(c, P, Bd, 0, 0, GH, &Wb));
+            TP_TRY(rnn_slice(c, P, Bd, 0, GH, 2 * GH, &Rb));
+            TP_TRY(rnn_op2(c, P, TP_OP_ADD, XW, Wb, &XW));
+        }
+        if (Pv) TP_TRY(rnn_opi(c, P, TP_OP_SELECT, Pv, (int64_t[]){0, d}, 2, &Pd));
+        const tp_value *h, *cst = NULL, *first_step;
+        TP_TRY(rnn_opi(c, P, TP_OP_SELECT, XW, (int64_t[]){0, 0}, 2, &first_step));
+        const tp_value *zero_like;
+        TP_TRY(rnn_slice(c, P, first_step, 1, 0, H, &zero_like));
+        if (h0v) TP_TRY(rnn_opi(c, P, TP_OP_SELECT, h0v, (int64_t[]){0, d}, 2, &h));
+        else TP_TRY(rnn_op1(c, P, TP_OP_ZEROS_LIKE, zero_like, &h));
+        if (kind == RNN_LSTM) {
+            if (c0v) TP_TRY(rnn_opi(c, P, TP_OP_SELECT, c0v, (int64_t[]){0, d}, 2, &cst));
+            else TP_TRY(rnn_op1(c, P, TP_OP_ZEROS_LIKE, zero_like, &cst));
+        }
+        /* GRU: the recurrent weights of z and r, and of h, apart */
+        const tp_value *RzrT = NULL, *RhT = NULL, *Rb_zr = NULL, *Rb_h = NULL;
+        if (kind == RNN_GRU) {
+            TP_TRY(rnn_slice(c, P, RdT, 1, 0, 2 * H, &RzrT));
+            TP_TRY(rnn_slice(c, P, RdT, 1, 2 * H, 3 * H, &RhT));
+            if (Rb) {
+                TP_TRY(rnn_slice(c, P, Rb, 0, 0, 2 * H, &Rb_zr));
+                TP_TRY(rnn_slice(c, P, Rb, 0, 2 * H, 3 * H, &Rb_h));
+            }
+        }
+        const tp_value *steps[512];
+        for (int64_t k = 0; k < S; k++) {
+            int64_t t = rev ? S - 1 - k : k;
+            const tp_value *xt;
+            TP_TRY(rnn_opi(c, P, TP_OP_SELECT, XW, (int64_t[]){0, t}, 2, &xt));
+            if (kind == RNN_PLAIN) {
+                const tp_value *hr, *pre;
+                TP_TRY(rnn_op2(c, P, TP_OP_MATMUL, h, RdT, &hr));
+                TP_TRY(rnn_op2(c, P, TP_OP_ADD, xt, hr, &pre));
+                if (Rb) TP_TRY(rnn_op2(c, P, TP_OP_ADD, pre, Rb, &pre));
+                TP_TRY(rnn_apply(c, P, &act[0], clip, pre, &h));
+            } else if (kind == RNN_GRU) {
+                const tp_value *xz, *xr, *xh, *hzr, *hz, *hr, *z, *r, *hh, *cand, *one_minus, *a1, *a2;
+                TP_TRY(rnn_slice(c, P, xt, 1, 0, H, &xz));
+                TP_TRY(rnn_slice(c, P, xt, 1, H, 2 * H, &xr));
+                TP_TRY(rnn_slice(c, P, xt, 1, 2 * H, 3 * H, &xh));
+                TP_TRY(rnn_op2(c, P, TP_OP_MATMUL, h, RzrT, &hzr));
+                if (Rb_zr) TP_TRY(rnn_op2(c, P, TP_OP_ADD, hzr, Rb_zr, &hzr));
+                TP_TRY(rnn_slice(c, P, hzr, 1, 0, H, &hz));
+                TP_TRY(rnn_slice(c, P, hzr, 1, H, 2 * H, &hr));
+                TP_TRY(rnn_op2(c, P, TP_OP_ADD, xz, hz, &z));
+                TP_TRY(rnn_apply(c, P, &act[0], clip, z, &z));
+                TP_TRY(rnn_op2(c, P, TP_OP_ADD, xr, hr, &r));
+                TP_TRY(rnn_apply(c, P, &act[0], clip, r, &r));
+                if (lbr) { /* r * (h Rh^T + Rbh) */
+                    TP_TRY(rnn_op2(c, P, TP_OP_MATMUL, h, RhT, &hh));
+                    if (Rb_h) TP_TRY(rnn_op2(c, P, TP_OP_ADD, hh, Rb_h, &hh));
+                    TP_TRY(rnn_op2(c, P, TP_OP_MUL, r, hh, &hh));
+                } else { /* (r * h) Rh^T + Rbh */
+                    const tp_value *rh;
+                    TP_TRY(rnn_op2(c, P, TP_OP_MUL, r, h, &rh));
+                    TP_TRY(rnn_op2(c, P, TP_OP_MATMUL, rh, RhT, &hh));
+                    if (Rb_h) TP_TRY(rnn_op2(c, P, TP_OP_ADD, hh, Rb_h, &hh));
+                }
+                TP_TRY(rnn_op2(c, P, TP_OP_ADD, xh, hh, &cand));
+                TP_TRY(rnn_apply(c, P, &act[1], clip, cand, &cand));
+                /* h = (1 - z) * cand + z * h */
+                TP_TRY(rnn_scalar(c, P, TP_OP_MUL, z, -1.0, &one_minus));
+                TP_TRY(rnn_scalar(c, P, TP_OP_ADD, one_minus, 1.0, &one_minus));
+                TP_TRY(rnn_op2(c, P, TP_OP_MUL, one_minus, cand, &a1));
+                TP_TRY(rnn_op2(c, P, TP_OP_MUL, z, h, &a2));
+                TP_TRY(rnn_op2(c, P, TP_OP_ADD, a1, a2, &h));
+            } else {
+                const tp_value *hr, *g, *gi, *go, *gf, *gc, *it, *ft, *ct, *ot, *a1, *a2, *hc;
+                TP_TRY(rnn_op2(c, P, TP_OP_MATMUL, h, RdT, &hr));
+                TP_TRY(rnn_op2(c, P, TP_OP_ADD, xt, hr, &g));
+                if (Rb) TP_TRY(rnn_op2(c, P, TP_OP_ADD, g, Rb, &g));
+                TP_TRY(rnn_slice(c, P, g, 1, 0, H, &gi)); /* ONNX order: i, o, f, c */
+                TP_TRY(rnn_slice(c, P, g, 1, H, 2 * H, &go));
+                TP_TRY(rnn_slice(c, P, g, 1, 2 * H, 3 * H, &gf));
+                TP_TRY(rnn_slice(c, P, g, 1, 3 * H, 4 * H, &gc));
+                if (Pd) {
+                    const tp_value *pi, *pf, *t1;
+                    TP_TRY(rnn_slice(c, P, Pd, 0, 0, H, &pi));
+                    TP_TRY(rnn_slice(c, P, Pd, 0, 2 * H, 3 * H, &pf));
+                    TP_TRY(rnn_op2(c, P, TP_OP_MUL, pi, cst, &t1));
+                    TP_TRY(rnn_op2(c, P, TP_OP_ADD, gi, t1, &gi));
+                    TP_TRY(rnn_op2(c, P, TP_OP_MUL, pf, cst, &t1));
+                    TP_TRY(rnn_op2(c, P, TP_OP_ADD, gf, t1, &gf));
+                }
+                TP_TRY(rnn_apply(c, P, &act[0], clip, gi, &it));
+                if (input_forget) {
+                    TP_TRY(rnn_scalar(c, P, TP_OP_MUL, it, -1.0, &ft));
+                    TP_TRY(rnn_scalar(c, P, TP_OP_ADD, ft, 1.0, &ft));
+                } else {
+                    TP_TRY(rnn_apply(c, P, &act[0], clip, gf, &ft));
+                }
+                TP_TRY(rnn_apply(c, P, &act[1], clip, gc, &ct));
+                TP_TRY(rnn_op2(c, P, TP_OP_MUL, ft, cst, &a1));
+                TP_TRY(rnn_op2(c, P, TP_OP_MUL, it, ct, &a2));
+                TP_TRY(rnn_op2(c, P, TP_OP_ADD, a1, a2, &cst));
+                if (Pd) {
+                    const tp_value *po, *t1;
+                    TP_TRY(rnn_slice(c, P, Pd, 0, H, 2 * H, &po));
+                    TP_TRY(rnn_op2(c, P, TP_OP_MUL, po, cst, &t1));
+                    TP_TRY(rnn_op2(c, P, TP_OP_ADD, go, t1, &go));
+                }
+                TP_TRY(rnn_apply(c, P, &act[0], clip, go, &ot));
+                TP_TRY(rnn_apply(c, P, &act[2], clip, cst, &hc));
+                TP_TRY(rnn_op2(c, P, TP_OP_MUL, ot, hc, &h));
+            }
+            steps[t] = h;
+        }
+        Hs[d] = h;
+        Cs[d] = cst;
+        if (ox_out_used(c, 0)) TP_TRY(rnn_stack(c, P, steps, (int)S, 0, &Ys[d])); /* [S, B, H] */
+    }
+    (void)Bt;
+    /* Y: [S, D, B, H] (layout 1: [B, S, D, H]); Y_h, Y_c: [D, B, H] (layout 1: [B, D, H]) */
+    const tp_value *out;
+    if (ox_out_used(c, 0)) {
+        TP_TRY(rnn_stack(c, P, Ys, n_dir, 1, &out));
+        if (layout == 1) TP_TRY(rnn_call_permute(c, P, out, (int64_t[]){2, 0, 1, 3}, &out));
+        tp_value v;
+        TP_TRY(tp_value_copy(out, &v));
+        TP_TRY(ox_set_out(c, 0, &v));
+    }
+    for (int o = 1; o <= (kind == RNN_LSTM ? 2 : 1); o++) {
+        if (!ox_out_used(c, o)) continue;
+        TP_TRY(rnn_stack(c, P, o == 1 ? Hs : Cs, n_dir, 0, &out));
+        if (layout == 1) TP_TRY(rnn_opi(c, P, TP_OP_TRANSPOSE, out, (int64_t[]){0, 1}, 2, &out));
+        tp_value v;
+        TP_TRY(tp_value_copy(out, &v));
+        TP_TRY(ox_set_out(c, o, &v));
+    }
+    return P->full ? ox_unsupported(c, "the unrolled sequence needs too many values") : TP_OK;
+}
+
+static tp_status map_rnn(ox_ctx *c, rnn_kind kind) {
+    rnn_pool *P = tp_calloc(1, sizeof *P);
+    if (!P) return tp_error(TP_ERR_NOMEM, "out of memory");
+    tp_status st = map_rnn_impl(c, kind, P);
+    rnn_pool_clear(P);
+    tp_free(P);
+    return st;
+}
+
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 static const char *const k_unsupported_reason[][2] = {
@@ -3339,6 +3751,9 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
         return map_trig(c, op);
     if (!strcmp(op, "Where")) return map_where(c);
     if (!strcmp(op, "MatMul")) return map_matmul(c);
+    if (!strcmp(op, "RNN")) return map_rnn(c, RNN_PLAIN);
+    if (!strcmp(op, "GRU")) return map_rnn(c, RNN_GRU);
+    if (!strcmp(op, "LSTM")) return map_rnn(c, RNN_LSTM);
     if (!strcmp(op, "Gemm")) return map_gemm(c);
     if (!strcmp(op, "Conv")) return map_conv(c);
     if (!strcmp(op, "ConvTranspose")) return map_conv_transpose(c);
