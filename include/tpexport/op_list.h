@@ -102,6 +102,8 @@ TP_OP(ADDCMUL, "addcmul", binary)
 TP_OP(ADDCDIV, "addcdiv", binary)
 TP_OP(HYPOT, "hypot", binary)
 TP_OP(COPYSIGN, "copysign", binary)
+TP_OP(BITWISE_LEFT_SHIFT, "bitwise_left_shift", binary)
+TP_OP(BITWISE_RIGHT_SHIFT, "bitwise_right_shift", binary)
 /* in-place variants used by modules */
 TP_OP(ADD_, "add_", binary)
 TP_OP(MUL_, "mul_", binary)

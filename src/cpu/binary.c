@@ -5,7 +5,8 @@
  *  - arithmetic: add sub mul div remainder fmod pow maximum minimum atan2,
  *    hypot copysign, addcmul addcdiv lerp;
  *  - comparisons eq ne lt le gt ge and logical_and/or/xor (bool results);
- *  - bitwise_and/or/xor (integer and bool tensors only);
+ *  - bitwise_and/or/xor (integer and bool tensors only), bitwise_left_shift
+ *    and bitwise_right_shift (integer tensors only);
  *  - where (condition ? self : other, three-way broadcast);
  *  - the in-place add_ mul_ copy_ fill_ zero_, which write into `self`.
  *
@@ -261,6 +262,20 @@ static int64_t logical_xor_i(const int64_t *x, ew_params *p) { return (x[0] != 0
 static int64_t bitwise_and_i(const int64_t *x, ew_params *p) { return x[0] & x[1]; }
 static int64_t bitwise_or_i(const int64_t *x, ew_params *p) { return x[0] | x[1]; }
 static int64_t bitwise_xor_i(const int64_t *x, ew_params *p) { return x[0] ^ x[1]; }
+
+/* Shifts as PyTorch 2 defines them for counts outside [0, bits of the
+ * computation dtype): a left shift gives 0, a right shift the sign (0 for
+ * uint8). PyTorch 1.13 leaves those counts to the hardware. In range, the
+ * left shift wraps on store like the other integer ops. */
+static int shift_bits(const ew_params *p) { return (int)tp_dtype_size(p->ct) * 8; }
+static int64_t bitwise_left_shift_i(const int64_t *x, ew_params *p) {
+    if (x[1] < 0 || x[1] >= shift_bits(p)) return 0;
+    return (int64_t)((uint64_t)x[0] << x[1]);
+}
+static int64_t bitwise_right_shift_i(const int64_t *x, ew_params *p) {
+    int64_t s = x[1] < 0 || x[1] >= shift_bits(p) ? 63 : x[1];
+    return x[0] < 0 ? ~(~x[0] >> s) : x[0] >> s; /* arithmetic shift without relying on the compiler */
+}
 
 /* lerp(self, end, weight) in PyTorch 1.13's numerically stable form (the
  * test is weight < 0.5, not |weight| < 0.5: it matters for infinite ends). */
@@ -534,6 +549,8 @@ BINARY_OP(atan2, TP_OP_ATAN2, atan2_f, NULL, EW_INT_TO_FLOAT)
 
 BINARY_OP_REF(hypot, TP_OP_HYPOT, hypot_f, NULL, 0)
 BINARY_OP_REF(copysign, TP_OP_COPYSIGN, copysign_f, NULL, EW_INT_TO_FLOAT)
+BINARY_OP_REF(bitwise_left_shift, TP_OP_BITWISE_LEFT_SHIFT, NULL, bitwise_left_shift_i, EW_NO_BOOL)
+BINARY_OP_REF(bitwise_right_shift, TP_OP_BITWISE_RIGHT_SHIFT, NULL, bitwise_right_shift_i, EW_NO_BOOL)
 BINARY_OP(eq, TP_OP_EQ, eq_f, eq_i, EW_BOOL_OUT)
 BINARY_OP(ne, TP_OP_NE, ne_f, ne_i, EW_BOOL_OUT)
 BINARY_OP(lt, TP_OP_LT, lt_f, lt_i, EW_BOOL_OUT)
@@ -908,6 +925,10 @@ void tp__register_binary_ops(void) {
     tp__register_op(TP_OP_HYPOT, "hypot(Tensor self, Tensor other) -> Tensor", 0, hypot_infer, hypot_kernel);
     tp__register_op(TP_OP_COPYSIGN, "copysign(Tensor self, Tensor|Scalar other) -> Tensor", 0, copysign_infer,
                     copysign_kernel);
+    tp__register_op(TP_OP_BITWISE_LEFT_SHIFT, "bitwise_left_shift(Tensor self, Tensor|Scalar other) -> Tensor", 0,
+                    bitwise_left_shift_infer, bitwise_left_shift_kernel);
+    tp__register_op(TP_OP_BITWISE_RIGHT_SHIFT, "bitwise_right_shift(Tensor self, Tensor|Scalar other) -> Tensor", 0,
+                    bitwise_right_shift_infer, bitwise_right_shift_kernel);
     tp__register_op(TP_OP_EQ, "eq(Tensor self, Tensor|Scalar other) -> Tensor", 0, eq_infer, eq_kernel);
     tp__register_op(TP_OP_NE, "ne(Tensor self, Tensor|Scalar other) -> Tensor", 0, ne_infer, ne_kernel);
     tp__register_op(TP_OP_LT, "lt(Tensor self, Tensor|Scalar other) -> Tensor", 0, lt_infer, lt_kernel);

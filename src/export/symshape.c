@@ -1116,7 +1116,9 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_LOGICAL_XOR:
     case TP_OP_BITWISE_AND:
     case TP_OP_BITWISE_OR:
-    case TP_OP_BITWISE_XOR: return broadcast(r, (int[]){0, 1}, 2);
+    case TP_OP_BITWISE_XOR:
+    case TP_OP_BITWISE_LEFT_SHIFT:
+    case TP_OP_BITWISE_RIGHT_SHIFT: return broadcast(r, (int[]){0, 1}, 2);
     case TP_OP_WHERE:
     case TP_OP_LERP:
     case TP_OP_ADDCMUL:
