@@ -282,11 +282,12 @@ typedef enum tp_serde_special {
     TP_SERDE_TYPE_AS,    /* Tensor.type_as(other) */
     TP_SERDE_SHAPE_AS,   /* view_as / reshape_as / expand_as: op(self, other's shape) */
     TP_SERDE_ALIAS,      /* detach & co.: the same values (written as to(self)) */
-    TP_SERDE_TRANSPOSE,  /* Tensor.t() */
+    TP_SERDE_TRANSPOSE,  /* Tensor.t() / t_(); numpy_T(): all dims reversed */
     TP_SERDE_MAXMIN,     /* max/min: a tensor second argument means maximum/minimum */
     TP_SERDE_RETURN_INDICES, /* max_pool*d(..., return_indices): swapped_op (the _with_indices op) when true */
     TP_SERDE_NORM,       /* Tensor.norm: tensorplay's overload norm(dim: list, p, keepdim) is reordered */
-    TP_SERDE_ASSERT      /* tensorplay's runtime dim assertions: dropped */
+    TP_SERDE_ASSERT,     /* tensorplay's runtime dim assertions: dropped */
+    TP_SERDE_PREDICATE   /* is_floating_point / is_complex / is_signed / is_same_size: folded */
 } tp_serde_special;
 
 enum {

@@ -1128,7 +1128,16 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
             return tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s of a %s is not supported", d->name, e->name,
                           tp_value_kind_name(self->kind));
         t = tp__sd_ref_meta_tensor(self);
-        if (e->special == TP_SERDE_ALIAS || (t && tp_tensor_ndim(t) < 2)) {
+        if (strcmp(e->name, "numpy_T") == 0) { /* x.T as a method: permute(x, [n-1, ..., 0]) */
+            TP_TRY(need_tensor_meta(r, d->name, self, e->name, &t));
+            int64_t dims[TP_MAX_DIMS];
+            for (int k = 0; k < tp_tensor_ndim(t); k++) dims[k] = tp_tensor_ndim(t) - 1 - k;
+            tp_value list;
+            if ((st = tp_value_int_list(dims, tp_tensor_ndim(t), &list)) != TP_OK) return tp__sd_note(r, st);
+            tp_value vals[2] = {*self, list};
+            st = tp__sd_add_call_values(r, d->name, TP_OP_PERMUTE, vals, 2, &n);
+            tp_value_clear(&list);
+        } else if (e->special == TP_SERDE_ALIAS || (t && tp_tensor_ndim(t) < 2)) {
             st = tp__sd_add_call_values(r, d->name, TP_OP_TO, self, 1, &n);
         } else {
             tp_value vals[3] = {*self, tp_value_int(0), tp_value_int(t ? 1 : -1)};
@@ -1188,6 +1197,31 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         }
         d->state = DOC_DROPPED;
         return TP_OK;
+    case TP_SERDE_PREDICATE: {
+        /* dtypes are known at load; shapes when no dim is dynamic */
+        TP_TRY(need_tensor_meta(r, d->name, self, e->name, &t));
+        tp_dtype dt = tp_tensor_dtype(t);
+        bool res;
+        if (strcmp(e->name, "is_floating_point") == 0) {
+            res = tp_dtype_is_float(dt);
+        } else if (strcmp(e->name, "is_complex") == 0) {
+            res = false; /* no complex dtypes */
+        } else if (strcmp(e->name, "is_signed") == 0) {
+            res = dt != TP_UINT8 && dt != TP_BOOL;
+        } else { /* is_same_size(other) */
+            const tp_value *other = arg_or_kw(args, 1, kwargs, "other");
+            const tp_tensor *u = NULL;
+            if (!other || tp_value_len(args) + tp_value_len(kwargs) != 2)
+                return tp__sd_report(r, TP_ERR_CORRUPT, "node %s: %s takes one tensor argument", d->name, e->name);
+            TP_TRY(need_tensor_meta(r, d->name, other, e->name, &u));
+            TP_TRY(need_static(r, d->name, e->name));
+            res = tp_tensor_ndim(t) == tp_tensor_ndim(u);
+            for (int k = 0; res && k < tp_tensor_ndim(t); k++) res = tp_tensor_sizes(t)[k] == tp_tensor_sizes(u)[k];
+        }
+        tp_value v = tp_value_bool(res);
+        tp__sd_set_folded(d, &v);
+        return TP_OK;
+    }
     default: break;
     }
     return tp__sd_report(r, TP_ERR_INTERNAL, "node %s: unhandled op map entry %s", d->name, e->name);
