@@ -433,6 +433,103 @@ static tp_status kernel_split(const tp_value *args, tp_value *out) { return spli
 static tp_status infer_chunk(const tp_value *args, tp_value *out) { return split_run(args, out, chunk_plan, true); }
 static tp_status kernel_chunk(const tp_value *args, tp_value *out) { return split_run(args, out, chunk_plan, false); }
 
+/* ---- tensor_split / hsplit / vsplit / dsplit: lists of views ----------
+ * tensor_split(Tensor self, Any indices_or_sections, int dim=0): an int n
+ * gives n pieces, the first size % n of them one longer; a list of indices
+ * gives the pieces between them, each bounded as a slice is (negative
+ * indices count from the end, an end before its start gives an empty
+ * piece), so pieces may overlap. hsplit splits dim 1 (dim 0 of a 1-D
+ * tensor), vsplit dim 0, dsplit dim 2; an int for them must divide the
+ * size (hsplit and co. take no dim). Tensors of indices are not supported (their values are only known
+ * at run time). */
+static int64_t slice_bound(int64_t i, int64_t n) {
+    if (i < 0) i += n;
+    return i < 0 ? 0 : i > n ? n : i;
+}
+
+static tp_status tensor_split_run(tp_op op, const tp_value *args, tp_value *out, bool meta) {
+    const char *name = op == TP_OP_HSPLIT ? "hsplit" : op == TP_OP_VSPLIT ? "vsplit" : "dsplit";
+    int min_dims = op == TP_OP_HSPLIT ? 1 : op == TP_OP_VSPLIT ? 2 : 3, dim = 0;
+    tp_tensor *self;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    if (op == TP_OP_TENSOR_SPLIT) {
+        TP_CHECK(self->ndim > 0, TP_ERR_SHAPE,
+                 "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
+        TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, &dim));
+    } else {
+        TP_CHECK(self->ndim >= min_dims, TP_ERR_SHAPE,
+                 "torch.%s requires a tensor with at least %d dimension, but got a tensor with %d dimensions!", name,
+                 min_dims, self->ndim);
+        dim = op == TP_OP_HSPLIT ? (self->ndim == 1 ? 0 : 1) : op == TP_OP_VSPLIT ? 0 : 2;
+    }
+    int64_t n = self->sizes[dim];
+    const tp_value *s = &args[1];
+    int64_t count;
+    if (s->kind == TP_VAL_INT) {
+        if (op != TP_OP_TENSOR_SPLIT)
+            TP_CHECK(s->u.i != 0 && n % s->u.i == 0, TP_ERR_INVALID_ARG,
+                     "torch.%s attempted to split along dimension %d, but the size of the dimension %" PRId64
+                     " is not divisible by the split_size %" PRId64 "!",
+                     name, dim, n, s->u.i);
+        TP_CHECK(s->u.i > 0, TP_ERR_INVALID_ARG, "number of sections must be larger than 0, got %" PRId64, s->u.i);
+        count = s->u.i;
+    } else {
+        TP_CHECK(tp_value_is_seq(s), TP_ERR_TYPE,
+                 "argument indices_or_sections must be an int or a list of ints, not %s", tp_value_kind_name(s->kind));
+        for (int64_t i = 0; i < tp_value_len(s); i++)
+            TP_CHECK(tp_value_at(s, i)->kind == TP_VAL_INT, TP_ERR_TYPE,
+                     "argument indices_or_sections[%" PRId64 "] must be an int, not %s", i,
+                     tp_value_kind_name(tp_value_at(s, i)->kind));
+        count = tp_value_len(s) + 1;
+    }
+    tp_value list;
+    TP_TRY(tp_value_list(count, &list));
+    int64_t start = 0;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t begin, len;
+        if (s->kind == TP_VAL_INT) {
+            len = n / count + (i < n % count ? 1 : 0);
+            begin = start;
+            start += len;
+        } else {
+            begin = slice_bound(start, n);
+            int64_t end = i + 1 < count ? slice_bound(tp_value_at(s, i)->u.i, n) : n;
+            len = end > begin ? end - begin : 0;
+            if (i + 1 < count) start = tp_value_at(s, i)->u.i;
+        }
+        tp_status st;
+        if (meta) {
+            int64_t sizes[TP_MAX_DIMS];
+            memcpy(sizes, self->sizes, sizeof sizes);
+            sizes[dim] = len;
+            st = tp__out_tensor(&list.u.seq.items[i], self->dtype, self->ndim, sizes);
+        } else {
+            tp_tensor *piece;
+            st = tp_tensor_narrow(self, dim, begin, len, &piece);
+            if (st == TP_OK) list.u.seq.items[i] = tp_value_tensor(piece);
+        }
+        if (st != TP_OK) {
+            tp_value_clear(&list);
+            return st;
+        }
+    }
+    tp_value_clear(out);
+    *out = list;
+    return TP_OK;
+}
+
+#define TENSOR_SPLIT_OP(nm, op_id)                                                                             \
+    static tp_status infer_##nm(const tp_value *args, tp_value *out) {                                         \
+        return tensor_split_run(op_id, args, out, true);                                                       \
+    }                                                                                                          \
+    static tp_status kernel_##nm(const tp_value *args, tp_value *out) {                                        \
+        return tensor_split_run(op_id, args, out, false);                                                      \
+    }
+TENSOR_SPLIT_OP(tensor_split, TP_OP_TENSOR_SPLIT)
+TENSOR_SPLIT_OP(hsplit, TP_OP_HSPLIT)
+TENSOR_SPLIT_OP(vsplit, TP_OP_VSPLIT)
+TENSOR_SPLIT_OP(dsplit, TP_OP_DSPLIT)
+
 /* ---- getitem: operator.getitem on a tuple/list (or a tensor's dim 0) ---- */
 
 /* Copy v, replacing every tensor with a contiguous meta tensor. */
@@ -1418,4 +1515,12 @@ void tp__register_shape_ops(void) {
                     infer_unflatten, kernel_unflatten);
     tp__register_op(TP_OP_MOVEDIM, "movedim(Tensor self, int[] source, int[] destination) -> Tensor", TP_OPF_VIEW,
                     infer_movedim, kernel_movedim);
+    tp__register_op(TP_OP_TENSOR_SPLIT, "tensor_split(Tensor self, Any indices_or_sections, int dim=0) -> Tensor[]",
+                    TP_OPF_VIEW, infer_tensor_split, kernel_tensor_split);
+    tp__register_op(TP_OP_HSPLIT, "hsplit(Tensor self, Any indices_or_sections) -> Tensor[]", TP_OPF_VIEW, infer_hsplit,
+                    kernel_hsplit);
+    tp__register_op(TP_OP_VSPLIT, "vsplit(Tensor self, Any indices_or_sections) -> Tensor[]", TP_OPF_VIEW, infer_vsplit,
+                    kernel_vsplit);
+    tp__register_op(TP_OP_DSPLIT, "dsplit(Tensor self, Any indices_or_sections) -> Tensor[]", TP_OPF_VIEW, infer_dsplit,
+                    kernel_dsplit);
 }

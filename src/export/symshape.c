@@ -903,8 +903,14 @@ static sval *rule_chunk_split(rctx *r, const tp_value *meta) {
         r->fail = true;
         return NULL;
     }
-    int d = wrap_dim(r, iarg(r, 2, 0), a->nd);
-    if (r->fail) return NULL;
+    int d = r->op == TP_OP_HSPLIT   ? (a->nd == 1 ? 0 : 1)
+            : r->op == TP_OP_VSPLIT ? 0
+            : r->op == TP_OP_DSPLIT ? 2
+                                    : wrap_dim(r, iarg(r, 2, 0), a->nd);
+    if (r->fail || d >= a->nd) {
+        r->fail = true;
+        return NULL;
+    }
     sd_e s = S(r, a->d[d]);
     int n_out = (int)meta->u.seq.n;
     if (r->op == TP_OP_CHUNK) {
@@ -918,7 +924,7 @@ static sval *rule_chunk_split(rctx *r, const tp_value *meta) {
             return seq_of(r, n_out, piece);
         }
         req_eq(r, s, K(r, exv(r, s)), "chunk counts depend on the size");
-    } else if (r->b[1].kind == TP_VAL_LIST) {
+    } else if (r->op == TP_OP_SPLIT && r->b[1].kind == TP_VAL_LIST) {
         int64_t secs[64];
         int n = ilist(r, 1, secs, 64);
         int64_t total = 0;
@@ -1397,7 +1403,11 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_EINSUM: return rule_einsum(r);
     case TP_OP_STACK: return rule_cat(r, true);
     case TP_OP_SPLIT:
-    case TP_OP_CHUNK: return rule_chunk_split(r, meta);
+    case TP_OP_CHUNK:
+    case TP_OP_TENSOR_SPLIT: /* the split dim is pinned to the example's size */
+    case TP_OP_HSPLIT:
+    case TP_OP_VSPLIT:
+    case TP_OP_DSPLIT: return rule_chunk_split(r, meta);
     case TP_OP_SLICE: return rule_slice(r);
     case TP_OP_GLU: {
         const sval *a = need_t(r, 0);
