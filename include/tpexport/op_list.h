@@ -129,6 +129,7 @@ TP_OP(ALL, "all", reduce)
 TP_OP(CUMSUM, "cumsum", reduce)
 TP_OP(CUMPROD, "cumprod", reduce)
 TP_OP(COUNT_NONZERO, "count_nonzero", reduce)
+TP_OP(SUM_TO_SIZE, "sum_to_size", reduce)
 /* linear algebra */
 TP_OP(MATMUL, "matmul", linalg)
 TP_OP(MM, "mm", linalg)

@@ -369,6 +369,8 @@ static const tp_serde_op_entry g_table[] = {
     MT_("cumprod_", CUMPROD, "self,dim,*,dtype"),
     FNW(TF, "count_nonzero", COUNT_NONZERO, "input,dim"),
     MT("count_nonzero", COUNT_NONZERO, "self,dim"),
+    FNW(TF, "sum_to_size", SUM_TO_SIZE, "input,size"),
+    MT("sum_to_size", SUM_TO_SIZE, "self,*size"),
 
     /* ---- linear algebra ---- */
     FNW(TF, "matmul", MATMUL, "input,other,*,out:!=None"),

@@ -743,6 +743,74 @@ static tp_status kernel_cumprod(const tp_value *args, tp_value *out) { return sc
 
 /* ---- registration ------------------------------------------------------ */
 
+/* ---- sum_to_size(Tensor self, int[] size) ------------------------------
+ * Sums self down to `size`, which must expand to self's shape: over the
+ * leading dims self has beyond size and over the dims where size is 1 and
+ * self's is not. As in PyTorch the sum, with its int64 accumulation of bool
+ * and integer inputs, happens only when some dim is summed; otherwise the
+ * result is a copy of self in self's dtype. */
+static tp_status sum_to_plan(const tp_tensor *self, const tp_value *args, reduce_dims *rd, int *nd, int64_t *sizes,
+                             bool *summed) {
+    const tp_value *s = &args[1];
+    TP_CHECK(tp_value_is_seq(s), TP_ERR_TYPE, "argument size must be a list of ints, not %s",
+             tp_value_kind_name(s->kind));
+    int64_t k = tp_value_len(s);
+    for (int64_t i = 0; i < k; i++)
+        TP_CHECK(tp_value_at(s, i)->kind == TP_VAL_INT, TP_ERR_TYPE, "argument size[%" PRId64 "] must be an int, not %s",
+                 i, tp_value_kind_name(tp_value_at(s, i)->kind));
+    bool ok = k <= self->ndim;
+    int lead = ok ? self->ndim - (int)k : 0;
+    for (int64_t i = 0; ok && i < k; i++) {
+        int64_t want = tp_value_at(s, i)->u.i;
+        ok = want == self->sizes[lead + i] || want == 1;
+    }
+    if (!ok) {
+        char a[256], b[256];
+        int64_t shown[TP_MAX_DIMS + 1];
+        int n = k > TP_MAX_DIMS ? TP_MAX_DIMS + 1 : (int)k;
+        for (int i = 0; i < n; i++) shown[i] = tp_value_at(s, i)->u.i;
+        return tp_error(TP_ERR_SHAPE, "size {%s%s} is not expandable to size {%s}.", tp__shape_str(n, shown, a, sizeof a),
+                        k > n ? " ..." : "", tp__shape_str(self->ndim, self->sizes, b, sizeof b));
+    }
+    memset(rd, 0, sizeof *rd);
+    rd->ndim = self->ndim;
+    rd->dim_given = true;
+    *summed = false;
+    for (int d = 0; d < self->ndim; d++) {
+        int64_t want = d < lead ? 0 : tp_value_at(s, d - lead)->u.i;
+        rd->reduced[d] = d < lead || (want == 1 && self->sizes[d] != 1);
+        *summed = *summed || rd->reduced[d];
+        if (d >= lead) sizes[d - lead] = want;
+    }
+    *nd = (int)k;
+    return TP_OK;
+}
+
+static tp_status infer_sum_to_size(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    int nd;
+    int64_t sizes[TP_MAX_DIMS];
+    bool summed;
+    TP_TRY(sum_to_plan(self, args, &rd, &nd, sizes, &summed));
+    return tp__out_tensor(out, summed && !tp_dtype_is_float(self->dtype) ? TP_INT64 : self->dtype, nd, sizes);
+}
+
+static tp_status kernel_sum_to_size(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    int nd;
+    int64_t sizes[TP_MAX_DIMS];
+    bool summed;
+    TP_TRY(sum_to_plan(self, args, &rd, &nd, sizes, &summed));
+    tp_tensor *o = tp__out_at(out, 0);
+    if (!summed) return tp_tensor_copy_(o, self);
+    /* the kept dims in C order are the output's elements in C order */
+    reduce_job job = {.kind = R_SUM, .values = o};
+    job.compute = o->dtype;
+    return run_reduction(self, &rd, &job);
+}
+
 void tp__register_reduce_ops(void) {
     tp__register_op(TP_OP_SUM,
                     "sum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", 0,
@@ -789,4 +857,6 @@ void tp__register_reduce_ops(void) {
                     infer_cumsum, kernel_cumprod);
     tp__register_op(TP_OP_COUNT_NONZERO, "count_nonzero(Tensor self, int[]? dim=None) -> Tensor", 0,
                     infer_count_nonzero, kernel_count_nonzero);
+    tp__register_op(TP_OP_SUM_TO_SIZE, "sum_to_size(Tensor self, int[] size) -> Tensor", 0, infer_sum_to_size,
+                    kernel_sum_to_size);
 }

@@ -1564,6 +1564,21 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         return o ? seq_of(r, 2, o) : NULL;
     }
     case TP_OP_COUNT_NONZERO: return rule_reduce(r, 1, r->nb, false); /* no keepdim */
+    case TP_OP_SUM_TO_SIZE: { /* the output is `size` (a dim of size 1 is summed or not, same shape) */
+        const sval *a = need_t(r, 0);
+        int64_t sz[TP_MAX_DIMS];
+        int k = a ? ilist(r, 1, sz, TP_MAX_DIMS) : -1;
+        if (!a || k < 0 || k > a->nd) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, k);
+        for (int i = 0; o && i < k; i++) {
+            if (sz[i] != 1) req_eq(r, S(r, a->d[a->nd - k + i]), K(r, sz[i]), "sum_to_size keeps this dim");
+            o->d[i] = K(r, sz[i]);
+        }
+        return o;
+    }
     case TP_OP_TILE: {
         const sval *a = need_t(r, 0);
         int64_t rp[TP_MAX_DIMS];
