@@ -1005,6 +1005,69 @@ out:
     tp_program_free(p);
 }
 
+/* A constant pad whose result lives at a nonzero arena offset, while an
+ * earlier value is still live at offset 0: the kept part of the input must
+ * land in the pad's own block (it was once written at the start of the
+ * arena, over the live value; ONNX test_attention_4d_causal_padded_kv_*). */
+TEST(test_arena_pad_at_offset) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){2, 5});
+    tp_node *m = placeholder(g, "m", 2, (int64_t[]){2, 3});
+    tp_node *a = call(g, TP_OP_MUL, 2, (tp_value[]){N(x), tp_value_float(2)}); /* live until o */
+    tp_value pads = tp_value_none(), mode = tp_value_none();
+    CHECK_OK(tp_value_int_list((int64_t[]){0, 2}, 2, &pads));
+    CHECK_OK(tp_value_str("constant", &mode));
+    tp_node *pd = call(g, TP_OP_PAD, 4, (tp_value[]){N(m), pads, mode, tp_value_float(-100)});
+    tp_value_clear(&pads);
+    tp_value_clear(&mode);
+    tp_node *o = call(g, TP_OP_ADD, 2, (tp_value[]){N(a), N(pd)});
+    output_nodes(g, 1, &o);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("m"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    float xd[10], md[6], want[10];
+    for (int i = 0; i < 10; i++) xd[i] = 0.5f * (float)(i + 1);
+    for (int i = 0; i < 6; i++) md[i] = 10.0f * (float)(i + 1);
+    /* by hand: o[i][j] = 2 x[i][j] + (j < 3 ? m[i][j] : -100) */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 5; j++) want[i * 5 + j] = 2 * xd[i * 5 + j] + (j < 3 ? md[i * 3 + j] : -100.0f);
+    tp_tensor *in[2] = {tensor_f32(2, (int64_t[]){2, 5}, xd), tensor_f32(2, (int64_t[]){2, 3}, md)};
+    if (!p || !in[0] || !in[1]) goto out;
+    for (int level = TP_CPU_REFERENCE; level <= (int)tp_cpu_level_supported(); level++) {
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.cpu_level = (tp_cpu_level)level;
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(p, &opt, &r));
+        if (!r) continue;
+        for (int k = 0; k < 2; k++) {
+            CHECK_OK(tp_run_execute(r, in, 2, NULL, 0));
+            CHECK_MSG(tensor_equals(tp_run_output(r, 0), want, 10), "%s, call %d: a + pad(m)",
+                      tp_cpu_level_name((tp_cpu_level)level), k);
+        }
+        tp_run_stats st;
+        tp_run_get_stats(r, &st);
+        CHECK_MSG(st.arena_bytes > 0, "%s: the intermediates are in the arena", tp_cpu_level_name((tp_cpu_level)level));
+        tp_run_free(r);
+    }
+    {
+        tp_value args[2] = {tv(tp_tensor_retain(in[0])), tv(tp_tensor_retain(in[1]))}, res = tp_value_none();
+        CHECK_OK(tp_program_call(p, args, 2, NULL, &res));
+        const tp_value *y = res.kind == TP_VAL_TENSOR ? &res : tp_value_len(&res) == 1 ? tp_value_at(&res, 0) : NULL;
+        CHECK_MSG(y && y->kind == TP_VAL_TENSOR && tensor_equals(y->u.tensor, want, 10), "tp_program_call: a + pad(m)");
+        tp_value_clear(&res);
+        for (int i = 0; i < 2; i++) tp_value_clear(&args[i]);
+    }
+out:
+    free_tensors(in, 2);
+    tp_program_free(p);
+}
+
 /* ---- fusion must not change results ------------------------------------- */
 
 /* Outputs of p for x at every level from scalar, 1 and 2 threads, against
@@ -1568,5 +1631,5 @@ TEST(test_log) {
 TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
-          T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_fusion_keeps_results), T(test_plans_invalidated),
-          T(test_execute_errors), T(test_cancel), T(test_log))
+          T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
+          T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log))

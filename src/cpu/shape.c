@@ -1395,7 +1395,7 @@ static tp_status pad_constant(tp_tensor *self, const tp_value *args, const pad_p
     tp_iter it;
     tp__iter_init(&it, o->ndim, o->sizes, 1, (const tp_tensor *[]){o});
     while (tp__iter_next(&it)) memcpy(it.ptr[0], elem, es);
-    int64_t in_sizes[TP_MAX_DIMS], in_off = self->offset, out_off = 0;
+    int64_t in_sizes[TP_MAX_DIMS], in_off = self->offset, out_off = o->offset;
     for (int d = 0; d < p->ndim; d++) {
         int64_t l = p->before[d], r = p->after[d];
         /* a crop of the whole dim or more (INT64_MIN included, which has
