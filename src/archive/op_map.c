@@ -204,6 +204,15 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "rrelu_with_noise", RRELU, "input,noise:-,lower,upper,training,*,out:!=None"),
     MT("rrelu", RRELU, "self,lower,upper,training"),
     MT_("rrelu_", RRELU, "self,lower,upper,training"),
+    /* nn.functional's in-place forms record tensorplay.functional.x_ */
+    FN_(TF, "elu_", ELU, "input,alpha,scale,input_scale"),
+    FN_(TF, "selu_", SELU, "input"),
+    FN_(TF, "leaky_relu_", LEAKY_RELU, "input,negative_slope"),
+    FN_(TF, "hardtanh_", HARDTANH, "input,min_val,max_val"),
+    /* tensorplay 1.0 traces softsign and tanhshrink into abs/add/div and
+     * tanh/sub; the nn.functional functions are written for the ops */
+    FNW(NF, "softsign", SOFTSIGN, "input"),
+    FNW(NF, "tanhshrink", TANHSHRINK, "input"),
 
     /* ---- binary elementwise ---- */
     FNW(TF, "add", ADD, "input,other,*,alpha,out:!=None"),
@@ -466,6 +475,8 @@ static const tp_serde_op_entry g_table[] = {
     FN(NF, "log_softmax", LOG_SOFTMAX, "input,dim,dtype,_stacklevel:-"),
     FNW(TF, "log_softmax", LOG_SOFTMAX, "input,dim,dtype,*,out:!=None"),
     MT("log_softmax", LOG_SOFTMAX, "self,dim,dtype"),
+    /* traced as neg + softmax by tensorplay 1.0 */
+    FNW(NF, "softmin", SOFTMIN, "input,dim,dtype,_stacklevel:-"),
     /* nn.functional.glu records tensorplay.functional.glu */
     FNW(TF, "glu", GLU, "input,dim,*,out:!=None"),
     MT("glu", GLU, "self,dim"),
@@ -477,6 +488,24 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "embedding", EMBEDDING, "weight,indices,padding_idx,scale_grad_by_freq,sparse"),
     FN(NF, "dropout", DROPOUT, "input,p,training:train=True,inplace:@"),
     FNW(TF, "dropout", DROPOUT, "input,p,train=True"),
+    FN_(NF, "dropout_", DROPOUT, "input,p,training:train=True"),
+    FN_(TF, "dropout_", DROPOUT, "input,p,train=True"),
+    /* the other dropouts: eval mode only (the ops refuse training=True);
+     * dropout1d/2d/3d are feature_dropout (the channel-wise mask), which in
+     * eval mode is the identity for any rank */
+    FN(NF, "alpha_dropout", ALPHA_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
+    FNW(TF, "alpha_dropout", ALPHA_DROPOUT, "input,p=0.5,train=True"),
+    FN_(TF, "alpha_dropout_", ALPHA_DROPOUT, "input,p=0.5,train=True"),
+    FN(NF, "feature_alpha_dropout", FEATURE_ALPHA_DROPOUT, "input,p=0.5,training:train=False,inplace:@"),
+    FNW(TF, "feature_alpha_dropout", FEATURE_ALPHA_DROPOUT, "input,p=0.5,train=True"),
+    FN_(TF, "feature_alpha_dropout_", FEATURE_ALPHA_DROPOUT, "input,p=0.5,train=True"),
+    FN(NF, "feature_dropout", FEATURE_DROPOUT, "input,p=0.5,training:train=False,inplace:@"),
+    FNW(TF, "feature_dropout", FEATURE_DROPOUT, "input,p=0.5,train=True"),
+    FN_(TF, "feature_dropout_", FEATURE_DROPOUT, "input,p=0.5,train=True"),
+    FN_(NF, "feature_dropout_", FEATURE_DROPOUT, "input,p=0.5,training:train=True"),
+    FN(NF, "dropout1d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
+    FN(NF, "dropout2d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
+    FN(NF, "dropout3d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
     FNW(NF, "scaled_dot_product_attention", SCALED_DOT_PRODUCT_ATTENTION,
         "query,key,value,attn_mask,dropout_p,is_causal,scale,enable_gqa:!=False,backend:-"),
     FN(TF, "scaled_dot_product_attention", SCALED_DOT_PRODUCT_ATTENTION, "query,key,value,is_causal,impl:-"),
@@ -573,6 +602,17 @@ static const tp_serde_op_entry g_table[] = {
     MT("movedim", MOVEDIM, "self,source,destination"),
     FN(TF, "moveaxis", MOVEDIM, "input,source,destination"),
     MT("moveaxis", MOVEDIM, "self,source,destination"),
+    FNW(NF, "pixel_shuffle", PIXEL_SHUFFLE, "input,upscale_factor"),
+    FN(TF, "pixel_shuffle", PIXEL_SHUFFLE, "input,upscale_factor"),
+    FNW(NF, "pixel_unshuffle", PIXEL_UNSHUFFLE, "input,downscale_factor"),
+    FN(TF, "pixel_unshuffle", PIXEL_UNSHUFFLE, "input,downscale_factor"),
+    /* tensorplay 1.0 cannot trace channel_shuffle (TraceError): the reader
+     * maps it for programs written by others; native_channel_shuffle has the
+     * same result (PyTorch's does not check divisibility, this does) */
+    FNW(NF, "channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
+    FN(TF, "channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
+    FN(NF, "native_channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
+    FN(TF, "native_channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
     FNW(TF, "contiguous", CONTIGUOUS, "input,memory_format:-"),
     MT("contiguous", CONTIGUOUS, "self,*,memory_format:-"),
     FNW(TF, "clone", CLONE, "input,memory_format:-"),
@@ -630,6 +670,8 @@ static const tp_serde_op_entry g_table[] = {
     MT_("scatter_add_", SCATTER_ADD, "self,dim,index,src"),
     FNW(TF, "take_along_dim", TAKE_ALONG_DIM, "input,indices,dim,*,out:!=None"),
     MT("take_along_dim", TAKE_ALONG_DIM, "self,indices,dim"),
+    FNW(NF, "one_hot", ONE_HOT, "tensor:self,num_classes"),
+    FN(TF, "one_hot", ONE_HOT, "input,num_classes"),
     FNW(TF, "masked_fill", MASKED_FILL, "input,mask,value"),
     MT("masked_fill", MASKED_FILL, "self,mask,value"),
     MT_("masked_fill_", MASKED_FILL, "self,mask,value"),

@@ -410,7 +410,61 @@ static tp_status kernel_triu(const tp_value *args, tp_value *out) { return tri_r
 
 /* ---- registration ------------------------------------------------------ */
 
+/* ---- one_hot(Tensor self, int num_classes) ------------------------------
+ * int64 result of shape self.shape + [num_classes]. num_classes=-1 (the
+ * largest class + 1) makes the shape depend on the values: refused. */
+
+static tp_status one_hot_plan(const tp_value *args, tp_tensor **self, int64_t *classes) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_CHECK((*self)->dtype == TP_INT64, TP_ERR_TYPE, "one_hot is only applicable to index tensor.");
+    *classes = tp__arg_int(args, 1);
+    TP_CHECK(*classes != -1, TP_ERR_UNSUPPORTED,
+             "one_hot with num_classes=-1 takes the number of classes from the values (a data-dependent shape); "
+             "pass num_classes");
+    TP_CHECK(*classes >= 0, TP_ERR_INVALID_ARG, "num_classes should be positive, got %" PRId64, *classes);
+    TP_CHECK(*classes > 0 || tp_tensor_numel(*self) > 0, TP_ERR_INVALID_ARG,
+             "Can not infer total number of classes from empty tensor.");
+    TP_CHECK((*self)->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "one_hot of a %d-d tensor would exceed %d dims",
+             (*self)->ndim, TP_MAX_DIMS);
+    return TP_OK;
+}
+
+static tp_status infer_one_hot(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    int64_t classes, sizes[TP_MAX_DIMS];
+    TP_TRY(one_hot_plan(args, &self, &classes));
+    memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
+    sizes[self->ndim] = classes;
+    return tp__out_tensor(out, TP_INT64, self->ndim + 1, sizes);
+}
+
+static tp_status kernel_one_hot(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    int64_t classes;
+    TP_TRY(one_hot_plan(args, &self, &classes));
+    TP_TRY(tp__has_data(self, "self"));
+    int nd = self->ndim;
+    int64_t cs = o->strides[nd];
+    char *obase = tp__tensor_base(o);
+    tp_iter it;
+    tp__iter_init(&it, nd, self->sizes, 1, (const tp_tensor *[]){self});
+    while (tp__iter_next(&it)) {
+        int64_t v = tp__load_i64(it.ptr[0], TP_INT64);
+        TP_CHECK(v >= 0, TP_ERR_INDEX, "Class values must be non-negative.");
+        TP_CHECK(v < classes, TP_ERR_INDEX, "Class values must be smaller than num_classes.");
+        int64_t off = 0;
+        for (int d = 0; d < nd; d++) off += it.index[d] * o->strides[d];
+        for (int64_t k = 0; k < classes; k++) {
+            int64_t one = k == v;
+            memcpy(obase + (off + k * cs) * 8, &one, 8);
+        }
+    }
+    return TP_OK;
+}
+
 void tp__register_index_ops(void) {
+    tp__register_op(TP_OP_ONE_HOT, "one_hot(Tensor self, int num_classes=-1) -> Tensor", 0, infer_one_hot,
+                    kernel_one_hot);
     tp__register_op(TP_OP_INDEX_SELECT, "index_select(Tensor self, int dim, Tensor index) -> Tensor", 0,
                     infer_index_select, kernel_index_select);
     tp__register_op(TP_OP_GATHER, "gather(Tensor self, int dim, Tensor index) -> Tensor", 0, infer_gather,

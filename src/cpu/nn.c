@@ -730,11 +730,19 @@ static tp_status lrn_kernel(const tp_value *args, tp_value *out) {
 
 enum { SM_SELF, SM_DIM, SM_DTYPE };
 
+/* The softmax dim; None (softmin's dim=None) is PyTorch's legacy choice:
+ * 0 for 0-, 1- and 3-d inputs, else 1. */
+static tp_status softmax_dim(const tp_value *args, const tp_tensor *x, int *dim) {
+    int64_t d = tp__arg_is_none(args, SM_DIM) ? (x->ndim == 0 || x->ndim == 1 || x->ndim == 3 ? 0 : 1)
+                                              : tp__arg_int(args, SM_DIM);
+    return tp__wrap_dim(d, x->ndim, dim);
+}
+
 static tp_status softmax_infer(const tp_value *args, tp_value *out) {
     tp_tensor *x;
     TP_TRY(arg_tensor(args, SM_SELF, "self", &x));
     int dim;
-    TP_TRY(tp__wrap_dim(tp__arg_int(args, SM_DIM), x->ndim, &dim));
+    TP_TRY(softmax_dim(args, x, &dim));
     tp_dtype dtype = x->dtype;
     if (args[SM_DTYPE].kind == TP_VAL_DTYPE) {
         dtype = args[SM_DTYPE].u.dtype;
@@ -747,10 +755,11 @@ static tp_status softmax_infer(const tp_value *args, tp_value *out) {
     return out_like(out, x, dtype);
 }
 
-static tp_status softmax_common(const tp_value *args, tp_value *out, bool log_space) {
+/* softmax, log_softmax, and softmin (negate: softmax of -x). */
+static tp_status softmax_common(const tp_value *args, tp_value *out, bool log_space, bool negate) {
     tp_tensor *x = tp__arg_tensor(args, SM_SELF), *y = tp__out_at(out, 0);
     int dim;
-    TP_TRY(tp__wrap_dim(tp__arg_int(args, SM_DIM), x->ndim, &dim));
+    TP_TRY(softmax_dim(args, x, &dim));
     bool cast = y->dtype != x->dtype; /* dtype=: the input is converted first */
     int64_t len = 1, xs = 0, ys = 0;
     if (x->ndim > 0) {
@@ -772,6 +781,7 @@ static tp_status softmax_common(const tp_value *args, tp_value *out, bool log_sp
         for (int64_t i = 0; i < len; i++) {
             double v = load_at(xb, outer.off[0] + i * xs, x->dtype);
             if (cast) v = round_to_dtype(v, y->dtype);
+            if (negate) v = -v;
             vals[i] = v;
             if (v > max || isnan(v)) max = isnan(max) ? max : v;
         }
@@ -788,8 +798,11 @@ static tp_status softmax_common(const tp_value *args, tp_value *out, bool log_sp
     return TP_OK;
 }
 
-static tp_status softmax_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, false); }
-static tp_status log_softmax_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, true); }
+static tp_status softmax_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, false, false); }
+static tp_status log_softmax_kernel(const tp_value *args, tp_value *out) {
+    return softmax_common(args, out, true, false);
+}
+static tp_status softmin_kernel(const tp_value *args, tp_value *out) { return softmax_common(args, out, false, true); }
 
 /* ---- glu ------------------------------------------------------------------
  * glu(x, dim) = a * sigmoid(b), a and b the first and second halves of x
@@ -942,6 +955,25 @@ static tp_status dropout_kernel(const tp_value *args, tp_value *out) {
         store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * m);
     }
     return TP_OK;
+}
+
+/* alpha_dropout, feature_dropout, feature_alpha_dropout (and through
+ * feature_dropout dropout1d/2d/3d): eval mode only. With train=False (or
+ * p=0, or no elements, where PyTorch also returns the input) they are the
+ * identity; train=True would draw a random mask (per channel for the
+ * feature forms, with alpha dropout's affine correction) and is refused. */
+static tp_status dropout_eval_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(arg_tensor(args, DO_INPUT, "input", &x));
+    double p = tp__arg_f64(args, DO_P);
+    TP_TRY(check_probability(p));
+    TP_CHECK(!tp__arg_bool(args, DO_TRAIN) || p == 0.0 || tp_tensor_numel(x) == 0, TP_ERR_UNSUPPORTED,
+             "this dropout with training=True draws a random mask; only training=False is supported");
+    return out_like(out, x, x->dtype);
+}
+
+static tp_status dropout_eval_kernel(const tp_value *args, tp_value *out) {
+    return tp_tensor_copy_(tp__out_at(out, 0), tp__arg_tensor(args, DO_INPUT));
 }
 
 /* ---- scaled_dot_product_attention --------------------------------------- */
@@ -1131,6 +1163,14 @@ void tp__register_nn_ops(void) {
                     0, embedding_infer, embedding_kernel);
     tp__register_op(TP_OP_DROPOUT, "dropout(Tensor input, float p=0.5, bool train=False) -> Tensor", TP_OPF_RANDOM,
                     dropout_infer, dropout_kernel);
+    tp__register_op(TP_OP_SOFTMIN, "softmin(Tensor self, int? dim=None, ScalarType? dtype=None) -> Tensor", 0,
+                    softmax_infer, softmin_kernel);
+    tp__register_op(TP_OP_ALPHA_DROPOUT, "alpha_dropout(Tensor input, float p, bool train) -> Tensor", 0,
+                    dropout_eval_infer, dropout_eval_kernel);
+    tp__register_op(TP_OP_FEATURE_DROPOUT, "feature_dropout(Tensor input, float p, bool train) -> Tensor", 0,
+                    dropout_eval_infer, dropout_eval_kernel);
+    tp__register_op(TP_OP_FEATURE_ALPHA_DROPOUT, "feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor",
+                    0, dropout_eval_infer, dropout_eval_kernel);
     tp__register_op(TP_OP_SCALED_DOT_PRODUCT_ATTENTION,
                     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
                     "float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> Tensor",

@@ -799,6 +799,126 @@ static tp_status kernel_flip(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- pixel_shuffle / pixel_unshuffle / channel_shuffle ------------------
+ * Index-mapped copies: each output dim reads a fixed source offset per
+ * index, so the maps above express them.
+ *   pixel_shuffle(x, r):   [*, C*r*r, H, W] -> [*, C, H*r, W*r],
+ *       y[.., c, h*r+i, w*r+j] = x[.., c*r*r + i*r + j, h, w]
+ *   pixel_unshuffle(x, r): the inverse
+ *   channel_shuffle(x, g): [N, C, *], y[:, k*g + gi] = x[:, gi*(C/g) + k] */
+
+typedef enum { SHUF_PIXEL, SHUF_PIXEL_UN, SHUF_CHANNEL } shuffle_kind;
+
+static tp_status shuffle_plan(const tp_value *args, shuffle_kind kind, tp_tensor **self, int64_t *sizes) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    const tp_tensor *x = *self;
+    int64_t f = tp__arg_int(args, 1);
+    int nd = x->ndim;
+    if (kind == SHUF_CHANNEL) {
+        char buf[256];
+        TP_CHECK(nd > 2, TP_ERR_SHAPE, "channel_shuffle expects input with > 2 dims, but got input with sizes %s",
+                 tp__shape_str(nd, x->sizes, buf, sizeof buf));
+        TP_CHECK(f > 0, TP_ERR_INVALID_ARG,
+                 "Number of groups to divide channels in must be positive. Value of groups:%" PRId64, f);
+        TP_CHECK(x->sizes[1] % f == 0, TP_ERR_SHAPE,
+                 "Number of channels must be divisible by groups. Got %" PRId64 " channels and %" PRId64 " groups.",
+                 x->sizes[1], f);
+        memcpy(sizes, x->sizes, (size_t)nd * sizeof *sizes);
+        return TP_OK;
+    }
+    const char *name = kind == SHUF_PIXEL ? "pixel_shuffle" : "pixel_unshuffle";
+    TP_CHECK(nd >= 3, TP_ERR_SHAPE, "%s expects input to have at least 3 dimensions, but got input with %d dimension(s)",
+             name, nd);
+    TP_CHECK(f > 0, TP_ERR_INVALID_ARG, "%s expects a positive %s, but got %" PRId64, name,
+             kind == SHUF_PIXEL ? "upscale_factor" : "downscale_factor", f);
+    memcpy(sizes, x->sizes, (size_t)nd * sizeof *sizes);
+    int64_t c = x->sizes[nd - 3], h = x->sizes[nd - 2], w = x->sizes[nd - 1], ff;
+    TP_CHECK(tp_mul_overflow_i64(f, f, &ff), TP_ERR_INVALID_ARG, "factor %" PRId64 " is too large", f);
+    if (kind == SHUF_PIXEL) {
+        TP_CHECK(c % ff == 0, TP_ERR_SHAPE,
+                 "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                 "upscale_factor, but input.size(-3)=%" PRId64 " is not divisible by %" PRId64,
+                 c, ff);
+        sizes[nd - 3] = c / ff;
+        TP_CHECK(tp_mul_overflow_i64(h, f, &sizes[nd - 2]) && tp_mul_overflow_i64(w, f, &sizes[nd - 1]),
+                 TP_ERR_SHAPE, "the result is too large");
+    } else {
+        TP_CHECK(h % f == 0, TP_ERR_SHAPE,
+                 "pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)=%" PRId64
+                 " is not divisible by %" PRId64,
+                 h, f);
+        TP_CHECK(w % f == 0, TP_ERR_SHAPE,
+                 "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=%" PRId64
+                 " is not divisible by %" PRId64,
+                 w, f);
+        TP_CHECK(tp_mul_overflow_i64(c, ff, &sizes[nd - 3]), TP_ERR_SHAPE, "the result is too large");
+        sizes[nd - 2] = h / f;
+        sizes[nd - 1] = w / f;
+    }
+    return TP_OK;
+}
+
+static tp_status shuffle_infer(const tp_value *args, tp_value *out, shuffle_kind kind) {
+    tp_tensor *self;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(shuffle_plan(args, kind, &self, sizes));
+    return tp__out_tensor(out, self->dtype, self->ndim, sizes);
+}
+
+static tp_status shuffle_kernel(const tp_value *args, tp_value *out, shuffle_kind kind) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(shuffle_plan(args, kind, &self, sizes));
+    TP_TRY(tp__has_data(self, "self"));
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    int64_t f = tp__arg_int(args, 1);
+    int nd = self->ndim;
+    const int64_t *st = self->strides;
+    index_maps m;
+    TP_TRY(maps_alloc(&m, nd, o->sizes));
+    for (int d = 0; d < nd; d++)
+        for (int64_t i = 0; i < o->sizes[d]; i++) m.at[d][i] = i * st[d];
+    if (kind == SHUF_CHANNEL) {
+        int64_t per = self->sizes[1] / f; /* channels per group */
+        for (int64_t i = 0; i < o->sizes[1]; i++) m.at[1][i] = ((i % f) * per + i / f) * st[1];
+    } else if (kind == SHUF_PIXEL) {
+        int dc = nd - 3, dh = nd - 2, dw = nd - 1;
+        for (int64_t c = 0; c < o->sizes[dc]; c++) m.at[dc][c] = c * f * f * st[dc];
+        for (int64_t h = 0; h < o->sizes[dh]; h++) m.at[dh][h] = (h / f) * st[dh] + (h % f) * f * st[dc];
+        for (int64_t w = 0; w < o->sizes[dw]; w++) m.at[dw][w] = (w / f) * st[dw] + (w % f) * st[dc];
+    } else {
+        int dc = nd - 3, dh = nd - 2, dw = nd - 1;
+        for (int64_t c = 0; c < o->sizes[dc]; c++) {
+            int64_t src_c = c / (f * f), i = (c / f) % f, j = c % f;
+            m.at[dc][c] = src_c * st[dc] + i * st[dh] + j * st[dw];
+        }
+        for (int64_t h = 0; h < o->sizes[dh]; h++) m.at[dh][h] = h * f * st[dh];
+        for (int64_t w = 0; w < o->sizes[dw]; w++) m.at[dw][w] = w * f * st[dw];
+    }
+    copy_mapped(o, self, &m);
+    tp_free(m.buf);
+    return TP_OK;
+}
+
+static tp_status infer_pixel_shuffle(const tp_value *args, tp_value *out) {
+    return shuffle_infer(args, out, SHUF_PIXEL);
+}
+static tp_status kernel_pixel_shuffle(const tp_value *args, tp_value *out) {
+    return shuffle_kernel(args, out, SHUF_PIXEL);
+}
+static tp_status infer_pixel_unshuffle(const tp_value *args, tp_value *out) {
+    return shuffle_infer(args, out, SHUF_PIXEL_UN);
+}
+static tp_status kernel_pixel_unshuffle(const tp_value *args, tp_value *out) {
+    return shuffle_kernel(args, out, SHUF_PIXEL_UN);
+}
+static tp_status infer_channel_shuffle(const tp_value *args, tp_value *out) {
+    return shuffle_infer(args, out, SHUF_CHANNEL);
+}
+static tp_status kernel_channel_shuffle(const tp_value *args, tp_value *out) {
+    return shuffle_kernel(args, out, SHUF_CHANNEL);
+}
+
 /* repeat(Tensor self, int[] repeats) */
 static tp_status repeat_plan(const tp_tensor *self, const tp_value *args, int *ndim, int64_t *sizes) {
     int64_t reps[TP_MAX_DIMS];
@@ -1523,4 +1643,10 @@ void tp__register_shape_ops(void) {
                     kernel_vsplit);
     tp__register_op(TP_OP_DSPLIT, "dsplit(Tensor self, Any indices_or_sections) -> Tensor[]", TP_OPF_VIEW, infer_dsplit,
                     kernel_dsplit);
+    tp__register_op(TP_OP_PIXEL_SHUFFLE, "pixel_shuffle(Tensor self, int upscale_factor) -> Tensor", 0,
+                    infer_pixel_shuffle, kernel_pixel_shuffle);
+    tp__register_op(TP_OP_PIXEL_UNSHUFFLE, "pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor", 0,
+                    infer_pixel_unshuffle, kernel_pixel_unshuffle);
+    tp__register_op(TP_OP_CHANNEL_SHUFFLE, "channel_shuffle(Tensor self, int groups) -> Tensor", 0,
+                    infer_channel_shuffle, kernel_channel_shuffle);
 }

@@ -92,6 +92,22 @@ static tp_status infer_float_only(const tp_value *args, tp_value *out) {
     return out_like(out, x, x->dtype);
 }
 
+/* softsign (x / (1 + |x|)) and tanhshrink (x - tanh(x)): floats keep their
+ * dtype, ints become float32, bool is refused as PyTorch's abs / sub do. */
+static tp_status infer_softsign(const tp_value *args, tp_value *out) {
+    tp_tensor *x = NULL;
+    TP_TRY(self_tensor(args, &x));
+    TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE, "\"abs_cpu\" not implemented for 'Bool'");
+    return infer_float(args, out);
+}
+
+static tp_status infer_tanhshrink(const tp_value *args, tp_value *out) {
+    tp_tensor *x = NULL;
+    TP_TRY(self_tensor(args, &x));
+    TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE, "Subtraction, the `-` operator, with a bool tensor is not supported");
+    return infer_float(args, out);
+}
+
 /* Bool result (logical_not, isnan, isinf). */
 static tp_status infer_bool(const tp_value *args, tp_value *out) {
     tp_tensor *x = NULL;
@@ -226,6 +242,8 @@ F64_FN(f_exp2, exp2(x))
 F64_FN(f_deg2rad, x * (M_PI / 180.0))
 F64_FN(f_frac, isinf(x) ? NAN : x - trunc(x))
 F64_FN(f_log_sigmoid, (x < 0.0 ? x : 0.0) - log1p(exp(-fabs(x))))
+F64_FN(f_softsign, x / (1.0 + fabs(x)))
+F64_FN(f_tanhshrink, x - tanh(x))
 
 static double f_gelu_tanh(double x, const unary_params *p) {
     TP_UNUSED(p);
@@ -342,6 +360,8 @@ FLOAT_KERNEL(exp2, f_exp2)
 FLOAT_KERNEL(deg2rad, f_deg2rad)
 FLOAT_KERNEL(frac, f_frac)
 FLOAT_KERNEL(log_sigmoid, f_log_sigmoid)
+FLOAT_KERNEL(softsign, f_softsign)
+FLOAT_KERNEL(tanhshrink, f_tanhshrink)
 FLOAT_KERNEL(sigmoid, f_sigmoid)
 FLOAT_KERNEL(erf, f_erf)
 FLOAT_KERNEL(reciprocal, f_reciprocal)
@@ -807,4 +827,6 @@ void tp__register_unary_ops(void) {
                     "rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False) "
                     "-> Tensor",
                     0, infer_rrelu, kernel_rrelu);
+    tp__register_op(TP_OP_SOFTSIGN, "softsign(Tensor self) -> Tensor", 0, infer_softsign, kernel_softsign);
+    tp__register_op(TP_OP_TANHSHRINK, "tanhshrink(Tensor self) -> Tensor", 0, infer_tanhshrink, kernel_tanhshrink);
 }

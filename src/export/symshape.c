@@ -1077,6 +1077,11 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_DROPOUT:
     case TP_OP_INSTANCE_NORM:
     case TP_OP_LOCAL_RESPONSE_NORM:
+    case TP_OP_SOFTMIN:
+    case TP_OP_CHANNEL_SHUFFLE:
+    case TP_OP_ALPHA_DROPOUT:
+    case TP_OP_FEATURE_DROPOUT:
+    case TP_OP_FEATURE_ALPHA_DROPOUT:
     case TP_OP_CLONE:
     case TP_OP_CONTIGUOUS:
     case TP_OP_TO:
@@ -1363,6 +1368,18 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         return o;
     }
+    case TP_OP_ONE_HOT: {
+        const sval *a = need_t(r, 0);
+        int64_t classes = iarg(r, 1, -1);
+        if (!a || classes < 0 || a->nd >= TP_MAX_DIMS) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, a->nd + 1);
+        for (int i = 0; o && i < a->nd; i++) o->d[i] = S(r, a->d[i]);
+        if (o) o->d[a->nd] = K(r, classes);
+        return o;
+    }
     case TP_OP_UNSQUEEZE: {
         const sval *a = need_t(r, 0);
         if (!a) return NULL;
@@ -1420,6 +1437,31 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         req_div(r, a->d[d], 2, "glu's halved dim is even");
         sval *o = copy_t(r, a);
         if (o) o->d[d] = sd_floordiv(r->sd, S(r, a->d[d]), 2);
+        return o;
+    }
+    case TP_OP_PIXEL_SHUFFLE:
+    case TP_OP_PIXEL_UNSHUFFLE: {
+        const sval *a = need_t(r, 0);
+        int64_t f = iarg(r, 1, 1);
+        if (!a || a->nd < 3 || f <= 0 || r->fail) {
+            r->fail = true;
+            return NULL;
+        }
+        int c = a->nd - 3, h = a->nd - 2, w = a->nd - 1;
+        sval *o = copy_t(r, a);
+        if (!o) return NULL;
+        if (op == TP_OP_PIXEL_SHUFFLE) {
+            req_div(r, a->d[c], f * f, "pixel_shuffle's channels divide by the factor squared");
+            o->d[c] = sd_floordiv(r->sd, S(r, a->d[c]), f * f);
+            o->d[h] = sd_mulk(r->sd, S(r, a->d[h]), f);
+            o->d[w] = sd_mulk(r->sd, S(r, a->d[w]), f);
+        } else {
+            req_div(r, a->d[h], f, "pixel_unshuffle's height divides by the factor");
+            req_div(r, a->d[w], f, "pixel_unshuffle's width divides by the factor");
+            o->d[c] = sd_mulk(r->sd, S(r, a->d[c]), f * f);
+            o->d[h] = sd_floordiv(r->sd, S(r, a->d[h]), f);
+            o->d[w] = sd_floordiv(r->sd, S(r, a->d[w]), f);
+        }
         return o;
     }
     case TP_OP_SELECT: {
