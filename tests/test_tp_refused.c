@@ -1,7 +1,7 @@
 /*
  * test_tp_refused.c - archives written by the real tensorplay that
  * tpexport refuses (fixtures/tensorplay_refused/, made by
- * fixtures/gen_tp_ops_shape.py): loading and verifying fail with
+ * fixtures/gen_tp_ops_shape.py and gen_tp_ops_nnfuncs.py): loading and verifying fail with
  * TP_ERR_UNSUPPORTED and a message naming the node and the reason, with
  * nothing leaked.
  */
@@ -27,4 +27,20 @@ TEST(test_repeat_interleave_tensor_repeats) {
     tp_archive_free(a);
 }
 
-TEST_MAIN(T(test_repeat_interleave_tensor_repeats))
+/* one_hot with num_classes=-1: the number of classes comes from the
+ * values. */
+TEST(test_one_hot_inferred_classes) {
+    const char *path = "fixtures/tensorplay_refused/one_hot_inferred_classes.pt2";
+    tp_archive *a = NULL;
+    CHECK_STATUS(tp_archive_load(path, NULL, &a), TP_ERR_UNSUPPORTED);
+    CHECK(a == NULL);
+    const char *msg = tp_last_error();
+    CHECK_MSG(strstr(msg, "node one_hot") && strstr(msg, "num_classes=-1") && strstr(msg, "data-dependent shape"),
+              "%s", msg);
+    CHECK_STATUS(tp_archive_verify(path, NULL), TP_ERR_UNSUPPORTED);
+    msg = tp_last_error();
+    CHECK_MSG(strstr(msg, "node one_hot") && strstr(msg, "num_classes=-1"), "%s", msg);
+    tp_archive_free(a);
+}
+
+TEST_MAIN(T(test_repeat_interleave_tensor_repeats), T(test_one_hot_inferred_classes))
