@@ -510,6 +510,28 @@ static const tp_serde_op_entry g_table[] = {
         "query,key,value,attn_mask,dropout_p,is_causal,scale,enable_gqa:!=False,backend:-"),
     FN(TF, "scaled_dot_product_attention", SCALED_DOT_PRODUCT_ATTENTION, "query,key,value,is_causal,impl:-"),
 
+    /* ---- losses: nn.functional's take reduction as a string (the legacy
+     * size_average / reduce must be None), tensorplay.functional's tp_*_loss
+     * (what nn.functional records for them) as ATen's int ---- */
+    FNW(NF, "mse_loss", MSE_LOSS, "input:self,target,reduction"),
+    FNW(NF, "l1_loss", L1_LOSS, "input:self,target,size_average:!=None,reduce:!=None,reduction,weight:!=None"),
+    FNW(NF, "smooth_l1_loss", SMOOTH_L1_LOSS, "input:self,target,size_average:!=None,reduce:!=None,reduction,beta"),
+    FNW(NF, "huber_loss", HUBER_LOSS, "input:self,target,reduction,delta,weight:!=None"),
+    FNW(NF, "binary_cross_entropy", BINARY_CROSS_ENTROPY,
+        "input:self,target,weight,size_average:!=None,reduce:!=None,reduction"),
+    FNW(NF, "binary_cross_entropy_with_logits", BINARY_CROSS_ENTROPY_WITH_LOGITS,
+        "input:self,target,weight,size_average:!=None,reduce:!=None,reduction,pos_weight"),
+    FNW(NF, "kl_div", KL_DIV, "input:self,target,size_average:!=None,reduce:!=None,reduction,log_target"),
+    FNW(NF, "gaussian_nll_loss", GAUSSIAN_NLL_LOSS, "input,target,var,full,eps,reduction"),
+    FNW(TF, "tp_soft_margin_loss", SOFT_MARGIN_LOSS, "input:self,target,reduction"),
+    FN(TF, "soft_margin_loss", SOFT_MARGIN_LOSS, "input:self,target,*,out:!=None"),
+    FNW(TF, "tp_margin_ranking_loss", MARGIN_RANKING_LOSS, "input1,input2,target,margin,reduction"),
+    FN(TF, "margin_ranking_loss", MARGIN_RANKING_LOSS, "input1,input2,target,margin"),
+    FNW(TF, "tp_hinge_embedding_loss", HINGE_EMBEDDING_LOSS, "input:self,target,margin,reduction"),
+    FN(TF, "hinge_embedding_loss", HINGE_EMBEDDING_LOSS, "input:self,target,margin"),
+    FNW(TF, "tp_poisson_nll_loss", POISSON_NLL_LOSS, "input,target,log_input,full,eps,reduction"),
+    FN(TF, "poisson_nll_loss", POISSON_NLL_LOSS, "input,target,log_input,full,eps"),
+
     /* ---- shape and indexing ---- */
     FNW(TF, "reshape", RESHAPE, "input,shape"),
     MT("reshape", RESHAPE, "self,*shape"),

@@ -403,6 +403,17 @@ static sval *broadcast(rctx *r, const int *idx, int n) {
     return o;
 }
 
+/* Losses: with reduction 'none' (or ATen's 0) the broadcast shape of the
+ * tensor operands idx, else a 0-d result. */
+static sval *rule_loss(rctx *r, int red_at, const int *idx, int n) {
+    bool none = false;
+    if (red_at < r->nb) {
+        const tp_value *v = &r->b[red_at];
+        none = (v->kind == TP_VAL_STR && !strcmp(v->u.s, "none")) || (v->kind == TP_VAL_INT && v->u.i == 0);
+    }
+    return none ? broadcast(r, idx, n) : out_t(r, 0);
+}
+
 static sd_e prod(rctx *r, const sval *a, int from, int to) {
     sd_e p = K(r, 1);
     for (int i = from; i < to; i++) p = sd_mul(r->sd, p, a->d[i]);
@@ -1439,6 +1450,18 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (o) o->d[d] = sd_floordiv(r->sd, S(r, a->d[d]), 2);
         return o;
     }
+    case TP_OP_MSE_LOSS:
+    case TP_OP_L1_LOSS:
+    case TP_OP_SMOOTH_L1_LOSS:
+    case TP_OP_HUBER_LOSS:
+    case TP_OP_SOFT_MARGIN_LOSS:
+    case TP_OP_KL_DIV: return rule_loss(r, 2, (int[]){0, 1}, 2);
+    case TP_OP_BINARY_CROSS_ENTROPY: return rule_loss(r, 3, (int[]){0, 1, 2}, 3);
+    case TP_OP_BINARY_CROSS_ENTROPY_WITH_LOGITS: return rule_loss(r, 4, (int[]){0, 1, 2, 3}, 4);
+    case TP_OP_POISSON_NLL_LOSS:
+    case TP_OP_GAUSSIAN_NLL_LOSS: return rule_loss(r, 5, (int[]){0, 1}, 2);
+    case TP_OP_MARGIN_RANKING_LOSS: return rule_loss(r, 4, (int[]){0, 1, 2}, 3);
+    case TP_OP_HINGE_EMBEDDING_LOSS: return rule_loss(r, 3, (int[]){0, 1}, 2);
     case TP_OP_PIXEL_SHUFFLE:
     case TP_OP_PIXEL_UNSHUFFLE: {
         const sval *a = need_t(r, 0);

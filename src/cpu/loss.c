@@ -1,0 +1,453 @@
+/*
+ * loss.c - the losses of tensorplay.nn.functional: schemas, shape rules and
+ * reference kernels.
+ *
+ * Elementwise losses (mse, l1, smooth_l1, huber, soft_margin,
+ * binary_cross_entropy(_with_logits), kl_div, poisson_nll, gaussian_nll,
+ * margin_ranking, hinge_embedding) broadcast their tensor arguments, compute
+ * each element in double and reduce: 'none' gives the broadcast shape,
+ * 'mean' and 'sum' a 0-d tensor (the mean of no elements is NaN, as in
+ * PyTorch), kl_div also takes 'batchmean' (the sum over input.size(0)).
+ * The result dtype is the promoted dtype of the tensor arguments, which
+ * must be floating point.
+ *
+ * Two kinds of reduction argument, after what tensorplay records: the
+ * nn.functional functions pass a string ('none' | 'mean' | 'sum'), the
+ * tensorplay.functional tp_*_loss functions the ATen int (0 none, 1 mean,
+ * 2 sum); each op takes the form its recorded callee passes.
+ */
+#include <inttypes.h>
+#include <math.h>
+
+#include "kernel_util.h"
+
+enum { RED_NONE = 0, RED_MEAN = 1, RED_SUM = 2, RED_BATCHMEAN = 3 };
+
+static tp_status reduction_of(const tp_value *v, bool batchmean_ok, int *red) {
+    if (v->kind == TP_VAL_STR) {
+        const char *s = v->u.s;
+        if (!strcmp(s, "none")) *red = RED_NONE;
+        else if (!strcmp(s, "mean")) *red = RED_MEAN;
+        else if (!strcmp(s, "sum")) *red = RED_SUM;
+        else if (batchmean_ok && !strcmp(s, "batchmean")) *red = RED_BATCHMEAN;
+        else return tp_error(TP_ERR_INVALID_ARG, "%.64s is not a valid value for reduction", s);
+        return TP_OK;
+    }
+    int64_t r = tp_value_as_i64(v);
+    TP_CHECK(r >= 0 && r <= 2, TP_ERR_INVALID_ARG, "%" PRId64 " is not a valid value for reduction", r);
+    *red = (int)r;
+    return TP_OK;
+}
+
+static double load(const char *p, tp_dtype dtype) {
+    if (dtype == TP_FLOAT32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    if (dtype == TP_FLOAT64) {
+        double d;
+        memcpy(&d, p, 8);
+        return d;
+    }
+    return tp__load_f64(p, dtype);
+}
+
+/* ---- elementwise losses ------------------------------------------------ */
+
+typedef enum ew_kind {
+    EW_MSE,
+    EW_L1,
+    EW_SMOOTH_L1,
+    EW_HUBER,
+    EW_SOFT_MARGIN,
+    EW_BCE,
+    EW_BCE_LOGITS,
+    EW_KL_DIV,
+    EW_POISSON_NLL,
+    EW_GAUSSIAN_NLL,
+    EW_MARGIN_RANKING,
+    EW_HINGE
+} ew_kind;
+
+#define EW_MAX 4
+
+typedef struct ew_plan {
+    int n;                    /* tensor operands (NULL ones dropped) */
+    tp_tensor *t[EW_MAX];     /* borrowed, except owned[i] */
+    bool owned[EW_MAX];
+    int role[EW_MAX];         /* which operand slot each is (see ew_eval) */
+    int red;
+    double a, b;              /* beta / delta / margin / eps */
+    bool f1, f2;              /* log_target / log_input, full */
+    tp_dtype dtype;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    int64_t batch;            /* batchmean: input.size(0) (1 for 0-d) */
+} ew_plan;
+
+enum { R_X, R_Y, R_Z, R_W }; /* operand slots: input, target, third (var / target), weight / pos_weight */
+
+static void ew_plan_free(ew_plan *p) {
+    for (int i = 0; i < p->n; i++)
+        if (p->owned[i]) tp_tensor_free(p->t[i]);
+    p->n = 0;
+}
+
+static tp_status ew_add(ew_plan *p, const tp_value *args, int i, int role, const char *what, bool optional) {
+    if (optional && tp__arg_is_none(args, i)) return TP_OK;
+    tp_tensor *t;
+    TP_TRY(tp__need_tensor(args, i, what, &t));
+    p->t[p->n] = t;
+    p->owned[p->n] = false;
+    p->role[p->n] = role;
+    p->n++;
+    return TP_OK;
+}
+
+static const char *ew_name(ew_kind k) {
+    static const char *const names[] = {"mse_loss",
+                                        "l1_loss",
+                                        "smooth_l1_loss",
+                                        "huber_loss",
+                                        "soft_margin_loss",
+                                        "binary_cross_entropy",
+                                        "binary_cross_entropy_with_logits",
+                                        "kl_div",
+                                        "poisson_nll_loss",
+                                        "gaussian_nll_loss",
+                                        "margin_ranking_loss",
+                                        "hinge_embedding_loss"};
+    return names[k];
+}
+
+static tp_status same_size(const tp_tensor *x, const tp_tensor *y, const char *fmt) {
+    if (x->ndim == y->ndim && !memcmp(x->sizes, y->sizes, (size_t)x->ndim * sizeof *x->sizes)) return TP_OK;
+    char a[256], b[256];
+    return tp_error(TP_ERR_SHAPE, fmt, tp__shape_str(y->ndim, y->sizes, a, sizeof a),
+                         tp__shape_str(x->ndim, x->sizes, b, sizeof b));
+}
+
+/* gaussian_nll_loss's var: input's shape, input's shape without the last
+ * dim (read as if unsqueezed), or with a last dim of 1. */
+static tp_status gaussian_var(ew_plan *p) {
+    tp_tensor *x = p->t[0], *v = p->t[2];
+    if (v->ndim == x->ndim && !memcmp(v->sizes, x->sizes, (size_t)x->ndim * sizeof *x->sizes)) return TP_OK;
+    if (x->ndim >= 1 && v->ndim == x->ndim - 1 && !memcmp(v->sizes, x->sizes, (size_t)v->ndim * sizeof *v->sizes)) {
+        int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
+        memcpy(sizes, v->sizes, (size_t)v->ndim * sizeof *sizes);
+        memcpy(strides, v->strides, (size_t)v->ndim * sizeof *strides);
+        sizes[v->ndim] = 1;
+        strides[v->ndim] = 0;
+        tp_tensor *u;
+        TP_TRY(tp_tensor_as_strided(v, v->ndim + 1, sizes, strides, v->offset, &u));
+        p->t[2] = u;
+        p->owned[2] = true;
+        return TP_OK;
+    }
+    bool last_one = x->ndim >= 1 && v->ndim == x->ndim && v->sizes[v->ndim - 1] == 1 &&
+                    !memcmp(v->sizes, x->sizes, (size_t)(x->ndim - 1) * sizeof *x->sizes);
+    TP_CHECK(last_one, TP_ERR_SHAPE, "var is of incorrect size");
+    return TP_OK;
+}
+
+/* The operands and parameters of each elementwise loss, from its schema. */
+static tp_status ew_make(const tp_value *args, ew_kind k, ew_plan *p) {
+    memset(p, 0, sizeof *p);
+    const tp_value *red = NULL;
+    bool batchmean = false;
+    switch (k) {
+    case EW_MSE:
+    case EW_L1:
+    case EW_SMOOTH_L1:
+    case EW_HUBER:
+    case EW_SOFT_MARGIN:
+        /* (self, target, reduction[, beta | delta]) */
+        TP_TRY(ew_add(p, args, 0, R_X, "self", false));
+        TP_TRY(ew_add(p, args, 1, R_Y, "target", false));
+        red = &args[2];
+        if (k == EW_SMOOTH_L1 || k == EW_HUBER) p->a = tp__arg_f64(args, 3);
+        break;
+    case EW_BCE:
+        /* (self, target, weight, reduction) */
+        TP_TRY(ew_add(p, args, 0, R_X, "self", false));
+        TP_TRY(ew_add(p, args, 1, R_Y, "target", false));
+        TP_TRY(ew_add(p, args, 2, R_W, "weight", true));
+        red = &args[3];
+        break;
+    case EW_BCE_LOGITS:
+        /* (self, target, weight, pos_weight, reduction) */
+        TP_TRY(ew_add(p, args, 0, R_X, "self", false));
+        TP_TRY(ew_add(p, args, 1, R_Y, "target", false));
+        TP_TRY(ew_add(p, args, 2, R_W, "weight", true));
+        TP_TRY(ew_add(p, args, 3, R_Z, "pos_weight", true));
+        red = &args[4];
+        break;
+    case EW_KL_DIV:
+        /* (self, target, reduction, log_target) */
+        TP_TRY(ew_add(p, args, 0, R_X, "self", false));
+        TP_TRY(ew_add(p, args, 1, R_Y, "target", false));
+        red = &args[2];
+        p->f1 = tp__arg_bool(args, 3);
+        batchmean = true;
+        break;
+    case EW_POISSON_NLL:
+        /* (input, target, log_input, full, eps, reduction) */
+        TP_TRY(ew_add(p, args, 0, R_X, "input", false));
+        TP_TRY(ew_add(p, args, 1, R_Y, "target", false));
+        p->f1 = tp__arg_bool(args, 2);
+        p->f2 = tp__arg_bool(args, 3);
+        p->a = tp__arg_f64(args, 4);
+        red = &args[5];
+        break;
+    case EW_GAUSSIAN_NLL:
+        /* (input, target, var, full, eps, reduction) */
+        TP_TRY(ew_add(p, args, 0, R_X, "input", false));
+        TP_TRY(ew_add(p, args, 1, R_Y, "target", false));
+        TP_TRY(ew_add(p, args, 2, R_Z, "var", false));
+        p->f2 = tp__arg_bool(args, 3);
+        p->a = tp__arg_f64(args, 4);
+        red = &args[5];
+        break;
+    case EW_MARGIN_RANKING:
+        /* (input1, input2, target, margin, reduction) */
+        TP_TRY(ew_add(p, args, 0, R_X, "input1", false));
+        TP_TRY(ew_add(p, args, 1, R_Z, "input2", false));
+        TP_TRY(ew_add(p, args, 2, R_Y, "target", false));
+        p->a = tp__arg_f64(args, 3);
+        red = &args[4];
+        break;
+    case EW_HINGE:
+        /* (self, target, margin, reduction) */
+        TP_TRY(ew_add(p, args, 0, R_X, "self", false));
+        TP_TRY(ew_add(p, args, 1, R_Y, "target", false));
+        p->a = tp__arg_f64(args, 2);
+        red = &args[3];
+        break;
+    }
+    TP_TRY(reduction_of(red, batchmean, &p->red));
+    tp_tensor *x = p->t[0], *y = p->t[1];
+    switch (k) {
+    case EW_SMOOTH_L1:
+        TP_CHECK(p->a >= 0.0, TP_ERR_INVALID_ARG, "smooth_l1_loss does not support negative values for beta.");
+        break;
+    case EW_HUBER:
+        TP_CHECK(p->a > 0.0, TP_ERR_INVALID_ARG, "huber_loss does not support non-positive values for delta.");
+        break;
+    case EW_BCE:
+        TP_TRY(same_size(x, y,
+                         "Using a target size (%s) that is different to the input size (%s) is deprecated. Please "
+                         "ensure they have the same size."));
+        break;
+    case EW_BCE_LOGITS:
+        TP_TRY(same_size(x, y, "Target size (%s) must be the same as input size (%s)"));
+        break;
+    case EW_GAUSSIAN_NLL:
+        TP_CHECK(p->a >= 0.0, TP_ERR_INVALID_ARG, "eps must be non-negative, got %g", p->a);
+        TP_TRY(gaussian_var(p));
+        break;
+    case EW_MARGIN_RANKING: {
+        tp_tensor *x2 = p->t[1], *t = p->t[2];
+        char a[256], b[256], c[256];
+        TP_CHECK(x->ndim == x2->ndim && x->ndim == t->ndim, TP_ERR_SHAPE,
+                 "margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: %s, "
+                 "input2: %s, target: %s ",
+                 tp__shape_str(x->ndim, x->sizes, a, sizeof a), tp__shape_str(x2->ndim, x2->sizes, b, sizeof b),
+                 tp__shape_str(t->ndim, t->sizes, c, sizeof c));
+        break;
+    }
+    default: break;
+    }
+    /* the broadcast shape and the promoted dtype */
+    p->ndim = 0;
+    for (int i = 0; i < p->n; i++) {
+        int nd;
+        int64_t s[TP_MAX_DIMS];
+        TP_TRY(tp__broadcast_shapes(p->ndim, p->sizes, p->t[i]->ndim, p->t[i]->sizes, &nd, s));
+        p->ndim = nd;
+        memcpy(p->sizes, s, (size_t)nd * sizeof *s);
+    }
+    tp_value vals[EW_MAX];
+    const tp_value *pv[EW_MAX];
+    for (int i = 0; i < p->n; i++) {
+        vals[i] = tp_value_tensor(p->t[i]);
+        pv[i] = &vals[i];
+    }
+    p->dtype = tp__result_type(pv, p->n);
+    TP_CHECK(tp_dtype_is_float(p->dtype), TP_ERR_TYPE, "%s expects floating-point inputs, got %s", ew_name(k),
+             tp_dtype_name(p->dtype));
+    p->batch = x->ndim > 0 ? x->sizes[0] : 1;
+    return TP_OK;
+}
+
+static tp_status ew_infer(const tp_value *args, tp_value *out, ew_kind k) {
+    ew_plan p;
+    tp_status st = ew_make(args, k, &p);
+    if (st == TP_OK)
+        st = p.red == RED_NONE ? tp__out_tensor(out, p.dtype, p.ndim, p.sizes) : tp__out_tensor(out, p.dtype, 0, NULL);
+    ew_plan_free(&p);
+    return st;
+}
+
+static double xlogy(double x, double y) {
+    if (isnan(y)) return NAN;
+    if (x == 0.0) return 0.0;
+    return x * log(y);
+}
+
+/* One element. v[R_*] holds the operands (absent ones: NAN, has[] false). */
+static tp_status ew_eval(ew_kind k, const ew_plan *p, const double *v, const bool *has, double *out) {
+    double x = v[R_X], y = v[R_Y];
+    switch (k) {
+    case EW_MSE: *out = (x - y) * (x - y); break;
+    case EW_L1: *out = fabs(x - y); break;
+    case EW_SMOOTH_L1: {
+        double d = fabs(x - y);
+        *out = p->a == 0.0 ? d : d < p->a ? 0.5 * d * d / p->a : d - 0.5 * p->a;
+        break;
+    }
+    case EW_HUBER: {
+        double d = fabs(x - y);
+        *out = d < p->a ? 0.5 * d * d : p->a * (d - 0.5 * p->a);
+        break;
+    }
+    case EW_SOFT_MARGIN: *out = log1p(exp(-y * x)); break;
+    case EW_BCE: {
+        TP_CHECK(x >= 0.0 && x <= 1.0, TP_ERR_INVALID_ARG, "all elements of input should be between 0 and 1");
+        double lx = fmax(log(x), -100.0), l1x = fmax(log1p(-x), -100.0);
+        double l = -(y * lx + (1.0 - y) * l1x);
+        *out = has[R_W] ? l * v[R_W] : l;
+        break;
+    }
+    case EW_BCE_LOGITS: {
+        double lw = has[R_Z] ? (v[R_Z] - 1.0) * y + 1.0 : 1.0;
+        double l = (1.0 - y) * x + lw * (log1p(exp(-fabs(x))) + fmax(-x, 0.0));
+        *out = has[R_W] ? l * v[R_W] : l;
+        break;
+    }
+    case EW_KL_DIV: *out = p->f1 ? exp(y) * (y - x) : xlogy(y, y) - y * x; break;
+    case EW_POISSON_NLL: {
+        double l = p->f1 ? exp(x) - y * x : x - y * log(x + p->a);
+        if (p->f2 && y > 1.0) l += y * log(y) - y + 0.5 * log(2.0 * M_PI * y);
+        *out = l;
+        break;
+    }
+    case EW_GAUSSIAN_NLL: {
+        double var = v[R_Z];
+        TP_CHECK(!(var < 0.0), TP_ERR_INVALID_ARG, "var has negative entry/entries");
+        var = fmax(var, p->a);
+        if (isnan(v[R_Z])) var = NAN;
+        double l = 0.5 * (log(var) + (x - y) * (x - y) / var);
+        if (p->f2) l += 0.5 * log(2.0 * M_PI);
+        *out = l;
+        break;
+    }
+    case EW_MARGIN_RANKING: *out = fmax(-y * (x - v[R_Z]) + p->a, 0.0); break;
+    case EW_HINGE: {
+        double m = fmax(p->a - x, 0.0);
+        if (isnan(x)) m = NAN;
+        *out = (y != 1.0 ? m : 0.0) + (y != -1.0 ? x : 0.0);
+        break;
+    }
+    }
+    return TP_OK;
+}
+
+static tp_status ew_kernel(const tp_value *args, tp_value *out, ew_kind k) {
+    ew_plan p;
+    TP_TRY(ew_make(args, k, &p));
+    tp_status st = TP_OK;
+    tp_tensor *o = tp__out_at(out, 0);
+    for (int i = 0; i < p.n && st == TP_OK; i++) st = tp__has_data(p.t[i], "input");
+    if (st != TP_OK) goto done;
+    const tp_tensor *ops[EW_MAX + 1];
+    int n_ops = 0;
+    if (p.red == RED_NONE) ops[n_ops++] = o;
+    for (int i = 0; i < p.n; i++) ops[n_ops++] = p.t[i];
+    int first = p.red == RED_NONE ? 1 : 0;
+    tp_iter it;
+    tp__iter_init(&it, p.ndim, p.sizes, n_ops, ops);
+    double sum = 0.0;
+    int64_t count = 0;
+    while (tp__iter_next(&it)) {
+        double v[EW_MAX] = {NAN, NAN, NAN, NAN}, l = 0.0;
+        bool has[EW_MAX] = {false, false, false, false};
+        for (int i = 0; i < p.n; i++) {
+            v[p.role[i]] = load(it.ptr[first + i], p.t[i]->dtype);
+            has[p.role[i]] = true;
+        }
+        if ((st = ew_eval(k, &p, v, has, &l)) != TP_OK) goto done;
+        if (p.red == RED_NONE) tp__store_f64(it.ptr[0], o->dtype, l);
+        sum += l;
+        count++;
+    }
+    if (p.red != RED_NONE) {
+        double r = sum;
+        if (p.red == RED_MEAN) r = sum / (double)count;
+        if (p.red == RED_BATCHMEAN) r = sum / (double)p.batch;
+        tp__store_f64(tp__tensor_base(o), o->dtype, r);
+    }
+done:
+    ew_plan_free(&p);
+    return st;
+}
+
+#define EW_OP(name, kind)                                                                                              \
+    static tp_status infer_##name(const tp_value *args, tp_value *out) { return ew_infer(args, out, kind); }          \
+    static tp_status kernel_##name(const tp_value *args, tp_value *out) { return ew_kernel(args, out, kind); }
+
+EW_OP(mse_loss, EW_MSE)
+EW_OP(l1_loss, EW_L1)
+EW_OP(smooth_l1_loss, EW_SMOOTH_L1)
+EW_OP(huber_loss, EW_HUBER)
+EW_OP(soft_margin_loss, EW_SOFT_MARGIN)
+EW_OP(binary_cross_entropy, EW_BCE)
+EW_OP(binary_cross_entropy_with_logits, EW_BCE_LOGITS)
+EW_OP(kl_div, EW_KL_DIV)
+EW_OP(poisson_nll_loss, EW_POISSON_NLL)
+EW_OP(gaussian_nll_loss, EW_GAUSSIAN_NLL)
+EW_OP(margin_ranking_loss, EW_MARGIN_RANKING)
+EW_OP(hinge_embedding_loss, EW_HINGE)
+
+/* ---- registration ------------------------------------------------------- */
+
+void tp__register_loss_ops(void) {
+    tp__register_op(TP_OP_MSE_LOSS, "mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", 0,
+                    infer_mse_loss, kernel_mse_loss);
+    tp__register_op(TP_OP_L1_LOSS, "l1_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", 0,
+                    infer_l1_loss, kernel_l1_loss);
+    tp__register_op(TP_OP_SMOOTH_L1_LOSS,
+                    "smooth_l1_loss(Tensor self, Tensor target, str reduction='mean', float beta=1.0) -> Tensor", 0,
+                    infer_smooth_l1_loss, kernel_smooth_l1_loss);
+    tp__register_op(TP_OP_HUBER_LOSS,
+                    "huber_loss(Tensor self, Tensor target, str reduction='mean', float delta=1.0) -> Tensor", 0,
+                    infer_huber_loss, kernel_huber_loss);
+    tp__register_op(TP_OP_SOFT_MARGIN_LOSS, "soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+                    0, infer_soft_margin_loss, kernel_soft_margin_loss);
+    tp__register_op(TP_OP_BINARY_CROSS_ENTROPY,
+                    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') "
+                    "-> Tensor",
+                    0, infer_binary_cross_entropy, kernel_binary_cross_entropy);
+    tp__register_op(TP_OP_BINARY_CROSS_ENTROPY_WITH_LOGITS,
+                    "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, "
+                    "Tensor? pos_weight=None, str reduction='mean') -> Tensor",
+                    0, infer_binary_cross_entropy_with_logits, kernel_binary_cross_entropy_with_logits);
+    tp__register_op(TP_OP_KL_DIV,
+                    "kl_div(Tensor self, Tensor target, str reduction='mean', bool log_target=False) -> Tensor", 0,
+                    infer_kl_div, kernel_kl_div);
+    tp__register_op(TP_OP_POISSON_NLL_LOSS,
+                    "poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, "
+                    "float eps=1e-08, int reduction=1) -> Tensor",
+                    0, infer_poisson_nll_loss, kernel_poisson_nll_loss);
+    tp__register_op(TP_OP_GAUSSIAN_NLL_LOSS,
+                    "gaussian_nll_loss(Tensor input, Tensor target, Tensor var, bool full=False, float eps=1e-06, "
+                    "str reduction='mean') -> Tensor",
+                    0, infer_gaussian_nll_loss, kernel_gaussian_nll_loss);
+    tp__register_op(TP_OP_MARGIN_RANKING_LOSS,
+                    "margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "
+                    "int reduction=1) -> Tensor",
+                    0, infer_margin_ranking_loss, kernel_margin_ranking_loss);
+    tp__register_op(TP_OP_HINGE_EMBEDDING_LOSS,
+                    "hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=1) -> Tensor", 0,
+                    infer_hinge_embedding_loss, kernel_hinge_embedding_loss);
+}
