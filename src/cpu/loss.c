@@ -409,6 +409,192 @@ EW_OP(gaussian_nll_loss, EW_GAUSSIAN_NLL)
 EW_OP(margin_ranking_loss, EW_MARGIN_RANKING)
 EW_OP(hinge_embedding_loss, EW_HINGE)
 
+/* ---- nll_loss / cross_entropy --------------------------------------------
+ * input [C], [N, C] or [N, C, d1, ...]; class indices as int64 target of the
+ * input's shape without the class dim (dim 1; dim 0 for 1-d input), or, for
+ * cross_entropy, class probabilities of the input's own shape. An index
+ * equal to ignore_index adds nothing (and no weight to the mean's
+ * denominator). cross_entropy is log_softmax over the class dim followed by
+ * nll_loss, with label_smoothing as PyTorch defines it: (1 - e) * nll +
+ * (e / C) * the sum over classes of -w[c] * logp[c] (indices), or the
+ * probabilities blended with the uniform e / C (probabilities). */
+
+typedef struct cls_plan {
+    tp_tensor *x, *t, *w;
+    bool probs;
+    int cdim;                 /* class dim of x */
+    int64_t classes;
+    int red;
+    int64_t ignore;
+    double eps;               /* label smoothing */
+    int pnd;                  /* position dims: x's without the class dim */
+    int64_t psizes[TP_MAX_DIMS];
+    int64_t pxs[TP_MAX_DIMS]; /* x's strides along them */
+} cls_plan;
+
+static tp_status cls_make(const tp_value *args, bool ce, cls_plan *p) {
+    memset(p, 0, sizeof *p);
+    const char *name = ce ? "cross_entropy" : "nll_loss";
+    TP_TRY(tp__need_tensor(args, 0, "self", &p->x));
+    TP_TRY(tp__need_tensor(args, 1, "target", &p->t));
+    if (!tp__arg_is_none(args, 2)) TP_TRY(tp__need_tensor(args, 2, "weight", &p->w));
+    TP_TRY(reduction_of(&args[3], false, &p->red));
+    p->ignore = tp__arg_int(args, 4);
+    p->eps = ce ? tp__arg_f64(args, 5) : 0.0;
+    tp_tensor *x = p->x, *t = p->t;
+    TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "%s expects a floating-point input, got %s", name,
+             tp_dtype_name(x->dtype));
+    TP_CHECK(x->ndim >= 1, TP_ERR_SHAPE, "%s expects an input of at least 1 dim (classes), got a 0-d one", name);
+    TP_CHECK(p->eps >= 0.0 && p->eps <= 1.0, TP_ERR_INVALID_ARG,
+             "label_smoothing must be between 0.0 and 1.0. Got: %f", p->eps);
+    p->cdim = x->ndim == 1 ? 0 : 1;
+    p->classes = x->sizes[p->cdim];
+    char a[256], b[256];
+    p->probs = ce && tp_dtype_is_float(t->dtype);
+    if (p->probs) {
+        TP_CHECK(t->ndim == x->ndim && !memcmp(t->sizes, x->sizes, (size_t)x->ndim * sizeof *x->sizes),
+                 TP_ERR_SHAPE, "class probabilities target of shape %s must have the input's shape %s",
+                 tp__shape_str(t->ndim, t->sizes, a, sizeof a), tp__shape_str(x->ndim, x->sizes, b, sizeof b));
+    } else {
+        TP_CHECK(t->dtype == TP_INT64, TP_ERR_TYPE, "expected scalar type Long but found %s",
+                 tp_dtype_name(t->dtype));
+        TP_CHECK(t->ndim == x->ndim - 1, TP_ERR_SHAPE, "%s: expected a target of %d dims for input of shape %s, got %s",
+                 name, x->ndim - 1, tp__shape_str(x->ndim, x->sizes, a, sizeof a),
+                 tp__shape_str(t->ndim, t->sizes, b, sizeof b));
+        if (x->ndim >= 2)
+            TP_CHECK(t->sizes[0] == x->sizes[0], TP_ERR_SHAPE,
+                     "Expected input batch_size (%" PRId64 ") to match target batch_size (%" PRId64 ").", x->sizes[0],
+                     t->sizes[0]);
+        for (int d = 1; d < t->ndim; d++)
+            TP_CHECK(t->sizes[d] == x->sizes[d + 1], TP_ERR_SHAPE, "%s: target shape %s does not match input shape %s",
+                     name, tp__shape_str(t->ndim, t->sizes, a, sizeof a), tp__shape_str(x->ndim, x->sizes, b, sizeof b));
+    }
+    if (p->w) {
+        TP_CHECK(tp_dtype_is_float(p->w->dtype), TP_ERR_TYPE, "weight must be floating point, got %s",
+                 tp_dtype_name(p->w->dtype));
+        TP_CHECK(p->w->ndim == 1 && p->w->sizes[0] == p->classes, TP_ERR_SHAPE,
+                 "weight tensor should be defined either for all %" PRId64
+                 " classes or no classes but got weight tensor of shape: %s",
+                 p->classes, tp__shape_str(p->w->ndim, p->w->sizes, a, sizeof a));
+    }
+    for (int d = 0; d < x->ndim; d++) {
+        if (d == p->cdim) continue;
+        p->psizes[p->pnd] = x->sizes[d];
+        p->pxs[p->pnd] = x->strides[d];
+        p->pnd++;
+    }
+    return TP_OK;
+}
+
+static tp_status cls_infer(const tp_value *args, tp_value *out, bool ce) {
+    cls_plan p;
+    TP_TRY(cls_make(args, ce, &p));
+    if (p.red != RED_NONE) return tp__out_tensor(out, p.x->dtype, 0, NULL);
+    return tp__out_tensor(out, p.x->dtype, p.pnd, p.psizes);
+}
+
+static tp_status cls_kernel(const tp_value *args, tp_value *out, bool ce) {
+    cls_plan p;
+    TP_TRY(cls_make(args, ce, &p));
+    tp_tensor *x = p.x, *t = p.t, *o = tp__out_at(out, 0);
+    TP_TRY(tp__has_data(x, "self"));
+    TP_TRY(tp__has_data(t, "target"));
+    int64_t C = p.classes, cxs = x->strides[p.cdim];
+    int64_t cts = p.probs ? t->strides[p.cdim] : 0;
+    double *w = NULL, *lp = NULL;
+    size_t n = (size_t)(C > 0 ? C : 1);
+    w = tp_malloc(n * sizeof *w);
+    lp = tp_malloc(n * sizeof *lp);
+    if (!w || !lp) {
+        tp_free(w);
+        tp_free(lp);
+        return tp_error(TP_ERR_NOMEM, "out of memory (%" PRId64 " classes)", C);
+    }
+    const char *wb = p.w ? tp__tensor_base(p.w) : NULL;
+    for (int64_t c = 0; c < C; c++) w[c] = p.w ? load(wb + c * p.w->strides[0] * (int64_t)tp_dtype_size(p.w->dtype), p.w->dtype) : 1.0;
+    const char *xb = tp__tensor_base(x), *tb = tp__tensor_base(t);
+    char *ob = tp__tensor_base(o);
+    size_t xes = tp_dtype_size(x->dtype), tes = tp_dtype_size(t->dtype), oes = tp_dtype_size(o->dtype);
+    int64_t idx[TP_MAX_DIMS] = {0}, total = 1;
+    for (int d = 0; d < p.pnd; d++) total *= p.psizes[d];
+    double s_nll = 0.0, s_smooth = 0.0, denom = 0.0;
+    tp_status st = TP_OK;
+    for (int64_t k = 0; k < total; k++) {
+        int64_t xo = 0, to = 0, oo = 0;
+        for (int d = 0; d < p.pnd; d++) {
+            xo += idx[d] * p.pxs[d];
+            /* target: index targets have the position dims; probability targets the input's dims */
+            int td = p.probs ? (d < p.cdim ? d : d + 1) : d;
+            to += idx[d] * t->strides[td];
+            if (p.red == RED_NONE) oo += idx[d] * o->strides[d];
+        }
+        double l_nll = 0.0, l_smooth = 0.0;
+        bool counted = true;
+        if (ce) {
+            double m = -INFINITY;
+            for (int64_t c = 0; c < C; c++) {
+                lp[c] = load(xb + (xo + c * cxs) * (int64_t)xes, x->dtype);
+                if (lp[c] > m || isnan(lp[c])) m = isnan(m) ? m : lp[c];
+            }
+            double sum = 0.0;
+            for (int64_t c = 0; c < C; c++) sum += exp(lp[c] - m);
+            double lse = m + log(sum);
+            for (int64_t c = 0; c < C; c++) lp[c] -= lse;
+        }
+        if (p.probs) {
+            for (int64_t c = 0; c < C; c++) {
+                double y = load(tb + (to + c * cts) * (int64_t)tes, t->dtype);
+                y = y * (1.0 - p.eps) + p.eps / (double)C;
+                l_nll -= w[c] * y * lp[c];
+            }
+        } else {
+            int64_t cls = tp__load_i64(tb + to * (int64_t)tes, TP_INT64);
+            if (cls == p.ignore) {
+                counted = false;
+            } else {
+                if (cls < 0 || cls >= C) {
+                    st = tp_error(TP_ERR_INDEX, "Target %" PRId64 " is out of bounds.", cls);
+                    goto done;
+                }
+                double v = ce ? lp[cls] : load(xb + (xo + cls * cxs) * (int64_t)xes, x->dtype);
+                l_nll = -w[cls] * v;
+                denom += w[cls];
+                if (ce && p.eps > 0.0)
+                    for (int64_t c = 0; c < C; c++) l_smooth -= w[c] * lp[c];
+            }
+        }
+        if (!counted) l_nll = l_smooth = 0.0;
+        double l = p.probs ? l_nll : (1.0 - p.eps) * l_nll + (p.eps > 0.0 ? p.eps / (double)C * l_smooth : 0.0);
+        if (p.red == RED_NONE) tp__store_f64(ob + oo * (int64_t)oes, o->dtype, l);
+        s_nll += l_nll;
+        s_smooth += l_smooth;
+        for (int d = p.pnd - 1; d >= 0; d--) {
+            if (++idx[d] < p.psizes[d]) break;
+            idx[d] = 0;
+        }
+    }
+    if (p.red != RED_NONE) {
+        double r;
+        if (p.probs) {
+            r = p.red == RED_MEAN ? s_nll / (double)total : s_nll;
+        } else {
+            double sm = p.eps > 0.0 ? p.eps / (double)C * s_smooth : 0.0;
+            r = (1.0 - p.eps) * s_nll + sm;
+            if (p.red == RED_MEAN) r = r / denom;
+        }
+        tp__store_f64(ob, o->dtype, r);
+    }
+done:
+    tp_free(w);
+    tp_free(lp);
+    return st;
+}
+
+static tp_status infer_nll_loss(const tp_value *args, tp_value *out) { return cls_infer(args, out, false); }
+static tp_status kernel_nll_loss(const tp_value *args, tp_value *out) { return cls_kernel(args, out, false); }
+static tp_status infer_cross_entropy(const tp_value *args, tp_value *out) { return cls_infer(args, out, true); }
+static tp_status kernel_cross_entropy(const tp_value *args, tp_value *out) { return cls_kernel(args, out, true); }
+
 /* ---- registration ------------------------------------------------------- */
 
 void tp__register_loss_ops(void) {
@@ -450,4 +636,12 @@ void tp__register_loss_ops(void) {
     tp__register_op(TP_OP_HINGE_EMBEDDING_LOSS,
                     "hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=1) -> Tensor", 0,
                     infer_hinge_embedding_loss, kernel_hinge_embedding_loss);
+    tp__register_op(TP_OP_NLL_LOSS,
+                    "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "
+                    "int ignore_index=-100) -> Tensor",
+                    0, infer_nll_loss, kernel_nll_loss);
+    tp__register_op(TP_OP_CROSS_ENTROPY,
+                    "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "
+                    "int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+                    0, infer_cross_entropy, kernel_cross_entropy);
 }

@@ -1462,6 +1462,22 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_GAUSSIAN_NLL_LOSS: return rule_loss(r, 5, (int[]){0, 1}, 2);
     case TP_OP_MARGIN_RANKING_LOSS: return rule_loss(r, 4, (int[]){0, 1, 2}, 3);
     case TP_OP_HINGE_EMBEDDING_LOSS: return rule_loss(r, 3, (int[]){0, 1}, 2);
+    case TP_OP_NLL_LOSS:
+    case TP_OP_CROSS_ENTROPY: {
+        /* 'none': the input's dims without the class dim (1; 0 for 1-d) */
+        const sval *a = need_t(r, 0);
+        sval *o = rule_loss(r, 3, (int[]){0}, 1);
+        if (!a || !o || o->nd == 0) return o;
+        if (a->nd < 1) {
+            r->fail = true;
+            return NULL;
+        }
+        int cd = a->nd == 1 ? 0 : 1;
+        o->nd = a->nd - 1;
+        for (int i = 0, k = 0; i < a->nd; i++)
+            if (i != cd) o->d[k++] = S(r, a->d[i]);
+        return o;
+    }
     case TP_OP_PIXEL_SHUFFLE:
     case TP_OP_PIXEL_UNSHUFFLE: {
         const sval *a = need_t(r, 0);
