@@ -532,6 +532,14 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "margin_ranking_loss", MARGIN_RANKING_LOSS, "input1,input2,target,margin"),
     FNW(TF, "tp_hinge_embedding_loss", HINGE_EMBEDDING_LOSS, "input:self,target,margin,reduction"),
     FN(TF, "hinge_embedding_loss", HINGE_EMBEDDING_LOSS, "input:self,target,margin"),
+    FNW(TF, "tp_cosine_embedding_loss", COSINE_EMBEDDING_LOSS, "input1,input2,target,margin,reduction"),
+    FN(TF, "cosine_embedding_loss", COSINE_EMBEDDING_LOSS, "x1:input1,x2:input2,target,margin"),
+    /* traced into norm, mul, clamp, sum, div (cosine_similarity) and sub,
+     * add, norm (pairwise_distance) by tensorplay 1.0 */
+    FNW(NF, "cosine_similarity", COSINE_SIMILARITY, "x1,x2,dim,eps"),
+    FN(TF, "cosine_similarity", COSINE_SIMILARITY, "x1,x2,dim,eps"),
+    FNW(NF, "pairwise_distance", PAIRWISE_DISTANCE, "x1,x2,p,eps,keepdim"),
+    FN(TF, "pairwise_distance", PAIRWISE_DISTANCE, "x1,x2,p,eps,keepdim"),
     FNW(TF, "tp_poisson_nll_loss", POISSON_NLL_LOSS, "input,target,log_input,full,eps,reduction"),
     FN(TF, "poisson_nll_loss", POISSON_NLL_LOSS, "input,target,log_input,full,eps"),
 

@@ -595,6 +595,265 @@ static tp_status kernel_nll_loss(const tp_value *args, tp_value *out) { return c
 static tp_status infer_cross_entropy(const tp_value *args, tp_value *out) { return cls_infer(args, out, true); }
 static tp_status kernel_cross_entropy(const tp_value *args, tp_value *out) { return cls_kernel(args, out, true); }
 
+/* ---- cosine_similarity, pairwise_distance, cosine_embedding_loss ----------
+ * Reductions along one dim of two broadcast operands:
+ *   cosine_similarity(x1, x2, dim, eps) = sum(x1 * x2) / (max(|x1|, eps) * max(|x2|, eps))
+ *   pairwise_distance(x1, x2, p, eps, keepdim) = ||x1 - x2 + eps||_p along the last dim
+ *   cosine_embedding_loss(x1, x2, target, margin): cos = sum(x1 * x2) /
+ *       sqrt((|x1|^2 + 1e-12) * (|x2|^2 + 1e-12)) along the last dim; 1 - cos where
+ *       target is 1, max(cos - margin, 0) where it is -1, else 0. */
+
+typedef struct pair_plan {
+    tp_tensor *a, *b;
+    int nd, dim;
+    int64_t sizes[TP_MAX_DIMS];
+    int64_t sa[TP_MAX_DIMS], sb[TP_MAX_DIMS]; /* broadcast strides */
+    tp_dtype dtype;
+} pair_plan;
+
+static tp_status pair_make(const tp_value *args, int64_t dim, bool last, pair_plan *p, const char *name) {
+    memset(p, 0, sizeof *p);
+    TP_TRY(tp__need_tensor(args, 0, "x1", &p->a));
+    TP_TRY(tp__need_tensor(args, 1, "x2", &p->b));
+    TP_TRY(tp__broadcast_shapes(p->a->ndim, p->a->sizes, p->b->ndim, p->b->sizes, &p->nd, p->sizes));
+    tp_value va = tp_value_tensor(p->a), vb = tp_value_tensor(p->b);
+    p->dtype = tp__result_type((const tp_value *[]){&va, &vb}, 2);
+    TP_CHECK(tp_dtype_is_float(p->dtype), TP_ERR_TYPE, "%s expects floating-point inputs, got %s", name,
+             tp_dtype_name(p->dtype));
+    if (last) {
+        p->dim = p->nd > 0 ? p->nd - 1 : 0;
+    } else {
+        TP_TRY(tp__wrap_dim(dim, p->nd, &p->dim));
+    }
+    tp__broadcast_strides(p->a, p->a->ndim, p->nd, p->sizes, p->sa);
+    tp__broadcast_strides(p->b, p->b->ndim, p->nd, p->sizes, p->sb);
+    return TP_OK;
+}
+
+/* Output dims: the broadcast shape without dim (kept as 1 with keepdim). */
+static int pair_out_shape(const pair_plan *p, bool keepdim, int64_t *sizes) {
+    int n = 0;
+    for (int d = 0; d < p->nd; d++) {
+        if (d == p->dim) {
+            if (keepdim) sizes[n++] = 1;
+            continue;
+        }
+        sizes[n++] = p->sizes[d];
+    }
+    return n;
+}
+
+typedef enum { PAIR_COSINE, PAIR_DISTANCE, PAIR_EMBEDDING } pair_kind;
+
+/* Sums along dim of one position (a and b offsets in elements). */
+typedef struct pair_acc {
+    double dot, na, nb, dist;
+} pair_acc;
+
+static void pair_row(const pair_plan *p, int64_t oa, int64_t ob, pair_kind k, double pn, double eps, pair_acc *acc) {
+    const char *ab = tp__tensor_base(p->a), *bb = tp__tensor_base(p->b);
+    size_t ea = tp_dtype_size(p->a->dtype), eb = tp_dtype_size(p->b->dtype);
+    int64_t len = p->nd > 0 ? p->sizes[p->dim] : 1, da = p->nd > 0 ? p->sa[p->dim] : 0,
+            db = p->nd > 0 ? p->sb[p->dim] : 0;
+    memset(acc, 0, sizeof *acc);
+    double mx = 0.0;
+    for (int64_t i = 0; i < len; i++) {
+        double x = load(ab + (oa + i * da) * (int64_t)ea, p->a->dtype);
+        double y = load(bb + (ob + i * db) * (int64_t)eb, p->b->dtype);
+        if (k == PAIR_DISTANCE) {
+            double d = fabs(x - y + eps);
+            if (isnan(d)) mx = NAN;
+            else if (d > mx) mx = isnan(mx) ? mx : d;
+            if (pn == 0.0) acc->dist += d != 0.0;
+            else if (pn == 1.0) acc->dist += d;
+            else if (pn == 2.0) acc->dist += d * d;
+            else if (!isinf(pn)) acc->dist += pow(d, pn);
+        } else {
+            acc->dot += x * y;
+            acc->na += x * x;
+            acc->nb += y * y;
+        }
+    }
+    if (k == PAIR_DISTANCE) {
+        if (isinf(pn)) acc->dist = mx;
+        else if (pn == 2.0) acc->dist = sqrt(acc->dist);
+        else if (pn != 0.0 && pn != 1.0) acc->dist = pow(acc->dist, 1.0 / pn);
+    }
+}
+
+/* The positions (every index of the broadcast shape but dim) in C order. */
+typedef struct pos_iter {
+    int64_t idx[TP_MAX_DIMS];
+    int64_t left;
+    bool started;
+} pos_iter;
+
+static void pos_init(pos_iter *it, const pair_plan *p) {
+    memset(it, 0, sizeof *it);
+    it->left = 1;
+    for (int d = 0; d < p->nd; d++)
+        if (d != p->dim) it->left *= p->sizes[d];
+}
+
+static bool pos_next(pos_iter *it, const pair_plan *p, int64_t *oa, int64_t *ob) {
+    if (it->left <= 0) return false;
+    it->left--;
+    if (it->started) {
+        for (int d = p->nd - 1; d >= 0; d--) {
+            if (d == p->dim) continue;
+            if (++it->idx[d] < p->sizes[d]) break;
+            it->idx[d] = 0;
+        }
+    }
+    it->started = true;
+    *oa = *ob = 0;
+    for (int d = 0; d < p->nd; d++) {
+        *oa += it->idx[d] * p->sa[d];
+        *ob += it->idx[d] * p->sb[d];
+    }
+    return true;
+}
+
+/* cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) */
+static tp_status infer_cosine_similarity(const tp_value *args, tp_value *out) {
+    pair_plan p;
+    TP_TRY(pair_make(args, tp__arg_int(args, 2), false, &p, "cosine_similarity"));
+    int64_t sizes[TP_MAX_DIMS];
+    int n = pair_out_shape(&p, false, sizes);
+    return tp__out_tensor(out, p.dtype, n, sizes);
+}
+
+static tp_status kernel_cosine_similarity(const tp_value *args, tp_value *out) {
+    pair_plan p;
+    TP_TRY(pair_make(args, tp__arg_int(args, 2), false, &p, "cosine_similarity"));
+    TP_TRY(tp__has_data(p.a, "x1"));
+    TP_TRY(tp__has_data(p.b, "x2"));
+    double eps = tp__arg_f64(args, 3);
+    tp_tensor *o = tp__out_at(out, 0);
+    char *obase = tp__tensor_base(o);
+    size_t oes = tp_dtype_size(o->dtype);
+    pos_iter it;
+    int64_t oa, ob;
+    pos_init(&it, &p);
+    while (pos_next(&it, &p, &oa, &ob)) {
+        pair_acc acc;
+        pair_row(&p, oa, ob, PAIR_COSINE, 0.0, 0.0, &acc);
+        double n1 = fmax(sqrt(acc.na), eps), n2 = fmax(sqrt(acc.nb), eps);
+        int64_t oo = 0;
+        for (int d = 0, kk = 0; d < p.nd; d++)
+            if (d != p.dim) oo += it.idx[d] * o->strides[kk++];
+        tp__store_f64(obase + oo * (int64_t)oes, o->dtype, acc.dot / (n1 * n2));
+    }
+    return TP_OK;
+}
+
+/* pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool keepdim=False) */
+static tp_status infer_pairwise_distance(const tp_value *args, tp_value *out) {
+    pair_plan p;
+    TP_TRY(pair_make(args, 0, true, &p, "pairwise_distance"));
+    TP_CHECK(tp__arg_f64(args, 2) >= 0.0, TP_ERR_INVALID_ARG, "pairwise_distance only supports non-negative p, got %g",
+             tp__arg_f64(args, 2));
+    int64_t sizes[TP_MAX_DIMS];
+    int n = pair_out_shape(&p, tp__arg_bool(args, 4) && p.nd > 0, sizes);
+    return tp__out_tensor(out, p.dtype, n, sizes);
+}
+
+static tp_status kernel_pairwise_distance(const tp_value *args, tp_value *out) {
+    pair_plan p;
+    TP_TRY(pair_make(args, 0, true, &p, "pairwise_distance"));
+    TP_TRY(tp__has_data(p.a, "x1"));
+    TP_TRY(tp__has_data(p.b, "x2"));
+    double pn = tp__arg_f64(args, 2), eps = tp__arg_f64(args, 3);
+    bool keep = tp__arg_bool(args, 4) && p.nd > 0;
+    tp_tensor *o = tp__out_at(out, 0);
+    char *obase = tp__tensor_base(o);
+    size_t oes = tp_dtype_size(o->dtype);
+    pos_iter it;
+    int64_t oa, ob;
+    pos_init(&it, &p);
+    while (pos_next(&it, &p, &oa, &ob)) {
+        pair_acc acc;
+        pair_row(&p, oa, ob, PAIR_DISTANCE, pn, eps, &acc);
+        int64_t oo = 0;
+        for (int d = 0, kk = 0; d < p.nd; d++) {
+            if (d == p.dim) {
+                if (keep) kk++;
+                continue;
+            }
+            oo += it.idx[d] * o->strides[kk++];
+        }
+        tp__store_f64(obase + oo * (int64_t)oes, o->dtype, acc.dist);
+    }
+    return TP_OK;
+}
+
+/* cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=1) */
+static tp_status embedding_loss_make(const tp_value *args, pair_plan *p, tp_tensor **t, int *red) {
+    TP_TRY(pair_make(args, 0, true, p, "cosine_embedding_loss"));
+    TP_TRY(tp__need_tensor(args, 2, "target", t));
+    TP_TRY(reduction_of(&args[4], false, red));
+    const tp_tensor *a = p->a, *b = p->b;
+    char sa[256], sb[256];
+    tp__shape_str(a->ndim, a->sizes, sa, sizeof sa);
+    tp__shape_str(b->ndim, b->sizes, sb, sizeof sb);
+    TP_CHECK((*t)->ndim <= 1, TP_ERR_SHAPE, "0D or 1D target tensor expected, multi-target not supported");
+    if ((*t)->ndim == 1)
+        TP_CHECK(a->ndim == 2 && b->ndim == 2, TP_ERR_SHAPE,
+                 "1D target tensor expects 2D input tensors, but found inputs with sizes %s and %s.", sa, sb);
+    else
+        TP_CHECK(a->ndim == 1 && b->ndim == 1, TP_ERR_SHAPE,
+                 "0D target tensor expects 1D input tensors, but found inputs with sizes %s and %s.", sa, sb);
+    TP_CHECK(a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, (size_t)a->ndim * sizeof *a->sizes), TP_ERR_SHAPE,
+             "cosine_embedding_loss: input1 of size %s and input2 of size %s must have the same size", sa, sb);
+    TP_CHECK((*t)->ndim == 0 || (*t)->sizes[0] == a->sizes[0], TP_ERR_SHAPE,
+             "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64 ") at non-singleton "
+             "dimension 0",
+             (*t)->sizes[0], a->sizes[0]);
+    return TP_OK;
+}
+
+static tp_status infer_cosine_embedding_loss(const tp_value *args, tp_value *out) {
+    pair_plan p;
+    tp_tensor *t;
+    int red;
+    TP_TRY(embedding_loss_make(args, &p, &t, &red));
+    if (red != RED_NONE) return tp__out_tensor(out, p.dtype, 0, NULL);
+    return tp__out_tensor(out, p.dtype, t->ndim, t->sizes);
+}
+
+static tp_status kernel_cosine_embedding_loss(const tp_value *args, tp_value *out) {
+    pair_plan p;
+    tp_tensor *t;
+    int red;
+    TP_TRY(embedding_loss_make(args, &p, &t, &red));
+    TP_TRY(tp__has_data(p.a, "input1"));
+    TP_TRY(tp__has_data(p.b, "input2"));
+    TP_TRY(tp__has_data(t, "target"));
+    double margin = tp__arg_f64(args, 3), sum = 0.0;
+    int64_t count = 0;
+    tp_tensor *o = tp__out_at(out, 0);
+    char *obase = tp__tensor_base(o);
+    const char *tb = tp__tensor_base(t);
+    size_t oes = tp_dtype_size(o->dtype), tes = tp_dtype_size(t->dtype);
+    pos_iter it;
+    int64_t oa, ob;
+    pos_init(&it, &p);
+    while (pos_next(&it, &p, &oa, &ob)) {
+        pair_acc acc;
+        pair_row(&p, oa, ob, PAIR_EMBEDDING, 0.0, 0.0, &acc);
+        double cs = acc.dot / sqrt((acc.na + 1e-12) * (acc.nb + 1e-12));
+        int64_t row = t->ndim ? it.idx[0] : 0;
+        double y = load(tb + row * (t->ndim ? t->strides[0] : 0) * (int64_t)tes, t->dtype);
+        double l = (y == 1.0 ? 1.0 - cs : 0.0) + (y == -1.0 ? fmax(cs - margin, 0.0) : 0.0);
+        if (y == -1.0 && isnan(cs)) l = NAN;
+        if (red == RED_NONE) tp__store_f64(obase + row * (o->ndim ? o->strides[0] : 0) * (int64_t)oes, o->dtype, l);
+        sum += l;
+        count++;
+    }
+    if (red != RED_NONE) tp__store_f64(obase, o->dtype, red == RED_MEAN ? sum / (double)count : sum);
+    return TP_OK;
+}
+
 /* ---- registration ------------------------------------------------------- */
 
 void tp__register_loss_ops(void) {
@@ -644,4 +903,14 @@ void tp__register_loss_ops(void) {
                     "cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "
                     "int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
                     0, infer_cross_entropy, kernel_cross_entropy);
+    tp__register_op(TP_OP_COSINE_SIMILARITY,
+                    "cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor", 0,
+                    infer_cosine_similarity, kernel_cosine_similarity);
+    tp__register_op(TP_OP_PAIRWISE_DISTANCE,
+                    "pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool keepdim=False) -> Tensor",
+                    0, infer_pairwise_distance, kernel_pairwise_distance);
+    tp__register_op(TP_OP_COSINE_EMBEDDING_LOSS,
+                    "cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "
+                    "int reduction=1) -> Tensor",
+                    0, infer_cosine_embedding_loss, kernel_cosine_embedding_loss);
 }

@@ -1462,6 +1462,23 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_GAUSSIAN_NLL_LOSS: return rule_loss(r, 5, (int[]){0, 1}, 2);
     case TP_OP_MARGIN_RANKING_LOSS: return rule_loss(r, 4, (int[]){0, 1, 2}, 3);
     case TP_OP_HINGE_EMBEDDING_LOSS: return rule_loss(r, 3, (int[]){0, 1}, 2);
+    case TP_OP_COSINE_EMBEDDING_LOSS: return rule_loss(r, 4, (int[]){2}, 1);
+    case TP_OP_COSINE_SIMILARITY:
+    case TP_OP_PAIRWISE_DISTANCE: {
+        /* the broadcast shape without dim (pairwise_distance: the last, kept as 1 with keepdim) */
+        sval *b = broadcast(r, (int[]){0, 1}, 2);
+        if (!b || r->fail) return NULL;
+        bool keep = op == TP_OP_PAIRWISE_DISTANCE && barg(r, 4, false) && b->nd > 0;
+        int d = op == TP_OP_COSINE_SIMILARITY ? wrap_dim(r, iarg(r, 2, 1), b->nd) : (b->nd > 0 ? b->nd - 1 : 0);
+        if (r->fail || b->nd == 0) return b;
+        if (keep) {
+            b->d[d] = K(r, 1);
+            return b;
+        }
+        for (int i = d; i + 1 < b->nd; i++) b->d[i] = b->d[i + 1];
+        b->nd--;
+        return b;
+    }
     case TP_OP_NLL_LOSS:
     case TP_OP_CROSS_ENTROPY: {
         /* 'none': the input's dims without the class dim (1; 0 for 1-d) */
