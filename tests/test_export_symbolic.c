@@ -406,6 +406,68 @@ TEST(test_shape_ops_rules) {
     tp_module_free(m);
 }
 
+/* The nn.functional ops of issue #13 on x [s0, 8, 2, 3]: pixel shuffles,
+ * channel_shuffle, softmin, softsign, losses with reduction 'none' and
+ * 'mean', cross_entropy with probabilities, cosine_similarity and
+ * pairwise_distance. */
+static tp_status nnfunc_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_value none, mean;
+    TP_TRY(tp_value_str("none", &none));
+    TP_TRY(tp_value_str("mean", &mean));
+    tp_t *ps = tp_call(ctx, TP_OP_PIXEL_SHUFFLE, (tp_value[]){tp_v(x), tp_value_int(2)}, 2, NULL);
+    tp_t *pu = tp_call(ctx, TP_OP_PIXEL_UNSHUFFLE, (tp_value[]){tp_v(ps), tp_value_int(2)}, 2, NULL);
+    tp_t *cs = tp_call(ctx, TP_OP_CHANNEL_SHUFFLE, (tp_value[]){tp_v(pu), tp_value_int(4)}, 2, NULL);
+    tp_t *sm = tp_call(ctx, TP_OP_SOFTMIN, (tp_value[]){tp_v(cs), tp_value_int(1)}, 2, NULL);
+    tp_t *ss = tp_call(ctx, TP_OP_SOFTSIGN, (tp_value[]){tp_v(sm)}, 1, NULL);
+    tp_t *l1 = tp_call(ctx, TP_OP_MSE_LOSS, (tp_value[]){tp_v(ss), tp_v(x), none}, 3, NULL);
+    tp_t *l2 = tp_call(ctx, TP_OP_L1_LOSS, (tp_value[]){tp_v(l1), tp_v(x), mean}, 3, NULL);
+    tp_t *ce = tp_call(ctx, TP_OP_CROSS_ENTROPY, (tp_value[]){tp_v(x), tp_v(sm), tp_value_none(), none}, 4, NULL);
+    tp_t *co = tp_call(ctx, TP_OP_COSINE_SIMILARITY, (tp_value[]){tp_v(x), tp_v(ss), tp_value_int(1)}, 3, NULL);
+    tp_t *pd = tp_call(ctx, TP_OP_PAIRWISE_DISTANCE, (tp_value[]){tp_v(x), tp_v(ss)}, 2, NULL);
+    tp_value_clear(&none);
+    tp_value_clear(&mean);
+    tp_t *s1 = tp_add(ctx, tp_sum(ctx, ce), tp_sum(ctx, co));
+    return tp_return(ctx, tp_add(ctx, tp_add(ctx, s1, tp_sum(ctx, pd)), l2), out);
+}
+
+TEST(test_nnfunc_ops_rules) {
+    tp_module *m = model(nnfunc_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 8, 2, 3}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_PIXEL_SHUFFLE, "[s0, 2, 4, 6]"}, {TP_OP_PIXEL_UNSHUFFLE, "[s0, 8, 2, 3]"},
+                {TP_OP_CHANNEL_SHUFFLE, "[s0, 8, 2, 3]"}, {TP_OP_SOFTMIN, "[s0, 8, 2, 3]"},
+                {TP_OP_SOFTSIGN, "[s0, 8, 2, 3]"},       {TP_OP_MSE_LOSS, "[s0, 8, 2, 3]"},
+                {TP_OP_L1_LOSS, "[]"},                   {TP_OP_CROSS_ENTROPY, "[s0, 2, 3]"},
+                {TP_OP_COSINE_SIMILARITY, "[s0, 2, 3]"}, {TP_OP_PAIRWISE_DISTANCE, "[s0, 8, 2]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 8, 2, 3}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
                      tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
@@ -447,4 +509,4 @@ TEST(test_fallback_to_replay_is_reported) {
 TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
-          T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules))
+          T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules))
