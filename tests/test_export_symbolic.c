@@ -409,7 +409,7 @@ TEST(test_shape_ops_rules) {
 /* The nn.functional ops of issue #13 on x [s0, 8, 2, 3]: pixel shuffles,
  * channel_shuffle, softmin, softsign, losses with reduction 'none' and
  * 'mean', cross_entropy with probabilities, cosine_similarity and
- * pairwise_distance. */
+ * pairwise_distance, one_hot. */
 static tp_status nnfunc_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     (void)self;
     tp_t *x = tp_arg(ctx, &args[0]);
@@ -426,10 +426,14 @@ static tp_status nnfunc_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, 
     tp_t *ce = tp_call(ctx, TP_OP_CROSS_ENTROPY, (tp_value[]){tp_v(x), tp_v(sm), tp_value_none(), none}, 4, NULL);
     tp_t *co = tp_call(ctx, TP_OP_COSINE_SIMILARITY, (tp_value[]){tp_v(x), tp_v(ss), tp_value_int(1)}, 3, NULL);
     tp_t *pd = tp_call(ctx, TP_OP_PAIRWISE_DISTANCE, (tp_value[]){tp_v(x), tp_v(ss)}, 2, NULL);
+    tp_t *as = tp_call(ctx, TP_OP_ARGSORT, (tp_value[]){tp_v(x), tp_value_int(1)}, 2, NULL);
+    tp_t *oh = tp_call(ctx, TP_OP_ONE_HOT, (tp_value[]){tp_v(as), tp_value_int(8)}, 2, NULL);
+    tp_t *ohs = tp_call(ctx, TP_OP_TO, (tp_value[]){tp_v(oh), tp_value_dtype(TP_FLOAT32)}, 2, NULL);
     tp_value_clear(&none);
     tp_value_clear(&mean);
     tp_t *s1 = tp_add(ctx, tp_sum(ctx, ce), tp_sum(ctx, co));
-    return tp_return(ctx, tp_add(ctx, tp_add(ctx, s1, tp_sum(ctx, pd)), l2), out);
+    tp_t *s2 = tp_add(ctx, tp_add(ctx, s1, tp_sum(ctx, pd)), tp_sum(ctx, ohs));
+    return tp_return(ctx, tp_add(ctx, s2, l2), out);
 }
 
 TEST(test_nnfunc_ops_rules) {
@@ -452,7 +456,8 @@ TEST(test_nnfunc_ops_rules) {
                 {TP_OP_CHANNEL_SHUFFLE, "[s0, 8, 2, 3]"}, {TP_OP_SOFTMIN, "[s0, 8, 2, 3]"},
                 {TP_OP_SOFTSIGN, "[s0, 8, 2, 3]"},       {TP_OP_MSE_LOSS, "[s0, 8, 2, 3]"},
                 {TP_OP_L1_LOSS, "[]"},                   {TP_OP_CROSS_ENTROPY, "[s0, 2, 3]"},
-                {TP_OP_COSINE_SIMILARITY, "[s0, 2, 3]"}, {TP_OP_PAIRWISE_DISTANCE, "[s0, 8, 2]"}};
+                {TP_OP_COSINE_SIMILARITY, "[s0, 2, 3]"}, {TP_OP_PAIRWISE_DISTANCE, "[s0, 8, 2]"},
+                {TP_OP_ONE_HOT, "[s0, 8, 2, 3, 8]"}};
     for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
         const char *got = node_sym_shape(p, want[i].op);
         CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
