@@ -525,6 +525,17 @@ static const tp_serde_op_entry g_table[] = {
     FNW(NF, "nll_loss", NLL_LOSS, "input:self,target,weight,size_average:!=None,ignore_index,reduce:!=None,reduction"),
     FNW(NF, "cross_entropy", CROSS_ENTROPY,
         "input:self,target,weight,size_average:!=None,ignore_index,reduce:!=None,reduction,label_smoothing"),
+    /* tensorplay.functional's own forms (called directly): no reduction
+     * argument (the mean), or ATen's int where only the mean (1) is mapped;
+     * tensorplay.functional.nll_loss returns (loss, total_weight) and is
+     * not mapped */
+    FN(TF, "mse_loss", MSE_LOSS, "input:self,target,reduction:!=1,*,out:!=None"),
+    FN(TF, "l1_loss", L1_LOSS, "input:self,target"),
+    FN(TF, "smooth_l1_loss", SMOOTH_L1_LOSS, "input:self,target,reduction:!=1,beta,*,out:!=None"),
+    FN(TF, "huber_loss", HUBER_LOSS, "input:self,target,reduction:!=1,delta,*,out:!=None"),
+    FN(TF, "binary_cross_entropy", BINARY_CROSS_ENTROPY, "input:self,target,weight,reduction:!=1,*,out:!=None"),
+    FN(TF, "binary_cross_entropy_with_logits", BINARY_CROSS_ENTROPY_WITH_LOGITS, "input:self,target,weight,pos_weight"),
+    FN(TF, "kl_div", KL_DIV, "input:self,target"),
     FNW(NF, "gaussian_nll_loss", GAUSSIAN_NLL_LOSS, "input,target,var,full,eps,reduction"),
     FNW(TF, "tp_soft_margin_loss", SOFT_MARGIN_LOSS, "input:self,target,reduction"),
     FN(TF, "soft_margin_loss", SOFT_MARGIN_LOSS, "input:self,target,*,out:!=None"),
