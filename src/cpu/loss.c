@@ -355,8 +355,7 @@ static tp_status ew_eval(ew_kind k, const ew_plan *p, const double *v, const boo
 
 static tp_status ew_kernel(const tp_value *args, tp_value *out, ew_kind k) {
     ew_plan p;
-    TP_TRY(ew_make(args, k, &p));
-    tp_status st = TP_OK;
+    tp_status st = ew_make(args, k, &p);
     tp_tensor *o = tp__out_at(out, 0);
     for (int i = 0; i < p.n && st == TP_OK; i++) st = tp__has_data(p.t[i], "input");
     if (st != TP_OK) goto done;
