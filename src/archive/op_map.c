@@ -490,18 +490,22 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "dropout", DROPOUT, "input,p,train=True"),
     FN_(NF, "dropout_", DROPOUT, "input,p,training:train=True"),
     FN_(TF, "dropout_", DROPOUT, "input,p,train=True"),
+    MT_("dropout_", DROPOUT, "self,p,train=True"),
     /* the other dropouts: eval mode only (the ops refuse training=True);
      * dropout1d/2d/3d are feature_dropout (the channel-wise mask), which in
      * eval mode is the identity for any rank */
     FN(NF, "alpha_dropout", ALPHA_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
     FNW(TF, "alpha_dropout", ALPHA_DROPOUT, "input,p=0.5,train=True"),
     FN_(TF, "alpha_dropout_", ALPHA_DROPOUT, "input,p=0.5,train=True"),
+    MT_("alpha_dropout_", ALPHA_DROPOUT, "self,p=0.5,train=True"),
     FN(NF, "feature_alpha_dropout", FEATURE_ALPHA_DROPOUT, "input,p=0.5,training:train=False,inplace:@"),
     FNW(TF, "feature_alpha_dropout", FEATURE_ALPHA_DROPOUT, "input,p=0.5,train=True"),
     FN_(TF, "feature_alpha_dropout_", FEATURE_ALPHA_DROPOUT, "input,p=0.5,train=True"),
+    MT_("feature_alpha_dropout_", FEATURE_ALPHA_DROPOUT, "self,p=0.5,train=True"),
     FN(NF, "feature_dropout", FEATURE_DROPOUT, "input,p=0.5,training:train=False,inplace:@"),
     FNW(TF, "feature_dropout", FEATURE_DROPOUT, "input,p=0.5,train=True"),
     FN_(TF, "feature_dropout_", FEATURE_DROPOUT, "input,p=0.5,train=True"),
+    MT_("feature_dropout_", FEATURE_DROPOUT, "self,p=0.5,train=True"),
     FN_(NF, "feature_dropout_", FEATURE_DROPOUT, "input,p=0.5,training:train=True"),
     FN(NF, "dropout1d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
     FN(NF, "dropout2d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
@@ -655,6 +659,7 @@ static const tp_serde_op_entry g_table[] = {
      * same result (PyTorch's does not check divisibility, this does) */
     FNW(NF, "channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
     FN(TF, "channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
+    MT("channel_shuffle", CHANNEL_SHUFFLE, "self,groups"),
     FN(NF, "native_channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
     FN(TF, "native_channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
     FNW(TF, "contiguous", CONTIGUOUS, "input,memory_format:-"),
