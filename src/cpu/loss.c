@@ -465,8 +465,9 @@ static tp_status cls_make(const tp_value *args, bool ce, cls_plan *p) {
                      "Expected input batch_size (%" PRId64 ") to match target batch_size (%" PRId64 ").", x->sizes[0],
                      t->sizes[0]);
         for (int d = 1; d < t->ndim; d++)
-            TP_CHECK(t->sizes[d] == x->sizes[d + 1], TP_ERR_SHAPE, "%s: target shape %s does not match input shape %s",
-                     name, tp__shape_str(t->ndim, t->sizes, a, sizeof a), tp__shape_str(x->ndim, x->sizes, b, sizeof b));
+            TP_CHECK(t->sizes[d] == x->sizes[d + 1], TP_ERR_SHAPE,
+                     "%s: target shape %s does not match input shape %s", name,
+                     tp__shape_str(t->ndim, t->sizes, a, sizeof a), tp__shape_str(x->ndim, x->sizes, b, sizeof b));
     }
     if (p->w) {
         TP_CHECK(tp_dtype_is_float(p->w->dtype), TP_ERR_TYPE, "weight must be floating point, got %s",
@@ -510,7 +511,8 @@ static tp_status cls_kernel(const tp_value *args, tp_value *out, bool ce) {
         return tp_error(TP_ERR_NOMEM, "out of memory (%" PRId64 " classes)", C);
     }
     const char *wb = p.w ? tp__tensor_base(p.w) : NULL;
-    for (int64_t c = 0; c < C; c++) w[c] = p.w ? load(wb + c * p.w->strides[0] * (int64_t)tp_dtype_size(p.w->dtype), p.w->dtype) : 1.0;
+    for (int64_t c = 0; c < C; c++)
+        w[c] = p.w ? load(wb + c * p.w->strides[0] * (int64_t)tp_dtype_size(p.w->dtype), p.w->dtype) : 1.0;
     const char *xb = tp__tensor_base(x), *tb = tp__tensor_base(t);
     char *ob = tp__tensor_base(o);
     size_t xes = tp_dtype_size(x->dtype), tes = tp_dtype_size(t->dtype), oes = tp_dtype_size(o->dtype);
@@ -906,7 +908,8 @@ void tp__register_loss_ops(void) {
                     "cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor", 0,
                     infer_cosine_similarity, kernel_cosine_similarity);
     tp__register_op(TP_OP_PAIRWISE_DISTANCE,
-                    "pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool keepdim=False) -> Tensor",
+                    "pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool keepdim=False) "
+                    "-> Tensor",
                     0, infer_pairwise_distance, kernel_pairwise_distance);
     tp__register_op(TP_OP_COSINE_EMBEDDING_LOSS,
                     "cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "

@@ -827,8 +827,8 @@ static tp_status shuffle_plan(const tp_value *args, shuffle_kind kind, tp_tensor
         return TP_OK;
     }
     const char *name = kind == SHUF_PIXEL ? "pixel_shuffle" : "pixel_unshuffle";
-    TP_CHECK(nd >= 3, TP_ERR_SHAPE, "%s expects input to have at least 3 dimensions, but got input with %d dimension(s)",
-             name, nd);
+    TP_CHECK(nd >= 3, TP_ERR_SHAPE,
+             "%s expects input to have at least 3 dimensions, but got input with %d dimension(s)", name, nd);
     TP_CHECK(f > 0, TP_ERR_INVALID_ARG, "%s expects a positive %s, but got %" PRId64, name,
              kind == SHUF_PIXEL ? "upscale_factor" : "downscale_factor", f);
     memcpy(sizes, x->sizes, (size_t)nd * sizeof *sizes);
