@@ -177,7 +177,7 @@ static const char *decompose_help =
 static const char *convert_help =
     "usage: tpexport convert MODEL.onnx -o OUT.pt2 [--dynamic NAME=MIN:MAX ...] [--report]\n"
     "\n"
-    "Import an ONNX model (opsets 6-21) as an exported program and save it.\n"
+    "Import an ONNX model (opsets 6-28) as an exported program and save it.\n"
     "Symbolic dims (dim_param) become named dynamic dims; --dynamic gives one\n"
     "a range (MAX may be 'inf').\n"
     "\n"
