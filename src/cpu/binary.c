@@ -3,7 +3,10 @@
  * shape/dtype rules and reference kernels.
  *
  *  - arithmetic: add sub mul div remainder fmod pow maximum minimum atan2,
- *    hypot copysign, addcmul addcdiv lerp;
+ *    hypot copysign, addcmul addcdiv lerp; xlogy xlog1py logaddexp
+ *    logaddexp2 heaviside fmax fmin (NaN-ignoring) gcd lcm (integers only)
+ *    nextafter float_power (always float64) ldexp (an integer exponent
+ *    computes in float32, as pow(2., other) does);
  *  - comparisons eq ne lt le gt ge and logical_and/or/xor (bool results);
  *  - bitwise_and/or/xor (integer and bool tensors only), bitwise_left_shift
  *    and bitwise_right_shift (integer tensors only);
@@ -237,6 +240,63 @@ static int64_t minimum_i(const int64_t *x, ew_params *p) { return x[1] < x[0] ? 
 static double atan2_f(const double *x, ew_params *p) { return atan2(x[0], x[1]); }
 static double hypot_f(const double *x, ew_params *p) { return hypot(x[0], x[1]); }
 static double copysign_f(const double *x, ew_params *p) { return copysign(x[0], x[1]); }
+/* xlogy / xlog1py: 0 where x is 0 unless y is NaN. */
+static double xlogy_f(const double *x, ew_params *p) {
+    if (isnan(x[1])) return NAN;
+    return x[0] == 0 ? 0.0 : x[0] * log(x[1]);
+}
+static double xlog1py_f(const double *x, ew_params *p) {
+    if (isnan(x[1])) return NAN;
+    return x[0] == 0 ? 0.0 : x[0] * log1p(x[1]);
+}
+/* log(exp(a) + exp(b)) without overflow; equal infinities give themselves. */
+static double logaddexp_f(const double *x, ew_params *p) {
+    double a = x[0], b = x[1];
+    if (isinf(a) && a == b) return a;
+    double m = a < b ? b : a;
+    return m + log1p(exp(-fabs(a - b)));
+}
+static double logaddexp2_f(const double *x, ew_params *p) {
+    double a = x[0], b = x[1];
+    if (isinf(a) && a == b) return a;
+    double m = a < b ? b : a;
+    return m + log1p(exp2(-fabs(a - b))) / M_LN2;
+}
+/* heaviside: values where self is 0, else self > 0 (NaN gives 0). */
+static double heaviside_f(const double *x, ew_params *p) { return x[0] == 0 ? x[1] : (double)(x[0] > 0); }
+static int64_t heaviside_i(const int64_t *x, ew_params *p) { return x[0] == 0 ? x[1] : x[0] > 0; }
+/* fmax / fmin: a NaN operand gives the other one. */
+static double fmax_f(const double *x, ew_params *p) {
+    if (isnan(x[0]) || isnan(x[1])) return isnan(x[0]) ? x[1] : x[0];
+    return x[0] < x[1] ? x[1] : x[0];
+}
+static double fmin_f(const double *x, ew_params *p) {
+    if (isnan(x[0]) || isnan(x[1])) return isnan(x[0]) ? x[1] : x[0];
+    return x[1] < x[0] ? x[1] : x[0];
+}
+/* gcd (non-negative, wrapping like PyTorch's for INT64_MIN) and lcm = |a / gcd * b|. */
+static int64_t gcd_i(const int64_t *x, ew_params *p) {
+    uint64_t a = x[0] < 0 ? 0 - (uint64_t)x[0] : (uint64_t)x[0];
+    uint64_t b = x[1] < 0 ? 0 - (uint64_t)x[1] : (uint64_t)x[1];
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return (int64_t)a;
+}
+static int64_t lcm_i(const int64_t *x, ew_params *p) {
+    int64_t g = gcd_i(x, p);
+    if (g == 0) return 0;
+    int64_t r = wrap_mul(x[0] / g, x[1]);
+    return r < 0 ? wrap_sub(0, r) : r;
+}
+/* nextafter in the computation dtype (float32 or float64). */
+static double nextafter_f(const double *x, ew_params *p) {
+    return p->ct == TP_FLOAT32 ? (double)nextafterf((float)x[0], (float)x[1]) : nextafter(x[0], x[1]);
+}
+/* ldexp: self * 2 ** other. */
+static double ldexp_f(const double *x, ew_params *p) { return x[0] * exp2(x[1]); }
 
 static double eq_f(const double *x, ew_params *p) { return x[0] == x[1]; }
 static double ne_f(const double *x, ew_params *p) { return x[0] != x[1]; }
@@ -411,7 +471,10 @@ enum {
     EW_NO_BOOL = 1u << 0,       /* bool computation: "not implemented for 'Bool'" */
     EW_INT_TO_FLOAT = 1u << 1,  /* integer/bool operands compute in float32 */
     EW_BOOL_OUT = 1u << 2,      /* result dtype is bool */
-    EW_ALPHA = 1u << 3          /* keyword `alpha` in args[2] scales other */
+    EW_ALPHA = 1u << 3,         /* keyword `alpha` in args[2] scales other */
+    EW_NO_HALF = 1u << 4,       /* float16/bfloat16 computation: "not implemented" */
+    EW_DOUBLE = 1u << 5,        /* every operand computes in float64 (float_power) */
+    EW_SAME_DTYPE = 1u << 6     /* both operands must have one dtype (heaviside) */
 };
 
 typedef struct binary_desc {
@@ -483,9 +546,21 @@ static tp_status plan_binary(const binary_desc *d, const tp_value *args, ew_plan
             pl->ff = pow_scalar_f;
         }
         break;
+    case TP_OP_LDEXP: {
+        /* self * pow(2., other): an integer exponent computes in float32 */
+        tp_dtype od = tp__arg_tensor(args, 1)->dtype;
+        ct = tp_promote_types(tp__arg_tensor(args, 0)->dtype, tp_dtype_is_float(od) ? od : TP_DEFAULT_FLOAT);
+        break;
+    }
     default: break;
     }
+    if (flags & EW_SAME_DTYPE) {
+        TP_CHECK(args[1].kind != TP_VAL_TENSOR || args[1].u.tensor->dtype == tp__arg_tensor(args, 0)->dtype,
+                 TP_ERR_TYPE, "heaviside is not yet implemented for tensors with different dtypes.");
+    }
     if ((flags & EW_INT_TO_FLOAT) && !tp_dtype_is_float(ct)) ct = TP_DEFAULT_FLOAT;
+    if (flags & EW_DOUBLE) ct = TP_FLOAT64;
+    if ((flags & EW_NO_HALF) && (ct == TP_FLOAT16 || ct == TP_BFLOAT16)) return not_implemented(ct);
     if (ct == TP_BOOL && (flags & EW_NO_BOOL)) return not_implemented(ct);
     if (tp_dtype_is_float(ct) ? !pl->ff : !pl->fi) return not_implemented(ct);
     if (flags & EW_ALPHA) TP_TRY(alpha_check(&args[2], ct, &pl->params));
@@ -551,6 +626,18 @@ BINARY_OP_REF(hypot, TP_OP_HYPOT, hypot_f, NULL, 0)
 BINARY_OP_REF(copysign, TP_OP_COPYSIGN, copysign_f, NULL, EW_INT_TO_FLOAT)
 BINARY_OP_REF(bitwise_left_shift, TP_OP_BITWISE_LEFT_SHIFT, NULL, bitwise_left_shift_i, EW_NO_BOOL)
 BINARY_OP_REF(bitwise_right_shift, TP_OP_BITWISE_RIGHT_SHIFT, NULL, bitwise_right_shift_i, EW_NO_BOOL)
+BINARY_OP_REF(xlogy, TP_OP_XLOGY, xlogy_f, NULL, EW_INT_TO_FLOAT)
+BINARY_OP_REF(xlog1py, TP_OP_XLOG1PY, xlog1py_f, NULL, EW_INT_TO_FLOAT)
+BINARY_OP_REF(logaddexp, TP_OP_LOGADDEXP, logaddexp_f, NULL, EW_NO_HALF)
+BINARY_OP_REF(logaddexp2, TP_OP_LOGADDEXP2, logaddexp2_f, NULL, EW_NO_HALF)
+BINARY_OP_REF(heaviside, TP_OP_HEAVISIDE, heaviside_f, heaviside_i, EW_SAME_DTYPE)
+BINARY_OP_REF(fmax, TP_OP_FMAX, fmax_f, maximum_i, 0)
+BINARY_OP_REF(fmin, TP_OP_FMIN, fmin_f, minimum_i, 0)
+BINARY_OP_REF(gcd, TP_OP_GCD, NULL, gcd_i, EW_NO_BOOL)
+BINARY_OP_REF(lcm, TP_OP_LCM, NULL, lcm_i, EW_NO_BOOL)
+BINARY_OP_REF(nextafter, TP_OP_NEXTAFTER, nextafter_f, NULL, EW_NO_HALF)
+BINARY_OP_REF(float_power, TP_OP_FLOAT_POWER, pow_f, NULL, EW_DOUBLE)
+BINARY_OP_REF(ldexp, TP_OP_LDEXP, ldexp_f, NULL, 0)
 BINARY_OP(eq, TP_OP_EQ, eq_f, eq_i, EW_BOOL_OUT)
 BINARY_OP(ne, TP_OP_NE, ne_f, ne_i, EW_BOOL_OUT)
 BINARY_OP(lt, TP_OP_LT, lt_f, lt_i, EW_BOOL_OUT)
@@ -929,6 +1016,24 @@ void tp__register_binary_ops(void) {
                     bitwise_left_shift_infer, bitwise_left_shift_kernel);
     tp__register_op(TP_OP_BITWISE_RIGHT_SHIFT, "bitwise_right_shift(Tensor self, Tensor|Scalar other) -> Tensor", 0,
                     bitwise_right_shift_infer, bitwise_right_shift_kernel);
+    tp__register_op(TP_OP_XLOGY, "xlogy(Tensor self, Tensor|Scalar other) -> Tensor", 0, xlogy_infer, xlogy_kernel);
+    tp__register_op(TP_OP_XLOG1PY, "xlog1py(Tensor self, Tensor|Scalar other) -> Tensor", 0, xlog1py_infer,
+                    xlog1py_kernel);
+    tp__register_op(TP_OP_LOGADDEXP, "logaddexp(Tensor self, Tensor other) -> Tensor", 0, logaddexp_infer,
+                    logaddexp_kernel);
+    tp__register_op(TP_OP_LOGADDEXP2, "logaddexp2(Tensor self, Tensor other) -> Tensor", 0, logaddexp2_infer,
+                    logaddexp2_kernel);
+    tp__register_op(TP_OP_HEAVISIDE, "heaviside(Tensor self, Tensor values) -> Tensor", 0, heaviside_infer,
+                    heaviside_kernel);
+    tp__register_op(TP_OP_FMAX, "fmax(Tensor self, Tensor other) -> Tensor", 0, fmax_infer, fmax_kernel);
+    tp__register_op(TP_OP_FMIN, "fmin(Tensor self, Tensor other) -> Tensor", 0, fmin_infer, fmin_kernel);
+    tp__register_op(TP_OP_GCD, "gcd(Tensor self, Tensor other) -> Tensor", 0, gcd_infer, gcd_kernel);
+    tp__register_op(TP_OP_LCM, "lcm(Tensor self, Tensor other) -> Tensor", 0, lcm_infer, lcm_kernel);
+    tp__register_op(TP_OP_NEXTAFTER, "nextafter(Tensor self, Tensor other) -> Tensor", 0, nextafter_infer,
+                    nextafter_kernel);
+    tp__register_op(TP_OP_FLOAT_POWER, "float_power(Tensor self, Tensor|Scalar exponent) -> Tensor", 0,
+                    float_power_infer, float_power_kernel);
+    tp__register_op(TP_OP_LDEXP, "ldexp(Tensor self, Tensor other) -> Tensor", 0, ldexp_infer, ldexp_kernel);
     tp__register_op(TP_OP_EQ, "eq(Tensor self, Tensor|Scalar other) -> Tensor", 0, eq_infer, eq_kernel);
     tp__register_op(TP_OP_NE, "ne(Tensor self, Tensor|Scalar other) -> Tensor", 0, ne_infer, ne_kernel);
     tp__register_op(TP_OP_LT, "lt(Tensor self, Tensor|Scalar other) -> Tensor", 0, lt_infer, lt_kernel);

@@ -11,7 +11,11 @@
  *    rejects bool;
  *  - neg/abs/sign/square keep the dtype (square of bool gives int64; neg and
  *    abs reject bool); integer arithmetic wraps like the dtype does;
- *  - logical_not, isnan, isinf, isfinite give bool; bitwise_not takes ints
+ *  - sinc, logit, digamma, i0, erfcx are floating functions without a
+ *    float16/bfloat16 kernel (as in PyTorch 1.13); nan_to_num keeps the
+ *    dtype (integers unchanged);
+ *  - logical_not, isnan, isinf, isfinite, signbit, isposinf, isneginf give
+ *    bool; bitwise_not takes ints
  *    and bool;
  *  - relu, relu6, hardtanh, threshold and clamp also work on integers; the
  *    other activations need a floating input. rrelu is the eval-mode
@@ -25,6 +29,7 @@
  * Kernels accept any input strides through tp_iter; contiguous float32 takes
  * a direct loop.
  */
+#include <float.h>
 #include <inttypes.h>
 
 #include "kernel_util.h"
@@ -241,6 +246,79 @@ F64_FN(f_log10, log10(x))
 F64_FN(f_exp2, exp2(x))
 F64_FN(f_deg2rad, x * (M_PI / 180.0))
 F64_FN(f_frac, isinf(x) ? NAN : x - trunc(x))
+F64_FN(f_sinc, x == 0 ? 1.0 : sin(M_PI * x) / (M_PI * x))
+F64_FN(f_rad2deg, x * (180.0 / M_PI))
+
+/* logit: log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps (in p->b)
+ * is given (p->a != 0) and not negative. */
+static double f_logit(double x, const unary_params *p) {
+    if (p->a != 0 && p->b >= 0) x = x < p->b ? p->b : x > 1.0 - p->b ? 1.0 - p->b : x;
+    return log(x / (1.0 - x));
+}
+
+/* digamma: recurrence up to x >= 10, then the asymptotic series; negative
+ * x by reflection; poles give NaN (negative integers) or -+inf (at +-0). */
+static double digamma_pos(double x) {
+    double r = 0;
+    while (x < 10.0) {
+        r -= 1.0 / x;
+        x += 1.0;
+    }
+    if (x == INFINITY) return x;
+    double z = 1.0 / (x * x);
+    /* B2k / (2k): 1/12, -1/120, 1/252, -1/240, 1/132, -691/32760, 1/12 */
+    double s = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 -
+                                                                                  z * (691.0 / 32760 - z / 12))))));
+    return r + log(x) - 0.5 / x - s;
+}
+static double f_digamma(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x) || x == -INFINITY) return NAN;
+    if (x == 0) return copysign(INFINITY, -x);
+    if (x < 0) {
+        if (x == trunc(x)) return NAN;
+        /* psi(1 - x) - pi / tan(pi x), with pi x reduced exactly */
+        double frac = x - floor(x);
+        return digamma_pos(1.0 - x) - M_PI / tan(M_PI * frac);
+    }
+    return digamma_pos(x);
+}
+
+/* i0: the power series sum (x^2/4)^k / (k!)^2 (all terms positive, so it
+ * keeps full relative precision). Like PyTorch's exp(|x|) * series form it
+ * is inf once exp(|x|) overflows in double (|x| > 709.78) and NaN at +-inf.
+ * Deviation: PyTorch's float32 kernel overflows past |x| = 88.72, where
+ * this one still gives the finite float32 value (up to |x| ~ 91.9). */
+static double f_i0(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x) || isinf(x)) return NAN;
+    if (fabs(x) > 709.782712893384) return INFINITY;
+    double q = x * x / 4.0, term = 1.0, sum = 1.0;
+    for (int k = 1; k < 2000; k++) {
+        term *= q / ((double)k * (double)k);
+        sum += term;
+        if (term < sum * 1e-17) break;
+    }
+    return sum;
+}
+
+/* erfcx: exp(x^2) erfc(x); past x = 26 (where erfc underflows) the
+ * asymptotic series 1/(x sqrt(pi)) (1 - 1/(2x^2) + 3/(2x^2)^2 - ...). */
+static double f_erfcx(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x)) return x;
+    if (x < 26.0) {
+        if (x < -26.7) return INFINITY;
+        return exp(x * x) * erfc(x);
+    }
+    if (x == INFINITY) return 0.0;
+    double z = 1.0 / (2.0 * x * x), term = 1.0, sum = 1.0;
+    for (int k = 1; k < 12; k++) {
+        term *= -(2.0 * k - 1.0) * z;
+        sum += term;
+    }
+    return sum / (x * 1.7724538509055160273);
+}
 F64_FN(f_log_sigmoid, (x < 0.0 ? x : 0.0) - log1p(exp(-fabs(x))))
 F64_FN(f_softsign, x / (1.0 + fabs(x)))
 F64_FN(f_tanhshrink, x - tanh(x))
@@ -359,6 +437,11 @@ FLOAT_KERNEL(log10, f_log10)
 FLOAT_KERNEL(exp2, f_exp2)
 FLOAT_KERNEL(deg2rad, f_deg2rad)
 FLOAT_KERNEL(frac, f_frac)
+FLOAT_KERNEL(sinc, f_sinc)
+FLOAT_KERNEL(rad2deg, f_rad2deg)
+FLOAT_KERNEL(digamma, f_digamma)
+FLOAT_KERNEL(i0, f_i0)
+FLOAT_KERNEL(erfcx, f_erfcx)
 FLOAT_KERNEL(log_sigmoid, f_log_sigmoid)
 FLOAT_KERNEL(softsign, f_softsign)
 FLOAT_KERNEL(tanhshrink, f_tanhshrink)
@@ -398,7 +481,7 @@ static tp_status kernel_bitwise_not(const tp_value *args, tp_value *out) {
 
 /* ---- kernels: predicates -------------------------------------------------- */
 
-enum predicate { PRED_LOGICAL_NOT, PRED_ISNAN, PRED_ISINF, PRED_ISFINITE };
+enum predicate { PRED_LOGICAL_NOT, PRED_ISNAN, PRED_ISINF, PRED_ISFINITE, PRED_SIGNBIT, PRED_ISPOSINF, PRED_ISNEGINF };
 
 static tp_status run_predicate(const tp_value *args, tp_value *out, enum predicate pred) {
     tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
@@ -413,9 +496,14 @@ static tp_status run_predicate(const tp_value *args, tp_value *out, enum predica
             r = pred == PRED_LOGICAL_NOT ? v == 0.0
                 : pred == PRED_ISNAN     ? isnan(v)
                 : pred == PRED_ISINF     ? isinf(v)
+                : pred == PRED_SIGNBIT   ? signbit(v) != 0
+                : pred == PRED_ISPOSINF  ? v == INFINITY
+                : pred == PRED_ISNEGINF  ? v == -INFINITY
                                          : isfinite(v);
         } else if (pred == PRED_LOGICAL_NOT) {
             r = tp__load_i64(it.ptr[1], x->dtype) == 0;
+        } else if (pred == PRED_SIGNBIT) {
+            r = tp__load_i64(it.ptr[1], x->dtype) < 0;
         } else {
             r = pred == PRED_ISFINITE; /* integers are finite, never NaN or inf */
         }
@@ -429,6 +517,54 @@ static tp_status kernel_logical_not(const tp_value *args, tp_value *out) {
 }
 static tp_status kernel_isnan(const tp_value *args, tp_value *out) { return run_predicate(args, out, PRED_ISNAN); }
 static tp_status kernel_isinf(const tp_value *args, tp_value *out) { return run_predicate(args, out, PRED_ISINF); }
+static tp_status kernel_signbit(const tp_value *args, tp_value *out) { return run_predicate(args, out, PRED_SIGNBIT); }
+static tp_status kernel_isposinf(const tp_value *args, tp_value *out) {
+    return run_predicate(args, out, PRED_ISPOSINF);
+}
+static tp_status kernel_isneginf(const tp_value *args, tp_value *out) {
+    return run_predicate(args, out, PRED_ISNEGINF);
+}
+
+/* Floating functions without a float16/bfloat16 kernel in PyTorch. */
+static tp_status infer_float_no_half(const tp_value *args, tp_value *out) {
+    tp_tensor *x = NULL;
+    TP_TRY(self_tensor(args, &x));
+    TP_CHECK(x->dtype != TP_FLOAT16 && x->dtype != TP_BFLOAT16, TP_ERR_TYPE, "not implemented for %s",
+             tp_dtype_name(x->dtype));
+    return infer_float(args, out);
+}
+
+static tp_status kernel_logit(const tp_value *args, tp_value *out) {
+    unary_params p = {tp__arg_is_none(args, 1) ? 0.0 : 1.0, tp__arg_is_none(args, 1) ? 0.0 : tp__arg_f64(args, 1), 0};
+    return run_float(args, out, f_logit, &p);
+}
+
+/* nan_to_num: NaN -> nan (0 when None), +-inf -> posinf/neginf (the dtype's
+ * largest/lowest finite value when None), stored in self's dtype (so a too
+ * large replacement becomes inf in float16); integer and bool tensors are
+ * copied unchanged. */
+static double f_nan_to_num(double x, const unary_params *p) {
+    return isnan(x) ? p->a : x == INFINITY ? p->b : x == -INFINITY ? p->c : x;
+}
+static double dtype_max(tp_dtype dt) {
+    switch (dt) {
+    case TP_FLOAT16: return 65504.0;
+    case TP_BFLOAT16: return 3.3895313892515355e38;
+    case TP_FLOAT32: return FLT_MAX;
+    default: return DBL_MAX;
+    }
+}
+static tp_status kernel_nan_to_num(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
+    TP_CHECK(x && y, TP_ERR_INTERNAL, "missing input or output tensor");
+    double mx = dtype_max(x->dtype);
+    unary_params p = {tp__arg_is_none(args, 1) ? 0.0 : tp__arg_f64(args, 1),
+                      tp__arg_is_none(args, 2) ? mx : tp__arg_f64(args, 2),
+                      tp__arg_is_none(args, 3) ? -mx : tp__arg_f64(args, 3)};
+    if (tp_dtype_is_float(x->dtype)) map_f64(x, y, f_nan_to_num, &p);
+    else map_i64(x, y, i_identity, &p);
+    return TP_OK;
+}
 static tp_status kernel_isfinite(const tp_value *args, tp_value *out) {
     return run_predicate(args, out, PRED_ISFINITE);
 }
@@ -812,6 +948,19 @@ void tp__register_unary_ops(void) {
     tp__register_op(TP_OP_LOG10, "log10(Tensor self) -> Tensor", 0, infer_float, kernel_log10);
     tp__register_op(TP_OP_EXP2, "exp2(Tensor self) -> Tensor", 0, infer_float, kernel_exp2);
     tp__register_op(TP_OP_DEG2RAD, "deg2rad(Tensor self) -> Tensor", 0, infer_float, kernel_deg2rad);
+    tp__register_op(TP_OP_SINC, "sinc(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_sinc);
+    tp__register_op(TP_OP_RAD2DEG, "rad2deg(Tensor self) -> Tensor", 0, infer_float, kernel_rad2deg);
+    tp__register_op(TP_OP_SIGNBIT, "signbit(Tensor self) -> Tensor", 0, infer_bool, kernel_signbit);
+    tp__register_op(TP_OP_ISPOSINF, "isposinf(Tensor self) -> Tensor", 0, infer_bool, kernel_isposinf);
+    tp__register_op(TP_OP_ISNEGINF, "isneginf(Tensor self) -> Tensor", 0, infer_bool, kernel_isneginf);
+    tp__register_op(TP_OP_NAN_TO_NUM,
+                    "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor", 0,
+                    infer_same, kernel_nan_to_num);
+    tp__register_op(TP_OP_LOGIT, "logit(Tensor self, float? eps=None) -> Tensor", 0, infer_float_no_half,
+                    kernel_logit);
+    tp__register_op(TP_OP_DIGAMMA, "digamma(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_digamma);
+    tp__register_op(TP_OP_I0, "i0(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i0);
+    tp__register_op(TP_OP_ERFCX, "erfcx(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_erfcx);
     tp__register_op(TP_OP_FRAC, "frac(Tensor self) -> Tensor", 0, infer_float_only, kernel_frac);
     tp__register_op(TP_OP_ISFINITE, "isfinite(Tensor self) -> Tensor", 0, infer_bool, kernel_isfinite);
 

@@ -1127,6 +1127,18 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_ATAN2:
     case TP_OP_HYPOT:
     case TP_OP_COPYSIGN:
+    case TP_OP_XLOGY:
+    case TP_OP_XLOG1PY:
+    case TP_OP_LOGADDEXP:
+    case TP_OP_LOGADDEXP2:
+    case TP_OP_HEAVISIDE:
+    case TP_OP_FMAX:
+    case TP_OP_FMIN:
+    case TP_OP_GCD:
+    case TP_OP_LCM:
+    case TP_OP_NEXTAFTER:
+    case TP_OP_FLOAT_POWER:
+    case TP_OP_LDEXP:
     case TP_OP_EQ:
     case TP_OP_NE:
     case TP_OP_LT:
