@@ -1576,6 +1576,155 @@ static tp_status kernel_pad(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- diagonal (a view), diag, diag_embed, diagflat (copies) ------------- */
+
+/* The diagonal of t over dims d1, d2 (offset > 0: above the main one): t's
+ * other dims in order, then the diagonal (stride s1 + s2). */
+static void diag_geometry(const tp_tensor *t, int64_t offset, int d1, int d2, int *nd, int64_t *sizes,
+                          int64_t *strides, int64_t *storage_offset) {
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d == d1 || d == d2) continue;
+        sizes[n] = t->sizes[d];
+        strides[n++] = t->strides[d];
+    }
+    int64_t s1 = t->sizes[d1], s2 = t->sizes[d2], len;
+    if (offset >= 0) len = s2 - offset < s1 ? s2 - offset : s1;
+    else len = s1 + offset < s2 ? s1 + offset : s2;
+    if (len < 0) len = 0;
+    sizes[n] = len;
+    strides[n++] = t->strides[d1] + t->strides[d2];
+    *nd = n;
+    *storage_offset = t->offset;
+    if (len > 0) *storage_offset += offset >= 0 ? offset * t->strides[d2] : -offset * t->strides[d1];
+}
+
+static tp_status diag_dims(int64_t dim1, int64_t dim2, int nd, int *d1, int *d2) {
+    TP_TRY(tp__wrap_dim(dim1, nd, d1));
+    TP_TRY(tp__wrap_dim(dim2, nd, d2));
+    TP_CHECK(*d1 != *d2, TP_ERR_INVALID_ARG, "diagonal dimensions cannot be identical %" PRId64 ", %" PRId64, dim1,
+             dim2);
+    return TP_OK;
+}
+
+static tp_status diagonal_view(tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, tp_tensor **out) {
+    int d1, d2, nd;
+    int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS], off;
+    TP_TRY(diag_dims(dim1, dim2, self->ndim, &d1, &d2));
+    diag_geometry(self, offset, d1, d2, &nd, sizes, strides, &off);
+    return tp_tensor_as_strided(self, nd, sizes, strides, off, out);
+}
+
+/* diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) */
+static tp_status view_diagonal(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    return diagonal_view(self, tp__arg_int(args, 1), tp__arg_int(args, 2), tp__arg_int(args, 3), out);
+}
+DEFINE_VIEW_OP(diagonal)
+
+/* diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1): a result
+ * one dim larger whose diagonal over (dim1, dim2) holds self's last dim. */
+static tp_status embed_plan(const tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, int *d1, int *d2,
+                            int64_t *sizes) {
+    int nd = self->ndim + 1;
+    TP_CHECK(nd <= TP_MAX_DIMS, TP_ERR_SHAPE, "diag_embed: the result would have %d dims (at most %d)", nd,
+             TP_MAX_DIMS);
+    TP_TRY(diag_dims(dim1, dim2, nd, d1, d2));
+    int64_t last = self->ndim ? self->sizes[self->ndim - 1] : 1;
+    int64_t n = last + (offset < 0 ? -offset : offset);
+    for (int d = 0, k = 0; d < nd; d++) sizes[d] = (d == *d1 || d == *d2) ? n : self->sizes[k++];
+    return TP_OK;
+}
+
+static tp_status embed_fill(tp_tensor *self, int64_t offset, int d1, int d2, tp_tensor *o) {
+    TP_TRY(tp_tensor_fill(o, 0.0));
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    tp_tensor *dv;
+    TP_TRY(diagonal_view(o, offset, d1, d2, &dv));
+    tp_status st = tp_tensor_copy_(dv, self);
+    tp_tensor_free(dv);
+    return st;
+}
+
+static tp_status infer_diag_embed(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    int d1, d2;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_CHECK(self->ndim >= 1, TP_ERR_SHAPE, "diag_embed expects a tensor of at least 1 dim, got 0-D");
+    TP_TRY(embed_plan(self, tp__arg_int(args, 1), tp__arg_int(args, 2), tp__arg_int(args, 3), &d1, &d2, sizes));
+    return tp__out_tensor(out, self->dtype, self->ndim + 1, sizes);
+}
+
+static tp_status kernel_diag_embed(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    int d1, d2;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(embed_plan(self, tp__arg_int(args, 1), tp__arg_int(args, 2), tp__arg_int(args, 3), &d1, &d2, sizes));
+    return embed_fill(self, tp__arg_int(args, 1), d1, d2, tp__out_at(out, 0));
+}
+
+/* diag(Tensor self, int diagonal=0): a vector -> the square matrix with it
+ * on the diagonal; a matrix -> a copy of its diagonal (empty when the
+ * offset is past the matrix, as later PyTorch versions give). */
+static tp_status diag_shape(const tp_tensor *self, int64_t k, int *nd, int64_t *sizes) {
+    TP_CHECK(self->ndim == 1 || self->ndim == 2, TP_ERR_SHAPE, "matrix or a vector expected");
+    if (self->ndim == 1) {
+        int d1, d2;
+        *nd = 2;
+        return embed_plan(self, k, 0, 1, &d1, &d2, sizes);
+    }
+    int64_t strides[TP_MAX_DIMS], off;
+    diag_geometry(self, k, 0, 1, nd, sizes, strides, &off);
+    return TP_OK;
+}
+
+static tp_status infer_diag(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    int nd;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(diag_shape(self, tp__arg_int(args, 1), &nd, sizes));
+    return tp__out_tensor(out, self->dtype, nd, sizes);
+}
+
+static tp_status diag_run(tp_tensor *self, int64_t k, tp_tensor *o) {
+    if (self->ndim == 1) return embed_fill(self, k, 0, 1, o);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    tp_tensor *dv;
+    TP_TRY(diagonal_view(self, k, 0, 1, &dv));
+    tp_status st = tp_tensor_copy_(o, dv);
+    tp_tensor_free(dv);
+    return st;
+}
+
+static tp_status kernel_diag(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
+    return diag_run(self, tp__arg_int(args, 1), tp__out_at(out, 0));
+}
+
+/* diagflat(Tensor self, int offset=0) = diag(self.flatten(), offset) */
+static tp_status infer_diagflat(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    int64_t k = tp__arg_int(args, 1), n = tp_tensor_numel(self) + (k < 0 ? -k : k);
+    int64_t sizes[2] = {n, n};
+    return tp__out_tensor(out, self->dtype, 2, sizes);
+}
+
+static tp_status kernel_diagflat(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *flat;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__has_data(self, "self"));
+    int64_t n = tp_tensor_numel(self);
+    TP_TRY(tp_tensor_reshape(self, 1, &n, &flat));
+    tp_status st = diag_run(flat, tp__arg_int(args, 1), tp__out_at(out, 0));
+    tp_tensor_free(flat);
+    return st;
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 void tp__register_shape_ops(void) {
@@ -1627,6 +1776,13 @@ void tp__register_shape_ops(void) {
                     "repeat_interleave(Tensor self, Tensor|Scalar repeats, int? dim=None, *, int? output_size=None) "
                     "-> Tensor",
                     0, infer_repeat_interleave, kernel_repeat_interleave);
+    tp__register_op(TP_OP_DIAGONAL, "diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
+                    TP_OPF_VIEW, infer_diagonal, kernel_diagonal);
+    tp__register_op(TP_OP_DIAG, "diag(Tensor self, int diagonal=0) -> Tensor", 0, infer_diag, kernel_diag);
+    tp__register_op(TP_OP_DIAG_EMBED, "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor", 0,
+                    infer_diag_embed, kernel_diag_embed);
+    tp__register_op(TP_OP_DIAGFLAT, "diagflat(Tensor self, int offset=0) -> Tensor", 0, infer_diagflat,
+                    kernel_diagflat);
     tp__register_op(TP_OP_UNBIND, "unbind(Tensor self, int dim=0) -> Tensor[]", TP_OPF_VIEW, infer_unbind,
                     kernel_unbind);
     tp__register_op(TP_OP_HSTACK, "hstack(Tensor[] tensors) -> Tensor", 0, infer_hstack, kernel_hstack);

@@ -1221,6 +1221,116 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (b) bcast_into(r, b, o, "bias broadcasts to the output");
         return o;
     }
+    case TP_OP_DOT:
+    case TP_OP_TRACE: {
+        if (!need_t(r, 0)) return NULL;
+        if (op == TP_OP_DOT) {
+            const sval *a = need_t(r, 0), *b = need_t(r, 1);
+            if (!b || a->nd != 1 || b->nd != 1) {
+                r->fail = true;
+                return NULL;
+            }
+            req_eq(r, a->d[0], b->d[0], "dot: equal lengths");
+        }
+        return out_t(r, 0);
+    }
+    case TP_OP_MV:
+    case TP_OP_ADDMV: {
+        int f = op == TP_OP_ADDMV;
+        const sval *m = need_t(r, f), *v = need_t(r, f + 1);
+        if (!m || !v || m->nd != 2 || v->nd != 1) {
+            r->fail = true;
+            return NULL;
+        }
+        req_eq(r, m->d[1], v->d[0], "mat.shape[1] == vec.shape[0]");
+        sval *o = out_t(r, 1);
+        if (!o) return NULL;
+        o->d[0] = S(r, m->d[0]);
+        if (f) bcast_into(r, need_t(r, 0), o, "self broadcasts to the product");
+        return o;
+    }
+    case TP_OP_OUTER:
+    case TP_OP_ADDR: {
+        int f = op == TP_OP_ADDR;
+        const sval *a = need_t(r, f), *b = need_t(r, f + 1);
+        if (!a || !b || a->nd != 1 || b->nd != 1) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, 2);
+        if (!o) return NULL;
+        o->d[0] = S(r, a->d[0]);
+        o->d[1] = S(r, b->d[0]);
+        if (f) bcast_into(r, need_t(r, 0), o, "self broadcasts to the outer product");
+        return o;
+    }
+    case TP_OP_CROSS: {
+        static const int idx[2] = {0, 1};
+        return broadcast(r, idx, 2);
+    }
+    case TP_OP_KRON: {
+        const sval *a = need_t(r, 0), *b = need_t(r, 1);
+        if (!a || !b) return NULL;
+        int nd = a->nd > b->nd ? a->nd : b->nd;
+        sval *o = out_t(r, nd);
+        if (!o) return NULL;
+        for (int i = 0; i < nd; i++) {
+            int ia = i - (nd - a->nd), ib = i - (nd - b->nd);
+            o->d[i] = S(r, sd_mul(r->sd, ia >= 0 ? a->d[ia] : K(r, 1), ib >= 0 ? b->d[ib] : K(r, 1)));
+        }
+        return o;
+    }
+    case TP_OP_INNER: {
+        const sval *a = need_t(r, 0), *b = need_t(r, 1);
+        if (!a || !b) return NULL;
+        if (a->nd == 0 || b->nd == 0) return copy_t(r, a->nd == 0 ? b : a);
+        req_eq(r, a->d[a->nd - 1], b->d[b->nd - 1], "inner: equal last dims");
+        sval *o = out_t(r, a->nd + b->nd - 2);
+        if (!o) return NULL;
+        for (int i = 0; i < a->nd - 1; i++) o->d[i] = S(r, a->d[i]);
+        for (int i = 0; i < b->nd - 1; i++) o->d[a->nd - 1 + i] = S(r, b->d[i]);
+        return o;
+    }
+    case TP_OP_DIAG_EMBED: {
+        const sval *a = need_t(r, 0);
+        if (!a || a->nd < 1) {
+            r->fail = true;
+            return NULL;
+        }
+        int64_t k = iarg(r, 1, 0);
+        int nd = a->nd + 1;
+        int d1 = wrap_dim(r, iarg(r, 2, -2), nd), d2 = wrap_dim(r, iarg(r, 3, -1), nd);
+        if (d1 < 0 || d2 < 0 || d1 == d2) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, nd);
+        if (!o) return NULL;
+        sd_e n = S(r, sd_addk(r->sd, a->d[a->nd - 1], k < 0 ? -k : k));
+        for (int d = 0, j = 0; d < nd; d++) o->d[d] = (d == d1 || d == d2) ? n : S(r, a->d[j++]);
+        return o;
+    }
+    case TP_OP_DIAGFLAT: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        int64_t k = iarg(r, 1, 0);
+        sval *o = out_t(r, 2);
+        if (!o) return NULL;
+        o->d[0] = o->d[1] = S(r, sd_addk(r->sd, prod(r, a, 0, a->nd), k < 0 ? -k : k));
+        return o;
+    }
+    case TP_OP_DIAG: {
+        const sval *a = need_t(r, 0);
+        if (!a || a->nd != 1) { /* a matrix's diagonal length needs min(): unsupported */
+            r->fail = true;
+            return NULL;
+        }
+        int64_t k = iarg(r, 1, 0);
+        sval *o = out_t(r, 2);
+        if (!o) return NULL;
+        o->d[0] = o->d[1] = S(r, sd_addk(r->sd, a->d[0], k < 0 ? -k : k));
+        return o;
+    }
     case TP_OP_CONV1D:
     case TP_OP_CONV2D:
     case TP_OP_CONV3D: return rule_conv(r, false, 3, 4, 5, -1, 6);
