@@ -1,7 +1,8 @@
 /*
  * reduce.c - reductions and scans: sum, mean, prod, amax/amin, max/min,
  * argmax/argmin, var/std, norm, logsumexp, any/all, count_nonzero, cumsum
- * and cumprod. Schemas,
+ * and cumprod, nansum/nanmean/aminmax, and the lane ops cummax/cummin,
+ * logcumsumexp, median/nanmedian, kthvalue, mode, msort, diff. Schemas,
  * shape rules and reference kernels with PyTorch's semantics.
  *
  * A reduction splits the input's dims into kept ("outer") dims, which index
@@ -193,7 +194,9 @@ typedef enum reduce_kind {
     R_LOGSUMEXP,
     R_ANY,
     R_ALL,
-    R_COUNT_NONZERO
+    R_COUNT_NONZERO,
+    R_NANSUM,
+    R_NANMEAN
 } reduce_kind;
 
 typedef struct reduce_job {
@@ -239,7 +242,18 @@ static void reduce_sum_prod(const reduce_job *job, const reduce_split *s, const 
     tp_dtype src = job->in_dtype, dst = job->compute;
     bool prod = job->kind == R_PROD;
     walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
-    if (tp_dtype_is_float(dst)) {
+    if (tp_dtype_is_float(dst) && (job->kind == R_NANSUM || job->kind == R_NANMEAN)) {
+        double acc = 0.0;
+        int64_t count = 0;
+        while (walker_next(&w, &off)) {
+            double v = load_as_f64(base + off, src, dst);
+            if (isnan(v)) continue;
+            acc += v;
+            count++;
+        }
+        if (job->kind == R_NANMEAN) acc /= (double)count; /* 0/0 = nan when every element is NaN */
+        tp__store_f64(out, job->values->dtype, acc);
+    } else if (tp_dtype_is_float(dst)) {
         double acc = prod ? 1.0 : 0.0;
         if (src == TP_FLOAT32 && dst == TP_FLOAT32 && !prod) {
             while (walker_next(&w, &off)) acc += *(const float *)(base + off);
@@ -423,7 +437,9 @@ static tp_status run_reduction(const tp_tensor *self, const reduce_dims *rd, red
         switch (job->kind) {
         case R_SUM:
         case R_PROD:
-        case R_MEAN: reduce_sum_prod(job, &s, base, ov); break;
+        case R_MEAN:
+        case R_NANSUM:
+        case R_NANMEAN: reduce_sum_prod(job, &s, base, ov); break;
         case R_MAX:
         case R_MIN: reduce_extreme(job, &s, base, ov, oi); break;
         case R_VAR:
@@ -741,6 +757,537 @@ static tp_status scan_run(const tp_value *args, tp_value *out, bool prod) {
 static tp_status kernel_cumsum(const tp_value *args, tp_value *out) { return scan_run(args, out, false); }
 static tp_status kernel_cumprod(const tp_value *args, tp_value *out) { return scan_run(args, out, true); }
 
+/* ---- lane ops: scans and order statistics along one dim -----------------
+ * cummax, cummin, logcumsumexp, median, nanmedian, kthvalue, mode, msort,
+ * diff. Each lane (the elements along `dim` at one position of the other
+ * dims) is read into a buffer, computed, and written to the outputs' lanes.
+ * Order statistics sort stably with NaN as the largest value (median: a
+ * NaN in the lane gives NaN and the first NaN's index; mode: the last index
+ * of the value). Deviation: among equal values median/kthvalue report the
+ * index of the stable order, where PyTorch's quickselect may pick another
+ * of the equal elements (the values agree). */
+
+typedef enum lane_kind {
+    L_CUMMAX,
+    L_CUMMIN,
+    L_LOGCUMSUMEXP,
+    L_MEDIAN,
+    L_NANMEDIAN,
+    L_KTHVALUE,
+    L_MODE,
+    L_MSORT,
+    L_DIFF
+} lane_kind;
+
+typedef struct lane_buf {
+    bool is_float, is_bool;
+    int64_t n;
+    double *f;     /* float values */
+    int64_t *i;    /* integer values */
+    int64_t *perm; /* sort order */
+    int64_t *tmp;
+    double *rf;    /* results */
+    int64_t *ri;
+    int64_t *rx;   /* result indices */
+} lane_buf;
+
+static bool lane_less(const lane_buf *b, int64_t x, int64_t y) {
+    if (!b->is_float) return b->i[x] < b->i[y];
+    double u = b->f[x], v = b->f[y];
+    if (isnan(u)) return false;
+    if (isnan(v)) return true;
+    return u < v;
+}
+
+static bool lane_equal(const lane_buf *b, int64_t x, int64_t y) {
+    if (!b->is_float) return b->i[x] == b->i[y];
+    return b->f[x] == b->f[y] || (isnan(b->f[x]) && isnan(b->f[y]));
+}
+
+/* Stable merge sort of perm[0..n). */
+static void lane_sort(lane_buf *b) {
+    int64_t n = b->n, *a = b->perm, *t = b->tmp;
+    for (int64_t j = 0; j < n; j++) a[j] = j;
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t p = lo, q = mid, k = lo;
+            while (p < mid && q < hi) t[k++] = lane_less(b, a[q], a[p]) ? a[q++] : a[p++];
+            while (p < mid) t[k++] = a[p++];
+            while (q < hi) t[k++] = a[q++];
+        }
+        memcpy(a, t, (size_t)n * sizeof *a);
+    }
+}
+
+/* result 0 := element perm position pos (value and index) */
+static void lane_pick(lane_buf *b, int64_t src) {
+    if (b->is_float) b->rf[0] = b->f[src];
+    else b->ri[0] = b->i[src];
+    b->rx[0] = src;
+}
+
+static double log_add_exp(double a, double b) {
+    if (isnan(a) || isnan(b)) return NAN;
+    double mn = a < b ? a : b, mx = a < b ? b : a;
+    if (mn != mx || isfinite(mn)) return mx + log1p(exp(mn - mx));
+    return a;
+}
+
+/* Compute one lane; returns the number of results. */
+static int64_t lane_compute(lane_buf *b, lane_kind kind, int64_t param) {
+    int64_t n = b->n;
+    switch (kind) {
+    case L_CUMMAX:
+    case L_CUMMIN: {
+        bool mx = kind == L_CUMMAX;
+        int64_t bi = 0;
+        for (int64_t j = 0; j < n; j++) {
+            if (b->is_float) {
+                double x = b->f[j], best = b->f[bi];
+                if (j == 0 || isnan(x) || (!isnan(best) && (mx ? x >= best : x <= best))) bi = j;
+                b->rf[j] = b->f[bi];
+            } else {
+                int64_t x = b->i[j], best = b->i[bi];
+                if (j == 0 || (mx ? x >= best : x <= best)) bi = j;
+                b->ri[j] = b->i[bi];
+            }
+            b->rx[j] = bi;
+        }
+        return n;
+    }
+    case L_LOGCUMSUMEXP: {
+        double acc = -INFINITY;
+        for (int64_t j = 0; j < n; j++) b->rf[j] = acc = j == 0 ? b->f[0] : log_add_exp(acc, b->f[j]);
+        return n;
+    }
+    case L_MEDIAN:
+    case L_NANMEDIAN: {
+        int64_t first_nan = -1, count = n;
+        if (b->is_float) {
+            count = 0;
+            for (int64_t j = 0; j < n; j++) {
+                if (isnan(b->f[j])) {
+                    if (first_nan < 0) first_nan = j;
+                } else {
+                    count++;
+                }
+            }
+        }
+        if (n == 0) {
+            b->rf[0] = NAN;
+            b->ri[0] = 0;
+            b->rx[0] = 0;
+            return 1;
+        }
+        if (first_nan >= 0 && (kind == L_MEDIAN || count == 0)) {
+            lane_pick(b, first_nan);
+            return 1;
+        }
+        lane_sort(b);
+        lane_pick(b, b->perm[(count - 1) / 2]);
+        return 1;
+    }
+    case L_KTHVALUE:
+        lane_sort(b);
+        lane_pick(b, b->perm[param - 1]);
+        return 1;
+    case L_MODE: {
+        lane_sort(b);
+        int64_t best_start = 0, best_len = 0;
+        for (int64_t s = 0; s < n;) {
+            int64_t e = s + 1;
+            while (e < n && lane_equal(b, b->perm[e], b->perm[s])) e++;
+            if (e - s > best_len) {
+                best_len = e - s;
+                best_start = s;
+            }
+            s = e;
+        }
+        lane_pick(b, b->perm[best_start + best_len - 1]); /* the last occurrence */
+        return 1;
+    }
+    case L_MSORT:
+        lane_sort(b);
+        for (int64_t j = 0; j < n; j++) {
+            if (b->is_float) b->rf[j] = b->f[b->perm[j]];
+            else b->ri[j] = b->i[b->perm[j]];
+        }
+        return n;
+    case L_DIFF: {
+        int64_t len = n;
+        for (int64_t r = 0; r < param && len > 0; r++, len--) {
+            for (int64_t j = 0; j + 1 < len; j++) {
+                if (b->is_float) b->f[j] = b->f[j + 1] - b->f[j];
+                else if (b->is_bool) b->i[j] = b->i[j + 1] != b->i[j];
+                else b->i[j] = (int64_t)((uint64_t)b->i[j + 1] - (uint64_t)b->i[j]);
+            }
+        }
+        for (int64_t j = 0; j < len; j++) {
+            if (b->is_float) b->rf[j] = b->f[j];
+            else b->ri[j] = b->i[j];
+        }
+        return len;
+    }
+    }
+    return 0;
+}
+
+/* Run `kind` over every lane along dim of the concatenation of in[0..n_in)
+ * (same rank, same sizes except along dim), into out[0] (values, may be
+ * NULL) and out[1] (int64 indices, may be NULL), both of the inputs' rank
+ * (a reduced dim kept as size 1). Values are stored in out[0]'s dtype; bool
+ * diffs are xor (computed as integer differences, stored as != 0). */
+static tp_status run_lanes(int n_in, tp_tensor *const *in, int dim, tp_tensor *values, tp_tensor *indices,
+                           lane_kind kind, int64_t param) {
+    int nd = in[0]->ndim;
+    int64_t total = 0;
+    for (int k = 0; k < n_in; k++) total += in[k]->sizes[dim];
+    tp_dtype dt = in[0]->dtype;
+    lane_buf b = {.is_float = tp_dtype_is_float(dt), .is_bool = dt == TP_BOOL, .n = total};
+    size_t cap = (size_t)(total > 0 ? total : 1);
+    b.f = tp_malloc(cap * sizeof *b.f);
+    b.i = tp_malloc(cap * sizeof *b.i);
+    b.perm = tp_malloc(cap * sizeof *b.perm);
+    b.tmp = tp_malloc(cap * sizeof *b.tmp);
+    b.rf = tp_malloc(cap * sizeof *b.rf);
+    b.ri = tp_malloc(cap * sizeof *b.ri);
+    b.rx = tp_malloc(cap * sizeof *b.rx);
+    tp_status st = TP_OK;
+    if (!b.f || !b.i || !b.perm || !b.tmp || !b.rf || !b.ri || !b.rx) {
+        st = tp_error(TP_ERR_NOMEM, "out of memory for lanes of %" PRId64 " elements", total);
+        goto done;
+    }
+    int64_t outer[TP_MAX_DIMS], idx[TP_MAX_DIMS] = {0}, n_outer = 1;
+    for (int d = 0; d < nd; d++) {
+        outer[d] = d == dim ? 1 : in[0]->sizes[d];
+        n_outer *= outer[d];
+    }
+    for (int64_t o = 0; o < n_outer; o++) {
+        int64_t j = 0;
+        for (int k = 0; k < n_in; k++) {
+            const tp_tensor *t = in[k];
+            int64_t es = (int64_t)tp_dtype_size(t->dtype), off = 0;
+            for (int d = 0; d < nd; d++) off += idx[d] * t->strides[d];
+            const char *p = tp__tensor_base(t) + off * es;
+            for (int64_t q = 0; q < t->sizes[dim]; q++, j++) {
+                const char *e = p + q * t->strides[dim] * es;
+                if (b.is_float) b.f[j] = tp__load_f64(e, t->dtype);
+                else b.i[j] = tp__load_i64(e, t->dtype);
+            }
+        }
+        int64_t nr = lane_compute(&b, kind, param);
+        if (values) {
+            int64_t es = (int64_t)tp_dtype_size(values->dtype), off = 0;
+            for (int d = 0; d < nd; d++) off += idx[d] * values->strides[d];
+            char *p = tp__tensor_base(values) + off * es;
+            for (int64_t q = 0; q < nr; q++) {
+                char *e = p + q * values->strides[dim] * es;
+                if (b.is_float) tp__store_f64(e, values->dtype, b.rf[q]);
+                else tp__store_i64(e, values->dtype, b.ri[q]);
+            }
+        }
+        if (indices) {
+            int64_t off = 0;
+            for (int d = 0; d < nd; d++) off += idx[d] * indices->strides[d];
+            int64_t *p = (int64_t *)tp__tensor_base(indices) + off;
+            for (int64_t q = 0; q < nr; q++) p[q * indices->strides[dim]] = b.rx[q];
+        }
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++idx[d] < outer[d]) break;
+            idx[d] = 0;
+        }
+    }
+done:
+    tp_free(b.f);
+    tp_free(b.i);
+    tp_free(b.perm);
+    tp_free(b.tmp);
+    tp_free(b.rf);
+    tp_free(b.ri);
+    tp_free(b.rx);
+    return st;
+}
+
+/* t viewed with rank nd: a 0-d t as [1]; a reduced output without keepdim
+ * gets a size-1 dim back at `dim`. */
+static tp_status lane_view(tp_tensor *t, int nd, int dim, tp_tensor **out) {
+    int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
+    if (t->ndim == nd) return tp_tensor_as_strided(t, nd, t->sizes, t->strides, t->offset, out);
+    for (int d = 0, k = 0; d < nd; d++) {
+        if (d == dim) {
+            sizes[d] = 1;
+            strides[d] = 0;
+        } else {
+            sizes[d] = t->sizes[k];
+            strides[d] = t->strides[k++];
+        }
+    }
+    return tp_tensor_as_strided(t, nd, sizes, strides, t->offset, out);
+}
+
+/* self (as a lane view) along dim into values/indices (NULL to skip). */
+static tp_status lanes_of(tp_tensor *self, int dim, tp_tensor *values, tp_tensor *indices, lane_kind kind,
+                          int64_t param) {
+    if (tp_tensor_numel(self) == 0 && kind != L_MEDIAN && kind != L_NANMEDIAN) return TP_OK;
+    int nd = self->ndim ? self->ndim : 1;
+    tp_tensor *s = NULL, *v = NULL, *ix = NULL;
+    tp_status st = lane_view(self, nd, dim, &s);
+    if (st == TP_OK && values) st = lane_view(values, nd, dim, &v);
+    if (st == TP_OK && indices) st = lane_view(indices, nd, dim, &ix);
+    if (st == TP_OK) st = run_lanes(1, &s, dim, v, ix, kind, param);
+    tp_tensor_free(s);
+    tp_tensor_free(v);
+    tp_tensor_free(ix);
+    return st;
+}
+
+static tp_status lane_dim(const tp_tensor *self, int64_t dim, int *out) {
+    return tp__wrap_dim(dim, self->ndim, out);
+}
+
+static const char *torch_dtype_name(tp_dtype dtype) {
+    static const char *const names[TP_DTYPE_COUNT] = {"Float", "Double", "Half", "BFloat16", "Long",
+                                                      "Int",   "Short",  "Char", "Byte",     "Bool"};
+    return (unsigned)dtype < TP_DTYPE_COUNT ? names[dtype] : "?";
+}
+
+/* cummax / cummin(Tensor self, int dim) -> (values, indices) */
+static tp_status infer_cummax(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, self->ndim, self->sizes));
+    return tp__out_tensor(tp_value_at(out, 1), TP_INT64, self->ndim, self->sizes);
+}
+
+static tp_status cum_extreme(const tp_value *args, tp_value *out, lane_kind kind) {
+    tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    return lanes_of(self, dim, tp__out_at(out, 0), tp__out_at(out, 1), kind, 0);
+}
+static tp_status kernel_cummax(const tp_value *args, tp_value *out) { return cum_extreme(args, out, L_CUMMAX); }
+static tp_status kernel_cummin(const tp_value *args, tp_value *out) { return cum_extreme(args, out, L_CUMMIN); }
+
+/* logcumsumexp(Tensor self, int dim): floating dtypes only */
+static tp_status infer_logcumsumexp(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    TP_CHECK(tp_dtype_is_float(self->dtype), TP_ERR_TYPE, "\"logcumsumexp_out_cpu\" not implemented for '%s'",
+             torch_dtype_name(self->dtype));
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_logcumsumexp(const tp_value *args, tp_value *out) {
+    tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    return lanes_of(self, dim, tp__out_at(out, 0), NULL, L_LOGCUMSUMEXP, 0);
+}
+
+/* Shared shape rule of the (values, indices) order statistics along dim. */
+static tp_status infer_order_stat(const tp_tensor *self, int dim, bool keepdim, const char *what, tp_value *out) {
+    TP_CHECK(self->ndim == 0 || self->sizes[dim] > 0, TP_ERR_INDEX,
+             "%s(): Expected reduction dim %d to have non-zero size.", what, dim);
+    int64_t sizes[TP_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < self->ndim; d++) {
+        if (d != dim) sizes[n++] = self->sizes[d];
+        else if (keepdim) sizes[n++] = 1;
+    }
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, n, sizes));
+    return tp__out_tensor(tp_value_at(out, 1), TP_INT64, n, sizes);
+}
+
+/* median / nanmedian(Tensor self, int? dim=None, bool keepdim=False) -> Any:
+ * the lower median; without dim a 0-d tensor over every element (NaN when
+ * empty), with dim (values, indices). */
+static tp_status infer_median(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    TP_CHECK(self->dtype != TP_BOOL, TP_ERR_TYPE, "\"median_cpu\" not implemented for 'Bool'");
+    if (tp__arg_is_none(args, 1)) return tp__out_tensor(out, self->dtype, 0, NULL);
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    return infer_order_stat(self, dim, tp__arg_bool(args, 2), "median", out);
+}
+
+static tp_status median_run(const tp_value *args, tp_value *out, lane_kind kind) {
+    tp_tensor *self = tp__arg_tensor(args, 0);
+    if (tp__arg_is_none(args, 1)) {
+        tp_tensor *flat;
+        int64_t n = tp_tensor_numel(self);
+        TP_TRY(tp_tensor_reshape(self, 1, &n, &flat));
+        tp_status st = lanes_of(flat, 0, tp__out_at(out, 0), NULL, kind, 0);
+        tp_tensor_free(flat);
+        return st;
+    }
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    return lanes_of(self, dim, tp__out_at(out, 0), tp__out_at(out, 1), kind, 0);
+}
+static tp_status kernel_median(const tp_value *args, tp_value *out) { return median_run(args, out, L_MEDIAN); }
+static tp_status kernel_nanmedian(const tp_value *args, tp_value *out) { return median_run(args, out, L_NANMEDIAN); }
+
+/* kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) */
+static tp_status kth_check(const tp_value *args, int *dim) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    TP_CHECK(self->dtype != TP_BOOL, TP_ERR_TYPE, "\"kthvalue_cpu\" not implemented for 'Bool'");
+    TP_TRY(lane_dim(self, tp__arg_int(args, 2), dim));
+    int64_t k = tp__arg_int(args, 1), size = self->ndim ? self->sizes[*dim] : 1;
+    TP_CHECK(k >= 1 && k <= size, TP_ERR_INDEX, "kthvalue(): selected number k out of range for dimension %d",
+             *dim);
+    return TP_OK;
+}
+
+static tp_status infer_kthvalue(const tp_value *args, tp_value *out) {
+    int dim;
+    TP_TRY(kth_check(args, &dim));
+    return infer_order_stat(tp__arg_tensor(args, 0), dim, tp__arg_bool(args, 3), "kthvalue", out);
+}
+
+static tp_status kernel_kthvalue(const tp_value *args, tp_value *out) {
+    int dim;
+    TP_TRY(kth_check(args, &dim));
+    return lanes_of(tp__arg_tensor(args, 0), dim, tp__out_at(out, 0), tp__out_at(out, 1), L_KTHVALUE,
+                    tp__arg_int(args, 1));
+}
+
+/* mode(Tensor self, int dim=-1, bool keepdim=False): the most frequent value
+ * (ties: the smallest) and its last index */
+static tp_status infer_mode(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    return infer_order_stat(self, dim, tp__arg_bool(args, 2), "mode", out);
+}
+
+static tp_status kernel_mode(const tp_value *args, tp_value *out) {
+    tp_tensor *self = tp__arg_tensor(args, 0);
+    int dim;
+    TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
+    return lanes_of(self, dim, tp__out_at(out, 0), tp__out_at(out, 1), L_MODE, 0);
+}
+
+/* msort(Tensor self) = sort(self, dim=0).values (NaN last) */
+static tp_status infer_msort(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_msort(const tp_value *args, tp_value *out) {
+    return lanes_of(tp__arg_tensor(args, 0), 0, tp__out_at(out, 0), NULL, L_MSORT, 0);
+}
+
+/* diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor?
+ * append=None): the n-th forward difference along dim (n <= 0: none) of
+ * cat([prepend, self, append], dim) (bool: xor). */
+static tp_status diff_plan(const tp_value *args, int *dim, int64_t *sizes) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    char b1[320], b2[320];
+    TP_CHECK(self->ndim >= 1, TP_ERR_SHAPE, "diff expects input to be at least one-dimensional");
+    int64_t n = tp__arg_int(args, 1);
+    if (n < 0) n = 0; /* PyTorch 1.13: a negative order returns the input */
+    TP_TRY(lane_dim(self, tp__arg_int(args, 2), dim));
+    int64_t len = self->sizes[*dim];
+    for (int k = 3; k <= 4; k++) {
+        if (tp__arg_is_none(args, k)) continue;
+        const tp_tensor *t = tp__arg_tensor(args, k);
+        TP_CHECK(t && t->ndim == self->ndim, TP_ERR_SHAPE, "diff expects %s to have the same number of dims as input",
+                 k == 3 ? "prepend" : "append");
+        for (int d = 0; d < self->ndim; d++)
+            TP_CHECK(d == *dim || t->sizes[d] == self->sizes[d], TP_ERR_SHAPE,
+                     "diff expects the shape of tensor %s to match that of input except along the differencing "
+                     "dimension; input shape: %s, %s shape: %s",
+                     k == 3 ? "prepend" : "append", tp__shape_str(self->ndim, self->sizes, b1, sizeof b1),
+                     k == 3 ? "prepend" : "append", tp__shape_str(t->ndim, t->sizes, b2, sizeof b2));
+        TP_CHECK(t->dtype == self->dtype, TP_ERR_TYPE, "diff expects %s to have dtype %s, got %s",
+                 k == 3 ? "prepend" : "append", tp_dtype_name(self->dtype), tp_dtype_name(t->dtype));
+        len += t->sizes[*dim];
+    }
+    memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
+    sizes[*dim] = len > n ? len - n : 0;
+    return TP_OK;
+}
+
+static tp_status infer_diff(const tp_value *args, tp_value *out) {
+    int dim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(diff_plan(args, &dim, sizes));
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    return tp__out_tensor(out, self->dtype, self->ndim, sizes);
+}
+
+static tp_status kernel_diff(const tp_value *args, tp_value *out) {
+    int dim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(diff_plan(args, &dim, sizes));
+    tp_tensor *o = tp__out_at(out, 0), *in[3];
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    int n_in = 0;
+    if (!tp__arg_is_none(args, 3)) in[n_in++] = tp__arg_tensor(args, 3);
+    in[n_in++] = tp__arg_tensor(args, 0);
+    if (!tp__arg_is_none(args, 4)) in[n_in++] = tp__arg_tensor(args, 4);
+    return run_lanes(n_in, in, dim, o, NULL, L_DIFF, tp__arg_int(args, 1));
+}
+
+/* ---- nansum / nanmean / aminmax ------------------------------------------
+ * nansum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
+ * nanmean(same): NaN elements are left out (treated as 0 / not counted).
+ * aminmax(Tensor self, *, int[]? dim=None, bool keepdim=False) -> (min, max) */
+
+static tp_status kernel_nansum(const tp_value *args, tp_value *out) { return kernel_sum_prod(args, out, R_NANSUM); }
+
+static tp_status infer_nanmean(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    tp_dtype d;
+    bool given = arg_dtype(args, 3, &d);
+    TP_CHECK(tp_dtype_is_float(given ? d : self->dtype), TP_ERR_TYPE,
+             "nanmean(): expected input to have floating point dtype but got %s", tp_dtype_name(self->dtype));
+    return infer_mean(args, out);
+}
+
+static tp_status kernel_nanmean(const tp_value *args, tp_value *out) {
+    return kernel_sum_prod(args, out, R_NANMEAN);
+}
+
+static tp_status aminmax_dims(const tp_value *args, reduce_dims *rd) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    /* int[]? because tensorplay records the default as dim=[]; one dim at most */
+    if (args[1].kind != TP_VAL_NONE && args[1].kind != TP_VAL_INT)
+        TP_CHECK(tp_value_len(&args[1]) <= 1, TP_ERR_INVALID_ARG, "aminmax(): dim must be one int or None");
+    TP_TRY(parse_dims(args, 1, self->ndim, rd));
+    if (!rd->dim_given && tp_tensor_numel(self) == 0)
+        return tp_error(TP_ERR_INVALID_ARG,
+                        "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
+    return check_nonempty_reduction(self, rd);
+}
+
+static tp_status infer_aminmax(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(aminmax_dims(args, &rd));
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    reduced_shape(self, &rd, tp__arg_bool(args, 2), &ndim, sizes);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, ndim, sizes));
+    return tp__out_tensor(tp_value_at(out, 1), self->dtype, ndim, sizes);
+}
+
+static tp_status kernel_aminmax(const tp_value *args, tp_value *out) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    reduce_dims rd;
+    TP_TRY(aminmax_dims(args, &rd));
+    reduce_job lo = {.kind = R_MIN, .values = tp__out_at(out, 0)};
+    reduce_job hi = {.kind = R_MAX, .values = tp__out_at(out, 1)};
+    TP_TRY(run_reduction(self, &rd, &lo));
+    return run_reduction(self, &rd, &hi);
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 /* ---- sum_to_size(Tensor self, int[] size) ------------------------------
@@ -859,4 +1406,32 @@ void tp__register_reduce_ops(void) {
                     infer_count_nonzero, kernel_count_nonzero);
     tp__register_op(TP_OP_SUM_TO_SIZE, "sum_to_size(Tensor self, int[] size) -> Tensor", 0, infer_sum_to_size,
                     kernel_sum_to_size);
+    tp__register_op(TP_OP_NANSUM,
+                    "nansum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                    0, infer_sum, kernel_nansum);
+    tp__register_op(TP_OP_NANMEAN,
+                    "nanmean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                    0, infer_nanmean, kernel_nanmean);
+    tp__register_op(TP_OP_AMINMAX,
+                    "aminmax(Tensor self, *, int[]? dim=None, bool keepdim=False) -> (Tensor, Tensor)", 0,
+                    infer_aminmax, kernel_aminmax);
+    tp__register_op(TP_OP_CUMMAX, "cummax(Tensor self, int dim) -> (Tensor, Tensor)", 0, infer_cummax,
+                    kernel_cummax);
+    tp__register_op(TP_OP_CUMMIN, "cummin(Tensor self, int dim) -> (Tensor, Tensor)", 0, infer_cummax,
+                    kernel_cummin);
+    tp__register_op(TP_OP_LOGCUMSUMEXP, "logcumsumexp(Tensor self, int dim) -> Tensor", 0, infer_logcumsumexp,
+                    kernel_logcumsumexp);
+    tp__register_op(TP_OP_MEDIAN, "median(Tensor self, int? dim=None, bool keepdim=False) -> Any", 0, infer_median,
+                    kernel_median);
+    tp__register_op(TP_OP_NANMEDIAN, "nanmedian(Tensor self, int? dim=None, bool keepdim=False) -> Any", 0,
+                    infer_median, kernel_nanmedian);
+    tp__register_op(TP_OP_KTHVALUE,
+                    "kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)", 0,
+                    infer_kthvalue, kernel_kthvalue);
+    tp__register_op(TP_OP_MODE, "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)", 0,
+                    infer_mode, kernel_mode);
+    tp__register_op(TP_OP_MSORT, "msort(Tensor self) -> Tensor", 0, infer_msort, kernel_msort);
+    tp__register_op(TP_OP_DIFF,
+                    "diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor", 0,
+                    infer_diff, kernel_diff);
 }

@@ -1097,6 +1097,8 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_CONTIGUOUS:
     case TP_OP_TO:
     case TP_OP_CUMSUM:
+    case TP_OP_LOGCUMSUMEXP:
+    case TP_OP_MSORT:
     case TP_OP_FLIP:
     case TP_OP_TRIL:
     case TP_OP_TRIU:
@@ -1185,7 +1187,31 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         return rule_reduce(r, 1, 2, false);
     }
     case TP_OP_MAX:
-    case TP_OP_MIN: return rule_reduce(r, 1, 2, true);
+    case TP_OP_MIN:
+    case TP_OP_MEDIAN:
+    case TP_OP_NANMEDIAN: return rule_reduce(r, 1, 2, true);
+    case TP_OP_NANSUM:
+    case TP_OP_NANMEAN: return rule_reduce(r, 1, 2, false);
+    case TP_OP_CUMMAX:
+    case TP_OP_CUMMIN: {
+        const sval *a = need_t(r, 0);
+        return a ? seq_of(r, 2, a) : NULL;
+    }
+    case TP_OP_MODE:
+    case TP_OP_KTHVALUE: {
+        const sval *a = need_t(r, 0);
+        if (!a) return NULL;
+        int di = op == TP_OP_MODE ? 1 : 2;
+        int d = wrap_dim(r, iarg(r, di, -1), a->nd);
+        bool keep = barg(r, di + 1, false);
+        sval *o = out_t(r, 0);
+        if (!o) return NULL;
+        for (int i = 0; i < a->nd; i++) {
+            if (i != d) o->d[o->nd++] = S(r, a->d[i]);
+            else if (keep) o->d[o->nd++] = K(r, 1);
+        }
+        return seq_of(r, 2, o);
+    }
     case TP_OP_VAR:
     case TP_OP_STD: return rule_reduce(r, 1, 3, false);
     case TP_OP_NORM: return rule_reduce(r, 2, 3, false);
