@@ -101,6 +101,10 @@ static void call_one(tp_op op, const tp_schema *s, tp_value *vals, const char *w
             tp_value copy;
             CHECK_OK(tp_value_copy(&vals[i], &copy));
             CHECK_OK(tp_value_dict_set(&kw, s->args[i].name, &copy));
+        if (s->args[i].kwarg_only) {
+            tp_value item; /* dict_set consumes it: a copy, vals[i] stays the caller's */
+            CHECK_OK(tp_value_copy(&vals[i], &item));
+            CHECK_OK(tp_value_dict_set(&kw, s->args[i].name, &item));
         } else {
             pos[n_pos++] = vals[i];
         }

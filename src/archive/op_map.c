@@ -158,6 +158,10 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "erfcx", ERFCX, "input"),
     MT("erfcx", ERFCX, "self"),
     FN(TF, "special_erfcx", ERFCX, "input,*,out:!=None"),
+    /* polygamma(n, input): the schema has self first; polygamma_ records the method */
+    FNW(TF, "polygamma", POLYGAMMA, "n,input:self,*,out:!=None"),
+    MT("polygamma", POLYGAMMA, "self,n"),
+    MT_("polygamma_", POLYGAMMA, "self,n"),
 
     /* ---- activations ---- */
     UNARY_NO_OUT(RELU, "relu"),
@@ -315,6 +319,10 @@ static const tp_serde_op_entry g_table[] = {
     MT("float_power", FLOAT_POWER, "self,exponent"),
     MT_("float_power_", FLOAT_POWER, "self,exponent"),
     BINARY(LDEXP, "ldexp"),
+    FNW(TF, "isclose", ISCLOSE, "input,other,rtol,atol,equal_nan"),
+    MT("isclose", ISCLOSE, "self,other,rtol,atol,equal_nan"),
+    FNW(TF, "allclose", ALLCLOSE, "input,other,rtol,atol,equal_nan"),
+    MT("allclose", ALLCLOSE, "self,other,rtol,atol,equal_nan"),
     FN_(TF, "ldexp_", LDEXP, "input,other"),
     BINARY(EQ, "eq"),
     BINARY(NE, "ne"),

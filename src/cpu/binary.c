@@ -6,7 +6,9 @@
  *    hypot copysign, addcmul addcdiv lerp; xlogy xlog1py logaddexp
  *    logaddexp2 heaviside fmax fmin (NaN-ignoring) gcd lcm (integers only)
  *    nextafter float_power (always float64) ldexp (an integer exponent
- *    computes in float32, as pow(2., other) does);
+ *    computes in float32, as pow(2., other) does); isclose and allclose
+ *    (one dtype; allclose gives a 0-d bool tensor where PyTorch gives a
+ *    Python bool);
  *  - comparisons eq ne lt le gt ge and logical_and/or/xor (bool results);
  *  - bitwise_and/or/xor (integer and bool tensors only), bitwise_left_shift
  *    and bitwise_right_shift (integer tensors only);
@@ -108,6 +110,8 @@ typedef struct ew_params {
     double scale_f;     /* alpha (add, sub), value (addcmul, addcdiv), weight (lerp) */
     int64_t scale_i;    /* the same, converted to an integer computation dtype */
     bool zero_division; /* set by integer division/remainder by zero */
+    double rtol, atol;  /* isclose / allclose */
+    bool equal_nan;
 } ew_params;
 
 typedef double (*ew_float_fn)(const double *x, ew_params *p);
@@ -294,6 +298,25 @@ static int64_t lcm_i(const int64_t *x, ew_params *p) {
 /* nextafter in the computation dtype (float32 or float64). */
 static double nextafter_f(const double *x, ew_params *p) {
     return p->ct == TP_FLOAT32 ? (double)nextafterf((float)x[0], (float)x[1]) : nextafter(x[0], x[1]);
+}
+/* isclose: equal (infinities included), both NaN with equal_nan, or finite
+ * |a - b| <= atol + |rtol * b| computed in the computation dtype (integers:
+ * in float32, as PyTorch's integer * float scalar). */
+static double isclose_f(const double *x, ew_params *p) {
+    double a = x[0], b = x[1];
+    if (a == b) return 1.0;
+    if (p->equal_nan && isnan(a) && isnan(b)) return 1.0;
+    tp_dtype ct = p->ct;
+    double err = round_float(fabs(a - b), ct);
+    double allowed = round_float(round_float(p->atol, ct) + round_float(fabs(round_float(p->rtol, ct) * b), ct), ct);
+    return isfinite(err) && err <= allowed;
+}
+static int64_t isclose_i(const int64_t *x, ew_params *p) {
+    if (x[0] == x[1]) return 1;
+    if (p->rtol == 0 && p->atol == 0) return 0;
+    double b = (float)x[1], err = (float)fabs((double)(float)x[0] - b);
+    double allowed = (float)((float)p->atol + (float)fabs((float)p->rtol * b));
+    return err <= allowed;
 }
 /* ldexp: self * 2 ** other. */
 static double ldexp_f(const double *x, ew_params *p) { return x[0] * exp2(x[1]); }
@@ -546,6 +569,19 @@ static tp_status plan_binary(const binary_desc *d, const tp_value *args, ew_plan
             pl->ff = pow_scalar_f;
         }
         break;
+    case TP_OP_ISCLOSE:
+    case TP_OP_ALLCLOSE: {
+        tp_dtype a = tp__arg_tensor(args, 0)->dtype, b = tp__arg_tensor(args, 1)->dtype;
+        TP_CHECK(a == b, TP_ERR_TYPE, "%s did not match %s", torch_type_name(a), torch_type_name(b));
+        pl->params.rtol = tp_value_as_f64(&args[2]);
+        pl->params.atol = tp_value_as_f64(&args[3]);
+        pl->params.equal_nan = tp_value_as_i64(&args[4]) != 0;
+        TP_CHECK(pl->params.rtol >= 0, TP_ERR_INVALID_ARG, "rtol must be greater than or equal to zero, but got %g",
+                 pl->params.rtol);
+        TP_CHECK(pl->params.atol >= 0, TP_ERR_INVALID_ARG, "atol must be greater than or equal to zero, but got %g",
+                 pl->params.atol);
+        break;
+    }
     case TP_OP_LDEXP: {
         /* self * pow(2., other): an integer exponent computes in float32 */
         tp_dtype od = tp__arg_tensor(args, 1)->dtype;
@@ -638,6 +674,34 @@ BINARY_OP_REF(lcm, TP_OP_LCM, NULL, lcm_i, EW_NO_BOOL)
 BINARY_OP_REF(nextafter, TP_OP_NEXTAFTER, nextafter_f, NULL, EW_NO_HALF)
 BINARY_OP_REF(float_power, TP_OP_FLOAT_POWER, pow_f, NULL, EW_DOUBLE)
 BINARY_OP_REF(ldexp, TP_OP_LDEXP, ldexp_f, NULL, 0)
+BINARY_OP_REF(isclose, TP_OP_ISCLOSE, isclose_f, isclose_i, EW_BOOL_OUT)
+
+/* allclose: every element isclose, as a 0-d bool tensor (tensorplay and
+ * PyTorch give a Python bool). */
+static const binary_desc allclose_desc = {TP_OP_ALLCLOSE, isclose_f, isclose_i, EW_BOOL_OUT};
+
+static tp_status allclose_infer(const tp_value *args, tp_value *out) {
+    ew_plan pl;
+    TP_TRY(plan_binary(&allclose_desc, args, &pl));
+    return tp__out_tensor(out, TP_BOOL, 0, NULL);
+}
+
+static tp_status allclose_kernel(const tp_value *args, tp_value *out) {
+    ew_plan pl;
+    TP_TRY(plan_binary(&allclose_desc, args, &pl));
+    tp_tensor *tmp;
+    TP_TRY(tp_tensor_empty(TP_BOOL, pl.ndim, pl.sizes, &tmp));
+    tp_tensor *in[2] = {tp__arg_tensor(args, 0), tp__arg_tensor(args, 1)};
+    tp_status st = run_elementwise(tmp, 2, in, &pl);
+    if (st == TP_OK) {
+        const uint8_t *v = tp_tensor_data(tmp);
+        bool all = true;
+        for (int64_t i = 0, n = tp_tensor_numel(tmp); i < n && all; i++) all = v[i] != 0;
+        *(uint8_t *)tp_tensor_data(tp__out_at(out, 0)) = all;
+    }
+    tp_tensor_free(tmp);
+    return st;
+}
 BINARY_OP(eq, TP_OP_EQ, eq_f, eq_i, EW_BOOL_OUT)
 BINARY_OP(ne, TP_OP_NE, ne_f, ne_i, EW_BOOL_OUT)
 BINARY_OP(lt, TP_OP_LT, lt_f, lt_i, EW_BOOL_OUT)
@@ -1034,6 +1098,14 @@ void tp__register_binary_ops(void) {
     tp__register_op(TP_OP_FLOAT_POWER, "float_power(Tensor self, Tensor|Scalar exponent) -> Tensor", 0,
                     float_power_infer, float_power_kernel);
     tp__register_op(TP_OP_LDEXP, "ldexp(Tensor self, Tensor other) -> Tensor", 0, ldexp_infer, ldexp_kernel);
+    tp__register_op(TP_OP_ISCLOSE,
+                    "isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> "
+                    "Tensor",
+                    0, isclose_infer, isclose_kernel);
+    tp__register_op(TP_OP_ALLCLOSE,
+                    "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> "
+                    "Tensor",
+                    0, allclose_infer, allclose_kernel);
     tp__register_op(TP_OP_EQ, "eq(Tensor self, Tensor|Scalar other) -> Tensor", 0, eq_infer, eq_kernel);
     tp__register_op(TP_OP_NE, "ne(Tensor self, Tensor|Scalar other) -> Tensor", 0, ne_infer, ne_kernel);
     tp__register_op(TP_OP_LT, "lt(Tensor self, Tensor|Scalar other) -> Tensor", 0, lt_infer, lt_kernel);

@@ -11,7 +11,7 @@
  *    rejects bool;
  *  - neg/abs/sign/square keep the dtype (square of bool gives int64; neg and
  *    abs reject bool); integer arithmetic wraps like the dtype does;
- *  - sinc, logit, digamma, i0, erfcx are floating functions without a
+ *  - sinc, logit, digamma, polygamma, i0, erfcx are floating functions without a
  *    float16/bfloat16 kernel (as in PyTorch 1.13); nan_to_num keeps the
  *    dtype (integers unchanged);
  *  - logical_not, isnan, isinf, isfinite, signbit, isposinf, isneginf give
@@ -284,6 +284,62 @@ static double f_digamma(double x, const unary_params *p) {
     return digamma_pos(x);
 }
 
+/* Hurwitz zeta(s, q) = sum_k (k + q)^-s for s > 1: direct terms up to
+ * q + k > 9, then the Euler-Maclaurin tail with Bernoulli coefficients
+ * ((2j)! / B2j). Poles (q a non-positive integer) give inf. Deviation:
+ * PyTorch's trigamma (n = 1) at negative integers gives large finite
+ * values from sin(pi x) rounding; this gives inf there. */
+static double hurwitz_zeta(double s, double q) {
+    static const double A[] = {12.0,
+                               -720.0,
+                               30240.0,
+                               -1209600.0,
+                               47900160.0,
+                               -1.8924375803183791606e9,
+                               7.47242496e10,
+                               -2.950130727918164224e12,
+                               1.1646782814350067249e14,
+                               -4.5979787224074726105e15,
+                               1.8152105401943546773e17,
+                               -7.1661652561756670113e18};
+    if (isnan(q)) return NAN;
+    if (q <= 0 && q == floor(q)) return INFINITY;
+    if (q == INFINITY) return NAN; /* as PyTorch's polygamma(n >= 2, inf) */
+    double sum = pow(q, -s), a = q, b = 0.0;
+    int i = 0;
+    while (i < 9 || a <= 9.0) {
+        i++;
+        a += 1.0;
+        b = pow(a, -s);
+        sum += b;
+        if (fabs(b / sum) < 1.1102230246251565e-16) return sum;
+    }
+    double w = a, k = 0.0, f = 1.0;
+    sum += b * w / (s - 1.0) - 0.5 * b;
+    for (int j = 0; j < 12; j++) {
+        f *= s + k;
+        b /= w;
+        double t = f * b / A[j];
+        sum += t;
+        if (fabs(t / sum) < 1.1102230246251565e-16) break;
+        k += 1.0;
+        f *= s + k;
+        b /= w;
+        k += 1.0;
+    }
+    return sum;
+}
+
+/* polygamma(n, x): digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x);
+ * the order n is in p->a. */
+static double f_polygamma(double x, const unary_params *p) {
+    double n = p->a;
+    if (n == 0) return f_digamma(x, p);
+    if (n == 1 && x == INFINITY) return 0.0;
+    double sign = fmod(n, 2.0) == 1.0 ? 1.0 : -1.0;
+    return sign * exp(lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, x);
+}
+
 /* i0: the power series sum (x^2/4)^k / (k!)^2 (all terms positive, so it
  * keeps full relative precision). Like PyTorch's exp(|x|) * series form it
  * is inf once exp(|x|) overflows in double (|x| > 709.78) and NaN at +-inf.
@@ -532,6 +588,17 @@ static tp_status infer_float_no_half(const tp_value *args, tp_value *out) {
     TP_CHECK(x->dtype != TP_FLOAT16 && x->dtype != TP_BFLOAT16, TP_ERR_TYPE, "not implemented for %s",
              tp_dtype_name(x->dtype));
     return infer_float(args, out);
+}
+
+/* polygamma(Tensor self, int n): the n-th derivative of digamma */
+static tp_status infer_polygamma(const tp_value *args, tp_value *out) {
+    TP_CHECK(tp__arg_int(args, 1) >= 0, TP_ERR_INVALID_ARG, "polygamma(n, x) does not support negative n.");
+    return infer_float_no_half(args, out);
+}
+
+static tp_status kernel_polygamma(const tp_value *args, tp_value *out) {
+    unary_params p = {(double)tp__arg_int(args, 1), 0, 0};
+    return run_float(args, out, f_polygamma, &p);
 }
 
 static tp_status kernel_logit(const tp_value *args, tp_value *out) {
@@ -961,6 +1028,8 @@ void tp__register_unary_ops(void) {
     tp__register_op(TP_OP_DIGAMMA, "digamma(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_digamma);
     tp__register_op(TP_OP_I0, "i0(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i0);
     tp__register_op(TP_OP_ERFCX, "erfcx(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_erfcx);
+    tp__register_op(TP_OP_POLYGAMMA, "polygamma(Tensor self, int n) -> Tensor", 0, infer_polygamma,
+                    kernel_polygamma);
     tp__register_op(TP_OP_FRAC, "frac(Tensor self) -> Tensor", 0, infer_float_only, kernel_frac);
     tp__register_op(TP_OP_ISFINITE, "isfinite(Tensor self) -> Tensor", 0, infer_bool, kernel_isfinite);
 

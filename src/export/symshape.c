@@ -1141,6 +1141,7 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_NEXTAFTER:
     case TP_OP_FLOAT_POWER:
     case TP_OP_LDEXP:
+    case TP_OP_ISCLOSE:
     case TP_OP_EQ:
     case TP_OP_NE:
     case TP_OP_LT:
@@ -1246,6 +1247,11 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         const sval *b = targ(r, 2);
         if (b) bcast_into(r, b, o, "bias broadcasts to the output");
         return o;
+    }
+    case TP_OP_ALLCLOSE: {
+        static const int idx[2] = {0, 1};
+        if (!broadcast(r, idx, 2)) return NULL;
+        return out_t(r, 0);
     }
     case TP_OP_DOT:
     case TP_OP_TRACE: {
