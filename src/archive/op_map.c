@@ -162,6 +162,8 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "polygamma", POLYGAMMA, "n,input:self,*,out:!=None"),
     MT("polygamma", POLYGAMMA, "self,n"),
     MT_("polygamma_", POLYGAMMA, "self,n"),
+    FNW(TF, "frexp", FREXP, "input,*,out:!=None"),
+    MT("frexp", FREXP, "self"),
 
     /* ---- activations ---- */
     UNARY_NO_OUT(RELU, "relu"),
@@ -465,6 +467,10 @@ static const tp_serde_op_entry g_table[] = {
      * einsum(equation, [operands]), the one form tensorplay 1.0 runs back */
     FNW("tensorplay._einsum", "einsum", EINSUM, "equation,operands:tensors,path:-"),
     MT_("baddbmm_", BADDBMM, "self,batch1,batch2,*,beta,alpha"),
+    FNW(TF, "addbmm", ADDBMM, "input,batch1,batch2,*,beta,alpha,out:!=None"),
+    MT("addbmm", ADDBMM, "self,batch1,batch2,*,beta,alpha"),
+    MT_("addbmm_", ADDBMM, "self,batch1,batch2,*,beta,alpha"),
+    FN_(TF, "addbmm_", ADDBMM, "input,batch1,batch2,beta,alpha"),
     FNW(TF, "dot", DOT, "input,tensor,*,out:!=None"),
     MT("dot", DOT, "self,tensor"),
     /* vdot of real tensors is dot */
@@ -824,6 +830,8 @@ static const tp_serde_op_entry g_table[] = {
     MT("take_along_dim", TAKE_ALONG_DIM, "self,indices,dim"),
     FNW(NF, "one_hot", ONE_HOT, "tensor:self,num_classes"),
     FN(TF, "one_hot", ONE_HOT, "input,num_classes"),
+    FNW(TF, "take", TAKE, "input,index,*,out:!=None"),
+    MT("take", TAKE, "self,index"),
     FNW(TF, "masked_fill", MASKED_FILL, "input,mask,value"),
     MT("masked_fill", MASKED_FILL, "self,mask,value"),
     MT_("masked_fill_", MASKED_FILL, "self,mask,value"),
@@ -874,6 +882,10 @@ static const tp_serde_op_entry g_table[] = {
     MT("msort", MSORT, "self"),
     FNW(TF, "diff", DIFF, "input,n,dim,prepend,append,*,out:!=None"),
     MT("diff", DIFF, "self,n,dim,prepend,append"),
+    FNW(TF, "renorm", RENORM, "input,p,dim,maxnorm,*,out:!=None"),
+    MT("renorm", RENORM, "self,p,dim,maxnorm"),
+    MT_("renorm_", RENORM, "self,p,dim,maxnorm"),
+    FN_(TF, "renorm_", RENORM, "input,p,dim,maxnorm"),
     FNW(TF, "topk", TOPK, "input,k,dim,largest,sorted,impl:-,*,out:!=None"),
     MT("topk", TOPK, "self,k,dim,largest,sorted"),
     FNW(TF, "sort", SORT, "input,dim,descending,*,stable,out:!=None"),

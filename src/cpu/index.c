@@ -408,6 +408,38 @@ static tp_status tri_run(const tp_value *args, tp_value *out, bool lower) {
 static tp_status kernel_tril(const tp_value *args, tp_value *out) { return tri_run(args, out, true); }
 static tp_status kernel_triu(const tp_value *args, tp_value *out) { return tri_run(args, out, false); }
 
+/* ---- take(Tensor self, Tensor index): self flattened (C order) at index,
+ * shaped like index; negative indices count from the end. */
+
+static tp_status infer_take(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 1, "index", &index));
+    TP_CHECK(index->dtype == TP_INT64, TP_ERR_TYPE, "take(): Expected a long tensor for index, but got %s",
+             tp_dtype_name(index->dtype));
+    return tp__out_tensor(out, self->dtype, index->ndim, index->sizes);
+}
+
+static tp_status kernel_take(const tp_value *args, tp_value *out) {
+    tp_tensor *self = tp__arg_tensor(args, 0), *index = tp__arg_tensor(args, 1), *o = tp__out_at(out, 0);
+    int64_t n = tp_tensor_numel(self), es = (int64_t)tp_dtype_size(self->dtype);
+    tp_iter it;
+    tp__iter_init(&it, o->ndim, o->sizes, 2, (const tp_tensor *[]){o, index});
+    while (tp__iter_next(&it)) {
+        int64_t k = *(const int64_t *)it.ptr[1];
+        TP_CHECK(k >= -n && k < n, TP_ERR_INDEX, "out of range: tried to access index %" PRId64
+                 " on a tensor of %" PRId64 " elements.", k, n);
+        if (k < 0) k += n;
+        int64_t off = 0;
+        for (int d = self->ndim - 1; d >= 0; d--) {
+            off += (k % self->sizes[d]) * self->strides[d];
+            k /= self->sizes[d];
+        }
+        memcpy(it.ptr[0], tp__tensor_base(self) + off * es, (size_t)es);
+    }
+    return TP_OK;
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 /* ---- one_hot(Tensor self, int num_classes) ------------------------------
@@ -473,6 +505,7 @@ void tp__register_index_ops(void) {
                     infer_scatter, kernel_scatter);
     tp__register_op(TP_OP_SCATTER_ADD, "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", 0,
                     infer_scatter_add, kernel_scatter_add);
+    tp__register_op(TP_OP_TAKE, "take(Tensor self, Tensor index) -> Tensor", 0, infer_take, kernel_take);
     tp__register_op(TP_OP_TAKE_ALONG_DIM, "take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor", 0,
                     infer_take_along_dim, kernel_take_along_dim);
     tp__register_op(TP_OP_MASKED_FILL, "masked_fill(Tensor self, Tensor mask, Tensor|Scalar value) -> Tensor", 0,

@@ -1,6 +1,7 @@
 /*
  * linalg.c - matrix products: matmul, mm, bmm, addmm, linear, baddbmm;
- * vector products: dot, mv, addmv, outer, addr, kron, inner, cross, trace.
+ * vector products: dot, mv, addmv, outer, addr, kron, inner, cross, trace;
+ * addbmm.
  * Schemas, shape rules and reference kernels with PyTorch's semantics.
  *
  * Every op is lowered to one problem: over a (broadcast) batch,
@@ -875,6 +876,81 @@ static tp_status kernel_cross(const tp_value *args, tp_value *out) {
     return st;
 }
 
+/* addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1,
+ * Scalar alpha=1) = beta * self + alpha * sum_b batch1[b] @ batch2[b], self
+ * broadcast to [n, p] (ignored when beta is 0); one dtype. */
+static tp_status plan_addbmm(const tp_value *args, int64_t *sizes) {
+    const tp_tensor *self = tp__arg_tensor(args, 0), *b1 = tp__arg_tensor(args, 1), *b2 = tp__arg_tensor(args, 2);
+    TP_CHECK(b1->ndim == 3, TP_ERR_SHAPE, "batch1 must be a 3D tensor");
+    TP_CHECK(b2->ndim == 3, TP_ERR_SHAPE, "batch2 must be a 3D tensor");
+    TP_CHECK(b1->sizes[0] == b2->sizes[0], TP_ERR_SHAPE,
+             "batch1 and batch2 must have same number of batches, got %" PRId64 " and %" PRId64, b1->sizes[0],
+             b2->sizes[0]);
+    TP_CHECK(b1->sizes[2] == b2->sizes[1], TP_ERR_SHAPE,
+             "Incompatible matrix sizes for bmm (%" PRId64 "x%" PRId64 " and %" PRId64 "x%" PRId64 ")", b1->sizes[1],
+             b1->sizes[2], b2->sizes[1], b2->sizes[2]);
+    TP_CHECK(self->dtype == b1->dtype && b1->dtype == b2->dtype, TP_ERR_TYPE,
+             "self and mat2 must have the same dtype");
+    if (b1->dtype == TP_BOOL) return not_implemented_for("addbmm", b1->dtype);
+    sizes[0] = b1->sizes[1];
+    sizes[1] = b2->sizes[2];
+    return check_expand(self, 2, sizes);
+}
+
+static tp_status infer_addbmm(const tp_value *args, tp_value *out) {
+    int64_t sizes[2];
+    TP_TRY(plan_addbmm(args, sizes));
+    return tp__out_tensor(out, tp__arg_tensor(args, 1)->dtype, 2, sizes);
+}
+
+static tp_status kernel_addbmm(const tp_value *args, tp_value *out) {
+    int64_t sizes[2];
+    TP_TRY(plan_addbmm(args, sizes));
+    tp_tensor *self = tp__arg_tensor(args, 0), *b1 = tp__arg_tensor(args, 1), *b2 = tp__arg_tensor(args, 2);
+    tp_tensor *o = tp__out_at(out, 0), *sv;
+    TP_TRY(tp_tensor_expand(self, 2, sizes, &sv));
+    tp_dtype dt = b1->dtype;
+    int64_t es = (int64_t)tp_dtype_size(dt), nb = b1->sizes[0], k = b1->sizes[2];
+    double alpha = tp_value_as_f64(&args[4]), beta = tp_value_as_f64(&args[3]);
+    int64_t alpha_i = tp_value_as_i64(&args[4]), beta_i = tp_value_as_i64(&args[3]);
+    const char *p1 = tp__tensor_base(b1), *p2 = tp__tensor_base(b2), *ps = tp__tensor_base(sv);
+    char *po = tp__tensor_base(o);
+    for (int64_t i = 0; i < sizes[0]; i++) {
+        for (int64_t j = 0; j < sizes[1]; j++) {
+            const char *s = ps + (i * sv->strides[0] + j * sv->strides[1]) * es;
+            char *d = po + (i * o->strides[0] + j * o->strides[1]) * es;
+            if (tp_dtype_is_float(dt)) {
+                double acc = 0;
+                for (int64_t b = 0; b < nb; b++) {
+                    for (int64_t q = 0; q < k; q++) {
+                        int64_t o1 = b * b1->strides[0] + i * b1->strides[1] + q * b1->strides[2];
+                        int64_t o2 = b * b2->strides[0] + q * b2->strides[1] + j * b2->strides[2];
+                        acc += tp__load_f64(p1 + o1 * es, dt) * tp__load_f64(p2 + o2 * es, dt);
+                    }
+                }
+                double r = alpha * acc;
+                if (beta != 0.0) r += beta * tp__load_f64(s, dt);
+                tp__store_f64(d, dt, r);
+            } else {
+                int64_t acc = 0;
+                for (int64_t b = 0; b < nb; b++) {
+                    for (int64_t q = 0; q < k; q++) {
+                        int64_t o1 = b * b1->strides[0] + i * b1->strides[1] + q * b1->strides[2];
+                        int64_t o2 = b * b2->strides[0] + q * b2->strides[1] + j * b2->strides[2];
+                        int64_t x = tp__load_i64(p1 + o1 * es, dt), y = tp__load_i64(p2 + o2 * es, dt);
+                        acc = wrap_add(acc, wrap_mul(x, y));
+                    }
+                }
+                int64_t r = wrap_mul(alpha_i, acc);
+                if (beta_i != 0) r = wrap_add(r, wrap_mul(beta_i, tp__load_i64(s, dt)));
+                tp__store_i64(d, dt, r);
+            }
+        }
+    }
+    tp_tensor_free(sv);
+    return TP_OK;
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 void tp__register_linalg_ops(void) {
@@ -902,6 +978,9 @@ void tp__register_linalg_ops(void) {
     tp__register_op(TP_OP_KRON, "kron(Tensor self, Tensor other) -> Tensor", 0, infer_kron, kernel_kron);
     tp__register_op(TP_OP_INNER, "inner(Tensor self, Tensor other) -> Tensor", 0, infer_inner, kernel_inner);
     tp__register_op(TP_OP_TRACE, "trace(Tensor self) -> Tensor", 0, infer_trace, kernel_trace);
+    tp__register_op(TP_OP_ADDBMM,
+                    "addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", 0,
+                    infer_addbmm, kernel_addbmm);
     tp__register_op(TP_OP_CROSS, "cross(Tensor self, Tensor other, int? dim=None) -> Tensor", 0, infer_cross,
                     kernel_cross);
 }

@@ -2,7 +2,7 @@
  * reduce.c - reductions and scans: sum, mean, prod, amax/amin, max/min,
  * argmax/argmin, var/std, norm, logsumexp, any/all, count_nonzero, cumsum
  * and cumprod, nansum/nanmean/aminmax, and the lane ops cummax/cummin,
- * logcumsumexp, median/nanmedian, kthvalue, mode, msort, diff. Schemas,
+ * logcumsumexp, median/nanmedian, kthvalue, mode, msort, diff; renorm. Schemas,
  * shape rules and reference kernels with PyTorch's semantics.
  *
  * A reduction splits the input's dims into kept ("outer") dims, which index
@@ -1288,6 +1288,59 @@ static tp_status kernel_aminmax(const tp_value *args, tp_value *out) {
     return run_reduction(self, &rd, &hi);
 }
 
+/* renorm(Tensor self, Scalar p, int dim, Scalar maxnorm): each slice
+ * self.select(dim, i) whose p-norm exceeds maxnorm is scaled by
+ * maxnorm / (norm + 1e-7); floating dtypes, at least 2 dims. */
+static tp_status renorm_check(const tp_value *args, int *dim) {
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    double p = tp_value_as_f64(&args[1]), maxnorm = tp_value_as_f64(&args[3]);
+    TP_CHECK(maxnorm >= 0, TP_ERR_INVALID_ARG, "renorm: expected maxnorm to be >= 0 but got %g", maxnorm);
+    TP_CHECK(p > 0, TP_ERR_INVALID_ARG, "renorm: non-positive-norm not supported");
+    TP_CHECK(self->ndim > 1, TP_ERR_SHAPE, "renorm: input needs at least 2 dimensions, got %d dimensions", self->ndim);
+    TP_CHECK(tp_dtype_is_float(self->dtype), TP_ERR_TYPE,
+             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got %s",
+             torch_dtype_name(self->dtype));
+    return tp__wrap_dim(tp__arg_int(args, 2), self->ndim, dim);
+}
+
+static tp_status infer_renorm(const tp_value *args, tp_value *out) {
+    int dim;
+    TP_TRY(renorm_check(args, &dim));
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_renorm(const tp_value *args, tp_value *out) {
+    int dim;
+    TP_TRY(renorm_check(args, &dim));
+    tp_tensor *self = tp__arg_tensor(args, 0), *o = tp__out_at(out, 0);
+    double p = tp_value_as_f64(&args[1]), maxnorm = tp_value_as_f64(&args[3]);
+    for (int64_t i = 0; i < self->sizes[dim]; i++) {
+        tp_tensor *sv = NULL, *ov = NULL;
+        tp_status st = tp_tensor_select(self, dim, i, &sv);
+        if (st == TP_OK) st = tp_tensor_select(o, dim, i, &ov);
+        if (st != TP_OK) {
+            tp_tensor_free(sv);
+            return st;
+        }
+        double norm = 0;
+        tp_iter it;
+        tp__iter_init(&it, sv->ndim, sv->sizes, 1, (const tp_tensor *[]){sv});
+        while (tp__iter_next(&it)) {
+            double a = fabs(tp__load_f64(it.ptr[0], sv->dtype));
+            if (isinf(p)) norm = (a > norm || isnan(a)) ? a : norm;
+            else norm += p == 1 ? a : p == 2 ? a * a : pow(a, p);
+        }
+        if (!isinf(p)) norm = p == 1 ? norm : p == 2 ? sqrt(norm) : pow(norm, 1.0 / p);
+        double factor = norm > maxnorm ? maxnorm / (norm + 1e-7) : 1.0;
+        tp__iter_init(&it, ov->ndim, ov->sizes, 2, (const tp_tensor *[]){ov, sv});
+        while (tp__iter_next(&it)) tp__store_f64(it.ptr[0], ov->dtype, tp__load_f64(it.ptr[1], sv->dtype) * factor);
+        tp_tensor_free(sv);
+        tp_tensor_free(ov);
+    }
+    return TP_OK;
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 /* ---- sum_to_size(Tensor self, int[] size) ------------------------------
@@ -1434,4 +1487,6 @@ void tp__register_reduce_ops(void) {
     tp__register_op(TP_OP_DIFF,
                     "diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor", 0,
                     infer_diff, kernel_diff);
+    tp__register_op(TP_OP_RENORM, "renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor", 0,
+                    infer_renorm, kernel_renorm);
 }

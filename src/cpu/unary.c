@@ -590,6 +590,32 @@ static tp_status infer_float_no_half(const tp_value *args, tp_value *out) {
     return infer_float(args, out);
 }
 
+/* frexp(Tensor self) -> (mantissa, exponent): self = mantissa * 2^exponent,
+ * |mantissa| in [0.5, 1) (int32 exponents; 0, inf and NaN give exponent 0). */
+static tp_status infer_frexp(const tp_value *args, tp_value *out) {
+    tp_tensor *x = NULL;
+    TP_TRY(self_tensor(args, &x));
+    TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "torch.frexp() only supports floating-point dtypes");
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(out_like(tp_value_at(out, 0), x, x->dtype));
+    return out_like(tp_value_at(out, 1), x, TP_INT32);
+}
+
+static tp_status kernel_frexp(const tp_value *args, tp_value *out) {
+    tp_tensor *x = tp__arg_tensor(args, 0), *m = tp__out_at(out, 0), *e = tp__out_at(out, 1);
+    TP_CHECK(x && m && e, TP_ERR_INTERNAL, "missing input or output tensor");
+    tp_iter it;
+    tp__iter_init(&it, x->ndim, x->sizes, 3, (const tp_tensor *[]){m, e, x});
+    while (tp__iter_next(&it)) {
+        double v = tp__load_f64(it.ptr[2], x->dtype);
+        int ex = 0;
+        double mant = isfinite(v) ? frexp(v, &ex) : v;
+        tp__store_f64(it.ptr[0], m->dtype, mant);
+        tp__store_i64(it.ptr[1], TP_INT32, ex);
+    }
+    return TP_OK;
+}
+
 /* polygamma(Tensor self, int n): the n-th derivative of digamma */
 static tp_status infer_polygamma(const tp_value *args, tp_value *out) {
     TP_CHECK(tp__arg_int(args, 1) >= 0, TP_ERR_INVALID_ARG, "polygamma(n, x) does not support negative n.");
@@ -1028,6 +1054,7 @@ void tp__register_unary_ops(void) {
     tp__register_op(TP_OP_DIGAMMA, "digamma(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_digamma);
     tp__register_op(TP_OP_I0, "i0(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i0);
     tp__register_op(TP_OP_ERFCX, "erfcx(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_erfcx);
+    tp__register_op(TP_OP_FREXP, "frexp(Tensor self) -> (Tensor, Tensor)", 0, infer_frexp, kernel_frexp);
     tp__register_op(TP_OP_POLYGAMMA, "polygamma(Tensor self, int n) -> Tensor", 0, infer_polygamma,
                     kernel_polygamma);
     tp__register_op(TP_OP_FRAC, "frac(Tensor self) -> Tensor", 0, infer_float_only, kernel_frac);

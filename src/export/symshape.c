@@ -1099,6 +1099,7 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_CUMSUM:
     case TP_OP_LOGCUMSUMEXP:
     case TP_OP_MSORT:
+    case TP_OP_RENORM:
     case TP_OP_FLIP:
     case TP_OP_TRIL:
     case TP_OP_TRIU:
@@ -1115,6 +1116,10 @@ static bool is_same_shape_op(tp_op op) {
 
 static sval *apply_rule(rctx *r, const tp_value *meta) {
     tp_op op = r->op;
+    if (op == TP_OP_FREXP) { /* unary, but two outputs of self's shape */
+        const sval *a = need_t(r, 0);
+        return a ? seq_of(r, 2, a) : NULL;
+    }
     if (is_same_shape_op(op)) return copy_t(r, need_t(r, 0));
     switch (op) {
     case TP_OP_ADD:
@@ -1295,6 +1300,25 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->d[1] = S(r, b->d[0]);
         if (f) bcast_into(r, need_t(r, 0), o, "self broadcasts to the outer product");
         return o;
+    }
+    case TP_OP_ADDBMM: {
+        const sval *b1 = need_t(r, 1), *b2 = need_t(r, 2);
+        if (!b1 || !b2 || b1->nd != 3 || b2->nd != 3) {
+            r->fail = true;
+            return NULL;
+        }
+        req_eq(r, b1->d[0], b2->d[0], "batch1 and batch2: same number of batches");
+        req_eq(r, b1->d[2], b2->d[1], "batch1.shape[2] == batch2.shape[1]");
+        sval *o = out_t(r, 2);
+        if (!o) return NULL;
+        o->d[0] = S(r, b1->d[1]);
+        o->d[1] = S(r, b2->d[2]);
+        bcast_into(r, need_t(r, 0), o, "self broadcasts to the product");
+        return o;
+    }
+    case TP_OP_TAKE: {
+        const sval *ix = need_t(r, 1);
+        return ix ? copy_t(r, ix) : NULL;
     }
     case TP_OP_CROSS: {
         static const int idx[2] = {0, 1};
