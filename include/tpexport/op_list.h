@@ -87,6 +87,8 @@ TP_OP(I0, "i0", unary)
 TP_OP(ERFCX, "erfcx", unary)
 TP_OP(POLYGAMMA, "polygamma", unary)
 TP_OP(FREXP, "frexp", unary)
+TP_OP(I0E, "i0e", unary)
+TP_OP(MVLGAMMA, "mvlgamma", unary)
 /* binary elementwise (broadcasting) */
 TP_OP(ADD, "add", binary)
 TP_OP(SUB, "sub", binary)

@@ -162,6 +162,16 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "polygamma", POLYGAMMA, "n,input:self,*,out:!=None"),
     MT("polygamma", POLYGAMMA, "self,n"),
     MT_("polygamma_", POLYGAMMA, "self,n"),
+    FNW(TF, "i0e", I0E, "input"),
+    MT("i0e", I0E, "self"),
+    FN(TF, "special_i0e", I0E, "input,*,out:!=None"),
+    /* modified_bessel_i0 is i0 */
+    FN(TF, "modified_bessel_i0", I0, "input"),
+    FN(TF, "special_modified_bessel_i0", I0, "input,*,out:!=None"),
+    MT("modified_bessel_i0", I0, "self"),
+    FNW(TF, "mvlgamma", MVLGAMMA, "input,p,*,out:!=None"),
+    MT("mvlgamma", MVLGAMMA, "self,p"),
+    MT_("mvlgamma_", MVLGAMMA, "self,p"), /* tensorplay.functional.mvlgamma_ records it */
     FNW(TF, "frexp", FREXP, "input,*,out:!=None"),
     MT("frexp", FREXP, "self"),
 
@@ -467,6 +477,7 @@ static const tp_serde_op_entry g_table[] = {
      * einsum(equation, [operands]), the one form tensorplay 1.0 runs back */
     FNW("tensorplay._einsum", "einsum", EINSUM, "equation,operands:tensors,path:-"),
     MT_("baddbmm_", BADDBMM, "self,batch1,batch2,*,beta,alpha"),
+    MT_("baddbmm_", BADDBMM, "self,batch1,batch2,*,beta,alpha"), /* tensorplay.functional.baddbmm_ records it */
     FNW(TF, "addbmm", ADDBMM, "input,batch1,batch2,*,beta,alpha,out:!=None"),
     MT("addbmm", ADDBMM, "self,batch1,batch2,*,beta,alpha"),
     MT_("addbmm_", ADDBMM, "self,batch1,batch2,*,beta,alpha"),

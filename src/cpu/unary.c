@@ -11,7 +11,8 @@
  *    rejects bool;
  *  - neg/abs/sign/square keep the dtype (square of bool gives int64; neg and
  *    abs reject bool); integer arithmetic wraps like the dtype does;
- *  - sinc, logit, digamma, polygamma, i0, erfcx are floating functions without a
+ *  - sinc, logit, digamma, polygamma, mvlgamma, i0, i0e, erfcx are floating
+ *    functions without a
  *    float16/bfloat16 kernel (as in PyTorch 1.13); nan_to_num keeps the
  *    dtype (integers unchanged);
  *  - logical_not, isnan, isinf, isfinite, signbit, isposinf, isneginf give
@@ -358,6 +359,28 @@ static double f_i0(double x, const unary_params *p) {
     return sum;
 }
 
+/* i0e: exp(-|x|) i0(x); past |x| = 700 (where the series overflows) the
+ * asymptotic series 1/sqrt(2 pi x) sum_k ((2k-1)!!)^2 / (k! (8x)^k). */
+static double f_i0e(double x, const unary_params *p) {
+    if (isnan(x)) return x;
+    double ax = fabs(x);
+    if (ax == INFINITY) return 0.0;
+    if (ax <= 700.0) return f_i0(x, p) * exp(-ax);
+    double term = 1.0, sum = 1.0;
+    for (int k = 1; k < 10; k++) {
+        term *= (2.0 * k - 1.0) * (2.0 * k - 1.0) / (k * 8.0 * ax);
+        sum += term;
+    }
+    return sum / sqrt(2.0 * M_PI * ax);
+}
+
+/* mvlgamma(x, p): sum_{j < p} lgamma(x - j/2) + p (p - 1) / 4 log(pi); p in p->a */
+static double f_mvlgamma(double x, const unary_params *p) {
+    double r = p->a * (p->a - 1.0) / 4.0 * log(M_PI);
+    for (int64_t j = 0; j < (int64_t)p->a; j++) r += lgamma(x - (double)j / 2.0);
+    return r;
+}
+
 /* erfcx: exp(x^2) erfc(x); past x = 26 (where erfc underflows) the
  * asymptotic series 1/(x sqrt(pi)) (1 - 1/(2x^2) + 3/(2x^2)^2 - ...). */
 static double f_erfcx(double x, const unary_params *p) {
@@ -498,6 +521,7 @@ FLOAT_KERNEL(rad2deg, f_rad2deg)
 FLOAT_KERNEL(digamma, f_digamma)
 FLOAT_KERNEL(i0, f_i0)
 FLOAT_KERNEL(erfcx, f_erfcx)
+FLOAT_KERNEL(i0e, f_i0e)
 FLOAT_KERNEL(log_sigmoid, f_log_sigmoid)
 FLOAT_KERNEL(softsign, f_softsign)
 FLOAT_KERNEL(tanhshrink, f_tanhshrink)
@@ -614,6 +638,19 @@ static tp_status kernel_frexp(const tp_value *args, tp_value *out) {
         tp__store_i64(it.ptr[1], TP_INT32, ex);
     }
     return TP_OK;
+}
+
+/* mvlgamma(Tensor self, int p): the multivariate log-gamma of dimension p */
+static tp_status infer_mvlgamma(const tp_value *args, tp_value *out) {
+    TP_CHECK(tp__arg_int(args, 1) >= 1, TP_ERR_INVALID_ARG, "p has to be greater than or equal to 1");
+    TP_CHECK(tp__arg_int(args, 1) <= 1000000, TP_ERR_INVALID_ARG, "mvlgamma: p = %" PRId64 " is too large",
+             tp__arg_int(args, 1));
+    return infer_float_no_half(args, out);
+}
+
+static tp_status kernel_mvlgamma(const tp_value *args, tp_value *out) {
+    unary_params p = {(double)tp__arg_int(args, 1), 0, 0};
+    return run_float(args, out, f_mvlgamma, &p);
 }
 
 /* polygamma(Tensor self, int n): the n-th derivative of digamma */
@@ -1054,6 +1091,8 @@ void tp__register_unary_ops(void) {
     tp__register_op(TP_OP_DIGAMMA, "digamma(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_digamma);
     tp__register_op(TP_OP_I0, "i0(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i0);
     tp__register_op(TP_OP_ERFCX, "erfcx(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_erfcx);
+    tp__register_op(TP_OP_I0E, "i0e(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i0e);
+    tp__register_op(TP_OP_MVLGAMMA, "mvlgamma(Tensor self, int p) -> Tensor", 0, infer_mvlgamma, kernel_mvlgamma);
     tp__register_op(TP_OP_FREXP, "frexp(Tensor self) -> (Tensor, Tensor)", 0, infer_frexp, kernel_frexp);
     tp__register_op(TP_OP_POLYGAMMA, "polygamma(Tensor self, int n) -> Tensor", 0, infer_polygamma,
                     kernel_polygamma);
