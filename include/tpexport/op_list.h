@@ -285,6 +285,7 @@ TP_OP(SCATTER_ADD, "scatter_add", index)
 TP_OP(TAKE_ALONG_DIM, "take_along_dim", index)
 TP_OP(ONE_HOT, "one_hot", index)
 TP_OP(TAKE, "take", index)
+TP_OP(PUT, "put", index)
 /* creation */
 TP_OP(ZEROS, "zeros", create)
 TP_OP(ONES, "ones", create)

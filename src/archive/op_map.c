@@ -843,6 +843,9 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "one_hot", ONE_HOT, "input,num_classes"),
     FNW(TF, "take", TAKE, "input,index,*,out:!=None"),
     MT("take", TAKE, "self,index"),
+    FNW(TF, "put", PUT, "input,index,source,accumulate"),
+    MT("put", PUT, "self,index,source,accumulate"),
+    MT_("put_", PUT, "self,index,source,accumulate"), /* tensorplay.functional.put_ records it */
     FNW(TF, "masked_fill", MASKED_FILL, "input,mask,value"),
     MT("masked_fill", MASKED_FILL, "self,mask,value"),
     MT_("masked_fill_", MASKED_FILL, "self,mask,value"),

@@ -440,6 +440,80 @@ static tp_status kernel_take(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- put(Tensor self, Tensor index, Tensor source, bool accumulate=False):
+ * a copy of self with self.flatten()[index[i]] = source[i] (+= with
+ * accumulate), index and source walked in C order (a repeated index keeps
+ * the last value); negative indices count from the end. */
+
+static tp_status put_check(const tp_value *args) {
+    tp_tensor *self, *index, *source;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 1, "index", &index));
+    TP_TRY(tp__need_tensor(args, 2, "source", &source));
+    TP_CHECK(index->dtype == TP_INT64, TP_ERR_TYPE, "put_(): Expected a long tensor for index, but got %s",
+             tp_dtype_name(index->dtype));
+    TP_CHECK(self->dtype == source->dtype, TP_ERR_TYPE,
+             "put_(): self and source expected to have the same dtype, but got self.dtype = %s and "
+             "source.dtype = %s",
+             tp_dtype_name(self->dtype), tp_dtype_name(source->dtype));
+    TP_CHECK(tp_tensor_numel(index) == tp_tensor_numel(source), TP_ERR_INDEX,
+             "put_(): Expected source and index to have the same number of elements, but got "
+             "source.numel() = %" PRId64 ", index.numel() = %" PRId64,
+             tp_tensor_numel(source), tp_tensor_numel(index));
+    return TP_OK;
+}
+
+static tp_status infer_put(const tp_value *args, tp_value *out) {
+    TP_TRY(put_check(args));
+    const tp_tensor *self = tp__arg_tensor(args, 0);
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_put(const tp_value *args, tp_value *out) {
+    TP_TRY(put_check(args));
+    tp_tensor *self = tp__arg_tensor(args, 0), *index = tp__arg_tensor(args, 1), *source = tp__arg_tensor(args, 2);
+    tp_tensor *o = tp__out_at(out, 0);
+    bool acc = tp__arg_bool(args, 3);
+    TP_TRY(tp_tensor_copy_(o, self));
+    int64_t n = tp_tensor_numel(o), es = (int64_t)tp_dtype_size(o->dtype), m = tp_tensor_numel(index);
+    tp_tensor *iflat, *sflat;
+    TP_TRY(tp_tensor_reshape(index, 1, &m, &iflat));
+    tp_status st = tp_tensor_reshape(source, 1, &m, &sflat);
+    if (st != TP_OK) {
+        tp_tensor_free(iflat);
+        return st;
+    }
+    for (int64_t i = 0; i < m && st == TP_OK; i++) {
+        int64_t k = *(const int64_t *)(tp__tensor_base(iflat) + i * iflat->strides[0] * 8);
+        if (k < -n || k >= n) {
+            st = tp_error(TP_ERR_INDEX, "out of range: tried to access index %" PRId64 " on a tensor of %" PRId64 " elements.",
+                          k, n);
+            break;
+        }
+        if (k < 0) k += n;
+        int64_t off = 0;
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            off += (k % o->sizes[d]) * o->strides[d];
+            k /= o->sizes[d];
+        }
+        char *d = tp__tensor_base(o) + off * es;
+        const char *s = tp__tensor_base(sflat) + i * sflat->strides[0] * es;
+        tp_dtype dt = o->dtype;
+        if (!acc) {
+            memcpy(d, s, (size_t)es);
+        } else if (tp_dtype_is_float(dt)) {
+            tp__store_f64(d, dt, tp__load_f64(d, dt) + tp__load_f64(s, dt));
+        } else if (dt == TP_BOOL) {
+            tp__store_i64(d, dt, tp__load_i64(d, dt) || tp__load_i64(s, dt));
+        } else {
+            tp__store_i64(d, dt, (int64_t)((uint64_t)tp__load_i64(d, dt) + (uint64_t)tp__load_i64(s, dt)));
+        }
+    }
+    tp_tensor_free(iflat);
+    tp_tensor_free(sflat);
+    return st;
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 /* ---- one_hot(Tensor self, int num_classes) ------------------------------
@@ -506,6 +580,8 @@ void tp__register_index_ops(void) {
     tp__register_op(TP_OP_SCATTER_ADD, "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", 0,
                     infer_scatter_add, kernel_scatter_add);
     tp__register_op(TP_OP_TAKE, "take(Tensor self, Tensor index) -> Tensor", 0, infer_take, kernel_take);
+    tp__register_op(TP_OP_PUT, "put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor", 0,
+                    infer_put, kernel_put);
     tp__register_op(TP_OP_TAKE_ALONG_DIM, "take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor", 0,
                     infer_take_along_dim, kernel_take_along_dim);
     tp__register_op(TP_OP_MASKED_FILL, "masked_fill(Tensor self, Tensor mask, Tensor|Scalar value) -> Tensor", 0,

@@ -1098,6 +1098,7 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_TO:
     case TP_OP_CUMSUM:
     case TP_OP_LOGCUMSUMEXP:
+    case TP_OP_PUT:
     case TP_OP_MSORT:
     case TP_OP_RENORM:
     case TP_OP_FLIP:
