@@ -1599,6 +1599,14 @@ static void diag_geometry(const tp_tensor *t, int64_t offset, int d1, int d2, in
     if (len > 0) *storage_offset += offset >= 0 ? offset * t->strides[d2] : -offset * t->strides[d1];
 }
 
+/* Offsets past +-2^62 would overflow the size arithmetic (no tensor has
+ * such dims). */
+static tp_status check_offset(int64_t offset) {
+    TP_CHECK(offset > -((int64_t)1 << 62) && offset < ((int64_t)1 << 62), TP_ERR_INVALID_ARG,
+             "diagonal offset %" PRId64 " is out of range", offset);
+    return TP_OK;
+}
+
 static tp_status diag_dims(int64_t dim1, int64_t dim2, int nd, int *d1, int *d2) {
     TP_TRY(tp__wrap_dim(dim1, nd, d1));
     TP_TRY(tp__wrap_dim(dim2, nd, d2));
@@ -1608,6 +1616,7 @@ static tp_status diag_dims(int64_t dim1, int64_t dim2, int nd, int *d1, int *d2)
 }
 
 static tp_status diagonal_view(tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, tp_tensor **out) {
+    TP_TRY(check_offset(offset));
     int d1, d2, nd;
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS], off;
     TP_TRY(diag_dims(dim1, dim2, self->ndim, &d1, &d2));
@@ -1626,6 +1635,7 @@ DEFINE_VIEW_OP(diagonal)
 static tp_status embed_plan(const tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, int *d1, int *d2,
                             int64_t *sizes) {
     int nd = self->ndim + 1;
+    TP_TRY(check_offset(offset));
     TP_CHECK(nd <= TP_MAX_DIMS, TP_ERR_SHAPE, "diag_embed: the result would have %d dims (at most %d)", nd,
              TP_MAX_DIMS);
     TP_TRY(diag_dims(dim1, dim2, nd, d1, d2));
@@ -1675,6 +1685,7 @@ static tp_status diag_shape(const tp_tensor *self, int64_t k, int *nd, int64_t *
         return embed_plan(self, k, 0, 1, &d1, &d2, sizes);
     }
     int64_t strides[TP_MAX_DIMS], off;
+    TP_TRY(check_offset(k));
     diag_geometry(self, k, 0, 1, nd, sizes, strides, &off);
     return TP_OK;
 }
@@ -1709,7 +1720,9 @@ static tp_status kernel_diag(const tp_value *args, tp_value *out) {
 static tp_status infer_diagflat(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
-    int64_t k = tp__arg_int(args, 1), n = tp_tensor_numel(self) + (k < 0 ? -k : k);
+    int64_t k = tp__arg_int(args, 1);
+    TP_TRY(check_offset(k));
+    int64_t n = tp_tensor_numel(self) + (k < 0 ? -k : k);
     int64_t sizes[2] = {n, n};
     return tp__out_tensor(out, self->dtype, 2, sizes);
 }

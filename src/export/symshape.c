@@ -1355,6 +1355,10 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
             return NULL;
         }
         int64_t k = iarg(r, 1, 0);
+        if (k <= -((int64_t)1 << 62) || k >= ((int64_t)1 << 62)) {
+            r->fail = true;
+            return NULL;
+        }
         int nd = a->nd + 1;
         int d1 = wrap_dim(r, iarg(r, 2, -2), nd), d2 = wrap_dim(r, iarg(r, 3, -1), nd);
         if (d1 < 0 || d2 < 0 || d1 == d2) {
@@ -1371,6 +1375,10 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         const sval *a = need_t(r, 0);
         if (!a) return NULL;
         int64_t k = iarg(r, 1, 0);
+        if (k <= -((int64_t)1 << 62) || k >= ((int64_t)1 << 62)) {
+            r->fail = true;
+            return NULL;
+        }
         sval *o = out_t(r, 2);
         if (!o) return NULL;
         o->d[0] = o->d[1] = S(r, sd_addk(r->sd, prod(r, a, 0, a->nd), k < 0 ? -k : k));
@@ -1383,6 +1391,10 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
             return NULL;
         }
         int64_t k = iarg(r, 1, 0);
+        if (k <= -((int64_t)1 << 62) || k >= ((int64_t)1 << 62)) {
+            r->fail = true;
+            return NULL;
+        }
         sval *o = out_t(r, 2);
         if (!o) return NULL;
         o->d[0] = o->d[1] = S(r, sd_addk(r->sd, a->d[0], k < 0 ? -k : k));
