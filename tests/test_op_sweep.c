@@ -97,10 +97,6 @@ static void call_one(tp_op op, const tp_schema *s, tp_value *vals, const char *w
     int n_pos = 0;
     tp_value pos[32];
     for (int i = 0; i < s->n_args && i < 32; i++) {
-        if (s->args[i].kwarg_only) { /* a copy: the dict consumes it, vals[i] stays the caller's */
-            tp_value copy;
-            CHECK_OK(tp_value_copy(&vals[i], &copy));
-            CHECK_OK(tp_value_dict_set(&kw, s->args[i].name, &copy));
         if (s->args[i].kwarg_only) {
             tp_value item; /* dict_set consumes it: a copy, vals[i] stays the caller's */
             CHECK_OK(tp_value_copy(&vals[i], &item));

@@ -476,7 +476,6 @@ static const tp_serde_op_entry g_table[] = {
     /* what tensorplay.einsum records (with keywords); written positionally,
      * einsum(equation, [operands]), the one form tensorplay 1.0 runs back */
     FNW("tensorplay._einsum", "einsum", EINSUM, "equation,operands:tensors,path:-"),
-    MT_("baddbmm_", BADDBMM, "self,batch1,batch2,*,beta,alpha"),
     MT_("baddbmm_", BADDBMM, "self,batch1,batch2,*,beta,alpha"), /* tensorplay.functional.baddbmm_ records it */
     FNW(TF, "addbmm", ADDBMM, "input,batch1,batch2,*,beta,alpha,out:!=None"),
     MT("addbmm", ADDBMM, "self,batch1,batch2,*,beta,alpha"),
