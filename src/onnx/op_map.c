@@ -3298,33 +3298,50 @@ static tp_status map_size(ox_ctx *c) { return map_shape(c, true); }
  * sequence length must be static; sequence_lens, when given, must hold
  * the full length for every batch entry (shorter sequences are refused). */
 
-typedef struct rnn_pool {
-    tp_value v[4096];
+/* The operands an unrolled recurrence makes, kept for clearing at the end,
+ * in blocks so that pointers to them stay valid as the pool grows. */
+typedef struct rnn_block {
+    struct rnn_block *next;
     int n;
-    bool full;
+    tp_value v[1024];
+} rnn_block;
+
+typedef struct rnn_pool {
+    rnn_block *head;
+    bool full; /* an allocation failed */
 } rnn_pool;
 
-/* Keep a value for clearing at the end; returns a pointer to it. */
+/* Keep a value (taken over); returns a pointer to it, NULL when out of memory. */
 static const tp_value *rnn_keep(rnn_pool *P, tp_value *v) {
-    if (P->n == (int)TP_ARRAY_LEN(P->v)) {
-        P->full = true;
-        tp_value_clear(v);
-        return NULL;
+    if (!P->head || P->head->n == (int)TP_ARRAY_LEN(P->head->v)) {
+        rnn_block *b = tp_calloc(1, sizeof *b);
+        if (!b) {
+            P->full = true;
+            tp_value_clear(v);
+            return NULL;
+        }
+        b->next = P->head;
+        P->head = b;
     }
-    P->v[P->n] = *v;
+    rnn_block *b = P->head;
+    b->v[b->n] = *v;
     *v = tp_value_none();
-    return &P->v[P->n++];
+    return &b->v[b->n++];
 }
 
 static void rnn_pool_clear(rnn_pool *P) {
-    for (int i = 0; i < P->n; i++) tp_value_clear(&P->v[i]);
-    P->n = 0;
+    while (P->head) {
+        rnn_block *b = P->head;
+        P->head = b->next;
+        for (int i = 0; i < b->n; i++) tp_value_clear(&b->v[i]);
+        tp_free(b);
+    }
 }
 
-#define RNN_KEEP(P, v, out)                                                                     \
-    do {                                                                                         \
-        (out) = rnn_keep((P), &(v));                                                             \
-        if (!(out)) return ox_unsupported(c, "the unrolled sequence needs too many values");    \
+#define RNN_KEEP(P, v, out)                                                  \
+    do {                                                                      \
+        (out) = rnn_keep((P), &(v));                                          \
+        if (!(out)) return tp_error(TP_ERR_NOMEM, "out of memory unrolling"); \
     } while (0)
 
 static tp_status rnn_op1(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, const tp_value **out) {
@@ -3690,15 +3707,13 @@ static tp_status map_rnn_impl(ox_ctx *c, rnn_kind kind, rnn_pool *P) {
         TP_TRY(tp_value_copy(out, &v));
         TP_TRY(ox_set_out(c, o, &v));
     }
-    return P->full ? ox_unsupported(c, "the unrolled sequence needs too many values") : TP_OK;
+    return P->full ? tp_error(TP_ERR_NOMEM, "out of memory unrolling") : TP_OK;
 }
 
 static tp_status map_rnn(ox_ctx *c, rnn_kind kind) {
-    rnn_pool *P = tp_calloc(1, sizeof *P);
-    if (!P) return tp_error(TP_ERR_NOMEM, "out of memory");
-    tp_status st = map_rnn_impl(c, kind, P);
-    rnn_pool_clear(P);
-    tp_free(P);
+    rnn_pool P = {0};
+    tp_status st = map_rnn_impl(c, kind, &P);
+    rnn_pool_clear(&P);
     return st;
 }
 
