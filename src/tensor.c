@@ -684,8 +684,13 @@ static void copy_same_dtype(tp_tensor *dst, const tp_tensor *src) {
     int last = dst->ndim - 1;
     int64_t n = dst->sizes[last], ds = dst->strides[last], ss = 0;
     if (n == 0) return;
-    tp_tensor outer_d = *dst, outer_s = *src;
-    outer_d.ndim = last;
+    /* layout copies (not *dst / *src: the refcount may be changing in another thread) */
+    tp_tensor outer_d = {.dtype = dst->dtype, .ndim = last, .offset = dst->offset, .storage = dst->storage};
+    tp_tensor outer_s = {.dtype = src->dtype, .ndim = src->ndim, .offset = src->offset, .storage = src->storage};
+    memcpy(outer_d.sizes, dst->sizes, sizeof outer_d.sizes);
+    memcpy(outer_d.strides, dst->strides, sizeof outer_d.strides);
+    memcpy(outer_s.sizes, src->sizes, sizeof outer_s.sizes);
+    memcpy(outer_s.strides, src->strides, sizeof outer_s.strides);
     if (src->ndim > 0) {
         /* src broadcasts to dst's shape, right-aligned: its last dim is dst's */
         ss = src->sizes[src->ndim - 1] == 1 ? 0 : src->strides[src->ndim - 1];
