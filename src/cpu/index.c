@@ -1,7 +1,9 @@
 /*
  * index.c - index ops: schemas, shape rules and reference kernels for
  * index_select, gather, scatter and scatter_add (out of place),
- * take_along_dim, masked_fill, tril and triu.
+ * take_along_dim, take and put (flat indices), one_hot, masked_fill, tril
+ * and triu. Advanced indexing (index, index_put, nonzero, masked_select)
+ * is advindex.c.
  *
  * Index tensors hold int64 (index_select also takes int32, as PyTorch does);
  * an index outside its dimension is TP_ERR_INDEX, found while the kernel
