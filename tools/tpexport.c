@@ -10,7 +10,6 @@
  * failed (bad inputs, constraint violations); 2 usage error; 3 the file
  * could not be read or written.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -1005,26 +1004,26 @@ static const tp_treespec *input_spec_of(const tp_program *p, int i, const char *
  * every user input. A missing, unknown or repeated piece is a usage error
  * naming it. */
 
-/* An ONNX model's own input name ("input.1", "0") for the identifier the
- * importer made of it ("input_1", "_0": ONNX names that are identifiers are
- * kept as they are): rewrite path to that input when neither the path nor
- * its first component names an input. */
-static void model_name_to_input(char *path, const char **names, int n_user) {
+/* An ONNX model's own input name ("input.1", "0") for the placeholder the
+ * importer made of it ("input_1", "_0"), through the record the importer
+ * keeps: the root module call's forward argument names. Rewrites path when
+ * neither it nor its first component names an input. */
+static void model_name_to_input(const tp_program *p, char *path, size_t size, const char **names, int n_user) {
     size_t top = strcspn(path, ".");
     for (int k = 0; k < n_user; k++)
         if (!strcmp(names[k], path) || (strlen(names[k]) == top && !strncmp(names[k], path, top))) return;
-    char ident[256];
-    size_t n = 0;
-    if (path[0] >= '0' && path[0] <= '9') ident[n++] = '_';
-    for (const char *q = path; *q && n + 1 < sizeof ident; q++)
-        ident[n++] = (isalnum((unsigned char)*q) || *q == '_') ? *q : '_';
-    ident[n] = '\0';
-    for (int k = 0; k < n_user; k++)
-        if (!strcmp(names[k], ident)) {
-            snprintf(path, 256, "%s", ident);
-            return;
-        }
+    for (int i = 0; i < tp_program_num_module_calls(p); i++) {
+        tp_module_call_entry e = tp_program_module_call(p, i);
+        const tp_module_call_signature *s = e.signature;
+        if (strcmp(e.fqn, "") != 0 || !s || s->n_forward_arg_names != n_user || s->n_inputs != n_user) continue;
+        for (int k = 0; k < n_user; k++)
+            if (!strcmp(s->forward_arg_names[k], path) && !strcmp(s->inputs[k].name, names[k])) {
+                snprintf(path, size, "%s", names[k]);
+                return;
+            }
+    }
 }
+
 static void bind_inputs(const char *help, const tp_program *p, const char **inputs, int n_inputs, bool example,
                         bound_inputs *b) {
     b->pos = NULL;
@@ -1068,7 +1067,7 @@ static void bind_inputs(const char *help, const tp_program *p, const char **inpu
             a->path[len] = '\0';
             a->text = eq + 1;
             named = true;
-            model_name_to_input(a->path, names, n_user);
+            model_name_to_input(p, a->path, sizeof a->path, names, n_user);
         } else {
             if (named) bind_usage(&bd, "positional input '%s' after a named one", inputs[i]);
             if (n_positional >= n_user)
