@@ -170,6 +170,7 @@ TEST(recurrent_models_match_pytorch) {
     recurrent_model("lstm");
     recurrent_model("gru");
     recurrent_model("rnn");
+    recurrent_model("gru_act"); /* HardSigmoid/LeakyRelu with alpha, beta and clip, against onnxruntime */
 }
 
 TEST(dynamic_batch_dim) {

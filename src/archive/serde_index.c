@@ -316,9 +316,6 @@ static tp_status lower_index(vctx *c, doc_node *d, const tp_value *base, const j
     return st;
 }
 
-static tp_status build_tensor_index(vctx *c, doc_node *d, const tp_value *base, const json_t *index, const char *path) {
-    return lower_index(c, d, base, index, path, NULL);
-}
 
 /* _operator.getitem(base, index): tensor indexing, an item of a tuple/list
  * node (our getitem op), or of a folded constant. */
@@ -361,7 +358,7 @@ tp_status tp__sd_build_getitem(vctx *c, doc_node *d, const json_t *jargs, const 
         }
     }
     if (tensor) {
-        st = build_tensor_index(c, d, &base, json_array_get(arr, 1), p1);
+        st = lower_index(c, d, &base, json_array_get(arr, 1), p1, NULL);
     } else {
         tp_value index;
         st = tp__sd_decode_value(c, json_array_get(arr, 1), p1, 1, &index);

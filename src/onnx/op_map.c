@@ -3413,22 +3413,26 @@ static tp_status rnn_call_permute(ox_ctx *c, rnn_pool *P, const tp_value *x, con
     return TP_OK;
 }
 
+/* op(x, floats...) for clamp / leaky_relu / elu. */
+static tp_status rnn_opf(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, const double *f, int n,
+                         const tp_value **out) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    for (int i = 0; i < n; i++) ox_arg(&A, tp_value_float(f[i]));
+    tp_value r;
+    TP_TRY(ox_call(c, op, &A, &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
 typedef struct rnn_act {
     char name[24];
     double alpha, beta;
 } rnn_act;
 
 static tp_status rnn_apply(ox_ctx *c, rnn_pool *P, const rnn_act *a, double clip, const tp_value *x, const tp_value **out) {
-    if (clip > 0) {
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, x);
-        ox_arg(&A, tp_value_float(-clip));
-        ox_arg(&A, tp_value_float(clip));
-        tp_value r;
-        TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &r));
-        RNN_KEEP(P, r, x);
-    }
+    if (clip > 0) TP_TRY(rnn_opf(c, P, TP_OP_CLAMP, x, (double[]){-clip, clip}, 2, &x));
     const char *n = a->name;
     const tp_value *t;
     if (!strcmp(n, "Sigmoid")) return rnn_op1(c, P, TP_OP_SIGMOID, x, out);
@@ -3446,36 +3450,10 @@ static tp_status rnn_apply(ox_ctx *c, rnn_pool *P, const rnn_act *a, double clip
     if (!strcmp(n, "HardSigmoid")) {
         TP_TRY(rnn_scalar(c, P, TP_OP_MUL, x, a->alpha, &t));
         TP_TRY(rnn_scalar(c, P, TP_OP_ADD, t, a->beta, &t));
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, t);
-        ox_arg(&A, tp_value_float(0.0));
-        ox_arg(&A, tp_value_float(1.0));
-        tp_value r;
-        TP_TRY(ox_call(c, TP_OP_CLAMP, &A, &r));
-        RNN_KEEP(P, r, *out);
-        return TP_OK;
+        return rnn_opf(c, P, TP_OP_CLAMP, t, (double[]){0.0, 1.0}, 2, out);
     }
-    if (!strcmp(n, "LeakyRelu")) {
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, x);
-        ox_arg(&A, tp_value_float(a->alpha));
-        tp_value r;
-        TP_TRY(ox_call(c, TP_OP_LEAKY_RELU, &A, &r));
-        RNN_KEEP(P, r, *out);
-        return TP_OK;
-    }
-    if (!strcmp(n, "Elu")) {
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, x);
-        ox_arg(&A, tp_value_float(a->alpha));
-        tp_value r;
-        TP_TRY(ox_call(c, TP_OP_ELU, &A, &r));
-        RNN_KEEP(P, r, *out);
-        return TP_OK;
-    }
+    if (!strcmp(n, "LeakyRelu")) return rnn_opf(c, P, TP_OP_LEAKY_RELU, x, &a->alpha, 1, out);
+    if (!strcmp(n, "Elu")) return rnn_opf(c, P, TP_OP_ELU, x, &a->alpha, 1, out);
     if (!strcmp(n, "Softsign")) { /* x / (1 + |x|) */
         const tp_value *ab;
         TP_TRY(rnn_op1(c, P, TP_OP_ABS, x, &ab));
