@@ -932,8 +932,9 @@ static tp_status plan_memory(tp_plan *plan) {
             if (os->kind != SLOT_ARENA || os->def != j || held[id]) continue;
             if (os->last < j) os->last = j;
             /* an elementwise output may take over its dying input's block */
-            if (o == 0 && s->kind == STEP_FAST && s->op_plan.inplace_ok && s->n_in > 0 && s->in[0] >= 0) {
-                int iid = s->in[0];
+            int ii = s->op_plan.inplace_in;
+            if (o == 0 && s->kind == STEP_FAST && s->op_plan.inplace_ok && ii >= 0 && ii < s->n_in && s->in[ii] >= 0) {
+                int iid = s->in[ii];
                 plan_slot *is = &plan->slots[iid];
                 if (is->kind == SLOT_ARENA && is->last == j && held[iid] && is->nbytes == os->nbytes) {
                     os->offset = is->offset;
@@ -1040,6 +1041,7 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     if (st == TP_OK && !out_node) st = TP_ERR_UNSUPPORTED;
     if (st == TP_OK) st = plan_outputs(&b, out_node);
     if (st == TP_OK && level >= TP_CPU_SCALAR) st = fuse_steps(plan);
+    if (st == TP_OK) st = tp__plan_onednn(plan, level, threads);
     if (st == TP_OK) st = plan_memory(plan);
     for (size_t i = 0; b.pv && i < nn; i++) tp_value_clear(&b.pv[i]);
     tp_free(b.pv);
@@ -1155,6 +1157,7 @@ struct tp_run {
     tp_value *lout;      /* per step: its output value (legacy steps) */
     int64_t *largs_at;   /* per step: index into largs */
     tp_tensor **io;      /* max_io pointers */
+    void **ctx;          /* per step: tp_op_plan.ctx_new state, or NULL */
     int64_t calls, plans_built;
     bool have_outputs;
 };
@@ -1163,6 +1166,10 @@ struct tp_run {
 static void run_unbind(tp_run *r) {
     tp_plan *plan = r->plan;
     if (!plan) return;
+    for (int j = 0; r->ctx && j < plan->n_steps; j++)
+        if (r->ctx[j]) plan->steps[j].op_plan.ctx_free(r->ctx[j]);
+    tp_free(r->ctx);
+    r->ctx = NULL;
     for (int j = 0; r->largs && r->lout && r->largs_at && j < plan->n_steps; j++) {
         const plan_step *s = &plan->steps[j];
         /* no argument copies yet when binding failed before making them */
@@ -1236,7 +1243,8 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
         if (plan->steps[j].kind == STEP_LEGACY) n_largs += plan->steps[j].n_args;
     }
     r->largs = tp_calloc((size_t)(n_largs ? n_largs : 1), sizeof *r->largs);
-    if (!r->emb || !r->t || !r->io || !r->owned_out || !r->lout || !r->largs_at || !r->largs) {
+    r->ctx = tp_calloc(nst, sizeof *r->ctx);
+    if (!r->emb || !r->t || !r->io || !r->owned_out || !r->lout || !r->largs_at || !r->largs || !r->ctx) {
         run_unbind(r);
         return tp_error(TP_ERR_NOMEM, "out of memory preparing a run");
     }
@@ -1262,6 +1270,11 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
     }
     for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
         const plan_step *s = &plan->steps[j];
+        if (s->kind == STEP_FAST && s->op_plan.ctx_new) {
+            st = s->op_plan.ctx_new(&s->op_plan, &r->ctx[j]);
+            if (st != TP_OK) tp__node_error_context(s->name, s->target);
+            continue;
+        }
         /* no argument copies yet when binding failed before making them */
         if (s->kind != STEP_LEGACY || !r->largs_at) continue;
         tp_value *args = &r->largs[r->largs_at[j]];
@@ -1400,12 +1413,13 @@ typedef struct fast_task {
     tp_tensor *const *in;
     tp_tensor *const *out;
     void *workspace;
+    void *step_ctx;
     tp_status status[256];
 } fast_task;
 
 static void fast_worker(void *ctx, int ith, int nth) {
     fast_task *t = ctx;
-    tp_exec ex = {.ith = ith, .nth = nth, .workspace = t->workspace};
+    tp_exec ex = {.ith = ith, .nth = nth, .workspace = t->workspace, .ctx = t->step_ctx};
     t->status[ith] = t->s->op_plan.run(&t->s->op_plan, t->in, t->out, &ex);
 }
 
@@ -1456,10 +1470,10 @@ static tp_status run_steps(tp_run *r) {
             int nth = s->op_plan.max_threads < threads ? s->op_plan.max_threads : threads;
             used_threads = nth;
             if (nth <= 1) {
-                tp_exec ex = {.ith = 0, .nth = 1, .workspace = workspace};
+                tp_exec ex = {.ith = 0, .nth = 1, .workspace = workspace, .ctx = r->ctx[j]};
                 st = s->op_plan.run(&s->op_plan, io, io + s->n_in, &ex);
             } else {
-                fast_task task = {.s = s, .in = io, .out = io + s->n_in, .workspace = workspace};
+                fast_task task = {.s = s, .in = io, .out = io + s->n_in, .workspace = workspace, .step_ctx = r->ctx[j]};
                 tp__parallel(nth, fast_worker, &task);
                 for (int i = 0; i < nth && st == TP_OK; i++) st = task.status[i];
             }

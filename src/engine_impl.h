@@ -146,6 +146,14 @@ TP_HIDDEN tp_status tp__rewrite_attention(const tp_program *p, tp_graph *g, int 
 TP_HIDDEN tp_status tp__rewrite_silu(tp_graph *g, int *n_rewritten);
 TP_HIDDEN tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_rewritten);
 
+/* The oneDNN layout pass (src/cpu/onednn.c): after fusion, before the
+ * memory plan, steps of convolution regions become oneDNN primitives on
+ * channels-last tensors. Declining changes nothing; only running out of
+ * memory fails. */
+TP_HIDDEN tp_status tp__plan_onednn(tp_plan *plan, int level, int threads);
+/* Built with oneDNN and not disabled by TP_ONEDNN=0. */
+TP_HIDDEN bool tp__onednn_enabled(void);
+
 /* Internal helpers shared with program.c. */
 TP_HIDDEN tp_status tp__program_check_tensor_inputs(tp_program *p, tp_tensor *const *inputs, int n);
 

@@ -2,7 +2,7 @@
 # Install the Debian packages tpexport needs to build and test, if missing.
 # Safe to run repeatedly; does nothing when everything is present.
 set -e
-PKGS="gcc make cmake pkg-config libjansson-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata"
+PKGS="gcc make cmake pkg-config libjansson-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libdnnl-dev"
 [ -n "$TP_EXTRA_PKGS" ] && PKGS="$PKGS $TP_EXTRA_PKGS"
 missing=""
 for p in $PKGS; do

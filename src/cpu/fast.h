@@ -14,6 +14,33 @@ static inline void tp__fused_act(float *p, int64_t n, const void *ctx) {
     act->apply(act, p, n);
 }
 
+/* What a prepared float32 convolution (fast_conv.c) computes, for the
+ * blocked-layout pass (onednn.c). weight/bias: the constant weight and bias
+ * with any folded batch norm (bias NULL: none); weight NULL when the
+ * weight or bias is a run-time tensor. */
+typedef struct tp_conv_info {
+    int64_t n, cin, h, w, cout, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    bool input_contiguous;
+    const float *weight, *bias;
+    int ires;                  /* fused residual: index into in[], -1 none */
+    const tp_op_plan *act;     /* fused activation, NULL none */
+} tp_conv_info;
+TP_HIDDEN bool tp__conv_info(const tp_op_plan *plan, tp_conv_info *out);
+
+/* What a prepared float32 elementwise step (fast_eltwise.c) computes:
+ * op is a TP_ELT_* code; binary steps have alpha (add/sub) in f[0];
+ * unary steps their parameters in f[0..3]. chained: it runs fused
+ * consumers too. */
+typedef struct tp_elt_info {
+    bool binary, scalar_b, chained;
+    int op;
+    double f[4];
+} tp_elt_info;
+TP_HIDDEN bool tp__eltwise_info(const tp_op_plan *plan, tp_elt_info *out);
+
+/* max_pool2d (fast_nn.c): q[0..11] = h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw. */
+TP_HIDDEN bool tp__maxpool_info(const tp_op_plan *plan, int64_t q[12]);
+
 TP_HIDDEN void tp__register_fast_eltwise(void);
 TP_HIDDEN void tp__register_fast_linalg(void);
 TP_HIDDEN void tp__register_fast_nn(void);

@@ -218,8 +218,8 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
                                const tp_exec *ex) {
     const conv_plan *cp = plan->data;
     const float *x = (const float *)tp__tensor_base(in[0]);
-    const float *wt = (const float *)tp__tensor_base(in[1]);
-    const float *bias = cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
+    const float *wt = cp->wfold ? cp->wfold : (const float *)tp__tensor_base(in[1]);
+    const float *bias = cp->wfold ? cp->bfold : cp->has_bias ? (const float *)tp__tensor_base(in[2]) : NULL;
     const float *res = cp->ires >= 0 ? (const float *)tp__tensor_base(in[cp->ires]) : NULL;
     float *y = (float *)tp__tensor_base(out[0]);
     int64_t items = cp->n * cp->cout;
@@ -303,7 +303,6 @@ static tp_status conv_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kin
         cp->ires = leaf;
         return TP_OK;
     case TP_FUSE_CHANNEL_AFFINE:
-        if (cp->depthwise) return TP_ERR_UNSUPPORTED;
         TP_TRY(fold_affine(cp, consumer));
         plan->data_bytes += (size_t)(cp->cout * cp->k + cp->cout) * sizeof(float);
         return TP_OK;
@@ -427,6 +426,25 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->workspace = cp->ws_thread * (size_t)plan->max_threads;
     plan->run = conv_run;
     return TP_OK;
+}
+
+bool tp__conv_info(const tp_op_plan *plan, tp_conv_info *out) {
+    if (plan->run != conv_run && plan->run != depthwise_run) return false;
+    const conv_plan *cp = plan->data;
+    *out = (tp_conv_info){.n = cp->n, .cin = cp->cin, .h = cp->h, .w = cp->w, .cout = cp->cout,
+                          .oh = cp->oh, .ow = cp->ow, .kh = cp->kh, .kw = cp->kw, .sh = cp->sh, .sw = cp->sw,
+                          .ph = cp->ph, .pw = cp->pw, .dh = cp->dh, .dw = cp->dw, .groups = cp->groups,
+                          .ires = cp->ires, .act = cp->act};
+    out->input_contiguous = cp->in_s[3] == 1 && cp->in_s[2] == cp->w && cp->in_s[1] == cp->h * cp->w &&
+                            cp->in_s[0] == cp->cin * cp->h * cp->w;
+    if (cp->wfold) {
+        out->weight = cp->wfold;
+        out->bias = cp->bfold;
+    } else if (cp->weight && (!cp->has_bias || cp->bias_const)) {
+        out->weight = cp->weight;
+        out->bias = cp->has_bias ? cp->bias_const : NULL;
+    }
+    return true;
 }
 
 static tp_status conv2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {

@@ -419,6 +419,12 @@ static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     return TP_OK;
 }
 
+bool tp__maxpool_info(const tp_op_plan *plan, int64_t q[12]) {
+    if (plan->run != maxpool_run) return false;
+    memcpy(q, plan->i, 12 * sizeof *q);
+    return true;
+}
+
 static tp_status max_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);

@@ -63,6 +63,7 @@ TP_HIDDEN void tp__register_fast_kernel(tp_op op, tp_kernel_fn kernel);
 typedef struct tp_exec {
     int ith, nth;
     void *workspace; /* plan->workspace bytes, 64-byte aligned, shared by the nth calls */
+    void *ctx;       /* the run context's state for this step (tp_op_plan.ctx_new), or NULL */
 } tp_exec;
 
 typedef struct tp_op_plan tp_op_plan;
@@ -73,11 +74,18 @@ struct tp_op_plan {
     tp_run_fn run;
     const char *variant;  /* static string: "avx512", "avx2", "scalar" */
     int max_threads;      /* 1: only ith 0 is called */
-    bool inplace_ok;      /* out[0] may share memory with in[0] (elementwise, same layout) */
+    bool inplace_ok;      /* out[0] may share memory with in[inplace_in] (elementwise, same layout) */
+    int inplace_in;       /* the input inplace_ok refers to (default 0) */
     size_t workspace;     /* scratch bytes per execution */
     void *data;           /* prepared data (owned by the plan) */
     size_t data_bytes;    /* counted as packed bytes in the memory report */
     void (*free_data)(void *data);
+    /* Per-run-context state (library-backed kernels keep handles there):
+     * made when a run context adopts the plan, freed when it drops it, and
+     * passed to every call as exec->ctx. Calls of one run context never
+     * overlap, so the state needs no lock. */
+    tp_status (*ctx_new)(const tp_op_plan *plan, void **ctx);
+    void (*ctx_free)(void *ctx);
     /* Fusion (engine.c, at plan time). A producer (GEMM, convolution) that
      * can absorb its consumer sets fuse; a consumer describes itself with
      * apply (an activation applied in place to n contiguous floats),

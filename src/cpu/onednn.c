@@ -1,0 +1,848 @@
+/*
+ * onednn.c - the layout pass: regions of convolutions, pools, activations
+ * and elementwise adds/multiplies run through oneDNN on channels-last
+ * (NHWC) tensors, where its brgemm convolutions are fastest.
+ *
+ * After the planner has fused steps (engine.c: batch norm folded, bias,
+ * residual and activation in the convolution's epilogue), this pass looks
+ * at 4-D float32 arena tensors. A tensor is kept NHWC when the step making
+ * it and every step reading it can run here; the steps touching an NHWC
+ * tensor then run oneDNN primitives instead of our kernels. A convolution
+ * at the edge of a region reorders its NCHW input band into its thread's
+ * workspace (or its output band out of it), so conversions happen only at
+ * region boundaries, the saved program never changes, and nothing outside
+ * a region sees an NHWC tensor: user inputs and outputs, views, mutations
+ * and our kernels only ever get NCHW.
+ *
+ * Threads: oneDNN here is built on OpenMP, whose idle workers spin and
+ * whose team size is fixed when a primitive is made. So every primitive is
+ * made for one thread, and a step's work is cut at plan time into chunks
+ * (images of the batch, or bands of output rows at batch 1: contiguous in
+ * NHWC) that our pool's threads run, each band its own primitive with the
+ * padding of its edges. The run's thread count is honoured and the result
+ * does not depend on it (chunks are fixed at plan time). Each chunk's
+ * primitive gets its scratch memory from the workspace slice of the thread
+ * running it.
+ *
+ * Memory objects carry data pointers, so they live in the run context
+ * (tp_op_plan.ctx_new), made when a run context adopts the plan. oneDNN
+ * itself allocates small bookkeeping inside every primitive execution; our
+ * allocation hook does not see it.
+ *
+ * Disabled with TP_ONEDNN=0 in the environment, at forced CPU levels
+ * below what the CPU supports, and in builds without oneDNN.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine_impl.h"
+#include "eltwise.h"
+#include "fast.h"
+
+#ifndef TP_HAVE_ONEDNN
+
+bool tp__onednn_enabled(void) { return false; }
+
+tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
+    (void)plan;
+    (void)level;
+    (void)threads;
+    return TP_OK;
+}
+
+#else
+
+#include <oneapi/dnnl/dnnl.h>
+
+/* The OpenMP runtime oneDNN runs on (declared here: our code is not built with -fopenmp). */
+int omp_get_max_threads(void);
+void omp_set_num_threads(int n);
+#include <pthread.h>
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t g_engine;
+static bool g_enabled;
+
+static void init_once(void) {
+    const char *e = getenv("TP_ONEDNN");
+    if (e && strcmp(e, "0") == 0) return;
+    g_enabled = dnnl_engine_create(&g_engine, dnnl_cpu, 0) == dnnl_success;
+}
+
+typedef enum dn_kind { DN_NONE, DN_CONV, DN_POOL, DN_UNARY, DN_BINARY } dn_kind;
+
+/* Memory objects of one chunk (per run context). SRC/DST are what the
+ * primitive reads and writes: the tensor itself when it is NHWC, else a
+ * staging buffer in the thread's workspace that *_T (the NCHW tensor's
+ * band) is reordered from / to. RES is a summed residual in its own layout. */
+enum { M_SRC, M_SRC_T, M_W, M_B, M_DST, M_DST_T, M_SRC1, M_SCRATCH, M_RES, M_COUNT };
+
+typedef struct dn_chunk {
+    dnnl_primitive_t prim;
+    dnnl_primitive_t r_src, r_dst, r_res; /* staging reorders, NULL when not needed */
+    dnnl_memory_desc_t md[M_COUNT];
+    bool has[M_COUNT];
+    int64_t off[M_COUNT]; /* bytes into the operand's tensor (SRC_T/DST_T for staged ones) */
+    void *wbase;          /* owned allocation of this chunk's packed weights */
+    void *w;              /* 64-byte aligned inside wbase */
+    const float *bias;    /* borrowed from the replaced plan data (kept alive in dn_step) */
+    size_t res_bytes;     /* residual copied by memcpy (same layout as dst) */
+} dn_chunk;
+
+typedef struct dn_step {
+    dn_kind kind;
+    int n_chunks;
+    dn_chunk *chunks;
+    int in_src;       /* in[] index of the (full) source */
+    int in_src1;      /* binary: in[] index of the second operand */
+    int ires;         /* convolution: in[] index of the residual, -1 none */
+    bool stage_src, stage_dst;
+    size_t scratch, stage_src_bytes, stage_dst_bytes, per_thread; /* per thread, 64-byte multiples */
+    void *keep;       /* the replaced op plan's data (folded weights and bias), freed with this */
+    void (*keep_free)(void *);
+} dn_step;
+
+typedef struct dn_ctx {
+    int n_streams;
+    dnnl_stream_t *streams;
+    int n_mem;
+    dnnl_memory_t *mem; /* n_chunks * M_COUNT */
+} dn_ctx;
+
+static void dn_step_free(void *data) {
+    dn_step *d = data;
+    if (!d) return;
+    for (int k = 0; d->chunks && k < d->n_chunks; k++) {
+        dn_chunk *c = &d->chunks[k];
+        dnnl_primitive_t ps[4] = {c->prim, c->r_src, c->r_dst, c->r_res};
+        for (int i = 0; i < 4; i++)
+            if (ps[i]) dnnl_primitive_destroy(ps[i]);
+        tp_free(c->wbase);
+    }
+    tp_free(d->chunks);
+    if (d->keep_free) d->keep_free(d->keep);
+    tp_free(d);
+}
+
+static void dn_ctx_free(void *p) {
+    dn_ctx *c = p;
+    if (!c) return;
+    for (int i = 0; c->mem && i < c->n_mem; i++)
+        if (c->mem[i]) dnnl_memory_destroy(c->mem[i]);
+    for (int i = 0; c->streams && i < c->n_streams; i++)
+        if (c->streams[i]) dnnl_stream_destroy(c->streams[i]);
+    tp_free(c->mem);
+    tp_free(c->streams);
+    tp_free(c);
+}
+
+static tp_status dn_ctx_new(const tp_op_plan *plan, void **out) {
+    const dn_step *d = plan->data;
+    dn_ctx *c = tp_calloc(1, sizeof *c);
+    TP_CHECK(c != NULL, TP_ERR_NOMEM, "out of memory preparing oneDNN state");
+    c->n_streams = plan->max_threads;
+    c->n_mem = d->n_chunks * M_COUNT;
+    c->streams = tp_calloc((size_t)c->n_streams, sizeof *c->streams);
+    c->mem = tp_calloc((size_t)c->n_mem, sizeof *c->mem);
+    bool ok = c->streams && c->mem;
+    for (int i = 0; ok && i < c->n_streams; i++)
+        ok = dnnl_stream_create(&c->streams[i], g_engine, dnnl_stream_default_flags) == dnnl_success;
+    for (int k = 0; ok && k < d->n_chunks; k++) {
+        const dn_chunk *ch = &d->chunks[k];
+        for (int m = 0; ok && m < M_COUNT; m++) {
+            if (!ch->has[m]) continue;
+            void *h = m == M_W ? ch->w : m == M_B ? (void *)ch->bias : DNNL_MEMORY_NONE;
+            ok = dnnl_memory_create(&c->mem[k * M_COUNT + m], &ch->md[m], g_engine, h) == dnnl_success;
+        }
+    }
+    if (!ok) {
+        dn_ctx_free(c);
+        return tp_error(TP_ERR_NOMEM, "could not make oneDNN streams or memory objects");
+    }
+    *out = c;
+    return TP_OK;
+}
+
+static dnnl_status_t reorder(dnnl_primitive_t r, dnnl_stream_t s, dnnl_memory_t from, dnnl_memory_t to) {
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return dnnl_primitive_execute(r, s, 2, a);
+}
+
+static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const dn_step *d = plan->data;
+    dn_ctx *c = ex->ctx;
+    char *src = tp__tensor_base(in[d->in_src]), *dst = tp__tensor_base(out[0]);
+    char *src1 = d->in_src1 >= 0 ? tp__tensor_base(in[d->in_src1]) : NULL;
+    char *res = d->ires >= 0 ? tp__tensor_base(in[d->ires]) : NULL;
+    char *ws = (char *)ex->workspace + (size_t)ex->ith * d->per_thread;
+    char *scratch = ws, *stage_src = ws + d->scratch, *stage_dst = stage_src + d->stage_src_bytes;
+    /* primitives were made for one thread; helpers inside them (reorders)
+     * ask OpenMP for the team size at run time */
+    int saved = omp_get_max_threads();
+    if (saved != 1) omp_set_num_threads(1);
+    dnnl_stream_t stream = c->streams[ex->ith];
+    dnnl_status_t st = dnnl_success;
+    for (int k = ex->ith; k < d->n_chunks && st == dnnl_success; k += ex->nth) {
+        const dn_chunk *ch = &d->chunks[k];
+        dnnl_memory_t *m = &c->mem[k * M_COUNT];
+        if (d->stage_src) {
+            dnnl_memory_set_data_handle(m[M_SRC_T], src + ch->off[M_SRC_T]);
+            dnnl_memory_set_data_handle(m[M_SRC], stage_src);
+            st = reorder(ch->r_src, stream, m[M_SRC_T], m[M_SRC]);
+        } else {
+            dnnl_memory_set_data_handle(m[M_SRC], src + ch->off[M_SRC]);
+        }
+        char *dptr = d->stage_dst ? stage_dst : dst + ch->off[M_DST];
+        dnnl_memory_set_data_handle(m[M_DST], dptr);
+        if (res && st == dnnl_success) { /* the summing convolution adds what dst holds */
+            if (ch->r_res) {
+                dnnl_memory_set_data_handle(m[M_RES], res + ch->off[M_RES]);
+                st = reorder(ch->r_res, stream, m[M_RES], m[M_DST]);
+            } else if (res + ch->off[M_RES] != dptr) {
+                memcpy(dptr, res + ch->off[M_RES], ch->res_bytes);
+            }
+        }
+        dnnl_exec_arg_t a[6];
+        int na = 0;
+        a[na++] = (dnnl_exec_arg_t){d->kind == DN_BINARY ? DNNL_ARG_SRC_0 : DNNL_ARG_SRC, m[M_SRC]};
+        a[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m[M_DST]};
+        if (ch->has[M_W]) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m[M_W]};
+        if (ch->has[M_B]) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, m[M_B]};
+        if (ch->has[M_SRC1]) {
+            dnnl_memory_set_data_handle(m[M_SRC1], src1 + ch->off[M_SRC1]);
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_1, m[M_SRC1]};
+        }
+        if (ch->has[M_SCRATCH]) {
+            dnnl_memory_set_data_handle(m[M_SCRATCH], scratch);
+            a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[M_SCRATCH]};
+        }
+        if (st == dnnl_success) st = dnnl_primitive_execute(ch->prim, stream, na, a);
+        if (st == dnnl_success && d->stage_dst) {
+            dnnl_memory_set_data_handle(m[M_DST_T], dst + ch->off[M_DST_T]);
+            st = reorder(ch->r_dst, stream, m[M_DST], m[M_DST_T]);
+        }
+    }
+    if (saved != 1) omp_set_num_threads(saved);
+    TP_CHECK(st == dnnl_success, TP_ERR_INTERNAL, "oneDNN primitive failed (status %d)", (int)st);
+    return TP_OK;
+}
+
+/* ---- planning ------------------------------------------------------------- */
+
+typedef struct dn_cand {
+    dn_kind kind;
+    tp_conv_info conv;
+    int64_t pool[12];
+    tp_elt_info elt;
+    int bin_a, bin_b;    /* binary: in[] indices of the full operand and the other */
+    dnnl_alg_kind_t alg; /* unary / binary / the convolution's fused activation (0 none) */
+    float alpha, beta;
+} dn_cand;
+
+/* The oneDNN eltwise algorithm computing TP_ELT_* op with parameters f. */
+static bool eltwise_alg(int op, const double *f, dnnl_alg_kind_t *alg, float *alpha, float *beta) {
+    *alpha = 0.0f;
+    *beta = 0.0f;
+    switch (op) {
+    case TP_ELT_RELU: *alg = dnnl_eltwise_relu; return true;
+    case TP_ELT_LEAKY_RELU: *alg = dnnl_eltwise_relu, *alpha = (float)f[0]; return true;
+    case TP_ELT_RELU6: *alg = dnnl_eltwise_clip_v2, *beta = 6.0f; return true;
+    case TP_ELT_CLAMP: *alg = dnnl_eltwise_clip_v2, *alpha = (float)f[0], *beta = (float)f[1]; return true;
+    case TP_ELT_SILU: *alg = dnnl_eltwise_swish, *alpha = 1.0f; return true;
+    case TP_ELT_SIGMOID: *alg = dnnl_eltwise_logistic; return true;
+    case TP_ELT_TANH: *alg = dnnl_eltwise_tanh; return true;
+    case TP_ELT_GELU: *alg = dnnl_eltwise_gelu_erf; return true;
+    case TP_ELT_GELU_TANH: *alg = dnnl_eltwise_gelu_tanh; return true;
+    case TP_ELT_HARDSWISH: *alg = dnnl_eltwise_hardswish; return true;
+    default: return false;
+    }
+}
+
+/* A slot whose tensor is C-contiguous (arena and output tensors always are). */
+static bool slot_contiguous(const plan_slot *sl) {
+    if (sl->kind == SLOT_ARENA || sl->kind == SLOT_OUTPUT) return true;
+    int64_t want = 1;
+    for (int d = sl->ndim - 1; d >= 0; d--) {
+        if (sl->sizes[d] != 1 && sl->strides[d] != want) return false;
+        want *= sl->sizes[d];
+    }
+    return true;
+}
+
+static bool classify(const plan_step *s, const tp_plan *plan, dn_cand *c) {
+    memset(c, 0, sizeof *c);
+    if (s->kind != STEP_FAST || s->n_out != 1 || s->in[0] < 0) return false;
+    const plan_slot *x = &plan->slots[s->in[0]], *y = &plan->slots[s->out[0]];
+    if (x->dtype != TP_FLOAT32 || y->dtype != TP_FLOAT32 || x->ndim != 4 || y->ndim != 4) return false;
+    if (!slot_contiguous(x) || (s->n_in > 1 && s->in[1] >= 0 && !slot_contiguous(&plan->slots[s->in[1]])))
+        return false;
+    for (int d = 0; d < 4; d++)
+        if (x->sizes[d] <= 0 || y->sizes[d] <= 0) return false;
+    if (s->op == TP_OP_CONV2D && tp__conv_info(&s->op_plan, &c->conv)) {
+        const tp_conv_info *v = &c->conv;
+        if (!v->weight || !v->input_contiguous || v->groups < 1) return false;
+        if (v->act) {
+            tp_elt_info e;
+            if (!tp__eltwise_info(v->act, &e) || e.binary || e.chained) return false;
+            if (!eltwise_alg(e.op, e.f, &c->alg, &c->alpha, &c->beta)) return false;
+        }
+        c->kind = DN_CONV;
+        return true;
+    }
+    if (s->op == TP_OP_MAX_POOL2D && tp__maxpool_info(&s->op_plan, c->pool)) {
+        c->alg = dnnl_pooling_max;
+        c->kind = DN_POOL;
+        return true;
+    }
+    if (s->op == TP_OP_MEAN && y->sizes[0] == x->sizes[0] && y->sizes[1] == x->sizes[1] && y->sizes[2] == 1 &&
+        y->sizes[3] == 1) { /* mean over H and W, kept: a global average pool */
+        int64_t *q = c->pool;
+        q[0] = q[4] = x->sizes[2];
+        q[1] = q[5] = x->sizes[3];
+        q[2] = q[3] = q[6] = q[7] = q[10] = q[11] = 1;
+        q[8] = q[9] = 0;
+        c->alg = dnnl_pooling_avg_exclude_padding;
+        c->kind = DN_POOL;
+        return true;
+    }
+    if (tp__eltwise_info(&s->op_plan, &c->elt) && !c->elt.chained) {
+        bool x_full = true;
+        for (int d = 0; d < 4; d++) x_full = x_full && x->sizes[d] == y->sizes[d];
+        if (!c->elt.binary) {
+            if (!x_full) return false;
+            if (!eltwise_alg(c->elt.op, c->elt.f, &c->alg, &c->alpha, &c->beta)) return false;
+            c->kind = DN_UNARY;
+            return true;
+        }
+        if (c->elt.scalar_b || s->n_in < 2 || s->in[1] < 0) return false;
+        c->bin_a = 0;
+        c->bin_b = 1;
+        if (!x_full) { /* a commutative op with the full operand second: scale * x */
+            if (c->elt.op != TP_ELT_MUL && !(c->elt.op == TP_ELT_ADD && c->elt.f[0] == 1.0)) return false;
+            c->bin_a = 1;
+            c->bin_b = 0;
+            x = &plan->slots[s->in[1]];
+            for (int d = 0; d < 4; d++)
+                if (x->sizes[d] != y->sizes[d]) return false;
+        }
+        const plan_slot *b = &plan->slots[s->in[c->bin_b]];
+        if (b->dtype != TP_FLOAT32 || b->ndim != 4) return false;
+        bool full = true, chan = b->sizes[2] == 1 && b->sizes[3] == 1 && b->sizes[1] == y->sizes[1] &&
+                                 (b->sizes[0] == y->sizes[0] || b->sizes[0] == 1);
+        for (int d = 0; d < 4; d++) full = full && b->sizes[d] == y->sizes[d];
+        if (!full && !chan) return false;
+        if (c->elt.op == TP_ELT_ADD && c->elt.f[0] == 1.0) c->alg = dnnl_binary_add;
+        else if (c->elt.op == TP_ELT_MUL) c->alg = dnnl_binary_mul;
+        else if (c->elt.op == TP_ELT_SUB && c->elt.f[0] == 1.0) c->alg = dnnl_binary_sub;
+        else return false;
+        c->kind = DN_BINARY;
+        return true;
+    }
+    return false;
+}
+
+/* Is operand k of step s one this pass reads in any layout? */
+static bool is_data_operand(const dn_cand *c, int k) {
+    switch (c->kind) {
+    case DN_CONV: return k == 0 || k == c->conv.ires;
+    case DN_POOL:
+    case DN_UNARY: return k == 0;
+    case DN_BINARY: return k == 0 || k == 1;
+    default: return false;
+    }
+}
+
+typedef struct pass {
+    tp_plan *plan;
+    dn_cand *cand;
+    bool *nhwc;  /* per slot: kept channels-last (NHWC) */
+    int threads;
+} pass;
+
+/* Is slot i's tensor laid out channels-last? A tensor of one pixel per
+ * channel has the same bytes in both layouts. */
+static bool is_nhwc(const pass *ps, int i) {
+    const plan_slot *sl = &ps->plan->slots[i];
+    return ps->nhwc[i] || (sl->ndim == 4 && sl->sizes[2] * sl->sizes[3] == 1);
+}
+
+/* A band of a [N, C, H, W] tensor: images [n0, n1), rows [r0, r1). */
+typedef struct band {
+    int64_t n0, n1, r0, r1;
+} band;
+
+/* The memory descriptor of band b of a tensor with sizes sz, NHWC (dense)
+ * or NCHW (strided when the band is part of the image); *off its bytes. */
+static tp_status band_md(dnnl_memory_desc_t *md, const int64_t *sz, bool nhwc, band b, int64_t *off) {
+    dnnl_dims_t dims = {b.n1 - b.n0, sz[1], b.r1 - b.r0, sz[3]};
+    dnnl_status_t st;
+    if (nhwc) {
+        st = dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, dnnl_nhwc);
+        *off = (b.n0 * sz[1] * sz[2] * sz[3] + b.r0 * sz[3] * sz[1]) * (int64_t)sizeof(float);
+    } else {
+        dnnl_dims_t strides = {sz[1] * sz[2] * sz[3], sz[2] * sz[3], sz[3], 1};
+        st = dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
+        *off = (b.n0 * sz[1] * sz[2] * sz[3] + b.r0 * sz[3]) * (int64_t)sizeof(float);
+    }
+    TP_CHECK(st == dnnl_success, TP_ERR_UNSUPPORTED, "oneDNN memory descriptor (%d)", (int)st);
+    return TP_OK;
+}
+
+/* The dense NHWC descriptor of band b of a tensor with sizes sz. */
+static tp_status dense_md(dnnl_memory_desc_t *md, const int64_t *sz, band b) {
+    int64_t off;
+    return band_md(md, sz, true, b, &off);
+}
+
+static tp_status make_pd(const_dnnl_op_desc_t desc, const dnnl_primitive_attr_t attr, dnnl_primitive_desc_t *pd) {
+    dnnl_status_t st = dnnl_primitive_desc_create(pd, desc, attr, g_engine, NULL);
+    if (st != dnnl_success) return tp_error(TP_ERR_UNSUPPORTED, "oneDNN has no primitive for this step (%d)", (int)st);
+    /* a reference implementation would be far slower than our kernels */
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl);
+    if (!impl || strncmp(impl, "ref", 3) == 0) {
+        dnnl_primitive_desc_destroy(*pd);
+        return tp_error(TP_ERR_UNSUPPORTED, "oneDNN has only a reference implementation (%s)", impl ? impl : "?");
+    }
+    return TP_OK;
+}
+
+/* Finish a chunk from its primitive descriptor: primitive, scratch size. */
+static tp_status finish_chunk(dn_chunk *ch, dnnl_primitive_desc_t pd, size_t *scratch) {
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sb = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (sb) {
+        ch->md[M_SCRATCH] = *smd;
+        ch->has[M_SCRATCH] = true;
+        sb = (sb + 63) & ~(size_t)63;
+        if (sb > *scratch) *scratch = sb;
+    }
+    dnnl_status_t st = dnnl_primitive_create(&ch->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success) return tp_error(TP_ERR_UNSUPPORTED, "oneDNN could not make a primitive (%d)", (int)st);
+    return TP_OK;
+}
+
+static tp_status make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, dnnl_primitive_t *out) {
+    dnnl_primitive_desc_t rpd;
+    TP_CHECK(dnnl_reorder_primitive_desc_create(&rpd, from, g_engine, to, g_engine, NULL) == dnnl_success,
+             TP_ERR_UNSUPPORTED, "oneDNN reorder");
+    dnnl_status_t st = dnnl_primitive_create(out, rpd);
+    dnnl_primitive_desc_destroy(rpd);
+    TP_CHECK(st == dnnl_success, TP_ERR_UNSUPPORTED, "oneDNN reorder");
+    return TP_OK;
+}
+
+static tp_status make_attr(dnnl_primitive_attr_t *attr, bool sum, dnnl_alg_kind_t act, float alpha, float beta) {
+    TP_CHECK(dnnl_primitive_attr_create(attr) == dnnl_success, TP_ERR_NOMEM, "oneDNN attributes");
+    dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+    if (sum || act) {
+        dnnl_post_ops_t po;
+        if (dnnl_post_ops_create(&po) != dnnl_success) {
+            dnnl_primitive_attr_destroy(*attr);
+            return tp_error(TP_ERR_NOMEM, "oneDNN post-ops");
+        }
+        if (sum) dnnl_post_ops_append_sum(po, 1.0f);
+        if (act) dnnl_post_ops_append_eltwise(po, 1.0f, act, alpha, beta);
+        dnnl_primitive_attr_set_post_ops(*attr, po);
+        dnnl_post_ops_destroy(po);
+    }
+    return TP_OK;
+}
+
+/* Pack the chunk's weights (OIHW / GOIHW floats at w) into the layout pd chose. */
+static tp_status pack_weights(dn_chunk *ch, const dnnl_memory_desc_t *user, const float *w) {
+    size_t bytes = dnnl_memory_desc_get_size(&ch->md[M_W]);
+    ch->wbase = tp_malloc(bytes + 64);
+    TP_CHECK(ch->wbase != NULL, TP_ERR_NOMEM, "out of memory packing convolution weights");
+    ch->w = (void *)(((uintptr_t)ch->wbase + 63) & ~(uintptr_t)63);
+    dnnl_primitive_t r = NULL;
+    dnnl_memory_t from = NULL, to = NULL;
+    dnnl_stream_t s = NULL;
+    bool ok = make_reorder(user, &ch->md[M_W], &r) == TP_OK &&
+              dnnl_memory_create(&from, user, g_engine, (void *)w) == dnnl_success &&
+              dnnl_memory_create(&to, &ch->md[M_W], g_engine, ch->w) == dnnl_success &&
+              dnnl_stream_create(&s, g_engine, dnnl_stream_default_flags) == dnnl_success;
+    if (ok) ok = reorder(r, s, from, to) == dnnl_success && dnnl_stream_wait(s) == dnnl_success;
+    if (s) dnnl_stream_destroy(s);
+    if (from) dnnl_memory_destroy(from);
+    if (to) dnnl_memory_destroy(to);
+    if (r) dnnl_primitive_destroy(r);
+    TP_CHECK(ok, TP_ERR_UNSUPPORTED, "oneDNN could not pack convolution weights");
+    return TP_OK;
+}
+
+/* Cut n images of oh output rows into chunks: whole images when there are
+ * at least as many as threads, else bands of rows of the one image. */
+static int split(int64_t n, int64_t oh, int threads, double work, band *out) {
+    int want = (int)(work / 4e5);
+    if (want < 1) want = 1;
+    if (want > threads) want = threads;
+    if (n > 1) {
+        int k = n < want ? (int)n : want;
+        for (int i = 0; i < k; i++) out[i] = (band){n * i / k, n * (i + 1) / k, 0, oh};
+        return k;
+    }
+    int k = oh < want ? (int)oh : want;
+    for (int i = 0; i < k; i++) out[i] = (band){0, 1, oh * i / k, oh * (i + 1) / k};
+    return k;
+}
+
+/* The input rows a band of output rows needs: [*r0, *r1) of h, and the
+ * padding above and below it. A band of several images keeps every row
+ * (its images must stay dense): rows it does not need are left below. */
+static void input_rows(band ob, int64_t h, int64_t k, int64_t s, int64_t p, int64_t d, int64_t *r0, int64_t *r1,
+                       int64_t *pt, int64_t *pb) {
+    int64_t lo = ob.r0 * s - p, hi = (ob.r1 - 1) * s - p + (k - 1) * d + 1;
+    *pt = lo < 0 ? -lo : 0;
+    *pb = hi > h ? hi - h : 0;
+    *r0 = lo < 0 ? 0 : lo;
+    *r1 = hi > h ? h : hi;
+    if (ob.n1 - ob.n0 > 1) *r1 = h; /* then oneDNN's floor formula drops the rows past hi */
+}
+
+/* Right padding oneDNN's floor formula needs: never negative. */
+static int64_t pad_right(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_t d) {
+    int64_t r = (out - 1) * s + (k - 1) * d + 1 - in - p;
+    return r < 0 ? 0 : r;
+}
+
+static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_step *d) {
+    const tp_conv_info *v = &c->conv;
+    const plan_slot *x = &ps->plan->slots[s->in[0]], *y = &ps->plan->slots[s->out[0]];
+    bool nx = is_nhwc(ps, s->in[0]), ny = is_nhwc(ps, s->out[0]);
+    band bands[256];
+    double work = 2.0 * (double)v->n * (double)v->cout * (double)(v->oh * v->ow) * (double)(v->cin / v->groups) *
+                  (double)(v->kh * v->kw);
+    int k = split(v->n, v->oh, ps->threads, work, bands);
+    d->kind = DN_CONV;
+    d->ires = v->ires;
+    d->in_src = 0;
+    d->in_src1 = -1;
+    d->stage_src = !nx;
+    d->stage_dst = !ny;
+    d->n_chunks = k;
+    d->chunks = tp_calloc((size_t)k, sizeof *d->chunks);
+    TP_CHECK(d->chunks != NULL, TP_ERR_NOMEM, "out of memory planning oneDNN steps");
+    bool nres = v->ires >= 0 && is_nhwc(ps, s->in[v->ires]);
+    int64_t g = v->groups, cg = v->cin / g, og = v->cout / g;
+    dnnl_memory_desc_t wmd, umd, bmd;
+    if (g == 1) {
+        dnnl_dims_t wd = {v->cout, v->cin, v->kh, v->kw};
+        dnnl_memory_desc_init_by_tag(&wmd, 4, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&umd, 4, wd, dnnl_f32, dnnl_oihw);
+    } else {
+        dnnl_dims_t wd = {g, og, cg, v->kh, v->kw};
+        dnnl_memory_desc_init_by_tag(&wmd, 5, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&umd, 5, wd, dnnl_f32, dnnl_goihw);
+    }
+    dnnl_dims_t bd = {v->cout};
+    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x);
+    for (int i = 0; i < k; i++) {
+        dn_chunk *ch = &d->chunks[i];
+        band ob = bands[i], ib = ob;
+        int64_t pt, pb;
+        input_rows(ob, v->h, v->kh, v->sh, v->ph, v->dh, &ib.r0, &ib.r1, &pt, &pb);
+        dnnl_memory_desc_t smd, dmd;
+        TP_TRY(dense_md(&smd, x->sizes, ib));
+        TP_TRY(dense_md(&dmd, y->sizes, ob));
+        dnnl_dims_t strides = {v->sh, v->sw}, dil = {v->dh - 1, v->dw - 1}, pl = {pt, v->pw};
+        dnnl_dims_t pr = {pb, pad_right(v->w, v->ow, v->kw, v->sw, v->pw, v->dw)};
+        dnnl_convolution_desc_t cd;
+        TP_CHECK(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd,
+                                                            &wmd, v->bias ? &bmd : NULL, &dmd, strides, dil, pl,
+                                                            pr) == dnnl_success,
+                 TP_ERR_UNSUPPORTED, "oneDNN convolution descriptor");
+        dnnl_primitive_attr_t attr;
+        TP_TRY(make_attr(&attr, v->ires >= 0, c->alg, c->alpha, c->beta));
+        dnnl_primitive_desc_t pd;
+        tp_status st = make_pd(&cd, attr, &pd);
+        dnnl_primitive_attr_destroy(attr);
+        TP_TRY(st);
+        ch->md[M_SRC] = smd;
+        ch->md[M_DST] = dmd;
+        ch->md[M_W] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        ch->has[M_SRC] = ch->has[M_DST] = ch->has[M_W] = true;
+        if (v->bias) {
+            ch->md[M_B] = bmd;
+            ch->has[M_B] = true;
+            ch->bias = v->bias;
+        }
+        /* chunks share packed weights when their primitives want the same layout */
+        const dn_chunk *same = NULL;
+        for (int q = 0; q < i && !same; q++)
+            if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
+        if (same) ch->w = same->w;
+        else st = pack_weights(ch, &umd, v->weight);
+        size_t sb = dnnl_memory_desc_get_size(&smd), db = dnnl_memory_desc_get_size(&dmd);
+        sb = (sb + 63) & ~(size_t)63;
+        db = (db + 63) & ~(size_t)63;
+        if (st == TP_OK) st = band_md(&ch->md[M_SRC_T], x->sizes, nx, ib, &ch->off[nx ? M_SRC : M_SRC_T]);
+        if (st == TP_OK && !nx) {
+            ch->has[M_SRC_T] = true;
+            st = make_reorder(&ch->md[M_SRC_T], &smd, &ch->r_src);
+            if (sb > d->stage_src_bytes) d->stage_src_bytes = sb;
+        }
+        if (st == TP_OK) st = band_md(&ch->md[M_DST_T], y->sizes, ny, ob, &ch->off[ny ? M_DST : M_DST_T]);
+        if (st == TP_OK && !ny) {
+            ch->has[M_DST_T] = true;
+            st = make_reorder(&dmd, &ch->md[M_DST_T], &ch->r_dst);
+            if (db > d->stage_dst_bytes) d->stage_dst_bytes = db;
+        }
+        if (st == TP_OK && v->ires >= 0) {
+            const plan_slot *r = &ps->plan->slots[s->in[v->ires]];
+            st = band_md(&ch->md[M_RES], r->sizes, nres, ob, &ch->off[M_RES]);
+            ch->res_bytes = dnnl_memory_desc_get_size(&dmd);
+            if (st == TP_OK && !nres) {
+                ch->has[M_RES] = true;
+                st = make_reorder(&ch->md[M_RES], &dmd, &ch->r_res);
+            }
+        }
+        if (st != TP_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
+        TP_TRY(finish_chunk(ch, pd, &d->scratch));
+    }
+    return TP_OK;
+}
+
+static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_step *d) {
+    const plan_slot *x = &ps->plan->slots[s->in[c->kind == DN_BINARY ? c->bin_a : 0]], *y = &ps->plan->slots[s->out[0]];
+    const int64_t *xs = x->sizes, *ys = y->sizes;
+    band bands[256];
+    double work = (double)(ys[0] * ys[1] * ys[2] * ys[3]) * (c->kind == DN_POOL ? (double)(c->pool[4] * c->pool[5]) : 1.0);
+    int k = split(ys[0], ys[2], ps->threads, work * 4, bands);
+    d->kind = c->kind;
+    d->ires = -1;
+    d->in_src = c->kind == DN_BINARY ? c->bin_a : 0;
+    d->in_src1 = c->kind == DN_BINARY ? c->bin_b : -1;
+    d->n_chunks = k;
+    d->chunks = tp_calloc((size_t)k, sizeof *d->chunks);
+    TP_CHECK(d->chunks != NULL, TP_ERR_NOMEM, "out of memory planning oneDNN steps");
+    for (int i = 0; i < k; i++) {
+        dn_chunk *ch = &d->chunks[i];
+        band ob = bands[i], ib = ob;
+        int64_t pt = 0, pb = 0;
+        if (c->kind == DN_POOL) input_rows(ob, xs[2], c->pool[4], c->pool[6], c->pool[8], c->pool[10], &ib.r0, &ib.r1, &pt, &pb);
+        dnnl_memory_desc_t smd, dmd, bmd;
+        TP_TRY(band_md(&smd, xs, true, ib, &ch->off[M_SRC]));
+        TP_TRY(band_md(&dmd, ys, true, ob, &ch->off[M_DST]));
+        dnnl_primitive_attr_t attr;
+        TP_TRY(make_attr(&attr, false, 0, 0, 0));
+        dnnl_status_t dst = dnnl_success;
+        union {
+            dnnl_pooling_v2_desc_t pool;
+            dnnl_eltwise_desc_t elt;
+            dnnl_binary_desc_t bin;
+        } u;
+        if (c->kind == DN_POOL) {
+            const int64_t *q = c->pool;
+            dnnl_dims_t kern = {q[4], q[5]}, str = {q[6], q[7]}, dil = {q[10] - 1, q[11] - 1}, pl = {pt, q[9]};
+            dnnl_dims_t pr = {pb, pad_right(q[1], q[3], q[5], q[7], q[9], q[11])};
+            dst = dnnl_pooling_v2_forward_desc_init(&u.pool, dnnl_forward_inference, c->alg, &smd, &dmd, str,
+                                                    kern, dil, pl, pr);
+        } else if (c->kind == DN_UNARY) {
+            dst = dnnl_eltwise_forward_desc_init(&u.elt, dnnl_forward_inference, c->alg, &smd, c->alpha, c->beta);
+        } else {
+            const plan_slot *b = &ps->plan->slots[s->in[c->bin_b]];
+            bool full = b->sizes[2] == ys[2] && b->sizes[3] == ys[3];
+            band bb = ob;
+            if (b->sizes[0] == 1) bb.n0 = 0, bb.n1 = 1;
+            if (!full) bb.r0 = 0, bb.r1 = 1;
+            /* a [N, C, 1, 1] operand has the same bytes in both layouts */
+            TP_TRY(band_md(&bmd, b->sizes, true, bb, &ch->off[M_SRC1]));
+            ch->md[M_SRC1] = bmd;
+            ch->has[M_SRC1] = true;
+            dst = dnnl_binary_desc_init(&u.bin, c->alg, &smd, &bmd, &dmd);
+        }
+        tp_status st = TP_OK;
+        dnnl_primitive_desc_t pd = NULL;
+        if (dst != dnnl_success) st = tp_error(TP_ERR_UNSUPPORTED, "oneDNN descriptor (%d)", (int)dst);
+        else st = make_pd(&u, attr, &pd);
+        dnnl_primitive_attr_destroy(attr);
+        TP_TRY(st);
+        ch->md[M_SRC] = smd;
+        ch->md[M_DST] = dmd;
+        ch->has[M_SRC] = ch->has[M_DST] = true;
+        TP_TRY(finish_chunk(ch, pd, &d->scratch));
+    }
+    return TP_OK;
+}
+
+/* Slots a and b must share a layout: false (and *bad, the flagged one to
+ * send back to NCHW) when they do not. */
+static bool same_layout(const pass *ps, int a, int b, int *bad) {
+    if (is_nhwc(ps, a) == is_nhwc(ps, b)) return true;
+    if (!ps->nhwc[a] && !ps->nhwc[b]) return true; /* a one-pixel tensor vs NCHW: nothing runs here */
+    *bad = ps->nhwc[a] ? a : b;
+    return false;
+}
+
+/* Does step s (a candidate) accept the layouts chosen for its operands? */
+static bool layouts_ok(const pass *ps, const plan_step *s, const dn_cand *c, int *bad) {
+    switch (c->kind) {
+    case DN_POOL:
+    case DN_UNARY: return same_layout(ps, s->in[0], s->out[0], bad);
+    case DN_BINARY:
+        return same_layout(ps, s->in[c->bin_a], s->out[0], bad) && same_layout(ps, s->in[c->bin_b], s->in[c->bin_a], bad);
+    default: return true;
+    }
+}
+
+/* Mark the slots kept NHWC: made by a candidate and read only as data by
+ * candidates (never a user output, view root, mutation or other input). */
+static void mark(pass *ps, const int *reads, const int *data_reads) {
+    tp_plan *plan = ps->plan;
+    for (int i = 0; i < plan->n_slots; i++) {
+        const plan_slot *sl = &plan->slots[i];
+        ps->nhwc[i] = false;
+        if (sl->kind != SLOT_ARENA || sl->def < 0 || sl->def >= plan->n_steps || ps->cand[sl->def].kind == DN_NONE)
+            continue;
+        if (plan->steps[sl->def].out[0] != i || reads[i] == 0 || reads[i] != data_reads[i]) continue;
+        ps->nhwc[i] = true;
+    }
+    /* steps with a fixed layout relation pull mismatched operands back to NCHW */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int j = 0; j < plan->n_steps; j++) {
+            int bad;
+            if (ps->cand[j].kind == DN_NONE || plan->steps[j].kind == STEP_FUSED) continue;
+            if (!layouts_ok(ps, &plan->steps[j], &ps->cand[j], &bad)) {
+                ps->nhwc[bad] = false;
+                changed = true;
+            }
+        }
+    }
+}
+
+bool tp__onednn_enabled(void) {
+    pthread_once(&g_once, init_once);
+    return g_enabled;
+}
+
+static void count_reads(pass *ps, int *reads, int *data_reads) {
+    tp_plan *plan = ps->plan;
+    memset(reads, 0, (size_t)plan->n_slots * sizeof *reads);
+    memset(data_reads, 0, (size_t)plan->n_slots * sizeof *data_reads);
+    for (int j = 0; j < plan->n_steps; j++) {
+        const plan_step *s = &plan->steps[j];
+        if (s->kind == STEP_FUSED) continue;
+        for (int k = 0; k < s->n_in; k++) {
+            if (s->in[k] < 0) continue;
+            reads[s->in[k]]++;
+            if (ps->cand[j].kind != DN_NONE && is_data_operand(&ps->cand[j], k)) data_reads[s->in[k]]++;
+        }
+    }
+    for (int i = 0; i < plan->n_slots; i++)
+        if (plan->slots[i].kind == SLOT_VIEW) reads[plan->slots[i].root] += 1000;
+    for (int i = 0; i < plan->n_leaves; i++)
+        if (plan->leaf_slot[i] >= 0) reads[plan->leaf_slot[i]] += 1000;
+    for (int i = 0; i < plan->n_mutations; i++) {
+        reads[plan->mutations[i].slot] += 1000;
+        reads[plan->mutations[i].dst_slot] += 1000;
+    }
+}
+
+static bool touches_nhwc(const pass *ps, const plan_step *s, const dn_cand *c) {
+    if (ps->nhwc[s->out[0]]) return true;
+    for (int k = 0; k < s->n_in; k++)
+        if (s->in[k] >= 0 && is_data_operand(c, k) && ps->nhwc[s->in[k]]) return true;
+    return false;
+}
+
+tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
+    pthread_once(&g_once, init_once);
+    if (!g_enabled || level < TP_CPU_AVX2 || level != (int)tp_cpu_level_supported() || plan->n_steps == 0)
+        return TP_OK;
+    if (threads > 256) threads = 256;
+    pass ps = {.plan = plan, .threads = threads < 1 ? 1 : threads};
+    ps.cand = tp_calloc((size_t)plan->n_steps, sizeof *ps.cand);
+    ps.nhwc = tp_calloc((size_t)plan->n_slots, sizeof *ps.nhwc);
+    int *reads = tp_calloc((size_t)plan->n_slots, sizeof *reads);
+    int *data_reads = tp_calloc((size_t)plan->n_slots, sizeof *data_reads);
+    dn_step **built = tp_calloc((size_t)plan->n_steps, sizeof *built);
+    tp_status st = TP_OK;
+    if (!ps.cand || !ps.nhwc || !reads || !data_reads || !built)
+        st = tp_error(TP_ERR_NOMEM, "out of memory in the oneDNN layout pass");
+    int n_cand = 0;
+    for (int j = 0; st == TP_OK && j < plan->n_steps; j++) {
+        if (classify(&plan->steps[j], plan, &ps.cand[j])) n_cand++;
+    }
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    /* build every step touching an NHWC tensor; a step oneDNN declines
+     * leaves the candidates and the marking starts again */
+    for (bool again = st == TP_OK && n_cand >= 2; again;) {
+        again = false;
+        count_reads(&ps, reads, data_reads);
+        mark(&ps, reads, data_reads);
+        for (int j = 0; st == TP_OK && j < plan->n_steps; j++) {
+            const plan_step *s = &plan->steps[j];
+            const dn_cand *c = &ps.cand[j];
+            if (c->kind == DN_NONE || !touches_nhwc(&ps, s, c)) continue;
+            built[j] = tp_calloc(1, sizeof **built);
+            if (!built[j]) {
+                st = tp_error(TP_ERR_NOMEM, "out of memory in the oneDNN layout pass");
+                break;
+            }
+            st = c->kind == DN_CONV ? build_conv(&ps, s, c, built[j]) : build_other(&ps, s, c, built[j]);
+            if (st == TP_ERR_UNSUPPORTED) {
+                tp_clear_error();
+                st = TP_OK;
+                ps.cand[j].kind = DN_NONE;
+                for (int i = 0; i < plan->n_steps; i++) {
+                    dn_step_free(built[i]);
+                    built[i] = NULL;
+                }
+                again = true;
+                break;
+            }
+        }
+    }
+    omp_set_num_threads(saved);
+    for (int j = 0; st == TP_OK && j < plan->n_steps; j++) {
+        if (!built[j]) continue;
+        plan_step *s = &plan->steps[j];
+        dn_step *d = built[j];
+        built[j] = NULL;
+        size_t packed = 0;
+        for (int k = 0; k < d->n_chunks; k++)
+            if (d->chunks[k].wbase) packed += dnnl_memory_desc_get_size(&d->chunks[k].md[M_W]);
+        /* the old plan data holds folded weights and bias the chunks borrow */
+        d->keep = s->op_plan.data;
+        d->keep_free = s->op_plan.free_data;
+        d->per_thread = d->scratch + d->stage_src_bytes + d->stage_dst_bytes;
+        plan->packed_bytes += packed;
+        tp_op_plan np;
+        memset(&np, 0, sizeof np);
+        np.run = dn_run;
+        np.variant = "onednn";
+        np.max_threads = d->n_chunks;
+        np.workspace = d->per_thread * (size_t)d->n_chunks;
+        np.data = d;
+        np.data_bytes = s->op_plan.data_bytes + packed;
+        np.free_data = dn_step_free;
+        np.ctx_new = dn_ctx_new;
+        np.ctx_free = dn_ctx_free;
+        if (d->kind == DN_CONV && d->ires >= 0 && ps.nhwc[s->in[d->ires]] == ps.nhwc[s->out[0]]) {
+            np.inplace_ok = true; /* the summed residual may be dst itself */
+            np.inplace_in = d->ires;
+        } else if (d->kind == DN_UNARY || d->kind == DN_BINARY) {
+            np.inplace_ok = true; /* same layout in and out (layouts_ok) */
+            np.inplace_in = d->in_src;
+        }
+        s->op_plan = np;
+        if (np.workspace > plan->workspace_bytes) plan->workspace_bytes = np.workspace;
+    }
+    for (int j = 0; built && j < plan->n_steps; j++) dn_step_free(built[j]);
+    tp_free(built);
+    tp_free(reads);
+    tp_free(data_reads);
+    tp_free(ps.cand);
+    tp_free(ps.nhwc);
+    return st;
+}
+
+#endif

@@ -1,0 +1,363 @@
+/*
+ * test_onednn.c - the NHWC layout pass (src/cpu/onednn.c) against the
+ * reference kernels on small networks: the convolution under test sits
+ * between two others, so it reads and writes channels-last tensors inside
+ * a region while the first and last convolutions convert at its edges.
+ * Cases cover every stride / padding / dilation / group combination the
+ * pass claims (1x1 with stride 1 and 2, 3x3, 5x5, 7x7 stems, dilation,
+ * asymmetric padding, grouped, depthwise with multiplier 1 and 2), odd
+ * spatial sizes, batch 1 and 3, max pooling (ceil mode, dilation),
+ * residual adds fused as sums, standalone activations and adds, and the
+ * squeeze-excitation multiply by a [N, C, 1, 1] tensor. Every net runs at
+ * the reference level and at the CPU's level with 1 and 2 threads (row
+ * bands at batch 1, images at batch 3), and the profile must show oneDNN
+ * steps: a build without oneDNN reports the test skipped (exit 77).
+ *
+ * Tolerance: rtol 1e-4, atol 1e-4 on outputs of order 1 (weights are
+ * scaled by 1/sqrt(fan-in)); the reference accumulates in double, oneDNN
+ * in float32 in its own order, and its exp-based activations (SiLU,
+ * sigmoid, GELU) are within a few float32 ulps.
+ */
+#include <math.h>
+
+#include "engine_impl.h"
+#include "program_examples.h"
+#include "test_util.h"
+#include "tpexport/run.h"
+
+static uint32_t g_seed = 777;
+static float frand(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return (float)(g_seed >> 8) / 16777216.0f - 0.5f;
+}
+
+static tp_tensor *rand_t(int ndim, const int64_t *sizes, float scale) {
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, ndim, sizes, &t));
+    if (!t) return NULL;
+    float *d = tp_tensor_data(t);
+    for (int64_t i = 0; i < tp_tensor_numel(t); i++) d[i] = frand() * scale;
+    return t;
+}
+
+enum { L_CONV, L_POOL, L_UNARY, L_ADD, L_SE };
+
+/* One layer: a convolution (cout, kernel, stride, padding, dilation,
+ * groups, bias, activation op or TP_OP_INVALID, res: add outs[res] before
+ * the activation), a max pool (k, s, p, d, ceil), a unary op, an add of
+ * outs[res], or x * sigmoid(mean(outs[res])) (ceil set: the scale first). outs[0] is the input and
+ * outs[i + 1] layer i's output; a layer reads outs[from - 1] when from > 0,
+ * else the previous layer's output. */
+typedef struct layer {
+    int kind;
+    int64_t cout, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    bool bias, ceil;
+    tp_op act;
+    int res;
+    int from; /* 0: reads the previous layer's output; k > 0: layer k-1's (outs[k - 1] ... see build) */
+} layer;
+
+#define MAXL 8
+
+typedef struct net_case {
+    const char *label;
+    int64_t n, c, h, w;
+    int n_layers;
+    layer l[MAXL];
+} net_case;
+
+static tp_value pair(int64_t a, int64_t b) {
+    tp_value l;
+    int64_t v[2] = {a, b};
+    CHECK_OK(tp_value_int_list(v, 2, &l));
+    return l;
+}
+
+typedef struct built {
+    tp_program *p;
+    tp_tensor *x;
+} built;
+
+/* Shapes of every layer's output, computed as PyTorch does. */
+static void out_shape(const layer *L, const int64_t *in, int64_t *out) {
+    out[0] = in[0];
+    out[1] = L->kind == L_CONV ? L->cout : in[1];
+    if (L->kind == L_CONV || L->kind == L_POOL) {
+        int64_t kh = L->kh, kw = L->kw;
+        for (int d = 0; d < 2; d++) {
+            int64_t i = in[2 + d], k = d ? kw : kh, s = d ? L->sw : L->sh, p = d ? L->pw : L->ph,
+                    dl = d ? L->dw : L->dh;
+            int64_t span = i + 2 * p - dl * (k - 1) - 1;
+            int64_t o = (L->ceil ? (span + s - 1) / s : span / s) + 1;
+            if (L->ceil && (o - 1) * s >= i + p) o--;
+            out[2 + d] = o;
+        }
+    } else {
+        out[2] = in[2];
+        out[3] = in[3];
+    }
+}
+
+static built build(const net_case *c) {
+    built b = {0};
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return b;
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    int64_t shape[MAXL + 1][4] = {{c->n, c->c, c->h, c->w}};
+    tp_node *wn[MAXL] = {0}, *bn[MAXL] = {0};
+    tp_tensor *wt[MAXL] = {0}, *bt[MAXL] = {0};
+    char name[32];
+    for (int i = 0; i < c->n_layers; i++) {
+        const layer *L = &c->l[i];
+        const int64_t *in = shape[L->from > 0 ? L->from - 1 : i];
+        out_shape(L, in, shape[i + 1]);
+        if (L->kind != L_CONV) continue;
+        int64_t ws[4] = {L->cout, in[1] / L->groups, L->kh, L->kw};
+        float scale = 2.0f / sqrtf((float)(ws[1] * L->kh * L->kw));
+        wt[i] = rand_t(4, ws, scale);
+        snprintf(name, sizeof name, "p_w%d", i);
+        wn[i] = placeholder(g, name, 4, ws);
+        CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor(name), name + 2, TP_PERSISTENT_UNSET));
+        if (L->bias) {
+            bt[i] = rand_t(1, &L->cout, 0.5f);
+            snprintf(name, sizeof name, "p_b%d", i);
+            bn[i] = placeholder(g, name, 1, &L->cout);
+            CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor(name), name + 2, TP_PERSISTENT_UNSET));
+        }
+    }
+    tp_node *cur = placeholder(g, "x", 4, shape[0]);
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    tp_node *outs[MAXL + 1] = {cur};
+    for (int i = 0; i < c->n_layers && cur; i++) {
+        const layer *L = &c->l[i];
+        if (L->from > 0) cur = outs[L->from - 1];
+        if (L->kind == L_CONV) {
+            tp_value a[7] = {N(cur), N(wn[i]), bn[i] ? N(bn[i]) : tp_value_none(), pair(L->sh, L->sw),
+                             pair(L->ph, L->pw), pair(L->dh, L->dw), tp_value_int(L->groups)};
+            cur = call(g, TP_OP_CONV2D, 7, a);
+            for (int k = 3; k < 6; k++) tp_value_clear(&a[k]);
+            if (L->res >= 0) cur = call(g, TP_OP_ADD, 2, (tp_value[]){N(cur), N(outs[L->res])});
+            if (L->act != TP_OP_INVALID) cur = call(g, L->act, 1, (tp_value[]){N(cur)});
+        } else if (L->kind == L_POOL) {
+            tp_value a[6] = {N(cur), pair(L->kh, L->kw), pair(L->sh, L->sw), pair(L->ph, L->pw),
+                             pair(L->dh, L->dw), tp_value_bool(L->ceil)};
+            cur = call(g, TP_OP_MAX_POOL2D, 6, a);
+            for (int k = 1; k < 5; k++) tp_value_clear(&a[k]);
+        } else if (L->kind == L_UNARY) {
+            cur = call(g, L->act, 1, (tp_value[]){N(cur)});
+        } else if (L->kind == L_ADD) {
+            cur = call(g, TP_OP_ADD, 2, (tp_value[]){N(cur), N(outs[L->res])});
+        } else {
+            tp_value a[3] = {N(outs[L->res]), pair(2, 3), tp_value_bool(true)};
+            tp_node *m = call(g, TP_OP_MEAN, 3, a);
+            tp_value_clear(&a[1]);
+            tp_node *sg = m ? call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(m)}) : NULL;
+            /* ceil set: scale * x, as torchvision writes it */
+            cur = !sg ? NULL
+                  : L->ceil ? call(g, TP_OP_MUL, 2, (tp_value[]){N(sg), N(cur)})
+                            : call(g, TP_OP_MUL, 2, (tp_value[]){N(cur), N(sg)});
+        }
+        outs[i + 1] = cur;
+    }
+    if (!cur) {
+        CHECK_MSG(false, "%s: building the graph: %s", c->label, tp_last_error());
+        tp_graph_free(g);
+        tp_signature_free(s);
+        goto out;
+    }
+    output_nodes(g, 1, (tp_node *[]){cur});
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(cur)), NULL));
+    CHECK_OK(tp_program_new(g, s, &b.p));
+    for (int i = 0; b.p && i < c->n_layers; i++) {
+        if (wt[i]) {
+            snprintf(name, sizeof name, "w%d", i);
+            CHECK_OK(tp_program_set_state(b.p, name, TP_STATE_PARAMETER, wt[i], true));
+        }
+        if (bt[i]) {
+            snprintf(name, sizeof name, "b%d", i);
+            CHECK_OK(tp_program_set_state(b.p, name, TP_STATE_PARAMETER, bt[i], true));
+        }
+    }
+    b.x = rand_t(4, shape[0], 2.0f);
+out:
+    for (int i = 0; i < MAXL; i++) {
+        tp_tensor_free(wt[i]);
+        tp_tensor_free(bt[i]);
+    }
+    return b;
+}
+
+typedef struct counts {
+    int onednn, steps;
+} counts;
+
+static void on_event(void *user, const tp_profile_event *ev) {
+    counts *c = user;
+    c->steps++;
+    if (strcmp(ev->variant, "onednn") == 0) c->onednn++;
+}
+
+static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *cnt) {
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.cpu_level = level;
+    opt.num_threads = threads;
+    opt.profile = on_event;
+    opt.profile_user = cnt;
+    tp_run *r = NULL;
+    tp_tensor *out = NULL;
+    CHECK_OK(tp_run_new(b->p, &opt, &r));
+    /* twice: the second call reuses the run context's oneDNN state */
+    for (int k = 0; r && k < 2; k++) {
+        memset(cnt, 0, sizeof *cnt);
+        if (tp_run_execute(r, (tp_tensor *[]){b->x}, 1, NULL, 0) != TP_OK) {
+            CHECK_MSG(false, "tp_run_execute: %s", tp_last_error());
+            break;
+        }
+        tp_tensor_free(out);
+        out = NULL;
+        CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &out));
+    }
+    tp_run_free(r);
+    return out;
+}
+
+/* min_onednn: at least this many steps must run on oneDNN. */
+static void check_net(const net_case *c, int min_onednn) {
+    built b = build(c);
+    if (!b.p || !b.x) {
+        tp_program_free(b.p);
+        tp_tensor_free(b.x);
+        return;
+    }
+    counts cnt;
+    tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt);
+    CHECK_MSG(want != NULL, "%s: reference run failed", c->label);
+    for (int th = 1; want && th <= 2; th++) {
+        tp_tensor *got = run(&b, tp_cpu_level_supported(), th, &cnt);
+        char msg[256] = "";
+        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", c->label, th,
+                  got ? msg : "no result");
+        CHECK_MSG(cnt.onednn >= min_onednn, "%s: %d of %d steps ran oneDNN, want at least %d", c->label, cnt.onednn,
+                  cnt.steps, min_onednn);
+        tp_tensor_free(got);
+    }
+    tp_tensor_free(want);
+    tp_tensor_free(b.x);
+    tp_program_free(b.p);
+}
+
+#define CONV(co, k, s, p, d, g, act) {L_CONV, co, k, k, s, s, p, p, d, d, g, true, false, act, -1, 0}
+#define RELU TP_OP_RELU
+#define NONE TP_OP_INVALID
+
+/* The convolution under test between a 3x3 head and a 1x1 tail. */
+static void check_conv(const char *label, int64_t n, int64_t h, int64_t w, int64_t cin, layer mid) {
+    net_case c = {label, n, 3, h, w, 3, {CONV(cin, 3, 1, 1, 1, 1, RELU), mid, CONV(5, 1, 1, 0, 1, 1, NONE)}};
+    check_net(&c, 3);
+}
+
+TEST(test_conv_combinations) {
+    struct {
+        const char *label;
+        int64_t n, h, w, cin;
+        layer mid;
+    } cases[] = {
+        {"1x1 s1", 1, 9, 11, 8, CONV(16, 1, 1, 0, 1, 1, RELU)},
+        {"1x1 s2 batch 3", 3, 9, 11, 8, CONV(16, 1, 2, 0, 1, 1, NONE)},
+        {"1x1 s2 even", 1, 8, 8, 16, CONV(32, 1, 2, 0, 1, 1, RELU)},
+        {"3x3 s1 p1", 1, 17, 15, 3, CONV(8, 3, 1, 1, 1, 1, RELU)},
+        {"3x3 s2 odd", 3, 13, 7, 5, CONV(7, 3, 2, 1, 1, 1, TP_OP_RELU6)},
+        {"3x3 s2 p0", 1, 10, 11, 6, CONV(6, 3, 2, 0, 1, 1, TP_OP_SILU)},
+        {"dilation 2", 1, 12, 12, 4, CONV(6, 3, 1, 2, 2, 1, TP_OP_HARDSWISH)},
+        {"5x5 s2 p2", 1, 11, 9, 4, CONV(6, 5, 2, 2, 1, 1, TP_OP_GELU)},
+        {"7x7 s2 p3", 1, 23, 21, 3, CONV(16, 7, 2, 3, 1, 1, RELU)},
+        {"asymmetric padding", 1, 9, 10, 4, {L_CONV, 8, 3, 5, 1, 2, 1, 2, 1, 1, 1, true, false, RELU, -1, 0}},
+        {"grouped", 1, 9, 9, 6, CONV(6, 3, 1, 1, 1, 3, RELU)},
+        {"depthwise 3x3 s1", 1, 15, 17, 8, CONV(8, 3, 1, 1, 1, 8, TP_OP_RELU6)},
+        {"depthwise 3x3 s2 batch 3", 3, 15, 16, 8, CONV(8, 3, 2, 1, 1, 8, TP_OP_SILU)},
+        {"depthwise dilated", 1, 14, 14, 8, CONV(8, 3, 1, 2, 2, 8, NONE)},
+        {"depthwise 5x5 s2", 1, 11, 13, 24, CONV(24, 5, 2, 2, 1, 24, TP_OP_SIGMOID)},
+        {"depthwise multiplier 2", 1, 9, 9, 4, CONV(8, 3, 1, 1, 1, 4, RELU)},
+        {"many channels", 1, 14, 14, 64, CONV(64, 3, 1, 1, 1, 1, RELU)},
+        {"tall odd rows", 1, 31, 5, 8, CONV(12, 3, 1, 1, 1, 1, TP_OP_TANH)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_conv(cases[i].label, cases[i].n, cases[i].h, cases[i].w, cases[i].cin, cases[i].mid);
+}
+
+TEST(test_regions) {
+    const net_case nets[] = {
+        {"resnet block", 1, 3, 20, 18, 5,
+         {CONV(16, 7, 2, 3, 1, 1, RELU),
+          {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+          CONV(16, 3, 1, 1, 1, 1, RELU),
+          {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 2, 0},
+          CONV(8, 1, 1, 0, 1, 1, NONE)}},
+        {"resnet block batch 3", 3, 3, 12, 12, 4,
+         {CONV(16, 3, 1, 1, 1, 1, RELU),
+          CONV(16, 3, 1, 1, 1, 1, RELU),
+          {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, RELU, 1, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"downsample residual", 1, 3, 16, 16, 5,
+         {CONV(8, 3, 1, 1, 1, 1, RELU),
+          CONV(16, 3, 2, 1, 1, 1, RELU),
+          CONV(16, 3, 1, 1, 1, 1, NONE),
+          {L_CONV, 16, 1, 1, 2, 2, 0, 0, 1, 1, 1, true, false, RELU, 3, 2},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"pools: ceil mode, unary, add", 1, 3, 19, 17, 6,
+         {CONV(8, 3, 1, 1, 1, 1, RELU),
+          {L_POOL, 0, 3, 3, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0},
+          {L_UNARY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, TP_OP_TANH, -1, 0},
+          {L_POOL, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+          {L_ADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 3, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"squeeze-excitation", 1, 3, 14, 14, 5,
+         {CONV(16, 3, 1, 1, 1, 1, TP_OP_SILU),
+          CONV(16, 3, 1, 1, 1, 16, TP_OP_SILU),
+          CONV(16, 1, 1, 0, 1, 1, NONE),
+          {L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 2, 0},
+          CONV(8, 1, 1, 0, 1, 1, NONE)}},
+        {"squeeze-excitation, scale first, batch 3", 3, 3, 9, 11, 5,
+         {CONV(16, 3, 1, 1, 1, 1, TP_OP_SILU),
+          CONV(16, 3, 1, 1, 1, 16, TP_OP_SILU),
+          {L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, true, NONE, 2, 0},
+          CONV(8, 1, 1, 0, 1, 1, NONE),
+          CONV(8, 3, 1, 1, 1, 1, NONE)}},
+        {"mobilenet block batch 3", 3, 3, 15, 15, 5,
+         {CONV(16, 3, 2, 1, 1, 1, TP_OP_RELU6),
+          CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6),
+          CONV(32, 3, 1, 1, 1, 32, TP_OP_RELU6),
+          {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 1, 0},
+          CONV(8, 1, 1, 0, 1, 1, NONE)}},
+    };
+    /* steps expected on oneDNN: every one (the SE block's mean over H and W
+     * runs as a global average pool, its sigmoid on the [N, C, 1, 1] result) */
+    const int expect[] = {5, 4, 5, 6, 7, 7, 5};
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) check_net(&nets[i], expect[i]);
+    /* oneDNN has only a reference kernel for a dilated max pool: that step
+     * keeps ours, the layouts around it fall back to NCHW (the retry), and
+     * the 1x1 pair after it still forms a region */
+    const net_case fallback = {"dilated pool", 1, 3, 12, 12, 5,
+                               {CONV(8, 3, 1, 1, 1, 1, RELU),
+                                {L_POOL, 0, 2, 2, 1, 1, 1, 1, 2, 2, 1, false, false, NONE, -1, 0},
+                                CONV(8, 1, 1, 0, 1, 1, RELU),
+                                CONV(8, 3, 1, 1, 1, 1, RELU),
+                                CONV(4, 1, 1, 0, 1, 1, NONE)}};
+    check_net(&fallback, 3);
+}
+
+int main(int argc, char **argv) {
+    if (!tp__onednn_enabled()) {
+        printf("SKIP test_onednn: built without oneDNN (Debian libdnnl-dev) or disabled by TP_ONEDNN=0\n");
+        return 77;
+    }
+    if (tp_cpu_level_supported() < TP_CPU_AVX2) {
+        printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
+        return 77;
+    }
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions)};
+    return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
+}
