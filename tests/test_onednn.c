@@ -7,8 +7,10 @@
  * pass claims (1x1 with stride 1 and 2, 3x3, 5x5, 7x7 stems, dilation,
  * asymmetric padding, grouped, depthwise with multiplier 1 and 2), odd
  * spatial sizes, batch 1 and 3, max pooling (ceil mode, dilation),
- * residual adds fused as sums, standalone activations and adds, and the
- * squeeze-excitation multiply by a [N, C, 1, 1] tensor. Every net runs at
+ * residual adds fused as sums, standalone activations and adds, the
+ * squeeze-excitation multiply by a [N, C, 1, 1] tensor (either order), and
+ * pools and activations at a region's edges (reading the NCHW input,
+ * writing the NCHW output). Every net runs at
  * the reference level and at the CPU's level with 1 and 2 threads (row
  * bands at batch 1, images at batch 3), and the profile must show oneDNN
  * steps: a build without oneDNN reports the test skipped (exit 77).
@@ -326,6 +328,12 @@ TEST(test_regions) {
           {L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, true, NONE, 2, 0},
           CONV(8, 1, 1, 0, 1, 1, NONE),
           CONV(8, 3, 1, 1, 1, 1, NONE)}},
+        {"pools at both edges", 2, 3, 14, 13, 5,
+         {{L_POOL, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0},
+          CONV(8, 3, 1, 1, 1, 1, RELU),
+          CONV(8, 3, 1, 1, 1, 1, RELU),
+          {L_UNARY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, TP_OP_SIGMOID, -1, 0},
+          {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0}}},
         {"mobilenet block batch 3", 3, 3, 15, 15, 5,
          {CONV(16, 3, 2, 1, 1, 1, TP_OP_RELU6),
           CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6),
@@ -335,7 +343,7 @@ TEST(test_regions) {
     };
     /* steps expected on oneDNN: every one (the SE block's mean over H and W
      * runs as a global average pool, its sigmoid on the [N, C, 1, 1] result) */
-    const int expect[] = {5, 4, 5, 6, 7, 7, 5};
+    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 5};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) check_net(&nets[i], expect[i]);
     /* oneDNN has only a reference kernel for a dilated max pool: that step
      * keeps ours, the layouts around it fall back to NCHW (the retry), and

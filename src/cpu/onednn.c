@@ -183,7 +183,9 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     if (saved != 1) omp_set_num_threads(1);
     dnnl_stream_t stream = c->streams[ex->ith];
     dnnl_status_t st = dnnl_success;
-    for (int k = ex->ith; k < d->n_chunks && st == dnnl_success; k += ex->nth) {
+    /* chunk 0 is the whole step, for one thread; 1.. the cut, for several */
+    int lo = d->n_chunks > 1 && ex->nth > 1 ? 1 : 0, hi = d->n_chunks > 1 && ex->nth == 1 ? 1 : d->n_chunks;
+    for (int k = lo + ex->ith; k < hi && st == dnnl_success; k += ex->nth) {
         const dn_chunk *ch = &d->chunks[k];
         dnnl_memory_t *m = &c->mem[k * M_COUNT];
         if (d->stage_src) {
@@ -474,8 +476,19 @@ static tp_status pack_weights(dn_chunk *ch, const dnnl_memory_desc_t *user, cons
 }
 
 /* Cut n images of oh output rows into chunks: whole images when there are
- * at least as many as threads, else bands of rows of the one image. */
+ * at least as many as threads, else bands of rows of the one image. With
+ * more than one chunk, out[0] is the whole step (what one thread runs:
+ * cutting it would only re-read the weights) and out[1..k] the cut. */
+static int split_parts(int64_t n, int64_t oh, int threads, double work, band *out);
+
 static int split(int64_t n, int64_t oh, int threads, double work, band *out) {
+    int k = split_parts(n, oh, threads, work, out + 1);
+    out[0] = (band){0, n, 0, oh};
+    if (k == 1) return 1;
+    return k + 1;
+}
+
+static int split_parts(int64_t n, int64_t oh, int threads, double work, band *out) {
     int want = (int)(work / 4e5);
     if (want < 1) want = 1;
     if (want > threads) want = threads;
@@ -508,11 +521,33 @@ static int64_t pad_right(int64_t in, int64_t out, int64_t k, int64_t s, int64_t 
     return r < 0 ? 0 : r;
 }
 
+/* Where chunk ch's primitive reads (dense NHWC band ib of a tensor with
+ * sizes xs) and writes (band ob of ys): the tensors themselves when they
+ * are NHWC, else staging buffers reordered from / to the NCHW bands. */
+static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, band ib, const int64_t *ys, bool ny,
+                       band ob) {
+    size_t sb = (dnnl_memory_desc_get_size(&ch->md[M_SRC]) + 63) & ~(size_t)63;
+    size_t db = (dnnl_memory_desc_get_size(&ch->md[M_DST]) + 63) & ~(size_t)63;
+    TP_TRY(band_md(&ch->md[M_SRC_T], xs, nx, ib, &ch->off[nx ? M_SRC : M_SRC_T]));
+    if (!nx) {
+        ch->has[M_SRC_T] = true;
+        TP_TRY(make_reorder(&ch->md[M_SRC_T], &ch->md[M_SRC], &ch->r_src));
+        if (sb > d->stage_src_bytes) d->stage_src_bytes = sb;
+    }
+    TP_TRY(band_md(&ch->md[M_DST_T], ys, ny, ob, &ch->off[ny ? M_DST : M_DST_T]));
+    if (!ny) {
+        ch->has[M_DST_T] = true;
+        TP_TRY(make_reorder(&ch->md[M_DST], &ch->md[M_DST_T], &ch->r_dst));
+        if (db > d->stage_dst_bytes) d->stage_dst_bytes = db;
+    }
+    return TP_OK;
+}
+
 static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_step *d) {
     const tp_conv_info *v = &c->conv;
     const plan_slot *x = &ps->plan->slots[s->in[0]], *y = &ps->plan->slots[s->out[0]];
     bool nx = is_nhwc(ps, s->in[0]), ny = is_nhwc(ps, s->out[0]);
-    band bands[256];
+    band bands[257];
     double work = 2.0 * (double)v->n * (double)v->cout * (double)(v->oh * v->ow) * (double)(v->cin / v->groups) *
                   (double)(v->kh * v->kw);
     int k = split(v->n, v->oh, ps->threads, work, bands);
@@ -575,21 +610,7 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
             if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
         if (same) ch->w = same->w;
         else st = pack_weights(ch, &umd, v->weight);
-        size_t sb = dnnl_memory_desc_get_size(&smd), db = dnnl_memory_desc_get_size(&dmd);
-        sb = (sb + 63) & ~(size_t)63;
-        db = (db + 63) & ~(size_t)63;
-        if (st == TP_OK) st = band_md(&ch->md[M_SRC_T], x->sizes, nx, ib, &ch->off[nx ? M_SRC : M_SRC_T]);
-        if (st == TP_OK && !nx) {
-            ch->has[M_SRC_T] = true;
-            st = make_reorder(&ch->md[M_SRC_T], &smd, &ch->r_src);
-            if (sb > d->stage_src_bytes) d->stage_src_bytes = sb;
-        }
-        if (st == TP_OK) st = band_md(&ch->md[M_DST_T], y->sizes, ny, ob, &ch->off[ny ? M_DST : M_DST_T]);
-        if (st == TP_OK && !ny) {
-            ch->has[M_DST_T] = true;
-            st = make_reorder(&dmd, &ch->md[M_DST_T], &ch->r_dst);
-            if (db > d->stage_dst_bytes) d->stage_dst_bytes = db;
-        }
+        if (st == TP_OK) st = stage(d, ch, x->sizes, nx, ib, y->sizes, ny, ob);
         if (st == TP_OK && v->ires >= 0) {
             const plan_slot *r = &ps->plan->slots[s->in[v->ires]];
             st = band_md(&ch->md[M_RES], r->sizes, nres, ob, &ch->off[M_RES]);
@@ -611,13 +632,18 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
 static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_step *d) {
     const plan_slot *x = &ps->plan->slots[s->in[c->kind == DN_BINARY ? c->bin_a : 0]], *y = &ps->plan->slots[s->out[0]];
     const int64_t *xs = x->sizes, *ys = y->sizes;
-    band bands[256];
+    band bands[257];
     double work = (double)(ys[0] * ys[1] * ys[2] * ys[3]) * (c->kind == DN_POOL ? (double)(c->pool[4] * c->pool[5]) : 1.0);
     int k = split(ys[0], ys[2], ps->threads, work * 4, bands);
     d->kind = c->kind;
     d->ires = -1;
     d->in_src = c->kind == DN_BINARY ? c->bin_a : 0;
     d->in_src1 = c->kind == DN_BINARY ? c->bin_b : -1;
+    /* pools and activations convert at a region's edge like convolutions;
+     * a binary op's layouts match (layouts_ok) */
+    bool nx = c->kind == DN_BINARY || is_nhwc(ps, s->in[0]), ny = c->kind == DN_BINARY || is_nhwc(ps, s->out[0]);
+    d->stage_src = !nx;
+    d->stage_dst = !ny;
     d->n_chunks = k;
     d->chunks = tp_calloc((size_t)k, sizeof *d->chunks);
     TP_CHECK(d->chunks != NULL, TP_ERR_NOMEM, "out of memory planning oneDNN steps");
@@ -627,8 +653,8 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
         int64_t pt = 0, pb = 0;
         if (c->kind == DN_POOL) input_rows(ob, xs[2], c->pool[4], c->pool[6], c->pool[8], c->pool[10], &ib.r0, &ib.r1, &pt, &pb);
         dnnl_memory_desc_t smd, dmd, bmd;
-        TP_TRY(band_md(&smd, xs, true, ib, &ch->off[M_SRC]));
-        TP_TRY(band_md(&dmd, ys, true, ob, &ch->off[M_DST]));
+        TP_TRY(dense_md(&smd, xs, ib));
+        TP_TRY(dense_md(&dmd, ys, ob));
         dnnl_primitive_attr_t attr;
         TP_TRY(make_attr(&attr, false, 0, 0, 0));
         dnnl_status_t dst = dnnl_success;
@@ -666,6 +692,11 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
         ch->md[M_SRC] = smd;
         ch->md[M_DST] = dmd;
         ch->has[M_SRC] = ch->has[M_DST] = true;
+        st = stage(d, ch, xs, nx, ib, ys, ny, ob);
+        if (st != TP_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
         TP_TRY(finish_chunk(ch, pd, &d->scratch));
     }
     return TP_OK;
@@ -683,8 +714,6 @@ static bool same_layout(const pass *ps, int a, int b, int *bad) {
 /* Does step s (a candidate) accept the layouts chosen for its operands? */
 static bool layouts_ok(const pass *ps, const plan_step *s, const dn_cand *c, int *bad) {
     switch (c->kind) {
-    case DN_POOL:
-    case DN_UNARY: return same_layout(ps, s->in[0], s->out[0], bad);
     case DN_BINARY:
         return same_layout(ps, s->in[c->bin_a], s->out[0], bad) && same_layout(ps, s->in[c->bin_b], s->in[c->bin_a], bad);
     default: return true;
@@ -819,8 +848,8 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         memset(&np, 0, sizeof np);
         np.run = dn_run;
         np.variant = "onednn";
-        np.max_threads = d->n_chunks;
-        np.workspace = d->per_thread * (size_t)d->n_chunks;
+        np.max_threads = d->n_chunks > 1 ? d->n_chunks - 1 : 1;
+        np.workspace = d->per_thread * (size_t)np.max_threads;
         np.data = d;
         np.data_bytes = s->op_plan.data_bytes + packed;
         np.free_data = dn_step_free;
@@ -829,8 +858,9 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         if (d->kind == DN_CONV && d->ires >= 0 && ps.nhwc[s->in[d->ires]] == ps.nhwc[s->out[0]]) {
             np.inplace_ok = true; /* the summed residual may be dst itself */
             np.inplace_in = d->ires;
-        } else if (d->kind == DN_UNARY || d->kind == DN_BINARY) {
-            np.inplace_ok = true; /* same layout in and out (layouts_ok) */
+        } else if ((d->kind == DN_UNARY && !d->stage_src && !d->stage_dst) || d->kind == DN_BINARY) {
+            /* same layout in and out: a band reads only the bytes it writes */
+            np.inplace_ok = true;
             np.inplace_in = d->in_src;
         }
         s->op_plan = np;
