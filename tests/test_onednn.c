@@ -10,7 +10,8 @@
  * residual adds fused as sums, standalone activations and adds, the
  * squeeze-excitation multiply by a [N, C, 1, 1] tensor (either order), and
  * pools and activations at a region's edges (reading the NCHW input,
- * writing the NCHW output). Every net runs at
+ * writing the NCHW output), and conv1d chains ([N, C, L] as [N, C, 1, L],
+ * cut into column bands at batch 1). Every net runs at
  * the reference level and at the CPU's level with 1 and 2 threads (row
  * bands at batch 1, images at batch 3), and the profile must show oneDNN
  * steps: a build without oneDNN reports the test skipped (exit 77).
@@ -357,6 +358,92 @@ TEST(test_regions) {
     check_net(&fallback, 3);
 }
 
+/* conv1d chains: [N, C, L] runs as [N, C, 1, L], cut into column bands at
+ * batch 1. x -> conv1d(k5, s2) relu -> conv1d(k3, p2, d2, groups) relu ->
+ * conv1d(k1) -> mean over L, kept. */
+static void check_conv1d(const char *label, int64_t n, int64_t c, int64_t len, int64_t groups) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    const int64_t ch[4] = {c, 16, 16, 8}, k[3] = {5, 3, 1}, st[3] = {2, 1, 1}, pd[3] = {0, 2, 0}, dl[3] = {1, 2, 1},
+                  gr[3] = {1, groups, 1};
+    tp_node *wn[3], *bn[3];
+    tp_tensor *wt[3], *bt[3];
+    char name[16];
+    for (int i = 0; i < 3; i++) {
+        int64_t ws[3] = {ch[i + 1], ch[i] / gr[i], k[i]};
+        wt[i] = rand_t(3, ws, 2.0f / sqrtf((float)(ws[1] * k[i])));
+        bt[i] = rand_t(1, &ch[i + 1], 0.5f);
+        snprintf(name, sizeof name, "p_w%d", i);
+        wn[i] = placeholder(g, name, 3, ws);
+        CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor(name), name + 2, TP_PERSISTENT_UNSET));
+        snprintf(name, sizeof name, "p_b%d", i);
+        bn[i] = placeholder(g, name, 1, &ch[i + 1]);
+        CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor(name), name + 2, TP_PERSISTENT_UNSET));
+    }
+    int64_t xs[3] = {n, c, len};
+    tp_node *cur = placeholder(g, "x", 3, xs);
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 0; i < 3 && cur; i++) {
+        tp_value a[7];
+        a[0] = N(cur), a[1] = N(wn[i]), a[2] = N(bn[i]), a[6] = tp_value_int(gr[i]);
+        CHECK_OK(tp_value_int_list(&st[i], 1, &a[3]));
+        CHECK_OK(tp_value_int_list(&pd[i], 1, &a[4]));
+        CHECK_OK(tp_value_int_list(&dl[i], 1, &a[5]));
+        cur = call(g, TP_OP_CONV1D, 7, a);
+        for (int q = 3; q < 6; q++) tp_value_clear(&a[q]);
+        if (cur && i < 2) cur = call(g, TP_OP_RELU, 1, (tp_value[]){N(cur)});
+    }
+    if (cur) {
+        int64_t dim = 2;
+        tp_value a[3] = {N(cur), tp_value_none(), tp_value_bool(true)};
+        CHECK_OK(tp_value_int_list(&dim, 1, &a[1]));
+        cur = call(g, TP_OP_MEAN, 3, a);
+        tp_value_clear(&a[1]);
+    }
+    built b = {0};
+    if (cur) {
+        output_nodes(g, 1, (tp_node *[]){cur});
+        CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(cur)), NULL));
+        CHECK_OK(tp_program_new(g, s, &b.p));
+    } else {
+        CHECK_MSG(false, "%s: building the graph: %s", label, tp_last_error());
+        tp_graph_free(g);
+        tp_signature_free(s);
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "w%d", i);
+        if (b.p) CHECK_OK(tp_program_set_state(b.p, name, TP_STATE_PARAMETER, wt[i], true));
+        snprintf(name, sizeof name, "b%d", i);
+        if (b.p) CHECK_OK(tp_program_set_state(b.p, name, TP_STATE_PARAMETER, bt[i], true));
+        tp_tensor_free(wt[i]);
+        tp_tensor_free(bt[i]);
+    }
+    if (!b.p) return;
+    b.x = rand_t(3, xs, 2.0f);
+    counts cnt;
+    tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt);
+    for (int th = 1; want && th <= 2; th++) {
+        tp_tensor *got = run(&b, tp_cpu_level_supported(), th, &cnt);
+        char msg[256] = "";
+        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", label, th,
+                  got ? msg : "no result");
+        CHECK_MSG(cnt.onednn == 4, "%s: %d of %d steps ran oneDNN, want 4", label, cnt.onednn, cnt.steps);
+        tp_tensor_free(got);
+    }
+    tp_tensor_free(want);
+    tp_tensor_free(b.x);
+    tp_program_free(b.p);
+}
+
+TEST(test_conv1d) {
+    check_conv1d("conv1d batch 1", 1, 4, 4001, 1);
+    check_conv1d("conv1d batch 3, odd length", 3, 4, 333, 1);
+    check_conv1d("conv1d depthwise middle", 1, 4, 2050, 16);
+}
+
 int main(int argc, char **argv) {
     if (!tp__onednn_enabled()) {
         printf("SKIP test_onednn: built without oneDNN (Debian libdnnl-dev) or disabled by TP_ONEDNN=0\n");
@@ -366,6 +453,6 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions)};
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions), T(test_conv1d)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -435,7 +435,8 @@ bool tp__conv_info(const tp_op_plan *plan, tp_conv_info *out) {
                           .oh = cp->oh, .ow = cp->ow, .kh = cp->kh, .kw = cp->kw, .sh = cp->sh, .sw = cp->sw,
                           .ph = cp->ph, .pw = cp->pw, .dh = cp->dh, .dw = cp->dw, .groups = cp->groups,
                           .ires = cp->ires, .act = cp->act};
-    out->input_contiguous = cp->in_s[3] == 1 && cp->in_s[2] == cp->w && cp->in_s[1] == cp->h * cp->w &&
+    /* conv1d plans have h = 1 and no row stride */
+    out->input_contiguous = cp->in_s[3] == 1 && (cp->h == 1 || cp->in_s[2] == cp->w) && cp->in_s[1] == cp->h * cp->w &&
                             cp->in_s[0] == cp->cin * cp->h * cp->w;
     if (cp->wfold) {
         out->weight = cp->wfold;

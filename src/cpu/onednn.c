@@ -261,6 +261,19 @@ static bool eltwise_alg(int op, const double *f, dnnl_alg_kind_t *alg, float *al
     }
 }
 
+/* A slot's sizes as [N, C, H, W]: a 3-D [N, C, L] tensor (conv1d) is
+ * [N, C, 1, L] (its channels-last form NLC; bands then cut L). */
+typedef struct d4 {
+    int64_t v[4];
+} d4;
+
+static d4 dims4(const plan_slot *sl) {
+    d4 r = {{0, 0, 0, 0}};
+    if (sl->ndim == 4) memcpy(r.v, sl->sizes, sizeof r.v);
+    else if (sl->ndim == 3) r = (d4){{sl->sizes[0], sl->sizes[1], 1, sl->sizes[2]}};
+    return r;
+}
+
 /* A slot whose tensor is C-contiguous (arena and output tensors always are). */
 static bool slot_contiguous(const plan_slot *sl) {
     if (sl->kind == SLOT_ARENA || sl->kind == SLOT_OUTPUT) return true;
@@ -276,14 +289,18 @@ static bool classify(const plan_step *s, const tp_plan *plan, dn_cand *c) {
     memset(c, 0, sizeof *c);
     if (s->kind != STEP_FAST || s->n_out != 1 || s->in[0] < 0) return false;
     const plan_slot *x = &plan->slots[s->in[0]], *y = &plan->slots[s->out[0]];
-    if (x->dtype != TP_FLOAT32 || y->dtype != TP_FLOAT32 || x->ndim != 4 || y->ndim != 4) return false;
+    if (x->dtype != TP_FLOAT32 || y->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || y->ndim != x->ndim)
+        return false;
     if (!slot_contiguous(x) || (s->n_in > 1 && s->in[1] >= 0 && !slot_contiguous(&plan->slots[s->in[1]])))
         return false;
+    d4 x4 = dims4(x), y4 = dims4(y);
     for (int d = 0; d < 4; d++)
-        if (x->sizes[d] <= 0 || y->sizes[d] <= 0) return false;
-    if (s->op == TP_OP_CONV2D && tp__conv_info(&s->op_plan, &c->conv)) {
-        const tp_conv_info *v = &c->conv;
+        if (x4.v[d] <= 0 || y4.v[d] <= 0) return false;
+    bool conv1d = s->op == TP_OP_CONV1D && x->ndim == 3;
+    if ((s->op == TP_OP_CONV2D || conv1d) && tp__conv_info(&s->op_plan, &c->conv)) {
+        tp_conv_info *v = &c->conv;
         if (!v->weight || !v->input_contiguous || v->groups < 1) return false;
+        /* a conv1d plan is a conv2d of one row (h = kh = 1): the weight [O, I, K] is [O, I, 1, K] */
         if (v->act) {
             tp_elt_info e;
             if (!tp__eltwise_info(v->act, &e) || e.binary || e.chained) return false;
@@ -292,16 +309,16 @@ static bool classify(const plan_step *s, const tp_plan *plan, dn_cand *c) {
         c->kind = DN_CONV;
         return true;
     }
-    if (s->op == TP_OP_MAX_POOL2D && tp__maxpool_info(&s->op_plan, c->pool)) {
+    if (s->op == TP_OP_MAX_POOL2D && x->ndim == 4 && tp__maxpool_info(&s->op_plan, c->pool)) {
         c->alg = dnnl_pooling_max;
         c->kind = DN_POOL;
         return true;
     }
-    if (s->op == TP_OP_MEAN && y->sizes[0] == x->sizes[0] && y->sizes[1] == x->sizes[1] && y->sizes[2] == 1 &&
-        y->sizes[3] == 1) { /* mean over H and W, kept: a global average pool */
+    if (s->op == TP_OP_MEAN && y4.v[0] == x4.v[0] && y4.v[1] == x4.v[1] && y4.v[2] == 1 && y4.v[3] == 1) {
+        /* mean over the spatial dims, kept: a global average pool */
         int64_t *q = c->pool;
-        q[0] = q[4] = x->sizes[2];
-        q[1] = q[5] = x->sizes[3];
+        q[0] = q[4] = x4.v[2];
+        q[1] = q[5] = x4.v[3];
         q[2] = q[3] = q[6] = q[7] = q[10] = q[11] = 1;
         q[8] = q[9] = 0;
         c->alg = dnnl_pooling_avg_exclude_padding;
@@ -310,7 +327,7 @@ static bool classify(const plan_step *s, const tp_plan *plan, dn_cand *c) {
     }
     if (tp__eltwise_info(&s->op_plan, &c->elt) && !c->elt.chained) {
         bool x_full = true;
-        for (int d = 0; d < 4; d++) x_full = x_full && x->sizes[d] == y->sizes[d];
+        for (int d = 0; d < 4; d++) x_full = x_full && x4.v[d] == y4.v[d];
         if (!c->elt.binary) {
             if (!x_full) return false;
             if (!eltwise_alg(c->elt.op, c->elt.f, &c->alg, &c->alpha, &c->beta)) return false;
@@ -325,14 +342,16 @@ static bool classify(const plan_step *s, const tp_plan *plan, dn_cand *c) {
             c->bin_a = 1;
             c->bin_b = 0;
             x = &plan->slots[s->in[1]];
+            x4 = dims4(x);
             for (int d = 0; d < 4; d++)
-                if (x->sizes[d] != y->sizes[d]) return false;
+                if (x->ndim != y->ndim || x4.v[d] != y4.v[d]) return false;
         }
         const plan_slot *b = &plan->slots[s->in[c->bin_b]];
-        if (b->dtype != TP_FLOAT32 || b->ndim != 4) return false;
-        bool full = true, chan = b->sizes[2] == 1 && b->sizes[3] == 1 && b->sizes[1] == y->sizes[1] &&
-                                 (b->sizes[0] == y->sizes[0] || b->sizes[0] == 1);
-        for (int d = 0; d < 4; d++) full = full && b->sizes[d] == y->sizes[d];
+        if (b->dtype != TP_FLOAT32 || b->ndim != y->ndim) return false;
+        d4 b4 = dims4(b);
+        bool full = true, chan = b4.v[2] == 1 && b4.v[3] == 1 && b4.v[1] == y4.v[1] &&
+                                 (b4.v[0] == y4.v[0] || b4.v[0] == 1);
+        for (int d = 0; d < 4; d++) full = full && b4.v[d] == y4.v[d];
         if (!full && !chan) return false;
         if (c->elt.op == TP_ELT_ADD && c->elt.f[0] == 1.0) c->alg = dnnl_binary_add;
         else if (c->elt.op == TP_ELT_MUL) c->alg = dnnl_binary_mul;
@@ -366,26 +385,28 @@ typedef struct pass {
  * channel has the same bytes in both layouts. */
 static bool is_nhwc(const pass *ps, int i) {
     const plan_slot *sl = &ps->plan->slots[i];
-    return ps->nhwc[i] || (sl->ndim == 4 && sl->sizes[2] * sl->sizes[3] == 1);
+    d4 v = dims4(sl);
+    return ps->nhwc[i] || ((sl->ndim == 4 || sl->ndim == 3) && v.v[2] * v.v[3] == 1);
 }
 
-/* A band of a [N, C, H, W] tensor: images [n0, n1), rows [r0, r1). */
+/* A band of a [N, C, H, W] tensor: images [n0, n1), rows [r0, r1),
+ * columns [c0, c1) (a column band is one row of one image). */
 typedef struct band {
-    int64_t n0, n1, r0, r1;
+    int64_t n0, n1, r0, r1, c0, c1;
 } band;
 
 /* The memory descriptor of band b of a tensor with sizes sz, NHWC (dense)
  * or NCHW (strided when the band is part of the image); *off its bytes. */
 static tp_status band_md(dnnl_memory_desc_t *md, const int64_t *sz, bool nhwc, band b, int64_t *off) {
-    dnnl_dims_t dims = {b.n1 - b.n0, sz[1], b.r1 - b.r0, sz[3]};
+    dnnl_dims_t dims = {b.n1 - b.n0, sz[1], b.r1 - b.r0, b.c1 - b.c0};
     dnnl_status_t st;
     if (nhwc) {
         st = dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, dnnl_nhwc);
-        *off = (b.n0 * sz[1] * sz[2] * sz[3] + b.r0 * sz[3] * sz[1]) * (int64_t)sizeof(float);
+        *off = ((b.n0 * sz[2] + b.r0) * sz[3] + b.c0) * sz[1] * (int64_t)sizeof(float);
     } else {
         dnnl_dims_t strides = {sz[1] * sz[2] * sz[3], sz[2] * sz[3], sz[3], 1};
         st = dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
-        *off = (b.n0 * sz[1] * sz[2] * sz[3] + b.r0 * sz[3]) * (int64_t)sizeof(float);
+        *off = (b.n0 * sz[1] * sz[2] * sz[3] + b.r0 * sz[3] + b.c0) * (int64_t)sizeof(float);
     }
     TP_CHECK(st == dnnl_success, TP_ERR_UNSUPPORTED, "oneDNN memory descriptor (%d)", (int)st);
     return TP_OK;
@@ -475,50 +496,54 @@ static tp_status pack_weights(dn_chunk *ch, const dnnl_memory_desc_t *user, cons
     return TP_OK;
 }
 
-/* Cut n images of oh output rows into chunks: whole images when there are
- * at least as many as threads, else bands of rows of the one image. With
- * more than one chunk, out[0] is the whole step (what one thread runs:
- * cutting it would only re-read the weights) and out[1..k] the cut. */
-static int split_parts(int64_t n, int64_t oh, int threads, double work, band *out);
-
-static int split(int64_t n, int64_t oh, int threads, double work, band *out) {
-    int k = split_parts(n, oh, threads, work, out + 1);
-    out[0] = (band){0, n, 0, oh};
-    if (k == 1) return 1;
-    return k + 1;
-}
-
-static int split_parts(int64_t n, int64_t oh, int threads, double work, band *out) {
+/* Cut n images of oh x ow outputs into chunks: whole images when there
+ * are several, else bands of rows, else (one row of output and of input,
+ * as conv1d has) bands of columns. With more than one chunk, out[0] is the
+ * whole step (what one thread runs: cutting it would only re-read the
+ * weights) and out[1..k] the cut. */
+static int split(int64_t n, int64_t oh, int64_t ow, int64_t ih, int threads, double work, band *out) {
     int want = (int)(work / 4e5);
     if (want < 1) want = 1;
     if (want > threads) want = threads;
+    out[0] = (band){0, n, 0, oh, 0, ow};
+    band *p = out + 1;
+    int k = 1;
     if (n > 1) {
-        int k = n < want ? (int)n : want;
-        for (int i = 0; i < k; i++) out[i] = (band){n * i / k, n * (i + 1) / k, 0, oh};
-        return k;
+        k = n < want ? (int)n : want;
+        for (int i = 0; i < k; i++) p[i] = (band){n * i / k, n * (i + 1) / k, 0, oh, 0, ow};
+    } else if (oh > 1) {
+        k = oh < want ? (int)oh : want;
+        for (int i = 0; i < k; i++) p[i] = (band){0, 1, oh * i / k, oh * (i + 1) / k, 0, ow};
+    } else if (ih == 1) {
+        k = ow < want ? (int)ow : want;
+        for (int i = 0; i < k; i++) p[i] = (band){0, 1, 0, 1, ow * i / k, ow * (i + 1) / k};
     }
-    int k = oh < want ? (int)oh : want;
-    for (int i = 0; i < k; i++) out[i] = (band){0, 1, oh * i / k, oh * (i + 1) / k};
-    return k;
+    return k == 1 ? 1 : k + 1;
 }
 
-/* The input rows a band of output rows needs: [*r0, *r1) of h, and the
- * padding above and below it. A band of several images keeps every row
- * (its images must stay dense): rows it does not need are left below. */
-static void input_rows(band ob, int64_t h, int64_t k, int64_t s, int64_t p, int64_t d, int64_t *r0, int64_t *r1,
-                       int64_t *pt, int64_t *pb) {
-    int64_t lo = ob.r0 * s - p, hi = (ob.r1 - 1) * s - p + (k - 1) * d + 1;
-    *pt = lo < 0 ? -lo : 0;
-    *pb = hi > h ? hi - h : 0;
-    *r0 = lo < 0 ? 0 : lo;
-    *r1 = hi > h ? h : hi;
-    if (ob.n1 - ob.n0 > 1) *r1 = h; /* then oneDNN's floor formula drops the rows past hi */
+/* The input range [*i0, *i1) of an axis of length in that outputs
+ * [o0, o1) need (kernel k, stride s, padding p, dilation d), with the
+ * padding before and after it. crop false keeps the whole axis (a band of
+ * several images must stay dense): oneDNN's floor formula then drops what
+ * is past the last window. */
+static void input_range(int64_t o0, int64_t o1, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool crop,
+                        int64_t *i0, int64_t *i1, int64_t *pl, int64_t *pr) {
+    int64_t lo = o0 * s - p, hi = (o1 - 1) * s - p + (k - 1) * d + 1;
+    *pl = lo < 0 ? -lo : 0;
+    *pr = hi > in ? hi - in : 0;
+    *i0 = lo < 0 || !crop ? 0 : lo;
+    *i1 = hi > in || !crop ? in : hi;
 }
 
-/* Right padding oneDNN's floor formula needs: never negative. */
-static int64_t pad_right(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_t d) {
-    int64_t r = (out - 1) * s + (k - 1) * d + 1 - in - p;
-    return r < 0 ? 0 : r;
+/* The input band of output band ob (kernel geometry g = kh, kw, sh, sw, ph,
+ * pw, dh, dw over an input of ih x iw) and its padding (top, left, bottom,
+ * right). Rows are cropped for a one-image band; columns for a column band. */
+static band input_band(band ob, int64_t ih, int64_t iw, const int64_t *g, int64_t pad[4]) {
+    band ib = ob;
+    bool one = ob.n1 - ob.n0 == 1;
+    input_range(ob.r0, ob.r1, ih, g[0], g[2], g[4], g[6], one, &ib.r0, &ib.r1, &pad[0], &pad[2]);
+    input_range(ob.c0, ob.c1, iw, g[1], g[3], g[5], g[7], one && ih == 1, &ib.c0, &ib.c1, &pad[1], &pad[3]);
+    return ib;
 }
 
 /* Where chunk ch's primitive reads (dense NHWC band ib of a tensor with
@@ -545,12 +570,13 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
 
 static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_step *d) {
     const tp_conv_info *v = &c->conv;
-    const plan_slot *x = &ps->plan->slots[s->in[0]], *y = &ps->plan->slots[s->out[0]];
+    d4 x4 = dims4(&ps->plan->slots[s->in[0]]), y4 = dims4(&ps->plan->slots[s->out[0]]);
     bool nx = is_nhwc(ps, s->in[0]), ny = is_nhwc(ps, s->out[0]);
     band bands[257];
     double work = 2.0 * (double)v->n * (double)v->cout * (double)(v->oh * v->ow) * (double)(v->cin / v->groups) *
                   (double)(v->kh * v->kw);
-    int k = split(v->n, v->oh, ps->threads, work, bands);
+    int k = split(v->n, v->oh, v->ow, v->h, ps->threads, work, bands);
+    const int64_t geo[8] = {v->kh, v->kw, v->sh, v->sw, v->ph, v->pw, v->dh, v->dw};
     d->kind = DN_CONV;
     d->ires = v->ires;
     d->in_src = 0;
@@ -576,14 +602,14 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
     dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x);
     for (int i = 0; i < k; i++) {
         dn_chunk *ch = &d->chunks[i];
-        band ob = bands[i], ib = ob;
-        int64_t pt, pb;
-        input_rows(ob, v->h, v->kh, v->sh, v->ph, v->dh, &ib.r0, &ib.r1, &pt, &pb);
+        band ob = bands[i];
+        int64_t pad[4];
+        band ib = input_band(ob, v->h, v->w, geo, pad);
         dnnl_memory_desc_t smd, dmd;
-        TP_TRY(dense_md(&smd, x->sizes, ib));
-        TP_TRY(dense_md(&dmd, y->sizes, ob));
-        dnnl_dims_t strides = {v->sh, v->sw}, dil = {v->dh - 1, v->dw - 1}, pl = {pt, v->pw};
-        dnnl_dims_t pr = {pb, pad_right(v->w, v->ow, v->kw, v->sw, v->pw, v->dw)};
+        TP_TRY(dense_md(&smd, x4.v, ib));
+        TP_TRY(dense_md(&dmd, y4.v, ob));
+        dnnl_dims_t strides = {v->sh, v->sw}, dil = {v->dh - 1, v->dw - 1}, pl = {pad[0], pad[1]};
+        dnnl_dims_t pr = {pad[2], pad[3]};
         dnnl_convolution_desc_t cd;
         TP_CHECK(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd,
                                                             &wmd, v->bias ? &bmd : NULL, &dmd, strides, dil, pl,
@@ -610,10 +636,11 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
             if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
         if (same) ch->w = same->w;
         else st = pack_weights(ch, &umd, v->weight);
-        if (st == TP_OK) st = stage(d, ch, x->sizes, nx, ib, y->sizes, ny, ob);
+        if (st == TP_OK) st = stage(d, ch, x4.v, nx, ib, y4.v, ny, ob);
         if (st == TP_OK && v->ires >= 0) {
             const plan_slot *r = &ps->plan->slots[s->in[v->ires]];
-            st = band_md(&ch->md[M_RES], r->sizes, nres, ob, &ch->off[M_RES]);
+            d4 r4 = dims4(r);
+            st = band_md(&ch->md[M_RES], r4.v, nres, ob, &ch->off[M_RES]);
             ch->res_bytes = dnnl_memory_desc_get_size(&dmd);
             if (st == TP_OK && !nres) {
                 ch->has[M_RES] = true;
@@ -631,10 +658,13 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
 
 static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_step *d) {
     const plan_slot *x = &ps->plan->slots[s->in[c->kind == DN_BINARY ? c->bin_a : 0]], *y = &ps->plan->slots[s->out[0]];
-    const int64_t *xs = x->sizes, *ys = y->sizes;
+    d4 x4 = dims4(x), y4 = dims4(y);
+    const int64_t *xs = x4.v, *ys = y4.v;
     band bands[257];
     double work = (double)(ys[0] * ys[1] * ys[2] * ys[3]) * (c->kind == DN_POOL ? (double)(c->pool[4] * c->pool[5]) : 1.0);
-    int k = split(ys[0], ys[2], ps->threads, work * 4, bands);
+    int k = split(ys[0], ys[2], ys[3], xs[2], ps->threads, work * 4, bands);
+    const int64_t *q = c->pool;
+    const int64_t geo[8] = {q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11]};
     d->kind = c->kind;
     d->ires = -1;
     d->in_src = c->kind == DN_BINARY ? c->bin_a : 0;
@@ -650,8 +680,8 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
     for (int i = 0; i < k; i++) {
         dn_chunk *ch = &d->chunks[i];
         band ob = bands[i], ib = ob;
-        int64_t pt = 0, pb = 0;
-        if (c->kind == DN_POOL) input_rows(ob, xs[2], c->pool[4], c->pool[6], c->pool[8], c->pool[10], &ib.r0, &ib.r1, &pt, &pb);
+        int64_t pad[4] = {0, 0, 0, 0};
+        if (c->kind == DN_POOL) ib = input_band(ob, xs[2], xs[3], geo, pad);
         dnnl_memory_desc_t smd, dmd, bmd;
         TP_TRY(dense_md(&smd, xs, ib));
         TP_TRY(dense_md(&dmd, ys, ob));
@@ -664,21 +694,21 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
             dnnl_binary_desc_t bin;
         } u;
         if (c->kind == DN_POOL) {
-            const int64_t *q = c->pool;
-            dnnl_dims_t kern = {q[4], q[5]}, str = {q[6], q[7]}, dil = {q[10] - 1, q[11] - 1}, pl = {pt, q[9]};
-            dnnl_dims_t pr = {pb, pad_right(q[1], q[3], q[5], q[7], q[9], q[11])};
+            dnnl_dims_t kern = {q[4], q[5]}, str = {q[6], q[7]}, dil = {q[10] - 1, q[11] - 1}, pl = {pad[0], pad[1]};
+            dnnl_dims_t pr = {pad[2], pad[3]};
             dst = dnnl_pooling_v2_forward_desc_init(&u.pool, dnnl_forward_inference, c->alg, &smd, &dmd, str,
                                                     kern, dil, pl, pr);
         } else if (c->kind == DN_UNARY) {
             dst = dnnl_eltwise_forward_desc_init(&u.elt, dnnl_forward_inference, c->alg, &smd, c->alpha, c->beta);
         } else {
             const plan_slot *b = &ps->plan->slots[s->in[c->bin_b]];
-            bool full = b->sizes[2] == ys[2] && b->sizes[3] == ys[3];
+            d4 b4 = dims4(b);
+            bool full = b4.v[2] == ys[2] && b4.v[3] == ys[3];
             band bb = ob;
-            if (b->sizes[0] == 1) bb.n0 = 0, bb.n1 = 1;
-            if (!full) bb.r0 = 0, bb.r1 = 1;
+            if (b4.v[0] == 1) bb.n0 = 0, bb.n1 = 1;
+            if (!full) bb.r0 = 0, bb.r1 = 1, bb.c0 = 0, bb.c1 = 1;
             /* a [N, C, 1, 1] operand has the same bytes in both layouts */
-            TP_TRY(band_md(&bmd, b->sizes, true, bb, &ch->off[M_SRC1]));
+            TP_TRY(band_md(&bmd, b4.v, true, bb, &ch->off[M_SRC1]));
             ch->md[M_SRC1] = bmd;
             ch->has[M_SRC1] = true;
             dst = dnnl_binary_desc_init(&u.bin, c->alg, &smd, &bmd, &dmd);
