@@ -164,7 +164,9 @@ TEST(test_resnet_export_dynamic_batch_archive) {
         tp_value xi = resnet_input(n), a = tp_value_none(), b = tp_value_none();
         CHECK_OK(tp_module_run(m, NULL, &xi, 1, NULL, &a));
         CHECK_OK(tp_program_call(lp, &xi, 1, NULL, &b));
-        CHECK_CLOSE(b.kind == TP_VAL_TENSOR ? b.u.tensor : NULL, a.u.tensor, 0, 0);
+        /* the program's convolutions may run in a oneDNN region (another
+         * summation order than the eager kernels): float rounding apart */
+        CHECK_CLOSE(b.kind == TP_VAL_TENSOR ? b.u.tensor : NULL, a.u.tensor, 1e-5, 1e-6);
         char name[64];
         snprintf(name, sizeof name, "export/resnet/out_%lld", (long long)n);
         tp_tensor *want = load_fixture(name);
@@ -218,7 +220,8 @@ TEST(test_resnet_training_step) {
     tp_tensor *nbt = NULL;
     tp_module_get_state(m, "bn1.num_batches_tracked", &nbt, NULL, NULL);
     CHECK(nbt && tp_tensor_get_i64(nbt, NULL) == 4);
-    /* the exported training program reproduces the eager state changes exactly */
+    /* the exported training program reproduces the eager state changes (up to
+     * float rounding: its convolutions may run in oneDNN regions) */
     tp_module *e = build_resnet(), *q = build_resnet();
     tp_program *p = NULL;
     CHECK_OK(tp_export(q, &x, 1, NULL, NULL, &p));
@@ -228,7 +231,10 @@ TEST(test_resnet_training_step) {
         for (int step = 0; step < 2; step++) {
             CHECK_OK(tp_module_run(e, NULL, &x, 1, NULL, &a));
             CHECK_OK(tp_program_call(p, &x, 1, NULL, &b));
-            CHECK_CLOSE(b.kind == TP_VAL_TENSOR ? b.u.tensor : NULL, a.u.tensor, 0, 0);
+            /* equal up to float rounding (convolutions may run in oneDNN
+             * regions), bounded as against PyTorch above: batch statistics
+             * make the logits ill-conditioned */
+            CHECK_CLOSE(b.kind == TP_VAL_TENSOR ? b.u.tensor : NULL, a.u.tensor, 1e-5, 1.2e-5);
             tp_value_clear(&a);
             tp_value_clear(&b);
         }
@@ -236,7 +242,7 @@ TEST(test_resnet_training_step) {
         tp_module_named_state(e, TP_FILTER_BUFFERS, &se);
         tp_module_named_state(q, TP_FILTER_BUFFERS, &sq);
         CHECK(se.n == sq.n && se.n == 60);
-        for (int i = 0; i < se.n && i < sq.n; i++) CHECK_CLOSE(sq.items[i].tensor, se.items[i].tensor, 0, 0);
+        for (int i = 0; i < se.n && i < sq.n; i++) CHECK_CLOSE(sq.items[i].tensor, se.items[i].tensor, 1e-5, 1e-6);
         tp_named_state_free(&se);
         tp_named_state_free(&sq);
     }
