@@ -855,8 +855,9 @@ static tp_status collect_leaves(const tp_value *v, const char *path, leaf_list *
     }
     for (int64_t i = 0; i < tp_value_len(v); i++) {
         char sub[192];
-        if (v->kind == TP_VAL_DICT) snprintf(sub, sizeof sub, "%s['%s']", path, v->u.seq.keys[i]);
-        else snprintf(sub, sizeof sub, "%s[%lld]", path, (long long)i);
+        int w = v->kind == TP_VAL_DICT ? snprintf(sub, sizeof sub, "%s['%s']", path, v->u.seq.keys[i])
+                                       : snprintf(sub, sizeof sub, "%s[%lld]", path, (long long)i);
+        if (w < 0) sub[0] = '\0'; /* a deeper path is cut at the buffer */
         TP_TRY(collect_leaves(&v->u.seq.items[i], sub, out, depth + 1));
     }
     return TP_OK;

@@ -958,8 +958,10 @@ static void build_input(binder *bd, const tp_value *tmpl, const tp_treespec *spe
     for (int64_t i = 0; i < n && i < 2; i++) {
         size_t used = strlen(example);
         const char *key = ck == TP_VAL_DICT ? (tmpl ? tmpl->u.seq.keys[i] : tp_treespec_key(spec, i)) : NULL;
-        if (key) snprintf(example + used, sizeof example - used, "%s%s.%s=...", i ? " " : "", path, key);
-        else snprintf(example + used, sizeof example - used, "%s%s.%lld=...", i ? " " : "", path, (long long)i);
+        int w = key ? snprintf(example + used, sizeof example - used, "%s%s.%s=...", i ? " " : "", path, key)
+                    : snprintf(example + used, sizeof example - used, "%s%s.%lld=...", i ? " " : "", path,
+                               (long long)i);
+        if (w < 0) example[used] = '\0'; /* a long example is cut at the buffer */
     }
     if (find_arg(bd, path))
         bind_usage(bd, "input '%s' is %s: give each item, as %s%s", path, what, example, n > 2 ? " ..." : "");

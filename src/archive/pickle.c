@@ -222,7 +222,7 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             break;
         case 0x95: /* FRAME */ TP_TRY(pk_need(p, 8, &b)); break;
         case '.': /* STOP */ {
-            pk_val *v;
+            pk_val *v = NULL;
             TP_TRY(pk_pop(p, &v));
             if (p->n_stack || p->n_marks) PK_FAIL(TP_ERR_CORRUPT, "data left on the stack at STOP");
             *result = v;
@@ -275,7 +275,7 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             break;
         }
         case 0x93: /* STACK_GLOBAL */ {
-            pk_val *name, *module;
+            pk_val *name = NULL, *module = NULL;
             TP_TRY(pk_pop(p, &name));
             TP_TRY(pk_pop(p, &module));
             if (name->kind != PK_STR || module->kind != PK_STR)
@@ -315,13 +315,13 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             p->marks[p->n_marks++] = p->n_stack;
             break;
         case 't': /* TUPLE */ {
-            pk_val *t;
+            pk_val *t = NULL;
             TP_TRY(pk_collect(p, PK_TUPLE, &t));
             TP_TRY(pk_push(p, t));
             break;
         }
         case 'a': /* APPEND */ {
-            pk_val *item, *list;
+            pk_val *item = NULL, *list = NULL;
             TP_TRY(pk_pop(p, &item));
             TP_TRY(pk_pop(p, &list));
             if (list->kind != PK_LIST) PK_FAIL(TP_ERR_CORRUPT, "APPEND to a non-list at offset %zu", at);
@@ -331,7 +331,7 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
         }
         case 'e': /* APPENDS */
         case 'u': /* SETITEMS */ {
-            pk_val *items, *c;
+            pk_val *items = NULL, *c = NULL;
             TP_TRY(pk_collect(p, PK_TUPLE, &items));
             TP_TRY(pk_pop(p, &c));
             if (c->kind != (op == 'e' ? PK_LIST : PK_DICT))
@@ -344,7 +344,7 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             break;
         }
         case 's': /* SETITEM */ {
-            pk_val *value, *key, *d;
+            pk_val *value = NULL, *key = NULL, *d = NULL;
             TP_TRY(pk_pop(p, &value));
             TP_TRY(pk_pop(p, &key));
             TP_TRY(pk_pop(p, &d));
@@ -395,7 +395,7 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             break;
         }
         case 0x81: /* NEWOBJ */ {
-            pk_val *args, *cls;
+            pk_val *args = NULL, *cls = NULL;
             TP_TRY(pk_pop(p, &args));
             TP_TRY(pk_pop(p, &cls));
             if (cls->kind != PK_CLASS || args->kind != PK_TUPLE || args->n != 0)
@@ -406,7 +406,7 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             break;
         }
         case 'b': /* BUILD */ {
-            pk_val *state, *obj;
+            pk_val *state = NULL, *obj = NULL;
             TP_TRY(pk_pop(p, &state));
             TP_TRY(pk_pop(p, &obj));
             if (obj->kind != PK_OBJECT || obj->state) PK_FAIL(TP_ERR_UNSUPPORTED, "BUILD at offset %zu is not supported", at);

@@ -751,16 +751,16 @@ static tp_status where_operand(const tp_value *v, tp_dtype ct, tp_tensor **out) 
 }
 
 static tp_status where_infer(const tp_value *args, tp_value *out) {
-    tp_dtype ct;
-    int ndim;
+    tp_dtype ct = TP_FLOAT32;
+    int ndim = 0;
     int64_t sizes[TP_MAX_DIMS];
     TP_TRY(plan_where(args, &ct, &ndim, sizes));
     return tp__out_tensor(out, ct, ndim, sizes);
 }
 
 static tp_status where_kernel(const tp_value *args, tp_value *out) {
-    tp_dtype ct;
-    int ndim;
+    tp_dtype ct = TP_FLOAT32;
+    int ndim = 0;
     int64_t sizes[TP_MAX_DIMS];
     TP_TRY(plan_where(args, &ct, &ndim, sizes));
     tp_tensor *result = tp__out_at(out, 0), *cond = tp__arg_tensor(args, 0), *x = NULL, *y = NULL;

@@ -758,13 +758,13 @@ static tp_status gelu_mode(const tp_value *args, bool *use_tanh) {
 }
 
 static tp_status infer_gelu(const tp_value *args, tp_value *out) {
-    bool use_tanh;
+    bool use_tanh = false;
     TP_TRY(gelu_mode(args, &use_tanh));
     return infer_float_only(args, out);
 }
 
 static tp_status kernel_gelu(const tp_value *args, tp_value *out) {
-    bool use_tanh;
+    bool use_tanh = false;
     TP_TRY(gelu_mode(args, &use_tanh));
     return run_float(args, out, use_tanh ? f_gelu_tanh : f_gelu, NULL);
 }

@@ -49,7 +49,7 @@ static const fwd_table *find_table(const tp_module *m) {
 }
 
 tp_status tp_module_set_user_data(tp_module *m, void *data, void (*free_fn)(void *data)) {
-    fwd_table *t;
+    fwd_table *t = NULL;
     tp_status st = get_table(m, &t);
     if (st != TP_OK) {
         if (free_fn) free_fn(data);
@@ -73,7 +73,7 @@ tp_status tp_module_set_method(tp_module *m, const char *method, const tp_forwar
              "forward declaration needs %d argument names", decl->n_args);
     for (int i = 0; i < decl->n_args; i++)
         TP_CHECK(decl->arg_names[i] && *decl->arg_names[i], TP_ERR_INVALID_ARG, "argument %d has no name", i);
-    fwd_table *t;
+    fwd_table *t = NULL;
     TP_TRY(get_table(m, &t));
     fwd_method fm = {0};
     fm.fn = decl->fn;

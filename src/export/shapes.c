@@ -847,8 +847,9 @@ static void violation(solver *s, int k, const char *msg, const char *fix) {
     tp__sb_printf(&s->names, "%s%s", s->names.len ? ", " : "", s->syms[k].name);
     if (s->ctx->draft) {
         char full[4600];
-        if (fix) snprintf(full, sizeof full, "%s Suggested fixes:\n    %s", msg, fix);
-        else snprintf(full, sizeof full, "%s", msg);
+        int w = fix ? snprintf(full, sizeof full, "%s Suggested fixes:\n    %s", msg, fix)
+                    : snprintf(full, sizeof full, "%s", msg);
+        if (w < 0) full[0] = '\0'; /* a longer message is cut at the buffer */
         tp__ctx_add_failure(s->ctx, TP_FAILURE_CONSTRAINT, full);
     }
 }
