@@ -22,6 +22,7 @@
  * sigmoid, GELU) are within a few float32 ulps.
  */
 #include <math.h>
+#include <pthread.h>
 
 #include "engine_impl.h"
 #include "program_examples.h"
@@ -444,6 +445,59 @@ TEST(test_conv1d) {
     check_conv1d("conv1d depthwise middle", 1, 4, 2050, 16);
 }
 
+/* One program with a oneDNN region called from 4 threads at once (each
+ * call in its own pooled run context, with its own oneDNN memory objects
+ * and streams) gives the serial results bit for bit; ThreadSanitizer clean. */
+typedef struct worker {
+    tp_program *p;
+    tp_tensor *x, *want;
+    int bad;
+} worker;
+
+static void *work(void *arg) {
+    worker *w = arg;
+    for (int k = 0; k < 20; k++) {
+        tp_value a = tp_value_tensor(tp_tensor_retain(w->x)), out = tp_value_none();
+        char msg[64];
+        const tp_value *o = NULL;
+        if (tp_program_call(w->p, &a, 1, NULL, &out) == TP_OK) o = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+        if (!o || o->kind != TP_VAL_TENSOR || !tp_tensor_allclose(o->u.tensor, w->want, 0, 0, msg, sizeof msg)) w->bad++;
+        tp_value_clear(&out);
+        tp_value_clear(&a);
+    }
+    return NULL;
+}
+
+TEST(test_concurrent_calls) {
+    const net_case c = {"concurrent", 1, 3, 16, 16, 4,
+                        {CONV(16, 3, 1, 1, 1, 1, RELU),
+                         {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+                         {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 2, 0},
+                         CONV(8, 1, 1, 0, 1, 1, NONE)}};
+    built b = build(&c);
+    if (!b.p) return;
+    worker w[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (worker){.p = b.p, .x = rand_t(4, (int64_t[]){1, 3, 16, 16}, 2.0f)};
+        tp_value a = tp_value_tensor(tp_tensor_retain(w[i].x)), out = tp_value_none();
+        CHECK_OK(tp_program_call(b.p, &a, 1, NULL, &out));
+        const tp_value *o = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+        if (o && o->kind == TP_VAL_TENSOR) w[i].want = tp_tensor_retain(o->u.tensor);
+        tp_value_clear(&out);
+        tp_value_clear(&a);
+    }
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, work, &w[i]) == 0);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) {
+        CHECK_MSG(w[i].want && w[i].bad == 0, "thread %d: %d of 20 calls failed or differed", i, w[i].bad);
+        tp_tensor_free(w[i].x);
+        tp_tensor_free(w[i].want);
+    }
+    tp_tensor_free(b.x);
+    tp_program_free(b.p);
+}
+
 int main(int argc, char **argv) {
     if (!tp__onednn_enabled()) {
         printf("SKIP test_onednn: built without oneDNN (Debian libdnnl-dev) or disabled by TP_ONEDNN=0\n");
@@ -453,6 +507,7 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions), T(test_conv1d)};
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions), T(test_conv1d),
+                                         T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
+#include <pthread.h>
 
 #include "../ops/ops_impl.h"
 #include "cpu.h"
@@ -43,7 +43,7 @@ static tp_cpu_level detect(void) {
 static tp_cpu_level detect(void) { return TP_CPU_SCALAR; }
 #endif
 
-static once_flag g_once = ONCE_FLAG_INIT;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static tp_cpu_level g_supported = TP_CPU_SCALAR;
 static tp_cpu_level g_env = TP_CPU_AUTO;
 static atomic_int g_cap = TP_CPU_AUTO;
@@ -63,7 +63,7 @@ static void init_once(void) {
 }
 
 tp_cpu_level tp_cpu_level_supported(void) {
-    call_once(&g_once, init_once);
+    pthread_once(&g_once, init_once);
     return g_supported;
 }
 

@@ -25,7 +25,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <threads.h>
+#include <pthread.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -48,7 +48,7 @@ static uint64_t tp__gemm_xgetbv0(void) {
 #endif
 
 static int tp__gemm_detected_isa = TP_ISA_SCALAR;
-static once_flag tp__gemm_isa_once = ONCE_FLAG_INIT;
+static pthread_once_t tp__gemm_isa_once = PTHREAD_ONCE_INIT;
 
 static void tp__gemm_detect_isa(void) {
 #if TP__GEMM_X86
@@ -68,14 +68,14 @@ static void tp__gemm_detect_isa(void) {
 }
 
 int tp__gemm_best_isa(void) {
-    call_once(&tp__gemm_isa_once, tp__gemm_detect_isa);
+    pthread_once(&tp__gemm_isa_once, tp__gemm_detect_isa);
     return tp__gemm_detected_isa;
 }
 
 /* ---- Cache sizes ---- */
 
 static tp_gemm_cache_info tp__gemm_caches;
-static once_flag tp__gemm_caches_once = ONCE_FLAG_INIT;
+static pthread_once_t tp__gemm_caches_once = PTHREAD_ONCE_INIT;
 
 #if TP__GEMM_X86
 /* Deterministic cache parameters: leaf 4 (Intel) or 0x8000001D (AMD, Hygon)
@@ -151,7 +151,7 @@ static void tp__gemm_read_caches(void) {
 }
 
 tp_gemm_cache_info tp__gemm_cache_info(void) {
-    call_once(&tp__gemm_caches_once, tp__gemm_read_caches);
+    pthread_once(&tp__gemm_caches_once, tp__gemm_read_caches);
     return tp__gemm_caches;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <threads.h>
 
 #include "ops_impl.h"
@@ -35,7 +36,7 @@ static const char *const op_names[TP_OP_COUNT] = {
 
 static op_def g_ops[TP_OP_COUNT];
 static mtx_t g_init_lock;
-static once_flag g_lock_once = ONCE_FLAG_INIT;
+static pthread_once_t g_lock_once = PTHREAD_ONCE_INIT;
 static atomic_bool g_ready;
 static tp_status g_init_status = TP_OK;
 static char g_init_msg[512];
@@ -109,7 +110,7 @@ static void make_lock(void) { mtx_init(&g_init_lock, mtx_plain); }
 
 tp_status tp_ops_init(void) {
     if (!atomic_load_explicit(&g_ready, memory_order_acquire)) {
-        call_once(&g_lock_once, make_lock);
+        pthread_once(&g_lock_once, make_lock);
         mtx_lock(&g_init_lock);
         if (!atomic_load_explicit(&g_ready, memory_order_relaxed)) {
             init_once();
@@ -122,7 +123,7 @@ tp_status tp_ops_init(void) {
 }
 
 void tp__ops_shutdown(void) {
-    call_once(&g_lock_once, make_lock);
+    pthread_once(&g_lock_once, make_lock);
     mtx_lock(&g_init_lock);
     for (int i = 0; i < TP_OP_COUNT; i++)
         if (g_ops[i].parsed) tp__schema_free(&g_ops[i].schema);
