@@ -44,12 +44,14 @@ static tp_tensor *rand_t(int ndim, const int64_t *sizes, float scale) {
     return t;
 }
 
-enum { L_CONV, L_POOL, L_UNARY, L_ADD, L_SE };
+enum { L_CONV, L_POOL, L_UNARY, L_ADD, L_SE, L_AVG, L_ADAPT };
 
 /* One layer: a convolution (cout, kernel, stride, padding, dilation,
  * groups, bias, activation op or TP_OP_INVALID, res: add outs[res] before
  * the activation), a max pool (k, s, p, d, ceil), a unary op, an add of
- * outs[res], or x * sigmoid(mean(outs[res])) (ceil set: the scale first). outs[0] is the input and
+ * outs[res], or x * sigmoid(mean(outs[res])) (ceil set: the scale first),
+ * an avg_pool2d (k, s, p, ceil; bias: count_include_pad) or an
+ * adaptive_avg_pool2d to cout x cout. outs[0] is the input and
  * outs[i + 1] layer i's output; a layer reads outs[from - 1] when from > 0,
  * else the previous layer's output. */
 typedef struct layer {
@@ -86,7 +88,9 @@ typedef struct built {
 static void out_shape(const layer *L, const int64_t *in, int64_t *out) {
     out[0] = in[0];
     out[1] = L->kind == L_CONV ? L->cout : in[1];
-    if (L->kind == L_CONV || L->kind == L_POOL) {
+    if (L->kind == L_ADAPT) {
+        out[2] = out[3] = L->cout;
+    } else if (L->kind == L_CONV || L->kind == L_POOL || L->kind == L_AVG) {
         int64_t kh = L->kh, kw = L->kw;
         for (int d = 0; d < 2; d++) {
             int64_t i = in[2 + d], k = d ? kw : kh, s = d ? L->sw : L->sh, p = d ? L->pw : L->ph,
@@ -149,6 +153,15 @@ static built build(const net_case *c) {
                              pair(L->dh, L->dw), tp_value_bool(L->ceil)};
             cur = call(g, TP_OP_MAX_POOL2D, 6, a);
             for (int k = 1; k < 5; k++) tp_value_clear(&a[k]);
+        } else if (L->kind == L_AVG) {
+            tp_value a[7] = {N(cur), pair(L->kh, L->kw), pair(L->sh, L->sw), pair(L->ph, L->pw),
+                             tp_value_bool(L->ceil), tp_value_bool(L->bias), tp_value_none()};
+            cur = call(g, TP_OP_AVG_POOL2D, 7, a);
+            for (int k = 1; k < 4; k++) tp_value_clear(&a[k]);
+        } else if (L->kind == L_ADAPT) {
+            tp_value a[2] = {N(cur), pair(L->cout, L->cout)};
+            cur = call(g, TP_OP_ADAPTIVE_AVG_POOL2D, 2, a);
+            tp_value_clear(&a[1]);
         } else if (L->kind == L_UNARY) {
             cur = call(g, L->act, 1, (tp_value[]){N(cur)});
         } else if (L->kind == L_ADD) {
@@ -336,6 +349,13 @@ TEST(test_regions) {
           CONV(8, 3, 1, 1, 1, 1, RELU),
           {L_UNARY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, TP_OP_SIGMOID, -1, 0},
           {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0}}},
+        {"average pools", 1, 3, 16, 16, 6,
+         {CONV(8, 3, 1, 1, 1, 1, RELU),
+          {L_AVG, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, true, false, NONE, -1, 0},
+          CONV(8, 3, 1, 1, 1, 1, RELU),
+          {L_AVG, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+          {L_ADAPT, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
         {"mobilenet block batch 3", 3, 3, 15, 15, 5,
          {CONV(16, 3, 2, 1, 1, 1, TP_OP_RELU6),
           CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6),
@@ -345,7 +365,7 @@ TEST(test_regions) {
     };
     /* steps expected on oneDNN: every one (the SE block's mean over H and W
      * runs as a global average pool, its sigmoid on the [N, C, 1, 1] result) */
-    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 5};
+    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 6, 5};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) check_net(&nets[i], expect[i]);
     /* oneDNN has only a reference kernel for a dilated max pool: that step
      * keeps ours, the layouts around it fall back to NCHW (the retry), and
@@ -357,6 +377,16 @@ TEST(test_regions) {
                                 CONV(8, 3, 1, 1, 1, 1, RELU),
                                 CONV(4, 1, 1, 0, 1, 1, NONE)}};
     check_net(&fallback, 3);
+    /* average pools oneDNN cannot reproduce keep our kernel (and NCHW around
+     * them): a ceil-mode window past the padding counted with padding, a
+     * divisor-free adaptive pool with unequal windows */
+    const net_case ours = {"average pools oneDNN declines", 1, 3, 12, 13, 5,
+                           {CONV(8, 3, 1, 1, 1, 1, RELU),
+                            {L_AVG, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, true, true, NONE, -1, 0},
+                            CONV(8, 1, 1, 0, 1, 1, RELU),
+                            {L_ADAPT, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0},
+                            CONV(8, 1, 1, 0, 1, 1, NONE)}};
+    check_net(&ours, 0);
 }
 
 /* conv1d chains: [N, C, L] runs as [N, C, 1, L], cut into column bands at

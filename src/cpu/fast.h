@@ -40,6 +40,11 @@ TP_HIDDEN bool tp__eltwise_info(const tp_op_plan *plan, tp_elt_info *out);
 
 /* max_pool2d (fast_nn.c): q[0..11] = h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw. */
 TP_HIDDEN bool tp__maxpool_info(const tp_op_plan *plan, int64_t q[12]);
+/* avg_pool2d / adaptive_avg_pool2d (fast_nn.c): q as for max pooling (an
+ * adaptive pool with equal windows as kernel = stride = in / out);
+ * *exact: oneDNN's average (whole window or inside-input divisor) gives
+ * PyTorch's result. */
+TP_HIDDEN bool tp__avgpool_info(const tp_op_plan *plan, int64_t q[12], bool *include_pad, bool *exact);
 
 TP_HIDDEN void tp__register_fast_eltwise(void);
 TP_HIDDEN void tp__register_fast_linalg(void);

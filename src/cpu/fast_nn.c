@@ -1,6 +1,7 @@
 /*
  * fast_nn.c - fast variants (contract v2) of float32 normalisation,
- * softmax, trailing-dim reductions and 2-D max pooling.
+ * softmax, trailing-dim reductions and 2-D max, average and adaptive
+ * average pooling.
  *
  * Each works on rows: the input is contiguous and the op runs over its
  * trailing `n` elements (softmax over the last dim, layer_norm over the
@@ -425,6 +426,126 @@ bool tp__maxpool_info(const tp_op_plan *plan, int64_t q[12]) {
     return true;
 }
 
+/* ---- avg_pool2d / adaptive_avg_pool2d ---------------------------------- */
+
+/* plan->i: 0..11 as max pooling (h, w, oh, ow, kh, kw, sh, sw, ph, pw, 1, 1),
+ * 12 planes, 13 count_include_pad, 14 divisor override (0 none),
+ * 15 adaptive (windows [floor(o*in/out), ceil((o+1)*in/out))). */
+enum { AP_PLANES = 12, AP_INCLUDE = 13, AP_DIVISOR = 14, AP_ADAPTIVE = 15 };
+
+/* Window of output o along an axis: [*lo, *hi) inside the input and the
+ * divisor's length with padding (PyTorch's rules, as the reference). */
+static void avg_axis(const int64_t *q, int axis, int64_t o, int64_t *lo, int64_t *hi, int64_t *padded) {
+    int64_t in = q[axis], out = q[2 + axis], k = q[4 + axis], s = q[6 + axis], p = q[8 + axis];
+    if (q[AP_ADAPTIVE]) {
+        *lo = (o * in) / out;
+        *hi = ((o + 1) * in + out - 1) / out;
+        *padded = *hi - *lo;
+        return;
+    }
+    int64_t start = o * s - p, end = start + k;
+    if (end > in + p) end = in + p;
+    *padded = end - start;
+    *lo = start < 0 ? 0 : start;
+    *hi = end > in ? in : end;
+}
+
+static tp_status avgpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int64_t *q = plan->i;
+    const float *x = (const float *)tp__tensor_base(in[0]);
+    float *y = (float *)tp__tensor_base(out[0]);
+    int64_t h = q[0], w = q[1], oh = q[2], ow = q[3], p0, p1;
+    row_range(q[AP_PLANES], ex, &p0, &p1);
+    for (int64_t pl = p0; pl < p1; pl++) {
+        const float *src = x + pl * h * w;
+        float *dst = y + pl * oh * ow;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            int64_t y0, y1, ylen;
+            avg_axis(q, 0, oy, &y0, &y1, &ylen);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                int64_t x0, x1, xlen;
+                avg_axis(q, 1, ox, &x0, &x1, &xlen);
+                float sum = 0.0f;
+                for (int64_t iy = y0; iy < y1; iy++) {
+                    const float *row = src + iy * w;
+                    for (int64_t ix = x0; ix < x1; ix++) sum += row[ix];
+                }
+                int64_t div = q[AP_DIVISOR] ? q[AP_DIVISOR] : q[AP_INCLUDE] ? ylen * xlen : (y1 - y0) * (x1 - x0);
+                dst[oy * ow + ox] = y0 < y1 && x0 < x1 ? sum / (float)div : 0.0f;
+            }
+        }
+    }
+    return TP_OK;
+}
+
+bool tp__avgpool_info(const tp_op_plan *plan, int64_t q[12], bool *include_pad, bool *exact) {
+    if (plan->run != avgpool_run) return false;
+    const int64_t *p = plan->i;
+    memcpy(q, p, 12 * sizeof *q);
+    *include_pad = p[AP_INCLUDE] != 0;
+    /* oneDNN divides by the whole window (include) or the part inside the
+     * input (exclude): PyTorch agrees unless a divisor is given or a
+     * ceil-mode window runs past the right padding */
+    *exact = p[AP_DIVISOR] == 0;
+    if (p[AP_ADAPTIVE]) *exact = *exact && p[0] % p[2] == 0 && p[1] % p[3] == 0;
+    for (int a = 0; a < 2 && *exact && !p[AP_ADAPTIVE]; a++)
+        if (*include_pad && (p[2 + a] - 1) * p[6 + a] + p[4 + a] > p[a] + 2 * p[8 + a]) *exact = false;
+    if (p[AP_ADAPTIVE]) { /* equal windows: kernel = stride = in / out */
+        q[4] = q[6] = p[0] / p[2];
+        q[5] = q[7] = p[1] / p[3];
+    }
+    return true;
+}
+
+static tp_status avgpool_common(const tp_prepare_info *info, const tp_tensor *x, const tp_tensor *o, tp_op_plan *plan) {
+    int64_t *q = plan->i;
+    q[0] = x->sizes[x->ndim - 2];
+    q[1] = x->sizes[x->ndim - 1];
+    q[2] = o->sizes[o->ndim - 2];
+    q[3] = o->sizes[o->ndim - 1];
+    q[10] = q[11] = 1;
+    q[AP_PLANES] = (q[0] != 0 && q[1] != 0) ? tp_tensor_numel(x) / (q[0] * q[1]) : 0;
+    plan->run = avgpool_run;
+    plan->variant = level_name(info->cpu_level);
+    plan->max_threads = row_threads(q[AP_PLANES], q[2] * q[3] * 4, info->max_threads);
+    return TP_OK;
+}
+
+/* avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None) */
+static tp_status avg_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                    tp_op_plan *plan) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
+        return TP_ERR_UNSUPPORTED;
+    int64_t k[2], s[2], p[2];
+    int n;
+    if (tp__arg_ints(bound, 1, "kernel_size", k, 2, 2, &n) != TP_OK) goto decline;
+    if (tp_value_len(&bound[2]) == 0 && bound[2].kind != TP_VAL_INT) {
+        s[0] = k[0];
+        s[1] = k[1];
+    } else if (tp__arg_ints(bound, 2, "stride", s, 2, 2, &n) != TP_OK) goto decline;
+    if (tp__arg_ints(bound, 3, "padding", p, 2, 2, &n) != TP_OK) goto decline;
+    int64_t *q = plan->i;
+    q[4] = k[0], q[5] = k[1], q[6] = s[0], q[7] = s[1], q[8] = p[0], q[9] = p[1];
+    q[AP_INCLUDE] = tp__arg_bool(bound, 5);
+    q[AP_DIVISOR] = tp__arg_is_none(bound, 6) ? 0 : tp__arg_int(bound, 6);
+    return avgpool_common(info, x, o, plan);
+decline:
+    tp_clear_error();
+    return TP_ERR_UNSUPPORTED;
+}
+
+/* adaptive_avg_pool2d(self, output_size) */
+static tp_status adaptive_avg_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                             tp_op_plan *plan) {
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
+        return TP_ERR_UNSUPPORTED;
+    if (o->sizes[o->ndim - 2] < 1 || o->sizes[o->ndim - 1] < 1) return TP_ERR_UNSUPPORTED;
+    plan->i[AP_ADAPTIVE] = 1;
+    return avgpool_common(info, x, o, plan);
+}
+
 static tp_status max_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
@@ -465,4 +586,6 @@ void tp__register_fast_nn(void) {
     tp__register_variant(TP_OP_MEAN, "rows", TP_CPU_SCALAR, mean_prepare);
     tp__register_variant(TP_OP_AMAX, "rows", TP_CPU_SCALAR, amax_prepare);
     tp__register_variant(TP_OP_MAX_POOL2D, "direct", TP_CPU_SCALAR, max_pool2d_prepare);
+    tp__register_variant(TP_OP_AVG_POOL2D, "direct", TP_CPU_SCALAR, avg_pool2d_prepare);
+    tp__register_variant(TP_OP_ADAPTIVE_AVG_POOL2D, "direct", TP_CPU_SCALAR, adaptive_avg_pool2d_prepare);
 }

@@ -314,6 +314,14 @@ static bool classify(const plan_step *s, const tp_plan *plan, dn_cand *c) {
         c->kind = DN_POOL;
         return true;
     }
+    bool include_pad, exact;
+    if ((s->op == TP_OP_AVG_POOL2D || s->op == TP_OP_ADAPTIVE_AVG_POOL2D) && x->ndim == 4 &&
+        tp__avgpool_info(&s->op_plan, c->pool, &include_pad, &exact)) {
+        if (!exact) return false;
+        c->alg = include_pad ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+        c->kind = DN_POOL;
+        return true;
+    }
     if (s->op == TP_OP_MEAN && y4.v[0] == x4.v[0] && y4.v[1] == x4.v[1] && y4.v[2] == 1 && y4.v[3] == 1) {
         /* mean over the spatial dims, kept: a global average pool */
         int64_t *q = c->pool;
