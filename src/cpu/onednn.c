@@ -86,7 +86,7 @@ typedef struct dn_chunk {
     int64_t off[M_COUNT]; /* bytes into the operand's tensor (SRC_T/DST_T for staged ones) */
     void *wbase;          /* owned allocation of this chunk's packed weights */
     void *w;              /* 64-byte aligned inside wbase */
-    const float *bias;    /* borrowed from the replaced plan data (kept alive in dn_step) */
+    const float *bias;    /* the step's bias copy */
     size_t res_bytes;     /* residual copied by memcpy (same layout as dst) */
 } dn_chunk;
 
@@ -99,8 +99,7 @@ typedef struct dn_step {
     int ires;         /* convolution: in[] index of the residual, -1 none */
     bool stage_src, stage_dst;
     size_t scratch, stage_src_bytes, stage_dst_bytes, per_thread; /* per thread, 64-byte multiples */
-    void *keep;       /* the replaced op plan's data (folded weights and bias), freed with this */
-    void (*keep_free)(void *);
+    float *bias;      /* owned copy of the (folded) bias the chunks read */
 } dn_step;
 
 typedef struct dn_ctx {
@@ -121,7 +120,7 @@ static void dn_step_free(void *data) {
         tp_free(c->wbase);
     }
     tp_free(d->chunks);
-    if (d->keep_free) d->keep_free(d->keep);
+    tp_free(d->bias);
     tp_free(d);
 }
 
@@ -636,7 +635,12 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
         if (v->bias) {
             ch->md[M_B] = bmd;
             ch->has[M_B] = true;
-            ch->bias = v->bias;
+            if (!d->bias) {
+                d->bias = tp_malloc((size_t)v->cout * sizeof(float));
+                TP_CHECK(d->bias != NULL, TP_ERR_NOMEM, "out of memory planning oneDNN steps");
+                memcpy(d->bias, v->bias, (size_t)v->cout * sizeof(float));
+            }
+            ch->bias = d->bias;
         }
         /* chunks share packed weights when their primitives want the same layout */
         const dn_chunk *same = NULL;
@@ -877,9 +881,11 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         size_t packed = 0;
         for (int k = 0; k < d->n_chunks; k++)
             if (d->chunks[k].wbase) packed += dnnl_memory_desc_get_size(&d->chunks[k].md[M_W]);
-        /* the old plan data holds folded weights and bias the chunks borrow */
-        d->keep = s->op_plan.data;
-        d->keep_free = s->op_plan.free_data;
+        /* the chunks own packed weights and a bias copy: the replaced plan's
+         * data (folded weights) goes */
+        if (s->op_plan.free_data) s->op_plan.free_data(s->op_plan.data);
+        size_t old = s->op_plan.data_bytes;
+        plan->packed_bytes = plan->packed_bytes > old ? plan->packed_bytes - old : 0;
         d->per_thread = d->scratch + d->stage_src_bytes + d->stage_dst_bytes;
         plan->packed_bytes += packed;
         tp_op_plan np;
@@ -889,7 +895,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         np.max_threads = d->n_chunks > 1 ? d->n_chunks - 1 : 1;
         np.workspace = d->per_thread * (size_t)np.max_threads;
         np.data = d;
-        np.data_bytes = s->op_plan.data_bytes + packed;
+        np.data_bytes = packed;
         np.free_data = dn_step_free;
         np.ctx_new = dn_ctx_new;
         np.ctx_free = dn_ctx_free;
