@@ -1095,11 +1095,15 @@ tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_bound, tp_v
     void *ws = s.op_plan.workspace ? tp_malloc(s.op_plan.workspace + ARENA_ALIGN) : NULL;
     tp_status st = TP_OK;
     if (s.op_plan.workspace && !ws) st = tp_error(TP_ERR_NOMEM, "out of memory for a kernel workspace");
+    void *ctx = NULL; /* per-run state, made for this one call */
+    if (st == TP_OK && s.op_plan.ctx_new) st = s.op_plan.ctx_new(&s.op_plan, &ctx);
     if (st == TP_OK) {
         tp_exec ex = {.ith = 0, .nth = 1,
-                      .workspace = ws ? (void *)(((uintptr_t)ws + ARENA_ALIGN - 1) & ~(uintptr_t)(ARENA_ALIGN - 1)) : NULL};
+                      .workspace = ws ? (void *)(((uintptr_t)ws + ARENA_ALIGN - 1) & ~(uintptr_t)(ARENA_ALIGN - 1)) : NULL,
+                      .ctx = ctx};
         st = s.op_plan.run(&s.op_plan, io, io + n_leaves, &ex);
     }
+    if (ctx) s.op_plan.ctx_free(ctx);
     tp_free(ws);
     if (s.op_plan.free_data) s.op_plan.free_data(s.op_plan.data);
     *handled = true;

@@ -11,7 +11,8 @@
  * squeeze-excitation multiply by a [N, C, 1, 1] tensor (either order), and
  * pools and activations at a region's edges (reading the NCHW input,
  * writing the NCHW output), and conv1d chains ([N, C, L] as [N, C, 1, L],
- * cut into column bands at batch 1). Every net runs at
+ * cut into column bands at batch 1), and conv_transpose1d/2d as oneDNN
+ * deconvolutions. Every net runs at
  * the reference level and at the CPU's level with 1 and 2 threads (row
  * bands at batch 1, images at batch 3), and the profile must show oneDNN
  * steps: a build without oneDNN reports the test skipped (exit 77).
@@ -475,6 +476,84 @@ TEST(test_conv1d) {
     check_conv1d("conv1d depthwise middle", 1, 4, 2050, 16);
 }
 
+/* conv_transpose1d/2d (we have only the reference kernel) as a oneDNN
+ * deconvolution: one-node programs with the weight a parameter. */
+typedef struct tconv_case {
+    const char *label;
+    int spatial;
+    int64_t n, cin, h, w, cout, k, stride, pad, out_pad, groups, dil;
+    bool bias;
+} tconv_case;
+
+static void check_tconv(const tconv_case *c) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    int sp = c->spatial;
+    int64_t ws[4] = {c->cin, c->cout / c->groups, sp == 2 ? c->k : c->k, c->k};
+    int64_t xs[4] = {c->n, c->cin, sp == 2 ? c->h : c->w, c->w};
+    tp_tensor *w = rand_t(sp + 2, ws, 1.0f / sqrtf((float)(c->cin * c->k))), *b = c->bias ? rand_t(1, &c->cout, 0.5f) : NULL;
+    tp_node *pw = placeholder(g, "p_w", sp + 2, ws), *pb = b ? placeholder(g, "p_b", 1, &c->cout) : NULL;
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
+    if (b) CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_b"), "b", TP_PERSISTENT_UNSET));
+    tp_node *px = placeholder(g, "x", sp + 2, xs);
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    int64_t st2[2] = {c->stride, c->stride}, pd2[2] = {c->pad, c->pad}, op2[2] = {c->out_pad, c->out_pad},
+            dl2[2] = {c->dil, c->dil};
+    tp_value a[8] = {N(px), N(pw), pb ? N(pb) : tp_value_none(), tp_value_none(), tp_value_none(), tp_value_none(),
+                     tp_value_int(c->groups), tp_value_none()};
+    CHECK_OK(tp_value_int_list(st2, sp, &a[3]));
+    CHECK_OK(tp_value_int_list(pd2, sp, &a[4]));
+    CHECK_OK(tp_value_int_list(op2, sp, &a[5]));
+    CHECK_OK(tp_value_int_list(dl2, sp, &a[7]));
+    tp_node *y = call(g, sp == 2 ? TP_OP_CONV_TRANSPOSE2D : TP_OP_CONV_TRANSPOSE1D, 8, a);
+    for (int k = 3; k < 8; k++) tp_value_clear(&a[k]);
+    built bt = {0};
+    if (y) {
+        output_nodes(g, 1, (tp_node *[]){y});
+        CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(y)), NULL));
+        CHECK_OK(tp_program_new(g, s, &bt.p));
+    } else {
+        CHECK_MSG(false, "%s: building the graph: %s", c->label, tp_last_error());
+        tp_graph_free(g);
+        tp_signature_free(s);
+    }
+    if (bt.p) CHECK_OK(tp_program_set_state(bt.p, "w", TP_STATE_PARAMETER, w, true));
+    if (bt.p && b) CHECK_OK(tp_program_set_state(bt.p, "b", TP_STATE_PARAMETER, b, true));
+    tp_tensor_free(w);
+    tp_tensor_free(b);
+    if (!bt.p) return;
+    bt.x = rand_t(sp + 2, xs, 2.0f);
+    counts cnt;
+    tp_tensor *want = run(&bt, TP_CPU_REFERENCE, 1, &cnt);
+    for (int th = 1; want && th <= 2; th++) {
+        tp_tensor *got = run(&bt, tp_cpu_level_supported(), th, &cnt);
+        char msg[256] = "";
+        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", c->label,
+                  th, got ? msg : "no result");
+        CHECK_MSG(cnt.onednn == 1, "%s: the transposed convolution did not run on oneDNN", c->label);
+        tp_tensor_free(got);
+    }
+    tp_tensor_free(want);
+    tp_tensor_free(bt.x);
+    tp_program_free(bt.p);
+}
+
+TEST(test_conv_transpose) {
+    static const tconv_case cases[] = {
+        /* label                      sp  n cin  h  w cout k s p op g d bias */
+        {"k3 s2 p1 output_padding 1", 2, 1, 8, 7, 9, 6, 3, 2, 1, 1, 1, 1, true},
+        {"k4 s2 p1 batch 3", 2, 3, 6, 5, 5, 4, 4, 2, 1, 0, 1, 1, false},
+        {"k2 s2 p0 (upsampling)", 2, 1, 16, 8, 8, 8, 2, 2, 0, 0, 1, 1, true},
+        {"grouped, dilated", 2, 2, 8, 6, 7, 4, 3, 1, 2, 0, 2, 2, true},
+        {"conv_transpose1d k5 s2", 1, 1, 4, 1, 33, 6, 5, 2, 2, 1, 1, 1, true},
+        {"conv_transpose1d batch 3", 1, 3, 6, 1, 17, 3, 4, 2, 1, 0, 1, 1, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_tconv(&cases[i]);
+}
+
 /* One program with a oneDNN region called from 4 threads at once (each
  * call in its own pooled run context, with its own oneDNN memory objects
  * and streams) gives the serial results bit for bit; ThreadSanitizer clean. */
@@ -538,6 +617,6 @@ int main(int argc, char **argv) {
         return 77;
     }
     static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions), T(test_conv1d),
-                                         T(test_concurrent_calls)};
+                                         T(test_conv_transpose), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

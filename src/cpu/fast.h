@@ -51,5 +51,6 @@ TP_HIDDEN void tp__register_fast_linalg(void);
 TP_HIDDEN void tp__register_fast_nn(void);
 TP_HIDDEN void tp__register_fast_conv(void);
 TP_HIDDEN void tp__register_fast_attention(void);
+TP_HIDDEN void tp__register_fast_onednn(void);
 
 #endif

@@ -39,6 +39,7 @@
 #include "../engine_impl.h"
 #include "eltwise.h"
 #include "fast.h"
+#include "kernel_util.h"
 
 #ifndef TP_HAVE_ONEDNN
 
@@ -50,6 +51,8 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     (void)threads;
     return TP_OK;
 }
+
+void tp__register_fast_onednn(void) {}
 
 #else
 
@@ -917,6 +920,154 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     tp_free(ps.cand);
     tp_free(ps.nhwc);
     return st;
+}
+
+/* ---- conv_transpose1d / conv_transpose2d ------------------------------------ */
+
+/* A transposed convolution with a constant weight (we have only the
+ * reference kernel for it) as oneDNN deconvolution primitives on NHWC
+ * staging copies of the NCHW input and output: whole images per chunk (a
+ * batch cut into images for several threads), reordered in and out in the
+ * thread's workspace. PyTorch's weight [Cin, Cout/g, kh, kw] is oneDNN's
+ * iohw / giohw; output_padding extends the right padding (declined when it
+ * exceeds the padding: oneDNN's right padding would be negative). */
+static tp_status deconv_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
+                                tp_op_plan *plan, int spatial) {
+    pthread_once(&g_once, init_once);
+    if (!g_enabled || info->cpu_level < TP_CPU_AVX2 || info->cpu_level != (int)tp_cpu_level_supported())
+        return TP_ERR_UNSUPPORTED;
+    const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
+    const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    if (!x || !w || !o || x->dtype != TP_FLOAT32 || w->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32)
+        return TP_ERR_UNSUPPORTED;
+    if (x->ndim != spatial + 2 || w->ndim != spatial + 2 || o->ndim != spatial + 2 || !info->is_const[1] ||
+        !tp_tensor_is_contiguous(x) || !tp_tensor_is_contiguous(w))
+        return TP_ERR_UNSUPPORTED;
+    if (b && (b->dtype != TP_FLOAT32 || b->ndim != 1 || !info->is_const[2] || !tp_tensor_is_contiguous(b)))
+        return TP_ERR_UNSUPPORTED;
+    int64_t v[4][3], g = tp__arg_int(bound, 6);
+    const int arg_of[4] = {3, 4, 5, 7}; /* stride, padding, output_padding, dilation */
+    for (int a = 0; a < 4; a++) {
+        int n;
+        if (tp__arg_ints(bound, arg_of[a], "arg", v[a], 3, spatial, &n) != TP_OK) {
+            tp_clear_error();
+            return TP_ERR_UNSUPPORTED;
+        }
+        if (spatial == 1) v[a][1] = v[a][0], v[a][0] = a == 0 || a == 3 ? 1 : 0; /* one row */
+    }
+    int64_t x4[4] = {x->sizes[0], x->sizes[1], spatial == 2 ? x->sizes[2] : 1, x->sizes[spatial + 1]};
+    int64_t o4[4] = {o->sizes[0], o->sizes[1], spatial == 2 ? o->sizes[2] : 1, o->sizes[spatial + 1]};
+    int64_t kh = spatial == 2 ? w->sizes[2] : 1, kw = w->sizes[spatial + 1];
+    if (g < 1 || x4[1] % g || o4[1] % g || v[1][0] < v[2][0] || v[1][1] < v[2][1]) return TP_ERR_UNSUPPORTED;
+    for (int d = 0; d < 4; d++)
+        if (x4[d] <= 0 || o4[d] <= 0) return TP_ERR_UNSUPPORTED;
+    dn_step *d = tp_calloc(1, sizeof *d);
+    TP_CHECK(d != NULL, TP_ERR_NOMEM, "out of memory preparing a transposed convolution");
+    band bands[257];
+    double work = 2.0 * (double)tp_tensor_numel(x) * (double)(o4[1] / g) * (double)(kh * kw);
+    int threads = info->max_threads > 256 ? 256 : info->max_threads;
+    /* images only: bands of a transposed convolution's output need overlapping input rows */
+    int k = o4[0] > 1 ? split(o4[0], o4[2], o4[3], x4[2], threads, work, bands) : 1;
+    bands[0] = (band){0, o4[0], 0, o4[2], 0, o4[3]};
+    d->kind = DN_CONV;
+    d->ires = -1;
+    d->in_src1 = -1;
+    d->stage_src = d->stage_dst = true;
+    d->n_chunks = k;
+    d->chunks = tp_calloc((size_t)k, sizeof *d->chunks);
+    tp_status st = d->chunks ? TP_OK : tp_error(TP_ERR_NOMEM, "out of memory preparing a transposed convolution");
+    dnnl_memory_desc_t wmd, umd, bmd;
+    if (g == 1) {
+        dnnl_dims_t wd = {o4[1], x4[1], kh, kw};
+        dnnl_memory_desc_init_by_tag(&wmd, 4, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&umd, 4, wd, dnnl_f32, dnnl_iohw);
+    } else {
+        dnnl_dims_t wd = {g, o4[1] / g, x4[1] / g, kh, kw};
+        dnnl_memory_desc_init_by_tag(&wmd, 5, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&umd, 5, wd, dnnl_f32, dnnl_giohw);
+    }
+    dnnl_dims_t bd = {o4[1]};
+    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int i = 0; st == TP_OK && i < k; i++) {
+        dn_chunk *ch = &d->chunks[i];
+        band ob = bands[i], ib = {ob.n0, ob.n1, 0, x4[2], 0, x4[3]};
+        dnnl_memory_desc_t smd, dmd;
+        st = dense_md(&smd, x4, ib);
+        if (st == TP_OK) st = dense_md(&dmd, o4, ob);
+        if (st != TP_OK) break;
+        dnnl_dims_t strides = {v[0][0], v[0][1]}, dil = {v[3][0] - 1, v[3][1] - 1}, pl = {v[1][0], v[1][1]};
+        dnnl_dims_t pr = {v[1][0] - v[2][0], v[1][1] - v[2][1]};
+        dnnl_deconvolution_desc_t dd;
+        if (dnnl_dilated_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct, &smd,
+                                                         &wmd, b ? &bmd : NULL, &dmd, strides, dil, pl,
+                                                         pr) != dnnl_success) {
+            st = tp_error(TP_ERR_UNSUPPORTED, "oneDNN deconvolution descriptor");
+            break;
+        }
+        dnnl_primitive_attr_t attr;
+        st = make_attr(&attr, false, 0, 0, 0);
+        if (st != TP_OK) break;
+        dnnl_primitive_desc_t pd;
+        st = make_pd(&dd, attr, &pd);
+        dnnl_primitive_attr_destroy(attr);
+        if (st != TP_OK) break;
+        ch->md[M_SRC] = smd;
+        ch->md[M_DST] = dmd;
+        ch->md[M_W] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        ch->has[M_SRC] = ch->has[M_DST] = ch->has[M_W] = true;
+        if (b) {
+            ch->md[M_B] = bmd;
+            ch->has[M_B] = true;
+            ch->bias = (const float *)tp__tensor_base(b); /* a constant of the plan */
+        }
+        const dn_chunk *same = NULL;
+        for (int q = 0; q < i && !same; q++)
+            if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
+        if (same) ch->w = same->w;
+        else st = pack_weights(ch, &umd, (const float *)tp__tensor_base(w));
+        if (st == TP_OK) st = stage(d, ch, x4, false, ib, o4, false, ob);
+        if (st != TP_OK) {
+            dnnl_primitive_desc_destroy(pd);
+            break;
+        }
+        st = finish_chunk(ch, pd, &d->scratch);
+    }
+    omp_set_num_threads(saved);
+    if (st != TP_OK) {
+        dn_step_free(d);
+        if (st == TP_ERR_UNSUPPORTED) tp_clear_error();
+        return st;
+    }
+    size_t packed = 0;
+    for (int i = 0; i < k; i++)
+        if (d->chunks[i].wbase) packed += dnnl_memory_desc_get_size(&d->chunks[i].md[M_W]);
+    d->per_thread = d->scratch + d->stage_src_bytes + d->stage_dst_bytes;
+    plan->run = dn_run;
+    plan->variant = "onednn";
+    plan->max_threads = k > 1 ? k - 1 : 1;
+    plan->workspace = d->per_thread * (size_t)plan->max_threads;
+    plan->data = d;
+    plan->data_bytes = packed;
+    plan->free_data = dn_step_free;
+    plan->ctx_new = dn_ctx_new;
+    plan->ctx_free = dn_ctx_free;
+    return TP_OK;
+}
+
+static tp_status deconv2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                  tp_op_plan *plan) {
+    return deconv_prepare(info, bound, out, plan, 2);
+}
+static tp_status deconv1d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                  tp_op_plan *plan) {
+    return deconv_prepare(info, bound, out, plan, 1);
+}
+
+void tp__register_fast_onednn(void) {
+    tp__register_variant(TP_OP_CONV_TRANSPOSE2D, "onednn", TP_CPU_AVX2, deconv2d_prepare);
+    tp__register_variant(TP_OP_CONV_TRANSPOSE1D, "onednn", TP_CPU_AVX2, deconv1d_prepare);
 }
 
 #endif
