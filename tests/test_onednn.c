@@ -11,8 +11,8 @@
  * squeeze-excitation multiply by a [N, C, 1, 1] tensor (either order), and
  * pools and activations at a region's edges (reading the NCHW input,
  * writing the NCHW output), and conv1d chains ([N, C, L] as [N, C, 1, L],
- * cut into column bands at batch 1), and conv_transpose1d/2d as oneDNN
- * deconvolutions. Every net runs at
+ * cut into column bands at batch 1), conv_transpose1d/2d as oneDNN
+ * deconvolutions, and conv3d / conv_transpose3d. Every net runs at
  * the reference level and at the CPU's level with 1 and 2 threads (row
  * bands at batch 1, images at batch 3), and the profile must show oneDNN
  * steps: a build without oneDNN reports the test skipped (exit 77).
@@ -541,6 +541,80 @@ static void check_tconv(const tconv_case *c) {
     tp_program_free(bt.p);
 }
 
+/* conv3d / conv_transpose3d one-node programs (oneDNN picks the layouts). */
+static void check_vol(const char *label, bool transposed, int64_t n, int64_t cin, int64_t d, int64_t cout, int64_t k,
+                      int64_t stride, int64_t pad, int64_t out_pad, int64_t groups, int64_t dil) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    int64_t ws[5] = {transposed ? cin : cout, transposed ? cout / groups : cin / groups, k, k, k};
+    int64_t xs[5] = {n, cin, d, d + 1, d + 2};
+    tp_tensor *w = rand_t(5, ws, 1.0f / sqrtf((float)(cin * k * k * k))), *b = rand_t(1, &cout, 0.5f);
+    tp_node *pw = placeholder(g, "p_w", 5, ws), *pb = placeholder(g, "p_b", 1, &cout);
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_b"), "b", TP_PERSISTENT_UNSET));
+    tp_node *px = placeholder(g, "x", 5, xs);
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    int64_t v[4][3] = {{stride, stride, stride}, {pad, pad, pad}, {out_pad, out_pad, out_pad}, {dil, dil, dil}};
+    tp_value a[8] = {N(px), N(pw), N(pb)};
+    int na;
+    if (transposed) { /* stride, padding, output_padding, groups, dilation */
+        CHECK_OK(tp_value_int_list(v[0], 3, &a[3]));
+        CHECK_OK(tp_value_int_list(v[1], 3, &a[4]));
+        CHECK_OK(tp_value_int_list(v[2], 3, &a[5]));
+        a[6] = tp_value_int(groups);
+        CHECK_OK(tp_value_int_list(v[3], 3, &a[7]));
+        na = 8;
+    } else { /* stride, padding, dilation, groups */
+        CHECK_OK(tp_value_int_list(v[0], 3, &a[3]));
+        CHECK_OK(tp_value_int_list(v[1], 3, &a[4]));
+        CHECK_OK(tp_value_int_list(v[3], 3, &a[5]));
+        a[6] = tp_value_int(groups);
+        na = 7;
+    }
+    tp_node *y = call(g, transposed ? TP_OP_CONV_TRANSPOSE3D : TP_OP_CONV3D, na, a);
+    for (int q = 3; q < na; q++) tp_value_clear(&a[q]);
+    built bt = {0};
+    if (y) {
+        output_nodes(g, 1, (tp_node *[]){y});
+        CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(y)), NULL));
+        CHECK_OK(tp_program_new(g, s, &bt.p));
+    } else {
+        CHECK_MSG(false, "%s: building the graph: %s", label, tp_last_error());
+        tp_graph_free(g);
+        tp_signature_free(s);
+    }
+    if (bt.p) CHECK_OK(tp_program_set_state(bt.p, "w", TP_STATE_PARAMETER, w, true));
+    if (bt.p) CHECK_OK(tp_program_set_state(bt.p, "b", TP_STATE_PARAMETER, b, true));
+    tp_tensor_free(w);
+    tp_tensor_free(b);
+    if (!bt.p) return;
+    bt.x = rand_t(5, xs, 2.0f);
+    counts cnt;
+    tp_tensor *want = run(&bt, TP_CPU_REFERENCE, 1, &cnt);
+    for (int th = 1; want && th <= 2; th++) {
+        tp_tensor *got = run(&bt, tp_cpu_level_supported(), th, &cnt);
+        char msg[256] = "";
+        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", label, th,
+                  got ? msg : "no result");
+        CHECK_MSG(cnt.onednn == 1, "%s: the 3-D convolution did not run on oneDNN", label);
+        tp_tensor_free(got);
+    }
+    tp_tensor_free(want);
+    tp_tensor_free(bt.x);
+    tp_program_free(bt.p);
+}
+
+TEST(test_conv3d) {
+    check_vol("conv3d k3 p1", false, 1, 4, 6, 8, 3, 1, 1, 0, 1, 1);
+    check_vol("conv3d k3 s2 batch 3, grouped", false, 3, 4, 7, 6, 3, 2, 0, 0, 2, 1);
+    check_vol("conv3d dilated", false, 1, 3, 8, 5, 3, 1, 2, 0, 1, 2);
+    check_vol("conv_transpose3d k3 s2 p1 output_padding 1", true, 1, 6, 4, 4, 3, 2, 1, 1, 1, 1);
+    check_vol("conv_transpose3d k2 s2 batch 2, grouped", true, 2, 4, 3, 6, 2, 2, 0, 0, 2, 1);
+}
+
 TEST(test_conv_transpose) {
     static const tconv_case cases[] = {
         /* label                      sp  n cin  h  w cout k s p op g d bias */
@@ -617,6 +691,6 @@ int main(int argc, char **argv) {
         return 77;
     }
     static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions), T(test_conv1d),
-                                         T(test_conv_transpose), T(test_concurrent_calls)};
+                                         T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -922,7 +922,25 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     return st;
 }
 
-/* ---- conv_transpose1d / conv_transpose2d ------------------------------------ */
+/* ---- standalone variants: transposed and 3-D convolutions ----------------- */
+
+/* Fill a fast variant's plan from a built step (chunk 0 whole, 1.. the cut). */
+static tp_status finish_standalone(dn_step *d, tp_op_plan *plan) {
+    size_t packed = 0;
+    for (int i = 0; i < d->n_chunks; i++)
+        if (d->chunks[i].wbase) packed += dnnl_memory_desc_get_size(&d->chunks[i].md[M_W]);
+    d->per_thread = d->scratch + d->stage_src_bytes + d->stage_dst_bytes;
+    plan->run = dn_run;
+    plan->variant = "onednn";
+    plan->max_threads = d->n_chunks > 1 ? d->n_chunks - 1 : 1;
+    plan->workspace = d->per_thread * (size_t)plan->max_threads;
+    plan->data = d;
+    plan->data_bytes = packed;
+    plan->free_data = dn_step_free;
+    plan->ctx_new = dn_ctx_new;
+    plan->ctx_free = dn_ctx_free;
+    return TP_OK;
+}
 
 /* A transposed convolution with a constant weight (we have only the
  * reference kernel for it) as oneDNN deconvolution primitives on NHWC
@@ -1040,20 +1058,7 @@ static tp_status deconv_prepare(const tp_prepare_info *info, const tp_value *bou
         if (st == TP_ERR_UNSUPPORTED) tp_clear_error();
         return st;
     }
-    size_t packed = 0;
-    for (int i = 0; i < k; i++)
-        if (d->chunks[i].wbase) packed += dnnl_memory_desc_get_size(&d->chunks[i].md[M_W]);
-    d->per_thread = d->scratch + d->stage_src_bytes + d->stage_dst_bytes;
-    plan->run = dn_run;
-    plan->variant = "onednn";
-    plan->max_threads = k > 1 ? k - 1 : 1;
-    plan->workspace = d->per_thread * (size_t)plan->max_threads;
-    plan->data = d;
-    plan->data_bytes = packed;
-    plan->free_data = dn_step_free;
-    plan->ctx_new = dn_ctx_new;
-    plan->ctx_free = dn_ctx_free;
-    return TP_OK;
+    return finish_standalone(d, plan);
 }
 
 static tp_status deconv2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
@@ -1065,9 +1070,171 @@ static tp_status deconv1d_prepare(const tp_prepare_info *info, const tp_value *b
     return deconv_prepare(info, bound, out, plan, 1);
 }
 
+/* conv3d / conv_transpose3d with a constant weight (reference kernels
+ * only otherwise): oneDNN picks the layouts ("any"); the NCDHW input and
+ * output are reordered into and out of them in the thread's workspace when
+ * they differ; whole images per chunk. */
+static tp_status vol_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
+                             tp_op_plan *plan, bool transposed) {
+    pthread_once(&g_once, init_once);
+    if (!g_enabled || info->cpu_level < TP_CPU_AVX2 || info->cpu_level != (int)tp_cpu_level_supported())
+        return TP_ERR_UNSUPPORTED;
+    const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
+    const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    if (!x || !w || !o || x->dtype != TP_FLOAT32 || w->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32)
+        return TP_ERR_UNSUPPORTED;
+    if (x->ndim != 5 || w->ndim != 5 || o->ndim != 5 || !info->is_const[1] || !tp_tensor_is_contiguous(x) ||
+        !tp_tensor_is_contiguous(w))
+        return TP_ERR_UNSUPPORTED;
+    if (b && (b->dtype != TP_FLOAT32 || b->ndim != 1 || !info->is_const[2] || !tp_tensor_is_contiguous(b)))
+        return TP_ERR_UNSUPPORTED;
+    /* conv3d: stride 3, padding 4, dilation 5, groups 6; transposed: stride 3,
+     * padding 4, output_padding 5, groups 6, dilation 7 */
+    int64_t st[3], pd[3], op[3] = {0, 0, 0}, dl[3], g = tp__arg_int(bound, 6);
+    int n, a_dil = transposed ? 7 : 5;
+    if (bound[4].kind == TP_VAL_STR || tp__arg_ints(bound, 3, "stride", st, 3, 3, &n) != TP_OK ||
+        tp__arg_ints(bound, 4, "padding", pd, 3, 3, &n) != TP_OK ||
+        tp__arg_ints(bound, a_dil, "dilation", dl, 3, 3, &n) != TP_OK ||
+        (transposed && tp__arg_ints(bound, 5, "output_padding", op, 3, 3, &n) != TP_OK)) {
+        tp_clear_error();
+        return TP_ERR_UNSUPPORTED;
+    }
+    const int64_t *xs = x->sizes, *os = o->sizes, *ks = w->sizes + 2;
+    if (g < 1 || xs[1] % g || os[1] % g) return TP_ERR_UNSUPPORTED;
+    dnnl_dims_t pl, pr, strides, dil;
+    for (int i = 0; i < 3; i++) {
+        strides[i] = st[i], dil[i] = dl[i] - 1, pl[i] = pd[i];
+        pr[i] = transposed ? pd[i] - op[i] : (os[2 + i] - 1) * st[i] + (ks[i] - 1) * dl[i] + 1 - xs[2 + i] - pd[i];
+        if (transposed && pr[i] < 0) return TP_ERR_UNSUPPORTED;
+        if (pr[i] < 0) pr[i] = 0; /* oneDNN's floor formula drops the rest */
+    }
+    for (int i = 0; i < 5; i++)
+        if (xs[i] <= 0 || os[i] <= 0) return TP_ERR_UNSUPPORTED;
+    dn_step *d = tp_calloc(1, sizeof *d);
+    TP_CHECK(d != NULL, TP_ERR_NOMEM, "out of memory preparing a 3-D convolution");
+    band bands[257];
+    double work = 2.0 * (double)(transposed ? tp_tensor_numel(x) * (os[1] / g) : tp_tensor_numel(o) * (xs[1] / g)) *
+                  (double)(ks[0] * ks[1] * ks[2]);
+    int threads = info->max_threads > 256 ? 256 : info->max_threads;
+    int k = os[0] > 1 ? split(os[0], 1, 1, 1, threads, work, bands) : 1;
+    bands[0] = (band){0, os[0], 0, 1, 0, 1};
+    d->kind = DN_CONV;
+    d->ires = -1;
+    d->in_src1 = -1;
+    d->n_chunks = k;
+    d->chunks = tp_calloc((size_t)k, sizeof *d->chunks);
+    tp_status rst = d->chunks ? TP_OK : tp_error(TP_ERR_NOMEM, "out of memory preparing a 3-D convolution");
+    int64_t oc = os[1], ic = xs[1];
+    dnnl_memory_desc_t wmd, umd, bmd;
+    if (g == 1) {
+        dnnl_dims_t wd = {oc, ic, ks[0], ks[1], ks[2]};
+        dnnl_memory_desc_init_by_tag(&wmd, 5, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&umd, 5, wd, dnnl_f32, transposed ? dnnl_iodhw : dnnl_oidhw);
+    } else {
+        dnnl_dims_t wd = {g, oc / g, ic / g, ks[0], ks[1], ks[2]};
+        dnnl_memory_desc_init_by_tag(&wmd, 6, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&umd, 6, wd, dnnl_f32, transposed ? dnnl_giodhw : dnnl_goidhw);
+    }
+    dnnl_dims_t bd = {oc};
+    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int i = 0; rst == TP_OK && i < k; i++) {
+        dn_chunk *ch = &d->chunks[i];
+        int64_t n0 = bands[i].n0, nn = bands[i].n1 - n0;
+        dnnl_dims_t sdims = {nn, ic, xs[2], xs[3], xs[4]}, ddims = {nn, oc, os[2], os[3], os[4]};
+        dnnl_memory_desc_t sany, dany, suser, duser;
+        dnnl_memory_desc_init_by_tag(&sany, 5, sdims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&dany, 5, ddims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&suser, 5, sdims, dnnl_f32, dnnl_ncdhw);
+        dnnl_memory_desc_init_by_tag(&duser, 5, ddims, dnnl_f32, dnnl_ncdhw);
+        dnnl_status_t ds;
+        union {
+            dnnl_convolution_desc_t conv;
+            dnnl_deconvolution_desc_t deconv;
+        } u;
+        if (transposed)
+            ds = dnnl_dilated_deconvolution_forward_desc_init(&u.deconv, dnnl_forward_inference,
+                                                              dnnl_deconvolution_direct, &sany, &wmd, b ? &bmd : NULL,
+                                                              &dany, strides, dil, pl, pr);
+        else
+            ds = dnnl_dilated_convolution_forward_desc_init(&u.conv, dnnl_forward_inference, dnnl_convolution_direct,
+                                                            &sany, &wmd, b ? &bmd : NULL, &dany, strides, dil, pl, pr);
+        if (ds != dnnl_success) {
+            rst = tp_error(TP_ERR_UNSUPPORTED, "oneDNN 3-D convolution descriptor");
+            break;
+        }
+        dnnl_primitive_attr_t attr;
+        rst = make_attr(&attr, false, 0, 0, 0);
+        if (rst != TP_OK) break;
+        dnnl_primitive_desc_t pdesc;
+        rst = make_pd(&u, attr, &pdesc);
+        dnnl_primitive_attr_destroy(attr);
+        if (rst != TP_OK) break;
+        ch->md[M_SRC] = *dnnl_primitive_desc_query_md(pdesc, dnnl_query_src_md, 0);
+        ch->md[M_DST] = *dnnl_primitive_desc_query_md(pdesc, dnnl_query_dst_md, 0);
+        ch->md[M_W] = *dnnl_primitive_desc_query_md(pdesc, dnnl_query_weights_md, 0);
+        ch->has[M_SRC] = ch->has[M_DST] = ch->has[M_W] = true;
+        if (b) {
+            ch->md[M_B] = bmd;
+            ch->has[M_B] = true;
+            ch->bias = (const float *)tp__tensor_base(b); /* a constant of the plan */
+        }
+        int64_t soff = n0 * ic * xs[2] * xs[3] * xs[4] * (int64_t)sizeof(float);
+        int64_t doff = n0 * oc * os[2] * os[3] * os[4] * (int64_t)sizeof(float);
+        bool ss = !dnnl_memory_desc_equal(&suser, &ch->md[M_SRC]), sd = !dnnl_memory_desc_equal(&duser, &ch->md[M_DST]);
+        if (i == 0) d->stage_src = ss, d->stage_dst = sd;
+        else if (ss != d->stage_src || sd != d->stage_dst) rst = tp_error(TP_ERR_UNSUPPORTED, "layouts differ by chunk");
+        ch->off[M_SRC] = ch->off[M_SRC_T] = soff;
+        ch->off[M_DST] = ch->off[M_DST_T] = doff;
+        if (rst == TP_OK && ss) {
+            ch->md[M_SRC_T] = suser;
+            ch->has[M_SRC_T] = true;
+            size_t sb = (dnnl_memory_desc_get_size(&ch->md[M_SRC]) + 63) & ~(size_t)63;
+            if (sb > d->stage_src_bytes) d->stage_src_bytes = sb;
+            rst = make_reorder(&suser, &ch->md[M_SRC], &ch->r_src);
+        }
+        if (rst == TP_OK && sd) {
+            ch->md[M_DST_T] = duser;
+            ch->has[M_DST_T] = true;
+            size_t db = (dnnl_memory_desc_get_size(&ch->md[M_DST]) + 63) & ~(size_t)63;
+            if (db > d->stage_dst_bytes) d->stage_dst_bytes = db;
+            rst = make_reorder(&ch->md[M_DST], &duser, &ch->r_dst);
+        }
+        const dn_chunk *same = NULL;
+        for (int q = 0; q < i && !same; q++)
+            if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
+        if (rst == TP_OK && same) ch->w = same->w;
+        else if (rst == TP_OK) rst = pack_weights(ch, &umd, (const float *)tp__tensor_base(w));
+        if (rst != TP_OK) {
+            dnnl_primitive_desc_destroy(pdesc);
+            break;
+        }
+        rst = finish_chunk(ch, pdesc, &d->scratch);
+    }
+    omp_set_num_threads(saved);
+    if (rst != TP_OK) {
+        dn_step_free(d);
+        if (rst == TP_ERR_UNSUPPORTED) tp_clear_error();
+        return rst;
+    }
+    return finish_standalone(d, plan);
+}
+
+static tp_status conv3d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                tp_op_plan *plan) {
+    return vol_prepare(info, bound, out, plan, false);
+}
+static tp_status deconv3d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
+                                  tp_op_plan *plan) {
+    return vol_prepare(info, bound, out, plan, true);
+}
+
 void tp__register_fast_onednn(void) {
     tp__register_variant(TP_OP_CONV_TRANSPOSE2D, "onednn", TP_CPU_AVX2, deconv2d_prepare);
     tp__register_variant(TP_OP_CONV_TRANSPOSE1D, "onednn", TP_CPU_AVX2, deconv1d_prepare);
+    tp__register_variant(TP_OP_CONV3D, "onednn", TP_CPU_AVX2, conv3d_prepare);
+    tp__register_variant(TP_OP_CONV_TRANSPOSE3D, "onednn", TP_CPU_AVX2, deconv3d_prepare);
 }
 
 #endif
