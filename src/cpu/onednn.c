@@ -902,8 +902,11 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         np.free_data = dn_step_free;
         np.ctx_new = dn_ctx_new;
         np.ctx_free = dn_ctx_free;
-        if (d->kind == DN_CONV && d->ires >= 0 && ps.nhwc[s->in[d->ires]] == ps.nhwc[s->out[0]]) {
-            np.inplace_ok = true; /* the summed residual may be dst itself */
+        if (d->kind == DN_CONV && d->ires >= 0 && ps.nhwc[s->in[d->ires]] == ps.nhwc[s->out[0]] &&
+            s->in[d->ires] != s->in[0]) {
+            /* the summed residual may be dst itself (not when it is also the
+             * input: x + conv(x) would overwrite rows other bands still read) */
+            np.inplace_ok = true;
             np.inplace_in = d->ires;
         } else if ((d->kind == DN_UNARY && !d->stage_src && !d->stage_dst) || d->kind == DN_BINARY) {
             /* same layout in and out: a band reads only the bytes it writes */
