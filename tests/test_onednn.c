@@ -254,7 +254,7 @@ static void check_net(const net_case *c, int min_onednn) {
     tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt);
     CHECK_MSG(want != NULL, "%s: reference run failed", c->label);
     for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&b, tp_cpu_level_supported(), th, &cnt);
+        tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
         char msg[256] = "";
         CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", c->label, th,
                   got ? msg : "no result");
@@ -462,7 +462,7 @@ static void check_conv1d(const char *label, int64_t n, int64_t c, int64_t len, i
     counts cnt;
     tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt);
     for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&b, tp_cpu_level_supported(), th, &cnt);
+        tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
         char msg[256] = "";
         CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", label, th,
                   got ? msg : "no result");
@@ -533,7 +533,7 @@ static void check_tconv(const tconv_case *c) {
     counts cnt;
     tp_tensor *want = run(&bt, TP_CPU_REFERENCE, 1, &cnt);
     for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&bt, tp_cpu_level_supported(), th, &cnt);
+        tp_tensor *got = run(&bt, TP_CPU_AUTO, th, &cnt);
         char msg[256] = "";
         CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", c->label,
                   th, got ? msg : "no result");
@@ -599,7 +599,7 @@ static void check_vol(const char *label, bool transposed, int64_t n, int64_t cin
     counts cnt;
     tp_tensor *want = run(&bt, TP_CPU_REFERENCE, 1, &cnt);
     for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&bt, tp_cpu_level_supported(), th, &cnt);
+        tp_tensor *got = run(&bt, TP_CPU_AUTO, th, &cnt);
         char msg[256] = "";
         CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", label, th,
                   got ? msg : "no result");

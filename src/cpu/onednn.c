@@ -29,8 +29,9 @@
  * itself allocates small bookkeeping inside every primitive execution; our
  * allocation hook does not see it.
  *
- * Disabled with TP_ONEDNN=0 in the environment, at forced CPU levels
- * below what the CPU supports, and in builds without oneDNN.
+ * Disabled with TP_ONEDNN=0 in the environment, at CPU levels other than
+ * the one oneDNN runs at (the CPU's, or TP_CPU_LEVEL=avx2's), and in
+ * builds without oneDNN.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +68,22 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t g_engine;
 static bool g_enabled;
 
+static int g_level; /* the CPU level oneDNN's kernels are capped to */
+
+/* oneDNN picks its kernels by cpuid too; its cap is process-wide and set
+ * once, before its first primitive. So the pass runs at one level: the
+ * CPU's, or the one TP_CPU_LEVEL asks for (avx2 on an AVX-512 machine runs
+ * oneDNN's AVX2 kernels, as a machine without AVX-512 would). */
 static void init_once(void) {
     const char *e = getenv("TP_ONEDNN");
     if (e && strcmp(e, "0") == 0) return;
+    g_level = (int)tp_cpu_level_supported();
+    const char *lv = getenv("TP_CPU_LEVEL");
+    if (lv && strcmp(lv, "avx2") == 0 && g_level > TP_CPU_AVX2) {
+        if (dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) != dnnl_success) return;
+        g_level = TP_CPU_AVX2;
+    }
+    if (g_level < TP_CPU_AVX2) return;
     g_enabled = dnnl_engine_create(&g_engine, dnnl_cpu, 0) == dnnl_success;
 }
 
@@ -828,7 +842,7 @@ static bool touches_nhwc(const pass *ps, const plan_step *s, const dn_cand *c) {
 
 tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     pthread_once(&g_once, init_once);
-    if (!g_enabled || level < TP_CPU_AVX2 || level != (int)tp_cpu_level_supported() || plan->n_steps == 0)
+    if (!g_enabled || level != g_level || plan->n_steps == 0)
         return TP_OK;
     if (threads > 256) threads = 256;
     pass ps = {.plan = plan, .threads = threads < 1 ? 1 : threads};
@@ -955,7 +969,7 @@ static tp_status finish_standalone(dn_step *d, tp_op_plan *plan) {
 static tp_status deconv_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                 tp_op_plan *plan, int spatial) {
     pthread_once(&g_once, init_once);
-    if (!g_enabled || info->cpu_level < TP_CPU_AVX2 || info->cpu_level != (int)tp_cpu_level_supported())
+    if (!g_enabled || info->cpu_level != g_level)
         return TP_ERR_UNSUPPORTED;
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
     const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
@@ -1080,7 +1094,7 @@ static tp_status deconv1d_prepare(const tp_prepare_info *info, const tp_value *b
 static tp_status vol_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                              tp_op_plan *plan, bool transposed) {
     pthread_once(&g_once, init_once);
-    if (!g_enabled || info->cpu_level < TP_CPU_AVX2 || info->cpu_level != (int)tp_cpu_level_supported())
+    if (!g_enabled || info->cpu_level != g_level)
         return TP_ERR_UNSUPPORTED;
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
     const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
