@@ -575,6 +575,8 @@ static const tp_serde_op_entry g_table[] = {
     FNW(NF, "interpolate", INTERPOLATE,
         "input,size,scale_factor,mode,align_corners,recompute_scale_factor:!=False,antialias:!=False"),
     FN(NF, "upsample", INTERPOLATE, "input,size,scale_factor,mode,align_corners"),
+    FNW(NF, "grid_sample", GRID_SAMPLE, "input,grid,mode,padding_mode,align_corners"),
+    FNW(NF, "affine_grid", AFFINE_GRID, "theta,size,align_corners"),
 
     /* ---- normalisation, softmax, attention, misc nn ---- */
     FNW(NF, "batch_norm", BATCH_NORM, "input,running_mean,running_var,weight,bias,training,momentum,eps"),

@@ -1,7 +1,8 @@
 /*
  * pool.c - pooling and resampling ops: max_pool1d/2d/3d (and their
  * _with_indices forms), avg_pool1d/2d/3d,
- * adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d and interpolate.
+ * adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d, interpolate, grid_sample
+ * and affine_grid.
  * Schemas, shape rules and reference kernels.
  *
  * Inputs are (N, C, spatial...) or unbatched (C, spatial...) for the pools,
@@ -14,6 +15,7 @@
  * which are computed in float for float32/16 inputs exactly as torch does).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "kernel_util.h"
@@ -790,6 +792,251 @@ static tp_status interp_kernel(const tp_value *args, tp_value *out) {
 
 /* ---- registration ------------------------------------------------------ */
 
+/* ---- grid_sample / affine_grid --------------------------------------------- */
+
+/* grid_sample(input [N, C, H, W], grid [N, Ho, Wo, 2] of (x, y) in [-1, 1])
+ * with PyTorch's coordinate rules (GridSampler.h): unnormalise, then clip
+ * (border) or reflect and clip (reflection); bilinear weights the four
+ * neighbours inside the input, nearest rounds half to even, bicubic uses
+ * the 4x4 neighbourhood with A = -0.75, the padding applied per tap. */
+typedef enum gs_mode { GS_BILINEAR, GS_NEAREST, GS_BICUBIC } gs_mode;
+typedef enum gs_pad { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
+
+typedef struct gs_params {
+    gs_mode mode;
+    gs_pad pad;
+    bool align;
+} gs_params;
+
+static tp_status gs_setup(const tp_value *args, gs_params *p, int64_t *sizes) {
+    const tp_tensor *x = tp__arg_tensor(args, 0), *g = tp__arg_tensor(args, 1);
+    TP_CHECK(x && g, TP_ERR_TYPE, "grid_sampler(): input and grid must be tensors");
+    char s1[128], s2[128];
+    const char *mode = tp__arg_str(args, 2), *pad = tp__arg_str(args, 3);
+    mode = mode ? mode : "bilinear";
+    pad = pad ? pad : "zeros";
+    if (strcmp(mode, "bilinear") == 0) p->mode = GS_BILINEAR;
+    else if (strcmp(mode, "nearest") == 0) p->mode = GS_NEAREST;
+    else if (strcmp(mode, "bicubic") == 0) p->mode = GS_BICUBIC;
+    else
+        return tp_error(TP_ERR_INVALID_ARG,
+                        "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                        "got: '%s'",
+                        mode);
+    if (strcmp(pad, "zeros") == 0) p->pad = GS_ZEROS;
+    else if (strcmp(pad, "border") == 0) p->pad = GS_BORDER;
+    else if (strcmp(pad, "reflection") == 0) p->pad = GS_REFLECTION;
+    else
+        return tp_error(TP_ERR_INVALID_ARG,
+                        "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                        "'reflection', but got: '%s'",
+                        pad);
+    p->align = !tp__arg_is_none(args, 4) && tp__arg_bool(args, 4);
+    TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "grid_sampler(): expected a floating point input, but got %s",
+             tp_dtype_name(x->dtype));
+    TP_CHECK(x->dtype == g->dtype, TP_ERR_TYPE,
+             "grid_sampler(): expected input and grid to have same dtype, but input has %s and grid has %s",
+             tp_dtype_name(x->dtype), tp_dtype_name(g->dtype));
+    TP_CHECK(x->ndim == 4 && g->ndim == 4, TP_ERR_SHAPE,
+             "grid_sampler(): expected 4D input and grid with same number of dimensions (5D volumetric sampling "
+             "is not supported), but got input with sizes %s and grid with sizes %s",
+             tp__shape_str(x->ndim, x->sizes, s1, sizeof s1), tp__shape_str(g->ndim, g->sizes, s2, sizeof s2));
+    TP_CHECK(x->sizes[0] == g->sizes[0], TP_ERR_SHAPE,
+             "grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s and "
+             "grid with sizes %s",
+             tp__shape_str(x->ndim, x->sizes, s1, sizeof s1), tp__shape_str(g->ndim, g->sizes, s2, sizeof s2));
+    TP_CHECK(g->sizes[3] == 2, TP_ERR_SHAPE,
+             "grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes %s",
+             tp__shape_str(g->ndim, g->sizes, s1, sizeof s1));
+    TP_CHECK(x->sizes[2] > 0 && x->sizes[3] > 0, TP_ERR_SHAPE,
+             "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s",
+             tp__shape_str(x->ndim, x->sizes, s1, sizeof s1));
+    sizes[0] = x->sizes[0];
+    sizes[1] = x->sizes[1];
+    sizes[2] = g->sizes[1];
+    sizes[3] = g->sizes[2];
+    return TP_OK;
+}
+
+static tp_status grid_sample_infer(const tp_value *args, tp_value *out) {
+    gs_params p;
+    int64_t sizes[4];
+    TP_TRY(gs_setup(args, &p, sizes));
+    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, 4, sizes);
+}
+
+static double gs_unnormalize(double c, int64_t size, bool align) {
+    return align ? (c + 1) / 2 * (double)(size - 1) : ((c + 1) * (double)size - 1) / 2;
+}
+
+static double gs_clip(double c, int64_t size) { return fmin((double)(size - 1), fmax(c, 0.0)); }
+
+static double gs_reflect(double c, int64_t twice_low, int64_t twice_high) {
+    if (twice_low == twice_high) return 0;
+    double mn = (double)twice_low / 2, span = (double)(twice_high - twice_low) / 2;
+    c = fabs(c - mn);
+    double extra = fmod(c, span);
+    int64_t flips = (int64_t)floor(c / span);
+    return flips % 2 == 0 ? extra + mn : span - extra + mn;
+}
+
+/* Padding applied to an unnormalised coordinate; NaN / huge values go far
+ * outside (PyTorch's safe_downgrade_to_int_range). */
+static double gs_pad_coord(double c, int64_t size, gs_pad pad, bool align) {
+    if (pad == GS_BORDER) c = gs_clip(c, size);
+    else if (pad == GS_REFLECTION) {
+        c = align ? gs_reflect(c, 0, 2 * (size - 1)) : gs_reflect(c, -1, 2 * size - 1);
+        c = gs_clip(c, size);
+    }
+    if (!isfinite(c) || c > (double)INT32_MAX - 1 || c < (double)INT32_MIN + 1) return -100.0;
+    return c;
+}
+
+static double gs_at(const view5 *v, int64_t n, int64_t c, int64_t y, int64_t x, int64_t h, int64_t w) {
+    if (x < 0 || y < 0 || x >= w || y >= h) return 0.0;
+    return load_elem(view5_at(v, n, c, 0, y, x), v->dtype);
+}
+
+static double gs_cubic1(double x, double a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
+static double gs_cubic2(double x, double a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
+
+static double gs_cubic_interp(double x0, double x1, double x2, double x3, double t) {
+    const double a = -0.75;
+    return x0 * gs_cubic2(t + 1, a) + x1 * gs_cubic1(t, a) + x2 * gs_cubic1(1 - t, a) + x3 * gs_cubic2(2 - t, a);
+}
+
+static tp_status grid_sample_kernel(const tp_value *args, tp_value *out) {
+    gs_params p;
+    int64_t sizes[4];
+    TP_TRY(gs_setup(args, &p, sizes));
+    const tp_tensor *x = tp__arg_tensor(args, 0), *g = tp__arg_tensor(args, 1);
+    tp_tensor *o = tp__out_at(out, 0);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    view5 xv;
+    make_view5(x, 2, &xv);
+    int64_t h = x->sizes[2], w = x->sizes[3], esz = (int64_t)tp_dtype_size(g->dtype);
+    const char *gb = tp__tensor_base(g);
+    char *ob = tp__tensor_base(o);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    for (int64_t n = 0; n < sizes[0]; n++)
+        for (int64_t c = 0; c < sizes[1]; c++)
+            for (int64_t oy = 0; oy < sizes[2]; oy++)
+                for (int64_t ox = 0; ox < sizes[3]; ox++) {
+                    const char *gp = gb + (n * g->strides[0] + oy * g->strides[1] + ox * g->strides[2]) * esz;
+                    double gx = load_elem(gp, g->dtype), gy = load_elem(gp + g->strides[3] * esz, g->dtype), v = 0;
+                    if (p.mode == GS_BICUBIC) {
+                        double ix = gs_unnormalize(gx, w, p.align), iy = gs_unnormalize(gy, h, p.align);
+                        double fx = floor(ix), fy = floor(iy), tx = ix - fx, ty = iy - fy, rows[4];
+                        for (int i = 0; i < 4; i++) {
+                            double t[4];
+                            for (int j = 0; j < 4; j++) {
+                                double cx = gs_pad_coord(fx - 1 + j, w, p.pad, p.align);
+                                double cy = gs_pad_coord(fy - 1 + i, h, p.pad, p.align);
+                                t[j] = gs_at(&xv, n, c, (int64_t)cy, (int64_t)cx, h, w);
+                            }
+                            rows[i] = gs_cubic_interp(t[0], t[1], t[2], t[3], tx);
+                        }
+                        v = gs_cubic_interp(rows[0], rows[1], rows[2], rows[3], ty);
+                    } else {
+                        double ix = gs_pad_coord(gs_unnormalize(gx, w, p.align), w, p.pad, p.align);
+                        double iy = gs_pad_coord(gs_unnormalize(gy, h, p.align), h, p.pad, p.align);
+                        if (p.mode == GS_NEAREST) {
+                            v = gs_at(&xv, n, c, (int64_t)nearbyint(iy), (int64_t)nearbyint(ix), h, w);
+                        } else {
+                            int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy);
+                            double wx = ix - (double)x0, wy = iy - (double)y0;
+                            v = gs_at(&xv, n, c, y0, x0, h, w) * (1 - wx) * (1 - wy) +
+                                gs_at(&xv, n, c, y0, x0 + 1, h, w) * wx * (1 - wy) +
+                                gs_at(&xv, n, c, y0 + 1, x0, h, w) * (1 - wx) * wy +
+                                gs_at(&xv, n, c, y0 + 1, x0 + 1, h, w) * wx * wy;
+                        }
+                    }
+                    store_elem(ob + flat * oes, o->dtype, v);
+                    flat++;
+                }
+    return TP_OK;
+}
+
+/* affine_grid(theta [N, 2, 3] or [N, 3, 4], size [N, C, H, W] or [N, C, D, H, W], align_corners)
+ * -> [N, H, W, 2] / [N, D, H, W, 3]: the base grid of (x, y[, z], 1) per
+ * output pixel times theta's transpose. */
+static tp_status affine_setup(const tp_value *args, int64_t *size, int *nd) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_CHECK(t, TP_ERR_TYPE, "affine_grid(): theta must be a tensor");
+    TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE,
+             "Expected theta to have floating point type, but got %s", tp_dtype_name(t->dtype));
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "size", size, 5, -1, &n));
+    char s1[128], s2[128];
+    if (n == 4) {
+        TP_CHECK(t->ndim == 3 && t->sizes[0] == size[0] && t->sizes[1] == 2 && t->sizes[2] == 3, TP_ERR_SHAPE,
+                 "Expected a batch of 2D affine matrices of shape Nx2x3 for size %s. Got %s.",
+                 tp__shape_str(n, size, s1, sizeof s1), tp__shape_str(t->ndim, t->sizes, s2, sizeof s2));
+    } else if (n == 5) {
+        TP_CHECK(t->ndim == 3 && t->sizes[0] == size[0] && t->sizes[1] == 3 && t->sizes[2] == 4, TP_ERR_SHAPE,
+                 "Expected a batch of 3D affine matrices of shape Nx3x4 for size %s. Got %s.",
+                 tp__shape_str(n, size, s1, sizeof s1), tp__shape_str(t->ndim, t->sizes, s2, sizeof s2));
+    } else {
+        return tp_error(TP_ERR_SHAPE, "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
+                                      "transforms, respectively. Got size %s.",
+                        tp__shape_str(n, size, s1, sizeof s1));
+    }
+    for (int d = 0; d < n; d++)
+        TP_CHECK(size[d] > 0, TP_ERR_INVALID_ARG, "Expected non-zero, positive output size. Got %s",
+                 tp__shape_str(n, size, s1, sizeof s1));
+    *nd = n;
+    return TP_OK;
+}
+
+static tp_status affine_grid_infer(const tp_value *args, tp_value *out) {
+    int64_t size[5], osz[5];
+    int nd;
+    TP_TRY(affine_setup(args, size, &nd));
+    osz[0] = size[0];
+    for (int d = 2; d < nd; d++) osz[d - 1] = size[d];
+    osz[nd - 1] = nd - 2;
+    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, nd, osz);
+}
+
+/* PyTorch's linspace_from_neg_one: step i of n in [-1, 1], scaled by
+ * (n - 1) / n without align_corners; 0 for one step. */
+static double affine_base(int64_t i, int64_t n, bool align) {
+    if (n <= 1) return 0.0;
+    double v = -1.0 + 2.0 * (double)i / (double)(n - 1);
+    return align ? v : v * (double)(n - 1) / (double)n;
+}
+
+static tp_status affine_grid_kernel(const tp_value *args, tp_value *out) {
+    int64_t size[5];
+    int nd;
+    TP_TRY(affine_setup(args, size, &nd));
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    bool align = !tp__arg_is_none(args, 2) && tp__arg_bool(args, 2);
+    tp_tensor *o = tp__out_at(out, 0);
+    int k = nd - 2; /* coordinates per point */
+    int64_t d = nd == 5 ? size[2] : 1, h = size[nd - 2], w = size[nd - 1];
+    int64_t tes = (int64_t)tp_dtype_size(t->dtype), oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    const char *tb = tp__tensor_base(t);
+    char *ob = tp__tensor_base(o);
+    for (int64_t n = 0; n < size[0]; n++)
+        for (int64_t iz = 0; iz < d; iz++)
+            for (int64_t iy = 0; iy < h; iy++)
+                for (int64_t ix = 0; ix < w; ix++) {
+                    double base[4] = {affine_base(ix, w, align), affine_base(iy, h, align), 0, 0};
+                    if (k == 3) base[2] = affine_base(iz, d, align);
+                    base[k] = 1.0;
+                    for (int r = 0; r < k; r++) {
+                        double acc = 0;
+                        for (int c = 0; c <= k; c++)
+                            acc += base[c] * load_elem(tb + (n * t->strides[0] + r * t->strides[1] + c * t->strides[2]) * tes,
+                                                       t->dtype);
+                        store_elem(ob + flat * oes, o->dtype, acc);
+                        flat++;
+                    }
+                }
+    return TP_OK;
+}
+
 #define POOL_OP_FNS(name, infer_call, kernel_call)                                                            \
     static tp_status name##_infer(const tp_value *args, tp_value *out) { return infer_call; }                 \
     static tp_status name##_kernel(const tp_value *args, tp_value *out) { return kernel_call; }
@@ -843,6 +1090,12 @@ void tp__register_pool_ops(void) {
                     adaptive_max_pool1d_kernel);
     tp__register_op(TP_OP_ADAPTIVE_MAX_POOL2D, "adaptive_max_pool2d" ADAPTIVE_ARGS, 0, adaptive_max_pool2d_infer,
                     adaptive_max_pool2d_kernel);
+    tp__register_op(TP_OP_GRID_SAMPLE,
+                    "grid_sample(Tensor input, Tensor grid, str mode='bilinear', str padding_mode='zeros', "
+                    "bool? align_corners=None) -> Tensor",
+                    0, grid_sample_infer, grid_sample_kernel);
+    tp__register_op(TP_OP_AFFINE_GRID, "affine_grid(Tensor theta, int[] size, bool? align_corners=None) -> Tensor", 0,
+                    affine_grid_infer, affine_grid_kernel);
     tp__register_op(TP_OP_INTERPOLATE,
                     "interpolate(Tensor input, int[]? size=None, Any scale_factor=None, str mode='nearest', "
                     "bool? align_corners=None) -> Tensor",

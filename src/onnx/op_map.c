@@ -2839,6 +2839,38 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
     return set_out(c, &v);
 }
 
+/* GridSample (opset 16: bilinear / nearest / bicubic; 20: linear / nearest
+ * / cubic) on 4-D inputs -> grid_sample. */
+static tp_status map_grid_sample(ox_ctx *c) {
+    const tp_value *x, *g;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &g));
+    char mb[32], pb[32];
+    const char *mode = ox_attr_s(c, "mode", ox_opset(c) >= 20 ? "linear" : "bilinear", mb, sizeof mb);
+    if (!strcmp(mode, "linear")) mode = "bilinear";
+    else if (!strcmp(mode, "cubic")) mode = "bicubic";
+    const char *pad = ox_attr_s(c, "padding_mode", "zeros", pb, sizeof pb);
+    if (rank_of(x) != 4) return ox_unsupported(c, "GridSample on a rank-%d input (4-D only)", rank_of(x));
+    if (strcmp(mode, "bilinear") && strcmp(mode, "nearest") && strcmp(mode, "bicubic"))
+        return ox_bad(c, "mode '%s'", mode);
+    tp_value m = tp_value_none(), p = tp_value_none(), v = tp_value_none();
+    TP_TRY(tp_value_str(mode, &m));
+    tp_status st = tp_value_str(pad, &p);
+    if (st != TP_OK) {
+        tp_value_clear(&m);
+        return st;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ref(&A, g);
+    ox_arg(&A, m);
+    ox_arg(&A, p);
+    ox_arg(&A, tp_value_bool(ox_attr_i(c, "align_corners", 0) != 0));
+    TP_TRY(ox_call(c, TP_OP_GRID_SAMPLE, &A, &v));
+    return set_out(c, &v);
+}
+
 /* -sum weight[t] * logp[n, t, ...] with ignore_index and reduction. */
 static tp_status nll_compose(ox_ctx *c, const tp_value *logp, const tp_value *target, const tp_value *weight,
                              tp_value *out) {
@@ -3800,6 +3832,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "DequantizeLinear")) return map_dequantize(c);
     if (!strcmp(op, "QuantizeLinear")) return map_quantize(c);
     if (!strcmp(op, "Resize")) return map_resize(c, false);
+    if (!strcmp(op, "GridSample")) return map_grid_sample(c);
     if (!strcmp(op, "TopK")) return map_topk(c);
     if (!strcmp(op, "MatMulInteger")) return map_matmul_integer(c);
     if (!strcmp(op, "ConvInteger")) return map_conv_integer(c);
