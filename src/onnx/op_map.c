@@ -878,12 +878,105 @@ static tp_status map_conv_transpose(ox_ctx *c) {
     return set_out(c, &r);
 }
 
+/* MaxPool with its Indices output: max_poolNd_with_indices gives indices
+ * within each (n, c) plane; ONNX's (storage_order 0) flatten the whole
+ * tensor, so (n * C + c) * prod(spatial) is added. Symmetric padding only
+ * (explicit padding would shift the indices), float inputs. */
+static tp_status map_max_pool_indices(ox_ctx *c, const tp_value *x, const window *w, bool ceil_mode, bool col_major) {
+    if (!window_symmetric(w)) return ox_unsupported(c, "the Indices output with asymmetric padding");
+    if (!tp_dtype_is_float(dtype_of(x))) return ox_unsupported(c, "the Indices output of %s", tp_dtype_name(dtype_of(x)));
+    for (int i = 0; i < w->n; i++)
+        if (2 * w->pb[i] > w->k[i]) return ox_unsupported(c, "the Indices output with padding over half the kernel");
+    int nd = rank_of(x);
+    const int64_t *xs = sizes_of(x);
+    int64_t plane = 1, pad[3];
+    for (int i = 2; i < nd; i++) plane *= xs[i];
+    for (int i = 0; i < w->n; i++) pad[i] = w->pb[i];
+    static const tp_op ops[3] = {TP_OP_MAX_POOL1D_WITH_INDICES, TP_OP_MAX_POOL2D_WITH_INDICES,
+                                 TP_OP_MAX_POOL3D_WITH_INDICES};
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, w->k, w->n);
+    ox_arg_ints(&A, w->s, w->n);
+    ox_arg_ints(&A, pad, w->n);
+    ox_arg_ints(&A, w->d, w->n);
+    ox_arg(&A, tp_value_bool(ceil_mode));
+    tp_value r;
+    TP_TRY(ox_call(c, ops[w->n - 1], &A, &r));
+    int64_t osz[TP_MAX_DIMS];
+    osz[0] = xs[0];
+    osz[1] = xs[1];
+    for (int i = 2; i < nd; i++) osz[i] = 1;
+    tp_tensor *off = NULL;
+    tp_value v0 = tp_value_none(), idx = tp_value_none(), offv = tp_value_none(), sum = tp_value_none();
+    tp_status st = ox_new_tensor(c, TP_INT64, nd, osz, false, &off);
+    if (st == TP_OK) {
+        int64_t *o = tp_tensor_data(off);
+        for (int64_t k = 0; k < xs[0] * xs[1]; k++) o[k] = k * plane;
+        offv = tp_value_tensor(off);
+        st = tp_value_copy(tp_value_at(&r, 1), &idx);
+    }
+    if (st == TP_OK && col_major && nd == 4) { /* plane index y * W + x -> x * H + y */
+        tp_value wv = tp_value_none(), hv = tp_value_none(), yv = tp_value_none(), t = tp_value_none();
+        tp_tensor *wt = NULL, *ht = NULL;
+        st = ox_new_tensor(c, TP_INT64, 0, NULL, false, &wt);
+        if (st == TP_OK) st = ox_new_tensor(c, TP_INT64, 0, NULL, false, &ht);
+        if (st == TP_OK) {
+            *(int64_t *)tp_tensor_data(wt) = xs[3];
+            *(int64_t *)tp_tensor_data(ht) = xs[2];
+            wv = tp_value_tensor(wt);
+            hv = tp_value_tensor(ht);
+            wt = ht = NULL;
+            ox_args D; /* y = index / W (non-negative: truncation is floor) */
+            ox_args_init(&D);
+            ox_arg_ref(&D, &idx);
+            ox_arg_ref(&D, &wv);
+            tp_value tr = tp_value_none();
+            st = tp_value_str("trunc", &tr);
+            if (st == TP_OK) {
+                ox_kw(&D, "rounding_mode", tr);
+                st = ox_call(c, TP_OP_DIV, &D, &yv);
+            } else {
+                ox_args_clear(&D);
+            }
+        }
+        if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &yv, &wv, &t); /* y * W */
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_SUB, &idx, &t, &sum), &t, &sum); /* x */
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &t, &hv, &sum), &t, &sum); /* x * H */
+        if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &t, &yv, &sum);
+        if (st == TP_OK) {
+            tp_value_clear(&idx);
+            idx = sum;
+            sum = tp_value_none();
+        }
+        tp_tensor_free(wt);
+        tp_tensor_free(ht);
+        tp_value tmp[] = {wv, hv, yv, t};
+        for (size_t i = 0; i < TP_ARRAY_LEN(tmp); i++) tp_value_clear(&tmp[i]);
+    } else if (st == TP_OK && col_major && nd != 3) {
+        st = ox_unsupported(c, "the Indices output with storage_order 1 on a rank-%d input", nd);
+    }
+    if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &idx, &offv, &sum);
+    if (st == TP_OK) st = tp_value_copy(tp_value_at(&r, 0), &v0);
+    if (st == TP_OK) st = ox_set_out(c, 0, &v0);
+    if (st == TP_OK) st = ox_set_out(c, 1, &sum);
+    tp_value vals[] = {r, idx, offv, v0, sum};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vals); i++) tp_value_clear(&vals[i]);
+    return st;
+}
+
 static tp_status map_pool(ox_ctx *c, bool is_max) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
-    if (ox_out_used(c, 1)) return ox_unsupported(c, "the Indices output is not supported");
     window w;
     TP_TRY(read_window(c, x, NULL, &w, false));
+    if (ox_out_used(c, 1)) {
+        if (!is_max) return ox_bad(c, "AveragePool has one output");
+        int64_t order = ox_attr_i(c, "storage_order", 0);
+        if (order != 0 && order != 1) return ox_bad(c, "attribute 'storage_order' %" PRId64, order);
+        return map_max_pool_indices(c, x, &w, ox_attr_i(c, "ceil_mode", 0) != 0, order == 1);
+    }
     bool ceil_mode = ox_attr_i(c, "ceil_mode", 0) != 0;
     bool count_pad = ox_attr_i(c, "count_include_pad", 0) != 0;
     if (ox_attr_i(c, "storage_order", 0) != 0)
