@@ -506,6 +506,8 @@ static const tp_serde_op_entry g_table[] = {
     MT("inner", INNER, "self,other"),
     FNW(TF, "trace", TRACE, "input"),
     MT("trace", TRACE, "self"),
+    FNW(TF, "det", DET, "input"),
+    MT("det", DET, "self"),
     FNW(TF, "cross", CROSS, "input,other,dim,*,out:!=None"),
     MT("cross", CROSS, "self,other,dim"),
     FNW(TF, "diag", DIAG, "input,diagonal,*,out:!=None"),

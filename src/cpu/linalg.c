@@ -15,9 +15,11 @@
  * in PyTorch); bool is rejected.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "einsum.h"
+
 #include "kernel_util.h"
 
 /* ---- the problem and the reference GEMM -------------------------------- */
@@ -803,6 +805,74 @@ static tp_status kernel_trace(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* det(Tensor self) / linalg_det(Tensor A): determinants of the trailing
+ * square matrices, by LU with partial pivoting in double. */
+static tp_status check_det(const tp_tensor *t) {
+    TP_CHECK(t, TP_ERR_TYPE, "linalg.det: argument 'A' must be a tensor");
+    TP_CHECK(t->ndim >= 2, TP_ERR_SHAPE, "linalg.det: The input tensor A must have at least 2 dimensions.");
+    TP_CHECK(t->dtype == TP_FLOAT32 || t->dtype == TP_FLOAT64, TP_ERR_TYPE,
+             "linalg.det: Expected a floating point or complex tensor as input. Got %s", tp_dtype_name(t->dtype));
+    TP_CHECK(t->sizes[t->ndim - 1] == t->sizes[t->ndim - 2], TP_ERR_SHAPE,
+             "linalg.det: A must be batches of square matrices, but they are %" PRId64 " by %" PRId64 " matrices",
+             t->sizes[t->ndim - 2], t->sizes[t->ndim - 1]);
+    return TP_OK;
+}
+
+static tp_status infer_det(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_det(t));
+    return tp__out_tensor(out, t->dtype, t->ndim - 2, t->sizes);
+}
+
+static tp_status kernel_det(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_det(t));
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = t->sizes[t->ndim - 1], batch = tp_tensor_numel(o);
+    if (batch == 0) return TP_OK;
+    double *m = tp_malloc((size_t)(n * n > 0 ? n * n : 1) * sizeof(double));
+    TP_CHECK(m != NULL, TP_ERR_NOMEM, "out of memory computing a determinant");
+    int64_t es = (int64_t)tp_dtype_size(t->dtype), rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1];
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype);
+    for (int64_t b = 0; b < batch; b++) {
+        /* the batch element's base: walk its index over the leading dims */
+        int64_t off = 0, rem = b;
+        for (int d = t->ndim - 3; d >= 0; d--) {
+            off += (rem % t->sizes[d]) * t->strides[d];
+            rem /= t->sizes[d];
+        }
+        const char *base = tp__tensor_base(t) + off * es;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) m[i * n + j] = tp__load_f64(base + (i * rs + j * cs) * es, t->dtype);
+        double det = 1.0;
+        for (int64_t k = 0; k < n && det != 0.0; k++) {
+            int64_t p = k;
+            for (int64_t i = k + 1; i < n; i++)
+                if (fabs(m[i * n + k]) > fabs(m[p * n + k])) p = i;
+            if (m[p * n + k] == 0.0) {
+                det = 0.0;
+                break;
+            }
+            if (p != k) {
+                for (int64_t j = 0; j < n; j++) {
+                    double tmp = m[k * n + j];
+                    m[k * n + j] = m[p * n + j];
+                    m[p * n + j] = tmp;
+                }
+                det = -det;
+            }
+            det *= m[k * n + k];
+            for (int64_t i = k + 1; i < n; i++) {
+                double f = m[i * n + k] / m[k * n + k];
+                for (int64_t j = k + 1; j < n; j++) m[i * n + j] -= f * m[k * n + j];
+            }
+        }
+        tp__store_f64(tp__tensor_base(o) + b * oes, o->dtype, det);
+    }
+    tp_free(m);
+    return TP_OK;
+}
+
 /* cross(Tensor self, Tensor other, int? dim=None): the cross product of
  * 3-vectors along dim (None: self's first dim of size 3), the other dims
  * broadcast; one dtype. */
@@ -983,4 +1053,5 @@ void tp__register_linalg_ops(void) {
                     infer_addbmm, kernel_addbmm);
     tp__register_op(TP_OP_CROSS, "cross(Tensor self, Tensor other, int? dim=None) -> Tensor", 0, infer_cross,
                     kernel_cross);
+    tp__register_op(TP_OP_DET, "det(Tensor self) -> Tensor", 0, infer_det, kernel_det);
 }

@@ -188,6 +188,7 @@ static const unary_map k_unary[] = {
     {"Floor", TP_OP_FLOOR},     {"Ceil", TP_OP_CEIL},       {"Round", TP_OP_ROUND}, {"Sign", TP_OP_SIGN},
     {"Not", TP_OP_LOGICAL_NOT}, {"Relu", TP_OP_RELU},       {"IsNaN", TP_OP_ISNAN}, {"Softplus", TP_OP_SOFTPLUS},
     {"HardSwish", TP_OP_HARDSWISH}, {"BitwiseNot", TP_OP_BITWISE_NOT}, {"Mish", TP_OP_MISH},
+    {"Det", TP_OP_DET},
 };
 
 static tp_status map_unary(ox_ctx *c, tp_op op) {
