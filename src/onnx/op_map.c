@@ -1082,6 +1082,66 @@ static tp_status map_global_pool(ox_ctx *c, bool is_max) {
 
 /* ---- normalisation ------------------------------------------------------------------ */
 
+/* BatchNormalization with training_mode (opset 14+): normalise with the
+ * batch's statistics (population variance) and output the running ones,
+ * input * momentum + batch * (1 - momentum), as ONNX defines them. */
+static tp_status map_batch_norm_training(ox_ctx *c, const tp_value *x, const tp_value *sc, const tp_value *b,
+                                         const tp_value *mean, const tp_value *var) {
+    int nd = rank_of(x);
+    if (nd < 2) return ox_bad(c, "input must have rank >= 2");
+    const int64_t *xs = sizes_of(x);
+    int64_t dims[TP_MAX_DIMS], cshape[TP_MAX_DIMS], nc = 0, chan[1] = {xs[1]};
+    for (int i = 0; i < nd; i++) {
+        if (i != 1) dims[nc++] = i;
+        cshape[i] = i == 1 ? xs[1] : 1;
+    }
+    double mom = ox_attr_f(c, "momentum", 0.9), eps = ox_attr_f(c, "epsilon", 1e-5);
+    tp_value mk = tp_value_none(), xc = tp_value_none(), sq = tp_value_none(), vk = tp_value_none();
+    tp_value t = tp_value_none(), tmp = tp_value_none(), e = tp_value_none(), y = tp_value_none();
+    tp_value s4 = tp_value_none(), b4 = tp_value_none(), m1 = tp_value_none(), m2 = tp_value_none();
+    tp_value rm = tp_value_none(), rv = tp_value_none(), bm = tp_value_none(), bv = tp_value_none();
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, dims, (int)nc);
+    ox_arg(&A, tp_value_bool(true));
+    tp_status st = ox_call(c, TP_OP_MEAN, &A, &mk); /* [1, C, 1, ...] */
+    if (st == TP_OK) st = ox_call2(c, TP_OP_SUB, x, &mk, &xc);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &xc, &xc, &sq);
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &sq);
+        ox_arg_ints(&A, dims, (int)nc);
+        ox_arg(&A, tp_value_bool(true));
+        st = ox_call(c, TP_OP_MEAN, &A, &vk);
+    }
+    if (st == TP_OK) st = scalar_like(x, eps, &e);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &vk, &e, &t);
+    if (st == TP_OK) st = take(ox_call1(c, TP_OP_SQRT, &t, &tmp), &t, &tmp);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_DIV, &xc, &t, &y);
+    if (st == TP_OK) st = reshape(c, sc, cshape, nd, &s4);
+    if (st == TP_OK) st = reshape(c, b, cshape, nd, &b4);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &y, &s4, &tmp), &y, &tmp);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_ADD, &y, &b4, &tmp), &y, &tmp);
+    /* running statistics */
+    if (st == TP_OK) st = scalar_like(x, mom, &m1);
+    if (st == TP_OK) st = scalar_like(x, 1.0 - mom, &m2);
+    if (st == TP_OK) st = reshape(c, &mk, chan, 1, &bm);
+    if (st == TP_OK) st = reshape(c, &vk, chan, 1, &bv);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, mean, &m1, &rm);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &bm, &m2, &tmp), &bm, &tmp);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_ADD, &rm, &bm, &tmp), &rm, &tmp);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, var, &m1, &rv);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &bv, &m2, &tmp), &bv, &tmp);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_ADD, &rv, &bv, &tmp), &rv, &tmp);
+    if (st == TP_OK) st = ox_set_out(c, 0, &y);
+    if (st == TP_OK && ox_out_used(c, 1)) st = ox_set_out(c, 1, &rm);
+    if (st == TP_OK && ox_out_used(c, 2)) st = ox_set_out(c, 2, &rv);
+    tp_value all[] = {mk, xc, sq, vk, t, tmp, e, y, s4, b4, m1, m2, rm, rv, bm, bv};
+    for (size_t i = 0; i < TP_ARRAY_LEN(all); i++) tp_value_clear(&all[i]);
+    return st;
+}
+
 static tp_status map_batch_norm(ox_ctx *c) {
     const tp_value *x, *sc, *b, *mean, *var;
     TP_TRY(need(c, 0, &x));
@@ -1089,8 +1149,9 @@ static tp_status map_batch_norm(ox_ctx *c) {
     TP_TRY(need(c, 2, &b));
     TP_TRY(need(c, 3, &mean));
     TP_TRY(need(c, 4, &var));
-    if (ox_attr_i(c, "training_mode", 0) != 0 || ox_out_used(c, 1) || ox_out_used(c, 2))
-        return ox_unsupported(c, "training mode (running statistics outputs)");
+    if (ox_attr_i(c, "training_mode", 0) != 0) return map_batch_norm_training(c, x, sc, b, mean, var);
+    if (ox_out_used(c, 1) || ox_out_used(c, 2))
+        return ox_unsupported(c, "running statistics outputs without training_mode (opset < 14)");
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, x);
