@@ -572,8 +572,57 @@ TEST(model_names_kept) {
     tp_program_free(p);
 }
 
+/* NonZero and Compress on run-time values: graph outputs whose size is
+ * known only when the program runs (interpreted), checked against numpy;
+ * a value like that feeding another node is refused at import. */
+TEST(data_dependent_outputs) {
+    tp_program *p = NULL, *q = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/datadep.onnx", NULL, &p, NULL));
+    if (!p) return;
+    /* and through an archive (every op has a tensorplay callee) */
+    tp_archive *ar = NULL;
+    void *buf = NULL;
+    size_t size = 0;
+    tp_archive_entry e = {"model", p};
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &buf, &size));
+    if (buf) CHECK_OK(tp_archive_load_buffer(buf, size, NULL, &ar));
+    tp_free(buf);
+    q = ar ? tp_archive_find_program(ar, "model") : NULL;
+    CHECK(q != NULL);
+    tp_tensor *x = load_fixture("onnx/datadep_x"), *cond = load_fixture("onnx/datadep_cond");
+    tp_tensor *nz = load_fixture("onnx/datadep_nz"), *cp = load_fixture("onnx/datadep_cp");
+    for (int k = 0; x && cond && nz && cp && k < 4; k++) { /* each program twice: the second call reuses the first's */
+        tp_program *prog = k < 2 ? p : q;
+        if (!prog) break;
+        {
+            tp_value a[2] = {tp_value_tensor(tp_tensor_retain(x)), tp_value_tensor(tp_tensor_retain(cond))};
+            tp_value out = tp_value_none();
+            CHECK_OK(tp_program_call(prog, a, 2, NULL, &out));
+            const tp_value *o0 = tp_value_at(&out, 0), *o1 = tp_value_at(&out, 1);
+            CHECK(o0 && o1 && o0->kind == TP_VAL_TENSOR && o1->kind == TP_VAL_TENSOR);
+            if (o0 && o1 && o0->kind == TP_VAL_TENSOR && o1->kind == TP_VAL_TENSOR) {
+                CHECK_CLOSE(o0->u.tensor, nz, 0, 0);
+                CHECK_CLOSE(o1->u.tensor, cp, 0, 0);
+            }
+            tp_value_clear(&out);
+            tp_value_clear(&a[0]);
+            tp_value_clear(&a[1]);
+        }
+    }
+    tp_tensor_free(x);
+    tp_tensor_free(cond);
+    tp_tensor_free(nz);
+    tp_tensor_free(cp);
+    tp_archive_free(ar);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_STATUS(tp_onnx_load("fixtures/onnx/datadep_chain.onnx", NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("input 'nz' has a data-dependent shape (known only when the program runs)");
+    CHECK(p == NULL);
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
-          T(recurrent_models_match_pytorch))
+          T(recurrent_models_match_pytorch), T(data_dependent_outputs))

@@ -519,7 +519,22 @@ tp_status ox_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out) {
     if (st == TP_OK) st = tp_value_tuple(A->n, &args);
     for (int i = 0; st == TP_OK && i < A->n; i++) st = tp_value_seq_set(&args, i, &A->a[i]);
     tp_node *n = NULL;
-    if (st == TP_OK) st = tp_graph_call_function(c->g, op, &args, A->kw.kind == TP_VAL_DICT ? &A->kw : NULL, &n);
+    const tp_value *kw = A->kw.kind == TP_VAL_DICT ? &A->kw : NULL;
+    /* an operand whose size is known only when it runs (made by a
+     * data-dependent op earlier in the same mapping) gives a node without
+     * meta too */
+    bool dd = false;
+    for (int i = 0; i < A->n && !dd; i++)
+        dd = A->a[i].kind == TP_VAL_NODE && tp_node_meta_val(A->a[i].u.node)->kind != TP_VAL_TENSOR;
+    if (st == TP_OK && !dd) st = tp_graph_call_function(c->g, op, &args, kw, &n);
+    if (st == TP_ERR_UNSUPPORTED && (tp_op_flags(op) & TP_OPF_DATA_DEPENDENT)) {
+        tp_clear_error();
+        st = TP_OK;
+        dd = true;
+    }
+    /* a node without meta: only a graph output may use its value
+     * (convert_nodes refuses the rest) */
+    if (st == TP_OK && dd) st = tp_graph_create_node(c->g, TP_NODE_CALL_FUNCTION, tp_op_name(op), &args, kw, NULL, &n);
     tp_value_clear(&args);
     ox_args_clear(A);
     TP_TRY(st);
@@ -879,6 +894,13 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
             }
             failed |= e->failed;
             dyn |= e->dyn;
+            if (!failed && e->v.kind == TP_VAL_NODE && tp_node_meta_val(e->v.u.node)->kind != TP_VAL_TENSOR) {
+                tp_status st = ox_unsupported(c, "input '%s' has a data-dependent shape (known only when the program "
+                                                 "runs): only a graph output may use it", n->input[i]);
+                report_issue(c, J->report);
+                if (*first_error == TP_OK) *first_error = st;
+                failed = true;
+            }
         }
         c->node_dyn = dyn;
         tp_status st = TP_OK;

@@ -2994,6 +2994,84 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
     return set_out(c, &v);
 }
 
+/* NonZero: nonzero(x) transposed to ONNX's [rank, nnz]. Compress: the
+ * condition cut to the length it may select from, then index_select along
+ * the axis by its nonzero positions (or masked_select of the flattened
+ * input). The output sizes depend on the data: constant inputs fold;
+ * run-time ones make nodes only a graph output may use, and the program is
+ * interpreted. */
+static tp_status map_nonzero(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    if (rank_of(x) < 1) return ox_unsupported(c, "NonZero of a 0-d tensor");
+    tp_value nz = tp_value_none(), r = tp_value_none();
+    TP_TRY(ox_call1(c, TP_OP_NONZERO, x, &nz));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, nz);
+    ox_arg(&A, tp_value_int(0));
+    ox_arg(&A, tp_value_int(1));
+    TP_TRY(ox_call(c, TP_OP_TRANSPOSE, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_compress(ox_ctx *c) {
+    const tp_value *x, *cond;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &cond));
+    if (rank_of(cond) != 1) return ox_bad(c, "condition must be 1-D, got rank %d", rank_of(cond));
+    bool has_axis = ox_attr(c, "axis") != NULL;
+    int nd = rank_of(x), axis = 0;
+    tp_value src = tp_value_none(), cs = tp_value_none(), t = tp_value_none(), r = tp_value_none();
+    int64_t len;
+    tp_status st = TP_OK;
+    if (has_axis) {
+        int64_t a = ox_attr_i(c, "axis", 0);
+        if (a < -nd || a >= nd) return ox_bad(c, "axis %" PRId64 " out of range for rank %d", a, nd);
+        axis = (int)(a < 0 ? a + nd : a);
+        len = sizes_of(x)[axis];
+        st = tp_value_copy(x, &src);
+    } else {
+        int64_t flat[1] = {-1};
+        len = tp_tensor_numel(ox_meta(x));
+        st = reshape(c, x, flat, 1, &src);
+    }
+    int64_t m = sizes_of(cond)[0] < len ? sizes_of(cond)[0] : len;
+    ox_args A;
+    if (st == TP_OK) { /* cond[:m] */
+        ox_args_init(&A);
+        ox_arg_ref(&A, cond);
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, tp_value_int(m));
+        st = ox_call(c, TP_OP_SLICE, &A, &cs);
+    }
+    if (st == TP_OK && !has_axis) { /* src[:m], masked by it */
+        ox_args_init(&A);
+        ox_arg_ref(&A, &src);
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, tp_value_int(0));
+        ox_arg(&A, tp_value_int(m));
+        st = take(ox_call(c, TP_OP_SLICE, &A, &t), &src, &t);
+        if (st == TP_OK) st = ox_call2(c, TP_OP_MASKED_SELECT, &src, &cs, &r);
+    } else if (st == TP_OK) { /* index_select(src, axis, nonzero(cs).flatten()) */
+        int64_t flat[1] = {-1};
+        st = ox_call1(c, TP_OP_NONZERO, &cs, &t);
+        if (st == TP_OK) st = take(reshape(c, &t, flat, 1, &r), &t, &r);
+        if (st == TP_OK) {
+            ox_args_init(&A);
+            ox_arg_ref(&A, &src);
+            ox_arg(&A, tp_value_int(axis));
+            ox_arg_ref(&A, &t);
+            st = ox_call(c, TP_OP_INDEX_SELECT, &A, &r);
+        }
+    }
+    if (st == TP_OK) st = set_out(c, &r);
+    tp_value all[] = {src, cs, t, r};
+    for (size_t i = 0; i < TP_ARRAY_LEN(all); i++) tp_value_clear(&all[i]);
+    return st;
+}
+
 /* GridSample (opset 16: bilinear / nearest / bicubic; 20: linear / nearest
  * / cubic) on 4-D inputs -> grid_sample. */
 static tp_status map_grid_sample(ox_ctx *c) {
@@ -3888,9 +3966,7 @@ static const char *const k_unsupported_reason[][2] = {
     {"Loop", "control flow (Loop) is not supported"},
     {"If", "control flow (If) is not supported"},
     {"Scan", "control flow (Scan) is not supported"},
-    {"NonZero", "data-dependent output shape (NonZero) does not fit plannable shapes"},
     {"Unique", "data-dependent output shape (Unique)"},
-    {"Compress", "data-dependent output shape (Compress)"},
     {"NonMaxSuppression", "data-dependent output shape (NonMaxSuppression)"},
     {"RandomNormal", "random ops are not supported"},
     {"RandomUniform", "random ops are not supported"},
@@ -3988,6 +4064,8 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "QuantizeLinear")) return map_quantize(c);
     if (!strcmp(op, "Resize")) return map_resize(c, false);
     if (!strcmp(op, "GridSample")) return map_grid_sample(c);
+    if (!strcmp(op, "NonZero")) return map_nonzero(c);
+    if (!strcmp(op, "Compress")) return map_compress(c);
     if (!strcmp(op, "TopK")) return map_topk(c);
     if (!strcmp(op, "MatMulInteger")) return map_matmul_integer(c);
     if (!strcmp(op, "ConvInteger")) return map_conv_integer(c);
