@@ -290,7 +290,19 @@ static d4 dims4(const plan_slot *sl) {
     return r;
 }
 
-/* A slot whose tensor is C-contiguous (arena and output tensors always are). */
+/* Elements of a slot, or -1 when its sizes are not all positive or the
+ * count passes 2^48 (a hostile file's shapes; such a step keeps our kernel). */
+static int64_t slot_numel(const plan_slot *sl) {
+    int64_t n = 1;
+    for (int d = 0; d < sl->ndim; d++) {
+        if (sl->sizes[d] <= 0 || sl->sizes[d] > ((int64_t)1 << 48) / n) return -1;
+        n *= sl->sizes[d];
+    }
+    return n;
+}
+
+/* A slot whose tensor is C-contiguous (arena and output tensors always
+ * are); its sizes have been checked by slot_numel. */
 static bool slot_contiguous(const plan_slot *sl) {
     if (sl->kind == SLOT_ARENA || sl->kind == SLOT_OUTPUT) return true;
     int64_t want = 1;
@@ -307,6 +319,10 @@ static bool classify(const plan_step *s, const tp_plan *plan, dn_cand *c) {
     const plan_slot *x = &plan->slots[s->in[0]], *y = &plan->slots[s->out[0]];
     if (x->dtype != TP_FLOAT32 || y->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || y->ndim != x->ndim)
         return false;
+    for (int k = 0; k < s->n_in; k++)
+        if (s->in[k] >= 0 && plan->slots[s->in[k]].dtype == TP_FLOAT32 && slot_numel(&plan->slots[s->in[k]]) < 0)
+            return false;
+    if (slot_numel(x) < 0 || slot_numel(y) < 0) return false;
     if (!slot_contiguous(x) || (s->n_in > 1 && s->in[1] >= 0 && !slot_contiguous(&plan->slots[s->in[1]])))
         return false;
     d4 x4 = dims4(x), y4 = dims4(y);
@@ -1130,8 +1146,9 @@ static tp_status vol_prepare(const tp_prepare_info *info, const tp_value *bound,
     dn_step *d = tp_calloc(1, sizeof *d);
     TP_CHECK(d != NULL, TP_ERR_NOMEM, "out of memory preparing a 3-D convolution");
     band bands[257];
-    double work = 2.0 * (double)(transposed ? tp_tensor_numel(x) * (os[1] / g) : tp_tensor_numel(o) * (xs[1] / g)) *
-                  (double)(ks[0] * ks[1] * ks[2]);
+    double work = 2.0 * (transposed ? (double)tp_tensor_numel(x) * (double)(os[1] / g)
+                                    : (double)tp_tensor_numel(o) * (double)(xs[1] / g)) *
+                  (double)ks[0] * (double)ks[1] * (double)ks[2];
     int threads = info->max_threads > 256 ? 256 : info->max_threads;
     int k = os[0] > 1 ? split(os[0], 1, 1, 1, threads, work, bands) : 1;
     bands[0] = (band){0, os[0], 0, 1, 0, 1};
