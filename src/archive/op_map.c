@@ -676,6 +676,11 @@ static const tp_serde_op_entry g_table[] = {
      * add, norm (pairwise_distance) by tensorplay 1.0 */
     FNW(NF, "cosine_similarity", COSINE_SIMILARITY, "x1,x2,dim,eps"),
     FN(TF, "cosine_similarity", COSINE_SIMILARITY, "x1,x2,dim,eps"),
+    /* RNN cells: tensorplay.functional's (nn.functional's forms record these) */
+    FNW(TF, "rnn_tanh_cell", RNN_TANH_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),
+    FNW(TF, "rnn_relu_cell", RNN_RELU_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),
+    FNW(TF, "gru_cell", GRU_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),
+    FNW(TF, "lstm_cell", LSTM_CELL, "input,hx,cx,w_ih,w_hh,b_ih,b_hh"),
     FNW(NF, "pairwise_distance", PAIRWISE_DISTANCE, "x1,x2,p,eps,keepdim"),
     FN(TF, "pairwise_distance", PAIRWISE_DISTANCE, "x1,x2,p,eps,keepdim"),
     FNW(TF, "tp_poisson_nll_loss", POISSON_NLL_LOSS, "input,target,log_input,full,eps,reduction"),

@@ -2,7 +2,8 @@
  * nn.c - nn ops: normalisation (batch_norm, layer_norm, group_norm,
  * instance_norm, rms_norm, local_response_norm),
  * softmax / log_softmax, prelu, embedding, dropout,
- * scaled_dot_product_attention and glu: schemas, shape rules and reference
+ * scaled_dot_product_attention, glu and the RNN cells (rnn_tanh_cell,
+ * rnn_relu_cell, gru_cell, lstm_cell): schemas, shape rules and reference
  * kernels.
  *
  * Semantics are torch.nn.functional's. Every kernel reads its inputs through
@@ -1138,6 +1139,161 @@ static tp_status sdpa_kernel(const tp_value *args, tp_value *out) {
 
 /* ---- registration ------------------------------------------------------- */
 
+/* ---- RNN cells -----------------------------------------------------------
+ * rnn_tanh_cell / rnn_relu_cell / gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+ * and lstm_cell(input, hx, cx, w_ih, w_hh, b_ih, b_hh) -> (hy, cy): one time
+ * step, PyTorch's gate layout (w_ih rows: GRU r, z, n; LSTM i, f, g, o).
+ * input is (batch, input_size), the states (batch, hidden_size); weights
+ * (gates * hidden, input_size) and (gates * hidden, hidden_size), biases
+ * (gates * hidden). The matrix products run in double. */
+
+typedef enum { CELL_TANH, CELL_RELU, CELL_GRU, CELL_LSTM } rnn_cell_kind;
+
+static int cell_gates(rnn_cell_kind k) { return k == CELL_GRU ? 3 : k == CELL_LSTM ? 4 : 1; }
+
+typedef struct {
+    tp_tensor *x, *h, *c, *wih, *whh, *bih, *bhh;
+} rnn_cell_args;
+
+static tp_status cell_args(const tp_value *args, rnn_cell_kind k, rnn_cell_args *a) {
+    int i = 0;
+    memset(a, 0, sizeof *a);
+    TP_TRY(arg_tensor(args, i++, "input", &a->x));
+    TP_TRY(arg_tensor(args, i++, "hx", &a->h));
+    if (k == CELL_LSTM) TP_TRY(arg_tensor(args, i++, "cx", &a->c));
+    TP_TRY(arg_tensor(args, i++, "w_ih", &a->wih));
+    TP_TRY(arg_tensor(args, i++, "w_hh", &a->whh));
+    TP_TRY(arg_opt_tensor(args, i++, "b_ih", &a->bih));
+    TP_TRY(arg_opt_tensor(args, i, "b_hh", &a->bhh));
+    return TP_OK;
+}
+
+/* One state against the input: PyTorch's check_rnn_cell_forward_hidden. */
+static tp_status check_cell_state(const tp_tensor *x, const tp_tensor *h, int64_t hidden, int label) {
+    TP_CHECK(h->ndim == 2, TP_ERR_SHAPE, "hidden%d must be 2-D (batch, hidden_size), got %d dims", label, h->ndim);
+    TP_CHECK(x->sizes[0] == h->sizes[0], TP_ERR_SHAPE,
+             "Input batch size %" PRId64 " doesn't match hidden%d batch size %" PRId64, x->sizes[0], label,
+             h->sizes[0]);
+    TP_CHECK(h->sizes[1] == hidden, TP_ERR_SHAPE,
+             "hidden%d has inconsistent hidden_size: got %" PRId64 ", expected %" PRId64, label, h->sizes[1], hidden);
+    return TP_OK;
+}
+
+static tp_status cell_check(const tp_value *args, rnn_cell_kind k, rnn_cell_args *a, int64_t *hidden_out) {
+    TP_TRY(cell_args(args, k, a));
+    const tp_tensor *x = a->x;
+    TP_TRY(check_float(x, "input"));
+    const tp_tensor *all[] = {a->h, a->c, a->wih, a->whh, a->bih, a->bhh};
+    static const char *names[] = {"hx", "cx", "w_ih", "w_hh", "b_ih", "b_hh"};
+    for (int i = 0; i < 6; i++)
+        TP_CHECK(!all[i] || all[i]->dtype == x->dtype, TP_ERR_TYPE, "expected %s to have dtype %s (as the input), got %s",
+                 names[i], tp_dtype_name(x->dtype), tp_dtype_name(all[i]->dtype));
+    TP_CHECK(x->ndim >= 2, TP_ERR_INDEX, "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+    TP_CHECK(x->ndim == 2, TP_ERR_SHAPE, "input must be 2-D (batch, input_size), got %d dims", x->ndim);
+    TP_CHECK(a->wih->ndim == 2 && a->whh->ndim == 2, TP_ERR_SHAPE, "w_ih and w_hh must be 2-D, got %d and %d dims",
+             a->wih->ndim, a->whh->ndim);
+    TP_CHECK(x->sizes[1] == a->wih->sizes[1], TP_ERR_SHAPE,
+             "input has inconsistent input_size: got %" PRId64 " expected %" PRId64, x->sizes[1], a->wih->sizes[1]);
+    int g = cell_gates(k);
+    int64_t rows = a->wih->sizes[0], hidden = k == CELL_LSTM ? rows / 4 : a->whh->sizes[1];
+    TP_TRY(check_cell_state(x, a->h, hidden, 0));
+    if (a->c) TP_TRY(check_cell_state(x, a->c, hidden, 1));
+    TP_CHECK(rows == g * hidden && a->whh->sizes[0] == g * hidden && a->whh->sizes[1] == hidden, TP_ERR_SHAPE,
+             "w_ih of shape [%" PRId64 ", %" PRId64 "] and w_hh of shape [%" PRId64 ", %" PRId64
+             "] do not fit %d gate(s) of hidden_size %" PRId64,
+             a->wih->sizes[0], a->wih->sizes[1], a->whh->sizes[0], a->whh->sizes[1], g, hidden);
+    const tp_tensor *b[2] = {a->bih, a->bhh};
+    for (int i = 0; i < 2; i++)
+        TP_CHECK(!b[i] || (b[i]->ndim == 1 && b[i]->sizes[0] == g * hidden), TP_ERR_SHAPE,
+                 "%s must be 1-D of %" PRId64 " elements", i == 0 ? "b_ih" : "b_hh", g * hidden);
+    *hidden_out = hidden;
+    return TP_OK;
+}
+
+static tp_status cell_infer(const tp_value *args, tp_value *out, rnn_cell_kind k) {
+    rnn_cell_args a;
+    int64_t hidden;
+    TP_TRY(cell_check(args, k, &a, &hidden));
+    if (k != CELL_LSTM) return out_like(out, a.h, a.x->dtype);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(out_like(tp_value_at(out, 0), a.h, a.x->dtype));
+    return out_like(tp_value_at(out, 1), a.h, a.x->dtype);
+}
+
+/* dst[b][j] = sum_k m[b][k] * w[j][k] + bias[j] for b < nb, j < nj. */
+static void cell_product(const double *m, const double *w, const double *bias, int64_t nb, int64_t nj, int64_t nk,
+                         double *dst) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t j = 0; j < nj; j++) {
+            double s = bias ? bias[j] : 0.0;
+            for (int64_t q = 0; q < nk; q++) s += m[b * nk + q] * w[j * nk + q];
+            dst[b * nj + j] = s;
+        }
+}
+
+static double sigmoid_d(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+static tp_status cell_kernel(const tp_value *args, tp_value *out, rnn_cell_kind k) {
+    rnn_cell_args a;
+    int64_t hidden;
+    TP_TRY(cell_check(args, k, &a, &hidden));
+    int64_t nb = a.x->sizes[0], nin = a.x->sizes[1], gh = cell_gates(k) * hidden;
+    double *buf[8] = {0};
+    const tp_tensor *src[6] = {a.x, a.h, a.c, a.wih, a.whh, a.bih};
+    tp_status st = TP_OK;
+    for (int i = 0; i < 6 && st == TP_OK; i++) st = load_all(src[i], &buf[i]);
+    if (st == TP_OK) st = load_all(a.bhh, &buf[6]);
+    double *gi = NULL, *gg = NULL;
+    if (st == TP_OK) st = alloc_f64(nb * gh, &gi);
+    if (st == TP_OK) st = alloc_f64(nb * gh, &gg);
+    if (st == TP_OK) {
+        const double *x = buf[0], *h = buf[1], *c = buf[2];
+        cell_product(x, buf[3], buf[5], nb, gh, nin, gi);
+        cell_product(h, buf[4], buf[6], nb, gh, hidden, gg);
+        tp_tensor *hy = tp__out_at(out, 0), *cy = k == CELL_LSTM ? tp__out_at(out, 1) : NULL;
+        char *hb = tp__tensor_base(hy), *cb = cy ? tp__tensor_base(cy) : NULL;
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t j = 0; j < hidden; j++) {
+                const double *pi = gi + b * gh, *ph = gg + b * gh;
+                double hv = h[b * hidden + j], v;
+                int64_t o = b * hy->strides[0] + j * hy->strides[1];
+                switch (k) {
+                case CELL_TANH: v = tanh(pi[j] + ph[j]); break;
+                case CELL_RELU: v = pi[j] + ph[j] > 0.0 ? pi[j] + ph[j] : 0.0; break;
+                case CELL_GRU: {
+                    double r = sigmoid_d(pi[j] + ph[j]), z = sigmoid_d(pi[hidden + j] + ph[hidden + j]);
+                    double n = tanh(pi[2 * hidden + j] + r * ph[2 * hidden + j]);
+                    v = (1.0 - z) * n + z * hv;
+                    break;
+                }
+                default: {
+                    double ig = sigmoid_d(pi[j] + ph[j]), fg = sigmoid_d(pi[hidden + j] + ph[hidden + j]);
+                    double cg = tanh(pi[2 * hidden + j] + ph[2 * hidden + j]);
+                    double og = sigmoid_d(pi[3 * hidden + j] + ph[3 * hidden + j]);
+                    double cv = round_to_dtype(fg * c[b * hidden + j] + ig * cg, cy->dtype);
+                    store_at(cb, b * cy->strides[0] + j * cy->strides[1], cy->dtype, cv);
+                    v = og * tanh(cv);
+                    break;
+                }
+                }
+                store_at(hb, o, hy->dtype, v);
+            }
+    }
+    for (int i = 0; i < 8; i++) tp_free(buf[i]);
+    tp_free(gi);
+    tp_free(gg);
+    return st;
+}
+
+static tp_status rnn_tanh_cell_infer(const tp_value *args, tp_value *out) { return cell_infer(args, out, CELL_TANH); }
+static tp_status rnn_tanh_cell_kernel(const tp_value *args, tp_value *out) { return cell_kernel(args, out, CELL_TANH); }
+static tp_status rnn_relu_cell_infer(const tp_value *args, tp_value *out) { return cell_infer(args, out, CELL_RELU); }
+static tp_status rnn_relu_cell_kernel(const tp_value *args, tp_value *out) { return cell_kernel(args, out, CELL_RELU); }
+static tp_status gru_cell_infer(const tp_value *args, tp_value *out) { return cell_infer(args, out, CELL_GRU); }
+static tp_status gru_cell_kernel(const tp_value *args, tp_value *out) { return cell_kernel(args, out, CELL_GRU); }
+static tp_status lstm_cell_infer(const tp_value *args, tp_value *out) { return cell_infer(args, out, CELL_LSTM); }
+static tp_status lstm_cell_kernel(const tp_value *args, tp_value *out) { return cell_kernel(args, out, CELL_LSTM); }
+
 void tp__register_nn_ops(void) {
     tp__register_op(TP_OP_BATCH_NORM,
                     "batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? weight=None, "
@@ -1186,4 +1342,20 @@ void tp__register_nn_ops(void) {
                     "local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> "
                     "Tensor",
                     0, lrn_infer, lrn_kernel);
+    tp__register_op(TP_OP_RNN_TANH_CELL,
+                    "rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+                    "Tensor? b_hh=None) -> Tensor",
+                    0, rnn_tanh_cell_infer, rnn_tanh_cell_kernel);
+    tp__register_op(TP_OP_RNN_RELU_CELL,
+                    "rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+                    "Tensor? b_hh=None) -> Tensor",
+                    0, rnn_relu_cell_infer, rnn_relu_cell_kernel);
+    tp__register_op(TP_OP_GRU_CELL,
+                    "gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+                    "Tensor? b_hh=None) -> Tensor",
+                    0, gru_cell_infer, gru_cell_kernel);
+    tp__register_op(TP_OP_LSTM_CELL,
+                    "lstm_cell(Tensor input, Tensor hx, Tensor cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+                    "Tensor? b_hh=None) -> (Tensor, Tensor)",
+                    0, lstm_cell_infer, lstm_cell_kernel);
 }

@@ -1628,6 +1628,19 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_VSPLIT:
     case TP_OP_DSPLIT: return rule_chunk_split(r, meta);
     case TP_OP_SLICE: return rule_slice(r);
+    case TP_OP_RNN_TANH_CELL:
+    case TP_OP_RNN_RELU_CELL:
+    case TP_OP_GRU_CELL:
+    case TP_OP_LSTM_CELL: { /* the hidden state's shape (hy, and cy for lstm_cell) */
+        const sval *x = need_t(r, 0), *h = need_t(r, 1);
+        if (!x || !h || x->nd != 2 || h->nd != 2) {
+            r->fail = true;
+            return NULL;
+        }
+        req_eq(r, x->d[0], h->d[0], "input batch == hidden batch");
+        sval *o = copy_t(r, h);
+        return o && op == TP_OP_LSTM_CELL ? seq_of(r, 2, o) : o;
+    }
     case TP_OP_GLU: {
         const sval *a = need_t(r, 0);
         if (!a || a->nd == 0) {
