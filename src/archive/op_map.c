@@ -574,6 +574,19 @@ static const tp_serde_op_entry g_table[] = {
     /* tensorplay.functional's adaptive max pools return (values, indices) */
     FNW(NF, "adaptive_max_pool1d", ADAPTIVE_MAX_POOL1D, "input,output_size^,return_indices:!=False"),
     FNW(NF, "adaptive_max_pool2d", ADAPTIVE_MAX_POOL2D, "input,output_size,return_indices:!=False"),
+    FN(NF, "adaptive_max_pool3d", ADAPTIVE_MAX_POOL3D, "input,output_size,return_indices:!=False"),
+    FNW(TF, "adaptive_max_pool3d", ADAPTIVE_MAX_POOL3D, "input,output_size,*,out:!=None"), /* values only */
+    /* max unpools: nn.functional's forms fail to trace in tensorplay 1.0; tensorplay.functional's
+     * max_unpool2d(input, indices, output_size), max_unpool3d(..., output_size, stride, padding) record */
+    FNW(NF, "max_unpool1d", MAX_UNPOOL1D, "input:self,indices,kernel_size,stride,padding,output_size"),
+    FN(NF, "max_unpool2d", MAX_UNPOOL2D, "input:self,indices,kernel_size,stride,padding,output_size"),
+    FN(NF, "max_unpool3d", MAX_UNPOOL3D, "input:self,indices,kernel_size,stride,padding,output_size"),
+    FNW(TF, "max_unpool2d", MAX_UNPOOL2D, "input:self,indices,output_size,*,out:!=None"),
+    FNW(TF, "max_unpool3d", MAX_UNPOOL3D, "input:self,indices,output_size,stride,padding,*,out:!=None"),
+    /* lp pools: tensorplay 1.0 traces them into pow, avg_pool, sign, abs, relu, mul */
+    FNW(NF, "lp_pool1d", LP_POOL1D, "input,norm_type,kernel_size,stride,ceil_mode"),
+    FNW(NF, "lp_pool2d", LP_POOL2D, "input,norm_type,kernel_size,stride,ceil_mode"),
+    FNW(NF, "lp_pool3d", LP_POOL3D, "input,norm_type,kernel_size,stride,ceil_mode"),
     FNW(NF, "interpolate", INTERPOLATE,
         "input,size,scale_factor,mode,align_corners,recompute_scale_factor:!=False,antialias:!=False"),
     FN(NF, "upsample", INTERPOLATE, "input,size,scale_factor,mode,align_corners"),

@@ -1,8 +1,8 @@
 /*
  * pool.c - pooling and resampling ops: max_pool1d/2d/3d (and their
  * _with_indices forms), avg_pool1d/2d/3d,
- * adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d, interpolate, grid_sample
- * and affine_grid.
+ * max_unpool1d/2d/3d, lp_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d,
+ * adaptive_max_pool1d/2d/3d, interpolate, grid_sample and affine_grid.
  * Schemas, shape rules and reference kernels.
  *
  * Inputs are (N, C, spatial...) or unbatched (C, spatial...) for the pools,
@@ -425,6 +425,201 @@ static tp_status avg_pool_kernel(const tp_value *args, tp_value *out, int n_spat
                     }
                 }
             }
+    return TP_OK;
+}
+
+/* ---- lp_pool ------------------------------------------------------------
+ * lp_pool(Tensor input, float norm_type, int[] kernel_size, int[]? stride=None,
+ * bool ceil_mode=False): PyTorch's (sum over the window of x^p) * K / n,
+ * to the power 1/p, where n is the window clipped to the input (avg_pool
+ * with no padding) and K the full kernel size; norm_type +-inf is
+ * tensorplay's max (min) of |x| over the window. */
+static tp_status lp_pool_setup(const tp_value *args, int n_spatial, window_params *p, double *norm) {
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    TP_CHECK(input, TP_ERR_TYPE, "argument 'input' must be a tensor");
+    TP_CHECK(tp_dtype_is_float(input->dtype), TP_ERR_TYPE, "expected a floating point input, but got %s",
+             tp_dtype_name(input->dtype));
+    *norm = tp__arg_f64(args, 1);
+    TP_CHECK(*norm != 0.0, TP_ERR_INVALID_ARG, "norm_type must be a non-zero value, but got %g", *norm);
+    /* avg_pool's argument layout: self, kernel_size, stride, padding=0, ceil_mode */
+    tp_value a[5] = {args[0], args[2], args[3], tp_value_int(0), args[4]};
+    return window_setup(a, n_spatial, -1, 4, p);
+}
+
+static tp_status lp_pool_infer(const tp_value *args, tp_value *out, int n_spatial) {
+    window_params p;
+    double norm;
+    TP_TRY(lp_pool_setup(args, n_spatial, &p, &norm));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    return tp__out_tensor(out, input->dtype, nd, sizes);
+}
+
+static tp_status lp_pool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+    window_params p;
+    double norm;
+    TP_TRY(lp_pool_setup(args, n_spatial, &p, &norm));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    tp_tensor *o = tp__out_at(out, 0);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    view5 x;
+    make_view5(input, n_spatial, &x);
+    char *optr = tp__tensor_base(o);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    double kprod = (double)(p.kernel[0] * p.kernel[1] * p.kernel[2]);
+    bool inf = isinf(norm);
+    for (int64_t n = 0; n < p.in.batch; n++)
+        for (int64_t c = 0; c < p.in.channels; c++)
+            for (int64_t od = 0; od < p.out_size[0]; od++) {
+                int64_t d0, d1, dlen;
+                avg_window(od, p.stride[0], 0, p.kernel[0], p.in.in_size[0], &d0, &d1, &dlen);
+                for (int64_t oh = 0; oh < p.out_size[1]; oh++) {
+                    int64_t h0, h1, hlen;
+                    avg_window(oh, p.stride[1], 0, p.kernel[1], p.in.in_size[1], &h0, &h1, &hlen);
+                    for (int64_t ow = 0; ow < p.out_size[2]; ow++) {
+                        int64_t w0, w1, wlen;
+                        avg_window(ow, p.stride[2], 0, p.kernel[2], p.in.in_size[2], &w0, &w1, &wlen);
+                        double acc = inf ? (norm > 0 ? -INFINITY : INFINITY) : 0.0;
+                        for (int64_t id = d0; id < d1; id++)
+                            for (int64_t ih = h0; ih < h1; ih++)
+                                for (int64_t iw = w0; iw < w1; iw++) {
+                                    double v = load_elem(view5_at(&x, n, c, id, ih, iw), x.dtype);
+                                    if (!inf) acc += pow(v, norm);
+                                    else if (isnan(v) || (norm > 0 ? fabs(v) > acc : fabs(v) < acc)) acc = fabs(v);
+                                }
+                        if (!inf) acc = pow(acc / (double)(dlen * hlen * wlen) * kprod, 1.0 / norm);
+                        store_elem(optr + flat * oes, o->dtype, acc);
+                        flat++;
+                    }
+                }
+            }
+    return TP_OK;
+}
+
+/* ---- max_unpool -----------------------------------------------------------
+ * max_unpoolNd(Tensor self, Tensor indices, int[]? kernel_size, int[]? stride,
+ * int[]? padding (None: 0), int[]? output_size=None): zeros of the output size with
+ * self's values written at their flat in-plane indices (a repeated index
+ * keeps the last value, as PyTorch's serial CPU loop does). With a kernel
+ * size (nn.functional's form) the output size defaults to
+ * (in - 1) * stride + kernel - 2 * padding and a given one must lie strictly
+ * within stride of that; without (aten's max_unpool2d / max_unpool3d) the
+ * output size is required. */
+typedef struct unpool_params {
+    pool_input in;
+    int64_t out_size[POOL_MAX_SPATIAL];
+} unpool_params;
+
+static tp_status unpool_setup(const tp_value *args, int n_spatial, unpool_params *p) {
+    memset(p, 0, sizeof *p);
+    const tp_tensor *input = tp__arg_tensor(args, 0), *indices = tp__arg_tensor(args, 1);
+    TP_CHECK(input && indices, TP_ERR_TYPE, "max_unpool: self and indices must be tensors");
+    TP_CHECK(indices->dtype == TP_INT64, TP_ERR_TYPE, "elements in indices should be type int64 but got: %s",
+             tp_dtype_name(indices->dtype));
+    TP_CHECK(tp_dtype_is_float(input->dtype), TP_ERR_TYPE, "expected a floating point input, but got %s",
+             tp_dtype_name(input->dtype));
+    char s1[128], s2[128];
+    bool same = input->ndim == indices->ndim;
+    for (int d = 0; same && d < input->ndim; d++) same = input->sizes[d] == indices->sizes[d];
+    TP_CHECK(same, TP_ERR_SHAPE,
+             "Expected shape of indices to be same as that of the input tensor (%s) but got indices tensor with "
+             "shape: %s",
+             tp__shape_str(input->ndim, input->sizes, s1, sizeof s1),
+             tp__shape_str(indices->ndim, indices->sizes, s2, sizeof s2));
+    TP_TRY(pool_input_setup(input, n_spatial, &p->in));
+    int lead = POOL_MAX_SPATIAL - n_spatial;
+    int64_t k[POOL_MAX_SPATIAL], st[POOL_MAX_SPATIAL], pad[POOL_MAX_SPATIAL], dflt[POOL_MAX_SPATIAL];
+    bool has_kernel = !tp__arg_is_none(args, 2);
+    if (has_kernel) TP_TRY(read_spatial_ints(args, 2, "kernel_size", n_spatial, 1, k));
+    if (tp_value_len(&args[3]) == 0 && args[3].kind != TP_VAL_INT) { /* None / []: the kernel size */
+        for (int d = 0; d < POOL_MAX_SPATIAL; d++) st[d] = has_kernel ? k[d] : 1;
+    } else {
+        TP_TRY(read_spatial_ints(args, 3, "stride", n_spatial, 1, st));
+    }
+    if (tp__arg_is_none(args, 4)) /* None: 0 */
+        for (int d = 0; d < POOL_MAX_SPATIAL; d++) pad[d] = 0;
+    else
+        TP_TRY(read_spatial_ints(args, 4, "padding", n_spatial, 0, pad));
+    for (int d = lead; d < POOL_MAX_SPATIAL; d++) {
+        TP_CHECK(st[d] > 0, TP_ERR_INVALID_ARG, "strides should be greater than zero, but got stride: %s",
+                 size_tuple(n_spatial, st + lead, s1, sizeof s1));
+        TP_CHECK(pad[d] >= 0, TP_ERR_INVALID_ARG, "padding should be non-negative, but got padding: %s",
+                 size_tuple(n_spatial, pad + lead, s1, sizeof s1));
+        if (has_kernel) {
+            TP_CHECK(k[d] > 0 && k[d] < ((int64_t)1 << 40) && st[d] < ((int64_t)1 << 20) &&
+                         pad[d] < ((int64_t)1 << 40),
+                     TP_ERR_INVALID_ARG, "max_unpool: kernel_size, stride or padding out of range");
+            dflt[d] = (p->in.in_size[d] - 1) * st[d] + k[d] - 2 * pad[d];
+        }
+    }
+    if (tp__arg_is_none(args, 5)) {
+        TP_CHECK(has_kernel, TP_ERR_INVALID_ARG, "max_unpool: output_size is required without a kernel_size");
+        for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->out_size[d] = d < lead ? 1 : dflt[d];
+    } else {
+        int64_t os[POOL_MAX_SPATIAL + 2];
+        int n;
+        TP_TRY(tp__arg_ints(args, 5, "output_size", os, POOL_MAX_SPATIAL + 2, 0, &n));
+        int skip = n == n_spatial + 2 && has_kernel ? 2 : 0;
+        TP_CHECK(n - skip == n_spatial, TP_ERR_INVALID_ARG,
+                 has_kernel ? "output_size should be a sequence containing %d or %d elements, but it has a length of "
+                              "'%d'"
+                            : "There should be exactly %d elements but got %d",
+                 n_spatial, has_kernel ? n_spatial + 2 : n, n);
+        for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->out_size[d] = d < lead ? 1 : os[skip + d - lead];
+        if (has_kernel)
+            for (int d = lead; d < POOL_MAX_SPATIAL; d++)
+                TP_CHECK(p->out_size[d] > dflt[d] - st[d] && p->out_size[d] < dflt[d] + st[d], TP_ERR_INVALID_ARG,
+                         "invalid output_size %s (dim %d must be between %" PRId64 " and %" PRId64 ")",
+                         size_tuple(n_spatial, p->out_size + lead, s1, sizeof s1), d - lead, dflt[d] - st[d],
+                         dflt[d] + st[d]);
+    }
+    int64_t plane = 1;
+    for (int d = lead; d < POOL_MAX_SPATIAL; d++) {
+        TP_CHECK(p->out_size[d] >= 0, TP_ERR_INVALID_ARG,
+                 "max_unpooling: output_size must contain non-negative spatial dimensions, but got output_size[%d]=%" PRId64,
+                 d - lead, p->out_size[d]);
+        TP_CHECK(tp_mul_overflow_i64(plane, p->out_size[d], &plane), TP_ERR_INVALID_ARG, "output_size %s is too large",
+                 size_tuple(n_spatial, p->out_size + lead, s1, sizeof s1));
+    }
+    return TP_OK;
+}
+
+static tp_status unpool_infer(const tp_value *args, tp_value *out, int n_spatial) {
+    unpool_params p;
+    TP_TRY(unpool_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    return tp__out_tensor(out, input->dtype, nd, sizes);
+}
+
+static tp_status unpool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+    unpool_params p;
+    TP_TRY(unpool_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0), *indices = tp__arg_tensor(args, 1);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), numel = tp_tensor_numel(o);
+    char *optr = tp__tensor_base(o);
+    memset(optr, 0, (size_t)(numel * oes)); /* contiguous output */
+    int64_t plane = p.out_size[0] * p.out_size[1] * p.out_size[2];
+    view5 x, ix;
+    make_view5(input, n_spatial, &x);
+    make_view5(indices, n_spatial, &ix);
+    char s1[128];
+    for (int64_t n = 0; n < p.in.batch; n++)
+        for (int64_t c = 0; c < p.in.channels; c++) {
+            char *dst = optr + (n * p.in.channels + c) * plane * oes;
+            for (int64_t id = 0; id < p.in.in_size[0]; id++)
+                for (int64_t ih = 0; ih < p.in.in_size[1]; ih++)
+                    for (int64_t iw = 0; iw < p.in.in_size[2]; iw++) {
+                        int64_t at = tp__load_i64(view5_at(&ix, n, c, id, ih, iw), TP_INT64);
+                        TP_CHECK(at >= 0 && at < plane, TP_ERR_INDEX,
+                                 "Found an invalid max index: %" PRId64 " (output volumes are of size %s)", at,
+                                 size_tuple(n_spatial, p.out_size + POOL_MAX_SPATIAL - n_spatial, s1, sizeof s1));
+                        store_elem(dst + at * oes, o->dtype, load_elem(view5_at(&x, n, c, id, ih, iw), x.dtype));
+                    }
+        }
     return TP_OK;
 }
 
@@ -1055,6 +1250,13 @@ POOL_OP_FNS(adaptive_avg_pool2d, adaptive_infer(args, out, 2), adaptive_kernel(a
 POOL_OP_FNS(adaptive_avg_pool3d, adaptive_infer(args, out, 3), adaptive_kernel(args, out, 3, false))
 POOL_OP_FNS(adaptive_max_pool1d, adaptive_infer(args, out, 1), adaptive_kernel(args, out, 1, true))
 POOL_OP_FNS(adaptive_max_pool2d, adaptive_infer(args, out, 2), adaptive_kernel(args, out, 2, true))
+POOL_OP_FNS(adaptive_max_pool3d, adaptive_infer(args, out, 3), adaptive_kernel(args, out, 3, true))
+POOL_OP_FNS(max_unpool1d, unpool_infer(args, out, 1), unpool_kernel(args, out, 1))
+POOL_OP_FNS(max_unpool2d, unpool_infer(args, out, 2), unpool_kernel(args, out, 2))
+POOL_OP_FNS(max_unpool3d, unpool_infer(args, out, 3), unpool_kernel(args, out, 3))
+POOL_OP_FNS(lp_pool1d, lp_pool_infer(args, out, 1), lp_pool_kernel(args, out, 1))
+POOL_OP_FNS(lp_pool2d, lp_pool_infer(args, out, 2), lp_pool_kernel(args, out, 2))
+POOL_OP_FNS(lp_pool3d, lp_pool_infer(args, out, 3), lp_pool_kernel(args, out, 3))
 
 #define MAX_POOL_ARGS                                                                                         \
     "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "                   \
@@ -1066,6 +1268,11 @@ POOL_OP_FNS(adaptive_max_pool2d, adaptive_infer(args, out, 2), adaptive_kernel(a
     "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "               \
     "bool count_include_pad=True, int? divisor_override=None) -> Tensor"
 #define ADAPTIVE_ARGS "(Tensor self, int[] output_size) -> Tensor"
+#define MAX_UNPOOL_ARGS                                                                                       \
+    "(Tensor self, Tensor indices, int[]? kernel_size=None, int[]? stride=None, int[]? padding=None, "                \
+    "int[]? output_size=None) -> Tensor"
+#define LP_POOL_ARGS                                                                                          \
+    "(Tensor input, float norm_type, int[] kernel_size, int[]? stride=None, bool ceil_mode=False) -> Tensor"
 
 void tp__register_pool_ops(void) {
     tp__register_op(TP_OP_MAX_POOL1D, "max_pool1d" MAX_POOL_ARGS, 0, max_pool1d_infer, max_pool1d_kernel);
@@ -1096,6 +1303,14 @@ void tp__register_pool_ops(void) {
                     0, grid_sample_infer, grid_sample_kernel);
     tp__register_op(TP_OP_AFFINE_GRID, "affine_grid(Tensor theta, int[] size, bool? align_corners=None) -> Tensor", 0,
                     affine_grid_infer, affine_grid_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_MAX_POOL3D, "adaptive_max_pool3d" ADAPTIVE_ARGS, 0, adaptive_max_pool3d_infer,
+                    adaptive_max_pool3d_kernel);
+    tp__register_op(TP_OP_MAX_UNPOOL1D, "max_unpool1d" MAX_UNPOOL_ARGS, 0, max_unpool1d_infer, max_unpool1d_kernel);
+    tp__register_op(TP_OP_MAX_UNPOOL2D, "max_unpool2d" MAX_UNPOOL_ARGS, 0, max_unpool2d_infer, max_unpool2d_kernel);
+    tp__register_op(TP_OP_MAX_UNPOOL3D, "max_unpool3d" MAX_UNPOOL_ARGS, 0, max_unpool3d_infer, max_unpool3d_kernel);
+    tp__register_op(TP_OP_LP_POOL1D, "lp_pool1d" LP_POOL_ARGS, 0, lp_pool1d_infer, lp_pool1d_kernel);
+    tp__register_op(TP_OP_LP_POOL2D, "lp_pool2d" LP_POOL_ARGS, 0, lp_pool2d_infer, lp_pool2d_kernel);
+    tp__register_op(TP_OP_LP_POOL3D, "lp_pool3d" LP_POOL_ARGS, 0, lp_pool3d_infer, lp_pool3d_kernel);
     tp__register_op(TP_OP_INTERPOLATE,
                     "interpolate(Tensor input, int[]? size=None, Any scale_factor=None, str mode='nearest', "
                     "bool? align_corners=None) -> Tensor",

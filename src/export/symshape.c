@@ -1425,7 +1425,8 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_ADAPTIVE_AVG_POOL2D:
     case TP_OP_ADAPTIVE_AVG_POOL3D:
     case TP_OP_ADAPTIVE_MAX_POOL1D:
-    case TP_OP_ADAPTIVE_MAX_POOL2D: {
+    case TP_OP_ADAPTIVE_MAX_POOL2D:
+    case TP_OP_ADAPTIVE_MAX_POOL3D: {
         const sval *a = need_t(r, 0);
         int64_t sz[TP_MAX_DIMS];
         int n = ilist(r, 1, sz, TP_MAX_DIMS);
@@ -1435,6 +1436,61 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         sval *o = copy_t(r, a);
         for (int i = 0; o && i < n; i++) o->d[a->nd - n + i] = K(r, sz[i]);
+        return o;
+    }
+    case TP_OP_MAX_UNPOOL1D:
+    case TP_OP_MAX_UNPOOL2D:
+    case TP_OP_MAX_UNPOOL3D: { /* output_size, else (in - 1) * stride + kernel - 2 * padding */
+        int sp = op == TP_OP_MAX_UNPOOL1D ? 1 : op == TP_OP_MAX_UNPOOL2D ? 2 : 3;
+        const sval *x = need_t(r, 0);
+        int64_t k[TP_MAX_DIMS], st[TP_MAX_DIMS], pd[TP_MAX_DIMS], os[TP_MAX_DIMS];
+        int n;
+        if (!x || (x->nd != sp + 1 && x->nd != sp + 2)) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = copy_t(r, x);
+        if (!o) return NULL;
+        if (!is_none(r, 5)) {
+            n = ilist(r, 5, os, TP_MAX_DIMS);
+            int skip = n == sp + 2 ? 2 : 0;
+            if (n - skip != sp) {
+                r->fail = true;
+                return NULL;
+            }
+            for (int i = 0; i < sp; i++) o->d[x->nd - sp + i] = K(r, os[skip + i]);
+            return o;
+        }
+        if (is_none(r, 2) || (n = ilist(r, 2, k, TP_MAX_DIMS)) < 0 || !expand_list(k, n, sp)) r->fail = true;
+        n = is_none(r, 3) ? 0 : ilist(r, 3, st, TP_MAX_DIMS);
+        if (n == 0) memcpy(st, k, sizeof st);
+        else if (n < 0 || !expand_list(st, n, sp)) r->fail = true;
+        if (is_none(r, 4)) memset(pd, 0, sizeof pd);
+        else if ((n = ilist(r, 4, pd, TP_MAX_DIMS)) < 0 || !expand_list(pd, n, sp)) r->fail = true;
+        if (r->fail) return NULL;
+        for (int i = 0; i < sp; i++) {
+            int j = x->nd - sp + i;
+            o->d[j] = S(r, sd_addk(r->sd, sd_mulk(r->sd, sd_addk(r->sd, S(r, x->d[j]), -1), st[i]), k[i] - 2 * pd[i]));
+        }
+        return o;
+    }
+    case TP_OP_LP_POOL1D:
+    case TP_OP_LP_POOL2D:
+    case TP_OP_LP_POOL3D: { /* avg_pool's rule: (input, kernel_size, stride, padding 0, ceil_mode) */
+        if (r->nb < 5) {
+            r->fail = true;
+            return NULL;
+        }
+        tp_value b[5] = {r->b[0], r->b[2], r->b[3], tp_value_int(0), r->b[4]};
+        if (b[2].kind == TP_VAL_NONE) { /* stride None: the kernel size, as an empty list reads */
+            memset(&b[2], 0, sizeof b[2]);
+            b[2].kind = TP_VAL_LIST;
+        }
+        rctx r2 = *r;
+        r2.b = b;
+        r2.nb = 5;
+        sval *o = rule_pool(&r2, op == TP_OP_LP_POOL1D ? 1 : op == TP_OP_LP_POOL2D ? 2 : 3, false, meta);
+        r->fail = r2.fail;
         return o;
     }
     case TP_OP_INTERPOLATE: return rule_interpolate(r);
