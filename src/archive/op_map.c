@@ -689,6 +689,18 @@ static const tp_serde_op_entry g_table[] = {
      * add, norm (pairwise_distance) by tensorplay 1.0 */
     FNW(NF, "cosine_similarity", COSINE_SIMILARITY, "x1,x2,dim,eps"),
     FN(TF, "cosine_similarity", COSINE_SIMILARITY, "x1,x2,dim,eps"),
+    /* nn.functional.unfold / fold (fail to trace in tensorplay 1.0) and the im2col / col2im they call */
+    FNW(TF, "im2col", IM2COL, "input,kernel_size,dilation,padding,stride,*,out:!=None"),
+    FN(NF, "unfold", IM2COL, "input,kernel_size,dilation,padding,stride"),
+    FNW(TF, "col2im", COL2IM, "input,output_size,kernel_size,dilation,padding,stride,*,out:!=None"),
+    FN(NF, "fold", COL2IM, "input,output_size,kernel_size,dilation,padding,stride"),
+    /* pdist: F.pdist fails to trace; tensorplay.functional.pdist records */
+    FNW(TF, "pdist", PDIST, "input,p"),
+    FN(NF, "pdist", PDIST, "input,p"),
+    MT("pdist", PDIST, "self,p"),
+    /* bilinear: F.bilinear is traced into matmul & co.; tensorplay.functional.bilinear records */
+    FNW(TF, "bilinear", BILINEAR, "input1,input2,weight,bias"),
+    FN(NF, "bilinear", BILINEAR, "input1,input2,weight,bias"),
     /* RNN cells: tensorplay.functional's (nn.functional's forms record these) */
     FNW(TF, "rnn_tanh_cell", RNN_TANH_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),
     FNW(TF, "rnn_relu_cell", RNN_RELU_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),

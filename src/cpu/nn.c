@@ -3,7 +3,8 @@
  * instance_norm, rms_norm, local_response_norm),
  * softmax / log_softmax, prelu, embedding, dropout,
  * scaled_dot_product_attention, glu and the RNN cells (rnn_tanh_cell,
- * rnn_relu_cell, gru_cell, lstm_cell): schemas, shape rules and reference
+ * rnn_relu_cell, gru_cell, lstm_cell), im2col / col2im (unfold / fold),
+ * pdist and bilinear: schemas, shape rules and reference
  * kernels.
  *
  * Semantics are torch.nn.functional's. Every kernel reads its inputs through
@@ -1294,6 +1295,326 @@ static tp_status gru_cell_kernel(const tp_value *args, tp_value *out) { return c
 static tp_status lstm_cell_infer(const tp_value *args, tp_value *out) { return cell_infer(args, out, CELL_LSTM); }
 static tp_status lstm_cell_kernel(const tp_value *args, tp_value *out) { return cell_kernel(args, out, CELL_LSTM); }
 
+/* ---- im2col / col2im (nn.functional unfold / fold) ------------------------
+ * im2col(Tensor self, int[] kernel_size, int[] dilation=1, int[] padding=0,
+ * int[] stride=1): (N, C, H, W) or (C, H, W) -> (N, C*kh*kw, L) of the
+ * sliding blocks (zero outside the input); col2im(Tensor self, int[2]
+ * output_size, ...) sums them back into (N, C, H, W). PyTorch's checks and
+ * messages (im2col_shape_check / col2im_shape_check). */
+
+typedef struct {
+    int64_t k[2], d[2], p[2], s[2];
+} block_params;
+
+static tp_status block_params_read(const tp_value *args, int first, block_params *b) {
+    int n;
+    TP_TRY(tp__arg_ints(args, first, "kernel_size", b->k, 2, 2, &n));
+    TP_TRY(tp__arg_ints(args, first + 1, "dilation", b->d, 2, 2, &n));
+    TP_TRY(tp__arg_ints(args, first + 2, "padding", b->p, 2, 2, &n));
+    TP_TRY(tp__arg_ints(args, first + 3, "stride", b->s, 2, 2, &n));
+    TP_CHECK(b->k[0] > 0 && b->k[1] > 0, TP_ERR_INVALID_ARG,
+             "kernel size should be greater than zero, but got kernel_height: %" PRId64 " kernel_width: %" PRId64,
+             b->k[0], b->k[1]);
+    TP_CHECK(b->s[0] > 0 && b->s[1] > 0, TP_ERR_INVALID_ARG,
+             "stride should be greater than zero, but got stride_height: %" PRId64 " stride_width: %" PRId64, b->s[0],
+             b->s[1]);
+    TP_CHECK(b->d[0] > 0 && b->d[1] > 0, TP_ERR_INVALID_ARG,
+             "dilation should be greater than zero, but got dilation_height: %" PRId64 " dilation_width: %" PRId64,
+             b->d[0], b->d[1]);
+    TP_CHECK(b->p[0] >= 0 && b->p[1] >= 0, TP_ERR_INVALID_ARG,
+             "padding should be non-negative, but got pad_height: %" PRId64 " pad_width: %" PRId64, b->p[0], b->p[1]);
+    const int64_t lim = (int64_t)1 << 31;
+    for (int i = 0; i < 2; i++)
+        TP_CHECK(b->k[i] < lim && b->d[i] < lim && b->p[i] < lim && b->s[i] < lim, TP_ERR_INVALID_ARG,
+                 "kernel_size, dilation, padding and stride must be below 2^31");
+    return TP_OK;
+}
+
+/* Number of blocks along one dim of size `in`. */
+static int64_t block_count(int64_t in, const block_params *b, int i) {
+    return (in + 2 * b->p[i] - (b->d[i] * (b->k[i] - 1) + 1)) / b->s[i] + 1;
+}
+
+static tp_status im2col_check(const tp_value *args, tp_tensor **x, block_params *b, int64_t *oh, int64_t *ow) {
+    TP_TRY(arg_tensor(args, 0, "self", x));
+    TP_TRY(block_params_read(args, 1, b));
+    const tp_tensor *t = *x;
+    char s1[128];
+    TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE, "\"im2col_out_cpu\" not implemented for '%s'",
+             tp_dtype_name(t->dtype));
+    TP_CHECK(t->ndim == 3 || t->ndim == 4, TP_ERR_SHAPE,
+             "Expected 3D or 4D (batch mode) tensor with optional 0 size batch dimension for input, but got: %s",
+             tp__shape_str(t->ndim, t->sizes, s1, sizeof s1));
+    for (int d = t->ndim - 3; d < t->ndim; d++)
+        TP_CHECK(t->sizes[d] > 0, TP_ERR_SHAPE,
+                 "Expected 3D or 4D (batch mode) tensor with optional 0 size batch dimension for input, but got: %s",
+                 tp__shape_str(t->ndim, t->sizes, s1, sizeof s1));
+    int64_t h = t->sizes[t->ndim - 2], w = t->sizes[t->ndim - 1];
+    *oh = block_count(h, b, 0);
+    *ow = block_count(w, b, 1);
+    TP_CHECK(*oh >= 1 && *ow >= 1, TP_ERR_SHAPE,
+             "Given input with spatial size (%" PRId64 ", %" PRId64 "), kernel_size=(%" PRId64 ", %" PRId64
+             "), dilation=(%" PRId64 ", %" PRId64 "), padding=(%" PRId64 ", %" PRId64
+             "), calculated shape of the array of sliding blocks as (%" PRId64 ", %" PRId64
+             "), but its components must be at least one.",
+             h, w, b->k[0], b->k[1], b->d[0], b->d[1], b->p[0], b->p[1], *oh, *ow);
+    return TP_OK;
+}
+
+static tp_status im2col_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    block_params b;
+    int64_t oh, ow;
+    TP_TRY(im2col_check(args, &x, &b, &oh, &ow));
+    int64_t c = x->sizes[x->ndim - 3], sizes[3];
+    int nd = 0;
+    if (x->ndim == 4) sizes[nd++] = x->sizes[0];
+    TP_CHECK(tp_mul_overflow_i64(c, b.k[0] * b.k[1], &sizes[nd]), TP_ERR_INVALID_ARG, "im2col: output too large");
+    sizes[nd + 1] = oh * ow;
+    return tp__out_tensor(out, x->dtype, nd + 2, sizes);
+}
+
+static tp_status im2col_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    block_params b;
+    int64_t oh, ow;
+    TP_TRY(im2col_check(args, &x, &b, &oh, &ow));
+    tp_tensor *y = tp__out_at(out, 0);
+    bool batched = x->ndim == 4;
+    int64_t nb = batched ? x->sizes[0] : 1, c = x->sizes[x->ndim - 3];
+    int64_t h = x->sizes[x->ndim - 2], w = x->sizes[x->ndim - 1];
+    int64_t xs_n = batched ? x->strides[0] : 0, xs_c = x->strides[x->ndim - 3], xs_h = x->strides[x->ndim - 2],
+            xs_w = x->strides[x->ndim - 1];
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    int64_t flat = 0;
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t i = 0; i < b.k[0]; i++)
+                for (int64_t j = 0; j < b.k[1]; j++)
+                    for (int64_t oy = 0; oy < oh; oy++)
+                        for (int64_t ox = 0; ox < ow; ox++) {
+                            int64_t iy = oy * b.s[0] - b.p[0] + i * b.d[0], ix = ox * b.s[1] - b.p[1] + j * b.d[1];
+                            double v = 0.0;
+                            if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                                v = load_at(xb, n * xs_n + ch * xs_c + iy * xs_h + ix * xs_w, x->dtype);
+                            store_at(yb, flat++, y->dtype, v);
+                        }
+    return TP_OK;
+}
+
+static tp_status col2im_check(const tp_value *args, tp_tensor **x, block_params *b, int64_t *osz, int64_t *oh,
+                              int64_t *ow) {
+    TP_TRY(arg_tensor(args, 0, "self", x));
+    int n;
+    TP_TRY(tp__arg_ints(args, 1, "output_size", osz, 2, 2, &n));
+    TP_TRY(block_params_read(args, 2, b));
+    const tp_tensor *t = *x;
+    char s1[128];
+    TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE, "\"col2im_out_cpu\" not implemented for '%s'",
+             tp_dtype_name(t->dtype));
+    TP_CHECK(osz[0] > 0 && osz[1] > 0, TP_ERR_INVALID_ARG,
+             "output_size should be greater than zero, but got output_height: %" PRId64 " output_width: %" PRId64,
+             osz[0], osz[1]);
+    TP_CHECK(osz[0] < ((int64_t)1 << 31) && osz[1] < ((int64_t)1 << 31), TP_ERR_INVALID_ARG,
+             "output_size must be below 2^31");
+    TP_CHECK((t->ndim == 2 || t->ndim == 3) && t->sizes[t->ndim - 2] > 0 && t->sizes[t->ndim - 1] > 0, TP_ERR_SHAPE,
+             "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions "
+             "for input, but got: %s",
+             tp__shape_str(t->ndim, t->sizes, s1, sizeof s1));
+    int64_t cols = t->sizes[t->ndim - 2], kk = b->k[0] * b->k[1];
+    TP_CHECK(cols % kk == 0, TP_ERR_SHAPE,
+             "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
+             "input.size(1)=%" PRId64 " and kernel_size=(%" PRId64 ", %" PRId64 ").",
+             cols, b->k[0], b->k[1]);
+    *oh = block_count(osz[0], b, 0);
+    *ow = block_count(osz[1], b, 1);
+    int64_t l = t->sizes[t->ndim - 1];
+    TP_CHECK(*oh >= 1 && *ow >= 1 && *oh * *ow == l, TP_ERR_SHAPE,
+             "Given output_size=(%" PRId64 ", %" PRId64 "), kernel_size=(%" PRId64 ", %" PRId64 "), dilation=(%" PRId64
+             ", %" PRId64 "), padding=(%" PRId64 ", %" PRId64 "), stride=(%" PRId64 ", %" PRId64
+             "), expected size of input's dimension 2 to match the calculated number of sliding blocks %" PRId64
+             " * %" PRId64 " = %" PRId64 ", but got input.size(2)=%" PRId64 ".",
+             osz[0], osz[1], b->k[0], b->k[1], b->d[0], b->d[1], b->p[0], b->p[1], b->s[0], b->s[1], *oh, *ow,
+             *oh * *ow, l);
+    return TP_OK;
+}
+
+static tp_status col2im_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    block_params b;
+    int64_t osz[2], oh, ow;
+    TP_TRY(col2im_check(args, &x, &b, osz, &oh, &ow));
+    int64_t sizes[4];
+    int nd = 0;
+    if (x->ndim == 3) sizes[nd++] = x->sizes[0];
+    sizes[nd++] = x->sizes[x->ndim - 2] / (b.k[0] * b.k[1]);
+    sizes[nd++] = osz[0];
+    sizes[nd++] = osz[1];
+    return tp__out_tensor(out, x->dtype, nd, sizes);
+}
+
+static tp_status col2im_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    block_params b;
+    int64_t osz[2], oh, ow;
+    TP_TRY(col2im_check(args, &x, &b, osz, &oh, &ow));
+    tp_tensor *y = tp__out_at(out, 0);
+    bool batched = x->ndim == 3;
+    int64_t nb = batched ? x->sizes[0] : 1, c = x->sizes[x->ndim - 2] / (b.k[0] * b.k[1]);
+    int64_t xs_n = batched ? x->strides[0] : 0, xs_r = x->strides[x->ndim - 2], xs_l = x->strides[x->ndim - 1];
+    int64_t plane = osz[0] * osz[1];
+    double *acc;
+    TP_TRY(alloc_f64(nb * c * plane, &acc));
+    const char *xb = tp__tensor_base(x);
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t i = 0; i < b.k[0]; i++)
+                for (int64_t j = 0; j < b.k[1]; j++) {
+                    int64_t row = (ch * b.k[0] + i) * b.k[1] + j;
+                    for (int64_t oy = 0; oy < oh; oy++)
+                        for (int64_t ox = 0; ox < ow; ox++) {
+                            int64_t iy = oy * b.s[0] - b.p[0] + i * b.d[0], ix = ox * b.s[1] - b.p[1] + j * b.d[1];
+                            if (iy < 0 || iy >= osz[0] || ix < 0 || ix >= osz[1]) continue;
+                            acc[(n * c + ch) * plane + iy * osz[1] + ix] +=
+                                load_at(xb, n * xs_n + row * xs_r + (oy * ow + ox) * xs_l, x->dtype);
+                        }
+                }
+    char *yb = tp__tensor_base(y);
+    for (int64_t q = 0; q < nb * c * plane; q++) store_at(yb, q, y->dtype, acc[q]);
+    tp_free(acc);
+    return TP_OK;
+}
+
+/* ---- pdist(Tensor self, float p=2) -----------------------------------------
+ * The p-norm distances between the rows i < j of a 2-D input, in row-major
+ * pair order: N*(N-1)/2 values (p = 0 counts differing entries, p = inf the
+ * largest difference). */
+static tp_status pdist_check(const tp_value *args, tp_tensor **x, double *p) {
+    TP_TRY(arg_tensor(args, 0, "self", x));
+    *p = tp__arg_f64(args, 1);
+    TP_CHECK((*x)->ndim == 2, TP_ERR_SHAPE, "pdist only supports 2D tensors, got: %dD", (*x)->ndim);
+    TP_CHECK(tp_dtype_is_float((*x)->dtype), TP_ERR_TYPE, "pdist only supports floating-point dtypes");
+    TP_CHECK(*p >= 0.0, TP_ERR_INVALID_ARG, "pdist only supports non-negative p values");
+    TP_CHECK((*x)->sizes[0] < ((int64_t)1 << 31), TP_ERR_INVALID_ARG, "pdist: too many rows");
+    return TP_OK;
+}
+
+static tp_status pdist_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    double p;
+    TP_TRY(pdist_check(args, &x, &p));
+    int64_t n = x->sizes[0], sz = n > 1 ? n * (n - 1) / 2 : 0;
+    return tp__out_tensor(out, x->dtype, 1, &sz);
+}
+
+static tp_status pdist_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x;
+    double p;
+    TP_TRY(pdist_check(args, &x, &p));
+    tp_tensor *y = tp__out_at(out, 0);
+    int64_t n = x->sizes[0], m = x->sizes[1], k = 0;
+    const char *xb = tp__tensor_base(x);
+    char *yb = tp__tensor_base(y);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++) {
+            double acc = 0.0;
+            for (int64_t q = 0; q < m; q++) {
+                double d = fabs(load_at(xb, i * x->strides[0] + q * x->strides[1], x->dtype) -
+                                load_at(xb, j * x->strides[0] + q * x->strides[1], x->dtype));
+                if (p == 0.0) acc += d != 0.0;
+                else if (isinf(p)) acc = d > acc || isnan(d) ? d : acc;
+                else if (p == 1.0) acc += d;
+                else if (p == 2.0) acc += d * d;
+                else acc += pow(d, p);
+            }
+            if (p == 2.0) acc = sqrt(acc);
+            else if (p != 0.0 && p != 1.0 && !isinf(p)) acc = pow(acc, 1.0 / p);
+            store_at(yb, k++, y->dtype, acc);
+        }
+    return TP_OK;
+}
+
+/* ---- bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias) ---
+ * y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j]
+ * + bias[o]; the inputs share their leading dims. */
+static tp_status bilinear_check(const tp_value *args, tp_tensor **a, tp_tensor **b, tp_tensor **w, tp_tensor **bias) {
+    TP_TRY(arg_tensor(args, 0, "input1", a));
+    TP_TRY(arg_tensor(args, 1, "input2", b));
+    TP_TRY(arg_tensor(args, 2, "weight", w));
+    TP_TRY(arg_opt_tensor(args, 3, "bias", bias));
+    const tp_tensor *x1 = *a, *x2 = *b, *wt = *w, *bs = *bias;
+    TP_TRY(check_float(x1, "input1"));
+    const tp_tensor *all[3] = {x2, wt, bs};
+    static const char *names[3] = {"input2", "weight", "bias"};
+    for (int i = 0; i < 3; i++)
+        TP_CHECK(!all[i] || all[i]->dtype == x1->dtype, TP_ERR_TYPE,
+                 "expected %s to have dtype %s (as input1), got %s", names[i], tp_dtype_name(x1->dtype),
+                 tp_dtype_name(all[i]->dtype));
+    TP_CHECK(x1->ndim == x2->ndim, TP_ERR_SHAPE, "bilinear(): input dimensions do not match: got %d and %d", x1->ndim,
+             x2->ndim);
+    TP_CHECK(x1->ndim >= 1, TP_ERR_SHAPE, "bilinear(): inputs must have at least one dim");
+    for (int d = 0; d < x1->ndim - 1; d++)
+        TP_CHECK(x1->sizes[d] == x2->sizes[d], TP_ERR_SHAPE,
+                 "bilinear(): input batch dimensions do not match at dim %d: got %" PRId64 " and %" PRId64, d,
+                 x1->sizes[d], x2->sizes[d]);
+    TP_CHECK(wt->ndim == 3, TP_ERR_SHAPE, "bilinear(): weight must be 3-D, got %d dims", wt->ndim);
+    TP_CHECK(x1->sizes[x1->ndim - 1] == wt->sizes[1], TP_ERR_SHAPE,
+             "bilinear(): input1 size does not match weight size: got %" PRId64 " but expected %" PRId64,
+             x1->sizes[x1->ndim - 1], wt->sizes[1]);
+    TP_CHECK(x2->sizes[x2->ndim - 1] == wt->sizes[2], TP_ERR_SHAPE,
+             "bilinear(): input2 size does not match weight size: got %" PRId64 " but expected %" PRId64,
+             x2->sizes[x2->ndim - 1], wt->sizes[2]);
+    TP_CHECK(!bs || (bs->ndim == 1 && bs->sizes[0] == wt->sizes[0]), TP_ERR_SHAPE,
+             "bilinear(): bias size does not match weight size: got %" PRId64 " but expected %" PRId64,
+             bs ? (bs->ndim >= 1 ? bs->sizes[bs->ndim - 1] : 1) : 0, wt->sizes[0]);
+    return TP_OK;
+}
+
+static tp_status bilinear_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *a, *b, *w, *bias;
+    TP_TRY(bilinear_check(args, &a, &b, &w, &bias));
+    int64_t sizes[TP_MAX_DIMS];
+    for (int d = 0; d < a->ndim - 1; d++) sizes[d] = a->sizes[d];
+    sizes[a->ndim - 1] = w->sizes[0];
+    return tp__out_tensor(out, a->dtype, a->ndim, sizes);
+}
+
+static tp_status bilinear_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *a, *b, *w, *bias;
+    TP_TRY(bilinear_check(args, &a, &b, &w, &bias));
+    tp_tensor *y = tp__out_at(out, 0);
+    int64_t n1 = a->sizes[a->ndim - 1], n2 = b->sizes[b->ndim - 1], no = w->sizes[0];
+    int64_t rows = n1 > 0 ? tp_tensor_numel(a) / n1 : 0;
+    if (n1 == 0) rows = no > 0 ? tp_tensor_numel(y) / no : 0;
+    double *x1, *x2, *wt, *bs;
+    tp_status st = load_all(a, &x1);
+    if (st != TP_OK) return st;
+    st = load_all(b, &x2);
+    if (st == TP_OK) st = load_all(w, &wt);
+    else wt = NULL;
+    bs = NULL;
+    if (st == TP_OK) st = load_all(bias, &bs);
+    if (st == TP_OK) {
+        char *yb = tp__tensor_base(y);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t o = 0; o < no; o++) {
+                double acc = bs ? bs[o] : 0.0;
+                for (int64_t i = 0; i < n1; i++) {
+                    double inner = 0.0;
+                    for (int64_t j = 0; j < n2; j++) inner += wt[(o * n1 + i) * n2 + j] * x2[r * n2 + j];
+                    acc += x1[r * n1 + i] * inner;
+                }
+                store_at(yb, r * no + o, y->dtype, acc);
+            }
+    }
+    tp_free(x1);
+    tp_free(x2);
+    tp_free(wt);
+    tp_free(bs);
+    return st;
+}
+
 void tp__register_nn_ops(void) {
     tp__register_op(TP_OP_BATCH_NORM,
                     "batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? weight=None, "
@@ -1358,4 +1679,15 @@ void tp__register_nn_ops(void) {
                     "lstm_cell(Tensor input, Tensor hx, Tensor cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
                     "Tensor? b_hh=None) -> (Tensor, Tensor)",
                     0, lstm_cell_infer, lstm_cell_kernel);
+    tp__register_op(TP_OP_IM2COL,
+                    "im2col(Tensor self, int[] kernel_size, int[] dilation=1, int[] padding=0, int[] stride=1) -> "
+                    "Tensor",
+                    0, im2col_infer, im2col_kernel);
+    tp__register_op(TP_OP_COL2IM,
+                    "col2im(Tensor self, int[] output_size, int[] kernel_size, int[] dilation=1, int[] padding=0, "
+                    "int[] stride=1) -> Tensor",
+                    0, col2im_infer, col2im_kernel);
+    tp__register_op(TP_OP_PDIST, "pdist(Tensor self, float p=2) -> Tensor", 0, pdist_infer, pdist_kernel);
+    tp__register_op(TP_OP_BILINEAR, "bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor",
+                    0, bilinear_infer, bilinear_kernel);
 }

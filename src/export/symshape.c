@@ -1684,6 +1684,69 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_VSPLIT:
     case TP_OP_DSPLIT: return rule_chunk_split(r, meta);
     case TP_OP_SLICE: return rule_slice(r);
+    case TP_OP_IM2COL: { /* (N, C * kh * kw, blocks_h * blocks_w) */
+        const sval *x = need_t(r, 0);
+        int64_t k[2], dl[2], pd[2], st[2];
+        int n;
+        if (!x || (x->nd != 3 && x->nd != 4)) r->fail = true;
+        if ((n = ilist(r, 1, k, 2)) < 0 || !expand_list(k, n, 2)) r->fail = true;
+        if ((n = ilist(r, 2, dl, 2)) < 0 || !expand_list(dl, n, 2)) r->fail = true;
+        if ((n = ilist(r, 3, pd, 2)) < 0 || !expand_list(pd, n, 2)) r->fail = true;
+        if ((n = ilist(r, 4, st, 2)) < 0 || !expand_list(st, n, 2) || st[0] < 1 || st[1] < 1) r->fail = true;
+        if (r->fail) return NULL;
+        sval *o = out_t(r, x->nd - 1);
+        if (!o) return NULL;
+        if (x->nd == 4) o->d[0] = S(r, x->d[0]);
+        o->d[o->nd - 2] = S(r, sd_mulk(r->sd, x->d[x->nd - 3], k[0] * k[1]));
+        sd_e blocks[2];
+        for (int i = 0; i < 2; i++) {
+            sd_e in = x->d[x->nd - 2 + i];
+            blocks[i] = sd_addk(r->sd, sd_floordiv(r->sd, sd_addk(r->sd, in, 2 * pd[i] - dl[i] * (k[i] - 1) - 1), st[i]), 1);
+            req_ge(r, blocks[i], 1, "im2col: at least one sliding block");
+        }
+        o->d[o->nd - 1] = S(r, sd_mul(r->sd, blocks[0], blocks[1]));
+        return o;
+    }
+    case TP_OP_COL2IM: { /* (N, C / (kh * kw), output_size) */
+        const sval *x = need_t(r, 0);
+        int64_t os[2], k[2];
+        int n;
+        if (!x || (x->nd != 2 && x->nd != 3)) r->fail = true;
+        if ((n = ilist(r, 1, os, 2)) < 0 || !expand_list(os, n, 2)) r->fail = true;
+        if ((n = ilist(r, 2, k, 2)) < 0 || !expand_list(k, n, 2) || k[0] * k[1] < 1) r->fail = true;
+        if (r->fail) return NULL;
+        sval *o = out_t(r, x->nd + 1);
+        if (!o) return NULL;
+        if (x->nd == 3) o->d[0] = S(r, x->d[0]);
+        req_div(r, x->d[x->nd - 2], k[0] * k[1], "col2im: channels divisible by the kernel size");
+        o->d[o->nd - 3] = S(r, sd_floordiv(r->sd, x->d[x->nd - 2], k[0] * k[1]));
+        o->d[o->nd - 2] = K(r, os[0]);
+        o->d[o->nd - 1] = K(r, os[1]);
+        return o;
+    }
+    case TP_OP_PDIST: { /* N * (N - 1) / 2 */
+        const sval *x = need_t(r, 0);
+        if (!x || x->nd != 2) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, 1);
+        if (o) o->d[0] = S(r, sd_floordiv(r->sd, sd_mul(r->sd, x->d[0], sd_addk(r->sd, x->d[0], -1)), 2));
+        return o;
+    }
+    case TP_OP_BILINEAR: { /* input1's shape with the last dim weight.shape[0] */
+        const sval *a = need_t(r, 0), *b = need_t(r, 1), *w = need_t(r, 2);
+        if (!a || !b || !w || a->nd < 1 || a->nd != b->nd || w->nd != 3) {
+            r->fail = true;
+            return NULL;
+        }
+        for (int i = 0; i + 1 < a->nd; i++) req_eq(r, a->d[i], b->d[i], "bilinear: inputs' batch dims match");
+        req_eq(r, a->d[a->nd - 1], w->d[1], "bilinear: input1 features == weight.shape[1]");
+        req_eq(r, b->d[b->nd - 1], w->d[2], "bilinear: input2 features == weight.shape[2]");
+        sval *o = copy_t(r, a);
+        if (o) o->d[a->nd - 1] = S(r, w->d[0]);
+        return o;
+    }
     case TP_OP_RNN_TANH_CELL:
     case TP_OP_RNN_RELU_CELL:
     case TP_OP_GRU_CELL:
