@@ -11,6 +11,9 @@
  * The result dtype is the promoted dtype of the tensor arguments, which
  * must be floating point.
  *
+ * triplet_margin_loss, multi_margin_loss, multilabel_margin_loss and
+ * multilabel_soft_margin_loss follow below the pairwise ops (per-row losses).
+ *
  * Two kinds of reduction argument, after what tensorplay records: the
  * nn.functional functions pass a string ('none' | 'mean' | 'sum'), the
  * tensorplay.functional tp_*_loss functions the ATen int (0 none, 1 mean,
@@ -855,6 +858,347 @@ static tp_status kernel_cosine_embedding_loss(const tp_value *args, tp_value *ou
     return TP_OK;
 }
 
+/* ---- triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
+ * multilabel_margin_loss ------------------------------------------------------
+ * reduction: 'none' | 'mean' | 'sum' or the ATen int (the schemas take Any:
+ * nn.functional passes the string, tensorplay.functional the int). */
+
+static tp_status reduce_store(tp_tensor *o, int red, const double *vals, int64_t n) {
+    char *ob = tp__tensor_base(o);
+    size_t oes = tp_dtype_size(o->dtype);
+    if (red == RED_NONE) {
+        for (int64_t i = 0; i < n; i++) tp__store_f64(ob + (size_t)i * oes, o->dtype, vals[i]);
+        return TP_OK;
+    }
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += vals[i];
+    tp__store_f64(ob, o->dtype, red == RED_MEAN ? sum / (double)n : sum);
+    return TP_OK;
+}
+
+static tp_status loss_scratch(int64_t n, double **out) {
+    *out = tp_calloc((size_t)(n > 0 ? n : 1), sizeof **out);
+    TP_CHECK(*out, TP_ERR_NOMEM, "out of memory (%" PRId64 " loss values)", n);
+    return TP_OK;
+}
+
+/* triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2,
+ *                     float eps=1e-06, bool swap=False, Any reduction='mean'):
+ * max(margin + d(a, p) - d(a, n), 0) with d pairwise_distance's ||x - y + eps||_p along the last dim
+ * (swap: d(a, n) replaced by min(d(a, n), d(p, n))). The three inputs have one shape. */
+static tp_status triplet_make(const tp_value *args, pair_plan *ap, pair_plan *an, pair_plan *pn, int *red) {
+    tp_tensor *a, *p, *n;
+    TP_TRY(tp__need_tensor(args, 0, "anchor", &a));
+    TP_TRY(tp__need_tensor(args, 1, "positive", &p));
+    TP_TRY(tp__need_tensor(args, 2, "negative", &n));
+    TP_TRY(reduction_of(&args[7], false, red));
+    TP_CHECK(a->ndim == p->ndim && a->ndim == n->ndim, TP_ERR_SHAPE,
+             "All inputs should have same dimension but got %dD, %dD and %dD inputs.", a->ndim, p->ndim, n->ndim);
+    char sa[128], sp[128], sn[128];
+    TP_CHECK(!memcmp(a->sizes, p->sizes, (size_t)a->ndim * sizeof *a->sizes) &&
+                 !memcmp(a->sizes, n->sizes, (size_t)a->ndim * sizeof *a->sizes),
+             TP_ERR_SHAPE, "triplet_margin_loss: anchor %s, positive %s and negative %s must have the same shape",
+             tp__shape_str(a->ndim, a->sizes, sa, sizeof sa), tp__shape_str(p->ndim, p->sizes, sp, sizeof sp),
+             tp__shape_str(n->ndim, n->sizes, sn, sizeof sn));
+    TP_CHECK(a->ndim >= 1, TP_ERR_SHAPE, "triplet_margin_loss: inputs must have at least one dim");
+    TP_CHECK(tp__arg_f64(args, 4) >= 0.0, TP_ERR_INVALID_ARG, "pairwise_distance only supports non-negative p, got %g",
+             tp__arg_f64(args, 4));
+    tp_value v[3] = {args[0], args[1], args[2]};
+    TP_TRY(pair_make((tp_value[]){v[0], v[1]}, 0, true, ap, "triplet_margin_loss"));
+    TP_TRY(pair_make((tp_value[]){v[0], v[2]}, 0, true, an, "triplet_margin_loss"));
+    TP_TRY(pair_make((tp_value[]){v[1], v[2]}, 0, true, pn, "triplet_margin_loss"));
+    TP_CHECK(ap->dtype == an->dtype && ap->dtype == pn->dtype, TP_ERR_TYPE,
+             "triplet_margin_loss: anchor, positive and negative must have one dtype");
+    return TP_OK;
+}
+
+static tp_status infer_triplet_margin_loss(const tp_value *args, tp_value *out) {
+    pair_plan ap, an, pn;
+    int red;
+    TP_TRY(triplet_make(args, &ap, &an, &pn, &red));
+    if (red != RED_NONE) return tp__out_tensor(out, ap.dtype, 0, NULL);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pair_out_shape(&ap, false, sizes);
+    return tp__out_tensor(out, ap.dtype, nd, sizes);
+}
+
+static tp_status kernel_triplet_margin_loss(const tp_value *args, tp_value *out) {
+    pair_plan ap, an, pn;
+    int red;
+    TP_TRY(triplet_make(args, &ap, &an, &pn, &red));
+    double margin = tp__arg_f64(args, 3), p = tp__arg_f64(args, 4), eps = tp__arg_f64(args, 5);
+    bool swap = tp__arg_bool(args, 6);
+    pos_iter i1, i2, i3;
+    pos_init(&i1, &ap);
+    pos_init(&i2, &an);
+    pos_init(&i3, &pn);
+    double *vals;
+    TP_TRY(loss_scratch(i1.left, &vals));
+    int64_t k = 0, oa, ob, oc, od, oe, of;
+    while (pos_next(&i1, &ap, &oa, &ob) && pos_next(&i2, &an, &oc, &od) && pos_next(&i3, &pn, &oe, &of)) {
+        pair_acc dp, dn, ds;
+        pair_row(&ap, oa, ob, PAIR_DISTANCE, p, eps, &dp);
+        pair_row(&an, oc, od, PAIR_DISTANCE, p, eps, &dn);
+        double neg = dn.dist;
+        if (swap) {
+            pair_row(&pn, oe, of, PAIR_DISTANCE, p, eps, &ds);
+            neg = fmin(neg, ds.dist);
+            if (isnan(ds.dist)) neg = NAN;
+        }
+        double l = margin + dp.dist - neg;
+        vals[k++] = l > 0.0 || isnan(l) ? l : 0.0;
+    }
+    tp_status st = reduce_store(tp__out_at(out, 0), red, vals, k);
+    tp_free(vals);
+    return st;
+}
+
+/* An (N, C) or (C) input and its class count: PyTorch's check. */
+static tp_status margin_input(const tp_tensor *x, const char *kernel, int64_t *n, int64_t *c) {
+    char s1[128];
+    TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "\"%s\" not implemented for '%s'", kernel,
+             tp_dtype_name(x->dtype));
+    TP_CHECK((x->ndim == 1 && x->sizes[0] > 0) || (x->ndim == 2 && x->sizes[1] > 0), TP_ERR_SHAPE,
+             "Expected non-empty vector or matrix with optional 0-dim batch size, but got: %s",
+             tp__shape_str(x->ndim, x->sizes, s1, sizeof s1));
+    *n = x->ndim == 2 ? x->sizes[0] : 1;
+    *c = x->sizes[x->ndim - 1];
+    return TP_OK;
+}
+
+/* Element (row, col) of a 1-d or 2-d tensor as a double / int64. */
+static double at2(const tp_tensor *t, int64_t row, int64_t col) {
+    int64_t off = t->ndim == 2 ? row * t->strides[0] + col * t->strides[1] : t->ndim == 1 ? col * t->strides[0] : 0;
+    return load((const char *)tp__tensor_base(t) + off * (int64_t)tp_dtype_size(t->dtype), t->dtype);
+}
+
+static int64_t at2_i64(const tp_tensor *t, int64_t row, int64_t col) {
+    int64_t off = t->ndim == 2 ? row * t->strides[0] + col * t->strides[1] : t->ndim == 1 ? col * t->strides[0] : 0;
+    return tp__load_i64((const char *)tp__tensor_base(t) + off * 8, TP_INT64);
+}
+
+/* multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None,
+ *                   Any reduction='mean'): per row, sum over i != y of
+ * w[y] * max(0, margin - x[y] + x[i])^p / C. */
+static tp_status multi_margin_make(const tp_value *args, tp_tensor **x, tp_tensor **t, tp_tensor **w, int *red,
+                                   int64_t *n, int64_t *c) {
+    TP_TRY(tp__need_tensor(args, 0, "self", x));
+    TP_TRY(tp__need_tensor(args, 1, "target", t));
+    *w = tp__arg_is_none(args, 4) ? NULL : tp__arg_tensor(args, 4);
+    TP_CHECK(tp__arg_is_none(args, 4) || *w, TP_ERR_TYPE, "weight must be a Tensor or None");
+    TP_TRY(reduction_of(&args[5], false, red));
+    double p = tp__arg_f64(args, 2);
+    TP_CHECK(p == 1.0 || p == 2.0, TP_ERR_INVALID_ARG, "only p == 1 and p == 2 supported");
+    TP_TRY(margin_input(*x, "multi_margin_loss_cpu_kernel", n, c));
+    char s1[128];
+    TP_CHECK((*t)->dtype == TP_INT64, TP_ERR_TYPE, "expected scalar type Long but found %s",
+             tp_dtype_name((*t)->dtype));
+    TP_CHECK(((*t)->ndim <= 1 && tp_tensor_numel(*t) == *n) && ((*x)->ndim == 2 || (*t)->ndim == 0 || *n == 1),
+             TP_ERR_SHAPE, "inconsistent target size, got: %s", tp__shape_str((*t)->ndim, (*t)->sizes, s1, sizeof s1));
+    if (*w) {
+        TP_CHECK((*w)->dtype == (*x)->dtype, TP_ERR_TYPE, "expected weight to have dtype %s, got %s",
+                 tp_dtype_name((*x)->dtype), tp_dtype_name((*w)->dtype));
+        TP_CHECK((*w)->ndim <= 1 && tp_tensor_numel(*w) == *c, TP_ERR_SHAPE,
+                 "inconsistent weight size, expected %" PRId64 " but got %s", *c,
+                 tp__shape_str((*w)->ndim, (*w)->sizes, s1, sizeof s1));
+    }
+    return TP_OK;
+}
+
+static tp_status infer_multi_margin_loss(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *t, *w;
+    int red;
+    int64_t n, c;
+    TP_TRY(multi_margin_make(args, &x, &t, &w, &red, &n, &c));
+    if (red != RED_NONE || x->ndim == 1) return tp__out_tensor(out, x->dtype, 0, NULL);
+    return tp__out_tensor(out, x->dtype, 1, &n);
+}
+
+static tp_status kernel_multi_margin_loss(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *t, *w;
+    int red;
+    int64_t n, c;
+    TP_TRY(multi_margin_make(args, &x, &t, &w, &red, &n, &c));
+    double p = tp__arg_f64(args, 2), margin = tp__arg_f64(args, 3);
+    double *vals;
+    TP_TRY(loss_scratch(n, &vals));
+    tp_status st = TP_OK;
+    for (int64_t r = 0; r < n && st == TP_OK; r++) {
+        int64_t y = t->ndim == 0 ? at2_i64(t, 0, 0) : tp__load_i64((const char *)tp__tensor_base(t) + r * t->strides[0] * 8, TP_INT64);
+        if (y < 0 || y >= c) {
+            st = tp_error(TP_ERR_INDEX, "target out of range");
+            break;
+        }
+        double xy = at2(x, r, y), wy = w ? at2(w, 0, y) : 1.0, sum = 0.0;
+        for (int64_t i = 0; i < c; i++) {
+            if (i == y) continue;
+            double z = margin - xy + at2(x, r, i);
+            if (z > 0.0 || isnan(z)) sum += wy * (p == 1.0 ? z : z * z);
+        }
+        vals[r] = sum / (double)c;
+    }
+    if (st == TP_OK) st = reduce_store(tp__out_at(out, 0), red, vals, n);
+    tp_free(vals);
+    return st;
+}
+
+/* multilabel_margin_loss(Tensor self, Tensor target, Any reduction='mean'): per row, the
+ * target classes are target[0..k) up to the first -1; sum over target j and non-target i
+ * of max(0, 1 - (x[j] - x[i])) / C. */
+static tp_status multilabel_margin_make(const tp_value *args, tp_tensor **x, tp_tensor **t, int *red, int64_t *n,
+                                        int64_t *c) {
+    TP_TRY(tp__need_tensor(args, 0, "self", x));
+    TP_TRY(tp__need_tensor(args, 1, "target", t));
+    TP_TRY(reduction_of(&args[2], false, red));
+    TP_TRY(margin_input(*x, "multilabel_margin_loss_forward_out_frame", n, c));
+    char s1[128];
+    TP_CHECK((*t)->dtype == TP_INT64, TP_ERR_TYPE, "expected scalar type Long but found %s",
+             tp_dtype_name((*t)->dtype));
+    TP_CHECK((*t)->ndim == (*x)->ndim && !memcmp((*t)->sizes, (*x)->sizes, (size_t)(*x)->ndim * sizeof *(*x)->sizes),
+             TP_ERR_SHAPE, "inconsistent size %s for argument #2 'target'",
+             tp__shape_str((*t)->ndim, (*t)->sizes, s1, sizeof s1));
+    return TP_OK;
+}
+
+static tp_status infer_multilabel_margin_loss(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *t;
+    int red;
+    int64_t n, c;
+    TP_TRY(multilabel_margin_make(args, &x, &t, &red, &n, &c));
+    if (red != RED_NONE || x->ndim == 1) return tp__out_tensor(out, x->dtype, 0, NULL);
+    return tp__out_tensor(out, x->dtype, 1, &n);
+}
+
+static tp_status kernel_multilabel_margin_loss(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *t;
+    int red;
+    int64_t n, c;
+    TP_TRY(multilabel_margin_make(args, &x, &t, &red, &n, &c));
+    double *vals;
+    TP_TRY(loss_scratch(n, &vals));
+    bool *is_target = tp_calloc((size_t)c, sizeof *is_target);
+    tp_status st = is_target ? TP_OK : tp_error(TP_ERR_NOMEM, "out of memory (%" PRId64 " classes)", c);
+    for (int64_t r = 0; r < n && st == TP_OK; r++) {
+        memset(is_target, 0, (size_t)c * sizeof *is_target);
+        int64_t k = 0;
+        for (; k < c; k++) {
+            int64_t j = at2_i64(t, r, k);
+            if (j == -1) break;
+            if (j < 0 || j >= c) {
+                st = tp_error(TP_ERR_INDEX, "argument #2 'target' is out of range");
+                break;
+            }
+            is_target[j] = true;
+        }
+        double sum = 0.0;
+        for (int64_t q = 0; q < k && st == TP_OK; q++) {
+            double xj = at2(x, r, at2_i64(t, r, q));
+            for (int64_t i = 0; i < c; i++) {
+                if (is_target[i]) continue;
+                double z = 1.0 - (xj - at2(x, r, i));
+                if (z > 0.0 || isnan(z)) sum += z;
+            }
+        }
+        vals[r] = sum / (double)c;
+    }
+    if (st == TP_OK) st = reduce_store(tp__out_at(out, 0), red, vals, n);
+    tp_free(is_target);
+    tp_free(vals);
+    return st;
+}
+
+/* multilabel_soft_margin_loss(Tensor self, Tensor target, Tensor? weight=None, Any reduction='mean'):
+ * -(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)) (times weight, broadcast), averaged over the
+ * last (class) dim, then reduced. */
+static double log_sigmoid(double v) { return v < 0.0 ? v - log1p(exp(v)) : -log1p(exp(-v)); }
+
+static tp_status mlsm_make(const tp_value *args, tp_tensor **x, tp_tensor **t, tp_tensor **w, int *red,
+                           int64_t *wstrides) {
+    TP_TRY(tp__need_tensor(args, 0, "self", x));
+    TP_TRY(tp__need_tensor(args, 1, "target", t));
+    *w = tp__arg_is_none(args, 2) ? NULL : tp__arg_tensor(args, 2);
+    TP_CHECK(tp__arg_is_none(args, 2) || *w, TP_ERR_TYPE, "weight must be a Tensor or None");
+    TP_TRY(reduction_of(&args[3], false, red));
+    const tp_tensor *a = *x, *b = *t;
+    TP_CHECK(tp_dtype_is_float(a->dtype), TP_ERR_TYPE, "multilabel_soft_margin_loss expects a floating-point input, got %s",
+             tp_dtype_name(a->dtype));
+    TP_CHECK(a->ndim >= 1, TP_ERR_SHAPE, "multilabel_soft_margin_loss: input must have a class dim");
+    TP_CHECK(b->ndim == a->ndim, TP_ERR_SHAPE, "multilabel_soft_margin_loss: target must have the input's %d dims, got %d",
+             a->ndim, b->ndim);
+    for (int d = 0; d < a->ndim; d++)
+        TP_CHECK(a->sizes[d] == b->sizes[d], TP_ERR_SHAPE,
+                 "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64
+                 ") at non-singleton dimension %d",
+                 b->sizes[d], a->sizes[d], d);
+    if (*w) {
+        const tp_tensor *wt = *w;
+        TP_CHECK(wt->ndim <= a->ndim, TP_ERR_SHAPE, "multilabel_soft_margin_loss: weight has more dims than the input");
+        for (int d = 0; d < wt->ndim; d++) {
+            int64_t ws = wt->sizes[d], as = a->sizes[a->ndim - wt->ndim + d];
+            TP_CHECK(ws == as || ws == 1, TP_ERR_SHAPE,
+                     "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64
+                     ") at non-singleton dimension %d",
+                     as, ws, a->ndim - wt->ndim + d);
+        }
+        tp__broadcast_strides(wt, wt->ndim, a->ndim, a->sizes, wstrides);
+    }
+    return TP_OK;
+}
+
+static tp_status infer_multilabel_soft_margin_loss(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *t, *w;
+    int red;
+    int64_t ws[TP_MAX_DIMS];
+    TP_TRY(mlsm_make(args, &x, &t, &w, &red, ws));
+    tp_value vx = tp_value_tensor(x), vt = tp_value_tensor(t), vw = w ? tp_value_tensor(w) : tp_value_none();
+    tp_dtype dt = tp__result_type((const tp_value *[]){&vx, &vt, &vw}, 3);
+    TP_CHECK(tp_dtype_is_float(dt), TP_ERR_TYPE, "multilabel_soft_margin_loss expects floating-point inputs");
+    if (red != RED_NONE) return tp__out_tensor(out, dt, 0, NULL);
+    return tp__out_tensor(out, dt, x->ndim - 1, x->sizes);
+}
+
+static tp_status kernel_multilabel_soft_margin_loss(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *t, *w;
+    int red;
+    int64_t ws[TP_MAX_DIMS];
+    TP_TRY(mlsm_make(args, &x, &t, &w, &red, ws));
+    int64_t c = x->sizes[x->ndim - 1], rows = c > 0 ? tp_tensor_numel(x) / c : 0;
+    if (c == 0) {
+        rows = 1;
+        for (int d = 0; d + 1 < x->ndim; d++) rows *= x->sizes[d];
+    }
+    double *vals;
+    TP_TRY(loss_scratch(rows, &vals));
+    int64_t idx[TP_MAX_DIMS] = {0};
+    size_t xes = tp_dtype_size(x->dtype), tes = tp_dtype_size(t->dtype), wes = w ? tp_dtype_size(w->dtype) : 0;
+    const char *xb = tp__tensor_base(x), *tb = tp__tensor_base(t), *wb = w ? tp__tensor_base(w) : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t ox = 0, ot = 0, ow = 0;
+        for (int d = 0; d + 1 < x->ndim; d++) {
+            ox += idx[d] * x->strides[d];
+            ot += idx[d] * t->strides[d];
+            if (w) ow += idx[d] * ws[d];
+        }
+        double sum = 0.0;
+        int last = x->ndim - 1;
+        for (int64_t i = 0; i < c; i++) {
+            double v = load(xb + (ox + i * x->strides[last]) * (int64_t)xes, x->dtype);
+            double y = load(tb + (ot + i * t->strides[last]) * (int64_t)tes, t->dtype);
+            double l = -(y * log_sigmoid(v) + (1.0 - y) * log_sigmoid(-v));
+            if (w) l *= load(wb + (ow + i * ws[last]) * (int64_t)wes, w->dtype);
+            sum += l;
+        }
+        vals[r] = sum / (double)c;
+        for (int d = x->ndim - 2; d >= 0; d--) {
+            if (++idx[d] < x->sizes[d]) break;
+            idx[d] = 0;
+        }
+    }
+    tp_status st = reduce_store(tp__out_at(out, 0), red, vals, rows);
+    tp_free(vals);
+    return st;
+}
+
 /* ---- registration ------------------------------------------------------- */
 
 void tp__register_loss_ops(void) {
@@ -915,4 +1259,19 @@ void tp__register_loss_ops(void) {
                     "cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "
                     "int reduction=1) -> Tensor",
                     0, infer_cosine_embedding_loss, kernel_cosine_embedding_loss);
+    tp__register_op(TP_OP_TRIPLET_MARGIN_LOSS,
+                    "triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, "
+                    "float p=2, float eps=1e-06, bool swap=False, Any reduction='mean') -> Tensor",
+                    0, infer_triplet_margin_loss, kernel_triplet_margin_loss);
+    tp__register_op(TP_OP_MULTI_MARGIN_LOSS,
+                    "multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, "
+                    "Any reduction='mean') -> Tensor",
+                    0, infer_multi_margin_loss, kernel_multi_margin_loss);
+    tp__register_op(TP_OP_MULTILABEL_MARGIN_LOSS,
+                    "multilabel_margin_loss(Tensor self, Tensor target, Any reduction='mean') -> Tensor", 0,
+                    infer_multilabel_margin_loss, kernel_multilabel_margin_loss);
+    tp__register_op(TP_OP_MULTILABEL_SOFT_MARGIN_LOSS,
+                    "multilabel_soft_margin_loss(Tensor self, Tensor target, Tensor? weight=None, "
+                    "Any reduction='mean') -> Tensor",
+                    0, infer_multilabel_soft_margin_loss, kernel_multilabel_soft_margin_loss);
 }

@@ -1786,6 +1786,27 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_MARGIN_RANKING_LOSS: return rule_loss(r, 4, (int[]){0, 1, 2}, 3);
     case TP_OP_HINGE_EMBEDDING_LOSS: return rule_loss(r, 3, (int[]){0, 1}, 2);
     case TP_OP_COSINE_EMBEDDING_LOSS: return rule_loss(r, 4, (int[]){2}, 1);
+    case TP_OP_TRIPLET_MARGIN_LOSS:
+    case TP_OP_MULTI_MARGIN_LOSS:
+    case TP_OP_MULTILABEL_MARGIN_LOSS:
+    case TP_OP_MULTILABEL_SOFT_MARGIN_LOSS: { /* 'none': the input's dims without the last; else 0-d */
+        int red_at = op == TP_OP_TRIPLET_MARGIN_LOSS ? 7 : op == TP_OP_MULTI_MARGIN_LOSS ? 5
+                     : op == TP_OP_MULTILABEL_MARGIN_LOSS ? 2 : 3;
+        const sval *a = need_t(r, 0);
+        sval *o = rule_loss(r, red_at, (int[]){0}, 1);
+        if (!a || !o || o->nd == 0) return o;
+        if (op == TP_OP_TRIPLET_MARGIN_LOSS)
+            for (int i = 1; i <= 2; i++) {
+                const sval *b = need_t(r, i);
+                if (!b || b->nd != a->nd) {
+                    r->fail = true;
+                    return NULL;
+                }
+                for (int d = 0; d < a->nd; d++) req_eq(r, a->d[d], b->d[d], "triplet inputs share their shape");
+            }
+        o->nd--;
+        return o;
+    }
     case TP_OP_COSINE_SIMILARITY:
     case TP_OP_PAIRWISE_DISTANCE: {
         /* the broadcast shape without dim (pairwise_distance: the last, kept as 1 with keepdim) */
