@@ -854,6 +854,21 @@ static const tp_serde_op_entry g_table[] = {
     SP(NULL, "detach_", TO, TP_SERDE_ALIAS, "self"),
     SP(NULL, "detach_copy", TO, TP_SERDE_ALIAS, "self"),
     SP(NULL, "alias", TO, TP_SERDE_ALIAS, "self"),
+    /* real tensors: the conjugate is the tensor itself */
+    SP(TF, "conj", TO, TP_SERDE_ALIAS, "input"),
+    SP(NULL, "conj", TO, TP_SERDE_ALIAS, "self"),
+    SP(TF, "conj_physical", TO, TP_SERDE_ALIAS, "input,*,out:!=None"),
+    SP(NULL, "conj_physical", TO, TP_SERDE_ALIAS, "self"),
+    SP(TF, "conj_physical_", TO, TP_SERDE_ALIAS, "input"),
+    SP(NULL, "conj_physical_", TO, TP_SERDE_ALIAS, "self"),
+    FNW(TF, "angle", ANGLE, "input,*,out:!=None"),
+    MT("angle", ANGLE, "self"),
+    FNW(TF, "entr", ENTR, "input"),
+    MT("entr", ENTR, "self"),
+    FNW(TF, "dist", DIST, "input:self,other,p"),
+    MT("dist", DIST, "self,other,p"),
+    FNW(TF, "bucketize", BUCKETIZE, "input:self,boundaries,*,out_int32,right,out:!=None"),
+    MT("bucketize", BUCKETIZE, "self,boundaries,*,out_int32,right"),
     SP(NULL, "resolve_conj", TO, TP_SERDE_ALIAS, "self"), /* real tensors: no conjugate bit */
     SP(NULL, "resolve_neg", TO, TP_SERDE_ALIAS, "self"),  /* no negative bit */
     SP(NULL, "requires_grad_", TO, TP_SERDE_ALIAS, "self,requires_grad:-"),

@@ -516,6 +516,57 @@ static tp_status kernel_put(const tp_value *args, tp_value *out) {
     return st;
 }
 
+/* ---- bucketize(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False):
+ * for each element the index of its bucket in the sorted 1-d boundaries: the first i with
+ * boundaries[i] >= x (right: > x), as PyTorch's binary search decides it (NaN past the end). */
+static tp_status bucketize_check(const tp_value *args, tp_tensor **self, tp_tensor **bd) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 1, "boundaries", bd));
+    TP_CHECK((*bd)->ndim == 1, TP_ERR_SHAPE, "boundaries tensor must be 1 dimension, but got dim(%d)", (*bd)->ndim);
+    TP_CHECK((*self)->dtype != TP_BOOL && (*bd)->dtype != TP_BOOL, TP_ERR_TYPE,
+             "bucketize: bool input or boundaries are not supported");
+    return TP_OK;
+}
+
+static tp_status infer_bucketize(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *bd;
+    TP_TRY(bucketize_check(args, &self, &bd));
+    return tp__out_tensor(out, tp__arg_bool(args, 2) ? TP_INT32 : TP_INT64, self->ndim, self->sizes);
+}
+
+static tp_status kernel_bucketize(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *bd;
+    TP_TRY(bucketize_check(args, &self, &bd));
+    bool right = tp__arg_bool(args, 3);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t nb = bd->sizes[0], bs = bd->strides[0] * (int64_t)tp_dtype_size(bd->dtype);
+    const char *bb = tp__tensor_base(bd);
+    bool ints = !tp_dtype_is_float(self->dtype) && !tp_dtype_is_float(bd->dtype);
+    tp_iter it;
+    tp__iter_init(&it, self->ndim, self->sizes, 2, (const tp_tensor *[]){o, self});
+    while (tp__iter_next(&it)) {
+        int64_t lo = 0, hi = nb;
+        if (ints) {
+            int64_t v = tp__load_i64(it.ptr[1], self->dtype);
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2, b = tp__load_i64(bb + mid * bs, bd->dtype);
+                if (right ? !(b > v) : !(v <= b)) lo = mid + 1;
+                else hi = mid;
+            }
+        } else {
+            double v = tp__load_f64(it.ptr[1], self->dtype);
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                double b = tp__load_f64(bb + mid * bs, bd->dtype);
+                if (right ? !(b > v) : !(v <= b)) lo = mid + 1;
+                else hi = mid;
+            }
+        }
+        tp__store_i64(it.ptr[0], o->dtype, lo);
+    }
+    return TP_OK;
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 /* ---- one_hot(Tensor self, int num_classes) ------------------------------
@@ -584,6 +635,9 @@ void tp__register_index_ops(void) {
     tp__register_op(TP_OP_TAKE, "take(Tensor self, Tensor index) -> Tensor", 0, infer_take, kernel_take);
     tp__register_op(TP_OP_PUT, "put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor", 0,
                     infer_put, kernel_put);
+    tp__register_op(TP_OP_BUCKETIZE,
+                    "bucketize(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor", 0,
+                    infer_bucketize, kernel_bucketize);
     tp__register_op(TP_OP_TAKE_ALONG_DIM, "take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor", 0,
                     infer_take_along_dim, kernel_take_along_dim);
     tp__register_op(TP_OP_MASKED_FILL, "masked_fill(Tensor self, Tensor mask, Tensor|Scalar value) -> Tensor", 0,

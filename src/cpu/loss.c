@@ -858,6 +858,62 @@ static tp_status kernel_cosine_embedding_loss(const tp_value *args, tp_value *ou
     return TP_OK;
 }
 
+/* ---- dist(Tensor self, Tensor other, Scalar p=2): the p-norm of self - other
+ * (broadcast) as a 0-d tensor: p = 0 counts the nonzero differences, +-inf takes
+ * the largest (smallest) |difference|. Floating inputs (the promoted dtype). */
+static tp_status dist_make(const tp_value *args, tp_tensor **a, tp_tensor **b, int *nd, int64_t *sizes,
+                           tp_dtype *dt) {
+    TP_TRY(tp__need_tensor(args, 0, "self", a));
+    TP_TRY(tp__need_tensor(args, 1, "other", b));
+    TP_TRY(tp__broadcast_shapes((*a)->ndim, (*a)->sizes, (*b)->ndim, (*b)->sizes, nd, sizes));
+    tp_value va = tp_value_tensor(*a), vb = tp_value_tensor(*b);
+    *dt = tp__result_type((const tp_value *[]){&va, &vb}, 2);
+    TP_CHECK(tp_dtype_is_float(*dt), TP_ERR_TYPE,
+             "norm(): input dtype should be either floating point or complex. Got %s instead.",
+             *dt == TP_INT64 ? "Long" : tp_dtype_name(*dt));
+    return TP_OK;
+}
+
+static tp_status infer_dist(const tp_value *args, tp_value *out) {
+    tp_tensor *a, *b;
+    int nd;
+    int64_t sizes[TP_MAX_DIMS];
+    tp_dtype dt;
+    TP_TRY(dist_make(args, &a, &b, &nd, sizes, &dt));
+    return tp__out_tensor(out, dt, 0, NULL);
+}
+
+static tp_status kernel_dist(const tp_value *args, tp_value *out) {
+    tp_tensor *a, *b;
+    int nd;
+    int64_t sizes[TP_MAX_DIMS];
+    tp_dtype dt;
+    TP_TRY(dist_make(args, &a, &b, &nd, sizes, &dt));
+    double p = tp__arg_f64(args, 2), acc = isinf(p) && p < 0 ? INFINITY : 0.0;
+    bool any = false;
+    tp_iter it;
+    tp__iter_init(&it, nd, sizes, 2, (const tp_tensor *[]){a, b});
+    while (tp__iter_next(&it)) {
+        double d = fabs(load(it.ptr[0], a->dtype) - load(it.ptr[1], b->dtype));
+        any = true;
+        if (isnan(d)) acc = NAN;
+        else if (isnan(acc)) continue;
+        else if (isinf(p)) acc = p > 0 ? fmax(acc, d) : fmin(acc, d);
+        else if (p == 0.0) acc += d != 0.0;
+        else if (p == 1.0) acc += d;
+        else if (p == 2.0) acc += d * d;
+        else acc += pow(d, p);
+    }
+    if (!any && isinf(p)) acc = p > 0 ? 0.0 : INFINITY;
+    if (!isinf(p) && !isnan(acc)) {
+        if (p == 2.0) acc = sqrt(acc);
+        else if (p != 0.0 && p != 1.0) acc = pow(acc, 1.0 / p);
+    }
+    tp_tensor *o = tp__out_at(out, 0);
+    tp__store_f64(tp__tensor_base(o), o->dtype, acc);
+    return TP_OK;
+}
+
 /* ---- triplet_margin_loss, multilabel_soft_margin_loss, multi_margin_loss,
  * multilabel_margin_loss ------------------------------------------------------
  * reduction: 'none' | 'mean' | 'sum' or the ATen int (the schemas take Any:
@@ -1259,6 +1315,7 @@ void tp__register_loss_ops(void) {
                     "cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "
                     "int reduction=1) -> Tensor",
                     0, infer_cosine_embedding_loss, kernel_cosine_embedding_loss);
+    tp__register_op(TP_OP_DIST, "dist(Tensor self, Tensor other, Scalar p=2) -> Tensor", 0, infer_dist, kernel_dist);
     tp__register_op(TP_OP_TRIPLET_MARGIN_LOSS,
                     "triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, "
                     "float p=2, float eps=1e-06, bool swap=False, Any reduction='mean') -> Tensor",

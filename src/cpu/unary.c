@@ -11,7 +11,8 @@
  *    rejects bool;
  *  - neg/abs/sign/square keep the dtype (square of bool gives int64; neg and
  *    abs reject bool); integer arithmetic wraps like the dtype does;
- *  - sinc, logit, digamma, polygamma, mvlgamma, i0, i0e, erfcx are floating
+ *  - angle (of real numbers: 0 or pi) is a floating function;
+ *  - sinc, logit, digamma, polygamma, mvlgamma, i0, i0e, erfcx, entr are floating
  *    functions without a
  *    float16/bfloat16 kernel (as in PyTorch 1.13); nan_to_num keeps the
  *    dtype (integers unchanged);
@@ -249,6 +250,10 @@ F64_FN(f_deg2rad, x * (M_PI / 180.0))
 F64_FN(f_frac, isinf(x) ? NAN : x - trunc(x))
 F64_FN(f_sinc, x == 0 ? 1.0 : sin(M_PI * x) / (M_PI * x))
 F64_FN(f_rad2deg, x * (180.0 / M_PI))
+/* angle of a real number: pi for negatives, 0 otherwise, NaN stays NaN (PyTorch) */
+F64_FN(f_angle, isnan(x) ? x : x < 0 ? M_PI : 0.0)
+/* entr: -x ln x for x > 0, 0 at 0, -inf for negatives */
+F64_FN(f_entr, isnan(x) ? x : x > 0 ? -x * log(x) : x == 0 ? 0.0 : -INFINITY)
 
 /* logit: log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps (in p->b)
  * is given (p->a != 0) and not negative. */
@@ -518,6 +523,8 @@ FLOAT_KERNEL(deg2rad, f_deg2rad)
 FLOAT_KERNEL(frac, f_frac)
 FLOAT_KERNEL(sinc, f_sinc)
 FLOAT_KERNEL(rad2deg, f_rad2deg)
+FLOAT_KERNEL(angle, f_angle)
+FLOAT_KERNEL(entr, f_entr)
 FLOAT_KERNEL(digamma, f_digamma)
 FLOAT_KERNEL(i0, f_i0)
 FLOAT_KERNEL(erfcx, f_erfcx)
@@ -1091,6 +1098,8 @@ void tp__register_unary_ops(void) {
     tp__register_op(TP_OP_DIGAMMA, "digamma(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_digamma);
     tp__register_op(TP_OP_I0, "i0(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i0);
     tp__register_op(TP_OP_ERFCX, "erfcx(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_erfcx);
+    tp__register_op(TP_OP_ANGLE, "angle(Tensor self) -> Tensor", 0, infer_float, kernel_angle);
+    tp__register_op(TP_OP_ENTR, "entr(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_entr);
     tp__register_op(TP_OP_I0E, "i0e(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i0e);
     tp__register_op(TP_OP_MVLGAMMA, "mvlgamma(Tensor self, int p) -> Tensor", 0, infer_mvlgamma, kernel_mvlgamma);
     tp__register_op(TP_OP_FREXP, "frexp(Tensor self) -> (Tensor, Tensor)", 0, infer_frexp, kernel_frexp);

@@ -1786,6 +1786,11 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_MARGIN_RANKING_LOSS: return rule_loss(r, 4, (int[]){0, 1, 2}, 3);
     case TP_OP_HINGE_EMBEDDING_LOSS: return rule_loss(r, 3, (int[]){0, 1}, 2);
     case TP_OP_COSINE_EMBEDDING_LOSS: return rule_loss(r, 4, (int[]){2}, 1);
+    case TP_OP_DIST: {
+        if (!broadcast(r, (int[]){0, 1}, 2)) return NULL;
+        return out_t(r, 0);
+    }
+    case TP_OP_BUCKETIZE: return copy_t(r, need_t(r, 0));
     case TP_OP_TRIPLET_MARGIN_LOSS:
     case TP_OP_MULTI_MARGIN_LOSS:
     case TP_OP_MULTILABEL_MARGIN_LOSS:
