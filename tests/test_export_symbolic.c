@@ -473,6 +473,85 @@ TEST(test_nnfunc_ops_rules) {
     tp_module_free(m);
 }
 
+/* The ops added for issue #13 after nnfunc on x [s0, 8, 4, 6]: lp_pool2d,
+ * max_unpool2d, im2col / col2im, pdist, dist, bucketize, angle, entr,
+ * triplet_margin_loss and multilabel_soft_margin_loss ('none'). */
+static tp_status nnmore_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_value none;
+    TP_TRY(tp_value_str("none", &none));
+    tp_t *lp = tp_call(ctx, TP_OP_LP_POOL2D,
+                       (tp_value[]){tp_v(x), tp_value_float(2.0), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_value_none(),
+                                    tp_value_bool(false)},
+                       5, NULL);
+    tp_t *idx = tp_call(ctx, TP_OP_TO, (tp_value[]){tp_v(tp_mul_scalar(ctx, lp, 0.0)), tp_value_dtype(TP_INT64)}, 2, NULL);
+    tp_t *up = tp_call(ctx, TP_OP_MAX_UNPOOL2D, (tp_value[]){tp_v(lp), tp_v(idx), tp_ints(ctx, 2, (int64_t[]){2, 2})}, 3,
+                       NULL);
+    tp_t *ic = tp_call(ctx, TP_OP_IM2COL,
+                       (tp_value[]){tp_v(up), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){1, 1}),
+                                    tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){2, 2})},
+                       5, NULL);
+    tp_t *ci = tp_call(ctx, TP_OP_COL2IM,
+                       (tp_value[]){tp_v(ic), tp_ints(ctx, 2, (int64_t[]){4, 6}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
+                                    tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_ints(ctx, 2, (int64_t[]){0, 0}),
+                                    tp_ints(ctx, 2, (int64_t[]){2, 2})},
+                       6, NULL);
+    tp_t *f = tp_flatten(ctx, ci, 1, -1);
+    tp_t *pd = tp_call(ctx, TP_OP_PDIST, (tp_value[]){tp_v(f), tp_value_float(2.0)}, 2, NULL);
+    tp_t *di = tp_call(ctx, TP_OP_DIST, (tp_value[]){tp_v(x), tp_v(ci)}, 2, NULL);
+    tp_t *bk = tp_call(ctx, TP_OP_BUCKETIZE, (tp_value[]){tp_v(x), tp_v(pd)}, 2, NULL);
+    tp_t *an = tp_call(ctx, TP_OP_ANGLE, (tp_value[]){tp_v(x)}, 1, NULL);
+    tp_t *en = tp_call(ctx, TP_OP_ENTR, (tp_value[]){tp_v(an)}, 1, NULL);
+    tp_t *tr = tp_call(ctx, TP_OP_TRIPLET_MARGIN_LOSS,
+                       (tp_value[]){tp_v(f), tp_v(f), tp_v(f), tp_value_float(1.0), tp_value_float(2.0),
+                                    tp_value_float(1e-6), tp_value_bool(false), none},
+                       8, NULL);
+    tp_t *ml = tp_call(ctx, TP_OP_MULTILABEL_SOFT_MARGIN_LOSS, (tp_value[]){tp_v(f), tp_v(f), tp_value_none(), none},
+                       4, NULL);
+    tp_value_clear(&none);
+    tp_t *bkf = tp_call(ctx, TP_OP_TO, (tp_value[]){tp_v(bk), tp_value_dtype(TP_FLOAT32)}, 2, NULL);
+    tp_t *s1 = tp_add(ctx, tp_add(ctx, tp_sum(ctx, pd), di), tp_add(ctx, tp_sum(ctx, bkf), tp_sum(ctx, en)));
+    return tp_return(ctx, tp_add(ctx, s1, tp_add(ctx, tp_sum(ctx, tr), tp_sum(ctx, ml))), out);
+}
+
+TEST(test_nnmore_ops_rules) {
+    tp_module *m = model(nnmore_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 8, 4, 6}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_LP_POOL2D, "[s0, 8, 2, 3]"}, {TP_OP_MAX_UNPOOL2D, "[s0, 8, 4, 6]"},
+                {TP_OP_IM2COL, "[s0, 32, 6]"},    {TP_OP_COL2IM, "[s0, 8, 4, 6]"},
+                {TP_OP_PDIST, "[(s0*s0 - s0)//2]"}, {TP_OP_DIST, "[]"},
+                {TP_OP_BUCKETIZE, "[s0, 8, 4, 6]"}, {TP_OP_ANGLE, "[s0, 8, 4, 6]"},
+                {TP_OP_ENTR, "[s0, 8, 4, 6]"},    {TP_OP_TRIPLET_MARGIN_LOSS, "[s0]"},
+                {TP_OP_MULTILABEL_SOFT_MARGIN_LOSS, "[s0]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 8, 4, 6}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
                      tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
@@ -514,4 +593,4 @@ TEST(test_fallback_to_replay_is_reported) {
 TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
-          T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules))
+          T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules))
