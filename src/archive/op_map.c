@@ -576,6 +576,13 @@ static const tp_serde_op_entry g_table[] = {
     FNW(NF, "adaptive_max_pool2d", ADAPTIVE_MAX_POOL2D, "input,output_size,return_indices:!=False"),
     FN(NF, "adaptive_max_pool3d", ADAPTIVE_MAX_POOL3D, "input,output_size,return_indices:!=False"),
     FNW(TF, "adaptive_max_pool3d", ADAPTIVE_MAX_POOL3D, "input,output_size,*,out:!=None"), /* values only */
+    /* (values, indices): nn.functional's _with_indices forms fail to trace in tensorplay 1.0;
+     * tensorplay.functional.adaptive_max_pool1d returns the pair, adaptive_max_pool2d the values */
+    FN(NF, "adaptive_max_pool1d_with_indices", ADAPTIVE_MAX_POOL1D_WITH_INDICES, "input,output_size,return_indices:-"),
+    FNW(TF, "adaptive_max_pool1d", ADAPTIVE_MAX_POOL1D_WITH_INDICES, "input,output_size,*,out:!=None"),
+    FNW(NF, "adaptive_max_pool2d_with_indices", ADAPTIVE_MAX_POOL2D_WITH_INDICES, "input,output_size,return_indices:-"),
+    FN(TF, "adaptive_max_pool2d", ADAPTIVE_MAX_POOL2D, "input,output_size,*,out:!=None"),
+    FNW(NF, "adaptive_max_pool3d_with_indices", ADAPTIVE_MAX_POOL3D_WITH_INDICES, "input,output_size,return_indices:-"),
     /* max unpools: nn.functional's forms fail to trace in tensorplay 1.0; tensorplay.functional's
      * max_unpool2d(input, indices, output_size), max_unpool3d(..., output_size, stride, padding) record */
     FNW(NF, "max_unpool1d", MAX_UNPOOL1D, "input:self,indices,kernel_size,stride,padding,output_size"),

@@ -668,9 +668,12 @@ static inline void adaptive_window(int64_t o, int64_t in, int64_t out, int64_t *
 }
 
 /* Average (is_max false) or maximum over adaptive windows of x into the
- * contiguous tensor o of shape [batch, channels, out_size...]. */
+ * contiguous tensor o of shape [batch, channels, out_size...]; with oi (max
+ * only) also the flat in-plane index of each maximum (PyTorch's CPU rule:
+ * the window's first element, replaced by every larger value and every NaN). */
 static void adaptive_pool_run(const view5 *x, const pool_input *in, const int64_t *out_size, bool is_max,
-                              tp_tensor *o) {
+                              tp_tensor *o, tp_tensor *oi) {
+    int64_t *iptr = oi ? (int64_t *)tp__tensor_base(oi) : NULL;
     char *optr = tp__tensor_base(o);
     int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
     for (int64_t n = 0; n < in->batch; n++)
@@ -685,15 +688,21 @@ static void adaptive_pool_run(const view5 *x, const pool_input *in, const int64_
                         int64_t w0, w1;
                         adaptive_window(ow, in->in_size[2], out_size[2], &w0, &w1);
                         double acc = is_max ? -INFINITY : 0.0;
+                        int64_t at = (d0 * in->in_size[1] + h0) * in->in_size[2] + w0;
                         for (int64_t id = d0; id < d1; id++)
                             for (int64_t ih = h0; ih < h1; ih++)
                                 for (int64_t iw = w0; iw < w1; iw++) {
                                     double v = load_elem(view5_at(x, n, c, id, ih, iw), x->dtype);
-                                    if (!is_max) acc += v;
-                                    else if (v > acc || isnan(v)) acc = v;
+                                    if (!is_max) {
+                                        acc += v;
+                                    } else if (v > acc || isnan(v)) {
+                                        acc = v;
+                                        at = (id * in->in_size[1] + ih) * in->in_size[2] + iw;
+                                    }
                                 }
                         if (!is_max) acc /= (double)((d1 - d0) * (h1 - h0) * (w1 - w0));
                         store_elem(optr + flat * oes, o->dtype, acc);
+                        if (iptr) iptr[flat] = at;
                         flat++;
                     }
                 }
@@ -707,7 +716,30 @@ static tp_status adaptive_kernel(const tp_value *args, tp_value *out, int n_spat
     if (tp_tensor_numel(o) == 0) return TP_OK;
     view5 x;
     make_view5(tp__arg_tensor(args, 0), n_spatial, &x);
-    adaptive_pool_run(&x, &p.in, p.out_size, is_max, o);
+    adaptive_pool_run(&x, &p.in, p.out_size, is_max, o, NULL);
+    return TP_OK;
+}
+
+/* adaptive_max_pool*_with_indices: (values, int64 indices). */
+static tp_status adaptive_indices_infer(const tp_value *args, tp_value *out, int n_spatial) {
+    adaptive_params p;
+    TP_TRY(adaptive_setup(args, n_spatial, &p));
+    const tp_tensor *input = tp__arg_tensor(args, 0);
+    int64_t sizes[TP_MAX_DIMS];
+    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(&out->u.seq.items[0], input->dtype, nd, sizes));
+    return tp__out_tensor(&out->u.seq.items[1], TP_INT64, nd, sizes);
+}
+
+static tp_status adaptive_indices_kernel(const tp_value *args, tp_value *out, int n_spatial) {
+    adaptive_params p;
+    TP_TRY(adaptive_setup(args, n_spatial, &p));
+    tp_tensor *o = tp__out_at(out, 0), *oi = tp__out_at(out, 1);
+    if (tp_tensor_numel(o) == 0) return TP_OK;
+    view5 x;
+    make_view5(tp__arg_tensor(args, 0), n_spatial, &x);
+    adaptive_pool_run(&x, &p.in, p.out_size, true, o, oi);
     return TP_OK;
 }
 
@@ -908,7 +940,7 @@ static tp_status interp_kernel(const tp_value *args, tp_value *out) {
     view5 x;
     make_view5(input, p.in.n_spatial, &x);
     if (p.mode == INTERP_AREA) {
-        adaptive_pool_run(&x, &p.in, p.out_size, false, o);
+        adaptive_pool_run(&x, &p.in, p.out_size, false, o, NULL);
         return TP_OK;
     }
     int lead = POOL_MAX_SPATIAL - p.in.n_spatial;
@@ -1251,6 +1283,9 @@ POOL_OP_FNS(adaptive_avg_pool3d, adaptive_infer(args, out, 3), adaptive_kernel(a
 POOL_OP_FNS(adaptive_max_pool1d, adaptive_infer(args, out, 1), adaptive_kernel(args, out, 1, true))
 POOL_OP_FNS(adaptive_max_pool2d, adaptive_infer(args, out, 2), adaptive_kernel(args, out, 2, true))
 POOL_OP_FNS(adaptive_max_pool3d, adaptive_infer(args, out, 3), adaptive_kernel(args, out, 3, true))
+POOL_OP_FNS(adaptive_max_pool1d_with_indices, adaptive_indices_infer(args, out, 1), adaptive_indices_kernel(args, out, 1))
+POOL_OP_FNS(adaptive_max_pool2d_with_indices, adaptive_indices_infer(args, out, 2), adaptive_indices_kernel(args, out, 2))
+POOL_OP_FNS(adaptive_max_pool3d_with_indices, adaptive_indices_infer(args, out, 3), adaptive_indices_kernel(args, out, 3))
 POOL_OP_FNS(max_unpool1d, unpool_infer(args, out, 1), unpool_kernel(args, out, 1))
 POOL_OP_FNS(max_unpool2d, unpool_infer(args, out, 2), unpool_kernel(args, out, 2))
 POOL_OP_FNS(max_unpool3d, unpool_infer(args, out, 3), unpool_kernel(args, out, 3))
@@ -1268,6 +1303,7 @@ POOL_OP_FNS(lp_pool3d, lp_pool_infer(args, out, 3), lp_pool_kernel(args, out, 3)
     "(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "               \
     "bool count_include_pad=True, int? divisor_override=None) -> Tensor"
 #define ADAPTIVE_ARGS "(Tensor self, int[] output_size) -> Tensor"
+#define ADAPTIVE_INDICES_ARGS "(Tensor self, int[] output_size) -> (Tensor, Tensor)"
 #define MAX_UNPOOL_ARGS                                                                                       \
     "(Tensor self, Tensor indices, int[]? kernel_size=None, int[]? stride=None, int[]? padding=None, "                \
     "int[]? output_size=None) -> Tensor"
@@ -1305,6 +1341,12 @@ void tp__register_pool_ops(void) {
                     affine_grid_infer, affine_grid_kernel);
     tp__register_op(TP_OP_ADAPTIVE_MAX_POOL3D, "adaptive_max_pool3d" ADAPTIVE_ARGS, 0, adaptive_max_pool3d_infer,
                     adaptive_max_pool3d_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_MAX_POOL1D_WITH_INDICES, "adaptive_max_pool1d_with_indices" ADAPTIVE_INDICES_ARGS,
+                    0, adaptive_max_pool1d_with_indices_infer, adaptive_max_pool1d_with_indices_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_MAX_POOL2D_WITH_INDICES, "adaptive_max_pool2d_with_indices" ADAPTIVE_INDICES_ARGS,
+                    0, adaptive_max_pool2d_with_indices_infer, adaptive_max_pool2d_with_indices_kernel);
+    tp__register_op(TP_OP_ADAPTIVE_MAX_POOL3D_WITH_INDICES, "adaptive_max_pool3d_with_indices" ADAPTIVE_INDICES_ARGS,
+                    0, adaptive_max_pool3d_with_indices_infer, adaptive_max_pool3d_with_indices_kernel);
     tp__register_op(TP_OP_MAX_UNPOOL1D, "max_unpool1d" MAX_UNPOOL_ARGS, 0, max_unpool1d_infer, max_unpool1d_kernel);
     tp__register_op(TP_OP_MAX_UNPOOL2D, "max_unpool2d" MAX_UNPOOL_ARGS, 0, max_unpool2d_infer, max_unpool2d_kernel);
     tp__register_op(TP_OP_MAX_UNPOOL3D, "max_unpool3d" MAX_UNPOOL_ARGS, 0, max_unpool3d_infer, max_unpool3d_kernel);

@@ -1425,6 +1425,9 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_ADAPTIVE_AVG_POOL2D:
     case TP_OP_ADAPTIVE_AVG_POOL3D:
     case TP_OP_ADAPTIVE_MAX_POOL1D:
+    case TP_OP_ADAPTIVE_MAX_POOL1D_WITH_INDICES:
+    case TP_OP_ADAPTIVE_MAX_POOL2D_WITH_INDICES:
+    case TP_OP_ADAPTIVE_MAX_POOL3D_WITH_INDICES:
     case TP_OP_ADAPTIVE_MAX_POOL2D:
     case TP_OP_ADAPTIVE_MAX_POOL3D: {
         const sval *a = need_t(r, 0);
@@ -1436,6 +1439,9 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         sval *o = copy_t(r, a);
         for (int i = 0; o && i < n; i++) o->d[a->nd - n + i] = K(r, sz[i]);
+        if (o && (op == TP_OP_ADAPTIVE_MAX_POOL1D_WITH_INDICES || op == TP_OP_ADAPTIVE_MAX_POOL2D_WITH_INDICES ||
+                  op == TP_OP_ADAPTIVE_MAX_POOL3D_WITH_INDICES))
+            return seq_of(r, 2, o); /* values and indices */
         return o;
     }
     case TP_OP_MAX_UNPOOL1D:
