@@ -302,19 +302,12 @@ static int buffer_to_tensor(PyObject *o, tp_tensor **out) {
         PyErr_NoMemory();
         return -1;
     }
-    int writable = 1;
-    if (PyObject_GetBuffer(o, &c->view, PyBUF_RECORDS) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_BufferError)) {
-            PyMem_RawFree(c);
-            return -1;
-        }
-        PyErr_Clear();
-        writable = 0;
-        if (PyObject_GetBuffer(o, &c->view, PyBUF_RECORDS_RO) < 0) {
-            PyMem_RawFree(c);
-            return -1;
-        }
+    /* Read-only buffers are copied (a program may write to its inputs). */
+    if (PyObject_GetBuffer(o, &c->view, PyBUF_RECORDS_RO) < 0) {
+        PyMem_RawFree(c);
+        return -1;
     }
+    int writable = !c->view.readonly;
     Py_buffer *v = &c->view;
     tp_dtype dtype;
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];

@@ -737,7 +737,7 @@ def save(
 ) -> None:
     """Save one program (named "model") or a dict name -> program as a
     tensorplay archive, atomically (a temporary file renamed over path)."""
-    _C.save(os.fspath(path), _entries(programs), dict(extra_files) if extra_files else None)
+    _C.save(os.fspath(path), _entries(programs), dict(extra_files or {}))
 
 
 def save_buffer(
@@ -746,7 +746,7 @@ def save_buffer(
     extra_files: Optional[Mapping[str, bytes]] = None,
 ) -> bytes:
     """The archive :func:`save` would write, as bytes."""
-    return _C.save_buffer(_entries(programs), dict(extra_files) if extra_files else None)
+    return _C.save_buffer(_entries(programs), dict(extra_files or {}))
 
 
 def verify(path: Union[str, os.PathLike]) -> None:
