@@ -3,11 +3,16 @@
 #                  inspects and runs the archive with the tpexport command)
 #   make test      build and run every test, plain and under ASan+UBSan
 #   make valgrind  run every test under valgrind (leak check)
+#   make test-python  build the Python package (python/) into a venv under
+#                  $(PY_VENV) and run its pytest suite (needs PyPI for the
+#                  build backend, numpy and pytest)
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+PYTHON ?= python3
+PY_VENV ?= build-py/venv
 
-.PHONY: all deps build demo test test-plain test-asan valgrind clean
+.PHONY: all deps build demo test test-plain test-asan test-python valgrind clean
 
 all: build
 
@@ -32,6 +37,13 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
+test-python:
+	@TP_EXTRA_PKGS="python3-dev python3-venv" sh tools/install-deps.sh
+	$(PYTHON) -m venv $(PY_VENV)
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/python -m pip install -q \
+	  --config-settings=cmake.define.TP_WERROR=ON ./python pytest numpy
+	cd python/tests && $(CURDIR)/$(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider .
+
 test: test-plain test-asan
 
 valgrind: build
@@ -39,4 +51,4 @@ valgrind: build
 	sh tools/valgrind-tests.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(PY_VENV) python/build

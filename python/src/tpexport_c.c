@@ -38,6 +38,7 @@
 /* ---- module state (one interpreter) ----------------------------------- */
 
 static PyObject *g_asarray;       /* numpy.asarray, imported on first use */
+static PyObject *g_from_dlpack;   /* numpy.from_dlpack */
 static PyTypeObject *g_prog_cls;  /* class instantiated for new programs */
 
 /* ---- errors --------------------------------------------------------------- */
@@ -172,7 +173,7 @@ static int tensorref_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     return 0;
 }
 
-static void tensorref_releasebuffer(PyObject *self, Py_buffer *view) {
+static void tensorref_releasebuffer(PyObject *self, Py_buffer *Py_UNUSED(view)) {
     ((TensorRefObject *)self)->exports--;
 }
 
@@ -206,7 +207,13 @@ static int import_numpy(void) {
     PyObject *np = PyImport_ImportModule("numpy");
     if (!np) return -1;
     g_asarray = PyObject_GetAttrString(np, "asarray");
+    g_from_dlpack = PyObject_GetAttrString(np, "from_dlpack");
     Py_DECREF(np);
+    if (!g_from_dlpack) PyErr_Clear(); /* numpy < 1.22: DLPack objects go through asarray */
+    if (g_asarray && !g_from_dlpack) {
+        g_from_dlpack = g_asarray;
+        Py_INCREF(g_from_dlpack);
+    }
     return g_asarray ? 0 : -1;
 }
 
@@ -242,7 +249,7 @@ typedef struct {
     Py_buffer view;
 } borrow_ctx;
 
-static void release_borrowed(void *ctx, void *data) {
+static void release_borrowed(void *ctx, void *Py_UNUSED(data)) {
     borrow_ctx *c = ctx;
     if (!Py_IsInitialized()) return; /* interpreter gone: nothing to release */
     PyGILState_STATE g = PyGILState_Ensure();
@@ -471,13 +478,13 @@ static int py_to_value(PyObject *o, tp_value *out, int depth) {
         *out = tp_value_tensor(t);
         return 0;
     }
-    /* __array_interface__ / __array__ / __dlpack__ (tensorplay tensors,
-     * other array libraries): numpy makes an array, viewing the memory when
-     * it can. */
-    if (PyObject_HasAttrString(o, "__array_interface__") || PyObject_HasAttrString(o, "__array__") ||
-        PyObject_HasAttrString(o, "__dlpack__")) {
+    /* __array_interface__ / __array__ (numpy.asarray) or __dlpack__
+     * (numpy.from_dlpack): tensorplay tensors, other array libraries. numpy
+     * makes an array, viewing the memory when it can. */
+    int iface = PyObject_HasAttrString(o, "__array_interface__") || PyObject_HasAttrString(o, "__array__");
+    if (iface || PyObject_HasAttrString(o, "__dlpack__")) {
         if (import_numpy() < 0) return -1;
-        PyObject *arr = PyObject_CallOneArg(g_asarray, o);
+        PyObject *arr = PyObject_CallOneArg(iface ? g_asarray : g_from_dlpack, o);
         if (!arr) return -1;
         int rc = -1;
         if (PyObject_CheckBuffer(arr)) {
@@ -719,7 +726,7 @@ static PyObject *program_check_inputs(PyObject *self_, PyObject *a, PyObject *kw
     Py_RETURN_NONE;
 }
 
-static PyObject *program_validate(PyObject *self_, PyObject *unused) {
+static PyObject *program_validate(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     tp_status st;
@@ -730,7 +737,7 @@ static PyObject *program_validate(PyObject *self_, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-static PyObject *program_copy(PyObject *self_, PyObject *unused) {
+static PyObject *program_copy(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     tp_program *c;
@@ -746,7 +753,7 @@ static PyObject *take_string(tp_status st, char *s) {
     return r;
 }
 
-static PyObject *program_to_string(PyObject *self_, PyObject *unused) {
+static PyObject *program_to_string(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     char *s = NULL;
@@ -754,7 +761,7 @@ static PyObject *program_to_string(PyObject *self_, PyObject *unused) {
     return take_string(st, s);
 }
 
-static PyObject *program_graph_code(PyObject *self_, PyObject *unused) {
+static PyObject *program_graph_code(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     char *s = NULL;
@@ -762,7 +769,7 @@ static PyObject *program_graph_code(PyObject *self_, PyObject *unused) {
     return take_string(st, s);
 }
 
-static PyObject *program_signature_string(PyObject *self_, PyObject *unused) {
+static PyObject *program_signature_string(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     char *s = NULL;
@@ -784,7 +791,7 @@ static PyObject *persistence_to_py(tp_persistence p) {
 }
 
 /* [(kind, (arg_kind, name, class_fqn, value), target, persistent)] */
-static PyObject *program_input_specs(PyObject *self_, PyObject *unused) {
+static PyObject *program_input_specs(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     const tp_signature *sig = tp_program_signature(self->p);
@@ -806,7 +813,7 @@ static PyObject *program_input_specs(PyObject *self_, PyObject *unused) {
     return list;
 }
 
-static PyObject *program_output_specs(PyObject *self_, PyObject *unused) {
+static PyObject *program_output_specs(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     const tp_signature *sig = tp_program_signature(self->p);
@@ -932,7 +939,7 @@ static PyObject *program_get_state(PyObject *self_, PyObject *arg) {
     return Py_BuildValue("(NsO)", arr, tp_state_kind_name(kind), persistent ? Py_True : Py_False);
 }
 
-static PyObject *program_ranges(PyObject *self_, PyObject *unused) {
+static PyObject *program_ranges(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     int n = tp_program_num_ranges(self->p);
@@ -950,7 +957,7 @@ static PyObject *program_ranges(PyObject *self_, PyObject *unused) {
     return list;
 }
 
-static PyObject *program_equalities(PyObject *self_, PyObject *unused) {
+static PyObject *program_equalities(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     int n = tp_program_num_equalities(self->p);
@@ -981,7 +988,7 @@ static const char *dim_rule_kind_name(tp_dim_rule_kind k) {
 }
 
 /* [(input, dim, kind, value, symbol, scale, offset)] */
-static PyObject *program_dim_rules(PyObject *self_, PyObject *unused) {
+static PyObject *program_dim_rules(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     int n = tp_program_num_dim_rules(self->p);
@@ -1021,7 +1028,7 @@ static PyObject *arg_specs_to_py(const tp_arg_spec *a, int n) {
 }
 
 /* [(fqn, None | (inputs, outputs, in_spec, out_spec, forward_arg_names))] */
-static PyObject *program_module_calls(PyObject *self_, PyObject *unused) {
+static PyObject *program_module_calls(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     int n = tp_program_num_module_calls(self->p);
@@ -1058,7 +1065,7 @@ static PyObject *program_module_calls(PyObject *self_, PyObject *unused) {
     return list;
 }
 
-static PyObject *program_specs(PyObject *self_, PyObject *unused) {
+static PyObject *program_specs(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     return Py_BuildValue("(NN)", treespec_repr_py(tp_program_in_spec(self->p)),
@@ -1122,14 +1129,14 @@ static PyObject *program_io_info(ProgramObject *self, int output) {
     return list;
 }
 
-static PyObject *program_input_info(PyObject *self, PyObject *unused) {
+static PyObject *program_input_info(PyObject *self, PyObject *Py_UNUSED(unused)) {
     return program_io_info((ProgramObject *)self, 0);
 }
-static PyObject *program_output_info(PyObject *self, PyObject *unused) {
+static PyObject *program_output_info(PyObject *self, PyObject *Py_UNUSED(unused)) {
     return program_io_info((ProgramObject *)self, 1);
 }
 
-static PyObject *program_invalidate_plans(PyObject *self_, PyObject *unused) {
+static PyObject *program_invalidate_plans(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     tp_program_invalidate_plans(self->p);
@@ -1196,13 +1203,13 @@ static int decomp_contains(PyObject *self, PyObject *arg) {
     return tp_decomp_table_has(((DecompObject *)self)->t, op);
 }
 
-static PyObject *decomp_add_softmax(PyObject *self, PyObject *unused) {
+static PyObject *decomp_add_softmax(PyObject *self, PyObject *Py_UNUSED(unused)) {
     tp_status st = tp_decomp_table_add_softmax(((DecompObject *)self)->t);
     if (st != TP_OK) return raise_status(st);
     Py_RETURN_NONE;
 }
 
-static PyObject *decomp_copy(PyObject *self, PyObject *unused) {
+static PyObject *decomp_copy(PyObject *self, PyObject *Py_UNUSED(unused)) {
     tp_decomp_table *c;
     tp_status st = tp_decomp_table_copy(((DecompObject *)self)->t, &c);
     if (st != TP_OK) return raise_status(st);
@@ -1228,14 +1235,14 @@ static PyTypeObject Decomp_Type = {
     .tp_methods = decomp_methods,
 };
 
-static PyObject *mod_default_decompositions(PyObject *m, PyObject *unused) {
+static PyObject *mod_default_decompositions(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(unused)) {
     tp_decomp_table *t;
     tp_status st = tp_decomp_table_default(&t);
     if (st != TP_OK) return raise_status(st);
     return decomp_wrap(t);
 }
 
-static PyObject *mod_empty_decompositions(PyObject *m, PyObject *unused) {
+static PyObject *mod_empty_decompositions(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(unused)) {
     tp_decomp_table *t;
     tp_status st = tp_decomp_table_new(&t);
     if (st != TP_OK) return raise_status(st);
@@ -1280,7 +1287,7 @@ static int module_check(ModuleObject *self) {
     return 0;
 }
 
-static PyObject *program_module(PyObject *self_, PyObject *unused) {
+static PyObject *program_module(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     tp_module *m;
@@ -1295,7 +1302,7 @@ static PyObject *program_module(PyObject *self_, PyObject *unused) {
     return (PyObject *)o;
 }
 
-static PyObject *program_invalidate_module(PyObject *self_, PyObject *unused) {
+static PyObject *program_invalidate_module(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
     tp_program_invalidate_module(self->p);
@@ -1342,7 +1349,7 @@ static PyObject *module_named_state(PyObject *self_, PyObject *arg) {
     return r;
 }
 
-static PyObject *module_code(PyObject *self_, PyObject *unused) {
+static PyObject *module_code(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ModuleObject *self = (ModuleObject *)self_;
     if (module_check(self) < 0) return NULL;
     const tp_graph *g = tp_module_graph(self->m);
@@ -1352,7 +1359,7 @@ static PyObject *module_code(PyObject *self_, PyObject *unused) {
     return take_string(st, s);
 }
 
-static PyObject *module_type_name(PyObject *self_, PyObject *unused) {
+static PyObject *module_type_name(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ModuleObject *self = (ModuleObject *)self_;
     if (module_check(self) < 0) return NULL;
     return PyUnicode_FromString(tp_module_type_name(self->m));
@@ -1367,7 +1374,7 @@ static PyObject *module_train(PyObject *self_, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *module_is_training(PyObject *self_, PyObject *unused) {
+static PyObject *module_is_training(PyObject *self_, PyObject *Py_UNUSED(unused)) {
     ModuleObject *self = (ModuleObject *)self_;
     if (module_check(self) < 0) return NULL;
     return PyBool_FromLong(tp_module_is_training(self->m));
@@ -1394,11 +1401,11 @@ static PyTypeObject Module_Type = {
 
 /* ---- Program type ---------------------------------------------------------- */
 
-static PyObject *program_get_num_threads(PyObject *self, void *closure) {
+static PyObject *program_get_num_threads(PyObject *self, void *Py_UNUSED(closure)) {
     return PyLong_FromLong(((ProgramObject *)self)->num_threads);
 }
 
-static int program_set_num_threads(PyObject *self, PyObject *v, void *closure) {
+static int program_set_num_threads(PyObject *self, PyObject *v, void *Py_UNUSED(closure)) {
     if (!v) {
         PyErr_SetString(PyExc_AttributeError, "cannot delete num_threads");
         return -1;
@@ -1413,7 +1420,7 @@ static int program_set_num_threads(PyObject *self, PyObject *v, void *closure) {
     return 0;
 }
 
-static PyObject *program_get_num_mutations(PyObject *self, void *closure) {
+static PyObject *program_get_num_mutations(PyObject *self, void *Py_UNUSED(closure)) {
     ProgramObject *o = (ProgramObject *)self;
     PROG_CHECK(o);
     return PyLong_FromLong(tp_program_num_mutations(o->p));
@@ -1476,7 +1483,7 @@ static PyTypeObject Program_Type = {
 
 /* ---- module functions ------------------------------------------------------ */
 
-static PyObject *mod_set_program_class(PyObject *m, PyObject *cls) {
+static PyObject *mod_set_program_class(PyObject *Py_UNUSED(m), PyObject *cls) {
     if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &Program_Type)) {
         PyErr_SetString(PyExc_TypeError, "expected a subclass of tpexport._C.Program");
         return NULL;
@@ -1520,7 +1527,7 @@ static PyObject *archive_to_list(tp_archive *a) {
 }
 
 /* load(path, mmap=True) -> ([(name, Program)], {extra name: bytes}, mapped) */
-static PyObject *mod_load(PyObject *m, PyObject *a, PyObject *kw) {
+static PyObject *mod_load(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
     static char *names[] = {"path", "mmap", NULL};
     PyObject *path_obj;
     int use_mmap = 1;
@@ -1540,7 +1547,7 @@ static PyObject *mod_load(PyObject *m, PyObject *a, PyObject *kw) {
     return archive_to_list(arch);
 }
 
-static PyObject *mod_load_buffer(PyObject *m, PyObject *arg) {
+static PyObject *mod_load_buffer(PyObject *Py_UNUSED(m), PyObject *arg) {
     Py_buffer b;
     if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
     tp_archive *arch = NULL;
@@ -1630,7 +1637,7 @@ static void save_args_free(tp_archive_entry *e, tp_extra_file *x, int nx, Py_buf
 }
 
 /* save(path, entries, extra=None) */
-static PyObject *mod_save(PyObject *m, PyObject *a, PyObject *kw) {
+static PyObject *mod_save(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
     static char *names[] = {"path", "entries", "extra", NULL};
     PyObject *path_obj, *entries, *extra = NULL;
     if (!PyArg_ParseTupleAndKeywords(a, kw, "O&O|O!:save", names, PyUnicode_FSConverter, &path_obj, &entries,
@@ -1658,7 +1665,7 @@ static PyObject *mod_save(PyObject *m, PyObject *a, PyObject *kw) {
     Py_RETURN_NONE;
 }
 
-static PyObject *mod_save_buffer(PyObject *m, PyObject *a, PyObject *kw) {
+static PyObject *mod_save_buffer(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
     static char *names[] = {"entries", "extra", NULL};
     PyObject *entries, *extra = NULL;
     if (!PyArg_ParseTupleAndKeywords(a, kw, "O|O!:save_buffer", names, &entries, &PyDict_Type, &extra)) return NULL;
@@ -1683,7 +1690,7 @@ static PyObject *mod_save_buffer(PyObject *m, PyObject *a, PyObject *kw) {
 }
 
 /* verify(path) -> None or raises with every problem listed */
-static PyObject *mod_verify(PyObject *m, PyObject *a) {
+static PyObject *mod_verify(PyObject *Py_UNUSED(m), PyObject *a) {
     PyObject *path_obj;
     if (!PyArg_ParseTuple(a, "O&:verify", PyUnicode_FSConverter, &path_obj)) return NULL;
     tp_status st;
@@ -1697,7 +1704,7 @@ static PyObject *mod_verify(PyObject *m, PyObject *a) {
 }
 
 /* from_onnx(path, ranges=[(name, min, max|None)], report_all=False) -> Program */
-static PyObject *mod_from_onnx(PyObject *m, PyObject *a, PyObject *kw) {
+static PyObject *mod_from_onnx(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
     static char *names[] = {"path", "ranges", "report_all", NULL};
     PyObject *path_obj, *ranges = NULL;
     int report_all = 0;
@@ -1749,7 +1756,7 @@ static PyObject *mod_from_onnx(PyObject *m, PyObject *a, PyObject *kw) {
     return program_wrap(p);
 }
 
-static PyObject *mod_set_num_threads(PyObject *m, PyObject *arg) {
+static PyObject *mod_set_num_threads(PyObject *Py_UNUSED(m), PyObject *arg) {
     long n = PyLong_AsLong(arg);
     if (n == -1 && PyErr_Occurred()) return NULL;
     if (n < 1 || n > 256) return raise_msg(TP_ERR_INVALID_ARG, "num_threads must be in [1, 256], got %ld", n);
@@ -1757,20 +1764,20 @@ static PyObject *mod_set_num_threads(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *mod_get_num_threads(PyObject *m, PyObject *unused) {
+static PyObject *mod_get_num_threads(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(unused)) {
     return PyLong_FromLong(tp_get_num_threads());
 }
 
 /* _raise(status_code, message): raise as the library would (for tests and
  * the Python layer's own argument errors). */
-static PyObject *mod_raise(PyObject *m, PyObject *a) {
+static PyObject *mod_raise(PyObject *Py_UNUSED(m), PyObject *a) {
     int code;
     const char *msg;
     if (!PyArg_ParseTuple(a, "is:_raise", &code, &msg)) return NULL;
     return raise_msg((tp_status)code, "%s", msg);
 }
 
-static PyObject *mod_status_name(PyObject *m, PyObject *arg) {
+static PyObject *mod_status_name(PyObject *Py_UNUSED(m), PyObject *arg) {
     long code = PyLong_AsLong(arg);
     if (code == -1 && PyErr_Occurred()) return NULL;
     return PyUnicode_FromString(tp_status_str((tp_status)code));
@@ -1778,7 +1785,7 @@ static PyObject *mod_status_name(PyObject *m, PyObject *arg) {
 
 /* _array(obj) -> numpy array over a tensor made from obj as inputs are (for
  * tests of the input conversion: shows whether obj was borrowed). */
-static PyObject *mod_as_tensor(PyObject *m, PyObject *arg) {
+static PyObject *mod_as_tensor(PyObject *Py_UNUSED(m), PyObject *arg) {
     tp_value v;
     if (py_to_value(arg, &v, 0) < 0) return NULL;
     if (v.kind != TP_VAL_TENSOR) {

@@ -134,3 +134,22 @@ def test_zero_size_and_scalar_inputs():
     assert t.shape == (0, 3)
     t = _C._as_tensor(np.float32(2.5))
     assert t.shape == () and t == 2.5
+
+
+def test_dlpack_inputs():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    class DL:  # only the DLPack protocol
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kwargs):
+            return self.a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    t = _C._as_tensor(DL(x))
+    np.testing.assert_array_equal(t, x)
+    if np.from_dlpack(DL(x)).flags.writeable:  # numpy >= 2.1 gives writable views
+        assert addr(t) == addr(x)
