@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <tpexport/alloc.h>
 #include <tpexport/archive.h>
 #include <tpexport/onnx.h>
 #include <tpexport/ops.h>
@@ -1797,6 +1798,11 @@ static PyObject *mod_as_tensor(PyObject *Py_UNUSED(m), PyObject *arg) {
     return r;
 }
 
+/* _live_blocks() -> blocks the library's allocator holds (leak tests). */
+static PyObject *mod_live_blocks(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(unused)) {
+    return PyLong_FromLong(tp_alloc_live_blocks());
+}
+
 static PyMethodDef mod_methods[] = {
     {"load", (PyCFunction)(void (*)(void))mod_load, METH_VARARGS | METH_KEYWORDS, NULL},
     {"load_buffer", mod_load_buffer, METH_O, NULL},
@@ -1812,6 +1818,7 @@ static PyMethodDef mod_methods[] = {
     {"_raise", mod_raise, METH_VARARGS, NULL},
     {"_status_name", mod_status_name, METH_O, NULL},
     {"_as_tensor", mod_as_tensor, METH_O, NULL},
+    {"_live_blocks", mod_live_blocks, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "tpexport._C",
