@@ -120,3 +120,14 @@ def test_live_against_tensorplay(case):
                 close(mine[n], tps[n].detach().numpy())
         for target in meta["state"]:
             close(ours.get_state(target), theirs._resolve_state_value(target).detach().numpy())
+
+
+def test_tensorplay_tensors_are_borrowed():
+    tp = pytest.importorskip("tensorplay")
+    x = tp.from_numpy(np.ones((2, 3), np.float32))
+    y = tp.from_numpy(np.full((2, 3), 2.0, np.float32))
+    assert addr(tpexport._C._as_tensor(x)) == x.data_ptr()
+    ep = tpexport.load(os.path.join(HERE, "inplace_input.pt2"))
+    out = ep(x, y)  # tensorplay tensors in, updated in place like numpy arrays
+    np.testing.assert_array_equal(x.numpy(), np.full((2, 3), 3.0))
+    np.testing.assert_array_equal(out, np.full((2, 3), 7.0))
