@@ -1,7 +1,8 @@
 # Convenience entry points; the build itself is CMake.
 #   make demo      build and run the demo (builds an MLP program, saves it,
 #                  inspects and runs the archive with the tpexport command)
-#   make test      build and run every test, plain and under ASan+UBSan
+#   make test      build and run every test, plain and under ASan+UBSan, and the
+#                  Python package's tests (test-python)
 #   make valgrind  run every test under valgrind (leak check)
 #   make test-python  build the Python package (python/) into a venv under
 #                  $(PY_VENV) and run its pytest suite (needs PyPI for the
@@ -44,7 +45,7 @@ test-python:
 	  --config-settings=cmake.define.TP_WERROR=ON ./python pytest numpy tensorplay
 	cd python/tests && $(CURDIR)/$(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 
-test: test-plain test-asan
+test: test-plain test-asan test-python
 
 valgrind: build
 	@TP_EXTRA_PKGS=valgrind sh tools/install-deps.sh
