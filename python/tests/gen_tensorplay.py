@@ -33,6 +33,8 @@ OUT = os.path.join(HERE, "fixtures")
 
 
 def arr(t):
+    if t.dtype == tp.bfloat16:  # numpy has no bfloat16 (tpexport gives float32 too)
+        t = t.float()
     return np.array(t.detach().numpy(), copy=True, order="C")
 
 
@@ -96,6 +98,14 @@ class InPlaceInput(nn.Module):
         return x * 2 + 1
 
 
+class Dtypes(nn.Module):
+    """Outputs of several dtypes: bfloat16 (numpy has none: float32 in
+    tpexport), float16, int32, bool."""
+
+    def forward(self, x, i):
+        return x.to(tp.bfloat16) * 2, x.to(tp.float16) + 1, (i * 3).to(tp.int32), i > 1
+
+
 def rnd(rng, *shape):
     return tp.from_numpy(rng.standard_normal(shape).astype(np.float32))
 
@@ -145,6 +155,8 @@ def main():
           dynamic_shapes={"img": {0: batch}})
     write("inplace_input", InPlaceInput(), (rnd(rng, 2, 3), rnd(rng, 2, 3)),
           [(rnd(rng, 2, 3), rnd(rng, 2, 3)) for _ in range(3)])
+    ints = [tp.from_numpy(rng.integers(-3, 4, (2, 3)).astype(np.int64)) for _ in range(3)]
+    write("dtypes", Dtypes(), (rnd(rng, 2, 3), ints[0]), [(rnd(rng, 2, 3), i) for i in ints])
 
 
 if __name__ == "__main__":

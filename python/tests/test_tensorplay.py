@@ -12,7 +12,7 @@ import tpexport
 from conftest import addr
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-CASES = ["stateful", "convnet", "inplace_input"]
+CASES = ["stateful", "convnet", "inplace_input", "dtypes"]
 
 
 def tree(v):
@@ -34,11 +34,30 @@ def leaves(v):
 
 
 def close(a, b):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def tp_numpy(tp, t):
+    if t.dtype == tp.bfloat16:
+        t = t.float()
+    return t.detach().numpy()
 
 
 def value(a):
     return a.item() if a.ndim == 0 and a.dtype != np.float32 else a.copy()
+
+
+def test_dtypes_of_outputs():
+    ep = tpexport.load(os.path.join(HERE, "dtypes.pt2"))
+    x = np.array([[1.5, -2.25, 3.0], [0.5, 0.0, -1.0]], np.float32)
+    bf, h, i32, b = ep(x, np.array([[1, 2, -3], [0, 1, 2]], np.int64))
+    assert bf.dtype == np.float32 and h.dtype == np.float16 and i32.dtype == np.int32 and b.dtype == np.bool_
+    np.testing.assert_array_equal(bf, x * 2)
+    np.testing.assert_array_equal(h, (x + 1).astype(np.float16))
+    np.testing.assert_array_equal(i32, [[3, 6, -9], [0, 3, 6]])
+    np.testing.assert_array_equal(b, [[False, True, False], [False, False, True]])
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -114,12 +133,12 @@ def test_live_against_tensorplay(case):
         want = theirs(*[tps[n] for n in pos], **{n: tps[n] for n in meta["kwargs"]})
         assert tree(got) == tree(want)
         for g, w in zip(leaves(got), leaves(want)):
-            close(g, w.detach().numpy())
+            close(g, tp_numpy(tp, w))
         for n in meta["inputs"]:
             if isinstance(mine[n], np.ndarray):
-                close(mine[n], tps[n].detach().numpy())
+                close(mine[n], tp_numpy(tp, tps[n]))
         for target in meta["state"]:
-            close(ours.get_state(target), theirs._resolve_state_value(target).detach().numpy())
+            close(ours.get_state(target), tp_numpy(tp, theirs._resolve_state_value(target)))
 
 
 def test_tensorplay_tensors_are_borrowed():
