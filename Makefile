@@ -6,7 +6,8 @@
 #   make valgrind  run every test under valgrind (leak check)
 #   make test-python  build the Python package (python/) into a venv under
 #                  $(PY_VENV) and run its pytest suite (needs PyPI for the
-#                  build backend, numpy, pytest and tensorplay)
+#                  build backend, numpy, pytest, tensorplay and ray[data]; the
+#                  Ray test starts a local cluster)
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -42,7 +43,7 @@ test-python:
 	@TP_EXTRA_PKGS="python3-dev python3-venv" sh tools/install-deps.sh
 	$(PYTHON) -m venv $(PY_VENV)
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/python -m pip install -q \
-	  --config-settings=cmake.define.TP_WERROR=ON ./python pytest numpy tensorplay
+	  --config-settings=cmake.define.TP_WERROR=ON "./python[ray]" pytest numpy tensorplay
 	cd python/tests && $(CURDIR)/$(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 
 test: test-plain test-asan test-python

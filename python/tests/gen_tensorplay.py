@@ -98,6 +98,19 @@ class InPlaceInput(nn.Module):
         return x * 2 + 1
 
 
+def make_classifier():
+    """An eval-mode image classifier with a dynamic batch (the Ray test's
+    model: no state changes, so batches may run in any order)."""
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(64, 3),
+    ).eval()
+
+
 class Dtypes(nn.Module):
     """Outputs of several dtypes: bfloat16 (numpy has none: float32 in
     tpexport), float16, int32, bool."""
@@ -157,6 +170,9 @@ def main():
           [(rnd(rng, 2, 3), rnd(rng, 2, 3)) for _ in range(3)])
     ints = [tp.from_numpy(rng.integers(-3, 4, (2, 3)).astype(np.int64)) for _ in range(3)]
     write("dtypes", Dtypes(), (rnd(rng, 2, 3), ints[0]), [(rnd(rng, 2, 3), i) for i in ints])
+    batch = Dim("batch", min=1, max=64)
+    write("classifier", make_classifier(), (rnd(rng, 4, 1, 8, 8),), [(rnd(rng, b, 1, 8, 8),) for b in (4, 7)],
+          dynamic_shapes={"input": {0: batch}})
 
 
 if __name__ == "__main__":

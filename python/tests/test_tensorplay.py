@@ -12,7 +12,7 @@ import tpexport
 from conftest import addr
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-CASES = ["stateful", "convnet", "inplace_input", "dtypes"]
+CASES = ["stateful", "convnet", "inplace_input", "dtypes", "classifier"]
 
 
 def tree(v):
