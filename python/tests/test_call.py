@@ -161,3 +161,27 @@ def test_mutating_program_from_several_threads_loses_no_update(counter):
     for t in threads:
         t.join()
     assert counter.get_state("count")[0] == 30.0
+
+
+def test_calls_release_the_gil(mlp):
+    # With a huge switch interval the interpreter never takes the GIL from
+    # the main thread by force: the woken thread can only run while a call
+    # has released it.
+    import sys
+
+    x = np.ones((2, 4), np.float32)
+    ev, ran = threading.Event(), []
+    t = threading.Thread(target=lambda: (ev.wait(), ran.append(True)))
+    t.start()
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        ev.set()
+        calls = 0
+        while not ran and calls < 1000:
+            mlp(x)
+            calls += 1
+        assert ran, "no other thread ran during 1000 calls"
+    finally:
+        sys.setswitchinterval(old)
+        t.join()
