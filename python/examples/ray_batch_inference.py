@@ -33,7 +33,7 @@ def main():
     args = ap.parse_args()
 
     ep = tpexport.load(args.model)
-    (shape,) = [tuple(a.shape) for a in ep.example_inputs[0]]
+    (shape,) = [tuple(a.shape) for a in ep.example_inputs.values()]
     images = np.random.default_rng(0).standard_normal((args.images,) + shape[1:]).astype(np.float32)
 
     if args.address:

@@ -694,6 +694,44 @@ static PyObject *program_do_call(ProgramObject *self, PyObject *args, PyObject *
     return res;
 }
 
+/* tp_program_call_exported: the same semantics through the flat contract. */
+static PyObject *program_call_exported(PyObject *self_, PyObject *args, PyObject *kwargs) {
+    ProgramObject *self = (ProgramObject *)self_;
+    PROG_CHECK(self);
+    tp_value *vals, kw, out = tp_value_none();
+    Py_ssize_t n;
+    int has_kw;
+    if (convert_call_args(args, kwargs, &vals, &n, &kw, &has_kw) < 0) return NULL;
+    tp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = tp_program_call_exported(self->p, vals, (int)n, has_kw ? &kw : NULL, &out);
+    Py_END_ALLOW_THREADS
+    free_call_args(vals, n, &kw);
+    if (st != TP_OK) {
+        tp_value_clear(&out);
+        return raise_status(st);
+    }
+    PyObject *res = value_to_py(&out, 0);
+    tp_value_clear(&out);
+    return res;
+}
+
+static PyObject *program_is_param(PyObject *self_, PyObject *arg) {
+    ProgramObject *self = (ProgramObject *)self_;
+    PROG_CHECK(self);
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    return PyBool_FromLong(tp_signature_is_param(tp_program_signature(self->p), name));
+}
+
+static PyObject *program_is_buffer(PyObject *self_, PyObject *arg) {
+    ProgramObject *self = (ProgramObject *)self_;
+    PROG_CHECK(self);
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    return PyBool_FromLong(tp_signature_is_buffer(tp_program_signature(self->p), name));
+}
+
 static PyObject *program_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     return program_do_call((ProgramObject *)self, args, kwargs, 0);
 }
@@ -1440,6 +1478,10 @@ static PyMethodDef program_methods[] = {
     {"_check_inputs", (PyCFunction)(void (*)(void))program_check_inputs, METH_VARARGS | METH_KEYWORDS,
      "Check inputs against the program without running it."},
     {"validate", program_validate, METH_NOARGS, "Validate the program; ValueError listing every violation."},
+    {"_call_exported", (PyCFunction)(void (*)(void))program_call_exported, METH_VARARGS | METH_KEYWORDS,
+     "Call through the flat contract (tp_program_call_exported)."},
+    {"_is_param", program_is_param, METH_O, NULL},
+    {"_is_buffer", program_is_buffer, METH_O, NULL},
     {"_copy", program_copy, METH_NOARGS, "Deep copy."},
     {"_to_string", program_to_string, METH_NOARGS, NULL},
     {"_graph_code", program_graph_code, METH_NOARGS, NULL},

@@ -122,8 +122,9 @@ def test_writing_a_parameter_view(mlp):
 
 
 def test_example_inputs_are_read_only(mlp):
-    (x,), kwargs = mlp.example_inputs
-    assert kwargs == {}
+    ex = mlp.example_inputs
+    assert list(ex) == ["x"]
+    x = ex["x"]
     assert not x.flags.writeable
     with pytest.raises(ValueError):
         x[0, 0] = 1

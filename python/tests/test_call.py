@@ -39,7 +39,7 @@ def test_kwargs_bind_by_name(dynamic):
 
 
 def test_missing_inputs_come_from_examples(mlp):
-    (x,), _ = mlp.example_inputs
+    x = mlp.example_inputs["x"]
     np.testing.assert_array_equal(mlp(), mlp(np.array(x)))
 
 

@@ -64,7 +64,7 @@ def test_state_accessors(mlp):
 
 def test_constraints_and_dynamic_shapes(dynamic):
     rc = dynamic.range_constraints
-    assert rc["batch"] == (1, 16) and rc["batch"].lower == 1 and rc["batch"].upper == 16
+    assert rc["batch"] == {"min": 1, "max": 16} and rc["batch"].lower == 1 and rc["batch"].upper == 16
     (eq,) = dynamic.equality_constraints
     assert eq.sites == (("x", 0), ("y", 0)) and eq.name == "batch"
     ds = dynamic.dynamic_shapes
@@ -89,8 +89,30 @@ def test_metadata(counter):
     assert cg[0].signature.forward_arg_names[-1] == "x"
     cs = counter.call_spec
     assert cs.in_spec.startswith("TreeSpec(tuple") and cs.out_spec == "*"
-    args, kwargs = counter.example_inputs
-    assert len(args) == 1 and args[0].shape == (2, 3, 2, 2) and kwargs == {}
+    ex = counter.example_inputs
+    assert list(ex) == ["x"] and ex["x"].shape == (2, 3, 2, 2)
+    assert tpexport.load(fixture("cli", "no_examples.pt2")).example_inputs == {}
+    structured = tpexport.load(fixture("cli", "structured.pt2")).example_inputs
+    assert list(structured) == ["xs", "cfg", "flag"]
+    assert isinstance(structured["xs"], tuple) and structured["cfg"] == {"k": 3, "scale": 0.5}
+    assert structured["flag"] is True
+
+
+def test_signature_predicates(counter):
+    sig = counter.graph_signature
+    assert sig.is_param("p_bn_weight") and not sig.is_param("b_count") and not sig.is_param("x")
+    assert sig.is_buffer("b_count") and not sig.is_buffer("p_bn_weight")
+
+
+def test_call_exported(counter):
+    x = np.random.default_rng(6).standard_normal((2, 3, 2, 2)).astype(np.float32)
+    ref = counter.copy()
+    run = tpexport.ExportedProgram.call_exported(counter)
+    np.testing.assert_allclose(run(x), ref(x), rtol=1e-6)
+    assert counter.get_state("count")[0] == 1.0  # mutations applied
+    np.testing.assert_allclose(run(x=x), ref(x), rtol=1e-6)
+    with pytest.raises(ValueError):
+        run(x, x)
 
 
 def test_printing(mlp, capsys):

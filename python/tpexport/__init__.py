@@ -347,6 +347,14 @@ class ExportGraphSignature:
     def user_inputs_to_mutate(self) -> Dict[str, str]:
         return self._map("user_inputs_to_mutate")
 
+    def is_param(self, name: str) -> bool:
+        """Is placeholder `name` a lifted parameter?"""
+        return self._p._is_param(name)
+
+    def is_buffer(self, name: str) -> bool:
+        """Is placeholder `name` a lifted buffer?"""
+        return self._p._is_buffer(name)
+
     def __str__(self) -> str:
         return self._p._signature_string()
 
@@ -357,24 +365,24 @@ class ExportGraphSignature:
 # ---- constraints and metadata --------------------------------------------------
 
 
-class ValueRange(tuple):
-    """A symbol's range [lower, upper]; upper is math.inf when unbounded."""
+class ValueRange(dict):
+    """A symbol's range, as tensorplay gives it: {"min": lower, "max":
+    upper}; upper is math.inf when unbounded. Also ``.lower`` / ``.upper``
+    (torch's ValueRanges names)."""
 
-    __slots__ = ()
-
-    def __new__(cls, lower: int, upper: Union[int, float]):
-        return tuple.__new__(cls, (lower, upper))
+    def __init__(self, lower: int, upper: Union[int, float]):
+        super().__init__(min=lower, max=upper)
 
     @property
     def lower(self) -> int:
-        return self[0]
+        return self["min"]
 
     @property
     def upper(self) -> Union[int, float]:
-        return self[1]
+        return self["max"]
 
     def __repr__(self) -> str:
-        return f"ValueRange(lower={self[0]}, upper={self[1]})"
+        return f"ValueRange(min={self['min']}, max={self['max']})"
 
 
 @dataclass(frozen=True)
@@ -612,16 +620,15 @@ class ExportedProgram(_C.Program):
         return CallSpec(*self._specs())
 
     @property
-    def example_inputs(self) -> Optional[Tuple[tuple, dict]]:
-        """(args, kwargs) of the recorded example inputs (read-only arrays),
-        or None when some user input has none."""
-        args = []
+    def example_inputs(self) -> Dict[str, Any]:
+        """User input name -> recorded example input (read-only arrays), as
+        tensorplay gives them; inputs without one are left out."""
+        out = {}
         for name in self._view(_VIEW["user_inputs"]):
             got = self._example_input(name)
-            if got is None:
-                return None
-            args.append(got[0])
-        return tuple(args), {}
+            if got is not None:
+                out[name] = got[0]
+        return out
 
     @property
     def inputs(self) -> List[IOInfo]:
@@ -681,6 +688,17 @@ class ExportedProgram(_C.Program):
     def copy(self) -> "ExportedProgram":
         """A deep copy (state cloned)."""
         return self._copy()
+
+    @staticmethod
+    def call_exported(program: "ExportedProgram"):
+        """A callable running program through the flat contract on user
+        arguments (state filled, mutations applied, outputs rebuilt), as
+        tensorplay's ExportedProgram.call_exported."""
+
+        def runner(*args: Any, **kwargs: Any) -> Any:
+            return program._call_exported(*args, **kwargs)
+
+        return runner
 
     def check_inputs(self, *args: Any, **kwargs: Any) -> None:
         """Check inputs against the program (count, structure, dtypes,
