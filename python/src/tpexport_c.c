@@ -716,6 +716,29 @@ static PyObject *program_call_exported(PyObject *self_, PyObject *args, PyObject
     return res;
 }
 
+/* tp_program_call_flat: one value per placeholder (state included), the raw
+ * flattened outputs (mutation outputs first) as a list; no mutation applied. */
+static PyObject *program_call_flat(PyObject *self_, PyObject *args) {
+    ProgramObject *self = (ProgramObject *)self_;
+    PROG_CHECK(self);
+    tp_value *vals, kw, out = tp_value_none();
+    Py_ssize_t n;
+    int has_kw;
+    if (convert_call_args(args, NULL, &vals, &n, &kw, &has_kw) < 0) return NULL;
+    tp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = tp_program_call_flat(self->p, vals, (int)n, &out);
+    Py_END_ALLOW_THREADS
+    free_call_args(vals, n, &kw);
+    if (st != TP_OK) {
+        tp_value_clear(&out);
+        return raise_status(st);
+    }
+    PyObject *res = value_to_py(&out, 0);
+    tp_value_clear(&out);
+    return res;
+}
+
 static PyObject *program_is_param(PyObject *self_, PyObject *arg) {
     ProgramObject *self = (ProgramObject *)self_;
     PROG_CHECK(self);
@@ -1480,6 +1503,7 @@ static PyMethodDef program_methods[] = {
     {"validate", program_validate, METH_NOARGS, "Validate the program; ValueError listing every violation."},
     {"_call_exported", (PyCFunction)(void (*)(void))program_call_exported, METH_VARARGS | METH_KEYWORDS,
      "Call through the flat contract (tp_program_call_exported)."},
+    {"_call_flat", program_call_flat, METH_VARARGS, "The flat contract (tp_program_call_flat)."},
     {"_is_param", program_is_param, METH_O, NULL},
     {"_is_buffer", program_is_buffer, METH_O, NULL},
     {"_copy", program_copy, METH_NOARGS, "Deep copy."},

@@ -163,13 +163,16 @@ def test_mutating_program_from_several_threads_loses_no_update(counter):
     assert counter.get_state("count")[0] == 30.0
 
 
-def test_calls_release_the_gil(mlp):
+def test_calls_release_the_gil():
     # With a huge switch interval the interpreter never takes the GIL from
     # the main thread by force: the woken thread can only run while a call
-    # has released it.
+    # has released it. The calls are long (a convolution network on 64
+    # images) so that the woken thread gets to take the GIL before the call
+    # returns and the main thread takes it back.
     import sys
 
-    x = np.ones((2, 4), np.float32)
+    ep = tpexport.from_onnx(fixture("onnx", "dynamic.onnx"))
+    x = np.zeros((64,) + np.load(fixture("onnx", "dynamic_x.npy")).shape[1:], np.float32)
     ev, ran = threading.Event(), []
     t = threading.Thread(target=lambda: (ev.wait(), ran.append(True)))
     t.start()
@@ -178,10 +181,10 @@ def test_calls_release_the_gil(mlp):
     try:
         ev.set()
         calls = 0
-        while not ran and calls < 1000:
-            mlp(x)
+        while not ran and calls < 200:
+            ep(x)
             calls += 1
-        assert ran, "no other thread ran during 1000 calls"
+        assert ran, "no other thread ran during 200 calls"
     finally:
         sys.setswitchinterval(old)
         t.join()

@@ -196,3 +196,20 @@ def test_copy_is_independent(counter):
 def test_not_constructible():
     with pytest.raises(TypeError):
         tpexport.ExportedProgram()
+
+
+def test_graph_module_flat_contract(counter):
+    x = np.random.default_rng(8).standard_normal((2, 3, 2, 2)).astype(np.float32)
+    ref = counter.copy()
+    gm = counter.graph_module
+    assert gm.code == counter.code
+    assert gm.print_readable(print_output=False) == counter.code
+    sig = counter.graph_signature
+    flat = [x if s.kind is InputKind.USER_INPUT else counter.get_state(s.target).copy() for s in sig.input_specs]
+    raw = gm(*flat)
+    assert isinstance(raw, list) and len(raw) == len(sig.output_specs)
+    np.testing.assert_allclose(raw[-1], ref(x), rtol=1e-6)
+    assert raw[0][0] == 1.0  # the new value of count: a mutation output
+    assert counter.get_state("count")[0] == 0.0  # nothing written back
+    with pytest.raises(ValueError):
+        gm(x)

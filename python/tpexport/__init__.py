@@ -65,6 +65,7 @@ __all__ = [
     "IOInfo",
     "IODim",
     "UnliftedModule",
+    "GraphModule",
     "DecompositionTable",
     "load",
     "load_buffer",
@@ -519,6 +520,38 @@ class UnliftedModule:
         return f"<tpexport.UnliftedModule {self._m.type_name()}>"
 
 
+# ---- the graph module (flat contract) ----------------------------------------------
+
+
+class GraphModule:
+    """The program's graph as a callable with the flat contract, like
+    tensorplay's ``ep.graph_module``: one value per placeholder in graph
+    order (lifted state first, then the user inputs' leaves), returning the
+    raw flattened outputs as a list (mutation outputs first). Nothing is
+    bound, checked (but the count) or written back."""
+
+    def __init__(self, program: "ExportedProgram"):
+        self._p = program
+
+    def __call__(self, *flat_inputs: Any) -> List[Any]:
+        return self._p._call_flat(*flat_inputs)
+
+    forward = __call__
+
+    @property
+    def code(self) -> str:
+        return self._p._graph_code()
+
+    def print_readable(self, print_output: bool = True) -> str:
+        s = self._p._graph_code()
+        if print_output:
+            print(s)
+        return s
+
+    def __repr__(self) -> str:
+        return "<tpexport.GraphModule>"
+
+
 # ---- the program -------------------------------------------------------------------
 
 
@@ -639,6 +672,11 @@ class ExportedProgram(_C.Program):
     def outputs(self) -> List[IOInfo]:
         """User outputs, by shape inference at the example inputs."""
         return [_io(t) for t in self._output_info()]
+
+    @property
+    def graph_module(self) -> GraphModule:
+        """The graph with the flat contract (see :class:`GraphModule`)."""
+        return GraphModule(self)
 
     # -- text --
 
