@@ -1064,6 +1064,97 @@ static tp_status map_pool(ox_ctx *c, bool is_max) {
     return set_out_cast(c, &r, in_dt);
 }
 
+/* MaxUnpool(X, I, output_shape?): ONNX's indices flatten the whole output
+ * tensor; max_unpoolNd takes them within each (n, c) plane, so the plane
+ * offsets come off first. The output size is output_shape's (a constant)
+ * or (in - 1) * stride + kernel - pads. */
+static tp_status map_max_unpool(ox_ctx *c) {
+    const tp_value *x, *idx;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &idx));
+    window w;
+    TP_TRY(read_window(c, x, NULL, &w, true));
+    int nd = rank_of(x);
+    const int64_t *xs = sizes_of(x);
+    int64_t out[TP_MAX_DIMS], def[TP_MAX_DIMS];
+    for (int i = 0; i < w.n; i++) def[i] = (xs[2 + i] - 1) * w.s[i] + w.k[i] - w.pb[i] - w.pe[i];
+    const tp_value *os = ox_in(c, 2);
+    if (os) {
+        int n;
+        TP_TRY(const_ints(c, 2, "output_shape", out, TP_MAX_DIMS, &n));
+        if (n != nd) return ox_bad(c, "output_shape has %d values for a rank-%d input", n, nd);
+        if (out[0] != xs[0] || out[1] != xs[1]) return ox_bad(c, "output_shape changes the batch or channels");
+    } else {
+        out[0] = xs[0];
+        out[1] = xs[1];
+        for (int i = 0; i < w.n; i++) out[2 + i] = def[i];
+    }
+    /* the indices address the default-size output; a larger output_shape
+     * pads it at the end of each dim (ONNX's reference) */
+    bool resized = false;
+    int64_t plane = 1, osz[TP_MAX_DIMS];
+    for (int i = 2; i < nd; i++) {
+        if (out[i] < 1 || def[i - 2] < 1) return ox_bad(c, "output size %" PRId64 " for spatial dim %d", out[i], i - 2);
+        if (out[i] < def[i - 2]) return ox_bad(c, "output_shape is smaller than the pooled input's size");
+        resized |= out[i] != def[i - 2];
+        plane *= def[i - 2];
+    }
+    if (resized && w.n == 3) return ox_unsupported(c, "a 3-D MaxUnpool with a larger output_shape");
+    osz[0] = xs[0];
+    osz[1] = xs[1];
+    for (int i = 2; i < nd; i++) osz[i] = 1;
+    tp_tensor *off = NULL;
+    tp_value offv = tp_value_none(), local = tp_value_none(), r = tp_value_none();
+    tp_status st = ox_new_tensor(c, TP_INT64, nd, osz, false, &off);
+    if (st == TP_OK) {
+        int64_t *o = tp_tensor_data(off);
+        for (int64_t k = 0; k < xs[0] * xs[1]; k++) o[k] = k * plane;
+        offv = tp_value_tensor(off);
+        st = ox_call2(c, TP_OP_SUB, idx, &offv, &local);
+    }
+    if (st == TP_OK && resized && w.n == 2) { /* (p / Dw) * Ow + p % Dw */
+        tp_value dw = tp_value_none(), ow = tp_value_none(), y = tp_value_none(), t = tp_value_none();
+        st = ox_scalar_tensor(TP_INT64, (double)def[1], &dw);
+        if (st == TP_OK) st = ox_scalar_tensor(TP_INT64, (double)out[3], &ow);
+        if (st == TP_OK) {
+            ox_args D;
+            ox_args_init(&D);
+            ox_arg_ref(&D, &local);
+            ox_arg_ref(&D, &dw);
+            tp_value tr = tp_value_none();
+            st = tp_value_str("trunc", &tr);
+            if (st == TP_OK) {
+                ox_kw(&D, "rounding_mode", tr);
+                st = ox_call(c, TP_OP_DIV, &D, &y);
+            } else {
+                ox_args_clear(&D);
+            }
+        }
+        if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &y, &dw, &t);                    /* y * Dw */
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_SUB, &local, &t, &r), &t, &r);  /* x */
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &y, &ow, &r), &y, &r);     /* y * Ow */
+        if (st == TP_OK) st = take(ox_call2(c, TP_OP_ADD, &y, &t, &r), &local, &r);  /* y * Ow + x */
+        tp_value tmp[] = {dw, ow, y, t};
+        for (size_t i = 0; i < TP_ARRAY_LEN(tmp); i++) tp_value_clear(&tmp[i]);
+    }
+    static const tp_op ops[3] = {TP_OP_MAX_UNPOOL1D, TP_OP_MAX_UNPOOL2D, TP_OP_MAX_UNPOOL3D};
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, x);
+        ox_arg_ref(&A, &local);
+        ox_arg(&A, tp_value_none());
+        ox_arg(&A, tp_value_none());
+        ox_arg(&A, tp_value_none());
+        ox_arg_ints(&A, out + 2, w.n);
+        st = ox_call(c, ops[w.n - 1], &A, &r);
+    }
+    if (st == TP_OK) st = set_out(c, &r);
+    tp_value all[] = {offv, local, r};
+    for (size_t i = 0; i < TP_ARRAY_LEN(all); i++) tp_value_clear(&all[i]);
+    return st;
+}
+
 static tp_status map_global_pool(ox_ctx *c, bool is_max) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
@@ -4064,6 +4155,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "QuantizeLinear")) return map_quantize(c);
     if (!strcmp(op, "Resize")) return map_resize(c, false);
     if (!strcmp(op, "GridSample")) return map_grid_sample(c);
+    if (!strcmp(op, "MaxUnpool")) return map_max_unpool(c);
     if (!strcmp(op, "NonZero")) return map_nonzero(c);
     if (!strcmp(op, "Compress")) return map_compress(c);
     if (!strcmp(op, "TopK")) return map_topk(c);
