@@ -621,8 +621,25 @@ TEST(data_dependent_outputs) {
     CHECK(p == NULL);
 }
 
+/* LpPool (p=3, asymmetric pads) and GlobalLpPool against onnx's
+ * reference evaluator (GlobalLpPool: its definition, in numpy). */
+TEST(lp_pools_match_reference) {
+    static const char *const models[][2] = {{"fixtures/onnx/lppool.onnx", "onnx/lppool_y"},
+                                            {"fixtures/onnx/globallppool.onnx", "onnx/globallppool_y"}};
+    tp_tensor *x = load_fixture("onnx/lppool_x");
+    for (int i = 0; x && i < 2; i++) {
+        tp_program *p = NULL;
+        CHECK_OK(tp_onnx_load(models[i][0], NULL, &p, NULL));
+        tp_tensor *want = load_fixture(models[i][1]);
+        if (p && want) run_and_compare(p, x, want);
+        tp_tensor_free(want);
+        tp_program_free(p);
+    }
+    tp_tensor_free(x);
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
-          T(recurrent_models_match_pytorch), T(data_dependent_outputs))
+          T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(lp_pools_match_reference))

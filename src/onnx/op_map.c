@@ -1155,6 +1155,83 @@ static tp_status map_max_unpool(ox_ctx *c) {
     return st;
 }
 
+/* LpPool / GlobalLpPool: (sum over the window of |x|^p)^(1/p), as a sum
+ * pool (avg_pool with divisor 1: ceil-mode windows counted as they are)
+ * of |x|^p; asymmetric pads become an explicit zero pad. */
+static tp_status map_lp_pool(ox_ctx *c, bool global) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    if (!tp_dtype_is_float(dtype_of(x))) return ox_unsupported(c, "LpPool of %s", tp_dtype_name(dtype_of(x)));
+    double p = (double)ox_attr_i(c, "p", 2);
+    if (!(p > 0)) return ox_bad(c, "attribute 'p' %g must be positive", p);
+    int nd = rank_of(x);
+    if (nd < 3 || nd > 5) return ox_unsupported(c, "LpPool on a rank-%d input", nd);
+    tp_value a = tp_value_none(), t = tp_value_none(), tmp = tp_value_none(), padded = tp_value_none();
+    tp_status st = ox_call1(c, TP_OP_ABS, x, &a);
+    if (st == TP_OK && p != 1.0) st = take(binop_scalar(c, TP_OP_POW, &a, p, &tmp), &a, &tmp);
+    if (st == TP_OK && global) {
+        int64_t dims[3];
+        for (int i = 2; i < nd; i++) dims[i - 2] = i;
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &a);
+        ox_arg_ints(&A, dims, nd - 2);
+        ox_arg(&A, tp_value_bool(true));
+        st = ox_call(c, TP_OP_SUM, &A, &t);
+    } else if (st == TP_OK) {
+        window w;
+        st = read_window(c, x, NULL, &w, false);
+        for (int i = 0; st == TP_OK && i < w.n; i++)
+            if (w.d[i] != 1) st = ox_unsupported(c, "dilated LpPool");
+        int64_t pad[3] = {0, 0, 0};
+        const tp_value *in = &a;
+        if (st == TP_OK && window_symmetric(&w)) {
+            for (int i = 0; i < w.n; i++) pad[i] = w.pb[i];
+            for (int i = 0; i < w.n; i++)
+                if (2 * pad[i] > w.k[i]) pad[0] = -1; /* torch limits pads to half the kernel */
+        }
+        if (st == TP_OK && (!window_symmetric(&w) || pad[0] < 0)) {
+            st = pad_spatial(c, &a, &w, 0.0, &padded);
+            in = &padded;
+            pad[0] = pad[1] = pad[2] = 0;
+        }
+        static const tp_op avg[3] = {TP_OP_AVG_POOL1D, TP_OP_AVG_POOL2D, TP_OP_AVG_POOL3D};
+        if (st == TP_OK) {
+            ox_args A;
+            ox_args_init(&A);
+            ox_arg_ref(&A, in);
+            ox_arg_ints(&A, w.k, w.n);
+            ox_arg_ints(&A, w.s, w.n);
+            ox_arg_ints(&A, pad, w.n);
+            ox_arg(&A, tp_value_bool(ox_attr_i(c, "ceil_mode", 0) != 0));
+            ox_arg(&A, tp_value_bool(true));
+            ox_arg(&A, tp_value_int(1));
+            st = ox_call(c, avg[w.n - 1], &A, &t);
+        }
+        /* ONNX drops a ceil-mode window that starts in the end padding
+         * (counted from the unpadded input); an explicit pad hid that */
+        for (int i = 0; st == TP_OK && ox_attr_i(c, "ceil_mode", 0) && i < w.n; i++) {
+            int64_t in = sizes_of(x)[2 + i], num = in + w.pb[i] + w.pe[i] - w.k[i];
+            int64_t o = (num + w.s[i] - 1) / w.s[i] + 1;
+            if ((o - 1) * w.s[i] >= in + w.pb[i]) o--;
+            if (o < sizes_of(&t)[2 + i]) {
+                ox_args A;
+                ox_args_init(&A);
+                ox_arg_ref(&A, &t);
+                ox_arg(&A, tp_value_int(2 + i));
+                ox_arg(&A, tp_value_int(0));
+                ox_arg(&A, tp_value_int(o));
+                st = take(ox_call(c, TP_OP_SLICE, &A, &tmp), &t, &tmp);
+            }
+        }
+    }
+    if (st == TP_OK && p != 1.0) st = take(binop_scalar(c, TP_OP_POW, &t, 1.0 / p, &tmp), &t, &tmp);
+    if (st == TP_OK) st = set_out(c, &t);
+    tp_value all[] = {a, t, tmp, padded};
+    for (size_t i = 0; i < TP_ARRAY_LEN(all); i++) tp_value_clear(&all[i]);
+    return st;
+}
+
 static tp_status map_global_pool(ox_ctx *c, bool is_max) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
@@ -4156,6 +4233,8 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "Resize")) return map_resize(c, false);
     if (!strcmp(op, "GridSample")) return map_grid_sample(c);
     if (!strcmp(op, "MaxUnpool")) return map_max_unpool(c);
+    if (!strcmp(op, "LpPool")) return map_lp_pool(c, false);
+    if (!strcmp(op, "GlobalLpPool")) return map_lp_pool(c, true);
     if (!strcmp(op, "NonZero")) return map_nonzero(c);
     if (!strcmp(op, "Compress")) return map_compress(c);
     if (!strcmp(op, "TopK")) return map_topk(c);
