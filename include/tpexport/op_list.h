@@ -252,6 +252,7 @@ TP_OP(IM2COL, "im2col", nn)
 TP_OP(COL2IM, "col2im", nn)
 TP_OP(PDIST, "pdist", nn)
 TP_OP(BILINEAR, "bilinear", nn)
+TP_OP(CONV_TBC, "conv_tbc", nn)
 /* shape and indexing */
 TP_OP(RESHAPE, "reshape", shape)
 TP_OP(VIEW, "view", shape)

@@ -721,6 +721,9 @@ static const tp_serde_op_entry g_table[] = {
     /* bilinear: F.bilinear is traced into matmul & co.; tensorplay.functional.bilinear records */
     FNW(TF, "bilinear", BILINEAR, "input1,input2,weight,bias"),
     FN(NF, "bilinear", BILINEAR, "input1,input2,weight,bias"),
+    /* conv_tbc: F.conv_tbc fails to trace in tensorplay 1.0; tensorplay.functional.conv_tbc records */
+    FNW(TF, "conv_tbc", CONV_TBC, "input:self,weight,bias,pad"),
+    FN(NF, "conv_tbc", CONV_TBC, "input:self,weight,bias,pad"),
     /* RNN cells: tensorplay.functional's (nn.functional's forms record these) */
     FNW(TF, "rnn_tanh_cell", RNN_TANH_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),
     FNW(TF, "rnn_relu_cell", RNN_RELU_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),

@@ -4,7 +4,7 @@
  * softmax / log_softmax, prelu, embedding, dropout,
  * scaled_dot_product_attention, glu and the RNN cells (rnn_tanh_cell,
  * rnn_relu_cell, gru_cell, lstm_cell), im2col / col2im (unfold / fold),
- * pdist and bilinear: schemas, shape rules and reference
+ * pdist, bilinear and conv_tbc: schemas, shape rules and reference
  * kernels.
  *
  * Semantics are torch.nn.functional's. Every kernel reads its inputs through
@@ -1615,6 +1615,69 @@ static tp_status bilinear_kernel(const tp_value *args, tp_value *out) {
     return st;
 }
 
+/* ---- conv_tbc(Tensor self, Tensor weight, Tensor? bias=None, int pad=0) ------
+ * A 1-d convolution over time of a (time, batch, in) input with a (kernel,
+ * in, out) weight: out[t][b][o] = bias[o] + sum_k sum_c x[t + k - pad][b][c] *
+ * w[k][c][o], time T + 2 * pad - K + 1 (PyTorch's checks and messages). */
+static tp_status conv_tbc_check(const tp_value *args, tp_tensor **x, tp_tensor **w, tp_tensor **b, int64_t *tout) {
+    TP_TRY(arg_tensor(args, 0, "self", x));
+    TP_TRY(arg_tensor(args, 1, "weight", w));
+    TP_TRY(arg_opt_tensor(args, 2, "bias", b));
+    TP_TRY(check_float(*x, "input"));
+    const tp_tensor *all[2] = {*w, *b};
+    for (int i = 0; i < 2; i++)
+        TP_CHECK(!all[i] || all[i]->dtype == (*x)->dtype, TP_ERR_TYPE,
+                 "expected %s to have dtype %s (as the input), got %s", i ? "bias" : "weight",
+                 tp_dtype_name((*x)->dtype), tp_dtype_name(all[i]->dtype));
+    TP_CHECK((*x)->ndim == 3, TP_ERR_SHAPE, "Input must have 3 dims: time, batch, in_channel");
+    TP_CHECK((*w)->ndim == 3, TP_ERR_SHAPE, "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.");
+    TP_CHECK(!*b || (*b)->ndim == 1, TP_ERR_SHAPE, "Bias must be 1-D");
+    TP_CHECK((*x)->sizes[2] == (*w)->sizes[1], TP_ERR_SHAPE,
+             "Input dim 2 (input channels) is not == dim 1 in the weight tensor");
+    TP_CHECK(!*b || (*b)->sizes[0] == (*w)->sizes[2], TP_ERR_SHAPE,
+             "Bias size must equal dim 2 in the weight tensor (output channels).");
+    int64_t pad = tp__arg_int(args, 3);
+    TP_CHECK(pad >= 0 && pad < ((int64_t)1 << 40), TP_ERR_INVALID_ARG, "conv_tbc: pad must be in [0, 2^40), got %" PRId64,
+             pad);
+    *tout = (*x)->sizes[0] + 2 * pad - (*w)->sizes[0] + 1;
+    TP_CHECK(*tout >= 0, TP_ERR_SHAPE,
+             "Trying to create tensor with negative dimension %" PRId64 ": [%" PRId64 ", %" PRId64 ", %" PRId64 "]",
+             *tout, *tout, (*x)->sizes[1], (*w)->sizes[2]);
+    return TP_OK;
+}
+
+static tp_status conv_tbc_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *w, *b;
+    int64_t t;
+    TP_TRY(conv_tbc_check(args, &x, &w, &b, &t));
+    return tp__out_tensor(out, x->dtype, 3, (int64_t[]){t, x->sizes[1], w->sizes[2]});
+}
+
+static tp_status conv_tbc_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *x, *w, *b;
+    int64_t t;
+    TP_TRY(conv_tbc_check(args, &x, &w, &b, &t));
+    tp_tensor *y = tp__out_at(out, 0);
+    int64_t nt = x->sizes[0], nb = x->sizes[1], nc = x->sizes[2], nk = w->sizes[0], no = w->sizes[2];
+    int64_t pad = tp__arg_int(args, 3);
+    const char *xb = tp__tensor_base(x), *wb = tp__tensor_base(w), *bb = b ? tp__tensor_base(b) : NULL;
+    char *yb = tp__tensor_base(y);
+    for (int64_t ot = 0; ot < t; ot++)
+        for (int64_t ib = 0; ib < nb; ib++)
+            for (int64_t o = 0; o < no; o++) {
+                double acc = bb ? load_at(bb, o * b->strides[0], b->dtype) : 0.0;
+                for (int64_t k = 0; k < nk; k++) {
+                    int64_t it = ot + k - pad;
+                    if (it < 0 || it >= nt) continue;
+                    for (int64_t c = 0; c < nc; c++)
+                        acc += load_at(xb, it * x->strides[0] + ib * x->strides[1] + c * x->strides[2], x->dtype) *
+                               load_at(wb, k * w->strides[0] + c * w->strides[1] + o * w->strides[2], w->dtype);
+                }
+                store_at(yb, (ot * nb + ib) * no + o, y->dtype, acc);
+            }
+    return TP_OK;
+}
+
 void tp__register_nn_ops(void) {
     tp__register_op(TP_OP_BATCH_NORM,
                     "batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? weight=None, "
@@ -1690,4 +1753,6 @@ void tp__register_nn_ops(void) {
     tp__register_op(TP_OP_PDIST, "pdist(Tensor self, float p=2) -> Tensor", 0, pdist_infer, pdist_kernel);
     tp__register_op(TP_OP_BILINEAR, "bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias=None) -> Tensor",
                     0, bilinear_infer, bilinear_kernel);
+    tp__register_op(TP_OP_CONV_TBC, "conv_tbc(Tensor self, Tensor weight, Tensor? bias=None, int pad=0) -> Tensor", 0,
+                    conv_tbc_infer, conv_tbc_kernel);
 }

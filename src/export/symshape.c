@@ -1740,6 +1740,21 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (o) o->d[0] = S(r, sd_floordiv(r->sd, sd_mul(r->sd, x->d[0], sd_addk(r->sd, x->d[0], -1)), 2));
         return o;
     }
+    case TP_OP_CONV_TBC: { /* (T + 2 * pad - K + 1, B, out) */
+        const sval *x = need_t(r, 0), *w = need_t(r, 1);
+        int64_t pad = iarg(r, 3, 0);
+        if (!x || !w || x->nd != 3 || w->nd != 3) {
+            r->fail = true;
+            return NULL;
+        }
+        req_eq(r, x->d[2], w->d[1], "conv_tbc: input channels == weight.shape[1]");
+        sval *o = copy_t(r, x);
+        if (!o) return NULL;
+        o->d[0] = S(r, sd_add(r->sd, sd_addk(r->sd, x->d[0], 2 * pad + 1), sd_mulk(r->sd, w->d[0], -1)));
+        req_ge(r, o->d[0], 0, "conv_tbc: output time");
+        o->d[2] = S(r, w->d[2]);
+        return o;
+    }
     case TP_OP_BILINEAR: { /* input1's shape with the last dim weight.shape[0] */
         const sval *a = need_t(r, 0), *b = need_t(r, 1), *w = need_t(r, 2);
         if (!a || !b || !w || a->nd < 1 || a->nd != b->nd || w->nd != 3) {
