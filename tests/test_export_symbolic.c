@@ -552,6 +552,71 @@ TEST(test_nnmore_ops_rules) {
     tp_module_free(m);
 }
 
+/* grid_sample, affine_grid and det on x [s0, 2, 4, 4] (dynamic batch):
+ * sample x at a grid made from x itself (permuted to [s0, 4, 4, 2], cut to
+ * 3 rows, squashed by tanh), an affine grid of 3 x 5 points, and the
+ * determinants of x's 4 x 4 planes. */
+static tp_status sample_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *pm = tp_call(ctx, TP_OP_PERMUTE, (tp_value[]){tp_v(x), tp_ints(ctx, 4, (int64_t[]){0, 2, 3, 1})}, 2, NULL);
+    tp_t *sl = tp_call(ctx, TP_OP_SLICE, (tp_value[]){tp_v(pm), tp_value_int(1), tp_value_int(0), tp_value_int(3)}, 4, NULL);
+    tp_t *g = tp_call(ctx, TP_OP_TANH, (tp_value[]){tp_v(sl)}, 1, NULL);
+    tp_value mode, pad;
+    TP_TRY(tp_value_str("bilinear", &mode));
+    TP_TRY(tp_value_str("zeros", &pad));
+    tp_t *gs = tp_call(ctx, TP_OP_GRID_SAMPLE, (tp_value[]){tp_v(x), tp_v(g), mode, pad, tp_value_bool(false)}, 5, NULL);
+    tp_value_clear(&mode); /* tp_call copies its arguments */
+    tp_value_clear(&pad);
+    tp_t *theta = tp_call(ctx, TP_OP_TANH, (tp_value[]){tp_v(tp_call(ctx, TP_OP_SLICE,
+                                                                     (tp_value[]){tp_v(g), tp_value_int(0), tp_value_int(0),
+                                                                                  tp_value_int(1)},
+                                                                     4, NULL))},
+                          1, NULL); /* [1, 3, 4, 2] */
+    tp_t *th = tp_call(ctx, TP_OP_SLICE, (tp_value[]){tp_v(tp_flatten(ctx, theta, 0, -1)), tp_value_int(0), tp_value_int(0),
+                                                     tp_value_int(6)},
+                       4, NULL);
+    tp_t *ag = tp_call(ctx, TP_OP_AFFINE_GRID,
+                       (tp_value[]){tp_v(tp_call(ctx, TP_OP_RESHAPE, (tp_value[]){tp_v(th), tp_ints(ctx, 3, (int64_t[]){1, 2, 3})}, 2,
+                                                  NULL)),
+                                    tp_ints(ctx, 4, (int64_t[]){1, 2, 3, 5}), tp_value_bool(false)},
+                       3, NULL);
+    tp_t *d = tp_call(ctx, TP_OP_DET, (tp_value[]){tp_v(x)}, 1, NULL);
+    return tp_return(ctx, tp_add(ctx, tp_add(ctx, tp_sum(ctx, gs), tp_sum(ctx, ag)), tp_sum(ctx, d)), out);
+}
+
+TEST(test_sample_ops_rules) {
+    tp_module *m = model(sample_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 2, 4, 4}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_GRID_SAMPLE, "[s0, 2, 3, 4]"}, {TP_OP_AFFINE_GRID, "[1, 3, 5, 2]"}, {TP_OP_DET, "[s0, 2]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 2, 4, 4}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
                      tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
@@ -593,4 +658,5 @@ TEST(test_fallback_to_replay_is_reported) {
 TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
-          T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules))
+          T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules),
+          T(test_sample_ops_rules))

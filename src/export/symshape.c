@@ -1730,6 +1730,47 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->d[o->nd - 1] = K(r, os[1]);
         return o;
     }
+    case TP_OP_GRID_SAMPLE: { /* (N, C, grid H, grid W) */
+        const sval *x = need_t(r, 0), *g = need_t(r, 1);
+        if (!x || !g || x->nd != 4 || g->nd != 4) {
+            r->fail = true;
+            return NULL;
+        }
+        req_eq(r, x->d[0], g->d[0], "grid_sample: input and grid batch sizes");
+        sval *o = out_t(r, 4);
+        if (!o) return NULL;
+        o->d[0] = S(r, x->d[0]);
+        o->d[1] = S(r, x->d[1]);
+        o->d[2] = S(r, g->d[1]);
+        o->d[3] = S(r, g->d[2]);
+        return o;
+    }
+    case TP_OP_AFFINE_GRID: { /* size (N, C, [D,] H, W) -> (N, [D,] H, W, 2 or 3) */
+        int64_t sz[5];
+        int n = ilist(r, 1, sz, 5);
+        if (n != 4 && n != 5) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, n);
+        if (!o) return NULL;
+        o->d[0] = K(r, sz[0]);
+        for (int i = 2; i < n; i++) o->d[i - 1] = K(r, sz[i]);
+        o->d[n - 1] = K(r, n - 2);
+        return o;
+    }
+    case TP_OP_DET: { /* the batch dims */
+        const sval *x = need_t(r, 0);
+        if (!x || x->nd < 2) {
+            r->fail = true;
+            return NULL;
+        }
+        req_eq(r, x->d[x->nd - 1], x->d[x->nd - 2], "det: square matrices");
+        sval *o = out_t(r, x->nd - 2);
+        if (!o) return NULL;
+        for (int i = 0; i < x->nd - 2; i++) o->d[i] = S(r, x->d[i]);
+        return o;
+    }
     case TP_OP_PDIST: { /* N * (N - 1) / 2 */
         const sval *x = need_t(r, 0);
         if (!x || x->nd != 2) {
