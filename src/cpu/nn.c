@@ -1457,7 +1457,7 @@ static tp_status col2im_infer(const tp_value *args, tp_value *out) {
 static tp_status col2im_kernel(const tp_value *args, tp_value *out) {
     tp_tensor *x;
     block_params b;
-    int64_t osz[2], oh, ow;
+    int64_t osz[2], oh = 0, ow = 0;
     TP_TRY(col2im_check(args, &x, &b, osz, &oh, &ow));
     tp_tensor *y = tp__out_at(out, 0);
     bool batched = x->ndim == 3;
@@ -1648,14 +1648,14 @@ static tp_status conv_tbc_check(const tp_value *args, tp_tensor **x, tp_tensor *
 
 static tp_status conv_tbc_infer(const tp_value *args, tp_value *out) {
     tp_tensor *x, *w, *b;
-    int64_t t;
+    int64_t t = 0;
     TP_TRY(conv_tbc_check(args, &x, &w, &b, &t));
     return tp__out_tensor(out, x->dtype, 3, (int64_t[]){t, x->sizes[1], w->sizes[2]});
 }
 
 static tp_status conv_tbc_kernel(const tp_value *args, tp_value *out) {
     tp_tensor *x, *w, *b;
-    int64_t t;
+    int64_t t = 0;
     TP_TRY(conv_tbc_check(args, &x, &w, &b, &t));
     tp_tensor *y = tp__out_at(out, 0);
     int64_t nt = x->sizes[0], nb = x->sizes[1], nc = x->sizes[2], nk = w->sizes[0], no = w->sizes[2];

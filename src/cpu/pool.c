@@ -1217,7 +1217,7 @@ static tp_status affine_setup(const tp_value *args, int64_t *size, int *nd) {
 
 static tp_status affine_grid_infer(const tp_value *args, tp_value *out) {
     int64_t size[5], osz[5];
-    int nd;
+    int nd = 0;
     TP_TRY(affine_setup(args, size, &nd));
     osz[0] = size[0];
     for (int d = 2; d < nd; d++) osz[d - 1] = size[d];
@@ -1235,7 +1235,7 @@ static double affine_base(int64_t i, int64_t n, bool align) {
 
 static tp_status affine_grid_kernel(const tp_value *args, tp_value *out) {
     int64_t size[5];
-    int nd;
+    int nd = 0;
     TP_TRY(affine_setup(args, size, &nd));
     const tp_tensor *t = tp__arg_tensor(args, 0);
     bool align = !tp__arg_is_none(args, 2) && tp__arg_bool(args, 2);
