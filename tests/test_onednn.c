@@ -242,6 +242,27 @@ static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *c
     return out;
 }
 
+/* Run b at the reference level and at the CPU's with 1 and 2 threads:
+ * outputs within tolerance, and between min_onednn and max_onednn (-1: no
+ * bound) steps on oneDNN. Frees b's program and input. */
+static void compare_levels(built *b, const char *label, int min_onednn, int max_onednn) {
+    counts cnt;
+    tp_tensor *want = run(b, TP_CPU_REFERENCE, 1, &cnt);
+    CHECK_MSG(want != NULL, "%s: reference run failed", label);
+    for (int th = 1; want && th <= 2; th++) {
+        tp_tensor *got = run(b, TP_CPU_AUTO, th, &cnt);
+        char msg[256] = "";
+        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", label, th,
+                  got ? msg : "no result");
+        CHECK_MSG(cnt.onednn >= min_onednn && (max_onednn < 0 || cnt.onednn <= max_onednn),
+                  "%s: %d of %d steps ran oneDNN, want %d to %d", label, cnt.onednn, cnt.steps, min_onednn, max_onednn);
+        tp_tensor_free(got);
+    }
+    tp_tensor_free(want);
+    tp_tensor_free(b->x);
+    tp_program_free(b->p);
+}
+
 /* min_onednn: at least this many steps must run on oneDNN. */
 static void check_net(const net_case *c, int min_onednn) {
     built b = build(c);
@@ -250,21 +271,7 @@ static void check_net(const net_case *c, int min_onednn) {
         tp_tensor_free(b.x);
         return;
     }
-    counts cnt;
-    tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt);
-    CHECK_MSG(want != NULL, "%s: reference run failed", c->label);
-    for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
-        char msg[256] = "";
-        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", c->label, th,
-                  got ? msg : "no result");
-        CHECK_MSG(cnt.onednn >= min_onednn, "%s: %d of %d steps ran oneDNN, want at least %d", c->label, cnt.onednn,
-                  cnt.steps, min_onednn);
-        tp_tensor_free(got);
-    }
-    tp_tensor_free(want);
-    tp_tensor_free(b.x);
-    tp_program_free(b.p);
+    compare_levels(&b, c->label, min_onednn, -1);
 }
 
 #define CONV(co, k, s, p, d, g, act) {L_CONV, co, k, k, s, s, p, p, d, d, g, true, false, act, -1, 0}
@@ -459,19 +466,7 @@ static void check_conv1d(const char *label, int64_t n, int64_t c, int64_t len, i
     }
     if (!b.p) return;
     b.x = rand_t(3, xs, 2.0f);
-    counts cnt;
-    tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt);
-    for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
-        char msg[256] = "";
-        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", label, th,
-                  got ? msg : "no result");
-        CHECK_MSG(cnt.onednn == 4, "%s: %d of %d steps ran oneDNN, want 4", label, cnt.onednn, cnt.steps);
-        tp_tensor_free(got);
-    }
-    tp_tensor_free(want);
-    tp_tensor_free(b.x);
-    tp_program_free(b.p);
+    compare_levels(&b, label, 4, 4);
 }
 
 TEST(test_conv1d) {
@@ -530,19 +525,7 @@ static void check_tconv(const tconv_case *c) {
     tp_tensor_free(b);
     if (!bt.p) return;
     bt.x = rand_t(sp + 2, xs, 2.0f);
-    counts cnt;
-    tp_tensor *want = run(&bt, TP_CPU_REFERENCE, 1, &cnt);
-    for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&bt, TP_CPU_AUTO, th, &cnt);
-        char msg[256] = "";
-        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", c->label,
-                  th, got ? msg : "no result");
-        CHECK_MSG(cnt.onednn == 1, "%s: the transposed convolution did not run on oneDNN", c->label);
-        tp_tensor_free(got);
-    }
-    tp_tensor_free(want);
-    tp_tensor_free(bt.x);
-    tp_program_free(bt.p);
+    compare_levels(&bt, c->label, 1, 1);
 }
 
 /* conv3d / conv_transpose3d one-node programs (oneDNN picks the layouts). */
@@ -596,19 +579,7 @@ static void check_vol(const char *label, bool transposed, int64_t n, int64_t cin
     tp_tensor_free(b);
     if (!bt.p) return;
     bt.x = rand_t(5, xs, 2.0f);
-    counts cnt;
-    tp_tensor *want = run(&bt, TP_CPU_REFERENCE, 1, &cnt);
-    for (int th = 1; want && th <= 2; th++) {
-        tp_tensor *got = run(&bt, TP_CPU_AUTO, th, &cnt);
-        char msg[256] = "";
-        CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s", label, th,
-                  got ? msg : "no result");
-        CHECK_MSG(cnt.onednn == 1, "%s: the 3-D convolution did not run on oneDNN", label);
-        tp_tensor_free(got);
-    }
-    tp_tensor_free(want);
-    tp_tensor_free(bt.x);
-    tp_program_free(bt.p);
+    compare_levels(&bt, label, 1, 1);
 }
 
 TEST(test_conv3d) {

@@ -15,7 +15,7 @@ static inline void tp__fused_act(float *p, int64_t n, const void *ctx) {
 }
 
 /* What a prepared float32 convolution (fast_conv.c) computes, for the
- * blocked-layout pass (onednn.c). weight/bias: the constant weight and bias
+ * oneDNN layout pass (onednn.c). weight/bias: the constant weight and bias
  * with any folded batch norm (bias NULL: none); weight NULL when the
  * weight or bias is a run-time tensor. */
 typedef struct tp_conv_info {

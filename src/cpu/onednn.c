@@ -536,6 +536,18 @@ static tp_status pack_weights(dn_chunk *ch, const dnnl_memory_desc_t *user, cons
     return TP_OK;
 }
 
+/* Chunk i's weights: another chunk's packed copy when its primitive wants
+ * the same layout, else packed from w (user layout umd). */
+static tp_status share_or_pack(dn_step *d, int i, const dnnl_memory_desc_t *umd, const float *w) {
+    dn_chunk *ch = &d->chunks[i];
+    for (int q = 0; q < i; q++)
+        if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) {
+            ch->w = d->chunks[q].w;
+            return TP_OK;
+        }
+    return pack_weights(ch, umd, w);
+}
+
 /* Cut n images of oh x ow outputs into chunks: whole images when there
  * are several, else bands of rows, else (one row of output and of input,
  * as conv1d has) bands of columns. With more than one chunk, out[0] is the
@@ -675,12 +687,7 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
             }
             ch->bias = d->bias;
         }
-        /* chunks share packed weights when their primitives want the same layout */
-        const dn_chunk *same = NULL;
-        for (int q = 0; q < i && !same; q++)
-            if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
-        if (same) ch->w = same->w;
-        else st = pack_weights(ch, &umd, v->weight);
+        st = share_or_pack(d, i, &umd, v->weight);
         if (st == TP_OK) st = stage(d, ch, x4.v, nx, ib, y4.v, ny, ob);
         if (st == TP_OK && v->ires >= 0) {
             const plan_slot *r = &ps->plan->slots[s->in[v->ires]];
@@ -1073,11 +1080,7 @@ static tp_status deconv_prepare(const tp_prepare_info *info, const tp_value *bou
             ch->has[M_B] = true;
             ch->bias = (const float *)tp__tensor_base(b); /* a constant of the plan */
         }
-        const dn_chunk *same = NULL;
-        for (int q = 0; q < i && !same; q++)
-            if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
-        if (same) ch->w = same->w;
-        else st = pack_weights(ch, &umd, (const float *)tp__tensor_base(w));
+        st = share_or_pack(d, i, &umd, (const float *)tp__tensor_base(w));
         if (st == TP_OK) st = stage(d, ch, x4, false, ib, o4, false, ob);
         if (st != TP_OK) {
             dnnl_primitive_desc_destroy(pd);
@@ -1235,11 +1238,7 @@ static tp_status vol_prepare(const tp_prepare_info *info, const tp_value *bound,
             if (db > d->stage_dst_bytes) d->stage_dst_bytes = db;
             rst = make_reorder(&ch->md[M_DST], &duser, &ch->r_dst);
         }
-        const dn_chunk *same = NULL;
-        for (int q = 0; q < i && !same; q++)
-            if (d->chunks[q].wbase && dnnl_memory_desc_equal(&d->chunks[q].md[M_W], &ch->md[M_W])) same = &d->chunks[q];
-        if (rst == TP_OK && same) ch->w = same->w;
-        else if (rst == TP_OK) rst = pack_weights(ch, &umd, (const float *)tp__tensor_base(w));
+        if (rst == TP_OK) rst = share_or_pack(d, i, &umd, (const float *)tp__tensor_base(w));
         if (rst != TP_OK) {
             dnnl_primitive_desc_destroy(pdesc);
             break;

@@ -879,6 +879,18 @@ static tp_status map_conv_transpose(ox_ctx *c) {
     return set_out(c, &r);
 }
 
+/* a / b for non-negative int64 operands (truncation is floor there). */
+static tp_status int_div(ox_ctx *c, const tp_value *a, const tp_value *b, tp_value *out) {
+    tp_value tr = tp_value_none();
+    TP_TRY(tp_value_str("trunc", &tr));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, a);
+    ox_arg_ref(&A, b);
+    ox_kw(&A, "rounding_mode", tr);
+    return ox_call(c, TP_OP_DIV, &A, out);
+}
+
 /* MaxPool with its Indices output: max_poolNd_with_indices gives indices
  * within each (n, c) plane; ONNX's (storage_order 0) flatten the whole
  * tensor, so (n * C + c) * prod(spatial) is added. Symmetric padding only
@@ -920,28 +932,9 @@ static tp_status map_max_pool_indices(ox_ctx *c, const tp_value *x, const window
     }
     if (st == TP_OK && col_major && nd == 4) { /* plane index y * W + x -> x * H + y */
         tp_value wv = tp_value_none(), hv = tp_value_none(), yv = tp_value_none(), t = tp_value_none();
-        tp_tensor *wt = NULL, *ht = NULL;
-        st = ox_new_tensor(c, TP_INT64, 0, NULL, false, &wt);
-        if (st == TP_OK) st = ox_new_tensor(c, TP_INT64, 0, NULL, false, &ht);
-        if (st == TP_OK) {
-            *(int64_t *)tp_tensor_data(wt) = xs[3];
-            *(int64_t *)tp_tensor_data(ht) = xs[2];
-            wv = tp_value_tensor(wt);
-            hv = tp_value_tensor(ht);
-            wt = ht = NULL;
-            ox_args D; /* y = index / W (non-negative: truncation is floor) */
-            ox_args_init(&D);
-            ox_arg_ref(&D, &idx);
-            ox_arg_ref(&D, &wv);
-            tp_value tr = tp_value_none();
-            st = tp_value_str("trunc", &tr);
-            if (st == TP_OK) {
-                ox_kw(&D, "rounding_mode", tr);
-                st = ox_call(c, TP_OP_DIV, &D, &yv);
-            } else {
-                ox_args_clear(&D);
-            }
-        }
+        st = ox_scalar_tensor(TP_INT64, (double)xs[3], &wv);
+        if (st == TP_OK) st = ox_scalar_tensor(TP_INT64, (double)xs[2], &hv);
+        if (st == TP_OK) st = int_div(c, &idx, &wv, &yv); /* y */
         if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &yv, &wv, &t); /* y * W */
         if (st == TP_OK) st = take(ox_call2(c, TP_OP_SUB, &idx, &t, &sum), &t, &sum); /* x */
         if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &t, &hv, &sum), &t, &sum); /* x * H */
@@ -951,8 +944,6 @@ static tp_status map_max_pool_indices(ox_ctx *c, const tp_value *x, const window
             idx = sum;
             sum = tp_value_none();
         }
-        tp_tensor_free(wt);
-        tp_tensor_free(ht);
         tp_value tmp[] = {wv, hv, yv, t};
         for (size_t i = 0; i < TP_ARRAY_LEN(tmp); i++) tp_value_clear(&tmp[i]);
     } else if (st == TP_OK && col_major && nd != 3) {
@@ -1116,20 +1107,7 @@ static tp_status map_max_unpool(ox_ctx *c) {
         tp_value dw = tp_value_none(), ow = tp_value_none(), y = tp_value_none(), t = tp_value_none();
         st = ox_scalar_tensor(TP_INT64, (double)def[1], &dw);
         if (st == TP_OK) st = ox_scalar_tensor(TP_INT64, (double)out[3], &ow);
-        if (st == TP_OK) {
-            ox_args D;
-            ox_args_init(&D);
-            ox_arg_ref(&D, &local);
-            ox_arg_ref(&D, &dw);
-            tp_value tr = tp_value_none();
-            st = tp_value_str("trunc", &tr);
-            if (st == TP_OK) {
-                ox_kw(&D, "rounding_mode", tr);
-                st = ox_call(c, TP_OP_DIV, &D, &y);
-            } else {
-                ox_args_clear(&D);
-            }
-        }
+        if (st == TP_OK) st = int_div(c, &local, &dw, &y);
         if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, &y, &dw, &t);                    /* y * Dw */
         if (st == TP_OK) st = take(ox_call2(c, TP_OP_SUB, &local, &t, &r), &t, &r);  /* x */
         if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &y, &ow, &r), &y, &r);     /* y * Ow */
