@@ -22,6 +22,7 @@
 #include "../internal.h"
 #include "save.h"
 #include "serde.h"
+#include "torch.h"
 #include "tpexport/limits.h"
 #include "tpexport/archive.h"
 #include "zip.h"
@@ -239,7 +240,8 @@ typedef struct load_ctx {
     mapping *image;
     bool mapped;
     bool any_copied;
-    const char *dir; /* "data/weights/" or "data/constants/" */
+    const char *dir; /* "data/weights/" or "data/constants/": the index being parsed */
+    const char *wdir, *cdir; /* where payloads of the weights / constants indexes live */
     tp_serde_weights weights, constants;
     /* per member index: the largest element size of any view the indexes
      * make of it (0: none), computed on first use; a member is mapped in
@@ -279,7 +281,7 @@ static tp_status compute_member_align(load_ctx *c) {
     c->member_align = tp_calloc((size_t)(n ? n : 1), 1);
     TP_CHECK(c->member_align != NULL, TP_ERR_NOMEM, "out of memory");
     const tp_serde_weights *lists[2] = {&c->weights, &c->constants};
-    const char *dirs[2] = {"data/weights/", "data/constants/"};
+    const char *dirs[2] = {c->wdir, c->cdir};
     for (int l = 0; l < 2; l++) {
         for (int i = 0; i < lists[l]->n; i++) {
             const tp_serde_weight *w = &lists[l]->items[i];
@@ -359,8 +361,7 @@ static tp_status state_lookup(void *ctx, const char *target, tp_state_kind kind,
     /* constants first for CONSTANT, weights first otherwise */
     const tp_serde_weights *lists[2] = {kind == TP_STATE_CONSTANT ? &c->constants : &c->weights,
                                         kind == TP_STATE_CONSTANT ? &c->weights : &c->constants};
-    const char *dirs[2] = {kind == TP_STATE_CONSTANT ? "data/constants/" : "data/weights/",
-                           kind == TP_STATE_CONSTANT ? "data/weights/" : "data/constants/"};
+    const char *dirs[2] = {kind == TP_STATE_CONSTANT ? c->cdir : c->wdir, kind == TP_STATE_CONSTANT ? c->wdir : c->cdir};
     for (int l = 0; l < 2; l++) {
         for (int i = 0; i < lists[l]->n; i++) {
             const tp_serde_weight *w = &lists[l]->items[i];
@@ -483,6 +484,114 @@ static void report_problem(tp_sb *report, int *n_problems, const char *program, 
 /* Load or verify every program. report != NULL: verify mode, where each
  * problem of each program is appended as a line and counted in
  * *n_problems. */
+/* ---- PyTorch's archives (torch.export.save; torch.h) ---------------------- */
+
+/* The top folder <root> of a PyTorch archive: the one folder holding an
+ * archive_format member, when the archive has none at its root. */
+static bool find_torch_root(const tp_zip_reader *z, char *root, size_t size) {
+    for (int i = 0; i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name;
+        const char *slash = strchr(m, '/');
+        if (!slash || slash == m || strcmp(slash + 1, FORMAT_MEMBER) != 0 || (size_t)(slash - m) >= size) continue;
+        memcpy(root, m, (size_t)(slash - m));
+        root[slash - m] = '\0';
+        return true;
+    }
+    return false;
+}
+
+static tp_status add_program(tp_archive *a, const char *name, tp_program *p) {
+    char *nm = tp_strdup(name);
+    if (!nm) {
+        tp_program_free(p);
+        return tp_error(TP_ERR_NOMEM, "out of memory");
+    }
+    a->names[a->n_programs] = nm;
+    a->programs[a->n_programs++] = p;
+    return TP_OK;
+}
+
+/* The programs of a PyTorch archive under <root>/: models/<model>.json with
+ * data/weights/<model>_weights_config.json and
+ * data/constants/<model>_constants_config.json; payloads under
+ * data/weights/ and data/constants/ (mapped as for tensorplay archives).
+ * Example inputs (data/sample_inputs/<model>.pt, a pickle) are not read. */
+static tp_status load_torch(const tp_zip_reader *z, mapping *image, bool mapped, const tp_doc_limits *dlim,
+                            const char *root, tp_archive *a) {
+    char member[600], wdir[300], cdir[300], text_buf[33];
+    char *text = NULL;
+    size_t len = 0;
+    snprintf(member, sizeof member, "%s/%s", root, FORMAT_MEMBER);
+    TP_TRY(read_member(z, member, true, &text, &len));
+    bool pt2 = len == 3 && memcmp(text, "pt2", 3) == 0;
+    if (!pt2) printable(text, len, text_buf, sizeof text_buf);
+    tp_free(text);
+    TP_CHECK(pt2, TP_ERR_CORRUPT, "member '%s' must be 'pt2', not '%s'", member, text_buf);
+    snprintf(member, sizeof member, "%s/byteorder", root);
+    TP_TRY(read_member(z, member, false, &text, &len));
+    bool little = !text || (len == 6 && memcmp(text, "little", 6) == 0);
+    if (!little) printable(text, len, text_buf, sizeof text_buf);
+    tp_free(text);
+    TP_CHECK(little, TP_ERR_UNSUPPORTED, "byte order '%s' (member '%s'): only little-endian archives are read", text_buf,
+             member);
+    snprintf(wdir, sizeof wdir, "%s/data/weights/", root);
+    snprintf(cdir, sizeof cdir, "%s/data/constants/", root);
+    char prefix[300];
+    int plen = snprintf(prefix, sizeof prefix, "%s/models/", root);
+    int n_models = 0;
+    for (int i = 0; i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name;
+        size_t l = strlen(m);
+        if (!strncmp(m, prefix, (size_t)plen) && l > (size_t)plen + 5 && !strcmp(m + l - 5, ".json") &&
+            !strchr(m + plen, '/'))
+            n_models++;
+    }
+    TP_CHECK(n_models > 0, TP_ERR_CORRUPT, "PyTorch archive has no program (no %s<model>.json member)", prefix);
+    a->names = tp_calloc((size_t)n_models, sizeof *a->names);
+    a->programs = tp_calloc((size_t)n_models, sizeof *a->programs);
+    TP_CHECK(a->names && a->programs, TP_ERR_NOMEM, "out of memory");
+    tp_status st = TP_OK;
+    for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name;
+        size_t l = strlen(m);
+        if (!(!strncmp(m, prefix, (size_t)plen) && l > (size_t)plen + 5 && !strcmp(m + l - 5, ".json") &&
+              !strchr(m + plen, '/')))
+            continue;
+        char name[256];
+        size_t nlen = l - (size_t)plen - 5;
+        TP_CHECK(nlen < sizeof name, TP_ERR_CORRUPT, "program name in '%s' is too long", m);
+        memcpy(name, m + plen, nlen);
+        name[nlen] = '\0';
+        load_ctx c = {.zip = z, .image = image, .mapped = mapped, .wdir = wdir, .cdir = cdir};
+        for (int k = 0; k < 2 && st == TP_OK; k++) {
+            const char *what = k == 0 ? "weights" : "constants";
+            snprintf(member, sizeof member, "%s%s_%s_config.json", k == 0 ? wdir : cdir, name, what);
+            c.dir = k == 0 ? wdir : cdir;
+            st = read_member(z, member, false, &text, &len);
+            if (st == TP_OK && text) {
+                st = tp__torch_weights_from_json(text, len, what, payload_size, &c, dlim,
+                                                 k == 0 ? &c.weights : &c.constants);
+                if (st != TP_OK) tp_error_context("%s", member);
+            }
+            tp_free(text);
+            text = NULL;
+        }
+        tp_program *p = NULL;
+        if (st == TP_OK) st = read_member(z, m, true, &text, &len);
+        if (st == TP_OK) {
+            tp_torch_read_options ro = {.state = state_lookup, .state_ctx = &c, .limits = dlim};
+            st = tp__torch_program_from_json(text, len, &ro, &p);
+            if (st != TP_OK) tp_error_context("program '%s' (%s)", name, m);
+        }
+        tp_free(text);
+        text = NULL;
+        if (c.any_copied) a->mapped_weights = false;
+        load_ctx_clear(&c);
+        if (st == TP_OK) st = add_program(a, name, p);
+    }
+    return st;
+}
+
 static tp_status load_all(mapping *image, bool mapped, const tp_load_options *opts, tp_archive **out,
                           tp_sb *report, int *n_problems) {
     tp_zip_limits lim = limits_from(opts);
@@ -497,7 +606,28 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
     if (st == TP_OK) {
         a->image = mapping_retain(image);
         a->mapped_weights = mapped;
-        st = read_member(z, FORMAT_MEMBER, true, &text, &len);
+        char root[256];
+        if (tp__zip_find(z, FORMAT_MEMBER) < 0 && find_torch_root(z, root, sizeof root)) {
+            /* PyTorch's own layout: every member under one top folder */
+            st = load_torch(z, image, mapped, &dlim, root, a);
+            tp__zip_close(z);
+            if (st != TP_OK) {
+                tp_archive_free(a);
+                return st;
+            }
+            *out = a;
+            return TP_OK;
+        }
+        if (tp__zip_find(z, FORMAT_MEMBER) < 0) {
+            for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
+                const char *m = tp__zip_entry(z, i)->name, *b = strrchr(m, '/');
+                if (!strcmp(b ? b + 1 : m, "serialized_exported_program.json"))
+                    st = tp_error(TP_ERR_UNSUPPORTED,
+                                  "a PyTorch export archive of the torch 2.5-and-earlier layout ('%s', pickled state "
+                                  "dict): not supported; re-save it with torch 2.6 or later", m);
+            }
+        }
+        if (st == TP_OK) st = read_member(z, FORMAT_MEMBER, true, &text, &len);
         if (st == TP_OK && !(len == 3 && memcmp(text, "pt2", 3) == 0))
             st = tp_error(TP_ERR_CORRUPT, "member '%s' must be 'pt2', not '%s'", FORMAT_MEMBER,
                           printable(text, len, (char[33]){0}, 33));
@@ -538,7 +668,7 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
         }
         memcpy(name, m + 7, nlen);
         name[nlen] = '\0';
-        load_ctx c = {.zip = z, .image = image, .mapped = mapped};
+        load_ctx c = {.zip = z, .image = image, .mapped = mapped, .wdir = "data/weights/", .cdir = "data/constants/"};
         tp_value examples = tp_value_none();
         char idx_name[512];
         tp_status pst = TP_OK;

@@ -206,6 +206,14 @@ TP_HIDDEN tp_status tp__serde_weights_from_json(const char *json, size_t len, co
                                                 tp_serde_payload_fn payload, void *payload_ctx,
                                                 const tp_doc_limits *limits, tp_serde_weights *out);
 
+/* The checks tp__serde_weights_from_json applies to each entry (path_name a
+ * relative member name, sizes/strides/offset non-negative, element count and
+ * view size without overflow, limits->tensor_bytes, and - with payload - the
+ * view inside its payload), for descriptors read from another index format
+ * (torch's payload configs). */
+TP_HIDDEN tp_status tp__serde_weights_check(tp_serde_weights *w, const char *what, tp_serde_payload_fn payload,
+                                            void *payload_ctx, const tp_doc_limits *limits);
+
 /* The tensor an entry describes, borrowing data[0..size) (the payload;
  * release(release_ctx, data) runs when the last view goes, as in
  * tp_tensor_borrow; may be NULL). Checks the view fits. On failure release

@@ -63,6 +63,60 @@ static bool path_name_ok(const char *s, size_t max_name) {
     return true;
 }
 
+/* The checks every entry gets, whichever index format it came from: element
+ * count and view size without overflow, the tensor_bytes limit and - with
+ * `payload` - the view inside its payload member. Sets bytes_needed. */
+static tp_status check_weight(const char *what, const char *name, const char *path, tp_serde_weight *w,
+                              tp_serde_payload_fn payload, void *ctx, const tp_doc_limits *lim) {
+    for (int d = 0; d < w->ndim; d++)
+        if (w->sizes[d] < 0 || w->strides[d] < 0)
+            return tp_error(TP_ERR_CORRUPT, "%s '%s': sizes and strides must be non-negative", what, name);
+    if (w->storage_offset < 0)
+        return tp_error(TP_ERR_CORRUPT, "%s '%s': storage_offset must be a non-negative integer", what, name);
+    int64_t numel;
+    if (tp__numel(w->ndim, w->sizes, &numel) != TP_OK || numel > INT64_MAX / 16)
+        return tp_error(TP_ERR_CORRUPT, "%s '%s': element count overflows", what, name);
+    uint64_t need;
+    if (!tp__sd_view_bytes(w->ndim, w->sizes, w->strides, w->storage_offset, tp_dtype_size(w->dtype), &need) || need > SIZE_MAX)
+        return tp_error(TP_ERR_CORRUPT, "%s '%s': view size overflows", what, name);
+    w->bytes_needed = (size_t)need;
+    uint64_t bytes = (uint64_t)numel * tp_dtype_size(w->dtype);
+    if (bytes < need) bytes = need;
+    if (bytes > lim->tensor_bytes)
+        return tp_error(TP_ERR_UNSUPPORTED, "%s '%s': a %s tensor of %" PRIu64 " bytes exceeds the limit of %" PRIu64
+                        " bytes (max_tensor_bytes)", what, name, tp_dtype_name(w->dtype), bytes, lim->tensor_bytes);
+    if (payload) {
+        size_t have = 0;
+        tp_status st = payload(ctx, path, &have);
+        if (st == TP_ERR_NOT_FOUND)
+            return tp_error(TP_ERR_CORRUPT, "%s '%s': payload '%s' is missing", what, name, path);
+        if (st != TP_OK) {
+            tp_error_context("%s '%s'", what, name);
+            return st;
+        }
+        if (have % tp_dtype_size(w->dtype))
+            return tp_error(TP_ERR_CORRUPT, "%s '%s': payload of %zu bytes is not a multiple of the %s element size", what,
+                            name, have, tp_dtype_name(w->dtype));
+        if (need > have)
+            return tp_error(TP_ERR_CORRUPT, "%s '%s': view needs %" PRIu64 " bytes but payload has %zu", what, name, need,
+                            have);
+    }
+    return TP_OK;
+}
+
+tp_status tp__serde_weights_check(tp_serde_weights *ws, const char *what, tp_serde_payload_fn payload, void *ctx,
+                                  const tp_doc_limits *limits) {
+    tp_doc_limits dl = tp__doc_limits_default();
+    const tp_doc_limits *lim = limits ? limits : &dl;
+    for (int i = 0; i < ws->n; i++) {
+        tp_serde_weight *w = &ws->items[i];
+        if (!path_name_ok(w->path_name, lim->name))
+            return tp_error(TP_ERR_CORRUPT, "%s '%s': path_name must be a relative member name", what, w->name);
+        TP_TRY(check_weight(what, w->name, w->path_name, w, payload, ctx, lim));
+    }
+    return TP_OK;
+}
+
 static tp_status read_weight(const char *what, const char *name, const json_t *j, tp_serde_payload_fn payload,
                              void *ctx, const tp_doc_limits *lim, tp_serde_weight *w) {
     if (!json_is_object(j)) return tp_error(TP_ERR_CORRUPT, "%s '%s': expected an object, got %s", what, name, tp__sd_json_kind(j));
@@ -99,18 +153,7 @@ static tp_status read_weight(const char *what, const char *name, const json_t *j
     if (!json_is_integer(off) || json_integer_value(off) < 0)
         return tp_error(TP_ERR_CORRUPT, "%s '%s': storage_offset must be a non-negative integer", what, name);
     w->storage_offset = json_integer_value(off);
-    int64_t numel;
-    if (tp__numel(w->ndim, w->sizes, &numel) != TP_OK || numel > INT64_MAX / 16)
-        return tp_error(TP_ERR_CORRUPT, "%s '%s': element count overflows", what, name);
-    uint64_t need;
-    if (!tp__sd_view_bytes(w->ndim, w->sizes, w->strides, w->storage_offset, tp_dtype_size(w->dtype), &need) || need > SIZE_MAX)
-        return tp_error(TP_ERR_CORRUPT, "%s '%s': view size overflows", what, name);
-    w->bytes_needed = (size_t)need;
-    uint64_t bytes = (uint64_t)numel * tp_dtype_size(w->dtype);
-    if (bytes < need) bytes = need;
-    if (bytes > lim->tensor_bytes)
-        return tp_error(TP_ERR_UNSUPPORTED, "%s '%s': a %s tensor of %" PRIu64 " bytes exceeds the limit of %" PRIu64
-                        " bytes (max_tensor_bytes)", what, name, tp_dtype_name(w->dtype), bytes, lim->tensor_bytes);
+    TP_TRY(check_weight(what, name, json_string_value(pn), w, payload, ctx, lim));
     static const char *const bools[] = {"requires_grad", "is_param"};
     for (int k = 0; k < 2; k++) {
         const json_t *b = json_object_get(j, bools[k]);
@@ -124,22 +167,6 @@ static tp_status read_weight(const char *what, const char *name, const json_t *j
         if (!json_is_integer(role) || json_integer_value(role) < 0 || json_integer_value(role) > 9)
             return tp_error(TP_ERR_CORRUPT, "%s '%s': role must be an integer 0..9", what, name);
         w->role = (int)json_integer_value(role);
-    }
-    if (payload) {
-        size_t have = 0;
-        tp_status st = payload(ctx, json_string_value(pn), &have);
-        if (st == TP_ERR_NOT_FOUND)
-            return tp_error(TP_ERR_CORRUPT, "%s '%s': payload '%s' is missing", what, name, json_string_value(pn));
-        if (st != TP_OK) {
-            tp_error_context("%s '%s'", what, name);
-            return st;
-        }
-        if (have % tp_dtype_size(w->dtype))
-            return tp_error(TP_ERR_CORRUPT, "%s '%s': payload of %zu bytes is not a multiple of the %s element size", what,
-                            name, have, tp_dtype_name(w->dtype));
-        if (need > have)
-            return tp_error(TP_ERR_CORRUPT, "%s '%s': view needs %" PRIu64 " bytes but payload has %zu", what, name, need,
-                            have);
     }
     w->name = tp_strdup(name);
     w->path_name = tp_strdup(json_string_value(pn));

@@ -1,0 +1,248 @@
+/*
+ * torch_ops.c - ATen ops of PyTorch export archives -> our ops (torch.h).
+ *
+ * Two opsets arrive: the training IR torch.export.export emits (linear,
+ * conv2d, layer_norm, batch_norm, scaled_dot_product_attention, in-place
+ * add_ on buffers, view ops) and the core ATen opset run_decompositions()
+ * produces (addmm, convolution, native_layer_norm,
+ * _native_batch_norm_legit_no_training, _softmax, ...). Each entry lists
+ * the overloads it accepts; an overload not listed is refused by name, as
+ * its arguments may mean something else. Argument names are ATen's, which
+ * our schemas share unless the entry's map renames them.
+ */
+#include <string.h>
+
+#include "torch.h"
+
+#define E(name, overloads, op, map, fixed, flags) {name, overloads, TP_OP_##op, map, fixed, flags}
+#define DROP(name, overloads) {name, overloads, TP_OP_INVALID, NULL, NULL, TP_TORCH_DROP}
+
+static const tp_torch_op g_aten[] = {
+    /* elementwise */
+    E("add", "Tensor,Scalar", ADD, NULL, NULL, 0),
+    E("sub", "Tensor,Scalar", SUB, NULL, NULL, 0),
+    E("mul", "Tensor,Scalar", MUL, NULL, NULL, 0),
+    E("div", "Tensor,Scalar,Tensor_mode,Scalar_mode", DIV, NULL, NULL, 0),
+    E("pow", "Tensor_Scalar,Tensor_Tensor", POW, NULL, NULL, 0),
+    E("remainder", "Tensor,Scalar", REMAINDER, NULL, NULL, 0),
+    E("fmod", "Tensor,Scalar", FMOD, NULL, NULL, 0),
+    E("maximum", "default", MAXIMUM, NULL, NULL, 0),
+    E("minimum", "default", MINIMUM, NULL, NULL, 0),
+    E("eq", "Tensor,Scalar", EQ, NULL, NULL, 0),
+    E("ne", "Tensor,Scalar", NE, NULL, NULL, 0),
+    E("lt", "Tensor,Scalar", LT, NULL, NULL, 0),
+    E("le", "Tensor,Scalar", LE, NULL, NULL, 0),
+    E("gt", "Tensor,Scalar", GT, NULL, NULL, 0),
+    E("ge", "Tensor,Scalar", GE, NULL, NULL, 0),
+    E("logical_and", "default", LOGICAL_AND, NULL, NULL, 0),
+    E("logical_or", "default", LOGICAL_OR, NULL, NULL, 0),
+    E("logical_not", "default", LOGICAL_NOT, NULL, NULL, 0),
+    E("bitwise_not", "default", BITWISE_NOT, NULL, NULL, 0),
+    E("where", "self,ScalarSelf,ScalarOther,Scalar", WHERE, NULL, NULL, 0),
+    E("masked_fill", "Scalar,Tensor", MASKED_FILL, NULL, NULL, 0),
+    E("neg", "default", NEG, NULL, NULL, 0),
+    E("abs", "default", ABS, NULL, NULL, 0),
+    E("exp", "default", EXP, NULL, NULL, 0),
+    E("log", "default", LOG, NULL, NULL, 0),
+    E("log1p", "default", LOG1P, NULL, NULL, 0),
+    E("expm1", "default", EXPM1, NULL, NULL, 0),
+    E("sqrt", "default", SQRT, NULL, NULL, 0),
+    E("rsqrt", "default", RSQRT, NULL, NULL, 0),
+    E("sin", "default", SIN, NULL, NULL, 0),
+    E("cos", "default", COS, NULL, NULL, 0),
+    E("tanh", "default", TANH, NULL, NULL, 0),
+    E("sigmoid", "default", SIGMOID, NULL, NULL, 0),
+    E("erf", "default", ERF, NULL, NULL, 0),
+    E("reciprocal", "default", RECIPROCAL, NULL, NULL, 0),
+    E("floor", "default", FLOOR, NULL, NULL, 0),
+    E("ceil", "default", CEIL, NULL, NULL, 0),
+    E("round", "default,decimals", ROUND, NULL, NULL, 0),
+    E("trunc", "default", TRUNC, NULL, NULL, 0),
+    E("sign", "default", SIGN, NULL, NULL, 0),
+    E("relu", "default", RELU, NULL, NULL, 0),
+    E("relu6", "default", RELU6, NULL, NULL, 0),
+    E("gelu", "default", GELU, NULL, NULL, 0),
+    E("silu", "default", SILU, NULL, NULL, 0),
+    E("mish", "default", MISH, NULL, NULL, 0),
+    E("hardtanh", "default", HARDTANH, NULL, NULL, 0),
+    E("hardswish", "default", HARDSWISH, NULL, NULL, 0),
+    E("hardsigmoid", "default", HARDSIGMOID, NULL, NULL, 0),
+    E("leaky_relu", "default", LEAKY_RELU, NULL, NULL, 0),
+    E("elu", "default", ELU, NULL, NULL, 0),
+    E("softplus", "default", SOFTPLUS, NULL, NULL, 0),
+    E("prelu", "default", PRELU, NULL, NULL, 0),
+    E("glu", "default", GLU, NULL, NULL, 0),
+    E("clamp", "default,Tensor", CLAMP, NULL, NULL, 0),
+    E("clamp_min", "default", CLAMP, NULL, NULL, 0),
+    E("clamp_max", "default", CLAMP, NULL, NULL, 0),
+    E("tril", "default", TRIL, NULL, NULL, 0),
+    E("triu", "default", TRIU, NULL, NULL, 0),
+    /* in place (training IR, on buffers and fresh tensors) */
+    E("add_", "Tensor,Scalar", ADD_, NULL, NULL, 0),
+    E("mul_", "Tensor,Scalar", MUL_, NULL, NULL, 0),
+    E("copy_", "default", COPY_, NULL, NULL, 0),
+    E("fill_", "Scalar,Tensor", FILL_, NULL, NULL, 0),
+    E("zero_", "default", ZERO_, NULL, NULL, 0),
+    /* reductions */
+    E("sum", "default,dim_IntList", SUM, NULL, NULL, 0),
+    E("mean", "default,dim", MEAN, NULL, NULL, 0),
+    E("prod", "default,dim_int", PROD, NULL, NULL, 0),
+    E("amax", "default", AMAX, NULL, NULL, 0),
+    E("amin", "default", AMIN, NULL, NULL, 0),
+    E("max", "default,dim", MAX, NULL, NULL, 0),
+    E("min", "default,dim", MIN, NULL, NULL, 0),
+    E("argmax", "default", ARGMAX, NULL, NULL, 0),
+    E("argmin", "default", ARGMIN, NULL, NULL, 0),
+    E("any", "default,dim,dims", ANY, NULL, NULL, 0),
+    E("all", "default,dim", ALL, NULL, NULL, 0),
+    E("var", "correction,dim,default", VAR, NULL, NULL, 0),
+    E("std", "correction,dim,default", STD, NULL, NULL, 0),
+    E("logsumexp", "default", LOGSUMEXP, NULL, NULL, 0),
+    E("cumsum", "default", CUMSUM, NULL, NULL, 0),
+    E("cumprod", "default", CUMPROD, NULL, NULL, 0),
+    E("softmax", "int", SOFTMAX, NULL, NULL, 0),
+    E("log_softmax", "int", LOG_SOFTMAX, NULL, NULL, 0),
+    E("_softmax", "default", SOFTMAX, "half_to_float:=false", NULL, 0),
+    E("_log_softmax", "default", LOG_SOFTMAX, "half_to_float:=false", NULL, 0),
+    E("topk", "default", TOPK, NULL, NULL, 0),
+    E("sort", "default,stable", SORT, NULL, NULL, 0),
+    /* matrix products */
+    E("linear", "default", LINEAR, NULL, NULL, 0),
+    E("addmm", "default", ADDMM, NULL, NULL, 0),
+    E("mm", "default", MM, NULL, NULL, 0),
+    E("bmm", "default", BMM, NULL, NULL, 0),
+    E("matmul", "default", MATMUL, NULL, NULL, 0),
+    E("baddbmm", "default", BADDBMM, NULL, NULL, 0),
+    E("einsum", "default", EINSUM, NULL, NULL, 0),
+    E("scaled_dot_product_attention", "default", SCALED_DOT_PRODUCT_ATTENTION, "enable_gqa:=false", NULL, 0),
+    E("_scaled_dot_product_flash_attention_for_cpu", "default", SCALED_DOT_PRODUCT_ATTENTION, NULL, NULL,
+      TP_TORCH_FIRST),
+    /* convolution, normalisation, pooling */
+    E("convolution", "default", CONVOLUTION, NULL, NULL, 0),
+    E("conv1d", "default,padding", CONV1D, NULL, NULL, 0),
+    E("conv2d", "default,padding", CONV2D, NULL, NULL, 0),
+    E("conv3d", "default,padding", CONV3D, NULL, NULL, 0),
+    E("conv_transpose1d", "default,input", CONV_TRANSPOSE1D, NULL, NULL, 0),
+    E("conv_transpose2d", "default,input", CONV_TRANSPOSE2D, NULL, NULL, 0),
+    E("batch_norm", "default", BATCH_NORM, "cudnn_enabled:-", NULL, 0),
+    E("_native_batch_norm_legit_no_training", "default", BATCH_NORM, NULL, "training=false", TP_TORCH_FIRST),
+    E("layer_norm", "default", LAYER_NORM, "cudnn_enable:-", NULL, 0),
+    E("native_layer_norm", "default", LAYER_NORM, NULL, NULL, TP_TORCH_FIRST),
+    E("group_norm", "default", GROUP_NORM, "cudnn_enabled:-", NULL, 0),
+    E("native_group_norm", "default", GROUP_NORM, "N:-,C:-,HxW:-,group:num_groups", NULL, TP_TORCH_FIRST),
+    E("dropout", "default", DROPOUT, NULL, NULL, 0),
+    E("native_dropout", "default", DROPOUT, NULL, NULL, TP_TORCH_FIRST),
+    E("max_pool1d", "default", MAX_POOL1D, NULL, NULL, 0),
+    E("max_pool2d", "default", MAX_POOL2D, NULL, NULL, 0),
+    E("max_pool2d_with_indices", "default", MAX_POOL2D_WITH_INDICES, NULL, NULL, 0),
+    E("avg_pool1d", "default", AVG_POOL1D, NULL, NULL, 0),
+    E("avg_pool2d", "default", AVG_POOL2D, NULL, NULL, 0),
+    E("adaptive_avg_pool1d", "default", ADAPTIVE_AVG_POOL1D, NULL, NULL, 0),
+    E("adaptive_avg_pool2d", "default", ADAPTIVE_AVG_POOL2D, NULL, NULL, 0),
+    E("_adaptive_avg_pool2d", "default", ADAPTIVE_AVG_POOL2D, NULL, NULL, 0),
+    E("upsample_nearest2d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor", "mode='nearest'", 0),
+    E("upsample_bilinear2d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor",
+      "mode='bilinear'", 0),
+    E("upsample_nearest1d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor", "mode='nearest'", 0),
+    E("upsample_nearest3d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor", "mode='nearest'", 0),
+    E("upsample_linear1d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor", "mode='linear'", 0),
+    E("upsample_bicubic2d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor", "mode='bicubic'", 0),
+    E("upsample_trilinear3d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor",
+      "mode='trilinear'", 0),
+    E("pixel_shuffle", "default", PIXEL_SHUFFLE, NULL, NULL, 0),
+    E("embedding", "default", EMBEDDING, NULL, NULL, 0),
+    /* shapes and views */
+    E("view", "default", VIEW, NULL, NULL, 0),
+    E("_unsafe_view", "default", RESHAPE, "size:shape", NULL, 0),
+    E("reshape", "default", RESHAPE, NULL, NULL, 0),
+    E("expand", "default", EXPAND, "implicit:=false", NULL, 0),
+    E("permute", "default", PERMUTE, NULL, NULL, 0),
+    E("transpose", "int", TRANSPOSE, NULL, NULL, 0),
+    E("t", "default", TRANSPOSE, NULL, NULL, TP_TORCH_T),
+    E("unsqueeze", "default", UNSQUEEZE, NULL, NULL, 0),
+    E("squeeze", "default,dim,dims", SQUEEZE, NULL, NULL, 0),
+    E("flatten", "using_ints", FLATTEN, NULL, NULL, 0),
+    E("unflatten", "int", UNFLATTEN, NULL, NULL, 0),
+    E("cat", "default", CAT, NULL, NULL, 0),
+    E("stack", "default", STACK, NULL, NULL, 0),
+    E("slice", "Tensor", SLICE, NULL, NULL, 0),
+    E("select", "int", SELECT, NULL, NULL, 0),
+    E("narrow", "default", NARROW, NULL, NULL, 0),
+    E("split", "Tensor", SPLIT, "split_size:split_size_or_sections", NULL, 0),
+    E("split_with_sizes", "default", SPLIT, "split_sizes:split_size_or_sections", NULL, 0),
+    E("chunk", "default", CHUNK, NULL, NULL, 0),
+    E("unbind", "int", UNBIND, NULL, NULL, 0),
+    E("flip", "default", FLIP, NULL, NULL, 0),
+    E("roll", "default", ROLL, NULL, NULL, 0),
+    E("repeat", "default", REPEAT, NULL, NULL, 0),
+    E("tile", "default", TILE, NULL, NULL, 0),
+    E("constant_pad_nd", "default", PAD, "self:input", "mode='constant'", 0),
+    E("pad", "default", PAD, "self:input", NULL, 0),
+    E("clone", "default", CLONE, NULL, NULL, 0),
+    E("contiguous", "default", CONTIGUOUS, NULL, NULL, 0),
+    E("alias", "default", CLONE, NULL, NULL, 0),
+    E("detach", "default", CLONE, NULL, NULL, 0),
+    E("lift_fresh_copy", "default", CLONE, NULL, NULL, 0),
+    E("_to_copy", "default", TO, NULL, NULL, 0),
+    E("to", "dtype,dtype_layout", TO, NULL, NULL, 0),
+    E("index", "Tensor", INDEX, NULL, NULL, 0),
+    E("index_select", "default", INDEX_SELECT, NULL, NULL, 0),
+    E("gather", "default", GATHER, "sparse_grad:=false", NULL, 0),
+    E("scatter", "src,value", SCATTER, "value:src", NULL, 0),
+    E("index_put", "default", INDEX_PUT, NULL, NULL, 0),
+    E("index_put_", "default", INDEX_PUT_, NULL, NULL, 0),
+    /* creation */
+    E("full", "default", FULL, NULL, NULL, 0),
+    E("full_like", "default", FULL_LIKE, NULL, NULL, 0),
+    E("zeros", "default", ZEROS, NULL, NULL, 0),
+    E("ones", "default", ONES, NULL, NULL, 0),
+    E("zeros_like", "default", ZEROS_LIKE, NULL, NULL, 0),
+    E("ones_like", "default", ONES_LIKE, NULL, NULL, 0),
+    E("new_zeros", "default", NEW_ZEROS, NULL, NULL, 0),
+    E("arange", "default,start,start_step", ARANGE, NULL, NULL, 0),
+    E("scalar_tensor", "default", FULL, "s:fill_value", "size=[]", 0),
+    /* symbolic sizes */
+    E("sym_size", "int", SYM_SIZE, NULL, NULL, 0),
+    /* runtime assertions: the program checks its ranges itself */
+    DROP("_assert_scalar", "default"),
+    DROP("_assert_tensor_metadata", "default"),
+    DROP("sym_constrain_range_for_size", "default"),
+    DROP("sym_constrain_range", "default"),
+    DROP("_assert_async", "default,msg"),
+};
+
+static const tp_torch_op g_operator[] = {
+    E("add", "", SYM_ADD, NULL, NULL, TP_TORCH_SYMINT),
+    E("sub", "", SYM_SUB, NULL, NULL, TP_TORCH_SYMINT),
+    E("mul", "", SYM_MUL, NULL, NULL, TP_TORCH_SYMINT),
+    E("floordiv", "", SYM_FLOORDIV, NULL, NULL, TP_TORCH_SYMINT),
+};
+
+static bool listed(const char *list, const char *item) {
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && memcmp(p, item, n) == 0) return true;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
+const tp_torch_op *tp__torch_find_op(const char *module, const char *name, const char *overload) {
+    if (strcmp(module, "_operator") == 0) {
+        for (size_t i = 0; i < TP_ARRAY_LEN(g_operator); i++)
+            if (strcmp(g_operator[i].name, name) == 0) return &g_operator[i];
+        return NULL;
+    }
+    if (strcmp(module, "aten") != 0) return NULL;
+    for (size_t i = 0; i < TP_ARRAY_LEN(g_aten); i++)
+        if (strcmp(g_aten[i].name, name) == 0 && listed(g_aten[i].overloads, overload)) return &g_aten[i];
+    return NULL;
+}
+
+const tp_torch_op *tp__torch_op_table(int *n) {
+    *n = (int)TP_ARRAY_LEN(g_aten);
+    return g_aten;
+}
