@@ -27,7 +27,7 @@
  *   -t: 1, 2, 4 ... up to THREADS_MAX (default 2)   -n: exactly THREADS
  *   -i: only that ISA level (0 1 2; default all but scalar)
  *   -u: also B unpacked (packed per call, or read in place for small M)
- *   -s: only that shape
+ *   -s: only that shape (any M x K x N, listed or not)
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -269,9 +269,9 @@ int main(int argc, char **argv) {
         /* oneDNN (Debian: OpenMP) takes its thread count from OMP_NUM_THREADS:
          * run the bench once per thread count with -t and OMP_NUM_THREADS set. */
 #endif
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            const bench_shape *sh = &shapes[s];
-            if (only.m && (only.m != sh->m || only.k != sh->k || only.n != sh->n)) continue;
+        const size_t n_shapes = only.m > 0 ? 1 : sizeof shapes / sizeof shapes[0];
+        for (size_t s = 0; s < n_shapes; s++) {
+            const bench_shape *sh = only.m > 0 ? &only : &shapes[s];
             const double flops = 2.0 * (double)sh->m * (double)sh->k * (double)sh->n;
             float *a = alloc_aligned(sizeof(float) * (size_t)(sh->m * sh->k));
             float *b = alloc_aligned(sizeof(float) * (size_t)(sh->k * sh->n));
