@@ -1,7 +1,8 @@
 /*
  * test_torch_archive.c - archives written by PyTorch's own torch.export.save
  * (fixtures/torch_export/, made by fixtures/gen_torch_export.py with torch
- * 2.15): each loads, runs with its recorded inputs (dynamic batch and
+ * 2.15, and torch 2.7 for the legacy_* ones in the layout before the pt2
+ * package): each loads, runs with its recorded inputs (dynamic batch and
  * sequence sizes, in the order PyTorch ran them, buffer updates included)
  * and matches PyTorch's outputs; the damaged copies fail with the status and
  * message the manifest gives.
@@ -167,6 +168,26 @@ TEST(test_counter_program) {
     tp_archive_free(a);
 }
 
+/* Example inputs: torch.save'd (args, kwargs) pairs, read by the strict
+ * pickle subset, in both layouts (data/sample_inputs/model.pt of the pt2
+ * package, serialized_example_inputs.pt before it). */
+TEST(test_example_inputs) {
+    const char *files[] = {DIR "counter.pt2", DIR "legacy_counter.pt2"};
+    for (int f = 0; f < 2; f++) {
+        tp_archive *a = NULL;
+        CHECK_OK(tp_archive_load(files[f], NULL, &a));
+        if (!a) continue;
+        tp_program *p = tp_archive_program(a, 0);
+        const tp_value *x = tp_program_example_input(p, "x"), *y = tp_program_example_input(p, "y");
+        CHECK_MSG(x && x->kind == TP_VAL_TENSOR && tp_tensor_ndim(x->u.tensor) == 2 && tp_tensor_sizes(x->u.tensor)[0] == 5,
+                  "%s: example x", files[f]);
+        CHECK_MSG(y && y->kind == TP_VAL_TENSOR && tp_tensor_numel(y->u.tensor) == 3, "%s: example y", files[f]);
+        /* the legacy layout's state comes out of pickles: copies, not mappings */
+        CHECK(tp_archive_is_mapped(a) == (f == 0));
+        tp_archive_free(a);
+    }
+}
+
 /* A symbolic dim shared by two inputs becomes an equality constraint; the
  * sizes PyTorch derived (2*s) are checked on the way. */
 TEST(test_attn_dims) {
@@ -182,4 +203,4 @@ TEST(test_attn_dims) {
     tp_archive_free(a);
 }
 
-TEST_MAIN(T(test_models_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_attn_dims))
+TEST_MAIN(T(test_models_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims))

@@ -36,6 +36,22 @@
  * payload is refused (TP_ERR_UNSUPPORTED naming the node or member); each
  * problem has its own error naming the member/field/node.
  * Loaded programs are validated before they are returned.
+ *
+ * PyTorch's own archives (torch.export.save) load through the same calls:
+ *   - the pt2 package of torch 2.8 onwards (every member under one top
+ *     folder: <root>/archive_format, models/<model>.json in torch's export
+ *     schema 8.x, data/weights/<model>_weights_config.json and raw payloads,
+ *     mapped in place like tensorplay's; data/sample_inputs/<model>.pt);
+ *   - the layout of torch 2.6 and 2.7 (serialized_exported_program.json,
+ *     schema 8.x, with the state dict, constants and example inputs as
+ *     torch.save files: copied out of their pickles);
+ * torch.save pickles (state dicts, example inputs) are read by the same
+ * strict subset reader, extended by torch's tensor rebuild functions over
+ * persistent storage ids and OrderedDict (no code runs). Every node's ATen
+ * op and overload must be one tpexport maps (TP_ERR_UNSUPPORTED names it),
+ * and the dtype and shape tpexport infers for each node must equal the ones
+ * PyTorch recorded. Schema majors other than 8 are TP_ERR_UNSUPPORTED,
+ * naming the version. Saving always writes tensorplay's format.
  */
 #ifndef TPEXPORT_ARCHIVE_H
 #define TPEXPORT_ARCHIVE_H

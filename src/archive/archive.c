@@ -511,13 +511,109 @@ static tp_status add_program(tp_archive *a, const char *name, tp_program *p) {
     return TP_OK;
 }
 
+/* Example inputs from a torch.save'd (args, kwargs) pair: when its leaves
+ * are tensors, one per user input, each becomes that input's example. Any
+ * other structure is left out (the program then has no examples). */
+static tp_status torch_examples(tp_program *p, const tp_value *v) {
+    tp_value leaves;
+    tp_treespec *spec = NULL;
+    if (v->kind != TP_VAL_TUPLE || tp_pytree_flatten(v, &leaves, &spec) != TP_OK) {
+        tp_clear_error();
+        return TP_OK;
+    }
+    tp_treespec_free(spec);
+    int n = tp_program_num_user_inputs(p);
+    bool ok = tp_value_len(&leaves) == n;
+    for (int i = 0; ok && i < n; i++) ok = tp_value_at(&leaves, i)->kind == TP_VAL_TENSOR;
+    tp_status st = TP_OK;
+    const tp_signature *sig = tp_program_signature(p);
+    for (int i = 0, k = 0; ok && st == TP_OK && i < tp_signature_n_inputs(sig); i++) {
+        const tp_input_spec *s = tp_signature_input(sig, i);
+        if (s->kind == TP_INPUT_USER_INPUT) st = tp_program_set_example_input(p, s->arg.name, tp_value_at(&leaves, k++));
+    }
+    tp_value_clear(&leaves);
+    return st;
+}
+
+/* A torch.save member of the archive as a value (None when absent). */
+static tp_status torch_saved_member(const tp_zip_reader *z, const char *member, const tp_zip_limits *zl,
+                                    const tp_doc_limits *dlim, tp_value *out) {
+    *out = tp_value_none();
+    int i = tp__zip_find(z, member);
+    if (i < 0) return TP_OK;
+    void *data;
+    size_t size;
+    TP_TRY(tp__zip_read(z, i, &data, &size));
+    tp_status st = tp__torch_saved_value(data, size, zl, dlim, out);
+    tp_free(data);
+    if (st != TP_OK) tp_error_context("member '%s'", member);
+    return st;
+}
+
+/* State of the legacy layout: the tensors of serialized_state_dict.pt and
+ * serialized_constants.pt. */
+typedef struct legacy_state {
+    tp_value state, constants;
+} legacy_state;
+
+static tp_status legacy_lookup(void *ctx, const char *target, tp_state_kind kind, tp_tensor **out) {
+    legacy_state *L = ctx;
+    const tp_value *lists[2] = {kind == TP_STATE_CONSTANT ? &L->constants : &L->state,
+                                kind == TP_STATE_CONSTANT ? &L->state : &L->constants};
+    for (int l = 0; l < 2; l++) {
+        const tp_value *v = lists[l]->kind == TP_VAL_DICT ? tp_value_dict_get(lists[l], target) : NULL;
+        if (v && v->kind == TP_VAL_TENSOR) {
+            *out = tp_tensor_retain(v->u.tensor);
+            return TP_OK;
+        }
+    }
+    return tp_error(TP_ERR_NOT_FOUND, "state '%s' is not in serialized_state_dict.pt or serialized_constants.pt", target);
+}
+
+/* torch 2.6 and 2.7's layout: serialized_exported_program.json (schema 8.x),
+ * serialized_state_dict.pt, serialized_constants.pt and
+ * serialized_example_inputs.pt (torch.save files, read by the strict
+ * pickle subset) at the root; one program, "model". Weights are copies. */
+static tp_status load_torch_legacy(const tp_zip_reader *z, const tp_zip_limits *zl, const tp_doc_limits *dlim,
+                                   tp_archive *a) {
+    legacy_state L = {tp_value_none(), tp_value_none()};
+    tp_value ex = tp_value_none();
+    char *text = NULL;
+    size_t len = 0;
+    tp_program *p = NULL;
+    tp_status st = torch_saved_member(z, "serialized_state_dict.pt", zl, dlim, &L.state);
+    if (st == TP_OK) st = torch_saved_member(z, "serialized_constants.pt", zl, dlim, &L.constants);
+    if (st == TP_OK && (L.state.kind != TP_VAL_DICT && L.state.kind != TP_VAL_NONE))
+        st = tp_error(TP_ERR_CORRUPT, "serialized_state_dict.pt: not a dict of tensors");
+    if (st == TP_OK) st = read_member(z, "serialized_exported_program.json", true, &text, &len);
+    if (st == TP_OK) {
+        tp_torch_read_options ro = {.state = legacy_lookup, .state_ctx = &L, .limits = dlim};
+        st = tp__torch_program_from_json(text, len, &ro, &p);
+        if (st != TP_OK) tp_error_context("serialized_exported_program.json");
+    }
+    if (st == TP_OK) st = torch_saved_member(z, "serialized_example_inputs.pt", zl, dlim, &ex);
+    if (st == TP_OK) st = torch_examples(p, &ex);
+    tp_free(text);
+    tp_value_clear(&ex);
+    tp_value_clear(&L.state);
+    tp_value_clear(&L.constants);
+    if (st == TP_OK) {
+        a->names = tp_calloc(1, sizeof *a->names);
+        a->programs = tp_calloc(1, sizeof *a->programs);
+        if (!a->names || !a->programs) st = tp_error(TP_ERR_NOMEM, "out of memory");
+    }
+    if (st == TP_OK) return add_program(a, "model", p);
+    tp_program_free(p);
+    return st;
+}
+
 /* The programs of a PyTorch archive under <root>/: models/<model>.json with
  * data/weights/<model>_weights_config.json and
  * data/constants/<model>_constants_config.json; payloads under
  * data/weights/ and data/constants/ (mapped as for tensorplay archives).
  * Example inputs (data/sample_inputs/<model>.pt, a pickle) are not read. */
-static tp_status load_torch(const tp_zip_reader *z, mapping *image, bool mapped, const tp_doc_limits *dlim,
-                            const char *root, tp_archive *a) {
+static tp_status load_torch(const tp_zip_reader *z, mapping *image, bool mapped, const tp_zip_limits *zl,
+                            const tp_doc_limits *dlim, const char *root, tp_archive *a) {
     char member[600], wdir[300], cdir[300], text_buf[33];
     char *text = NULL;
     size_t len = 0;
@@ -585,6 +681,14 @@ static tp_status load_torch(const tp_zip_reader *z, mapping *image, bool mapped,
         }
         tp_free(text);
         text = NULL;
+        if (st == TP_OK) {
+            tp_value ex;
+            snprintf(member, sizeof member, "%s/data/sample_inputs/%s.pt", root, name);
+            st = torch_saved_member(z, member, zl, dlim, &ex);
+            if (st == TP_OK) st = torch_examples(p, &ex);
+            tp_value_clear(&ex);
+            if (st != TP_OK) tp_program_free(p);
+        }
         if (c.any_copied) a->mapped_weights = false;
         load_ctx_clear(&c);
         if (st == TP_OK) st = add_program(a, name, p);
@@ -609,7 +713,7 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
         char root[256];
         if (tp__zip_find(z, FORMAT_MEMBER) < 0 && find_torch_root(z, root, sizeof root)) {
             /* PyTorch's own layout: every member under one top folder */
-            st = load_torch(z, image, mapped, &dlim, root, a);
+            st = load_torch(z, image, mapped, &lim, &dlim, root, a);
             tp__zip_close(z);
             if (st != TP_OK) {
                 tp_archive_free(a);
@@ -618,14 +722,17 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
             *out = a;
             return TP_OK;
         }
-        if (tp__zip_find(z, FORMAT_MEMBER) < 0) {
-            for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
-                const char *m = tp__zip_entry(z, i)->name, *b = strrchr(m, '/');
-                if (!strcmp(b ? b + 1 : m, "serialized_exported_program.json"))
-                    st = tp_error(TP_ERR_UNSUPPORTED,
-                                  "a PyTorch export archive of the torch 2.5-and-earlier layout ('%s', pickled state "
-                                  "dict): not supported; re-save it with torch 2.6 or later", m);
+        if (tp__zip_find(z, FORMAT_MEMBER) < 0 && tp__zip_find(z, "serialized_exported_program.json") >= 0) {
+            /* PyTorch's layout before the pt2 package (torch 2.7 and earlier) */
+            st = load_torch_legacy(z, &lim, &dlim, a);
+            tp__zip_close(z);
+            if (st != TP_OK) {
+                tp_archive_free(a);
+                return st;
             }
+            a->mapped_weights = false;
+            *out = a;
+            return TP_OK;
         }
         if (st == TP_OK) st = read_member(z, FORMAT_MEMBER, true, &text, &len);
         if (st == TP_OK && !(len == 3 && memcmp(text, "pt2", 3) == 0))

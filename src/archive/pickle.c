@@ -44,10 +44,20 @@ enum {
     PK_CLASS,
     PK_OBJECT, /* cls; state in `state` once built */
     PK_ELLIPSIS,
-    PK_MARK
+    PK_MARK,
+    PK_STORAGE, /* torch.save: a persistent storage reference; state = (kind, class, key, location, numel) */
+    PK_TTENSOR  /* torch.save: _rebuild_tensor_v2(storage, offset, size, stride, ...); state = its arguments */
 };
 
-enum { PK_CLS_DTYPE = 1, PK_CLS_TENSOR = 2 };
+/* PK_CLS_STORAGE keeps the storage's dtype in `i`. */
+enum {
+    PK_CLS_DTYPE = 1,
+    PK_CLS_TENSOR = 2,
+    PK_CLS_REBUILD_TENSOR = 3,
+    PK_CLS_REBUILD_PARAM = 4,
+    PK_CLS_ORDERED_DICT = 5,
+    PK_CLS_STORAGE = 6
+};
 
 typedef struct pk_val pk_val;
 
@@ -76,6 +86,9 @@ typedef struct pk_reader {
     pk_val **memo;
     size_t cap_memo; /* memo indexes < cap_memo; NULL = unset */
     size_t n_memo;   /* next MEMOIZE index */
+    bool torch;      /* torch.save's pickle: its tensor, storage and OrderedDict globals, REDUCE, BINPERSID */
+    tp__sd_storage_fn storage;
+    void *storage_ctx;
 } pk_reader;
 
 #define PK_MAX_OBJECTS ((size_t)1 << 22)
@@ -178,6 +191,40 @@ static tp_status pk_string(pk_reader *p, int kind, size_t n) {
     return pk_push(p, v);
 }
 
+/* The globals torch.save pickles use for tensors: torch._utils._rebuild_tensor_v2 and
+ * _rebuild_parameter, collections.OrderedDict, and the typed storage classes
+ * torch.FloatStorage & co. (which name the dtype). True when (module, name)
+ * is one of them; *v is the class object (NULL: out of memory). */
+static bool pk_torch_global(pk_reader *p, const char *module, size_t mlen, const char *name, size_t nlen, pk_val **v) {
+    static const struct {
+        const char *name;
+        tp_dtype dtype;
+    } storages[] = {{"FloatStorage", TP_FLOAT32}, {"DoubleStorage", TP_FLOAT64}, {"HalfStorage", TP_FLOAT16},
+                    {"BFloat16Storage", TP_BFLOAT16}, {"LongStorage", TP_INT64}, {"IntStorage", TP_INT32},
+                    {"ShortStorage", TP_INT16}, {"CharStorage", TP_INT8}, {"ByteStorage", TP_UINT8},
+                    {"BoolStorage", TP_BOOL}};
+    int cls = 0;
+    int64_t dtype = 0;
+#define PK_IS(s, len, lit) ((len) == sizeof(lit) - 1 && memcmp((s), (lit), (len)) == 0)
+    if (PK_IS(module, mlen, "torch._utils") && PK_IS(name, nlen, "_rebuild_tensor_v2")) cls = PK_CLS_REBUILD_TENSOR;
+    else if (PK_IS(module, mlen, "torch._utils") && PK_IS(name, nlen, "_rebuild_parameter")) cls = PK_CLS_REBUILD_PARAM;
+    else if (PK_IS(module, mlen, "collections") && PK_IS(name, nlen, "OrderedDict")) cls = PK_CLS_ORDERED_DICT;
+    else if (PK_IS(module, mlen, "torch"))
+        for (size_t i = 0; i < TP_ARRAY_LEN(storages) && !cls; i++)
+            if (nlen == strlen(storages[i].name) && memcmp(name, storages[i].name, nlen) == 0) {
+                cls = PK_CLS_STORAGE;
+                dtype = storages[i].dtype;
+            }
+#undef PK_IS
+    if (!cls) return false;
+    *v = pk_new(p, PK_CLASS);
+    if (*v) {
+        (*v)->cls = cls;
+        (*v)->i = dtype;
+    }
+    return true;
+}
+
 static tp_status pk_global(pk_reader *p, const char *module, size_t mlen, const char *name, size_t nlen) {
     pk_val *v = NULL;
     if (mlen == 10 && memcmp(module, "tensorplay", 10) == 0 && nlen == 5 && memcmp(name, "DType", 5) == 0) {
@@ -189,6 +236,8 @@ static tp_status pk_global(pk_reader *p, const char *module, size_t mlen, const 
         if (v) v->cls = PK_CLS_TENSOR;
     } else if (mlen == 8 && memcmp(module, "builtins", 8) == 0 && nlen == 8 && memcmp(name, "Ellipsis", 8) == 0) {
         v = pk_new(p, PK_ELLIPSIS);
+    } else if (p->torch && pk_torch_global(p, module, mlen, name, nlen, &v)) {
+        if (!v) return tp_error(TP_ERR_NOMEM, "pickle: out of memory");
     } else {
         return tp_error(TP_ERR_UNSUPPORTED, "pickle: global %.*s.%.*s cannot be loaded safely", (int)(mlen > 64 ? 64 : mlen),
                         module, (int)(nlen > 64 ? 64 : nlen), name);
@@ -414,6 +463,41 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             TP_TRY(pk_push(p, obj));
             break;
         }
+        case 'Q': /* BINPERSID (torch.save): ('storage', <class>, key, location, numel) */ {
+            pk_val *pid = NULL;
+            if (!p->torch) PK_FAIL(TP_ERR_UNSUPPORTED, "opcode 0x%02x at offset %zu is not supported", op, at);
+            TP_TRY(pk_pop(p, &pid));
+            if (pid->kind != PK_TUPLE || pid->n != 5 || pid->items[0]->kind != PK_STR ||
+                pid->items[0]->len != 7 || memcmp(pid->items[0]->bytes, "storage", 7) != 0 ||
+                pid->items[1]->kind != PK_CLASS || pid->items[1]->cls != PK_CLS_STORAGE || pid->items[2]->kind != PK_STR ||
+                pid->items[4]->kind != PK_INT || pid->items[4]->i < 0)
+                PK_FAIL(TP_ERR_UNSUPPORTED, "persistent id at offset %zu is not a storage reference", at);
+            pk_val *st = pk_new(p, PK_STORAGE);
+            if (st) st->state = pid;
+            TP_TRY(pk_push(p, st));
+            break;
+        }
+        case 'R': /* REDUCE (torch.save): only its tensor rebuilders and OrderedDict() */ {
+            pk_val *args = NULL, *fn = NULL;
+            if (!p->torch) PK_FAIL(TP_ERR_UNSUPPORTED, "opcode 0x%02x at offset %zu is not supported", op, at);
+            TP_TRY(pk_pop(p, &args));
+            TP_TRY(pk_pop(p, &fn));
+            if (fn->kind != PK_CLASS || args->kind != PK_TUPLE)
+                PK_FAIL(TP_ERR_UNSUPPORTED, "call at offset %zu is not supported", at);
+            pk_val *r = NULL;
+            if (fn->cls == PK_CLS_ORDERED_DICT && args->n == 0) {
+                r = pk_new(p, PK_DICT);
+            } else if (fn->cls == PK_CLS_REBUILD_TENSOR && args->n >= 6 && args->items[0]->kind == PK_STORAGE) {
+                r = pk_new(p, PK_TTENSOR);
+                if (r) r->state = args;
+            } else if (fn->cls == PK_CLS_REBUILD_PARAM && args->n >= 1 && args->items[0]->kind == PK_TTENSOR) {
+                r = args->items[0];
+            } else {
+                PK_FAIL(TP_ERR_UNSUPPORTED, "call at offset %zu is not one of torch.save's tensor rebuilders", at);
+            }
+            TP_TRY(pk_push(p, r));
+            break;
+        }
         default: PK_FAIL(TP_ERR_UNSUPPORTED, "opcode 0x%02x at offset %zu is not supported", op, at);
         }
     }
@@ -509,10 +593,47 @@ static tp_status pk_tensor(const pk_val *o, const tp_doc_limits *lim, tp_value *
     return TP_OK;
 }
 
+/* A torch.save tensor: the storage's bytes (fetched by key) viewed with
+ * the rebuild arguments (storage, offset, size, stride, requires_grad, ...). */
+static tp_status pk_torch_tensor(const pk_val *t, const pk_reader *p, const tp_doc_limits *lim, tp_value *out) {
+    const pk_val *a = t->state, *pid = a->items[0]->state;
+    if (a->items[1]->kind != PK_INT || a->items[1]->i < 0) PK_FAIL(TP_ERR_CORRUPT, "tensor offset is not a valid int");
+    int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
+    int nd, ns;
+    TP_TRY(pk_int_list(a->items[2], "sizes", &nd, sizes));
+    TP_TRY(pk_int_list(a->items[3], "strides", &ns, strides));
+    if (nd != ns) PK_FAIL(TP_ERR_CORRUPT, "tensor has %d sizes but %d strides", nd, ns);
+    tp_dtype dt = (tp_dtype)pid->items[1]->i;
+    int64_t numel = pid->items[4]->i;
+    const pk_val *key = pid->items[2];
+    char k[64];
+    if (key->len == 0 || key->len >= sizeof k || memchr(key->bytes, 0, key->len) || memchr(key->bytes, '/', key->len))
+        PK_FAIL(TP_ERR_CORRUPT, "storage key is not a plain name");
+    memcpy(k, key->bytes, key->len);
+    k[key->len] = '\0';
+    uint64_t need;
+    if (!tp__sd_view_bytes(nd, sizes, strides, a->items[1]->i, tp_dtype_size(dt), &need))
+        PK_FAIL(TP_ERR_CORRUPT, "tensor view size overflows");
+    if (numel > INT64_MAX / 16 || need > (uint64_t)numel * tp_dtype_size(dt))
+        PK_FAIL(TP_ERR_CORRUPT, "tensor view needs %" PRIu64 " bytes but storage '%s' has %" PRId64 " elements", need, k,
+                numel);
+    if ((uint64_t)numel * tp_dtype_size(dt) > lim->tensor_bytes)
+        PK_FAIL(TP_ERR_UNSUPPORTED, "a storage of %" PRIu64 " bytes exceeds the limit of %" PRIu64 " bytes (max_tensor_bytes)",
+                (uint64_t)numel * tp_dtype_size(dt), lim->tensor_bytes);
+    if (!p->storage) PK_FAIL(TP_ERR_UNSUPPORTED, "no storages to read tensor data from");
+    tp_tensor *flat = NULL, *view = NULL;
+    TP_TRY(p->storage(p->storage_ctx, k, dt, numel, &flat));
+    tp_status st = tp_tensor_as_strided(flat, nd, sizes, strides, a->items[1]->i, &view);
+    tp_tensor_free(flat);
+    TP_TRY(st);
+    *out = tp_value_tensor(view);
+    return TP_OK;
+}
+
 /* Convert a pickled value. `ellipsis`: where an Ellipsis may appear (set to
  * true when the value is one); NULL refuses it. */
-static tp_status pk_to_value(const pk_val *v, const tp_doc_limits *lim, int depth, size_t *budget, tp_value *out,
-                              bool *ellipsis) {
+static tp_status pk_to_value(const pk_reader *p, const pk_val *v, const tp_doc_limits *lim, int depth, size_t *budget,
+                              tp_value *out, bool *ellipsis) {
     *out = tp_value_none();
     if ((size_t)depth > lim->depth) PK_FAIL(TP_ERR_CORRUPT, "nesting deeper than %zu (max_depth)", lim->depth);
     if (*budget == 0) PK_FAIL(TP_ERR_CORRUPT, "more than %zu values (shared objects expand too far)", PK_MAX_OBJECTS);
@@ -541,7 +662,7 @@ static tp_status pk_to_value(const pk_val *v, const tp_doc_limits *lim, int dept
         TP_TRY(v->kind == PK_TUPLE ? tp_value_tuple(v->n, out) : tp_value_list(v->n, out));
         for (int64_t i = 0; i < v->n; i++) {
             tp_value item;
-            tp_status st = pk_to_value(v->items[i], lim, depth + 1, budget, &item, NULL);
+            tp_status st = pk_to_value(p, v->items[i], lim, depth + 1, budget, &item, NULL);
             if (st == TP_OK) st = tp_value_seq_set(out, i, &item);
             if (st != TP_OK) {
                 tp_value_clear(out);
@@ -570,7 +691,7 @@ static tp_status pk_to_value(const pk_val *v, const tp_doc_limits *lim, int dept
                 PK_FAIL(TP_ERR_CORRUPT, "duplicate dict key '%.64s'", key);
             }
             tp_value item;
-            tp_status st = pk_to_value(v->items[i + 1], lim, depth + 1, budget, &item, NULL);
+            tp_status st = pk_to_value(p, v->items[i + 1], lim, depth + 1, budget, &item, NULL);
             if (st == TP_OK) st = tp_value_dict_set(out, key, &item);
             if (st != TP_OK) {
                 tp_value_clear(out);
@@ -589,6 +710,7 @@ static tp_status pk_to_value(const pk_val *v, const tp_doc_limits *lim, int dept
             return TP_OK;
         }
         return pk_tensor(v, lim, out);
+    case PK_TTENSOR: return pk_torch_tensor(v, p, lim, out);
     case PK_BYTES: PK_FAIL(TP_ERR_UNSUPPORTED, "bytes values are not supported");
     default: PK_FAIL(TP_ERR_UNSUPPORTED, "a class object is not a value");
     }
@@ -599,7 +721,18 @@ tp_status tp__sd_pickle_read(const void *data, size_t size, const tp_doc_limits 
     pk_val *root = NULL;
     tp_status st = pk_run(&p, &root);
     size_t budget = PK_MAX_OBJECTS;
-    if (st == TP_OK) st = pk_to_value(root, lim, 0, &budget, out, ellipsis);
+    if (st == TP_OK) st = pk_to_value(&p, root, lim, 0, &budget, out, ellipsis);
+    pk_free(&p);
+    return st;
+}
+
+tp_status tp__sd_torch_pickle_read(const void *data, size_t size, const tp_doc_limits *lim, tp__sd_storage_fn storage,
+                                   void *storage_ctx, tp_value *out) {
+    pk_reader p = {.data = data, .size = size, .torch = true, .storage = storage, .storage_ctx = storage_ctx};
+    pk_val *root = NULL;
+    tp_status st = pk_run(&p, &root);
+    size_t budget = PK_MAX_OBJECTS;
+    if (st == TP_OK) st = pk_to_value(&p, root, lim, 0, &budget, out, NULL);
     pk_free(&p);
     return st;
 }

@@ -158,6 +158,15 @@ TP_HIDDEN bool tp__sd_view_bytes(int ndim, const int64_t *sizes, const int64_t *
                        uint64_t *out);
 
 TP_HIDDEN tp_status tp__sd_pickle_read(const void *data, size_t size, const tp_doc_limits *lim, tp_value *out, bool *ellipsis);
+/* torch.save's pickle (data.pkl of its ZIP): the subset above plus the
+ * tensors it writes (torch._utils._rebuild_tensor_v2 / _rebuild_parameter
+ * over a persistent storage id ('storage', torch.FloatStorage & co., key,
+ * location, numel)) and collections.OrderedDict(). A storage's bytes come
+ * from storage(ctx, key, dtype, numel, &flat): a new 1-d tensor of numel
+ * elements (the view bounds are checked against numel first). No code runs. */
+typedef tp_status (*tp__sd_storage_fn)(void *ctx, const char *key, tp_dtype dtype, int64_t numel, tp_tensor **flat);
+TP_HIDDEN tp_status tp__sd_torch_pickle_read(const void *data, size_t size, const tp_doc_limits *lim,
+                                             tp__sd_storage_fn storage, void *storage_ctx, tp_value *out);
 
 /* Strict base64 (padding required, no whitespace). *out is tp_malloc'd.
  * TP_ERR_CORRUPT (no message: the caller names the field) for bad text,

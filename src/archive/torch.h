@@ -74,6 +74,14 @@ TP_HIDDEN tp_status tp__torch_weights_from_json(const char *json, size_t len, co
  * not have (complex, uint16/32/64, float8). */
 TP_HIDDEN bool tp__torch_dtype(int64_t code, tp_dtype *out);
 
+/* A file torch.save wrote (a ZIP of <name>/data.pkl and <name>/data/<key>
+ * storages), read through the strict pickle subset (serde_impl.h) within
+ * the ZIP and document limits: state dicts (a dict of tensors) and sample
+ * inputs ((args, kwargs)). Tensors own copies of their storages. */
+typedef struct tp_zip_limits tp_zip_limits;
+TP_HIDDEN tp_status tp__torch_saved_value(const void *data, size_t size, const tp_zip_limits *zl,
+                                         const tp_doc_limits *lim, tp_value *out);
+
 /* ---- the op table (torch_ops.c) ---------------------------------------- */
 
 enum {

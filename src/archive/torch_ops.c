@@ -130,7 +130,7 @@ static const tp_torch_op g_aten[] = {
     E("native_layer_norm", "default", LAYER_NORM, NULL, NULL, TP_TORCH_FIRST),
     E("group_norm", "default", GROUP_NORM, "cudnn_enabled:-", NULL, 0),
     E("native_group_norm", "default", GROUP_NORM, "N:-,C:-,HxW:-,group:num_groups", NULL, TP_TORCH_FIRST),
-    E("dropout", "default", DROPOUT, NULL, NULL, 0),
+    E("dropout", "default", DROPOUT, "self:input", NULL, 0),
     E("native_dropout", "default", DROPOUT, NULL, NULL, TP_TORCH_FIRST),
     E("max_pool1d", "default", MAX_POOL1D, NULL, NULL, 0),
     E("max_pool2d", "default", MAX_POOL2D, NULL, NULL, 0),

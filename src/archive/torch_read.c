@@ -21,7 +21,9 @@
 #include <string.h>
 
 #include "json.h"
+#include "serde_impl.h"
 #include "torch.h"
+#include "zip.h"
 #include "tpexport/ops.h"
 
 /* st = the error and jump to label unless cond. */
@@ -317,6 +319,7 @@ typedef struct tdim {
 } tdim;
 
 typedef struct trd {
+    json_t *uses; /* value name -> index of the last node reading it (graph outputs: the node count) */
     const tp_doc_limits *lim;
     const tp_torch_read_options *o;
     json_t *tensor_values;
@@ -745,6 +748,17 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
     const tp_torch_op *e = tp__torch_find_op(module, name, overload);
     char opname[400];
     snprintf(opname, sizeof opname, "%s.%s%s%s", module, name, overload[0] ? "." : "", overload);
+    /* relu_, hardtanh_, silu_ ... on intermediate values (training IR): the functional op, written back
+     * into its argument with copy_ unless nothing reads that argument afterwards */
+    bool inplace = false;
+    size_t nl = strlen(name);
+    if (!e && !strcmp(module, "aten") && nl > 1 && name[nl - 1] == '_') {
+        char fname[128];
+        snprintf(fname, sizeof fname, "%.*s", (int)nl - 1, name);
+        e = tp__torch_find_op(module, fname, overload);
+        if (e && (e->flags & (TP_TORCH_DROP | TP_TORCH_FIRST | TP_TORCH_T | TP_TORCH_SYMINT))) e = NULL;
+        inplace = e != NULL;
+    }
     if (!e) {
         if (!strcmp(module, "aten")) {
             bool other = false;
@@ -821,8 +835,6 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
     for (const char *p = e->fixed; st == TP_OK && p && *p;) {
         const char *eq = strchr(p, '=');
         const char *end = strchr(p, ',');
-        if (end && (size_t)(end - p) > 0 && p[end - p - 1] == ']') { /* no lists with commas in the table */
-        }
         size_t l = end ? (size_t)(end - p) : strlen(p);
         char key[64];
         snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
@@ -836,21 +848,11 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
         tp_value *self = tp_value_dict_get(&named, "self");
         const tp_value *mv = self && self->kind == TP_VAL_NODE ? tp_node_meta_val(self->u.node) : NULL;
         if (mv && mv->kind == TP_VAL_TENSOR && tp_tensor_ndim(mv->u.tensor) < 2) {
-            tp_value none = tp_value_none();
-            st = tp_value_dict_set(&named, "dim0", &none);
-            e = tp__torch_find_op("aten", "clone", "default");
+            e = tp__torch_find_op("aten", "clone", "default"); /* self is its only argument */
         } else {
             tp_value a = tp_value_int(0), b = tp_value_int(1);
             st = tp_value_dict_set(&named, "dim0", &a);
             if (st == TP_OK) st = tp_value_dict_set(&named, "dim1", &b);
-        }
-        if (st == TP_OK && e->op == TP_OP_CLONE) {
-            tp_value self_copy;
-            st = tp_value_copy(tp_value_dict_get(&named, "self"), &self_copy);
-            tp_value_clear(&named);
-            if (st == TP_OK) st = tp_value_dict(&named);
-            if (st == TP_OK) st = tp_value_dict_set(&named, "self", &self_copy);
-            else tp_value_clear(&self_copy);
         }
     }
     /* outputs: one node, or a tuple node and getitems */
@@ -868,7 +870,33 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
         CHECK_GOTO(n_out == 1 || (e->flags & TP_TORCH_FIRST), st, TP_ERR_UNSUPPORTED, done,
                       "%s: %zu outputs where %s returns one", where, n_out, tp_op_name(e->op));
         tp_node *n = NULL;
-        st = make_call(r, e->op, &named, first_name, where, &n);
+        tp_value *self = inplace ? tp_value_dict_get(&named, sc->args[0].name) : NULL;
+        if (inplace) {
+            CHECK_GOTO(self && self->kind == TP_VAL_NODE, st, TP_ERR_UNSUPPORTED, done,
+                       "%s: %s needs a tensor as its first argument", where, opname);
+            tp_node *target = self->u.node;
+            json_t *last = json_object_get(r->uses, tp_node_name(target));
+            bool read_later = !last || json_integer_value(last) > index;
+            if (tp_node_get_kind(target) != TP_NODE_CALL_FUNCTION || read_later) {
+                char tmp[TP_LIMIT_NAME + 64];
+                fresh_name(r, tp_op_name(e->op), tmp, sizeof tmp);
+                tp_node *value = NULL;
+                st = make_call(r, e->op, &named, tmp, where, &value);
+                tp_value cn;
+                if (st == TP_OK) st = tp_value_dict(&cn);
+                if (st == TP_OK) {
+                    tp_value a = tp_value_node(target), b = tp_value_node(value);
+                    st = tp_value_dict_set(&cn, "self", &a);
+                    if (st == TP_OK) st = tp_value_dict_set(&cn, "src", &b);
+                    if (st == TP_OK) st = make_call(r, TP_OP_COPY_, &cn, first_name, where, &n);
+                    tp_value_clear(&cn);
+                }
+            } else {
+                st = make_call(r, e->op, &named, first_name, where, &n);
+            }
+        } else {
+            st = make_call(r, e->op, &named, first_name, where, &n);
+        }
         if (st == TP_OK && !strcmp(first_kind, "as_tensor"))
             st = check_output_meta(r, tp_node_meta_val(n), first_name, where);
         for (size_t i = 1; st == TP_OK && i < n_out; i++) {
@@ -990,17 +1018,13 @@ static tp_status read_inputs(trd *r, const json_t *graph, const json_t *specs, t
         char wg[64];
         snprintf(wg, sizeof wg, "graph.inputs[%zu]", i);
         TP_TRY(union_of(json_array_get(inputs, i), wg, &gk, &gv));
-        if (ik == TP_INPUT_TOKEN) {
-            TP_CHECK(!strcmp(gk, "as_token"), TP_ERR_CORRUPT, "%s: expected as_token", wg);
-        } else {
-            TP_CHECK(!strcmp(gk, "as_tensor"), TP_ERR_CORRUPT, "%s: expected as_tensor for a %s input", wg, kind);
-        }
+        TP_CHECK(!strcmp(gk, "as_tensor"), TP_ERR_CORRUPT, "%s: expected as_tensor for a %s input", wg, kind);
         TP_TRY(tensor_arg_name(gv, wg, r->lim, &gname));
         TP_CHECK(!strcmp(gname, name), TP_ERR_CORRUPT, "%s names '%s' but %s names '%s'", wg, gname, w, name);
         /* placeholder meta */
         tp_value mv = tp_value_none();
         tp_tensor *meta = NULL;
-        if (ik != TP_INPUT_TOKEN) {
+        if (ik != TP_INPUT_TOKEN || json_object_get(r->tensor_values, name)) {
             tp_dtype dt;
             int nd;
             int64_t sizes[TP_MAX_DIMS];
@@ -1009,9 +1033,10 @@ static tp_status read_inputs(trd *r, const json_t *graph, const json_t *specs, t
                 tp_tensor *t = NULL;
                 TP_CHECK(r->o && r->o->state, TP_ERR_NOT_FOUND, "%s: no state to read '%s' from", w, target);
                 tp_status st = r->o->state(r->o->state_ctx, target, sk, &t);
-                if (st == TP_ERR_NOT_FOUND) {
-                    tp_error_context("%s", w);
-                    return TP_ERR_CORRUPT == TP_ERR_CORRUPT ? tp_error(TP_ERR_CORRUPT, "%s", tp_last_error()) : st;
+                if (st == TP_ERR_NOT_FOUND) { /* the signature names state the payloads lack: a broken archive */
+                    char msg[512];
+                    snprintf(msg, sizeof msg, "%s", tp_last_error());
+                    return tp_error(TP_ERR_CORRUPT, "%s: %s", w, msg);
                 }
                 TP_TRY(st);
                 bool same = tp_tensor_dtype(t) == dt && tp_tensor_ndim(t) == nd;
@@ -1323,6 +1348,26 @@ static tp_status read_constraints(trd *r, const json_t *ranges, tp_program *p) {
     return TP_OK;
 }
 
+/* Record in `uses` that node `index` reads every value an Argument names
+ * (TensorArgument {"name"}, SymIntArgument {"as_name"}, in lists too). */
+static tp_status note_uses(json_t *uses, const json_t *v, int64_t index) {
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) TP_TRY(note_uses(uses, json_array_get(v, i), index));
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)v, key, val) {
+            if ((!strcmp(key, "name") || !strcmp(key, "as_name")) && json_is_string(val)) {
+                TP_CHECK(json_object_set_new(uses, json_string_value(val), json_integer(index)) == 0, TP_ERR_NOMEM,
+                         "out of memory");
+            } else {
+                TP_TRY(note_uses(uses, val, index));
+            }
+        }
+    }
+    return TP_OK;
+}
+
 static tp_status read_document(trd *r, json_t *doc, tp_program **out) {
     TP_TRY(need_obj(doc, "document"));
     json_t *sv, *maj, *min, *gm, *graph, *signature, *mcg, *ranges, *nodes, *in_specs, *out_specs;
@@ -1367,6 +1412,16 @@ static tp_status read_document(trd *r, json_t *doc, tp_program **out) {
     int n_state = 0;
     if (st == TP_OK && !state) st = tp_error(TP_ERR_NOMEM, "out of memory");
     if (st == TP_OK) st = read_inputs(r, graph, in_specs, sig, state, &n_state);
+    r->uses = st == TP_OK ? json_object() : NULL;
+    if (st == TP_OK && !r->uses) st = tp_error(TP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == TP_OK && i < json_array_size(nodes); i++) {
+        json_t *ins = json_is_object(json_array_get(nodes, i)) ? json_object_get(json_array_get(nodes, i), "inputs") : NULL;
+        for (size_t k = 0; st == TP_OK && json_is_array(ins) && k < json_array_size(ins); k++) {
+            json_t *na = json_array_get(ins, k);
+            if (json_is_object(na)) st = note_uses(r->uses, json_object_get(na, "arg"), (int64_t)i);
+        }
+    }
+    if (st == TP_OK) st = note_uses(r->uses, json_object_get(graph, "outputs"), (int64_t)json_array_size(nodes));
     for (size_t i = 0; st == TP_OK && i < json_array_size(nodes); i++) st = read_node(r, json_array_get(nodes, i), (int)i);
     if (st == TP_OK) st = read_outputs(r, graph, out_specs, sig);
     tp_program *p = NULL;
@@ -1414,6 +1469,7 @@ tp_status tp__torch_program_from_json(const char *json, size_t len, const tp_tor
     for (int i = 0; i < r.n_dropped; i++) tp_free(r.dropped[i]);
     tp_free(r.dropped);
     tp_free(r.dims);
+    json_decref(r.uses);
     json_decref(doc);
     return st;
 }
@@ -1512,5 +1568,106 @@ tp_status tp__torch_weights_from_json(const char *json, size_t len, const char *
     /* the shared checks: non-negative sizes and strides, overflow, the view inside its payload, tensor bytes */
     if (st == TP_OK) st = tp__serde_weights_check(out, what, payload, payload_ctx, lim);
     if (st != TP_OK) tp__serde_weights_free(out);
+    return st;
+}
+
+/* ---- torch.save files (state dicts and sample inputs) ------------------------------- */
+
+typedef struct saved_ctx {
+    const tp_zip_reader *z;
+    char prefix[256]; /* "<name>/" of data.pkl */
+    struct {
+        char key[64];
+        tp_tensor *t;
+    } *cache;
+    int n, cap;
+} saved_ctx;
+
+static void free_bytes(void *ctx, void *data) {
+    TP_UNUSED(ctx);
+    tp_free(data);
+}
+
+static tp_status saved_storage(void *vctx, const char *key, tp_dtype dtype, int64_t numel, tp_tensor **flat) {
+    saved_ctx *c = vctx;
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->cache[i].key, key)) {
+            TP_CHECK(tp_tensor_dtype(c->cache[i].t) == dtype && tp_tensor_numel(c->cache[i].t) == numel, TP_ERR_UNSUPPORTED,
+                     "torch.save: storage '%s' is viewed with two dtypes or sizes", key);
+            *flat = tp_tensor_retain(c->cache[i].t);
+            return TP_OK;
+        }
+    char member[400];
+    snprintf(member, sizeof member, "%sdata/%s", c->prefix, key);
+    int m = tp__zip_find(c->z, member);
+    TP_CHECK(m >= 0, TP_ERR_CORRUPT, "torch.save: no member '%s' for storage '%s'", member, key);
+    size_t need = (size_t)numel * tp_dtype_size(dtype);
+    TP_CHECK(tp__zip_entry(c->z, m)->size >= need, TP_ERR_CORRUPT, "torch.save: storage '%s' has %" PRIu64
+             " bytes, %zu needed", key, (uint64_t)tp__zip_entry(c->z, m)->size, need);
+    void *data;
+    size_t size;
+    TP_TRY(tp__zip_read(c->z, m, &data, &size));
+    tp_tensor *t = NULL;
+    tp_status st = tp_tensor_borrow(dtype, 1, &numel, NULL, 0, data, size, free_bytes, NULL, &t);
+    if (st != TP_OK) {
+        tp_free(data);
+        return st;
+    }
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 16;
+        void *g = tp_realloc(c->cache, (size_t)nc * sizeof *c->cache);
+        if (!g) {
+            tp_tensor_free(t);
+            return tp_error(TP_ERR_NOMEM, "out of memory");
+        }
+        c->cache = g;
+        c->cap = nc;
+    }
+    snprintf(c->cache[c->n].key, sizeof c->cache[c->n].key, "%s", key);
+    c->cache[c->n++].t = t;
+    *flat = tp_tensor_retain(t);
+    return TP_OK;
+}
+
+tp_status tp__torch_saved_value(const void *data, size_t size, const tp_zip_limits *zl, const tp_doc_limits *lim,
+                                tp_value *out) {
+    *out = tp_value_none();
+    tp_zip_reader *z = NULL;
+    TP_TRY(tp__zip_open(data, size, zl, &z));
+    saved_ctx c;
+    memset(&c, 0, sizeof c);
+    c.z = z;
+    int pkl = -1;
+    for (int i = 0; i < tp__zip_count(z); i++) {
+        const char *m = tp__zip_entry(z, i)->name, *slash = strchr(m, '/');
+        if (slash && !strcmp(slash, "/data.pkl") && (size_t)(slash - m) + 1 < sizeof c.prefix) {
+            pkl = i;
+            memcpy(c.prefix, m, (size_t)(slash - m) + 1);
+            c.prefix[slash - m + 1] = '\0';
+            break;
+        }
+    }
+    tp_status st = pkl >= 0 ? TP_OK : tp_error(TP_ERR_CORRUPT, "torch.save file without a <name>/data.pkl member");
+    if (st == TP_OK) {
+        char member[300];
+        snprintf(member, sizeof member, "%sbyteorder", c.prefix);
+        int b = tp__zip_find(z, member);
+        if (b >= 0) {
+            void *bo;
+            size_t bl;
+            st = tp__zip_read(z, b, &bo, &bl);
+            if (st == TP_OK && !(bl == 6 && memcmp(bo, "little", 6) == 0))
+                st = tp_error(TP_ERR_UNSUPPORTED, "torch.save file of another byte order than little-endian");
+            if (st == TP_OK) tp_free(bo);
+        }
+    }
+    void *pk = NULL;
+    size_t pklen = 0;
+    if (st == TP_OK) st = tp__zip_read(z, pkl, &pk, &pklen);
+    if (st == TP_OK) st = tp__sd_torch_pickle_read(pk, pklen, lim, saved_storage, &c, out);
+    tp_free(pk);
+    for (int i = 0; i < c.n; i++) tp_tensor_free(c.cache[i].t);
+    tp_free(c.cache);
+    tp__zip_close(z);
     return st;
 }
