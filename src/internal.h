@@ -162,6 +162,8 @@ typedef struct tp_sb {
 } tp_sb;
 TP_HIDDEN void tp__sb_printf(tp_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 TP_HIDDEN void tp__sb_puts(tp_sb *sb, const char *s);
+/* n bytes, NULs included (binary data: use sb->len, not strlen). */
+TP_HIDDEN void tp__sb_append(tp_sb *sb, const void *data, size_t n);
 /* Hand the string to the caller (*out, freed with tp_free) and reset sb. */
 TP_HIDDEN tp_status tp__sb_finish(tp_sb *sb, char **out);
 TP_HIDDEN void tp__sb_free(tp_sb *sb);

@@ -55,6 +55,13 @@ void tp__sb_puts(tp_sb *sb, const char *s) {
     sb->len += n;
 }
 
+void tp__sb_append(tp_sb *sb, const void *data, size_t n) {
+    if (!sb_reserve(sb, n)) return;
+    memcpy(sb->data + sb->len, data, n);
+    sb->len += n;
+    sb->data[sb->len] = '\0';
+}
+
 tp_status tp__sb_finish(tp_sb *sb, char **out) {
     if (!sb->failed && !sb->data) sb_reserve(sb, 0);
     if (sb->failed) {

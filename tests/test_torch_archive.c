@@ -39,8 +39,10 @@ static tp_tensor *npy(const char *model, int k, const char *what, int i) {
     return t;
 }
 
-/* Run every case of one model in order on one program and compare. */
-static void run_model(const char *name, int n_cases, int n_inputs, int n_outputs) {
+/* Run every case of one model in order on one program and compare. With
+ * resave, the archive is first written in PyTorch's format by
+ * tp_archive_save_torch_buffer and read back: the copy must run the same. */
+static void run_model(const char *name, int n_cases, int n_inputs, int n_outputs, bool resave) {
     char path[512];
     snprintf(path, sizeof path, DIR "%s.pt2", name);
     tp_archive *a = NULL;
@@ -48,6 +50,22 @@ static void run_model(const char *name, int n_cases, int n_inputs, int n_outputs
         fprintf(stderr, "  %s: %s\n", name, tp_last_error());
         tp_test_current_failed++;
         return;
+    }
+    if (resave) {
+        tp_archive_entry e = {tp_archive_program_name(a, 0), tp_archive_program(a, 0)};
+        void *data = NULL;
+        size_t size = 0;
+        tp_archive *b = NULL;
+        tp_status st = tp_archive_save_torch_buffer(&e, 1, &data, &size);
+        if (st == TP_OK) st = tp_archive_load_buffer(data, size, NULL, &b);
+        tp_free(data);
+        tp_archive_free(a);
+        a = b;
+        if (st != TP_OK) {
+            fprintf(stderr, "  %s saved as PyTorch's archive: %s\n", name, tp_last_error());
+            tp_test_current_failed++;
+            return;
+        }
     }
     CHECK(tp_archive_num_programs(a) == 1);
     tp_program *p = tp_archive_program(a, 0);
@@ -83,18 +101,38 @@ static void run_model(const char *name, int n_cases, int n_inputs, int n_outputs
     tp_archive_free(a);
 }
 
-TEST(test_models_match_pytorch) {
+static void run_all(bool resave) {
     json_t *m = manifest();
     if (!m) return;
     json_t *models = json_object_get(m, "models");
-    CHECK(json_array_size(models) >= 8);
+    CHECK(json_array_size(models) >= 12);
     for (size_t i = 0; i < json_array_size(models); i++) {
         json_t *e = json_array_get(models, i);
         const char *name = json_string_value(json_object_get(e, "name"));
         printf("     %s\n", name);
         run_model(name, (int)json_integer_value(json_object_get(e, "cases")),
                   (int)json_integer_value(json_object_get(e, "inputs")),
-                  (int)json_integer_value(json_object_get(e, "outputs")));
+                  (int)json_integer_value(json_object_get(e, "outputs")), resave);
+    }
+    json_decref(m);
+}
+
+TEST(test_models_match_pytorch) { run_all(false); }
+
+/* Written in PyTorch's format and read back, every model still matches
+ * PyTorch (the generator checks the same files with torch.export.load:
+ * manifest "torch_load"). */
+TEST(test_saved_as_torch_match_pytorch) {
+    run_all(true);
+    json_t *m = manifest();
+    if (!m) return;
+    json_t *models = json_object_get(m, "models"), *tl = json_object_get(m, "torch_load");
+    CHECK_MSG(json_is_object(tl), "manifest has no torch_load results: run the generator with TPEXPORT set");
+    for (size_t i = 0; json_is_object(tl) && i < json_array_size(models); i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(models, i), "name"));
+        json_t *r = json_object_get(tl, name);
+        CHECK_MSG(json_is_number(r) && json_number_value(r) <= 1e-4, "%s: torch.export.load of tpexport's archive: %s",
+                  name, json_is_string(r) ? json_string_value(r) : "no result");
     }
     json_decref(m);
 }
@@ -203,4 +241,4 @@ TEST(test_attn_dims) {
     tp_archive_free(a);
 }
 
-TEST_MAIN(T(test_models_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims))
+TEST_MAIN(T(test_models_match_pytorch), T(test_saved_as_torch_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims))

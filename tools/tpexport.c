@@ -38,7 +38,8 @@ static const char *prog_name = "tpexport";
 static const char *main_help =
     "usage: tpexport <command> [options] FILE\n"
     "\n"
-    "Work with exported programs stored as tensorplay archives (.pt2).\n"
+    "Work with exported programs stored as tensorplay archives (.pt2), or as the\n"
+    "archives PyTorch's torch.export.save writes (read only; saving writes tensorplay's).\n"
     "\n"
     "commands:\n"
     "  inspect    summarise the programs of an archive (signature, state, shapes, ops)\n"
@@ -47,6 +48,7 @@ static const char *main_help =
     "  run        run a program on .npy inputs or its example inputs\n"
     "  bench      time a program: latency percentiles, plan stats, per-op profile\n"
     "  decompose  rewrite programs with a decomposition table and save them\n"
+    "  save       save the programs again, as a tensorplay or a PyTorch archive\n"
     "  convert    import an ONNX model and save it as an archive\n"
     "\n"
     "Run 'tpexport <command> --help' for a command's options.\n"
@@ -159,6 +161,18 @@ static const char *bench_help =
     "                    packed_bytes, steps, fast_steps, reference_steps,\n"
     "                    peak_rss_bytes and,\n"
     "                    with --profile, ops: [{op, variant, ms, calls}] per call\n";
+
+static const char *save_help =
+    "usage: tpexport save FILE -o OUT [--format tensorplay|torch]\n"
+    "\n"
+    "Save the programs of FILE (a tensorplay or PyTorch archive) to OUT:\n"
+    "as a tensorplay archive (the default, extra files kept) or, with\n"
+    "--format torch, as the archive PyTorch's torch.export.save writes\n"
+    "(torch.export.load reads it; extra files are not written).\n"
+    "\n"
+    "options:\n"
+    "  -o OUT          output archive (required)\n"
+    "  --format NAME   'tensorplay' (the default) or 'torch'\n";
 
 static const char *decompose_help =
     "usage: tpexport decompose FILE -o OUT [--table default|none|softmax]\n"
@@ -1605,6 +1619,29 @@ static int cmd_bench(int argc, char **argv) {
 
 /* ---- decompose ------------------------------------------------------------ */
 
+/* Save progs (one per program of a, same names) to out, with a's extra
+ * files (tensorplay's format) or as PyTorch's archive; dies on failure. */
+static void save_programs(const char *out, tp_archive *a, tp_program **progs, bool torch) {
+    int n = tp_archive_num_programs(a);
+    tp_archive_entry *entries = calloc((size_t)n + 1, sizeof *entries);
+    tp_extra_file *extra = calloc((size_t)tp_archive_num_extra(a) + 1, sizeof *extra);
+    if (!entries || !extra) die(EXIT_IO, "out of memory");
+    for (int i = 0; i < n; i++) {
+        entries[i].name = tp_archive_program_name(a, i);
+        entries[i].program = progs[i];
+    }
+    for (int i = 0; i < tp_archive_num_extra(a); i++) {
+        extra[i].name = tp_archive_extra_name(a, i);
+        extra[i].data = tp_archive_extra_data(a, i, &extra[i].size);
+    }
+    tp_status st = torch ? tp_archive_save_torch(out, entries, n)
+                         : tp_archive_save(out, entries, n, extra, tp_archive_num_extra(a));
+    if (st != TP_OK) die_status(st, out);
+    printf("wrote %s (%d program%s%s)\n", out, n, n == 1 ? "" : "s", torch ? ", PyTorch's format" : "");
+    free(entries);
+    free(extra);
+}
+
 static int cmd_decompose(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *table_name = "default";
     for (int i = 0; i < argc; i++) {
@@ -1636,28 +1673,51 @@ static int cmd_decompose(int argc, char **argv) {
     if (st != TP_OK) die_status(st, "decompose");
     tp_archive *a = load_or_die(file);
     int n = tp_archive_num_programs(a);
-    tp_archive_entry *entries = calloc((size_t)n + 1, sizeof *entries);
     tp_program **made = calloc((size_t)n + 1, sizeof *made);
-    tp_extra_file *extra = calloc((size_t)tp_archive_num_extra(a) + 1, sizeof *extra);
-    if (!entries || !made || !extra) die(EXIT_IO, "out of memory");
+    if (!made) die(EXIT_IO, "out of memory");
     for (int i = 0; i < n; i++) {
         st = tp_program_run_decompositions(tp_archive_program(a, i), table, &made[i]);
         if (st != TP_OK) die(EXIT_INVALID, "decompose '%s': %s", tp_archive_program_name(a, i), tp_last_error());
-        entries[i].name = tp_archive_program_name(a, i);
-        entries[i].program = made[i];
     }
-    for (int i = 0; i < tp_archive_num_extra(a); i++) {
-        extra[i].name = tp_archive_extra_name(a, i);
-        extra[i].data = tp_archive_extra_data(a, i, &extra[i].size);
-    }
-    st = tp_archive_save(out, entries, n, extra, tp_archive_num_extra(a));
-    if (st != TP_OK) die_status(st, out);
-    printf("wrote %s (%d program%s)\n", out, n, n == 1 ? "" : "s");
+    save_programs(out, a, made, false);
     for (int i = 0; i < n; i++) tp_program_free(made[i]);
     free(made);
-    free(entries);
-    free(extra);
     tp_decomp_table_free(table);
+    tp_archive_free(a);
+    return 0;
+}
+
+/* ---- save ------------------------------------------------------------------ */
+
+static int cmd_save(int argc, char **argv) {
+    const char *file = NULL, *out = NULL, *format = "tensorplay";
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(save_help, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+            out = argv[++i];
+        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            format = argv[++i];
+        } else if (argv[i][0] == '-') {
+            usage_error(save_help, "unknown option '%s'", argv[i]);
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            usage_error(save_help, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!file) usage_error(save_help, "%s", "missing FILE");
+    if (!out) usage_error(save_help, "%s", "missing -o OUT");
+    if (strcmp(format, "tensorplay") != 0 && strcmp(format, "torch") != 0)
+        usage_error(save_help, "unknown format '%s'", format);
+    tp_archive *a = load_or_die(file);
+    int n = tp_archive_num_programs(a);
+    tp_program **progs = calloc((size_t)n + 1, sizeof *progs);
+    if (!progs) die(EXIT_IO, "out of memory");
+    for (int i = 0; i < n; i++) progs[i] = tp_archive_program(a, i);
+    save_programs(out, a, progs, strcmp(format, "torch") == 0);
+    free(progs);
     tp_archive_free(a);
     return 0;
 }
@@ -1741,6 +1801,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "decompose") == 0) return cmd_decompose(argc - 2, argv + 2);
+    if (strcmp(cmd, "save") == 0) return cmd_save(argc - 2, argv + 2);
     if (strcmp(cmd, "convert") == 0) return cmd_convert(argc - 2, argv + 2);
     usage_error(main_help, "unknown command '%s'", cmd);
     return EXIT_USAGE;

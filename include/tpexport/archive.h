@@ -51,7 +51,8 @@
  * op and overload must be one tpexport maps (TP_ERR_UNSUPPORTED names it),
  * and the dtype and shape tpexport infers for each node must equal the ones
  * PyTorch recorded. Schema majors other than 8 are TP_ERR_UNSUPPORTED,
- * naming the version. Saving always writes tensorplay's format.
+ * naming the version. tp_archive_save writes tensorplay's format;
+ * tp_archive_save_torch writes PyTorch's.
  */
 #ifndef TPEXPORT_ARCHIVE_H
 #define TPEXPORT_ARCHIVE_H
@@ -174,6 +175,23 @@ TP_API tp_status tp_archive_save(const char *path, const tp_archive_entry *progr
 /* Same into a new buffer (caller frees *data with tp_free). */
 TP_API tp_status tp_archive_save_buffer(const tp_archive_entry *programs, int n_programs,
                                         const tp_extra_file *extra, int n_extra, void **data, size_t *size);
+
+/* Save programs as PyTorch's own archive (torch.export.save's pt2 package,
+ * export schema 8.20) that torch.export.load reads: each node written as
+ * the ATen op tpexport reads it as, parameters and persistent buffers as
+ * weights and the other state as constants (raw payloads with their
+ * configs), the example inputs as a torch.save file. The top folder is the
+ * file's base name (up to its first '.') when that is a plain name, else
+ * "archive". User-input dims follow the dim rules (sympy expressions with
+ * the example sizes as hints); other values carry the sizes their meta
+ * records. Errors: TP_ERR_UNSUPPORTED naming a node whose op has no ATen
+ * counterpart tpexport writes, a get_attr node, a non-tensor input or a
+ * custom object; TP_ERR_IO; TP_ERR_NOMEM. Written atomically as
+ * tp_archive_save. */
+TP_API tp_status tp_archive_save_torch(const char *path, const tp_archive_entry *programs, int n_programs);
+/* Same into a new buffer (caller frees *data with tp_free); top folder "archive". */
+TP_API tp_status tp_archive_save_torch_buffer(const tp_archive_entry *programs, int n_programs, void **data,
+                                              size_t *size);
 
 /* ---- verifying ----------------------------------------------------------- */
 

@@ -99,3 +99,19 @@ def test_from_onnx_dynamic_ranges():
         ep(big)
     with pytest.raises(TypeError):
         tpexport.from_onnx(fixture("onnx", "dynamic.onnx"), dynamic={"batch": object()})
+
+
+def test_pytorch_archive():
+    """An archive torch.export.save wrote (tests/fixtures/gen_torch_export.py):
+    loads, exposes torch's signature and example inputs, and runs the calls
+    PyTorch recorded in order (the buffer update accumulates)."""
+    ep = tpexport.load(fixture("torch_export", "counter.pt2"))
+    assert ep.graph_signature.buffers == ["count", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
+    ex = ep.example_inputs
+    assert ex["x"].shape == (5, 4) and ex["y"].shape == (3,)
+    for k in range(3):
+        x = np.load(fixture("torch_export", f"counter.case{k}.in0.npy"))
+        y = np.load(fixture("torch_export", f"counter.case{k}.in1.npy"))
+        h, d = ep(x, y)
+        np.testing.assert_allclose(h, np.load(fixture("torch_export", f"counter.case{k}.out0.npy")), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(d["n"], np.load(fixture("torch_export", f"counter.case{k}.out1.npy")))

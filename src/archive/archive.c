@@ -1171,3 +1171,142 @@ tp_status tp_archive_save(const char *path, const tp_archive_entry *programs, in
     TP_TRY(check_save_args(&a));
     return tp__save_zip_file(path, build_archive, &a);
 }
+
+/* ---- saving as PyTorch's archive (torch_write.c) --------------------------- */
+
+typedef struct torch_save_args {
+    const tp_archive_entry *programs;
+    int n_programs;
+    const char *root;
+} torch_save_args;
+
+static tp_status add_state_payloads(tp_zip_writer *zw, const char *dir, const tp_named_state *s, const char *prefix) {
+    for (int i = 0; i < s->n; i++) {
+        char member[600];
+        snprintf(member, sizeof member, "%s%s%d", dir, prefix, i);
+        tp_tensor *c = NULL;
+        TP_TRY(tp_tensor_contiguous(s->items[i].tensor, &c));
+        tp_status st = tp__zip_add(zw, member, tp_tensor_data(c),
+                                   (size_t)tp_tensor_numel(c) * tp_dtype_size(tp_tensor_dtype(c)), false);
+        tp_tensor_free(c);
+        TP_TRY(st);
+    }
+    return TP_OK;
+}
+
+static tp_status build_torch_program(tp_zip_writer *zw, const char *root, const char *name, const tp_program *p) {
+    char member[600], wdir[300], cdir[300], wprefix[300], cprefix[300];
+    snprintf(wdir, sizeof wdir, "%s/data/weights/", root);
+    snprintf(cdir, sizeof cdir, "%s/data/constants/", root);
+    snprintf(wprefix, sizeof wprefix, "weight_%s_", name);
+    snprintf(cprefix, sizeof cprefix, "tensor_%s_", name);
+    char *doc = NULL, *wcfg = NULL, *ccfg = NULL;
+    size_t len = 0;
+    tp_named_state weights = {0}, constants = {0};
+    void *si = NULL;
+    size_t si_size = 0;
+    tp_status st = tp__torch_program_to_json(p, &doc, &len);
+    if (st == TP_OK) st = tp_program_named_state(p, TP_FILTER_STATE_DICT, &weights);
+    if (st == TP_OK) st = tp_program_named_state(p, TP_FILTER_CONSTANTS, &constants);
+    if (st == TP_OK) st = tp__torch_payload_config(&weights, wprefix, &wcfg);
+    if (st == TP_OK) st = tp__torch_payload_config(&constants, cprefix, &ccfg);
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "%s/models/%s.json", root, name);
+        st = tp__zip_add(zw, member, doc, len, true);
+    }
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "%s%s_weights_config.json", wdir, name);
+        st = tp__zip_add(zw, member, wcfg, strlen(wcfg), true);
+    }
+    if (st == TP_OK) st = add_state_payloads(zw, wdir, &weights, wprefix);
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "%s%s_constants_config.json", cdir, name);
+        st = tp__zip_add(zw, member, ccfg, strlen(ccfg), true);
+    }
+    if (st == TP_OK) st = add_state_payloads(zw, cdir, &constants, cprefix);
+    /* sample inputs: the example inputs of every user input, or none at all */
+    if (st == TP_OK) {
+        int n = tp_program_num_user_inputs(p), k = 0;
+        tp_tensor **ex = tp_calloc((size_t)(n ? n : 1), sizeof *ex);
+        if (!ex) st = tp_error(TP_ERR_NOMEM, "out of memory");
+        const tp_signature *sig = tp_program_signature(p);
+        for (int i = 0; st == TP_OK && i < tp_signature_n_inputs(sig); i++) {
+            const tp_input_spec *s = tp_signature_input(sig, i);
+            if (s->kind != TP_INPUT_USER_INPUT) continue;
+            const tp_value *v = tp_program_example_input(p, s->arg.name);
+            if (v && v->kind == TP_VAL_TENSOR) ex[k++] = v->u.tensor;
+        }
+        if (st == TP_OK) st = tp__torch_save_tensors(ex, k == n ? n : 0, &si, &si_size);
+        tp_free(ex);
+    }
+    if (st == TP_OK) {
+        snprintf(member, sizeof member, "%s/data/sample_inputs/%s.pt", root, name);
+        st = tp__zip_add(zw, member, si, si_size, false);
+    }
+    tp_free(si);
+    tp_free(doc);
+    tp_free(wcfg);
+    tp_free(ccfg);
+    tp_named_state_free(&weights);
+    tp_named_state_free(&constants);
+    if (st != TP_OK) tp_error_context("program '%s'", name);
+    return st;
+}
+
+static tp_status build_torch_archive(void *ctx, tp_zip_writer *zw) {
+    const torch_save_args *a = ctx;
+    char member[300];
+    static const struct {
+        const char *path, *text;
+    } fixed[] = {{"archive_format", "pt2"}, {"archive_version", "0"}, {".data/version", "6"}, {"byteorder", "little"}};
+    for (size_t i = 0; i < TP_ARRAY_LEN(fixed); i++) {
+        snprintf(member, sizeof member, "%s/%s", a->root, fixed[i].path);
+        TP_TRY(tp__zip_add(zw, member, fixed[i].text, strlen(fixed[i].text), false));
+    }
+    for (int i = 0; i < a->n_programs; i++)
+        TP_TRY(build_torch_program(zw, a->root, a->programs[i].name, a->programs[i].program));
+    return TP_OK;
+}
+
+static tp_status check_torch_args(const tp_archive_entry *programs, int n) {
+    TP_CHECK(programs && n > 0, TP_ERR_INVALID_ARG, "no programs to save");
+    for (int i = 0; i < n; i++) {
+        TP_CHECK(programs[i].program, TP_ERR_INVALID_ARG, "program %d is NULL", i);
+        TP_TRY(check_member_name("program name", programs[i].name, false));
+        for (int k = 0; k < i; k++)
+            TP_CHECK(strcmp(programs[k].name, programs[i].name) != 0, TP_ERR_DUPLICATE, "program name '%s' repeated",
+                     programs[i].name);
+    }
+    return TP_OK;
+}
+
+tp_status tp_archive_save_torch(const char *path, const tp_archive_entry *programs, int n_programs) {
+    TP_CHECK(path && *path, TP_ERR_INVALID_ARG, "archive path is empty");
+    TP_TRY(check_torch_args(programs, n_programs));
+    /* the top folder: the file's base name when it is a plain name (as torch does), else "archive" */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char root[128] = "archive";
+    size_t n = strcspn(base, ".");
+    bool plain = n > 0 && n < sizeof root;
+    for (size_t i = 0; plain && i < n; i++)
+        plain = (base[i] >= 'a' && base[i] <= 'z') || (base[i] >= 'A' && base[i] <= 'Z') ||
+                (base[i] >= '0' && base[i] <= '9') || base[i] == '_' || base[i] == '-';
+    if (plain) snprintf(root, sizeof root, "%.*s", (int)n, base);
+    torch_save_args a = {programs, n_programs, root};
+    return tp__save_zip_file(path, build_torch_archive, &a);
+}
+
+tp_status tp_archive_save_torch_buffer(const tp_archive_entry *programs, int n_programs, void **data, size_t *size) {
+    TP_CHECK(data && size, TP_ERR_INVALID_ARG, "NULL output");
+    TP_TRY(check_torch_args(programs, n_programs));
+    torch_save_args a = {programs, n_programs, "archive"};
+    tp_zip_writer *zw;
+    TP_TRY(tp__zip_writer_new(&zw));
+    tp_status st = build_torch_archive(&a, zw);
+    if (st != TP_OK) {
+        tp__zip_writer_free(zw);
+        return st;
+    }
+    return tp__zip_finish(zw, data, size);
+}

@@ -754,23 +754,7 @@ tp_status tp__serde_examples_from_pickle(const void *data, size_t size, const tp
 
 /* ---- writing pickles ---------------------------------------------------- */
 
-static void pk_put(tp_sb *sb, const void *data, size_t n) {
-    if (sb->failed) return;
-    if (sb->len + n + 1 > sb->cap) {
-        size_t cap = sb->cap ? sb->cap : 256;
-        while (cap < sb->len + n + 1) cap *= 2;
-        char *p = tp_realloc(sb->data, cap);
-        if (!p) {
-            sb->failed = true;
-            return;
-        }
-        sb->data = p;
-        sb->cap = cap;
-    }
-    memcpy(sb->data + sb->len, data, n);
-    sb->len += n;
-    sb->data[sb->len] = '\0';
-}
+static void pk_put(tp_sb *sb, const void *data, size_t n) { tp__sb_append(sb, data, n); }
 
 static void pk_byte(tp_sb *sb, unsigned char c) { pk_put(sb, &c, 1); }
 

@@ -82,6 +82,17 @@ typedef struct tp_zip_limits tp_zip_limits;
 TP_HIDDEN tp_status tp__torch_saved_value(const void *data, size_t size, const tp_zip_limits *zl,
                                          const tp_doc_limits *lim, tp_value *out);
 
+/* ---- writing (torch_write.c) -------------------------------------------- */
+
+/* The document of p in torch's schema 8.20 (caller frees *json). Errors:
+ * TP_ERR_UNSUPPORTED naming a node whose op has no ATen counterpart in the
+ * table, a get_attr node, a non-tensor input, a custom object. */
+TP_HIDDEN tp_status tp__torch_program_to_json(const tp_program *p, char **json, size_t *len);
+/* A payload config for state s, payloads named prefix + index. */
+TP_HIDDEN tp_status tp__torch_payload_config(const tp_named_state *s, const char *prefix, char **json);
+/* torch.save((tuple(ts[0..n)), {})) as a ZIP in a new buffer (tp_free). */
+TP_HIDDEN tp_status tp__torch_save_tensors(tp_tensor *const *ts, int n, void **data, size_t *size);
+
 /* ---- the op table (torch_ops.c) ---------------------------------------- */
 
 enum {
@@ -97,7 +108,8 @@ typedef struct tp_torch_op {
     const char *overloads; /* "Tensor,Scalar" */
     tp_op op;
     /* torch argument -> ours, comma separated: "s:fill_value" renamed,
-     * "N:-" ignored, "half_to_float:=false" must be that (or None);
+     * "N:-" ignored ("cudnn_enabled:-true": written as true), "half_to_float:=false" must be that (or
+     * None) and is written so;
      * arguments not listed keep their names */
     const char *map;
     const char *fixed; /* our arguments set by the entry: "training=false,size=[]" */

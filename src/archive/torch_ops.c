@@ -8,7 +8,9 @@
  * _native_batch_norm_legit_no_training, _softmax, ...). Each entry lists
  * the overloads it accepts; an overload not listed is refused by name, as
  * its arguments may mean something else. Argument names are ATen's, which
- * our schemas share unless the entry's map renames them.
+ * our schemas share unless the entry's map renames them. The writer
+ * (torch_write.c) writes each op as its first entry without extra outputs or
+ * fixed arguments, so the canonical ATen op of each of ours comes first.
  */
 #include <string.h>
 
@@ -124,11 +126,11 @@ static const tp_torch_op g_aten[] = {
     E("conv3d", "default,padding", CONV3D, NULL, NULL, 0),
     E("conv_transpose1d", "default,input", CONV_TRANSPOSE1D, NULL, NULL, 0),
     E("conv_transpose2d", "default,input", CONV_TRANSPOSE2D, NULL, NULL, 0),
-    E("batch_norm", "default", BATCH_NORM, "cudnn_enabled:-", NULL, 0),
+    E("batch_norm", "default", BATCH_NORM, "cudnn_enabled:-true", NULL, 0),
     E("_native_batch_norm_legit_no_training", "default", BATCH_NORM, NULL, "training=false", TP_TORCH_FIRST),
-    E("layer_norm", "default", LAYER_NORM, "cudnn_enable:-", NULL, 0),
+    E("layer_norm", "default", LAYER_NORM, "cudnn_enable:-true", NULL, 0),
     E("native_layer_norm", "default", LAYER_NORM, NULL, NULL, TP_TORCH_FIRST),
-    E("group_norm", "default", GROUP_NORM, "cudnn_enabled:-", NULL, 0),
+    E("group_norm", "default", GROUP_NORM, "cudnn_enabled:-true", NULL, 0),
     E("native_group_norm", "default", GROUP_NORM, "N:-,C:-,HxW:-,group:num_groups", NULL, TP_TORCH_FIRST),
     E("dropout", "default", DROPOUT, "self:input", NULL, 0),
     E("native_dropout", "default", DROPOUT, NULL, NULL, TP_TORCH_FIRST),
@@ -153,8 +155,8 @@ static const tp_torch_op g_aten[] = {
     E("embedding", "default", EMBEDDING, NULL, NULL, 0),
     /* shapes and views */
     E("view", "default", VIEW, NULL, NULL, 0),
-    E("_unsafe_view", "default", RESHAPE, "size:shape", NULL, 0),
     E("reshape", "default", RESHAPE, NULL, NULL, 0),
+    E("_unsafe_view", "default", RESHAPE, "size:shape", NULL, 0),
     E("expand", "default", EXPAND, "implicit:=false", NULL, 0),
     E("permute", "default", PERMUTE, NULL, NULL, 0),
     E("transpose", "int", TRANSPOSE, NULL, NULL, 0),
@@ -183,8 +185,8 @@ static const tp_torch_op g_aten[] = {
     E("alias", "default", CLONE, NULL, NULL, 0),
     E("detach", "default", CLONE, NULL, NULL, 0),
     E("lift_fresh_copy", "default", CLONE, NULL, NULL, 0),
-    E("_to_copy", "default", TO, NULL, NULL, 0),
     E("to", "dtype,dtype_layout", TO, NULL, NULL, 0),
+    E("_to_copy", "default", TO, NULL, NULL, 0),
     E("index", "Tensor", INDEX, NULL, NULL, 0),
     E("index_select", "default", INDEX_SELECT, NULL, NULL, 0),
     E("gather", "default", GATHER, "sparse_grad:=false", NULL, 0),

@@ -729,6 +729,46 @@ static tp_status output_name(const json_t *o, const char *where, const tp_doc_li
     return tp_error(TP_ERR_UNSUPPORTED, "%s: node outputs of kind '%s' are not supported", where, *kind);
 }
 
+/* aten.convolution(input, weight, bias, stride, padding, dilation, transposed,
+ * output_padding, groups) -> conv1d/2d/3d or conv_transpose1d/2d (by the
+ * weight's rank), whose kernels are the fast ones; 3-d transposed stays. */
+static tp_status pick_convolution(tp_value *named, const char *where, tp_op *op) {
+    const tp_value *w = tp_value_dict_get(named, "weight"), *tr = tp_value_dict_get(named, "transposed");
+    const tp_value *wm = w && w->kind == TP_VAL_NODE ? tp_node_meta_val(w->u.node) : NULL;
+    if (!wm || wm->kind != TP_VAL_TENSOR || !tr || tr->kind != TP_VAL_BOOL) return TP_OK;
+    int rank = tp_tensor_ndim(wm->u.tensor);
+    bool transposed = tr->u.b;
+    static const tp_op plain[] = {TP_OP_CONV1D, TP_OP_CONV2D, TP_OP_CONV3D};
+    static const tp_op trans[] = {TP_OP_CONV_TRANSPOSE1D, TP_OP_CONV_TRANSPOSE2D, TP_OP_INVALID};
+    if (rank < 3 || rank > 5 || (transposed && trans[rank - 3] == TP_OP_INVALID)) return TP_OK;
+    if (!transposed) {
+        const tp_value *opad = tp_value_dict_get(named, "output_padding");
+        for (int64_t i = 0; opad && i < tp_value_len(opad); i++)
+            if (tp_value_at(opad, i)->kind != TP_VAL_INT || tp_value_at(opad, i)->u.i != 0) return TP_OK;
+    }
+    /* the new op's schema: the same names, without transposed (and output_padding) */
+    tp_value copy;
+    TP_TRY(tp_value_dict(&copy));
+    tp_op to = transposed ? trans[rank - 3] : plain[rank - 3];
+    const tp_schema *sc = tp_op_schema(to);
+    tp_status st = TP_OK;
+    for (int i = 0; st == TP_OK && i < sc->n_args; i++) {
+        const tp_value *v = tp_value_dict_get(named, sc->args[i].name);
+        if (!v) continue;
+        tp_value x;
+        st = tp_value_copy(v, &x);
+        if (st == TP_OK) st = tp_value_dict_set(&copy, sc->args[i].name, &x);
+    }
+    if (st != TP_OK) {
+        tp_value_clear(&copy);
+        tp_error_context("%s", where);
+        return st;
+    }
+    tp_value_move(named, &copy);
+    *op = to;
+    return TP_OK;
+}
+
 static tp_status read_node(trd *r, const json_t *node, int index) {
     char where[600];
     snprintf(where, sizeof where, "graph.nodes[%d]", index);
@@ -801,7 +841,7 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
         const char *m = map_entry(e->map, aname, &mlen);
         const char *ours = aname;
         size_t olen = strlen(aname);
-        if (m && mlen == 1 && m[0] == '-') {
+        if (m && mlen >= 1 && m[0] == '-') { /* "-" or "-LIT" (LIT: what the writer puts there) */
             tp_value_clear(&v);
             continue;
         }
@@ -855,6 +895,17 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
             if (st == TP_OK) st = tp_value_dict_set(&named, "dim1", &b);
         }
     }
+    /* aten.convolution: the convolution op of its rank and kind, which have the fast paths */
+    tp_op op = e->op;
+    if (st == TP_OK && op == TP_OP_CONVOLUTION) st = pick_convolution(&named, where, &op);
+    /* x.add_(y) on an intermediate nothing reads afterwards (a residual sum) is x + y: the functional
+     * op has the fast, fusable kernels; on state or inputs the in-place op keeps the mutation */
+    if (st == TP_OK && (op == TP_OP_ADD_ || op == TP_OP_MUL_)) {
+        const tp_value *self = tp_value_dict_get(&named, "self");
+        json_t *last = self && self->kind == TP_VAL_NODE ? json_object_get(r->uses, tp_node_name(self->u.node)) : NULL;
+        if (last && json_integer_value(last) <= index && tp_node_get_kind(self->u.node) == TP_NODE_CALL_FUNCTION)
+            op = op == TP_OP_ADD_ ? TP_OP_ADD : TP_OP_MUL;
+    }
     /* outputs: one node, or a tuple node and getitems */
     size_t n_out = json_array_size(outputs);
     const char *first_kind = NULL, *first_name = NULL;
@@ -862,13 +913,13 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
     if (st == TP_OK && n_out > 0)
         st = output_name(json_array_get(outputs, 0), where, r->lim, &first_kind, &first_name, &first_list);
     bool multi = sc->returns == TP_RET_TUPLE || sc->returns == TP_RET_TENSOR_LIST ||
-                 (sc->returns == TP_RET_ANY && e->op != TP_OP_GETITEM && (n_out > 1 || first_list));
+                 (sc->returns == TP_RET_ANY && op != TP_OP_GETITEM && (n_out > 1 || first_list));
     if (st == TP_OK && (e->flags & TP_TORCH_FIRST)) multi = false;
     if (st == TP_OK && !multi) {
         CHECK_GOTO(n_out >= 1, st, TP_ERR_CORRUPT, done, "%s: a node without outputs", where);
         CHECK_GOTO(first_name, st, TP_ERR_UNSUPPORTED, done, "%s: output 0 must be a tensor or symbolic int", where);
         CHECK_GOTO(n_out == 1 || (e->flags & TP_TORCH_FIRST), st, TP_ERR_UNSUPPORTED, done,
-                      "%s: %zu outputs where %s returns one", where, n_out, tp_op_name(e->op));
+                      "%s: %zu outputs where %s returns one", where, n_out, tp_op_name(op));
         tp_node *n = NULL;
         tp_value *self = inplace ? tp_value_dict_get(&named, sc->args[0].name) : NULL;
         if (inplace) {
@@ -879,9 +930,9 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
             bool read_later = !last || json_integer_value(last) > index;
             if (tp_node_get_kind(target) != TP_NODE_CALL_FUNCTION || read_later) {
                 char tmp[TP_LIMIT_NAME + 64];
-                fresh_name(r, tp_op_name(e->op), tmp, sizeof tmp);
+                fresh_name(r, tp_op_name(op), tmp, sizeof tmp);
                 tp_node *value = NULL;
-                st = make_call(r, e->op, &named, tmp, where, &value);
+                st = make_call(r, op, &named, tmp, where, &value);
                 tp_value cn;
                 if (st == TP_OK) st = tp_value_dict(&cn);
                 if (st == TP_OK) {
@@ -892,10 +943,10 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
                     tp_value_clear(&cn);
                 }
             } else {
-                st = make_call(r, e->op, &named, first_name, where, &n);
+                st = make_call(r, op, &named, first_name, where, &n);
             }
         } else {
-            st = make_call(r, e->op, &named, first_name, where, &n);
+            st = make_call(r, op, &named, first_name, where, &n);
         }
         if (st == TP_OK && !strcmp(first_kind, "as_tensor"))
             st = check_output_meta(r, tp_node_meta_val(n), first_name, where);
@@ -920,7 +971,7 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
         }
         tp_clear_error();
         tp_node *n = NULL;
-        st = make_call(r, e->op, &named, tuple_name, where, &n);
+        st = make_call(r, op, &named, tuple_name, where, &n);
         const tp_value *mv = st == TP_OK ? tp_node_meta_val(n) : NULL;
         json_t *items = outputs;
         if (st == TP_OK && n_out == 1 && first_list) items = first_list;
@@ -936,7 +987,7 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
             }
             if (!oname) continue;
             CHECK_GOTO(mv && (int64_t)i < tp_value_len(mv), st, TP_ERR_UNSUPPORTED, done,
-                          "%s: output %zu ('%s') where %s returns %" PRId64, where, i, oname, tp_op_name(e->op),
+                          "%s: output %zu ('%s') where %s returns %" PRId64, where, i, oname, tp_op_name(op),
                           mv ? tp_value_len(mv) : 0);
             st = getitem_node(r, n, (int64_t)i, oname, where);
             if (st == TP_OK && !strcmp(kind, "as_tensor"))

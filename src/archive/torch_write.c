@@ -1,0 +1,877 @@
+/*
+ * torch_write.c - programs -> PyTorch's pt2 package (torch.export.save's
+ * layout, schema 8.20), which torch.export.load reads (torch.h).
+ *
+ * Each node is written as the ATen op the reader maps to it (the first
+ * entry for the op in torch_ops.c, with the overload picked from the
+ * argument kinds: Tensor/Scalar, default/dim), its arguments by our schema
+ * names (which are ATen's) plus the ATen name where the table renames one
+ * (torch's deserializer takes the names its schema has and ignores the
+ * rest); getitem nodes become the named outputs of the node they read.
+ * tensor_values give every tensor's dtype, sizes and contiguous strides:
+ * user inputs with their dim rules as sympy expressions (Symbol,
+ * Mul(Integer, Symbol), Add(.., Integer)) and hints, other values with the
+ * sizes their meta records (the example's). Sample inputs are the example
+ * inputs as a torch.save file (a ZIP of data.pkl and raw storages).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../program_impl.h"
+#include "serde_impl.h"
+#include "torch.h"
+#include "zip.h"
+
+typedef struct twr {
+    const tp_program *p;
+    json_t *tensor_values, *sym_int_values;
+    int fresh;
+    tp_status st;
+} twr;
+
+static int dtype_code(tp_dtype d) {
+    switch (d) {
+    case TP_UINT8: return 1;
+    case TP_INT8: return 2;
+    case TP_INT16: return 3;
+    case TP_INT32: return 4;
+    case TP_INT64: return 5;
+    case TP_FLOAT16: return 6;
+    case TP_FLOAT32: return 7;
+    case TP_FLOAT64: return 8;
+    case TP_BOOL: return 12;
+    case TP_BFLOAT16: return 13;
+    default: return 0;
+    }
+}
+
+/* json_object_set_new that remembers an allocation failure. */
+static void jset(twr *w, json_t *o, const char *key, json_t *v) {
+    if (!o || !v || json_object_set_new(o, key, v) != 0) {
+        if (w->st == TP_OK) w->st = tp_error(TP_ERR_NOMEM, "out of memory writing a PyTorch archive");
+    }
+}
+
+static void jappend(twr *w, json_t *a, json_t *v) {
+    if (!a || !v || json_array_append_new(a, v) != 0) {
+        if (w->st == TP_OK) w->st = tp_error(TP_ERR_NOMEM, "out of memory writing a PyTorch archive");
+    }
+}
+
+static json_t *tagged(twr *w, const char *tag, json_t *v) {
+    json_t *o = json_object();
+    jset(w, o, tag, v);
+    return o;
+}
+
+static json_t *named(twr *w, const char *name) {
+    json_t *o = json_object();
+    jset(w, o, "name", json_string(name));
+    return o;
+}
+
+static json_t *jfloat(double d) {
+    if (isnan(d)) return json_string("NaN");
+    if (isinf(d)) return json_string(d > 0 ? "Infinity" : "-Infinity");
+    return json_real(d);
+}
+
+/* ---- sizes ----------------------------------------------------------------------------- */
+
+/* The sympy form of scale * symbol + offset. */
+static void srepr_dim(char *buf, size_t size, const char *symbol, int64_t scale, int64_t offset) {
+    char sym[160], term[240];
+    snprintf(sym, sizeof sym, "Symbol('%s', positive=True, integer=True)", symbol);
+    if (scale == 1) snprintf(term, sizeof term, "%s", sym);
+    else snprintf(term, sizeof term, "Mul(Integer(%" PRId64 "), %s)", scale, sym);
+    if (offset == 0) snprintf(buf, size, "%s", term);
+    else snprintf(buf, size, "Add(%s, Integer(%" PRId64 "))", term, offset);
+}
+
+static json_t *sym_expr(twr *w, const char *expr, int64_t hint) {
+    json_t *e = json_object(), *h = json_object();
+    jset(w, e, "expr_str", json_string(expr));
+    jset(w, h, "as_int", json_integer(hint));
+    jset(w, e, "hint", h);
+    return tagged(w, "as_expr", e);
+}
+
+static const tp_dim_rule *rule_of(const tp_program *p, const char *input, int dim) {
+    for (int i = 0; i < tp_program_num_dim_rules(p); i++) {
+        const tp_dim_rule *r = tp_program_dim_rule(p, i);
+        if (r->site.dim == dim && !strcmp(r->site.input, input)) return r;
+    }
+    return NULL;
+}
+
+/* tensor_values[name] for meta t; `input`: a user input whose dim rules apply. */
+static void tensor_value(twr *w, const char *name, const tp_tensor *t, const char *input) {
+    json_t *tm = json_object(), *sizes = json_array(), *strides = json_array(), *dev = json_object();
+    int nd = tp_tensor_ndim(t);
+    char exprs[TP_MAX_DIMS][300];
+    bool sym[TP_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        const tp_dim_rule *r = input ? rule_of(w->p, input, d) : NULL;
+        sym[d] = r && r->kind != TP_DIM_STATIC;
+        if (sym[d])
+            srepr_dim(exprs[d], sizeof exprs[d], r->symbol, r->kind == TP_DIM_SYMBOL ? 1 : r->scale,
+                      r->kind == TP_DIM_SYMBOL ? 0 : r->offset);
+        jappend(w, sizes, sym[d] ? sym_expr(w, exprs[d], tp_tensor_sizes(t)[d])
+                                 : tagged(w, "as_int", json_integer(tp_tensor_sizes(t)[d])));
+    }
+    /* contiguous strides: products of the later sizes, symbolic where one of them is */
+    for (int d = 0; d < nd; d++) {
+        int64_t k = 1, hint = 1;
+        char prod[2048];
+        int len = 0;
+        bool any = false;
+        for (int e = d + 1; e < nd; e++) {
+            hint *= tp_tensor_sizes(t)[e];
+            if (sym[e] && len < (int)sizeof prod - 320) {
+                len += snprintf(prod + len, sizeof prod - (size_t)len, ", %s", exprs[e]);
+                any = true;
+            } else if (!sym[e]) {
+                k *= tp_tensor_sizes(t)[e];
+            }
+        }
+        if (any) {
+            char expr[2200];
+            snprintf(expr, sizeof expr, "Mul(Integer(%" PRId64 ")%s)", k, prod);
+            jappend(w, strides, sym_expr(w, expr, hint));
+        } else {
+            jappend(w, strides, tagged(w, "as_int", json_integer(hint)));
+        }
+    }
+    jset(w, tm, "dtype", json_integer(dtype_code(tp_tensor_dtype(t))));
+    jset(w, tm, "sizes", sizes);
+    jset(w, tm, "requires_grad", json_false());
+    jset(w, dev, "type", json_string("cpu"));
+    jset(w, dev, "index", json_null());
+    jset(w, tm, "device", dev);
+    jset(w, tm, "strides", strides);
+    jset(w, tm, "storage_offset", tagged(w, "as_int", json_integer(0)));
+    jset(w, tm, "layout", json_integer(7));
+    jset(w, w->tensor_values, name, tm);
+}
+
+/* ---- the op table, backwards ----------------------------------------------------------- */
+
+static bool has_overload(const char *list, const char *o) {
+    size_t n = strlen(o);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !memcmp(p, o, n)) return true;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
+/* The entry written for op: the first without extra outputs, drops or fixed
+ * arguments (interpolate has only fixed-mode entries: retarget picks one). */
+static const tp_torch_op *entry_for(tp_op op) {
+    int n;
+    const tp_torch_op *t = tp__torch_op_table(&n);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if (t[i].op == op && !(t[i].flags & (TP_TORCH_FIRST | TP_TORCH_DROP | TP_TORCH_T)) && (pass || !t[i].fixed))
+                return &t[i];
+    return NULL;
+}
+
+/* The overload for these bound arguments. */
+static void pick_overload(const tp_torch_op *e, const tp_schema *sc, const tp_value *bound, char *out, size_t size) {
+    const char *first_end = strchr(e->overloads, ',');
+    snprintf(out, size, "%.*s", first_end ? (int)(first_end - e->overloads) : (int)strlen(e->overloads), e->overloads);
+    if (has_overload(e->overloads, "Tensor") && has_overload(e->overloads, "Scalar")) {
+        bool scalar = false;
+        for (int i = 0; i < sc->n_args; i++)
+            if (sc->args[i].type == TP_ARG_TENSOR_OR_SCALAR && bound[i].kind != TP_VAL_NODE) scalar = true;
+        snprintf(out, size, "%s", scalar ? "Scalar" : "Tensor");
+        return;
+    }
+    if (e->op == TP_OP_WHERE) {
+        bool a = bound[1].kind == TP_VAL_NODE, b = bound[2].kind == TP_VAL_NODE;
+        snprintf(out, size, "%s", a && b ? "self" : a ? "ScalarOther" : b ? "ScalarSelf" : "Scalar");
+        return;
+    }
+    if (has_overload(e->overloads, "dims")) { /* squeeze/any: no dim, one int, or a list */
+        int d = -1;
+        for (int i = 0; i < sc->n_args; i++)
+            if (!strcmp(sc->args[i].name, "dim")) d = i;
+        if (d >= 0 && (bound[d].kind == TP_VAL_LIST || bound[d].kind == TP_VAL_TUPLE)) {
+            snprintf(out, size, "dims");
+            return;
+        }
+    }
+    if (has_overload(e->overloads, "correction")) { /* var/std: our arguments are those of .correction */
+        snprintf(out, size, "correction");
+        return;
+    }
+    static const char *dim_overloads[] = {"dim_IntList", "dim", "dim_int"};
+    for (size_t k = 0; k < sizeof dim_overloads / sizeof *dim_overloads; k++)
+        if (has_overload(e->overloads, "default") && has_overload(e->overloads, dim_overloads[k])) {
+            int d = -1;
+            for (int i = 0; i < sc->n_args; i++)
+                if (!strcmp(sc->args[i].name, "dim")) d = i;
+            bool given = d >= 0 && bound[d].kind != TP_VAL_NONE;
+            snprintf(out, size, "%s", given ? dim_overloads[k] : "default");
+            return;
+        }
+}
+
+static int arg_index(const tp_schema *sc, const char *name) {
+    for (int i = 0; i < sc->n_args; i++)
+        if (!strcmp(sc->args[i].name, name)) return i;
+    return -1;
+}
+
+/* Ops one of ours stands for several ATen ops of: split (an int: split.Tensor,
+ * a list: split_with_sizes) and interpolate (upsample_<mode><rank>d.vec, its
+ * scale factor as one per spatial dim). May rewrite bound. */
+static const tp_torch_op *retarget(twr *w, const tp_torch_op *e, const tp_schema *sc, tp_value *bound, const tp_node *n,
+                                   const char *where) {
+    if (e->op == TP_OP_SPLIT) {
+        int k = arg_index(sc, "split_size_or_sections");
+        if (k >= 0 && (bound[k].kind == TP_VAL_LIST || bound[k].kind == TP_VAL_TUPLE))
+            return tp__torch_find_op("aten", "split_with_sizes", "default");
+        return e;
+    }
+    if (e->op == TP_OP_TO) { /* to.dtype needs a dtype: without one, to() is a copy of self */
+        int k = arg_index(sc, "dtype");
+        return k >= 0 && bound[k].kind == TP_VAL_NONE ? tp__torch_find_op("aten", "clone", "default") : e;
+    }
+    if (e->op != TP_OP_INTERPOLATE) return e;
+    const tp_value *in = tp_value_at(tp_node_args(n), 0);
+    const tp_value *im = in && in->kind == TP_VAL_NODE ? tp_node_meta_val(in->u.node) : NULL;
+    int km = arg_index(sc, "mode"), ks = arg_index(sc, "scale_factor"), ka = arg_index(sc, "align_corners");
+    int rank = im && im->kind == TP_VAL_TENSOR ? tp_tensor_ndim(im->u.tensor) : 0;
+    const char *mode = km >= 0 && bound[km].kind == TP_VAL_STR ? bound[km].u.s : "";
+    char name[64] = "";
+    if (!strcmp(mode, "nearest") && rank >= 3 && rank <= 5) snprintf(name, sizeof name, "upsample_nearest%dd", rank - 2);
+    else if (!strcmp(mode, "linear") && rank == 3) snprintf(name, sizeof name, "upsample_linear1d");
+    else if (!strcmp(mode, "bilinear") && rank == 4) snprintf(name, sizeof name, "upsample_bilinear2d");
+    else if (!strcmp(mode, "bicubic") && rank == 4) snprintf(name, sizeof name, "upsample_bicubic2d");
+    else if (!strcmp(mode, "trilinear") && rank == 5) snprintf(name, sizeof name, "upsample_trilinear3d");
+    const tp_torch_op *t = name[0] ? tp__torch_find_op("aten", name, "vec") : NULL;
+    if (!t) {
+        if (w->st == TP_OK)
+            w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: interpolate mode '%s' on a %d-d input has no ATen op tpexport writes",
+                             where, mode, rank);
+        return NULL;
+    }
+    if (ks >= 0 && tp_value_is_number(&bound[ks])) {
+        double f = tp_value_as_f64(&bound[ks]);
+        tp_value list;
+        if (tp_value_list(rank - 2, &list) != TP_OK) {
+            if (w->st == TP_OK) w->st = tp_error(TP_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        for (int i = 0; i < rank - 2; i++) list.u.seq.items[i] = tp_value_float(f);
+        tp_value_clear(&bound[ks]);
+        bound[ks] = list;
+    }
+    if (ka >= 0 && bound[ka].kind == TP_VAL_NONE && strcmp(mode, "nearest") != 0) bound[ka] = tp_value_bool(false);
+    return t;
+}
+
+/* ---- arguments ----------------------------------------------------------------------------- */
+
+static bool node_is_int(const tp_node *n) {
+    const tp_value *m = tp_node_meta_val(n);
+    return m && (m->kind == TP_VAL_INT || m->kind == TP_VAL_BOOL);
+}
+
+static json_t *arg_json(twr *w, const tp_value *v, const char *where) {
+    switch (v->kind) {
+    case TP_VAL_NONE: return tagged(w, "as_none", json_true());
+    case TP_VAL_BOOL: return tagged(w, "as_bool", json_boolean(v->u.b));
+    case TP_VAL_INT: return tagged(w, "as_int", json_integer(v->u.i));
+    case TP_VAL_FLOAT: return tagged(w, "as_float", jfloat(v->u.f));
+    case TP_VAL_STR: return tagged(w, "as_string", json_string(v->u.s));
+    case TP_VAL_DTYPE: return tagged(w, "as_scalar_type", json_integer(dtype_code(v->u.dtype)));
+    case TP_VAL_NODE:
+        if (node_is_int(v->u.node)) return tagged(w, "as_sym_int", tagged(w, "as_name", json_string(tp_node_name(v->u.node))));
+        return tagged(w, "as_tensor", named(w, tp_node_name(v->u.node)));
+    case TP_VAL_LIST:
+    case TP_VAL_TUPLE: {
+        int64_t n = tp_value_len(v);
+        bool nodes = false, ints = true, floats = true, bools = true, nones = false, sym = false;
+        for (int64_t i = 0; i < n; i++) {
+            const tp_value *it = tp_value_at(v, i);
+            bool int_node = it->kind == TP_VAL_NODE && node_is_int(it->u.node);
+            nodes = nodes || (it->kind == TP_VAL_NODE && !int_node);
+            sym = sym || int_node;
+            nones = nones || it->kind == TP_VAL_NONE;
+            ints = ints && (it->kind == TP_VAL_INT || int_node);
+            floats = floats && (it->kind == TP_VAL_FLOAT || it->kind == TP_VAL_INT);
+            bools = bools && it->kind == TP_VAL_BOOL;
+        }
+        json_t *a = json_array();
+        const char *tag = n == 0 ? "as_ints" : nodes && nones ? "as_optional_tensors" : nodes ? "as_tensors"
+                          : ints ? (sym ? "as_sym_ints" : "as_ints") : bools ? "as_bools" : floats ? "as_floats" : NULL;
+        if (!tag) {
+            if (w->st == TP_OK) w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: a list PyTorch's schema cannot encode", where);
+            json_decref(a);
+            return json_object();
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const tp_value *it = tp_value_at(v, i);
+            if (!strcmp(tag, "as_optional_tensors"))
+                jappend(w, a, it->kind == TP_VAL_NONE ? tagged(w, "as_none", json_true())
+                                                      : tagged(w, "as_tensor", named(w, tp_node_name(it->u.node))));
+            else if (!strcmp(tag, "as_tensors")) jappend(w, a, named(w, tp_node_name(it->u.node)));
+            else if (!strcmp(tag, "as_sym_ints"))
+                jappend(w, a, it->kind == TP_VAL_NODE ? tagged(w, "as_name", json_string(tp_node_name(it->u.node)))
+                                                      : tagged(w, "as_int", json_integer(it->u.i)));
+            else if (!strcmp(tag, "as_ints")) jappend(w, a, json_integer(it->u.i));
+            else if (!strcmp(tag, "as_bools")) jappend(w, a, json_boolean(it->u.b));
+            else jappend(w, a, jfloat(tp_value_as_f64(it)));
+        }
+        return tagged(w, tag, a);
+    }
+    default:
+        if (w->st == TP_OK)
+            w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: a %s argument cannot be written", where, tp_value_kind_name(v->kind));
+        return json_object();
+    }
+}
+
+/* The torch name an argument of ours is renamed to by the entry's map ("torch:ours"). */
+static bool renamed(const tp_torch_op *e, const char *ours, char *out, size_t size) {
+    for (const char *p = e->map; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t l = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memchr(p, ':', l);
+        if (colon) {
+            size_t tl = (size_t)(colon - p), ol = l - tl - 1;
+            if (ol == strlen(ours) && !memcmp(colon + 1, ours, ol) && colon[1] != '-' && colon[1] != '=') {
+                snprintf(out, size, "%.*s", (int)tl, p);
+                return true;
+            }
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+static json_t *named_arg(twr *w, const char *name, json_t *arg, bool kw) {
+    json_t *na = json_object();
+    jset(w, na, "name", json_string(name));
+    jset(w, na, "arg", arg);
+    jset(w, na, "kind", json_integer(kw ? 2 : 1));
+    return na;
+}
+
+/* The user reading item i of a tuple node, or NULL. */
+static tp_node *getitem_user(const tp_node *n, int64_t i) {
+    for (int64_t k = 0; k < tp_node_num_users(n); k++) {
+        tp_node *u = tp_node_user(n, k);
+        if (tp_node_get_kind(u) == TP_NODE_CALL_FUNCTION && tp_node_op(u) == TP_OP_GETITEM &&
+            tp_value_at(tp_node_args(u), 0)->kind == TP_VAL_NODE && tp_value_at(tp_node_args(u), 0)->u.node == n &&
+            tp_value_at(tp_node_args(u), 1)->kind == TP_VAL_INT && tp_value_at(tp_node_args(u), 1)->u.i == i)
+            return u;
+    }
+    return NULL;
+}
+
+static json_t *write_node(twr *w, const tp_node *n) {
+    char where[300];
+    snprintf(where, sizeof where, "node %s (%s)", tp_node_name(n), tp_op_name(tp_node_op(n)));
+    tp_op op = tp_node_op(n);
+    const tp_schema *sc = tp_op_schema(op);
+    json_t *node = json_object(), *inputs = json_array(), *outputs = json_array();
+    char target[200];
+    const tp_torch_op *e = NULL;
+    if (op == TP_OP_SYM_ADD || op == TP_OP_SYM_SUB || op == TP_OP_SYM_MUL || op == TP_OP_SYM_FLOORDIV) {
+        snprintf(target, sizeof target, "_operator.%s", op == TP_OP_SYM_ADD ? "add" : op == TP_OP_SYM_SUB ? "sub"
+                                                       : op == TP_OP_SYM_MUL ? "mul" : "floordiv");
+    } else {
+        e = entry_for(op);
+        if (!e) {
+            w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: %s has no ATen op tpexport can write", where, tp_op_name(op));
+            json_decref(node);
+            json_decref(inputs);
+            json_decref(outputs);
+            return NULL;
+        }
+    }
+    tp_value bound[64];
+    int nb = sc->n_args;
+    tp_status st = nb <= 64 ? tp_op_bind(op, tp_node_args(n)->u.seq.items, (int)tp_value_len(tp_node_args(n)),
+                                         tp_value_len(tp_node_kwargs(n)) ? tp_node_kwargs(n) : NULL, bound)
+                            : tp_error(TP_ERR_UNSUPPORTED, "%s: too many arguments", where);
+    if (st != TP_OK) {
+        w->st = st;
+        json_decref(node);
+        json_decref(inputs);
+        json_decref(outputs);
+        return NULL;
+    }
+    if (e) e = retarget(w, e, sc, bound, n, where);
+    if (e) {
+        char ov[64];
+        pick_overload(e, sc, bound, ov, sizeof ov);
+        snprintf(target, sizeof target, "torch.ops.aten.%s.%s", e->name, ov);
+    }
+    if (w->st != TP_OK) {
+        for (int i = 0; i < nb; i++) tp_value_clear(&bound[i]);
+        json_decref(node);
+        json_decref(inputs);
+        json_decref(outputs);
+        return NULL;
+    }
+    for (int i = 0; i < nb; i++) {
+        const tp_schema_arg *a = &sc->args[i];
+        /* layout/device/pin_memory are ours only as None; our results are contiguous, which a view after
+         * them relies on (clone's default would preserve a permuted layout) */
+        if (bound[i].kind == TP_VAL_NONE && (!strcmp(a->name, "layout") || !strcmp(a->name, "device") ||
+                                             !strcmp(a->name, "pin_memory")))
+            continue;
+        if (!strcmp(a->name, "memory_format")) {
+            jappend(w, inputs, named_arg(w, a->name, tagged(w, "as_memory_format", json_integer(1)), true));
+            continue;
+        }
+        jappend(w, inputs, named_arg(w, a->name, arg_json(w, &bound[i], where), a->kwarg_only));
+        char alias[64];
+        if (e && renamed(e, a->name, alias, sizeof alias))
+            jappend(w, inputs, named_arg(w, alias, arg_json(w, &bound[i], where), a->kwarg_only));
+    }
+    for (int i = 0; i < nb; i++) tp_value_clear(&bound[i]);
+    /* ATen arguments we ignore or require on reading ("cudnn_enabled:-true", "half_to_float:=false") */
+    for (const char *q = e ? e->map : NULL; q && *q;) {
+        const char *end = strchr(q, ','), *colon = strchr(q, ':');
+        size_t l = end ? (size_t)(end - q) : strlen(q);
+        if (colon && colon < q + l && (colon[1] == '-' || colon[1] == '=') && (size_t)(colon + 2 - q) < l) {
+            char name[64], lit[64];
+            snprintf(name, sizeof name, "%.*s", (int)(colon - q), q);
+            snprintf(lit, sizeof lit, "%.*s", (int)(l - (size_t)(colon + 2 - q)), colon + 2);
+            json_t *v = !strcmp(lit, "true") || !strcmp(lit, "false") ? tagged(w, "as_bool", json_boolean(lit[0] == 't'))
+                                                                      : tagged(w, "as_int", json_integer(strtoll(lit, NULL, 10)));
+            jappend(w, inputs, named_arg(w, name, v, true));
+        }
+        q = end ? end + 1 : NULL;
+    }
+    /* outputs */
+    const tp_value *mv = tp_node_meta_val(n);
+    if (mv && mv->kind == TP_VAL_TENSOR) {
+        jappend(w, outputs, tagged(w, "as_tensor", named(w, tp_node_name(n))));
+        tensor_value(w, tp_node_name(n), mv->u.tensor, NULL);
+    } else if (mv && (mv->kind == TP_VAL_INT)) {
+        jappend(w, outputs, tagged(w, "as_sym_int", tagged(w, "as_name", json_string(tp_node_name(n)))));
+        jset(w, w->sym_int_values, tp_node_name(n), tagged(w, "as_int", json_integer(mv->u.i)));
+    } else if (mv && (mv->kind == TP_VAL_TUPLE || mv->kind == TP_VAL_LIST)) {
+        json_t *list = sc->returns == TP_RET_TENSOR_LIST ? json_array() : NULL;
+        for (int64_t i = 0; i < tp_value_len(mv); i++) {
+            const tp_value *it = tp_value_at(mv, i);
+            tp_node *u = getitem_user(n, i);
+            char name[300];
+            if (u) snprintf(name, sizeof name, "%s", tp_node_name(u));
+            else snprintf(name, sizeof name, "%s_unused_%" PRId64, tp_node_name(n), i);
+            if (it->kind != TP_VAL_TENSOR) {
+                if (w->st == TP_OK) w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: output %" PRId64 " is not a tensor", where, i);
+                continue;
+            }
+            tensor_value(w, name, it->u.tensor, NULL);
+            if (list) jappend(w, list, named(w, name));
+            else jappend(w, outputs, tagged(w, "as_tensor", named(w, name)));
+        }
+        if (list) jappend(w, outputs, tagged(w, "as_tensors", list));
+    } else {
+        if (w->st == TP_OK) w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: no recorded output", where);
+    }
+    jset(w, node, "target", json_string(target));
+    jset(w, node, "inputs", inputs);
+    jset(w, node, "outputs", outputs);
+    jset(w, node, "metadata", json_object());
+    jset(w, node, "is_hop_single_tensor_return", json_null());
+    jset(w, node, "name", json_string(tp_node_name(n)));
+    return node;
+}
+
+/* ---- tree specs (torch's pytree JSON: [1, {type, context, children_spec}]) ------------------ */
+
+static json_t *spec_json(twr *w, const tp_treespec *s) {
+    json_t *o = json_object(), *ch = json_array();
+    tp_tree_kind k = tp_treespec_kind(s);
+    const char *type = k == TP_TREE_TUPLE ? "builtins.tuple" : k == TP_TREE_LIST ? "builtins.list"
+                       : k == TP_TREE_DICT ? "builtins.dict" : k == TP_TREE_NONE ? "builtins.NoneType" : NULL;
+    jset(w, o, "type", type ? json_string(type) : json_null());
+    if (k == TP_TREE_DICT) {
+        json_t *keys = json_array();
+        for (int64_t i = 0; i < tp_treespec_num_children(s); i++) jappend(w, keys, json_string(tp_treespec_key(s, i)));
+        char *text = json_dumps(keys, JSON_COMPACT);
+        json_decref(keys);
+        jset(w, o, "context", text ? json_string(text) : NULL);
+        tp_free(text);
+    } else {
+        jset(w, o, "context", k == TP_TREE_LEAF ? json_null() : json_string("null"));
+    }
+    for (int64_t i = 0; i < tp_treespec_num_children(s); i++) jappend(w, ch, spec_json(w, tp_treespec_child(s, i)));
+    jset(w, o, "children_spec", ch);
+    return o;
+}
+
+static json_t *spec_string(twr *w, const tp_treespec *s) {
+    json_t *a = json_array();
+    jappend(w, a, json_integer(1));
+    jappend(w, a, spec_json(w, s));
+    char *text = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    json_t *r = text ? json_string(text) : NULL;
+    tp_free(text);
+    if (!r && w->st == TP_OK) w->st = tp_error(TP_ERR_NOMEM, "out of memory writing a PyTorch archive");
+    return r;
+}
+
+/* ---- the document ------------------------------------------------------------------------ */
+
+static json_t *input_spec(twr *w, const tp_input_spec *s) {
+    json_t *o = json_object();
+    switch (s->kind) {
+    case TP_INPUT_USER_INPUT: jset(w, o, "arg", tagged(w, "as_tensor", named(w, s->arg.name))); return tagged(w, "user_input", o);
+    case TP_INPUT_PARAMETER:
+        jset(w, o, "arg", named(w, s->arg.name));
+        jset(w, o, "parameter_name", json_string(s->target));
+        return tagged(w, "parameter", o);
+    case TP_INPUT_BUFFER:
+        jset(w, o, "arg", named(w, s->arg.name));
+        jset(w, o, "buffer_name", json_string(s->target));
+        jset(w, o, "persistent", json_boolean(s->persistent == TP_PERSISTENT_YES));
+        return tagged(w, "buffer", o);
+    case TP_INPUT_CONSTANT_TENSOR:
+        jset(w, o, "arg", named(w, s->arg.name));
+        jset(w, o, "tensor_constant_name", json_string(s->target));
+        return tagged(w, "tensor_constant", o);
+    case TP_INPUT_TOKEN: jset(w, o, "arg", named(w, s->arg.name)); return tagged(w, "token", o);
+    default:
+        json_decref(o);
+        if (w->st == TP_OK) w->st = tp_error(TP_ERR_UNSUPPORTED, "input '%s': custom objects cannot be written", s->arg.name);
+        return json_object();
+    }
+}
+
+static json_t *output_spec(twr *w, const tp_output_spec *s) {
+    json_t *o = json_object();
+    static const struct {
+        tp_output_kind k;
+        const char *tag, *target_key;
+    } kinds[] = {{TP_OUTPUT_USER_OUTPUT, "user_output", NULL},
+                 {TP_OUTPUT_LOSS_OUTPUT, "loss_output", NULL},
+                 {TP_OUTPUT_BUFFER_MUTATION, "buffer_mutation", "buffer_name"},
+                 {TP_OUTPUT_PARAMETER_MUTATION, "parameter_mutation", "parameter_name"},
+                 {TP_OUTPUT_GRADIENT_TO_PARAMETER, "gradient_to_parameter", "parameter_name"},
+                 {TP_OUTPUT_GRADIENT_TO_USER_INPUT, "gradient_to_user_input", "user_input_name"},
+                 {TP_OUTPUT_USER_INPUT_MUTATION, "user_input_mutation", "user_input_name"},
+                 {TP_OUTPUT_TOKEN, "token", NULL}};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        if (kinds[i].k != s->kind) continue;
+        if (s->kind == TP_OUTPUT_USER_OUTPUT) {
+            if (s->arg.kind == TP_ARGK_CONSTANT) jset(w, o, "arg", arg_json(w, &s->arg.value, "a constant output"));
+            else jset(w, o, "arg", tagged(w, "as_tensor", named(w, s->arg.name)));
+        } else {
+            jset(w, o, "arg", named(w, s->arg.name));
+        }
+        if (kinds[i].target_key) jset(w, o, kinds[i].target_key, json_string(s->target ? s->target : ""));
+        return tagged(w, kinds[i].tag, o);
+    }
+    json_decref(o);
+    return json_object();
+}
+
+static json_t *document(twr *w) {
+    const tp_program *p = w->p;
+    const tp_graph *g = tp_program_graph(p);
+    const tp_signature *sig = tp_program_signature(p);
+    json_t *graph = json_object(), *ginputs = json_array(), *nodes = json_array(), *goutputs = json_array();
+    w->tensor_values = json_object();
+    w->sym_int_values = json_object();
+    for (const tp_node *n = tp_graph_first_node(g); n && w->st == TP_OK; n = tp_node_next(n)) {
+        tp_node_kind k = tp_node_get_kind(n);
+        const tp_value *mv = tp_node_meta_val(n);
+        if (k == TP_NODE_PLACEHOLDER) {
+            int si = tp_signature_find_input(sig, tp_node_name(n));
+            const tp_input_spec *s = si >= 0 ? tp_signature_input(sig, si) : NULL;
+            if (!mv || mv->kind != TP_VAL_TENSOR) {
+                w->st = tp_error(TP_ERR_UNSUPPORTED, "input '%s': only tensor inputs can be written", tp_node_name(n));
+                break;
+            }
+            jappend(w, ginputs, tagged(w, "as_tensor", named(w, tp_node_name(n))));
+            tensor_value(w, tp_node_name(n), mv->u.tensor,
+                         s && s->kind == TP_INPUT_USER_INPUT ? tp_node_name(n) : NULL);
+        } else if (k == TP_NODE_CALL_FUNCTION) {
+            if (tp_node_op(n) == TP_OP_GETITEM) {
+                const tp_value *src = tp_value_at(tp_node_args(n), 0);
+                if (src && src->kind == TP_VAL_NODE && tp_node_get_kind(src->u.node) == TP_NODE_CALL_FUNCTION) continue;
+                w->st = tp_error(TP_ERR_UNSUPPORTED, "node %s: getitem of a structured input cannot be written", tp_node_name(n));
+                break;
+            }
+            json_t *jn = write_node(w, n);
+            if (jn) jappend(w, nodes, jn);
+        } else if (k == TP_NODE_OUTPUT) {
+            tp_value leaves;
+            tp_treespec *spec = NULL;
+            w->st = tp_pytree_flatten(tp_value_at(tp_node_args(n), 0), &leaves, &spec);
+            if (w->st != TP_OK) break;
+            tp_treespec_free(spec);
+            for (int64_t i = 0; i < tp_value_len(&leaves); i++) jappend(w, goutputs, arg_json(w, tp_value_at(&leaves, i), "the output"));
+            tp_value_clear(&leaves);
+        } else {
+            w->st = tp_error(TP_ERR_UNSUPPORTED, "node %s: %s nodes cannot be written (lift get_attr first)", tp_node_name(n),
+                             tp_node_kind_name(k));
+        }
+    }
+    jset(w, graph, "inputs", ginputs);
+    jset(w, graph, "outputs", goutputs);
+    jset(w, graph, "nodes", nodes);
+    jset(w, graph, "tensor_values", w->tensor_values);
+    jset(w, graph, "sym_int_values", w->sym_int_values);
+    jset(w, graph, "sym_bool_values", json_object());
+    jset(w, graph, "is_single_tensor_return", json_false());
+    jset(w, graph, "custom_obj_values", json_object());
+    jset(w, graph, "sym_float_values", json_object());
+    /* signature */
+    json_t *signature = json_object(), *ins = json_array(), *outs = json_array();
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++) jappend(w, ins, input_spec(w, tp_signature_input(sig, i)));
+    for (int i = 0; i < tp_signature_n_outputs(sig); i++) jappend(w, outs, output_spec(w, tp_signature_output(sig, i)));
+    jset(w, signature, "input_specs", ins);
+    jset(w, signature, "output_specs", outs);
+    /* module call graph: the root with the call's tree specs */
+    json_t *mcg = json_array(), *root = json_object(), *rs = json_object(), *rin = json_array(), *rout = json_array();
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++)
+        if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT)
+            jappend(w, rin, tagged(w, "as_tensor", named(w, tp_signature_input(sig, i)->arg.name)));
+    for (int i = 0; i < tp_signature_n_outputs(sig); i++)
+        if (tp_signature_output(sig, i)->kind == TP_OUTPUT_USER_OUTPUT && tp_signature_output(sig, i)->arg.kind != TP_ARGK_CONSTANT)
+            jappend(w, rout, tagged(w, "as_tensor", named(w, tp_signature_output(sig, i)->arg.name)));
+    jset(w, rs, "inputs", rin);
+    jset(w, rs, "outputs", rout);
+    if (tp_program_in_spec(p) && tp_program_out_spec(p)) {
+        jset(w, rs, "in_spec", spec_string(w, tp_program_in_spec(p)));
+        jset(w, rs, "out_spec", spec_string(w, tp_program_out_spec(p)));
+    } else if (w->st == TP_OK) {
+        w->st = tp_error(TP_ERR_UNSUPPORTED, "the program has no input/output tree specs");
+    }
+    json_t *fan = json_array();
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++)
+        if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT)
+            jappend(w, fan, json_string(tp_signature_input(sig, i)->arg.name));
+    jset(w, rs, "forward_arg_names", fan);
+    jset(w, root, "fqn", json_string(""));
+    jset(w, root, "signature", rs);
+    jappend(w, mcg, root);
+    for (int i = 0; i < tp_program_num_module_calls(p); i++) {
+        tp_module_call_entry mc = tp_program_module_call(p, i);
+        if (!mc.fqn[0]) continue;
+        json_t *e = json_object();
+        jset(w, e, "fqn", json_string(mc.fqn));
+        jset(w, e, "signature", json_null());
+        jappend(w, mcg, e);
+    }
+    json_t *gm = json_object();
+    jset(w, gm, "graph", graph);
+    jset(w, gm, "signature", signature);
+    jset(w, gm, "module_call_graph", mcg);
+    jset(w, gm, "metadata", json_object());
+    jset(w, gm, "treespec_namedtuple_fields", json_object());
+    /* ranges */
+    json_t *ranges = json_object();
+    for (int i = 0; i < tp_program_num_ranges(p); i++) {
+        const tp_range_constraint *r = tp_program_range(p, i);
+        json_t *o = json_object();
+        jset(w, o, "min_val", json_integer(r->min));
+        jset(w, o, "max_val", r->max == TP_DIM_UNBOUNDED ? json_integer(INT64_MAX - 1) : json_integer(r->max));
+        jset(w, ranges, r->name, o);
+    }
+    json_t *doc = json_object(), *sv = json_object(), *opset = json_object();
+    jset(w, sv, "major", json_integer(TP_TORCH_SCHEMA_MAJOR));
+    jset(w, sv, "minor", json_integer(20));
+    jset(w, opset, "aten", json_integer(10));
+    jset(w, doc, "graph_module", gm);
+    jset(w, doc, "opset_version", opset);
+    jset(w, doc, "range_constraints", ranges);
+    jset(w, doc, "schema_version", sv);
+    json_t *ver = json_array();
+    jappend(w, ver, json_string("TRAINING"));
+    jset(w, doc, "verifiers", ver);
+    jset(w, doc, "torch_version", json_string("2.15.0"));
+    jset(w, doc, "guards_code", json_array());
+    return doc;
+}
+
+tp_status tp__torch_program_to_json(const tp_program *p, char **json, size_t *len) {
+    twr w = {.p = p};
+    json_t *doc = document(&w);
+    char *text = w.st == TP_OK ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    TP_TRY(w.st);
+    TP_CHECK(text, TP_ERR_NOMEM, "out of memory writing a PyTorch archive");
+    *json = tp_strdup(text);
+    tp_free(text);
+    TP_CHECK(*json, TP_ERR_NOMEM, "out of memory");
+    if (len) *len = strlen(*json);
+    return TP_OK;
+}
+
+/* ---- payload configs ------------------------------------------------------------------- */
+
+tp_status tp__torch_payload_config(const tp_named_state *s, const char *prefix, char **json) {
+    twr w = {0};
+    json_t *cfg = json_object(), *doc = json_object();
+    for (int i = 0; i < s->n; i++) {
+        const tp_tensor *t = s->items[i].tensor;
+        json_t *e = json_object();
+        char path[64];
+        snprintf(path, sizeof path, "%s%d", prefix, i);
+        jset(&w, e, "path_name", json_string(path));
+        jset(&w, e, "is_param", json_boolean(s->items[i].kind == TP_STATE_PARAMETER));
+        jset(&w, e, "use_pickle", json_false());
+        w.tensor_values = json_object();
+        tensor_value(&w, "t", t, NULL);
+        json_t *tm = json_object_get(w.tensor_values, "t");
+        jset(&w, e, "tensor_meta", json_incref(tm));
+        json_decref(w.tensor_values);
+        jset(&w, cfg, s->items[i].name, e);
+    }
+    jset(&w, doc, "config", cfg);
+    char *text = w.st == TP_OK ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    TP_TRY(w.st);
+    TP_CHECK(text, TP_ERR_NOMEM, "out of memory");
+    *json = tp_strdup(text);
+    tp_free(text);
+    TP_CHECK(*json, TP_ERR_NOMEM, "out of memory");
+    return TP_OK;
+}
+
+/* ---- torch.save of the sample inputs ------------------------------------------------------ */
+
+static const char *storage_class(tp_dtype d) {
+    switch (d) {
+    case TP_FLOAT32: return "FloatStorage";
+    case TP_FLOAT64: return "DoubleStorage";
+    case TP_FLOAT16: return "HalfStorage";
+    case TP_BFLOAT16: return "BFloat16Storage";
+    case TP_INT64: return "LongStorage";
+    case TP_INT32: return "IntStorage";
+    case TP_INT16: return "ShortStorage";
+    case TP_INT8: return "CharStorage";
+    case TP_UINT8: return "ByteStorage";
+    case TP_BOOL: return "BoolStorage";
+    default: return NULL;
+    }
+}
+
+
+static void pk_op(tp_sb *sb, unsigned char c) { tp__sb_append(sb, &c, 1); }
+
+static void pk_str(tp_sb *sb, const char *s) {
+    uint32_t n = (uint32_t)strlen(s);
+    unsigned char h[5] = {'X', (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16), (unsigned char)(n >> 24)};
+    tp__sb_append(sb, h, 5);
+    tp__sb_append(sb, s, n);
+}
+
+static void pk_int(tp_sb *sb, int64_t v) {
+    if (v >= 0 && v < 256) {
+        unsigned char b[2] = {'K', (unsigned char)v};
+        tp__sb_append(sb, b, 2);
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+        uint32_t u = (uint32_t)(int32_t)v;
+        unsigned char b[5] = {'J', (unsigned char)u, (unsigned char)(u >> 8), (unsigned char)(u >> 16), (unsigned char)(u >> 24)};
+        tp__sb_append(sb, b, 5);
+    } else {
+        unsigned char b[10] = {0x8a, 8};
+        uint64_t u = (uint64_t)v;
+        for (int i = 0; i < 8; i++) b[2 + i] = (unsigned char)(u >> (8 * i));
+        tp__sb_append(sb, b, 10);
+    }
+}
+
+static void pk_global(tp_sb *sb, const char *module, const char *name) {
+    pk_op(sb, 'c');
+    tp__sb_append(sb, module, strlen(module));
+    pk_op(sb, '\n');
+    tp__sb_append(sb, name, strlen(name));
+    pk_op(sb, '\n');
+}
+
+static void pk_int_tuple(tp_sb *sb, int n, const int64_t *v) {
+    pk_op(sb, '(');
+    for (int i = 0; i < n; i++) pk_int(sb, v[i]);
+    pk_op(sb, 't');
+}
+
+/* torch.save((tuple(tensors), {})): archive/data.pkl (protocol 2, torch's own
+ * opcodes for tensors: _rebuild_tensor_v2 over ('storage', <class>, key,
+ * 'cpu', numel)), archive/data/<k> raw contiguous bytes, version files. */
+tp_status tp__torch_save_tensors(tp_tensor *const *ts, int n, void **data, size_t *size) {
+    tp_sb sb = {0};
+    pk_op(&sb, 0x80);
+    pk_op(&sb, 2);
+    pk_op(&sb, '(');
+    for (int i = 0; i < n; i++) {
+        const char *cls = storage_class(tp_tensor_dtype(ts[i]));
+        TP_CHECK(cls, TP_ERR_UNSUPPORTED, "example input %d: its dtype cannot be written", i);
+        char key[16];
+        snprintf(key, sizeof key, "%d", i);
+        int64_t strides[TP_MAX_DIMS], acc = 1;
+        for (int d = tp_tensor_ndim(ts[i]) - 1; d >= 0; d--) {
+            strides[d] = acc;
+            acc *= tp_tensor_sizes(ts[i])[d];
+        }
+        pk_global(&sb, "torch._utils", "_rebuild_tensor_v2");
+        pk_op(&sb, '(');
+        pk_op(&sb, '(');
+        pk_str(&sb, "storage");
+        pk_global(&sb, "torch", cls);
+        pk_str(&sb, key);
+        pk_str(&sb, "cpu");
+        pk_int(&sb, tp_tensor_numel(ts[i]));
+        pk_op(&sb, 't');
+        pk_op(&sb, 'Q');
+        pk_int(&sb, 0);
+        pk_int_tuple(&sb, tp_tensor_ndim(ts[i]), tp_tensor_sizes(ts[i]));
+        pk_int_tuple(&sb, tp_tensor_ndim(ts[i]), strides);
+        pk_op(&sb, 0x89);
+        pk_global(&sb, "collections", "OrderedDict");
+        pk_op(&sb, ')');
+        pk_op(&sb, 'R');
+        pk_op(&sb, 't');
+        pk_op(&sb, 'R');
+    }
+    pk_op(&sb, 't');
+    pk_op(&sb, '}');
+    pk_op(&sb, 0x86);
+    pk_op(&sb, '.');
+    size_t pkl_len = sb.len;
+    char *pkl = NULL;
+    TP_TRY(tp__sb_finish(&sb, &pkl));
+    tp_zip_writer *zw = NULL;
+    tp_status st = tp__zip_writer_new(&zw);
+    if (st == TP_OK) st = tp__zip_add(zw, "archive/data.pkl", pkl, pkl_len, false);
+    if (st == TP_OK) st = tp__zip_add(zw, "archive/.format_version", "1", 1, false);
+    if (st == TP_OK) st = tp__zip_add(zw, "archive/.storage_alignment", "64", 2, false);
+    if (st == TP_OK) st = tp__zip_add(zw, "archive/byteorder", "little", 6, false);
+    for (int i = 0; st == TP_OK && i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "archive/data/%d", i);
+        tp_tensor *c = NULL;
+        st = tp_tensor_contiguous(ts[i], &c);
+        if (st == TP_OK)
+            st = tp__zip_add(zw, name, tp_tensor_data(c), (size_t)tp_tensor_numel(c) * tp_dtype_size(tp_tensor_dtype(c)),
+                             false);
+        tp_tensor_free(c);
+    }
+    if (st == TP_OK) st = tp__zip_add(zw, "archive/version", "3\n", 2, false);
+    tp_free(pkl);
+    if (st != TP_OK) {
+        tp__zip_writer_free(zw);
+        return st;
+    }
+    return tp__zip_finish(zw, data, size);
+}
