@@ -42,16 +42,16 @@
  *     folder: <root>/archive_format, models/<model>.json in torch's export
  *     schema 8.x, data/weights/<model>_weights_config.json and raw payloads,
  *     mapped in place like tensorplay's; data/sample_inputs/<model>.pt);
- *   - the layout of torch 2.6 and 2.7 (serialized_exported_program.json,
- *     schema 8.x, with the state dict, constants and example inputs as
- *     torch.save files: copied out of their pickles);
+ *   - the layout of torch 2.4 to 2.7 (serialized_exported_program.json,
+ *     schema 5.x (2.4), 7.x (2.5) or 8.x, with the state dict, constants and
+ *     example inputs as torch.save files: copied out of their pickles);
  * torch.save pickles (state dicts, example inputs) are read by the same
  * strict subset reader, extended by torch's tensor rebuild functions over
  * persistent storage ids and OrderedDict (no code runs). Every node's ATen
  * op and overload must be one tpexport maps (TP_ERR_UNSUPPORTED names it),
  * and the dtype and shape tpexport infers for each node must equal the ones
- * PyTorch recorded. Schema majors other than 8 are TP_ERR_UNSUPPORTED,
- * naming the version. tp_archive_save writes tensorplay's format;
+ * PyTorch recorded. Schema majors other than 5, 7 and 8 are
+ * TP_ERR_UNSUPPORTED, naming the version. tp_archive_save writes tensorplay's format;
  * tp_archive_save_torch writes PyTorch's.
  */
 #ifndef TPEXPORT_ARCHIVE_H

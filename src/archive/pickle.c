@@ -458,6 +458,11 @@ static tp_status pk_run(pk_reader *p, pk_val **result) {
             pk_val *state = NULL, *obj = NULL;
             TP_TRY(pk_pop(p, &state));
             TP_TRY(pk_pop(p, &obj));
+            if (p->torch && obj->kind == PK_DICT && state->kind == PK_DICT) {
+                /* torch.save of a state dict: OrderedDict attributes (_metadata), not items */
+                TP_TRY(pk_push(p, obj));
+                break;
+            }
             if (obj->kind != PK_OBJECT || obj->state) PK_FAIL(TP_ERR_UNSUPPORTED, "BUILD at offset %zu is not supported", at);
             obj->state = state;
             TP_TRY(pk_push(p, obj));

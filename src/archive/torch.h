@@ -46,7 +46,10 @@
 
 #include "serde.h"
 
-/* The newest schema major this reader knows; newer ones are refused. */
+/* The schema majors this reader knows: 5 (torch 2.4), 7 (torch 2.5), 8
+ * (torch 2.6 onwards); others are refused naming the version. The writer
+ * writes TP_TORCH_SCHEMA_MAJOR. */
+#define TP_TORCH_SCHEMA_MIN_MAJOR 5
 #define TP_TORCH_SCHEMA_MAJOR 8
 
 typedef struct tp_torch_read_options {

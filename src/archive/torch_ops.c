@@ -7,7 +7,9 @@
  * produces (addmm, convolution, native_layer_norm,
  * _native_batch_norm_legit_no_training, _softmax, ...). Each entry lists
  * the overloads it accepts; an overload not listed is refused by name, as
- * its arguments may mean something else. Argument names are ATen's, which
+ * its arguments may mean something else; aten.<name>.default of an op of
+ * ours with that name and no entry maps one to one (torch_read.c, checked
+ * by the recorded shapes). Argument names are ATen's, which
  * our schemas share unless the entry's map renames them. The writer
  * (torch_write.c) writes each op as its first entry without extra outputs or
  * fixed arguments, so the canonical ATen op of each of ours comes first.
@@ -152,6 +154,8 @@ static const tp_torch_op g_aten[] = {
     E("upsample_trilinear3d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor",
       "mode='trilinear'", 0),
     E("pixel_shuffle", "default", PIXEL_SHUFFLE, NULL, NULL, 0),
+    E("adaptive_max_pool2d", "default", ADAPTIVE_MAX_POOL2D, NULL, NULL, TP_TORCH_FIRST),
+    E("instance_norm", "default", INSTANCE_NORM, "cudnn_enabled:-true", NULL, 0),
     E("embedding", "default", EMBEDDING, NULL, NULL, 0),
     /* shapes and views */
     E("view", "default", VIEW, NULL, NULL, 0),
@@ -160,6 +164,10 @@ static const tp_torch_op g_aten[] = {
     E("expand", "default", EXPAND, "implicit:=false", NULL, 0),
     E("permute", "default", PERMUTE, NULL, NULL, 0),
     E("transpose", "int", TRANSPOSE, NULL, NULL, 0),
+    E("swapaxes", "default", TRANSPOSE, "axis0:dim0,axis1:dim1", NULL, 0),
+    E("swapdims", "default", TRANSPOSE, NULL, NULL, 0),
+    E("movedim", "intlist", MOVEDIM, NULL, NULL, 0),
+    E("diagonal", "default", DIAGONAL, NULL, NULL, 0),
     E("t", "default", TRANSPOSE, NULL, NULL, TP_TORCH_T),
     E("unsqueeze", "default", UNSQUEEZE, NULL, NULL, 0),
     E("squeeze", "default,dim,dims", SQUEEZE, NULL, NULL, 0),
@@ -202,6 +210,7 @@ static const tp_torch_op g_aten[] = {
     E("ones_like", "default", ONES_LIKE, NULL, NULL, 0),
     E("new_zeros", "default", NEW_ZEROS, NULL, NULL, 0),
     E("arange", "default,start,start_step", ARANGE, NULL, NULL, 0),
+    E("argsort", "default,stable", ARGSORT, NULL, NULL, 0),
     E("scalar_tensor", "default", FULL, "s:fill_value", "size=[]", 0),
     /* symbolic sizes */
     E("sym_size", "int", SYM_SIZE, NULL, NULL, 0),

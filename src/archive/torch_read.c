@@ -792,10 +792,19 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
      * into its argument with copy_ unless nothing reads that argument afterwards */
     bool inplace = false;
     size_t nl = strlen(name);
+    /* aten.<op>.default of an op of ours with the same name and schema: mapped one to one (the
+     * shape check below catches a schema that means something else) */
+    tp_torch_op same = {name, "default", tp_op_from_name(name), NULL, NULL, 0};
+    if (!e && !strcmp(module, "aten") && !strcmp(overload, "default") && same.op != TP_OP_INVALID &&
+        !(tp_op_flags(same.op) & TP_OPF_INPLACE))
+        e = &same;
+    char fname[128];
     if (!e && !strcmp(module, "aten") && nl > 1 && name[nl - 1] == '_') {
-        char fname[128];
         snprintf(fname, sizeof fname, "%.*s", (int)nl - 1, name);
         e = tp__torch_find_op(module, fname, overload);
+        same.name = fname;
+        same.op = tp_op_from_name(fname);
+        if (!e && !strcmp(overload, "default") && same.op != TP_OP_INVALID) e = &same;
         if (e && (e->flags & (TP_TORCH_DROP | TP_TORCH_FIRST | TP_TORCH_T | TP_TORCH_SYMINT))) e = NULL;
         inplace = e != NULL;
     }
@@ -1429,9 +1438,9 @@ static tp_status read_document(trd *r, json_t *doc, tp_program **out) {
     TP_CHECK(major <= TP_TORCH_SCHEMA_MAJOR, TP_ERR_UNSUPPORTED,
              "torch export schema version %" PRId64 ".%" PRId64 " is newer than this reader (%d.x)", major, minor,
              TP_TORCH_SCHEMA_MAJOR);
-    TP_CHECK(major == TP_TORCH_SCHEMA_MAJOR, TP_ERR_UNSUPPORTED,
-             "torch export schema version %" PRId64 ".%" PRId64 " is not supported (this reader reads %d.x, "
-             "written by torch 2.6 onwards)", major, minor, TP_TORCH_SCHEMA_MAJOR);
+    TP_CHECK(major >= TP_TORCH_SCHEMA_MIN_MAJOR, TP_ERR_UNSUPPORTED,
+             "torch export schema version %" PRId64 ".%" PRId64 " is not supported (this reader reads %d.x to %d.x, "
+             "written by torch 2.4 onwards)", major, minor, TP_TORCH_SCHEMA_MIN_MAJOR, TP_TORCH_SCHEMA_MAJOR);
     TP_TRY(get_field(doc, "graph_module", JSON_OBJECT, true, "document", &gm));
     TP_TRY(get_field(gm, "graph", JSON_OBJECT, true, "graph_module", &graph));
     TP_TRY(get_field(gm, "signature", JSON_OBJECT, true, "graph_module", &signature));

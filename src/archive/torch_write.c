@@ -387,17 +387,16 @@ static json_t *write_node(twr *w, const tp_node *n) {
     json_t *node = json_object(), *inputs = json_array(), *outputs = json_array();
     char target[200];
     const tp_torch_op *e = NULL;
+    tp_torch_op same;
     if (op == TP_OP_SYM_ADD || op == TP_OP_SYM_SUB || op == TP_OP_SYM_MUL || op == TP_OP_SYM_FLOORDIV) {
         snprintf(target, sizeof target, "_operator.%s", op == TP_OP_SYM_ADD ? "add" : op == TP_OP_SYM_SUB ? "sub"
                                                        : op == TP_OP_SYM_MUL ? "mul" : "floordiv");
     } else {
+        /* no entry: aten.<op>.default, which the reader maps back by name */
         e = entry_for(op);
         if (!e) {
-            w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: %s has no ATen op tpexport can write", where, tp_op_name(op));
-            json_decref(node);
-            json_decref(inputs);
-            json_decref(outputs);
-            return NULL;
+            same = (tp_torch_op){tp_op_name(op), "default", op, NULL, NULL, 0};
+            e = &same;
         }
     }
     tp_value bound[64];
@@ -461,6 +460,18 @@ static json_t *write_node(twr *w, const tp_node *n) {
     if (mv && mv->kind == TP_VAL_TENSOR) {
         jappend(w, outputs, tagged(w, "as_tensor", named(w, tp_node_name(n))));
         tensor_value(w, tp_node_name(n), mv->u.tensor, NULL);
+        if (op == TP_OP_ADAPTIVE_MAX_POOL2D) { /* ATen's also returns the indices */
+            char name[300];
+            snprintf(name, sizeof name, "%s_unused_indices", tp_node_name(n));
+            tp_tensor *idx = NULL;
+            if (tp_tensor_meta(TP_INT64, tp_tensor_ndim(mv->u.tensor), tp_tensor_sizes(mv->u.tensor), &idx) == TP_OK) {
+                tensor_value(w, name, idx, NULL);
+                jappend(w, outputs, tagged(w, "as_tensor", named(w, name)));
+            } else if (w->st == TP_OK) {
+                w->st = tp_error(TP_ERR_NOMEM, "out of memory");
+            }
+            tp_tensor_free(idx);
+        }
     } else if (mv && (mv->kind == TP_VAL_INT)) {
         jappend(w, outputs, tagged(w, "as_sym_int", tagged(w, "as_name", json_string(tp_node_name(n)))));
         jset(w, w->sym_int_values, tp_node_name(n), tagged(w, "as_int", json_integer(mv->u.i)));
