@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "archive/torch.h"
 #include "tpexport/archive.h"
 #include "tpexport/tpexport.h"
 
@@ -241,4 +242,47 @@ TEST(test_attn_dims) {
     tp_archive_free(a);
 }
 
-TEST_MAIN(T(test_models_match_pytorch), T(test_saved_as_torch_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims))
+/* Every core ATen overload of torch 2.15 (what run_decompositions leaves)
+ * is mapped or listed in core_aten_gaps.txt with its reason, never both. */
+TEST(test_core_aten_coverage) {
+    FILE *ops = fopen(DIR "core_aten_ops.txt", "r"), *gaps = fopen(DIR "core_aten_gaps.txt", "r");
+    CHECK(ops && gaps);
+    if (!ops || !gaps) {
+        if (ops) fclose(ops);
+        if (gaps) fclose(gaps);
+        return;
+    }
+    static char listed[512][96];
+    int n_listed = 0, n = 0, mapped = 0;
+    char line[512];
+    while (fgets(line, sizeof line, gaps) && n_listed < 512) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        CHECK_MSG(strstr(line, "  ") != NULL, "gap line without a reason: %s", line);
+        snprintf(listed[n_listed++], sizeof listed[0], "%.*s", (int)strcspn(line, " "), line);
+    }
+    bool used[512] = {false};
+    while (fgets(line, sizeof line, ops)) {
+        if (line[0] == '#') continue;
+        line[strcspn(line, "\n")] = '\0';
+        char *dot = strrchr(line, '.');
+        if (!dot) continue;
+        n++;
+        *dot = '\0';
+        bool maps = tp__torch_maps(line, dot + 1);
+        *dot = '.';
+        int k = -1;
+        for (int i = 0; i < n_listed; i++)
+            if (!strcmp(listed[i], line)) k = i;
+        if (k >= 0) used[k] = true;
+        mapped += maps;
+        CHECK_MSG(maps || k >= 0, "aten %s is neither mapped nor listed in core_aten_gaps.txt", line);
+        CHECK_MSG(!(maps && k >= 0), "aten %s is mapped but listed in core_aten_gaps.txt", line);
+    }
+    for (int i = 0; i < n_listed; i++) CHECK_MSG(used[i], "core_aten_gaps.txt lists %s, not a core op", listed[i]);
+    printf("     %d of %d core ATen overloads mapped\n", mapped, n);
+    CHECK(n > 150);
+    fclose(ops);
+    fclose(gaps);
+}
+
+TEST_MAIN(T(test_models_match_pytorch), T(test_saved_as_torch_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims), T(test_core_aten_coverage))

@@ -122,6 +122,9 @@ typedef struct tp_torch_op {
 /* The entry for aten.<name>.<overload> (module "aten") or _operator.<name>
  * (module "_operator"); NULL if unknown. */
 TP_HIDDEN const tp_torch_op *tp__torch_find_op(const char *module, const char *name, const char *overload);
+/* Whether the reader maps aten.<name>.<overload> (the table, the same-name
+ * fallback, in-place variants; tests). */
+TP_HIDDEN bool tp__torch_maps(const char *name, const char *overload);
 /* The whole table (tests). */
 TP_HIDDEN const tp_torch_op *tp__torch_op_table(int *n);
 

@@ -729,6 +729,38 @@ static tp_status output_name(const json_t *o, const char *where, const tp_doc_li
     return tp_error(TP_ERR_UNSUPPORTED, "%s: node outputs of kind '%s' are not supported", where, *kind);
 }
 
+/* The entry for a node's target: the table's; else aten.<op>.default of an
+ * op of ours with the same name (mapped one to one: the shape check catches a
+ * schema that means something else); else, for <op>_ (relu_, hardtanh_ on
+ * intermediates of the training IR), the functional op's entry with
+ * *inplace set. `same` holds a synthesized entry (its name points into a
+ * static buffer of the calling thread). NULL when nothing maps. */
+static const tp_torch_op *lookup_op(const char *module, const char *name, const char *overload, tp_torch_op *same,
+                                    bool *inplace) {
+    static _Thread_local char fname[128];
+    *inplace = false;
+    const tp_torch_op *e = tp__torch_find_op(module, name, overload);
+    if (e || strcmp(module, "aten") != 0) return e;
+    *same = (tp_torch_op){name, "default", tp_op_from_name(name), NULL, NULL, 0};
+    if (!strcmp(overload, "default") && same->op != TP_OP_INVALID && !(tp_op_flags(same->op) & TP_OPF_INPLACE))
+        return same;
+    size_t nl = strlen(name);
+    if (nl < 2 || name[nl - 1] != '_' || nl >= sizeof fname) return NULL;
+    snprintf(fname, sizeof fname, "%.*s", (int)nl - 1, name);
+    e = tp__torch_find_op(module, fname, overload);
+    *same = (tp_torch_op){fname, "default", tp_op_from_name(fname), NULL, NULL, 0};
+    if (!e && !strcmp(overload, "default") && same->op != TP_OP_INVALID) e = same;
+    if (e && (e->flags & (TP_TORCH_DROP | TP_TORCH_FIRST | TP_TORCH_T | TP_TORCH_SYMINT))) e = NULL;
+    *inplace = e != NULL;
+    return e;
+}
+
+bool tp__torch_maps(const char *name, const char *overload) {
+    tp_torch_op same;
+    bool inplace;
+    return lookup_op("aten", name, overload, &same, &inplace) != NULL;
+}
+
 /* aten.convolution(input, weight, bias, stride, padding, dilation, transposed,
  * output_padding, groups) -> conv1d/2d/3d or conv_transpose1d/2d (by the
  * weight's rank), whose kernels are the fast ones; 3-d transposed stays. */
@@ -785,29 +817,11 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
     char module[128], name[128], overload[128];
     TP_CHECK(split_target(target, module, name, overload, sizeof name), TP_ERR_UNSUPPORTED,
              "%s: unsupported call target '%.200s'", where, target);
-    const tp_torch_op *e = tp__torch_find_op(module, name, overload);
     char opname[400];
     snprintf(opname, sizeof opname, "%s.%s%s%s", module, name, overload[0] ? "." : "", overload);
-    /* relu_, hardtanh_, silu_ ... on intermediate values (training IR): the functional op, written back
-     * into its argument with copy_ unless nothing reads that argument afterwards */
     bool inplace = false;
-    size_t nl = strlen(name);
-    /* aten.<op>.default of an op of ours with the same name and schema: mapped one to one (the
-     * shape check below catches a schema that means something else) */
-    tp_torch_op same = {name, "default", tp_op_from_name(name), NULL, NULL, 0};
-    if (!e && !strcmp(module, "aten") && !strcmp(overload, "default") && same.op != TP_OP_INVALID &&
-        !(tp_op_flags(same.op) & TP_OPF_INPLACE))
-        e = &same;
-    char fname[128];
-    if (!e && !strcmp(module, "aten") && nl > 1 && name[nl - 1] == '_') {
-        snprintf(fname, sizeof fname, "%.*s", (int)nl - 1, name);
-        e = tp__torch_find_op(module, fname, overload);
-        same.name = fname;
-        same.op = tp_op_from_name(fname);
-        if (!e && !strcmp(overload, "default") && same.op != TP_OP_INVALID) e = &same;
-        if (e && (e->flags & (TP_TORCH_DROP | TP_TORCH_FIRST | TP_TORCH_T | TP_TORCH_SYMINT))) e = NULL;
-        inplace = e != NULL;
-    }
+    tp_torch_op same;
+    const tp_torch_op *e = lookup_op(module, name, overload, &same, &inplace);
     if (!e) {
         if (!strcmp(module, "aten")) {
             bool other = false;

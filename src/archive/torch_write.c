@@ -435,6 +435,15 @@ static json_t *write_node(twr *w, const tp_node *n) {
             jappend(w, inputs, named_arg(w, a->name, tagged(w, "as_memory_format", json_integer(1)), true));
             continue;
         }
+        /* an int for an int list (conv padding=0, kernel_size=3): ATen's schema wants the list */
+        if (bound[i].kind == TP_VAL_INT &&
+            (a->type == TP_ARG_INT_LIST || a->type == TP_ARG_OPT_INT_LIST ||
+             (a->type == TP_ARG_ANY && (!strcmp(a->name, "padding") || !strcmp(a->name, "stride") ||
+                                        !strcmp(a->name, "dilation") || !strcmp(a->name, "output_padding"))))) {
+            int64_t v = bound[i].u.i;
+            tp_value_clear(&bound[i]);
+            if (tp_value_int_list(&v, 1, &bound[i]) != TP_OK && w->st == TP_OK) w->st = tp_error(TP_ERR_NOMEM, "out of memory");
+        }
         jappend(w, inputs, named_arg(w, a->name, arg_json(w, &bound[i], where), a->kwarg_only));
         char alias[64];
         if (e && renamed(e, a->name, alias, sizeof alias))
