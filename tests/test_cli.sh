@@ -148,6 +148,22 @@ check verify_bad expect_rc 1 "$T" verify "$dir/bad.pt2"
 check usage expect_rc 2 "$T" frobnicate
 check usage_option expect_rc 2 "$T" run "$dir/mlp.pt2" --bogus
 check decompose_no_out expect_rc 2 "$T" decompose "$dir/mlp.pt2"
+# PyTorch's own archives: run one torch.export.save wrote, save it again in both formats
+TA=$SRC/tests/fixtures/torch_export
+check torch_run expect_rc 0 "$T" run "$TA/counter.pt2"
+check torch_run_examples contains "$dir/out" "inputs: the archive's example inputs"
+check torch_run_values contains "$dir/out" "output_1: float32\[1\] = \[2\]"
+check torch_save expect_rc 0 "$T" save "$TA/counter.pt2" -o "$dir/rt.pt2" --format torch
+check torch_save_msg contains "$dir/out" "PyTorch's format"
+check torch_saved_runs expect_rc 0 "$T" run "$dir/rt.pt2" "x=$TA/counter.case0.in0.npy" "y=$TA/counter.case0.in1.npy"
+check torch_saved_inspect expect_rc 0 "$T" inspect "$dir/rt.pt2"
+check torch_saved_dims contains "$dir/out" "x.shape\[0\]: s"
+check torch_to_tensorplay expect_rc 0 "$T" save "$TA/counter.pt2" -o "$dir/tp.pt2"
+check torch_to_tensorplay_runs expect_rc 0 "$T" run "$dir/tp.pt2"
+check save_bad_format expect_rc 2 "$T" save "$TA/counter.pt2" -o "$dir/x.pt2" --format onnx
+check save_bad_format_msg contains "$dir/err" "unknown format 'onnx'"
+check torch_unknown_op expect_rc 1 "$T" run "$TA/unknown_op.pt2"
+check torch_unknown_op_msg contains "$dir/err" "unsupported op aten.frobnicate.default"
 check help expect_rc 0 "$T" run --help
 check help_text contains "$dir/out" "usage: tpexport run FILE"
 # --state-out: every parameter and buffer after the last call, named by its state name
