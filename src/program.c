@@ -820,6 +820,24 @@ static tp_status bind_user(const tp_program *p, const tp_value *args, int n_args
             st = tp_value_copy(tp_program_example_input(p, b->names[i]), &b->values[i]);
         else st = tp_error(TP_ERR_MISSING, "missing required export input: %s", b->names[i]);
     }
+    /* constant inputs (a Python scalar the program was exported with) must keep their value */
+    for (int i = 0, k = 0; st == TP_OK && i < n_in; i++) {
+        const tp_input_spec *s = tp_signature_input(p->signature, i);
+        if (s->kind != TP_INPUT_USER_INPUT) continue;
+        const tp_value *v = &b->values[k++];
+        if (s->arg.kind != TP_ARGK_CONSTANT) continue;
+        const tp_value *c = &s->arg.value;
+        bool same = c->kind == TP_VAL_NONE ? v->kind == TP_VAL_NONE
+                    : c->kind == TP_VAL_STR ? v->kind == TP_VAL_STR && strcmp(v->u.s, c->u.s) == 0
+                    : tp_value_is_number(c) && tp_value_is_number(v) && tp_value_as_f64(v) == tp_value_as_f64(c);
+        if (!same) {
+            char have[64], want[64];
+            tp_value_repr(v, have, sizeof have);
+            tp_value_repr(c, want, sizeof want);
+            st = tp_error(TP_ERR_CONSTRAINT, "input '%s' = %s, but the program was exported with the constant %s",
+                          s->arg.name, have, want);
+        }
+    }
     for (int64_t k = 0; st == TP_OK && k < tp_value_len(kwargs); k++) {
         const char *key = kwargs->u.seq.keys[k];
         bool known = false;

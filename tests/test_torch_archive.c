@@ -242,6 +242,55 @@ TEST(test_attn_dims) {
     tp_archive_free(a);
 }
 
+/* Python scalar inputs the program was specialised to (constant_input
+ * specs): constant user inputs without placeholders; a call passes them. */
+TEST(test_constant_inputs) {
+    tp_archive *a = NULL;
+    CHECK_OK(tp_archive_load(DIR "scalars.pt2", NULL, &a));
+    if (!a) return;
+    tp_program *p = tp_archive_program(a, 0);
+    const tp_signature *sig = tp_program_signature(p);
+    CHECK(tp_signature_n_inputs(sig) == 3);
+    const tp_input_spec *n = tp_signature_input(sig, 1);
+    CHECK(n->kind == TP_INPUT_USER_INPUT && n->arg.kind == TP_ARGK_CONSTANT && !strcmp(n->arg.name, "n") &&
+          n->arg.value.kind == TP_VAL_INT && n->arg.value.u.i == 3);
+    CHECK(tp_signature_input(sig, 2)->arg.value.kind == TP_VAL_BOOL);
+    tp_tensor *x = NULL, *want = NULL;
+    CHECK_OK(tp_npy_load(DIR "scalars.x.npy", &x));
+    CHECK_OK(tp_npy_load(DIR "scalars.out.npy", &want));
+    tp_value args[3] = {tp_value_tensor(x), tp_value_int(3), tp_value_bool(true)}, out = tp_value_none();
+    CHECK_OK(tp_program_call(p, args, 3, NULL, &out));
+    if (out.kind == TP_VAL_TENSOR) CHECK_CLOSE(out.u.tensor, want, 1e-6, 0);
+    else CHECK_MSG(false, "output is a %s", tp_value_kind_name(out.kind));
+    tp_value_clear(&out);
+    /* another value than the one the program was specialised to is refused, as PyTorch does */
+    args[1] = tp_value_int(4);
+    tp_status st = tp_program_call(p, args, 3, NULL, &out);
+    CHECK_MSG(st == TP_ERR_CONSTRAINT, "n = 4 given to a program specialised to n = 3: status %d", (int)st);
+    CHECK_ERR_CONTAINS("input 'n' = 4, but the program was exported with the constant 3");
+    tp_value_clear(&out);
+    /* written as PyTorch's archive, the constants stay constant inputs (constant_input specs) */
+    tp_archive_entry e = {"model", p};
+    void *data = NULL;
+    size_t size = 0;
+    tp_archive *b = NULL;
+    CHECK_OK(tp_archive_save_torch_buffer(&e, 1, &data, &size));
+    CHECK_OK(tp_archive_load_buffer(data, size, NULL, &b));
+    tp_free(data);
+    if (b) {
+        const tp_input_spec *bn = tp_signature_input(tp_program_signature(tp_archive_program(b, 0)), 1);
+        CHECK(bn && bn->arg.kind == TP_ARGK_CONSTANT && bn->arg.value.kind == TP_VAL_INT && bn->arg.value.u.i == 3);
+        args[1] = tp_value_int(3);
+        CHECK_OK(tp_program_call(tp_archive_program(b, 0), args, 3, NULL, &out));
+        if (out.kind == TP_VAL_TENSOR) CHECK_CLOSE(out.u.tensor, want, 1e-6, 0);
+        tp_value_clear(&out);
+        tp_archive_free(b);
+    }
+    tp_value_clear(&args[0]);
+    tp_tensor_free(want);
+    tp_archive_free(a);
+}
+
 /* Every core ATen overload of torch 2.15 (what run_decompositions leaves)
  * is mapped or listed in core_aten_gaps.txt with its reason, never both. */
 TEST(test_core_aten_coverage) {
@@ -285,4 +334,4 @@ TEST(test_core_aten_coverage) {
     fclose(gaps);
 }
 
-TEST_MAIN(T(test_models_match_pytorch), T(test_saved_as_torch_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims), T(test_core_aten_coverage))
+TEST_MAIN(T(test_models_match_pytorch), T(test_saved_as_torch_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims), T(test_constant_inputs), T(test_core_aten_coverage))

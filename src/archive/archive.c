@@ -511,9 +511,10 @@ static tp_status add_program(tp_archive *a, const char *name, tp_program *p) {
     return TP_OK;
 }
 
-/* Example inputs from a torch.save'd (args, kwargs) pair: when its leaves
- * are tensors, one per user input, each becomes that input's example. Any
- * other structure is left out (the program then has no examples). */
+/* Example inputs from a torch.save'd (args, kwargs) pair: when it has one
+ * leaf per user input (tensors, and the Python scalars of constant inputs),
+ * each becomes that input's example. Any other structure is left out (the
+ * program then has no examples). */
 static tp_status torch_examples(tp_program *p, const tp_value *v) {
     tp_value leaves;
     tp_treespec *spec = NULL;
@@ -524,7 +525,6 @@ static tp_status torch_examples(tp_program *p, const tp_value *v) {
     tp_treespec_free(spec);
     int n = tp_program_num_user_inputs(p);
     bool ok = tp_value_len(&leaves) == n;
-    for (int i = 0; ok && i < n; i++) ok = tp_value_at(&leaves, i)->kind == TP_VAL_TENSOR;
     tp_status st = TP_OK;
     const tp_signature *sig = tp_program_signature(p);
     for (int i = 0, k = 0; ok && st == TP_OK && i < tp_signature_n_inputs(sig); i++) {
@@ -1224,19 +1224,24 @@ static tp_status build_torch_program(tp_zip_writer *zw, const char *root, const 
         st = tp__zip_add(zw, member, ccfg, strlen(ccfg), true);
     }
     if (st == TP_OK) st = add_state_payloads(zw, cdir, &constants, cprefix);
-    /* sample inputs: the example inputs of every user input, or none at all */
+    /* sample inputs: the example inputs of every user input (a constant input's value when it has
+     * none), or none at all */
     if (st == TP_OK) {
-        int n = tp_program_num_user_inputs(p), k = 0;
-        tp_tensor **ex = tp_calloc((size_t)(n ? n : 1), sizeof *ex);
-        if (!ex) st = tp_error(TP_ERR_NOMEM, "out of memory");
         const tp_signature *sig = tp_program_signature(p);
+        int n = 0, k = 0;
+        for (int i = 0; i < tp_signature_n_inputs(sig); i++) n += tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT;
+        tp_value *ex = tp_calloc((size_t)(n ? n : 1), sizeof *ex);
+        if (!ex) st = tp_error(TP_ERR_NOMEM, "out of memory");
         for (int i = 0; st == TP_OK && i < tp_signature_n_inputs(sig); i++) {
             const tp_input_spec *s = tp_signature_input(sig, i);
             if (s->kind != TP_INPUT_USER_INPUT) continue;
             const tp_value *v = tp_program_example_input(p, s->arg.name);
-            if (v && v->kind == TP_VAL_TENSOR) ex[k++] = v->u.tensor;
+            if (!v && s->arg.kind == TP_ARGK_CONSTANT) v = &s->arg.value;
+            if (v && (v->kind == TP_VAL_TENSOR || (v->kind != TP_VAL_LIST && v->kind != TP_VAL_TUPLE &&
+                                                   v->kind != TP_VAL_DICT && v->kind != TP_VAL_NODE)))
+                ex[k++] = *v; /* borrowed: not cleared */
         }
-        if (st == TP_OK) st = tp__torch_save_tensors(ex, k == n ? n : 0, &si, &si_size);
+        if (st == TP_OK) st = tp__torch_save_values(ex, k == n ? n : 0, &si, &si_size);
         tp_free(ex);
     }
     if (st == TP_OK) {

@@ -93,8 +93,9 @@ TP_HIDDEN tp_status tp__torch_saved_value(const void *data, size_t size, const t
 TP_HIDDEN tp_status tp__torch_program_to_json(const tp_program *p, char **json, size_t *len);
 /* A payload config for state s, payloads named prefix + index. */
 TP_HIDDEN tp_status tp__torch_payload_config(const tp_named_state *s, const char *prefix, char **json);
-/* torch.save((tuple(ts[0..n)), {})) as a ZIP in a new buffer (tp_free). */
-TP_HIDDEN tp_status tp__torch_save_tensors(tp_tensor *const *ts, int n, void **data, size_t *size);
+/* torch.save((tuple(vs[0..n)), {})) as a ZIP in a new buffer (tp_free):
+ * tensors, and None/bool/int/float/str. */
+TP_HIDDEN tp_status tp__torch_save_values(const tp_value *vs, int n, void **data, size_t *size);
 
 /* ---- the op table (torch_ops.c) ---------------------------------------- */
 

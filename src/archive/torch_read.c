@@ -1082,6 +1082,18 @@ static tp_status read_inputs(trd *r, const json_t *graph, const json_t *specs, t
             } else {
                 ik = TP_INPUT_TOKEN;
             }
+        } else if (!strcmp(kind, "constant_input")) {
+            /* a Python scalar the program was specialised to: no placeholder, a constant user input */
+            json_t *val;
+            TP_TRY(get_str(spec, "name", w, r->lim, &name));
+            TP_TRY(get_field(spec, "value", JSON_OBJECT, true, w, &val));
+            tp_value v;
+            TP_TRY(arg_value(r, val, w, &v));
+            tp_status st = tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_constant(name, v), NULL,
+                                                  TP_PERSISTENT_UNSET);
+            tp_value_clear(&v);
+            TP_TRY(st);
+            continue;
         } else {
             return tp_error(TP_ERR_UNSUPPORTED, "%s: inputs of kind '%s' are not supported", w, kind);
         }

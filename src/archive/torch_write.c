@@ -25,6 +25,9 @@
 #include "torch.h"
 #include "zip.h"
 
+/* Example tensors one sample-input file holds at most. */
+#define TP_LIMIT_ITEMS_SAMPLE 4096
+
 typedef struct twr {
     const tp_program *p;
     json_t *tensor_values, *sym_int_values;
@@ -552,6 +555,11 @@ static json_t *spec_string(twr *w, const tp_treespec *s) {
 
 static json_t *input_spec(twr *w, const tp_input_spec *s) {
     json_t *o = json_object();
+    if (s->kind == TP_INPUT_USER_INPUT && s->arg.kind == TP_ARGK_CONSTANT) {
+        jset(w, o, "name", json_string(s->arg.name));
+        jset(w, o, "value", arg_json(w, &s->arg.value, "a constant input"));
+        return tagged(w, "constant_input", o);
+    }
     switch (s->kind) {
     case TP_INPUT_USER_INPUT: jset(w, o, "arg", tagged(w, "as_tensor", named(w, s->arg.name))); return tagged(w, "user_input", o);
     case TP_INPUT_PARAMETER:
@@ -620,7 +628,6 @@ static json_t *document(twr *w) {
                 w->st = tp_error(TP_ERR_UNSUPPORTED, "input '%s': only tensor inputs can be written", tp_node_name(n));
                 break;
             }
-            jappend(w, ginputs, tagged(w, "as_tensor", named(w, tp_node_name(n))));
             tensor_value(w, tp_node_name(n), mv->u.tensor,
                          s && s->kind == TP_INPUT_USER_INPUT ? tp_node_name(n) : NULL);
         } else if (k == TP_NODE_CALL_FUNCTION) {
@@ -645,6 +652,12 @@ static json_t *document(twr *w) {
                              tp_node_kind_name(k));
         }
     }
+    /* graph inputs in signature order: placeholders, and the values of constant inputs */
+    for (int i = 0; i < tp_signature_n_inputs(sig); i++) {
+        const tp_input_spec *s = tp_signature_input(sig, i);
+        if (s->arg.kind == TP_ARGK_CONSTANT) jappend(w, ginputs, arg_json(w, &s->arg.value, "a constant input"));
+        else jappend(w, ginputs, tagged(w, "as_tensor", named(w, s->arg.name)));
+    }
     jset(w, graph, "inputs", ginputs);
     jset(w, graph, "outputs", goutputs);
     jset(w, graph, "nodes", nodes);
@@ -661,15 +674,10 @@ static json_t *document(twr *w) {
     jset(w, signature, "input_specs", ins);
     jset(w, signature, "output_specs", outs);
     /* module call graph: the root with the call's tree specs */
-    json_t *mcg = json_array(), *root = json_object(), *rs = json_object(), *rin = json_array(), *rout = json_array();
-    for (int i = 0; i < tp_signature_n_inputs(sig); i++)
-        if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT)
-            jappend(w, rin, tagged(w, "as_tensor", named(w, tp_signature_input(sig, i)->arg.name)));
-    for (int i = 0; i < tp_signature_n_outputs(sig); i++)
-        if (tp_signature_output(sig, i)->kind == TP_OUTPUT_USER_OUTPUT && tp_signature_output(sig, i)->arg.kind != TP_ARGK_CONSTANT)
-            jappend(w, rout, tagged(w, "as_tensor", named(w, tp_signature_output(sig, i)->arg.name)));
-    jset(w, rs, "inputs", rin);
-    jset(w, rs, "outputs", rout);
+    /* (torch leaves the root's argument lists empty: they are for preserved submodule signatures) */
+    json_t *mcg = json_array(), *root = json_object(), *rs = json_object();
+    jset(w, rs, "inputs", json_array());
+    jset(w, rs, "outputs", json_array());
     if (tp_program_in_spec(p) && tp_program_out_spec(p)) {
         jset(w, rs, "in_spec", spec_string(w, tp_program_in_spec(p)));
         jset(w, rs, "out_spec", spec_string(w, tp_program_out_spec(p)));
@@ -826,23 +834,51 @@ static void pk_int_tuple(tp_sb *sb, int n, const int64_t *v) {
     pk_op(sb, 't');
 }
 
-/* torch.save((tuple(tensors), {})): archive/data.pkl (protocol 2, torch's own
+/* torch.save((tuple(values), {})): archive/data.pkl (protocol 2, torch's own
  * opcodes for tensors: _rebuild_tensor_v2 over ('storage', <class>, key,
- * 'cpu', numel)), archive/data/<k> raw contiguous bytes, version files. */
-tp_status tp__torch_save_tensors(tp_tensor *const *ts, int n, void **data, size_t *size) {
+ * 'cpu', numel); Python scalars as themselves), archive/data/<k> raw
+ * contiguous bytes, version files. */
+tp_status tp__torch_save_values(const tp_value *vs, int n, void **data, size_t *size) {
     tp_sb sb = {0};
+    tp_tensor *ts[TP_LIMIT_ITEMS_SAMPLE];
+    int n_t = 0;
     pk_op(&sb, 0x80);
     pk_op(&sb, 2);
     pk_op(&sb, '(');
     for (int i = 0; i < n; i++) {
-        const char *cls = storage_class(tp_tensor_dtype(ts[i]));
+        const tp_value *v = &vs[i];
+        if (v->kind != TP_VAL_TENSOR) {
+            if (v->kind == TP_VAL_NONE) pk_op(&sb, 'N');
+            else if (v->kind == TP_VAL_BOOL) pk_op(&sb, v->u.b ? 0x88 : 0x89);
+            else if (v->kind == TP_VAL_INT) pk_int(&sb, v->u.i);
+            else if (v->kind == TP_VAL_STR) pk_str(&sb, v->u.s);
+            else if (v->kind == TP_VAL_FLOAT) {
+                uint64_t u;
+                memcpy(&u, &v->u.f, sizeof u);
+                unsigned char b[9] = {'G'};
+                for (int k = 0; k < 8; k++) b[1 + k] = (unsigned char)(u >> (56 - 8 * k)); /* big-endian */
+                tp__sb_append(&sb, b, 9);
+            } else {
+                tp__sb_free(&sb);
+                return tp_error(TP_ERR_UNSUPPORTED, "example input %d: a %s cannot be written", i, tp_value_kind_name(v->kind));
+            }
+            continue;
+        }
+        if (n_t == TP_LIMIT_ITEMS_SAMPLE) {
+            tp__sb_free(&sb);
+            return tp_error(TP_ERR_UNSUPPORTED, "more than %d example tensors", TP_LIMIT_ITEMS_SAMPLE);
+        }
+        ts[n_t] = v->u.tensor;
+        /* the storage key is the tensor's index among the tensors */
+        const int ti = n_t++;
+        const char *cls = storage_class(tp_tensor_dtype(ts[ti]));
         TP_CHECK(cls, TP_ERR_UNSUPPORTED, "example input %d: its dtype cannot be written", i);
         char key[16];
-        snprintf(key, sizeof key, "%d", i);
+        snprintf(key, sizeof key, "%d", ti);
         int64_t strides[TP_MAX_DIMS], acc = 1;
-        for (int d = tp_tensor_ndim(ts[i]) - 1; d >= 0; d--) {
+        for (int d = tp_tensor_ndim(ts[ti]) - 1; d >= 0; d--) {
             strides[d] = acc;
-            acc *= tp_tensor_sizes(ts[i])[d];
+            acc *= tp_tensor_sizes(ts[ti])[d];
         }
         pk_global(&sb, "torch._utils", "_rebuild_tensor_v2");
         pk_op(&sb, '(');
@@ -851,12 +887,12 @@ tp_status tp__torch_save_tensors(tp_tensor *const *ts, int n, void **data, size_
         pk_global(&sb, "torch", cls);
         pk_str(&sb, key);
         pk_str(&sb, "cpu");
-        pk_int(&sb, tp_tensor_numel(ts[i]));
+        pk_int(&sb, tp_tensor_numel(ts[ti]));
         pk_op(&sb, 't');
         pk_op(&sb, 'Q');
         pk_int(&sb, 0);
-        pk_int_tuple(&sb, tp_tensor_ndim(ts[i]), tp_tensor_sizes(ts[i]));
-        pk_int_tuple(&sb, tp_tensor_ndim(ts[i]), strides);
+        pk_int_tuple(&sb, tp_tensor_ndim(ts[ti]), tp_tensor_sizes(ts[ti]));
+        pk_int_tuple(&sb, tp_tensor_ndim(ts[ti]), strides);
         pk_op(&sb, 0x89);
         pk_global(&sb, "collections", "OrderedDict");
         pk_op(&sb, ')');
@@ -877,7 +913,7 @@ tp_status tp__torch_save_tensors(tp_tensor *const *ts, int n, void **data, size_
     if (st == TP_OK) st = tp__zip_add(zw, "archive/.format_version", "1", 1, false);
     if (st == TP_OK) st = tp__zip_add(zw, "archive/.storage_alignment", "64", 2, false);
     if (st == TP_OK) st = tp__zip_add(zw, "archive/byteorder", "little", 6, false);
-    for (int i = 0; st == TP_OK && i < n; i++) {
+    for (int i = 0; st == TP_OK && i < n_t; i++) {
         char name[64];
         snprintf(name, sizeof name, "archive/data/%d", i);
         tp_tensor *c = NULL;
