@@ -1,7 +1,7 @@
 /*
  * create.c - creation ops: schemas, shape rules and reference kernels for
  * zeros, ones, full, arange, linspace, zeros_like, ones_like, full_like,
- * empty_like, eye and new_zeros, new_ones, new_full, new_empty.
+ * empty_like, eye and new_zeros, new_ones, new_full, new_empty, new_empty_strided.
  *
  * Default dtypes follow PyTorch 1.13: float32 unless a dtype is given,
  * except full (from the fill value: bool, int64 or float32) and arange
@@ -130,6 +130,18 @@ static tp_status infer_new(const tp_value *args, int dtype_index, tp_value *out)
 }
 
 static tp_status infer_new2(const tp_value *args, tp_value *out) { return infer_new(args, 2, out); }
+
+/* new_empty_strided(Tensor self, int[] size, int[] stride, *, ScalarType? dtype=None): new_empty
+ * with strides given too. The values are unspecified; the result is contiguous (no op here reads
+ * a tensor's strides as values). */
+static tp_status infer_new_empty_strided(const tp_value *args, tp_value *out) {
+    int n, m;
+    int64_t strides[TP_MAX_DIMS];
+    TP_TRY(tp__arg_ints(args, 1, "size", strides, TP_MAX_DIMS, 0, &n));
+    TP_TRY(tp__arg_ints(args, 2, "stride", strides, TP_MAX_DIMS, 0, &m));
+    TP_CHECK(n == m, TP_ERR_SHAPE, "dimensionality of sizes (%d) must match dimensionality of strides (%d)", n, m);
+    return infer_new(args, 3, out);
+}
 
 /* new_full(Tensor self, int[] size, Scalar fill_value, *, ScalarType? dtype=None) */
 static tp_status infer_new_full(const tp_value *args, tp_value *out) {
@@ -380,6 +392,10 @@ void tp__register_create_ops(void) {
     tp__register_op(TP_OP_NEW_EMPTY,
                     "new_empty(Tensor self, int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
                     infer_new2, kernel_empty_like);
+    tp__register_op(TP_OP_NEW_EMPTY_STRIDED,
+                    "new_empty_strided(Tensor self, int[] size, int[] stride, *, ScalarType? dtype=None, " FACTORY_KWARGS
+                    ") -> Tensor",
+                    0, infer_new_empty_strided, kernel_empty_like);
     tp__register_op(TP_OP_EYE, "eye(int n, int? m=None, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
                     infer_eye, kernel_eye);
 }

@@ -2,8 +2,9 @@
  * index.c - index ops: schemas, shape rules and reference kernels for
  * index_select, gather, scatter and scatter_add (out of place),
  * take_along_dim, take and put (flat indices), one_hot, masked_fill, tril
- * and triu. Advanced indexing (index, index_put, nonzero, masked_select)
- * is advindex.c.
+ * and triu, index_add / index_copy / index_fill / index_reduce, scatter_reduce,
+ * masked_scatter, searchsorted, histc and fill_diagonal_ (in place).
+ * Advanced indexing (index, index_put, nonzero, masked_select) is advindex.c.
  *
  * Index tensors hold int64 (index_select also takes int32, as PyTorch does);
  * an index outside its dimension is TP_ERR_INDEX, found while the kernel
@@ -567,6 +568,708 @@ static tp_status kernel_bucketize(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- index_add, index_copy, index_fill, index_reduce ---------------------
+ * Out of place: a copy of self whose slices self.select(dim, index[k]) take
+ * source.select(dim, k) (index_copy), have it added (index_add, times alpha;
+ * the source slice broadcasts as add_ does), are filled with a value
+ * (index_fill) or reduced with it (index_reduce: prod, mean, amax, amin; with
+ * include_self=False the indexed slices start from the reduction's identity).
+ * Repeated indices accumulate in index order (index_copy: the last wins).
+ * mean divides by the number of contributions (floor division for integers),
+ * amax/amin propagate NaN, as PyTorch does. */
+
+static const char *torch_type_name(tp_dtype dtype) {
+    static const char *const names[TP_DTYPE_COUNT] = {"Float", "Double", "Half", "BFloat16", "Long",
+                                                      "Int",   "Short",  "Char", "Byte",     "Bool"};
+    return (unsigned)dtype < TP_DTYPE_COUNT ? names[dtype] : "?";
+}
+
+typedef enum red_kind { RED_SUM, RED_PROD, RED_MEAN, RED_AMAX, RED_AMIN, RED_COPY } red_kind;
+
+static int64_t floor_div_i64(int64_t a, int64_t b) {
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    return q;
+}
+
+/* *d = *d (op) *s for one element of dtype dt; scale multiplies s (index_add's alpha). */
+static void red_elem(char *d, const char *s, tp_dtype dt, red_kind k, double fscale, int64_t iscale) {
+    if (k == RED_COPY) {
+        memcpy(d, s, tp_dtype_size(dt));
+    } else if (dt == TP_BOOL) {
+        uint8_t a = *(uint8_t *)d, b = *(const uint8_t *)s;
+        *(uint8_t *)d = (uint8_t)(k == RED_PROD || k == RED_AMIN ? (a && b) : (a || b));
+    } else if (tp_dtype_is_float(dt)) {
+        double a = tp__load_f64(d, dt), b = tp__load_f64(s, dt), r;
+        switch (k) {
+        case RED_PROD: r = a * b; break;
+        case RED_AMAX: r = isnan(a) || isnan(b) ? NAN : a > b ? a : b; break;
+        case RED_AMIN: r = isnan(a) || isnan(b) ? NAN : a < b ? a : b; break;
+        default: r = a + (fscale == 1.0 ? b : fscale * b); break;
+        }
+        tp__store_f64(d, dt, r);
+    } else {
+        int64_t a = tp__load_i64(d, dt), b = tp__load_i64(s, dt), r;
+        switch (k) {
+        case RED_PROD: r = (int64_t)((uint64_t)a * (uint64_t)b); break;
+        case RED_AMAX: r = a > b ? a : b; break;
+        case RED_AMIN: r = a < b ? a : b; break;
+        default: r = (int64_t)((uint64_t)a + (uint64_t)b * (uint64_t)iscale); break;
+        }
+        tp__store_i64(d, dt, r);
+    }
+}
+
+/* The identity of a reduction (include_self=False starts from it). */
+static void red_identity(char *d, tp_dtype dt, red_kind k) {
+    if (dt == TP_BOOL) *(uint8_t *)d = k == RED_PROD || k == RED_AMIN;
+    else if (tp_dtype_is_float(dt))
+        tp__store_f64(d, dt, k == RED_PROD ? 1.0 : k == RED_AMAX ? -INFINITY : k == RED_AMIN ? INFINITY : 0.0);
+    else {
+        int64_t lo = dt == TP_INT64 ? INT64_MIN : dt == TP_INT32 ? INT32_MIN : dt == TP_INT16 ? INT16_MIN
+                     : dt == TP_INT8 ? INT8_MIN : 0;
+        int64_t hi = dt == TP_INT64 ? INT64_MAX : dt == TP_INT32 ? INT32_MAX : dt == TP_INT16 ? INT16_MAX
+                     : dt == TP_INT8 ? INT8_MAX : 255;
+        tp__store_i64(d, dt, k == RED_PROD ? 1 : k == RED_AMAX ? lo : k == RED_AMIN ? hi : 0);
+    }
+}
+
+/* *d /= count (mean's division: floor division for integers). */
+static void red_divide(char *d, tp_dtype dt, int64_t count) {
+    if (tp_dtype_is_float(dt)) tp__store_f64(d, dt, tp__load_f64(d, dt) / (double)count);
+    else tp__store_i64(d, dt, floor_div_i64(tp__load_i64(d, dt), count));
+}
+
+static tp_status parse_reduce(const char *s, bool scatter, red_kind *k) {
+    if (s && strcmp(s, "prod") == 0) *k = RED_PROD;
+    else if (s && strcmp(s, "mean") == 0) *k = RED_MEAN;
+    else if (s && strcmp(s, "amax") == 0) *k = RED_AMAX;
+    else if (s && strcmp(s, "amin") == 0) *k = RED_AMIN;
+    else if (s && scatter && strcmp(s, "sum") == 0) *k = RED_SUM;
+    else if (scatter)
+        return tp_error(TP_ERR_INVALID_ARG, "reduce argument must be either sum, prod, mean, amax or amin, got %s",
+                        s ? s : "None");
+    else
+        return tp_error(TP_ERR_INVALID_ARG, "Expected reduce to be one of prod, mean, amax or amin but got %s.",
+                        s ? s : "None");
+    return TP_OK;
+}
+
+typedef enum index_kind { IX_ADD, IX_COPY, IX_FILL, IX_REDUCE } index_kind;
+
+/* The checks of index_add / index_copy / index_fill / index_reduce, in
+ * PyTorch's order and words. src is NULL for index_fill. */
+static tp_status index_func_plan(index_kind kind, const tp_value *args, tp_tensor **self, tp_tensor **index,
+                                 tp_tensor **src, int *dim) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 2, "index", index));
+    tp_tensor *s = *self, *ix = *index, *so = NULL;
+    if (kind != IX_FILL) TP_TRY(tp__need_tensor(args, 3, "source", &so));
+    *src = so;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), s->ndim, dim));
+    int64_t n = tp_tensor_numel(ix);
+    char b1[256], b2[256];
+    if (kind == IX_FILL) {
+        TP_CHECK(ix->dtype == TP_INT64, TP_ERR_TYPE, "Expected dtype int64 for index.");
+        TP_CHECK(ix->ndim <= 1, TP_ERR_SHAPE, "Index has to be a vector/scalar");
+        const tp_tensor *value = tp__arg_tensor(args, 3);
+        TP_CHECK(value || tp_value_is_number(&args[3]), TP_ERR_TYPE, "value must be a Tensor or a number, not %s",
+                 tp_value_kind_name(args[3].kind));
+        TP_CHECK(!value || value->ndim == 0, TP_ERR_SHAPE,
+                 "index_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
+                 value ? value->ndim : 0);
+        return TP_OK;
+    }
+    if (kind == IX_COPY) {
+        TP_CHECK(ix->ndim <= 1, TP_ERR_INDEX, "Index should have dimension 1 or 0 (got %d)", ix->ndim);
+        int64_t ns = so->ndim ? so->sizes[*dim < so->ndim ? *dim : 0] : 1;
+        TP_CHECK(so->ndim == 0 || *dim < so->ndim, TP_ERR_INDEX,
+                 "Indexing dim %d is out of bounds of the source tensor with dim %d", *dim, so->ndim);
+        TP_CHECK(n == ns, TP_ERR_INDEX,
+                 "Number of indices (%" PRId64 ") should be equal to source.size(dim) (%" PRId64 ")", n, ns);
+        TP_CHECK(ix->dtype == TP_INT64, TP_ERR_TYPE, "Expected a long tensor for index, but got %s",
+                 torch_type_name(ix->dtype));
+        TP_CHECK(s->dtype == so->dtype, TP_ERR_TYPE,
+                 "self and source expected to have the same dtype, but got (self) %s and (source) %s",
+                 torch_type_name(s->dtype), torch_type_name(so->dtype));
+        TP_CHECK(s->ndim == 0 || so->ndim == 0 || s->ndim == so->ndim, TP_ERR_INDEX,
+                 "When source and destination are not scalars, their dimensionality must match. Source "
+                 "dimensionality (%d), destination dimensionality (%d)",
+                 so->ndim, s->ndim);
+        if (s->ndim && so->ndim)
+            for (int d = 0; d < s->ndim; d++)
+                TP_CHECK(d == *dim || s->sizes[d] == so->sizes[d], TP_ERR_SHAPE,
+                         "Source/destination tensor must have same slice shapes. Destination slice shape: %s at "
+                         "dimension %d and source slice shape: %s at dimension %d.",
+                         tp__shape_str(1, &s->sizes[d], b1, sizeof b1), *dim,
+                         tp__shape_str(1, &so->sizes[d], b2, sizeof b2), *dim);
+        return TP_OK;
+    }
+    TP_CHECK(ix->ndim <= 1, TP_ERR_INDEX, "Index is supposed to be a vector, but got dim: %d with type: %s and size: %s",
+             ix->ndim, torch_type_name(ix->dtype), tp__shape_str(ix->ndim, ix->sizes, b1, sizeof b1));
+    TP_CHECK(ix->dtype == TP_INT64 || ix->dtype == TP_INT32, TP_ERR_TYPE,
+             "Expected dtype int32/int64 for index but got: %s", torch_type_name(ix->dtype));
+    TP_CHECK(s->dtype == so->dtype, TP_ERR_TYPE, "self (%s) and source (%s) must have the same scalar type",
+             torch_type_name(s->dtype), torch_type_name(so->dtype));
+    TP_CHECK(*dim == 0 || *dim < so->ndim, TP_ERR_INDEX,
+             "Indexing dim %d is out of bounds of the source tensor with dim %d", *dim, so->ndim);
+    int64_t ns = so->ndim ? so->sizes[*dim] : 1;
+    TP_CHECK(n == ns, TP_ERR_SHAPE,
+             "Number of indices (%" PRId64 ") should be equal to source.size(dim): (%" PRId64 "), for dim: %d", n, ns,
+             *dim);
+    if (kind == IX_REDUCE) {
+        red_kind rk;
+        TP_TRY(parse_reduce(tp__arg_str(args, 4), false, &rk));
+        /* PyTorch 1.13 reduces bool tensors of 2+ dims with prod/amax/amin over self only */
+        TP_CHECK(s->dtype != TP_BOOL || (rk != RED_MEAN && tp__arg_bool(args, 5)), TP_ERR_TYPE,
+                 "\"index_reduce\" not implemented for 'Bool' (%s)", rk == RED_MEAN ? "mean" : "include_self=False");
+    }
+    /* the source slice must broadcast to self's slice (index_add is add_ on them) */
+    int sn = s->ndim ? s->ndim - 1 : 0, on = so->ndim ? so->ndim - 1 : 0;
+    int64_t ssl[TP_MAX_DIMS], osl[TP_MAX_DIMS];
+    for (int d = 0, k = 0; d < s->ndim; d++)
+        if (d != *dim) ssl[k++] = s->sizes[d];
+    for (int d = 0, k = 0; d < so->ndim; d++)
+        if (d != *dim) osl[k++] = so->sizes[d];
+    if (s->ndim == 0) sn = 0;
+    if (so->ndim == 0) on = 0;
+    TP_CHECK(on <= sn, TP_ERR_SHAPE, "source slice of shape %s cannot be broadcast to self's slice of shape %s",
+             tp__shape_str(on, osl, b1, sizeof b1), tp__shape_str(sn, ssl, b2, sizeof b2));
+    for (int i = 0; i < on; i++) {
+        int64_t a = ssl[sn - on + i], b = osl[i];
+        TP_CHECK(b == a || b == 1, TP_ERR_SHAPE,
+                 "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64
+                 ") at non-singleton dimension %d",
+                 a, b, i + sn - on);
+    }
+    return TP_OK;
+}
+
+static tp_status infer_index_func(index_kind kind, const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index, *src;
+    int dim;
+    TP_TRY(index_func_plan(kind, args, &self, &index, &src, &dim));
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+/* A view of t's slice at position i along dim (t itself, retained, when 0-d). */
+static tp_status slice_at(tp_tensor *t, int dim, int64_t i, tp_tensor **out) {
+    if (t->ndim == 0) {
+        *out = tp_tensor_retain(t);
+        return TP_OK;
+    }
+    return tp_tensor_select(t, dim, i, out);
+}
+
+/* dst (op)= src elementwise, src broadcast to dst's shape. */
+static void red_slices(tp_tensor *dst, const tp_tensor *src, red_kind k, double fs, int64_t is) {
+    tp_tensor sb = *src;
+    sb.ndim = dst->ndim;
+    for (int d = 0; d < dst->ndim; d++) {
+        int sd = d - (dst->ndim - src->ndim);
+        sb.sizes[d] = dst->sizes[d];
+        sb.strides[d] = sd >= 0 && src->sizes[sd] != 1 ? src->strides[sd] : 0;
+    }
+    tp_iter it;
+    tp__iter_init(&it, dst->ndim, dst->sizes, 2, (const tp_tensor *[]){dst, &sb});
+    while (tp__iter_next(&it)) red_elem(it.ptr[0], it.ptr[1], dst->dtype, k, fs, is);
+}
+
+static void fill_slice(tp_tensor *dst, const char *value) {
+    size_t es = tp_dtype_size(dst->dtype);
+    tp_iter it;
+    tp__iter_init(&it, dst->ndim, dst->sizes, 1, (const tp_tensor *[]){dst});
+    while (tp__iter_next(&it)) memcpy(it.ptr[0], value, es);
+}
+
+static tp_status kernel_index_func(index_kind kind, const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index, *src, *o = tp__out_at(out, 0);
+    int dim;
+    TP_TRY(index_func_plan(kind, args, &self, &index, &src, &dim));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(index, "index"));
+    TP_TRY(tp__has_data(src, "source"));
+    TP_TRY(tp_tensor_copy_(o, self));
+    red_kind rk = kind == IX_COPY ? RED_COPY : RED_SUM;
+    bool include_self = true;
+    double fs = 1.0;
+    int64_t is = 1;
+    char value[8];
+    if (kind == IX_REDUCE) {
+        TP_TRY(parse_reduce(tp__arg_str(args, 4), false, &rk));
+        include_self = tp__arg_bool(args, 5);
+    } else if (kind == IX_ADD) {
+        fs = tp__arg_f64(args, 4);
+        is = tp__arg_int(args, 4);
+    } else if (kind == IX_FILL) {
+        TP_TRY(tp__scalar_to_elem(&args[3], self->dtype, value));
+    }
+    int64_t n = tp_tensor_numel(index), limit = self->ndim ? self->sizes[dim] : 1;
+    int64_t istride = index->ndim ? index->strides[0] : 0;
+    size_t ies = tp_dtype_size(index->dtype);
+    const char *ibase = tp__tensor_base(index);
+    int64_t *counts = NULL;
+    if (rk == RED_MEAN) {
+        counts = tp_calloc((size_t)limit, sizeof *counts);
+        TP_CHECK(counts != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " counts", limit);
+    }
+    tp_status st = TP_OK;
+    /* pass 0 (include_self=False): the indexed slices start at the identity */
+    for (int pass = include_self ? 1 : 0; pass < 2 && st == TP_OK; pass++) {
+        for (int64_t k = 0; k < n && st == TP_OK; k++) {
+            int64_t given = tp__load_i64(ibase + k * istride * (int64_t)ies, index->dtype), idx = given;
+            if (kind == IX_FILL && idx < 0) idx += limit;
+            if (idx < 0 || idx >= limit) {
+                if (kind == IX_ADD || kind == IX_REDUCE) st = tp_error(TP_ERR_INDEX, "index out of range in self");
+                else
+                    st = tp_error(TP_ERR_INDEX, "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
+                                  given, dim, limit);
+                break;
+            }
+            tp_tensor *dst = NULL, *sv = NULL;
+            st = slice_at(o, dim, idx, &dst);
+            if (st == TP_OK && src) st = slice_at(src, dim, k, &sv);
+            if (st == TP_OK) {
+                if (kind == IX_FILL) fill_slice(dst, value);
+                else if (pass == 0) {
+                    char id[8];
+                    red_identity(id, o->dtype, rk);
+                    fill_slice(dst, id);
+                } else {
+                    red_slices(dst, sv, rk, fs, is);
+                    if (counts) counts[idx]++;
+                }
+            }
+            tp_tensor_free(dst);
+            tp_tensor_free(sv);
+        }
+    }
+    for (int64_t i = 0; counts && st == TP_OK && i < limit; i++) {
+        int64_t c = counts[i] + (include_self ? 1 : 0);
+        if (counts[i] == 0 || c <= 1) continue;
+        tp_tensor *dst = NULL;
+        st = slice_at(o, dim, i, &dst);
+        if (st != TP_OK) break;
+        tp_iter it;
+        tp__iter_init(&it, dst->ndim, dst->sizes, 1, (const tp_tensor *[]){dst});
+        while (tp__iter_next(&it)) red_divide(it.ptr[0], o->dtype, c);
+        tp_tensor_free(dst);
+    }
+    tp_free(counts);
+    return st;
+}
+
+#define INDEX_FUNC_OP(nm, kind)                                                                                \
+    static tp_status infer_##nm(const tp_value *args, tp_value *out) { return infer_index_func(kind, args, out); } \
+    static tp_status kernel_##nm(const tp_value *args, tp_value *out) { return kernel_index_func(kind, args, out); }
+INDEX_FUNC_OP(index_add, IX_ADD)
+INDEX_FUNC_OP(index_copy, IX_COPY)
+INDEX_FUNC_OP(index_fill, IX_FILL)
+INDEX_FUNC_OP(index_reduce, IX_REDUCE)
+
+/* ---- scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True)
+ * Out of place: scatter_add's walk with sum, prod, mean, amax or amin; with
+ * include_self=False the scattered positions start at the identity; mean
+ * divides by the number of contributions (floor division for integers). */
+
+static tp_status scatter_reduce_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim,
+                                     red_kind *rk) {
+    TP_TRY(tp__need_tensor(args, 3, "src", &(tp_tensor *){NULL}));
+    TP_TRY(scatter_plan(args, self, index, dim));
+    TP_TRY(parse_reduce(tp__arg_str(args, 4), true, rk));
+    TP_CHECK(*rk != RED_MEAN || (*self)->dtype != TP_BOOL, TP_ERR_TYPE,
+             "\"scatter_reduce\" with reduce='mean' not implemented for 'Bool'");
+    return TP_OK;
+}
+
+static tp_status infer_scatter_reduce(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index;
+    int dim;
+    red_kind rk;
+    TP_TRY(scatter_reduce_plan(args, &self, &index, &dim, &rk));
+    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+}
+
+static tp_status kernel_scatter_reduce(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *index, *o = tp__out_at(out, 0), *src = tp__arg_tensor(args, 3);
+    int dim;
+    red_kind rk;
+    TP_TRY(scatter_reduce_plan(args, &self, &index, &dim, &rk));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(index, "index"));
+    TP_TRY(tp__has_data(src, "src"));
+    TP_TRY(tp_tensor_copy_(o, self));
+    if (tp_tensor_numel(index) == 0) return TP_OK;
+    bool include_self = tp__arg_bool(args, 5);
+    tp_dtype dt = o->dtype;
+    size_t es = tp_dtype_size(dt);
+    int64_t limit = nonempty_size(self, dim), dstride = nonempty_stride(o, dim), numel = tp_tensor_numel(o);
+    char *obase = tp__tensor_base(o);
+    int64_t *counts = NULL;
+    if (rk == RED_MEAN) {
+        counts = tp_calloc((size_t)numel, sizeof *counts);
+        TP_CHECK(counts != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " counts", numel);
+    }
+    /* o is the freshly allocated (contiguous) output: element offsets are unique in [0, numel) */
+    for (int pass = include_self ? 1 : 0; pass < 2; pass++) {
+        tp_iter it;
+        tp__iter_init(&it, index->ndim, index->sizes, 2, (const tp_tensor *[]){index, src});
+        while (tp__iter_next(&it)) {
+            int64_t idx = tp__load_i64(it.ptr[0], TP_INT64);
+            if (idx < 0 || idx >= limit) {
+                tp_free(counts);
+                return tp_error(TP_ERR_INDEX, "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
+                                idx, dim, limit);
+            }
+            int64_t off = idx * dstride;
+            if (o->ndim)
+                for (int d = 0; d < index->ndim; d++)
+                    if (d != dim) off += it.index[d] * o->strides[d];
+            char *p = obase + off * (int64_t)es;
+            if (pass == 0) {
+                red_identity(p, dt, rk);
+            } else {
+                red_elem(p, it.ptr[1], dt, rk, 1.0, 1);
+                if (counts) counts[off]++;
+            }
+        }
+    }
+    for (int64_t i = 0; counts && i < numel; i++) {
+        int64_t c = counts[i] + (include_self ? 1 : 0);
+        if (counts[i] > 0 && c > 1) red_divide(obase + i * (int64_t)es, dt, c);
+    }
+    tp_free(counts);
+    return TP_OK;
+}
+
+/* ---- masked_scatter(Tensor self, Tensor mask, Tensor source) ------------
+ * self and mask broadcast; the positions where mask is true take source's
+ * elements in order (source read in C order). */
+
+static tp_status masked_scatter_plan(const tp_value *args, tp_tensor **self, tp_tensor **mask, tp_tensor **source,
+                                     int *ndim, int64_t *sizes) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    TP_TRY(tp__need_tensor(args, 1, "mask", mask));
+    TP_TRY(tp__need_tensor(args, 2, "source", source));
+    TP_CHECK((*mask)->dtype == TP_BOOL, TP_ERR_TYPE,
+             "masked_scatter_ only supports boolean masks, but got mask with dtype %s", tp_dtype_name((*mask)->dtype));
+    TP_CHECK((*self)->dtype == (*source)->dtype, TP_ERR_TYPE,
+             "masked_scatter: expected self and source to have same dtypes but got %s and %s",
+             torch_type_name((*self)->dtype), torch_type_name((*source)->dtype));
+    return tp__broadcast_shapes((*self)->ndim, (*self)->sizes, (*mask)->ndim, (*mask)->sizes, ndim, sizes);
+}
+
+static tp_status infer_masked_scatter(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *mask, *source;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(masked_scatter_plan(args, &self, &mask, &source, &ndim, sizes));
+    return tp__out_tensor(out, self->dtype, ndim, sizes);
+}
+
+static tp_status kernel_masked_scatter(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *mask, *source, *o = tp__out_at(out, 0);
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(masked_scatter_plan(args, &self, &mask, &source, &ndim, sizes));
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(mask, "mask"));
+    TP_TRY(tp__has_data(source, "source"));
+    int64_t ones = 0, n = tp_tensor_numel(source);
+    tp_iter it;
+    tp__iter_init(&it, o->ndim, o->sizes, 2, (const tp_tensor *[]){o, mask});
+    while (tp__iter_next(&it)) ones += *(const uint8_t *)it.ptr[1] != 0;
+    TP_CHECK(ones <= n, TP_ERR_SHAPE, "Number of elements of source < number of ones in mask");
+    size_t es = tp_dtype_size(self->dtype);
+    tp_iter is;
+    tp__iter_init(&is, source->ndim, source->sizes, 1, (const tp_tensor *[]){source});
+    tp__iter_init(&it, o->ndim, o->sizes, 3, (const tp_tensor *[]){o, self, mask});
+    while (tp__iter_next(&it)) {
+        if (*(const uint8_t *)it.ptr[2]) {
+            tp__iter_next(&is);
+            memcpy(it.ptr[0], is.ptr[0], es);
+        } else {
+            memcpy(it.ptr[0], it.ptr[1], es);
+        }
+    }
+    return TP_OK;
+}
+
+/* ---- searchsorted(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False,
+ * str? side=None, Tensor? sorter=None) (and a Scalar self): for each value the index of its place in
+ * the sorted innermost dim of sorted_sequence (1-d, or matching self's leading dims): the first i
+ * with seq[i] >= v (right / side='right': > v), through sorter when given. */
+
+typedef struct ss_plan {
+    tp_tensor *seq, *self, *sorter;
+    bool right, scalar;
+} ss_plan;
+
+static tp_status searchsorted_plan(const tp_value *args, ss_plan *p) {
+    char b1[256], b2[256];
+    TP_TRY(tp__need_tensor(args, 0, "sorted_sequence", &p->seq));
+    p->self = tp__arg_tensor(args, 1);
+    p->scalar = p->self == NULL;
+    TP_CHECK(p->self || tp_value_is_number(&args[1]), TP_ERR_TYPE, "self must be a Tensor or a number, not %s",
+             tp_value_kind_name(args[1].kind));
+    const char *side = tp__arg_str(args, 4);
+    p->right = tp__arg_bool(args, 3);
+    p->sorter = tp__arg_tensor(args, 5);
+    tp_tensor *sq = p->seq;
+    if (side) {
+        TP_CHECK(strcmp(side, "left") == 0 || strcmp(side, "right") == 0, TP_ERR_INVALID_ARG,
+                 "torch.searchsorted(): side can only be 'left' or 'right' but got %s", side);
+        bool is_right = strcmp(side, "right") == 0;
+        TP_CHECK(!p->right || is_right, TP_ERR_INVALID_ARG,
+                 "torch.searchsorted(): side and right can't be set to opposites, got side of %s while right was True",
+                 side);
+        p->right = is_right;
+    }
+    TP_CHECK(sq->ndim > 0, TP_ERR_SHAPE,
+             "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension");
+    if (p->sorter) {
+        TP_CHECK(p->sorter->dtype == TP_INT64, TP_ERR_TYPE,
+                 "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype %s",
+                 torch_type_name(p->sorter->dtype));
+        TP_CHECK(p->sorter->ndim == sq->ndim && !memcmp(p->sorter->sizes, sq->sizes, (size_t)sq->ndim * 8),
+                 TP_ERR_SHAPE,
+                 "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor %sand "
+                 "got sorter tensor %s",
+                 tp__shape_str(sq->ndim, sq->sizes, b1, sizeof b1),
+                 tp__shape_str(p->sorter->ndim, p->sorter->sizes, b2, sizeof b2));
+    }
+    if (p->self && sq->ndim != 1) {
+        bool ok = p->self->ndim == sq->ndim &&
+                  !memcmp(p->self->sizes, sq->sizes, (size_t)(sq->ndim - 1) * sizeof *sq->sizes);
+        TP_CHECK(ok, TP_ERR_SHAPE,
+                 "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                 "boundaries tensor and input value tensor must match, but we got boundaries tensor %s and input "
+                 "value tensor %s",
+                 tp__shape_str(sq->ndim, sq->sizes, b1, sizeof b1),
+                 tp__shape_str(p->self->ndim, p->self->sizes, b2, sizeof b2));
+    }
+    TP_CHECK(!p->scalar || sq->ndim == 1, TP_ERR_SHAPE,
+             "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, but we "
+             "got boundaries tensor dim(%d) and input value's dim(0) numel(1)",
+             sq->ndim);
+    TP_CHECK(sq->dtype != TP_BOOL && (!p->self || p->self->dtype != TP_BOOL), TP_ERR_TYPE,
+             "\"searchsorted_out_cpu\" not implemented for 'Bool'");
+    return TP_OK;
+}
+
+static tp_status infer_searchsorted(const tp_value *args, tp_value *out) {
+    ss_plan p;
+    TP_TRY(searchsorted_plan(args, &p));
+    tp_dtype dt = tp__arg_bool(args, 2) ? TP_INT32 : TP_INT64;
+    return p.scalar ? tp__out_tensor(out, dt, 0, NULL) : tp__out_tensor(out, dt, p.self->ndim, p.self->sizes);
+}
+
+static tp_status kernel_searchsorted(const tp_value *args, tp_value *out) {
+    ss_plan p;
+    TP_TRY(searchsorted_plan(args, &p));
+    TP_TRY(tp__has_data(p.seq, "sorted_sequence"));
+    TP_TRY(tp__has_data(p.self, "self"));
+    TP_TRY(tp__has_data(p.sorter, "sorter"));
+    tp_tensor *o = tp__out_at(out, 0), *vals = p.self, *tmp = NULL;
+    if (p.scalar) {
+        TP_TRY(tp__as_tensor(&args[1], tp__scalar_dtype(&args[1]), &tmp));
+        vals = tmp;
+    }
+    tp_tensor *sq = p.seq;
+    int nd = sq->ndim;
+    int64_t nb = sq->sizes[nd - 1], bs = sq->strides[nd - 1] * (int64_t)tp_dtype_size(sq->dtype);
+    int64_t ss = p.sorter ? p.sorter->strides[nd - 1] * 8 : 0;
+    bool ints = !tp_dtype_is_float(vals->dtype) && !tp_dtype_is_float(sq->dtype);
+    tp_status st = TP_OK;
+    tp_iter it;
+    tp__iter_init(&it, vals->ndim, vals->sizes, 2, (const tp_tensor *[]){o, vals});
+    while (tp__iter_next(&it) && st == TP_OK) {
+        /* the row of sorted_sequence (and sorter) for this value */
+        int64_t roff = 0, soff = 0;
+        for (int d = 0; nd > 1 && d < nd - 1; d++) {
+            roff += it.index[d] * sq->strides[d];
+            if (p.sorter) soff += it.index[d] * p.sorter->strides[d];
+        }
+        const char *bb = tp__tensor_base(sq) + roff * (int64_t)tp_dtype_size(sq->dtype);
+        const char *sb = p.sorter ? tp__tensor_base(p.sorter) + soff * 8 : NULL;
+        int64_t lo = 0, hi = nb;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2, j = mid;
+            if (sb) {
+                j = tp__load_i64(sb + mid * ss, TP_INT64);
+                if (j < 0 || j >= nb) {
+                    st = tp_error(TP_ERR_INDEX, "torch.searchsorted(): sorter index %" PRId64
+                                  " is out of bounds for the boundaries' size %" PRId64, j, nb);
+                    break;
+                }
+            }
+            bool go_right;
+            if (ints) {
+                int64_t v = tp__load_i64(it.ptr[1], vals->dtype), b = tp__load_i64(bb + j * bs, sq->dtype);
+                go_right = p.right ? !(b > v) : !(v <= b);
+            } else {
+                double v = tp__load_f64(it.ptr[1], vals->dtype), b = tp__load_f64(bb + j * bs, sq->dtype);
+                go_right = p.right ? !(b > v) : !(v <= b);
+            }
+            if (go_right) lo = mid + 1;
+            else hi = mid;
+        }
+        tp__store_i64(it.ptr[0], o->dtype, lo);
+    }
+    tp_tensor_free(tmp);
+    return st;
+}
+
+/* ---- histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -------
+ * bins equal-width bins over [min, max] (both 0: the input's range; equal
+ * bounds widen to [min - 1, max + 1]); values outside (and NaN) are left
+ * out, max falls in the last bin (PyTorch 1.13 bins NaN by an undefined
+ * float-to-int conversion; here NaN is left out). PyTorch's binning: a linear guess refined
+ * against the linspace edges. Floating inputs (no float16: aminmax has no
+ * half kernel in PyTorch 1.13). */
+
+static tp_status histc_check(const tp_value *args, tp_tensor **self) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    tp_dtype dt = (*self)->dtype;
+    TP_CHECK(dt == TP_FLOAT32 || dt == TP_FLOAT64, TP_ERR_TYPE, "\"histogram_cpu\" not implemented for '%s'",
+             torch_type_name(dt));
+    int64_t bins = tp__arg_int(args, 1);
+    TP_CHECK(bins > 0, TP_ERR_INVALID_ARG, "torch.histogram(): bins must be > 0, but got %" PRId64 " for dimension 0",
+             bins);
+    TP_CHECK(!(tp__arg_f64(args, 3) < tp__arg_f64(args, 2)), TP_ERR_INVALID_ARG,
+             "torch.histc: max must be larger than min");
+    return TP_OK;
+}
+
+static tp_status infer_histc(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(histc_check(args, &self));
+    int64_t bins = tp__arg_int(args, 1);
+    return tp__out_tensor(out, self->dtype, 1, &bins);
+}
+
+static tp_status kernel_histc(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    TP_TRY(histc_check(args, &self));
+    TP_TRY(tp__has_data(self, "self"));
+    tp_dtype dt = self->dtype;
+    bool f32 = dt == TP_FLOAT32;
+    int64_t bins = tp__arg_int(args, 1);
+    double lo = tp__arg_f64(args, 2), hi = tp__arg_f64(args, 3);
+    if (f32) {
+        lo = (float)lo;
+        hi = (float)hi;
+    }
+    tp_iter it;
+    if (lo == hi && tp_tensor_numel(self) > 0) { /* the input's range (NaN makes it NaN) */
+        double mn = INFINITY, mx = -INFINITY;
+        bool nan = false;
+        tp__iter_init(&it, self->ndim, self->sizes, 1, (const tp_tensor *[]){self});
+        while (tp__iter_next(&it)) {
+            double v = tp__load_f64(it.ptr[0], dt);
+            if (isnan(v)) nan = true;
+            mn = v < mn ? v : mn;
+            mx = v > mx ? v : mx;
+        }
+        lo = nan ? NAN : mn;
+        hi = nan ? NAN : mx;
+    }
+    if (lo == hi) {
+        lo -= 1;
+        hi += 1;
+    }
+    TP_CHECK(isfinite(lo) && isfinite(hi), TP_ERR_INVALID_ARG, "torch.histc: range of [%g, %g] is not finite", lo, hi);
+    /* the bin edges as torch.linspace(lo, hi, bins + 1) computes them in the dtype */
+    double *edges = tp_malloc((size_t)(bins + 1) * sizeof *edges);
+    TP_CHECK(edges != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " bin edges", bins + 1);
+    int64_t half = (bins + 1) / 2;
+    if (f32) {
+        float step = ((float)hi - (float)lo) / (float)bins;
+        for (int64_t i = 0; i <= bins; i++)
+            edges[i] = i < half ? (float)lo + step * (float)i : (float)hi - step * (float)(bins - i);
+    } else {
+        double step = (hi - lo) / (double)bins;
+        for (int64_t i = 0; i <= bins; i++) edges[i] = i < half ? lo + step * (double)i : hi - step * (double)(bins - i);
+    }
+    double *hist = tp_calloc((size_t)bins, sizeof *hist);
+    if (!hist) {
+        tp_free(edges);
+        return tp_error(TP_ERR_NOMEM, "out of memory for %" PRId64 " bins", bins);
+    }
+    tp__iter_init(&it, self->ndim, self->sizes, 1, (const tp_tensor *[]){self});
+    while (tp__iter_next(&it)) {
+        double v = tp__load_f64(it.ptr[0], dt);
+        if (!(v >= lo && v <= hi)) continue;
+        int64_t pos = f32 ? (int64_t)(((float)v - (float)lo) * (float)bins / ((float)hi - (float)lo))
+                          : (int64_t)((v - lo) * (double)bins / (hi - lo));
+        int64_t pmin = pos - 1 > 0 ? pos - 1 : 0, pmax = pos + 2 < bins + 1 ? pos + 2 : bins + 1;
+        /* upper_bound over edges[pmin, pmax) */
+        int64_t a = pmin, b = pmax;
+        while (a < b) {
+            int64_t m = a + (b - a) / 2;
+            if (!(v < edges[m])) a = m + 1;
+            else b = m;
+        }
+        pos = a - 1;
+        if (pos == bins) pos -= 1;
+        if (pos >= 0 && pos < bins) hist[pos] += 1;
+    }
+    char *ob = tp__tensor_base(o);
+    for (int64_t i = 0; i < bins; i++) tp__store_f64(ob + i * o->strides[0] * (int64_t)tp_dtype_size(dt), dt, hist[i]);
+    tp_free(edges);
+    tp_free(hist);
+    return TP_OK;
+}
+
+/* ---- fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False) ------
+ * In place: self[i, i, ..., i] = value for i < min(sizes) (all dims equal
+ * beyond 2-d); a tall matrix with wrap restarts the diagonal every
+ * cols + 1 rows, as PyTorch's flat-stride walk does. */
+
+static tp_status fill_diagonal_check(const tp_value *args, tp_tensor **self) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    tp_tensor *s = *self;
+    TP_CHECK(s->ndim >= 2, TP_ERR_SHAPE, "dimensions must larger than 1");
+    if (s->ndim > 2)
+        for (int d = 1; d < s->ndim; d++)
+            TP_CHECK(s->sizes[d] == s->sizes[0], TP_ERR_SHAPE, "all dimensions of input must be of equal length");
+    return TP_OK;
+}
+
+static tp_status infer_fill_diagonal_(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(fill_diagonal_check(args, &self));
+    char value[8];
+    TP_TRY(tp__scalar_to_elem(&args[1], self->dtype, value));
+    return tp_value_copy(&args[0], out);
+}
+
+static tp_status kernel_fill_diagonal_(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(fill_diagonal_check(args, &self));
+    TP_TRY(tp__has_data(self, "self"));
+    char value[8];
+    TP_TRY(tp__scalar_to_elem(&args[1], self->dtype, value));
+    size_t es = tp_dtype_size(self->dtype);
+    int64_t n = self->sizes[0], stride = 0;
+    for (int d = 0; d < self->ndim; d++) {
+        if (self->sizes[d] < n) n = self->sizes[d];
+        stride += self->strides[d];
+    }
+    char *base = tp__tensor_base(self);
+    for (int64_t i = 0; i < n; i++) memcpy(base + i * stride * (int64_t)es, value, es);
+    if (self->ndim == 2 && tp__arg_bool(args, 2) && self->sizes[0] > self->sizes[1] + 1) {
+        /* wrap: the diagonal restarts at row (cols + 1) * k */
+        int64_t rows = self->sizes[0], cols = self->sizes[1];
+        for (int64_t r0 = cols + 1; r0 < rows; r0 += cols + 1)
+            for (int64_t i = 0; i < cols && r0 + i < rows; i++)
+                memcpy(base + ((r0 + i) * self->strides[0] + i * self->strides[1]) * (int64_t)es, value, es);
+    }
+    tp_value_clear(out);
+    return tp_value_copy(&args[0], out);
+}
+
 /* ---- registration ------------------------------------------------------ */
 
 /* ---- one_hot(Tensor self, int num_classes) ------------------------------
@@ -644,4 +1347,29 @@ void tp__register_index_ops(void) {
                     infer_masked_fill, kernel_masked_fill);
     tp__register_op(TP_OP_TRIL, "tril(Tensor self, int diagonal=0) -> Tensor", 0, infer_tri, kernel_tril);
     tp__register_op(TP_OP_TRIU, "triu(Tensor self, int diagonal=0) -> Tensor", 0, infer_tri, kernel_triu);
+    tp__register_op(TP_OP_INDEX_ADD,
+                    "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor", 0,
+                    infer_index_add, kernel_index_add);
+    tp__register_op(TP_OP_INDEX_COPY, "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", 0,
+                    infer_index_copy, kernel_index_copy);
+    tp__register_op(TP_OP_INDEX_FILL, "index_fill(Tensor self, int dim, Tensor index, Tensor|Scalar value) -> Tensor",
+                    0, infer_index_fill, kernel_index_fill);
+    tp__register_op(TP_OP_INDEX_REDUCE,
+                    "index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, "
+                    "bool include_self=True) -> Tensor",
+                    0, infer_index_reduce, kernel_index_reduce);
+    tp__register_op(TP_OP_SCATTER_REDUCE,
+                    "scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, "
+                    "bool include_self=True) -> Tensor",
+                    0, infer_scatter_reduce, kernel_scatter_reduce);
+    tp__register_op(TP_OP_MASKED_SCATTER, "masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", 0,
+                    infer_masked_scatter, kernel_masked_scatter);
+    tp__register_op(TP_OP_SEARCHSORTED,
+                    "searchsorted(Tensor sorted_sequence, Tensor|Scalar self, *, bool out_int32=False, "
+                    "bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
+                    0, infer_searchsorted, kernel_searchsorted);
+    tp__register_op(TP_OP_HISTC, "histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", 0,
+                    infer_histc, kernel_histc);
+    tp__register_op(TP_OP_FILL_DIAGONAL_, "fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False) -> Tensor",
+                    TP_OPF_INPLACE | TP_OPF_MUTATES, infer_fill_diagonal_, kernel_fill_diagonal_);
 }

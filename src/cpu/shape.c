@@ -1630,6 +1630,211 @@ static tp_status view_diagonal(tp_tensor *self, const tp_value *args, tp_tensor 
 }
 DEFINE_VIEW_OP(diagonal)
 
+/* ---- unfold(Tensor self, int dimension, int size, int step): a view -----
+ * Every window of `size` elements along dimension, `step` apart, as a new
+ * last dim (a 0-d tensor counts as one element). */
+static tp_status view_unfold(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int d;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
+    int64_t size = tp__arg_int(args, 2), step = tp__arg_int(args, 3);
+    int64_t n = self->ndim ? self->sizes[d] : 1, st = self->ndim ? self->strides[d] : 1;
+    TP_CHECK(size <= n, TP_ERR_SHAPE, "maximum size for tensor at dimension %d is %" PRId64 " but size is %" PRId64, d,
+             n, size);
+    TP_CHECK(size >= 0, TP_ERR_INVALID_ARG, "size is %" PRId64 " but must be >= 0", size);
+    TP_CHECK(step > 0, TP_ERR_INVALID_ARG, "step is %" PRId64 " but must be > 0", step);
+    TP_CHECK(self->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "unfold of a %d-d tensor would exceed %d dims", self->ndim,
+             TP_MAX_DIMS);
+    int nd = self->ndim ? self->ndim + 1 : 1;
+    int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
+    memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
+    memcpy(strides, self->strides, (size_t)self->ndim * sizeof *strides);
+    if (self->ndim) {
+        sizes[d] = (n - size) / step + 1;
+        /* more than one window: step <= n - size, so the stride stays within the dim's extent */
+        strides[d] = sizes[d] > 1 ? st * step : st;
+    }
+    sizes[nd - 1] = size;
+    strides[nd - 1] = st;
+    return tp_tensor_as_strided(self, nd, sizes, strides, self->offset, out);
+}
+DEFINE_VIEW_OP(unfold)
+
+/* ---- as_strided(Tensor self, int[] size, int[] stride, int? storage_offset=None): a view ----
+ * Explicit geometry on self's storage (storage_offset None: self's own).
+ * The storage is the tensor's memory block when it has one; a shape rule
+ * (no storage) takes the smallest block holding self. PyTorch's checks. */
+static tp_status strided_fits(int n, const int64_t *size, const int64_t *stride, int64_t off, size_t itemsize,
+                              int64_t storage_elems) {
+    char b1[256], b2[256];
+    int64_t need = 1;
+    bool empty = false, overflow = false;
+    for (int i = 0; i < n; i++) {
+        if (size[i] < 0) overflow = true;
+        if (size[i] == 0) empty = true;
+    }
+    if (!overflow && !empty) {
+        for (int i = 0; i < n && !overflow; i++) {
+            int64_t t;
+            overflow = !tp_mul_overflow_i64(size[i] - 1, stride[i], &t) || !tp_add_overflow_i64(need, t, &need);
+        }
+        overflow = overflow || !tp_add_overflow_i64(need, off, &need) ||
+                   !tp_mul_overflow_i64(need, (int64_t)itemsize, &need);
+    }
+    TP_CHECK(!overflow, TP_ERR_SHAPE, "Storage size calculation overflowed with sizes=%s and strides=%s",
+             tp__shape_str(n, size, b1, sizeof b1), tp__shape_str(n, stride, b2, sizeof b2));
+    if (empty) return TP_OK;
+    int64_t have = storage_elems * (int64_t)itemsize;
+    TP_CHECK(need <= have, TP_ERR_SHAPE,
+             "setStorage: sizes %s, strides %s, storage offset %" PRId64 ", and itemsize %zu requiring a storage size "
+             "of %" PRId64 " are out of bounds for storage of size %" PRId64,
+             tp__shape_str(n, size, b1, sizeof b1), tp__shape_str(n, stride, b2, sizeof b2), off, itemsize, need, have);
+    return TP_OK;
+}
+
+/* The geometry arguments at args[i], args[i + 1], args[i + 2] (size, stride, storage_offset). */
+static tp_status strided_args(const tp_value *args, int i, int64_t default_off, int *n, int64_t *size,
+                              int64_t *stride, int64_t *off) {
+    int m;
+    char b1[256];
+    TP_TRY(tp__arg_ints(args, i, "size", size, TP_MAX_DIMS, 0, n));
+    TP_TRY(tp__arg_ints(args, i + 1, "stride", stride, TP_MAX_DIMS, 0, &m));
+    TP_CHECK(*n == m, TP_ERR_SHAPE, "mismatch in length of strides and shape");
+    for (int k = 0; k < m; k++)
+        TP_CHECK(stride[k] >= 0, TP_ERR_SHAPE, "as_strided: Negative strides are not supported at the moment, got "
+                 "strides: %s", tp__shape_str(m, stride, b1, sizeof b1));
+    *off = tp__arg_is_none(args, i + 2) ? default_off : tp__arg_int(args, i + 2);
+    TP_CHECK(*off >= 0, TP_ERR_SHAPE, "Tensor: invalid storage offset %" PRId64, *off);
+    return TP_OK;
+}
+
+/* Elements of the smallest storage holding t (its offset included). */
+static int64_t storage_extent(const tp_tensor *t) {
+    int64_t e = t->offset + 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->sizes[d] == 0) return t->offset;
+        e += (t->sizes[d] - 1) * t->strides[d];
+    }
+    return e;
+}
+
+static tp_status view_as_strided(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+    int n;
+    int64_t size[TP_MAX_DIMS], stride[TP_MAX_DIMS], off;
+    TP_TRY(strided_args(args, 1, self->offset, &n, size, stride, &off));
+    size_t es = tp_dtype_size(self->dtype);
+    int64_t have = self->storage ? (int64_t)(self->storage->nbytes / es) : storage_extent(self);
+    TP_TRY(strided_fits(n, size, stride, off, es, have));
+    return tp_tensor_as_strided(self, n, size, stride, off, out);
+}
+DEFINE_VIEW_OP(as_strided)
+
+/* ---- select_scatter, slice_scatter, diagonal_scatter, as_strided_scatter ----
+ * Out of place: a copy of self whose select / slice / diagonal view (same
+ * arguments after src) takes src, which must have the view's shape exactly
+ * (its dtype is converted). */
+static tp_status scatter_view_check(const tp_tensor *view, const tp_tensor *src) {
+    char b1[256], b2[256];
+    TP_CHECK(view->ndim == src->ndim && !memcmp(view->sizes, src->sizes, (size_t)src->ndim * sizeof *src->sizes),
+             TP_ERR_SHAPE, "expected src to have a size equal to the slice of self. src size = %s, slice size = %s",
+             tp__shape_str(src->ndim, src->sizes, b1, sizeof b1), tp__shape_str(view->ndim, view->sizes, b2, sizeof b2));
+    return TP_OK;
+}
+
+static tp_status view_scatter_run(const tp_value *args, tp_value *out, view_fn fn, bool meta) {
+    tp_tensor *self, *src, *base, *v;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 1, "src", &src));
+    if (meta) {
+        TP_TRY(tp__tensor_make(self->dtype, self->ndim, self->sizes, NULL, 0, NULL, &base));
+    } else {
+        TP_TRY(tp__has_data(self, "self"));
+        TP_TRY(tp__has_data(src, "src"));
+        base = tp_tensor_retain(tp__out_at(out, 0));
+        tp_status st = tp_tensor_copy_(base, self);
+        if (st != TP_OK) {
+            tp_tensor_free(base);
+            return st;
+        }
+    }
+    /* fn reads its arguments from index 1 on: args + 1 puts the view's arguments there */
+    tp_status st = fn(base, args + 1, &v);
+    tp_tensor_free(base);
+    if (st != TP_OK) return st;
+    st = scatter_view_check(v, src);
+    if (st == TP_OK && !meta) st = tp_tensor_copy_(v, src);
+    tp_tensor_free(v);
+    if (st == TP_OK && meta) st = tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return st;
+}
+
+#define DEFINE_SCATTER_OP(name)                                                                                \
+    static tp_status infer_##name##_scatter(const tp_value *args, tp_value *out) {                             \
+        return view_scatter_run(args, out, view_##name, true);                                                 \
+    }                                                                                                          \
+    static tp_status kernel_##name##_scatter(const tp_value *args, tp_value *out) {                            \
+        return view_scatter_run(args, out, view_##name, false);                                                \
+    }
+DEFINE_SCATTER_OP(select)
+DEFINE_SCATTER_OP(slice)
+DEFINE_SCATTER_OP(diagonal)
+
+/* as_strided_scatter(Tensor self, Tensor src, int[] size, int[] stride, int? storage_offset=None):
+ * PyTorch clones self (keeping its strides when it is dense and non-overlapping, else
+ * contiguous), views the clone's storage (storage_offset None: 0) and copies src in. The
+ * storage is built here with that layout, then read back into the contiguous result. */
+static bool dense_layout(const tp_tensor *t) {
+    int64_t expect = 1;
+    bool used[TP_MAX_DIMS] = {false};
+    for (int k = 0; k < t->ndim; k++) {
+        int best = -1;
+        for (int d = 0; d < t->ndim; d++)
+            if (!used[d] && t->sizes[d] != 1 && (best < 0 || t->strides[d] < t->strides[best])) best = d;
+        if (best < 0) break;
+        used[best] = true;
+        if (t->sizes[best] == 0) return false;
+        if (t->strides[best] != expect) return false;
+        expect *= t->sizes[best];
+    }
+    return true;
+}
+
+static tp_status as_strided_scatter_run(const tp_value *args, tp_value *out, bool meta) {
+    tp_tensor *self, *src;
+    TP_TRY(tp__need_tensor(args, 0, "self", &self));
+    TP_TRY(tp__need_tensor(args, 1, "src", &src));
+    int n;
+    int64_t size[TP_MAX_DIMS], stride[TP_MAX_DIMS], off, numel = tp_tensor_numel(self);
+    TP_TRY(strided_args(args, 2, 0, &n, size, stride, &off));
+    TP_TRY(strided_fits(n, size, stride, off, tp_dtype_size(self->dtype), numel));
+    tp_tensor vm = {.dtype = src->dtype, .ndim = n};
+    memcpy(vm.sizes, size, (size_t)n * sizeof *size);
+    TP_TRY(scatter_view_check(&vm, src));
+    if (meta) return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    TP_TRY(tp__has_data(self, "self"));
+    TP_TRY(tp__has_data(src, "src"));
+    int64_t layout[TP_MAX_DIMS];
+    if (dense_layout(self)) memcpy(layout, self->strides, sizeof layout);
+    else tp__contiguous_strides(self->ndim, self->sizes, layout);
+    tp_tensor *store, *cl = NULL, *v = NULL;
+    TP_TRY(tp_tensor_empty(self->dtype, 1, &numel, &store));
+    tp_status st = tp_tensor_as_strided(store, self->ndim, self->sizes, layout, 0, &cl);
+    if (st == TP_OK) st = tp_tensor_copy_(cl, self);
+    if (st == TP_OK && tp_tensor_numel(src) > 0) st = tp_tensor_as_strided(store, n, size, stride, off, &v);
+    if (st == TP_OK && v) st = tp_tensor_copy_(v, src);
+    if (st == TP_OK) st = tp_tensor_copy_(tp__out_at(out, 0), cl);
+    tp_tensor_free(v);
+    tp_tensor_free(cl);
+    tp_tensor_free(store);
+    return st;
+}
+
+static tp_status infer_as_strided_scatter(const tp_value *args, tp_value *out) {
+    return as_strided_scatter_run(args, out, true);
+}
+static tp_status kernel_as_strided_scatter(const tp_value *args, tp_value *out) {
+    return as_strided_scatter_run(args, out, false);
+}
+
 /* diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1): a result
  * one dim larger whose diagonal over (dim1, dim2) holds self's last dim. */
 static tp_status embed_plan(const tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, int *d1, int *d2,
@@ -1792,6 +1997,24 @@ void tp__register_shape_ops(void) {
     tp__register_op(TP_OP_DIAGONAL, "diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
                     TP_OPF_VIEW, infer_diagonal, kernel_diagonal);
     tp__register_op(TP_OP_DIAG, "diag(Tensor self, int diagonal=0) -> Tensor", 0, infer_diag, kernel_diag);
+    tp__register_op(TP_OP_UNFOLD, "unfold(Tensor self, int dimension, int size, int step) -> Tensor", TP_OPF_VIEW,
+                    infer_unfold, kernel_unfold);
+    tp__register_op(TP_OP_AS_STRIDED,
+                    "as_strided(Tensor self, int[] size, int[] stride, int? storage_offset=None) -> Tensor", TP_OPF_VIEW,
+                    infer_as_strided, kernel_as_strided);
+    tp__register_op(TP_OP_SELECT_SCATTER, "select_scatter(Tensor self, Tensor src, int dim, int index) -> Tensor", 0,
+                    infer_select_scatter, kernel_select_scatter);
+    tp__register_op(TP_OP_SLICE_SCATTER,
+                    "slice_scatter(Tensor self, Tensor src, int dim=0, int? start=None, int? end=None, int step=1) "
+                    "-> Tensor",
+                    0, infer_slice_scatter, kernel_slice_scatter);
+    tp__register_op(TP_OP_DIAGONAL_SCATTER,
+                    "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", 0,
+                    infer_diagonal_scatter, kernel_diagonal_scatter);
+    tp__register_op(TP_OP_AS_STRIDED_SCATTER,
+                    "as_strided_scatter(Tensor self, Tensor src, int[] size, int[] stride, int? storage_offset=None) "
+                    "-> Tensor",
+                    0, infer_as_strided_scatter, kernel_as_strided_scatter);
     tp__register_op(TP_OP_DIAG_EMBED, "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor", 0,
                     infer_diag_embed, kernel_diag_embed);
     tp__register_op(TP_OP_DIAGFLAT, "diagflat(Tensor self, int offset=0) -> Tensor", 0, infer_diagflat,

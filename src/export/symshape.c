@@ -1853,6 +1853,67 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         return out_t(r, 0);
     }
     case TP_OP_BUCKETIZE: return copy_t(r, need_t(r, 0));
+    /* indexed updates and scatters into views: self's shape (issue #13) */
+    case TP_OP_INDEX_ADD:
+    case TP_OP_INDEX_COPY:
+    case TP_OP_INDEX_FILL:
+    case TP_OP_INDEX_REDUCE:
+    case TP_OP_SCATTER_REDUCE:
+    case TP_OP_SLICE_SCATTER:
+    case TP_OP_DIAGONAL_SCATTER:
+    case TP_OP_AS_STRIDED_SCATTER:
+    case TP_OP_FILL_DIAGONAL_: return copy_t(r, need_t(r, 0));
+    case TP_OP_SELECT_SCATTER: { /* src has self's shape without dim */
+        const sval *a = need_t(r, 0), *src = need_t(r, 1);
+        if (!a || !src || a->nd == 0 || src->nd != a->nd - 1) {
+            r->fail = true;
+            return NULL;
+        }
+        int d = wrap_dim(r, iarg(r, 2, 0), a->nd);
+        for (int i = 0, k = 0; i < a->nd; i++)
+            if (i != d) req_eq(r, S(r, src->d[k++]), S(r, a->d[i]), "select_scatter's src has the slice's shape");
+        return copy_t(r, a);
+    }
+    case TP_OP_MASKED_SCATTER: return broadcast(r, (int[]){0, 1}, 2);
+    case TP_OP_SEARCHSORTED: return targ(r, 1) ? copy_t(r, need_t(r, 1)) : out_t(r, 0);
+    case TP_OP_HISTC: {
+        sval *o = out_t(r, 1);
+        if (o) o->d[0] = K(r, iarg(r, 1, 100));
+        return o;
+    }
+    case TP_OP_UNFOLD: { /* dim -> (n - size) // step + 1, then a last dim of size */
+        const sval *a = need_t(r, 0);
+        int64_t size = iarg(r, 2, 0), step = iarg(r, 3, 1);
+        if (!a || step <= 0 || size < 0 || size > ((int64_t)1 << 40)) {
+            r->fail = true;
+            return NULL;
+        }
+        sval *o = out_t(r, a->nd ? a->nd + 1 : 1);
+        if (!o) return NULL;
+        if (a->nd == 0) {
+            o->d[0] = K(r, size);
+            return o;
+        }
+        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
+        for (int i = 0; i < a->nd; i++) o->d[i] = S(r, a->d[i]);
+        sd_e rest = sd_addk(r->sd, S(r, a->d[d]), -size);
+        req_ge(r, rest, 0, "unfold's size fits the dim");
+        o->d[d] = S(r, sd_addk(r->sd, sd_floordiv(r->sd, rest, step), 1));
+        o->d[a->nd] = K(r, size);
+        return o;
+    }
+    case TP_OP_AS_STRIDED:
+    case TP_OP_NEW_EMPTY_STRIDED: { /* the sizes given */
+        int64_t sz[TP_MAX_DIMS];
+        int n = ilist(r, 1, sz, TP_MAX_DIMS);
+        sval *o = n >= 0 ? out_t(r, n) : NULL;
+        if (!o) {
+            r->fail = true;
+            return NULL;
+        }
+        for (int i = 0; i < n; i++) o->d[i] = K(r, sz[i]);
+        return o;
+    }
     case TP_OP_TRIPLET_MARGIN_LOSS:
     case TP_OP_MULTI_MARGIN_LOSS:
     case TP_OP_MULTILABEL_MARGIN_LOSS:
