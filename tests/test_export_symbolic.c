@@ -7,7 +7,8 @@
  * per-node "sym_shape" meta, the replay fallback note for a node without a
  * symbolic rule, the replay cross-check option, and the rules of tile,
  * rot90, movedim, unflatten, cumprod, repeat_interleave, argsort,
- * take_along_dim, count_nonzero, roll, new_zeros, hstack and vstack.
+ * take_along_dim, count_nonzero, roll, new_zeros, hstack and vstack, and of
+ * the indexed updates, scatters and strided views.
  */
 #include <string.h>
 
@@ -617,6 +618,72 @@ TEST(test_sample_ops_rules) {
     tp_module_free(m);
 }
 
+/* The indexed updates, scatters and strided views on x [s0, 4] (dynamic
+ * batch): index_add along dim 1 (index: argsort's first row), scatter_reduce
+ * at argsort's indices, index_fill, masked_scatter, select_scatter (src
+ * x[:, 0]), unfold along the batch, histc and searchsorted
+ * (boundaries: x's first row). */
+static tp_status idxscat_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *as = tp_call(ctx, TP_OP_ARGSORT, (tp_value[]){tp_v(x), tp_value_int(1)}, 2, NULL);
+    tp_t *row = tp_call(ctx, TP_OP_SELECT, (tp_value[]){tp_v(as), tp_value_int(0), tp_value_int(0)}, 3, NULL);
+    tp_t *ia = tp_call(ctx, TP_OP_INDEX_ADD, (tp_value[]){tp_v(x), tp_value_int(1), tp_v(row), tp_v(x)}, 4, NULL);
+    tp_value amax;
+    TP_TRY(tp_value_str("amax", &amax));
+    tp_t *sr = tp_call(ctx, TP_OP_SCATTER_REDUCE, (tp_value[]){tp_v(x), tp_value_int(1), tp_v(as), tp_v(ia), amax}, 5,
+                       NULL);
+    tp_value_clear(&amax);
+    tp_t *fi = tp_call(ctx, TP_OP_INDEX_FILL, (tp_value[]){tp_v(sr), tp_value_int(1), tp_v(row), tp_value_float(2.0)}, 4,
+                       NULL);
+    tp_t *mk = tp_call(ctx, TP_OP_GT, (tp_value[]){tp_v(x), tp_value_float(1.0)}, 2, NULL);
+    tp_t *ms = tp_call(ctx, TP_OP_MASKED_SCATTER, (tp_value[]){tp_v(fi), tp_v(mk), tp_v(ia)}, 3, NULL);
+    tp_t *c0 = tp_call(ctx, TP_OP_SELECT, (tp_value[]){tp_v(x), tp_value_int(1), tp_value_int(0)}, 3, NULL);
+    tp_t *ss = tp_call(ctx, TP_OP_SELECT_SCATTER, (tp_value[]){tp_v(ms), tp_v(c0), tp_value_int(1), tp_value_int(2)}, 4,
+                       NULL);
+    tp_t *uf = tp_call(ctx, TP_OP_UNFOLD, (tp_value[]){tp_v(ss), tp_value_int(0), tp_value_int(2), tp_value_int(1)}, 4,
+                       NULL);
+    tp_t *hc = tp_call(ctx, TP_OP_HISTC, (tp_value[]){tp_v(x), tp_value_int(7)}, 2, NULL);
+    tp_t *b = tp_call(ctx, TP_OP_SELECT, (tp_value[]){tp_v(x), tp_value_int(0), tp_value_int(0)}, 3, NULL);
+    tp_t *sc = tp_call(ctx, TP_OP_SEARCHSORTED, (tp_value[]){tp_v(b), tp_v(x)}, 2, NULL);
+    tp_t *scf = tp_call(ctx, TP_OP_TO, (tp_value[]){tp_v(sc), tp_value_dtype(TP_FLOAT32)}, 2, NULL);
+    return tp_return(ctx, tp_add(ctx, tp_add(ctx, tp_sum(ctx, uf), tp_sum(ctx, hc)), tp_sum(ctx, scf)), out);
+}
+
+TEST(test_idxscat_ops_rules) {
+    tp_module *m = model(idxscat_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){3, 4}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_INDEX_ADD, "[s0, 4]"},      {TP_OP_SCATTER_REDUCE, "[s0, 4]"},   {TP_OP_INDEX_FILL, "[s0, 4]"},
+                {TP_OP_MASKED_SCATTER, "[s0, 4]"}, {TP_OP_SELECT_SCATTER, "[s0, 4]"},
+                {TP_OP_UNFOLD, "[s0 - 1, 4, 2]"},  {TP_OP_HISTC, "[7]"},                {TP_OP_SEARCHSORTED, "[s0, 4]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 2, (int64_t[]){6, 4}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
                      tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
@@ -659,4 +726,4 @@ TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
           T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules),
-          T(test_sample_ops_rules))
+          T(test_sample_ops_rules), T(test_idxscat_ops_rules))
