@@ -677,7 +677,7 @@ static tp_status index_func_plan(index_kind kind, const tp_value *args, tp_tenso
         TP_CHECK(value || tp_value_is_number(&args[3]), TP_ERR_TYPE, "value must be a Tensor or a number, not %s",
                  tp_value_kind_name(args[3].kind));
         TP_CHECK(!value || value->ndim == 0, TP_ERR_SHAPE,
-                 "index_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
+                 "only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
                  value ? value->ndim : 0);
         return TP_OK;
     }
@@ -906,12 +906,12 @@ static tp_status kernel_scatter_reduce(const tp_value *args, tp_value *out) {
     size_t es = tp_dtype_size(dt);
     int64_t limit = nonempty_size(self, dim), dstride = nonempty_stride(o, dim), numel = tp_tensor_numel(o);
     char *obase = tp__tensor_base(o);
-    int64_t *counts = NULL;
+    int64_t *counts = NULL, cs[TP_MAX_DIMS];
+    tp__contiguous_strides(o->ndim, o->sizes, cs); /* mean's counts are kept by C-order position */
     if (rk == RED_MEAN) {
         counts = tp_calloc((size_t)numel, sizeof *counts);
         TP_CHECK(counts != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " counts", numel);
     }
-    /* o is the freshly allocated (contiguous) output: element offsets are unique in [0, numel) */
     for (int pass = include_self ? 1 : 0; pass < 2; pass++) {
         tp_iter it;
         tp__iter_init(&it, index->ndim, index->sizes, 2, (const tp_tensor *[]){index, src});
@@ -922,22 +922,30 @@ static tp_status kernel_scatter_reduce(const tp_value *args, tp_value *out) {
                 return tp_error(TP_ERR_INDEX, "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
                                 idx, dim, limit);
             }
-            int64_t off = idx * dstride;
+            int64_t off = idx * dstride, lin = o->ndim ? idx * cs[dim] : 0;
             if (o->ndim)
                 for (int d = 0; d < index->ndim; d++)
-                    if (d != dim) off += it.index[d] * o->strides[d];
+                    if (d != dim) {
+                        off += it.index[d] * o->strides[d];
+                        lin += it.index[d] * cs[d];
+                    }
             char *p = obase + off * (int64_t)es;
             if (pass == 0) {
                 red_identity(p, dt, rk);
             } else {
                 red_elem(p, it.ptr[1], dt, rk, 1.0, 1);
-                if (counts) counts[off]++;
+                if (counts) counts[lin]++;
             }
         }
     }
-    for (int64_t i = 0; counts && i < numel; i++) {
-        int64_t c = counts[i] + (include_self ? 1 : 0);
-        if (counts[i] > 0 && c > 1) red_divide(obase + i * (int64_t)es, dt, c);
+    if (counts) {
+        tp_iter it;
+        int64_t i = 0;
+        tp__iter_init(&it, o->ndim, o->sizes, 1, (const tp_tensor *[]){o});
+        while (tp__iter_next(&it)) {
+            int64_t c = counts[i] + (include_self ? 1 : 0);
+            if (counts[i++] > 0 && c > 1) red_divide(it.ptr[0], dt, c);
+        }
     }
     tp_free(counts);
     return TP_OK;
@@ -953,9 +961,9 @@ static tp_status masked_scatter_plan(const tp_value *args, tp_tensor **self, tp_
     TP_TRY(tp__need_tensor(args, 1, "mask", mask));
     TP_TRY(tp__need_tensor(args, 2, "source", source));
     TP_CHECK((*mask)->dtype == TP_BOOL, TP_ERR_TYPE,
-             "masked_scatter_ only supports boolean masks, but got mask with dtype %s", tp_dtype_name((*mask)->dtype));
+             "only supports boolean masks, but got mask with dtype %s", tp_dtype_name((*mask)->dtype));
     TP_CHECK((*self)->dtype == (*source)->dtype, TP_ERR_TYPE,
-             "masked_scatter: expected self and source to have same dtypes but got %s and %s",
+             "expected self and source to have same dtypes but got %s and %s",
              torch_type_name((*self)->dtype), torch_type_name((*source)->dtype));
     return tp__broadcast_shapes((*self)->ndim, (*self)->sizes, (*mask)->ndim, (*mask)->sizes, ndim, sizes);
 }
@@ -1019,22 +1027,22 @@ static tp_status searchsorted_plan(const tp_value *args, ss_plan *p) {
     tp_tensor *sq = p->seq;
     if (side) {
         TP_CHECK(strcmp(side, "left") == 0 || strcmp(side, "right") == 0, TP_ERR_INVALID_ARG,
-                 "torch.searchsorted(): side can only be 'left' or 'right' but got %s", side);
+                 "side can only be 'left' or 'right' but got %s", side);
         bool is_right = strcmp(side, "right") == 0;
         TP_CHECK(!p->right || is_right, TP_ERR_INVALID_ARG,
-                 "torch.searchsorted(): side and right can't be set to opposites, got side of %s while right was True",
+                 "side and right can't be set to opposites, got side of %s while right was True",
                  side);
         p->right = is_right;
     }
     TP_CHECK(sq->ndim > 0, TP_ERR_SHAPE,
-             "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension");
+             "boundaries tensor should have positive dimension, but got 0 dimension");
     if (p->sorter) {
         TP_CHECK(p->sorter->dtype == TP_INT64, TP_ERR_TYPE,
-                 "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype %s",
+                 "sorter must be a tensor of long dtype but got dtype %s",
                  torch_type_name(p->sorter->dtype));
         TP_CHECK(p->sorter->ndim == sq->ndim && !memcmp(p->sorter->sizes, sq->sizes, (size_t)sq->ndim * 8),
                  TP_ERR_SHAPE,
-                 "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor %sand "
+                 "boundary and sorter must have the same size, but got boundary tensor %sand "
                  "got sorter tensor %s",
                  tp__shape_str(sq->ndim, sq->sizes, b1, sizeof b1),
                  tp__shape_str(p->sorter->ndim, p->sorter->sizes, b2, sizeof b2));
@@ -1043,14 +1051,14 @@ static tp_status searchsorted_plan(const tp_value *args, ss_plan *p) {
         bool ok = p->self->ndim == sq->ndim &&
                   !memcmp(p->self->sizes, sq->sizes, (size_t)(sq->ndim - 1) * sizeof *sq->sizes);
         TP_CHECK(ok, TP_ERR_SHAPE,
-                 "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                 "boundaries tensor should be 1 dimension or the first N-1 dimensions of "
                  "boundaries tensor and input value tensor must match, but we got boundaries tensor %s and input "
                  "value tensor %s",
                  tp__shape_str(sq->ndim, sq->sizes, b1, sizeof b1),
                  tp__shape_str(p->self->ndim, p->self->sizes, b2, sizeof b2));
     }
     TP_CHECK(!p->scalar || sq->ndim == 1, TP_ERR_SHAPE,
-             "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1, but we "
+             "input value can be a scalar only when boundaries tensor dimension is 1, but we "
              "got boundaries tensor dim(%d) and input value's dim(0) numel(1)",
              sq->ndim);
     TP_CHECK(sq->dtype != TP_BOOL && (!p->self || p->self->dtype != TP_BOOL), TP_ERR_TYPE,
@@ -1073,7 +1081,8 @@ static tp_status kernel_searchsorted(const tp_value *args, tp_value *out) {
     TP_TRY(tp__has_data(p.sorter, "sorter"));
     tp_tensor *o = tp__out_at(out, 0), *vals = p.self, *tmp = NULL;
     if (p.scalar) {
-        TP_TRY(tp__as_tensor(&args[1], tp__scalar_dtype(&args[1]), &tmp));
+        /* PyTorch wraps the scalar as a double (or long) tensor */
+        TP_TRY(tp__as_tensor(&args[1], args[1].kind == TP_VAL_FLOAT ? TP_FLOAT64 : TP_INT64, &tmp));
         vals = tmp;
     }
     tp_tensor *sq = p.seq;
@@ -1099,7 +1108,7 @@ static tp_status kernel_searchsorted(const tp_value *args, tp_value *out) {
             if (sb) {
                 j = tp__load_i64(sb + mid * ss, TP_INT64);
                 if (j < 0 || j >= nb) {
-                    st = tp_error(TP_ERR_INDEX, "torch.searchsorted(): sorter index %" PRId64
+                    st = tp_error(TP_ERR_INDEX, "sorter index %" PRId64
                                   " is out of bounds for the boundaries' size %" PRId64, j, nb);
                     break;
                 }
@@ -1135,10 +1144,10 @@ static tp_status histc_check(const tp_value *args, tp_tensor **self) {
     TP_CHECK(dt == TP_FLOAT32 || dt == TP_FLOAT64, TP_ERR_TYPE, "\"histogram_cpu\" not implemented for '%s'",
              torch_type_name(dt));
     int64_t bins = tp__arg_int(args, 1);
-    TP_CHECK(bins > 0, TP_ERR_INVALID_ARG, "torch.histogram(): bins must be > 0, but got %" PRId64 " for dimension 0",
+    TP_CHECK(bins > 0, TP_ERR_INVALID_ARG, "bins must be > 0, but got %" PRId64 " for dimension 0",
              bins);
     TP_CHECK(!(tp__arg_f64(args, 3) < tp__arg_f64(args, 2)), TP_ERR_INVALID_ARG,
-             "torch.histc: max must be larger than min");
+             "max must be larger than min");
     return TP_OK;
 }
 
@@ -1179,7 +1188,8 @@ static tp_status kernel_histc(const tp_value *args, tp_value *out) {
         lo -= 1;
         hi += 1;
     }
-    TP_CHECK(isfinite(lo) && isfinite(hi), TP_ERR_INVALID_ARG, "torch.histc: range of [%g, %g] is not finite", lo, hi);
+    TP_CHECK(isfinite(lo) && isfinite(hi), TP_ERR_INVALID_ARG, "range of [%g, %g] is not finite", lo, hi);
+    TP_CHECK(bins < ((int64_t)1 << 40), TP_ERR_NOMEM, "histc: %" PRId64 " bins are too many", bins);
     /* the bin edges as torch.linspace(lo, hi, bins + 1) computes them in the dtype */
     double *edges = tp_malloc((size_t)(bins + 1) * sizeof *edges);
     TP_CHECK(edges != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " bin edges", bins + 1);

@@ -1662,7 +1662,10 @@ DEFINE_VIEW_OP(unfold)
 /* ---- as_strided(Tensor self, int[] size, int[] stride, int? storage_offset=None): a view ----
  * Explicit geometry on self's storage (storage_offset None: self's own).
  * The storage is the tensor's memory block when it has one; a shape rule
- * (no storage) takes the smallest block holding self. PyTorch's checks. */
+ * (no storage) takes the smallest block holding self. PyTorch's checks.
+ * In a planned program the storage of an input or intermediate starts at
+ * its first element (an input passed as a view of a larger block is seen
+ * from its own start), as for every tensor a program creates. */
 static tp_status strided_fits(int n, const int64_t *size, const int64_t *stride, int64_t off, size_t itemsize,
                               int64_t storage_elems) {
     char b1[256], b2[256];
@@ -1700,7 +1703,7 @@ static tp_status strided_args(const tp_value *args, int i, int64_t default_off, 
     TP_TRY(tp__arg_ints(args, i + 1, "stride", stride, TP_MAX_DIMS, 0, &m));
     TP_CHECK(*n == m, TP_ERR_SHAPE, "mismatch in length of strides and shape");
     for (int k = 0; k < m; k++)
-        TP_CHECK(stride[k] >= 0, TP_ERR_SHAPE, "as_strided: Negative strides are not supported at the moment, got "
+        TP_CHECK(stride[k] >= 0, TP_ERR_SHAPE, "Negative strides are not supported at the moment, got "
                  "strides: %s", tp__shape_str(m, stride, b1, sizeof b1));
     *off = tp__arg_is_none(args, i + 2) ? default_off : tp__arg_int(args, i + 2);
     TP_CHECK(*off >= 0, TP_ERR_SHAPE, "Tensor: invalid storage offset %" PRId64, *off);
