@@ -928,6 +928,11 @@ static const tp_serde_op_entry g_table[] = {
     MT("searchsorted", SEARCHSORTED, "self,sorted_sequence,*,out_int32,right,side,sorter,out:!=None"),
     FNW(TF, "histc", HISTC, "input,bins,min,max,*,out:!=None"),
     MT("histc", HISTC, "self,bins,min,max"),
+    FN(TF, "histogram", HISTOGRAM, "input,bins,*,weight,density,out:!=None"),
+    /* written as the method: tensorplay.functional.histogram has no range */
+    {NULL, "histogram", TP_OP_HISTOGRAM, TP_SERDE_PLAIN, "self,bins,*,range,weight,density", NULL, TP_SERDE_WRITE,
+     TP_OP_INVALID},
+    MT("native_channel_shuffle", CHANNEL_SHUFFLE, "self,groups"), /* the functions are with channel_shuffle's */
     FNW(TF, "fill_diagonal_", FILL_DIAGONAL_, "input,fill_value,wrap"),
     MT("fill_diagonal_", FILL_DIAGONAL_, "self,fill_value,wrap"),
     FNW(TF, "new_empty_strided", NEW_EMPTY_STRIDED, "input,size,stride,dtype,layout,device,pin_memory"),

@@ -3,7 +3,7 @@
  * index_select, gather, scatter and scatter_add (out of place),
  * take_along_dim, take and put (flat indices), one_hot, masked_fill, tril
  * and triu, index_add / index_copy / index_fill / index_reduce, scatter_reduce,
- * masked_scatter, searchsorted, histc and fill_diagonal_ (in place).
+ * masked_scatter, searchsorted, histc, histogram and fill_diagonal_ (in place).
  * Advanced indexing (index, index_put, nonzero, masked_select) is advindex.c.
  *
  * Index tensors hold int64 (index_select also takes int32, as PyTorch does);
@@ -1130,24 +1130,100 @@ static tp_status kernel_searchsorted(const tp_value *args, tp_value *out) {
     return st;
 }
 
-/* ---- histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -------
- * bins equal-width bins over [min, max] (both 0: the input's range; equal
- * bounds widen to [min - 1, max + 1]); values outside (and NaN) are left
- * out, max falls in the last bin (PyTorch 1.13 bins NaN by an undefined
- * float-to-int conversion; here NaN is left out). PyTorch's binning: a linear guess refined
- * against the linspace edges. Floating inputs (no float16: aminmax has no
- * half kernel in PyTorch 1.13). */
+/* ---- histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) and
+ * histogram(Tensor self, Tensor|Scalar bins=100, *, float[]? range=None, Tensor? weight=None,
+ * bool density=False) -> (hist, bin_edges) ---------------------------------
+ * Equal-width bins over [min, max] as torch.linspace(min, max, bins + 1)
+ * makes them in the dtype, or (histogram) the given edges. Values outside
+ * (and NaN) are left out, the last edge falls in the last bin. histc: min
+ * and max both 0 take the input's range, equal bounds widen to
+ * [min - 1, max + 1]; histogram: no range takes the input's ([0, 1] when
+ * empty), equal bounds widen by 0.5. PyTorch's binning: histc's bin is the
+ * linear guess (x - min) * bins / (max - min) computed in the dtype;
+ * histogram refines that guess against the edges; given edges are found by
+ * binary search. (PyTorch 1.13's histc bins NaN by an undefined
+ * float-to-int conversion; here NaN is left out.) Floating inputs, no
+ * float16 (PyTorch 1.13 has no half kernel). */
+
+typedef enum hist_kind { HIST_LINEAR, HIST_LOCAL_SEARCH, HIST_EDGES } hist_kind;
+
+/* hist[bins] (zeroed by the caller) += the weights (1 without) of self's values. */
+static void hist_fill(const tp_tensor *self, const tp_tensor *weight, const double *edges, int64_t bins,
+                      hist_kind kind, double *hist) {
+    tp_dtype dt = self->dtype;
+    bool f32 = dt == TP_FLOAT32;
+    double lo = edges[0], hi = edges[bins];
+    tp_iter it;
+    tp__iter_init(&it, self->ndim, self->sizes, weight ? 2 : 1, (const tp_tensor *[]){self, weight});
+    while (tp__iter_next(&it)) {
+        double v = tp__load_f64(it.ptr[0], dt);
+        if (!(v >= lo && v <= hi)) continue;
+        int64_t pos, a = 0, b = bins + 1;
+        if (kind != HIST_EDGES) {
+            pos = f32 ? (int64_t)(((float)v - (float)lo) * (float)bins / ((float)hi - (float)lo))
+                      : (int64_t)((v - lo) * (double)bins / (hi - lo));
+            if (kind == HIST_LINEAR) goto found;
+            a = pos - 1 > 0 ? pos - 1 : 0;
+            b = pos + 2 < bins + 1 ? pos + 2 : bins + 1;
+        }
+        while (a < b) { /* std::upper_bound over edges[a, b) */
+            int64_t m = a + (b - a) / 2;
+            if (!(v < edges[m])) a = m + 1;
+            else b = m;
+        }
+        pos = a - 1;
+    found:
+        if (pos == bins) pos -= 1;
+        if (pos >= 0 && pos < bins) hist[pos] += weight ? tp__load_f64(it.ptr[1], weight->dtype) : 1.0;
+    }
+}
+
+/* edges[0..bins] as torch.linspace(lo, hi, bins + 1) in dtype dt. */
+static void hist_linspace(double lo, double hi, int64_t bins, tp_dtype dt, double *edges) {
+    int64_t half = (bins + 1) / 2;
+    if (dt == TP_FLOAT32) {
+        float step = ((float)hi - (float)lo) / (float)bins;
+        for (int64_t i = 0; i <= bins; i++)
+            edges[i] = i < half ? (float)lo + step * (float)i : (float)hi - step * (float)(bins - i);
+    } else {
+        double step = (hi - lo) / (double)bins;
+        for (int64_t i = 0; i <= bins; i++) edges[i] = i < half ? lo + step * (double)i : hi - step * (double)(bins - i);
+    }
+}
+
+/* The input's range (NaN when it holds one). */
+static void hist_minmax(const tp_tensor *self, double *lo, double *hi) {
+    double mn = INFINITY, mx = -INFINITY;
+    bool nan = false;
+    tp_iter it;
+    tp__iter_init(&it, self->ndim, self->sizes, 1, (const tp_tensor *[]){self});
+    while (tp__iter_next(&it)) {
+        double v = tp__load_f64(it.ptr[0], self->dtype);
+        if (isnan(v)) nan = true;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    *lo = nan ? NAN : mn;
+    *hi = nan ? NAN : mx;
+}
+
+static tp_status hist_dtype(tp_dtype dt, const char *what) {
+    TP_CHECK(dt == TP_FLOAT32 || dt == TP_FLOAT64, TP_ERR_TYPE, "\"%s\" not implemented for '%s'", what,
+             torch_type_name(dt));
+    return TP_OK;
+}
+
+static tp_status hist_bins(int64_t bins) {
+    TP_CHECK(bins > 0, TP_ERR_INVALID_ARG, "bins must be > 0, but got %" PRId64 " for dimension 0", bins);
+    TP_CHECK(bins < ((int64_t)1 << 40), TP_ERR_NOMEM, "%" PRId64 " bins are too many", bins);
+    return TP_OK;
+}
 
 static tp_status histc_check(const tp_value *args, tp_tensor **self) {
     TP_TRY(tp__need_tensor(args, 0, "self", self));
-    tp_dtype dt = (*self)->dtype;
-    TP_CHECK(dt == TP_FLOAT32 || dt == TP_FLOAT64, TP_ERR_TYPE, "\"histogram_cpu\" not implemented for '%s'",
-             torch_type_name(dt));
-    int64_t bins = tp__arg_int(args, 1);
-    TP_CHECK(bins > 0, TP_ERR_INVALID_ARG, "bins must be > 0, but got %" PRId64 " for dimension 0",
-             bins);
-    TP_CHECK(!(tp__arg_f64(args, 3) < tp__arg_f64(args, 2)), TP_ERR_INVALID_ARG,
-             "max must be larger than min");
+    TP_TRY(hist_dtype((*self)->dtype, "histogram_cpu"));
+    TP_TRY(hist_bins(tp__arg_int(args, 1)));
+    TP_CHECK(!(tp__arg_f64(args, 3) < tp__arg_f64(args, 2)), TP_ERR_INVALID_ARG, "max must be larger than min");
     return TP_OK;
 }
 
@@ -1158,77 +1234,152 @@ static tp_status infer_histc(const tp_value *args, tp_value *out) {
     return tp__out_tensor(out, self->dtype, 1, &bins);
 }
 
+/* Write hist[bins] into the 1-d o (density: divided by scale and widths[i]). */
+static void hist_store(tp_tensor *o, const double *hist, int64_t bins, double scale, const double *widths) {
+    char *ob = tp__tensor_base(o);
+    int64_t bs = o->strides[0] * (int64_t)tp_dtype_size(o->dtype);
+    for (int64_t i = 0; i < bins; i++)
+        tp__store_f64(ob + i * bs, o->dtype, widths ? hist[i] / scale / widths[i] : hist[i]);
+}
+
 static tp_status kernel_histc(const tp_value *args, tp_value *out) {
     tp_tensor *self, *o = tp__out_at(out, 0);
     TP_TRY(histc_check(args, &self));
     TP_TRY(tp__has_data(self, "self"));
-    tp_dtype dt = self->dtype;
-    bool f32 = dt == TP_FLOAT32;
     int64_t bins = tp__arg_int(args, 1);
     double lo = tp__arg_f64(args, 2), hi = tp__arg_f64(args, 3);
-    if (f32) {
-        lo = (float)lo;
-        hi = (float)hi;
-    }
-    tp_iter it;
-    if (lo == hi && tp_tensor_numel(self) > 0) { /* the input's range (NaN makes it NaN) */
-        double mn = INFINITY, mx = -INFINITY;
-        bool nan = false;
-        tp__iter_init(&it, self->ndim, self->sizes, 1, (const tp_tensor *[]){self});
-        while (tp__iter_next(&it)) {
-            double v = tp__load_f64(it.ptr[0], dt);
-            if (isnan(v)) nan = true;
-            mn = v < mn ? v : mn;
-            mx = v > mx ? v : mx;
-        }
-        lo = nan ? NAN : mn;
-        hi = nan ? NAN : mx;
-    }
+    if (lo == hi && tp_tensor_numel(self) > 0) hist_minmax(self, &lo, &hi);
     if (lo == hi) {
         lo -= 1;
         hi += 1;
     }
     TP_CHECK(isfinite(lo) && isfinite(hi), TP_ERR_INVALID_ARG, "range of [%g, %g] is not finite", lo, hi);
-    TP_CHECK(bins < ((int64_t)1 << 40), TP_ERR_NOMEM, "histc: %" PRId64 " bins are too many", bins);
-    /* the bin edges as torch.linspace(lo, hi, bins + 1) computes them in the dtype */
-    double *edges = tp_malloc((size_t)(bins + 1) * sizeof *edges);
-    TP_CHECK(edges != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " bin edges", bins + 1);
-    int64_t half = (bins + 1) / 2;
-    if (f32) {
-        float step = ((float)hi - (float)lo) / (float)bins;
-        for (int64_t i = 0; i <= bins; i++)
-            edges[i] = i < half ? (float)lo + step * (float)i : (float)hi - step * (float)(bins - i);
+    double *buf = tp_calloc((size_t)(2 * bins + 1), sizeof *buf);
+    TP_CHECK(buf != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " bins", bins);
+    hist_linspace(lo, hi, bins, self->dtype, buf + bins);
+    hist_fill(self, NULL, buf + bins, bins, HIST_LINEAR, buf);
+    hist_store(o, buf, bins, 1.0, NULL);
+    tp_free(buf);
+    return TP_OK;
+}
+
+typedef struct hist_plan {
+    tp_tensor *self, *edges, *weight;
+    int64_t bins;
+    bool has_range;
+    double lo, hi;
+} hist_plan;
+
+static tp_status histogram_plan(const tp_value *args, hist_plan *p) {
+    char b1[256], b2[256];
+    TP_TRY(tp__need_tensor(args, 0, "self", &p->self));
+    TP_TRY(hist_dtype(p->self->dtype, "histogramdd"));
+    p->edges = tp__arg_tensor(args, 1);
+    p->weight = tp__arg_tensor(args, 3);
+    if (p->edges) {
+        TP_CHECK(p->edges->ndim == 1, TP_ERR_SHAPE,
+                 "bins tensor should have one dimension, but got %d dimensions in the bins tensor for dimension 0",
+                 p->edges->ndim);
+        TP_CHECK(p->edges->dtype == p->self->dtype, TP_ERR_TYPE,
+                 "input tensor and bins tensors should have the same dtype, but got input with dtype %s and bins for "
+                 "dimension 0 with dtype %s",
+                 tp_dtype_name(p->self->dtype), tp_dtype_name(p->edges->dtype));
+        p->bins = p->edges->sizes[0] - 1;
+        TP_CHECK(p->bins > 0, TP_ERR_INVALID_ARG, "bins must be > 0, but got %" PRId64 " for dimension 0", p->bins);
     } else {
-        double step = (hi - lo) / (double)bins;
-        for (int64_t i = 0; i <= bins; i++) edges[i] = i < half ? lo + step * (double)i : hi - step * (double)(bins - i);
+        TP_CHECK(args[1].kind == TP_VAL_INT, TP_ERR_TYPE, "bins must be an int or a Tensor, not %s",
+                 tp_value_kind_name(args[1].kind));
+        p->bins = args[1].u.i;
+        TP_TRY(hist_bins(p->bins));
     }
-    double *hist = tp_calloc((size_t)bins, sizeof *hist);
-    if (!hist) {
-        tp_free(edges);
-        return tp_error(TP_ERR_NOMEM, "out of memory for %" PRId64 " bins", bins);
+    p->has_range = !tp__arg_is_none(args, 2);
+    if (p->has_range) {
+        const tp_value *r = &args[2];
+        TP_CHECK(tp_value_is_seq(r), TP_ERR_TYPE, "range must be a list of floats, not %s", tp_value_kind_name(r->kind));
+        TP_CHECK(tp_value_len(r) == 2, TP_ERR_INVALID_ARG,
+                 "for a 1-dimensional histogram range should have 2 elements, but got %" PRId64, tp_value_len(r));
+        for (int k = 0; k < 2; k++)
+            TP_CHECK(tp_value_is_number(tp_value_at(r, k)), TP_ERR_TYPE, "range[%d] must be a number, not %s", k,
+                     tp_value_kind_name(tp_value_at(r, k)->kind));
+        p->lo = tp_value_as_f64(tp_value_at(r, 0));
+        p->hi = tp_value_as_f64(tp_value_at(r, 1));
     }
-    tp__iter_init(&it, self->ndim, self->sizes, 1, (const tp_tensor *[]){self});
-    while (tp__iter_next(&it)) {
-        double v = tp__load_f64(it.ptr[0], dt);
-        if (!(v >= lo && v <= hi)) continue;
-        int64_t pos = f32 ? (int64_t)(((float)v - (float)lo) * (float)bins / ((float)hi - (float)lo))
-                          : (int64_t)((v - lo) * (double)bins / (hi - lo));
-        int64_t pmin = pos - 1 > 0 ? pos - 1 : 0, pmax = pos + 2 < bins + 1 ? pos + 2 : bins + 1;
-        /* upper_bound over edges[pmin, pmax) */
-        int64_t a = pmin, b = pmax;
-        while (a < b) {
-            int64_t m = a + (b - a) / 2;
-            if (!(v < edges[m])) a = m + 1;
-            else b = m;
+    if (p->weight) {
+        bool same = p->weight->ndim == p->self->ndim &&
+                    !memcmp(p->weight->sizes, p->self->sizes, (size_t)p->self->ndim * sizeof *p->self->sizes);
+        TP_CHECK(same, TP_ERR_SHAPE,
+                 "if weight tensor is provided it should have the same shape as the input tensor, but got input with "
+                 "shape %s and weight with shape %s",
+                 tp__shape_str(p->self->ndim, p->self->sizes, b1, sizeof b1),
+                 tp__shape_str(p->weight->ndim, p->weight->sizes, b2, sizeof b2));
+        TP_CHECK(p->weight->dtype == p->self->dtype, TP_ERR_TYPE,
+                 "if weight tensor is provided, input tensor and weight tensor should have the same dtype, but got "
+                 "input(%s), and weight(%s)",
+                 tp_dtype_name(p->self->dtype), tp_dtype_name(p->weight->dtype));
+    }
+    return TP_OK;
+}
+
+static tp_status infer_histogram(const tp_value *args, tp_value *out) {
+    hist_plan p;
+    TP_TRY(histogram_plan(args, &p));
+    int64_t ne = p.bins + 1;
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(&out->u.seq.items[0], p.self->dtype, 1, &p.bins));
+    return tp__out_tensor(&out->u.seq.items[1], p.self->dtype, 1, &ne);
+}
+
+static tp_status kernel_histogram(const tp_value *args, tp_value *out) {
+    hist_plan p;
+    TP_TRY(histogram_plan(args, &p));
+    TP_TRY(tp__has_data(p.self, "self"));
+    TP_TRY(tp__has_data(p.edges, "bins"));
+    TP_TRY(tp__has_data(p.weight, "weight"));
+    int64_t bins = p.bins;
+    double *buf = tp_calloc((size_t)(3 * bins + 2), sizeof *buf), *hist = buf, *edges = buf + bins;
+    double *widths = edges + bins + 1;
+    TP_CHECK(buf != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " bins", bins);
+    if (p.edges) {
+        const char *eb = tp__tensor_base(p.edges);
+        int64_t es = p.edges->strides[0] * (int64_t)tp_dtype_size(p.edges->dtype);
+        for (int64_t i = 0; i <= bins; i++) edges[i] = tp__load_f64(eb + i * es, p.edges->dtype);
+    } else {
+        double lo = 0.0, hi = 1.0;
+        if (p.has_range) {
+            lo = p.lo;
+            hi = p.hi;
+        } else if (tp_tensor_numel(p.self) > 0) {
+            hist_minmax(p.self, &lo, &hi);
         }
-        pos = a - 1;
-        if (pos == bins) pos -= 1;
-        if (pos >= 0 && pos < bins) hist[pos] += 1;
+        tp_status st = TP_OK;
+        if (!(isfinite(lo) && isfinite(hi)))
+            st = tp_error(TP_ERR_INVALID_ARG, "dimension 0's range [%g, %g] is not finite", lo, hi);
+        else if (lo > hi)
+            st = tp_error(TP_ERR_INVALID_ARG, "min should not exceed max, but got min %g max %g for dimension 0", lo,
+                          hi);
+        if (st != TP_OK) {
+            tp_free(buf);
+            return st;
+        }
+        if (lo == hi) {
+            lo -= 0.5;
+            hi += 0.5;
+        }
+        hist_linspace(lo, hi, bins, p.self->dtype, edges);
     }
-    char *ob = tp__tensor_base(o);
-    for (int64_t i = 0; i < bins; i++) tp__store_f64(ob + i * o->strides[0] * (int64_t)tp_dtype_size(dt), dt, hist[i]);
-    tp_free(edges);
-    tp_free(hist);
+    hist_fill(p.self, p.weight, edges, bins, p.edges ? HIST_EDGES : HIST_LOCAL_SEARCH, hist);
+    bool density = tp__arg_bool(args, 4);
+    double total = 0.0;
+    for (int64_t i = 0; density && i < bins; i++) {
+        total += hist[i];
+        widths[i] = edges[i + 1] - edges[i];
+    }
+    hist_store(tp__out_at(out, 0), hist, bins, total, density ? widths : NULL);
+    tp_tensor *oe = tp__out_at(out, 1);
+    char *ob = tp__tensor_base(oe);
+    int64_t bs = oe->strides[0] * (int64_t)tp_dtype_size(oe->dtype);
+    for (int64_t i = 0; i <= bins; i++) tp__store_f64(ob + i * bs, oe->dtype, edges[i]);
+    tp_free(buf);
     return TP_OK;
 }
 
@@ -1380,6 +1531,10 @@ void tp__register_index_ops(void) {
                     0, infer_searchsorted, kernel_searchsorted);
     tp__register_op(TP_OP_HISTC, "histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", 0,
                     infer_histc, kernel_histc);
+    tp__register_op(TP_OP_HISTOGRAM,
+                    "histogram(Tensor self, Tensor|Scalar bins=100, *, Any range=None, Tensor? weight=None, "
+                    "bool density=False) -> (Tensor, Tensor)",
+                    0, infer_histogram, kernel_histogram);
     tp__register_op(TP_OP_FILL_DIAGONAL_, "fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False) -> Tensor",
                     TP_OPF_INPLACE | TP_OPF_MUTATES, infer_fill_diagonal_, kernel_fill_diagonal_);
 }

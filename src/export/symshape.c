@@ -1881,6 +1881,19 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (o) o->d[0] = K(r, iarg(r, 1, 100));
         return o;
     }
+    case TP_OP_HISTOGRAM: { /* ([bins], [bins + 1]); bins: an int or the edges' count - 1 */
+        const sval *e = targ(r, 1);
+        sval *h = out_t(r, 1);
+        if (!h || (e && e->nd != 1)) {
+            r->fail = true;
+            return NULL;
+        }
+        h->d[0] = e ? S(r, sd_addk(r->sd, e->d[0], -1)) : K(r, iarg(r, 1, 100));
+        sval *t = seq_of(r, 2, h);
+        if (!t) return NULL;
+        t->items[1].d[0] = S(r, sd_addk(r->sd, h->d[0], 1));
+        return t;
+    }
     case TP_OP_UNFOLD: { /* dim -> (n - size) // step + 1, then a last dim of size */
         const sval *a = need_t(r, 0);
         int64_t size = iarg(r, 2, 0), step = iarg(r, 3, 1);
