@@ -315,7 +315,8 @@ TP_OP(ONE_HOT, "one_hot", index)
 TP_OP(TAKE, "take", index)
 TP_OP(PUT, "put", index)
 TP_OP(BUCKETIZE, "bucketize", index)
-/* index_add & co., scatter_reduce, masked_scatter, searchsorted, histc, histogram, fill_diagonal_ (issue #13) */
+/* index_add & co., scatter_reduce, masked_scatter, searchsorted, histc, histogram,
+ * nonzero_static, combinations, fill_diagonal_ (issue #13) */
 TP_OP(INDEX_ADD, "index_add", index)
 TP_OP(INDEX_COPY, "index_copy", index)
 TP_OP(INDEX_FILL, "index_fill", index)
@@ -325,6 +326,8 @@ TP_OP(MASKED_SCATTER, "masked_scatter", index)
 TP_OP(SEARCHSORTED, "searchsorted", index)
 TP_OP(HISTC, "histc", index)
 TP_OP(HISTOGRAM, "histogram", index)
+TP_OP(NONZERO_STATIC, "nonzero_static", index)
+TP_OP(COMBINATIONS, "combinations", index)
 TP_OP(FILL_DIAGONAL_, "fill_diagonal_", index)
 /* creation */
 TP_OP(ZEROS, "zeros", create)

@@ -933,6 +933,10 @@ static const tp_serde_op_entry g_table[] = {
     {NULL, "histogram", TP_OP_HISTOGRAM, TP_SERDE_PLAIN, "self,bins,*,range,weight,density", NULL, TP_SERDE_WRITE,
      TP_OP_INVALID},
     MT("native_channel_shuffle", CHANNEL_SHUFFLE, "self,groups"), /* the functions are with channel_shuffle's */
+    FNW(TF, "nonzero_static", NONZERO_STATIC, "input,*,size,fill_value,out:!=None"),
+    MT("nonzero_static", NONZERO_STATIC, "self,*,size,fill_value"),
+    FNW(TF, "combinations", COMBINATIONS, "input,r,with_replacement"),
+    MT("combinations", COMBINATIONS, "self,r,with_replacement"),
     FNW(TF, "fill_diagonal_", FILL_DIAGONAL_, "input,fill_value,wrap"),
     MT("fill_diagonal_", FILL_DIAGONAL_, "self,fill_value,wrap"),
     FNW(TF, "new_empty_strided", NEW_EMPTY_STRIDED, "input,size,stride,dtype,layout,device,pin_memory"),

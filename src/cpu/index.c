@@ -3,7 +3,8 @@
  * index_select, gather, scatter and scatter_add (out of place),
  * take_along_dim, take and put (flat indices), one_hot, masked_fill, tril
  * and triu, index_add / index_copy / index_fill / index_reduce, scatter_reduce,
- * masked_scatter, searchsorted, histc, histogram and fill_diagonal_ (in place).
+ * masked_scatter, searchsorted, histc, histogram, nonzero_static, combinations
+ * and fill_diagonal_ (in place).
  * Advanced indexing (index, index_put, nonzero, masked_select) is advindex.c.
  *
  * Index tensors hold int64 (index_select also takes int32, as PyTorch does);
@@ -1383,6 +1384,119 @@ static tp_status kernel_histogram(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- nonzero_static(Tensor self, *, int size, int fill_value=-1) --------
+ * nonzero's [n, ndim] int64 indices (C order) cut or padded to size rows,
+ * padding rows filled with fill_value: a shape known before it runs. */
+
+static tp_status nonzero_static_check(const tp_value *args, tp_tensor **self, int64_t *size) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    *size = tp__arg_int(args, 1);
+    TP_CHECK(*size >= 0, TP_ERR_INVALID_ARG, "'size' must be an non-negative integer, but got %" PRId64, *size);
+    return TP_OK;
+}
+
+static tp_status infer_nonzero_static(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    int64_t size;
+    TP_TRY(nonzero_static_check(args, &self, &size));
+    return tp__out_tensor(out, TP_INT64, 2, (int64_t[]){size, self->ndim});
+}
+
+static tp_status kernel_nonzero_static(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    int64_t size, fill = tp__arg_int(args, 2), row = 0;
+    TP_TRY(nonzero_static_check(args, &self, &size));
+    TP_TRY(tp__has_data(self, "self"));
+    int nd = self->ndim;
+    char *ob = tp__tensor_base(o);
+    int64_t rs = o->strides[0] * 8, cs = nd ? o->strides[1] * 8 : 0;
+    size_t es = tp_dtype_size(self->dtype);
+    tp_iter it;
+    tp__iter_init(&it, nd, self->sizes, 1, (const tp_tensor *[]){self});
+    while (row < size && tp__iter_next(&it)) {
+        bool nz = false;
+        for (size_t b = 0; b < es && !nz; b++) nz = ((const uint8_t *)it.ptr[0])[b] != 0;
+        if (nz && tp_dtype_is_float(self->dtype)) nz = tp__load_f64(it.ptr[0], self->dtype) != 0.0; /* -0.0 */
+        if (!nz) continue;
+        for (int d = 0; d < nd; d++) memcpy(ob + row * rs + d * cs, &it.index[d], 8);
+        row++;
+    }
+    for (; row < size; row++)
+        for (int d = 0; d < nd; d++) memcpy(ob + row * rs + d * cs, &fill, 8);
+    return TP_OK;
+}
+
+/* ---- combinations(Tensor self, int r=2, bool with_replacement=False) ----
+ * The r-element combinations of a 1-d tensor's elements (with_replacement:
+ * with repetition) in lexicographic order of positions, as rows of an
+ * [count, r] tensor; r = 0 gives an empty 1-d tensor. */
+
+static tp_status combinations_plan(const tp_value *args, tp_tensor **self, int64_t *r, int64_t *count) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    char b1[256];
+    TP_CHECK((*self)->ndim == 1, TP_ERR_SHAPE, "Expect a 1D vector, but got shape %s",
+             tp__shape_str((*self)->ndim, (*self)->sizes, b1, sizeof b1));
+    *r = tp__arg_int(args, 1);
+    TP_CHECK(*r >= 0, TP_ERR_INVALID_ARG, "Expect a non-negative number, but got %" PRId64, *r);
+    bool rep = tp__arg_bool(args, 2);
+    int64_t n = (*self)->sizes[0], top = n;
+    TP_CHECK(!rep || n == 0 || tp_add_overflow_i64(n - 1, *r, &top), TP_ERR_NOMEM,
+             "combinations: C(%" PRId64 " + %" PRId64 " - 1, %" PRId64 ") rows are too many", n, *r, *r);
+    if (*r == 0) {
+        *count = 0;
+        return TP_OK;
+    }
+    if (top < *r || (rep && n == 0)) {
+        *count = 0;
+        return TP_OK;
+    }
+    /* C(top, r) = C(top, top - r), built up exactly (each partial product divides) */
+    int64_t k = *r < top - *r ? *r : top - *r, c = 1;
+    for (int64_t i = 1; i <= k; i++) {
+        __int128 v = (__int128)c * (top - k + i) / i;
+        TP_CHECK(v <= ((int64_t)1 << 40), TP_ERR_NOMEM, "combinations: C(%" PRId64 ", %" PRId64 ") rows are too many",
+                 top, *r);
+        c = (int64_t)v;
+    }
+    *count = c;
+    return TP_OK;
+}
+
+static tp_status infer_combinations(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    int64_t r, count;
+    TP_TRY(combinations_plan(args, &self, &r, &count));
+    if (r == 0) return tp__out_tensor(out, self->dtype, 1, (int64_t[]){0});
+    return tp__out_tensor(out, self->dtype, 2, (int64_t[]){count, r});
+}
+
+static tp_status kernel_combinations(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *o = tp__out_at(out, 0);
+    int64_t r, count;
+    TP_TRY(combinations_plan(args, &self, &r, &count));
+    TP_TRY(tp__has_data(self, "self"));
+    if (count == 0) return TP_OK;
+    bool rep = tp__arg_bool(args, 2);
+    int64_t n = self->sizes[0], *pos = tp_malloc((size_t)r * sizeof *pos);
+    TP_CHECK(pos != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " positions", r);
+    for (int64_t j = 0; j < r; j++) pos[j] = rep ? 0 : j;
+    size_t es = tp_dtype_size(self->dtype);
+    const char *sb = tp__tensor_base(self);
+    char *ob = tp__tensor_base(o);
+    int64_t ss = self->strides[0], r0 = o->strides[0], r1 = o->strides[1];
+    for (int64_t row = 0; row < count; row++) {
+        for (int64_t j = 0; j < r; j++) memcpy(ob + (row * r0 + j * r1) * (int64_t)es, sb + pos[j] * ss * (int64_t)es, es);
+        /* the next combination: bump the last position that can move, reset the ones after it */
+        int64_t j = r - 1;
+        while (j >= 0 && pos[j] == (rep ? n - 1 : n - r + j)) j--;
+        if (j < 0) break;
+        pos[j]++;
+        for (int64_t k = j + 1; k < r; k++) pos[k] = rep ? pos[j] : pos[k - 1] + 1;
+    }
+    tp_free(pos);
+    return TP_OK;
+}
+
 /* ---- fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False) ------
  * In place: self[i, i, ..., i] = value for i < min(sizes) (all dims equal
  * beyond 2-d); a tall matrix with wrap restarts the diagonal every
@@ -1535,6 +1649,10 @@ void tp__register_index_ops(void) {
                     "histogram(Tensor self, Tensor|Scalar bins=100, *, Any range=None, Tensor? weight=None, "
                     "bool density=False) -> (Tensor, Tensor)",
                     0, infer_histogram, kernel_histogram);
+    tp__register_op(TP_OP_NONZERO_STATIC, "nonzero_static(Tensor self, *, int size, int fill_value=-1) -> Tensor", 0,
+                    infer_nonzero_static, kernel_nonzero_static);
+    tp__register_op(TP_OP_COMBINATIONS, "combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor", 0,
+                    infer_combinations, kernel_combinations);
     tp__register_op(TP_OP_FILL_DIAGONAL_, "fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False) -> Tensor",
                     TP_OPF_INPLACE | TP_OPF_MUTATES, infer_fill_diagonal_, kernel_fill_diagonal_);
 }

@@ -1894,6 +1894,14 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         t->items[1].d[0] = S(r, sd_addk(r->sd, h->d[0], 1));
         return t;
     }
+    case TP_OP_NONZERO_STATIC: { /* [size, ndim] */
+        const sval *a = need_t(r, 0);
+        sval *o = a ? out_t(r, 2) : NULL;
+        if (!o) return NULL;
+        o->d[0] = K(r, iarg(r, 1, 0));
+        o->d[1] = K(r, a->nd);
+        return o;
+    }
     case TP_OP_UNFOLD: { /* dim -> (n - size) // step + 1, then a last dim of size */
         const sval *a = need_t(r, 0);
         int64_t size = iarg(r, 2, 0), step = iarg(r, 3, 1);
