@@ -937,6 +937,12 @@ static const tp_serde_op_entry g_table[] = {
     MT("nonzero_static", NONZERO_STATIC, "self,*,size,fill_value"),
     FNW(TF, "combinations", COMBINATIONS, "input,r,with_replacement"),
     MT("combinations", COMBINATIONS, "self,r,with_replacement"),
+    /* predicates that hold for every tpexport tensor (real, dense, unquantized, local, CPU): folded */
+    SP(NULL, "is_conj", INVALID, TP_SERDE_PREDICATE, "self"),
+    SP(NULL, "is_neg", INVALID, TP_SERDE_PREDICATE, "self"),
+    SP(NULL, "is_quantized", INVALID, TP_SERDE_PREDICATE, "self"),
+    SP(NULL, "is_distributed", INVALID, TP_SERDE_PREDICATE, "self"),
+    SP(NULL, "get_device", INVALID, TP_SERDE_PREDICATE, "self"),
     FNW(TF, "fill_diagonal_", FILL_DIAGONAL_, "input,fill_value,wrap"),
     MT("fill_diagonal_", FILL_DIAGONAL_, "self,fill_value,wrap"),
     FNW(TF, "new_empty_strided", NEW_EMPTY_STRIDED, "input,size,stride,dtype,layout,device,pin_memory"),

@@ -1198,7 +1198,8 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         d->state = DOC_DROPPED;
         return TP_OK;
     case TP_SERDE_PREDICATE: {
-        /* dtypes are known at load; shapes when no dim is dynamic */
+        /* dtypes are known at load; shapes when no dim is dynamic; tensors are
+         * real (no conjugate or negative bit), unquantized, local CPU tensors */
         TP_TRY(need_tensor_meta(r, d->name, self, e->name, &t));
         tp_dtype dt = tp_tensor_dtype(t);
         bool res;
@@ -1208,6 +1209,12 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
             res = false; /* no complex dtypes */
         } else if (strcmp(e->name, "is_signed") == 0) {
             res = dt != TP_UINT8 && dt != TP_BOOL;
+        } else if (strcmp(e->name, "get_device") == 0) { /* CPU tensors: -1 */
+            tp_value v = tp_value_int(-1);
+            tp__sd_set_folded(d, &v);
+            return TP_OK;
+        } else if (strcmp(e->name, "is_same_size") != 0) {
+            res = false; /* is_conj, is_neg, is_quantized, is_distributed: real, dense, local tensors */
         } else { /* is_same_size(other) */
             const tp_value *other = arg_or_kw(args, 1, kwargs, "other");
             const tp_tensor *u = NULL;
