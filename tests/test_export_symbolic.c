@@ -621,8 +621,8 @@ TEST(test_sample_ops_rules) {
 /* The indexed updates, scatters and strided views on x [s0, 4] (dynamic
  * batch): index_add along dim 1 (index: argsort's first row), scatter_reduce
  * at argsort's indices, index_fill, masked_scatter, select_scatter (src
- * x[:, 0]), unfold along the batch, histc and searchsorted
- * (boundaries: x's first row). */
+ * x[:, 0]), unfold along the batch, histc, searchsorted (boundaries: x's
+ * first row) and nonzero_static. */
 static tp_status idxscat_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
     (void)self;
     tp_t *x = tp_arg(ctx, &args[0]);
@@ -647,7 +647,14 @@ static tp_status idxscat_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args,
     tp_t *b = tp_call(ctx, TP_OP_SELECT, (tp_value[]){tp_v(x), tp_value_int(0), tp_value_int(0)}, 3, NULL);
     tp_t *sc = tp_call(ctx, TP_OP_SEARCHSORTED, (tp_value[]){tp_v(b), tp_v(x)}, 2, NULL);
     tp_t *scf = tp_call(ctx, TP_OP_TO, (tp_value[]){tp_v(sc), tp_value_dtype(TP_FLOAT32)}, 2, NULL);
-    return tp_return(ctx, tp_add(ctx, tp_add(ctx, tp_sum(ctx, uf), tp_sum(ctx, hc)), tp_sum(ctx, scf)), out);
+    tp_value kw, five = tp_value_int(5);
+    TP_TRY(tp_value_dict(&kw));
+    TP_TRY(tp_value_dict_set(&kw, "size", &five));
+    tp_t *nz = tp_call(ctx, TP_OP_NONZERO_STATIC, (tp_value[]){tp_v(x)}, 1, &kw);
+    tp_value_clear(&kw);
+    tp_t *nzf = tp_call(ctx, TP_OP_TO, (tp_value[]){tp_v(nz), tp_value_dtype(TP_FLOAT32)}, 2, NULL);
+    tp_t *s1 = tp_add(ctx, tp_add(ctx, tp_sum(ctx, uf), tp_sum(ctx, hc)), tp_sum(ctx, scf));
+    return tp_return(ctx, tp_add(ctx, s1, tp_sum(ctx, nzf)), out);
 }
 
 TEST(test_idxscat_ops_rules) {
@@ -668,7 +675,8 @@ TEST(test_idxscat_ops_rules) {
         const char *shape;
     } want[] = {{TP_OP_INDEX_ADD, "[s0, 4]"},      {TP_OP_SCATTER_REDUCE, "[s0, 4]"},   {TP_OP_INDEX_FILL, "[s0, 4]"},
                 {TP_OP_MASKED_SCATTER, "[s0, 4]"}, {TP_OP_SELECT_SCATTER, "[s0, 4]"},
-                {TP_OP_UNFOLD, "[s0 - 1, 4, 2]"},  {TP_OP_HISTC, "[7]"},                {TP_OP_SEARCHSORTED, "[s0, 4]"}};
+                {TP_OP_UNFOLD, "[s0 - 1, 4, 2]"},  {TP_OP_HISTC, "[7]"},                {TP_OP_SEARCHSORTED, "[s0, 4]"},
+                {TP_OP_NONZERO_STATIC, "[5, 2]"}};
     for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
         const char *got = node_sym_shape(p, want[i].op);
         CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
