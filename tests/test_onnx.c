@@ -638,8 +638,47 @@ TEST(lp_pools_match_reference) {
     tp_tensor_free(x);
 }
 
+/* ScatterElements (reduction max, negative and repeated indices) on a
+ * dynamic batch, run at two batch sizes, and ScatterND (reduction mul,
+ * repeated rows): scatter_reduce against onnx's reference evaluator. */
+static void run3_and_compare(tp_program *p, const char *stem, const char *sfx) {
+    char name[96];
+    tp_value a[3];
+    static const char *const ins[] = {"x", "i", "u"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "onnx/%s_%s%s", stem, ins[k], sfx);
+        tp_tensor *t = load_fixture(name);
+        a[k] = t ? tp_value_tensor(t) : tp_value_none();
+    }
+    snprintf(name, sizeof name, "onnx/%s_y%s", stem, sfx);
+    tp_tensor *want = load_fixture(name);
+    tp_value out = tp_value_none();
+    CHECK_OK(tp_program_call(p, a, 3, NULL, &out));
+    const tp_value *got = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+    CHECK(got && got->kind == TP_VAL_TENSOR && want);
+    if (got && got->kind == TP_VAL_TENSOR && want) CHECK_CLOSE(got->u.tensor, want, 1e-6, 1e-6);
+    tp_value_clear(&out);
+    for (int k = 0; k < 3; k++) tp_value_clear(&a[k]);
+    tp_tensor_free(want);
+}
+
+TEST(scatter_reductions_match_reference) {
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/scatter_elements_max.onnx", NULL, &p, NULL));
+    if (p) {
+        run3_and_compare(p, "scatter_elements_max", "2");
+        run3_and_compare(p, "scatter_elements_max", "5");
+    }
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/scatternd_mul.onnx", NULL, &p, NULL));
+    if (p) run3_and_compare(p, "scatternd_mul", "");
+    tp_program_free(p);
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
-          T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(lp_pools_match_reference))
+          T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(lp_pools_match_reference),
+          T(scatter_reductions_match_reference))

@@ -2095,99 +2095,31 @@ static tp_status map_gather_elements(ox_ctx *c) {
     return set_out(c, &r);
 }
 
-/* Scatter with a reduction (add, mul, max, min) on flattened operands:
- * flat [L, R], lin [U] (row of each update), upd [U, R]. As a dense
- * composition: hit[l, u] = (lin[u] == l); the updates hitting each row are
- * reduced over u (where(hit, upd, identity)) and combined with the row, so
- * duplicate indices accumulate as the ONNX reference applies them one by
- * one. Costs L * U * R elements, so it is capped. */
-#define SCATTER_REDUCE_MAX ((int64_t)1 << 24)
-static tp_status scatter_reduce_flat(ox_ctx *c, const char *red, tp_dtype dt, tp_value *flat, tp_value *lin,
-                                     tp_value *upd, int64_t L, int64_t U, int64_t R, tp_value *out) {
-    tp_op rop, comb;
-    bool lowest = false;
-    double ident = 0;
-    if (!strcmp(red, "add")) rop = TP_OP_SUM, comb = TP_OP_ADD;
-    else if (!strcmp(red, "mul")) rop = TP_OP_PROD, comb = TP_OP_MUL, ident = 1;
-    else if (!strcmp(red, "max")) rop = TP_OP_AMAX, comb = TP_OP_MAXIMUM, lowest = true;
-    else if (!strcmp(red, "min")) rop = TP_OP_AMIN, comb = TP_OP_MINIMUM;
+/* ONNX's reduction names as scatter_reduce's (include_self: the data takes part). */
+static tp_status scatter_reduce_name(ox_ctx *c, const char *red, const char **out) {
+    if (!strcmp(red, "add")) *out = "sum";
+    else if (!strcmp(red, "mul")) *out = "prod";
+    else if (!strcmp(red, "max")) *out = "amax";
+    else if (!strcmp(red, "min")) *out = "amin";
     else return ox_bad(c, "unknown reduction '%s'", red);
-    if (L > 0 && U > 0 && R > 0 && (L > SCATTER_REDUCE_MAX / U || L * U > SCATTER_REDUCE_MAX / R))
-        return ox_unsupported(c, "reduction '%s' over %" PRId64 " x %" PRId64 " x %" PRId64 " elements", red, L, U, R);
-    tp_tensor *rows_t, *id_t;
-    TP_TRY(ox_new_tensor(c, TP_INT64, 3, (int64_t[]){L, 1, 1}, false, &rows_t));
-    for (int64_t i = 0; i < L; i++) ((int64_t *)tp_tensor_data(rows_t))[i] = i;
-    tp_status st = tp_tensor_empty(dt, 0, NULL, &id_t);
-    if (st != TP_OK) {
-        tp_tensor_free(rows_t);
-        return st;
-    }
-    if (rop == TP_OP_AMAX || rop == TP_OP_AMIN) store_extreme(tp_tensor_data(id_t), dt, lowest);
-    else tp__store_f64(tp_tensor_data(id_t), dt, ident);
-    tp_value rows = tp_value_tensor(rows_t), idv = tp_value_tensor(id_t);
-    tp_value lin3 = tp_value_none(), hit = tp_value_none(), upd3 = tp_value_none(), sel = tp_value_none();
-    tp_value red_v = tp_value_none(), comb_v = tp_value_none();
-    st = reshape(c, lin, (int64_t[]){1, U, 1}, 3, &lin3);
-    if (st == TP_OK) st = ox_call2(c, TP_OP_EQ, &rows, &lin3, &hit);
-    if (st == TP_OK) st = reshape(c, upd, (int64_t[]){1, U, R}, 3, &upd3);
-    if (st == TP_OK) {
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg(&A, hit);
-        ox_arg(&A, upd3);
-        ox_arg(&A, idv);
-        hit = upd3 = idv = tp_value_none();
-        st = ox_call(c, TP_OP_WHERE, &A, &sel);
-    }
-    if (st == TP_OK) {
-        int64_t one = 1;
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg(&A, sel);
-        sel = tp_value_none();
-        ox_arg_ints(&A, &one, 1);
-        st = ox_call(c, rop, &A, &red_v);
-    }
-    if (st == TP_OK) st = ox_call2(c, comb, flat, &red_v, &comb_v);
-    if (st == TP_OK) st = ox_cast(c, &comb_v, dt, out);
-    tp_value vals[] = {rows, idv, lin3, hit, upd3, sel, red_v, comb_v};
-    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) tp_value_clear(&vals[i]);
-    return st;
+    return TP_OK;
 }
 
-/* ScatterElements with a reduction: the linear index of every update into
- * the flattened data is wrapped_index * stride[axis] + the constant offset
- * of its other coordinates (static shapes). */
-static tp_status scatter_elements_reduce(ox_ctx *c, const char *red, const tp_value *x, const tp_value *wi,
-                                         const tp_value *upd, int axis) {
-    int nd = rank_of(x);
-    const int64_t *xs = sizes_of(x), *is = sizes_of(wi);
-    int64_t stride[TP_MAX_DIMS], acc = 1, L = tp_tensor_numel(ox_meta(x)), U = tp_tensor_numel(ox_meta(wi));
-    for (int d = nd - 1; d >= 0; d--) stride[d] = acc, acc *= xs[d];
-    tp_tensor *base_t;
-    TP_TRY(ox_new_tensor(c, TP_INT64, nd, is, false, &base_t));
-    int64_t *b = tp_tensor_data(base_t);
-    for (int64_t u = 0; u < U; u++) {
-        int64_t rem = u, off = 0;
-        for (int d = nd - 1; d >= 0; d--) {
-            int64_t coord = is[d] ? rem % is[d] : 0;
-            rem = is[d] ? rem / is[d] : 0;
-            if (d != axis) off += coord * stride[d];
-        }
-        b[u] = off;
-    }
-    tp_value base = tp_value_tensor(base_t), scaled = tp_value_none(), lin = tp_value_none(), flat = tp_value_none();
-    tp_value upd2 = tp_value_none(), r = tp_value_none(), res = tp_value_none();
-    tp_status st = binop_scalar(c, TP_OP_MUL, wi, (double)stride[axis], &scaled);
-    if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &scaled, &base, &lin);
-    if (st == TP_OK) st = reshape(c, x, (int64_t[]){L, 1}, 2, &flat);
-    if (st == TP_OK) st = reshape(c, upd, (int64_t[]){U, 1}, 2, &upd2);
-    if (st == TP_OK) st = scatter_reduce_flat(c, red, dtype_of(x), &flat, &lin, &upd2, L, U, 1, &r);
-    if (st == TP_OK) st = reshape(c, &r, xs, nd, &res);
-    tp_value vals[] = {base, scaled, lin, flat, upd2, r};
-    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) tp_value_clear(&vals[i]);
-    TP_TRY(st);
-    return set_out(c, &res);
+/* scatter_reduce(x, dim, index, upd, red): updates applied one by one in order, as onnx's reference does. */
+static tp_status call_scatter_reduce(ox_ctx *c, const char *red, const tp_value *x, int dim, const tp_value *index,
+                                     const tp_value *upd, tp_value *out) {
+    const char *name;
+    TP_TRY(scatter_reduce_name(c, red, &name));
+    tp_value sv;
+    TP_TRY(tp_value_str(name, &sv));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(dim));
+    ox_arg_ref(&A, index);
+    ox_arg_ref(&A, upd);
+    ox_arg(&A, sv);
+    return ox_call(c, TP_OP_SCATTER_REDUCE, &A, out);
 }
 
 static tp_status map_scatter_elements(ox_ctx *c) {
@@ -2205,10 +2137,10 @@ static tp_status map_scatter_elements(ox_ctx *c) {
     tp_value wi, r;
     TP_TRY(wrap_indices(c, idx, sizes_of(x)[axis], &wi));
     if (strcmp(red, "none") != 0) {
-        tp_status st = ox_node_dyn(c) ? ox_unsupported(c, "reduction '%s' on a dynamic shape", red)
-                                      : scatter_elements_reduce(c, red, x, &wi, upd, axis);
+        tp_status st = call_scatter_reduce(c, red, x, axis, &wi, upd, &r);
         tp_value_clear(&wi);
-        return st;
+        TP_TRY(st);
+        return set_out(c, &r);
     }
     ox_args A;
     ox_args_init(&A);
@@ -2380,12 +2312,12 @@ static tp_status map_scatter_nd(ox_ctx *c) {
     tp_status st = reshape(c, x, s2, 2, &flat);
     if (st == TP_OK) st = nd_linear_index(c, x, idx, q, &lin);
     if (st == TP_OK) st = reshape(c, upd, u2, 2, &upd2);
-    if (st == TP_OK && strcmp(red, "none") != 0) {
-        st = scatter_reduce_flat(c, red, dtype_of(x), &flat, &lin, &upd2, lead, nupd, rest, &sc);
-    } else if (st == TP_OK) {
+    if (st == TP_OK) {
         st = take(reshape(c, &lin, l2, 2, &tmp), &lin, &tmp);
         if (st == TP_OK) st = take(call_ints(c, TP_OP_EXPAND, &lin, e2, 2, &tmp), &lin, &tmp);
-        if (st == TP_OK) {
+        if (st == TP_OK && strcmp(red, "none") != 0) {
+            st = call_scatter_reduce(c, red, &flat, 0, &lin, &upd2, &sc);
+        } else if (st == TP_OK) {
             ox_args A;
             ox_args_init(&A);
             ox_arg_ref(&A, &flat);
