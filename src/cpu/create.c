@@ -132,13 +132,13 @@ static tp_status infer_new(const tp_value *args, int dtype_index, tp_value *out)
 static tp_status infer_new2(const tp_value *args, tp_value *out) { return infer_new(args, 2, out); }
 
 /* new_empty_strided(Tensor self, int[] size, int[] stride, *, ScalarType? dtype=None): new_empty
- * with strides given too. The values are unspecified; the result is contiguous (no op here reads
- * a tensor's strides as values). */
+ * with strides given too. The values are unspecified; the result is contiguous (the strides are
+ * checked, not kept: an as_strided of it sees a storage of exactly its elements). */
 static tp_status infer_new_empty_strided(const tp_value *args, tp_value *out) {
     int n, m;
-    int64_t strides[TP_MAX_DIMS];
-    TP_TRY(tp__arg_ints(args, 1, "size", strides, TP_MAX_DIMS, 0, &n));
-    TP_TRY(tp__arg_ints(args, 2, "stride", strides, TP_MAX_DIMS, 0, &m));
+    int64_t buf[TP_MAX_DIMS];
+    TP_TRY(tp__arg_ints(args, 1, "size", buf, TP_MAX_DIMS, 0, &n));
+    TP_TRY(tp__arg_ints(args, 2, "stride", buf, TP_MAX_DIMS, 0, &m));
     TP_CHECK(n == m, TP_ERR_SHAPE, "dimensionality of sizes (%d) must match dimensionality of strides (%d)", n, m);
     return infer_new(args, 3, out);
 }
