@@ -832,12 +832,14 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "pixel_unshuffle", PIXEL_UNSHUFFLE, "input,downscale_factor"),
     /* tensorplay 1.0 cannot trace channel_shuffle (TraceError): the reader
      * maps it for programs written by others; native_channel_shuffle has the
-     * same result (PyTorch's does not check divisibility, this does) */
-    FNW(NF, "channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
+     * same result (PyTorch's does not check divisibility, this does). Written
+     * as tensorplay.functional.native_channel_shuffle: tensorplay's
+     * nn.functional.channel_shuffle takes only 4-d inputs */
+    FN(NF, "channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
     FN(TF, "channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
     MT("channel_shuffle", CHANNEL_SHUFFLE, "self,groups"),
     FN(NF, "native_channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
-    FN(TF, "native_channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
+    FNW(TF, "native_channel_shuffle", CHANNEL_SHUFFLE, "input,groups"),
     FNW(TF, "contiguous", CONTIGUOUS, "input,memory_format:-"),
     MT("contiguous", CONTIGUOUS, "self,*,memory_format:-"),
     FNW(TF, "clone", CLONE, "input,memory_format:-"),
