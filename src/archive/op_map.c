@@ -404,9 +404,11 @@ static const tp_serde_op_entry g_table[] = {
     /* in-place ops of our own */
     FNW(TF, "add_", ADD_, "input,other,alpha"),
     MT("add_", ADD_, "self,other,*,alpha"),
-    FNW(TF, "mul_", MUL_, "input,other"),
+    FN(TF, "mul_", MUL_, "input,other"),
     MT("mul_", MUL_, "self,other"),
-    MT("multiply_", MUL_, "self,other"),
+    /* written as Tensor.multiply_: tensorplay 1.0's functional.mul_ and Tensor.mul_ leave a
+     * float tensor unchanged when the other operand is a tensor of arbitrary values */
+    {NULL, "multiply_", TP_OP_MUL_, TP_SERDE_PLAIN, "self,other", NULL, TP_SERDE_WRITE, TP_OP_INVALID},
     FNW(TF, "copy_", COPY_, "input,src,non_blocking"),
     MT("copy_", COPY_, "self,src,non_blocking"),
     FNW(TF, "fill_", FILL_, "input,value"),
@@ -1015,7 +1017,7 @@ static const tp_serde_op_entry g_table[] = {
     /* ---- sorting ---- */
     FNW(TF, "nansum", NANSUM, "input,dim,keepdim,*,dtype,out:!=None"),
     MT("nansum", NANSUM, "self,dim,keepdim,*,dtype"),
-    FNW(TF, "nanmean", NANMEAN, "input,dim,keepdim,*,dtype,out:!=None"),
+    FNW(TF, "nanmean", NANMEAN, "input,dim^,keepdim,*,dtype,out:!=None"), /* takes an int dim only */
     MT("nanmean", NANMEAN, "self,dim,keepdim,*,dtype"),
     FNW(TF, "aminmax", AMINMAX, "input,dim,keepdim,*,out:!=None"),
     MT("aminmax", AMINMAX, "self,*,dim,keepdim"),
