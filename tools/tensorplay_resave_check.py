@@ -10,9 +10,9 @@ the tensorplay venv).
 
     bench/.venv/bin/python tools/tensorplay_resave_check.py [--tpexport build/tpexport] [CASE...]
 
-Exit status 0 when every case matches. Known: setitem_then_use (an in-place
-fill_ through a strided slice view, which tensorplay 1.0's program runner
-writes as if the view were contiguous).
+Exit status 0 when every case matches. Known: setitem_then_use (tpexport
+writes y[1, ::2] = -3 as fill_ on a strided view; tensorplay 1.0's fill_ and
+zero_ ignore a view's strides, its copy_ honours them).
 """
 import argparse
 import json
