@@ -210,6 +210,9 @@ static const tp_torch_op g_aten[] = {
     E("index_select", "default", INDEX_SELECT, NULL, NULL, 0),
     E("gather", "default", GATHER, "sparse_grad:=false", NULL, 0),
     E("scatter", "src,value", SCATTER, "value:src", NULL, 0),
+    E("scatter_reduce", "two", SCATTER_REDUCE, NULL, NULL, 0),
+    E("index_add", "default", INDEX_ADD, NULL, NULL, 0),
+    E("index_fill", "int_Scalar,int_Tensor", INDEX_FILL, NULL, NULL, 0),
     E("index_put", "default", INDEX_PUT, NULL, NULL, 0),
     E("index_put_", "default", INDEX_PUT_, NULL, NULL, 0),
     /* creation */

@@ -2108,7 +2108,7 @@ static tp_status scatter_reduce_name(ox_ctx *c, const char *red, const char **ou
 /* scatter_reduce(x, dim, index, upd, red): updates applied one by one in order, as onnx's reference does. */
 static tp_status call_scatter_reduce(ox_ctx *c, const char *red, const tp_value *x, int dim, const tp_value *index,
                                      const tp_value *upd, tp_value *out) {
-    const char *name;
+    const char *name = NULL;
     TP_TRY(scatter_reduce_name(c, red, &name));
     tp_value sv;
     TP_TRY(tp_value_str(name, &sv));
