@@ -40,6 +40,11 @@
 /* Binary tensor-or-scalar ops: functional (input, other, *, out), method. */
 #define BINARY(id, nm)                                                                                         \
     FNW(TF, nm, id, "input,other,*,out:!=None"), MT(nm, id, "self,other"), MT_(nm "_", id, "self,other")
+/* torch.special functions: tensorplay.functional.x(input) (written),
+ * .special_x(input, *, out), Tensor.x(); _X: the schema's argument is x. */
+#define SPECIAL(id, nm) FNW(TF, nm, id, "input"), FN(TF, "special_" nm, id, "input,*,out:!=None"), MT(nm, id, "self")
+#define SPECIAL_X(id, nm)                                                                                      \
+    FNW(TF, nm, id, "input:x"), FN(TF, "special_" nm, id, "x,*,out:!=None"), MT(nm, id, "self:x")
 /* _operator.x(a, b). */
 #define OPER(nm, id, flags, swapped)                                                                           \
     {OPR, nm, TP_OP_##id, TP_SERDE_BINOP, "a:self,b:other", NULL, flags, TP_OP_##swapped}
@@ -169,6 +174,34 @@ static const tp_serde_op_entry g_table[] = {
     FN(TF, "modified_bessel_i0", I0, "input"),
     FN(TF, "special_modified_bessel_i0", I0, "input,*,out:!=None"),
     MT("modified_bessel_i0", I0, "self"),
+    /* torch.special functions (issue #13); modified_bessel_i1 is i1 */
+    SPECIAL(NDTR, "ndtr"),
+    SPECIAL(NDTRI, "ndtri"),
+    SPECIAL(LOG_NDTR, "log_ndtr"),
+    SPECIAL(I1, "i1"),
+    SPECIAL(I1E, "i1e"),
+    FN(TF, "modified_bessel_i1", I1, "input"),
+    FN(TF, "special_modified_bessel_i1", I1, "input,*,out:!=None"),
+    MT("modified_bessel_i1", I1, "self"),
+    SPECIAL(BESSEL_J0, "bessel_j0"),
+    SPECIAL(BESSEL_J1, "bessel_j1"),
+    SPECIAL(BESSEL_Y0, "bessel_y0"),
+    SPECIAL(BESSEL_Y1, "bessel_y1"),
+    SPECIAL(MODIFIED_BESSEL_K0, "modified_bessel_k0"),
+    SPECIAL(MODIFIED_BESSEL_K1, "modified_bessel_k1"),
+    SPECIAL_X(SCALED_MODIFIED_BESSEL_K0, "scaled_modified_bessel_k0"),
+    SPECIAL_X(SCALED_MODIFIED_BESSEL_K1, "scaled_modified_bessel_k1"),
+    SPECIAL_X(SPHERICAL_BESSEL_J0, "spherical_bessel_j0"),
+    SPECIAL_X(AIRY_AI, "airy_ai"),
+    FNW(TF, "zeta", ZETA, "input,other"),
+    FN(TF, "special_zeta", ZETA, "input,other,*,out:!=None"),
+    MT("zeta", ZETA, "self,other"),
+    BINARY(IGAMMA, "igamma"),
+    FN_(TF, "igamma_", IGAMMA, "input,other"),
+    FN(TF, "special_gammainc", IGAMMA, "input,other,*,out:!=None"),
+    BINARY(IGAMMAC, "igammac"),
+    FN_(TF, "igammac_", IGAMMAC, "input,other"),
+    FN(TF, "special_gammaincc", IGAMMAC, "input,other,*,out:!=None"),
     FNW(TF, "mvlgamma", MVLGAMMA, "input,p,*,out:!=None"),
     MT("mvlgamma", MVLGAMMA, "self,p"),
     MT_("mvlgamma_", MVLGAMMA, "self,p"), /* tensorplay.functional.mvlgamma_ records it */

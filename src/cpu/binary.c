@@ -8,7 +8,9 @@
  *    nextafter float_power (always float64) ldexp (an integer exponent
  *    computes in float32, as pow(2., other) does); isclose and allclose
  *    (one dtype; allclose gives a 0-d bool tensor where PyTorch gives a
- *    Python bool);
+ *    Python bool); zeta (the Hurwitz zeta; integers compute in float32,
+ *    no float16/bfloat16) and igamma / igammac (regularised incomplete
+ *    gammas: floating operands only, float16 included, as in PyTorch);
  *  - comparisons eq ne lt le gt ge and logical_and/or/xor (bool results);
  *  - bitwise_and/or/xor (integer and bool tensors only), bitwise_left_shift
  *    and bitwise_right_shift (integer tensors only);
@@ -253,6 +255,67 @@ static double xlog1py_f(const double *x, ew_params *p) {
     if (isnan(x[1])) return NAN;
     return x[0] == 0 ? 0.0 : x[0] * log1p(x[1]);
 }
+/* zeta(x, q) (torch.special.zeta, the Hurwitz zeta): PyTorch's domain
+ * checks, then the Euler-Maclaurin sum of unary.c. */
+static double zeta_f(const double *v, ew_params *p) {
+    double x = v[0], q = v[1];
+    if (x == 1.0) return INFINITY;
+    if (x < 1.0) return NAN;
+    if (q <= 0.0) {
+        if (q == floor(q)) return INFINITY;
+        if (x != floor(x)) return NAN; /* q^-x undefined */
+    }
+    return tp__hurwitz_zeta(x, q);
+}
+/* Regularised incomplete gamma P(a, x) (igamma) and Q = 1 - P (igammac):
+ * the series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a+1)..(a+n)) below
+ * x = a + 1, Legendre's continued fraction for Q above (modified Lentz),
+ * the other one as the complement; prefactors through lgamma. The edge
+ * values follow PyTorch's order of checks (x or a negative: NaN; a = 0;
+ * x = 0; a = inf; x = inf). */
+static double igam_series(double a, double x) {
+    double ap = a, del = 1.0 / a, sum = del;
+    for (int n = 0; n < 100000; n++) {
+        ap += 1.0;
+        del *= x / ap;
+        sum += del;
+        if (fabs(del) < fabs(sum) * 1e-17) break;
+    }
+    return sum * exp(a * log(x) - x - tp__lgamma(a));
+}
+static double igamc_cf(double a, double x) {
+    const double tiny = 1e-300;
+    double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
+    for (int i = 1; i < 100000; i++) {
+        double an = -i * (i - a);
+        b += 2.0;
+        d = an * d + b;
+        if (fabs(d) < tiny) d = tiny;
+        c = b + an / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1.0 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1.0) < 1e-16) break;
+    }
+    return exp(a * log(x) - x - tp__lgamma(a)) * h;
+}
+static double igamma_pq(double a, double x, bool upper) {
+    if (x < 0.0 || a < 0.0) return NAN;
+    if (a == 0.0) return x > 0.0 ? (upper ? 0.0 : 1.0) : NAN;
+    if (x == 0.0) return upper ? 1.0 : 0.0;
+    if (isinf(a)) return isinf(x) ? NAN : (upper ? 1.0 : 0.0);
+    if (isinf(x)) return upper ? 0.0 : 1.0;
+    if (isnan(a) || isnan(x)) return NAN;
+    if (x < a + 1.0) {
+        double P = igam_series(a, x);
+        return upper ? 1.0 - P : P;
+    }
+    double Q = igamc_cf(a, x);
+    return upper ? Q : 1.0 - Q;
+}
+static double igamma_f(const double *v, ew_params *p) { return igamma_pq(v[0], v[1], false); }
+static double igammac_f(const double *v, ew_params *p) { return igamma_pq(v[0], v[1], true); }
 /* log(exp(a) + exp(b)) without overflow; equal infinities give themselves. */
 static double logaddexp_f(const double *x, ew_params *p) {
     double a = x[0], b = x[1];
@@ -675,6 +738,9 @@ BINARY_OP_REF(nextafter, TP_OP_NEXTAFTER, nextafter_f, NULL, EW_NO_HALF)
 BINARY_OP_REF(float_power, TP_OP_FLOAT_POWER, pow_f, NULL, EW_DOUBLE)
 BINARY_OP_REF(ldexp, TP_OP_LDEXP, ldexp_f, NULL, 0)
 BINARY_OP_REF(isclose, TP_OP_ISCLOSE, isclose_f, isclose_i, EW_BOOL_OUT)
+BINARY_OP_REF(zeta, TP_OP_ZETA, zeta_f, NULL, EW_INT_TO_FLOAT | EW_NO_HALF)
+BINARY_OP_REF(igamma, TP_OP_IGAMMA, igamma_f, NULL, 0)
+BINARY_OP_REF(igammac, TP_OP_IGAMMAC, igammac_f, NULL, 0)
 
 /* allclose: every element isclose, as a 0-d bool tensor (tensorplay and
  * PyTorch give a Python bool). */
@@ -1163,4 +1229,8 @@ void tp__register_binary_ops(void) {
     tp__register_fast_kernel(TP_OP_BITWISE_AND, bitwise_and_fast); /* integer: always the reference path */
     tp__register_fast_kernel(TP_OP_BITWISE_OR, bitwise_or_fast);
     tp__register_fast_kernel(TP_OP_BITWISE_XOR, bitwise_xor_fast);
+    /* torch.special.zeta and the regularised incomplete gammas (issue #13) */
+    tp__register_op(TP_OP_ZETA, "zeta(Tensor self, Tensor|Scalar other) -> Tensor", 0, zeta_infer, zeta_kernel);
+    tp__register_op(TP_OP_IGAMMA, "igamma(Tensor self, Tensor other) -> Tensor", 0, igamma_infer, igamma_kernel);
+    tp__register_op(TP_OP_IGAMMAC, "igammac(Tensor self, Tensor other) -> Tensor", 0, igammac_infer, igammac_kernel);
 }

@@ -87,6 +87,12 @@ static inline tp_status tp__need_tensor(const tp_value *args, int i, const char 
     return TP_OK;
 }
 
+/* Shared scalar functions of unary.c: the Hurwitz zeta sum_k (k + q)^-s for
+ * s > 1 (Euler-Maclaurin; inf at the poles q = 0, -1, ...; NaN at q = inf),
+ * and a thread-safe lgamma (no write to the global signgam). */
+TP_HIDDEN double tp__hurwitz_zeta(double s, double q);
+TP_HIDDEN double tp__lgamma(double x);
+
 /* Kernels read data: refuse meta tensors (shape-only) instead of crashing. */
 static inline tp_status tp__has_data(const tp_tensor *t, const char *what) {
     TP_CHECK(!t || !tp_tensor_is_meta(t), TP_ERR_INVALID_ARG, "%s is a meta tensor (it has no data)", what);

@@ -12,9 +12,10 @@
  *  - neg/abs/sign/square keep the dtype (square of bool gives int64; neg and
  *    abs reject bool); integer arithmetic wraps like the dtype does;
  *  - angle (of real numbers: 0 or pi) is a floating function;
- *  - sinc, logit, digamma, polygamma, mvlgamma, i0, i0e, erfcx, entr are floating
- *    functions without a
- *    float16/bfloat16 kernel (as in PyTorch 1.13); nan_to_num keeps the
+ *  - sinc, logit, digamma, polygamma, mvlgamma, i0, i0e, erfcx, entr and the
+ *    torch.special functions (ndtri, log_ndtr, i1, i1e, the Bessel
+ *    functions, airy_ai) are floating functions without a float16/bfloat16
+ *    kernel (as in PyTorch 1.13; ndtr has bfloat16, not float16); nan_to_num keeps the
  *    dtype (integers unchanged);
  *  - logical_not, isnan, isinf, isfinite, signbit, isposinf, isneginf give
  *    bool; bitwise_not takes ints
@@ -295,7 +296,7 @@ static double f_digamma(double x, const unary_params *p) {
  * ((2j)! / B2j). Poles (q a non-positive integer) give inf. Deviation:
  * PyTorch's trigamma (n = 1) at negative integers gives large finite
  * values from sin(pi x) rounding; this gives inf there. */
-static double hurwitz_zeta(double s, double q) {
+double tp__hurwitz_zeta(double s, double q) {
     static const double A[] = {12.0,
                                -720.0,
                                30240.0,
@@ -343,7 +344,7 @@ static double f_polygamma(double x, const unary_params *p) {
     if (n == 0) return f_digamma(x, p);
     if (n == 1 && x == INFINITY) return 0.0;
     double sign = fmod(n, 2.0) == 1.0 ? 1.0 : -1.0;
-    return sign * exp(lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, x);
+    return sign * exp(lgamma(n + 1.0)) * tp__hurwitz_zeta(n + 1.0, x);
 }
 
 /* i0: the power series sum (x^2/4)^k / (k!)^2 (all terms positive, so it
@@ -443,14 +444,17 @@ static int64_t i_hardtanh(int64_t x, const unary_params *p) {
 /* lgamma: +inf at the poles 0, -1, -2, ... lgamma() also writes the global
  * signgam, a data race when programs run on several threads; glibc's
  * lgamma_r returns the sign instead. */
-static double f_lgamma(double x, const unary_params *p) {
-    TP_UNUSED(p);
+double tp__lgamma(double x) {
 #if defined(__GLIBC__)
     int sign;
     return lgamma_r(x, &sign);
 #else
     return lgamma(x);
 #endif
+}
+static double f_lgamma(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return tp__lgamma(x);
 }
 
 /* erfinv: a closed-form first guess (Winitzki's approximation, relative
@@ -487,6 +491,349 @@ static double f_threshold(double x, const unary_params *p) { return x <= p->a ? 
 static int64_t i_threshold(int64_t x, const unary_params *p) { return x <= (int64_t)p->a ? (int64_t)p->b : x; }
 
 /* ---- kernels: plain floating functions ---------------------------------- */
+
+/* ---- special functions (torch.special) ------------------------------------
+ * Written from the series, continued fractions and asymptotic expansions
+ * of Abramowitz & Stegun (chapters 9, 10, 26) in double; the edge values
+ * (NaN, inf, signs, domains) are PyTorch's. Accuracy against PyTorch's
+ * Cephes kernels is what tests/fixtures/gen_specmath.py checks (float64
+ * within rtol 1e-9 / atol 1e-12 unless a case says otherwise). */
+
+static const double EULER_GAMMA = 0.57721566490153286061;
+
+/* ndtr: PyTorch's (1 + erf(x / sqrt 2)) / 2 (so the far lower tail rounds
+ * to 0 there too, instead of erfc's tiny values). */
+static double f_ndtr(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return 0.5 * (1.0 + erf(x * M_SQRT1_2));
+}
+
+/* log_ndtr: log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1, log1p(-erfc(x /
+ * sqrt 2) / 2) above (PyTorch's split). */
+static double f_log_ndtr(double x, const unary_params *p) {
+    double t = x * M_SQRT1_2;
+    if (x < -1.0) return log(f_erfcx(-t, p) / 2.0) - t * t;
+    return log1p(-erfc(t) / 2.0);
+}
+
+/* ndtri for 0 < y <= 1/2: A&S 26.2.23 as the first guess (|error| < 4.5e-4),
+ * then Halley steps on 0.5 erfc(-x / sqrt 2) - y, which keeps relative
+ * accuracy in the lower tail. */
+static double ndtri_lower(double y) {
+    double t = sqrt(-2.0 * log(y));
+    double num = 2.515517 + t * (0.802853 + t * 0.010328);
+    double x = -(t - num / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
+    for (int i = 0; i < 8; i++) {
+        double phi = exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+        if (phi == 0.0) break;
+        double u = (0.5 * erfc(-x * M_SQRT1_2) - y) / phi;
+        double dx = u / (1.0 + 0.5 * x * u);
+        x -= dx;
+        if (fabs(dx) <= 1e-16 * fabs(x)) break;
+    }
+    return x;
+}
+static double f_ndtri(double y, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(y) || y < 0.0 || y > 1.0) return NAN;
+    if (y == 0.0) return -INFINITY;
+    if (y == 1.0) return INFINITY;
+    if (y > 0.5) return -ndtri_lower(1.0 - y); /* 1 - y is exact there */
+    return ndtri_lower(y);
+}
+
+/* I1 by its power series (x/2) sum (x^2/4)^k / (k! (k+1)!) (positive terms:
+ * full relative precision). Like PyTorch: inf once exp(|x|) overflows in
+ * double, NaN at +-inf. */
+static double f_i1(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x) || isinf(x)) return NAN;
+    if (fabs(x) > 709.782712893384) return copysign(INFINITY, x);
+    double q = x * x / 4.0, term = 1.0, sum = 1.0;
+    for (int k = 1; k < 2000; k++) {
+        term *= q / ((double)k * (double)(k + 1));
+        sum += term;
+        if (term < sum * 1e-17) break;
+    }
+    return 0.5 * x * sum;
+}
+
+/* i1e: exp(-|x|) I1(x); past |x| = 700 the asymptotic (Hankel) series
+ * 1/sqrt(2 pi x) sum_k (-1)^k prod_{j<=k} (4 - (2j-1)^2) / (k! (8x)^k). */
+static double f_i1e(double x, const unary_params *p) {
+    if (isnan(x)) return x;
+    double ax = fabs(x);
+    if (ax == INFINITY) return copysign(0.0, x);
+    if (ax <= 700.0) return f_i1(x, p) * exp(-ax);
+    double term = 1.0, sum = 1.0;
+    for (int k = 1; k < 12; k++) {
+        term *= -(4.0 - (2.0 * k - 1.0) * (2.0 * k - 1.0)) / (k * 8.0 * ax);
+        sum += term;
+    }
+    return copysign(sum / sqrt(2.0 * M_PI * ax), x);
+}
+
+/* K0 and K1 for 0 < x <= 2 by A&S 9.6.13 / 9.6.11:
+ *   K0 = -(ln(x/2) + gamma) I0 + sum_{k>=1} H_k q^k / (k!)^2,
+ *   K1 = 1/x + ln(x/2) I1 - (x/4) sum_k (psi(k+1) + psi(k+2)) q^k / (k! (k+1)!),
+ * q = x^2 / 4, H_k the harmonic numbers. */
+static void bessel_k01_series(double x, double *k0, double *k1) {
+    double q = x * x / 4.0, l = log(x / 2.0);
+    double t0 = 1.0, t1 = 1.0, i0 = 1.0, i1 = 1.0, h = 0.0, s0 = 0.0;
+    double s1 = 1.0 - 2.0 * EULER_GAMMA; /* k = 0: psi(1) + psi(2) = 1 - 2 gamma */
+    for (int k = 1; k < 200; k++) {
+        t0 *= q / ((double)k * k);
+        t1 *= q / ((double)k * (k + 1));
+        h += 1.0 / k;
+        i0 += t0;
+        i1 += t1;
+        s0 += h * t0;
+        s1 += (2.0 * h + 1.0 / (k + 1) - 2.0 * EULER_GAMMA) * t1;
+        if (t0 < 1e-18 * i0 && t1 < 1e-18 * i1) break;
+    }
+    *k0 = -(l + EULER_GAMMA) * i0 + s0;
+    *k1 = 1.0 / x + l * 0.5 * x * i1 - 0.25 * x * s1;
+}
+
+/* e^x K_mu(x) and e^x K_{mu+1}(x) for |mu| <= 1/2 and x >= ~2, by Steed's
+ * continued fraction for K (Thompson & Barnett; Temme's normalisation
+ * sum s): K_mu = sqrt(pi / 2x) e^-x / s, K_{mu+1} = K_mu (mu + x + 1/2 -
+ * (1/4 - mu^2) h) / x. */
+static void bessel_k_cf2(double mu, double x, double *kmu, double *kmu1) {
+    double b = 2.0 * (1.0 + x), d = 1.0 / b, h = d, delh = d, q1 = 0.0, q2 = 1.0;
+    double a1 = 0.25 - mu * mu, q = a1, c = a1, a = -a1, s = 1.0 + q * delh;
+    for (int i = 2; i < 100000; i++) {
+        a -= 2.0 * (i - 1);
+        c = -a * c / i;
+        double qnew = (q1 - b * q2) / a;
+        q1 = q2;
+        q2 = qnew;
+        q += c * qnew;
+        b += 2.0;
+        d = 1.0 / (b + a * d);
+        delh = (b * d - 1.0) * delh;
+        h += delh;
+        double dels = q * delh;
+        s += dels;
+        if (fabs(dels / s) < 1e-17) break;
+    }
+    *kmu = sqrt(M_PI / (2.0 * x)) / s;
+    *kmu1 = *kmu * (mu + x + 0.5 - a1 * h) / x;
+}
+
+/* K0 / K1, scaled (times e^x) or not, with PyTorch's edges: NaN below 0,
+ * inf at 0, 0 at inf. */
+static double bessel_k(double x, int order, bool scaled) {
+    if (isnan(x) || x < 0.0) return NAN;
+    if (x == 0.0) return INFINITY;
+    if (x == INFINITY) return 0.0;
+    double k0, k1;
+    if (x <= 2.0) {
+        bessel_k01_series(x, &k0, &k1);
+        double r = order ? k1 : k0;
+        return scaled ? r * exp(x) : r;
+    }
+    bessel_k_cf2(0.0, x, &k0, &k1);
+    double r = order ? k1 : k0;
+    return scaled ? r : r * exp(-x);
+}
+static double f_k0(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return bessel_k(x, 0, false);
+}
+static double f_k1(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return bessel_k(x, 1, false);
+}
+static double f_k0e(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return bessel_k(x, 0, true);
+}
+static double f_k1e(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return bessel_k(x, 1, true);
+}
+
+/* J0, J1, Y0, Y1 at x > 0 (Y only where `want_y`):
+ *  - x < 2: the power series (A&S 9.1.10, 9.1.11; q = x^2 / 4)
+ *      J0 = sum (-q)^k / (k!)^2,  J1 = (x/2) sum (-q)^k / (k! (k+1)!),
+ *      Y0 = (2/pi)(ln(x/2) + gamma) J0 + (2/pi) sum_{k>=1} (-1)^(k+1) H_k q^k / (k!)^2,
+ *      Y1 = -2/(pi x) + (2/pi) ln(x/2) J1 - (x / 2pi) sum (psi(k+1) + psi(k+2)) (-q)^k / (k! (k+1)!);
+ *  - 2 <= x < 25: Miller's backward recurrence J_{k-1} = (2k/x) J_k - J_{k+1},
+ *    normalised by J0 + 2 sum J_2m = 1, with Neumann's series
+ *      Y0 = (2/pi)(ln(x/2) + gamma) J0 - (4/pi) sum_{m>=1} (-1)^m J_2m / m
+ *    and its derivative for Y1 = -Y0';
+ *  - x >= 25: Hankel's asymptotic expansion (A&S 9.2.5-10), cos/sin of
+ *    x - (2n+1) pi/4 expanded so that no rounded multiple of pi is subtracted. */
+static void bessel_jy(double x, bool want_y, double *j0, double *j1, double *y0, double *y1) {
+    if (x < 2.0) {
+        double q = x * x / 4.0, l = log(x / 2.0);
+        double t0 = 1.0, t1 = 1.0, sj0 = 1.0, sj1 = 1.0, h = 0.0, sy0 = 0.0;
+        double sy1 = 1.0 - 2.0 * EULER_GAMMA;
+        for (int k = 1; k < 200; k++) {
+            t0 *= -q / ((double)k * k);
+            t1 *= -q / ((double)k * (k + 1));
+            h += 1.0 / k;
+            sj0 += t0;
+            sj1 += t1;
+            sy0 -= h * t0; /* (-1)^(k+1) H_k q^k / (k!)^2 = -H_k t0 */
+            sy1 += (2.0 * h + 1.0 / (k + 1) - 2.0 * EULER_GAMMA) * t1;
+            if (fabs(t0) < 1e-18 && fabs(t1) < 1e-18) break;
+        }
+        *j0 = sj0;
+        *j1 = 0.5 * x * sj1;
+        if (want_y) {
+            *y0 = M_2_PI * ((l + EULER_GAMMA) * sj0 + sy0);
+            *y1 = -M_2_PI / x + M_2_PI * l * *j1 - x / (2.0 * M_PI) * sy1;
+        }
+        return;
+    }
+    if (x < 25.0) {
+        int n = 2 * (int)((1.5 * x + 30.0) / 2.0);
+        double jp1 = 0.0, jk = 1e-30, norm = 0.0, s0 = 0.0, s1 = 0.0, jm1 = 0.0;
+        for (int k = n; k >= 1; k--) {
+            jm1 = 2.0 * k / x * jk - jp1;
+            if (k % 2 == 0) {
+                int m = k / 2;
+                double sg = m % 2 ? -1.0 : 1.0;
+                norm += 2.0 * jk;
+                s0 += sg * jk / m;
+                s1 += sg * (jm1 - jp1) / m;
+            }
+            jp1 = jk;
+            jk = jm1;
+            if (fabs(jk) > 1e250) {
+                jk *= 1e-250;
+                jp1 *= 1e-250;
+                norm *= 1e-250;
+                s0 *= 1e-250;
+                s1 *= 1e-250;
+            }
+        }
+        /* now jk = J0, jp1 = J1 (unnormalised) */
+        norm += jk;
+        *j0 = jk / norm;
+        *j1 = jp1 / norm;
+        if (want_y) {
+            double l = log(x / 2.0) + EULER_GAMMA;
+            *y0 = M_2_PI * (l * *j0 - 2.0 * s0 / norm);
+            *y1 = M_2_PI * (-*j0 / x + l * *j1 + s1 / norm);
+        }
+        return;
+    }
+    double pq[2][2] = {{0, 0}, {0, 0}}; /* [order][P, Q] */
+    for (int nu = 0; nu < 2; nu++) {
+        double mu = 4.0 * nu * nu, t = 1.0, prev = INFINITY;
+        pq[nu][0] = 1.0;
+        for (int k = 1; k < 200; k++) {
+            t *= (mu - (2.0 * k - 1.0) * (2.0 * k - 1.0)) / (k * 8.0 * x);
+            if (fabs(t) >= prev || fabs(t) < 1e-18) break;
+            prev = fabs(t);
+            /* P = t0 - t2 + t4 ..., Q = t1 - t3 + t5 ... */
+            double sg = (k / 2) % 2 ? -1.0 : 1.0;
+            pq[nu][k % 2] += sg * t;
+        }
+    }
+    double s = sin(x), c = cos(x), r = sqrt(2.0 / (M_PI * x)) * M_SQRT1_2;
+    /* nu = 0: cos chi = (c + s)/sqrt2, sin chi = (s - c)/sqrt2;
+     * nu = 1: cos chi = (s - c)/sqrt2, sin chi = -(s + c)/sqrt2 */
+    *j0 = r * (pq[0][0] * (c + s) - pq[0][1] * (s - c));
+    *j1 = r * (pq[1][0] * (s - c) + pq[1][1] * (s + c));
+    if (want_y) {
+        *y0 = r * (pq[0][0] * (s - c) + pq[0][1] * (c + s));
+        *y1 = r * (-pq[1][0] * (s + c) + pq[1][1] * (s - c));
+    }
+}
+
+static double f_bessel_j0(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x) || isinf(x)) return NAN;
+    double j0, j1, y0, y1;
+    bessel_jy(fabs(x), false, &j0, &j1, &y0, &y1);
+    return j0;
+}
+static double f_bessel_j1(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x) || isinf(x)) return NAN;
+    if (x == 0.0) return x;
+    double j0, j1, y0, y1;
+    bessel_jy(fabs(x), false, &j0, &j1, &y0, &y1);
+    return copysign(1.0, x) * j1;
+}
+static double bessel_y(double x, int order) {
+    if (isnan(x) || x < 0.0 || x == INFINITY) return NAN;
+    if (x == 0.0) return -INFINITY;
+    double j0, j1, y0, y1;
+    bessel_jy(x, true, &j0, &j1, &y0, &y1);
+    return order ? y1 : y0;
+}
+static double f_bessel_y0(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return bessel_y(x, 0);
+}
+static double f_bessel_y1(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    return bessel_y(x, 1);
+}
+
+/* spherical j0 = sin(x) / x; its Taylor series below |x| = 0.5; 0 at +-inf */
+static double f_spherical_j0(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isinf(x)) return 0.0;
+    if (fabs(x) < 0.5) {
+        double z = -x * x, t = 1.0, s = 1.0;
+        for (int k = 1; k < 12; k++) {
+            t *= z / ((2.0 * k) * (2.0 * k + 1.0));
+            s += t;
+        }
+        return s;
+    }
+    return sin(x) / x;
+}
+
+/* Airy Ai (A&S 10.4):
+ *  - x > 103.892: 0, +-inf: NaN (PyTorch's edges);
+ *  - x >= 2.08 (zeta = 2/3 x^1.5 >= 2): Ai = sqrt(x/3) / pi K_{1/3}(zeta),
+ *    K by Steed's continued fraction;
+ *  - -9 <= x < 2.08: the Maclaurin series Ai = c1 f - c2 g (10.4.2), summed
+ *    in long double (the terms grow to about e^zeta before cancelling);
+ *  - x < -9: the asymptotic expansion 10.4.60 (smallest term near e^-2zeta). */
+static double f_airy_ai(double x, const unary_params *p) {
+    TP_UNUSED(p);
+    if (isnan(x) || isinf(x)) return NAN;
+    if (x > 103.892) return 0.0;
+    if (x >= 2.08) {
+        double z = 2.0 / 3.0 * x * sqrt(x), k, k1;
+        bessel_k_cf2(1.0 / 3.0, z, &k, &k1);
+        return sqrt(x / 3.0) / M_PI * k * exp(-z);
+    }
+    if (x >= -9.0) {
+        const long double c1 = 0.355028053887817239260063186004183176L;
+        const long double c2 = 0.258819403792806798405183560189203963L;
+        long double x3 = (long double)x * x * x, t = 1.0L, u = x, f = 1.0L, g = x;
+        for (int k = 1; k < 200; k++) {
+            t *= x3 / ((3.0L * k) * (3.0L * k - 1.0L));
+            u *= x3 / ((3.0L * k + 1.0L) * (3.0L * k));
+            f += t;
+            g += u;
+            if (fabsl(t) < 1e-22L * fabsl(f) && fabsl(u) < 1e-22L * (fabsl(g) + 1e-300L)) break;
+        }
+        return (double)(c1 * f - c2 * g);
+    }
+    double ax = -x, z = 2.0 / 3.0 * ax * sqrt(ax), u = 1.0, zk = 1.0, P = 1.0, Q = 0.0, prev = INFINITY;
+    for (int k = 1; k < 200; k++) {
+        u *= (6.0 * k - 5.0) * (6.0 * k - 3.0) * (6.0 * k - 1.0) / ((2.0 * k - 1.0) * 216.0 * k);
+        zk /= z;
+        double t = u * zk;
+        if (t >= prev || t < 1e-18) break;
+        prev = t;
+        double sg = (k / 2) % 2 ? -1.0 : 1.0; /* P: +t0 - t2 + t4, Q: +t1 - t3 */
+        if (k % 2) Q += sg * t;
+        else P += sg * t;
+    }
+    double ph = z + M_PI / 4.0;
+    return (sin(ph) * P - cos(ph) * Q) / (sqrt(M_PI) * sqrt(sqrt(ax)));
+}
 
 #define FLOAT_KERNEL(name, fn)                                                                                         \
     static tp_status kernel_##name(const tp_value *args, tp_value *out) { return run_float(args, out, fn, NULL); }
@@ -539,6 +886,21 @@ FLOAT_KERNEL(silu, f_silu)
 FLOAT_KERNEL(mish, f_mish)
 FLOAT_KERNEL(hardsigmoid, f_hardsigmoid)
 FLOAT_KERNEL(hardswish, f_hardswish)
+FLOAT_KERNEL(ndtr, f_ndtr)
+FLOAT_KERNEL(ndtri, f_ndtri)
+FLOAT_KERNEL(log_ndtr, f_log_ndtr)
+FLOAT_KERNEL(i1, f_i1)
+FLOAT_KERNEL(i1e, f_i1e)
+FLOAT_KERNEL(bessel_j0, f_bessel_j0)
+FLOAT_KERNEL(bessel_j1, f_bessel_j1)
+FLOAT_KERNEL(bessel_y0, f_bessel_y0)
+FLOAT_KERNEL(bessel_y1, f_bessel_y1)
+FLOAT_KERNEL(modified_bessel_k0, f_k0)
+FLOAT_KERNEL(modified_bessel_k1, f_k1)
+FLOAT_KERNEL(scaled_modified_bessel_k0, f_k0e)
+FLOAT_KERNEL(scaled_modified_bessel_k1, f_k1e)
+FLOAT_KERNEL(spherical_bessel_j0, f_spherical_j0)
+FLOAT_KERNEL(airy_ai, f_airy_ai)
 
 MIXED_KERNEL(neg, f_neg, i_neg)
 MIXED_KERNEL(abs, f_abs, i_abs)
@@ -618,6 +980,14 @@ static tp_status infer_float_no_half(const tp_value *args, tp_value *out) {
     TP_TRY(self_tensor(args, &x));
     TP_CHECK(x->dtype != TP_FLOAT16 && x->dtype != TP_BFLOAT16, TP_ERR_TYPE, "not implemented for %s",
              tp_dtype_name(x->dtype));
+    return infer_float(args, out);
+}
+
+/* ndtr is erf-based in PyTorch: bfloat16 works, float16 has no erf kernel */
+static tp_status infer_ndtr(const tp_value *args, tp_value *out) {
+    tp_tensor *x = NULL;
+    TP_TRY(self_tensor(args, &x));
+    TP_CHECK(x->dtype != TP_FLOAT16, TP_ERR_TYPE, "\"erf_vml_cpu\" not implemented for 'Half'");
     return infer_float(args, out);
 }
 
@@ -1122,4 +1492,25 @@ void tp__register_unary_ops(void) {
                     0, infer_rrelu, kernel_rrelu);
     tp__register_op(TP_OP_SOFTSIGN, "softsign(Tensor self) -> Tensor", 0, infer_softsign, kernel_softsign);
     tp__register_op(TP_OP_TANHSHRINK, "tanhshrink(Tensor self) -> Tensor", 0, infer_tanhshrink, kernel_tanhshrink);
+    /* torch.special functions (issue #13): modified_bessel_i1 is i1 */
+    tp__register_op(TP_OP_NDTR, "ndtr(Tensor self) -> Tensor", 0, infer_ndtr, kernel_ndtr);
+    tp__register_op(TP_OP_NDTRI, "ndtri(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_ndtri);
+    tp__register_op(TP_OP_LOG_NDTR, "log_ndtr(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_log_ndtr);
+    tp__register_op(TP_OP_I1, "i1(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i1);
+    tp__register_op(TP_OP_I1E, "i1e(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_i1e);
+    tp__register_op(TP_OP_BESSEL_J0, "bessel_j0(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_bessel_j0);
+    tp__register_op(TP_OP_BESSEL_J1, "bessel_j1(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_bessel_j1);
+    tp__register_op(TP_OP_BESSEL_Y0, "bessel_y0(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_bessel_y0);
+    tp__register_op(TP_OP_BESSEL_Y1, "bessel_y1(Tensor self) -> Tensor", 0, infer_float_no_half, kernel_bessel_y1);
+    tp__register_op(TP_OP_MODIFIED_BESSEL_K0, "modified_bessel_k0(Tensor self) -> Tensor", 0, infer_float_no_half,
+                    kernel_modified_bessel_k0);
+    tp__register_op(TP_OP_MODIFIED_BESSEL_K1, "modified_bessel_k1(Tensor self) -> Tensor", 0, infer_float_no_half,
+                    kernel_modified_bessel_k1);
+    tp__register_op(TP_OP_SCALED_MODIFIED_BESSEL_K0, "scaled_modified_bessel_k0(Tensor x) -> Tensor", 0,
+                    infer_float_no_half, kernel_scaled_modified_bessel_k0);
+    tp__register_op(TP_OP_SCALED_MODIFIED_BESSEL_K1, "scaled_modified_bessel_k1(Tensor x) -> Tensor", 0,
+                    infer_float_no_half, kernel_scaled_modified_bessel_k1);
+    tp__register_op(TP_OP_SPHERICAL_BESSEL_J0, "spherical_bessel_j0(Tensor x) -> Tensor", 0, infer_float_no_half,
+                    kernel_spherical_bessel_j0);
+    tp__register_op(TP_OP_AIRY_AI, "airy_ai(Tensor x) -> Tensor", 0, infer_float_no_half, kernel_airy_ai);
 }

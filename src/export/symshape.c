@@ -1148,6 +1148,9 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_FLOAT_POWER:
     case TP_OP_LDEXP:
     case TP_OP_ISCLOSE:
+    case TP_OP_ZETA:
+    case TP_OP_IGAMMA:
+    case TP_OP_IGAMMAC:
     case TP_OP_EQ:
     case TP_OP_NE:
     case TP_OP_LT:
