@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "einsum.h"
 
@@ -1023,6 +1024,899 @@ static tp_status kernel_addbmm(const tp_value *args, tp_value *out) {
 
 /* ---- registration ------------------------------------------------------ */
 
+/* ---- factorisations, inverses and solves (issue #13) --------------------
+ * inverse, logdet, slogdet, matrix_power, cholesky, cholesky_inverse,
+ * cholesky_solve, triangular_solve, matrix_exp, pinverse, lu_solve: one
+ * matrix at a time in double (row-major scratch), each result rounded once
+ * on store; the solves broadcast their batch dims as PyTorch does. Errors
+ * are PyTorch's (LAPACK's info as "the diagonal element k" / "the leading
+ * minor of order k", with "(Batch element b): " for batched inputs). */
+
+static const char *torch_type(tp_dtype d) {
+    static const char *const names[TP_DTYPE_COUNT] = {"Float", "Double", "Half", "BFloat16", "Long",
+                                                      "Int",   "Short",  "Char", "Byte",     "Bool"};
+    return (unsigned)d < TP_DTYPE_COUNT ? names[d] : "?";
+}
+
+static bool is_f32_f64(tp_dtype d) { return d == TP_FLOAT32 || d == TP_FLOAT64; }
+
+/* Batch dims shared by the operands: the broadcast of their leading dims. */
+typedef struct mat_batch {
+    int nb;
+    int64_t sizes[TP_MAX_DIMS];
+    int64_t count;
+} mat_batch;
+
+static tp_status batch_broadcast(mat_batch *bt, int n, const tp_tensor *const *ts, const int *lead) {
+    bt->nb = 0;
+    for (int k = 0; k < n; k++)
+        if (lead[k] > bt->nb) bt->nb = lead[k];
+    for (int d = 0; d < bt->nb; d++) bt->sizes[d] = 1;
+    for (int k = 0; k < n; k++)
+        for (int d = 0; d < lead[k]; d++) {
+            int bd = bt->nb - lead[k] + d;
+            int64_t s = ts[k]->sizes[d];
+            if (s == 1) continue;
+            TP_CHECK(bt->sizes[bd] == 1 || bt->sizes[bd] == s, TP_ERR_SHAPE,
+                     "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64
+                     ") at non-singleton dimension %d",
+                     bt->sizes[bd], s, bd);
+            bt->sizes[bd] = s;
+        }
+    bt->count = 1;
+    for (int d = 0; d < bt->nb; d++) bt->count *= bt->sizes[d];
+    return TP_OK;
+}
+
+static void batch_of(mat_batch *bt, const tp_tensor *t, int lead) {
+    (void)batch_broadcast(bt, 1, &t, &lead); /* one operand always broadcasts */
+}
+
+/* Element offset of batch element b in t, whose `lead` leading dims
+ * broadcast against the batch. */
+static int64_t batch_off(const tp_tensor *t, int lead, const mat_batch *bt, int64_t b) {
+    int64_t off = 0, rem = b;
+    for (int d = bt->nb - 1; d >= 0; d--) {
+        int64_t i = rem % bt->sizes[d];
+        rem /= bt->sizes[d];
+        int td = d - (bt->nb - lead);
+        if (td >= 0 && t->sizes[td] != 1) off += i * t->strides[td];
+    }
+    return off;
+}
+
+/* The trailing r x c matrix of t at element offset off, row-major. */
+static void mat_load(const tp_tensor *t, int64_t off, double *m) {
+    int64_t r = t->sizes[t->ndim - 2], c = t->sizes[t->ndim - 1];
+    int64_t rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1], es = (int64_t)tp_dtype_size(t->dtype);
+    const char *base = tp__tensor_base(t) + off * es;
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++) m[i * c + j] = tp__load_f64(base + (i * rs + j * cs) * es, t->dtype);
+}
+
+static void mat_store(tp_tensor *t, int64_t off, const double *m) {
+    int64_t r = t->sizes[t->ndim - 2], c = t->sizes[t->ndim - 1];
+    int64_t rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1], es = (int64_t)tp_dtype_size(t->dtype);
+    char *base = tp__tensor_base(t) + off * es;
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++) tp__store_f64(base + (i * rs + j * cs) * es, t->dtype, m[i * c + j]);
+}
+
+static tp_status scratch(double **p, int64_t n) {
+    *p = tp_malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    TP_CHECK(*p != NULL, TP_ERR_NOMEM, "out of memory in a linear-algebra kernel");
+    return TP_OK;
+}
+
+/* "(Batch element b): " for batched inputs, "" otherwise. */
+static const char *batch_prefix(const tp_tensor *t, int64_t b, char *buf, size_t size) {
+    if (t->ndim <= 2) return "";
+    snprintf(buf, size, "(Batch element %" PRId64 "): ", b);
+    return buf;
+}
+
+/* PyTorch's checks of a batch of square floating matrices (fn prefixes the
+ * messages, as PyTorch's do). */
+static tp_status check_square(const tp_tensor *t, const char *fn, bool need_float) {
+    TP_CHECK(t->ndim >= 2, TP_ERR_SHAPE, "%s: The input tensor A must have at least 2 dimensions.", fn);
+    if (need_float) {
+        TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE,
+                 "%s: Expected a floating point or complex tensor as input. Got %s", fn, torch_type(t->dtype));
+        TP_CHECK(is_f32_f64(t->dtype), TP_ERR_TYPE, "%s: Low precision dtypes not supported. Got %s", fn,
+                 torch_type(t->dtype));
+    }
+    TP_CHECK(t->sizes[t->ndim - 1] == t->sizes[t->ndim - 2], TP_ERR_SHAPE,
+             "%s: A must be batches of square matrices, but they are %" PRId64 " by %" PRId64 " matrices", fn,
+             t->sizes[t->ndim - 2], t->sizes[t->ndim - 1]);
+    return TP_OK;
+}
+
+/* LU with partial pivoting of the n x n row-major a, in place (unit L below
+ * the diagonal, U on and above), as LAPACK's getrf: perm[k] is the row
+ * swapped with row k at step k; a zero pivot is skipped. Returns the
+ * 1-based index of U's first zero diagonal element (0: none); *sign is the
+ * permutation's sign. */
+static int64_t lu_decompose(double *a, int64_t n, int64_t *perm, int *sign) {
+    int64_t info = 0;
+    *sign = 1;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t p = k;
+        for (int64_t i = k + 1; i < n; i++)
+            if (fabs(a[i * n + k]) > fabs(a[p * n + k])) p = i;
+        perm[k] = p;
+        if (a[p * n + k] == 0.0) {
+            if (!info) info = k + 1;
+            continue;
+        }
+        if (p != k) {
+            for (int64_t j = 0; j < n; j++) {
+                double t = a[k * n + j];
+                a[k * n + j] = a[p * n + j];
+                a[p * n + j] = t;
+            }
+            *sign = -*sign;
+        }
+        for (int64_t i = k + 1; i < n; i++) {
+            double f = a[i * n + k] /= a[k * n + k];
+            for (int64_t j = k + 1; j < n; j++) a[i * n + j] -= f * a[k * n + j];
+        }
+    }
+    return info;
+}
+
+/* Solve (P L U) x = b for the nrhs columns of the row-major n x nrhs b. */
+static void lu_apply(const double *a, int64_t n, const int64_t *perm, double *b, int64_t nrhs) {
+    for (int64_t k = 0; k < n; k++)
+        if (perm[k] != k)
+            for (int64_t j = 0; j < nrhs; j++) {
+                double t = b[k * nrhs + j];
+                b[k * nrhs + j] = b[perm[k] * nrhs + j];
+                b[perm[k] * nrhs + j] = t;
+            }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < i; k++)
+            for (int64_t j = 0; j < nrhs; j++) b[i * nrhs + j] -= a[i * n + k] * b[k * nrhs + j];
+    for (int64_t i = n - 1; i >= 0; i--) {
+        for (int64_t k = i + 1; k < n; k++)
+            for (int64_t j = 0; j < nrhs; j++) b[i * nrhs + j] -= a[i * n + k] * b[k * nrhs + j];
+        for (int64_t j = 0; j < nrhs; j++) b[i * nrhs + j] /= a[i * n + i];
+    }
+}
+
+/* Triangular solve T x = b, T the n x n row-major matrix's lower (or upper)
+ * triangle, unit diagonal when `unit`; b is n x nrhs. */
+static void tri_solve(const double *t, int64_t n, bool upper, bool unit, double *b, int64_t nrhs) {
+    for (int64_t s = 0; s < n; s++) {
+        int64_t i = upper ? n - 1 - s : s;
+        int64_t k0 = upper ? i + 1 : 0, k1 = upper ? n : i;
+        for (int64_t k = k0; k < k1; k++)
+            for (int64_t j = 0; j < nrhs; j++) b[i * nrhs + j] -= t[i * n + k] * b[k * nrhs + j];
+        if (!unit)
+            for (int64_t j = 0; j < nrhs; j++) b[i * nrhs + j] /= t[i * n + i];
+    }
+}
+
+static void set_identity(double *m, int64_t n) {
+    for (int64_t i = 0; i < n * n; i++) m[i] = 0.0;
+    for (int64_t i = 0; i < n; i++) m[i * n + i] = 1.0;
+}
+
+static void transpose_sq(double *m, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++) {
+            double t = m[i * n + j];
+            m[i * n + j] = m[j * n + i];
+            m[j * n + i] = t;
+        }
+}
+
+/* c = a b (n x n, c distinct from a and b). */
+static void matmul_sq(const double *a, const double *b, double *c, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int64_t k = 0; k < n; k++) s += a[i * n + k] * b[k * n + j];
+            c[i * n + j] = s;
+        }
+}
+
+/* Invert the n x n m, loaded from t, in place (work: n * n doubles, perm:
+ * n); returns getrf's info. PyTorch hands LAPACK the matrix's memory as it
+ * is, so a row-major matrix is factored as its transpose (which decides
+ * which zero pivot "the diagonal element k" names): so is it here. */
+static int64_t invert(const tp_tensor *t, double *m, int64_t n, double *work, int64_t *perm) {
+    bool col_major = t->strides[t->ndim - 2] == 1 && t->strides[t->ndim - 1] != 1;
+    if (!col_major) transpose_sq(m, n);
+    int sign;
+    int64_t info = lu_decompose(m, n, perm, &sign);
+    if (info) return info;
+    set_identity(work, n);
+    lu_apply(m, n, perm, work, n);
+    memcpy(m, work, (size_t)(n * n) * sizeof(double));
+    if (!col_major) transpose_sq(m, n);
+    return 0;
+}
+
+static tp_status singular_error(const char *fn, const tp_tensor *t, int64_t b, int64_t info) {
+    char buf[48];
+    return tp_error(TP_ERR_INVALID_ARG,
+                    "%s: %sThe diagonal element %" PRId64
+                    " is zero, the inversion could not be completed because the input matrix is singular.",
+                    fn, batch_prefix(t, b, buf, sizeof buf), info);
+}
+
+/* inverse(Tensor self) */
+static tp_status infer_inverse(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "linalg.inv", true));
+    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+}
+
+static tp_status kernel_inverse(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "linalg.inv", true));
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *m;
+    TP_TRY(scratch(&m, 2 * n * n + n));
+    int64_t *perm = (int64_t *)(m + 2 * n * n);
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < bt.count && st == TP_OK; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), m);
+        int64_t info = invert(t, m, n, m + n * n, perm);
+        if (info) st = singular_error("linalg.inv", t, b, info);
+        else mat_store(o, batch_off(o, o->ndim - 2, &bt, b), m);
+    }
+    tp_free(m);
+    return st;
+}
+
+/* slogdet(Tensor self) -> (sign, logabsdet); logdet(Tensor self): NaN for
+ * a negative determinant, -inf for a singular matrix. */
+static tp_status infer_logdet(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "logdet", true));
+    return tp__out_tensor(out, t->dtype, t->ndim - 2, t->sizes);
+}
+
+static tp_status infer_slogdet(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "linalg.slogdet", true));
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(tp_value_at(out, 0), t->dtype, t->ndim - 2, t->sizes));
+    return tp__out_tensor(tp_value_at(out, 1), t->dtype, t->ndim - 2, t->sizes);
+}
+
+static tp_status run_slogdet(const tp_value *args, tp_value *out, bool tuple) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, tuple ? "linalg.slogdet" : "logdet", true));
+    tp_tensor *os = tp__out_at(out, 0), *ol = tuple ? tp__out_at(out, 1) : NULL;
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *m;
+    TP_TRY(scratch(&m, n * n + n));
+    int64_t *perm = (int64_t *)(m + n * n);
+    int64_t es = (int64_t)tp_dtype_size(t->dtype);
+    for (int64_t b = 0; b < bt.count; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), m);
+        int sign;
+        double sg = 0.0, lad = -INFINITY;
+        if (!lu_decompose(m, n, perm, &sign)) {
+            sg = sign;
+            lad = 0.0;
+            for (int64_t i = 0; i < n; i++) {
+                double d = m[i * n + i];
+                if (d < 0) sg = -sg;
+                lad += log(fabs(d));
+            }
+            if (isnan(lad)) sg = NAN;
+        }
+        if (tuple) {
+            tp__store_f64(tp__tensor_base(os) + b * es, os->dtype, sg);
+            tp__store_f64(tp__tensor_base(ol) + b * es, ol->dtype, lad);
+        } else {
+            tp__store_f64(tp__tensor_base(os) + b * es, os->dtype, sg < 0 ? NAN : sg == 0 ? -INFINITY : lad);
+        }
+    }
+    tp_free(m);
+    return TP_OK;
+}
+
+static tp_status kernel_logdet(const tp_value *args, tp_value *out) { return run_slogdet(args, out, false); }
+static tp_status kernel_slogdet(const tp_value *args, tp_value *out) { return run_slogdet(args, out, true); }
+
+/* matrix_power(Tensor self, int n): identity for 0, the inverse's power for
+ * n < 0 (floating only), binary powering otherwise; integer matrices in
+ * wrapping int64 arithmetic (the same ring as the dtype's). */
+static tp_status check_matrix_power(const tp_value *args) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    int64_t n = tp__arg_int(args, 1);
+    TP_TRY(check_square(t, "linalg.matrix_power", false));
+    if (n < 0) return check_square(t, "linalg.inv", true);
+    if (n >= 2)
+        TP_CHECK(t->dtype != TP_BOOL && t->dtype != TP_FLOAT16, TP_ERR_TYPE,
+                 "\"addmm_impl_cpu_\" not implemented for '%s'", torch_type(t->dtype));
+    return TP_OK;
+}
+
+static tp_status infer_matrix_power(const tp_value *args, tp_value *out) {
+    TP_TRY(check_matrix_power(args));
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+}
+
+static void matmul_sq_i64(const int64_t *a, const int64_t *b, int64_t *c, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t s = 0;
+            for (int64_t k = 0; k < n; k++) s = wrap_add(s, wrap_mul(a[i * n + k], b[k * n + j]));
+            c[i * n + j] = s;
+        }
+}
+
+static tp_status kernel_matrix_power_int(const tp_tensor *t, tp_tensor *o, int64_t p) {
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    int64_t *m = tp_malloc((size_t)(4 * n * n > 0 ? 4 * n * n : 1) * sizeof(int64_t));
+    TP_CHECK(m != NULL, TP_ERR_NOMEM, "out of memory in matrix_power");
+    int64_t *z = m, *r = m + n * n, *tmp = m + 2 * n * n;
+    int64_t es = (int64_t)tp_dtype_size(t->dtype), rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1];
+    int64_t ors = o->strides[o->ndim - 2], ocs = o->strides[o->ndim - 1];
+    for (int64_t b = 0; b < bt.count; b++) {
+        const char *base = tp__tensor_base(t) + batch_off(t, t->ndim - 2, &bt, b) * es;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) z[i * n + j] = tp__load_i64(base + (i * rs + j * cs) * es, t->dtype);
+        for (int64_t i = 0; i < n * n; i++) r[i] = 0;
+        for (int64_t i = 0; i < n; i++) r[i * n + i] = 1;
+        for (int64_t e = p; e > 0; e >>= 1) {
+            if (e & 1) {
+                matmul_sq_i64(r, z, tmp, n);
+                memcpy(r, tmp, (size_t)(n * n) * sizeof(int64_t));
+            }
+            if (e > 1) {
+                matmul_sq_i64(z, z, tmp, n);
+                memcpy(z, tmp, (size_t)(n * n) * sizeof(int64_t));
+            }
+        }
+        char *ob = tp__tensor_base(o) + batch_off(o, o->ndim - 2, &bt, b) * es;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) tp__store_i64(ob + (i * ors + j * ocs) * es, o->dtype, r[i * n + j]);
+    }
+    tp_free(m);
+    return TP_OK;
+}
+
+static tp_status kernel_matrix_power(const tp_value *args, tp_value *out) {
+    TP_TRY(check_matrix_power(args));
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t p = tp__arg_int(args, 1);
+    if (!tp_dtype_is_float(t->dtype)) return kernel_matrix_power_int(t, o, p);
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *m;
+    TP_TRY(scratch(&m, 3 * n * n + n));
+    double *r = m + n * n, *tmp = m + 2 * n * n;
+    int64_t *perm = (int64_t *)(m + 3 * n * n);
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < bt.count && st == TP_OK; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), m);
+        if (p < 0) {
+            int64_t info = invert(t, m, n, tmp, perm);
+            if (info) {
+                st = singular_error("linalg.inv", t, b, info);
+                break;
+            }
+        }
+        set_identity(r, n);
+        for (uint64_t e = p < 0 ? -(uint64_t)p : (uint64_t)p; e > 0; e >>= 1) {
+            if (e & 1) {
+                matmul_sq(r, m, tmp, n);
+                memcpy(r, tmp, (size_t)(n * n) * sizeof(double));
+            }
+            if (e > 1) {
+                matmul_sq(m, m, tmp, n);
+                memcpy(m, tmp, (size_t)(n * n) * sizeof(double));
+            }
+        }
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), r);
+    }
+    tp_free(m);
+    return st;
+}
+
+/* cholesky(Tensor self, bool upper=False): L with A = L L^T from A's lower
+ * triangle, or U with A = U^T U from its upper triangle (potrf). */
+static tp_status check_float_lapack(const tp_tensor *t, const char *kernel) {
+    TP_CHECK(is_f32_f64(t->dtype), TP_ERR_TYPE, "\"%s\" not implemented for '%s'", kernel, torch_type(t->dtype));
+    return TP_OK;
+}
+
+static tp_status infer_cholesky(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "cholesky", false));
+    TP_TRY(check_float_lapack(t, "cholesky_cpu"));
+    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+}
+
+/* Factor the lower triangle of the n x n a in place into L (zeros above);
+ * returns the order of the first leading minor that is not positive
+ * definite (0: none). */
+static int64_t chol_lower(double *a, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        double s = a[j * n + j];
+        for (int64_t k = 0; k < j; k++) s -= a[j * n + k] * a[j * n + k];
+        if (!(s > 0.0)) return j + 1;
+        double d = sqrt(s);
+        a[j * n + j] = d;
+        for (int64_t i = j + 1; i < n; i++) {
+            double v = a[i * n + j];
+            for (int64_t k = 0; k < j; k++) v -= a[i * n + k] * a[j * n + k];
+            a[i * n + j] = v / d;
+        }
+        for (int64_t i = 0; i < j; i++) a[i * n + j] = 0.0;
+    }
+    return 0;
+}
+
+static tp_status kernel_cholesky(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "cholesky", false));
+    TP_TRY(check_float_lapack(t, "cholesky_cpu"));
+    bool upper = tp__arg_bool(args, 1);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *m;
+    TP_TRY(scratch(&m, n * n));
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < bt.count && st == TP_OK; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), m);
+        if (upper) transpose_sq(m, n);
+        int64_t info = chol_lower(m, n);
+        if (info) {
+            char buf[48];
+            st = tp_error(TP_ERR_INVALID_ARG,
+                          "cholesky: %sThe factorization could not be completed because the input is not "
+                          "positive-definite (the leading minor of order %" PRId64 " is not positive-definite).",
+                          batch_prefix(t, b, buf, sizeof buf), info);
+            break;
+        }
+        if (upper) transpose_sq(m, n);
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), m);
+    }
+    tp_free(m);
+    return st;
+}
+
+/* The factor L of a Cholesky factorisation as cholesky_inverse /
+ * cholesky_solve read it: the lower triangle, or the transposed upper one. */
+static void load_factor(const tp_tensor *t, int64_t off, bool upper, double *m) {
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_load(t, off, m);
+    if (upper) transpose_sq(m, n);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++) m[i * n + j] = 0.0;
+}
+
+/* cholesky_inverse(Tensor self, bool upper=False): (L L^T)^-1 (potri). */
+static tp_status infer_cholesky_inverse(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "cholesky_inverse", false));
+    TP_TRY(check_float_lapack(t, "cholesky_inverse_out_cpu"));
+    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+}
+
+static tp_status kernel_cholesky_inverse(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_square(t, "cholesky_inverse", false));
+    TP_TRY(check_float_lapack(t, "cholesky_inverse_out_cpu"));
+    bool upper = tp__arg_bool(args, 1);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *m;
+    TP_TRY(scratch(&m, 3 * n * n));
+    double *li = m + n * n, *r = m + 2 * n * n;
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < bt.count && st == TP_OK; b++) {
+        load_factor(t, batch_off(t, t->ndim - 2, &bt, b), upper, m);
+        int64_t info = 0;
+        for (int64_t i = 0; i < n && !info; i++)
+            if (m[i * n + i] == 0.0) info = i + 1;
+        if (info) {
+            st = singular_error("cholesky_inverse", t, b, info);
+            break;
+        }
+        set_identity(li, n);
+        tri_solve(m, n, false, false, li, n); /* L^-1 */
+        for (int64_t i = 0; i < n; i++)       /* (L L^T)^-1 = L^-T L^-1 */
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0.0;
+                for (int64_t k = 0; k < n; k++) s += li[k * n + i] * li[k * n + j];
+                r[i * n + j] = s;
+            }
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), r);
+    }
+    tp_free(m);
+    return st;
+}
+
+/* The right-hand side b (*, n, k) and matrix A (*, n, n) of cholesky_solve
+ * and triangular_solve: PyTorch's checks, the broadcast batch. */
+static tp_status check_solve(const tp_tensor *b, const tp_tensor *a, const char *fn, const char *kernel,
+                             mat_batch *bt) {
+    if (strcmp(fn, "triangular_solve") == 0) {
+        TP_CHECK(b->ndim >= 2, TP_ERR_SHAPE,
+                 "torch.triangular_solve: Expected b to have at least 2 dimensions, but it has %d dimensions instead",
+                 b->ndim);
+        TP_CHECK(a->ndim >= 2, TP_ERR_SHAPE,
+                 "torch.triangular_solve: Expected A to have at least 2 dimensions, but it has %d dimensions instead",
+                 a->ndim);
+    } else {
+        TP_CHECK(b->ndim >= 2, TP_ERR_SHAPE, "b should have at least 2 dimensions, but has %d dimensions instead",
+                 b->ndim);
+        TP_CHECK(a->ndim >= 2, TP_ERR_SHAPE, "u should have at least 2 dimensions, but has %d dimensions instead",
+                 a->ndim);
+    }
+    TP_CHECK(b->dtype == a->dtype, TP_ERR_TYPE,
+             "Expected b and A to have the same dtype, but found b of type %s and A of type %s instead.",
+             torch_type(b->dtype), torch_type(a->dtype));
+    TP_CHECK(a->sizes[a->ndim - 1] == a->sizes[a->ndim - 2], TP_ERR_SHAPE,
+             "A must be batches of square matrices, but they are %" PRId64 " by %" PRId64 " matrices",
+             a->sizes[a->ndim - 2], a->sizes[a->ndim - 1]);
+    TP_CHECK(a->sizes[a->ndim - 1] == b->sizes[b->ndim - 2], TP_ERR_SHAPE,
+             "Incompatible matrix sizes for %s: each A matrix is %" PRId64 " by %" PRId64
+             " but each b matrix is %" PRId64 " by %" PRId64,
+             fn, a->sizes[a->ndim - 2], a->sizes[a->ndim - 1], b->sizes[b->ndim - 2], b->sizes[b->ndim - 1]);
+    TP_TRY(check_float_lapack(b, kernel));
+    const tp_tensor *ts[2] = {b, a};
+    int lead[2] = {b->ndim - 2, a->ndim - 2};
+    return batch_broadcast(bt, 2, ts, lead);
+}
+
+/* Output sizes: the batch, then rows x cols. */
+static void batch_sizes(const mat_batch *bt, int64_t rows, int64_t cols, int64_t *sizes) {
+    for (int d = 0; d < bt->nb; d++) sizes[d] = bt->sizes[d];
+    sizes[bt->nb] = rows;
+    sizes[bt->nb + 1] = cols;
+}
+
+/* cholesky_solve(Tensor self, Tensor input2, bool upper=False): x with
+ * L L^T x = self (L = input2, or U^T U with upper). */
+static tp_status infer_cholesky_solve(const tp_value *args, tp_value *out) {
+    const tp_tensor *b = tp__arg_tensor(args, 0), *a = tp__arg_tensor(args, 1);
+    mat_batch bt;
+    TP_TRY(check_solve(b, a, "cholesky_solve", "cholesky_solve_cpu", &bt));
+    int64_t sizes[TP_MAX_DIMS + 2];
+    batch_sizes(&bt, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1], sizes);
+    return tp__out_tensor(out, b->dtype, bt.nb + 2, sizes);
+}
+
+static tp_status kernel_cholesky_solve(const tp_value *args, tp_value *out) {
+    const tp_tensor *bm = tp__arg_tensor(args, 0), *a = tp__arg_tensor(args, 1);
+    mat_batch bt;
+    TP_TRY(check_solve(bm, a, "cholesky_solve", "cholesky_solve_cpu", &bt));
+    bool upper = tp__arg_bool(args, 2);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = a->sizes[a->ndim - 1], k = bm->sizes[bm->ndim - 1];
+    double *m;
+    TP_TRY(scratch(&m, n * n + n * k));
+    double *x = m + n * n;
+    for (int64_t b = 0; b < bt.count; b++) {
+        load_factor(a, batch_off(a, a->ndim - 2, &bt, b), upper, m);
+        mat_load(bm, batch_off(bm, bm->ndim - 2, &bt, b), x);
+        tri_solve(m, n, false, false, x, k); /* L y = b */
+        transpose_sq(m, n);
+        tri_solve(m, n, true, false, x, k); /* L^T x = y */
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), x);
+    }
+    tp_free(m);
+    return TP_OK;
+}
+
+/* triangular_solve(Tensor self, Tensor A, bool upper=True, bool
+ * transpose=False, bool unitriangular=False) -> (solution, cloned_coefficient):
+ * op(T) x = self for T A's upper (lower) triangle, op the transpose when
+ * asked; a zero diagonal gives inf / NaN as LAPACK's trsm does. */
+static tp_status infer_triangular_solve(const tp_value *args, tp_value *out) {
+    const tp_tensor *b = tp__arg_tensor(args, 0), *a = tp__arg_tensor(args, 1);
+    mat_batch bt;
+    TP_TRY(check_solve(b, a, "triangular_solve", "triangular_solve_cpu", &bt));
+    int64_t sizes[TP_MAX_DIMS + 2];
+    TP_TRY(tp__out_tuple(out, 2));
+    batch_sizes(&bt, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1], sizes);
+    TP_TRY(tp__out_tensor(tp_value_at(out, 0), b->dtype, bt.nb + 2, sizes));
+    batch_sizes(&bt, a->sizes[a->ndim - 2], a->sizes[a->ndim - 1], sizes);
+    return tp__out_tensor(tp_value_at(out, 1), a->dtype, bt.nb + 2, sizes);
+}
+
+static tp_status kernel_triangular_solve(const tp_value *args, tp_value *out) {
+    const tp_tensor *bm = tp__arg_tensor(args, 0), *a = tp__arg_tensor(args, 1);
+    mat_batch bt;
+    TP_TRY(check_solve(bm, a, "triangular_solve", "triangular_solve_cpu", &bt));
+    bool upper = tp__arg_bool(args, 2), trans = tp__arg_bool(args, 3), unit = tp__arg_bool(args, 4);
+    tp_tensor *o = tp__out_at(out, 0), *oa = tp__out_at(out, 1);
+    int64_t n = a->sizes[a->ndim - 1], k = bm->sizes[bm->ndim - 1];
+    double *m;
+    TP_TRY(scratch(&m, n * n + n * k));
+    double *x = m + n * n;
+    for (int64_t b = 0; b < bt.count; b++) {
+        mat_load(a, batch_off(a, a->ndim - 2, &bt, b), m);
+        mat_store(oa, batch_off(oa, oa->ndim - 2, &bt, b), m);
+        for (int64_t i = 0; i < n; i++) /* keep the triangle */
+            for (int64_t j = 0; j < n; j++)
+                if (upper ? j < i : j > i) m[i * n + j] = 0.0;
+        if (trans) transpose_sq(m, n);
+        mat_load(bm, batch_off(bm, bm->ndim - 2, &bt, b), x);
+        tri_solve(m, n, upper != trans, unit, x, k);
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), x);
+    }
+    tp_free(m);
+    return TP_OK;
+}
+
+/* matrix_exp(Tensor self): scaling and squaring, A / 2^s with |A|_1 / 2^s <=
+ * 1/2, its Taylor series to convergence, squared s times. */
+static tp_status check_matrix_exp(const tp_tensor *t) {
+    TP_CHECK(t->ndim >= 2, TP_ERR_SHAPE, "linalg.matrix_exp: The input tensor A must have at least 2 dimensions.");
+    TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE,
+             "matrix_exp: Expected a floating point or complex tensor as input. Got %s", torch_type(t->dtype));
+    TP_CHECK(is_f32_f64(t->dtype), TP_ERR_TYPE, "\"log2_vml_cpu\" not implemented for '%s'", torch_type(t->dtype));
+    return check_square(t, "linalg.matrix_exp", false);
+}
+
+static tp_status infer_matrix_exp(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_matrix_exp(t));
+    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+}
+
+static tp_status kernel_matrix_exp(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_matrix_exp(t));
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = t->sizes[t->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *m;
+    TP_TRY(scratch(&m, 4 * n * n));
+    double *e = m + n * n, *term = m + 2 * n * n, *tmp = m + 3 * n * n;
+    for (int64_t b = 0; b < bt.count; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), m);
+        double norm = 0.0;
+        for (int64_t j = 0; j < n; j++) {
+            double c = 0.0;
+            for (int64_t i = 0; i < n; i++) c += fabs(m[i * n + j]);
+            if (c > norm) norm = c;
+        }
+        int s = 0;
+        if (norm > 0.5 && isfinite(norm)) s = (int)ceil(log2(norm / 0.5));
+        if (s > 1000) s = 1000;
+        double scale = ldexp(1.0, -s);
+        for (int64_t i = 0; i < n * n; i++) m[i] *= scale;
+        set_identity(e, n);
+        set_identity(term, n);
+        for (int k = 1; k <= 60; k++) {
+            matmul_sq(term, m, tmp, n);
+            double tn = 0.0, en = 0.0;
+            for (int64_t i = 0; i < n * n; i++) {
+                term[i] = tmp[i] / k;
+                e[i] += term[i];
+                tn += fabs(term[i]);
+                en += fabs(e[i]);
+            }
+            if (!(tn > 1e-18 * en)) break;
+        }
+        for (int i = 0; i < s; i++) {
+            matmul_sq(e, e, tmp, n);
+            memcpy(e, tmp, (size_t)(n * n) * sizeof(double));
+        }
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), e);
+    }
+    tp_free(m);
+    return TP_OK;
+}
+
+/* pinverse(Tensor self, float rcond=1e-15): V S^+ U^T from a one-sided
+ * Jacobi SVD (Hestenes) of the tall orientation, singular values at most
+ * rcond * max(S) dropped (linalg.pinv's rtol). */
+static tp_status check_pinv(const tp_tensor *t) {
+    if (t->ndim >= 2 && is_f32_f64(t->dtype)) return TP_OK;
+    char dims[128] = "";
+    size_t len = 0;
+    for (int d = 0; d < t->ndim && len < sizeof dims - 24; d++)
+        len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%" PRId64, d ? ", " : "", t->sizes[d]);
+    return tp_error(TP_ERR_TYPE,
+                    "linalg.pinv(%s{[%s]}): expected a tensor with 2 or more dimensions of float, double, cfloat or "
+                    "cdouble types",
+                    torch_type(t->dtype), dims);
+}
+
+static tp_status infer_pinverse(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_pinv(t));
+    int64_t sizes[TP_MAX_DIMS];
+    memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    sizes[t->ndim - 2] = t->sizes[t->ndim - 1];
+    sizes[t->ndim - 1] = t->sizes[t->ndim - 2];
+    return tp__out_tensor(out, t->dtype, t->ndim, sizes);
+}
+
+/* Pseudo-inverse of the m x n row-major a (m >= n) into p (n x m); u is
+ * a's copy turned into U S, v (n x n) the right singular vectors. */
+static void pinv_tall(const double *a, int64_t m, int64_t n, double rcond, double *u, double *v, double *p) {
+    memcpy(u, a, (size_t)(m * n) * sizeof(double));
+    set_identity(v, n);
+    for (int sweep = 0; sweep < 80; sweep++) {
+        bool rotated = false;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = i + 1; j < n; j++) {
+                double al = 0.0, be = 0.0, ga = 0.0;
+                for (int64_t r = 0; r < m; r++) {
+                    al += u[r * n + i] * u[r * n + i];
+                    be += u[r * n + j] * u[r * n + j];
+                    ga += u[r * n + i] * u[r * n + j];
+                }
+                if (ga == 0.0 || fabs(ga) <= 1e-17 * sqrt(al * be)) continue;
+                rotated = true;
+                double zeta = (be - al) / (2.0 * ga);
+                double tt = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+                double c = 1.0 / sqrt(1.0 + tt * tt), s = c * tt;
+                for (int64_t r = 0; r < m; r++) {
+                    double x = u[r * n + i], y = u[r * n + j];
+                    u[r * n + i] = c * x - s * y;
+                    u[r * n + j] = s * x + c * y;
+                }
+                for (int64_t r = 0; r < n; r++) {
+                    double x = v[r * n + i], y = v[r * n + j];
+                    v[r * n + i] = c * x - s * y;
+                    v[r * n + j] = s * x + c * y;
+                }
+            }
+        if (!rotated) break;
+    }
+    double smax = 0.0;
+    for (int64_t k = 0; k < n; k++) { /* the singular values: U S's column norms */
+        double s2 = 0.0;
+        for (int64_t r = 0; r < m; r++) s2 += u[r * n + k] * u[r * n + k];
+        if (sqrt(s2) > smax) smax = sqrt(s2);
+    }
+    for (int64_t i = 0; i < n * m; i++) p[i] = 0.0;
+    for (int64_t k = 0; k < n; k++) {
+        double s2 = 0.0;
+        for (int64_t r = 0; r < m; r++) s2 += u[r * n + k] * u[r * n + k];
+        if (!(sqrt(s2) > rcond * smax) || s2 == 0.0) continue;
+        /* p += v_k (u_k / s_k^2)^T, u_k here the column U S */
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t r = 0; r < m; r++) p[i * m + r] += v[i * n + k] * u[r * n + k] / s2;
+    }
+}
+
+static tp_status kernel_pinverse(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_pinv(t));
+    double rcond = tp__arg_f64(args, 1);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t rows = t->sizes[t->ndim - 2], cols = t->sizes[t->ndim - 1];
+    bool wide = rows < cols;
+    int64_t m = wide ? cols : rows, n = wide ? rows : cols; /* the tall orientation */
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *a;
+    TP_TRY(scratch(&a, 3 * m * n + n * n));
+    double *u = a + m * n, *p = a + 2 * m * n, *v = a + 3 * m * n;
+    for (int64_t b = 0; b < bt.count; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), a);
+        if (wide) { /* pinv(A) = pinv(A^T)^T */
+            memcpy(p, a, (size_t)(m * n) * sizeof(double));
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) a[j * rows + i] = p[i * cols + j];
+        }
+        pinv_tall(a, m, n, rcond, u, v, p);
+        if (wide) { /* p is pinv(A^T): rows x cols; the result is its transpose */
+            memcpy(a, p, (size_t)(m * n) * sizeof(double));
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) p[j * rows + i] = a[i * cols + j];
+        }
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), p);
+    }
+    tp_free(a);
+    return TP_OK;
+}
+
+/* lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots): x with P L U x =
+ * self, LU and 1-based int32 pivots as lu_factor gives them (getrs). */
+static tp_status check_lu_solve(const tp_tensor *b, const tp_tensor *lu, const tp_tensor *piv, mat_batch *bt) {
+    TP_CHECK(lu->ndim >= 2, TP_ERR_SHAPE, "linalg.lu_solve: The input tensor LU must have at least 2 dimensions.");
+    TP_CHECK(lu->sizes[lu->ndim - 1] == lu->sizes[lu->ndim - 2], TP_ERR_SHAPE,
+             "torch.linalg.lu_solve: A must be batches of square matrices, but they are %" PRId64 " by %" PRId64
+             " matrices",
+             lu->sizes[lu->ndim - 2], lu->sizes[lu->ndim - 1]);
+    TP_CHECK(tp_dtype_is_float(lu->dtype), TP_ERR_TYPE,
+             "torch.linalg.lu_solve: Expected a floating point or complex tensor as input. Got %s",
+             torch_type(lu->dtype));
+    TP_CHECK(is_f32_f64(lu->dtype), TP_ERR_TYPE, "\"lu_solve_cpu\" not implemented for '%s'", torch_type(lu->dtype));
+    TP_CHECK(b->ndim >= 2, TP_ERR_SHAPE, "linalg.lu_solve: The input tensor B must have at least 2 dimensions.");
+    TP_CHECK(b->dtype == lu->dtype, TP_ERR_TYPE,
+             "linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type %s and B of type %s "
+             "instead",
+             torch_type(lu->dtype), torch_type(b->dtype));
+    TP_CHECK(piv->dtype == TP_INT32, TP_ERR_TYPE,
+             "linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32");
+    int64_t n = lu->sizes[lu->ndim - 1];
+    TP_CHECK(b->sizes[b->ndim - 2] == n, TP_ERR_SHAPE,
+             "linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B (%" PRId64 "x%" PRId64
+             " and %" PRId64 "x%" PRId64 ")",
+             n, n, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1]);
+    TP_CHECK(piv->ndim == lu->ndim - 1 && piv->sizes[piv->ndim - 1] == n, TP_ERR_SHAPE,
+             "linalg.lu_solve: Number of pivots per batch should be same as the dimension of the matrix");
+    for (int d = 0; d < lu->ndim - 2; d++)
+        TP_CHECK(piv->sizes[d] == lu->sizes[d], TP_ERR_SHAPE,
+                 "linalg.lu_solve: Expected LU and pivots to have the same batch dimensions");
+    const tp_tensor *ts[2] = {b, lu};
+    int lead[2] = {b->ndim - 2, lu->ndim - 2};
+    return batch_broadcast(bt, 2, ts, lead);
+}
+
+static tp_status infer_lu_solve(const tp_value *args, tp_value *out) {
+    const tp_tensor *b = tp__arg_tensor(args, 0), *lu = tp__arg_tensor(args, 1), *piv = tp__arg_tensor(args, 2);
+    mat_batch bt;
+    TP_TRY(check_lu_solve(b, lu, piv, &bt));
+    int64_t sizes[TP_MAX_DIMS + 2];
+    batch_sizes(&bt, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1], sizes);
+    return tp__out_tensor(out, b->dtype, bt.nb + 2, sizes);
+}
+
+static tp_status kernel_lu_solve(const tp_value *args, tp_value *out) {
+    const tp_tensor *bm = tp__arg_tensor(args, 0), *lu = tp__arg_tensor(args, 1), *piv = tp__arg_tensor(args, 2);
+    mat_batch bt;
+    TP_TRY(check_lu_solve(bm, lu, piv, &bt));
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = lu->sizes[lu->ndim - 1], k = bm->sizes[bm->ndim - 1];
+    double *m;
+    TP_TRY(scratch(&m, n * n + n * k + n));
+    double *x = m + n * n;
+    int64_t *perm = (int64_t *)(x + n * k);
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < bt.count && st == TP_OK; b++) {
+        mat_load(lu, batch_off(lu, lu->ndim - 2, &bt, b), m);
+        /* the pivots' batch is LU's */
+        int64_t poff = 0, rem = b;
+        for (int d = bt.nb - 1; d >= 0; d--) {
+            int64_t i = rem % bt.sizes[d];
+            rem /= bt.sizes[d];
+            int td = d - (bt.nb - (lu->ndim - 2));
+            if (td >= 0 && piv->sizes[td] != 1) poff += i * piv->strides[td];
+        }
+        const int32_t *pv = (const int32_t *)tp__tensor_base(piv) + poff;
+        int64_t ps = piv->strides[piv->ndim - 1];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t q = pv[i * ps];
+            if (q < 1 || q > n) {
+                st = tp_error(TP_ERR_INVALID_ARG,
+                              "Pivots given to lu_solve must all be %s. Did you properly pass the result of lu_factor?",
+                              q < 1 ? "greater or equal to 1" : "smaller or equal to LU.size(-2)");
+                break;
+            }
+            perm[i] = q - 1;
+        }
+        if (st != TP_OK) break;
+        mat_load(bm, batch_off(bm, bm->ndim - 2, &bt, b), x);
+        lu_apply(m, n, perm, x, k);
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), x);
+    }
+    tp_free(m);
+    return st;
+}
+
 void tp__register_linalg_ops(void) {
     tp__register_op(TP_OP_MATMUL, "matmul(Tensor self, Tensor other) -> Tensor", 0, infer_matmul, kernel_matmul);
     tp__register_op(TP_OP_MM, "mm(Tensor self, Tensor mat2) -> Tensor", 0, infer_mm, kernel_mm);
@@ -1054,4 +1948,25 @@ void tp__register_linalg_ops(void) {
     tp__register_op(TP_OP_CROSS, "cross(Tensor self, Tensor other, int? dim=None) -> Tensor", 0, infer_cross,
                     kernel_cross);
     tp__register_op(TP_OP_DET, "det(Tensor self) -> Tensor", 0, infer_det, kernel_det);
+    /* factorisations, inverses and solves (issue #13) */
+    tp__register_op(TP_OP_INVERSE, "inverse(Tensor self) -> Tensor", 0, infer_inverse, kernel_inverse);
+    tp__register_op(TP_OP_LOGDET, "logdet(Tensor self) -> Tensor", 0, infer_logdet, kernel_logdet);
+    tp__register_op(TP_OP_SLOGDET, "slogdet(Tensor self) -> (Tensor, Tensor)", 0, infer_slogdet, kernel_slogdet);
+    tp__register_op(TP_OP_MATRIX_POWER, "matrix_power(Tensor self, int n) -> Tensor", 0, infer_matrix_power,
+                    kernel_matrix_power);
+    tp__register_op(TP_OP_CHOLESKY, "cholesky(Tensor self, bool upper=False) -> Tensor", 0, infer_cholesky,
+                    kernel_cholesky);
+    tp__register_op(TP_OP_CHOLESKY_INVERSE, "cholesky_inverse(Tensor self, bool upper=False) -> Tensor", 0,
+                    infer_cholesky_inverse, kernel_cholesky_inverse);
+    tp__register_op(TP_OP_CHOLESKY_SOLVE, "cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor", 0,
+                    infer_cholesky_solve, kernel_cholesky_solve);
+    tp__register_op(TP_OP_TRIANGULAR_SOLVE,
+                    "triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, "
+                    "bool unitriangular=False) -> (Tensor, Tensor)",
+                    0, infer_triangular_solve, kernel_triangular_solve);
+    tp__register_op(TP_OP_MATRIX_EXP, "matrix_exp(Tensor self) -> Tensor", 0, infer_matrix_exp, kernel_matrix_exp);
+    tp__register_op(TP_OP_PINVERSE, "pinverse(Tensor self, float rcond=1e-15) -> Tensor", 0, infer_pinverse,
+                    kernel_pinverse);
+    tp__register_op(TP_OP_LU_SOLVE, "lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor", 0,
+                    infer_lu_solve, kernel_lu_solve);
 }

@@ -1080,6 +1080,24 @@ static sval *rule_sdpa(rctx *r) {
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
+/* Linear solves: the broadcast batch dims of b and a, then m's matrix dims. */
+static sval *solve_shape(rctx *r, const sval *b, const sval *a, const sval *m) {
+    if (!b || !a || b->nd < 2 || a->nd < 2) {
+        r->fail = true;
+        return NULL;
+    }
+    int nbb = b->nd - 2, nba = a->nd - 2, n = nbb > nba ? nbb : nba;
+    sval *o = out_t(r, n + 2);
+    if (!o) return NULL;
+    for (int i = 0; i < n; i++) {
+        int ib = i - (n - nbb), ia = i - (n - nba);
+        o->d[i] = bdim(r, ib >= 0 ? b->d[ib] : NULL, ia >= 0 ? a->d[ia] : NULL);
+    }
+    o->d[n] = S(r, m->d[m->nd - 2]);
+    o->d[n + 1] = S(r, m->d[m->nd - 1]);
+    return o;
+}
+
 static bool is_same_shape_op(tp_op op) {
     if (op < TP_OP_ADD) return true; /* unary family (first in op_list.h, before add) */
     switch (op) {
@@ -1110,7 +1128,12 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_EMPTY_LIKE:
     case TP_OP_FILL_:
     case TP_OP_ZERO_:
-    case TP_OP_SCATTER: return true;
+    case TP_OP_SCATTER:
+    case TP_OP_INVERSE:
+    case TP_OP_MATRIX_POWER:
+    case TP_OP_CHOLESKY:
+    case TP_OP_CHOLESKY_INVERSE:
+    case TP_OP_MATRIX_EXP: return true;
     default: return false;
     }
 }
@@ -1762,7 +1785,9 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->d[n - 1] = K(r, n - 2);
         return o;
     }
-    case TP_OP_DET: { /* the batch dims */
+    case TP_OP_DET: /* the batch dims */
+    case TP_OP_LOGDET:
+    case TP_OP_SLOGDET: {
         const sval *x = need_t(r, 0);
         if (!x || x->nd < 2) {
             r->fail = true;
@@ -1772,7 +1797,27 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         sval *o = out_t(r, x->nd - 2);
         if (!o) return NULL;
         for (int i = 0; i < x->nd - 2; i++) o->d[i] = S(r, x->d[i]);
+        return op == TP_OP_SLOGDET ? seq_of(r, 2, o) : o;
+    }
+    case TP_OP_PINVERSE: { /* the matrix dims swapped */
+        sval *o = copy_t(r, need_t(r, 0));
+        if (!o || o->nd < 2) {
+            r->fail = true;
+            return NULL;
+        }
+        sd_e t = o->d[o->nd - 1];
+        o->d[o->nd - 1] = o->d[o->nd - 2];
+        o->d[o->nd - 2] = t;
         return o;
+    }
+    case TP_OP_CHOLESKY_SOLVE:
+    case TP_OP_LU_SOLVE: return solve_shape(r, need_t(r, 0), need_t(r, 1), need_t(r, 0));
+    case TP_OP_TRIANGULAR_SOLVE: { /* (solution, the broadcast A) */
+        const sval *b = need_t(r, 0), *a = need_t(r, 1);
+        sval *x = solve_shape(r, b, a, b), *c = x ? solve_shape(r, b, a, a) : NULL;
+        sval *t = c ? seq_of(r, 2, x) : NULL;
+        if (t) t->items[1] = *c;
+        return t;
     }
     case TP_OP_PDIST: { /* N * (N - 1) / 2 */
         const sval *x = need_t(r, 0);
