@@ -195,6 +195,11 @@ TP_OP(MODE, "mode", reduce)
 TP_OP(MSORT, "msort", reduce)
 TP_OP(DIFF, "diff", reduce)
 TP_OP(RENORM, "renorm", reduce)
+/* quantiles and covariances (issue #13) */
+TP_OP(QUANTILE, "quantile", reduce)
+TP_OP(NANQUANTILE, "nanquantile", reduce)
+TP_OP(COV, "cov", reduce)
+TP_OP(CORRCOEF, "corrcoef", reduce)
 /* linear algebra */
 TP_OP(MATMUL, "matmul", linalg)
 TP_OP(MM, "mm", linalg)

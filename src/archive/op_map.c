@@ -1084,6 +1084,16 @@ static const tp_serde_op_entry g_table[] = {
     MT("cummin", CUMMIN, "self,dim"),
     FNW(TF, "logcumsumexp", LOGCUMSUMEXP, "input,dim,dtype:!=None,*,out:!=None"),
     MT("logcumsumexp", LOGCUMSUMEXP, "self,dim"),
+    /* quantiles and covariances (issue #13); tensorplay.functional.cov
+     * takes correction and the weights positionally */
+    FNW(TF, "quantile", QUANTILE, "input,q,dim,keepdim,*,interpolation,out:!=None"),
+    MT("quantile", QUANTILE, "self,q,dim,keepdim,*,interpolation"),
+    FNW(TF, "nanquantile", NANQUANTILE, "input,q,dim,keepdim,*,interpolation,out:!=None"),
+    MT("nanquantile", NANQUANTILE, "self,q,dim,keepdim,*,interpolation"),
+    FNW(TF, "cov", COV, "input,correction,fweights,aweights"),
+    MT("cov", COV, "self,*,correction,fweights,aweights"),
+    FNW(TF, "corrcoef", CORRCOEF, "input"),
+    MT("corrcoef", CORRCOEF, "self"),
     FNW(TF, "median", MEDIAN, "input,dim,keepdim"),
     MT("median", MEDIAN, "self,dim,keepdim"),
     FNW(TF, "nanmedian", NANMEDIAN, "input,dim,keepdim"),

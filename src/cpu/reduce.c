@@ -13,6 +13,9 @@
  * wrap-around, as PyTorch's do.
  */
 #include <inttypes.h>
+#include <math.h>
+#include <string.h>
+#include <stdlib.h>
 
 #include "kernel_util.h"
 
@@ -1411,6 +1414,328 @@ static tp_status kernel_sum_to_size(const tp_value *args, tp_value *out) {
     return run_reduction(self, &rd, &job);
 }
 
+/* ---- quantile / nanquantile, cov / corrcoef (issue #13) -----------------
+ * Elements are read in logical (row-major) order into double scratch and
+ * results written back the same way, so any strides work. */
+
+static void load_logical(const tp_tensor *t, double *dst) {
+    int64_t idx[TP_MAX_DIMS] = {0}, n = tp_tensor_numel(t), es = (int64_t)tp_dtype_size(t->dtype);
+    const char *base = tp__tensor_base(t);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
+        dst[k] = tp__load_f64(base + off * es, t->dtype);
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < t->sizes[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+static void store_logical(tp_tensor *t, const double *src) {
+    int64_t idx[TP_MAX_DIMS] = {0}, n = tp_tensor_numel(t), es = (int64_t)tp_dtype_size(t->dtype);
+    char *base = tp__tensor_base(t);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
+        tp__store_f64(base + off * es, t->dtype, src[k]);
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < t->sizes[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+static tp_status stats_scratch(double **p, int64_t n) {
+    *p = tp_malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    TP_CHECK(*p != NULL, TP_ERR_NOMEM, "out of memory in a statistics kernel");
+    return TP_OK;
+}
+
+/* quantile / nanquantile(Tensor self, Tensor|Scalar q, int? dim=None, bool
+ * keepdim=False, *, str interpolation='linear'): PyTorch's algorithm - sort
+ * each lane (NaN last), rank = q (n - 1) in the input's precision (n the
+ * count of non-NaN values for nanquantile; a lane with NaN gives NaN for
+ * quantile), then lower / higher / nearest (half to even) pick, linear and
+ * midpoint lerp (PyTorch's two-sided lerp formula). A 1-D q puts its dim
+ * first. */
+enum { Q_LINEAR, Q_LOWER, Q_HIGHER, Q_MIDPOINT, Q_NEAREST };
+
+typedef struct quantile_plan {
+    int dim; /* -1: all elements */
+    int mode;
+    bool q_dim; /* a 1-D q tensor */
+    int64_t nq;
+    int ndim;
+    int64_t sizes[TP_MAX_DIMS + 1];
+} quantile_plan;
+
+static tp_status plan_quantile(const tp_value *args, quantile_plan *p) {
+    static const char *const modes[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    const char *mode = tp__arg_str(args, 4);
+    p->mode = -1;
+    for (int i = 0; i < 5 && mode; i++)
+        if (strcmp(mode, modes[i]) == 0) p->mode = i;
+    TP_CHECK(p->mode >= 0, TP_ERR_INVALID_ARG,
+             "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. Got '%s'",
+             mode ? mode : "");
+    const tp_tensor *q = tp__arg_tensor(args, 1);
+    if (!q) {
+        double qv = tp__arg_f64(args, 1);
+        TP_CHECK(qv >= 0 && qv <= 1, TP_ERR_INVALID_ARG, "quantile() q must be in the range [0, 1] but got %g", qv);
+    }
+    TP_CHECK(tp_tensor_numel(t) > 0, TP_ERR_INVALID_ARG, "quantile() input tensor must be non-empty");
+    TP_CHECK(!q || q->ndim <= 1, TP_ERR_SHAPE, "quantile() q must be a scalar or 1D tensor");
+    TP_CHECK(t->dtype == TP_FLOAT32 || t->dtype == TP_FLOAT64, TP_ERR_TYPE,
+             "quantile() input tensor must be either float or double dtype");
+    TP_CHECK(!q || q->dtype == t->dtype, TP_ERR_TYPE, "quantile() q tensor must be same dtype as the input tensor");
+    p->q_dim = q && q->ndim == 1;
+    p->nq = q ? tp_tensor_numel(q) : 1;
+    p->dim = -1;
+    bool keepdim = tp__arg_bool(args, 3);
+    p->ndim = 0;
+    if (p->q_dim) p->sizes[p->ndim++] = p->nq;
+    if (!tp__arg_is_none(args, 2) && t->ndim > 0) {
+        int d;
+        TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), t->ndim, &d));
+        p->dim = d;
+        for (int i = 0; i < t->ndim; i++)
+            if (i != d) p->sizes[p->ndim++] = t->sizes[i];
+            else if (keepdim) p->sizes[p->ndim++] = 1;
+    } else if (keepdim) {
+        for (int i = 0; i < t->ndim; i++) p->sizes[p->ndim++] = 1;
+    }
+    return TP_OK;
+}
+
+static tp_status infer_quantile(const tp_value *args, tp_value *out) {
+    quantile_plan p;
+    TP_TRY(plan_quantile(args, &p));
+    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, p.ndim, p.sizes);
+}
+
+static int cmp_nan_last(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    if (isnan(x)) return isnan(y) ? 0 : 1;
+    if (isnan(y)) return -1;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* PyTorch's CPU lerp: a + w (b - a) below w = 1/2, b - (b - a)(1 - w) above. */
+static double lerp_pt(double a, double b, double w, bool f32) {
+    if (f32) {
+        float fa = (float)a, fb = (float)b, fw = (float)w;
+        return fw < 0.5f ? fa + fw * (fb - fa) : fb - (fb - fa) * (1.0f - fw);
+    }
+    return w < 0.5 ? a + w * (b - a) : b - (b - a) * (1.0 - w);
+}
+
+static tp_status run_quantile(const tp_value *args, tp_value *out, bool ignore_nan) {
+    quantile_plan p;
+    TP_TRY(plan_quantile(args, &p));
+    const tp_tensor *t = tp__arg_tensor(args, 0), *qt = tp__arg_tensor(args, 1);
+    tp_tensor *o = tp__out_at(out, 0);
+    bool f32 = t->dtype == TP_FLOAT32;
+    int64_t n = tp_tensor_numel(t);
+    double *x, *qs, *res;
+    TP_TRY(stats_scratch(&x, n));
+    tp_status st = stats_scratch(&qs, p.nq);
+    if (st != TP_OK) {
+        tp_free(x);
+        return st;
+    }
+    if (qt) load_logical(qt, qs);
+    else qs[0] = tp__arg_f64(args, 1);
+    for (int64_t i = 0; i < p.nq; i++) {
+        if (f32) qs[i] = (float)qs[i];
+        if (!(qs[i] >= 0 && qs[i] <= 1)) st = tp_error(TP_ERR_INVALID_ARG, "quantile() q values must be in the range [0, 1]");
+    }
+    int64_t lane = p.dim < 0 ? n : t->sizes[p.dim], post = 1;
+    for (int d = p.dim + 1; p.dim >= 0 && d < t->ndim; d++) post *= t->sizes[d];
+    int64_t lanes = n / (lane > 0 ? lane : 1);
+    if (st == TP_OK) st = stats_scratch(&res, p.nq * lanes + lane);
+    if (st != TP_OK) {
+        tp_free(x);
+        tp_free(qs);
+        return st;
+    }
+    double *buf = res + p.nq * lanes;
+    load_logical(t, x);
+    for (int64_t l = 0; l < lanes; l++) {
+        int64_t pre = l / post, c = l % post, base = pre * lane * post + c;
+        for (int64_t i = 0; i < lane; i++) buf[i] = x[base + i * post];
+        qsort(buf, (size_t)lane, sizeof(double), cmp_nan_last);
+        int64_t valid = lane;
+        while (valid > 0 && isnan(buf[valid - 1])) valid--;
+        for (int64_t k = 0; k < p.nq; k++) {
+            double rank;
+            if (ignore_nan) {
+                rank = qs[k] * (double)(valid - 1);
+                if (rank < 0) rank = 0;
+            } else {
+                rank = valid < lane ? (double)(lane - 1) : qs[k] * (double)(lane - 1);
+            }
+            if (f32) rank = (float)rank;
+            if (p.mode == Q_LOWER) rank = floor(rank);
+            else if (p.mode == Q_HIGHER) rank = ceil(rank);
+            else if (p.mode == Q_NEAREST) rank = nearbyint(rank);
+            int64_t below = (int64_t)rank;
+            double v = buf[below];
+            if (p.mode == Q_LINEAR || p.mode == Q_MIDPOINT) {
+                double w = p.mode == Q_MIDPOINT ? 0.5 : rank - (double)below;
+                v = lerp_pt(v, buf[(int64_t)ceil(rank)], w, f32);
+            }
+            res[k * lanes + l] = v;
+        }
+    }
+    store_logical(o, res);
+    tp_free(x);
+    tp_free(qs);
+    tp_free(res);
+    return TP_OK;
+}
+
+static tp_status kernel_quantile(const tp_value *args, tp_value *out) { return run_quantile(args, out, false); }
+static tp_status kernel_nanquantile(const tp_value *args, tp_value *out) { return run_quantile(args, out, true); }
+
+/* cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor?
+ * aweights=None): rows are variables, columns observations (a 1-D input is
+ * one variable); weights w = fweights * aweights, the mean sum w x / sum w,
+ * normalised by sum w - correction (sum w - correction sum w aweights /
+ * sum w with aweights), 0 (so inf / NaN) when that is not positive;
+ * squeezed as PyTorch's. corrcoef(Tensor self): cov / (s_i s_j), clipped to
+ * [-1, 1]. Integer inputs give float32; aweights' dtype promotes. */
+static int float_rank(tp_dtype d) { return d == TP_FLOAT64 ? 3 : d == TP_FLOAT32 ? 2 : 1; }
+
+static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, int64_t *vars, int64_t *obs) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_CHECK(t->ndim <= 2, TP_ERR_SHAPE,
+             "cov(): expected input to have two or fewer dimensions but got an input with %d dimensions", t->ndim);
+    *vars = t->ndim < 2 ? 1 : t->sizes[0];
+    *obs = t->ndim == 0 ? 1 : t->sizes[t->ndim - 1];
+    *dtype = tp_dtype_is_float(t->dtype) ? t->dtype : TP_DEFAULT_FLOAT;
+    if (!weights) return TP_OK;
+    const tp_tensor *fw = tp__arg_tensor(args, 2), *aw = tp__arg_tensor(args, 3);
+    if (fw) {
+        TP_CHECK(fw->ndim <= 1, TP_ERR_SHAPE,
+                 "cov(): expected fweights to have one or fewer dimensions but got fweights with %d dimensions",
+                 fw->ndim);
+        TP_CHECK(!tp_dtype_is_float(fw->dtype) && fw->dtype != TP_BOOL, TP_ERR_TYPE,
+                 "cov(): expected fweights to have integral dtype but got fweights with %s dtype",
+                 torch_dtype_name(fw->dtype));
+        TP_CHECK(tp_tensor_numel(fw) == *obs, TP_ERR_SHAPE,
+                 "cov(): expected fweights to have the same numel as there are observations in the input but got "
+                 "%" PRId64 " != %" PRId64,
+                 tp_tensor_numel(fw), *obs);
+    }
+    if (aw) {
+        TP_CHECK(aw->ndim <= 1, TP_ERR_SHAPE,
+                 "cov(): expected aweights to have one or fewer dimensions but got aweights with %d dimensions",
+                 aw->ndim);
+        TP_CHECK(tp_dtype_is_float(aw->dtype), TP_ERR_TYPE,
+                 "cov(): expected aweights to have floating point dtype but got aweights with %s dtype",
+                 torch_dtype_name(aw->dtype));
+        TP_CHECK(tp_tensor_numel(aw) == *obs, TP_ERR_SHAPE,
+                 "cov(): expected aweights to have the same numel as there are observations in the input but got "
+                 "%" PRId64 " != %" PRId64,
+                 tp_tensor_numel(aw), *obs);
+        if (float_rank(aw->dtype) > float_rank(*dtype)) *dtype = aw->dtype;
+    }
+    return TP_OK;
+}
+
+static tp_status infer_cov_like(const tp_value *args, tp_value *out, bool weights) {
+    tp_dtype dt;
+    int64_t v, nobs, sizes[2];
+    TP_TRY(plan_cov(args, weights, &dt, &v, &nobs));
+    sizes[0] = sizes[1] = v;
+    return tp__out_tensor(out, dt, v == 1 ? 0 : 2, sizes);
+}
+
+static tp_status infer_cov(const tp_value *args, tp_value *out) { return infer_cov_like(args, out, true); }
+static tp_status infer_corrcoef(const tp_value *args, tp_value *out) { return infer_cov_like(args, out, false); }
+
+/* The covariance matrix (v x v) into c. */
+static tp_status cov_compute(const tp_value *args, bool weights, double *c, int64_t v, int64_t nobs) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    const tp_tensor *fw = weights ? tp__arg_tensor(args, 2) : NULL, *aw = weights ? tp__arg_tensor(args, 3) : NULL;
+    double correction = weights ? (double)tp__arg_int(args, 1) : 1.0;
+    double *x, *w;
+    TP_TRY(stats_scratch(&x, v * nobs + 2 * nobs + v));
+    w = x + v * nobs;
+    double *aws = w + nobs, *avg = aws + nobs;
+    load_logical(t, x);
+    for (int64_t i = 0; i < nobs; i++) w[i] = aws[i] = 1.0;
+    if (fw) {
+        load_logical(fw, w);
+        for (int64_t i = 0; i < nobs; i++)
+            if (w[i] < 0) {
+                tp_free(x);
+                return tp_error(TP_ERR_INVALID_ARG, "cov(): fweights cannot be negative");
+            }
+    }
+    if (aw) {
+        load_logical(aw, aws);
+        for (int64_t i = 0; i < nobs; i++) {
+            if (aws[i] < 0) {
+                tp_free(x);
+                return tp_error(TP_ERR_INVALID_ARG, "cov(): aweights cannot be negative");
+            }
+            w[i] *= aws[i];
+        }
+    }
+    double wsum = 0.0, waw = 0.0;
+    for (int64_t i = 0; i < nobs; i++) {
+        wsum += w[i];
+        waw += w[i] * aws[i];
+    }
+    for (int64_t a = 0; a < v; a++) {
+        double s = 0.0;
+        for (int64_t i = 0; i < nobs; i++) s += x[a * nobs + i] * w[i];
+        avg[a] = s / wsum;
+    }
+    double norm = aw && correction != 0 ? wsum - correction * waw / wsum : wsum - correction;
+    if (!(norm > 0)) norm = 0.0;
+    for (int64_t a = 0; a < v; a++)
+        for (int64_t b = 0; b < v; b++) {
+            double s = 0.0;
+            for (int64_t i = 0; i < nobs; i++) s += (x[a * nobs + i] - avg[a]) * (x[b * nobs + i] - avg[b]) * w[i];
+            c[a * v + b] = s / norm;
+        }
+    tp_free(x);
+    return TP_OK;
+}
+
+static tp_status run_cov(const tp_value *args, tp_value *out, bool corr) {
+    tp_dtype dt;
+    int64_t v, nobs;
+    TP_TRY(plan_cov(args, !corr, &dt, &v, &nobs));
+    double *c;
+    TP_TRY(stats_scratch(&c, v * v));
+    tp_status st = cov_compute(args, !corr, c, v, nobs);
+    if (st == TP_OK && corr) {
+        if (v == 1) c[0] = c[0] / c[0];
+        else {
+            double *s = tp_malloc((size_t)v * sizeof(double));
+            if (!s) st = tp_error(TP_ERR_NOMEM, "out of memory in corrcoef");
+            for (int64_t a = 0; s && a < v; a++) s[a] = sqrt(c[a * v + a]);
+            for (int64_t a = 0; s && a < v; a++)
+                for (int64_t b = 0; b < v; b++) {
+                    double r = c[a * v + b] / s[a] / s[b];
+                    c[a * v + b] = isnan(r) ? r : r < -1.0 ? -1.0 : r > 1.0 ? 1.0 : r;
+                }
+            tp_free(s);
+        }
+    }
+    if (st == TP_OK) store_logical(tp__out_at(out, 0), c);
+    tp_free(c);
+    return st;
+}
+
+static tp_status kernel_cov(const tp_value *args, tp_value *out) { return run_cov(args, out, false); }
+static tp_status kernel_corrcoef(const tp_value *args, tp_value *out) { return run_cov(args, out, true); }
+
 void tp__register_reduce_ops(void) {
     tp__register_op(TP_OP_SUM,
                     "sum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", 0,
@@ -1489,4 +1814,17 @@ void tp__register_reduce_ops(void) {
                     infer_diff, kernel_diff);
     tp__register_op(TP_OP_RENORM, "renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor", 0,
                     infer_renorm, kernel_renorm);
+    /* quantiles and covariances (issue #13) */
+    tp__register_op(TP_OP_QUANTILE,
+                    "quantile(Tensor self, Tensor|Scalar q, int? dim=None, bool keepdim=False, *, "
+                    "str interpolation='linear') -> Tensor",
+                    0, infer_quantile, kernel_quantile);
+    tp__register_op(TP_OP_NANQUANTILE,
+                    "nanquantile(Tensor self, Tensor|Scalar q, int? dim=None, bool keepdim=False, *, "
+                    "str interpolation='linear') -> Tensor",
+                    0, infer_quantile, kernel_nanquantile);
+    tp__register_op(TP_OP_COV,
+                    "cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor", 0,
+                    infer_cov, kernel_cov);
+    tp__register_op(TP_OP_CORRCOEF, "corrcoef(Tensor self) -> Tensor", 0, infer_corrcoef, kernel_corrcoef);
 }

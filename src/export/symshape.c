@@ -1799,6 +1799,33 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         for (int i = 0; i < x->nd - 2; i++) o->d[i] = S(r, x->d[i]);
         return op == TP_OP_SLOGDET ? seq_of(r, 2, o) : o;
     }
+    case TP_OP_QUANTILE: /* a 1-D q's dim first, then the reduction's shape */
+    case TP_OP_NANQUANTILE: {
+        sval *red = rule_reduce(r, 2, 3, false);
+        const sval *q = targ(r, 1);
+        if (!red || !q || q->nd == 0) return red;
+        sval *o = out_t(r, red->nd + 1);
+        if (!o) return NULL;
+        o->d[0] = S(r, q->d[0]);
+        for (int i = 0; i < red->nd; i++) o->d[i + 1] = red->d[i];
+        return o;
+    }
+    case TP_OP_COV: /* (vars, vars), squeezed */
+    case TP_OP_CORRCOEF: {
+        const sval *x = need_t(r, 0);
+        if (!x || x->nd > 2) {
+            r->fail = true;
+            return NULL;
+        }
+        int64_t v = 1;
+        if (x->nd == 2 && !sd_is_const(x->d[0], &v)) {
+            r->fail = true; /* whether it squeezes depends on the size */
+            return NULL;
+        }
+        sval *o = out_t(r, v == 1 ? 0 : 2);
+        if (o && v != 1) o->d[0] = o->d[1] = S(r, x->d[0]);
+        return o;
+    }
     case TP_OP_PINVERSE: { /* the matrix dims swapped */
         sval *o = copy_t(r, need_t(r, 0));
         if (!o || o->nd < 2) {
