@@ -730,8 +730,116 @@ TEST(test_fallback_to_replay_is_reported) {
     tp_module_free(m);
 }
 
+/* The issue #13 linear-algebra, statistics and special-function ops on x
+ * [s0, 3, 3] (dynamic batch): each node's symbolic shape. */
+static tp_status linalg_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *x2 = tp_call(ctx, TP_OP_SLICE, (tp_value[]){tp_v(x), tp_value_int(2), tp_value_int(0), tp_value_int(2)}, 4,
+                       NULL); /* [s0, 3, 2] */
+    tp_t *x1 = tp_call(ctx, TP_OP_SLICE, (tp_value[]){tp_v(x), tp_value_int(2), tp_value_int(0), tp_value_int(1)}, 4,
+                       NULL); /* [s0, 3, 1] */
+    tp_t *r[10];
+    r[0] = tp_call(ctx, TP_OP_MATRIX_POWER, (tp_value[]){tp_v(x), tp_value_int(2)}, 2, NULL);
+    r[1] = tp_call(ctx, TP_OP_MATRIX_EXP, (tp_value[]){tp_v(tp_call(ctx, TP_OP_TANH, (tp_value[]){tp_v(x)}, 1, NULL))},
+                   1, NULL);
+    r[2] = tp_call(ctx, TP_OP_PINVERSE, (tp_value[]){tp_v(x2), tp_value_float(1e-15)}, 2, NULL);
+    r[3] = tp_call(ctx, TP_OP_LOGDET, (tp_value[]){tp_v(x)}, 1, NULL);
+    r[4] = tp_call(ctx, TP_OP_SLOGDET, (tp_value[]){tp_v(x)}, 1, NULL);
+    r[5] = tp_call(ctx, TP_OP_TRIANGULAR_SOLVE,
+                   (tp_value[]){tp_v(x2), tp_v(x), tp_value_bool(true), tp_value_bool(false), tp_value_bool(false)}, 5,
+                   NULL);
+    r[6] = tp_call(ctx, TP_OP_CHOLESKY_SOLVE, (tp_value[]){tp_v(x1), tp_v(x), tp_value_bool(false)}, 3, NULL);
+    r[7] = tp_call(ctx, TP_OP_QUANTILE, (tp_value[]){tp_v(x), tp_value_float(0.5), tp_value_int(1), tp_value_bool(false)},
+                   4, NULL);
+    r[8] = tp_call(ctx, TP_OP_NDTR, (tp_value[]){tp_v(x)}, 1, NULL);
+    r[9] = tp_call(ctx, TP_OP_IGAMMA, (tp_value[]){tp_v(x), tp_v(x)}, 2, NULL);
+    tp_t *acc = tp_sum(ctx, r[0]);
+    for (int i = 1; i < 10; i++) acc = tp_add(ctx, acc, tp_sum(ctx, r[i]));
+    return tp_return(ctx, acc, out);
+}
+
+TEST(test_linalg_stats_special_rules) {
+    tp_module *m = model(linalg_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(3, (int64_t[]){3, 3, 3}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_MATRIX_POWER, "[s0, 3, 3]"},
+                {TP_OP_MATRIX_EXP, "[s0, 3, 3]"},
+                {TP_OP_PINVERSE, "[s0, 2, 3]"},
+                {TP_OP_LOGDET, "[s0]"},
+                {TP_OP_SLOGDET, "([s0], [s0])"},
+                {TP_OP_TRIANGULAR_SOLVE, "([s0, 3, 2], [s0, 3, 3])"},
+                {TP_OP_CHOLESKY_SOLVE, "[s0, 3, 1]"},
+                {TP_OP_QUANTILE, "[s0, 3]"},
+                {TP_OP_NDTR, "[s0, 3, 3]"},
+                {TP_OP_IGAMMA, "[s0, 3, 3]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 3, (int64_t[]){5, 3, 3}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
+static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
+                     tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
+    return tp_return(ctx, tp_relu(ctx, tp_call(ctx, TP_OP_MAX_POOL2D, a, 6, NULL)), out);
+}
+
+/* ceil_mode's last-window rule has no symbolic form here: the node and the
+ * nodes after it fall back to the replay check, and the report says so. */
+TEST(test_fallback_to_replay_is_reported) {
+    tp_module *m = model(pool_ceil_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){1, 1, 7, 6}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 2, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(rep.notes && strstr(rep.notes, "max_pool2d (max_pool2d)") && strstr(rep.notes, "relu (relu)"), "%s",
+              rep.notes ? rep.notes : "(null)");
+    if (p) CHECK(node_sym_shape(p, TP_OP_MAX_POOL2D) && strcmp(node_sym_shape(p, TP_OP_MAX_POOL2D), "?") == 0);
+    char *text = NULL;
+    CHECK_OK(tp_draft_report_to_string(&rep, &text));
+    CHECK(text && strstr(text, "note: symbolic shapes:"));
+    tp_free(text);
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 4, (int64_t[]){1, 1, 9, 6}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
           T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules),
-          T(test_sample_ops_rules), T(test_idxscat_ops_rules))
+          T(test_sample_ops_rules), T(test_idxscat_ops_rules), T(test_linalg_stats_special_rules))
