@@ -1917,6 +1917,243 @@ static tp_status kernel_lu_solve(const tp_value *args, tp_value *out) {
     return st;
 }
 
+/* ---- geqrf, orgqr, ormqr (issue #13) ------------------------------------
+ * Householder QR as LAPACK's geqr2 / dlarfg: column k's reflector H = I -
+ * tau v v^T (v_k = 1, stored below the diagonal) maps [alpha; x] to [beta;
+ * 0] with beta = -sign(alpha) |[alpha; x]|, tau = (beta - alpha) / beta, and
+ * tau = 0 (H = I) when x is 0. orgqr forms Q = H_1 ... H_k's first n
+ * columns, ormqr applies Q or Q^T to either side of another matrix. */
+
+/* QR-factor the m x n row-major a in place, tau[min(m, n)]. */
+static void householder_qr(double *a, int64_t m, int64_t n, double *tau) {
+    int64_t kmax = m < n ? m : n;
+    for (int64_t k = 0; k < kmax; k++) {
+        double alpha = a[k * n + k], xn = 0.0;
+        for (int64_t i = k + 1; i < m; i++) xn = hypot(xn, a[i * n + k]);
+        if (xn == 0.0) {
+            tau[k] = 0.0;
+            continue;
+        }
+        double beta = -copysign(hypot(alpha, xn), alpha);
+        tau[k] = (beta - alpha) / beta;
+        double scale = 1.0 / (alpha - beta);
+        for (int64_t i = k + 1; i < m; i++) a[i * n + k] *= scale;
+        a[k * n + k] = beta;
+        for (int64_t j = k + 1; j < n; j++) { /* apply H to the trailing columns */
+            double w = a[k * n + j];
+            for (int64_t i = k + 1; i < m; i++) w += a[i * n + k] * a[i * n + j];
+            w *= tau[k];
+            a[k * n + j] -= w;
+            for (int64_t i = k + 1; i < m; i++) a[i * n + j] -= w * a[i * n + k];
+        }
+    }
+}
+
+/* c (r x cc, row-major) = H c (left) or c H (right) for the reflector in
+ * column k of the row-major v (vrows x vcols), tau t. */
+static void apply_reflector(const double *v, int64_t vrows, int64_t vcols, int64_t k, double t, double *c, int64_t r,
+                            int64_t cc, bool left) {
+    if (t == 0.0) return;
+    if (left) { /* rows k.. of c */
+        for (int64_t j = 0; j < cc; j++) {
+            double w = c[k * cc + j];
+            for (int64_t i = k + 1; i < vrows; i++) w += v[i * vcols + k] * c[i * cc + j];
+            w *= t;
+            c[k * cc + j] -= w;
+            for (int64_t i = k + 1; i < vrows; i++) c[i * cc + j] -= w * v[i * vcols + k];
+        }
+    } else { /* columns k.. of c */
+        for (int64_t i = 0; i < r; i++) {
+            double w = c[i * cc + k];
+            for (int64_t j = k + 1; j < vrows; j++) w += c[i * cc + j] * v[j * vcols + k];
+            w *= t;
+            c[i * cc + k] -= w;
+            for (int64_t j = k + 1; j < vrows; j++) c[i * cc + j] -= w * v[j * vcols + k];
+        }
+    }
+}
+
+/* geqrf(Tensor self) -> (a, tau) */
+static tp_status check_geqrf(const tp_tensor *t) {
+    TP_CHECK(t->ndim >= 2, TP_ERR_SHAPE, "torch.geqrf: input must have at least 2 dimensions.");
+    return check_float_lapack(t, "geqrf_cpu");
+}
+
+static tp_status infer_geqrf(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_geqrf(t));
+    int64_t sizes[TP_MAX_DIMS];
+    memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    int64_t m = t->sizes[t->ndim - 2], n = t->sizes[t->ndim - 1];
+    sizes[t->ndim - 2] = m < n ? m : n;
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_tensor(tp_value_at(out, 0), t->dtype, t->ndim, t->sizes));
+    return tp__out_tensor(tp_value_at(out, 1), t->dtype, t->ndim - 1, sizes);
+}
+
+/* tau of batch element b: a vector at the end of t's batch dims */
+static void vec_load(const tp_tensor *t, const mat_batch *bt, int64_t b, double *v) {
+    int64_t off = 0, rem = b, es = (int64_t)tp_dtype_size(t->dtype);
+    for (int d = bt->nb - 1; d >= 0; d--) {
+        off += (rem % bt->sizes[d]) * t->strides[d];
+        rem /= bt->sizes[d];
+    }
+    for (int64_t i = 0; i < t->sizes[t->ndim - 1]; i++)
+        v[i] = tp__load_f64(tp__tensor_base(t) + (off + i * t->strides[t->ndim - 1]) * es, t->dtype);
+}
+
+static void vec_store(tp_tensor *t, const mat_batch *bt, int64_t b, const double *v) {
+    int64_t off = 0, rem = b, es = (int64_t)tp_dtype_size(t->dtype);
+    for (int d = bt->nb - 1; d >= 0; d--) {
+        off += (rem % bt->sizes[d]) * t->strides[d];
+        rem /= bt->sizes[d];
+    }
+    for (int64_t i = 0; i < t->sizes[t->ndim - 1]; i++)
+        tp__store_f64(tp__tensor_base(t) + (off + i * t->strides[t->ndim - 1]) * es, t->dtype, v[i]);
+}
+
+static tp_status kernel_geqrf(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_geqrf(t));
+    tp_tensor *oa = tp__out_at(out, 0), *ot = tp__out_at(out, 1);
+    int64_t m = t->sizes[t->ndim - 2], n = t->sizes[t->ndim - 1], k = m < n ? m : n;
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *a;
+    TP_TRY(scratch(&a, m * n + k));
+    for (int64_t b = 0; b < bt.count; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), a);
+        householder_qr(a, m, n, a + m * n);
+        mat_store(oa, batch_off(oa, oa->ndim - 2, &bt, b), a);
+        vec_store(ot, &bt, b, a + m * n);
+    }
+    tp_free(a);
+    return TP_OK;
+}
+
+static tp_status check_tau_batch(const tp_tensor *in, const tp_tensor *tau, const char *fn) {
+    for (int d = 0; d < in->ndim - 2; d++)
+        TP_CHECK(tau->sizes[d] == in->sizes[d], TP_ERR_SHAPE,
+                 "%s: Expected batch dimensions of tau to be equal to input.shape[:-2]", fn);
+    return TP_OK;
+}
+
+/* orgqr(Tensor self, Tensor input2) (linalg.householder_product) */
+static tp_status check_orgqr(const tp_tensor *in, const tp_tensor *tau) {
+    const char *fn = "torch.linalg.householder_product";
+    TP_CHECK(in->ndim >= 2, TP_ERR_SHAPE, "%s: input must have at least 2 dimensions.", fn);
+    TP_CHECK(in->sizes[in->ndim - 2] >= in->sizes[in->ndim - 1], TP_ERR_SHAPE,
+             "%s: input.shape[-2] must be greater than or equal to input.shape[-1]", fn);
+    TP_CHECK(tau->ndim >= 1 && in->sizes[in->ndim - 1] >= tau->sizes[tau->ndim - 1], TP_ERR_SHAPE,
+             "%s: input.shape[-1] must be greater than or equal to tau.shape[-1]", fn);
+    TP_CHECK(in->ndim - tau->ndim == 1, TP_ERR_SHAPE,
+             "%s: Expected tau to have one dimension less than input, but got tau.ndim equal to %d and input.ndim is "
+             "equal to %d",
+             fn, tau->ndim, in->ndim);
+    TP_TRY(check_tau_batch(in, tau, fn));
+    TP_CHECK(tau->dtype == in->dtype, TP_ERR_TYPE, "%s: tau dtype %s does not match input dtype %s", fn,
+             torch_type(tau->dtype), torch_type(in->dtype));
+    return check_float_lapack(in, "orgqr_cpu");
+}
+
+static tp_status infer_orgqr(const tp_value *args, tp_value *out) {
+    const tp_tensor *in = tp__arg_tensor(args, 0), *tau = tp__arg_tensor(args, 1);
+    TP_TRY(check_orgqr(in, tau));
+    return tp__out_tensor(out, in->dtype, in->ndim, in->sizes);
+}
+
+static tp_status kernel_orgqr(const tp_value *args, tp_value *out) {
+    const tp_tensor *in = tp__arg_tensor(args, 0), *tau = tp__arg_tensor(args, 1);
+    TP_TRY(check_orgqr(in, tau));
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t m = in->sizes[in->ndim - 2], n = in->sizes[in->ndim - 1], k = tau->sizes[tau->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, in, in->ndim - 2);
+    double *v;
+    TP_TRY(scratch(&v, 2 * m * n + k));
+    double *q = v + m * n, *t = q + m * n;
+    for (int64_t b = 0; b < bt.count; b++) {
+        mat_load(in, batch_off(in, in->ndim - 2, &bt, b), v);
+        vec_load(tau, &bt, b, t);
+        for (int64_t i = 0; i < m * n; i++) q[i] = 0.0;
+        for (int64_t i = 0; i < n; i++) q[i * n + i] = 1.0;
+        for (int64_t r = k - 1; r >= 0; r--) apply_reflector(v, m, n, r, t[r], q, m, n, true);
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), q);
+    }
+    tp_free(v);
+    return TP_OK;
+}
+
+/* ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool
+ * transpose=False): op(Q) input3 (left) or input3 op(Q) */
+static tp_status check_ormqr(const tp_value *args) {
+    const tp_tensor *in = tp__arg_tensor(args, 0), *tau = tp__arg_tensor(args, 1), *c = tp__arg_tensor(args, 2);
+    bool left = tp__arg_bool(args, 3);
+    TP_CHECK(in->ndim >= 2, TP_ERR_SHAPE, "torch.ormqr: input must have at least 2 dimensions.");
+    TP_CHECK(c->ndim >= 2, TP_ERR_SHAPE, "torch.ormqr: other must have at least 2 dimensions.");
+    int64_t cs = c->sizes[c->ndim - (left ? 2 : 1)], ntau = tau->ndim ? tau->sizes[tau->ndim - 1] : 1;
+    TP_CHECK(cs >= ntau, TP_ERR_SHAPE, "torch.ormqr: other.shape[%d] must be greater than or equal to tau.shape[-1]",
+             left ? -2 : -1);
+    TP_CHECK(cs == in->sizes[in->ndim - 2], TP_ERR_SHAPE, "torch.ormqr: other.shape[%d] must be equal to input.shape[-2]",
+             left ? -2 : -1);
+    TP_CHECK(ntau <= in->sizes[in->ndim - 1], TP_ERR_SHAPE,
+             "torch.ormqr: tau.shape[-1] must be less than or equal to input.shape[-1]");
+    TP_CHECK(in->ndim - tau->ndim == 1, TP_ERR_SHAPE,
+             "torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim equal to %d and "
+             "input.ndim is equal to %d",
+             tau->ndim, in->ndim);
+    TP_CHECK(in->ndim == c->ndim, TP_ERR_SHAPE,
+             "torch.ormqr: Expected other to have the same number of dimensions as input, but got other.ndim equal to "
+             "%d and input.ndim is equal to %d",
+             c->ndim, in->ndim);
+    TP_TRY(check_tau_batch(in, tau, "torch.ormqr"));
+    for (int d = 0; d < in->ndim - 2; d++)
+        TP_CHECK(c->sizes[d] == in->sizes[d], TP_ERR_SHAPE,
+                 "torch.ormqr: Expected batch dimensions of other to be equal to input.shape[:-2]");
+    TP_CHECK(in->dtype == tau->dtype, TP_ERR_TYPE,
+             "torch.ormqr: Expected input and tau to have the same dtype, but input has dtype%s and tau has dtype %s",
+             torch_type(in->dtype), torch_type(tau->dtype));
+    TP_CHECK(in->dtype == c->dtype, TP_ERR_TYPE,
+             "torch.ormqr: Expected input and other to have the same dtype, but input has dtype%s and other has dtype "
+             "%s",
+             torch_type(in->dtype), torch_type(c->dtype));
+    return check_float_lapack(in, "ormqr_cpu");
+}
+
+static tp_status infer_ormqr(const tp_value *args, tp_value *out) {
+    TP_TRY(check_ormqr(args));
+    const tp_tensor *c = tp__arg_tensor(args, 2);
+    return tp__out_tensor(out, c->dtype, c->ndim, c->sizes);
+}
+
+static tp_status kernel_ormqr(const tp_value *args, tp_value *out) {
+    TP_TRY(check_ormqr(args));
+    const tp_tensor *in = tp__arg_tensor(args, 0), *tau = tp__arg_tensor(args, 1), *c = tp__arg_tensor(args, 2);
+    bool left = tp__arg_bool(args, 3), trans = tp__arg_bool(args, 4);
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t m = in->sizes[in->ndim - 2], n = in->sizes[in->ndim - 1], k = tau->sizes[tau->ndim - 1];
+    int64_t r = c->sizes[c->ndim - 2], cc = c->sizes[c->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, in, in->ndim - 2);
+    double *v;
+    TP_TRY(scratch(&v, m * n + r * cc + k));
+    double *x = v + m * n, *t = x + r * cc;
+    /* Q = H_1 ... H_k: Q C and C Q^T apply H_k first, Q^T C and C Q apply H_1 first */
+    bool last_first = left != trans;
+    for (int64_t b = 0; b < bt.count; b++) {
+        mat_load(in, batch_off(in, in->ndim - 2, &bt, b), v);
+        vec_load(tau, &bt, b, t);
+        mat_load(c, batch_off(c, c->ndim - 2, &bt, b), x);
+        for (int64_t s = 0; s < k; s++) {
+            int64_t h = last_first ? k - 1 - s : s;
+            apply_reflector(v, m, n, h, t[h], x, r, cc, left);
+        }
+        mat_store(o, batch_off(o, o->ndim - 2, &bt, b), x);
+    }
+    tp_free(v);
+    return TP_OK;
+}
+
 void tp__register_linalg_ops(void) {
     tp__register_op(TP_OP_MATMUL, "matmul(Tensor self, Tensor other) -> Tensor", 0, infer_matmul, kernel_matmul);
     tp__register_op(TP_OP_MM, "mm(Tensor self, Tensor mat2) -> Tensor", 0, infer_mm, kernel_mm);
@@ -1969,4 +2206,9 @@ void tp__register_linalg_ops(void) {
                     kernel_pinverse);
     tp__register_op(TP_OP_LU_SOLVE, "lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor", 0,
                     infer_lu_solve, kernel_lu_solve);
+    tp__register_op(TP_OP_GEQRF, "geqrf(Tensor self) -> (Tensor, Tensor)", 0, infer_geqrf, kernel_geqrf);
+    tp__register_op(TP_OP_ORGQR, "orgqr(Tensor self, Tensor input2) -> Tensor", 0, infer_orgqr, kernel_orgqr);
+    tp__register_op(TP_OP_ORMQR,
+                    "ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor", 0,
+                    infer_ormqr, kernel_ormqr);
 }

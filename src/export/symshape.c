@@ -1133,7 +1133,8 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_MATRIX_POWER:
     case TP_OP_CHOLESKY:
     case TP_OP_CHOLESKY_INVERSE:
-    case TP_OP_MATRIX_EXP: return true;
+    case TP_OP_MATRIX_EXP:
+    case TP_OP_ORGQR: return true;
     default: return false;
     }
 }
@@ -1836,6 +1837,22 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->d[o->nd - 1] = o->d[o->nd - 2];
         o->d[o->nd - 2] = t;
         return o;
+    }
+    case TP_OP_ORMQR: return copy_t(r, need_t(r, 2));
+    case TP_OP_GEQRF: { /* (self's shape, batch + [min(m, n)]) */
+        const sval *x = need_t(r, 0);
+        int64_t m, n;
+        if (!x || x->nd < 2 || !sd_is_const(x->d[x->nd - 2], &m) || !sd_is_const(x->d[x->nd - 1], &n)) {
+            r->fail = true; /* min() of a symbolic size has no form here */
+            return NULL;
+        }
+        sval *a = copy_t(r, x), *t = a ? out_t(r, x->nd - 1) : NULL;
+        if (!t) return NULL;
+        for (int i = 0; i < x->nd - 2; i++) t->d[i] = S(r, x->d[i]);
+        t->d[x->nd - 2] = K(r, m < n ? m : n);
+        sval *q = seq_of(r, 2, a);
+        if (q) q->items[1] = *t;
+        return q;
     }
     case TP_OP_CHOLESKY_SOLVE:
     case TP_OP_LU_SOLVE: return solve_shape(r, need_t(r, 0), need_t(r, 1), need_t(r, 0));
