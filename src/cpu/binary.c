@@ -10,7 +10,9 @@
  *    (one dtype; allclose gives a 0-d bool tensor where PyTorch gives a
  *    Python bool); zeta (the Hurwitz zeta; integers compute in float32,
  *    no float16/bfloat16) and igamma / igammac (regularised incomplete
- *    gammas: floating operands only, float16 included, as in PyTorch);
+ *    gammas: floating operands only, float16 included, as in PyTorch); the
+ *    Chebyshev (and shifted), Hermite, Laguerre and Legendre polynomials
+ *    of torch.special (x, n);
  *  - comparisons eq ne lt le gt ge and logical_and/or/xor (bool results);
  *  - bitwise_and/or/xor (integer and bool tensors only), bitwise_left_shift
  *    and bitwise_right_shift (integer tensors only);
@@ -316,6 +318,94 @@ static double igamma_pq(double a, double x, bool upper) {
 }
 static double igamma_f(const double *v, ew_params *p) { return igamma_pq(v[0], v[1], false); }
 static double igammac_f(const double *v, ew_params *p) { return igamma_pq(v[0], v[1], true); }
+/* The orthogonal polynomials of torch.special at (x, n), n truncated to an
+ * integer (NaN or out of int64's range reads as PyTorch's x86 conversion
+ * does: INT64_MIN, so 0): their three-term recurrences from P_0 and P_1,
+ * with PyTorch's shortcuts - 0 for n < 0, the closed values at the ends of
+ * the interval, and for Chebyshev kinds of larger n inside it the
+ * trigonometric forms (T_n = cos(n t), U_n = sin((n+1) t) / sin t, V_n =
+ * cos((n+1/2) t) / cos(t/2), W_n = sin((n+1/2) t) / sin(t/2), t = acos x;
+ * shifted kinds at 2x - 1). */
+enum { P_CHEB_T, P_CHEB_U, P_CHEB_V, P_CHEB_W, P_SCHEB_T, P_SCHEB_U, P_SCHEB_V, P_SCHEB_W, P_HERM_H, P_HERM_HE,
+       P_LAGUERRE, P_LEGENDRE };
+
+static double cheb_ends(int kind, bool at_one, int64_t n) {
+    double odd = n % 2 ? -1.0 : 1.0, n1 = (double)n + 1.0, n2 = 2.0 * (double)n + 1.0;
+    switch (kind) {
+    case P_CHEB_T: return at_one ? 1.0 : odd;
+    case P_CHEB_U: return at_one ? n1 : odd * n1;
+    case P_CHEB_V: return at_one ? 1.0 : odd * n2;
+    default: return at_one ? n2 : odd; /* W */
+    }
+}
+
+static double orth_poly(int kind, double x, double nf) {
+    int64_t n = (isnan(nf) || nf >= 9.2e18 || nf <= -9.2e18) ? INT64_MIN : (int64_t)nf;
+    if (n < 0) return 0.0;
+    double y = x, p0 = 1.0, p1, step = 2.0; /* P_{k+1} = step y P_k - P_{k-1} for the Chebyshev kinds */
+    int limit = 6;
+    if (kind <= P_SCHEB_W) {
+        int base = kind >= P_SCHEB_T ? kind - P_SCHEB_T : kind;
+        if (kind >= P_SCHEB_T) {
+            if (x == 1.0) return cheb_ends(base, true, n);
+            if (x == 0.0) return cheb_ends(base, false, n);
+            y = x + x - 1.0;
+            limit = base == 3 ? 4 : 6;
+        } else {
+            if (fabs(x) == 1.0) return cheb_ends(base, x > 0, n);
+            limit = base == 0 ? 6 : 8;
+        }
+        if (n > limit && fabs(y) < 1.0) {
+            double t = acos(y);
+            switch (base) {
+            case 0: return cos((double)n * t);
+            case 1:
+                return sin(t) != 0.0 ? sin(((double)n + 1.0) * t) / sin(t)
+                                     : ((double)n + 1.0) * cos(((double)n + 1.0) * t) / y;
+            case 2: return sin(t / 2.0) != 1.0 ? cos(((double)n + 0.5) * t) / cos(t / 2.0) : cheb_ends(2, false, n);
+            default:
+                return cos(t / 2.0) != 1.0 ? sin(((double)n + 0.5) * t) / sin(t / 2.0) : cheb_ends(3, y > 0, n);
+            }
+        }
+        p1 = base == 0 ? y : base == 1 ? 2.0 * y : base == 2 ? 2.0 * y - 1.0 : 2.0 * y + 1.0;
+    } else if (kind == P_HERM_H || kind == P_HERM_HE) {
+        p1 = kind == P_HERM_H ? 2.0 * x : x;
+    } else if (kind == P_LAGUERRE) {
+        if (x == 0.0) return 1.0;
+        p1 = 1.0 - x;
+    } else { /* Legendre */
+        if (fabs(x) == 1.0) return x > 0 || n % 2 == 0 ? 1.0 : -1.0;
+        p1 = x;
+    }
+    if (n == 0) return p0;
+    for (int64_t k = 1; k < n && !isnan(p1); k++) {
+        double kd = (double)k, r;
+        switch (kind) {
+        case P_HERM_H: r = 2.0 * x * p1 - 2.0 * kd * p0; break;
+        case P_HERM_HE: r = x * p1 - kd * p0; break;
+        case P_LAGUERRE: r = ((2.0 * kd + 1.0 - x) * p1 - kd * p0) / (kd + 1.0); break;
+        case P_LEGENDRE: r = ((2.0 * kd + 1.0) * x * p1 - kd * p0) / (kd + 1.0); break;
+        default: r = step * y * p1 - p0; break;
+        }
+        p0 = p1;
+        p1 = r;
+    }
+    return p1;
+}
+#define POLY_F(name, kind)                                                                                     \
+    static double name##_f(const double *v, ew_params *p) { return orth_poly(kind, v[0], v[1]); }
+POLY_F(chebyshev_polynomial_t, P_CHEB_T)
+POLY_F(chebyshev_polynomial_u, P_CHEB_U)
+POLY_F(chebyshev_polynomial_v, P_CHEB_V)
+POLY_F(chebyshev_polynomial_w, P_CHEB_W)
+POLY_F(shifted_chebyshev_polynomial_t, P_SCHEB_T)
+POLY_F(shifted_chebyshev_polynomial_u, P_SCHEB_U)
+POLY_F(shifted_chebyshev_polynomial_v, P_SCHEB_V)
+POLY_F(shifted_chebyshev_polynomial_w, P_SCHEB_W)
+POLY_F(hermite_polynomial_h, P_HERM_H)
+POLY_F(hermite_polynomial_he, P_HERM_HE)
+POLY_F(laguerre_polynomial_l, P_LAGUERRE)
+POLY_F(legendre_polynomial_p, P_LEGENDRE)
 /* log(exp(a) + exp(b)) without overflow; equal infinities give themselves. */
 static double logaddexp_f(const double *x, ew_params *p) {
     double a = x[0], b = x[1];
@@ -741,6 +831,19 @@ BINARY_OP_REF(isclose, TP_OP_ISCLOSE, isclose_f, isclose_i, EW_BOOL_OUT)
 BINARY_OP_REF(zeta, TP_OP_ZETA, zeta_f, NULL, EW_INT_TO_FLOAT | EW_NO_HALF)
 BINARY_OP_REF(igamma, TP_OP_IGAMMA, igamma_f, NULL, 0)
 BINARY_OP_REF(igammac, TP_OP_IGAMMAC, igammac_f, NULL, 0)
+#define POLY_OP(name, id) BINARY_OP_REF(name, TP_OP_##id, name##_f, NULL, EW_INT_TO_FLOAT | EW_NO_HALF)
+POLY_OP(chebyshev_polynomial_t, CHEBYSHEV_POLYNOMIAL_T)
+POLY_OP(chebyshev_polynomial_u, CHEBYSHEV_POLYNOMIAL_U)
+POLY_OP(chebyshev_polynomial_v, CHEBYSHEV_POLYNOMIAL_V)
+POLY_OP(chebyshev_polynomial_w, CHEBYSHEV_POLYNOMIAL_W)
+POLY_OP(shifted_chebyshev_polynomial_t, SHIFTED_CHEBYSHEV_POLYNOMIAL_T)
+POLY_OP(shifted_chebyshev_polynomial_u, SHIFTED_CHEBYSHEV_POLYNOMIAL_U)
+POLY_OP(shifted_chebyshev_polynomial_v, SHIFTED_CHEBYSHEV_POLYNOMIAL_V)
+POLY_OP(shifted_chebyshev_polynomial_w, SHIFTED_CHEBYSHEV_POLYNOMIAL_W)
+POLY_OP(hermite_polynomial_h, HERMITE_POLYNOMIAL_H)
+POLY_OP(hermite_polynomial_he, HERMITE_POLYNOMIAL_HE)
+POLY_OP(laguerre_polynomial_l, LAGUERRE_POLYNOMIAL_L)
+POLY_OP(legendre_polynomial_p, LEGENDRE_POLYNOMIAL_P)
 
 /* allclose: every element isclose, as a 0-d bool tensor (tensorplay and
  * PyTorch give a Python bool). */
@@ -1233,4 +1336,19 @@ void tp__register_binary_ops(void) {
     tp__register_op(TP_OP_ZETA, "zeta(Tensor self, Tensor|Scalar other) -> Tensor", 0, zeta_infer, zeta_kernel);
     tp__register_op(TP_OP_IGAMMA, "igamma(Tensor self, Tensor other) -> Tensor", 0, igamma_infer, igamma_kernel);
     tp__register_op(TP_OP_IGAMMAC, "igammac(Tensor self, Tensor other) -> Tensor", 0, igammac_infer, igammac_kernel);
+    /* the orthogonal polynomials of torch.special */
+#define REGISTER_POLY(name, id)                                                                                \
+    tp__register_op(TP_OP_##id, #name "(Tensor x, Tensor|Scalar n) -> Tensor", 0, name##_infer, name##_kernel)
+    REGISTER_POLY(chebyshev_polynomial_t, CHEBYSHEV_POLYNOMIAL_T);
+    REGISTER_POLY(chebyshev_polynomial_u, CHEBYSHEV_POLYNOMIAL_U);
+    REGISTER_POLY(chebyshev_polynomial_v, CHEBYSHEV_POLYNOMIAL_V);
+    REGISTER_POLY(chebyshev_polynomial_w, CHEBYSHEV_POLYNOMIAL_W);
+    REGISTER_POLY(shifted_chebyshev_polynomial_t, SHIFTED_CHEBYSHEV_POLYNOMIAL_T);
+    REGISTER_POLY(shifted_chebyshev_polynomial_u, SHIFTED_CHEBYSHEV_POLYNOMIAL_U);
+    REGISTER_POLY(shifted_chebyshev_polynomial_v, SHIFTED_CHEBYSHEV_POLYNOMIAL_V);
+    REGISTER_POLY(shifted_chebyshev_polynomial_w, SHIFTED_CHEBYSHEV_POLYNOMIAL_W);
+    REGISTER_POLY(hermite_polynomial_h, HERMITE_POLYNOMIAL_H);
+    REGISTER_POLY(hermite_polynomial_he, HERMITE_POLYNOMIAL_HE);
+    REGISTER_POLY(laguerre_polynomial_l, LAGUERRE_POLYNOMIAL_L);
+    REGISTER_POLY(legendre_polynomial_p, LEGENDRE_POLYNOMIAL_P);
 }
