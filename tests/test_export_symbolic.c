@@ -800,44 +800,6 @@ TEST(test_linalg_stats_special_rules) {
     tp_module_free(m);
 }
 
-static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
-    tp_value a[6] = {tp_v(tp_arg(ctx, &args[0])), tp_ints(ctx, 2, (int64_t[]){2, 2}), tp_ints(ctx, 2, (int64_t[]){2, 2}),
-                     tp_ints(ctx, 2, (int64_t[]){0, 0}), tp_ints(ctx, 2, (int64_t[]){1, 1}), tp_value_bool(true)};
-    return tp_return(ctx, tp_relu(ctx, tp_call(ctx, TP_OP_MAX_POOL2D, a, 6, NULL)), out);
-}
-
-/* ceil_mode's last-window rule has no symbolic form here: the node and the
- * nodes after it fall back to the replay check, and the report says so. */
-TEST(test_fallback_to_replay_is_reported) {
-    tp_module *m = model(pool_ceil_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){1, 1, 7, 6}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 2, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(rep.notes && strstr(rep.notes, "max_pool2d (max_pool2d)") && strstr(rep.notes, "relu (relu)"), "%s",
-              rep.notes ? rep.notes : "(null)");
-    if (p) CHECK(node_sym_shape(p, TP_OP_MAX_POOL2D) && strcmp(node_sym_shape(p, TP_OP_MAX_POOL2D), "?") == 0);
-    char *text = NULL;
-    CHECK_OK(tp_draft_report_to_string(&rep, &text));
-    CHECK(text && strstr(text, "note: symbolic shapes:"));
-    tp_free(text);
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 4, (int64_t[]){1, 1, 9, 6}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
-}
-
 TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
