@@ -104,7 +104,9 @@ enum {
                                   output 0 is produced, using another is TP_ERR_UNSUPPORTED */
     TP_TORCH_DROP = 1u << 1,   /* a runtime assertion: dropped */
     TP_TORCH_T = 1u << 2,      /* aten.t: transpose(0, 1), the tensor itself below 2-D */
-    TP_TORCH_SYMINT = 1u << 3  /* _operator arithmetic on symbolic ints */
+    TP_TORCH_SYMINT = 1u << 3, /* _operator arithmetic on symbolic ints */
+    TP_TORCH_KW = 1u << 4      /* writing: our required arguments are in another order than ATen's: all but
+                                  the first are written by keyword */
 };
 
 typedef struct tp_torch_op {
@@ -123,6 +125,8 @@ typedef struct tp_torch_op {
 /* The entry for aten.<name>.<overload> (module "aten") or _operator.<name>
  * (module "_operator"); NULL if unknown. */
 TP_HIDDEN const tp_torch_op *tp__torch_find_op(const char *module, const char *name, const char *overload);
+/* Whether our op `name` is ATen's special_<name> (torch.special). */
+TP_HIDDEN bool tp__torch_is_special(const char *name);
 /* Whether the reader maps aten.<name>.<overload> (the table, the same-name
  * fallback, in-place variants; tests). */
 TP_HIDDEN bool tp__torch_maps(const char *name, const char *overload);

@@ -30,6 +30,18 @@ static const tp_torch_op g_aten[] = {
     E("pow", "Tensor_Scalar,Tensor_Tensor", POW, NULL, NULL, 0),
     E("remainder", "Tensor,Scalar", REMAINDER, NULL, NULL, 0),
     E("fmod", "Tensor,Scalar", FMOD, NULL, NULL, 0),
+    E("xlogy", "Tensor,Scalar_Other", XLOGY, NULL, NULL, 0),
+    E("special_xlog1py", "default,other_scalar", XLOG1PY, NULL, NULL, 0),
+    E("float_power", "Tensor_Tensor,Tensor_Scalar", FLOAT_POWER, NULL, NULL, 0),
+    E("bitwise_left_shift", "Tensor,Tensor_Scalar", BITWISE_LEFT_SHIFT, NULL, NULL, 0),
+    E("bitwise_right_shift", "Tensor,Tensor_Scalar", BITWISE_RIGHT_SHIFT, NULL, NULL, 0),
+    E("lerp", "Scalar,Tensor", LERP, NULL, NULL, 0),
+    E("special_entr", "default", ENTR, NULL, NULL, 0),
+    E("special_i0e", "default", I0E, NULL, NULL, 0),
+    E("special_erfcx", "default", ERFCX, NULL, NULL, 0),
+    E("copysign", "Tensor,Scalar", COPYSIGN, NULL, NULL, 0),
+    E("ldexp", "Tensor", LDEXP, NULL, NULL, 0),
+    E("frexp", "Tensor", FREXP, NULL, NULL, 0),
     E("maximum", "default", MAXIMUM, NULL, NULL, 0),
     E("minimum", "default", MINIMUM, NULL, NULL, 0),
     E("eq", "Tensor,Scalar", EQ, NULL, NULL, 0),
@@ -106,6 +118,12 @@ static const tp_torch_op g_aten[] = {
     E("std", "correction,dim,default", STD, NULL, NULL, 0),
     E("logsumexp", "default", LOGSUMEXP, NULL, NULL, 0),
     E("cumsum", "default", CUMSUM, NULL, NULL, 0),
+    E("quantile", "default,scalar", QUANTILE, NULL, NULL, 0),
+    E("nanquantile", "default,scalar", NANQUANTILE, NULL, NULL, 0),
+    E("norm", "Scalar,ScalarOpt_dim", NORM, NULL, NULL, 0),
+    E("count_nonzero", "default,dim_IntList", COUNT_NONZERO, NULL, NULL, 0),
+    E("median", "default,dim", MEDIAN, NULL, NULL, 0),
+    E("nanmedian", "default,dim", NANMEDIAN, NULL, NULL, 0),
     E("cumprod", "default", CUMPROD, NULL, NULL, 0),
     E("softmax", "int", SOFTMAX, NULL, NULL, 0),
     E("log_softmax", "int", LOG_SOFTMAX, NULL, NULL, 0),
@@ -131,7 +149,7 @@ static const tp_torch_op g_aten[] = {
     E("conv3d", "default,padding", CONV3D, NULL, NULL, 0),
     E("conv_transpose1d", "default,input", CONV_TRANSPOSE1D, NULL, NULL, 0),
     E("conv_transpose2d", "default,input", CONV_TRANSPOSE2D, NULL, NULL, 0),
-    E("batch_norm", "default", BATCH_NORM, "cudnn_enabled:-true", NULL, 0),
+    E("batch_norm", "default", BATCH_NORM, "cudnn_enabled:-true", NULL, TP_TORCH_KW),
     E("_native_batch_norm_legit_no_training", "default", BATCH_NORM, NULL, "training=false", TP_TORCH_FIRST),
     E("layer_norm", "default", LAYER_NORM, "cudnn_enable:-true", NULL, 0),
     E("native_layer_norm", "default", LAYER_NORM, NULL, NULL, TP_TORCH_FIRST),
@@ -159,7 +177,10 @@ static const tp_torch_op g_aten[] = {
     E("upsample_trilinear3d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor",
       "mode='trilinear'", 0),
     E("pixel_shuffle", "default", PIXEL_SHUFFLE, NULL, NULL, 0),
-    E("adaptive_max_pool2d", "default", ADAPTIVE_MAX_POOL2D, NULL, NULL, TP_TORCH_FIRST),
+    /* ATen's adaptive max pools return (values, indices) */
+    E("adaptive_max_pool1d", "default", ADAPTIVE_MAX_POOL1D_WITH_INDICES, NULL, NULL, 0),
+    E("adaptive_max_pool2d", "default", ADAPTIVE_MAX_POOL2D_WITH_INDICES, NULL, NULL, 0),
+    E("adaptive_max_pool3d", "default", ADAPTIVE_MAX_POOL3D_WITH_INDICES, NULL, NULL, 0),
     E("instance_norm", "default", INSTANCE_NORM, "cudnn_enabled:-true", NULL, 0),
     E("embedding", "default", EMBEDDING, NULL, NULL, 0),
     /* shapes and views */
@@ -186,6 +207,12 @@ static const tp_torch_op g_aten[] = {
     E("split", "Tensor", SPLIT, "split_size:split_size_or_sections", NULL, 0),
     E("split_with_sizes", "default", SPLIT, "split_sizes:split_size_or_sections", NULL, 0),
     E("chunk", "default", CHUNK, NULL, NULL, 0),
+    E("tensor_split", "sections,indices,tensor_indices_or_sections", TENSOR_SPLIT,
+      "sections:indices_or_sections,indices:indices_or_sections,tensor_indices_or_sections:indices_or_sections", NULL, 0),
+    E("hsplit", "int,array", HSPLIT, "sections:indices_or_sections,indices:indices_or_sections", NULL, 0),
+    E("vsplit", "int,array", VSPLIT, "sections:indices_or_sections,indices:indices_or_sections", NULL, 0),
+    E("dsplit", "int,array", DSPLIT, "sections:indices_or_sections,indices:indices_or_sections", NULL, 0),
+    E("repeat_interleave", "self_Tensor,self_int", REPEAT_INTERLEAVE, NULL, NULL, 0),
     E("unbind", "int", UNBIND, NULL, NULL, 0),
     E("flip", "default", FLIP, NULL, NULL, 0),
     E("roll", "default", ROLL, NULL, NULL, 0),
@@ -214,6 +241,10 @@ static const tp_torch_op g_aten[] = {
     E("index_add", "default", INDEX_ADD, NULL, NULL, 0),
     E("index_fill", "int_Scalar,int_Tensor", INDEX_FILL, NULL, NULL, 0),
     E("index_put", "default", INDEX_PUT, NULL, NULL, 0),
+    E("bucketize", "Tensor", BUCKETIZE, NULL, NULL, 0),
+    E("searchsorted", "Tensor,Scalar", SEARCHSORTED, NULL, NULL, 0),
+    E("histogram", "bin_ct,bins_tensor", HISTOGRAM, NULL, NULL, 0),
+    E("cross_entropy_loss", "default", CROSS_ENTROPY, NULL, NULL, 0),
     E("index_put_", "default", INDEX_PUT_, NULL, NULL, 0),
     /* creation */
     E("full", "default", FULL, NULL, NULL, 0),
@@ -246,6 +277,22 @@ static const tp_torch_op g_operator[] = {
     E("mul", "", SYM_MUL, NULL, NULL, TP_TORCH_SYMINT),
     E("floordiv", "", SYM_FLOORDIV, NULL, NULL, TP_TORCH_SYMINT),
 };
+
+/* Ops of ours whose ATen op is special_<name> (torch.special). */
+static const char *const g_special[] = {
+    "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+    "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai", "zeta",
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+    "legendre_polynomial_p"};
+
+bool tp__torch_is_special(const char *name) {
+    for (size_t i = 0; i < TP_ARRAY_LEN(g_special); i++)
+        if (!strcmp(g_special[i], name)) return true;
+    return false;
+}
 
 static bool listed(const char *list, const char *item) {
     size_t n = strlen(item);

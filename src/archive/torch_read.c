@@ -744,6 +744,11 @@ static const tp_torch_op *lookup_op(const char *module, const char *name, const 
     *same = (tp_torch_op){name, "default", tp_op_from_name(name), NULL, NULL, 0};
     if (!strcmp(overload, "default") && same->op != TP_OP_INVALID && !(tp_op_flags(same->op) & TP_OPF_INPLACE))
         return same;
+    /* torch.special's special_<name> (any overload: ours take a tensor or a number where it has two) */
+    if (!strncmp(name, "special_", 8) && tp__torch_is_special(name + 8)) {
+        *same = (tp_torch_op){name, overload, tp_op_from_name(name + 8), NULL, NULL, 0};
+        if (same->op != TP_OP_INVALID) return same;
+    }
     size_t nl = strlen(name);
     if (nl < 2 || name[nl - 1] != '_' || nl >= sizeof fname) return NULL;
     snprintf(fname, sizeof fname, "%.*s", (int)nl - 1, name);

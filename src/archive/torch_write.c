@@ -186,10 +186,67 @@ static const tp_torch_op *entry_for(tp_op op) {
     return NULL;
 }
 
+static bool node_is_int(const tp_node *n);
+
 /* The overload for these bound arguments. */
 static void pick_overload(const tp_torch_op *e, const tp_schema *sc, const tp_value *bound, char *out, size_t size) {
     const char *first_end = strchr(e->overloads, ',');
     snprintf(out, size, "%.*s", first_end ? (int)(first_end - e->overloads) : (int)strlen(e->overloads), e->overloads);
+    /* overloads chosen by one argument's kind: a tensor, a number, a list, None */
+    static const struct {
+        const char *op, *arg, *tensor, *number, *list, *none;
+    } rules[] = {{"xlogy", "other", "Tensor", "Scalar_Other", NULL, NULL},
+                 {"special_xlog1py", "other", "default", "other_scalar", NULL, NULL},
+                 {"float_power", "exponent", "Tensor_Tensor", "Tensor_Scalar", NULL, NULL},
+                 {"bitwise_left_shift", "other", "Tensor", "Tensor_Scalar", NULL, NULL},
+                 {"bitwise_right_shift", "other", "Tensor", "Tensor_Scalar", NULL, NULL},
+                 {"lerp", "weight", "Tensor", "Scalar", NULL, NULL},
+                 {"scatter", "src", "src", "value", NULL, NULL},
+                 {"searchsorted", "self", "Tensor", "Scalar", NULL, NULL},
+                 {"repeat_interleave", "repeats", "self_Tensor", "self_int", NULL, NULL},
+                 {"tensor_split", "indices_or_sections", "tensor_indices_or_sections", "sections", "indices", NULL},
+                 {"hsplit", "indices_or_sections", NULL, "int", "array", NULL},
+                 {"vsplit", "indices_or_sections", NULL, "int", "array", NULL},
+                 {"dsplit", "indices_or_sections", NULL, "int", "array", NULL},
+                 {"histogram", "bins", "bins_tensor", "bin_ct", NULL, NULL},
+                 {"count_nonzero", "dim", NULL, "default", "dim_IntList", "default"},
+                 {"median", "dim", NULL, "dim", NULL, "default"},
+                 {"nanmedian", "dim", NULL, "dim", NULL, "default"},
+                 {"norm", "dim", NULL, NULL, "ScalarOpt_dim", "Scalar"},
+                 {"quantile", "q", "default", "scalar", NULL, NULL},
+                 {"nanquantile", "q", "default", "scalar", NULL, NULL}};
+    for (size_t r = 0; r < sizeof rules / sizeof *rules; r++) {
+        if (strcmp(rules[r].op, e->name) != 0) continue;
+        int k = -1;
+        for (int i = 0; i < sc->n_args; i++)
+            if (!strcmp(sc->args[i].name, rules[r].arg)) k = i;
+        if (k < 0) break;
+        const tp_value *v = &bound[k];
+        bool node_t = v->kind == TP_VAL_NODE && !node_is_int(v->u.node);
+        const char *pick = node_t ? rules[r].tensor
+                           : v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE ? rules[r].list
+                           : v->kind == TP_VAL_NONE ? rules[r].none : rules[r].number;
+        if (pick) snprintf(out, size, "%s", pick);
+        return;
+    }
+    if (!strncmp(e->name, "special_", 8) && sc->n_args == 2 && bound[1].kind != TP_VAL_NODE &&
+        sc->args[1].type == TP_ARG_TENSOR_OR_SCALAR) { /* special_zeta.other_scalar, polynomials' n_scalar */
+        snprintf(out, size, "%s", !strcmp(sc->args[1].name, "n") ? "n_scalar" : "other_scalar");
+        return;
+    }
+    if (e->op == TP_OP_CLAMP) { /* clamp.Tensor when a bound is a tensor */
+        for (int i = 0; i < sc->n_args; i++)
+            if (bound[i].kind == TP_VAL_NODE && i > 0) snprintf(out, size, "Tensor");
+        return;
+    }
+    if (e->op == TP_OP_DIV) {
+        int k = -1;
+        for (int i = 0; i < sc->n_args; i++)
+            if (!strcmp(sc->args[i].name, "rounding_mode")) k = i;
+        bool scalar = bound[1].kind != TP_VAL_NODE, mode = k >= 0 && bound[k].kind == TP_VAL_STR;
+        snprintf(out, size, "%s%s", scalar ? "Scalar" : "Tensor", mode ? "_mode" : "");
+        return;
+    }
     if (has_overload(e->overloads, "Tensor") && has_overload(e->overloads, "Scalar")) {
         bool scalar = false;
         for (int i = 0; i < sc->n_args; i++)
@@ -344,22 +401,19 @@ static json_t *arg_json(twr *w, const tp_value *v, const char *where) {
     }
 }
 
-/* The torch name an argument of ours is renamed to by the entry's map ("torch:ours"). */
-static bool renamed(const tp_torch_op *e, const char *ours, char *out, size_t size) {
-    for (const char *p = e->map; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t l = end ? (size_t)(end - p) : strlen(p);
-        const char *colon = memchr(p, ':', l);
-        if (colon) {
-            size_t tl = (size_t)(colon - p), ol = l - tl - 1;
-            if (ol == strlen(ours) && !memcmp(colon + 1, ours, ol) && colon[1] != '-' && colon[1] != '=') {
-                snprintf(out, size, "%.*s", (int)tl, p);
-                return true;
-            }
-        }
-        p = end ? end + 1 : NULL;
+/* One item of an entry's map ("torch:ours", from p): *out = the torch name
+ * when it renames our argument `ours`, else "". Returns the next item. */
+static const char *renamed_at(const char *p, const char *ours, char *out, size_t size) {
+    out[0] = '\0';
+    const char *end = strchr(p, ',');
+    size_t l = end ? (size_t)(end - p) : strlen(p);
+    const char *colon = memchr(p, ':', l);
+    if (colon) {
+        size_t tl = (size_t)(colon - p), ol = l - tl - 1;
+        if (ol == strlen(ours) && !memcmp(colon + 1, ours, ol) && colon[1] != '-' && colon[1] != '=')
+            snprintf(out, size, "%.*s", (int)tl, p);
     }
-    return false;
+    return end ? end + 1 : NULL;
 }
 
 static json_t *named_arg(twr *w, const char *name, json_t *arg, bool kw) {
@@ -398,7 +452,10 @@ static json_t *write_node(twr *w, const tp_node *n) {
         /* no entry: aten.<op>.default, which the reader maps back by name */
         e = entry_for(op);
         if (!e) {
-            same = (tp_torch_op){tp_op_name(op), "default", op, NULL, NULL, 0};
+            static _Thread_local char special[96];
+            snprintf(special, sizeof special, "special_%s", tp_op_name(op));
+            same = (tp_torch_op){tp__torch_is_special(tp_op_name(op)) ? special : tp_op_name(op), "default", op, NULL,
+                                 NULL, 0};
             e = &same;
         }
     }
@@ -447,10 +504,30 @@ static json_t *write_node(twr *w, const tp_node *n) {
             tp_value_clear(&bound[i]);
             if (tp_value_int_list(&v, 1, &bound[i]) != TP_OK && w->st == TP_OK) w->st = tp_error(TP_ERR_NOMEM, "out of memory");
         }
-        jappend(w, inputs, named_arg(w, a->name, arg_json(w, &bound[i], where), a->kwarg_only));
-        char alias[64];
-        if (e && renamed(e, a->name, alias, sizeof alias))
-            jappend(w, inputs, named_arg(w, alias, arg_json(w, &bound[i], where), a->kwarg_only));
+        /* ATen's losses take the reduction as an int */
+        if (!strcmp(a->name, "reduction") && bound[i].kind == TP_VAL_STR) {
+            const char *r = bound[i].u.s;
+            int64_t code = !strcmp(r, "none") ? 0 : !strcmp(r, "sum") ? 2 : 1;
+            tp_value_clear(&bound[i]);
+            bound[i] = tp_value_int(code);
+        }
+        /* aminmax's dim is one int in ATen */
+        if (op == TP_OP_AMINMAX && !strcmp(a->name, "dim") && bound[i].kind == TP_VAL_LIST && tp_value_len(&bound[i]) == 1) {
+            tp_value d = tp_value_int(tp_value_at(&bound[i], 0)->u.i);
+            tp_value_clear(&bound[i]);
+            bound[i] = d;
+        }
+        /* required arguments positionally (in ATen's order, which torch's binding follows), the others
+         * by keyword, which torch binds by its own schema's names: so one that is keyword-only there
+         * (kl_div's log_target) still lands; where our required arguments are in another order than
+         * ATen's (batch_norm's running stats) the entry says TP_TORCH_KW: all but the first by keyword */
+        bool kw = a->kwarg_only || (e && (e->flags & TP_TORCH_KW) ? i > 0 : a->has_default);
+        jappend(w, inputs, named_arg(w, a->name, arg_json(w, &bound[i], where), kw));
+        for (const char *q = e ? e->map : NULL; q && *q;) { /* every ATen name the table maps to this one */
+            char alias[64];
+            q = renamed_at(q, a->name, alias, sizeof alias);
+            if (alias[0]) jappend(w, inputs, named_arg(w, alias, arg_json(w, &bound[i], where), kw));
+        }
     }
     for (int i = 0; i < nb; i++) tp_value_clear(&bound[i]);
     /* ATen arguments we ignore or require on reading ("cudnn_enabled:-true", "half_to_float:=false") */
@@ -469,12 +546,17 @@ static json_t *write_node(twr *w, const tp_node *n) {
     }
     /* outputs */
     const tp_value *mv = tp_node_meta_val(n);
+    char node_name[300];
+    snprintf(node_name, sizeof node_name, "%s", tp_node_name(n));
     if (mv && mv->kind == TP_VAL_TENSOR) {
         jappend(w, outputs, tagged(w, "as_tensor", named(w, tp_node_name(n))));
         tensor_value(w, tp_node_name(n), mv->u.tensor, NULL);
-        if (op == TP_OP_ADAPTIVE_MAX_POOL2D) { /* ATen's also returns the indices */
+        if (op == TP_OP_ADAPTIVE_MAX_POOL1D || op == TP_OP_ADAPTIVE_MAX_POOL2D ||
+            op == TP_OP_ADAPTIVE_MAX_POOL3D) { /* ATen's also returns the indices */
             char name[300];
             snprintf(name, sizeof name, "%s_unused_indices", tp_node_name(n));
+            /* a node with two outputs is named apart from them, as torch names them */
+            snprintf(node_name, sizeof node_name, "%s_with_indices", tp_node_name(n));
             tp_tensor *idx = NULL;
             if (tp_tensor_meta(TP_INT64, tp_tensor_ndim(mv->u.tensor), tp_tensor_sizes(mv->u.tensor), &idx) == TP_OK) {
                 tensor_value(w, name, idx, NULL);
@@ -512,7 +594,7 @@ static json_t *write_node(twr *w, const tp_node *n) {
     jset(w, node, "outputs", outputs);
     jset(w, node, "metadata", json_object());
     jset(w, node, "is_hop_single_tensor_return", json_null());
-    jset(w, node, "name", json_string(tp_node_name(n)));
+    jset(w, node, "name", json_string(node_name));
     return node;
 }
 
