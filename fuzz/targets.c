@@ -212,6 +212,18 @@ int tp_fuzz_archive(const uint8_t *data, size_t size) {
         tp_archive_free(b);
         tp_free(img);
     }
+    /* the same for PyTorch's format */
+    if (tp_archive_save_torch_buffer(e, n, &img, &img_size) == TP_OK) {
+        tp_archive *b = NULL;
+        tp_load_options o = g_archive_opts;
+        o.max_ratio = 0;
+        o.max_member_size = o.max_total_size = 0;
+        REQUIRE(tp_archive_load_buffer(img, img_size, &o, &b) == TP_OK);
+        REQUIRE(tp_archive_num_programs(b) == n);
+        for (int i = 0; i < n; i++) REQUIRE(tp_archive_find_program(b, e[i].name) != NULL);
+        tp_archive_free(b);
+        tp_free(img);
+    }
     for (int i = 0; i < n; i++) call_program(tp_archive_program(a, i));
     tp_free(e);
     tp_archive_free(a);

@@ -319,7 +319,9 @@ typedef struct tdim {
 } tdim;
 
 typedef struct trd {
-    json_t *uses; /* value name -> index of the last node reading it (graph outputs: the node count) */
+    json_t *uses;  /* value name -> index of the last node reading it (graph outputs: the node count) */
+    json_t *names; /* the document's value names -> our nodes (the graph may rename a node: "sum" is
+                      a Python builtin, so the node is "sum_1") */
     const tp_doc_limits *lim;
     const tp_torch_read_options *o;
     json_t *tensor_values;
@@ -396,11 +398,25 @@ static tp_status tensor_meta(trd *r, const char *name, const char *where, const 
     return TP_OK;
 }
 
+/* The node standing for the document's value `name`, or NULL. */
+static tp_node *find_value(const trd *r, const char *name) {
+    json_t *v = json_object_get(r->names, name);
+    return v ? (tp_node *)(intptr_t)json_integer_value(v) : NULL;
+}
+
+/* Record that the document's value `name` is node n. */
+static tp_status define_value(trd *r, const char *name, tp_node *n) {
+    TP_CHECK(!find_value(r, name), TP_ERR_CORRUPT, "value '%s' is defined twice", name);
+    TP_CHECK(json_object_set_new(r->names, name, json_integer((json_int_t)(intptr_t)n)) == 0, TP_ERR_NOMEM,
+             "out of memory");
+    return TP_OK;
+}
+
 static tp_status node_ref(trd *r, const char *name, const char *where, tp_value *out) {
     TP_CHECK(!is_dropped(r, name), TP_ERR_UNSUPPORTED,
              "%s: uses '%s', an extra output (mean, rstd, mask) of a decomposed op that tpexport does not produce",
              where, name);
-    tp_node *n = tp_graph_find_node(r->g, name);
+    tp_node *n = find_value(r, name);
     TP_CHECK(n, TP_ERR_CORRUPT, "%s: '%s' is not defined before its use", where, name);
     *out = tp_value_node(n);
     return TP_OK;
@@ -646,7 +662,7 @@ static tp_status check_output_meta(trd *r, const tp_value *mv, const char *name,
 
 static tp_status fresh_name(trd *r, const char *hint, char *buf, size_t size) {
     do snprintf(buf, size, "tpx_%s_%d", hint, r->fresh++);
-    while (tp_graph_find_node(r->g, buf));
+    while (tp_graph_find_node(r->g, buf) || find_value(r, buf));
     return TP_OK;
 }
 
@@ -689,6 +705,7 @@ static tp_status make_call(trd *r, tp_op op, tp_value *named, const char *name, 
             tp_graph_erase_node(r->g, n);
         }
     }
+    if (st == TP_OK && name) st = define_value(r, name, n);
     if (st == TP_OK && out) *out = n;
     return st;
 }
@@ -742,8 +759,7 @@ static const tp_torch_op *lookup_op(const char *module, const char *name, const 
     const tp_torch_op *e = tp__torch_find_op(module, name, overload);
     if (e || strcmp(module, "aten") != 0) return e;
     *same = (tp_torch_op){name, "default", tp_op_from_name(name), NULL, NULL, 0};
-    if (!strcmp(overload, "default") && same->op != TP_OP_INVALID && !(tp_op_flags(same->op) & TP_OPF_INPLACE))
-        return same;
+    if (!strcmp(overload, "default") && same->op != TP_OP_INVALID) return same;
     /* torch.special's special_<name> (any overload: ours take a tensor or a number where it has two) */
     if (!strncmp(name, "special_", 8) && tp__torch_is_special(name + 8)) {
         *same = (tp_torch_op){name, overload, tp_op_from_name(name + 8), NULL, NULL, 0};
@@ -898,6 +914,19 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
         }
         char key[128];
         snprintf(key, sizeof key, "%.*s", (int)olen, ours);
+        /* ATen's losses take the reduction as an int; ours that take a string get its name */
+        int ki = schema_index(sc, ours, olen);
+        if (!strcmp(key, "reduction") && v.kind == TP_VAL_INT &&
+            (sc->args[ki].type == TP_ARG_STR || sc->args[ki].type == TP_ARG_OPT_STR)) {
+            static const char *const names[] = {"none", "mean", "sum"};
+            int64_t code = v.u.i;
+            if (code < 0 || code > 2) {
+                st = tp_error(TP_ERR_CORRUPT, "%s: reduction %" PRId64 " (expected 0, 1 or 2)", wi, code);
+                break;
+            }
+            st = tp_value_str(names[code], &v);
+            if (st != TP_OK) break;
+        }
         st = tp_value_dict_set(&named, key, &v);
     }
     for (const char *p = e->fixed; st == TP_OK && p && *p;) {
@@ -931,7 +960,8 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
     if (st == TP_OK && (op == TP_OP_ADD_ || op == TP_OP_MUL_)) {
         const tp_value *self = tp_value_dict_get(&named, "self");
         json_t *last = self && self->kind == TP_VAL_NODE ? json_object_get(r->uses, tp_node_name(self->u.node)) : NULL;
-        if (last && json_integer_value(last) <= index && tp_node_get_kind(self->u.node) == TP_NODE_CALL_FUNCTION)
+        if (last && json_integer_value(last) <= index && tp_node_get_kind(self->u.node) == TP_NODE_CALL_FUNCTION &&
+            !(tp_op_flags(tp_node_op(self->u.node)) & TP_OPF_VIEW)) /* a view writes into its base */
             op = op == TP_OP_ADD_ ? TP_OP_ADD : TP_OP_MUL;
     }
     /* outputs: one node, or a tuple node and getitems */
@@ -956,7 +986,9 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
             tp_node *target = self->u.node;
             json_t *last = json_object_get(r->uses, tp_node_name(target));
             bool read_later = !last || json_integer_value(last) > index;
-            if (tp_node_get_kind(target) != TP_NODE_CALL_FUNCTION || read_later) {
+            /* a view (x[1:3].relu_()) writes into what it views: keep the write */
+            bool view = tp_node_get_kind(target) == TP_NODE_CALL_FUNCTION && (tp_op_flags(tp_node_op(target)) & TP_OPF_VIEW);
+            if (tp_node_get_kind(target) != TP_NODE_CALL_FUNCTION || read_later || view) {
                 char tmp[TP_LIMIT_NAME + 64];
                 fresh_name(r, tp_op_name(op), tmp, sizeof tmp);
                 tp_node *value = NULL;
@@ -986,7 +1018,8 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
         }
     } else if (st == TP_OK) {
         char tuple_name[TP_LIMIT_NAME + 64];
-        if (nname && !tp_graph_find_node(r->g, json_string_value(nname)) && json_string_length(nname) <= r->lim->name)
+        if (nname && !tp_graph_find_node(r->g, json_string_value(nname)) && !find_value(r, json_string_value(nname)) &&
+            json_string_length(nname) <= r->lim->name)
             snprintf(tuple_name, sizeof tuple_name, "%s", json_string_value(nname));
         else fresh_name(r, name, tuple_name, sizeof tuple_name);
         /* a node name that is also one of its outputs' names goes to the output */
@@ -1019,7 +1052,7 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
                           mv ? tp_value_len(mv) : 0);
             st = getitem_node(r, n, (int64_t)i, oname, where);
             if (st == TP_OK && !strcmp(kind, "as_tensor"))
-                st = check_output_meta(r, tp_node_meta_val(tp_graph_find_node(r->g, oname)), oname, where);
+                st = check_output_meta(r, tp_node_meta_val(find_value(r, oname)), oname, where);
         }
     }
 done:
@@ -1147,7 +1180,11 @@ static tp_status read_inputs(trd *r, const json_t *graph, const json_t *specs, t
         tp_status st = tp_graph_placeholder(r->g, name, &mv, &ph);
         tp_value_clear(&mv);
         TP_TRY(st);
-        TP_CHECK(!strcmp(tp_node_name(ph), name), TP_ERR_UNSUPPORTED, "%s: input name '%s' is not usable here", w, name);
+        TP_TRY(define_value(r, name, ph));
+        if (strcmp(name, tp_node_name(ph)) != 0) /* renamed (a builtin's name): dims and specs follow it */
+            for (int d = 0; d < r->n_dims; d++)
+                if (!strcmp(r->dims[d].input, name)) snprintf(r->dims[d].input, sizeof r->dims[d].input, "%s", tp_node_name(ph));
+        name = tp_node_name(ph);
         tp_arg_spec as = ik == TP_INPUT_TOKEN ? tp_arg_token(name) : tp_arg_tensor(name);
         TP_TRY(tp_signature_add_input(sig, ik, as, target, ik == TP_INPUT_BUFFER ? pers : TP_PERSISTENT_UNSET));
     }
@@ -1307,7 +1344,8 @@ static tp_status arg_specs(trd *r, const json_t *list, const char *where, tp_arg
             tp_free(a);
             return st;
         }
-        a[i] = tp_arg_tensor(name);
+        tp_node *n = find_value(r, name);
+        a[i] = tp_arg_tensor(n ? tp_node_name(n) : name);
     }
     *out = a;
     *n = (int)cnt;
@@ -1496,6 +1534,8 @@ static tp_status read_document(trd *r, json_t *doc, tp_program **out) {
         }
 
     TP_TRY(tp_graph_new(&r->g));
+    r->names = json_object();
+    TP_CHECK(r->names, TP_ERR_NOMEM, "out of memory");
     tp_signature *sig = NULL;
     tp_status st = tp_signature_new(&sig);
     size_t n_in = json_array_size(in_specs);
@@ -1561,6 +1601,7 @@ tp_status tp__torch_program_from_json(const char *json, size_t len, const tp_tor
     tp_free(r.dropped);
     tp_free(r.dims);
     json_decref(r.uses);
+    json_decref(r.names);
     json_decref(doc);
     return st;
 }

@@ -484,8 +484,11 @@ static json_t *write_node(twr *w, const tp_node *n) {
         json_decref(outputs);
         return NULL;
     }
+    /* retargeted to another op of ours (to() without a dtype as clone): only that op's arguments */
+    const tp_schema *tsc = e && e->op != op && e->op != TP_OP_INVALID ? tp_op_schema(e->op) : NULL;
     for (int i = 0; i < nb; i++) {
         const tp_schema_arg *a = &sc->args[i];
+        if (tsc && arg_index(tsc, a->name) < 0) continue;
         /* layout/device/pin_memory are ours only as None; our results are contiguous, which a view after
          * them relies on (clone's default would preserve a permuted layout) */
         if (bound[i].kind == TP_VAL_NONE && (!strcmp(a->name, "layout") || !strcmp(a->name, "device") ||
