@@ -1069,15 +1069,23 @@ typedef struct state_ent {
     tp_tensor *t;
 } state_ent;
 
+/* graph.<key> and signature.<key>_specs: arrays of the same length. */
+static tp_status paired(trd *r, const json_t *graph, const char *key, const json_t *specs, json_t **out) {
+    char gw[32], sw[48];
+    snprintf(gw, sizeof gw, "graph.%s", key);
+    snprintf(sw, sizeof sw, "signature.%.*s_specs", (int)strlen(key) - 1, key); /* input_specs, output_specs */
+    TP_TRY(get_field(graph, key, JSON_ARRAY, true, "graph", out));
+    TP_TRY(check_array(*out, gw, r->lim));
+    TP_TRY(check_array(specs, sw, r->lim));
+    TP_CHECK(json_array_size(*out) == json_array_size(specs), TP_ERR_CORRUPT, "%s has %zu entries but %s %zu", gw,
+             json_array_size(*out), sw, json_array_size(specs));
+    return TP_OK;
+}
+
 static tp_status read_inputs(trd *r, const json_t *graph, const json_t *specs, tp_signature *sig, state_ent *state,
                              int *n_state) {
     json_t *inputs;
-    TP_TRY(get_field(graph, "inputs", JSON_ARRAY, true, "graph", &inputs));
-    TP_TRY(check_array(inputs, "graph.inputs", r->lim));
-    TP_TRY(check_array(specs, "signature.input_specs", r->lim));
-    TP_CHECK(json_array_size(inputs) == json_array_size(specs), TP_ERR_CORRUPT,
-             "graph.inputs has %zu entries but signature.input_specs %zu", json_array_size(inputs),
-             json_array_size(specs));
+    TP_TRY(paired(r, graph, "inputs", specs, &inputs));
     for (size_t i = 0; i < json_array_size(specs); i++) {
         char w[120];
         snprintf(w, sizeof w, "signature.input_specs[%zu]", i);
@@ -1193,12 +1201,7 @@ static tp_status read_inputs(trd *r, const json_t *graph, const json_t *specs, t
 
 static tp_status read_outputs(trd *r, const json_t *graph, const json_t *specs, tp_signature *sig) {
     json_t *outputs;
-    TP_TRY(get_field(graph, "outputs", JSON_ARRAY, true, "graph", &outputs));
-    TP_TRY(check_array(outputs, "graph.outputs", r->lim));
-    TP_TRY(check_array(specs, "signature.output_specs", r->lim));
-    TP_CHECK(json_array_size(outputs) == json_array_size(specs), TP_ERR_CORRUPT,
-             "graph.outputs has %zu entries but signature.output_specs %zu", json_array_size(outputs),
-             json_array_size(specs));
+    TP_TRY(paired(r, graph, "outputs", specs, &outputs));
     tp_value outs;
     TP_TRY(tp_value_tuple(0, &outs));
     tp_status st = TP_OK;

@@ -816,16 +816,19 @@ static json_t *document(twr *w) {
     return doc;
 }
 
+/* doc as compact text (jansson allocates through our hook: *json is tp_free'd); doc is released. */
+static tp_status dump(twr *w, json_t *doc, char **json) {
+    char *text = w->st == TP_OK ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    TP_TRY(w->st);
+    TP_CHECK(text, TP_ERR_NOMEM, "out of memory writing a PyTorch archive");
+    *json = text;
+    return TP_OK;
+}
+
 tp_status tp__torch_program_to_json(const tp_program *p, char **json, size_t *len) {
     twr w = {.p = p};
-    json_t *doc = document(&w);
-    char *text = w.st == TP_OK ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    TP_TRY(w.st);
-    TP_CHECK(text, TP_ERR_NOMEM, "out of memory writing a PyTorch archive");
-    *json = tp_strdup(text);
-    tp_free(text);
-    TP_CHECK(*json, TP_ERR_NOMEM, "out of memory");
+    TP_TRY(dump(&w, document(&w), json));
     if (len) *len = strlen(*json);
     return TP_OK;
 }
@@ -851,14 +854,7 @@ tp_status tp__torch_payload_config(const tp_named_state *s, const char *prefix, 
         jset(&w, cfg, s->items[i].name, e);
     }
     jset(&w, doc, "config", cfg);
-    char *text = w.st == TP_OK ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    TP_TRY(w.st);
-    TP_CHECK(text, TP_ERR_NOMEM, "out of memory");
-    *json = tp_strdup(text);
-    tp_free(text);
-    TP_CHECK(*json, TP_ERR_NOMEM, "out of memory");
-    return TP_OK;
+    return dump(&w, doc, json);
 }
 
 /* ---- torch.save of the sample inputs ------------------------------------------------------ */
