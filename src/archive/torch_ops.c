@@ -177,6 +177,10 @@ static const tp_torch_op g_aten[] = {
     E("upsample_trilinear3d", "vec", INTERPOLATE, "output_size:size,scale_factors:scale_factor",
       "mode='trilinear'", 0),
     E("pixel_shuffle", "default", PIXEL_SHUFFLE, NULL, NULL, 0),
+    /* modes as ints in ATen (bilinear 0, nearest 1, bicubic 2; zeros 0, border 1, reflection 2) */
+    E("grid_sampler_2d", "default", GRID_SAMPLE, "interpolation_mode:mode", NULL, 0),
+    E("grid_sampler", "default", GRID_SAMPLE, "interpolation_mode:mode", NULL, 0),
+    E("affine_grid_generator", "default", AFFINE_GRID, NULL, NULL, 0),
     /* ATen's adaptive max pools return (values, indices) */
     E("adaptive_max_pool1d", "default", ADAPTIVE_MAX_POOL1D_WITH_INDICES, NULL, NULL, 0),
     E("adaptive_max_pool2d", "default", ADAPTIVE_MAX_POOL2D_WITH_INDICES, NULL, NULL, 0),

@@ -952,6 +952,49 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
             if (st == TP_OK) st = tp_value_dict_set(&named, "dim1", &b);
         }
     }
+    /* grid_sampler_2d's integer modes are our grid_sample's names */
+    if (st == TP_OK && e->op == TP_OP_GRID_SAMPLE) {
+        static const char *const modes[] = {"bilinear", "nearest", "bicubic"}, *const pads[] = {"zeros", "border", "reflection"};
+        const char *keys[2] = {"mode", "padding_mode"};
+        for (int k = 0; k < 2 && st == TP_OK; k++) {
+            tp_value *v = tp_value_dict_get(&named, keys[k]);
+            if (!v || v->kind != TP_VAL_INT) continue;
+            CHECK_GOTO(v->u.i >= 0 && v->u.i <= 2, st, TP_ERR_UNSUPPORTED, done, "%s: %s %" PRId64 " is not supported", where,
+                       keys[k], v->u.i);
+            tp_value str;
+            st = tp_value_str(k == 0 ? modes[v->u.i] : pads[v->u.i], &str);
+            if (st == TP_OK) st = tp_value_dict_set(&named, keys[k], &str);
+        }
+    }
+    /* a Python number as self of add/sub/mul.Tensor (decompositions write sub(4, t)): t + 4, t * 4,
+     * and 4 - t as (-t) + 4 */
+    tp_value *sv = st == TP_OK && (e->op == TP_OP_ADD || e->op == TP_OP_SUB || e->op == TP_OP_MUL)
+                       ? tp_value_dict_get(&named, "self") : NULL;
+    tp_value *ov = sv ? tp_value_dict_get(&named, "other") : NULL;
+    if (sv && ov && tp_value_is_number(sv) && ov->kind == TP_VAL_NODE) {
+        tp_value *alpha = tp_value_dict_get(&named, "alpha");
+        CHECK_GOTO(!alpha || tp_value_as_f64(alpha) == 1.0, st, TP_ERR_UNSUPPORTED, done,
+                   "%s: a number as self with alpha other than 1", where);
+        tp_value num = *sv, t = *ov;
+        if (e->op == TP_OP_SUB) {
+            char tmp[TP_LIMIT_NAME + 64];
+            fresh_name(r, "neg", tmp, sizeof tmp);
+            tp_value nargs;
+            tp_node *neg = NULL;
+            st = tp_value_dict(&nargs);
+            tp_value tc = tp_value_node(t.u.node);
+            if (st == TP_OK) st = tp_value_dict_set(&nargs, "self", &tc);
+            if (st == TP_OK) st = make_call(r, TP_OP_NEG, &nargs, tmp, where, &neg);
+            tp_value_clear(&nargs);
+            if (st != TP_OK) goto done;
+            t = tp_value_node(neg);
+            e = tp__torch_find_op("aten", "add", "Tensor");
+        }
+        tp_value a = t, b = num;
+        st = tp_value_dict_set(&named, "self", &a);
+        if (st == TP_OK) st = tp_value_dict_set(&named, "other", &b);
+        if (st != TP_OK) goto done;
+    }
     /* aten.convolution: the convolution op of its rank and kind, which have the fast paths */
     tp_op op = e->op;
     if (st == TP_OK && op == TP_OP_CONVOLUTION) st = pick_convolution(&named, where, &op);

@@ -514,6 +514,18 @@ static json_t *write_node(twr *w, const tp_node *n) {
             tp_value_clear(&bound[i]);
             bound[i] = tp_value_int(code);
         }
+        /* grid_sampler_2d takes its modes as ints and align_corners as a bool */
+        if (op == TP_OP_GRID_SAMPLE && bound[i].kind == TP_VAL_STR &&
+            (!strcmp(a->name, "mode") || !strcmp(a->name, "padding_mode"))) {
+            static const char *const names[] = {"bilinear", "nearest", "bicubic", "zeros", "border", "reflection"};
+            int64_t code = -1;
+            for (int k = 0; k < 6; k++)
+                if (!strcmp(bound[i].u.s, names[k])) code = k % 3;
+            tp_value_clear(&bound[i]);
+            bound[i] = tp_value_int(code);
+        }
+        if (op == TP_OP_GRID_SAMPLE && !strcmp(a->name, "align_corners") && bound[i].kind == TP_VAL_NONE)
+            bound[i] = tp_value_bool(false);
         /* aminmax's dim is one int in ATen */
         if (op == TP_OP_AMINMAX && !strcmp(a->name, "dim") && bound[i].kind == TP_VAL_LIST && tp_value_len(&bound[i]) == 1) {
             tp_value d = tp_value_int(tp_value_at(&bound[i], 0)->u.i);
