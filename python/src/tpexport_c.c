@@ -1703,12 +1703,13 @@ static void save_args_free(tp_archive_entry *e, tp_extra_file *x, int nx, Py_buf
     PyMem_Free(b);
 }
 
-/* save(path, entries, extra=None) */
+/* save(path, entries, extra=None, torch=False): torch writes PyTorch's archive (no extra files) */
 static PyObject *mod_save(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
-    static char *names[] = {"path", "entries", "extra", NULL};
+    static char *names[] = {"path", "entries", "extra", "torch", NULL};
     PyObject *path_obj, *entries, *extra = NULL;
-    if (!PyArg_ParseTupleAndKeywords(a, kw, "O&O|O!:save", names, PyUnicode_FSConverter, &path_obj, &entries,
-                                     &PyDict_Type, &extra))
+    int torch = 0;
+    if (!PyArg_ParseTupleAndKeywords(a, kw, "O&O|O!p:save", names, PyUnicode_FSConverter, &path_obj, &entries,
+                                     &PyDict_Type, &extra, &torch))
         return NULL;
     tp_archive_entry *e;
     tp_extra_file *x;
@@ -1723,7 +1724,7 @@ static PyObject *mod_save(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
     /* entries hold references to the programs; the list keeps them alive. */
     Py_INCREF(entries);
     Py_BEGIN_ALLOW_THREADS
-    st = tp_archive_save(path, e, n, x, nx);
+    st = torch ? tp_archive_save_torch(path, e, n) : tp_archive_save(path, e, n, x, nx);
     Py_END_ALLOW_THREADS
     Py_DECREF(entries);
     save_args_free(e, x, nx, b);
@@ -1733,9 +1734,11 @@ static PyObject *mod_save(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
 }
 
 static PyObject *mod_save_buffer(PyObject *Py_UNUSED(m), PyObject *a, PyObject *kw) {
-    static char *names[] = {"entries", "extra", NULL};
+    static char *names[] = {"entries", "extra", "torch", NULL};
     PyObject *entries, *extra = NULL;
-    if (!PyArg_ParseTupleAndKeywords(a, kw, "O|O!:save_buffer", names, &entries, &PyDict_Type, &extra)) return NULL;
+    int torch = 0;
+    if (!PyArg_ParseTupleAndKeywords(a, kw, "O|O!p:save_buffer", names, &entries, &PyDict_Type, &extra, &torch))
+        return NULL;
     tp_archive_entry *e;
     tp_extra_file *x;
     Py_buffer *b;
@@ -1746,7 +1749,7 @@ static PyObject *mod_save_buffer(PyObject *Py_UNUSED(m), PyObject *a, PyObject *
     tp_status st;
     Py_INCREF(entries);
     Py_BEGIN_ALLOW_THREADS
-    st = tp_archive_save_buffer(e, n, x, nx, &data, &size);
+    st = torch ? tp_archive_save_torch_buffer(e, n, &data, &size) : tp_archive_save_buffer(e, n, x, nx, &data, &size);
     Py_END_ALLOW_THREADS
     Py_DECREF(entries);
     save_args_free(e, x, nx, b);

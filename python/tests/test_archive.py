@@ -115,3 +115,22 @@ def test_pytorch_archive():
         h, d = ep(x, y)
         np.testing.assert_allclose(h, np.load(fixture("torch_export", f"counter.case{k}.out0.npy")), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(d["n"], np.load(fixture("torch_export", f"counter.case{k}.out1.npy")))
+
+
+def test_save_in_pytorch_format(tmp_path):
+    """format="torch" writes PyTorch's archive; it loads back with the same
+    signature and outputs (torch.export.load reads it too: see
+    tests/fixtures/gen_torch_export.py --torch-load)."""
+    ep = tpexport.load(fixture("torch_export", "cnn.pt2"))
+    x = np.load(fixture("torch_export", "cnn.case0.in0.npy"))
+    want = np.load(fixture("torch_export", "cnn.case0.out0.npy"))
+    path = tmp_path / "cnn_torch.pt2"
+    tpexport.save(path, ep, format="torch")
+    back = tpexport.load(path)
+    np.testing.assert_allclose(back(x), want, rtol=1e-4, atol=1e-5)
+    data = tpexport.save_buffer(ep, format="torch")
+    assert data[:2] == b"PK"
+    with pytest.raises(ValueError, match="format must be"):
+        tpexport.save(path, ep, format="onnx")
+    with pytest.raises(ValueError, match="extra_files"):
+        tpexport.save(path, ep, format="torch", extra_files={"a": b"b"})

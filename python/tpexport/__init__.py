@@ -785,24 +785,38 @@ def _entries(programs):
     raise TypeError(f"expected an ExportedProgram or a dict of them, got {type(programs).__name__}")
 
 
+def _torch_format(format: str, extra_files) -> bool:
+    if format not in ("tensorplay", "torch"):
+        raise ValueError(f"format must be 'tensorplay' or 'torch', not {format!r}")
+    if format == "torch" and extra_files:
+        raise ValueError("extra_files are not written in PyTorch's format")
+    return format == "torch"
+
+
 def save(
     path: Union[str, os.PathLike],
     programs: Union[ExportedProgram, Mapping[str, ExportedProgram]],
     *,
     extra_files: Optional[Mapping[str, bytes]] = None,
+    format: str = "tensorplay",
 ) -> None:
     """Save one program (named "model") or a dict name -> program as a
-    tensorplay archive, atomically (a temporary file renamed over path)."""
-    _C.save(os.fspath(path), _entries(programs), dict(extra_files or {}))
+    tensorplay archive, or with format="torch" as the archive PyTorch's
+    torch.export.save writes (torch.export.load reads it; no extra files),
+    atomically (a temporary file renamed over path)."""
+    torch = _torch_format(format, extra_files)
+    _C.save(os.fspath(path), _entries(programs), dict(extra_files or {}), torch)
 
 
 def save_buffer(
     programs: Union[ExportedProgram, Mapping[str, ExportedProgram]],
     *,
     extra_files: Optional[Mapping[str, bytes]] = None,
+    format: str = "tensorplay",
 ) -> bytes:
     """The archive :func:`save` would write, as bytes."""
-    return _C.save_buffer(_entries(programs), dict(extra_files or {}))
+    torch = _torch_format(format, extra_files)
+    return _C.save_buffer(_entries(programs), dict(extra_files or {}), torch)
 
 
 def verify(path: Union[str, os.PathLike]) -> None:

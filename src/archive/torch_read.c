@@ -120,6 +120,8 @@ static tp_status check_array(const json_t *v, const char *where, const tp_doc_li
 
 /* The one member of a tagged union ({"as_int": 3}): its key and value. */
 static tp_status union_of(const json_t *v, const char *where, const char **key, json_t **val) {
+    *key = "";
+    *val = NULL;
     TP_TRY(need_obj(v, where));
     TP_CHECK(json_object_size(v) == 1, TP_ERR_CORRUPT, "%s: expected one tagged member, found %zu", where,
              json_object_size(v));

@@ -1646,8 +1646,8 @@ static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, i
 }
 
 static tp_status infer_cov_like(const tp_value *args, tp_value *out, bool weights) {
-    tp_dtype dt;
-    int64_t v, nobs, sizes[2];
+    tp_dtype dt = TP_FLOAT32;
+    int64_t v = 0, nobs = 0, sizes[2];
     TP_TRY(plan_cov(args, weights, &dt, &v, &nobs));
     sizes[0] = sizes[1] = v;
     return tp__out_tensor(out, dt, v == 1 ? 0 : 2, sizes);
@@ -1708,8 +1708,8 @@ static tp_status cov_compute(const tp_value *args, bool weights, double *c, int6
 }
 
 static tp_status run_cov(const tp_value *args, tp_value *out, bool corr) {
-    tp_dtype dt;
-    int64_t v, nobs;
+    tp_dtype dt = TP_FLOAT32;
+    int64_t v = 0, nobs = 0;
     TP_TRY(plan_cov(args, !corr, &dt, &v, &nobs));
     double *c;
     TP_TRY(stats_scratch(&c, v * v));
