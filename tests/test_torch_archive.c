@@ -242,6 +242,31 @@ TEST(test_attn_dims) {
     tp_archive_free(a);
 }
 
+/* A derived dim (y.shape[0] = 2*s) and a tensor constant (a plain tensor
+ * attribute of the module). */
+TEST(test_derived_dim_and_constant) {
+    tp_archive *a = NULL;
+    CHECK_OK(tp_archive_load(DIR "derived.pt2", NULL, &a));
+    if (!a) return;
+    tp_program *p = tp_archive_program(a, 0);
+    const tp_signature *sig = tp_program_signature(p);
+    CHECK(tp_signature_input(sig, 0)->kind == TP_INPUT_CONSTANT_TENSOR && !strcmp(tp_signature_input(sig, 0)->target, "c"));
+    const tp_dim_rule *ry = NULL;
+    for (int i = 0; i < tp_program_num_dim_rules(p); i++)
+        if (!strcmp(tp_program_dim_rule(p, i)->site.input, "y")) ry = tp_program_dim_rule(p, i);
+    CHECK(ry && ry->kind == TP_DIM_DERIVED && ry->scale == 2 && ry->offset == 0);
+    /* y must be twice x */
+    tp_tensor *x, *y;
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){3, 4}, &x));
+    CHECK_OK(tp_tensor_zeros(TP_FLOAT32, 2, (int64_t[]){5, 4}, &y));
+    tp_value args[2] = {tp_value_tensor(x), tp_value_tensor(y)}, out = tp_value_none();
+    CHECK_STATUS(tp_program_call(p, args, 2, NULL, &out), TP_ERR_CONSTRAINT);
+    tp_value_clear(&args[0]);
+    tp_value_clear(&args[1]);
+    tp_value_clear(&out);
+    tp_archive_free(a);
+}
+
 /* Python scalar inputs the program was specialised to (constant_input
  * specs): constant user inputs without placeholders; a call passes them. */
 TEST(test_constant_inputs) {
@@ -334,4 +359,4 @@ TEST(test_core_aten_coverage) {
     fclose(gaps);
 }
 
-TEST_MAIN(T(test_models_match_pytorch), T(test_saved_as_torch_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims), T(test_constant_inputs), T(test_core_aten_coverage))
+TEST_MAIN(T(test_models_match_pytorch), T(test_saved_as_torch_match_pytorch), T(test_damaged_archives_refused), T(test_counter_program), T(test_example_inputs), T(test_attn_dims), T(test_constant_inputs), T(test_derived_dim_and_constant), T(test_core_aten_coverage))
