@@ -1118,6 +1118,23 @@ static const tp_serde_op_entry g_table[] = {
     MT("argwhere", NONZERO, "self"),
     FNW(TF, "masked_select", MASKED_SELECT, "input,mask,*,out:!=None"),
     MT("masked_select", MASKED_SELECT, "self,mask"),
+    /* unique and unique_consecutive return the values alone or a tuple with
+     * the inverse and / or the counts: read as the op and getitem nodes;
+     * written as the functions of fixed arity (unique_consecutive with both
+     * flags set: see serde_write.c) */
+    FNW(TF, "_unique2", _UNIQUE2, "input,sorted,return_inverse,return_counts"),
+    FNW(TF, "unique_dim", UNIQUE_DIM, "input,dim,sorted,return_inverse,return_counts"),
+    {TF, "unique", TP_OP__UNIQUE2, TP_SERDE_UNIQUE, "input,sorted,return_inverse,return_counts,dim", NULL, 0,
+     TP_OP_UNIQUE_DIM},
+    {NULL, "unique", TP_OP__UNIQUE2, TP_SERDE_UNIQUE, "self,sorted,return_inverse,return_counts,dim", NULL, 0,
+     TP_OP_UNIQUE_DIM},
+    {TF, "unique_consecutive", TP_OP_UNIQUE_CONSECUTIVE, TP_SERDE_UNIQUE, "input,return_inverse,return_counts,dim", NULL,
+     TP_SERDE_WRITE, TP_OP_INVALID},
+    {NULL, "unique_consecutive", TP_OP_UNIQUE_CONSECUTIVE, TP_SERDE_UNIQUE, "self,return_inverse,return_counts,dim", NULL,
+     0, TP_OP_INVALID},
+    FN(TF, "unique_dim_consecutive", UNIQUE_CONSECUTIVE, "input,dim,return_inverse,return_counts"),
+    FNW(TF, "bincount", BINCOUNT, "input,weights,minlength"),
+    MT("bincount", BINCOUNT, "self,weights,minlength"),
     FNW(TF, "tril", TRIL, "input,diagonal,*,out:!=None"),
     MT("tril", TRIL, "self,diagonal"),
     MT_("tril_", TRIL, "self,diagonal"),

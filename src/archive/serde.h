@@ -295,8 +295,10 @@ typedef enum tp_serde_special {
     TP_SERDE_RETURN_INDICES, /* max_pool*d(..., return_indices): swapped_op (the _with_indices op) when true */
     TP_SERDE_NORM,       /* Tensor.norm: tensorplay's overload norm(dim: list, p, keepdim) is reordered */
     TP_SERDE_ASSERT,     /* tensorplay's runtime dim assertions: dropped */
-    TP_SERDE_PREDICATE   /* is_floating_point / is_complex / is_signed / is_same_size / is_conj / is_neg /
+    TP_SERDE_PREDICATE,  /* is_floating_point / is_complex / is_signed / is_same_size / is_conj / is_neg /
                             is_quantized / is_distributed / get_device: folded */
+    TP_SERDE_UNIQUE      /* unique / unique_consecutive: op (swapped_op, unique_dim, for unique with a dim),
+                            then the values alone or the tuple with the inverse and / or counts asked for */
 } tp_serde_special;
 
 enum {

@@ -1229,6 +1229,82 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         tp__sd_set_folded(d, &v);
         return TP_OK;
     }
+    case TP_SERDE_UNIQUE: {
+        /* unique(sorted, return_inverse, return_counts, dim) or
+         * unique_consecutive(return_inverse, return_counts, dim): the op's three
+         * outputs, of which tensorplay returns the values alone, or a tuple of
+         * them and the inverse and / or the counts, as asked */
+        bool cons = e->op == TP_OP_UNIQUE_CONSECUTIVE;
+        static const char *const names[] = {"sorted", "return_inverse", "return_counts", "dim"};
+        const char *const *nm = cons ? names + 1 : names;
+        int np = cons ? 3 : 4;
+        tp_value v[4] = {tp_value_bool(!cons), tp_value_bool(false), tp_value_bool(false), tp_value_none()};
+        tp_value *flags = cons ? v : v + 1, *dim = flags + 2;
+        if (cons) v[2] = tp_value_none();
+        int64_t nkw = tp_value_len(kwargs) - (tp_value_at(args, 0) ? 0 : 1), used = 0;
+        if (tp_value_len(args) > np + 1)
+            return tp__sd_report(r, TP_ERR_CORRUPT, "node %s: %s takes at most %d arguments", d->name, e->name, np + 1);
+        for (int k = 0; k < np; k++) {
+            const tp_value *a = k + 1 < tp_value_len(args) ? tp_value_at(args, k + 1) : NULL;
+            if (!a && (a = tp_value_dict_get(kwargs, nm[k]))) used++;
+            if (!a) continue;
+            bool is_dim = k == np - 1;
+            if (is_dim ? a->kind != TP_VAL_NONE && a->kind != TP_VAL_INT : a->kind != TP_VAL_BOOL && a->kind != TP_VAL_INT)
+                return tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s's %s must be a constant %s, got %s", d->name,
+                                     e->name, nm[k], is_dim ? "int or None" : "bool", tp_value_kind_name(a->kind));
+            v[k] = is_dim || a->kind == TP_VAL_BOOL ? *a : tp_value_bool(a->u.i != 0);
+        }
+        if (used != nkw)
+            return tp__sd_report(r, TP_ERR_CORRUPT, "node %s: %s got an unexpected keyword argument", d->name, e->name);
+        bool inv = flags[0].u.b, cnt = flags[1].u.b;
+        tp_op op = e->op;
+        tp_value call[5];
+        int n_call = 0;
+        call[n_call++] = *self;
+        if (cons) {
+            call[n_call++] = flags[0], call[n_call++] = flags[1], call[n_call++] = *dim;
+        } else {
+            if (dim->kind == TP_VAL_INT) op = e->swapped_op, call[n_call++] = *dim;
+            call[n_call++] = v[0], call[n_call++] = flags[0], call[n_call++] = flags[1];
+        }
+        char *tmp = NULL;
+        if (!(inv && cnt) && (st = tp__sd_fresh_name(r, d->name, tp_op_name(op), &tmp)) != TP_OK)
+            return tp__sd_note(r, st);
+        tp_node *u = NULL;
+        st = tp__sd_add_call_values(r, tmp ? tmp : d->name, op, call, n_call, &u);
+        tp_free(tmp);
+        if (st != TP_OK) return st;
+        if (inv && cnt) { /* the op's own three outputs */
+            tp__sd_set_node(d, u);
+            return TP_OK;
+        }
+        if (!inv && !cnt) {
+            st = tp__sd_add_call_values(r, d->name, TP_OP_GETITEM, (tp_value[]){tp_value_node(u), tp_value_int(0)}, 2, &n);
+            if (n) tp__sd_set_node(d, n);
+            return st;
+        }
+        /* a pair: items of it can be used, but not the pair itself as an output
+         * (tensorplay's signature records one tensor for it) */
+        int items[3] = {0}, n_items = 1;
+        if (inv) items[n_items++] = 1;
+        if (cnt) items[n_items++] = 2;
+        tp_value tuple;
+        if ((st = tp_value_tuple(n_items, &tuple)) != TP_OK) return tp__sd_note(r, st);
+        for (int k = 0; k < n_items && st == TP_OK; k++) {
+            if ((st = tp__sd_fresh_name(r, d->name, "getitem", &tmp)) != TP_OK) {
+                tp__sd_note(r, st);
+                break;
+            }
+            tp_node *g = NULL;
+            st = tp__sd_add_call_values(r, tmp, TP_OP_GETITEM, (tp_value[]){tp_value_node(u), tp_value_int(items[k])}, 2,
+                                        &g);
+            tp_free(tmp);
+            if (st == TP_OK) tuple.u.seq.items[k] = tp_value_node(g);
+        }
+        if (st == TP_OK) tp__sd_set_folded(d, &tuple);
+        else tp_value_clear(&tuple);
+        return st;
+    }
     default: break;
     }
     return tp__sd_report(r, TP_ERR_INTERNAL, "node %s: unhandled op map entry %s", d->name, e->name);

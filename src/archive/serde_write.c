@@ -282,6 +282,13 @@ static tp_status enc_call(jwriter *w, const tp_node *n, tp_op op, json_t *obj) {
             bound[unb] = tp_value_none();
         }
     }
+    if (op == TP_OP_UNIQUE_CONSECUTIVE) {
+        /* tensorplay's unique_consecutive returns a tuple only when a flag is
+         * set: both are, so that it returns the op's three outputs (an output
+         * asked for without its flag is empty in PyTorch: nothing reads it) */
+        bound[1] = tp_value_bool(true);
+        bound[2] = tp_value_bool(true);
+    }
     if (op == TP_OP_SUM || op == TP_OP_MEAN || op == TP_OP_PROD || op == TP_OP_VAR || op == TP_OP_STD ||
         op == TP_OP_NORM) {
         int dim = tp__sd_schema_index(s, "dim"); /* [] reduces every dim, as None does */

@@ -505,6 +505,331 @@ static tp_status kernel_masked_select(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- _unique2, unique_dim, unique_consecutive, bincount ------------------------
+ * Their output sizes depend on the values (TP_OPF_DATA_DEPENDENT): the shape
+ * rules run the grouping itself when they have data.
+ *
+ * The input is read as `rows` slices of `cols` elements: the elements
+ * themselves (dim None: cols 1, in C order) or the slices along dim (the
+ * other dims in C order). Rows are grouped by equality (== per element:
+ * NaN equals nothing, as in PyTorch); unique sorts them (stably,
+ * lexicographically, NaN as the largest) and unique_consecutive takes the
+ * runs in order. _unique2's sorted=False gives the sorted order too, as
+ * PyTorch's CPU kernel does from 2.0 (torch 1.13's hash order is
+ * unspecified) and tensorplay's. */
+
+typedef struct uq_rows {
+    const tp_tensor *self;
+    int64_t rows, cols;
+    int64_t *off;   /* rows * cols element offsets of self */
+    bool is_float;
+    double *f;      /* the values, row-major (floating dtypes) */
+    int64_t *i;     /* or as int64 */
+    int64_t *perm;  /* rows in group order */
+    int64_t *start; /* ngroups + 1 starts of the groups in perm */
+    int64_t ngroups;
+} uq_rows;
+
+static void uq_free(uq_rows *u) {
+    tp_free(u->off);
+    tp_free(u->f);
+    tp_free(u->i);
+    tp_free(u->perm);
+    tp_free(u->start);
+    memset(u, 0, sizeof *u);
+}
+
+/* -1 / 0 / 1: lexicographic order of rows a and b (NaN largest, NaNs tie). */
+static int uq_cmp(const uq_rows *u, int64_t a, int64_t b) {
+    for (int64_t j = 0; j < u->cols; j++) {
+        if (u->is_float) {
+            double x = u->f[a * u->cols + j], y = u->f[b * u->cols + j];
+            bool nx = isnan(x), ny = isnan(y);
+            if (nx || ny) {
+                if (nx != ny) return nx ? 1 : -1;
+                continue;
+            }
+            if (x != y) return x < y ? -1 : 1;
+        } else {
+            int64_t x = u->i[a * u->cols + j], y = u->i[b * u->cols + j];
+            if (x != y) return x < y ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+static bool uq_equal(const uq_rows *u, int64_t a, int64_t b) {
+    for (int64_t j = 0; j < u->cols; j++) {
+        if (u->is_float ? u->f[a * u->cols + j] != u->f[b * u->cols + j] : u->i[a * u->cols + j] != u->i[b * u->cols + j])
+            return false;
+    }
+    return true;
+}
+
+static void uq_merge_sort(const uq_rows *u, int64_t *v, int64_t *tmp, int64_t n) {
+    if (n < 2) return;
+    int64_t h = n / 2;
+    uq_merge_sort(u, v, tmp, h);
+    uq_merge_sort(u, v + h, tmp, n - h);
+    int64_t a = 0, b = h, k = 0;
+    while (a < h && b < n) tmp[k++] = uq_cmp(u, v[b], v[a]) < 0 ? v[b++] : v[a++];
+    while (a < h) tmp[k++] = v[a++];
+    while (b < n) tmp[k++] = v[b++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+/* Group self's rows (dim < 0: its elements); sorted or consecutive runs. */
+static tp_status uq_group(const tp_tensor *self, int dim, bool consecutive, uq_rows *u) {
+    memset(u, 0, sizeof *u);
+    u->self = self;
+    int64_t numel = tp_tensor_numel(self);
+    u->rows = dim < 0 ? numel : self->sizes[dim];
+    u->cols = dim < 0 ? 1 : (u->rows ? numel / u->rows : 0);
+    u->is_float = tp_dtype_is_float(self->dtype);
+    size_t n = (size_t)(numel ? numel : 1), r = (size_t)(u->rows ? u->rows : 1);
+    u->off = tp_malloc(n * sizeof *u->off);
+    u->perm = tp_malloc(r * sizeof *u->perm);
+    u->start = tp_malloc((r + 1) * sizeof *u->start);
+    int64_t *tmp = tp_malloc(r * sizeof *tmp);
+    if (u->is_float) u->f = tp_malloc(n * sizeof *u->f);
+    else u->i = tp_malloc(n * sizeof *u->i);
+    if (!u->off || !u->perm || !u->start || !tmp || (u->is_float ? !u->f : !u->i)) {
+        tp_free(tmp);
+        uq_free(u);
+        return tp_error(TP_ERR_NOMEM, "out of memory grouping %" PRId64 " elements", numel);
+    }
+    /* element offsets: dim first, then the other dims in C order */
+    int nd = self->ndim, order[TP_MAX_DIMS], k = 0;
+    if (dim >= 0) order[k++] = dim;
+    for (int d = 0; d < nd; d++)
+        if (d != dim) order[k++] = d;
+    int64_t idx[TP_MAX_DIMS] = {0};
+    const char *base = tp__tensor_base(self);
+    size_t es = tp_dtype_size(self->dtype);
+    for (int64_t e = 0; e < numel; e++) {
+        int64_t o = 0;
+        for (int d = 0; d < nd; d++) o += idx[d] * self->strides[order[d]];
+        u->off[e] = o;
+        if (u->is_float) u->f[e] = tp__load_f64(base + o * (int64_t)es, self->dtype);
+        else u->i[e] = tp__load_i64(base + o * (int64_t)es, self->dtype);
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++idx[d] < self->sizes[order[d]]) break;
+            idx[d] = 0;
+        }
+    }
+    for (int64_t q = 0; q < u->rows; q++) u->perm[q] = q;
+    if (!consecutive) uq_merge_sort(u, u->perm, tmp, u->rows);
+    tp_free(tmp);
+    int64_t g = 0;
+    for (int64_t q = 0; q < u->rows; q++)
+        if (q == 0 || !uq_equal(u, u->perm[q - 1], u->perm[q])) u->start[g++] = q;
+    u->start[g] = u->rows;
+    u->ngroups = g;
+    return TP_OK;
+}
+
+/* PyTorch's checks of unique_dim / unique_consecutive(dim=...). */
+static tp_status uq_check_dim(const tp_tensor *self, int dim) {
+    int zeros = 0;
+    for (int d = 0; d < self->ndim; d++) zeros += self->sizes[d] == 0;
+    if (self->sizes[dim] == 0)
+        TP_CHECK(zeros == 1, TP_ERR_INVALID_ARG,
+                 "Number of zero sized dimensions is more than one, so unique cannot be applied ");
+    else
+        TP_CHECK(zeros == 0, TP_ERR_INVALID_ARG,
+                 "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+    return TP_OK;
+}
+
+typedef struct uq_call {
+    tp_tensor *self;
+    int dim; /* -1: None */
+    bool consecutive, inverse, counts;
+} uq_call;
+
+/* self, dim and the flags of the three ops from their bound arguments. */
+static tp_status uq_args(const tp_value *args, tp_op op, uq_call *c) {
+    memset(c, 0, sizeof *c);
+    TP_TRY(tp__need_tensor(args, 0, "self", &c->self));
+    c->dim = -1;
+    if (op == TP_OP__UNIQUE2) {
+        c->inverse = tp__arg_bool(args, 2);
+        c->counts = tp__arg_bool(args, 3);
+        return TP_OK;
+    }
+    int64_t d;
+    if (op == TP_OP_UNIQUE_DIM) {
+        d = tp__arg_int(args, 1);
+    } else {
+        c->consecutive = true;
+        c->inverse = tp__arg_bool(args, 1);
+        c->counts = tp__arg_bool(args, 2);
+        if (tp__arg_is_none(args, 3)) return TP_OK;
+        d = tp__arg_int(args, 3);
+    }
+    c->inverse = c->counts = true; /* PyTorch's dim forms give both whatever the flags */
+    TP_TRY(tp__wrap_dim(d, c->self->ndim, &c->dim));
+    TP_CHECK(c->self->ndim > 0, TP_ERR_INDEX, "dimension specified as %" PRId64 " but tensor has no dimensions", d);
+    return uq_check_dim(c->self, c->dim);
+}
+
+/* The three output shapes for g groups. */
+static tp_status uq_out(const uq_call *c, int64_t g, tp_value *out) {
+    TP_TRY(tp__out_tuple(out, 3));
+    tp_value *items = out->u.seq.items;
+    const tp_tensor *s = c->self;
+    int64_t zero = 0;
+    if (c->dim >= 0) {
+        int64_t sizes[TP_MAX_DIMS];
+        memcpy(sizes, s->sizes, sizeof sizes);
+        /* an empty dim: the input's shape, empty inverse and counts (PyTorch's early return) */
+        bool empty = s->sizes[c->dim] == 0;
+        sizes[c->dim] = g;
+        TP_TRY(tp__out_tensor(&items[0], s->dtype, s->ndim, sizes));
+        TP_TRY(tp__out_tensor(&items[1], TP_INT64, 1, c->inverse && !empty ? &s->sizes[c->dim] : &zero));
+        return tp__out_tensor(&items[2], TP_INT64, 1, c->counts && !empty ? &g : &zero);
+    }
+    TP_TRY(tp__out_tensor(&items[0], s->dtype, 1, &g));
+    if (c->inverse) TP_TRY(tp__out_tensor(&items[1], TP_INT64, s->ndim, s->sizes));
+    else TP_TRY(tp__out_tensor(&items[1], TP_INT64, 1, &zero));
+    return tp__out_tensor(&items[2], TP_INT64, 1, c->counts ? &g : &zero);
+}
+
+static tp_status uq_infer(tp_op op, const tp_value *args, tp_value *out) {
+    uq_call c;
+    TP_TRY(uq_args(args, op, &c));
+    TP_CHECK(!tp_tensor_is_meta(c.self), TP_ERR_UNSUPPORTED,
+             "the output size depends on the input's values (known only when it runs)");
+    uq_rows u;
+    TP_TRY(uq_group(c.self, c.dim, c.consecutive, &u));
+    int64_t g = u.ngroups;
+    uq_free(&u);
+    return uq_out(&c, g, out);
+}
+
+static tp_status uq_kernel(tp_op op, const tp_value *args, tp_value *out) {
+    uq_call c;
+    TP_TRY(uq_args(args, op, &c));
+    TP_TRY(tp__has_data(c.self, "self"));
+    tp_tensor *o[3] = {tp__out_at(out, 0), tp__out_at(out, 1), tp__out_at(out, 2)};
+    for (int k = 0; k < 3; k++)
+        TP_CHECK(o[k] && tp_tensor_is_contiguous(o[k]), TP_ERR_INTERNAL, "%s: bad output", tp_op_name(op));
+    uq_rows u;
+    TP_TRY(uq_group(c.self, c.dim, c.consecutive, &u));
+    tp_status st = TP_OK;
+    if (o[0]->dtype != c.self->dtype || (c.dim < 0 ? tp_tensor_numel(o[0]) : o[0]->sizes[c.dim]) != u.ngroups) {
+        st = tp_error(TP_ERR_INTERNAL, "%s: the input changed after its output was sized", tp_op_name(op));
+        goto done;
+    }
+    size_t es = tp_dtype_size(c.self->dtype);
+    const char *src = tp__tensor_base(c.self);
+    char *dst = tp__tensor_base(o[0]);
+    int64_t *inv = (int64_t *)tp__tensor_base(o[1]), *cnt = (int64_t *)tp__tensor_base(o[2]);
+    bool want_inv = c.inverse && tp_tensor_numel(o[1]) == u.rows && u.rows > 0;
+    bool want_cnt = c.counts && tp_tensor_numel(o[2]) == u.ngroups && u.ngroups > 0;
+    /* values: with dim, output element (j before dim, g, j after dim) is
+     * element j of group g's row; the row's cols run over the other dims in
+     * C order, which is how the output's other dims run too */
+    int64_t inner = 1;
+    if (c.dim >= 0)
+        for (int d = c.dim + 1; d < c.self->ndim; d++) inner *= c.self->sizes[d];
+    for (int64_t g = 0; g < u.ngroups; g++) {
+        int64_t row = u.perm[u.start[g]];
+        for (int64_t j = 0; j < u.cols; j++) {
+            int64_t at = c.dim < 0 ? g : ((j / inner) * u.ngroups + g) * inner + j % inner;
+            memcpy(dst + at * (int64_t)es, src + u.off[row * u.cols + j] * (int64_t)es, es);
+        }
+        for (int64_t q = u.start[g]; q < u.start[g + 1]; q++)
+            if (want_inv) inv[u.perm[q]] = g;
+        if (want_cnt) cnt[g] = u.start[g + 1] - u.start[g];
+    }
+done:
+    uq_free(&u);
+    return st;
+}
+
+static tp_status infer_unique2(const tp_value *args, tp_value *out) { return uq_infer(TP_OP__UNIQUE2, args, out); }
+static tp_status kernel_unique2(const tp_value *args, tp_value *out) { return uq_kernel(TP_OP__UNIQUE2, args, out); }
+static tp_status infer_unique_dim(const tp_value *args, tp_value *out) { return uq_infer(TP_OP_UNIQUE_DIM, args, out); }
+static tp_status kernel_unique_dim(const tp_value *args, tp_value *out) { return uq_kernel(TP_OP_UNIQUE_DIM, args, out); }
+static tp_status infer_unique_consecutive(const tp_value *args, tp_value *out) {
+    return uq_infer(TP_OP_UNIQUE_CONSECUTIVE, args, out);
+}
+static tp_status kernel_unique_consecutive(const tp_value *args, tp_value *out) {
+    return uq_kernel(TP_OP_UNIQUE_CONSECUTIVE, args, out);
+}
+
+/* bincount(Tensor self, Tensor? weights=None, int minlength=0): PyTorch's
+ * checks in its order; int64 counts, or sums in float32 for float32
+ * weights and float64 for any other; an empty self gives minlength int64
+ * zeros, weights or not (PyTorch's early return). */
+static tp_status bincount_plan(const tp_value *args, tp_tensor **self, tp_tensor **w, int64_t *bins, tp_dtype *dt) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    *w = tp__arg_tensor(args, 1);
+    int64_t minlength = tp__arg_int(args, 2);
+    TP_CHECK(minlength >= 0, TP_ERR_INVALID_ARG, "minlength should be >= 0");
+    TP_CHECK(tp_dtype_is_int((*self)->dtype), TP_ERR_TYPE, "\"bincount_cpu\" not implemented for '%s'",
+             tp_dtype_name((*self)->dtype));
+    *dt = TP_INT64;
+    *bins = minlength;
+    if ((*self)->ndim == 1 && (*self)->sizes[0] == 0) return TP_OK;
+    TP_CHECK((*self)->ndim == 1, TP_ERR_SHAPE, "bincount only supports 1-d non-negative integral inputs.");
+    TP_CHECK(!tp_tensor_is_meta(*self), TP_ERR_UNSUPPORTED,
+             "the output size depends on the input's values (known only when it runs)");
+    TP_TRY(tp__has_data(*self, "self"));
+    const char *base = tp__tensor_base(*self);
+    size_t es = tp_dtype_size((*self)->dtype);
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int64_t k = 0; k < (*self)->sizes[0]; k++) {
+        int64_t v = tp__load_i64(base + k * (*self)->strides[0] * (int64_t)es, (*self)->dtype);
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+    }
+    TP_CHECK(lo >= 0, TP_ERR_INVALID_ARG, "bincount only supports 1-d non-negative integral inputs.");
+    if (*w) {
+        TP_CHECK((*w)->ndim == 1 && (*w)->sizes[0] == (*self)->sizes[0], TP_ERR_SHAPE,
+                 "weights should be 1-d and have the same length as input");
+        *dt = (*w)->dtype == TP_FLOAT32 ? TP_FLOAT32 : TP_FLOAT64;
+    }
+    if (hi + 1 > *bins) *bins = hi + 1;
+    return TP_OK;
+}
+
+static tp_status infer_bincount(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *w;
+    int64_t bins;
+    tp_dtype dt;
+    TP_TRY(bincount_plan(args, &self, &w, &bins, &dt));
+    return tp__out_tensor(out, dt, 1, &bins);
+}
+
+static tp_status kernel_bincount(const tp_value *args, tp_value *out) {
+    tp_tensor *self, *w, *o = tp__out_at(out, 0);
+    int64_t bins;
+    tp_dtype dt;
+    TP_TRY(bincount_plan(args, &self, &w, &bins, &dt));
+    TP_CHECK(o && tp_tensor_is_contiguous(o) && o->dtype == dt && o->ndim == 1 && o->sizes[0] == bins, TP_ERR_INTERNAL,
+             "bincount: the input changed after its output was sized");
+    char *dst = tp__tensor_base(o);
+    size_t os = tp_dtype_size(dt);
+    memset(dst, 0, (size_t)bins * os);
+    if (self->sizes[0] == 0) return TP_OK;
+    if (w) TP_TRY(tp__has_data(w, "weights"));
+    const char *sb = tp__tensor_base(self), *wb = w ? tp__tensor_base(w) : NULL;
+    size_t es = tp_dtype_size(self->dtype), ws = w ? tp_dtype_size(w->dtype) : 0;
+    for (int64_t k = 0; k < self->sizes[0]; k++) {
+        int64_t v = tp__load_i64(sb + k * self->strides[0] * (int64_t)es, self->dtype);
+        if (!w) {
+            ((int64_t *)dst)[v]++;
+        } else {
+            double x = tp__load_f64(wb + k * w->strides[0] * (int64_t)ws, w->dtype);
+            if (dt == TP_FLOAT32) ((float *)dst)[v] += (float)x;
+            else ((double *)dst)[v] += x;
+        }
+    }
+    return TP_OK;
+}
+
 void tp__register_advindex_ops(void) {
     tp__register_op(TP_OP_INDEX, "index(Tensor self, Any indices) -> Tensor", TP_OPF_DATA_DEPENDENT, infer_index,
                     kernel_index);
@@ -518,4 +843,18 @@ void tp__register_advindex_ops(void) {
                     kernel_nonzero);
     tp__register_op(TP_OP_MASKED_SELECT, "masked_select(Tensor self, Tensor mask) -> Tensor", TP_OPF_DATA_DEPENDENT,
                     infer_masked_select, kernel_masked_select);
+    tp__register_op(TP_OP__UNIQUE2,
+                    "_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> "
+                    "(Tensor, Tensor, Tensor)",
+                    TP_OPF_DATA_DEPENDENT, infer_unique2, kernel_unique2);
+    tp__register_op(TP_OP_UNIQUE_DIM,
+                    "unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool "
+                    "return_counts=False) -> (Tensor, Tensor, Tensor)",
+                    TP_OPF_DATA_DEPENDENT, infer_unique_dim, kernel_unique_dim);
+    tp__register_op(TP_OP_UNIQUE_CONSECUTIVE,
+                    "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? "
+                    "dim=None) -> (Tensor, Tensor, Tensor)",
+                    TP_OPF_DATA_DEPENDENT, infer_unique_consecutive, kernel_unique_consecutive);
+    tp__register_op(TP_OP_BINCOUNT, "bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor",
+                    TP_OPF_DATA_DEPENDENT, infer_bincount, kernel_bincount);
 }
