@@ -3150,6 +3150,118 @@ static tp_status map_compress(ox_ctx *c) {
     return st;
 }
 
+/* Unique: _unique2 (flattened, inverse reshaped to 1-D) or unique_dim along
+ * the axis, both sorted; indices, the first occurrences, by a scatter_reduce
+ * (amin) of the positions 0..n-1 (a cumsum of ones) into the groups.
+ * sorted=0 keeps the order of first occurrence: the groups permuted by
+ * argsort(indices), the inverse mapped through that permutation's inverse.
+ * The output sizes depend on the data, as for NonZero. */
+static tp_status unique_item(ox_ctx *c, const tp_value *r, int k, tp_value *out) {
+    if (r->kind != TP_VAL_NODE) return tp_value_copy(tp_value_at(r, k), out);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, r);
+    ox_arg(&A, tp_value_int(k));
+    return ox_call(c, TP_OP_GETITEM, &A, out);
+}
+
+static tp_status index_select0(ox_ctx *c, const tp_value *x, int dim, const tp_value *idx, tp_value *out) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(dim));
+    ox_arg_ref(&A, idx);
+    return ox_call(c, TP_OP_INDEX_SELECT, &A, out);
+}
+
+static tp_status argsort0(ox_ctx *c, const tp_value *x, tp_value *out) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(0));
+    return ox_call(c, TP_OP_ARGSORT, &A, out);
+}
+
+static tp_status map_unique(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    bool has_axis = ox_attr(c, "axis") != NULL, sorted = ox_attr_i(c, "sorted", 1) != 0;
+    int axis = 0;
+    if (has_axis) TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank_of(x), &axis));
+    else if (rank_of(x) < 1) return ox_unsupported(c, "Unique of a 0-d tensor");
+    tp_value r = tp_value_none(), y = tp_value_none(), inv = tp_value_none(), cnt = tp_value_none(),
+             t = tp_value_none(), pos = tp_value_none(), first = tp_value_none(), perm = tp_value_none(),
+             rank = tp_value_none();
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    if (has_axis) ox_arg(&A, tp_value_int(axis));
+    ox_arg(&A, tp_value_bool(true));
+    ox_arg(&A, tp_value_bool(true));
+    ox_arg(&A, tp_value_bool(true));
+    tp_status st = ox_call(c, has_axis ? TP_OP_UNIQUE_DIM : TP_OP__UNIQUE2, &A, &r);
+    if (st == TP_OK) st = unique_item(c, &r, 0, &y);
+    if (st == TP_OK) st = unique_item(c, &r, 1, &t);
+    if (st == TP_OK) st = unique_item(c, &r, 2, &cnt);
+    int64_t flat[1] = {-1};
+    if (st == TP_OK) st = reshape(c, &t, flat, 1, &inv);
+    tp_value_clear(&t);
+    /* positions 0..n-1: cumsum of ones, less one */
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &inv);
+        ox_arg(&A, tp_value_int(1));
+        st = ox_call(c, TP_OP_FULL_LIKE, &A, &t);
+    }
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &t);
+        ox_arg(&A, tp_value_int(0));
+        st = ox_call(c, TP_OP_CUMSUM, &A, &pos);
+    }
+    if (st == TP_OK) {
+        tp_value d = tp_value_none();
+        st = take(ox_call2(c, TP_OP_SUB, &pos, &t, &d), &pos, &d);
+    }
+    tp_value_clear(&t);
+    /* first occurrences: amin of the positions in each group */
+    if (st == TP_OK) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, &cnt);
+        ox_arg(&A, tp_value_int(INT64_MAX));
+        st = ox_call(c, TP_OP_FULL_LIKE, &A, &t);
+    }
+    if (st == TP_OK) {
+        tp_value sv = tp_value_none();
+        st = tp_value_str("amin", &sv);
+        if (st == TP_OK) {
+            ox_args_init(&A);
+            ox_arg_ref(&A, &t);
+            ox_arg(&A, tp_value_int(0));
+            ox_arg_ref(&A, &inv);
+            ox_arg_ref(&A, &pos);
+            ox_arg(&A, sv);
+            st = ox_call(c, TP_OP_SCATTER_REDUCE, &A, &first);
+        }
+        tp_value_clear(&t);
+    }
+    if (st == TP_OK && !sorted) {
+        st = argsort0(c, &first, &perm);
+        if (st == TP_OK) st = take(index_select0(c, &y, axis, &perm, &t), &y, &t);
+        if (st == TP_OK) st = take(index_select0(c, &first, 0, &perm, &t), &first, &t);
+        if (st == TP_OK) st = take(index_select0(c, &cnt, 0, &perm, &t), &cnt, &t);
+        if (st == TP_OK) st = argsort0(c, &perm, &rank);
+        if (st == TP_OK) st = take(index_select0(c, &rank, 0, &inv, &t), &inv, &t);
+    }
+    if (st == TP_OK) st = ox_set_out(c, 0, &y);
+    if (st == TP_OK) st = ox_set_out(c, 1, &first);
+    if (st == TP_OK) st = ox_set_out(c, 2, &inv);
+    if (st == TP_OK) st = ox_set_out(c, 3, &cnt);
+    tp_value all[] = {r, y, inv, cnt, t, pos, first, perm, rank};
+    for (size_t i = 0; i < TP_ARRAY_LEN(all); i++) tp_value_clear(&all[i]);
+    return st;
+}
+
 /* GridSample (opset 16: bilinear / nearest / bicubic; 20: linear / nearest
  * / cubic) on 4-D inputs -> grid_sample. */
 static tp_status map_grid_sample(ox_ctx *c) {
@@ -4044,7 +4156,6 @@ static const char *const k_unsupported_reason[][2] = {
     {"Loop", "control flow (Loop) is not supported"},
     {"If", "control flow (If) is not supported"},
     {"Scan", "control flow (Scan) is not supported"},
-    {"Unique", "data-dependent output shape (Unique)"},
     {"NonMaxSuppression", "data-dependent output shape (NonMaxSuppression)"},
     {"RandomNormal", "random ops are not supported"},
     {"RandomUniform", "random ops are not supported"},
@@ -4147,6 +4258,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "GlobalLpPool")) return map_lp_pool(c, true);
     if (!strcmp(op, "NonZero")) return map_nonzero(c);
     if (!strcmp(op, "Compress")) return map_compress(c);
+    if (!strcmp(op, "Unique")) return map_unique(c);
     if (!strcmp(op, "TopK")) return map_topk(c);
     if (!strcmp(op, "MatMulInteger")) return map_matmul_integer(c);
     if (!strcmp(op, "ConvInteger")) return map_conv_integer(c);
