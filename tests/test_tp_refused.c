@@ -43,4 +43,19 @@ TEST(test_one_hot_inferred_classes) {
     tp_archive_free(a);
 }
 
-TEST_MAIN(T(test_repeat_interleave_tensor_repeats), T(test_one_hot_inferred_classes))
+/* stride() of a clone: tensorplay's clone keeps its input's strides,
+ * tpexport's result is contiguous, so the value is not folded. */
+TEST(test_stride_of_clone) {
+    const char *path = "fixtures/tensorplay_refused/stride_of_clone.pt2";
+    tp_archive *a = NULL;
+    CHECK_STATUS(tp_archive_load(path, NULL, &a), TP_ERR_UNSUPPORTED);
+    CHECK(a == NULL);
+    const char *msg = tp_last_error();
+    CHECK_MSG(strstr(msg, "node stride") && strstr(msg, "the result of clone"), "%s", msg);
+    CHECK_STATUS(tp_archive_verify(path, NULL), TP_ERR_UNSUPPORTED);
+    msg = tp_last_error();
+    CHECK_MSG(strstr(msg, "node stride") && strstr(msg, "clone"), "%s", msg);
+    tp_archive_free(a);
+}
+
+TEST_MAIN(T(test_repeat_interleave_tensor_repeats), T(test_one_hot_inferred_classes), T(test_stride_of_clone))

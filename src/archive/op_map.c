@@ -877,6 +877,7 @@ static const tp_serde_op_entry g_table[] = {
     FIX(NULL, "mT", TRANSPOSE, "self", "dim0=-2,dim1=-1"),
     FIX(NULL, "mH", TRANSPOSE, "self", "dim0=-2,dim1=-1"),
     FIX(NULL, "adjoint", TRANSPOSE, "self", "dim0=-2,dim1=-1"),
+    SP(NULL, "matrix_H", TRANSPOSE, TP_SERDE_TRANSPOSE, "self"), /* conj-transpose of a matrix: t() for real tensors */
     FIX(TF, "adjoint", TRANSPOSE, "input", "dim0=-2,dim1=-1"),
     FNW(TF, "squeeze", SQUEEZE, "input,dim"),
     MT("squeeze", SQUEEZE, "self,dim"),
@@ -1058,6 +1059,11 @@ static const tp_serde_op_entry g_table[] = {
     SP(NULL, "is_quantized", INVALID, TP_SERDE_PREDICATE, "self"),
     SP(NULL, "is_distributed", INVALID, TP_SERDE_PREDICATE, "self"),
     SP(NULL, "get_device", INVALID, TP_SERDE_PREDICATE, "self"),
+    SP(NULL, "is_inference", INVALID, TP_SERDE_PREDICATE, "self"),
+    /* the layout at export (inputs contiguous), folded */
+    SP(NULL, "is_contiguous", INVALID, TP_SERDE_PREDICATE, "self,memory_format"),
+    SP(NULL, "stride", INVALID, TP_SERDE_PREDICATE, "self,dim"),
+    SP(NULL, "storage_offset", INVALID, TP_SERDE_PREDICATE, "self"),
     FNW(TF, "fill_diagonal_", FILL_DIAGONAL_, "input,fill_value,wrap"),
     MT("fill_diagonal_", FILL_DIAGONAL_, "self,fill_value,wrap"),
     FNW(TF, "new_empty_strided", NEW_EMPTY_STRIDED, "input,size,stride,dtype,layout,device,pin_memory"),

@@ -290,13 +290,14 @@ typedef enum tp_serde_special {
     TP_SERDE_TYPE_AS,    /* Tensor.type_as(other) */
     TP_SERDE_SHAPE_AS,   /* view_as / reshape_as / expand_as: op(self, other's shape) */
     TP_SERDE_ALIAS,      /* detach & co.: the same values (written as to(self)) */
-    TP_SERDE_TRANSPOSE,  /* Tensor.t() / t_(); numpy_T(): all dims reversed */
+    TP_SERDE_TRANSPOSE,  /* Tensor.t() / t_() / matrix_H() (2-D or 0-D); numpy_T(): all dims reversed */
     TP_SERDE_MAXMIN,     /* max/min: a tensor second argument means maximum/minimum */
     TP_SERDE_RETURN_INDICES, /* max_pool*d(..., return_indices): swapped_op (the _with_indices op) when true */
     TP_SERDE_NORM,       /* Tensor.norm: tensorplay's overload norm(dim: list, p, keepdim) is reordered */
     TP_SERDE_ASSERT,     /* tensorplay's runtime dim assertions: dropped */
     TP_SERDE_PREDICATE,  /* is_floating_point / is_complex / is_signed / is_same_size / is_conj / is_neg /
-                            is_quantized / is_distributed / get_device: folded */
+                            is_quantized / is_distributed / get_device / is_inference / is_contiguous /
+                            stride / storage_offset: folded */
     TP_SERDE_UNIQUE      /* unique / unique_consecutive: op (swapped_op, unique_dim, for unique with a dim),
                             then the values alone or the tuple with the inverse and / or counts asked for */
 } tp_serde_special;

@@ -941,6 +941,53 @@ static tp_status build_binop(reader *r, doc_node *d, const tp_serde_op_entry *e,
 
 /* ---- other specials ------------------------------------------------------ */
 
+/* The layout a tensor has when the program runs on contiguous inputs, as
+ * tensorplay gives it: the view ops back to a fresh tensor (an input, a
+ * parameter or an op's result, contiguous) replayed on meta tensors (node
+ * metas are contiguous). Not for clone and the *_like factories, which keep
+ * their input's strides in tensorplay and are contiguous here. */
+static tp_status replay_layout(reader *r, const char *node, const char *what, const tp_value *v, int depth,
+                               tp_value *out) {
+    const tp_value *m = tp__sd_ref_meta(v);
+    if (!m) return tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s needs a tensor of known shape", node, what);
+    const tp_node *n = v->u.node;
+    tp_node_kind kind = tp_node_get_kind(n);
+    tp_op op = kind == TP_NODE_CALL_FUNCTION || kind == TP_NODE_CALL_METHOD ? tp_node_op(n) : TP_OP_INVALID;
+    if (op != TP_OP_INVALID) {
+        size_t len = strlen(tp_op_name(op));
+        if (op == TP_OP_CLONE || (len > 5 && !strcmp(tp_op_name(op) + len - 5, "_like")))
+            return tp__sd_report(r, TP_ERR_UNSUPPORTED,
+                                 "node %s: %s of the result of %s (whose strides follow its input's in tensorplay) is not "
+                                 "supported",
+                                 node, what, tp_op_name(op));
+    }
+    const tp_value *args = tp_node_args(n);
+    int64_t na = tp_value_len(args);
+    bool view = op != TP_OP_INVALID && ((tp_op_flags(op) & TP_OPF_VIEW) || op == TP_OP_GETITEM) && na >= 1 && na <= 16;
+    if (!view || depth > 256) return tp__sd_note(r, tp_value_copy(m, out));
+    tp_value a[16];
+    tp_status st = TP_OK;
+    int64_t k = 0;
+    for (; k < na && st == TP_OK; k++) {
+        const tp_value *ak = tp_value_at(args, k);
+        if (k == 0) st = replay_layout(r, node, what, ak, depth + 1, &a[k]);
+        else if (ak->kind == TP_VAL_NODE && tp__sd_ref_meta(ak)) st = tp__sd_note(r, tp_value_copy(tp__sd_ref_meta(ak), &a[k]));
+        else if (ak->kind == TP_VAL_NODE) st = tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s of a view with run-time arguments", node, what);
+        else st = tp__sd_note(r, tp_value_copy(ak, &a[k]));
+    }
+    if (st != TP_OK) k--;
+    const tp_value *kw = tp_node_kwargs(n);
+    if (st == TP_OK && kw && tp_value_len(kw) > 0)
+        st = tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s of a view made with keyword arguments", node, what);
+    if (st == TP_OK && (st = tp_op_call(op, a, (int)na, NULL, out)) != TP_OK) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", tp_last_error());
+        st = tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s: replaying the view %s: %s", node, what, tp_op_name(op), msg);
+    }
+    for (int64_t q = 0; q < k; q++) tp_value_clear(&a[q]);
+    return st;
+}
+
 static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e, const tp_value *args,
                                const tp_value *kwargs) {
     reader *r = c->r;
@@ -1128,6 +1175,11 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
             return tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s of a %s is not supported", d->name, e->name,
                           tp_value_kind_name(self->kind));
         t = tp__sd_ref_meta_tensor(self);
+        if (strcmp(e->name, "matrix_H") == 0 && t && tp_tensor_ndim(t) != 2 && tp_tensor_ndim(t) != 0)
+            return tp__sd_report(r, TP_ERR_SHAPE,
+                                 "node %s: matrix_H is only supported on matrices (2-D tensors) but got a %d-D tensor; for "
+                                 "batches of matrices use mH",
+                                 d->name, tp_tensor_ndim(t));
         if (strcmp(e->name, "numpy_T") == 0) { /* x.T as a method: permute(x, [n-1, ..., 0]) */
             TP_TRY(need_tensor_meta(r, d->name, self, e->name, &t));
             int64_t dims[TP_MAX_DIMS];
@@ -1213,8 +1265,49 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
             tp_value v = tp_value_int(-1);
             tp__sd_set_folded(d, &v);
             return TP_OK;
+        } else if (!strcmp(e->name, "is_contiguous") || !strcmp(e->name, "stride") ||
+                   !strcmp(e->name, "storage_offset")) {
+            /* the layout at export: inputs contiguous, views as the view ops make them */
+            bool is_stride = !strcmp(e->name, "stride");
+            if (tp_value_len(args) + tp_value_len(kwargs) > (is_stride ? 2 : 1))
+                return tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s() with a memory format is not supported", d->name,
+                                     e->name);
+            TP_TRY(need_static(r, d->name, e->name));
+            tp_value lay = tp_value_none();
+            TP_TRY(replay_layout(r, d->name, e->name, self, 0, &lay));
+            if (lay.kind != TP_VAL_TENSOR) {
+                tp_value_clear(&lay);
+                return tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s needs a tensor", d->name, e->name);
+            }
+            t = lay.u.tensor;
+            tp_value v = tp_value_none();
+            if (!is_stride) {
+                v = !strcmp(e->name, "storage_offset") ? tp_value_int(tp_tensor_offset(t))
+                                                       : tp_value_bool(tp_tensor_is_contiguous(t));
+            } else {
+                const tp_value *dim = arg_or_kw(args, 1, kwargs, "dim");
+                if (dim && dim->kind == TP_VAL_INT) {
+                    int w;
+                    if (tp__wrap_dim(dim->u.i, tp_tensor_ndim(t), &w) != TP_OK)
+                        st = tp__sd_report(r, TP_ERR_INDEX, "node %s: stride(%" PRId64 ") of a tensor of rank %d",
+                                           d->name, dim->u.i, tp_tensor_ndim(t));
+                    else
+                        v = tp_value_int(tp_tensor_strides(t)[w]);
+                } else if (!dim || dim->kind == TP_VAL_NONE) {
+                    if ((st = tp_value_tuple(tp_tensor_ndim(t), &v)) != TP_OK) tp__sd_note(r, st);
+                    for (int k = 0; st == TP_OK && k < tp_tensor_ndim(t); k++)
+                        v.u.seq.items[k] = tp_value_int(tp_tensor_strides(t)[k]);
+                } else {
+                    st = tp__sd_report(r, TP_ERR_CORRUPT, "node %s: stride() dim must be an int", d->name);
+                }
+            }
+            tp_value_clear(&lay);
+            if (st != TP_OK) return st;
+            tp__sd_set_folded(d, &v);
+            return TP_OK;
         } else if (strcmp(e->name, "is_same_size") != 0) {
-            res = false; /* is_conj, is_neg, is_quantized, is_distributed: real, dense, local tensors */
+            res = false; /* is_conj, is_neg, is_quantized, is_distributed: real, dense, local tensors;
+                          * is_inference: no tensor is made in inference mode */
         } else { /* is_same_size(other) */
             const tp_value *other = arg_or_kw(args, 1, kwargs, "other");
             const tp_tensor *u = NULL;
