@@ -621,6 +621,45 @@ TEST(data_dependent_outputs) {
     CHECK(p == NULL);
 }
 
+/* Unique (sorted=0) on a run-time input: its four outputs in ONNX's
+ * first-occurrence order, from the model and from its saved archive,
+ * checked against numpy. */
+TEST(unique_outputs) {
+    tp_program *p = NULL, *q = NULL;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/datadep_unique.onnx", NULL, &p, NULL));
+    if (!p) return;
+    tp_archive *ar = NULL;
+    void *buf = NULL;
+    size_t size = 0;
+    tp_archive_entry e = {"model", p};
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &buf, &size));
+    if (buf) CHECK_OK(tp_archive_load_buffer(buf, size, NULL, &ar));
+    tp_free(buf);
+    q = ar ? tp_archive_find_program(ar, "model") : NULL;
+    CHECK(q != NULL);
+    tp_tensor *x = load_fixture("onnx/datadep_unique_x");
+    tp_tensor *want[4] = {load_fixture("onnx/datadep_unique_y"), load_fixture("onnx/datadep_unique_first"),
+                          load_fixture("onnx/datadep_unique_inverse"), load_fixture("onnx/datadep_unique_counts")};
+    for (int k = 0; x && want[0] && want[1] && want[2] && want[3] && k < 4; k++) {
+        tp_program *prog = k < 2 ? p : q;
+        if (!prog) break;
+        tp_value a = tp_value_tensor(tp_tensor_retain(x)), out = tp_value_none();
+        CHECK_OK(tp_program_call(prog, &a, 1, NULL, &out));
+        CHECK(tp_value_len(&out) == 4);
+        for (int i = 0; i < 4 && i < tp_value_len(&out); i++) {
+            const tp_value *o = tp_value_at(&out, i);
+            CHECK(o->kind == TP_VAL_TENSOR);
+            if (o->kind == TP_VAL_TENSOR) CHECK_CLOSE(o->u.tensor, want[i], 0, 0);
+        }
+        tp_value_clear(&out);
+        tp_value_clear(&a);
+    }
+    tp_tensor_free(x);
+    for (int i = 0; i < 4; i++) tp_tensor_free(want[i]);
+    tp_archive_free(ar);
+    tp_program_free(p);
+}
+
 /* LpPool (p=3, asymmetric pads) and GlobalLpPool against onnx's
  * reference evaluator (GlobalLpPool: its definition, in numpy). */
 TEST(lp_pools_match_reference) {
@@ -680,5 +719,5 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
-          T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(lp_pools_match_reference),
+          T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference))
