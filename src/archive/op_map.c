@@ -1122,6 +1122,7 @@ static const tp_serde_op_entry g_table[] = {
     MT("nonzero", NONZERO, "self,*,as_tuple:!=False"),
     FN(TF, "argwhere", NONZERO, "input"),
     MT("argwhere", NONZERO, "self"),
+    SP(NULL, "nonzero_numpy", NONZERO, TP_SERDE_NONZERO_NUMPY, "self"),
     FNW(TF, "masked_select", MASKED_SELECT, "input,mask,*,out:!=None"),
     MT("masked_select", MASKED_SELECT, "self,mask"),
     /* unique and unique_consecutive return the values alone or a tuple with

@@ -1398,6 +1398,30 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         else tp_value_clear(&tuple);
         return st;
     }
+    case TP_SERDE_NONZERO_NUMPY: {
+        if (tp_value_len(args) + tp_value_len(kwargs) != 1)
+            return tp__sd_report(r, TP_ERR_CORRUPT, "node %s: %s takes no arguments", d->name, e->name);
+        TP_TRY(need_tensor_meta(r, d->name, self, e->name, &t));
+        tp_value x = *self, tmp_v = tp_value_none();
+        char *tmp = NULL;
+        tp_node *m = NULL;
+        if (tp_tensor_ndim(t) == 0) { /* PyTorch: a 0-d tensor as a 1-element one */
+            if ((st = tp__sd_fresh_name(r, d->name, "unsqueeze", &tmp)) != TP_OK) return tp__sd_note(r, st);
+            st = tp__sd_add_call_values(r, tmp, TP_OP_UNSQUEEZE, (tp_value[]){*self, tp_value_int(0)}, 2, &m);
+            tp_free(tmp);
+            tmp = NULL;
+            if (st != TP_OK) return st;
+            x = tp_value_node(m);
+        }
+        if ((st = tp__sd_fresh_name(r, d->name, "nonzero", &tmp)) != TP_OK) return tp__sd_note(r, st);
+        st = tp__sd_add_call_values(r, tmp, TP_OP_NONZERO, &x, 1, &m);
+        tp_free(tmp);
+        if (st != TP_OK) return st;
+        tmp_v = tp_value_node(m);
+        st = tp__sd_add_call_values(r, d->name, TP_OP_UNBIND, (tp_value[]){tmp_v, tp_value_int(1)}, 2, &n);
+        if (n) tp__sd_set_node(d, n);
+        return st;
+    }
     default: break;
     }
     return tp__sd_report(r, TP_ERR_INTERNAL, "node %s: unhandled op map entry %s", d->name, e->name);
