@@ -1241,7 +1241,33 @@ static tp_status build_torch_program(tp_zip_writer *zw, const char *root, const 
                                                    v->kind != TP_VAL_DICT && v->kind != TP_VAL_NODE)))
                 ex[k++] = *v; /* borrowed: not cleared */
         }
-        if (st == TP_OK) st = tp__torch_save_values(ex, k == n ? n : 0, &si, &si_size);
+        /* (args, kwargs) as the call's tree spec arranges the leaves; ((), {}) without examples */
+        tp_value leaves = tp_value_none(), tree = tp_value_none();
+        if (st == TP_OK) st = tp_value_list(k == n ? n : 0, &leaves);
+        for (int i = 0; st == TP_OK && k == n && i < n; i++) st = tp_value_copy(&ex[i], &leaves.u.seq.items[i]);
+        if (st == TP_OK && k == n && tp_program_in_spec(p) &&
+            tp_pytree_unflatten(tp_program_in_spec(p), leaves.u.seq.items, n, &tree) != TP_OK) {
+            tp_clear_error();
+            tree = tp_value_none();
+        }
+        if (st == TP_OK && tree.kind == TP_VAL_NONE) { /* no spec (or none that fits): flat args */
+            tp_value args, kwargs;
+            st = tp_value_tuple(0, &args);
+            for (int64_t i = 0; st == TP_OK && i < tp_value_len(&leaves); i++) {
+                tp_value c;
+                st = tp_value_copy(tp_value_at(&leaves, i), &c);
+                if (st == TP_OK) st = tp_value_append(&args, &c);
+            }
+            if (st == TP_OK) st = tp_value_dict(&kwargs);
+            if (st == TP_OK) st = tp_value_tuple(2, &tree);
+            if (st == TP_OK) {
+                tree.u.seq.items[0] = args;
+                tree.u.seq.items[1] = kwargs;
+            }
+        }
+        if (st == TP_OK) st = tp__torch_save_value(&tree, &si, &si_size);
+        tp_value_clear(&tree);
+        tp_value_clear(&leaves);
         tp_free(ex);
     }
     if (st == TP_OK) {

@@ -93,9 +93,9 @@ TP_HIDDEN tp_status tp__torch_saved_value(const void *data, size_t size, const t
 TP_HIDDEN tp_status tp__torch_program_to_json(const tp_program *p, char **json, size_t *len);
 /* A payload config for state s, payloads named prefix + index. */
 TP_HIDDEN tp_status tp__torch_payload_config(const tp_named_state *s, const char *prefix, char **json);
-/* torch.save((tuple(vs[0..n)), {})) as a ZIP in a new buffer (tp_free):
- * tensors, and None/bool/int/float/str. */
-TP_HIDDEN tp_status tp__torch_save_values(const tp_value *vs, int n, void **data, size_t *size);
+/* torch.save(value) as a ZIP in a new buffer (tp_free): tensors,
+ * None/bool/int/float/str, tuples, lists and string-keyed dicts of them. */
+TP_HIDDEN tp_status tp__torch_save_value(const tp_value *value, void **data, size_t *size);
 
 /* ---- the op table (torch_ops.c) ---------------------------------------- */
 

@@ -258,7 +258,8 @@ static const tp_torch_op g_aten[] = {
     E("zeros_like", "default", ZEROS_LIKE, NULL, NULL, 0),
     E("ones_like", "default", ONES_LIKE, NULL, NULL, 0),
     E("new_zeros", "default", NEW_ZEROS, NULL, NULL, 0),
-    E("arange", "default,start,start_step", ARANGE, NULL, NULL, 0),
+    E("arange", "start_step,start", ARANGE, NULL, NULL, 0),
+    E("arange", "default", ARANGE, "end:start", NULL, 0), /* arange(end): our start is its end */
     E("argsort", "default,stable", ARGSORT, NULL, NULL, 0),
     E("scalar_tensor", "default", FULL, "s:fill_value", "size=[]", 0),
     E("fill", "Scalar", FULL_LIKE, "value:fill_value", NULL, 0),

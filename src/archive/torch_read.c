@@ -824,6 +824,139 @@ static tp_status pick_convolution(tp_value *named, const char *where, tp_op *op)
     return TP_OK;
 }
 
+/* A node of op with the named arguments keys[i] = vals[i] (vals consumed), named `name` or fresh. */
+static tp_status mk(trd *r, tp_op op, const char *name, const char *where, int n, const char *const *keys,
+                    tp_value *vals, tp_node **out) {
+    tp_value d;
+    tp_status st = tp_value_dict(&d);
+    for (int i = 0; i < n; i++) {
+        if (st == TP_OK) st = tp_value_dict_set(&d, keys[i], &vals[i]);
+        else tp_value_clear(&vals[i]);
+    }
+    char tmp[TP_LIMIT_NAME + 64];
+    if (!name) fresh_name(r, tp_op_name(op), tmp, sizeof tmp);
+    if (st == TP_OK) st = make_call(r, op, &d, name ? name : tmp, where, out);
+    tp_value_clear(&d);
+    return st;
+}
+
+static tp_status mk_select(trd *r, tp_node *x, int64_t dim, int64_t i, const char *where, tp_node **out) {
+    static const char *const k[] = {"self", "dim", "index"};
+    tp_value v[3] = {tp_value_node(x), tp_value_int(dim), tp_value_int(i)};
+    return mk(r, TP_OP_SELECT, NULL, where, 3, k, v, out);
+}
+
+static tp_status mk_list_op(trd *r, tp_op op, tp_node *const *items, int n, int64_t dim, const char *name,
+                            const char *where, tp_node **out) {
+    static const char *const k[] = {"tensors", "dim"};
+    tp_value v[2];
+    TP_TRY(tp_value_list(n, &v[0]));
+    for (int i = 0; i < n; i++) v[0].u.seq.items[i] = tp_value_node(items[i]);
+    v[1] = tp_value_int(dim);
+    return mk(r, op, name, where, 2, k, v, out);
+}
+
+/* aten.lstm.input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+ * batch_first) -> (output, h_n, c_n), unrolled over the time steps into lstm_cell nodes: torch.export
+ * specialises the sequence length of an LSTM (the batch stays dynamic). */
+static tp_status read_lstm(trd *r, const json_t *inputs, const json_t *outputs, const char *where) {
+    enum { MAX_STEPS = 4096, MAX_LAYERS = 64 };
+    tp_value a[9];
+    static const char *const names[9] = {"input", "hx", "params", "has_biases", "num_layers", "dropout", "train",
+                                          "bidirectional", "batch_first"};
+    for (int i = 0; i < 9; i++) a[i] = tp_value_none();
+    tp_status st = TP_OK;
+    for (size_t i = 0; st == TP_OK && i < json_array_size(inputs); i++) {
+        json_t *na = json_array_get(inputs, i), *arg;
+        const char *an;
+        st = need_obj(na, where);
+        if (st == TP_OK) st = get_str(na, "name", where, r->lim, &an);
+        if (st == TP_OK) st = get_field(na, "arg", JSON_OBJECT, true, where, &arg);
+        for (int k = 0; st == TP_OK && k < 9; k++)
+            if (!strcmp(an, names[k])) {
+                tp_value_clear(&a[k]);
+                st = arg_value(r, arg, where, &a[k]);
+            }
+    }
+    tp_node **cells = NULL, **layer_in = NULL, **next = NULL;
+    tp_node *final_h[MAX_LAYERS * 2], *final_c[MAX_LAYERS * 2];
+    const tp_value *xm = a[0].kind == TP_VAL_NODE ? tp_node_meta_val(a[0].u.node) : NULL;
+    bool bf = a[8].kind == TP_VAL_BOOL && a[8].u.b, bidir = a[7].kind == TP_VAL_BOOL && a[7].u.b;
+    bool biases = a[3].kind == TP_VAL_BOOL && a[3].u.b;
+    int64_t L = a[4].kind == TP_VAL_INT ? a[4].u.i : 0, D = bidir ? 2 : 1, per = biases ? 4 : 2;
+    if (st == TP_OK && (!xm || xm->kind != TP_VAL_TENSOR || tp_tensor_ndim(xm->u.tensor) != 3 ||
+                        a[1].kind != TP_VAL_LIST || tp_value_len(&a[1]) != 2 || a[2].kind != TP_VAL_LIST ||
+                        L < 1 || L > MAX_LAYERS || tp_value_len(&a[2]) != L * D * per))
+        st = tp_error(TP_ERR_UNSUPPORTED, "%s: an LSTM with these arguments is not supported", where);
+    if (st == TP_OK && a[6].kind == TP_VAL_BOOL && a[6].u.b && tp_value_as_f64(&a[5]) != 0.0)
+        st = tp_error(TP_ERR_UNSUPPORTED, "%s: an LSTM with dropout in training mode is not supported", where);
+    int64_t T = st == TP_OK ? tp_tensor_sizes(xm->u.tensor)[bf ? 1 : 0] : 0;
+    if (st == TP_OK && (T < 1 || T > MAX_STEPS))
+        st = tp_error(TP_ERR_UNSUPPORTED, "%s: an LSTM over %" PRId64 " steps (1 to %d are unrolled)", where, T,
+                      (int)MAX_STEPS);
+    for (size_t i = 0; st == TP_OK && i < json_array_size(outputs); i++) /* outputs: three named tensors */
+        if (!json_is_object(json_object_get(json_array_get(outputs, i), "as_tensor")) && i < 3)
+            st = tp_error(TP_ERR_UNSUPPORTED, "%s: LSTM output %zu is not a tensor", where, i);
+    if (st == TP_OK && json_array_size(outputs) != 3) st = tp_error(TP_ERR_CORRUPT, "%s: an LSTM has three outputs", where);
+    if (st == TP_OK) {
+        cells = tp_calloc((size_t)T, sizeof *cells);
+        layer_in = tp_calloc((size_t)T, sizeof *layer_in);
+        next = tp_calloc((size_t)(2 * T), sizeof *next);
+        if (!cells || !layer_in || !next) st = tp_error(TP_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t t = 0; st == TP_OK && t < T; t++) st = mk_select(r, a[0].u.node, bf ? 1 : 0, t, where, &layer_in[t]);
+    tp_node *h0 = st == TP_OK ? a[1].u.seq.items[0].u.node : NULL, *c0 = st == TP_OK ? a[1].u.seq.items[1].u.node : NULL;
+    for (int64_t l = 0; st == TP_OK && l < L; l++) {
+        for (int64_t d = 0; st == TP_OK && d < D; d++) {
+            int64_t k = l * D + d;
+            tp_node *h = NULL, *c = NULL;
+            st = mk_select(r, h0, 0, k, where, &h);
+            if (st == TP_OK) st = mk_select(r, c0, 0, k, where, &c);
+            const tp_value *p = &a[2].u.seq.items[k * per];
+            for (int64_t step = 0; st == TP_OK && step < T; step++) {
+                int64_t t = d == 0 ? step : T - 1 - step;
+                static const char *const ck[] = {"input", "hx", "cx", "w_ih", "w_hh", "b_ih", "b_hh"};
+                tp_value cv[7] = {tp_value_node(layer_in[t]), tp_value_node(h), tp_value_node(c), p[0], p[1],
+                                  biases ? p[2] : tp_value_none(), biases ? p[3] : tp_value_none()};
+                tp_node *cell = NULL;
+                /* the params are node references: copy them (mk consumes its values) */
+                for (int q = 3; q < 7; q++)
+                    if (cv[q].kind == TP_VAL_NODE) cv[q] = tp_value_node(cv[q].u.node);
+                st = mk(r, TP_OP_LSTM_CELL, NULL, where, 7, ck, cv, &cell);
+                static const char *const gk[] = {"self", "index"};
+                tp_value g0[2] = {tp_value_node(cell), tp_value_int(0)}, g1[2] = {tp_value_node(cell), tp_value_int(1)};
+                if (st == TP_OK) st = mk(r, TP_OP_GETITEM, NULL, where, 2, gk, g0, &h);
+                if (st == TP_OK) st = mk(r, TP_OP_GETITEM, NULL, where, 2, gk, g1, &c);
+                if (st == TP_OK) next[d * T + t] = h;
+            }
+            final_h[k] = h;
+            final_c[k] = c;
+        }
+        for (int64_t t = 0; st == TP_OK && t < T; t++) {
+            if (D == 1) layer_in[t] = next[t];
+            else {
+                tp_node *pair[2] = {next[t], next[T + t]};
+                st = mk_list_op(r, TP_OP_CAT, pair, 2, -1, NULL, where, &layer_in[t]);
+            }
+        }
+    }
+    const char *on[3] = {NULL, NULL, NULL};
+    for (int i = 0; st == TP_OK && i < 3; i++)
+        st = tensor_arg_name(json_object_get(json_array_get(outputs, (size_t)i), "as_tensor"), where, r->lim, &on[i]);
+    tp_node *o = NULL;
+    if (st == TP_OK) st = mk_list_op(r, TP_OP_STACK, layer_in, (int)T, bf ? 1 : 0, on[0], where, &o);
+    if (st == TP_OK) st = check_output_meta(r, tp_node_meta_val(o), on[0], where);
+    if (st == TP_OK) st = mk_list_op(r, TP_OP_STACK, final_h, (int)(L * D), 0, on[1], where, &o);
+    if (st == TP_OK) st = check_output_meta(r, tp_node_meta_val(o), on[1], where);
+    if (st == TP_OK) st = mk_list_op(r, TP_OP_STACK, final_c, (int)(L * D), 0, on[2], where, &o);
+    if (st == TP_OK) st = check_output_meta(r, tp_node_meta_val(o), on[2], where);
+    tp_free(cells);
+    tp_free(layer_in);
+    tp_free(next);
+    for (int i = 0; i < 9; i++) tp_value_clear(&a[i]);
+    return st;
+}
+
 static tp_status read_node(trd *r, const json_t *node, int index) {
     char where[600];
     snprintf(where, sizeof where, "graph.nodes[%d]", index);
@@ -844,6 +977,8 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
     snprintf(opname, sizeof opname, "%s.%s%s%s", module, name, overload[0] ? "." : "", overload);
     bool inplace = false;
     tp_torch_op same;
+    if (!strcmp(module, "aten") && !strcmp(name, "lstm") && !strcmp(overload, "input"))
+        return read_lstm(r, inputs, outputs, where);
     const tp_torch_op *e = lookup_op(module, name, overload, &same, &inplace);
     if (!e) {
         if (!strcmp(module, "aten")) {
@@ -952,6 +1087,18 @@ static tp_status read_node(trd *r, const json_t *node, int index) {
             tp_value a = tp_value_int(0), b = tp_value_int(1);
             st = tp_value_dict_set(&named, "dim0", &a);
             if (st == TP_OK) st = tp_value_dict_set(&named, "dim1", &b);
+        }
+    }
+    /* aten.lstm_cell's hx is the list (h, c); ours takes them apart */
+    if (st == TP_OK && e->op == TP_OP_LSTM_CELL) {
+        tp_value *hx = tp_value_dict_get(&named, "hx");
+        if (hx && hx->kind == TP_VAL_LIST && tp_value_len(hx) == 2) {
+            tp_value h = hx->u.seq.items[0], c = hx->u.seq.items[1];
+            hx->u.seq.items[0] = tp_value_none();
+            hx->u.seq.items[1] = tp_value_none();
+            st = tp_value_dict_set(&named, "hx", &h);
+            if (st == TP_OK) st = tp_value_dict_set(&named, "cx", &c);
+            else tp_value_clear(&c);
         }
     }
     /* grid_sampler_2d's integer modes are our grid_sample's names */

@@ -301,6 +301,10 @@ static const tp_torch_op *retarget(twr *w, const tp_torch_op *e, const tp_schema
             return tp__torch_find_op("aten", "split_with_sizes", "default");
         return e;
     }
+    if (e->op == TP_OP_ARANGE) { /* arange(n): aten.arange.default(end=n) */
+        int k = arg_index(sc, "end");
+        return k >= 0 && bound[k].kind == TP_VAL_NONE ? tp__torch_find_op("aten", "arange", "default") : e;
+    }
     if (e->op == TP_OP_TO) { /* to.dtype needs a dtype: without one, to() is a copy of self */
         int k = arg_index(sc, "dtype");
         return k >= 0 && bound[k].kind == TP_VAL_NONE ? tp__torch_find_op("aten", "clone", "default") : e;
@@ -489,6 +493,17 @@ static json_t *write_node(twr *w, const tp_node *n) {
     for (int i = 0; i < nb; i++) {
         const tp_schema_arg *a = &sc->args[i];
         if (tsc && arg_index(tsc, a->name) < 0) continue;
+        /* a name the entry gives another of our arguments (arange(end)'s "end" is our start) */
+        bool taken = false;
+        for (const char *q = e ? e->map : NULL; q && *q && !taken;) {
+            const char *end = strchr(q, ','), *colon = strchr(q, ':');
+            size_t l = end ? (size_t)(end - q) : strlen(q);
+            taken = colon && colon < q + l && (size_t)(colon - q) == strlen(a->name) && !memcmp(q, a->name, strlen(a->name)) &&
+                    colon[1] != '-' && colon[1] != '=' &&
+                    !((size_t)(l - (size_t)(colon - q) - 1) == strlen(a->name) && !memcmp(colon + 1, a->name, strlen(a->name)));
+            q = end ? end + 1 : NULL;
+        }
+        if (taken) continue;
         /* layout/device/pin_memory are ours only as None; our results are contiguous, which a view after
          * them relies on (clone's default would preserve a permuted layout) */
         if (bound[i].kind == TP_VAL_NONE && (!strcmp(a->name, "layout") || !strcmp(a->name, "device") ||
@@ -513,6 +528,19 @@ static json_t *write_node(twr *w, const tp_node *n) {
             int64_t code = !strcmp(r, "none") ? 0 : !strcmp(r, "sum") ? 2 : 1;
             tp_value_clear(&bound[i]);
             bound[i] = tp_value_int(code);
+        }
+        /* aten.lstm_cell takes (h, c) as one list hx */
+        if (op == TP_OP_LSTM_CELL && !strcmp(a->name, "cx")) continue;
+        if (op == TP_OP_LSTM_CELL && !strcmp(a->name, "hx") && i + 1 < nb) {
+            tp_value pair;
+            if (tp_value_list(2, &pair) == TP_OK) {
+                pair.u.seq.items[0] = bound[i];
+                pair.u.seq.items[1] = bound[i + 1];
+                bound[i] = pair;
+                bound[i + 1] = tp_value_none();
+            } else if (w->st == TP_OK) {
+                w->st = tp_error(TP_ERR_NOMEM, "out of memory");
+            }
         }
         /* grid_sampler_2d takes its modes as ints and align_corners as a bool */
         if (op == TP_OP_GRID_SAMPLE && bound[i].kind == TP_VAL_STR &&
@@ -781,10 +809,18 @@ static json_t *document(twr *w) {
     } else if (w->st == TP_OK) {
         w->st = tp_error(TP_ERR_UNSUPPORTED, "the program has no input/output tree specs");
     }
+    /* forward's argument names: the root call's (d, pair for structured inputs), else the user inputs' */
     json_t *fan = json_array();
-    for (int i = 0; i < tp_signature_n_inputs(sig); i++)
-        if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT)
-            jappend(w, fan, json_string(tp_signature_input(sig, i)->arg.name));
+    const tp_module_call_signature *root_sig = NULL;
+    for (int i = 0; i < tp_program_num_module_calls(p); i++)
+        if (!tp_program_module_call(p, i).fqn[0]) root_sig = tp_program_module_call(p, i).signature;
+    if (root_sig && root_sig->n_forward_arg_names > 0) {
+        for (int i = 0; i < root_sig->n_forward_arg_names; i++) jappend(w, fan, json_string(root_sig->forward_arg_names[i]));
+    } else {
+        for (int i = 0; i < tp_signature_n_inputs(sig); i++)
+            if (tp_signature_input(sig, i)->kind == TP_INPUT_USER_INPUT)
+                jappend(w, fan, json_string(tp_signature_input(sig, i)->arg.name));
+    }
     jset(w, rs, "forward_arg_names", fan);
     jset(w, root, "fqn", json_string(""));
     jset(w, root, "signature", rs);
@@ -927,75 +963,91 @@ static void pk_int_tuple(tp_sb *sb, int n, const int64_t *v) {
     pk_op(sb, 't');
 }
 
-/* torch.save((tuple(values), {})): archive/data.pkl (protocol 2, torch's own
- * opcodes for tensors: _rebuild_tensor_v2 over ('storage', <class>, key,
- * 'cpu', numel); Python scalars as themselves), archive/data/<k> raw
- * contiguous bytes, version files. */
-tp_status tp__torch_save_values(const tp_value *vs, int n, void **data, size_t *size) {
+/* One value of a torch.save pickle: tensors as torch writes them
+ * (_rebuild_tensor_v2 over ('storage', <class>, key, 'cpu', numel); the key
+ * is the tensor's index in ts), Python scalars, tuples, lists, dicts. */
+static tp_status pk_value(tp_sb *sb, const tp_value *v, tp_tensor **ts, int *n_t, int depth) {
+    TP_CHECK(depth < 32, TP_ERR_UNSUPPORTED, "example inputs nested too deeply");
+    switch (v->kind) {
+    case TP_VAL_NONE: pk_op(sb, 'N'); return TP_OK;
+    case TP_VAL_BOOL: pk_op(sb, v->u.b ? 0x88 : 0x89); return TP_OK;
+    case TP_VAL_INT: pk_int(sb, v->u.i); return TP_OK;
+    case TP_VAL_STR: pk_str(sb, v->u.s); return TP_OK;
+    case TP_VAL_FLOAT: {
+        uint64_t u;
+        memcpy(&u, &v->u.f, sizeof u);
+        unsigned char b[9] = {'G'};
+        for (int k = 0; k < 8; k++) b[1 + k] = (unsigned char)(u >> (56 - 8 * k)); /* big-endian */
+        tp__sb_append(sb, b, 9);
+        return TP_OK;
+    }
+    case TP_VAL_TUPLE:
+    case TP_VAL_LIST:
+        pk_op(sb, v->kind == TP_VAL_LIST ? ']' : '(');
+        if (v->kind == TP_VAL_LIST) pk_op(sb, '(');
+        for (int64_t i = 0; i < tp_value_len(v); i++) TP_TRY(pk_value(sb, tp_value_at(v, i), ts, n_t, depth + 1));
+        pk_op(sb, v->kind == TP_VAL_LIST ? 'e' : 't');
+        return TP_OK;
+    case TP_VAL_DICT:
+        pk_op(sb, '}');
+        pk_op(sb, '(');
+        for (int64_t i = 0; i < tp_value_len(v); i++) {
+            pk_str(sb, v->u.seq.keys[i]);
+            TP_TRY(pk_value(sb, tp_value_at(v, i), ts, n_t, depth + 1));
+        }
+        pk_op(sb, 'u');
+        return TP_OK;
+    case TP_VAL_TENSOR: break;
+    default: return tp_error(TP_ERR_UNSUPPORTED, "an example input of kind %s cannot be written", tp_value_kind_name(v->kind));
+    }
+    TP_CHECK(*n_t < TP_LIMIT_ITEMS_SAMPLE, TP_ERR_UNSUPPORTED, "more than %d example tensors", TP_LIMIT_ITEMS_SAMPLE);
+    const int ti = (*n_t)++;
+    ts[ti] = v->u.tensor;
+    const char *cls = storage_class(tp_tensor_dtype(ts[ti]));
+    TP_CHECK(cls, TP_ERR_UNSUPPORTED, "an example tensor of dtype %s cannot be written", tp_dtype_name(tp_tensor_dtype(ts[ti])));
+    char key[16];
+    snprintf(key, sizeof key, "%d", ti);
+    int64_t strides[TP_MAX_DIMS], acc = 1;
+    for (int d = tp_tensor_ndim(ts[ti]) - 1; d >= 0; d--) {
+        strides[d] = acc;
+        acc *= tp_tensor_sizes(ts[ti])[d];
+    }
+    pk_global(sb, "torch._utils", "_rebuild_tensor_v2");
+    pk_op(sb, '(');
+    pk_op(sb, '(');
+    pk_str(sb, "storage");
+    pk_global(sb, "torch", cls);
+    pk_str(sb, key);
+    pk_str(sb, "cpu");
+    pk_int(sb, tp_tensor_numel(ts[ti]));
+    pk_op(sb, 't');
+    pk_op(sb, 'Q');
+    pk_int(sb, 0);
+    pk_int_tuple(sb, tp_tensor_ndim(ts[ti]), tp_tensor_sizes(ts[ti]));
+    pk_int_tuple(sb, tp_tensor_ndim(ts[ti]), strides);
+    pk_op(sb, 0x89);
+    pk_global(sb, "collections", "OrderedDict");
+    pk_op(sb, ')');
+    pk_op(sb, 'R');
+    pk_op(sb, 't');
+    pk_op(sb, 'R');
+    return TP_OK;
+}
+
+/* torch.save(value) - the sample inputs' (args, kwargs) - as a ZIP in a new
+ * buffer: archive/data.pkl (protocol 2), archive/data/<k> raw contiguous
+ * bytes, the version files. */
+tp_status tp__torch_save_value(const tp_value *value, void **data, size_t *size) {
     tp_sb sb = {0};
     tp_tensor *ts[TP_LIMIT_ITEMS_SAMPLE];
     int n_t = 0;
     pk_op(&sb, 0x80);
     pk_op(&sb, 2);
-    pk_op(&sb, '(');
-    for (int i = 0; i < n; i++) {
-        const tp_value *v = &vs[i];
-        if (v->kind != TP_VAL_TENSOR) {
-            if (v->kind == TP_VAL_NONE) pk_op(&sb, 'N');
-            else if (v->kind == TP_VAL_BOOL) pk_op(&sb, v->u.b ? 0x88 : 0x89);
-            else if (v->kind == TP_VAL_INT) pk_int(&sb, v->u.i);
-            else if (v->kind == TP_VAL_STR) pk_str(&sb, v->u.s);
-            else if (v->kind == TP_VAL_FLOAT) {
-                uint64_t u;
-                memcpy(&u, &v->u.f, sizeof u);
-                unsigned char b[9] = {'G'};
-                for (int k = 0; k < 8; k++) b[1 + k] = (unsigned char)(u >> (56 - 8 * k)); /* big-endian */
-                tp__sb_append(&sb, b, 9);
-            } else {
-                tp__sb_free(&sb);
-                return tp_error(TP_ERR_UNSUPPORTED, "example input %d: a %s cannot be written", i, tp_value_kind_name(v->kind));
-            }
-            continue;
-        }
-        if (n_t == TP_LIMIT_ITEMS_SAMPLE) {
-            tp__sb_free(&sb);
-            return tp_error(TP_ERR_UNSUPPORTED, "more than %d example tensors", TP_LIMIT_ITEMS_SAMPLE);
-        }
-        ts[n_t] = v->u.tensor;
-        /* the storage key is the tensor's index among the tensors */
-        const int ti = n_t++;
-        const char *cls = storage_class(tp_tensor_dtype(ts[ti]));
-        TP_CHECK(cls, TP_ERR_UNSUPPORTED, "example input %d: its dtype cannot be written", i);
-        char key[16];
-        snprintf(key, sizeof key, "%d", ti);
-        int64_t strides[TP_MAX_DIMS], acc = 1;
-        for (int d = tp_tensor_ndim(ts[ti]) - 1; d >= 0; d--) {
-            strides[d] = acc;
-            acc *= tp_tensor_sizes(ts[ti])[d];
-        }
-        pk_global(&sb, "torch._utils", "_rebuild_tensor_v2");
-        pk_op(&sb, '(');
-        pk_op(&sb, '(');
-        pk_str(&sb, "storage");
-        pk_global(&sb, "torch", cls);
-        pk_str(&sb, key);
-        pk_str(&sb, "cpu");
-        pk_int(&sb, tp_tensor_numel(ts[ti]));
-        pk_op(&sb, 't');
-        pk_op(&sb, 'Q');
-        pk_int(&sb, 0);
-        pk_int_tuple(&sb, tp_tensor_ndim(ts[ti]), tp_tensor_sizes(ts[ti]));
-        pk_int_tuple(&sb, tp_tensor_ndim(ts[ti]), strides);
-        pk_op(&sb, 0x89);
-        pk_global(&sb, "collections", "OrderedDict");
-        pk_op(&sb, ')');
-        pk_op(&sb, 'R');
-        pk_op(&sb, 't');
-        pk_op(&sb, 'R');
+    tp_status vst = pk_value(&sb, value, ts, &n_t, 0);
+    if (vst != TP_OK) {
+        tp__sb_free(&sb);
+        return vst;
     }
-    pk_op(&sb, 't');
-    pk_op(&sb, '}');
-    pk_op(&sb, 0x86);
     pk_op(&sb, '.');
     size_t pkl_len = sb.len;
     char *pkl = NULL;
