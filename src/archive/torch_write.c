@@ -10,8 +10,10 @@
  * rest); getitem nodes become the named outputs of the node they read.
  * tensor_values give every tensor's dtype, sizes and contiguous strides:
  * user inputs with their dim rules as sympy expressions (Symbol,
- * Mul(Integer, Symbol), Add(.., Integer)) and hints, other values with the
- * sizes their meta records (the example's). Sample inputs are the example
+ * Mul(Integer, Symbol), Add(.., Integer)) and hints, other values' dims
+ * found by inferring the graph again at two other values of each symbol
+ * (affine in one symbol, or c * s * t; any other form, such as a floor
+ * division, is written as its example size). Sample inputs are the example
  * inputs as a torch.save file (a ZIP of data.pkl and raw storages).
  */
 #include <inttypes.h>
@@ -28,7 +30,19 @@
 /* Example tensors one sample-input file holds at most. */
 #define TP_LIMIT_ITEMS_SAMPLE 4096
 
+/* Shape probes: the graph inferred again with one root symbol moved to two
+ * other values, so each value's dims can be written as expressions (an
+ * affine form of one symbol, or c * s * t), not only at the example sizes. */
+enum { PROBE_SYMS = 8 };
+typedef struct probes {
+    int n;
+    const char *sym[PROBE_SYMS];
+    int64_t ex[PROBE_SYMS], val[PROBE_SYMS][2];
+    tp_graph *g[PROBE_SYMS][2]; /* NULL where inference failed */
+} probes;
+
 typedef struct twr {
+    probes pr;
     const tp_program *p;
     json_t *tensor_values, *sym_int_values;
     int fresh;
@@ -110,8 +124,53 @@ static const tp_dim_rule *rule_of(const tp_program *p, const char *input, int di
     return NULL;
 }
 
-/* tensor_values[name] for meta t; `input`: a user input whose dim rules apply. */
-static void tensor_value(twr *w, const char *name, const tp_tensor *t, const char *input) {
+/* Size d of the value of node `node` (item `item` of a tuple, -1: the node's value) in probe graph g. */
+static bool probe_size(tp_graph *g, const char *node, int item, int d, int64_t *out) {
+    const tp_node *n = g ? tp_graph_find_node(g, node) : NULL;
+    const tp_value *m = n ? tp_node_meta_val(n) : NULL;
+    if (m && item >= 0) m = tp_value_len(m) > item ? tp_value_at(m, item) : NULL;
+    if (!m || m->kind != TP_VAL_TENSOR || d >= tp_tensor_ndim(m->u.tensor)) return false;
+    *out = tp_tensor_sizes(m->u.tensor)[d];
+    return true;
+}
+
+/* The expression of dim d (size s0 at the examples) of a node's value from the probes: affine in one
+ * symbol, or c * s * t; false when it does not move or follows neither form (the size is written). */
+static bool probe_expr(const twr *w, const char *node, int item, int d, int64_t s0, char *buf, size_t size) {
+    const probes *pr = &w->pr;
+    int moved[PROBE_SYMS], nm = 0;
+    int64_t sz[PROBE_SYMS][2];
+    for (int k = 0; k < pr->n; k++) {
+        bool ok = probe_size(pr->g[k][0], node, item, d, &sz[k][0]) && probe_size(pr->g[k][1], node, item, d, &sz[k][1]);
+        if (!ok) return false;
+        if (sz[k][0] != s0 || sz[k][1] != s0) moved[nm++] = k;
+    }
+    if (nm == 1) {
+        int k = moved[0];
+        int64_t dv = pr->val[k][0] - pr->ex[k], ds = sz[k][0] - s0;
+        if (dv == 0 || ds % dv) return false;
+        int64_t scale = ds / dv, offset = s0 - scale * pr->ex[k];
+        if (scale < 1 || sz[k][1] != scale * pr->val[k][1] + offset) return false;
+        srepr_dim(buf, size, pr->sym[k], scale, offset);
+        return true;
+    }
+    if (nm == 2) { /* c * s * t (a view merging two dynamic dims) */
+        int a = moved[0], b = moved[1];
+        int64_t ab = pr->ex[a] * pr->ex[b];
+        if (ab <= 0 || s0 % ab) return false;
+        int64_t c = s0 / ab;
+        for (int j = 0; j < 2; j++)
+            if (sz[a][j] != c * pr->val[a][j] * pr->ex[b] || sz[b][j] != c * pr->ex[a] * pr->val[b][j]) return false;
+        snprintf(buf, size, "Mul(Integer(%" PRId64 "), Symbol('%s', positive=True, integer=True), Symbol('%s', "
+                 "positive=True, integer=True))", c, pr->sym[a], pr->sym[b]);
+        return true;
+    }
+    return false;
+}
+
+/* tensor_values[name] for meta t; `input`: a user input whose dim rules apply; else `node`/`item`
+ * name the value in the probe graphs (NULL: write the sizes as they are). */
+static void tensor_value(twr *w, const char *name, const tp_tensor *t, const char *input, const char *node, int item) {
     json_t *tm = json_object(), *sizes = json_array(), *strides = json_array(), *dev = json_object();
     int nd = tp_tensor_ndim(t);
     char exprs[TP_MAX_DIMS][300];
@@ -122,6 +181,8 @@ static void tensor_value(twr *w, const char *name, const tp_tensor *t, const cha
         if (sym[d])
             srepr_dim(exprs[d], sizeof exprs[d], r->symbol, r->kind == TP_DIM_SYMBOL ? 1 : r->scale,
                       r->kind == TP_DIM_SYMBOL ? 0 : r->offset);
+        else if (!input && node)
+            sym[d] = probe_expr(w, node, item, d, tp_tensor_sizes(t)[d], exprs[d], sizeof exprs[d]);
         jappend(w, sizes, sym[d] ? sym_expr(w, exprs[d], tp_tensor_sizes(t)[d])
                                  : tagged(w, "as_int", json_integer(tp_tensor_sizes(t)[d])));
     }
@@ -593,7 +654,7 @@ static json_t *write_node(twr *w, const tp_node *n) {
     snprintf(node_name, sizeof node_name, "%s", tp_node_name(n));
     if (mv && mv->kind == TP_VAL_TENSOR) {
         jappend(w, outputs, tagged(w, "as_tensor", named(w, tp_node_name(n))));
-        tensor_value(w, tp_node_name(n), mv->u.tensor, NULL);
+        tensor_value(w, tp_node_name(n), mv->u.tensor, NULL, tp_node_name(n), -1);
         if (op == TP_OP_ADAPTIVE_MAX_POOL1D || op == TP_OP_ADAPTIVE_MAX_POOL2D ||
             op == TP_OP_ADAPTIVE_MAX_POOL3D) { /* ATen's also returns the indices */
             char name[300];
@@ -602,7 +663,7 @@ static json_t *write_node(twr *w, const tp_node *n) {
             snprintf(node_name, sizeof node_name, "%s_with_indices", tp_node_name(n));
             tp_tensor *idx = NULL;
             if (tp_tensor_meta(TP_INT64, tp_tensor_ndim(mv->u.tensor), tp_tensor_sizes(mv->u.tensor), &idx) == TP_OK) {
-                tensor_value(w, name, idx, NULL);
+                tensor_value(w, name, idx, NULL, tp_node_name(n), -1);
                 jappend(w, outputs, tagged(w, "as_tensor", named(w, name)));
             } else if (w->st == TP_OK) {
                 w->st = tp_error(TP_ERR_NOMEM, "out of memory");
@@ -624,7 +685,7 @@ static json_t *write_node(twr *w, const tp_node *n) {
                 if (w->st == TP_OK) w->st = tp_error(TP_ERR_UNSUPPORTED, "%s: output %" PRId64 " is not a tensor", where, i);
                 continue;
             }
-            tensor_value(w, name, it->u.tensor, NULL);
+            tensor_value(w, name, it->u.tensor, NULL, tp_node_name(n), (int)i);
             if (list) jappend(w, list, named(w, name));
             else jappend(w, outputs, tagged(w, "as_tensor", named(w, name)));
         }
@@ -753,8 +814,8 @@ static json_t *document(twr *w) {
                 w->st = tp_error(TP_ERR_UNSUPPORTED, "input '%s': only tensor inputs can be written", tp_node_name(n));
                 break;
             }
-            tensor_value(w, tp_node_name(n), mv->u.tensor,
-                         s && s->kind == TP_INPUT_USER_INPUT ? tp_node_name(n) : NULL);
+            tensor_value(w, tp_node_name(n), mv->u.tensor, s && s->kind == TP_INPUT_USER_INPUT ? tp_node_name(n) : NULL,
+                         NULL, -1);
         } else if (k == TP_NODE_CALL_FUNCTION) {
             if (tp_node_op(n) == TP_OP_GETITEM) {
                 const tp_value *src = tp_value_at(tp_node_args(n), 0);
@@ -874,9 +935,78 @@ static tp_status dump(twr *w, json_t *doc, char **json) {
     return TP_OK;
 }
 
+/* The probe graphs: for each root symbol of the dim rules, the graph with its meta inferred at two
+ * other values of it (inside its range; a probe that fails to infer is left out). */
+static tp_status make_probes(const tp_program *p, probes *pr) {
+    memset(pr, 0, sizeof *pr);
+    for (int i = 0; i < tp_program_num_dim_rules(p) && pr->n < PROBE_SYMS; i++) {
+        const tp_dim_rule *r = tp_program_dim_rule(p, i);
+        if (r->kind == TP_DIM_STATIC) continue;
+        bool seen = false;
+        for (int k = 0; k < pr->n; k++) seen = seen || !strcmp(pr->sym[k], r->symbol);
+        const tp_node *ph = tp_graph_find_node(tp_program_graph(p), r->site.input);
+        const tp_value *m = ph ? tp_node_meta_val(ph) : NULL;
+        if (seen || !m || m->kind != TP_VAL_TENSOR || r->site.dim >= tp_tensor_ndim(m->u.tensor)) continue;
+        int64_t scale = r->kind == TP_DIM_DERIVED ? r->scale : 1, offset = r->kind == TP_DIM_DERIVED ? r->offset : 0;
+        int64_t e = (tp_tensor_sizes(m->u.tensor)[r->site.dim] - offset) / scale;
+        const tp_range_constraint *rc = tp_program_find_range(p, r->symbol);
+        int64_t hi = rc ? rc->max : INT64_MAX, lo = rc && rc->min > 2 ? rc->min : 2;
+        int64_t v[2], nv = 0;
+        for (int64_t c = e + 1; c <= hi && nv < 2 && c < e + 64; c++) v[nv++] = c;
+        for (int64_t c = e - 1; c >= lo && nv < 2; c--) v[nv++] = c;
+        if (nv < 2) continue;
+        int k = pr->n++;
+        pr->sym[k] = r->symbol;
+        pr->ex[k] = e;
+        for (int j = 0; j < 2; j++) {
+            pr->val[k][j] = v[j];
+            tp_graph *g = NULL;
+            TP_TRY(tp_graph_copy(tp_program_graph(p), &g));
+            tp_status st = TP_OK;
+            for (tp_node *n = tp_graph_first_node(g); st == TP_OK && n; n = tp_node_next(n)) {
+                if (tp_node_get_kind(n) != TP_NODE_PLACEHOLDER) continue;
+                const tp_value *nm = tp_node_meta_val(n);
+                if (!nm || nm->kind != TP_VAL_TENSOR) continue;
+                int64_t sizes[TP_MAX_DIMS];
+                int nd = tp_tensor_ndim(nm->u.tensor);
+                for (int d = 0; d < nd; d++) {
+                    sizes[d] = tp_tensor_sizes(nm->u.tensor)[d];
+                    const tp_dim_rule *q = rule_of(p, tp_node_name(n), d);
+                    if (q && q->kind != TP_DIM_STATIC && !strcmp(q->symbol, r->symbol))
+                        sizes[d] = v[j] * (q->kind == TP_DIM_DERIVED ? q->scale : 1) +
+                                   (q->kind == TP_DIM_DERIVED ? q->offset : 0);
+                }
+                tp_tensor *mt = NULL;
+                st = tp_tensor_meta(tp_tensor_dtype(nm->u.tensor), nd, sizes, &mt);
+                if (st == TP_OK) {
+                    tp_value mv = tp_value_tensor(mt);
+                    st = tp_node_set_meta_val(n, &mv);
+                    tp_value_clear(&mv);
+                }
+            }
+            if (st == TP_OK && tp_graph_infer_meta(g) == TP_OK) {
+                pr->g[k][j] = g;
+            } else {
+                tp_graph_free(g);
+                tp_clear_error();
+                if (st == TP_ERR_NOMEM) return st;
+            }
+        }
+    }
+    return TP_OK;
+}
+
+static void free_probes(probes *pr) {
+    for (int k = 0; k < pr->n; k++)
+        for (int j = 0; j < 2; j++) tp_graph_free(pr->g[k][j]);
+}
+
 tp_status tp__torch_program_to_json(const tp_program *p, char **json, size_t *len) {
     twr w = {.p = p};
-    TP_TRY(dump(&w, document(&w), json));
+    tp_status st = make_probes(p, &w.pr);
+    if (st == TP_OK) st = dump(&w, document(&w), json);
+    free_probes(&w.pr);
+    TP_TRY(st);
     if (len) *len = strlen(*json);
     return TP_OK;
 }
@@ -895,7 +1025,7 @@ tp_status tp__torch_payload_config(const tp_named_state *s, const char *prefix, 
         jset(&w, e, "is_param", json_boolean(s->items[i].kind == TP_STATE_PARAMETER));
         jset(&w, e, "use_pickle", json_false());
         w.tensor_values = json_object();
-        tensor_value(&w, "t", t, NULL);
+        tensor_value(&w, "t", t, NULL, NULL, -1);
         json_t *tm = json_object_get(w.tensor_values, "t");
         jset(&w, e, "tensor_meta", json_incref(tm));
         json_decref(w.tensor_values);
