@@ -183,8 +183,9 @@ TP_API tp_status tp_archive_save_buffer(const tp_archive_entry *programs, int n_
  * configs), the example inputs as a torch.save file. The top folder is the
  * file's base name (up to its first '.') when that is a plain name, else
  * "archive". User-input dims follow the dim rules (sympy expressions with
- * the example sizes as hints); other values carry the sizes their meta
- * records. Errors: TP_ERR_UNSUPPORTED naming a node whose op has no ATen
+ * the example sizes as hints); other values' dims are expressions where
+ * inferring the graph at other sizes shows an affine form of one symbol or
+ * a product of two, else their example sizes. Errors: TP_ERR_UNSUPPORTED naming a node whose op has no ATen
  * counterpart tpexport writes, a get_attr node, a non-tensor input or a
  * custom object; TP_ERR_IO; TP_ERR_NOMEM. Written atomically as
  * tp_archive_save. */
