@@ -169,6 +169,19 @@ static uint8_t *sections_to_zip(const uint8_t *data, size_t size, size_t *out_si
     return img;
 }
 
+/* An archive tpexport wrote loads back with the same program names (img is freed). */
+static void loads_back(void *img, size_t img_size, const tp_archive_entry *e, int n) {
+    tp_archive *b = NULL;
+    tp_load_options o = g_archive_opts;
+    o.max_ratio = 0;
+    o.max_member_size = o.max_total_size = 0;
+    REQUIRE(tp_archive_load_buffer(img, img_size, &o, &b) == TP_OK);
+    REQUIRE(tp_archive_num_programs(b) == n);
+    for (int i = 0; i < n; i++) REQUIRE(tp_archive_find_program(b, e[i].name) != NULL);
+    tp_archive_free(b);
+    tp_free(img);
+}
+
 int tp_fuzz_archive(const uint8_t *data, size_t size) {
     if (size >= 5 && memcmp(data, "TPFZ\n", 5) == 0) {
         size_t img_size = 0;
@@ -197,33 +210,12 @@ int tp_fuzz_archive(const uint8_t *data, size_t size) {
         e[i].program = tp_archive_program(a, i);
         REQUIRE(e[i].name && e[i].program && tp_archive_find_program(a, e[i].name));
     }
-    /* saving may refuse what tensorplay cannot express; what is written
-     * must load back */
+    /* saving may refuse what tensorplay (or PyTorch's format) cannot
+     * express; what is written must load back */
     void *img = NULL;
     size_t img_size = 0;
-    if (tp_archive_save_buffer(e, n, NULL, 0, &img, &img_size) == TP_OK) {
-        tp_archive *b = NULL;
-        tp_load_options o = g_archive_opts;
-        o.max_ratio = 0;
-        o.max_member_size = o.max_total_size = 0;
-        REQUIRE(tp_archive_load_buffer(img, img_size, &o, &b) == TP_OK);
-        REQUIRE(tp_archive_num_programs(b) == n);
-        for (int i = 0; i < n; i++) REQUIRE(tp_archive_find_program(b, e[i].name) != NULL);
-        tp_archive_free(b);
-        tp_free(img);
-    }
-    /* the same for PyTorch's format */
-    if (tp_archive_save_torch_buffer(e, n, &img, &img_size) == TP_OK) {
-        tp_archive *b = NULL;
-        tp_load_options o = g_archive_opts;
-        o.max_ratio = 0;
-        o.max_member_size = o.max_total_size = 0;
-        REQUIRE(tp_archive_load_buffer(img, img_size, &o, &b) == TP_OK);
-        REQUIRE(tp_archive_num_programs(b) == n);
-        for (int i = 0; i < n; i++) REQUIRE(tp_archive_find_program(b, e[i].name) != NULL);
-        tp_archive_free(b);
-        tp_free(img);
-    }
+    if (tp_archive_save_buffer(e, n, NULL, 0, &img, &img_size) == TP_OK) loads_back(img, img_size, e, n);
+    if (tp_archive_save_torch_buffer(e, n, &img, &img_size) == TP_OK) loads_back(img, img_size, e, n);
     for (int i = 0; i < n; i++) call_program(tp_archive_program(a, i));
     tp_free(e);
     tp_archive_free(a);
