@@ -484,6 +484,12 @@ static void report_problem(tp_sb *report, int *n_problems, const char *program, 
 /* Load or verify every program. report != NULL: verify mode, where each
  * problem of each program is appended as a line and counted in
  * *n_problems. */
+/* Whether member m is a program document: prefix + <name>.json, name non-empty, no folder. */
+static bool model_member(const char *m, const char *prefix) {
+    size_t pl = strlen(prefix), l = strlen(m);
+    return strncmp(m, prefix, pl) == 0 && l > pl + 5 && strcmp(m + l - 5, ".json") == 0 && !strchr(m + pl, '/');
+}
+
 /* ---- PyTorch's archives (torch.export.save; torch.h) ---------------------- */
 
 /* The top folder <root> of a PyTorch archive: the one folder holding an
@@ -637,10 +643,7 @@ static tp_status load_torch(const tp_zip_reader *z, mapping *image, bool mapped,
     int n_models = 0;
     for (int i = 0; i < tp__zip_count(z); i++) {
         const char *m = tp__zip_entry(z, i)->name;
-        size_t l = strlen(m);
-        if (!strncmp(m, prefix, (size_t)plen) && l > (size_t)plen + 5 && !strcmp(m + l - 5, ".json") &&
-            !strchr(m + plen, '/'))
-            n_models++;
+        if (model_member(m, prefix)) n_models++;
     }
     TP_CHECK(n_models > 0, TP_ERR_CORRUPT, "PyTorch archive has no program (no %s<model>.json member)", prefix);
     a->names = tp_calloc((size_t)n_models, sizeof *a->names);
@@ -650,9 +653,7 @@ static tp_status load_torch(const tp_zip_reader *z, mapping *image, bool mapped,
     for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
         const char *m = tp__zip_entry(z, i)->name;
         size_t l = strlen(m);
-        if (!(!strncmp(m, prefix, (size_t)plen) && l > (size_t)plen + 5 && !strcmp(m + l - 5, ".json") &&
-              !strchr(m + plen, '/')))
-            continue;
+        if (!model_member(m, prefix)) continue;
         char name[256];
         size_t nlen = l - (size_t)plen - 5;
         TP_CHECK(nlen < sizeof name, TP_ERR_CORRUPT, "program name in '%s' is too long", m);
@@ -753,8 +754,7 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
     int n_models = 0;
     for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
         const char *m = tp__zip_entry(z, i)->name;
-        size_t l = strlen(m);
-        if (strncmp(m, "models/", 7) == 0 && l > 12 && strcmp(m + l - 5, ".json") == 0 && !strchr(m + 7, '/')) n_models++;
+        if (model_member(m, "models/")) n_models++;
     }
     if (st == TP_OK && n_models == 0) st = tp_error(TP_ERR_CORRUPT, "archive has no program (no models/<name>.json member)");
     if (st == TP_OK) {
@@ -766,7 +766,7 @@ static tp_status load_all(mapping *image, bool mapped, const tp_load_options *op
     for (int i = 0; st == TP_OK && i < tp__zip_count(z); i++) {
         const char *m = tp__zip_entry(z, i)->name;
         size_t l = strlen(m);
-        if (!(strncmp(m, "models/", 7) == 0 && l > 12 && strcmp(m + l - 5, ".json") == 0 && !strchr(m + 7, '/'))) continue;
+        if (!model_member(m, "models/")) continue;
         char name[256];
         size_t nlen = l - 12;
         if (nlen >= sizeof name) {

@@ -878,7 +878,7 @@ static tp_status read_lstm(trd *r, const json_t *inputs, const json_t *outputs, 
                 st = arg_value(r, arg, where, &a[k]);
             }
     }
-    tp_node **cells = NULL, **layer_in = NULL, **next = NULL;
+    tp_node **layer_in = NULL, **next = NULL;
     tp_node *final_h[MAX_LAYERS * 2], *final_c[MAX_LAYERS * 2];
     const tp_value *xm = a[0].kind == TP_VAL_NODE ? tp_node_meta_val(a[0].u.node) : NULL;
     bool bf = a[8].kind == TP_VAL_BOOL && a[8].u.b, bidir = a[7].kind == TP_VAL_BOOL && a[7].u.b;
@@ -899,10 +899,9 @@ static tp_status read_lstm(trd *r, const json_t *inputs, const json_t *outputs, 
             st = tp_error(TP_ERR_UNSUPPORTED, "%s: LSTM output %zu is not a tensor", where, i);
     if (st == TP_OK && json_array_size(outputs) != 3) st = tp_error(TP_ERR_CORRUPT, "%s: an LSTM has three outputs", where);
     if (st == TP_OK) {
-        cells = tp_calloc((size_t)T, sizeof *cells);
         layer_in = tp_calloc((size_t)T, sizeof *layer_in);
         next = tp_calloc((size_t)(2 * T), sizeof *next);
-        if (!cells || !layer_in || !next) st = tp_error(TP_ERR_NOMEM, "out of memory");
+        if (!layer_in || !next) st = tp_error(TP_ERR_NOMEM, "out of memory");
     }
     for (int64_t t = 0; st == TP_OK && t < T; t++) st = mk_select(r, a[0].u.node, bf ? 1 : 0, t, where, &layer_in[t]);
     tp_node *h0 = st == TP_OK ? a[1].u.seq.items[0].u.node : NULL, *c0 = st == TP_OK ? a[1].u.seq.items[1].u.node : NULL;
@@ -950,7 +949,6 @@ static tp_status read_lstm(trd *r, const json_t *inputs, const json_t *outputs, 
     if (st == TP_OK) st = check_output_meta(r, tp_node_meta_val(o), on[1], where);
     if (st == TP_OK) st = mk_list_op(r, TP_OP_STACK, final_c, (int)(L * D), 0, on[2], where, &o);
     if (st == TP_OK) st = check_output_meta(r, tp_node_meta_val(o), on[2], where);
-    tp_free(cells);
     tp_free(layer_in);
     tp_free(next);
     for (int i = 0; i < 9; i++) tp_value_clear(&a[i]);
