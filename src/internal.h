@@ -40,6 +40,9 @@ struct tp_tensor {
     int64_t strides[TP_MAX_DIMS]; /* in elements; may be 0 (broadcast) */
     int64_t offset;               /* in elements */
     tp_storage *storage;          /* NULL for a meta tensor */
+    /* Symbolic dims of a meta tensor during dynamic-shape export's symbolic
+     * pass (src/ops/dim.h); NULL otherwise. Not owned. */
+    const struct sd_poly *const *sym;
 };
 
 /* Byte pointer of element 0 of the view. */

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "export/symdim.h"
+#include "symdim.h"
 #include "test_util.h"
 
 static bool prints(sd_ctx *c, sd_e e, const char *want) {

@@ -536,6 +536,7 @@ typedef struct ew_plan {
     tp_dtype out_dtype;
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
+    tp_sdim dims[TP_MAX_DIMS]; /* sizes as the shape rule gives them (dim.h) */
     ew_float_fn ff; /* used when ct is floating */
     ew_int_fn fi;   /* used when ct is an integer type or bool */
     ew_params params;
@@ -615,12 +616,18 @@ static tp_status run_elementwise(tp_tensor *out, int n_in, tp_tensor *const *in,
 }
 
 /* Broadcast the shapes of the tensor values among vals (numbers are 0-d). */
-static tp_status broadcast_values(const tp_value *const *vals, int n, int *ndim, int64_t *sizes) {
+static tp_status broadcast_values(const tp_value *const *vals, int n, int *ndim, int64_t *sizes, tp_sdim *dims) {
+    tp_sdim d[TP_MAX_DIMS];
     *ndim = 0;
     for (int k = 0; k < n; k++) {
         if (vals[k]->kind != TP_VAL_TENSOR) continue;
         const tp_tensor *t = vals[k]->u.tensor;
-        TP_TRY(tp__broadcast_shapes(*ndim, sizes, t->ndim, t->sizes, ndim, sizes));
+        tp_sdim td[TP_MAX_DIMS];
+        TP_TRY(tp__dims_broadcast(*ndim, d, tp__dims(t, td), td, ndim, d));
+    }
+    for (int i = 0; i < *ndim; i++) {
+        sizes[i] = d[i].v;
+        if (dims) dims[i] = d[i];
     }
     return TP_OK;
 }
@@ -684,7 +691,7 @@ static tp_status plan_binary(const binary_desc *d, const tp_value *args, ew_plan
     memset(pl, 0, sizeof *pl);
     const tp_value *vals[2] = {&args[0], &args[1]};
     tp_dtype ct = tp__result_type(vals, 2);
-    TP_TRY(broadcast_values(vals, 2, &pl->ndim, pl->sizes));
+    TP_TRY(broadcast_values(vals, 2, &pl->ndim, pl->sizes, pl->dims));
     unsigned flags = d->flags;
     pl->ff = d->ff;
     pl->fi = d->fi;
@@ -761,7 +768,7 @@ static tp_status plan_binary(const binary_desc *d, const tp_value *args, ew_plan
 static tp_status binary_infer(const binary_desc *d, const tp_value *args, tp_value *out) {
     ew_plan pl;
     TP_TRY(plan_binary(d, args, &pl));
-    return tp__out_tensor(out, pl.out_dtype, pl.ndim, pl.sizes);
+    return tp__out_dims(out, pl.out_dtype, pl.ndim, pl.dims);
 }
 
 static tp_status run_binary(const binary_desc *d, const tp_value *args, tp_value *out, bool fast) {
@@ -852,7 +859,7 @@ static const binary_desc allclose_desc = {TP_OP_ALLCLOSE, isclose_f, isclose_i, 
 static tp_status allclose_infer(const tp_value *args, tp_value *out) {
     ew_plan pl;
     TP_TRY(plan_binary(&allclose_desc, args, &pl));
-    return tp__out_tensor(out, TP_BOOL, 0, NULL);
+    return tp__out_dims(out, TP_BOOL, 0, NULL);
 }
 
 static tp_status allclose_kernel(const tp_value *args, tp_value *out) {
@@ -886,7 +893,7 @@ BINARY_OP(bitwise_xor, TP_OP_BITWISE_XOR, NULL, bitwise_xor_i, 0)
 
 /* ---- where ------------------------------------------------------------- */
 
-static tp_status plan_where(const tp_value *args, tp_dtype *ct, int *ndim, int64_t *sizes) {
+static tp_status plan_where(const tp_value *args, tp_dtype *ct, int *ndim, int64_t *sizes, tp_sdim *dims) {
     const tp_tensor *cond = tp__arg_tensor(args, 0);
     TP_CHECK(cond->dtype == TP_BOOL || cond->dtype == TP_UINT8, TP_ERR_TYPE,
              "expected condition to be a boolean tensor, but got a tensor with dtype %s",
@@ -897,7 +904,7 @@ static tp_status plan_where(const tp_value *args, tp_dtype *ct, int *ndim, int64
         char elem[8];
         if (args[k].kind != TP_VAL_TENSOR) TP_TRY(tp__scalar_to_elem(&args[k], *ct, elem));
     }
-    return broadcast_values(vals, 3, ndim, sizes);
+    return broadcast_values(vals, 3, ndim, sizes, dims);
 }
 
 /* A where() operand as a tensor: tensors as they are, numbers as 0-d
@@ -923,15 +930,16 @@ static tp_status where_infer(const tp_value *args, tp_value *out) {
     tp_dtype ct = TP_FLOAT32;
     int ndim = 0;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(plan_where(args, &ct, &ndim, sizes));
-    return tp__out_tensor(out, ct, ndim, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(plan_where(args, &ct, &ndim, sizes, dims));
+    return tp__out_dims(out, ct, ndim, dims);
 }
 
 static tp_status where_kernel(const tp_value *args, tp_value *out) {
     tp_dtype ct = TP_FLOAT32;
     int ndim = 0;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(plan_where(args, &ct, &ndim, sizes));
+    TP_TRY(plan_where(args, &ct, &ndim, sizes, NULL));
     tp_tensor *result = tp__out_at(out, 0), *cond = tp__arg_tensor(args, 0), *x = NULL, *y = NULL;
     tp_status st = where_operand(&args[1], ct, &x);
     if (st == TP_OK) st = where_operand(&args[2], ct, &y);
@@ -969,7 +977,7 @@ static tp_status plan_lerp(const tp_value *args, ew_plan *pl) {
                  tp_dtype_name(weight->u.tensor->dtype));
     if (!tp_dtype_is_float(self->dtype)) return not_implemented(self->dtype);
     const tp_value *vals[3] = {&args[0], &args[1], &args[2]};
-    TP_TRY(broadcast_values(vals, 3, &pl->ndim, pl->sizes));
+    TP_TRY(broadcast_values(vals, 3, &pl->ndim, pl->sizes, pl->dims));
     pl->ct = pl->out_dtype = self->dtype;
     if (weight->kind == TP_VAL_TENSOR) {
         pl->ff = lerp_f;
@@ -983,7 +991,7 @@ static tp_status plan_lerp(const tp_value *args, ew_plan *pl) {
 static tp_status lerp_infer(const tp_value *args, tp_value *out) {
     ew_plan pl;
     TP_TRY(plan_lerp(args, &pl));
-    return tp__out_tensor(out, pl.out_dtype, pl.ndim, pl.sizes);
+    return tp__out_dims(out, pl.out_dtype, pl.ndim, pl.dims);
 }
 
 static tp_status lerp_kernel(const tp_value *args, tp_value *out) {
@@ -1006,7 +1014,7 @@ static tp_status plan_addc(const tp_value *args, bool is_div, ew_plan *pl) {
                  tp_dtype_name(t1->dtype), tp_dtype_name(t2->dtype));
     tp_dtype ct = tp__result_type(vals, 3);
     if (ct == TP_BOOL) return not_implemented(ct);
-    TP_TRY(broadcast_values(vals, 3, &pl->ndim, pl->sizes));
+    TP_TRY(broadcast_values(vals, 3, &pl->ndim, pl->sizes, pl->dims));
     TP_TRY(scalar_param(&args[3], ct, "value", &pl->params));
     pl->ct = pl->out_dtype = ct;
     pl->ff = is_div ? addcdiv_f : addcmul_f;
@@ -1024,7 +1032,7 @@ static tp_status addc_kernel(const tp_value *args, tp_value *out, bool is_div) {
 static tp_status addc_infer(const tp_value *args, tp_value *out, bool is_div) {
     ew_plan pl;
     TP_TRY(plan_addc(args, is_div, &pl));
-    return tp__out_tensor(out, pl.out_dtype, pl.ndim, pl.sizes);
+    return tp__out_dims(out, pl.out_dtype, pl.ndim, pl.dims);
 }
 
 static tp_status addcmul_infer(const tp_value *args, tp_value *out) { return addc_infer(args, out, false); }
@@ -1036,9 +1044,7 @@ static tp_status addcdiv_kernel(const tp_value *args, tp_value *out) { return ad
  * They write into args[0] and return it. Their shape rule returns a meta
  * tensor like self after the same checks. */
 
-static tp_status inplace_result(const tp_tensor *self, tp_value *out) {
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
-}
+static tp_status inplace_result(const tp_tensor *self, tp_value *out) { return tp__out_like(out, self->dtype, self); }
 
 /* self must have data and no two elements at one address (PyTorch refuses
  * to write into an expanded tensor). */
@@ -1108,7 +1114,9 @@ static tp_status mul__kernel(const tp_value *args, tp_value *out) { return inpla
 static tp_status check_copy(const tp_tensor *self, const tp_tensor *src) {
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(tp__broadcast_shapes(self->ndim, self->sizes, src->ndim, src->sizes, &ndim, sizes));
+    tp_sdim a[TP_MAX_DIMS], b[TP_MAX_DIMS];
+    TP_TRY(tp__dims_broadcast(tp__dims(self, a), a, tp__dims(src, b), b, &ndim, a));
+    for (int i = 0; i < ndim; i++) sizes[i] = a[i].v;
     return check_out_shape(self, ndim, sizes);
 }
 

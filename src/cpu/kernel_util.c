@@ -5,12 +5,14 @@
 
 #include "kernel_util.h"
 
-tp_status tp__arg_ints(const tp_value *args, int i, const char *what, int64_t *out, int max, int expand_to,
-                       int *n) {
+/* tp__arg_ints and tp__arg_sdims: the list into iv (plain ints) or dv (dims). */
+static tp_status arg_ints(const tp_value *args, int i, const char *what, int64_t *iv, tp_sdim *dv, int max,
+                          int expand_to, int *n) {
     const tp_value *v = &args[i];
     int64_t len = tp_value_len(v);
     if (v->kind == TP_VAL_INT) {
-        out[0] = v->u.i;
+        if (dv) dv[0] = tp__value_sdim(v);
+        else iv[0] = v->u.i;
         len = 1;
     } else {
         TP_CHECK(tp_value_is_seq(v), TP_ERR_TYPE, "%s must be a list of ints", what);
@@ -19,13 +21,17 @@ tp_status tp__arg_ints(const tp_value *args, int i, const char *what, int64_t *o
             const tp_value *e = &v->u.seq.items[k];
             TP_CHECK(e->kind == TP_VAL_INT || e->kind == TP_VAL_BOOL, TP_ERR_TYPE, "%s[%" PRId64 "] must be an int, not %s",
                      what, k, tp_value_kind_name(e->kind));
-            out[k] = tp_value_as_i64(e);
+            if (dv) dv[k] = tp__value_sdim(e);
+            else iv[k] = tp_value_as_i64(e);
         }
     }
     if (expand_to > 0) {
         if (len == 1 && expand_to > 1) {
             TP_CHECK(expand_to <= max, TP_ERR_INVALID_ARG, "%s: too many entries", what);
-            for (int k = 1; k < expand_to; k++) out[k] = out[0];
+            for (int k = 1; k < expand_to; k++) {
+                if (dv) dv[k] = dv[0];
+                else iv[k] = iv[0];
+            }
             len = expand_to;
         }
         TP_CHECK(len == expand_to, TP_ERR_INVALID_ARG, "%s must have %d entries, got %" PRId64, what, expand_to, len);
@@ -34,7 +40,18 @@ tp_status tp__arg_ints(const tp_value *args, int i, const char *what, int64_t *o
     return TP_OK;
 }
 
+tp_status tp__arg_ints(const tp_value *args, int i, const char *what, int64_t *out, int max, int expand_to,
+                       int *n) {
+    return arg_ints(args, i, what, out, NULL, max, expand_to, n);
+}
+
+tp_status tp__arg_sdims(const tp_value *args, int i, const char *what, tp_sdim *out, int max, int expand_to, int *n) {
+    return arg_ints(args, i, what, NULL, out, max, expand_to, n);
+}
+
 tp_status tp__out_tensor(tp_value *out, tp_dtype dtype, int ndim, const int64_t *sizes) {
+    tp_sym_env *env = tp__sym_env();
+    if (env) env->fail = true; /* plain sizes: not a rule the symbolic pass can follow (dim.h) */
     tp_tensor *t;
     TP_TRY(tp_tensor_meta(dtype, ndim, sizes, &t));
     tp_value_clear(out);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../ops/dim.h"
 #include "../ops/ops_impl.h"
 
 /* ---- bound-argument accessors (args come from tp_op_bind: types already
@@ -30,8 +31,13 @@ static inline const char *tp__arg_str(const tp_value *args, int i) {
 TP_HIDDEN tp_status tp__arg_ints(const tp_value *args, int i, const char *what, int64_t *out, int max,
                                  int expand_to, int *n);
 
+/* tp__arg_ints as dims (dim.h): symbolic ints keep their expressions. */
+TP_HIDDEN tp_status tp__arg_sdims(const tp_value *args, int i, const char *what, tp_sdim *out, int max, int expand_to,
+                                  int *n);
+
 /* ---- outputs ---- */
-/* Set *out to a meta tensor value (infer) - replaces what *out held. */
+/* Set *out to a meta tensor value (infer) - replaces what *out held. Rules
+ * that the symbolic pass can follow use tp__out_dims / tp__out_like (dim.h). */
 TP_HIDDEN tp_status tp__out_tensor(tp_value *out, tp_dtype dtype, int ndim, const int64_t *sizes);
 /* Set *out to a tuple/list of n None items; fill each with tp__out_tensor. */
 TP_HIDDEN tp_status tp__out_tuple(tp_value *out, int n);

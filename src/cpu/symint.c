@@ -25,8 +25,7 @@ static tp_status sym_size_infer(const tp_value *args, tp_value *out) {
     TP_CHECK(nd > 0, TP_ERR_INDEX, "dimension specified as %" PRId64 " but tensor has no dimensions", dim);
     TP_CHECK(dim >= -nd && dim < nd, TP_ERR_INDEX,
              "Dimension out of range (expected to be in range of [%d, %d], but got %" PRId64 ")", -nd, nd - 1, dim);
-    *out = tp_value_int(t->sizes[dim < 0 ? dim + nd : dim]);
-    return TP_OK;
+    return tp__out_int(out, tp__dim(t, (int)(dim < 0 ? dim + nd : dim)));
 }
 
 /* Python int arithmetic (floordiv rounds towards -inf); int64 overflow is
@@ -53,10 +52,20 @@ static tp_status arith(tp_op op, int64_t a, int64_t b, int64_t *r) {
 }
 
 static tp_status binop(tp_op op, const tp_value *args, tp_value *out) {
+    tp_sdim a = tp__arg_sdim(args, 0), b = tp__arg_sdim(args, 1), d;
     int64_t r = 0;
-    TP_TRY(arith(op, tp__arg_int(args, 0), tp__arg_int(args, 1), &r));
-    *out = tp_value_int(r);
-    return TP_OK;
+    TP_TRY(arith(op, a.v, b.v, &r));
+    switch (op) {
+    case TP_OP_SYM_ADD: d = tp__dim_add(a, b); break;
+    case TP_OP_SYM_SUB: d = tp__dim_sub(a, b); break;
+    case TP_OP_SYM_MUL: d = tp__dim_mul(a, b); break;
+    default: /* floor division by a constant (a dynamic divisor has no expression) */
+        if (!tp__dim_is_const(b)) tp__dim_give_up();
+        d = b.v > 0 ? tp__dim_floordiv(a, b.v) : tp__dim_floordiv(tp__dim_mulk(a, -1), -b.v);
+        break;
+    }
+    d.v = r;
+    return tp__out_int(out, d);
 }
 
 static tp_status sym_add_infer(const tp_value *args, tp_value *out) { return binop(TP_OP_SYM_ADD, args, out); }

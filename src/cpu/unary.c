@@ -55,7 +55,7 @@ static tp_status self_tensor(const tp_value *args, tp_tensor **out) {
 }
 
 static tp_status out_like(tp_value *out, const tp_tensor *x, tp_dtype dtype) {
-    return tp__out_tensor(out, dtype, x->ndim, x->sizes);
+    return tp__out_like(out, dtype, x);
 }
 
 static tp_status require_float(const tp_tensor *x) {
@@ -1321,18 +1321,18 @@ static tp_status clamp_check_bound(const tp_value *v, const char *name) {
     return TP_OK;
 }
 
-static tp_status clamp_shape(const tp_value *args, tp_dtype *dtype, int *ndim, int64_t *sizes) {
+static tp_status clamp_shape(const tp_value *args, tp_dtype *dtype, int *ndim, tp_sdim *dims) {
     tp_tensor *x = NULL;
     TP_TRY(self_tensor(args, &x));
     TP_TRY(clamp_check_bound(&args[1], "min"));
     TP_TRY(clamp_check_bound(&args[2], "max"));
     TP_CHECK(!tp__arg_is_none(args, 1) || !tp__arg_is_none(args, 2), TP_ERR_INVALID_ARG,
              "At least one of 'min' or 'max' must not be None");
-    *ndim = x->ndim;
-    memcpy(sizes, x->sizes, (size_t)x->ndim * sizeof *sizes);
+    *ndim = tp__dims(x, dims);
     for (int i = 1; i <= 2; i++) {
         const tp_tensor *b = tp__arg_tensor(args, i);
-        if (b) TP_TRY(tp__broadcast_shapes(*ndim, sizes, b->ndim, b->sizes, ndim, sizes));
+        tp_sdim bd[TP_MAX_DIMS];
+        if (b) TP_TRY(tp__dims_broadcast(*ndim, dims, tp__dims(b, bd), bd, ndim, dims));
     }
     *dtype = tp__result_type((const tp_value *[]){&args[0], &args[1], &args[2]}, 3);
     return TP_OK;
@@ -1341,9 +1341,9 @@ static tp_status clamp_shape(const tp_value *args, tp_dtype *dtype, int *ndim, i
 static tp_status infer_clamp(const tp_value *args, tp_value *out) {
     tp_dtype dtype = TP_FLOAT32;
     int ndim;
-    int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(clamp_shape(args, &dtype, &ndim, sizes));
-    return tp__out_tensor(out, dtype, ndim, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(clamp_shape(args, &dtype, &ndim, dims));
+    return tp__out_dims(out, dtype, ndim, dims);
 }
 
 static tp_status kernel_clamp(const tp_value *args, tp_value *out) {

@@ -15,11 +15,19 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../cpu/einsum.h"
+#include "../ops/dim.h"
 #include "export_impl.h"
 #include "symshape.h"
+
+/* With TP_SYMSHAPE_TRACE set in the environment, export lists on stderr
+ * which rule gave each symbolic node its shape: "op" (the op's own shape
+ * rule over tp_sdim, src/ops/dim.h) or "table" (apply_rule below, being
+ * retired). A developer aid; read once per propagation. */
+#define SYM_TRACE(kind, op) (P.trace ? fprintf(stderr, "symshape %s %s\n", kind, tp_op_name(op)) : 0)
 
 /* SV_INT: an int value (sym_size & co.): its expression in d[0]. */
 enum { SV_OTHER, SV_TENSOR, SV_SEQ, SV_UNKNOWN, SV_INT };
@@ -43,6 +51,7 @@ typedef struct prop {
     sym_decided_fn cb;
     void *user;
     bool oom;
+    bool trace; /* TP_SYMSHAPE_TRACE */
 } prop;
 
 /* ---- node -> sval map -------------------------------------------------------------- */
@@ -181,6 +190,7 @@ typedef struct rctx {
     const tp_value *b; /* bound args */
     int nb;
     bool fail;
+    tp_sym_env *env; /* while the op's own rule runs (op_rule) */
 } rctx;
 
 static void decided(rctx *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1098,8 +1108,151 @@ static sval *solve_shape(rctx *r, const sval *b, const sval *a, const sval *m) {
     return o;
 }
 
+/* ---- the ops' own shape rules, run over symbolic dims (src/ops/dim.h) ---------------- */
+
+static void env_decided(void *user, int rc, const char *what) { decided(user, rc, "%s", what); }
+
+static void *env_alloc(void *user, size_t size) { return palloc(((rctx *)user)->P, size); }
+
+/* A bound argument as the op's shape rule takes it: node references become
+ * meta tensors with the node's example sizes and its symbolic dims (lists
+ * and tuples of them too); false when the value cannot be given. */
+static bool rule_arg(rctx *r, const tp_value *meta, const sval *sv, tp_value *out) {
+    if (meta->kind == TP_VAL_TENSOR && sv->kind == SV_TENSOR) {
+        const tp_tensor *m = meta->u.tensor;
+        int nd = tp_tensor_ndim(m);
+        if (sv->nd != nd) return false;
+        tp_tensor *t;
+        if (tp_tensor_meta(tp_tensor_dtype(m), nd, tp_tensor_sizes(m), &t) != TP_OK) return false;
+        sd_e *sym = palloc(r->P, (size_t)(nd > 0 ? nd : 1) * sizeof *sym);
+        if (!sym) {
+            tp_tensor_free(t);
+            return false;
+        }
+        for (int i = 0; i < nd; i++) {
+            if (!sv->d[i]) {
+                tp_tensor_free(t);
+                return false;
+            }
+            sym[i] = S(r, sv->d[i]);
+        }
+        tp__tensor_set_sym(t, sym);
+        *out = tp_value_tensor(t);
+        return true;
+    }
+    if ((meta->kind == TP_VAL_LIST || meta->kind == TP_VAL_TUPLE) && sv->kind == SV_SEQ && sv->n == meta->u.seq.n) {
+        if ((meta->kind == TP_VAL_LIST ? tp_value_list(sv->n, out) : tp_value_tuple(sv->n, out)) != TP_OK) return false;
+        for (int i = 0; i < sv->n; i++)
+            if (!rule_arg(r, &meta->u.seq.items[i], &sv->items[i], &out->u.seq.items[i])) return false;
+        return true;
+    }
+    if (meta->kind == TP_VAL_INT && sv->kind == SV_INT) {
+        int64_t c;
+        if (!sv->d[0]) return false;
+        sd_e e = S(r, sv->d[0]);
+        if (sd_is_const(e, &c)) {
+            *out = tp_value_int(c);
+            return true;
+        }
+        /* a symbolic int: the example's value, its expression beside it */
+        tp_sym_env *env = r->env;
+        if (env->n_ints == (int)(sizeof env->ints / sizeof env->ints[0])) return false;
+        *out = tp_value_int(meta->u.i);
+        env->ints[env->n_ints].slot = out;
+        env->ints[env->n_ints].e = e;
+        env->ints[env->n_ints].read = false;
+        env->n_ints++;
+        return true;
+    }
+    return false;
+}
+
+static bool rule_args(rctx *r, const tp_value *b, tp_value *out) {
+    if (b->kind == TP_VAL_NODE) {
+        const sval *sv = map_get(r->P, b->u.node);
+        const tp_value *meta = tp_node_meta_val(b->u.node);
+        return sv && meta && rule_arg(r, meta, sv, out);
+    }
+    if (b->kind == TP_VAL_LIST || b->kind == TP_VAL_TUPLE) {
+        bool nodes = false;
+        for (int64_t i = 0; i < b->u.seq.n; i++) nodes = nodes || b->u.seq.items[i].kind != TP_VAL_INT;
+        if (nodes) {
+            if ((b->kind == TP_VAL_LIST ? tp_value_list(b->u.seq.n, out) : tp_value_tuple(b->u.seq.n, out)) != TP_OK)
+                return false;
+            for (int64_t i = 0; i < b->u.seq.n; i++)
+                if (!rule_args(r, &b->u.seq.items[i], &out->u.seq.items[i])) return false;
+            return true;
+        }
+    }
+    return tp_value_copy(b, out) == TP_OK;
+}
+
+/* The sval of a rule's result (meta tensors with or without symbolic dims);
+ * an int only from tp__out_int (otherwise it is just the example's value). */
+static sval *sval_of_result(rctx *r, const tp_value *v) {
+    if (v->kind == TP_VAL_INT) {
+        if (!r->env->has_int_result) return NULL;
+        sval *o = new_sval(r->P, SV_INT);
+        if (o) o->d[0] = S(r, r->env->int_result);
+        return o;
+    }
+    if (v->kind == TP_VAL_TENSOR) {
+        sval *o = sval_from_meta(r->P, v);
+        const sd_e *sym = tp__tensor_sym(v->u.tensor);
+        if (o && sym)
+            for (int i = 0; i < o->nd; i++)
+                if (sym[i]) o->d[i] = S(r, sym[i]);
+        return o;
+    }
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE) {
+        sval *o = new_sval(r->P, SV_SEQ);
+        if (!o) return NULL;
+        o->n = (int)v->u.seq.n;
+        o->items = palloc(r->P, (size_t)(o->n > 0 ? o->n : 1) * sizeof *o->items);
+        if (!o->items) return NULL;
+        for (int i = 0; i < o->n; i++) {
+            sval *it = sval_of_result(r, &v->u.seq.items[i]);
+            if (!it) return NULL;
+            o->items[i] = *it;
+        }
+        return o;
+    }
+    return sval_from_meta(r->P, v);
+}
+
+/* Run the op's own shape rule over symbolic dims; NULL when the rule is
+ * not written over tp_dim (or fails), so the node has no symbolic rule. */
+static sval *op_rule(rctx *r) {
+    tp_value args[32], res = tp_value_none();
+    tp_sym_env env;
+    memset(&env, 0, sizeof env);
+    env.sd = r->sd;
+    env.decided = env_decided;
+    env.alloc = env_alloc;
+    env.user = r;
+    r->env = &env;
+    int n = 0;
+    bool ok = r->nb <= 32;
+    for (; ok && n < r->nb; n++) {
+        args[n] = tp_value_none();
+        ok = rule_args(r, &r->b[n], &args[n]);
+    }
+    sval *v = NULL;
+    if (ok) {
+        tp_sym_env *old = tp__sym_env_set(&env);
+        tp_status st = tp_op_infer(r->op, args, &res);
+        tp__sym_env_set(old);
+        tp_clear_error();
+        for (int i = 0; i < env.n_ints; i++) ok = ok && env.ints[i].read;
+        if (ok && st == TP_OK && !env.fail && !r->fail) v = sval_of_result(r, &res);
+    }
+    r->env = NULL;
+    tp_value_clear(&res);
+    for (int i = 0; i < n; i++) tp_value_clear(&args[i]);
+    return v;
+}
+
 static bool is_same_shape_op(tp_op op) {
-    if (op < TP_OP_ADD) return true; /* unary family (first in op_list.h, before add) */
     switch (op) {
     case TP_OP_SOFTMAX:
     case TP_OP_LOG_SOFTMAX:
@@ -1147,73 +1300,7 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     }
     if (is_same_shape_op(op)) return copy_t(r, need_t(r, 0));
     switch (op) {
-    case TP_OP_ADD:
-    case TP_OP_SUB:
-    case TP_OP_MUL:
-    case TP_OP_DIV:
-    case TP_OP_REMAINDER:
-    case TP_OP_FMOD:
-    case TP_OP_POW:
-    case TP_OP_MAXIMUM:
-    case TP_OP_MINIMUM:
-    case TP_OP_ATAN2:
-    case TP_OP_HYPOT:
-    case TP_OP_COPYSIGN:
-    case TP_OP_XLOGY:
-    case TP_OP_XLOG1PY:
-    case TP_OP_LOGADDEXP:
-    case TP_OP_LOGADDEXP2:
-    case TP_OP_HEAVISIDE:
-    case TP_OP_FMAX:
-    case TP_OP_FMIN:
-    case TP_OP_GCD:
-    case TP_OP_LCM:
-    case TP_OP_NEXTAFTER:
-    case TP_OP_FLOAT_POWER:
-    case TP_OP_LDEXP:
-    case TP_OP_ISCLOSE:
-    case TP_OP_ZETA:
-    case TP_OP_IGAMMA:
-    case TP_OP_IGAMMAC:
-    case TP_OP_CHEBYSHEV_POLYNOMIAL_T:
-    case TP_OP_CHEBYSHEV_POLYNOMIAL_U:
-    case TP_OP_CHEBYSHEV_POLYNOMIAL_V:
-    case TP_OP_CHEBYSHEV_POLYNOMIAL_W:
-    case TP_OP_SHIFTED_CHEBYSHEV_POLYNOMIAL_T:
-    case TP_OP_SHIFTED_CHEBYSHEV_POLYNOMIAL_U:
-    case TP_OP_SHIFTED_CHEBYSHEV_POLYNOMIAL_V:
-    case TP_OP_SHIFTED_CHEBYSHEV_POLYNOMIAL_W:
-    case TP_OP_HERMITE_POLYNOMIAL_H:
-    case TP_OP_HERMITE_POLYNOMIAL_HE:
-    case TP_OP_LAGUERRE_POLYNOMIAL_L:
-    case TP_OP_LEGENDRE_POLYNOMIAL_P:
-    case TP_OP_EQ:
-    case TP_OP_NE:
-    case TP_OP_LT:
-    case TP_OP_LE:
-    case TP_OP_GT:
-    case TP_OP_GE:
-    case TP_OP_LOGICAL_AND:
-    case TP_OP_LOGICAL_OR:
-    case TP_OP_LOGICAL_XOR:
-    case TP_OP_BITWISE_AND:
-    case TP_OP_BITWISE_OR:
-    case TP_OP_BITWISE_XOR:
-    case TP_OP_BITWISE_LEFT_SHIFT:
-    case TP_OP_BITWISE_RIGHT_SHIFT: return broadcast(r, (int[]){0, 1}, 2);
-    case TP_OP_WHERE:
-    case TP_OP_LERP:
-    case TP_OP_ADDCMUL:
-    case TP_OP_ADDCDIV: return broadcast(r, (int[]){0, 1, 2}, 3);
     case TP_OP_MASKED_FILL: return broadcast(r, (int[]){0, 1}, 2);
-    case TP_OP_ADD_:
-    case TP_OP_MUL_:
-    case TP_OP_COPY_: {
-        sval *o = copy_t(r, need_t(r, 0));
-        const sval *b = targ(r, 1);
-        if (b) bcast_into(r, b, o, "the in-place operand broadcasts to self");
-        return o;
-    }
     case TP_OP_SUM:
     case TP_OP_MEAN:
     case TP_OP_PROD:
@@ -2447,36 +2534,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         return o;
     }
-    case TP_OP_SYM_SIZE: {
-        const sval *a = need_t(r, 0);
-        if (!a || a->nd == 0) {
-            r->fail = true;
-            return NULL;
-        }
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        sval *o = new_sval(r->P, SV_INT);
-        if (o) o->d[0] = S(r, a->d[d]);
-        return o;
-    }
-    case TP_OP_SYM_ADD:
-    case TP_OP_SYM_SUB:
-    case TP_OP_SYM_MUL:
-    case TP_OP_SYM_FLOORDIV: {
-        sd_e x = sint(r, 0), y = sint(r, 1);
-        int64_t k = 0;
-        if (!x || !y || (op == TP_OP_SYM_FLOORDIV && (!sd_is_const(y, &k) || k == 0))) {
-            r->fail = true; /* a symbolic divisor has no expression here */
-            return NULL;
-        }
-        sval *o = new_sval(r->P, SV_INT);
-        if (!o) return NULL;
-        if (op == TP_OP_SYM_ADD) o->d[0] = sd_add(r->sd, x, y);
-        else if (op == TP_OP_SYM_SUB) o->d[0] = sd_sub(r->sd, x, y);
-        else if (op == TP_OP_SYM_MUL) o->d[0] = sd_mul(r->sd, x, y);
-        else o->d[0] = k > 0 ? sd_floordiv(r->sd, x, k) : sd_floordiv(r->sd, sd_mulk(r->sd, x, -1), -k);
-        o->d[0] = S(r, o->d[0]);
-        return o;
-    }
     default: r->fail = true; return NULL;
     }
 }
@@ -2616,6 +2673,7 @@ tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_inf
     P.g = tp_program_graph(p);
     P.cb = cb;
     P.user = user;
+    P.trace = getenv("TP_SYMSHAPE_TRACE") != NULL;
     *n_fallback = 0;
     size_t n_nodes = (size_t)tp_graph_num_nodes(P.g);
     P.cap = 16;
@@ -2666,13 +2724,17 @@ tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_inf
                 tp_clear_error();
                 bool sym_ints = false;
                 for (int i = 0; ok && i < nb; i++) sym_ints = fold_int_nodes(&P, &bound[i]) || sym_ints;
-                if (ok && sym_ints && !takes_sym_ints(op)) {
-                    for (int i = 0; i < nb; i++) tp_value_clear(&bound[i]);
-                    ok = false;
-                }
                 if (ok) {
-                    rctx r = {&P, sd, n, op, bound, nb, false};
-                    v = apply_rule(&r, meta);
+                    rctx r = {&P, sd, n, op, bound, nb, false, NULL};
+                    v = op_rule(&r);
+                    if (v) SYM_TRACE("op", op);
+                    if (!v && sym_ints && !takes_sym_ints(op)) {
+                        r.fail = true;
+                    } else if (!v) {
+                        r.fail = false;
+                        v = apply_rule(&r, meta);
+                        SYM_TRACE("table", op);
+                    }
                     for (int i = 0; i < nb; i++) tp_value_clear(&bound[i]);
                     if (r.fail || !v || !agrees(&P, v, meta)) {
                         v = new_sval(&P, SV_UNKNOWN);
@@ -2700,7 +2762,7 @@ tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_inf
         for (int i = 0; i < n_reads && v->kind == SV_INT; i++) {
             const size_read *rd = &reads[i];
             if (rd->dim >= 0 || strcmp(rd->node, tp_node_name(n)) != 0) continue;
-            rctx r = {&P, sd, n, tp_node_op(n), NULL, 0, false};
+            rctx r = {&P, sd, n, tp_node_op(n), NULL, 0, false, NULL};
             char what[400];
             snprintf(what, sizeof what, "the forward read the int %s = %" PRId64 " as a C int at %s, which specialises it",
                      rd->node, rd->value, rd->site);
@@ -2709,7 +2771,7 @@ tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_inf
         for (int i = 0; i < n_reads && v->kind == SV_TENSOR; i++) {
             const size_read *rd = &reads[i];
             if (rd->dim < 0 || strcmp(rd->node, tp_node_name(n)) != 0 || rd->dim >= v->nd) continue;
-            rctx r = {&P, sd, n, kind == TP_NODE_CALL_FUNCTION ? tp_node_op(n) : TP_OP_INVALID, NULL, 0, false};
+            rctx r = {&P, sd, n, kind == TP_NODE_CALL_FUNCTION ? tp_node_op(n) : TP_OP_INVALID, NULL, 0, false, NULL};
             char what[400];
             snprintf(what, sizeof what, "the forward read %s.shape[%d] = %" PRId64 " as an int at %s, which specialises it",
                      rd->node, rd->dim, rd->value, rd->site);

@@ -6,7 +6,7 @@
 #define TPEXPORT_SYMSHAPE_H
 
 #include "export_impl.h"
-#include "symdim.h"
+#include "../symdim.h"
 
 /* A dynamic dim of a user input: path ("x", "xs[0]"), dim, expression. */
 typedef struct sym_site {

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "tpexport/program.h"
 
 typedef struct sd_ctx sd_ctx;
