@@ -52,11 +52,11 @@ static tp_status parse_dims(const tp_value *args, int i, int ndim, reduce_dims *
 }
 
 /* Output shape of a reduction: reduced dims dropped, or kept as size 1. */
-static void reduced_shape(const tp_tensor *t, const reduce_dims *rd, bool keepdim, int *ndim, int64_t *sizes) {
+static void reduced_shape(const tp_tensor *t, const reduce_dims *rd, bool keepdim, int *ndim, tp_sdim *sizes) {
     int n = 0;
     for (int d = 0; d < t->ndim; d++) {
-        if (!rd->reduced[d]) sizes[n++] = t->sizes[d];
-        else if (keepdim) sizes[n++] = 1;
+        if (!rd->reduced[d]) sizes[n++] = tp__dim(t, d);
+        else if (keepdim) sizes[n++] = tp__dimk(1);
     }
     *ndim = n;
 }
@@ -65,13 +65,15 @@ static void reduced_shape(const tp_tensor *t, const reduce_dims *rd, bool keepdi
  * extent is an error, as in PyTorch. */
 static tp_status check_nonempty_reduction(const tp_tensor *t, const reduce_dims *rd) {
     if (!rd->dim_given) {
-        TP_CHECK(tp_tensor_numel(t) > 0, TP_ERR_SHAPE,
+        bool empty = false;
+        for (int d = 0; d < t->ndim; d++) empty = empty || !tp__dim_ge(tp__dim(t, d), 1, "a reduced dim is not empty");
+        TP_CHECK(!empty, TP_ERR_SHAPE,
                  "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
                  "with the 'dim' argument.");
         return TP_OK;
     }
     for (int d = 0; d < t->ndim; d++)
-        TP_CHECK(!rd->reduced[d] || t->sizes[d] > 0, TP_ERR_SHAPE,
+        TP_CHECK(!rd->reduced[d] || tp__dim_ge(tp__dim(t, d), 1, "a reduced dim is not empty"), TP_ERR_SHAPE,
                  "Expected reduction dim %d to have non-zero size.", d);
     return TP_OK;
 }
@@ -79,9 +81,9 @@ static tp_status check_nonempty_reduction(const tp_tensor *t, const reduce_dims 
 static tp_status infer_reduction(const tp_tensor *self, const reduce_dims *rd, bool keepdim, tp_dtype dtype,
                                  tp_value *out) {
     int ndim;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     reduced_shape(self, rd, keepdim, &ndim, sizes);
-    return tp__out_tensor(out, dtype, ndim, sizes);
+    return tp__out_dims(out, dtype, ndim, sizes);
 }
 
 /* The optional ScalarType argument args[i]; false when None. */
@@ -531,13 +533,13 @@ static tp_status infer_max(const tp_value *args, tp_value *out) {
     reduce_dims rd;
     TP_TRY(parse_dims(args, 1, self->ndim, &rd));
     TP_TRY(check_nonempty_reduction(self, &rd));
-    if (!rd.dim_given) return tp__out_tensor(out, self->dtype, 0, NULL);
+    if (!rd.dim_given) return tp__out_dims(out, self->dtype, 0, NULL);
     int ndim;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     reduced_shape(self, &rd, tp__arg_bool(args, 2), &ndim, sizes);
     TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, ndim, sizes));
-    return tp__out_tensor(tp_value_at(out, 1), TP_INT64, ndim, sizes);
+    TP_TRY(tp__out_dims(tp_value_at(out, 0), self->dtype, ndim, sizes));
+    return tp__out_dims(tp_value_at(out, 1), TP_INT64, ndim, sizes);
 }
 
 static tp_status kernel_max_min(const tp_value *args, tp_value *out, reduce_kind kind) {
@@ -705,7 +707,7 @@ static tp_status infer_cumsum(const tp_value *args, tp_value *out) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
     int d;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
-    return tp__out_tensor(out, sum_dtype(args, 2, self->dtype), self->ndim, self->sizes);
+    return tp__out_like(out, sum_dtype(args, 2, self->dtype), self);
 }
 
 static tp_status scan_run(const tp_value *args, tp_value *out, bool prod) {
@@ -1061,8 +1063,8 @@ static tp_status infer_cummax(const tp_value *args, tp_value *out) {
     int dim;
     TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
     TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, self->ndim, self->sizes));
-    return tp__out_tensor(tp_value_at(out, 1), TP_INT64, self->ndim, self->sizes);
+    TP_TRY(tp__out_like(tp_value_at(out, 0), self->dtype, self));
+    return tp__out_like(tp_value_at(out, 1), TP_INT64, self);
 }
 
 static tp_status cum_extreme(const tp_value *args, tp_value *out, lane_kind kind) {
@@ -1081,7 +1083,7 @@ static tp_status infer_logcumsumexp(const tp_value *args, tp_value *out) {
     TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
     TP_CHECK(tp_dtype_is_float(self->dtype), TP_ERR_TYPE, "\"logcumsumexp_out_cpu\" not implemented for '%s'",
              torch_dtype_name(self->dtype));
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_logcumsumexp(const tp_value *args, tp_value *out) {
@@ -1093,17 +1095,17 @@ static tp_status kernel_logcumsumexp(const tp_value *args, tp_value *out) {
 
 /* Shared shape rule of the (values, indices) order statistics along dim. */
 static tp_status infer_order_stat(const tp_tensor *self, int dim, bool keepdim, const char *what, tp_value *out) {
-    TP_CHECK(self->ndim == 0 || self->sizes[dim] > 0, TP_ERR_INDEX,
+    TP_CHECK(self->ndim == 0 || tp__dim_ge(tp__dim(self, dim), 1, "a reduced dim is not empty"), TP_ERR_INDEX,
              "%s(): Expected reduction dim %d to have non-zero size.", what, dim);
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     int n = 0;
     for (int d = 0; d < self->ndim; d++) {
-        if (d != dim) sizes[n++] = self->sizes[d];
-        else if (keepdim) sizes[n++] = 1;
+        if (d != dim) sizes[n++] = tp__dim(self, d);
+        else if (keepdim) sizes[n++] = tp__dimk(1);
     }
     TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, n, sizes));
-    return tp__out_tensor(tp_value_at(out, 1), TP_INT64, n, sizes);
+    TP_TRY(tp__out_dims(tp_value_at(out, 0), self->dtype, n, sizes));
+    return tp__out_dims(tp_value_at(out, 1), TP_INT64, n, sizes);
 }
 
 /* median / nanmedian(Tensor self, int? dim=None, bool keepdim=False) -> Any:
@@ -1112,7 +1114,7 @@ static tp_status infer_order_stat(const tp_tensor *self, int dim, bool keepdim, 
 static tp_status infer_median(const tp_value *args, tp_value *out) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
     TP_CHECK(self->dtype != TP_BOOL, TP_ERR_TYPE, "\"median_cpu\" not implemented for 'Bool'");
-    if (tp__arg_is_none(args, 1)) return tp__out_tensor(out, self->dtype, 0, NULL);
+    if (tp__arg_is_none(args, 1)) return tp__out_dims(out, self->dtype, 0, NULL);
     int dim;
     TP_TRY(lane_dim(self, tp__arg_int(args, 1), &dim));
     return infer_order_stat(self, dim, tp__arg_bool(args, 2), "median", out);
@@ -1178,7 +1180,7 @@ static tp_status kernel_mode(const tp_value *args, tp_value *out) {
 /* msort(Tensor self) = sort(self, dim=0).values (NaN last) */
 static tp_status infer_msort(const tp_value *args, tp_value *out) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_msort(const tp_value *args, tp_value *out) {
@@ -1188,46 +1190,59 @@ static tp_status kernel_msort(const tp_value *args, tp_value *out) {
 /* diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor?
  * append=None): the n-th forward difference along dim (n <= 0: none) of
  * cat([prepend, self, append], dim) (bool: xor). */
-static tp_status diff_plan(const tp_value *args, int *dim, int64_t *sizes) {
+static tp_status diff_plan(const tp_value *args, int *dim, int64_t *sizes, tp_sdim *dims) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
     char b1[320], b2[320];
     TP_CHECK(self->ndim >= 1, TP_ERR_SHAPE, "diff expects input to be at least one-dimensional");
     int64_t n = tp__arg_int(args, 1);
     if (n < 0) n = 0; /* PyTorch 1.13: a negative order returns the input */
     TP_TRY(lane_dim(self, tp__arg_int(args, 2), dim));
-    int64_t len = self->sizes[*dim];
+    tp_sdim d_[TP_MAX_DIMS];
+    tp__dims(self, d_);
+    tp_sdim len = d_[*dim];
     for (int k = 3; k <= 4; k++) {
         if (tp__arg_is_none(args, k)) continue;
         const tp_tensor *t = tp__arg_tensor(args, k);
         TP_CHECK(t && t->ndim == self->ndim, TP_ERR_SHAPE, "diff expects %s to have the same number of dims as input",
                  k == 3 ? "prepend" : "append");
         for (int d = 0; d < self->ndim; d++)
-            TP_CHECK(d == *dim || t->sizes[d] == self->sizes[d], TP_ERR_SHAPE,
+            TP_CHECK(d == *dim || tp__dim_eq(tp__dim(t, d), d_[d], "diff's prepend / append match the input"),
+                     TP_ERR_SHAPE,
                      "diff expects the shape of tensor %s to match that of input except along the differencing "
                      "dimension; input shape: %s, %s shape: %s",
                      k == 3 ? "prepend" : "append", tp__shape_str(self->ndim, self->sizes, b1, sizeof b1),
                      k == 3 ? "prepend" : "append", tp__shape_str(t->ndim, t->sizes, b2, sizeof b2));
         TP_CHECK(t->dtype == self->dtype, TP_ERR_TYPE, "diff expects %s to have dtype %s, got %s",
                  k == 3 ? "prepend" : "append", tp_dtype_name(self->dtype), tp_dtype_name(t->dtype));
-        len += t->sizes[*dim];
+        len = tp__dim_add(len, tp__dim(t, *dim));
     }
-    memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
-    sizes[*dim] = len > n ? len - n : 0;
+    if (len.v > n) {
+        tp__dim_ge(len, n + 1, "diff's order is below the length");
+        d_[*dim] = tp__dim_addk(len, -n);
+    } else {
+        if (!tp__dim_is_const(len)) tp__dim_give_up(); /* an empty result only while len <= n */
+        d_[*dim] = tp__dimk(0);
+    }
+    for (int d = 0; d < self->ndim; d++) {
+        sizes[d] = d_[d].v;
+        if (dims) dims[d] = d_[d];
+    }
     return TP_OK;
 }
 
 static tp_status infer_diff(const tp_value *args, tp_value *out) {
     int dim;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(diff_plan(args, &dim, sizes));
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(diff_plan(args, &dim, sizes, dims));
     const tp_tensor *self = tp__arg_tensor(args, 0);
-    return tp__out_tensor(out, self->dtype, self->ndim, sizes);
+    return tp__out_dims(out, self->dtype, self->ndim, dims);
 }
 
 static tp_status kernel_diff(const tp_value *args, tp_value *out) {
     int dim;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(diff_plan(args, &dim, sizes));
+    TP_TRY(diff_plan(args, &dim, sizes, NULL));
     tp_tensor *o = tp__out_at(out, 0), *in[3];
     if (tp_tensor_numel(o) == 0) return TP_OK;
     int n_in = 0;
@@ -1274,11 +1289,11 @@ static tp_status infer_aminmax(const tp_value *args, tp_value *out) {
     reduce_dims rd;
     TP_TRY(aminmax_dims(args, &rd));
     int ndim;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     reduced_shape(self, &rd, tp__arg_bool(args, 2), &ndim, sizes);
     TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(tp_value_at(out, 0), self->dtype, ndim, sizes));
-    return tp__out_tensor(tp_value_at(out, 1), self->dtype, ndim, sizes);
+    TP_TRY(tp__out_dims(tp_value_at(out, 0), self->dtype, ndim, sizes));
+    return tp__out_dims(tp_value_at(out, 1), self->dtype, ndim, sizes);
 }
 
 static tp_status kernel_aminmax(const tp_value *args, tp_value *out) {
@@ -1310,7 +1325,7 @@ static tp_status infer_renorm(const tp_value *args, tp_value *out) {
     int dim;
     TP_TRY(renorm_check(args, &dim));
     const tp_tensor *self = tp__arg_tensor(args, 0);
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_renorm(const tp_value *args, tp_value *out) {
@@ -1352,7 +1367,7 @@ static tp_status kernel_renorm(const tp_value *args, tp_value *out) {
  * self's is not. As in PyTorch the sum, with its int64 accumulation of bool
  * and integer inputs, happens only when some dim is summed; otherwise the
  * result is a copy of self in self's dtype. */
-static tp_status sum_to_plan(const tp_tensor *self, const tp_value *args, reduce_dims *rd, int *nd, int64_t *sizes,
+static tp_status sum_to_plan(const tp_tensor *self, const tp_value *args, reduce_dims *rd, int *nd, tp_sdim *sizes,
                              bool *summed) {
     const tp_value *s = &args[1];
     TP_CHECK(tp_value_is_seq(s), TP_ERR_TYPE, "argument size must be a list of ints, not %s",
@@ -1363,9 +1378,11 @@ static tp_status sum_to_plan(const tp_tensor *self, const tp_value *args, reduce
                  i, tp_value_kind_name(tp_value_at(s, i)->kind));
     bool ok = k <= self->ndim;
     int lead = ok ? self->ndim - (int)k : 0;
+    tp_sdim want[TP_MAX_DIMS];
     for (int64_t i = 0; ok && i < k; i++) {
-        int64_t want = tp_value_at(s, i)->u.i;
-        ok = want == self->sizes[lead + i] || want == 1;
+        want[i] = tp__value_sdim(tp_value_at(s, i));
+        ok = tp__dim_eq(want[i], tp__dim(self, lead + (int)i), "sum_to_size: the size expands to self's") ||
+             tp__dim_eqk(want[i], 1, "sum_to_size: the size expands to self's");
     }
     if (!ok) {
         char a[256], b[256];
@@ -1380,10 +1397,10 @@ static tp_status sum_to_plan(const tp_tensor *self, const tp_value *args, reduce
     rd->dim_given = true;
     *summed = false;
     for (int d = 0; d < self->ndim; d++) {
-        int64_t want = d < lead ? 0 : tp_value_at(s, d - lead)->u.i;
-        rd->reduced[d] = d < lead || (want == 1 && self->sizes[d] != 1);
+        int64_t w = d < lead ? 0 : want[d - lead].v;
+        rd->reduced[d] = d < lead || (w == 1 && self->sizes[d] != 1);
         *summed = *summed || rd->reduced[d];
-        if (d >= lead) sizes[d - lead] = want;
+        if (d >= lead) sizes[d - lead] = want[d - lead];
     }
     *nd = (int)k;
     return TP_OK;
@@ -1393,17 +1410,17 @@ static tp_status infer_sum_to_size(const tp_value *args, tp_value *out) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
     reduce_dims rd;
     int nd;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     bool summed;
     TP_TRY(sum_to_plan(self, args, &rd, &nd, sizes, &summed));
-    return tp__out_tensor(out, summed && !tp_dtype_is_float(self->dtype) ? TP_INT64 : self->dtype, nd, sizes);
+    return tp__out_dims(out, summed && !tp_dtype_is_float(self->dtype) ? TP_INT64 : self->dtype, nd, sizes);
 }
 
 static tp_status kernel_sum_to_size(const tp_value *args, tp_value *out) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
     reduce_dims rd;
     int nd;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     bool summed;
     TP_TRY(sum_to_plan(self, args, &rd, &nd, sizes, &summed));
     tp_tensor *o = tp__out_at(out, 0);
@@ -1468,6 +1485,7 @@ typedef struct quantile_plan {
     int64_t nq;
     int ndim;
     int64_t sizes[TP_MAX_DIMS + 1];
+    tp_sdim dims[TP_MAX_DIMS + 1]; /* sizes for the shape rule (dim.h) */
 } quantile_plan;
 
 static tp_status plan_quantile(const tp_value *args, quantile_plan *p) {
@@ -1495,24 +1513,25 @@ static tp_status plan_quantile(const tp_value *args, quantile_plan *p) {
     p->dim = -1;
     bool keepdim = tp__arg_bool(args, 3);
     p->ndim = 0;
-    if (p->q_dim) p->sizes[p->ndim++] = p->nq;
+    if (p->q_dim) p->dims[p->ndim++] = tp__dim(q, 0);
     if (!tp__arg_is_none(args, 2) && t->ndim > 0) {
         int d;
         TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), t->ndim, &d));
         p->dim = d;
         for (int i = 0; i < t->ndim; i++)
-            if (i != d) p->sizes[p->ndim++] = t->sizes[i];
-            else if (keepdim) p->sizes[p->ndim++] = 1;
+            if (i != d) p->dims[p->ndim++] = tp__dim(t, i);
+            else if (keepdim) p->dims[p->ndim++] = tp__dimk(1);
     } else if (keepdim) {
-        for (int i = 0; i < t->ndim; i++) p->sizes[p->ndim++] = 1;
+        for (int i = 0; i < t->ndim; i++) p->dims[p->ndim++] = tp__dimk(1);
     }
+    for (int i = 0; i < p->ndim; i++) p->sizes[i] = p->dims[i].v;
     return TP_OK;
 }
 
 static tp_status infer_quantile(const tp_value *args, tp_value *out) {
     quantile_plan p;
     TP_TRY(plan_quantile(args, &p));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, p.ndim, p.sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, p.ndim, p.dims);
 }
 
 static int cmp_nan_last(const void *a, const void *b) {
@@ -1608,12 +1627,16 @@ static tp_status kernel_nanquantile(const tp_value *args, tp_value *out) { retur
  * [-1, 1]. Integer inputs give float32; aweights' dtype promotes. */
 static int float_rank(tp_dtype d) { return d == TP_FLOAT64 ? 3 : d == TP_FLOAT32 ? 2 : 1; }
 
-static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, int64_t *vars, int64_t *obs) {
+/* The numel of a 0-d or 1-D tensor as a dim. */
+static tp_sdim numel_dim(const tp_tensor *t) { return t->ndim == 0 ? tp__dimk(1) : tp__dim(t, 0); }
+
+static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, tp_sdim *vars, int64_t *obs) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_CHECK(t->ndim <= 2, TP_ERR_SHAPE,
              "cov(): expected input to have two or fewer dimensions but got an input with %d dimensions", t->ndim);
-    *vars = t->ndim < 2 ? 1 : t->sizes[0];
-    *obs = t->ndim == 0 ? 1 : t->sizes[t->ndim - 1];
+    *vars = t->ndim < 2 ? tp__dimk(1) : tp__dim(t, 0);
+    tp_sdim nobs = t->ndim == 0 ? tp__dimk(1) : tp__dim(t, t->ndim - 1);
+    *obs = nobs.v;
     *dtype = tp_dtype_is_float(t->dtype) ? t->dtype : TP_DEFAULT_FLOAT;
     if (!weights) return TP_OK;
     const tp_tensor *fw = tp__arg_tensor(args, 2), *aw = tp__arg_tensor(args, 3);
@@ -1624,7 +1647,7 @@ static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, i
         TP_CHECK(!tp_dtype_is_float(fw->dtype) && fw->dtype != TP_BOOL, TP_ERR_TYPE,
                  "cov(): expected fweights to have integral dtype but got fweights with %s dtype",
                  torch_dtype_name(fw->dtype));
-        TP_CHECK(tp_tensor_numel(fw) == *obs, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(numel_dim(fw), nobs, "cov(): one weight per observation"), TP_ERR_SHAPE,
                  "cov(): expected fweights to have the same numel as there are observations in the input but got "
                  "%" PRId64 " != %" PRId64,
                  tp_tensor_numel(fw), *obs);
@@ -1636,7 +1659,7 @@ static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, i
         TP_CHECK(tp_dtype_is_float(aw->dtype), TP_ERR_TYPE,
                  "cov(): expected aweights to have floating point dtype but got aweights with %s dtype",
                  torch_dtype_name(aw->dtype));
-        TP_CHECK(tp_tensor_numel(aw) == *obs, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(numel_dim(aw), nobs, "cov(): one weight per observation"), TP_ERR_SHAPE,
                  "cov(): expected aweights to have the same numel as there are observations in the input but got "
                  "%" PRId64 " != %" PRId64,
                  tp_tensor_numel(aw), *obs);
@@ -1647,10 +1670,12 @@ static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, i
 
 static tp_status infer_cov_like(const tp_value *args, tp_value *out, bool weights) {
     tp_dtype dt = TP_FLOAT32;
-    int64_t v = 0, nobs = 0, sizes[2];
+    tp_sdim v, sizes[2];
+    int64_t nobs = 0;
     TP_TRY(plan_cov(args, weights, &dt, &v, &nobs));
     sizes[0] = sizes[1] = v;
-    return tp__out_tensor(out, dt, v == 1 ? 0 : 2, sizes);
+    bool one = tp__dim_eqk(v, 1, "cov() of one variable is 0-d"); /* PyTorch squeezes a 1x1 result */
+    return tp__out_dims(out, dt, one ? 0 : 2, sizes);
 }
 
 static tp_status infer_cov(const tp_value *args, tp_value *out) { return infer_cov_like(args, out, true); }
@@ -1709,8 +1734,10 @@ static tp_status cov_compute(const tp_value *args, bool weights, double *c, int6
 
 static tp_status run_cov(const tp_value *args, tp_value *out, bool corr) {
     tp_dtype dt = TP_FLOAT32;
-    int64_t v = 0, nobs = 0;
-    TP_TRY(plan_cov(args, !corr, &dt, &v, &nobs));
+    int64_t nobs = 0;
+    tp_sdim vd;
+    TP_TRY(plan_cov(args, !corr, &dt, &vd, &nobs));
+    int64_t v = vd.v;
     double *c;
     TP_TRY(stats_scratch(&c, v * v));
     tp_status st = cov_compute(args, !corr, c, v, nobs);

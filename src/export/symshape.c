@@ -432,37 +432,6 @@ static sd_e prod(rctx *r, const sval *a, int from, int to) {
 
 /* ---- families -------------------------------------------------------------------------- */
 
-static sval *rule_reduce(rctx *r, int dim_i, int keep_i, bool tuple_if_dim) {
-    const sval *a = need_t(r, 0);
-    if (!a) return NULL;
-    int64_t dims[TP_MAX_DIMS];
-    int nd = ilist(r, dim_i, dims, TP_MAX_DIMS);
-    bool keep = barg(r, keep_i, false);
-    bool red[TP_MAX_DIMS] = {false};
-    if (nd <= 0) {
-        for (int i = 0; i < a->nd; i++) red[i] = true;
-    } else {
-        for (int k = 0; k < nd; k++) red[wrap_dim(r, dims[k], a->nd)] = true;
-    }
-    sval *o = out_t(r, 0);
-    if (!o) return NULL;
-    for (int i = 0; i < a->nd; i++) {
-        if (!red[i]) o->d[o->nd++] = S(r, a->d[i]);
-        else if (keep) o->d[o->nd++] = K(r, 1);
-    }
-    if (tuple_if_dim && nd > 0) {
-        sval *t = new_sval(r->P, SV_SEQ);
-        if (!t) return NULL;
-        t->n = 2;
-        t->items = palloc(r->P, 2 * sizeof *t->items);
-        if (!t->items) return NULL;
-        t->items[0] = *o;
-        t->items[1] = *o;
-        return t;
-    }
-    return o;
-}
-
 /* matmul of a [..., n, k] by b [..., k, p] (1-D handled as in PyTorch). */
 static sval *matmul_shape(rctx *r, const sval *a, const sval *b, bool batch_bcast) {
     if (!a || !b || a->nd < 1 || b->nd < 1) {
@@ -1267,11 +1236,7 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_CLONE:
     case TP_OP_CONTIGUOUS:
     case TP_OP_TO:
-    case TP_OP_CUMSUM:
-    case TP_OP_LOGCUMSUMEXP:
     case TP_OP_PUT:
-    case TP_OP_MSORT:
-    case TP_OP_RENORM:
     case TP_OP_FLIP:
     case TP_OP_TRIL:
     case TP_OP_TRIU:
@@ -1301,53 +1266,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     if (is_same_shape_op(op)) return copy_t(r, need_t(r, 0));
     switch (op) {
     case TP_OP_MASKED_FILL: return broadcast(r, (int[]){0, 1}, 2);
-    case TP_OP_SUM:
-    case TP_OP_MEAN:
-    case TP_OP_PROD:
-    case TP_OP_AMAX:
-    case TP_OP_AMIN:
-    case TP_OP_LOGSUMEXP:
-    case TP_OP_ANY:
-    case TP_OP_ALL: return rule_reduce(r, 1, 2, false);
-    case TP_OP_ARGMAX:
-    case TP_OP_ARGMIN: {
-        if (is_none(r, 1) && barg(r, 2, false)) {
-            const sval *a = need_t(r, 0);
-            sval *o = a ? out_t(r, a->nd) : NULL;
-            for (int i = 0; o && i < a->nd; i++) o->d[i] = K(r, 1);
-            return o;
-        }
-        return rule_reduce(r, 1, 2, false);
-    }
-    case TP_OP_MAX:
-    case TP_OP_MIN:
-    case TP_OP_MEDIAN:
-    case TP_OP_NANMEDIAN: return rule_reduce(r, 1, 2, true);
-    case TP_OP_NANSUM:
-    case TP_OP_NANMEAN: return rule_reduce(r, 1, 2, false);
-    case TP_OP_CUMMAX:
-    case TP_OP_CUMMIN: {
-        const sval *a = need_t(r, 0);
-        return a ? seq_of(r, 2, a) : NULL;
-    }
-    case TP_OP_MODE:
-    case TP_OP_KTHVALUE: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        int di = op == TP_OP_MODE ? 1 : 2;
-        int d = wrap_dim(r, iarg(r, di, -1), a->nd);
-        bool keep = barg(r, di + 1, false);
-        sval *o = out_t(r, 0);
-        if (!o) return NULL;
-        for (int i = 0; i < a->nd; i++) {
-            if (i != d) o->d[o->nd++] = S(r, a->d[i]);
-            else if (keep) o->d[o->nd++] = K(r, 1);
-        }
-        return seq_of(r, 2, o);
-    }
-    case TP_OP_VAR:
-    case TP_OP_STD: return rule_reduce(r, 1, 3, false);
-    case TP_OP_NORM: return rule_reduce(r, 2, 3, false);
     case TP_OP_MATMUL: return matmul_shape(r, need_t(r, 0), need_t(r, 1), true);
     case TP_OP_MM:
     case TP_OP_BMM: {
@@ -1899,33 +1817,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         for (int i = 0; i < x->nd - 2; i++) o->d[i] = S(r, x->d[i]);
         return op == TP_OP_SLOGDET ? seq_of(r, 2, o) : o;
     }
-    case TP_OP_QUANTILE: /* a 1-D q's dim first, then the reduction's shape */
-    case TP_OP_NANQUANTILE: {
-        sval *red = rule_reduce(r, 2, 3, false);
-        const sval *q = targ(r, 1);
-        if (!red || !q || q->nd == 0) return red;
-        sval *o = out_t(r, red->nd + 1);
-        if (!o) return NULL;
-        o->d[0] = S(r, q->d[0]);
-        for (int i = 0; i < red->nd; i++) o->d[i + 1] = red->d[i];
-        return o;
-    }
-    case TP_OP_COV: /* (vars, vars), squeezed */
-    case TP_OP_CORRCOEF: {
-        const sval *x = need_t(r, 0);
-        if (!x || x->nd > 2) {
-            r->fail = true;
-            return NULL;
-        }
-        int64_t v = 1;
-        if (x->nd == 2 && !sd_is_const(x->d[0], &v)) {
-            r->fail = true; /* whether it squeezes depends on the size */
-            return NULL;
-        }
-        sval *o = out_t(r, v == 1 ? 0 : 2);
-        if (o && v != 1) o->d[0] = o->d[1] = S(r, x->d[0]);
-        return o;
-    }
     case TP_OP_PINVERSE: { /* the matrix dims swapped */
         sval *o = copy_t(r, need_t(r, 0));
         if (!o || o->nd < 2) {
@@ -2337,29 +2228,12 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     }
     case TP_OP_HSTACK: return rule_hvstack(r, false);
     case TP_OP_VSTACK: return rule_hvstack(r, true);
-    case TP_OP_CUMPROD:
     case TP_OP_ROLL:
     case TP_OP_ARGSORT:
     case TP_OP_SCATTER_ADD: return copy_t(r, need_t(r, 0));
     case TP_OP_SORT: {
         sval *o = copy_t(r, need_t(r, 0));
         return o ? seq_of(r, 2, o) : NULL;
-    }
-    case TP_OP_COUNT_NONZERO: return rule_reduce(r, 1, r->nb, false); /* no keepdim */
-    case TP_OP_SUM_TO_SIZE: { /* the output is `size` (a dim of size 1 is summed or not, same shape) */
-        const sval *a = need_t(r, 0);
-        int64_t sz[TP_MAX_DIMS];
-        int k = a ? ilist(r, 1, sz, TP_MAX_DIMS) : -1;
-        if (!a || k < 0 || k > a->nd) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, k);
-        for (int i = 0; o && i < k; i++) {
-            if (sz[i] != 1) req_eq(r, S(r, a->d[a->nd - k + i]), K(r, sz[i]), "sum_to_size keeps this dim");
-            o->d[i] = K(r, sz[i]);
-        }
-        return o;
     }
     case TP_OP_TILE: {
         const sval *a = need_t(r, 0);
