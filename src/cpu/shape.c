@@ -18,73 +18,121 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* A new view of t with t's own geometry (an alias). */
-static tp_status alias(tp_tensor *t, tp_tensor **out) {
-    return tp_tensor_as_strided(t, t->ndim, t->sizes, t->strides, t->offset, out);
-}
-
-/* Resolve a requested shape (one entry may be -1) against numel, with
- * PyTorch's messages. */
-static tp_status resolve_shape(int64_t numel, int n, const int64_t *in, int64_t *out) {
+/* Resolve a requested shape (one entry may be -1) against the dims
+ * have[nh] (their product is the element count), with PyTorch's messages.
+ * Symbolically the element counts must agree; a -1 is what remains of the
+ * input's dims once the requested dynamic sizes are matched to input dims
+ * of the same expression, divided by the constant sizes. */
+static tp_status resolve_shape(int nh, const tp_sdim *have, int n, const tp_sdim *in, tp_sdim *out) {
     char buf[256];
+    int64_t shown[TP_MAX_DIMS];
     int infer = -1;
-    int64_t known = 1;
+    int64_t known = 1, numel = 1;
+    bool sym = false;
+    for (int i = 0; i < nh; i++) {
+        numel *= have[i].v; /* the sizes of a tensor: cannot overflow */
+        sym = sym || !tp__dim_is_const(have[i]);
+    }
+    for (int i = 0; i < n; i++) shown[i] = in[i].v;
     for (int i = 0; i < n; i++) {
-        if (in[i] == -1) {
+        sym = sym || !tp__dim_is_const(in[i]);
+        if (in[i].v == -1 && tp__dim_is_const(in[i])) {
             TP_CHECK(infer < 0, TP_ERR_SHAPE, "only one dimension can be inferred (shape %s)",
-                     tp__shape_str(n, in, buf, sizeof buf));
+                     tp__shape_str(n, shown, buf, sizeof buf));
             infer = i;
         } else {
-            TP_CHECK(in[i] >= 0, TP_ERR_SHAPE, "invalid shape dimension %" PRId64 " in shape %s", in[i],
-                     tp__shape_str(n, in, buf, sizeof buf));
-            TP_CHECK(tp_mul_overflow_i64(known, in[i], &known), TP_ERR_SHAPE, "shape %s is too large",
-                     tp__shape_str(n, in, buf, sizeof buf));
+            TP_CHECK(in[i].v >= 0, TP_ERR_SHAPE, "invalid shape dimension %" PRId64 " in shape %s", in[i].v,
+                     tp__shape_str(n, shown, buf, sizeof buf));
+            TP_CHECK(tp_mul_overflow_i64(known, in[i].v, &known), TP_ERR_SHAPE, "shape %s is too large",
+                     tp__shape_str(n, shown, buf, sizeof buf));
         }
         out[i] = in[i];
     }
-    if (infer >= 0) {
-        TP_CHECK(known != 0 || numel != 0, TP_ERR_SHAPE,
-                 "cannot reshape tensor of 0 elements into shape %s because the unspecified dimension "
-                 "size -1 can be any value and is ambiguous",
-                 tp__shape_str(n, in, buf, sizeof buf));
-        TP_CHECK(known != 0 && numel % known == 0, TP_ERR_SHAPE, "shape '%s' is invalid for input of size %" PRId64,
-                 tp__shape_str(n, in, buf, sizeof buf), numel);
-        out[infer] = numel / known;
-    } else {
-        TP_CHECK(known == numel, TP_ERR_SHAPE, "shape '%s' is invalid for input of size %" PRId64,
-                 tp__shape_str(n, in, buf, sizeof buf), numel);
+    if (infer < 0) {
+        tp_sdim total = tp__dimk(1), count = tp__dimk(1);
+        for (int i = 0; i < n; i++) total = tp__dim_mul(total, in[i]);
+        for (int i = 0; i < nh; i++) count = tp__dim_mul(count, have[i]);
+        TP_CHECK(tp__dim_eq(count, total, "the number of elements must not change"), TP_ERR_SHAPE,
+                 "shape '%s' is invalid for input of size %" PRId64, tp__shape_str(n, shown, buf, sizeof buf), numel);
+        return TP_OK;
     }
+    TP_CHECK(known != 0 || numel != 0, TP_ERR_SHAPE,
+             "cannot reshape tensor of 0 elements into shape %s because the unspecified dimension "
+             "size -1 can be any value and is ambiguous",
+             tp__shape_str(n, shown, buf, sizeof buf));
+    TP_CHECK(known != 0 && numel % known == 0, TP_ERR_SHAPE, "shape '%s' is invalid for input of size %" PRId64,
+             tp__shape_str(n, shown, buf, sizeof buf), numel);
+    if (!sym) {
+        out[infer] = tp__dimk(numel / known);
+        return TP_OK;
+    }
+    /* cancel the requested dynamic sizes against input dims */
+    bool used[TP_MAX_DIMS] = {false};
+    int64_t konst = 1;
+    for (int i = 0; i < n; i++) {
+        if (i == infer) continue;
+        if (tp__dim_is_const(in[i])) {
+            konst *= in[i].v;
+            continue;
+        }
+        bool found = false;
+        for (int j = 0; j < nh && !found; j++)
+            if (!used[j] && tp__dim_same(have[j], in[i])) used[j] = found = true;
+        if (!found) tp__dim_give_up(); /* a quotient of dynamic sizes has no expression */
+    }
+    if (konst == 0) tp__dim_give_up();
+    tp_sdim rem = tp__dimk(1);
+    for (int j = 0; j < nh; j++)
+        if (!used[j]) rem = tp__dim_mul(rem, have[j]);
+    if (konst > 0) tp__dim_divisible(rem, konst, "the inferred (-1) size must be whole");
+    out[infer] = konst > 0 ? tp__dim_floordiv(rem, konst) : tp__dimk(numel / known);
+    out[infer].v = numel / known;
     return TP_OK;
+}
+
+static void sizes_of(int n, const tp_sdim *d, int64_t *sizes) {
+    for (int i = 0; i < n; i++) sizes[i] = d[i].v;
 }
 
 /* reshape to an already resolved shape: a view when possible, else a copy;
  * for a meta tensor simply a meta tensor of that shape. */
-static tp_status reshape_to(tp_tensor *self, int n, const int64_t *shape, tp_tensor **out) {
+static tp_status reshape_to(tp_tensor *self, int n, const tp_sdim *dims, tp_tensor **out) {
+    int64_t shape[TP_MAX_DIMS];
+    sizes_of(n, dims, shape);
     if (tp_tensor_is_meta(self)) return tp__tensor_make(self->dtype, n, shape, NULL, 0, NULL, out);
     return tp_tensor_reshape(self, n, shape, out);
 }
 
 
-/* ---- view ops: one builder each, shared by shape rule and kernel ------- */
+/* ---- view ops: one builder each, shared by shape rule and kernel -------
+ * A builder makes the view and gives its dims as the shape rule sees them
+ * (dim.h): the shape rule returns those, the kernel the view. */
 
-typedef tp_status (*view_fn)(tp_tensor *self, const tp_value *args, tp_tensor **out);
+typedef tp_status (*view_fn)(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims);
 
 static tp_status view_infer(const tp_value *args, tp_value *out, view_fn fn) {
     tp_tensor *self, *meta, *r;
+    tp_sdim dims[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(tp__tensor_make(self->dtype, self->ndim, self->sizes, self->strides, self->offset, NULL, &meta));
-    tp_status st = fn(meta, args, &r);
+    tp__tensor_set_sym(meta, tp__tensor_sym(self));
+    tp_status st = fn(meta, args, &r, dims);
     tp_tensor_free(meta);
     if (st != TP_OK) return st;
-    st = tp__out_tensor(out, r->dtype, r->ndim, r->sizes);
+    for (int i = 0; i < r->ndim && st == TP_OK; i++)
+        if (dims[i].v != r->sizes[i])
+            st = tp_error(TP_ERR_INTERNAL, "shape rule and view disagree at dim %d (%" PRId64 " vs %" PRId64 ")", i,
+                          dims[i].v, r->sizes[i]);
+    if (st == TP_OK) st = tp__out_dims(out, r->dtype, r->ndim, dims);
     tp_tensor_free(r);
     return st;
 }
 
 static tp_status view_kernel(const tp_value *args, tp_value *out, view_fn fn) {
     tp_tensor *self, *r;
+    tp_sdim dims[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
-    TP_TRY(fn(self, args, &r));
+    TP_TRY(fn(self, args, &r, dims));
     tp_value_clear(out);
     *out = tp_value_tensor(r);
     return TP_OK;
@@ -94,22 +142,30 @@ static tp_status view_kernel(const tp_value *args, tp_value *out, view_fn fn) {
     static tp_status infer_##name(const tp_value *args, tp_value *out) { return view_infer(args, out, view_##name); }  \
     static tp_status kernel_##name(const tp_value *args, tp_value *out) { return view_kernel(args, out, view_##name); }
 
+/* A new view of t with t's own geometry (an alias); dims: t's. */
+static tp_status alias(tp_tensor *t, tp_tensor **out, tp_sdim *dims) {
+    tp__dims(t, dims);
+    return tp_tensor_as_strided(t, t->ndim, t->sizes, t->strides, t->offset, out);
+}
+
 /* reshape(Tensor self, int[] shape) */
-static tp_status view_reshape(tp_tensor *self, const tp_value *args, tp_tensor **out) {
-    int64_t req[TP_MAX_DIMS], shape[TP_MAX_DIMS];
+static tp_status view_reshape(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
+    tp_sdim req[TP_MAX_DIMS], have[TP_MAX_DIMS];
     int n;
-    TP_TRY(tp__arg_ints(args, 1, "shape", req, TP_MAX_DIMS, 0, &n));
-    TP_TRY(resolve_shape(tp_tensor_numel(self), n, req, shape));
-    return reshape_to(self, n, shape, out);
+    TP_TRY(tp__arg_sdims(args, 1, "shape", req, TP_MAX_DIMS, 0, &n));
+    TP_TRY(resolve_shape(tp__dims(self, have), have, n, req, dims));
+    return reshape_to(self, n, dims, out);
 }
 DEFINE_VIEW_OP(reshape)
 
 /* view(Tensor self, int[] size): fails when the strides do not allow it. */
-static tp_status view_view(tp_tensor *self, const tp_value *args, tp_tensor **out) {
-    int64_t req[TP_MAX_DIMS], shape[TP_MAX_DIMS];
+static tp_status view_view(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
+    tp_sdim req[TP_MAX_DIMS], have[TP_MAX_DIMS];
+    int64_t shape[TP_MAX_DIMS];
     int n;
-    TP_TRY(tp__arg_ints(args, 1, "size", req, TP_MAX_DIMS, 0, &n));
-    TP_TRY(resolve_shape(tp_tensor_numel(self), n, req, shape));
+    TP_TRY(tp__arg_sdims(args, 1, "size", req, TP_MAX_DIMS, 0, &n));
+    TP_TRY(resolve_shape(tp__dims(self, have), have, n, req, dims));
+    sizes_of(n, dims, shape);
     tp_status st = tp_tensor_view(self, n, shape, out);
     if (st == TP_ERR_SHAPE) { /* the shape is valid: the strides do not allow it */
         char b1[256], b2[256], b3[256];
@@ -124,29 +180,28 @@ static tp_status view_view(tp_tensor *self, const tp_value *args, tp_tensor **ou
 DEFINE_VIEW_OP(view)
 
 /* flatten(Tensor self, int start_dim=0, int end_dim=-1) */
-static tp_status view_flatten(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_flatten(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     int start, end;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &start));
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, &end));
     if (self->ndim == 0) {
-        int64_t one = 1;
-        return reshape_to(self, 1, &one, out);
+        dims[0] = tp__dimk(1);
+        return reshape_to(self, 1, dims, out);
     }
     TP_CHECK(start <= end, TP_ERR_INVALID_ARG, "start_dim (%d) cannot come after end_dim (%d)", start, end);
-    if (start == end) return alias(self, out);
-    int64_t shape[TP_MAX_DIMS];
+    if (start == end) return alias(self, out, dims);
     int n = 0;
-    for (int i = 0; i < start; i++) shape[n++] = self->sizes[i];
-    int64_t merged = 1;
-    for (int i = start; i <= end; i++) merged *= self->sizes[i]; /* <= numel: cannot overflow */
-    shape[n++] = merged;
-    for (int i = end + 1; i < self->ndim; i++) shape[n++] = self->sizes[i];
-    return reshape_to(self, n, shape, out);
+    for (int i = 0; i < start; i++) dims[n++] = tp__dim(self, i);
+    tp_sdim merged = tp__dimk(1);
+    for (int i = start; i <= end; i++) merged = tp__dim_mul(merged, tp__dim(self, i)); /* <= numel: no overflow */
+    dims[n++] = merged;
+    for (int i = end + 1; i < self->ndim; i++) dims[n++] = tp__dim(self, i);
+    return reshape_to(self, n, dims, out);
 }
 DEFINE_VIEW_OP(flatten)
 
 /* permute(Tensor self, int[] dims) */
-static tp_status view_permute(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_permute(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *odims) {
     int64_t dims[TP_MAX_DIMS];
     int n;
     TP_TRY(tp__arg_ints(args, 1, "dims", dims, TP_MAX_DIMS, 0, &n));
@@ -161,39 +216,53 @@ static tp_status view_permute(tp_tensor *self, const tp_value *args, tp_tensor *
         TP_CHECK(!seen[d], TP_ERR_INVALID_ARG, "duplicate dims are not allowed (dim %d repeated)", d);
         seen[d] = true;
         dims[i] = d;
+        odims[i] = tp__dim(self, d);
     }
     return tp_tensor_permute(self, dims, out);
 }
 DEFINE_VIEW_OP(permute)
 
 /* transpose(Tensor self, int dim0, int dim1) */
-static tp_status view_transpose(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_transpose(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     int d0, d1;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d0));
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, &d1));
+    tp__dims(self, dims);
+    if (self->ndim > 0) {
+        tp_sdim t = dims[d0];
+        dims[d0] = dims[d1];
+        dims[d1] = t;
+    }
     return tp_tensor_transpose(self, d0, d1, out);
 }
 DEFINE_VIEW_OP(transpose)
 
 /* squeeze(Tensor self, int[]? dim=None): None removes every size-1 dim; a
- * list removes the listed dims that have size 1. */
-static tp_status view_squeeze(tp_tensor *self, const tp_value *args, tp_tensor **out) {
-    if (tp__arg_is_none(args, 1)) return tp_tensor_squeeze(self, TP_ALL_DIMS, out);
-    int64_t dims[TP_MAX_DIMS];
-    int n;
-    TP_TRY(tp__arg_ints(args, 1, "dim", dims, TP_MAX_DIMS, 0, &n));
+ * list removes the listed dims that have size 1. Symbolically a candidate
+ * dim is 1 for good or never becomes 1. */
+static tp_status view_squeeze(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *odims) {
     bool listed[TP_MAX_DIMS] = {false};
-    for (int i = 0; i < n; i++) {
-        int d;
-        TP_TRY(tp__wrap_dim(dims[i], self->ndim, &d));
-        if (self->ndim == 0) continue;
-        TP_CHECK(!listed[d], TP_ERR_INVALID_ARG, "dim %d appears multiple times in the list of dims", d);
-        listed[d] = true;
+    if (tp__arg_is_none(args, 1)) {
+        for (int i = 0; i < self->ndim; i++) listed[i] = true;
+    } else {
+        int64_t dims[TP_MAX_DIMS];
+        int n;
+        TP_TRY(tp__arg_ints(args, 1, "dim", dims, TP_MAX_DIMS, 0, &n));
+        for (int i = 0; i < n; i++) {
+            int d;
+            TP_TRY(tp__wrap_dim(dims[i], self->ndim, &d));
+            if (self->ndim == 0) continue;
+            TP_CHECK(!listed[d], TP_ERR_INVALID_ARG, "dim %d appears multiple times in the list of dims", d);
+            listed[d] = true;
+        }
     }
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
     int k = 0;
     for (int i = 0; i < self->ndim; i++) {
-        if (listed[i] && self->sizes[i] == 1) continue;
+        tp_sdim d = tp__dim(self, i);
+        if (listed[i] && tp__dim_eqk(d, 1, "squeezing a dim of size 1")) continue;
+        if (listed[i]) tp__dim_ge(d, 2, "a squeezed dim must not become 1");
+        odims[k] = d;
         sizes[k] = self->sizes[i];
         strides[k++] = self->strides[i];
     }
@@ -202,99 +271,165 @@ static tp_status view_squeeze(tp_tensor *self, const tp_value *args, tp_tensor *
 DEFINE_VIEW_OP(squeeze)
 
 /* unsqueeze(Tensor self, int dim) */
-static tp_status view_unsqueeze(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_unsqueeze(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     TP_CHECK(self->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "the result would have more than %d dims", TP_MAX_DIMS);
     int d;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim + 1, &d));
+    for (int i = 0, k = 0; i <= self->ndim; i++) dims[i] = i == d ? tp__dimk(1) : tp__dim(self, k++);
     return tp_tensor_unsqueeze(self, d, out);
 }
 DEFINE_VIEW_OP(unsqueeze)
 
 /* expand(Tensor self, int[] size): -1 keeps a size; size-1 dims broadcast. */
-static tp_status view_expand(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_expand(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
+    tp_sdim want[TP_MAX_DIMS];
     int64_t sizes[TP_MAX_DIMS];
     int n;
     char b1[256], b2[256];
-    TP_TRY(tp__arg_ints(args, 1, "size", sizes, TP_MAX_DIMS, 0, &n));
+    TP_TRY(tp__arg_sdims(args, 1, "size", want, TP_MAX_DIMS, 0, &n));
+    sizes_of(n, want, sizes);
     TP_CHECK(n >= self->ndim, TP_ERR_SHAPE,
              "the number of sizes provided (%d) must be greater or equal to the number of dimensions in "
              "the tensor (%d)",
              n, self->ndim);
     for (int i = 0; i < n; i++) {
         int ti = i - (n - self->ndim);
-        int64_t want = sizes[i];
+        dims[i] = want[i];
         if (ti < 0) {
-            TP_CHECK(want >= 0, TP_ERR_SHAPE,
+            TP_CHECK(want[i].v >= 0, TP_ERR_SHAPE,
                      "the expanded size of the tensor (%" PRId64 ") isn't allowed in a leading, non-existing "
                      "dimension %d",
-                     want, i);
+                     want[i].v, i);
             continue;
         }
-        int64_t have = self->sizes[ti];
-        if (want == -1 || want == have) continue;
-        TP_CHECK(have == 1 && want >= 0, TP_ERR_SHAPE,
+        tp_sdim have = tp__dim(self, ti);
+        if (want[i].v == -1 && tp__dim_is_const(want[i])) {
+            dims[i] = have;
+            continue;
+        }
+        if (tp__dim_is_const(have) && have.v == 1 && want[i].v >= 0) continue; /* broadcasts to any size */
+        if (tp__dim_eq(have, want[i],
+                       tp__dim_is_const(want[i]) ? "expand to a fixed size" : "expand to a size of the same dim"))
+            continue;
+        TP_CHECK(have.v == 1 && want[i].v >= 0 && tp__dim_eqk(have, 1, "expanding a dim of size 1"), TP_ERR_SHAPE,
                  "the expanded size of the tensor (%" PRId64 ") must match the existing size (%" PRId64
                  ") at non-singleton dimension %d. Target sizes: %s. Tensor sizes: %s",
-                 want, have, i, tp__shape_str(n, sizes, b1, sizeof b1),
+                 want[i].v, have.v, i, tp__shape_str(n, sizes, b1, sizeof b1),
                  tp__shape_str(self->ndim, self->sizes, b2, sizeof b2));
     }
     return tp_tensor_expand(self, n, sizes, out);
 }
 DEFINE_VIEW_OP(expand)
 
+/* A slice bound clamped to [0, n] as Python slicing does (negative counts
+ * from the end). Symbolically the side of the clamp seen is required; a
+ * dynamic bound must stay non-negative. */
+static tp_sdim clamp_bound(tp_sdim b, tp_sdim n, const char *what) {
+    if (tp__dim_is_const(b)) {
+        int64_t i = b.v;
+        if (i >= INT64_MAX / 4) return n; /* "to the end" */
+        if (i < 0) {
+            tp_sdim v = tp__dim_addk(n, i);
+            if (v.v >= 0) {
+                tp__dim_ge(v, 0, what);
+                return v;
+            }
+            tp__dim_ge(tp__dim_mulk(v, -1), 0, what);
+            return tp__dimk(0);
+        }
+        if (n.v >= i) {
+            tp__dim_ge(tp__dim_addk(n, -i), 0, what);
+            return b;
+        }
+        tp__dim_ge(tp__dim_sub(b, n), 0, what);
+        return n;
+    }
+    if (b.v < 0) tp__dim_give_up();
+    tp__dim_ge(b, 0, "a symbolic slice bound stays non-negative");
+    return tp__dim_min(b, n, what);
+}
+
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1):
  * aten.slice.Tensor - start/end clamp to the dim like Python slicing. */
-static tp_status view_slice(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_slice(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot slice a 0-dim tensor");
     int d;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
-    int64_t start = tp__arg_is_none(args, 2) ? 0 : tp__arg_int(args, 2);
-    int64_t end = tp__arg_is_none(args, 3) ? INT64_MAX : tp__arg_int(args, 3);
+    tp_sdim bs = tp__arg_is_none(args, 2) ? tp__dimk(0) : tp__arg_sdim(args, 2);
+    tp_sdim be = tp__arg_is_none(args, 3) ? tp__dimk(INT64_MAX) : tp__arg_sdim(args, 3);
+    int64_t start = bs.v, end = be.v;
     int64_t step = tp__arg_int(args, 4);
     TP_CHECK(step > 0, TP_ERR_INVALID_ARG, "step must be positive, got %" PRId64, step);
+    tp__dims(self, dims);
+    tp_sdim n = dims[d];
+    tp_sdim lo = clamp_bound(bs, n, "slice start within the dim"), hi = clamp_bound(be, n, "slice end within the dim");
+    tp_sdim len = tp__dim_sub(hi, lo);
+    if (len.v > 0) {
+        tp__dim_ge(len, 0, "slice length");
+        dims[d] = tp__dim_ceildiv(len, step);
+    } else {
+        tp__dim_ge(tp__dim_mulk(len, -1), 0, "empty slice");
+        dims[d] = tp__dimk(0);
+    }
     /* A step beyond the dim size selects at most one element; clamp it so
      * the view's stride cannot overflow. */
-    int64_t n = self->sizes[d];
-    if (step > n) step = n > 0 ? n : 1;
+    int64_t sz = self->sizes[d];
+    if (step > sz) step = sz > 0 ? sz : 1;
     return tp_tensor_slice(self, d, start, end, step, out);
 }
 DEFINE_VIEW_OP(slice)
 
 /* select(Tensor self, int dim, int index) */
-static tp_status view_select(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_select(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot select from a 0-dim tensor");
     int d;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
-    int64_t index = tp__arg_int(args, 2), n = self->sizes[d];
+    int64_t index = tp__arg_int(args, 2);
+    tp_sdim n = tp__dim(self, d);
     char buf[256];
-    TP_CHECK(index >= -n && index < n, TP_ERR_INDEX,
-             "index %" PRId64 " out of range for tensor of size %s at dimension %d", index,
+    TP_CHECK(tp__dim_ge(tp__dim_addk(n, index < 0 ? index : -index - 1), 0, "select index within the dim"),
+             TP_ERR_INDEX, "index %" PRId64 " out of range for tensor of size %s at dimension %d", index,
              tp__shape_str(self->ndim, self->sizes, buf, sizeof buf), d);
+    for (int i = 0, k = 0; i < self->ndim; i++)
+        if (i != d) dims[k++] = tp__dim(self, i);
     return tp_tensor_select(self, d, index, out);
 }
 DEFINE_VIEW_OP(select)
 
 /* narrow(Tensor self, int dim, int start, int length) */
-static tp_status view_narrow(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_narrow(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot narrow a 0-dim tensor");
     int d;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
-    int64_t start = tp__arg_int(args, 2), length = tp__arg_int(args, 3), n = self->sizes[d];
-    TP_CHECK(start >= -n && start <= n, TP_ERR_INDEX,
-             "start out of range (expected to be in range of [%" PRId64 ", %" PRId64 "], but got %" PRId64 ")", -n, n,
-             start);
-    if (start < 0) start += n;
+    tp_sdim st = tp__arg_sdim(args, 2), ln = tp__arg_sdim(args, 3);
+    tp__dims(self, dims);
+    tp_sdim n = dims[d];
+    int64_t start = st.v, length = ln.v;
+    TP_CHECK(start >= -n.v && start <= n.v, TP_ERR_INDEX,
+             "start out of range (expected to be in range of [%" PRId64 ", %" PRId64 "], but got %" PRId64 ")", -n.v,
+             n.v, start);
+    if (!tp__dim_is_const(st)) {
+        if (start < 0) tp__dim_give_up();
+        tp__dim_ge(st, 0, "a symbolic narrow start stays non-negative");
+    } else if (start < 0) {
+        tp__dim_ge(tp__dim_addk(n, start), 0, "narrow start within the dim");
+        st = tp__dim_addk(n, start);
+        start += n.v;
+    }
     TP_CHECK(length >= 0, TP_ERR_INVALID_ARG, "length must be non-negative, got %" PRId64, length);
-    TP_CHECK(length <= n - start, TP_ERR_INDEX,
-             "start (%" PRId64 ") + length (%" PRId64 ") exceeds dimension size (%" PRId64 ")", start, length, n);
+    if (!tp__dim_is_const(ln)) tp__dim_ge(ln, 0, "narrow length >= 0");
+    TP_CHECK(tp__dim_ge(tp__dim_sub(n, tp__dim_add(st, ln)), 0, "narrow window within the dim"), TP_ERR_INDEX,
+             "start (%" PRId64 ") + length (%" PRId64 ") exceeds dimension size (%" PRId64 ")", start, length, n.v);
+    dims[d] = ln;
     return tp_tensor_narrow(self, d, start, length, out);
 }
 DEFINE_VIEW_OP(narrow)
 
 /* contiguous(Tensor self, *, Any memory_format=None): self when already
  * contiguous, else a contiguous copy. */
-static tp_status view_contiguous(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_contiguous(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     TP_UNUSED(args);
+    tp__dims(self, dims);
     if (tp_tensor_is_meta(self) && !tp_tensor_is_contiguous(self))
         return tp__tensor_make(self->dtype, self->ndim, self->sizes, NULL, 0, NULL, out);
     return tp_tensor_contiguous(self, out);
@@ -306,9 +441,10 @@ DEFINE_VIEW_OP(contiguous)
  * unchanged and copy is False, else a converted contiguous copy. The
  * layout/device/pin_memory keywords of aten's to() are accepted and
  * ignored (every tensor here is a dense CPU tensor). */
-static tp_status view_to(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_to(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     tp_dtype dtype = args[1].kind == TP_VAL_DTYPE ? args[1].u.dtype : self->dtype;
     TP_CHECK((unsigned)dtype < TP_DTYPE_COUNT, TP_ERR_TYPE, "invalid dtype %d", (int)dtype);
+    tp__dims(self, dims);
     if (dtype == self->dtype && !tp__arg_bool(args, 3)) {
         *out = tp_tensor_retain(self);
         return TP_OK;
@@ -322,56 +458,59 @@ DEFINE_VIEW_OP(to)
 
 /* Build the result list: pieces of lens[i] along dim. With meta set, the
  * items are meta tensors (shape rule); otherwise views of self. */
-static tp_status split_result(tp_tensor *self, int dim, const int64_t *lens, int64_t count, bool meta, tp_value *out) {
+static tp_status split_result(tp_tensor *self, int dim, const tp_sdim *lens, int64_t count, bool meta, tp_value *out) {
     tp_value list;
     TP_TRY(tp_value_list(count, &list));
     int64_t offset = 0;
     for (int64_t i = 0; i < count; i++) {
         tp_status st;
         if (meta) {
-            int64_t sizes[TP_MAX_DIMS];
-            memcpy(sizes, self->sizes, sizeof sizes);
-            sizes[dim] = lens[i];
-            st = tp__out_tensor(&list.u.seq.items[i], self->dtype, self->ndim, sizes);
+            tp_sdim dims[TP_MAX_DIMS];
+            tp__dims(self, dims);
+            dims[dim] = lens[i];
+            st = tp__out_dims(&list.u.seq.items[i], self->dtype, self->ndim, dims);
         } else {
             tp_tensor *piece;
-            st = tp_tensor_narrow(self, dim, offset, lens[i], &piece);
+            st = tp_tensor_narrow(self, dim, offset, lens[i].v, &piece);
             if (st == TP_OK) list.u.seq.items[i] = tp_value_tensor(piece);
         }
         if (st != TP_OK) {
             tp_value_clear(&list);
             return st;
         }
-        offset += lens[i];
+        offset += lens[i].v;
     }
     tp_value_clear(out);
     *out = list;
     return TP_OK;
 }
 
-/* Pieces of split_size (the last one shorter) along a dim of size n. */
-static tp_status equal_pieces(int64_t n, int64_t split_size, int64_t **lens, int64_t *count) {
+/* Pieces of split_size (the last one shorter) along a dim of size n (a
+ * constant: how many pieces there are depends on it). */
+static tp_status equal_pieces(int64_t n, int64_t split_size, tp_sdim **lens, int64_t *count) {
     int64_t k = split_size == 0 ? 1 : (n == 0 ? 1 : (n - 1) / split_size + 1);
-    int64_t *l = tp_malloc((size_t)k * sizeof *l);
+    tp_sdim *l = tp_malloc((size_t)k * sizeof *l);
     TP_CHECK(l != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " split sizes", k);
-    for (int64_t i = 0; i < k; i++) l[i] = split_size;
-    l[k - 1] = n - split_size * (k - 1);
+    for (int64_t i = 0; i < k; i++) l[i] = tp__dimk(split_size);
+    l[k - 1] = tp__dimk(n - split_size * (k - 1));
     *lens = l;
     *count = k;
     return TP_OK;
 }
 
 /* split(Tensor self, Any split_size_or_sections, int dim=0) */
-static tp_status split_plan(tp_tensor *self, const tp_value *args, int *dim, int64_t **lens, int64_t *count) {
+static tp_status split_plan(tp_tensor *self, const tp_value *args, int *dim, tp_sdim **lens, int64_t *count) {
     TP_CHECK(self->ndim > 0, TP_ERR_SHAPE, "expected at least a 1-dimensional tensor");
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, dim));
-    int64_t n = self->sizes[*dim];
+    tp_sdim nd = tp__dim(self, *dim);
+    int64_t n = nd.v;
     const tp_value *s = &args[1];
     if (s->kind == TP_VAL_INT) {
         int64_t size = s->u.i;
         TP_CHECK(size >= 0, TP_ERR_INVALID_ARG, "the split size must be non-negative, got %" PRId64, size);
         TP_CHECK(size > 0 || n == 0, TP_ERR_INVALID_ARG,
                  "the split size can only be 0 if dimension size is 0, but got dimension size of %" PRId64, n);
+        tp__dim_eqk(nd, n, "the number of splits depends on the size");
         return equal_pieces(n, size, lens, count);
     }
     TP_CHECK(tp_value_is_seq(s), TP_ERR_TYPE,
@@ -386,27 +525,41 @@ static tp_status split_plan(tp_tensor *self, const tp_value *args, int *dim, int
                  e->u.i);
         TP_CHECK(tp_add_overflow_i64(total, e->u.i, &total), TP_ERR_INVALID_ARG, "the split sizes overflow");
     }
-    TP_CHECK(total == n, TP_ERR_INVALID_ARG,
+    TP_CHECK(tp__dim_eqk(nd, total, "split sections must add up to the size"), TP_ERR_INVALID_ARG,
              "the split sizes must sum exactly to %" PRId64
              " (input tensor's size at dimension %d), but they sum to %" PRId64,
              n, *dim, total);
-    int64_t *l = tp_malloc((size_t)(k ? k : 1) * sizeof *l);
+    tp_sdim *l = tp_malloc((size_t)(k ? k : 1) * sizeof *l);
     TP_CHECK(l != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " split sizes", k);
-    for (int64_t i = 0; i < k; i++) l[i] = tp_value_at(s, i)->u.i;
+    for (int64_t i = 0; i < k; i++) l[i] = tp__dimk(tp_value_at(s, i)->u.i);
     *lens = l;
     *count = k;
     return TP_OK;
 }
 
-/* chunk(Tensor self, int chunks, int dim=0): pieces of ceil(n / chunks). */
-static tp_status chunk_plan(tp_tensor *self, const tp_value *args, int *dim, int64_t **lens, int64_t *count) {
+/* chunk(Tensor self, int chunks, int dim=0): pieces of ceil(n / chunks).
+ * A dynamic size divisible by chunks gives chunks equal dynamic pieces;
+ * otherwise the pieces depend on the size, which is specialised. */
+static tp_status chunk_plan(tp_tensor *self, const tp_value *args, int *dim, tp_sdim **lens, int64_t *count) {
     TP_CHECK(self->ndim > 0, TP_ERR_SHAPE, "expected at least a 1-dimensional tensor");
     int64_t chunks = tp__arg_int(args, 1);
     TP_CHECK(chunks > 0, TP_ERR_INVALID_ARG, "the number of chunks must be greater than 0, got %" PRId64, chunks);
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, dim));
-    int64_t n = self->sizes[*dim];
+    tp_sdim nd = tp__dim(self, *dim);
+    int64_t n = nd.v;
+    if (!tp__dim_is_const(nd) && n > 0 && n % chunks == 0) {
+        tp__dim_divisible(nd, chunks, "chunk into equal parts");
+        tp__dim_ge(nd, chunks, "one element per chunk");
+        tp_sdim *l = tp_malloc((size_t)chunks * sizeof *l);
+        TP_CHECK(l != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " chunks", chunks);
+        for (int64_t i = 0; i < chunks; i++) l[i] = tp__dim_floordiv(nd, chunks);
+        *lens = l;
+        *count = chunks;
+        return TP_OK;
+    }
+    tp__dim_eqk(nd, n, "chunk counts depend on the size");
     if (n == 0) { /* PyTorch returns `chunks` empty pieces */
-        int64_t *l = tp_calloc((size_t)chunks, sizeof *l);
+        tp_sdim *l = tp_calloc((size_t)chunks, sizeof *l);
         TP_CHECK(l != NULL, TP_ERR_NOMEM, "out of memory for %" PRId64 " chunks", chunks);
         *lens = l;
         *count = chunks;
@@ -415,13 +568,14 @@ static tp_status chunk_plan(tp_tensor *self, const tp_value *args, int *dim, int
     return equal_pieces(n, (n - 1) / chunks + 1, lens, count);
 }
 
-typedef tp_status (*split_plan_fn)(tp_tensor *self, const tp_value *args, int *dim, int64_t **lens, int64_t *count);
+typedef tp_status (*split_plan_fn)(tp_tensor *self, const tp_value *args, int *dim, tp_sdim **lens, int64_t *count);
 
 static tp_status split_run(const tp_value *args, tp_value *out, split_plan_fn plan, bool meta) {
     tp_tensor *self;
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     int dim;
-    int64_t *lens = NULL, count = 0;
+    tp_sdim *lens = NULL;
+    int64_t count = 0;
     TP_TRY(plan(self, args, &dim, &lens, &count));
     tp_status st = split_result(self, dim, lens, count, meta, out);
     tp_free(lens);
@@ -463,6 +617,7 @@ static tp_status tensor_split_run(tp_op op, const tp_value *args, tp_value *out,
         dim = op == TP_OP_HSPLIT ? (self->ndim == 1 ? 0 : 1) : op == TP_OP_VSPLIT ? 0 : 2;
     }
     int64_t n = self->sizes[dim];
+    tp__dim_eqk(tp__dim(self, dim), n, "the pieces depend on the size");
     const tp_value *s = &args[1];
     int64_t count;
     if (s->kind == TP_VAL_INT) {
@@ -499,10 +654,10 @@ static tp_status tensor_split_run(tp_op op, const tp_value *args, tp_value *out,
         }
         tp_status st;
         if (meta) {
-            int64_t sizes[TP_MAX_DIMS];
-            memcpy(sizes, self->sizes, sizeof sizes);
-            sizes[dim] = len;
-            st = tp__out_tensor(&list.u.seq.items[i], self->dtype, self->ndim, sizes);
+            tp_sdim dims[TP_MAX_DIMS];
+            tp__dims(self, dims);
+            dims[dim] = tp__dimk(len);
+            st = tp__out_dims(&list.u.seq.items[i], self->dtype, self->ndim, dims);
         } else {
             tp_tensor *piece;
             st = tp_tensor_narrow(self, dim, begin, len, &piece);
@@ -535,7 +690,7 @@ TENSOR_SPLIT_OP(dsplit, TP_OP_DSPLIT)
 /* Copy v, replacing every tensor with a contiguous meta tensor. */
 static tp_status copy_as_meta(const tp_value *v, tp_value *out) {
     *out = tp_value_none();
-    if (v->kind == TP_VAL_TENSOR) return tp__out_tensor(out, v->u.tensor->dtype, v->u.tensor->ndim, v->u.tensor->sizes);
+    if (v->kind == TP_VAL_TENSOR) return tp__out_like(out, v->u.tensor->dtype, v->u.tensor);
     if (v->kind != TP_VAL_LIST && v->kind != TP_VAL_TUPLE) return tp_value_copy(v, out);
     int64_t n = tp_value_len(v);
     TP_TRY(v->kind == TP_VAL_LIST ? tp_value_list(n, out) : tp_value_tuple(n, out));
@@ -568,9 +723,13 @@ static tp_status getitem_run(const tp_value *args, tp_value *out, bool meta) {
         tp_tensor *t = self->u.tensor;
         TP_CHECK(t->ndim > 0, TP_ERR_INDEX, "invalid index of a 0-dim tensor");
         int64_t n = t->sizes[0];
-        TP_CHECK(index >= -n && index < n, TP_ERR_INDEX,
-                 "index %" PRId64 " is out of bounds for dimension 0 with size %" PRId64, index, n);
-        if (meta) return tp__out_tensor(out, t->dtype, t->ndim - 1, t->sizes + 1);
+        TP_CHECK(tp__dim_ge(tp__dim_addk(tp__dim(t, 0), index < 0 ? index : -index - 1), 0, "index within the dim"),
+                 TP_ERR_INDEX, "index %" PRId64 " is out of bounds for dimension 0 with size %" PRId64, index, n);
+        if (meta) {
+            tp_sdim dims[TP_MAX_DIMS];
+            tp__dims(t, dims);
+            return tp__out_dims(out, t->dtype, t->ndim - 1, dims + 1);
+        }
         tp_tensor *r;
         TP_TRY(tp_tensor_select(t, 0, index, &r));
         tp_value_clear(out);
@@ -599,7 +758,7 @@ typedef struct concat_plan {
     tp_dtype dtype;
     int dim;
     int ndim;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
 } concat_plan;
 
 /* Common checks of a tensor list: non-empty, all tensors; the promoted
@@ -616,8 +775,13 @@ static tp_status list_dtype(const tp_value *list, tp_dtype *dtype) {
     return TP_OK;
 }
 
-/* PyTorch's legacy rule: 1-d empty tensors are skipped by cat. */
-static bool cat_skipped(const tp_tensor *t) { return t->ndim == 1 && t->sizes[0] == 0; }
+/* PyTorch's legacy rule: 1-d empty tensors are skipped by cat (a dynamic
+ * size that is 0 in the example cannot be followed). */
+static bool cat_skipped(const tp_tensor *t) {
+    if (t->ndim != 1 || t->sizes[0] != 0) return false;
+    if (!tp__dim_is_const(tp__dim(t, 0))) tp__dim_give_up();
+    return true;
+}
 
 static tp_status cat_plan(const tp_value *args, concat_plan *p) {
     const tp_value *list = &args[0];
@@ -633,26 +797,29 @@ static tp_status cat_plan(const tp_value *args, concat_plan *p) {
     if (!ref) { /* every input is a 1-d empty tensor */
         TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), 1, &p->dim));
         p->ndim = 1;
-        p->sizes[0] = 0;
+        p->sizes[0] = tp__dimk(0);
         return TP_OK;
     }
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), ref->ndim, &p->dim));
-    p->ndim = ref->ndim;
-    memcpy(p->sizes, ref->sizes, sizeof p->sizes);
-    p->sizes[p->dim] = 0;
+    p->ndim = tp__dims(ref, p->sizes);
+    p->sizes[p->dim] = tp__dimk(0);
     for (int64_t k = 0; k < n; k++) {
         const tp_tensor *t = tp_value_at(list, k)->u.tensor;
         if (cat_skipped(t)) continue;
         TP_CHECK(t->ndim == ref->ndim, TP_ERR_SHAPE, "Tensors must have same number of dimensions: got %d and %d",
                  ref->ndim, t->ndim);
         for (int d = 0; d < t->ndim; d++) {
-            TP_CHECK(d == p->dim || t->sizes[d] == ref->sizes[d], TP_ERR_SHAPE,
+            TP_CHECK(d == p->dim || t == ref ||
+                         tp__dim_eq(tp__dim(t, d), tp__dim(ref, d), "sizes of the non-concatenated dims"),
+                     TP_ERR_SHAPE,
                      "Sizes of tensors must match except in dimension %d. Expected size %" PRId64
                      " but got size %" PRId64 " for tensor number %" PRId64 " in the list.",
                      p->dim, ref->sizes[d], t->sizes[d], k);
         }
-        TP_CHECK(tp_add_overflow_i64(p->sizes[p->dim], t->sizes[p->dim], &p->sizes[p->dim]), TP_ERR_SHAPE,
+        int64_t sum;
+        TP_CHECK(tp_add_overflow_i64(p->sizes[p->dim].v, t->sizes[p->dim], &sum), TP_ERR_SHAPE,
                  "concatenated size overflows");
+        p->sizes[p->dim] = tp__dim_add(p->sizes[p->dim], tp__dim(t, p->dim));
     }
     return TP_OK;
 }
@@ -660,7 +827,7 @@ static tp_status cat_plan(const tp_value *args, concat_plan *p) {
 static tp_status infer_cat(const tp_value *args, tp_value *out) {
     concat_plan p;
     TP_TRY(cat_plan(args, &p));
-    return tp__out_tensor(out, p.dtype, p.ndim, p.sizes);
+    return tp__out_dims(out, p.dtype, p.ndim, p.sizes);
 }
 
 static tp_status kernel_cat(const tp_value *args, tp_value *out) {
@@ -688,7 +855,10 @@ static tp_status stack_plan(const tp_value *args, concat_plan *p) {
     char b1[256], b2[256];
     for (int64_t k = 1; k < n; k++) {
         const tp_tensor *t = tp_value_at(list, k)->u.tensor;
-        TP_CHECK(t->ndim == first->ndim && memcmp(t->sizes, first->sizes, (size_t)t->ndim * sizeof(int64_t)) == 0,
+        bool same = t->ndim == first->ndim;
+        for (int d = 0; same && d < t->ndim; d++)
+            same = tp__dim_eq(tp__dim(t, d), tp__dim(first, d), "stacked tensors have equal shapes");
+        TP_CHECK(same,
                  TP_ERR_SHAPE, "expected each tensor to be equal size, but got %s at entry 0 and %s at entry %" PRId64,
                  tp__shape_str(first->ndim, first->sizes, b1, sizeof b1),
                  tp__shape_str(t->ndim, t->sizes, b2, sizeof b2), k);
@@ -696,14 +866,14 @@ static tp_status stack_plan(const tp_value *args, concat_plan *p) {
     TP_CHECK(first->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "the result would have more than %d dims", TP_MAX_DIMS);
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), first->ndim + 1, &p->dim));
     p->ndim = first->ndim + 1;
-    for (int i = 0, j = 0; i < p->ndim; i++) p->sizes[i] = i == p->dim ? n : first->sizes[j++];
+    for (int i = 0, j = 0; i < p->ndim; i++) p->sizes[i] = i == p->dim ? tp__dimk(n) : tp__dim(first, j++);
     return TP_OK;
 }
 
 static tp_status infer_stack(const tp_value *args, tp_value *out) {
     concat_plan p;
     TP_TRY(stack_plan(args, &p));
-    return tp__out_tensor(out, p.dtype, p.ndim, p.sizes);
+    return tp__out_dims(out, p.dtype, p.ndim, p.sizes);
 }
 
 static tp_status kernel_stack(const tp_value *args, tp_value *out) {
@@ -778,7 +948,7 @@ static tp_status infer_flip(const tp_value *args, tp_value *out) {
     bool flipped[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(flip_plan(self, args, flipped));
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_flip(const tp_value *args, tp_value *out) {
@@ -809,7 +979,7 @@ static tp_status kernel_flip(const tp_value *args, tp_value *out) {
 
 typedef enum { SHUF_PIXEL, SHUF_PIXEL_UN, SHUF_CHANNEL } shuffle_kind;
 
-static tp_status shuffle_plan(const tp_value *args, shuffle_kind kind, tp_tensor **self, int64_t *sizes) {
+static tp_status shuffle_plan(const tp_value *args, shuffle_kind kind, tp_tensor **self, tp_sdim *sizes) {
     TP_TRY(tp__need_tensor(args, 0, "self", self));
     const tp_tensor *x = *self;
     int64_t f = tp__arg_int(args, 1);
@@ -820,10 +990,10 @@ static tp_status shuffle_plan(const tp_value *args, shuffle_kind kind, tp_tensor
                  tp__shape_str(nd, x->sizes, buf, sizeof buf));
         TP_CHECK(f > 0, TP_ERR_INVALID_ARG,
                  "Number of groups to divide channels in must be positive. Value of groups:%" PRId64, f);
-        TP_CHECK(x->sizes[1] % f == 0, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_divisible(tp__dim(x, 1), f, "channels divide into groups"), TP_ERR_SHAPE,
                  "Number of channels must be divisible by groups. Got %" PRId64 " channels and %" PRId64 " groups.",
                  x->sizes[1], f);
-        memcpy(sizes, x->sizes, (size_t)nd * sizeof *sizes);
+        tp__dims(x, sizes);
         return TP_OK;
     }
     const char *name = kind == SHUF_PIXEL ? "pixel_shuffle" : "pixel_unshuffle";
@@ -831,43 +1001,47 @@ static tp_status shuffle_plan(const tp_value *args, shuffle_kind kind, tp_tensor
              "%s expects input to have at least 3 dimensions, but got input with %d dimension(s)", name, nd);
     TP_CHECK(f > 0, TP_ERR_INVALID_ARG, "%s expects a positive %s, but got %" PRId64, name,
              kind == SHUF_PIXEL ? "upscale_factor" : "downscale_factor", f);
-    memcpy(sizes, x->sizes, (size_t)nd * sizeof *sizes);
-    int64_t c = x->sizes[nd - 3], h = x->sizes[nd - 2], w = x->sizes[nd - 1], ff;
+    tp__dims(x, sizes);
+    int64_t c = x->sizes[nd - 3], h = x->sizes[nd - 2], w = x->sizes[nd - 1], ff, t;
     TP_CHECK(tp_mul_overflow_i64(f, f, &ff), TP_ERR_INVALID_ARG, "factor %" PRId64 " is too large", f);
     if (kind == SHUF_PIXEL) {
-        TP_CHECK(c % ff == 0, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_divisible(sizes[nd - 3], ff, "pixel_shuffle: channels divisible by the factor squared"),
+                 TP_ERR_SHAPE,
                  "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                  "upscale_factor, but input.size(-3)=%" PRId64 " is not divisible by %" PRId64,
                  c, ff);
-        sizes[nd - 3] = c / ff;
-        TP_CHECK(tp_mul_overflow_i64(h, f, &sizes[nd - 2]) && tp_mul_overflow_i64(w, f, &sizes[nd - 1]),
-                 TP_ERR_SHAPE, "the result is too large");
+        TP_CHECK(tp_mul_overflow_i64(h, f, &t) && tp_mul_overflow_i64(w, f, &t), TP_ERR_SHAPE,
+                 "the result is too large");
+        sizes[nd - 3] = tp__dim_floordiv(sizes[nd - 3], ff);
+        sizes[nd - 2] = tp__dim_mulk(sizes[nd - 2], f);
+        sizes[nd - 1] = tp__dim_mulk(sizes[nd - 1], f);
     } else {
-        TP_CHECK(h % f == 0, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_divisible(sizes[nd - 2], f, "pixel_unshuffle: height divisible by the factor"), TP_ERR_SHAPE,
                  "pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)=%" PRId64
                  " is not divisible by %" PRId64,
                  h, f);
-        TP_CHECK(w % f == 0, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_divisible(sizes[nd - 1], f, "pixel_unshuffle: width divisible by the factor"), TP_ERR_SHAPE,
                  "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=%" PRId64
                  " is not divisible by %" PRId64,
                  w, f);
-        TP_CHECK(tp_mul_overflow_i64(c, ff, &sizes[nd - 3]), TP_ERR_SHAPE, "the result is too large");
-        sizes[nd - 2] = h / f;
-        sizes[nd - 1] = w / f;
+        TP_CHECK(tp_mul_overflow_i64(c, ff, &t), TP_ERR_SHAPE, "the result is too large");
+        sizes[nd - 3] = tp__dim_mulk(sizes[nd - 3], ff);
+        sizes[nd - 2] = tp__dim_floordiv(sizes[nd - 2], f);
+        sizes[nd - 1] = tp__dim_floordiv(sizes[nd - 1], f);
     }
     return TP_OK;
 }
 
 static tp_status shuffle_infer(const tp_value *args, tp_value *out, shuffle_kind kind) {
     tp_tensor *self;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(shuffle_plan(args, kind, &self, sizes));
-    return tp__out_tensor(out, self->dtype, self->ndim, sizes);
+    return tp__out_dims(out, self->dtype, self->ndim, sizes);
 }
 
 static tp_status shuffle_kernel(const tp_value *args, tp_value *out, shuffle_kind kind) {
     tp_tensor *self, *o = tp__out_at(out, 0);
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(shuffle_plan(args, kind, &self, sizes));
     TP_TRY(tp__has_data(self, "self"));
     if (tp_tensor_numel(o) == 0) return TP_OK;
@@ -920,7 +1094,7 @@ static tp_status kernel_channel_shuffle(const tp_value *args, tp_value *out) {
 }
 
 /* repeat(Tensor self, int[] repeats) */
-static tp_status repeat_plan(const tp_tensor *self, const tp_value *args, int *ndim, int64_t *sizes) {
+static tp_status repeat_plan(const tp_tensor *self, const tp_value *args, int *ndim, int64_t *sizes, tp_sdim *dims) {
     int64_t reps[TP_MAX_DIMS];
     int n;
     TP_TRY(tp__arg_ints(args, 1, "repeats", reps, TP_MAX_DIMS, 0, &n));
@@ -932,6 +1106,7 @@ static tp_status repeat_plan(const tp_tensor *self, const tp_value *args, int *n
         int64_t s = ti >= 0 ? self->sizes[ti] : 1;
         TP_CHECK(reps[i] >= 0, TP_ERR_INVALID_ARG, "negative repeat count %" PRId64 " at dim %d", reps[i], i);
         TP_CHECK(tp_mul_overflow_i64(s, reps[i], &sizes[i]), TP_ERR_SHAPE, "the repeated size overflows at dim %d", i);
+        if (dims) dims[i] = tp__dim_mulk(ti >= 0 ? tp__dim(self, ti) : tp__dimk(1), reps[i]);
     }
     int64_t numel;
     TP_TRY(tp__numel(n, sizes, &numel));
@@ -943,9 +1118,10 @@ static tp_status infer_repeat(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     int n;
     int64_t sizes[TP_MAX_DIMS];
+    tp_sdim dims[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
-    TP_TRY(repeat_plan(self, args, &n, sizes));
-    return tp__out_tensor(out, self->dtype, n, sizes);
+    TP_TRY(repeat_plan(self, args, &n, sizes, dims));
+    return tp__out_dims(out, self->dtype, n, dims);
 }
 
 static tp_status kernel_repeat(const tp_value *args, tp_value *out) {
@@ -954,7 +1130,7 @@ static tp_status kernel_repeat(const tp_value *args, tp_value *out) {
     int64_t sizes[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(tp__has_data(self, "self"));
-    TP_TRY(repeat_plan(self, args, &n, sizes));
+    TP_TRY(repeat_plan(self, args, &n, sizes, NULL));
     if (tp_tensor_numel(o) == 0) return TP_OK;
     index_maps m;
     TP_TRY(maps_alloc(&m, n, sizes));
@@ -972,7 +1148,7 @@ static tp_status kernel_repeat(const tp_value *args, tp_value *out) {
 static tp_status infer_clone(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_clone(const tp_value *args, tp_value *out) {
@@ -1051,7 +1227,7 @@ static tp_status infer_roll(const tp_value *args, tp_value *out) {
     roll_plan p;
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(roll_plan_make(self, args, &p));
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_roll(const tp_value *args, tp_value *out) {
@@ -1123,7 +1299,14 @@ static tp_status infer_rot90(const tp_value *args, tp_value *out) {
     rot90_plan p;
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(rot90_plan_make(self, args, &p));
-    return tp__out_tensor(out, self->dtype, self->ndim, p.sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(self, dims);
+    if (p.k & 1) {
+        tp_sdim t = dims[p.d0];
+        dims[p.d0] = dims[p.d1];
+        dims[p.d1] = t;
+    }
+    return tp__out_dims(out, self->dtype, self->ndim, dims);
 }
 
 static tp_status kernel_rot90(const tp_value *args, tp_value *out) {
@@ -1169,6 +1352,7 @@ typedef struct rinter_plan {
     int64_t reps; /* int repeats; -1 for a tensor of repeats */
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
+    tp_sdim dims[TP_MAX_DIMS]; /* sizes for the shape rule (dim.h) */
 } rinter_plan;
 
 static tp_status rinter_plan_make(const tp_tensor *self, const tp_value *args, rinter_plan *p) {
@@ -1180,13 +1364,15 @@ static tp_status rinter_plan_make(const tp_tensor *self, const tp_value *args, r
     if (p->flat) {
         p->dim = 0;
         p->ndim = 1;
-        p->sizes[0] = tp_tensor_numel(self);
+        p->dims[0] = tp__dimk(1);
+        for (int i = 0; i < self->ndim; i++) p->dims[0] = tp__dim_mul(p->dims[0], tp__dim(self, i));
     } else {
         TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), self->ndim, &p->dim));
         p->ndim = self->ndim ? self->ndim : 1;
-        if (self->ndim) memcpy(p->sizes, self->sizes, sizeof p->sizes);
-        else p->sizes[0] = 1;
+        if (self->ndim) tp__dims(self, p->dims);
+        else p->dims[0] = tp__dimk(1);
     }
+    for (int i = 0; i < p->ndim; i++) p->sizes[i] = p->dims[i].v;
     int64_t n = p->sizes[p->dim];
     bool has_size = !tp__arg_is_none(args, 3);
     int64_t output_size = has_size ? tp__arg_int(args, 3) : 0;
@@ -1195,7 +1381,8 @@ static tp_status rinter_plan_make(const tp_tensor *self, const tp_value *args, r
                  "repeats has to be Long or Int tensor, got %s", tp_dtype_name(rt->dtype));
         TP_CHECK(rt->ndim <= 1, TP_ERR_SHAPE, "repeats must be 0-dim or 1-dim tensor, got %d dims", rt->ndim);
         int64_t rn = rt->ndim ? rt->sizes[0] : 1;
-        TP_CHECK(rn == 1 || rn == n, TP_ERR_SHAPE,
+        TP_CHECK(rn == 1 || tp__dim_eq(rt->ndim ? tp__dim(rt, 0) : tp__dimk(1), p->dims[p->dim], "one repeat per element"),
+                 TP_ERR_SHAPE,
                  "repeats must have the same size as input along dim, but got repeats.size(0) = %" PRId64
                  " and input.size(%d) = %" PRId64,
                  rn, p->dim, n);
@@ -1204,11 +1391,14 @@ static tp_status rinter_plan_make(const tp_tensor *self, const tp_value *args, r
         TP_CHECK(output_size >= 0, TP_ERR_INVALID_ARG, "output_size must be non-negative, got %" PRId64, output_size);
         p->reps = -1;
         p->sizes[p->dim] = output_size;
+        p->dims[p->dim] = tp__arg_sdim(args, 3);
     } else {
         p->reps = tp__arg_int(args, 1);
         TP_CHECK(p->reps >= 0, TP_ERR_INVALID_ARG, "repeats can not be negative");
         TP_CHECK(tp_mul_overflow_i64(n, p->reps, &p->sizes[p->dim]), TP_ERR_SHAPE, "the repeated size overflows");
-        TP_CHECK(!has_size || output_size == p->sizes[p->dim], TP_ERR_INVALID_ARG,
+        p->dims[p->dim] = tp__dim_mulk(p->dims[p->dim], p->reps);
+        TP_CHECK(!has_size || tp__dim_eq(tp__arg_sdim(args, 3), p->dims[p->dim], "output_size is the repeated size"),
+                 TP_ERR_INVALID_ARG,
                  "allocated size does not match required size (output_size %" PRId64 ", required %" PRId64 ")",
                  output_size, p->sizes[p->dim]);
     }
@@ -1221,7 +1411,7 @@ static tp_status infer_repeat_interleave(const tp_value *args, tp_value *out) {
     rinter_plan p;
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(rinter_plan_make(self, args, &p));
-    return tp__out_tensor(out, self->dtype, p.ndim, p.sizes);
+    return tp__out_dims(out, self->dtype, p.ndim, p.dims);
 }
 
 static tp_status kernel_repeat_interleave(const tp_value *args, tp_value *out) {
@@ -1289,16 +1479,17 @@ static tp_status unbind_run(const tp_value *args, tp_value *out, bool meta) {
     int dim;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
     int64_t count = self->sizes[dim];
+    tp__dim_eqk(tp__dim(self, dim), count, "unbind's count is the size");
     tp_value list;
     TP_TRY(tp_value_list(count, &list));
     for (int64_t i = 0; i < count; i++) {
         tp_status st;
         if (meta) {
-            int64_t sizes[TP_MAX_DIMS];
+            tp_sdim sizes[TP_MAX_DIMS];
             int k = 0;
             for (int d = 0; d < self->ndim; d++)
-                if (d != dim) sizes[k++] = self->sizes[d];
-            st = tp__out_tensor(&list.u.seq.items[i], self->dtype, k, sizes);
+                if (d != dim) sizes[k++] = tp__dim(self, d);
+            st = tp__out_dims(&list.u.seq.items[i], self->dtype, k, sizes);
         } else {
             tp_tensor *piece;
             st = tp_tensor_select(self, dim, i, &piece);
@@ -1347,6 +1538,10 @@ static tp_status atleast_list(const tp_value *list, int nd, tp_value *out) {
             tp_value_clear(out);
             return st;
         }
+        tp_sdim dims[TP_MAX_DIMS];
+        for (int d = 0; d < lead; d++) dims[d] = tp__dimk(1);
+        tp__dims(t, dims + lead);
+        tp__tensor_set_dims(v, dims);
         out->u.seq.items[k] = tp_value_tensor(v);
     }
     return TP_OK;
@@ -1375,27 +1570,27 @@ static tp_status kernel_vstack(const tp_value *args, tp_value *out) { return hvs
 /* ---- unflatten / movedim: views ----------------------------------------- */
 
 /* unflatten(Tensor self, int dim, int[] sizes) */
-static tp_status view_unflatten(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_unflatten(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     TP_CHECK(self->ndim > 0, TP_ERR_INDEX, "cannot unflatten a 0-dim tensor");
     int d;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
-    int64_t req[TP_MAX_DIMS], parts[TP_MAX_DIMS], shape[TP_MAX_DIMS];
+    tp_sdim req[TP_MAX_DIMS], parts[TP_MAX_DIMS], have = tp__dim(self, d);
     int n;
-    TP_TRY(tp__arg_ints(args, 2, "sizes", req, TP_MAX_DIMS, 0, &n));
+    TP_TRY(tp__arg_sdims(args, 2, "sizes", req, TP_MAX_DIMS, 0, &n));
     TP_CHECK(n > 0, TP_ERR_INVALID_ARG, "unflatten: sizes must be non-empty");
     TP_CHECK(self->ndim - 1 + n <= TP_MAX_DIMS, TP_ERR_SHAPE, "the result would have more than %d dims",
              TP_MAX_DIMS);
-    TP_TRY(resolve_shape(self->sizes[d], n, req, parts));
+    TP_TRY(resolve_shape(1, &have, n, req, parts));
     int k = 0;
-    for (int i = 0; i < d; i++) shape[k++] = self->sizes[i];
-    for (int i = 0; i < n; i++) shape[k++] = parts[i];
-    for (int i = d + 1; i < self->ndim; i++) shape[k++] = self->sizes[i];
-    return reshape_to(self, k, shape, out);
+    for (int i = 0; i < d; i++) dims[k++] = tp__dim(self, i);
+    for (int i = 0; i < n; i++) dims[k++] = parts[i];
+    for (int i = d + 1; i < self->ndim; i++) dims[k++] = tp__dim(self, i);
+    return reshape_to(self, k, dims, out);
 }
 DEFINE_VIEW_OP(unflatten)
 
 /* movedim(Tensor self, int[] source, int[] destination) */
-static tp_status view_movedim(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_movedim(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     int64_t src[TP_MAX_DIMS], dst[TP_MAX_DIMS];
     int ns, nd;
     TP_TRY(tp__arg_ints(args, 1, "source", src, TP_MAX_DIMS, 0, &ns));
@@ -1416,12 +1611,13 @@ static tp_status view_movedim(tp_tensor *self, const tp_value *args, tp_tensor *
         src_used[s] = dst_used[t] = true;
         order[t] = s;
     }
-    if (ndim == 0) return alias(self, out);
+    if (ndim == 0) return alias(self, out, dims);
     for (int t = 0, s = 0; t < ndim; t++) {
         if (dst_used[t]) continue;
         while (src_used[s]) s++;
         order[t] = s++;
     }
+    for (int t = 0; t < ndim; t++) dims[t] = tp__dim(self, (int)order[t]);
     return tp_tensor_permute(self, order, out);
 }
 DEFINE_VIEW_OP(movedim)
@@ -1435,6 +1631,7 @@ typedef struct pad_plan {
     int ndim;
     int64_t before[TP_MAX_DIMS], after[TP_MAX_DIMS]; /* per dim (0 where not padded) */
     int64_t sizes[TP_MAX_DIMS];                      /* output sizes */
+    tp_sdim dims[TP_MAX_DIMS];                       /* the same for the shape rule (dim.h) */
 } pad_plan;
 
 /* pad(Tensor input, int[] pad, str mode='constant', float? value=None):
@@ -1467,25 +1664,30 @@ static tp_status pad_plan_make(const tp_tensor *self, const tp_value *args, pad_
     for (int d = 0; d < self->ndim; d++) {
         p->before[d] = p->after[d] = 0;
         p->sizes[d] = self->sizes[d];
+        p->dims[d] = tp__dim(self, d);
     }
     for (int j = 0; j < n / 2; j++) {
         int d = self->ndim - 1 - j;
         int64_t l = pads[2 * j], r = pads[2 * j + 1], s = self->sizes[d], size;
         TP_CHECK(tp_add_overflow_i64(s, l, &size) && tp_add_overflow_i64(size, r, &size), TP_ERR_SHAPE,
                  "the padded size overflows at dimension %d", d);
-        TP_CHECK(size >= 0, TP_ERR_SHAPE,
+        tp_sdim sd = tp__dim(self, d), od = tp__dim_addk(sd, l + r);
+        TP_CHECK(tp__dim_ge(od, 0, "padded size"), TP_ERR_SHAPE,
                  "The input size %" PRId64 ", plus negative padding %" PRId64 " and %" PRId64
                  " resulted in a negative output size, which is invalid. Check dimension %d of your input.",
                  s, l, r, d);
         if (p->mode == PAD_REFLECT)
-            TP_CHECK(l < s && r < s, TP_ERR_SHAPE,
+            TP_CHECK(tp__dim_ge(tp__dim_addk(sd, -(l > r ? l : r) - 1), 0, "reflect padding must be smaller than the dim"),
+                     TP_ERR_SHAPE,
                      "Padding size should be less than the corresponding input dimension, but got: padding (%" PRId64
                      ", %" PRId64 ") at dimension %d of input %s",
                      l, r, d, tp__shape_str(self->ndim, self->sizes, buf, sizeof buf));
         if (p->mode == PAD_REPLICATE)
-            TP_CHECK(s > 0 || size == 0, TP_ERR_SHAPE, "cannot replicate-pad dimension %d of size 0", d);
+            TP_CHECK(tp__dim_ge(sd, 1, "replicate padding needs a non-empty dim") || size == 0, TP_ERR_SHAPE,
+                     "cannot replicate-pad dimension %d of size 0", d);
         if (p->mode == PAD_CIRCULAR) {
-            TP_CHECK(l <= s && r <= s, TP_ERR_SHAPE,
+            TP_CHECK(tp__dim_ge(tp__dim_addk(sd, -(l > r ? l : r)), 0, "circular padding must not exceed the dim"),
+                     TP_ERR_SHAPE,
                      "Padding value causes wrapping around more than once (padding (%" PRId64 ", %" PRId64
                      ") at dimension %d of size %" PRId64 ")",
                      l, r, d, s);
@@ -1495,6 +1697,7 @@ static tp_status pad_plan_make(const tp_tensor *self, const tp_value *args, pad_
         p->before[d] = l;
         p->after[d] = r;
         p->sizes[d] = size;
+        p->dims[d] = od;
     }
     return TP_OK;
 }
@@ -1504,7 +1707,7 @@ static tp_status infer_pad(const tp_value *args, tp_value *out) {
     pad_plan p;
     TP_TRY(tp__need_tensor(args, 0, "input", &self));
     TP_TRY(pad_plan_make(self, args, &p));
-    return tp__out_tensor(out, self->dtype, p.ndim, p.sizes);
+    return tp__out_dims(out, self->dtype, p.ndim, p.dims);
 }
 
 /* constant: fill, then copy the kept part of the input into place */
@@ -1615,30 +1818,43 @@ static tp_status diag_dims(int64_t dim1, int64_t dim2, int nd, int *d1, int *d2)
     return TP_OK;
 }
 
-static tp_status diagonal_view(tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, tp_tensor **out) {
+/* The diagonal's length: min(s2 - offset, s1) (offset >= 0) or
+ * min(s1 + offset, s2), at least 0. */
+static tp_sdim diag_len(tp_sdim s1, tp_sdim s2, int64_t offset) {
+    tp_sdim len = offset >= 0 ? tp__dim_min(tp__dim_addk(s2, -offset), s1, "the diagonal's length")
+                              : tp__dim_min(tp__dim_addk(s1, offset), s2, "the diagonal's length");
+    return tp__dim_max(len, tp__dimk(0), "the diagonal's length");
+}
+
+static tp_status diagonal_view(tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, tp_tensor **out,
+                               tp_sdim *dims) {
     TP_TRY(check_offset(offset));
     int d1, d2, nd;
     int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS], off;
     TP_TRY(diag_dims(dim1, dim2, self->ndim, &d1, &d2));
     diag_geometry(self, offset, d1, d2, &nd, sizes, strides, &off);
+    for (int d = 0, n = 0; d < self->ndim; d++)
+        if (d != d1 && d != d2) dims[n++] = tp__dim(self, d);
+    dims[nd - 1] = diag_len(tp__dim(self, d1), tp__dim(self, d2), offset);
     return tp_tensor_as_strided(self, nd, sizes, strides, off, out);
 }
 
 /* diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) */
-static tp_status view_diagonal(tp_tensor *self, const tp_value *args, tp_tensor **out) {
-    return diagonal_view(self, tp__arg_int(args, 1), tp__arg_int(args, 2), tp__arg_int(args, 3), out);
+static tp_status view_diagonal(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
+    return diagonal_view(self, tp__arg_int(args, 1), tp__arg_int(args, 2), tp__arg_int(args, 3), out, dims);
 }
 DEFINE_VIEW_OP(diagonal)
 
 /* ---- unfold(Tensor self, int dimension, int size, int step): a view -----
  * Every window of `size` elements along dimension, `step` apart, as a new
  * last dim (a 0-d tensor counts as one element). */
-static tp_status view_unfold(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_unfold(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     int d;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &d));
     int64_t size = tp__arg_int(args, 2), step = tp__arg_int(args, 3);
     int64_t n = self->ndim ? self->sizes[d] : 1, st = self->ndim ? self->strides[d] : 1;
-    TP_CHECK(size <= n, TP_ERR_SHAPE, "maximum size for tensor at dimension %d is %" PRId64 " but size is %" PRId64, d,
+    tp_sdim nd_ = self->ndim ? tp__dim(self, d) : tp__dimk(1);
+    TP_CHECK(tp__dim_ge(tp__dim_addk(nd_, -size), 0, "the window fits the dim"), TP_ERR_SHAPE, "maximum size for tensor at dimension %d is %" PRId64 " but size is %" PRId64, d,
              n, size);
     TP_CHECK(size >= 0, TP_ERR_INVALID_ARG, "size is %" PRId64 " but must be >= 0", size);
     TP_CHECK(step > 0, TP_ERR_INVALID_ARG, "step is %" PRId64 " but must be > 0", step);
@@ -1655,6 +1871,9 @@ static tp_status view_unfold(tp_tensor *self, const tp_value *args, tp_tensor **
     }
     sizes[nd - 1] = size;
     strides[nd - 1] = st;
+    tp__dims(self, dims);
+    if (self->ndim) dims[d] = tp__dim_addk(tp__dim_floordiv(tp__dim_addk(nd_, -size), step), 1);
+    dims[nd - 1] = tp__dimk(size);
     return tp_tensor_as_strided(self, nd, sizes, strides, self->offset, out);
 }
 DEFINE_VIEW_OP(unfold)
@@ -1720,10 +1939,13 @@ static int64_t storage_extent(const tp_tensor *t) {
     return e;
 }
 
-static tp_status view_as_strided(tp_tensor *self, const tp_value *args, tp_tensor **out) {
+static tp_status view_as_strided(tp_tensor *self, const tp_value *args, tp_tensor **out, tp_sdim *dims) {
     int n;
     int64_t size[TP_MAX_DIMS], stride[TP_MAX_DIMS], off;
     TP_TRY(strided_args(args, 1, self->offset, &n, size, stride, &off));
+    for (int i = 0; i < self->ndim; i++)
+        if (!tp__dim_is_const(tp__dim(self, i))) tp__dim_give_up(); /* explicit strides fix the geometry */
+    for (int i = 0; i < n; i++) dims[i] = tp__dimk(size[i]);
     size_t es = tp_dtype_size(self->dtype);
     int64_t have = self->storage ? (int64_t)(self->storage->nbytes / es) : storage_extent(self);
     TP_TRY(strided_fits(n, size, stride, off, es, have));
@@ -1735,9 +1957,11 @@ DEFINE_VIEW_OP(as_strided)
  * Out of place: a copy of self whose select / slice / diagonal view (same
  * arguments after src) takes src, which must have the view's shape exactly
  * (its dtype is converted). */
-static tp_status scatter_view_check(const tp_tensor *view, const tp_tensor *src) {
+static tp_status scatter_view_check(const tp_tensor *view, const tp_sdim *dims, const tp_tensor *src) {
     char b1[256], b2[256];
-    TP_CHECK(view->ndim == src->ndim && !memcmp(view->sizes, src->sizes, (size_t)src->ndim * sizeof *src->sizes),
+    bool same = view->ndim == src->ndim;
+    for (int i = 0; same && i < src->ndim; i++) same = tp__dim_eq(tp__dim(src, i), dims[i], "src has the view's shape");
+    TP_CHECK(same,
              TP_ERR_SHAPE, "expected src to have a size equal to the slice of self. src size = %s, slice size = %s",
              tp__shape_str(src->ndim, src->sizes, b1, sizeof b1), tp__shape_str(view->ndim, view->sizes, b2, sizeof b2));
     return TP_OK;
@@ -1760,13 +1984,15 @@ static tp_status view_scatter_run(const tp_value *args, tp_value *out, view_fn f
         }
     }
     /* fn reads its arguments from index 1 on: args + 1 puts the view's arguments there */
-    tp_status st = fn(base, args + 1, &v);
+    tp_sdim dims[TP_MAX_DIMS];
+    if (meta) tp__tensor_set_sym(base, tp__tensor_sym(self));
+    tp_status st = fn(base, args + 1, &v, dims);
     tp_tensor_free(base);
     if (st != TP_OK) return st;
-    st = scatter_view_check(v, src);
+    st = scatter_view_check(v, dims, src);
     if (st == TP_OK && !meta) st = tp_tensor_copy_(v, src);
     tp_tensor_free(v);
-    if (st == TP_OK && meta) st = tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    if (st == TP_OK && meta) st = tp__out_like(out, self->dtype, self);
     return st;
 }
 
@@ -1811,8 +2037,12 @@ static tp_status as_strided_scatter_run(const tp_value *args, tp_value *out, boo
     TP_TRY(strided_fits(n, size, stride, off, tp_dtype_size(self->dtype), numel));
     tp_tensor vm = {.dtype = src->dtype, .ndim = n};
     memcpy(vm.sizes, size, (size_t)n * sizeof *size);
-    TP_TRY(scatter_view_check(&vm, src));
-    if (meta) return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    tp_sdim vdims[TP_MAX_DIMS];
+    for (int i = 0; i < n; i++) vdims[i] = tp__dimk(size[i]);
+    for (int i = 0; i < self->ndim; i++)
+        if (!tp__dim_is_const(tp__dim(self, i))) tp__dim_give_up(); /* explicit strides fix the geometry */
+    TP_TRY(scatter_view_check(&vm, vdims, src));
+    if (meta) return tp__out_like(out, self->dtype, self);
     TP_TRY(tp__has_data(self, "self"));
     TP_TRY(tp__has_data(src, "src"));
     int64_t layout[TP_MAX_DIMS];
@@ -1841,15 +2071,15 @@ static tp_status kernel_as_strided_scatter(const tp_value *args, tp_value *out) 
 /* diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1): a result
  * one dim larger whose diagonal over (dim1, dim2) holds self's last dim. */
 static tp_status embed_plan(const tp_tensor *self, int64_t offset, int64_t dim1, int64_t dim2, int *d1, int *d2,
-                            int64_t *sizes) {
+                            tp_sdim *sizes) {
     int nd = self->ndim + 1;
     TP_TRY(check_offset(offset));
     TP_CHECK(nd <= TP_MAX_DIMS, TP_ERR_SHAPE, "diag_embed: the result would have %d dims (at most %d)", nd,
              TP_MAX_DIMS);
     TP_TRY(diag_dims(dim1, dim2, nd, d1, d2));
-    int64_t last = self->ndim ? self->sizes[self->ndim - 1] : 1;
-    int64_t n = last + (offset < 0 ? -offset : offset);
-    for (int d = 0, k = 0; d < nd; d++) sizes[d] = (d == *d1 || d == *d2) ? n : self->sizes[k++];
+    tp_sdim last = self->ndim ? tp__dim(self, self->ndim - 1) : tp__dimk(1);
+    tp_sdim n = tp__dim_addk(last, offset < 0 ? -offset : offset);
+    for (int d = 0, k = 0; d < nd; d++) sizes[d] = (d == *d1 || d == *d2) ? n : tp__dim(self, k++);
     return TP_OK;
 }
 
@@ -1857,7 +2087,8 @@ static tp_status embed_fill(tp_tensor *self, int64_t offset, int d1, int d2, tp_
     TP_TRY(tp_tensor_fill(o, 0.0));
     if (tp_tensor_numel(o) == 0) return TP_OK;
     tp_tensor *dv;
-    TP_TRY(diagonal_view(o, offset, d1, d2, &dv));
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(diagonal_view(o, offset, d1, d2, &dv, dims));
     tp_status st = tp_tensor_copy_(dv, self);
     tp_tensor_free(dv);
     return st;
@@ -1866,17 +2097,17 @@ static tp_status embed_fill(tp_tensor *self, int64_t offset, int d1, int d2, tp_
 static tp_status infer_diag_embed(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     int d1, d2;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_CHECK(self->ndim >= 1, TP_ERR_SHAPE, "diag_embed expects a tensor of at least 1 dim, got 0-D");
     TP_TRY(embed_plan(self, tp__arg_int(args, 1), tp__arg_int(args, 2), tp__arg_int(args, 3), &d1, &d2, sizes));
-    return tp__out_tensor(out, self->dtype, self->ndim + 1, sizes);
+    return tp__out_dims(out, self->dtype, self->ndim + 1, sizes);
 }
 
 static tp_status kernel_diag_embed(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     int d1, d2;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(embed_plan(self, tp__arg_int(args, 1), tp__arg_int(args, 2), tp__arg_int(args, 3), &d1, &d2, sizes));
     return embed_fill(self, tp__arg_int(args, 1), d1, d2, tp__out_at(out, 0));
@@ -1885,33 +2116,34 @@ static tp_status kernel_diag_embed(const tp_value *args, tp_value *out) {
 /* diag(Tensor self, int diagonal=0): a vector -> the square matrix with it
  * on the diagonal; a matrix -> a copy of its diagonal (empty when the
  * offset is past the matrix, as later PyTorch versions give). */
-static tp_status diag_shape(const tp_tensor *self, int64_t k, int *nd, int64_t *sizes) {
+static tp_status diag_shape(const tp_tensor *self, int64_t k, int *nd, tp_sdim *sizes) {
     TP_CHECK(self->ndim == 1 || self->ndim == 2, TP_ERR_SHAPE, "matrix or a vector expected");
     if (self->ndim == 1) {
         int d1, d2;
         *nd = 2;
         return embed_plan(self, k, 0, 1, &d1, &d2, sizes);
     }
-    int64_t strides[TP_MAX_DIMS], off;
     TP_TRY(check_offset(k));
-    diag_geometry(self, k, 0, 1, nd, sizes, strides, &off);
+    *nd = 1;
+    sizes[0] = diag_len(tp__dim(self, 0), tp__dim(self, 1), k);
     return TP_OK;
 }
 
 static tp_status infer_diag(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     int nd;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_TRY(diag_shape(self, tp__arg_int(args, 1), &nd, sizes));
-    return tp__out_tensor(out, self->dtype, nd, sizes);
+    return tp__out_dims(out, self->dtype, nd, sizes);
 }
 
 static tp_status diag_run(tp_tensor *self, int64_t k, tp_tensor *o) {
     if (self->ndim == 1) return embed_fill(self, k, 0, 1, o);
     if (tp_tensor_numel(o) == 0) return TP_OK;
     tp_tensor *dv;
-    TP_TRY(diagonal_view(self, k, 0, 1, &dv));
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(diagonal_view(self, k, 0, 1, &dv, dims));
     tp_status st = tp_tensor_copy_(o, dv);
     tp_tensor_free(dv);
     return st;
@@ -1930,9 +2162,11 @@ static tp_status infer_diagflat(const tp_value *args, tp_value *out) {
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     int64_t k = tp__arg_int(args, 1);
     TP_TRY(check_offset(k));
-    int64_t n = tp_tensor_numel(self) + (k < 0 ? -k : k);
-    int64_t sizes[2] = {n, n};
-    return tp__out_tensor(out, self->dtype, 2, sizes);
+    tp_sdim n = tp__dimk(1);
+    for (int i = 0; i < self->ndim; i++) n = tp__dim_mul(n, tp__dim(self, i));
+    n = tp__dim_addk(n, k < 0 ? -k : k);
+    tp_sdim sizes[2] = {n, n};
+    return tp__out_dims(out, self->dtype, 2, sizes);
 }
 
 static tp_status kernel_diagflat(const tp_value *args, tp_value *out) {

@@ -310,9 +310,6 @@ static sd_e int_expr(rctx *r, const tp_value *v) {
     return s && s->kind == SV_INT && s->d[0] ? S(r, s->d[0]) : NULL;
 }
 
-/* Int argument i as an expression (NULL: absent, None or not an int). */
-static sd_e sint(rctx *r, int i) { return i < r->nb ? int_expr(r, &r->b[i]) : NULL; }
-
 /* Int list argument as expressions (a single int counts as [v]); -1 for
  * None / not ints. */
 static int slist(rctx *r, int i, sd_e *out, int max) {
@@ -581,163 +578,6 @@ static sval *rule_pool(rctx *r, int sp, bool is_max, const tp_value *meta) {
     return o;
 }
 
-/* Clamped slice bound: idx (nonneg after wrapping) against size s. */
-static sd_e clamp_bound(rctx *r, int64_t idx, sd_e s, const char *what) {
-    if (idx < 0) {
-        sd_e v = sd_addk(r->sd, s, idx);
-        if (exv(r, v) >= 0) {
-            req_ge(r, v, 0, what);
-            return S(r, v);
-        }
-        req_ge(r, sd_mulk(r->sd, v, -1), 0, what);
-        return K(r, 0);
-    }
-    if (exv(r, s) >= idx) {
-        req_ge(r, sd_addk(r->sd, s, -idx), 0, what);
-        return K(r, idx);
-    }
-    req_ge(r, sd_addk(r->sd, sd_mulk(r->sd, s, -1), idx), 0, what);
-    return S(r, s);
-}
-
-/* Clamped slice bound given as an expression (a symbolic int): it must
- * stay non-negative (a negative one would count from the end). */
-static sd_e clamp_sym(rctx *r, sd_e idx, sd_e s, const char *what) {
-    int64_t c;
-    if (sd_is_const(idx, &c)) return c >= INT64_MAX / 4 ? s : clamp_bound(r, c, s, what);
-    if (exv(r, idx) < 0) {
-        r->fail = true;
-        return NULL;
-    }
-    req_ge(r, idx, 0, "a symbolic slice bound stays non-negative");
-    if (exv(r, s) >= exv(r, idx)) {
-        req_ge(r, sd_sub(r->sd, s, idx), 0, what);
-        return S(r, idx);
-    }
-    req_ge(r, sd_sub(r->sd, idx, s), 0, what);
-    return S(r, s);
-}
-
-static sval *rule_slice(rctx *r) {
-    const sval *a = need_t(r, 0);
-    if (!a || a->nd == 0) {
-        r->fail = true;
-        return NULL;
-    }
-    int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-    int64_t step = iarg(r, 4, 1);
-    if (step < 1 || r->fail) {
-        r->fail = true;
-        return NULL;
-    }
-    sval *o = copy_t(r, a);
-    if (!o) return NULL;
-    sd_e s = S(r, a->d[d]);
-    sd_e bs = is_none(r, 2) ? NULL : sint(r, 2), be = is_none(r, 3) ? NULL : sint(r, 3);
-    if ((!is_none(r, 2) && !bs) || (!is_none(r, 3) && !be)) {
-        r->fail = true;
-        return NULL;
-    }
-    sd_e start = is_none(r, 2) ? K(r, 0) : clamp_sym(r, bs, s, "slice start within the dim");
-    sd_e end = is_none(r, 3) ? s : clamp_sym(r, be, s, "slice end within the dim");
-    if (!start || !end) {
-        r->fail = true;
-        return NULL;
-    }
-    sd_e len = sd_sub(r->sd, end, start);
-    if (exv(r, len) > 0) {
-        req_ge(r, len, 0, "slice length");
-        o->d[d] = S(r, sd_ceildiv(r->sd, S(r, len), step));
-    } else {
-        req_ge(r, sd_mulk(r->sd, len, -1), 0, "empty slice");
-        o->d[d] = K(r, 0);
-    }
-    return o;
-}
-
-/* reshape / view with sizes that are symbolic ints: each symbolic size must
- * be one of the input's dims (cancelled from the element count); the -1 is
- * what remains divided by the constant sizes. */
-static sval *rule_reshape_sym(rctx *r, const sval *a, const sd_e *sz, int n) {
-    int infer = -1;
-    int64_t known = 1;
-    sval *o = out_t(r, n);
-    if (!o) return NULL;
-    for (int i = 0; i < n; i++) {
-        int64_t c;
-        o->d[i] = S(r, sz[i]);
-        if (!sd_is_const(o->d[i], &c)) {
-            if (exv(r, o->d[i]) < 0) r->fail = true;
-        } else if (c == -1 && infer < 0) {
-            infer = i;
-        } else if (c < 0 || !tp_mul_overflow_i64(known, c, &known)) {
-            r->fail = true;
-        }
-    }
-    if (r->fail) return NULL;
-    if (infer < 0) {
-        sd_e total = K(r, 1);
-        for (int i = 0; i < n; i++) total = sd_mul(r->sd, total, o->d[i]);
-        req_eq(r, prod(r, a, 0, a->nd), total, "the number of elements must not change");
-        return o;
-    }
-    bool used[TP_MAX_DIMS] = {false};
-    for (int i = 0; i < n; i++) {
-        if (sd_is_const(o->d[i], NULL)) continue;
-        bool found = false;
-        for (int j = 0; j < a->nd && !found; j++)
-            if (!used[j] && sd_equal(S(r, a->d[j]), o->d[i])) used[j] = found = true;
-        if (!found || known == 0) {
-            r->fail = true;
-            return NULL;
-        }
-    }
-    sd_e rem = K(r, 1);
-    for (int j = 0; j < a->nd; j++)
-        if (!used[j]) rem = sd_mul(r->sd, rem, a->d[j]);
-    req_div(r, rem, known, "the inferred (-1) size must be whole");
-    o->d[infer] = sd_floordiv(r->sd, S(r, rem), known);
-    return o;
-}
-
-static sval *rule_reshape(rctx *r) {
-    const sval *a = need_t(r, 0);
-    sd_e ssz[TP_MAX_DIMS];
-    int sn = a ? slist(r, 1, ssz, TP_MAX_DIMS) : -1;
-    for (int i = 0; i < sn; i++)
-        if (!sd_is_const(ssz[i], NULL)) return rule_reshape_sym(r, a, ssz, sn);
-    int64_t sz[TP_MAX_DIMS];
-    int n = ilist(r, 1, sz, TP_MAX_DIMS);
-    if (!a || n < 0) {
-        r->fail = true;
-        return NULL;
-    }
-    sd_e numel = prod(r, a, 0, a->nd);
-    int infer = -1;
-    int64_t known = 1;
-    for (int i = 0; i < n; i++) {
-        if (sz[i] == -1 && infer < 0) infer = i;
-        else if (sz[i] < 0) {
-            r->fail = true;
-            return NULL;
-        } else known *= sz[i];
-    }
-    sval *o = out_t(r, n);
-    if (!o) return NULL;
-    for (int i = 0; i < n; i++) o->d[i] = K(r, sz[i]);
-    if (infer < 0) {
-        req_eq(r, numel, K(r, known), "the number of elements must not change");
-        return o;
-    }
-    if (known == 0) {
-        r->fail = true;
-        return NULL;
-    }
-    req_div(r, numel, known, "the inferred (-1) size must be whole");
-    o->d[infer] = sd_floordiv(r->sd, S(r, numel), known);
-    return o;
-}
-
 /* einsum: each output dim is its label's dim, broadcast over the operands
  * that carry it (diagonal dims are equal). The labels come from the
  * equation parsed against the example shapes. */
@@ -784,99 +624,6 @@ static sval *rule_einsum(rctx *r) {
     return o;
 }
 
-static sval *rule_cat(rctx *r, bool stack) {
-    if (r->nb < 1 || r->b[0].kind != TP_VAL_LIST) {
-        r->fail = true;
-        return NULL;
-    }
-    sval *list = arg_sval(r->P, &r->b[0]);
-    if (!list || list->n == 0) {
-        r->fail = true;
-        return NULL;
-    }
-    const sval *ref = NULL;
-    for (int i = 0; i < list->n; i++) {
-        const sval *t = &list->items[i];
-        if (t->kind != SV_TENSOR) {
-            r->fail = true;
-            return NULL;
-        }
-        /* legacy: 1-D empty tensors are skipped by cat */
-        int64_t c;
-        if (!stack && t->nd == 1 && sd_is_const(t->d[0], &c) && c == 0) continue;
-        if (!ref) ref = t;
-    }
-    if (!ref) ref = &list->items[0];
-    int nd = ref->nd;
-    int d = wrap_dim(r, iarg(r, 1, 0), stack ? nd + 1 : nd);
-    if (r->fail) return NULL;
-    sval *o = out_t(r, stack ? nd + 1 : nd);
-    if (!o) return NULL;
-    sd_e sum = K(r, 0);
-    for (int i = 0; i < list->n; i++) {
-        const sval *t = &list->items[i];
-        int64_t c;
-        if (!stack && t->nd == 1 && nd != 1 && sd_is_const(t->d[0], &c) && c == 0) continue;
-        if (t->nd != nd) {
-            r->fail = true;
-            return NULL;
-        }
-        for (int j = 0; j < nd; j++) {
-            if (!stack && j == d) continue;
-            if (t != ref) req_eq(r, t->d[j], ref->d[j], stack ? "stacked tensors have equal shapes" : "sizes of the non-concatenated dims");
-        }
-        if (!stack) sum = sd_add(r->sd, sum, t->d[d]);
-    }
-    if (stack) {
-        for (int j = 0, k = 0; j < nd + 1; j++) o->d[j] = j == d ? K(r, list->n) : S(r, ref->d[k++]);
-    } else {
-        for (int j = 0; j < nd; j++) o->d[j] = j == d ? S(r, sum) : S(r, ref->d[j]);
-    }
-    return o;
-}
-
-/* hstack / vstack: cat of the tensors made at least 1-d / 2-d (leading
- * 1s), along dim 0 (vstack, or 1-d hstack) or 1. */
-static sval *rule_hvstack(rctx *r, bool vertical) {
-    if (r->nb < 1 || r->b[0].kind != TP_VAL_LIST) {
-        r->fail = true;
-        return NULL;
-    }
-    sval *list = arg_sval(r->P, &r->b[0]);
-    if (!list || list->n == 0) {
-        r->fail = true;
-        return NULL;
-    }
-    int need = vertical ? 2 : 1;
-    const sval *first = &list->items[0];
-    if (first->kind != SV_TENSOR) {
-        r->fail = true;
-        return NULL;
-    }
-    int nd = first->nd > need ? first->nd : need;
-    int d = vertical || nd == 1 ? 0 : 1;
-    sval *o = out_t(r, nd);
-    if (!o) return NULL;
-    sd_e ref[TP_MAX_DIMS], sum = K(r, 0);
-    for (int i = 0; i < list->n; i++) {
-        const sval *t = &list->items[i];
-        int tnd = t->kind == SV_TENSOR ? (t->nd > need ? t->nd : need) : -1;
-        if (tnd != nd) { /* (a 1-d empty tensor skipped by cat: no rule) */
-            r->fail = true;
-            return NULL;
-        }
-        for (int j = 0; j < nd; j++) {
-            int k = j - (nd - t->nd);
-            sd_e e = k >= 0 ? S(r, t->d[k]) : K(r, 1);
-            if (j == d) sum = sd_add(r->sd, sum, e);
-            else if (i == 0) ref[j] = e;
-            else req_eq(r, e, ref[j], "sizes of the non-concatenated dims");
-        }
-    }
-    for (int j = 0; j < nd; j++) o->d[j] = j == d ? S(r, sum) : S(r, ref[j]);
-    return o;
-}
-
 static sval *seq_of(rctx *r, int n, const sval *proto) {
     sval *t = new_sval(r->P, SV_SEQ);
     if (!t) return NULL;
@@ -885,91 +632,6 @@ static sval *seq_of(rctx *r, int n, const sval *proto) {
     if (!t->items) return NULL;
     for (int i = 0; i < n; i++) t->items[i] = *proto;
     return t;
-}
-
-static sval *rule_chunk_split(rctx *r, const tp_value *meta) {
-    const sval *a = need_t(r, 0);
-    if (!a || !meta || meta->kind != TP_VAL_LIST) {
-        r->fail = true;
-        return NULL;
-    }
-    int d = r->op == TP_OP_HSPLIT   ? (a->nd == 1 ? 0 : 1)
-            : r->op == TP_OP_VSPLIT ? 0
-            : r->op == TP_OP_DSPLIT ? 2
-                                    : wrap_dim(r, iarg(r, 2, 0), a->nd);
-    if (r->fail || d >= a->nd) {
-        r->fail = true;
-        return NULL;
-    }
-    sd_e s = S(r, a->d[d]);
-    int n_out = (int)meta->u.seq.n;
-    if (r->op == TP_OP_CHUNK) {
-        int64_t chunks = iarg(r, 1, 1);
-        if (!sd_is_const(s, NULL) && chunks >= 1 && exv(r, s) % chunks == 0 && n_out == chunks) {
-            req_div(r, s, chunks, "chunk into equal parts");
-            req_ge(r, s, chunks, "one element per chunk");
-            sval *piece = copy_t(r, a);
-            if (!piece) return NULL;
-            piece->d[d] = sd_floordiv(r->sd, S(r, s), chunks);
-            return seq_of(r, n_out, piece);
-        }
-        req_eq(r, s, K(r, exv(r, s)), "chunk counts depend on the size");
-    } else if (r->op == TP_OP_SPLIT && r->b[1].kind == TP_VAL_LIST) {
-        int64_t secs[64];
-        int n = ilist(r, 1, secs, 64);
-        int64_t total = 0;
-        for (int i = 0; i < n; i++) total += secs[i];
-        req_eq(r, s, K(r, total), "split sections must add up to the size");
-    } else {
-        req_eq(r, s, K(r, exv(r, s)), "the number of splits depends on the size");
-    }
-    /* sizes along d are now constant: the example's; other dims symbolic */
-    sval *t = new_sval(r->P, SV_SEQ);
-    if (!t) return NULL;
-    t->n = n_out;
-    t->items = palloc(r->P, (size_t)(n_out > 0 ? n_out : 1) * sizeof *t->items);
-    if (!t->items) return NULL;
-    for (int i = 0; i < n_out; i++) {
-        const tp_value *m = &meta->u.seq.items[i];
-        if (m->kind != TP_VAL_TENSOR) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *p = copy_t(r, a);
-        if (!p) return NULL;
-        p->d[d] = K(r, tp_tensor_sizes(m->u.tensor)[d]);
-        t->items[i] = *p;
-    }
-    return t;
-}
-
-static sval *rule_pad(rctx *r) {
-    const sval *a = need_t(r, 0);
-    int64_t pad[2 * TP_MAX_DIMS];
-    int n = ilist(r, 1, pad, 2 * TP_MAX_DIMS);
-    if (!a || n < 0 || n % 2 || n / 2 > a->nd) {
-        r->fail = true;
-        return NULL;
-    }
-    const char *mode = r->nb > 2 && r->b[2].kind == TP_VAL_STR ? r->b[2].u.s : "constant";
-    sval *o = copy_t(r, a);
-    if (!o) return NULL;
-    for (int i = 0; i < n / 2; i++) {
-        int d = a->nd - 1 - i;
-        sd_e s = S(r, a->d[d]);
-        int64_t lo = pad[2 * i], hi = pad[2 * i + 1];
-        if (strcmp(mode, "reflect") == 0) {
-            req_ge(r, sd_addk(r->sd, s, -(lo > hi ? lo : hi) - 1), 0, "reflect padding must be smaller than the dim");
-        } else if (strcmp(mode, "circular") == 0) {
-            req_ge(r, sd_addk(r->sd, s, -(lo > hi ? lo : hi)), 0, "circular padding must not exceed the dim");
-        } else if (strcmp(mode, "replicate") == 0) {
-            req_ge(r, s, 1, "replicate padding needs a non-empty dim");
-        }
-        sd_e out = sd_addk(r->sd, s, lo + hi);
-        req_ge(r, out, 0, "padded size");
-        o->d[d] = S(r, out);
-    }
-    return o;
 }
 
 static sval *rule_interpolate(rctx *r) {
@@ -1229,15 +891,10 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_INSTANCE_NORM:
     case TP_OP_LOCAL_RESPONSE_NORM:
     case TP_OP_SOFTMIN:
-    case TP_OP_CHANNEL_SHUFFLE:
     case TP_OP_ALPHA_DROPOUT:
     case TP_OP_FEATURE_DROPOUT:
     case TP_OP_FEATURE_ALPHA_DROPOUT:
-    case TP_OP_CLONE:
-    case TP_OP_CONTIGUOUS:
-    case TP_OP_TO:
     case TP_OP_PUT:
-    case TP_OP_FLIP:
     case TP_OP_TRIL:
     case TP_OP_TRIU:
     case TP_OP_ZEROS_LIKE:
@@ -1390,58 +1047,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (!o) return NULL;
         for (int i = 0; i < a->nd - 1; i++) o->d[i] = S(r, a->d[i]);
         for (int i = 0; i < b->nd - 1; i++) o->d[a->nd - 1 + i] = S(r, b->d[i]);
-        return o;
-    }
-    case TP_OP_DIAG_EMBED: {
-        const sval *a = need_t(r, 0);
-        if (!a || a->nd < 1) {
-            r->fail = true;
-            return NULL;
-        }
-        int64_t k = iarg(r, 1, 0);
-        if (k <= -((int64_t)1 << 62) || k >= ((int64_t)1 << 62)) {
-            r->fail = true;
-            return NULL;
-        }
-        int nd = a->nd + 1;
-        int d1 = wrap_dim(r, iarg(r, 2, -2), nd), d2 = wrap_dim(r, iarg(r, 3, -1), nd);
-        if (d1 < 0 || d2 < 0 || d1 == d2) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, nd);
-        if (!o) return NULL;
-        sd_e n = S(r, sd_addk(r->sd, a->d[a->nd - 1], k < 0 ? -k : k));
-        for (int d = 0, j = 0; d < nd; d++) o->d[d] = (d == d1 || d == d2) ? n : S(r, a->d[j++]);
-        return o;
-    }
-    case TP_OP_DIAGFLAT: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        int64_t k = iarg(r, 1, 0);
-        if (k <= -((int64_t)1 << 62) || k >= ((int64_t)1 << 62)) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, 2);
-        if (!o) return NULL;
-        o->d[0] = o->d[1] = S(r, sd_addk(r->sd, prod(r, a, 0, a->nd), k < 0 ? -k : k));
-        return o;
-    }
-    case TP_OP_DIAG: {
-        const sval *a = need_t(r, 0);
-        if (!a || a->nd != 1) { /* a matrix's diagonal length needs min(): unsupported */
-            r->fail = true;
-            return NULL;
-        }
-        int64_t k = iarg(r, 1, 0);
-        if (k <= -((int64_t)1 << 62) || k >= ((int64_t)1 << 62)) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, 2);
-        if (!o) return NULL;
-        o->d[0] = o->d[1] = S(r, sd_addk(r->sd, a->d[0], k < 0 ? -k : k));
         return o;
     }
     case TP_OP_CONV1D:
@@ -1605,77 +1210,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         return o;
     }
     case TP_OP_SCALED_DOT_PRODUCT_ATTENTION: return rule_sdpa(r);
-    case TP_OP_RESHAPE:
-    case TP_OP_VIEW: return rule_reshape(r);
-    case TP_OP_FLATTEN: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        if (a->nd == 0) {
-            sval *o = out_t(r, 1);
-            if (o) o->d[0] = K(r, 1);
-            return o;
-        }
-        int s = wrap_dim(r, iarg(r, 1, 0), a->nd), e = wrap_dim(r, iarg(r, 2, -1), a->nd);
-        if (r->fail || s > e) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, a->nd - (e - s));
-        if (!o) return NULL;
-        int k = 0;
-        for (int i = 0; i < s; i++) o->d[k++] = S(r, a->d[i]);
-        o->d[k++] = prod(r, a, s, e + 1);
-        for (int i = e + 1; i < a->nd; i++) o->d[k++] = S(r, a->d[i]);
-        return o;
-    }
-    case TP_OP_PERMUTE: {
-        const sval *a = need_t(r, 0);
-        int64_t p[TP_MAX_DIMS];
-        int n = ilist(r, 1, p, TP_MAX_DIMS);
-        if (!a || n != a->nd) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, n);
-        for (int i = 0; o && i < n; i++) o->d[i] = S(r, a->d[wrap_dim(r, p[i], n)]);
-        return o;
-    }
-    case TP_OP_TRANSPOSE: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        sval *o = copy_t(r, a);
-        if (!o || a->nd == 0) return o;
-        int d0 = wrap_dim(r, iarg(r, 1, 0), a->nd), d1 = wrap_dim(r, iarg(r, 2, 0), a->nd);
-        sd_e t = o->d[d0];
-        o->d[d0] = o->d[d1];
-        o->d[d1] = t;
-        return o;
-    }
-    case TP_OP_SQUEEZE: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        int64_t dims[TP_MAX_DIMS];
-        int n = ilist(r, 1, dims, TP_MAX_DIMS);
-        bool cand[TP_MAX_DIMS] = {false};
-        if (n < 0)
-            for (int i = 0; i < a->nd; i++) cand[i] = true;
-        else
-            for (int i = 0; i < n; i++) cand[wrap_dim(r, dims[i], a->nd)] = true;
-        sval *o = out_t(r, 0);
-        if (!o) return NULL;
-        for (int i = 0; i < a->nd; i++) {
-            sd_e d = S(r, a->d[i]);
-            int64_t c;
-            if (cand[i] && !sd_is_const(d, &c)) {
-                if (exv(r, d) == 1) req_eq(r, d, K(r, 1), "squeezing a dim of size 1");
-                else req_ge(r, d, 2, "a squeezed dim must not become 1");
-                d = S(r, d);
-            }
-            if (cand[i] && sd_is_const(d, &c) && c == 1) continue;
-            o->d[o->nd++] = d;
-        }
-        return o;
-    }
     case TP_OP_ONE_HOT: {
         const sval *a = need_t(r, 0);
         int64_t classes = iarg(r, 1, -1);
@@ -1688,52 +1222,7 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (o) o->d[a->nd] = K(r, classes);
         return o;
     }
-    case TP_OP_UNSQUEEZE: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd + 1);
-        sval *o = out_t(r, a->nd + 1);
-        for (int i = 0, k = 0; o && i < a->nd + 1; i++) o->d[i] = i == d ? K(r, 1) : S(r, a->d[k++]);
-        return o;
-    }
-    case TP_OP_EXPAND: {
-        const sval *a = need_t(r, 0);
-        sd_e sz[TP_MAX_DIMS];
-        int n = slist(r, 1, sz, TP_MAX_DIMS);
-        if (!a || n < a->nd) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, n);
-        if (!o) return NULL;
-        for (int i = 0; i < n; i++) {
-            int j = i - (n - a->nd);
-            int64_t c;
-            bool konst = sd_is_const(sz[i], &c);
-            if (konst && c == -1 && j >= 0) {
-                o->d[i] = S(r, a->d[j]);
-                continue;
-            }
-            if (exv(r, sz[i]) < 0) r->fail = true;
-            o->d[i] = S(r, sz[i]);
-            if (j < 0) continue;
-            sd_e d = S(r, a->d[j]);
-            if (sd_is_const(d, &c) && c == 1) continue;
-            if (exv(r, d) == 1 && exv(r, sz[i]) != 1) req_eq(r, d, K(r, 1), "expanding a dim of size 1");
-            else req_eq(r, d, sz[i], konst ? "expand to a fixed size" : "expand to a size of the same dim");
-        }
-        return o;
-    }
-    case TP_OP_CAT: return rule_cat(r, false);
     case TP_OP_EINSUM: return rule_einsum(r);
-    case TP_OP_STACK: return rule_cat(r, true);
-    case TP_OP_SPLIT:
-    case TP_OP_CHUNK:
-    case TP_OP_TENSOR_SPLIT: /* the split dim is pinned to the example's size */
-    case TP_OP_HSPLIT:
-    case TP_OP_VSPLIT:
-    case TP_OP_DSPLIT: return rule_chunk_split(r, meta);
-    case TP_OP_SLICE: return rule_slice(r);
     case TP_OP_IM2COL: { /* (N, C * kh * kw, blocks_h * blocks_w) */
         const sval *x = need_t(r, 0);
         int64_t k[2], dl[2], pd[2], st[2];
@@ -1941,21 +1430,7 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     case TP_OP_INDEX_FILL:
     case TP_OP_INDEX_REDUCE:
     case TP_OP_SCATTER_REDUCE:
-    case TP_OP_SLICE_SCATTER:
-    case TP_OP_DIAGONAL_SCATTER:
-    case TP_OP_AS_STRIDED_SCATTER:
     case TP_OP_FILL_DIAGONAL_: return copy_t(r, need_t(r, 0));
-    case TP_OP_SELECT_SCATTER: { /* src has self's shape without dim */
-        const sval *a = need_t(r, 0), *src = need_t(r, 1);
-        if (!a || !src || a->nd == 0 || src->nd != a->nd - 1) {
-            r->fail = true;
-            return NULL;
-        }
-        int d = wrap_dim(r, iarg(r, 2, 0), a->nd);
-        for (int i = 0, k = 0; i < a->nd; i++)
-            if (i != d) req_eq(r, S(r, src->d[k++]), S(r, a->d[i]), "select_scatter's src has the slice's shape");
-        return copy_t(r, a);
-    }
     case TP_OP_MASKED_SCATTER: return broadcast(r, (int[]){0, 1}, 2);
     case TP_OP_SEARCHSORTED: return targ(r, 1) ? copy_t(r, need_t(r, 1)) : out_t(r, 0);
     case TP_OP_HISTC: {
@@ -1984,28 +1459,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->d[1] = K(r, a->nd);
         return o;
     }
-    case TP_OP_UNFOLD: { /* dim -> (n - size) // step + 1, then a last dim of size */
-        const sval *a = need_t(r, 0);
-        int64_t size = iarg(r, 2, 0), step = iarg(r, 3, 1);
-        if (!a || step <= 0 || size < 0 || size > ((int64_t)1 << 40)) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, a->nd ? a->nd + 1 : 1);
-        if (!o) return NULL;
-        if (a->nd == 0) {
-            o->d[0] = K(r, size);
-            return o;
-        }
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        for (int i = 0; i < a->nd; i++) o->d[i] = S(r, a->d[i]);
-        sd_e rest = sd_addk(r->sd, S(r, a->d[d]), -size);
-        req_ge(r, rest, 0, "unfold's size fits the dim");
-        o->d[d] = S(r, sd_addk(r->sd, sd_floordiv(r->sd, rest, step), 1));
-        o->d[a->nd] = K(r, size);
-        return o;
-    }
-    case TP_OP_AS_STRIDED:
     case TP_OP_NEW_EMPTY_STRIDED: { /* the sizes given */
         int64_t sz[TP_MAX_DIMS];
         int n = ilist(r, 1, sz, TP_MAX_DIMS);
@@ -2070,115 +1523,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
             if (i != cd) o->d[k++] = S(r, a->d[i]);
         return o;
     }
-    case TP_OP_PIXEL_SHUFFLE:
-    case TP_OP_PIXEL_UNSHUFFLE: {
-        const sval *a = need_t(r, 0);
-        int64_t f = iarg(r, 1, 1);
-        if (!a || a->nd < 3 || f <= 0 || r->fail) {
-            r->fail = true;
-            return NULL;
-        }
-        int c = a->nd - 3, h = a->nd - 2, w = a->nd - 1;
-        sval *o = copy_t(r, a);
-        if (!o) return NULL;
-        if (op == TP_OP_PIXEL_SHUFFLE) {
-            req_div(r, a->d[c], f * f, "pixel_shuffle's channels divide by the factor squared");
-            o->d[c] = sd_floordiv(r->sd, S(r, a->d[c]), f * f);
-            o->d[h] = sd_mulk(r->sd, S(r, a->d[h]), f);
-            o->d[w] = sd_mulk(r->sd, S(r, a->d[w]), f);
-        } else {
-            req_div(r, a->d[h], f, "pixel_unshuffle's height divides by the factor");
-            req_div(r, a->d[w], f, "pixel_unshuffle's width divides by the factor");
-            o->d[c] = sd_mulk(r->sd, S(r, a->d[c]), f * f);
-            o->d[h] = sd_floordiv(r->sd, S(r, a->d[h]), f);
-            o->d[w] = sd_floordiv(r->sd, S(r, a->d[w]), f);
-        }
-        return o;
-    }
-    case TP_OP_SELECT: {
-        const sval *a = need_t(r, 0);
-        if (!a || a->nd == 0) {
-            r->fail = true;
-            return NULL;
-        }
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        int64_t idx = iarg(r, 2, 0);
-        sd_e s = S(r, a->d[d]);
-        req_ge(r, sd_addk(r->sd, s, idx < 0 ? idx : -idx - 1), 0, "select index within the dim");
-        sval *o = out_t(r, a->nd - 1);
-        for (int i = 0, k = 0; o && i < a->nd; i++)
-            if (i != d) o->d[k++] = S(r, a->d[i]);
-        return o;
-    }
-    case TP_OP_NARROW: {
-        const sval *a = need_t(r, 0);
-        if (!a || a->nd == 0) {
-            r->fail = true;
-            return NULL;
-        }
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        sd_e es = sint(r, 2), el = sint(r, 3);
-        if (!es || !el) {
-            r->fail = true;
-            return NULL;
-        }
-        sd_e s = S(r, a->d[d]);
-        if (!sd_is_const(es, NULL) || !sd_is_const(el, NULL)) {
-            /* symbolic window: start >= 0, length >= 0, start + length <= dim */
-            if (exv(r, es) < 0) {
-                r->fail = true;
-                return NULL;
-            }
-            req_ge(r, es, 0, "a symbolic narrow start stays non-negative");
-            req_ge(r, el, 0, "narrow length >= 0");
-            req_ge(r, sd_sub(r->sd, s, sd_add(r->sd, es, el)), 0, "narrow window within the dim");
-            sval *o = copy_t(r, a);
-            if (o) o->d[d] = S(r, el);
-            return o;
-        }
-        int64_t start = iarg(r, 2, 0), len = iarg(r, 3, 0);
-        if (start < 0) {
-            req_ge(r, sd_addk(r->sd, s, start), 0, "narrow start within the dim");
-            if (start + len > 0) r->fail = true;
-        } else {
-            req_ge(r, sd_addk(r->sd, s, -(start + len)), 0, "narrow window within the dim");
-        }
-        sval *o = copy_t(r, a);
-        if (o) o->d[d] = K(r, len);
-        return o;
-    }
-    case TP_OP_REPEAT: {
-        const sval *a = need_t(r, 0);
-        int64_t rp[TP_MAX_DIMS];
-        int n = ilist(r, 1, rp, TP_MAX_DIMS);
-        if (!a || n < a->nd) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, n);
-        for (int i = 0; o && i < n; i++) {
-            int j = i - (n - a->nd);
-            o->d[i] = j < 0 ? K(r, rp[i]) : S(r, sd_mulk(r->sd, a->d[j], rp[i]));
-        }
-        return o;
-    }
-    case TP_OP_PAD: return rule_pad(r);
-    case TP_OP_GETITEM: {
-        const sval *s = r->nb > 0 && r->b[0].kind == TP_VAL_NODE ? map_get(r->P, r->b[0].u.node) : NULL;
-        int64_t i = iarg(r, 1, 0);
-        if (!s || s->kind != SV_SEQ) {
-            r->fail = true;
-            return NULL;
-        }
-        if (i < 0) i += s->n;
-        if (i < 0 || i >= s->n) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = new_sval(r->P, SV_OTHER);
-        if (o) *o = s->items[i];
-        return o;
-    }
     case TP_OP_INDEX_SELECT: {
         const sval *a = need_t(r, 0), *ix = need_t(r, 2);
         if (!a || !ix || ix->nd > 1) {
@@ -2226,153 +1570,11 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         }
         return o;
     }
-    case TP_OP_HSTACK: return rule_hvstack(r, false);
-    case TP_OP_VSTACK: return rule_hvstack(r, true);
-    case TP_OP_ROLL:
     case TP_OP_ARGSORT:
     case TP_OP_SCATTER_ADD: return copy_t(r, need_t(r, 0));
     case TP_OP_SORT: {
         sval *o = copy_t(r, need_t(r, 0));
         return o ? seq_of(r, 2, o) : NULL;
-    }
-    case TP_OP_TILE: {
-        const sval *a = need_t(r, 0);
-        int64_t rp[TP_MAX_DIMS];
-        int n = ilist(r, 1, rp, TP_MAX_DIMS);
-        if (!a || n < 0) {
-            r->fail = true;
-            return NULL;
-        }
-        int nd = n > a->nd ? n : a->nd;
-        sval *o = out_t(r, nd);
-        for (int i = 0; o && i < nd; i++) {
-            int j = i - (nd - a->nd), k = i - (nd - n);
-            int64_t rep = k >= 0 ? rp[k] : 1;
-            o->d[i] = j < 0 ? K(r, rep) : S(r, sd_mulk(r->sd, a->d[j], rep));
-        }
-        return o;
-    }
-    case TP_OP_ROT90: {
-        const sval *a = need_t(r, 0);
-        int64_t dims[TP_MAX_DIMS];
-        int n = ilist(r, 2, dims, TP_MAX_DIMS);
-        if (!a || n != 2 || a->nd < 2) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = copy_t(r, a);
-        if (!o || (iarg(r, 1, 1) & 1) == 0) return o;
-        int d0 = wrap_dim(r, dims[0], a->nd), d1 = wrap_dim(r, dims[1], a->nd);
-        sd_e t = o->d[d0];
-        o->d[d0] = o->d[d1];
-        o->d[d1] = t;
-        return o;
-    }
-    case TP_OP_REPEAT_INTERLEAVE: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        bool flat = is_none(r, 2);
-        int d = flat ? 0 : wrap_dim(r, iarg(r, 2, 0), a->nd);
-        sval *o = flat ? out_t(r, 1) : copy_t(r, a);
-        if (!o || r->fail) return NULL;
-        if (!flat && a->nd == 0) o->nd = 1;
-        sd_e n = flat ? prod(r, a, 0, a->nd) : a->nd ? S(r, a->d[d]) : K(r, 1);
-        if (r->nb > 1 && r->b[1].kind == TP_VAL_INT) {
-            o->d[d] = S(r, sd_mulk(r->sd, n, r->b[1].u.i));
-        } else if (!is_none(r, 3)) { /* a tensor of repeats: the given output_size */
-            const sval *rt = targ(r, 1);
-            if (rt && rt->nd == 1) {
-                int64_t c;
-                if (!sd_is_const(S(r, rt->d[0]), &c) || c != 1) req_eq(r, rt->d[0], n, "one repeat per element");
-            }
-            o->d[d] = K(r, iarg(r, 3, 0));
-        } else {
-            r->fail = true;
-            return NULL;
-        }
-        return o;
-    }
-    case TP_OP_UNBIND: {
-        const sval *a = need_t(r, 0);
-        if (!a || a->nd == 0) {
-            r->fail = true;
-            return NULL;
-        }
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        if (r->fail) return NULL;
-        sd_e s = S(r, a->d[d]);
-        int64_t count = exv(r, s);
-        req_eq(r, s, K(r, count), "the number of pieces unbind returns depends on the size");
-        sval *piece = out_t(r, a->nd - 1);
-        for (int i = 0, k = 0; piece && i < a->nd; i++)
-            if (i != d) piece->d[k++] = S(r, a->d[i]);
-        return piece ? seq_of(r, (int)count, piece) : NULL;
-    }
-    case TP_OP_UNFLATTEN: {
-        const sval *a = need_t(r, 0);
-        int64_t sz[TP_MAX_DIMS];
-        int n = ilist(r, 2, sz, TP_MAX_DIMS);
-        if (!a || a->nd == 0 || n < 1 || a->nd - 1 + n > TP_MAX_DIMS) {
-            r->fail = true;
-            return NULL;
-        }
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        if (r->fail) return NULL;
-        sd_e s = S(r, a->d[d]);
-        int64_t known = 1;
-        int infer = -1;
-        for (int i = 0; i < n; i++) {
-            if (sz[i] == -1 && infer < 0) infer = i;
-            else if (sz[i] < 0) r->fail = true;
-            else known *= sz[i];
-        }
-        if (r->fail || (infer >= 0 && known == 0)) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, a->nd - 1 + n);
-        if (!o) return NULL;
-        int k = 0;
-        for (int i = 0; i < d; i++) o->d[k++] = S(r, a->d[i]);
-        for (int i = 0; i < n; i++) {
-            if (i != infer) o->d[k++] = K(r, sz[i]);
-            else {
-                req_div(r, s, known, "the inferred (-1) size must be whole");
-                o->d[k++] = S(r, sd_floordiv(r->sd, s, known));
-            }
-        }
-        if (infer < 0) req_eq(r, s, K(r, known), "unflatten sizes multiply to the dim");
-        for (int i = d + 1; i < a->nd; i++) o->d[k++] = S(r, a->d[i]);
-        return o;
-    }
-    case TP_OP_MOVEDIM: {
-        const sval *a = need_t(r, 0);
-        int64_t src[TP_MAX_DIMS], dst[TP_MAX_DIMS];
-        int ns = ilist(r, 1, src, TP_MAX_DIMS), nd = ilist(r, 2, dst, TP_MAX_DIMS);
-        if (!a || ns < 0 || ns != nd) {
-            r->fail = true;
-            return NULL;
-        }
-        if (a->nd == 0) return copy_t(r, a);
-        bool su[TP_MAX_DIMS] = {false}, du[TP_MAX_DIMS] = {false};
-        int order[TP_MAX_DIMS];
-        for (int i = 0; i < ns; i++) {
-            int s = wrap_dim(r, src[i], a->nd), t = wrap_dim(r, dst[i], a->nd);
-            if (r->fail || su[s] || du[t]) {
-                r->fail = true;
-                return NULL;
-            }
-            su[s] = du[t] = true;
-            order[t] = s;
-        }
-        for (int t = 0, s = 0; t < a->nd; t++) {
-            if (du[t]) continue;
-            while (su[s]) s++;
-            order[t] = s++;
-        }
-        sval *o = out_t(r, a->nd);
-        for (int i = 0; o && i < a->nd; i++) o->d[i] = S(r, a->d[order[i]]);
-        return o;
     }
     case TP_OP_TAKE_ALONG_DIM: {
         const sval *a = need_t(r, 0), *ix = need_t(r, 1);

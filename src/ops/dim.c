@@ -157,6 +157,36 @@ bool tp__dim_divisible(tp_sdim a, int64_t k, const char *what) {
     return true;
 }
 
+bool tp__dim_le(tp_sdim a, tp_sdim b, const char *what) {
+    if (a.v > b.v) return false;
+    if (!symbolic(a, b)) return true;
+    return tp__dim_ge(tp__dim_sub(b, a), 0, what);
+}
+
+tp_sdim tp__dim_min(tp_sdim a, tp_sdim b, const char *what) {
+    if (a.v <= b.v) {
+        tp__dim_le(a, b, what);
+        return a;
+    }
+    tp__dim_le(b, a, what);
+    return b;
+}
+
+tp_sdim tp__dim_max(tp_sdim a, tp_sdim b, const char *what) {
+    if (a.v >= b.v) {
+        tp__dim_le(b, a, what);
+        return a;
+    }
+    tp__dim_le(a, b, what);
+    return b;
+}
+
+bool tp__dim_same(tp_sdim a, tp_sdim b) {
+    if (!a.e && !b.e) return a.v == b.v;
+    if (!a.e || !b.e || !g_env) return false;
+    return sd_equal(sd_subst(g_env->sd, a.e), sd_subst(g_env->sd, b.e));
+}
+
 bool tp__dim_broadcast(tp_sdim a, tp_sdim b, tp_sdim *out) {
     if (!symbolic(a, b)) {
         if (a.v == b.v || b.v == 1) *out = a;
@@ -266,6 +296,19 @@ tp_status tp__out_dims(tp_value *out, tp_dtype dtype, int nd, const tp_sdim *d) 
     tp_value_clear(out);
     *out = tp_value_tensor(t);
     return TP_OK;
+}
+
+void tp__tensor_set_dims(tp_tensor *t, const tp_sdim *d) {
+    bool sym = false;
+    for (int i = 0; i < t->ndim; i++) sym = sym || d[i].e;
+    if (!sym || !g_env) return;
+    sd_e *s = g_env->alloc ? g_env->alloc(g_env->user, (size_t)t->ndim * sizeof *s) : NULL;
+    if (!s) {
+        g_env->fail = true;
+        return;
+    }
+    for (int i = 0; i < t->ndim; i++) s[i] = d[i].e;
+    t->sym = s;
 }
 
 tp_status tp__out_like(tp_value *out, tp_dtype dtype, const tp_tensor *x) {

@@ -101,6 +101,16 @@ TP_HIDDEN bool tp__dim_ge(tp_sdim a, int64_t k, const char *what);
 /* k divides a (k >= 1). */
 TP_HIDDEN bool tp__dim_divisible(tp_sdim a, int64_t k, const char *what);
 
+/* a <= b. */
+TP_HIDDEN bool tp__dim_le(tp_sdim a, tp_sdim b, const char *what);
+/* The smaller / larger of a and b, chosen by the sizes; symbolically the
+ * order seen is required (a min of two dynamic dims has no expression). */
+TP_HIDDEN tp_sdim tp__dim_min(tp_sdim a, tp_sdim b, const char *what);
+TP_HIDDEN tp_sdim tp__dim_max(tp_sdim a, tp_sdim b, const char *what);
+/* Same size: equal constants, or structurally equal expressions (no guard:
+ * for matching dims, not for checking them). */
+TP_HIDDEN bool tp__dim_same(tp_sdim a, tp_sdim b);
+
 /* Broadcast two dims (PyTorch's rule); false when they do not broadcast.
  * Symbolically: equal expressions and a constant 1 need nothing; an
  * example size of 1 against another size specialises that dim to 1;
@@ -130,6 +140,9 @@ TP_HIDDEN tp_status tp__out_like(tp_value *out, tp_dtype dtype, const tp_tensor 
 
 /* The symbolic dims of a meta tensor (NULL: none; symbolic pass only). */
 TP_HIDDEN const sd_e *tp__tensor_sym(const tp_tensor *t);
+/* Give t (a meta tensor or view made during a shape rule) the dims d
+ * (their expressions; symbolic pass only, no-op otherwise). */
+TP_HIDDEN void tp__tensor_set_dims(tp_tensor *t, const tp_sdim *d);
 /* Attach symbolic dims to meta tensor t (symbolic pass only; sym lives in
  * the env's memory). */
 TP_HIDDEN void tp__tensor_set_sym(tp_tensor *t, const sd_e *sym);
