@@ -28,10 +28,12 @@ typedef struct adv_plan {
     bool owned[TP_MAX_DIMS];     /* idx[d] made here (from a mask): freed by adv_free */
     int bnd;                     /* broadcast shape B of the indices */
     int64_t bsizes[TP_MAX_DIMS];
+    tp_sdim bdims[TP_MAX_DIMS]; /* B for the shape rule (dim.h) */
     int first, last; /* first and last indexed dim */
     bool front;      /* B goes first (indexed dims not adjacent) */
     int out_nd;
     int64_t out_sizes[TP_MAX_DIMS];
+    tp_sdim out_dims[TP_MAX_DIMS];
 } adv_plan;
 
 static void adv_free(adv_plan *p) {
@@ -149,8 +151,8 @@ static tp_status adv_build(const tp_value *self_v, const tp_value *list, adv_pla
     for (int d = 0; d < s->ndim && st == TP_OK; d++) {
         if (!p->idx[d]) continue;
         int nd;
-        int64_t out[TP_MAX_DIMS];
-        st = tp__broadcast_shapes(p->bnd, p->bsizes, p->idx[d]->ndim, p->idx[d]->sizes, &nd, out);
+        tp_sdim ix[TP_MAX_DIMS];
+        st = tp__dims_broadcast(p->bnd, p->bdims, tp__dims(p->idx[d], ix), ix, &nd, p->bdims);
         if (st != TP_OK) {
             char a[96];
             st = tp_error(TP_ERR_INDEX, "shape mismatch: indexing tensors could not be broadcast together (an index of shape %s)",
@@ -158,7 +160,7 @@ static tp_status adv_build(const tp_value *self_v, const tp_value *list, adv_pla
             break;
         }
         p->bnd = nd;
-        memcpy(p->bsizes, out, sizeof out);
+        for (int j = 0; j < nd; j++) p->bsizes[j] = p->bdims[j].v;
     }
     if (st != TP_OK) {
         adv_free(p);
@@ -167,21 +169,22 @@ static tp_status adv_build(const tp_value *self_v, const tp_value *list, adv_pla
     /* output: [before, B, after] or [B, the other dims] */
     int n = 0;
     if (!p->front)
-        for (int d = 0; d < p->first; d++) p->out_sizes[n++] = s->sizes[d];
+        for (int d = 0; d < p->first; d++) p->out_dims[n++] = tp__dim(s, d);
     if (n + p->bnd > TP_MAX_DIMS) {
         adv_free(p);
         return tp_error(TP_ERR_SHAPE, "the result would have more than %d dims", TP_MAX_DIMS);
     }
-    for (int j = 0; j < p->bnd; j++) p->out_sizes[n++] = p->bsizes[j];
+    for (int j = 0; j < p->bnd; j++) p->out_dims[n++] = p->bdims[j];
     for (int d = p->front ? 0 : p->first; d < s->ndim; d++) {
         if (p->idx[d]) continue;
         if (n == TP_MAX_DIMS) {
             adv_free(p);
             return tp_error(TP_ERR_SHAPE, "the result would have more than %d dims", TP_MAX_DIMS);
         }
-        p->out_sizes[n++] = s->sizes[d];
+        p->out_dims[n++] = tp__dim(s, d);
     }
     p->out_nd = n;
+    for (int i = 0; i < n; i++) p->out_sizes[i] = p->out_dims[i].v;
     return TP_OK;
 }
 
@@ -242,7 +245,7 @@ static tp_status infer_index(const tp_value *args, tp_value *out) {
     adv_plan p;
     TP_TRY(adv_build(&args[0], &args[1], &p, NULL));
     adv_free(&p);
-    return tp__out_tensor(out, p.self->dtype, p.out_nd, p.out_sizes);
+    return tp__out_dims(out, p.self->dtype, p.out_nd, p.out_dims);
 }
 
 typedef struct gather_ctx {
@@ -373,7 +376,7 @@ static tp_status infer_index_put(const tp_value *args, tp_value *out) {
     adv_plan p;
     TP_TRY(put_check(args, &p));
     adv_free(&p);
-    return tp__out_tensor(out, p.self->dtype, p.self->ndim, p.self->sizes);
+    return tp__out_like(out, p.self->dtype, p.self);
 }
 
 static tp_status kernel_index_put(const tp_value *args, tp_value *out) {

@@ -22,12 +22,16 @@ static tp_dtype dtype_arg(const tp_value *args, int i, tp_dtype fallback) {
     return args[i].kind == TP_VAL_DTYPE ? args[i].u.dtype : fallback;
 }
 
-static tp_status size_arg(const tp_value *args, int i, int *ndim, int64_t *sizes) {
-    TP_TRY(tp__arg_ints(args, i, "size", sizes, TP_MAX_DIMS, 0, ndim));
+/* The size argument args[i] (its entries may be dynamic sizes). */
+static tp_status size_arg(const tp_value *args, int i, int *ndim, tp_sdim *dims) {
+    int64_t sizes[TP_MAX_DIMS];
+    TP_TRY(tp__arg_sdims(args, i, "size", dims, TP_MAX_DIMS, 0, ndim));
+    for (int d = 0; d < *ndim; d++) sizes[d] = dims[d].v;
     char buf[256];
     for (int d = 0; d < *ndim; d++)
-        TP_CHECK(sizes[d] >= 0, TP_ERR_SHAPE, "Trying to create tensor with negative dimension %" PRId64 ": %s",
-                 sizes[d], tp__shape_str(*ndim, sizes, buf, sizeof buf));
+        TP_CHECK(tp__dim_ge(dims[d], 0, "a size to create stays non-negative"), TP_ERR_SHAPE,
+                 "Trying to create tensor with negative dimension %" PRId64 ": %s", sizes[d],
+                 tp__shape_str(*ndim, sizes, buf, sizeof buf));
     int64_t numel;
     return tp__numel(*ndim, sizes, &numel);
 }
@@ -57,9 +61,9 @@ static void fill_int(tp_tensor *t, int64_t v) {
 
 static tp_status infer_zeros(const tp_value *args, tp_value *out) {
     int n;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(size_arg(args, 0, &n, sizes));
-    return tp__out_tensor(out, dtype_arg(args, 1, TP_DEFAULT_FLOAT), n, sizes);
+    return tp__out_dims(out, dtype_arg(args, 1, TP_DEFAULT_FLOAT), n, sizes);
 }
 
 static tp_status kernel_zeros(const tp_value *args, tp_value *out) {
@@ -77,12 +81,12 @@ static tp_status kernel_ones(const tp_value *args, tp_value *out) {
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None) */
 static tp_status infer_full(const tp_value *args, tp_value *out) {
     int n;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(size_arg(args, 0, &n, sizes));
     tp_dtype dtype = dtype_arg(args, 2, tp__scalar_dtype(&args[1]));
     char elem[8];
     TP_TRY(tp__scalar_to_elem(&args[1], dtype, elem)); /* report overflow before running */
-    return tp__out_tensor(out, dtype, n, sizes);
+    return tp__out_dims(out, dtype, n, sizes);
 }
 
 static tp_status kernel_full(const tp_value *args, tp_value *out) {
@@ -98,7 +102,7 @@ static tp_status kernel_full(const tp_value *args, tp_value *out) {
 static tp_status infer_like(const tp_value *args, int dtype_index, tp_value *out) {
     tp_tensor *self;
     TP_TRY(need_tensor(args, 0, "self", &self));
-    return tp__out_tensor(out, dtype_arg(args, dtype_index, self->dtype), self->ndim, self->sizes);
+    return tp__out_like(out, dtype_arg(args, dtype_index, self->dtype), self);
 }
 
 static tp_status infer_like1(const tp_value *args, tp_value *out) { return infer_like(args, 1, out); }
@@ -124,9 +128,9 @@ static tp_status infer_new(const tp_value *args, int dtype_index, tp_value *out)
     tp_tensor *self;
     TP_TRY(need_tensor(args, 0, "self", &self));
     int n;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(size_arg(args, 1, &n, sizes));
-    return tp__out_tensor(out, dtype_arg(args, dtype_index, self->dtype), n, sizes);
+    return tp__out_dims(out, dtype_arg(args, dtype_index, self->dtype), n, sizes);
 }
 
 static tp_status infer_new2(const tp_value *args, tp_value *out) { return infer_new(args, 2, out); }
@@ -228,7 +232,7 @@ static tp_status arange_plan_make(const tp_value *args, arange_plan *p) {
 static tp_status infer_arange(const tp_value *args, tp_value *out) {
     arange_plan p;
     TP_TRY(arange_plan_make(args, &p));
-    return tp__out_tensor(out, p.dtype, 1, &p.n);
+    return tp__out_dims(out, p.dtype, 1, (tp_sdim[]){tp__dimk(p.n)});
 }
 
 static tp_status kernel_arange(const tp_value *args, tp_value *out) {
@@ -271,7 +275,7 @@ static tp_status infer_linspace(const tp_value *args, tp_value *out) {
     tp_dtype dtype;
     int64_t steps;
     TP_TRY(linspace_check(args, &dtype, &steps));
-    return tp__out_tensor(out, dtype, 1, &steps);
+    return tp__out_dims(out, dtype, 1, (tp_sdim[]){tp__dimk(steps)});
 }
 
 static tp_status kernel_linspace(const tp_value *args, tp_value *out) {
@@ -329,7 +333,7 @@ static tp_status eye_sizes(const tp_value *args, int64_t *sizes) {
 static tp_status infer_eye(const tp_value *args, tp_value *out) {
     int64_t sizes[2];
     TP_TRY(eye_sizes(args, sizes));
-    return tp__out_tensor(out, dtype_arg(args, 2, TP_DEFAULT_FLOAT), 2, sizes);
+    return tp__out_dims(out, dtype_arg(args, 2, TP_DEFAULT_FLOAT), 2, (tp_sdim[]){tp__dimk(sizes[0]), tp__dimk(sizes[1])});
 }
 
 static tp_status kernel_eye(const tp_value *args, tp_value *out) {

@@ -228,9 +228,36 @@ static tp_status einsum_infer(const tp_value *args, tp_value *out) {
     const tp_tensor *ops[TP_EINSUM_MAX_OPERANDS];
     int n;
     TP_TRY(einsum_setup(args, &e, ops, &n));
-    int64_t sizes[TP_MAX_DIMS];
-    for (int d = 0; d < e.out_ndim; d++) sizes[d] = e.size[e.out_label[d]];
-    return tp__out_tensor(out, ops[0]->dtype, e.out_ndim, sizes);
+    /* each label's size: equal within an operand (a diagonal), broadcast
+     * across operands (the parse checked the sizes; these are the guards) */
+    tp_sdim size[TP_EINSUM_MAX_LABELS];
+    bool have[TP_EINSUM_MAX_LABELS] = {false};
+    for (int i = 0; i < n; i++) {
+        tp_sdim seen[TP_EINSUM_MAX_LABELS];
+        bool got[TP_EINSUM_MAX_LABELS] = {false};
+        for (int d = 0; d < e.op_ndim[i]; d++) {
+            int l = e.op_label[i][d];
+            tp_sdim x = tp__dim(ops[i], d);
+            if (got[l]) tp__dim_eq(x, seen[l], "einsum diagonal dims are equal");
+            else {
+                seen[l] = x;
+                got[l] = true;
+            }
+        }
+        for (int l = 0; l < TP_EINSUM_MAX_LABELS; l++) {
+            if (!got[l]) continue;
+            if (!have[l]) size[l] = seen[l];
+            else if (!tp__dim_broadcast(size[l], seen[l], &size[l])) tp__dim_give_up();
+            have[l] = true;
+        }
+    }
+    tp_sdim dims[TP_MAX_DIMS];
+    for (int d = 0; d < e.out_ndim; d++) {
+        int l = e.out_label[d];
+        dims[d] = have[l] ? size[l] : tp__dimk(e.size[l]);
+        dims[d].v = e.size[l];
+    }
+    return tp__out_dims(out, ops[0]->dtype, e.out_ndim, dims);
 }
 
 static tp_status einsum_kernel(const tp_value *args, tp_value *out) {

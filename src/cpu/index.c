@@ -25,7 +25,7 @@ static int64_t nonempty_stride(const tp_tensor *t, int d) { return t->ndim ? t->
 /* ---- index_select(Tensor self, int dim, Tensor index) ------------------- */
 
 static tp_status index_select_plan(const tp_value *args, tp_tensor **self, tp_tensor **index, int *dim,
-                                   int64_t *sizes) {
+                                   tp_sdim *sizes) {
     TP_TRY(tp__need_tensor(args, 0, "self", self));
     TP_TRY(tp__need_tensor(args, 2, "index", index));
     tp_tensor *s = *self, *ix = *index;
@@ -37,8 +37,8 @@ static tp_status index_select_plan(const tp_value *args, tp_tensor **self, tp_te
     if (s->ndim == 0) {
         TP_CHECK(n == 1, TP_ERR_SHAPE, "index into a 0-dim tensor can have only 1 value, got %" PRId64, n);
     } else {
-        memcpy(sizes, s->sizes, (size_t)s->ndim * sizeof *sizes);
-        sizes[*dim] = n;
+        tp__dims(s, sizes);
+        sizes[*dim] = ix->ndim ? tp__dim(ix, 0) : tp__dimk(1);
     }
     return TP_OK;
 }
@@ -46,15 +46,15 @@ static tp_status index_select_plan(const tp_value *args, tp_tensor **self, tp_te
 static tp_status infer_index_select(const tp_value *args, tp_value *out) {
     tp_tensor *self, *index;
     int dim;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(index_select_plan(args, &self, &index, &dim, sizes));
-    return tp__out_tensor(out, self->dtype, self->ndim, sizes);
+    return tp__out_dims(out, self->dtype, self->ndim, sizes);
 }
 
 static tp_status kernel_index_select(const tp_value *args, tp_value *out) {
     tp_tensor *self, *index, *o = tp__out_at(out, 0);
     int dim;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(index_select_plan(args, &self, &index, &dim, sizes));
     TP_TRY(tp__has_data(self, "self"));
     TP_TRY(tp__has_data(index, "index"));
@@ -107,7 +107,10 @@ static tp_status infer_gather(const tp_value *args, tp_value *out) {
     tp_tensor *self, *index;
     int dim;
     TP_TRY(gather_plan(args, &self, &index, &dim));
-    return tp__out_tensor(out, self->dtype, index->ndim, index->sizes);
+    if (index->ndim == self->ndim)
+        for (int d = 0; d < self->ndim; d++)
+            if (d != dim) tp__dim_le(tp__dim(index, d), tp__dim(self, d), "index.size(d) <= self.size(d)");
+    return tp__out_like(out, self->dtype, index);
 }
 
 static tp_status kernel_gather(const tp_value *args, tp_value *out) {
@@ -177,7 +180,7 @@ static tp_status infer_scatter(const tp_value *args, tp_value *out) {
     tp_tensor *self, *index;
     int dim;
     TP_TRY(scatter_plan(args, &self, &index, &dim));
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_scatter(const tp_value *args, tp_value *out) {
@@ -260,6 +263,7 @@ typedef struct take_plan {
     int dim;
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
+    tp_sdim dims[TP_MAX_DIMS]; /* sizes for the shape rule (dim.h) */
 } take_plan;
 
 static tp_status take_plan_make(const tp_value *args, tp_tensor **self, tp_tensor **indices, take_plan *p) {
@@ -272,7 +276,9 @@ static tp_status take_plan_make(const tp_value *args, tp_tensor **self, tp_tenso
     if (p->flat) {
         p->dim = 0;
         p->ndim = 1;
-        p->sizes[0] = tp_tensor_numel(ix);
+        p->dims[0] = tp__dimk(1);
+        for (int i = 0; i < ix->ndim; i++) p->dims[0] = tp__dim_mul(p->dims[0], tp__dim(ix, i));
+        p->sizes[0] = p->dims[0].v;
         return TP_OK;
     }
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), s->ndim, &p->dim));
@@ -280,17 +286,20 @@ static tp_status take_plan_make(const tp_value *args, tp_tensor **self, tp_tenso
              "input and indices should have the same number of dimensions, but got %d dimensions for input, and %d "
              "dimensions for indices",
              s->ndim, ix->ndim);
-    int64_t ssizes[TP_MAX_DIMS];
-    memcpy(ssizes, s->sizes, (size_t)s->ndim * sizeof *ssizes);
-    if (s->ndim) ssizes[p->dim] = ix->sizes[p->dim];
-    return tp__broadcast_shapes(s->ndim, ssizes, ix->ndim, ix->sizes, &p->ndim, p->sizes);
+    tp_sdim sd[TP_MAX_DIMS], xd[TP_MAX_DIMS];
+    tp__dims(s, sd);
+    tp__dims(ix, xd);
+    if (s->ndim) sd[p->dim] = xd[p->dim];
+    TP_TRY(tp__dims_broadcast(s->ndim, sd, ix->ndim, xd, &p->ndim, p->dims));
+    for (int i = 0; i < p->ndim; i++) p->sizes[i] = p->dims[i].v;
+    return TP_OK;
 }
 
 static tp_status infer_take_along_dim(const tp_value *args, tp_value *out) {
     tp_tensor *self, *indices;
     take_plan p;
     TP_TRY(take_plan_make(args, &self, &indices, &p));
-    return tp__out_tensor(out, self->dtype, p.ndim, p.sizes);
+    return tp__out_dims(out, self->dtype, p.ndim, p.dims);
 }
 
 static tp_status kernel_take_along_dim(const tp_value *args, tp_value *out) {
@@ -340,7 +349,8 @@ static tp_status kernel_take_along_dim(const tp_value *args, tp_value *out) {
  * The result has the broadcast shape of self and mask (as PyTorch's
  * out-of-place masked_fill) and self's dtype. */
 
-static tp_status masked_fill_plan(const tp_value *args, tp_tensor **self, tp_tensor **mask, int *ndim, int64_t *sizes) {
+static tp_status masked_fill_plan(const tp_value *args, tp_tensor **self, tp_tensor **mask, int *ndim, int64_t *sizes,
+                                  tp_sdim *dims) {
     TP_TRY(tp__need_tensor(args, 0, "self", self));
     TP_TRY(tp__need_tensor(args, 1, "mask", mask));
     TP_CHECK((*mask)->dtype == TP_BOOL, TP_ERR_TYPE, "only boolean masks are supported, but got mask with dtype %s",
@@ -351,22 +361,27 @@ static tp_status masked_fill_plan(const tp_value *args, tp_tensor **self, tp_ten
     TP_CHECK(!value || value->ndim == 0, TP_ERR_SHAPE,
              "only a 0-dimensional value tensor is supported, but got tensor with %d dimension(s)",
              value ? value->ndim : 0);
-    return tp__broadcast_shapes((*self)->ndim, (*self)->sizes, (*mask)->ndim, (*mask)->sizes, ndim, sizes);
+    tp_sdim a[TP_MAX_DIMS], b[TP_MAX_DIMS];
+    TP_TRY(tp__dims_broadcast(tp__dims(*self, a), a, tp__dims(*mask, b), b, ndim, dims));
+    for (int i = 0; i < *ndim; i++) sizes[i] = dims[i].v;
+    return TP_OK;
 }
 
 static tp_status infer_masked_fill(const tp_value *args, tp_value *out) {
     tp_tensor *self, *mask;
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(masked_fill_plan(args, &self, &mask, &ndim, sizes));
-    return tp__out_tensor(out, self->dtype, ndim, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(masked_fill_plan(args, &self, &mask, &ndim, sizes, dims));
+    return tp__out_dims(out, self->dtype, ndim, dims);
 }
 
 static tp_status kernel_masked_fill(const tp_value *args, tp_value *out) {
     tp_tensor *self, *mask, *o = tp__out_at(out, 0);
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(masked_fill_plan(args, &self, &mask, &ndim, sizes));
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(masked_fill_plan(args, &self, &mask, &ndim, sizes, dims));
     TP_TRY(tp__has_data(self, "self"));
     TP_TRY(tp__has_data(mask, "mask"));
     char value[8];
@@ -384,7 +399,7 @@ static tp_status infer_tri(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     TP_TRY(tp__need_tensor(args, 0, "self", &self));
     TP_CHECK(self->ndim >= 2, TP_ERR_SHAPE, "input tensor must have at least 2 dimensions, got %d", self->ndim);
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 /* lower: keep j - i <= diagonal (tril); else keep j - i >= diagonal (triu) */
@@ -421,7 +436,7 @@ static tp_status infer_take(const tp_value *args, tp_value *out) {
     TP_TRY(tp__need_tensor(args, 1, "index", &index));
     TP_CHECK(index->dtype == TP_INT64, TP_ERR_TYPE, "take(): Expected a long tensor for index, but got %s",
              tp_dtype_name(index->dtype));
-    return tp__out_tensor(out, self->dtype, index->ndim, index->sizes);
+    return tp__out_like(out, self->dtype, index);
 }
 
 static tp_status kernel_take(const tp_value *args, tp_value *out) {
@@ -470,7 +485,7 @@ static tp_status put_check(const tp_value *args) {
 static tp_status infer_put(const tp_value *args, tp_value *out) {
     TP_TRY(put_check(args));
     const tp_tensor *self = tp__arg_tensor(args, 0);
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_put(const tp_value *args, tp_value *out) {
@@ -533,7 +548,7 @@ static tp_status bucketize_check(const tp_value *args, tp_tensor **self, tp_tens
 static tp_status infer_bucketize(const tp_value *args, tp_value *out) {
     tp_tensor *self, *bd;
     TP_TRY(bucketize_check(args, &self, &bd));
-    return tp__out_tensor(out, tp__arg_bool(args, 2) ? TP_INT32 : TP_INT64, self->ndim, self->sizes);
+    return tp__out_like(out, tp__arg_bool(args, 2) ? TP_INT32 : TP_INT64, self);
 }
 
 static tp_status kernel_bucketize(const tp_value *args, tp_value *out) {
@@ -751,7 +766,7 @@ static tp_status infer_index_func(index_kind kind, const tp_value *args, tp_valu
     tp_tensor *self, *index, *src;
     int dim;
     TP_TRY(index_func_plan(kind, args, &self, &index, &src, &dim));
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 /* A view of t's slice at position i along dim (t itself, retained, when 0-d). */
@@ -889,7 +904,7 @@ static tp_status infer_scatter_reduce(const tp_value *args, tp_value *out) {
     int dim;
     red_kind rk;
     TP_TRY(scatter_reduce_plan(args, &self, &index, &dim, &rk));
-    return tp__out_tensor(out, self->dtype, self->ndim, self->sizes);
+    return tp__out_like(out, self->dtype, self);
 }
 
 static tp_status kernel_scatter_reduce(const tp_value *args, tp_value *out) {
@@ -957,7 +972,7 @@ static tp_status kernel_scatter_reduce(const tp_value *args, tp_value *out) {
  * elements in order (source read in C order). */
 
 static tp_status masked_scatter_plan(const tp_value *args, tp_tensor **self, tp_tensor **mask, tp_tensor **source,
-                                     int *ndim, int64_t *sizes) {
+                                     int *ndim, int64_t *sizes, tp_sdim *dims) {
     TP_TRY(tp__need_tensor(args, 0, "self", self));
     TP_TRY(tp__need_tensor(args, 1, "mask", mask));
     TP_TRY(tp__need_tensor(args, 2, "source", source));
@@ -966,22 +981,27 @@ static tp_status masked_scatter_plan(const tp_value *args, tp_tensor **self, tp_
     TP_CHECK((*self)->dtype == (*source)->dtype, TP_ERR_TYPE,
              "expected self and source to have same dtypes but got %s and %s",
              torch_type_name((*self)->dtype), torch_type_name((*source)->dtype));
-    return tp__broadcast_shapes((*self)->ndim, (*self)->sizes, (*mask)->ndim, (*mask)->sizes, ndim, sizes);
+    tp_sdim a[TP_MAX_DIMS], b[TP_MAX_DIMS];
+    TP_TRY(tp__dims_broadcast(tp__dims(*self, a), a, tp__dims(*mask, b), b, ndim, dims));
+    for (int i = 0; i < *ndim; i++) sizes[i] = dims[i].v;
+    return TP_OK;
 }
 
 static tp_status infer_masked_scatter(const tp_value *args, tp_value *out) {
     tp_tensor *self, *mask, *source;
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(masked_scatter_plan(args, &self, &mask, &source, &ndim, sizes));
-    return tp__out_tensor(out, self->dtype, ndim, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(masked_scatter_plan(args, &self, &mask, &source, &ndim, sizes, dims));
+    return tp__out_dims(out, self->dtype, ndim, dims);
 }
 
 static tp_status kernel_masked_scatter(const tp_value *args, tp_value *out) {
     tp_tensor *self, *mask, *source, *o = tp__out_at(out, 0);
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(masked_scatter_plan(args, &self, &mask, &source, &ndim, sizes));
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(masked_scatter_plan(args, &self, &mask, &source, &ndim, sizes, dims));
     TP_TRY(tp__has_data(self, "self"));
     TP_TRY(tp__has_data(mask, "mask"));
     TP_TRY(tp__has_data(source, "source"));
@@ -1071,7 +1091,7 @@ static tp_status infer_searchsorted(const tp_value *args, tp_value *out) {
     ss_plan p;
     TP_TRY(searchsorted_plan(args, &p));
     tp_dtype dt = tp__arg_bool(args, 2) ? TP_INT32 : TP_INT64;
-    return p.scalar ? tp__out_tensor(out, dt, 0, NULL) : tp__out_tensor(out, dt, p.self->ndim, p.self->sizes);
+    return p.scalar ? tp__out_dims(out, dt, 0, NULL) : tp__out_like(out, dt, p.self);
 }
 
 static tp_status kernel_searchsorted(const tp_value *args, tp_value *out) {
@@ -1231,8 +1251,7 @@ static tp_status histc_check(const tp_value *args, tp_tensor **self) {
 static tp_status infer_histc(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     TP_TRY(histc_check(args, &self));
-    int64_t bins = tp__arg_int(args, 1);
-    return tp__out_tensor(out, self->dtype, 1, &bins);
+    return tp__out_dims(out, self->dtype, 1, (tp_sdim[]){tp__dimk(tp__arg_int(args, 1))});
 }
 
 /* Write hist[bins] into the 1-d o (density: divided by scale and widths[i]). */
@@ -1324,10 +1343,10 @@ static tp_status histogram_plan(const tp_value *args, hist_plan *p) {
 static tp_status infer_histogram(const tp_value *args, tp_value *out) {
     hist_plan p;
     TP_TRY(histogram_plan(args, &p));
-    int64_t ne = p.bins + 1;
+    tp_sdim bins = p.edges ? tp__dim_addk(tp__dim(p.edges, 0), -1) : tp__dimk(p.bins);
     TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(&out->u.seq.items[0], p.self->dtype, 1, &p.bins));
-    return tp__out_tensor(&out->u.seq.items[1], p.self->dtype, 1, &ne);
+    TP_TRY(tp__out_dims(&out->u.seq.items[0], p.self->dtype, 1, &bins));
+    return tp__out_dims(&out->u.seq.items[1], p.self->dtype, 1, (tp_sdim[]){tp__dim_addk(bins, 1)});
 }
 
 static tp_status kernel_histogram(const tp_value *args, tp_value *out) {
@@ -1399,7 +1418,7 @@ static tp_status infer_nonzero_static(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     int64_t size;
     TP_TRY(nonzero_static_check(args, &self, &size));
-    return tp__out_tensor(out, TP_INT64, 2, (int64_t[]){size, self->ndim});
+    return tp__out_dims(out, TP_INT64, 2, (tp_sdim[]){tp__dimk(size), tp__dimk(self->ndim)});
 }
 
 static tp_status kernel_nonzero_static(const tp_value *args, tp_value *out) {
@@ -1466,8 +1485,9 @@ static tp_status infer_combinations(const tp_value *args, tp_value *out) {
     tp_tensor *self;
     int64_t r, count;
     TP_TRY(combinations_plan(args, &self, &r, &count));
-    if (r == 0) return tp__out_tensor(out, self->dtype, 1, (int64_t[]){0});
-    return tp__out_tensor(out, self->dtype, 2, (int64_t[]){count, r});
+    if (!tp__dim_is_const(tp__dim(self, 0))) tp__dim_give_up(); /* C(n, r) of a dynamic n has no expression */
+    if (r == 0) return tp__out_dims(out, self->dtype, 1, (tp_sdim[]){tp__dimk(0)});
+    return tp__out_dims(out, self->dtype, 2, (tp_sdim[]){tp__dimk(count), tp__dimk(r)});
 }
 
 static tp_status kernel_combinations(const tp_value *args, tp_value *out) {
@@ -1568,11 +1588,12 @@ static tp_status one_hot_plan(const tp_value *args, tp_tensor **self, int64_t *c
 
 static tp_status infer_one_hot(const tp_value *args, tp_value *out) {
     tp_tensor *self;
-    int64_t classes, sizes[TP_MAX_DIMS];
+    int64_t classes;
+    tp_sdim sizes[TP_MAX_DIMS];
     TP_TRY(one_hot_plan(args, &self, &classes));
-    memcpy(sizes, self->sizes, (size_t)self->ndim * sizeof *sizes);
-    sizes[self->ndim] = classes;
-    return tp__out_tensor(out, TP_INT64, self->ndim + 1, sizes);
+    tp__dims(self, sizes);
+    sizes[self->ndim] = tp__dimk(classes);
+    return tp__out_dims(out, TP_INT64, self->ndim + 1, sizes);
 }
 
 static tp_status kernel_one_hot(const tp_value *args, tp_value *out) {

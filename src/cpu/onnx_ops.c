@@ -20,7 +20,8 @@ static tp_status topk_check(const tp_value *args, int *dim_out, int64_t *k_out) 
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), nd ? nd : 1, &dim));
     int64_t size = nd ? self->sizes[dim] : 1;
     int64_t k = tp__arg_int(args, 1);
-    TP_CHECK(k >= 0 && k <= size, TP_ERR_INDEX, "selected index k out of range (k = %" PRId64 ", size %" PRId64 ")",
+    TP_CHECK(k >= 0 && tp__dim_ge(tp__dim_addk(nd ? tp__dim(self, dim) : tp__dimk(1), -k), 0, "k <= the dim"),
+             TP_ERR_INDEX, "selected index k out of range (k = %" PRId64 ", size %" PRId64 ")",
              k, size);
     *dim_out = dim;
     *k_out = k;
@@ -32,13 +33,13 @@ static tp_status topk_infer(const tp_value *args, tp_value *out) {
     int dim;
     int64_t k;
     TP_TRY(topk_check(args, &dim, &k));
-    int64_t sizes[TP_MAX_DIMS];
-    for (int i = 0; i < self->ndim; i++) sizes[i] = self->sizes[i];
-    if (self->ndim) sizes[dim] = k;
+    tp_sdim sizes[TP_MAX_DIMS];
+    tp__dims(self, sizes);
+    if (self->ndim) sizes[dim] = tp__dimk(k);
     TP_TRY(tp__out_tuple(out, 2));
     tp_value *items = out->u.seq.items;
-    TP_TRY(tp__out_tensor(&items[0], self->dtype, self->ndim, sizes));
-    TP_TRY(tp__out_tensor(&items[1], TP_INT64, self->ndim, sizes));
+    TP_TRY(tp__out_dims(&items[0], self->dtype, self->ndim, sizes));
+    TP_TRY(tp__out_dims(&items[1], TP_INT64, self->ndim, sizes));
     return TP_OK;
 }
 
@@ -140,15 +141,15 @@ static tp_status sort_infer(const tp_value *args, tp_value *out) {
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
     TP_TRY(tp__out_tuple(out, 2));
     tp_value *items = out->u.seq.items;
-    TP_TRY(tp__out_tensor(&items[0], self->dtype, self->ndim, self->sizes));
-    return tp__out_tensor(&items[1], TP_INT64, self->ndim, self->sizes);
+    TP_TRY(tp__out_like(&items[0], self->dtype, self));
+    return tp__out_like(&items[1], TP_INT64, self);
 }
 
 static tp_status argsort_infer(const tp_value *args, tp_value *out) {
     const tp_tensor *self = tp__arg_tensor(args, 0);
     int dim;
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), self->ndim, &dim));
-    return tp__out_tensor(out, TP_INT64, self->ndim, self->sizes);
+    return tp__out_like(out, TP_INT64, self);
 }
 
 static tp_status sort_run(const tp_value *args, tp_tensor *values, tp_tensor *indices) {

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cpu/einsum.h"
 #include "../ops/dim.h"
 #include "export_impl.h"
 #include "symshape.h"
@@ -301,30 +300,6 @@ static int ilist(rctx *r, int i, int64_t *out, int max) {
     return (int)v->u.seq.n;
 }
 
-/* An int value as an expression: an int, or a symbolic-int node (SV_INT);
- * NULL otherwise. */
-static sd_e int_expr(rctx *r, const tp_value *v) {
-    if (v->kind == TP_VAL_INT || v->kind == TP_VAL_BOOL) return K(r, tp_value_as_i64(v));
-    if (v->kind != TP_VAL_NODE) return NULL;
-    const sval *s = map_get(r->P, v->u.node);
-    return s && s->kind == SV_INT && s->d[0] ? S(r, s->d[0]) : NULL;
-}
-
-/* Int list argument as expressions (a single int counts as [v]); -1 for
- * None / not ints. */
-static int slist(rctx *r, int i, sd_e *out, int max) {
-    if (i >= r->nb) return -1;
-    const tp_value *v = &r->b[i];
-    if (v->kind != TP_VAL_LIST && v->kind != TP_VAL_TUPLE) {
-        out[0] = int_expr(r, v);
-        return out[0] ? 1 : -1;
-    }
-    if (v->u.seq.n > max) return -1;
-    for (int64_t k = 0; k < v->u.seq.n; k++)
-        if (!(out[k] = int_expr(r, &v->u.seq.items[k]))) return -1;
-    return (int)v->u.seq.n;
-}
-
 /* Expand a 1-element list to n. */
 static bool expand_list(int64_t *v, int got, int n) {
     if (got == n) return true;
@@ -419,12 +394,6 @@ static sval *rule_loss(rctx *r, int red_at, const int *idx, int n) {
         none = (v->kind == TP_VAL_STR && !strcmp(v->u.s, "none")) || (v->kind == TP_VAL_INT && v->u.i == 0);
     }
     return none ? broadcast(r, idx, n) : out_t(r, 0);
-}
-
-static sd_e prod(rctx *r, const sval *a, int from, int to) {
-    sd_e p = K(r, 1);
-    for (int i = from; i < to; i++) p = sd_mul(r->sd, p, a->d[i]);
-    return S(r, p);
 }
 
 /* ---- families -------------------------------------------------------------------------- */
@@ -575,52 +544,6 @@ static sval *rule_pool(rctx *r, int sp, bool is_max, const tp_value *meta) {
         req_ge(r, out, 1, what);
         o->d[j] = S(r, out);
     }
-    return o;
-}
-
-/* einsum: each output dim is its label's dim, broadcast over the operands
- * that carry it (diagonal dims are equal). The labels come from the
- * equation parsed against the example shapes. */
-static sval *rule_einsum(rctx *r) {
-    if (r->nb < 2 || r->b[0].kind != TP_VAL_STR || r->b[1].kind != TP_VAL_LIST) {
-        r->fail = true;
-        return NULL;
-    }
-    sval *list = arg_sval(r->P, &r->b[1]);
-    if (!list || list->n < 1 || list->n > TP_EINSUM_MAX_OPERANDS) {
-        r->fail = true;
-        return NULL;
-    }
-    tp_tensor *metas[TP_EINSUM_MAX_OPERANDS] = {NULL};
-    bool ok = true;
-    for (int i = 0; i < list->n && ok; i++) {
-        const sval *t = &list->items[i];
-        int64_t sizes[TP_MAX_DIMS];
-        ok = t->kind == SV_TENSOR;
-        for (int d = 0; ok && d < t->nd; d++) sizes[d] = exv(r, t->d[d]);
-        ok = ok && !r->fail && tp_tensor_meta(TP_FLOAT32, t->nd, sizes, &metas[i]) == TP_OK;
-    }
-    tp_einsum e;
-    ok = ok && tp__einsum_parse(r->b[0].u.s, list->n, (const tp_tensor *const *)metas, &e) == TP_OK;
-    for (int i = 0; i < list->n; i++) tp_tensor_free(metas[i]);
-    if (!ok) {
-        r->fail = true;
-        return NULL;
-    }
-    sd_e dims[TP_EINSUM_MAX_LABELS] = {0};
-    for (int i = 0; i < list->n; i++) {
-        const sval *t = &list->items[i];
-        sd_e seen[TP_EINSUM_MAX_LABELS] = {0};
-        for (int d = 0; d < e.op_ndim[i]; d++) {
-            int l = e.op_label[i][d];
-            if (seen[l]) req_eq(r, t->d[d], seen[l], "einsum diagonal dims are equal");
-            else seen[l] = t->d[d];
-        }
-        for (int l = 0; l < TP_EINSUM_MAX_LABELS; l++)
-            if (seen[l]) dims[l] = bdim(r, dims[l], seen[l]);
-    }
-    sval *o = out_t(r, e.out_ndim);
-    for (int d = 0; o && d < e.out_ndim; d++) o->d[d] = S(r, dims[e.out_label[d]]);
     return o;
 }
 
@@ -894,16 +817,8 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_ALPHA_DROPOUT:
     case TP_OP_FEATURE_DROPOUT:
     case TP_OP_FEATURE_ALPHA_DROPOUT:
-    case TP_OP_PUT:
-    case TP_OP_TRIL:
-    case TP_OP_TRIU:
-    case TP_OP_ZEROS_LIKE:
-    case TP_OP_ONES_LIKE:
-    case TP_OP_FULL_LIKE:
-    case TP_OP_EMPTY_LIKE:
     case TP_OP_FILL_:
     case TP_OP_ZERO_:
-    case TP_OP_SCATTER:
     case TP_OP_INVERSE:
     case TP_OP_MATRIX_POWER:
     case TP_OP_CHOLESKY:
@@ -922,7 +837,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
     }
     if (is_same_shape_op(op)) return copy_t(r, need_t(r, 0));
     switch (op) {
-    case TP_OP_MASKED_FILL: return broadcast(r, (int[]){0, 1}, 2);
     case TP_OP_MATMUL: return matmul_shape(r, need_t(r, 0), need_t(r, 1), true);
     case TP_OP_MM:
     case TP_OP_BMM: {
@@ -1017,10 +931,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->d[1] = S(r, b2->d[2]);
         bcast_into(r, need_t(r, 0), o, "self broadcasts to the product");
         return o;
-    }
-    case TP_OP_TAKE: {
-        const sval *ix = need_t(r, 1);
-        return ix ? copy_t(r, ix) : NULL;
     }
     case TP_OP_CROSS: {
         static const int idx[2] = {0, 1};
@@ -1210,19 +1120,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         return o;
     }
     case TP_OP_SCALED_DOT_PRODUCT_ATTENTION: return rule_sdpa(r);
-    case TP_OP_ONE_HOT: {
-        const sval *a = need_t(r, 0);
-        int64_t classes = iarg(r, 1, -1);
-        if (!a || classes < 0 || a->nd >= TP_MAX_DIMS) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = out_t(r, a->nd + 1);
-        for (int i = 0; o && i < a->nd; i++) o->d[i] = S(r, a->d[i]);
-        if (o) o->d[a->nd] = K(r, classes);
-        return o;
-    }
-    case TP_OP_EINSUM: return rule_einsum(r);
     case TP_OP_IM2COL: { /* (N, C * kh * kw, blocks_h * blocks_w) */
         const sval *x = need_t(r, 0);
         int64_t k[2], dl[2], pd[2], st[2];
@@ -1423,53 +1320,7 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         if (!broadcast(r, (int[]){0, 1}, 2)) return NULL;
         return out_t(r, 0);
     }
-    case TP_OP_BUCKETIZE: return copy_t(r, need_t(r, 0));
     /* indexed updates and scatters into views: self's shape (issue #13) */
-    case TP_OP_INDEX_ADD:
-    case TP_OP_INDEX_COPY:
-    case TP_OP_INDEX_FILL:
-    case TP_OP_INDEX_REDUCE:
-    case TP_OP_SCATTER_REDUCE:
-    case TP_OP_FILL_DIAGONAL_: return copy_t(r, need_t(r, 0));
-    case TP_OP_MASKED_SCATTER: return broadcast(r, (int[]){0, 1}, 2);
-    case TP_OP_SEARCHSORTED: return targ(r, 1) ? copy_t(r, need_t(r, 1)) : out_t(r, 0);
-    case TP_OP_HISTC: {
-        sval *o = out_t(r, 1);
-        if (o) o->d[0] = K(r, iarg(r, 1, 100));
-        return o;
-    }
-    case TP_OP_HISTOGRAM: { /* ([bins], [bins + 1]); bins: an int or the edges' count - 1 */
-        const sval *e = targ(r, 1);
-        sval *h = out_t(r, 1);
-        if (!h || (e && e->nd != 1)) {
-            r->fail = true;
-            return NULL;
-        }
-        h->d[0] = e ? S(r, sd_addk(r->sd, e->d[0], -1)) : K(r, iarg(r, 1, 100));
-        sval *t = seq_of(r, 2, h);
-        if (!t) return NULL;
-        t->items[1].d[0] = S(r, sd_addk(r->sd, h->d[0], 1));
-        return t;
-    }
-    case TP_OP_NONZERO_STATIC: { /* [size, ndim] */
-        const sval *a = need_t(r, 0);
-        sval *o = a ? out_t(r, 2) : NULL;
-        if (!o) return NULL;
-        o->d[0] = K(r, iarg(r, 1, 0));
-        o->d[1] = K(r, a->nd);
-        return o;
-    }
-    case TP_OP_NEW_EMPTY_STRIDED: { /* the sizes given */
-        int64_t sz[TP_MAX_DIMS];
-        int n = ilist(r, 1, sz, TP_MAX_DIMS);
-        sval *o = n >= 0 ? out_t(r, n) : NULL;
-        if (!o) {
-            r->fail = true;
-            return NULL;
-        }
-        for (int i = 0; i < n; i++) o->d[i] = K(r, sz[i]);
-        return o;
-    }
     case TP_OP_TRIPLET_MARGIN_LOSS:
     case TP_OP_MULTI_MARGIN_LOSS:
     case TP_OP_MULTILABEL_MARGIN_LOSS:
@@ -1521,93 +1372,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         o->nd = a->nd - 1;
         for (int i = 0, k = 0; i < a->nd; i++)
             if (i != cd) o->d[k++] = S(r, a->d[i]);
-        return o;
-    }
-    case TP_OP_INDEX_SELECT: {
-        const sval *a = need_t(r, 0), *ix = need_t(r, 2);
-        if (!a || !ix || ix->nd > 1) {
-            r->fail = true;
-            return NULL;
-        }
-        sval *o = copy_t(r, a);
-        if (!o || a->nd == 0) return o;
-        o->d[wrap_dim(r, iarg(r, 1, 0), a->nd)] = ix->nd ? S(r, ix->d[0]) : K(r, 1);
-        return o;
-    }
-    case TP_OP_GATHER: {
-        const sval *a = need_t(r, 0), *ix = need_t(r, 2);
-        if (!a || !ix) return NULL;
-        int d = wrap_dim(r, iarg(r, 1, 0), a->nd);
-        if (ix->nd == a->nd)
-            for (int i = 0; i < a->nd; i++)
-                if (i != d) req_ge(r, sd_sub(r->sd, a->d[i], ix->d[i]), 0, "index.size(d) <= self.size(d)");
-        return copy_t(r, ix);
-    }
-    case TP_OP_TOPK: {
-        const sval *a = need_t(r, 0);
-        if (!a) return NULL;
-        sval *o = copy_t(r, a);
-        if (!o || a->nd == 0) return o ? seq_of(r, 2, o) : NULL;
-        int d = wrap_dim(r, iarg(r, 2, -1), a->nd);
-        int64_t k = iarg(r, 1, 1);
-        req_ge(r, sd_addk(r->sd, a->d[d], -k), 0, "k <= the dim");
-        o->d[d] = K(r, k);
-        return seq_of(r, 2, o);
-    }
-    case TP_OP_ZEROS:
-    case TP_OP_ONES:
-    case TP_OP_FULL: {
-        sd_e sz[TP_MAX_DIMS];
-        int n = slist(r, 0, sz, TP_MAX_DIMS);
-        sval *o = n >= 0 ? out_t(r, n) : NULL;
-        if (!o) {
-            r->fail = true;
-            return NULL;
-        }
-        for (int i = 0; i < n; i++) {
-            req_ge(r, sz[i], 0, "a size to create stays non-negative");
-            o->d[i] = S(r, sz[i]);
-        }
-        return o;
-    }
-    case TP_OP_ARGSORT:
-    case TP_OP_SCATTER_ADD: return copy_t(r, need_t(r, 0));
-    case TP_OP_SORT: {
-        sval *o = copy_t(r, need_t(r, 0));
-        return o ? seq_of(r, 2, o) : NULL;
-    }
-    case TP_OP_TAKE_ALONG_DIM: {
-        const sval *a = need_t(r, 0), *ix = need_t(r, 1);
-        if (!a || !ix) return NULL;
-        if (is_none(r, 2)) {
-            sval *o = out_t(r, 1);
-            if (o) o->d[0] = prod(r, ix, 0, ix->nd);
-            return o;
-        }
-        if (a->nd != ix->nd) {
-            r->fail = true;
-            return NULL;
-        }
-        int d = wrap_dim(r, iarg(r, 2, 0), a->nd);
-        sval *o = out_t(r, a->nd);
-        for (int i = 0; o && i < a->nd; i++) o->d[i] = i == d ? S(r, ix->d[i]) : bdim(r, a->d[i], ix->d[i]);
-        return o;
-    }
-    case TP_OP_NEW_ZEROS:
-    case TP_OP_NEW_ONES:
-    case TP_OP_NEW_FULL:
-    case TP_OP_NEW_EMPTY: {
-        sd_e sz[TP_MAX_DIMS];
-        int n = slist(r, 1, sz, TP_MAX_DIMS);
-        sval *o = n >= 0 ? out_t(r, n) : NULL;
-        if (!o) {
-            r->fail = true;
-            return NULL;
-        }
-        for (int i = 0; i < n; i++) {
-            req_ge(r, sz[i], 0, "a size to create stays non-negative");
-            o->d[i] = S(r, sz[i]);
-        }
         return o;
     }
     default: r->fail = true; return NULL;
