@@ -817,8 +817,6 @@ static bool is_same_shape_op(tp_op op) {
     case TP_OP_ALPHA_DROPOUT:
     case TP_OP_FEATURE_DROPOUT:
     case TP_OP_FEATURE_ALPHA_DROPOUT:
-    case TP_OP_FILL_:
-    case TP_OP_ZERO_:
     case TP_OP_INVERSE:
     case TP_OP_MATRIX_POWER:
     case TP_OP_CHOLESKY:
@@ -831,10 +829,6 @@ static bool is_same_shape_op(tp_op op) {
 
 static sval *apply_rule(rctx *r, const tp_value *meta) {
     tp_op op = r->op;
-    if (op == TP_OP_FREXP) { /* unary, but two outputs of self's shape */
-        const sval *a = need_t(r, 0);
-        return a ? seq_of(r, 2, a) : NULL;
-    }
     if (is_same_shape_op(op)) return copy_t(r, need_t(r, 0));
     switch (op) {
     case TP_OP_MATMUL: return matmul_shape(r, need_t(r, 0), need_t(r, 1), true);
@@ -868,11 +862,6 @@ static sval *apply_rule(rctx *r, const tp_value *meta) {
         const sval *b = targ(r, 2);
         if (b) bcast_into(r, b, o, "bias broadcasts to the output");
         return o;
-    }
-    case TP_OP_ALLCLOSE: {
-        static const int idx[2] = {0, 1};
-        if (!broadcast(r, idx, 2)) return NULL;
-        return out_t(r, 0);
     }
     case TP_OP_DOT:
     case TP_OP_TRACE: {
