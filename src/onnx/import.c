@@ -44,7 +44,8 @@ typedef struct ox_init {
 
 struct ox_ctx {
     tp_graph *g;
-    int64_t opset;
+    int64_t opset;          /* the default domain's; -1 when not imported */
+    int64_t training_opset; /* ai.onnx.preview.training's; -1 when not imported */
     const Onnx__NodeProto *node;
     int node_index;
     bool node_dyn;
@@ -163,11 +164,20 @@ static const char *node_label(ox_ctx *c, char *buf, size_t size) {
     return buf;
 }
 
+static bool is_training_domain(const char *domain) {
+    return domain && strcmp(domain, OX_TRAINING_DOMAIN) == 0;
+}
+
+/* The opset of the current node's domain. */
+static int64_t node_opset(ox_ctx *c) {
+    return c->node && is_training_domain(c->node->domain) ? c->training_opset : c->opset;
+}
+
 static tp_status node_error(ox_ctx *c, tp_status code, const char *fmt, va_list ap) {
     char msg[512], lab[32];
     vsnprintf(msg, sizeof msg, fmt, ap);
     return tp_error(code, "node '%s' (%s, opset %" PRId64 "): %s", node_label(c, lab, sizeof lab),
-                    c->node->op_type ? c->node->op_type : "?", c->opset, msg);
+                    c->node->op_type ? c->node->op_type : "?", node_opset(c), msg);
 }
 tp_status ox_unsupported(ox_ctx *c, const char *fmt, ...) {
     va_list ap;
@@ -873,6 +883,15 @@ static int64_t find_opset(const Onnx__ModelProto *m) {
     return v;
 }
 
+static int64_t find_training_opset(const Onnx__ModelProto *m) {
+    int64_t v = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (o && is_training_domain(o->domain)) v = o->has_version ? o->version : 1;
+    }
+    return v;
+}
+
 static tp_status convert_nodes(import_job *J, tp_status *first_error) {
     ox_ctx *c = &J->c;
     const Onnx__GraphProto *g = J->model->graph;
@@ -905,16 +924,21 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
         c->node_dyn = dyn;
         tp_status st = TP_OK;
         if (!failed) {
-            if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+            bool training = is_training_domain(n->domain);
+            if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0 && !training)
                 st = ox_unsupported(c, "domain '%s' is not supported", n->domain);
             else if (!n->op_type)
                 st = ox_bad(c, "node without op_type");
+            else if (training && c->training_opset < 0)
+                st = ox_bad(c, "the model does not import domain '%s'", OX_TRAINING_DOMAIN);
+            else if (!training && c->opset < 0)
+                st = ox_bad(c, "the model does not import the default operator set");
             else {
-                st = tp__onnx_convert_node(c, n->op_type);
+                st = training ? tp__onnx_convert_training_node(c, n->op_type) : tp__onnx_convert_node(c, n->op_type);
                 if (st != TP_OK && !strstr(tp_last_error(), "node '")) {
                     char lab[32];
                     tp_error_context("node '%s' (%s, opset %" PRId64 ")", node_label(c, lab, sizeof lab), n->op_type,
-                                     c->opset);
+                                     node_opset(c));
                 }
             }
             for (size_t i = 0; st == TP_OK && i < n->n_output; i++)
@@ -1082,6 +1106,7 @@ static tp_status import_model(import_job *J, tp_program **out) {
     tp_onnx_report *r = J->report;
     c->report = r;
     c->opset = find_opset(m);
+    c->training_opset = find_training_opset(m);
     c->max_constant_bytes =
         J->opts && J->opts->max_constant_bytes ? J->opts->max_constant_bytes : OX_DEFAULT_MAX_CONSTANT_BYTES;
     if (r) {
@@ -1110,7 +1135,11 @@ static tp_status import_model(import_job *J, tp_program **out) {
         }
     }
     TP_CHECK(m->graph, TP_ERR_CORRUPT, "ONNX model has no graph");
-    TP_CHECK(c->opset >= 0, TP_ERR_UNSUPPORTED, "ONNX model does not import the default operator set");
+    TP_CHECK(c->opset >= 0 || c->training_opset >= 0, TP_ERR_UNSUPPORTED,
+             "ONNX model does not import the default operator set (nor " OX_TRAINING_DOMAIN ")");
+    TP_CHECK(c->training_opset <= OX_MAX_TRAINING_OPSET, TP_ERR_UNSUPPORTED,
+             "ONNX " OX_TRAINING_DOMAIN " opset %" PRId64 " is newer than supported (%d)", c->training_opset,
+             OX_MAX_TRAINING_OPSET);
     TP_CHECK(c->opset <= OX_MAX_OPSET, TP_ERR_UNSUPPORTED, "ONNX opset %" PRId64 " is newer than supported (%d)",
              c->opset, OX_MAX_OPSET);
     const Onnx__GraphProto *g = m->graph;

@@ -114,5 +114,10 @@ TP_HIDDEN tp_status ox_scalar_tensor(tp_dtype dtype, double v, tp_value *out);
 /* Convert the current node. TP_ERR_UNSUPPORTED (via ox_unsupported) for
  * unknown ops and attribute values. */
 TP_HIDDEN tp_status tp__onnx_convert_node(ox_ctx *c, const char *op_type);
+/* The same for a node of domain ai.onnx.preview.training (Adagrad, Adam,
+ * Momentum: lowered to elementwise ops). */
+#define OX_TRAINING_DOMAIN "ai.onnx.preview.training"
+#define OX_MAX_TRAINING_OPSET 1
+TP_HIDDEN tp_status tp__onnx_convert_training_node(ox_ctx *c, const char *op_type);
 
 #endif

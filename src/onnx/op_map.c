@@ -4150,6 +4150,252 @@ static tp_status map_rnn(ox_ctx *c, rnn_kind kind) {
     return st;
 }
 
+/* ---- ai.onnx.preview.training: Adagrad, Adam, Momentum -------------------------------------
+ * One update step of each optimizer, lowered to elementwise ops. Inputs:
+ * R (the learning rate, one value), T (the iteration count, one integer),
+ * then n tensors X, n gradients G and n (Adagrad, Momentum) or 2n (Adam)
+ * state tensors; outputs: the n new X, then the new states. The learning
+ * rate and its T-dependent factors are computed in float64 and cast to X's
+ * dtype; the rest in X's dtype, with the spec's formulas as written (so 0 *
+ * inf in a regularization term gives NaN, as in the reference). */
+
+typedef struct tr_pool {
+    tp_value v[64];
+    int n;
+} tr_pool;
+
+static void tr_clear(tr_pool *P) {
+    for (int i = 0; i < P->n; i++) tp_value_clear(&P->v[i]);
+    P->n = 0;
+}
+
+/* Keep *tmp (when st is TP_OK) in the pool; *out points at it. */
+static tp_status tr_keep(tr_pool *P, tp_status st, tp_value *tmp, const tp_value **out) {
+    if (st == TP_OK && P->n >= (int)TP_ARRAY_LEN(P->v)) st = tp_error(TP_ERR_INTERNAL, "training op: too many values");
+    if (st != TP_OK) {
+        tp_value_clear(tmp);
+        return st;
+    }
+    P->v[P->n] = *tmp;
+    *tmp = tp_value_none();
+    *out = &P->v[P->n++];
+    return TP_OK;
+}
+
+static tp_status tr_op2(ox_ctx *c, tr_pool *P, tp_op op, const tp_value *a, const tp_value *b, const tp_value **out) {
+    tp_value r = tp_value_none();
+    return tr_keep(P, ox_call2(c, op, a, b, &r), &r, out);
+}
+
+static tp_status tr_op1(ox_ctx *c, tr_pool *P, tp_op op, const tp_value *a, const tp_value **out) {
+    tp_value r = tp_value_none();
+    return tr_keep(P, ox_call1(c, op, a, &r), &r, out);
+}
+
+/* op(a, s) with s a 0-d tensor of a's dtype. */
+static tp_status tr_scalar(ox_ctx *c, tr_pool *P, tp_op op, const tp_value *a, double s, const tp_value **out) {
+    tp_value r = tp_value_none();
+    return tr_keep(P, binop_scalar(c, op, a, s, &r), &r, out);
+}
+
+static tp_status tr_const(tr_pool *P, tp_dtype dt, double v, const tp_value **out) {
+    tp_value r = tp_value_none();
+    return tr_keep(P, ox_scalar_tensor(dt, v, &r), &r, out);
+}
+
+static tp_status tr_cast(ox_ctx *c, tr_pool *P, const tp_value *a, tp_dtype dt, const tp_value **out) {
+    tp_value r = tp_value_none();
+    return tr_keep(P, ox_cast(c, a, dt, &r), &r, out);
+}
+
+static tp_status tr_set_out(ox_ctx *c, int i, const tp_value *v) {
+    if (!ox_out_used(c, i)) return TP_OK;
+    tp_value r;
+    TP_TRY(tp_value_copy(v, &r));
+    return ox_set_out(c, i, &r);
+}
+
+typedef enum tr_kind { TR_ADAGRAD, TR_ADAM, TR_MOMENTUM } tr_kind;
+
+typedef struct tr_common {
+    int n;              /* tensors updated */
+    const tp_value *r;  /* R as float64 */
+    const tp_value *t;  /* T as float64 */
+    const tp_value *tp; /* T > 0 */
+} tr_common;
+
+/* Check the inputs (R, T, then n_groups groups of n tensors of one shape
+ * and float dtype) and compute R and T as float64, and T > 0. */
+static tp_status tr_prologue(ox_ctx *c, tr_pool *P, int n_groups, tr_common *C) {
+    int n_in = ox_n_in(c);
+    if (n_in < 2 + n_groups || (n_in - 2) % n_groups)
+        return ox_bad(c, "expected R, T and %d groups of as many tensors each, got %d inputs", n_groups, n_in);
+    C->n = (n_in - 2) / n_groups;
+    const tp_value *R, *T;
+    TP_TRY(need(c, 0, &R));
+    TP_TRY(need(c, 1, &T));
+    if (tp_tensor_numel(ox_meta(R)) != 1) return ox_bad(c, "R (the learning rate) must hold one value");
+    if (!tp_dtype_is_float(dtype_of(R))) return ox_bad(c, "R (the learning rate) must be a float tensor");
+    if (tp_tensor_numel(ox_meta(T)) != 1) return ox_bad(c, "T (the iteration count) must hold one value");
+    if (!tp_dtype_is_int(dtype_of(T))) return ox_bad(c, "T (the iteration count) must be an integer tensor");
+    for (int i = 2; i < n_in; i++) {
+        const tp_value *x, *x0;
+        TP_TRY(need(c, i, &x));
+        TP_TRY(need(c, 2 + (i - 2) % C->n, &x0));
+        if (!tp_dtype_is_float(dtype_of(x))) return ox_bad(c, "input %d must be a float tensor", i);
+        const tp_tensor *a = ox_meta(x), *b = ox_meta(x0);
+        bool same = tp_tensor_ndim(a) == tp_tensor_ndim(b);
+        for (int d = 0; same && d < tp_tensor_ndim(a); d++) same = tp_tensor_sizes(a)[d] == tp_tensor_sizes(b)[d];
+        if (!same) return ox_bad(c, "input %d must have the shape of the tensor it updates (input %d)", i, 2 + (i - 2) % C->n);
+    }
+    const tp_value *r1, *t1;
+    int64_t no_dims[1] = {0};
+    TP_TRY(tr_cast(c, P, R, TP_FLOAT64, &r1));
+    TP_TRY(tr_cast(c, P, T, TP_FLOAT64, &t1));
+    {
+        tp_value v = tp_value_none();
+        tp_status st = reshape(c, r1, no_dims, 0, &v);
+        TP_TRY(tr_keep(P, st, &v, &C->r));
+        st = reshape(c, t1, no_dims, 0, &v);
+        TP_TRY(tr_keep(P, st, &v, &C->t));
+    }
+    TP_TRY(tr_scalar(c, P, TP_OP_GT, C->t, 0.0, &C->tp));
+    return TP_OK;
+}
+
+/* a * x + b * y for scalars a, b (in x's dtype). */
+static tp_status tr_axpby(ox_ctx *c, tr_pool *P, double a, const tp_value *x, double b, const tp_value *y,
+                          const tp_value **out) {
+    const tp_value *ax, *by;
+    TP_TRY(tr_scalar(c, P, TP_OP_MUL, x, a, &ax));
+    TP_TRY(tr_scalar(c, P, TP_OP_MUL, y, b, &by));
+    return tr_op2(c, P, TP_OP_ADD, ax, by, out);
+}
+
+static tp_status map_training_impl(ox_ctx *c, tr_kind kind, tr_pool *P) {
+    int n_groups = kind == TR_ADAM ? 4 : 3;
+    tr_common C;
+    TP_TRY(tr_prologue(c, P, n_groups, &C));
+    double norm = ox_attr_f(c, "norm_coefficient", 0.0);
+    double eps = ox_attr_f(c, "epsilon", 1e-6);
+    bool nesterov = false;
+    double alpha = 0, beta = 0;
+    const tp_value *lr; /* the learning rate of this step (float64, 0-d) */
+    if (kind == TR_ADAGRAD) { /* R / (1 + T * decay_factor) */
+        const tp_value *td, *den;
+        TP_TRY(tr_scalar(c, P, TP_OP_MUL, C.t, ox_attr_f(c, "decay_factor", 0.0), &td));
+        TP_TRY(tr_scalar(c, P, TP_OP_ADD, td, 1.0, &den));
+        TP_TRY(tr_op2(c, P, TP_OP_DIV, C.r, den, &lr));
+    } else if (kind == TR_ADAM) { /* T > 0 ? R * sqrt(1 - beta^T) / (1 - alpha^T) : R */
+        alpha = ox_attr_f(c, "alpha", 0.9);
+        beta = ox_attr_f(c, "beta", 0.999);
+        const tp_value *ca, *cb, *one, *pa, *pb, *ma, *mb, *sb, *q, *rq;
+        TP_TRY(tr_const(P, TP_FLOAT64, alpha, &ca));
+        TP_TRY(tr_const(P, TP_FLOAT64, beta, &cb));
+        TP_TRY(tr_const(P, TP_FLOAT64, 1.0, &one));
+        TP_TRY(tr_op2(c, P, TP_OP_POW, ca, C.t, &pa));
+        TP_TRY(tr_op2(c, P, TP_OP_POW, cb, C.t, &pb));
+        TP_TRY(tr_op2(c, P, TP_OP_SUB, one, pa, &ma));
+        TP_TRY(tr_op2(c, P, TP_OP_SUB, one, pb, &mb));
+        TP_TRY(tr_op1(c, P, TP_OP_SQRT, mb, &sb));
+        TP_TRY(tr_op2(c, P, TP_OP_MUL, C.r, sb, &q));
+        TP_TRY(tr_op2(c, P, TP_OP_DIV, q, ma, &rq));
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, C.tp);
+        ox_arg_ref(&A, rq);
+        ox_arg_ref(&A, C.r);
+        tp_value v = tp_value_none();
+        TP_TRY(tr_keep(P, ox_call(c, TP_OP_WHERE, &A, &v), &v, &lr));
+    } else { /* Momentum: every attribute is required */
+        static const char *const req[] = {"alpha", "beta", "mode", "norm_coefficient"};
+        for (size_t i = 0; i < TP_ARRAY_LEN(req); i++)
+            if (!ox_attr(c, req[i])) return ox_bad(c, "attribute '%s' is required", req[i]);
+        alpha = ox_attr_f(c, "alpha", 0.0);
+        beta = ox_attr_f(c, "beta", 0.0);
+        char buf[32];
+        const char *mode = ox_attr_s(c, "mode", "", buf, sizeof buf);
+        if (!strcmp(mode, "nesterov")) nesterov = true;
+        else if (strcmp(mode, "standard") != 0)
+            return ox_unsupported(c, "mode '%s' (expected 'standard' or 'nesterov')", mode);
+        lr = C.r;
+    }
+    double norm_post = kind == TR_ADAM ? ox_attr_f(c, "norm_coefficient_post", 0.0) : 0.0;
+    const tp_value *beta_adj = NULL; /* Momentum: T > 0 ? beta : 1 (float64) */
+    if (kind == TR_MOMENTUM) {
+        const tp_value *cb, *one;
+        TP_TRY(tr_const(P, TP_FLOAT64, beta, &cb));
+        TP_TRY(tr_const(P, TP_FLOAT64, 1.0, &one));
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, C.tp);
+        ox_arg_ref(&A, cb);
+        ox_arg_ref(&A, one);
+        tp_value v = tp_value_none();
+        TP_TRY(tr_keep(P, ox_call(c, TP_OP_WHERE, &A, &v), &v, &beta_adj));
+    }
+    int n = C.n;
+    int keep = P->n; /* the values shared by every tensor */
+    for (int i = 0; i < n; i++) {
+        const tp_value *X = ox_in(c, 2 + i), *G = ox_in(c, 2 + n + i), *S1 = ox_in(c, 2 + 2 * n + i);
+        tp_dtype dt = dtype_of(X);
+        const tp_value *lrx, *gr, *xn, *s1n, *s2n = NULL;
+        TP_TRY(tr_cast(c, P, lr, dt, &lrx));
+        TP_TRY(tr_axpby(c, P, norm, X, 1.0, G, &gr)); /* norm_coefficient * X + G */
+        if (kind == TR_ADAGRAD) {
+            const tp_value *g2, *sq, *den, *num, *step;
+            TP_TRY(tr_op2(c, P, TP_OP_MUL, gr, gr, &g2));
+            TP_TRY(tr_op2(c, P, TP_OP_ADD, S1, g2, &s1n)); /* H + G^2 */
+            TP_TRY(tr_op1(c, P, TP_OP_SQRT, s1n, &sq));
+            TP_TRY(tr_scalar(c, P, TP_OP_ADD, sq, eps, &den));
+            TP_TRY(tr_op2(c, P, TP_OP_MUL, lrx, gr, &num));
+            TP_TRY(tr_op2(c, P, TP_OP_DIV, num, den, &step));
+            TP_TRY(tr_op2(c, P, TP_OP_SUB, X, step, &xn));
+        } else if (kind == TR_ADAM) {
+            const tp_value *S2 = ox_in(c, 2 + 3 * n + i), *g2, *sq, *den, *q, *step, *x1;
+            TP_TRY(tr_axpby(c, P, alpha, S1, 1.0 - alpha, gr, &s1n)); /* V */
+            TP_TRY(tr_op2(c, P, TP_OP_MUL, gr, gr, &g2));
+            TP_TRY(tr_axpby(c, P, beta, S2, 1.0 - beta, g2, &s2n)); /* H */
+            TP_TRY(tr_op1(c, P, TP_OP_SQRT, s2n, &sq));
+            TP_TRY(tr_scalar(c, P, TP_OP_ADD, sq, eps, &den));
+            TP_TRY(tr_op2(c, P, TP_OP_DIV, s1n, den, &q));
+            TP_TRY(tr_op2(c, P, TP_OP_MUL, lrx, q, &step));
+            TP_TRY(tr_op2(c, P, TP_OP_SUB, X, step, &x1));
+            TP_TRY(tr_scalar(c, P, TP_OP_MUL, x1, 1.0 - norm_post, &xn));
+        } else {
+            const tp_value *bx, *av, *bg, *step;
+            TP_TRY(tr_cast(c, P, beta_adj, dt, &bx));
+            TP_TRY(tr_scalar(c, P, TP_OP_MUL, S1, alpha, &av));
+            TP_TRY(tr_op2(c, P, TP_OP_MUL, bx, gr, &bg));
+            TP_TRY(tr_op2(c, P, TP_OP_ADD, av, bg, &s1n)); /* V */
+            const tp_value *dir = s1n;
+            if (nesterov) TP_TRY(tr_axpby(c, P, 1.0, gr, alpha, s1n, &dir)); /* G + alpha * V_new */
+            TP_TRY(tr_op2(c, P, TP_OP_MUL, lrx, dir, &step));
+            TP_TRY(tr_op2(c, P, TP_OP_SUB, X, step, &xn));
+        }
+        TP_TRY(tr_set_out(c, i, xn));
+        TP_TRY(tr_set_out(c, n + i, s1n));
+        if (s2n) TP_TRY(tr_set_out(c, 2 * n + i, s2n));
+        while (P->n > keep) tp_value_clear(&P->v[--P->n]);
+    }
+    return TP_OK;
+}
+
+static tp_status map_training(ox_ctx *c, tr_kind kind) {
+    tr_pool P = {.n = 0};
+    tp_status st = map_training_impl(c, kind, &P);
+    tr_clear(&P);
+    return st;
+}
+
+tp_status tp__onnx_convert_training_node(ox_ctx *c, const char *op) {
+    if (!strcmp(op, "Adagrad")) return map_training(c, TR_ADAGRAD);
+    if (!strcmp(op, "Adam")) return map_training(c, TR_ADAM);
+    if (!strcmp(op, "Momentum")) return map_training(c, TR_MOMENTUM);
+    if (!strcmp(op, "Gradient")) return ox_unsupported(c, "Gradient (automatic differentiation) is not supported");
+    return ox_unsupported(c, "op '%s' of domain '%s' is not supported", op, OX_TRAINING_DOMAIN);
+}
+
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 static const char *const k_unsupported_reason[][2] = {
