@@ -7,6 +7,7 @@
  * folder, unknown ops) giving clear errors. Small models are built here
  * with a minimal protobuf writer.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -715,9 +716,296 @@ TEST(scatter_reductions_match_reference) {
     tp_program_free(p);
 }
 
+/* ---- issue #14: NonMaxSuppression, run-time Range, the training ops --------- */
+
+/* A graph input or output: name, ONNX elem type, dims (nd 0: a 0-d tensor). */
+typedef struct io_spec {
+    const char *name;
+    int elem;
+    int nd;
+    int64_t dims[3];
+} io_spec;
+
+/* A one-node model of op (in domain, "" for the default one, imported at
+ * version) with the given graph inputs (the node's inputs, in order) and
+ * outputs; attrs: AttributeProto messages for the node. */
+static void node_model(pb *model, const char *op, const char *domain, int version, const io_spec *ins, int n_in,
+                       const io_spec *outs, int n_out, const pb *attrs, int n_attrs) {
+    static pb node, graph, opset, vi; /* large: kept off the stack */
+    memset(&node, 0, sizeof node);
+    memset(&graph, 0, sizeof graph);
+    memset(&opset, 0, sizeof opset);
+    for (int i = 0; i < n_in; i++) pb_str(&node, 1, ins[i].name);
+    for (int i = 0; i < n_out; i++) pb_str(&node, 2, outs[i].name);
+    pb_str(&node, 3, "the_node");
+    pb_str(&node, 4, op);
+    for (int i = 0; i < n_attrs; i++) pb_msg(&node, 5, &attrs[i]);
+    if (domain[0]) pb_str(&node, 7, domain);
+    pb_msg(&graph, 1, &node);
+    pb_str(&graph, 2, "g");
+    for (int i = 0; i < n_in; i++) {
+        value_info(&vi, ins[i].name, ins[i].elem, ins[i].dims, ins[i].nd);
+        pb_msg(&graph, 11, &vi);
+    }
+    for (int i = 0; i < n_out; i++) {
+        value_info(&vi, outs[i].name, outs[i].elem, outs[i].dims, outs[i].nd);
+        pb_msg(&graph, 12, &vi);
+    }
+    if (domain[0]) pb_str(&opset, 1, domain);
+    pb_int(&opset, 2, version);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, &graph);
+    pb_msg(model, 8, &opset);
+}
+
+static void attr_int(pb *a, const char *name, int64_t v) {
+    memset(a, 0, sizeof *a);
+    pb_str(a, 1, name);
+    pb_int(a, 3, v);
+    pb_int(a, 20, 2); /* INT */
+}
+
+static void attr_float(pb *a, const char *name, float v) {
+    memset(a, 0, sizeof *a);
+    pb_str(a, 1, name);
+    pb_varint(a, 2u << 3 | 5); /* f, fixed32 */
+    pb_raw(a, &v, 4);
+    pb_int(a, 20, 1); /* FLOAT */
+}
+
+static void attr_str(pb *a, const char *name, const char *v) {
+    memset(a, 0, sizeof *a);
+    pb_str(a, 1, name);
+    pb_str(a, 4, v);
+    pb_int(a, 20, 3); /* STRING */
+}
+
+#define ONNX_FLOAT 1
+#define ONNX_INT64 7
+
+static const io_spec k_nms_in[5] = {{"boxes", ONNX_FLOAT, 3, {1, 4, 4}},
+                                    {"scores", ONNX_FLOAT, 3, {1, 2, 4}},
+                                    {"max_out", ONNX_INT64, 1, {1}},
+                                    {"iou", ONNX_FLOAT, 1, {1}},
+                                    {"score_thr", ONNX_FLOAT, 1, {1}}};
+static const io_spec k_nms_out[1] = {{"selected", ONNX_INT64, 2, {-1, 3}}};
+
+/* Run the NMS model on the boxes and scores below with the given
+ * thresholds; the status of the call, the output in *out. */
+static tp_status run_nms(tp_program *p, int64_t max_out, float iou, float score_thr, tp_value *out) {
+    /* y1, x1, y2, x2: box 1 overlaps box 0 (IoU 0.9 / 1.1 = 0.82), box 2
+     * stands apart, box 3 is box 0 with its corners swapped (IoU 1) */
+    static const float boxes[16] = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3, 1, 1, 0, 0};
+    static const float scores[8] = {0.9f, 0.8f, 0.7f, 0.3f, /* class 1: */ 0.1f, 0.6f, 0.2f, 0.6f};
+    tp_tensor *t[5] = {NULL};
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 3, (int64_t[]){1, 4, 4}, boxes, &t[0]));
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 3, (int64_t[]){1, 2, 4}, scores, &t[1]));
+    CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){1}, &max_out, &t[2]));
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){1}, &iou, &t[3]));
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){1}, &score_thr, &t[4]));
+    tp_value a[5];
+    for (int i = 0; i < 5; i++) a[i] = tp_value_tensor(t[i]);
+    *out = tp_value_none();
+    tp_status st = tp_program_call(p, a, 5, NULL, out);
+    for (int i = 0; i < 5; i++) tp_value_clear(&a[i]);
+    return st;
+}
+
+static void check_rows(const tp_value *out, const int64_t *want, int64_t rows) {
+    const tp_value *y = out->kind == TP_VAL_TUPLE ? tp_value_at(out, 0) : out;
+    CHECK(y && y->kind == TP_VAL_TENSOR);
+    if (!y || y->kind != TP_VAL_TENSOR) return;
+    const tp_tensor *t = y->u.tensor;
+    CHECK(tp_tensor_dtype(t) == TP_INT64 && tp_tensor_ndim(t) == 2);
+    if (tp_tensor_ndim(t) != 2) return;
+    CHECK_MSG(tp_tensor_sizes(t)[0] == rows && tp_tensor_sizes(t)[1] == 3, "got %lld rows, want %lld",
+              (long long)tp_tensor_sizes(t)[0], (long long)rows);
+    for (int64_t i = 0; i < rows * 3 && tp_tensor_sizes(t)[0] == rows; i++)
+        CHECK_MSG(tp_tensor_item_f64(t, i) == (double)want[i], "element %lld: %g, want %lld", (long long)i,
+                  tp_tensor_item_f64(t, i), (long long)want[i]);
+}
+
+/* NonMaxSuppression computed by hand: class 0 keeps boxes 0 and 2 (box 1
+ * overlaps box 0 by IoU 0.82, box 3 is box 0); class 1 (box 0 under the
+ * score threshold) keeps box 1 (the tie with box 3 at 0.6 goes to the lower
+ * index) and box 2; the thresholds are run-time inputs. */
+TEST(nms_by_hand) {
+    static pb m;
+    pb attr;
+    attr_int(&attr, "center_point_box", 0);
+    node_model(&m, "NonMaxSuppression", "", 11, k_nms_in, 5, k_nms_out, 1, &attr, 1);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    tp_value out;
+    CHECK_OK(run_nms(p, 3, 0.5f, 0.15f, &out));
+    check_rows(&out, (const int64_t[]){0, 0, 0, 0, 0, 2, 0, 1, 1, 0, 1, 2}, 4);
+    tp_value_clear(&out);
+    /* at most one per class */
+    CHECK_OK(run_nms(p, 1, 0.5f, 0.15f, &out));
+    check_rows(&out, (const int64_t[]){0, 0, 0, 0, 1, 1}, 2);
+    tp_value_clear(&out);
+    /* iou_threshold 0.9: box 1 (0.82 with box 0) survives, box 3 (1.0) does
+     * not in class 0; in class 1 boxes 1 and 3 (IoU 0.82) both stay */
+    CHECK_OK(run_nms(p, 10, 0.9f, 0.25f, &out));
+    check_rows(&out, (const int64_t[]){0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 1, 1, 0, 1, 3}, 5);
+    tp_value_clear(&out);
+    /* a bad threshold at run time: a clear error naming it */
+    CHECK_STATUS(run_nms(p, 3, 1.5f, 0.15f, &out), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("non_max_suppression: iou_threshold must be in [0, 1], got 1.5");
+    tp_value_clear(&out);
+    /* and through an archive (tpexport's own callee, tpexport.onnx.non_max_suppression) */
+    tp_archive *ar = NULL;
+    void *buf = NULL;
+    size_t size = 0;
+    tp_archive_entry e = {"model", p};
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &buf, &size));
+    if (buf) CHECK_OK(tp_archive_load_buffer(buf, size, NULL, &ar));
+    tp_free(buf);
+    tp_program *q = ar ? tp_archive_find_program(ar, "model") : NULL;
+    CHECK(q != NULL);
+    if (q) {
+        CHECK_OK(run_nms(q, 3, 0.5f, 0.15f, &out));
+        check_rows(&out, (const int64_t[]){0, 0, 0, 0, 0, 2, 0, 1, 1, 0, 1, 2}, 4);
+        tp_value_clear(&out);
+    }
+    tp_archive_free(ar);
+    tp_program_free(p);
+}
+
+TEST(nms_errors) {
+    static pb m;
+    /* boxes of rank 2 */
+    io_spec in[5];
+    memcpy(in, k_nms_in, sizeof in);
+    in[0].nd = 2;
+    in[0].dims[0] = 4, in[0].dims[1] = 4;
+    node_model(&m, "NonMaxSuppression", "", 11, in, 5, k_nms_out, 1, NULL, 0);
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_SHAPE);
+    CHECK_ERR_CONTAINS("non_max_suppression: boxes must have shape [num_batches, num_boxes, 4], got rank 2");
+    CHECK(p == NULL);
+    /* scores for another number of boxes */
+    memcpy(in, k_nms_in, sizeof in);
+    in[1].dims[2] = 5;
+    node_model(&m, "NonMaxSuppression", "", 11, in, 5, k_nms_out, 1, NULL, 0);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_SHAPE);
+    CHECK_ERR_CONTAINS("scores [1, 2, 5] do not match boxes [1, 4, 4]");
+    /* center_point_box 2 */
+    pb attr;
+    attr_int(&attr, "center_point_box", 2);
+    node_model(&m, "NonMaxSuppression", "", 11, k_nms_in, 5, k_nms_out, 1, &attr, 1);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("center_point_box must be 0 or 1, got 2");
+}
+
+/* Range of run-time start, limit and delta: a data-dependent length that a
+ * later node (Add) uses. */
+TEST(range_at_run_time) {
+    static pb m;
+    static const io_spec in[3] = {{"start", ONNX_INT64, 0, {0}}, {"limit", ONNX_INT64, 0, {0}}, {"delta", ONNX_INT64, 0, {0}}};
+    static const io_spec out[1] = {{"r", ONNX_INT64, 1, {-1}}};
+    node_model(&m, "Range", "", 17, in, 3, out, 1, NULL, 0);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    static const int64_t cases[][3] = {{1, 10, 3}, {10, 1, -4}, {5, 5, 1}, {0, 3, 0}};
+    static const int64_t want[][3] = {{1, 4, 7}, {10, 6, 2}, {0}, {0}};
+    static const int64_t want_n[] = {3, 3, 0, -1};
+    for (int k = 0; k < 4; k++) {
+        tp_value a[3];
+        for (int i = 0; i < 3; i++) {
+            tp_tensor *t = NULL;
+            CHECK_OK(tp_tensor_from_data(TP_INT64, 0, NULL, &cases[k][i], &t));
+            a[i] = tp_value_tensor(t);
+        }
+        tp_value o = tp_value_none();
+        tp_status st = tp_program_call(p, a, 3, NULL, &o);
+        if (want_n[k] < 0) {
+            CHECK(st == TP_ERR_INVALID_ARG);
+            CHECK_ERR_CONTAINS("onnx_range: delta must be nonzero");
+        } else {
+            CHECK_OK(st);
+            const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
+            CHECK(y && y->kind == TP_VAL_TENSOR);
+            if (y && y->kind == TP_VAL_TENSOR) {
+                CHECK(tp_tensor_ndim(y->u.tensor) == 1 && tp_tensor_sizes(y->u.tensor)[0] == want_n[k]);
+                for (int64_t i = 0; i < want_n[k] && tp_tensor_sizes(y->u.tensor)[0] == want_n[k]; i++)
+                    CHECK(tp_tensor_item_f64(y->u.tensor, i) == (double)want[k][i]);
+            }
+        }
+        tp_value_clear(&o);
+        for (int i = 0; i < 3; i++) tp_value_clear(&a[i]);
+    }
+    tp_program_free(p);
+    /* start and limit of different dtypes */
+    io_spec bad[3];
+    memcpy(bad, in, sizeof bad);
+    bad[1].elem = ONNX_FLOAT;
+    node_model(&m, "Range", "", 17, bad, 3, out, 1, NULL, 0);
+    p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("start, limit and delta must have one dtype");
+    CHECK(p == NULL);
+}
+
+/* Momentum (ai.onnx.preview.training, the only domain imported): one
+ * step computed by hand, T = 0 (beta not applied) then T = 1; and the
+ * errors: an unknown mode, a missing attribute, the wrong input count. */
+TEST(training_momentum) {
+    static pb m;
+    static const io_spec in[5] = {{"R", ONNX_FLOAT, 0, {0}}, {"T", ONNX_INT64, 0, {0}}, {"X", ONNX_FLOAT, 1, {2}},
+                                  {"G", ONNX_FLOAT, 1, {2}}, {"V", ONNX_FLOAT, 1, {2}}};
+    static const io_spec out[2] = {{"X_new", ONNX_FLOAT, 1, {2}}, {"V_new", ONNX_FLOAT, 1, {2}}};
+    pb attrs[4];
+    attr_float(&attrs[0], "alpha", 0.5f);
+    attr_float(&attrs[1], "beta", 0.25f);
+    attr_float(&attrs[2], "norm_coefficient", 0.0f);
+    attr_str(&attrs[3], "mode", "nesterov");
+    node_model(&m, "Momentum", "ai.onnx.preview.training", 1, in, 5, out, 2, attrs, 4);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    for (int64_t T = 0; p && T < 2; T++) {
+        float r = 0.5f, x[2] = {1, 2}, g[2] = {2, -4}, v[2] = {4, 8};
+        tp_tensor *t[5] = {NULL};
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 0, NULL, &r, &t[0]));
+        CHECK_OK(tp_tensor_from_data(TP_INT64, 0, NULL, &T, &t[1]));
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, x, &t[2]));
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, g, &t[3]));
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, v, &t[4]));
+        tp_value a[5], o = tp_value_none();
+        for (int i = 0; i < 5; i++) a[i] = tp_value_tensor(t[i]);
+        CHECK_OK(tp_program_call(p, a, 5, NULL, &o));
+        /* V' = alpha V + b G (b = 1 at T = 0, beta after); X' = X - R (G + alpha V') */
+        double b = T > 0 ? 0.25 : 1.0;
+        for (int i = 0; i < 2 && tp_value_len(&o) == 2; i++) {
+            double vn = 0.5 * v[i] + b * g[i], xn = x[i] - 0.5 * (g[i] + 0.5 * vn);
+            CHECK(fabs(tp_tensor_item_f64(tp_value_at(&o, 0)->u.tensor, i) - xn) < 1e-6);
+            CHECK(fabs(tp_tensor_item_f64(tp_value_at(&o, 1)->u.tensor, i) - vn) < 1e-6);
+        }
+        tp_value_clear(&o);
+        for (int i = 0; i < 5; i++) tp_value_clear(&a[i]);
+    }
+    tp_program_free(p);
+    p = NULL;
+    attr_str(&attrs[3], "mode", "fancy");
+    node_model(&m, "Momentum", "ai.onnx.preview.training", 1, in, 5, out, 2, attrs, 4);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("node 'the_node' (Momentum, opset 1): mode 'fancy' (expected 'standard' or 'nesterov')");
+    node_model(&m, "Momentum", "ai.onnx.preview.training", 1, in, 5, out, 2, attrs, 3);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("attribute 'mode' is required");
+    node_model(&m, "Adagrad", "ai.onnx.preview.training", 1, in, 4, out, 2, NULL, 0);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("expected R, T and 3 groups of as many tensors each, got 4 inputs");
+    CHECK(p == NULL);
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
-          T(scatter_reductions_match_reference))
+          T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
+          T(training_momentum))

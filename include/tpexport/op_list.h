@@ -387,6 +387,9 @@ TP_OP(TOPK, "topk", onnx_ops)
 /* sorting (sharing topk's line sorter) */
 TP_OP(SORT, "sort", onnx_ops)
 TP_OP(ARGSORT, "argsort", onnx_ops)
+/* ONNX: NMS, run-time range (issue #14) */
+TP_OP(NON_MAX_SUPPRESSION, "non_max_suppression", onnx_ops)
+TP_OP(ONNX_RANGE, "onnx_range", onnx_ops)
 /* symbolic ints */
 TP_OP(SYM_SIZE, "sym_size", symint)
 TP_OP(SYM_ADD, "sym_add", symint)

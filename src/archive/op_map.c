@@ -1194,6 +1194,11 @@ static const tp_serde_op_entry g_table[] = {
     MT("sort", SORT, "self,dim,descending,*,stable"),
     FNW(TF, "argsort", ARGSORT, "input,dim,descending,*,stable,out:!=None"),
     MT("argsort", ARGSORT, "self,dim,descending,*,stable"),
+    /* ONNX-only ops without a tensorplay function (issue #14): written under
+     * tpexport's own module, which only tpexport reads back */
+    FNW("tpexport.onnx", "non_max_suppression", NON_MAX_SUPPRESSION,
+        "boxes,scores,max_output_boxes_per_class,iou_threshold,score_threshold,center_point_box"),
+    FNW("tpexport.onnx", "range", ONNX_RANGE, "start,limit,delta"),
 
     /* ---- creation ---- */
     FNW(TF, "zeros", ZEROS, "*size,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),

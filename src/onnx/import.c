@@ -1241,6 +1241,23 @@ tp_status tp_onnx_load(const char *path, const tp_onnx_options *opts_in, tp_prog
     return st;
 }
 
+/* For op_map.c: v, made by a data-dependent op (a node without meta),
+ * gets meta of dtype and sizes (the sizes known only when it runs at a hint
+ * size) so that later nodes can use it; the current node's outputs are
+ * marked dynamic, so mappings that would fold their sizes refuse. The
+ * program is still interpreted (the op's shape rule refuses metadata). */
+TP_HIDDEN tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, const int64_t *sizes);
+tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, const int64_t *sizes) {
+    if (v->kind != TP_VAL_NODE || tp_node_meta_val(v->u.node)->kind == TP_VAL_TENSOR) return TP_OK;
+    tp_tensor *meta;
+    TP_TRY(tp_tensor_meta(dtype, ndim, sizes, &meta));
+    tp_value mv = tp_value_tensor(meta);
+    tp_status st = tp_node_set_meta_val(v->u.node, &mv);
+    tp_value_clear(&mv);
+    if (st == TP_OK) c->node_dyn = true;
+    return st;
+}
+
 /* For op_map.c: is input i's shape dynamic? */
 TP_HIDDEN bool ox_in_dyn(ox_ctx *c, int i);
 bool ox_in_dyn(ox_ctx *c, int i) {

@@ -18,6 +18,11 @@
 
 TP_HIDDEN bool ox_in_dyn(ox_ctx *c, int i);
 TP_HIDDEN bool ox_node_dyn(ox_ctx *c);
+TP_HIDDEN tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, const int64_t *sizes);
+
+/* The size given to a dim known only when the program runs (the output of
+ * a data-dependent op that later nodes use) while importing. */
+#define OX_DD_HINT 2
 
 #define MAXV 64
 
@@ -2584,11 +2589,27 @@ static tp_status map_range(ox_ctx *c) {
     TP_TRY(need(c, 1, &l));
     TP_TRY(need(c, 2, &d));
     tp_tensor *ts = ox_const(s), *tl = ox_const(l), *td = ox_const(d);
-    if (!ts || !tl || !td) {
-        ox_note_need_constant(c, s);
-        ox_note_need_constant(c, l);
-        ox_note_need_constant(c, d);
-        return ox_unsupported(c, "start, limit and delta must be constants");
+    if (!ts || !tl || !td) { /* known when it runs: onnx_range, its length data-dependent */
+        tp_dtype dt = dtype_of(s);
+        const tp_value *all[3] = {s, l, d};
+        static const char *const names[3] = {"start", "limit", "delta"};
+        for (int i = 0; i < 3; i++) {
+            if (tp_tensor_numel(ox_meta(all[i])) != 1) return ox_bad(c, "%s must hold one value", names[i]);
+            if (dtype_of(all[i]) != dt) return ox_bad(c, "start, limit and delta must have one dtype");
+        }
+        if (dt != TP_INT16 && dt != TP_INT32 && dt != TP_INT64 && dt != TP_FLOAT32 && dt != TP_FLOAT64)
+            return ox_unsupported(c, "Range of %s", tp_dtype_name(dt));
+        ox_args A;
+        ox_args_init(&A);
+        for (int i = 0; i < 3; i++) ox_arg_ref(&A, all[i]);
+        tp_value r = tp_value_none();
+        tp_status st = ox_call(c, TP_OP_ONNX_RANGE, &A, &r);
+        if (st == TP_OK) st = ox_dd_meta(c, &r, dt, 1, (int64_t[]){OX_DD_HINT});
+        if (st != TP_OK) {
+            tp_value_clear(&r);
+            return st;
+        }
+        return set_out(c, &r);
     }
     if (tp_tensor_numel(ts) != 1 || tp_tensor_numel(tl) != 1 || tp_tensor_numel(td) != 1)
         return ox_bad(c, "start, limit and delta must hold one value each");
@@ -3148,6 +3169,35 @@ static tp_status map_compress(ox_ctx *c) {
     tp_value all[] = {src, cs, t, r};
     for (size_t i = 0; i < TP_ARRAY_LEN(all); i++) tp_value_clear(&all[i]);
     return st;
+}
+
+/* NonMaxSuppression: non_max_suppression, its row count data-dependent
+ * (the thresholds may be run-time tensors); later nodes may use the result
+ * (its rows counted at a hint size while importing). */
+static tp_status map_nms(ox_ctx *c) {
+    const tp_value *boxes, *scores;
+    TP_TRY(need(c, 0, &boxes));
+    TP_TRY(need(c, 1, &scores));
+    int64_t cpb = ox_attr_i(c, "center_point_box", 0);
+    if (cpb != 0 && cpb != 1) return ox_bad(c, "center_point_box must be 0 or 1, got %" PRId64, cpb);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, boxes);
+    ox_arg_ref(&A, scores);
+    for (int i = 2; i <= 4; i++) {
+        const tp_value *v = ox_in(c, i);
+        if (v) ox_arg_ref(&A, v);
+        else ox_arg(&A, tp_value_none());
+    }
+    ox_arg(&A, tp_value_int(cpb));
+    tp_value r = tp_value_none();
+    tp_status st = ox_call(c, TP_OP_NON_MAX_SUPPRESSION, &A, &r);
+    if (st == TP_OK) st = ox_dd_meta(c, &r, TP_INT64, 2, (int64_t[]){OX_DD_HINT, 3});
+    if (st != TP_OK) {
+        tp_value_clear(&r);
+        return st;
+    }
+    return set_out(c, &r);
 }
 
 /* Unique: _unique2 (flattened, inverse reshaped to 1-D) or unique_dim along
@@ -4402,7 +4452,6 @@ static const char *const k_unsupported_reason[][2] = {
     {"Loop", "control flow (Loop) is not supported"},
     {"If", "control flow (If) is not supported"},
     {"Scan", "control flow (Scan) is not supported"},
-    {"NonMaxSuppression", "data-dependent output shape (NonMaxSuppression)"},
     {"RandomNormal", "random ops are not supported"},
     {"RandomUniform", "random ops are not supported"},
     {"RandomNormalLike", "random ops are not supported"},
@@ -4503,6 +4552,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "LpPool")) return map_lp_pool(c, false);
     if (!strcmp(op, "GlobalLpPool")) return map_lp_pool(c, true);
     if (!strcmp(op, "NonZero")) return map_nonzero(c);
+    if (!strcmp(op, "NonMaxSuppression")) return map_nms(c);
     if (!strcmp(op, "Compress")) return map_compress(c);
     if (!strcmp(op, "Unique")) return map_unique(c);
     if (!strcmp(op, "TopK")) return map_topk(c);
