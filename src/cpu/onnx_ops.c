@@ -372,14 +372,15 @@ static tp_status nms_kernel(const tp_value *args, tp_value *out) {
 
 /* ---- onnx_range(Tensor start, Tensor limit, Tensor delta) -> Tensor ----
  * ONNX Range: start + i * delta for i < max(ceil((limit - start) / delta), 0),
- * of start's dtype (int16, int32, int64, float32, float64; the three
- * alike); integers exactly, floats computed in float64. At most 2^32
+ * of start's dtype (int16, int32, int64 or a float dtype, as opset 27
+ * allows float16 and bfloat16; the three alike); integers exactly, floats
+ * computed in float64 and rounded once. At most 2^32
  * elements. */
 
 #define RANGE_MAX_N ((int64_t)1 << 32)
 
 static bool range_dtype_ok(tp_dtype dt) {
-    return dt == TP_INT16 || dt == TP_INT32 || dt == TP_INT64 || dt == TP_FLOAT32 || dt == TP_FLOAT64;
+    return dt == TP_INT16 || dt == TP_INT32 || dt == TP_INT64 || tp_dtype_is_float(dt);
 }
 
 /* Check the arguments; the element count into *n when they hold data
@@ -393,7 +394,7 @@ static tp_status range_count(const tp_value *args, int64_t *n) {
                  "onnx_range: %s must hold one value, got %" PRId64 " (rank %d)", names[i], tp_tensor_numel(t[i]),
                  t[i]->ndim);
         TP_CHECK(range_dtype_ok(t[i]->dtype), TP_ERR_TYPE,
-                 "onnx_range: %s must be int16, int32, int64, float32 or float64, got %s", names[i],
+                 "onnx_range: %s must be int16, int32, int64 or a float dtype, got %s", names[i],
                  tp_dtype_name(t[i]->dtype));
         TP_CHECK(t[i]->dtype == t[0]->dtype, TP_ERR_TYPE, "onnx_range: %s is %s but start is %s (they must match)",
                  names[i], tp_dtype_name(t[i]->dtype), tp_dtype_name(t[0]->dtype));

@@ -2597,7 +2597,7 @@ static tp_status map_range(ox_ctx *c) {
             if (tp_tensor_numel(ox_meta(all[i])) != 1) return ox_bad(c, "%s must hold one value", names[i]);
             if (dtype_of(all[i]) != dt) return ox_bad(c, "start, limit and delta must have one dtype");
         }
-        if (dt != TP_INT16 && dt != TP_INT32 && dt != TP_INT64 && dt != TP_FLOAT32 && dt != TP_FLOAT64)
+        if (dt != TP_INT16 && dt != TP_INT32 && dt != TP_INT64 && !tp_dtype_is_float(dt))
             return ox_unsupported(c, "Range of %s", tp_dtype_name(dt));
         ox_args A;
         ox_args_init(&A);
