@@ -950,6 +950,83 @@ TEST(range_at_run_time) {
     CHECK(p == NULL);
 }
 
+/* Range of graph inputs, then `second` (Shape, or Reshape to the
+ * initializer shape [2, 1]) of its result. */
+static void range_then_model(pb *model, const char *second) {
+    static pb graph, n1, n2, opset, vi, init;
+    memset(&graph, 0, sizeof graph);
+    memset(&n1, 0, sizeof n1);
+    memset(&n2, 0, sizeof n2);
+    memset(&opset, 0, sizeof opset);
+    memset(&init, 0, sizeof init);
+    static const char *const ins[3] = {"s", "l", "d"};
+    for (int i = 0; i < 3; i++) pb_str(&n1, 1, ins[i]);
+    pb_str(&n1, 2, "r");
+    pb_str(&n1, 4, "Range");
+    pb_str(&n2, 1, "r");
+    bool reshape = !strcmp(second, "Reshape");
+    if (reshape) pb_str(&n2, 1, "shape");
+    pb_str(&n2, 2, "y");
+    pb_str(&n2, 3, "second");
+    pb_str(&n2, 4, second);
+    pb_msg(&graph, 1, &n1);
+    pb_msg(&graph, 1, &n2);
+    pb_str(&graph, 2, "g");
+    if (reshape) { /* TensorProto: dims, data_type INT64, int64_data, name */
+        pb_int(&init, 1, 2);
+        pb_int(&init, 2, ONNX_INT64);
+        pb_int(&init, 7, 2);
+        pb_int(&init, 7, 1);
+        pb_str(&init, 8, "shape");
+        pb_msg(&graph, 5, &init);
+    }
+    for (int i = 0; i < 3; i++) {
+        value_info(&vi, ins[i], ONNX_INT64, NULL, 0);
+        pb_msg(&graph, 11, &vi);
+    }
+    value_info(&vi, "y", ONNX_INT64, (const int64_t[]){-1, 1}, reshape ? 2 : 1);
+    pb_msg(&graph, 12, &vi);
+    pb_int(&opset, 2, 17);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, &graph);
+    pb_msg(model, 8, &opset);
+}
+
+/* A run-time Range's length is never folded at its import-time hint: Shape
+ * of it is refused, and Reshape to a constant [2, 1] follows the run-time
+ * length in the leading dim. */
+TEST(range_result_is_dynamic) {
+    static pb m;
+    range_then_model(&m, "Shape");
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("node 'second' (Shape, opset 17): the input's shape depends on a dynamic dim");
+    CHECK(p == NULL);
+    range_then_model(&m, "Reshape");
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    int64_t v[3] = {0, 5, 1};
+    tp_value a[3];
+    for (int i = 0; i < 3; i++) {
+        tp_tensor *t = NULL;
+        CHECK_OK(tp_tensor_from_data(TP_INT64, 0, NULL, &v[i], &t));
+        a[i] = tp_value_tensor(t);
+    }
+    tp_value o = tp_value_none();
+    CHECK_OK(tp_program_call(p, a, 3, NULL, &o));
+    const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
+    CHECK(y && y->kind == TP_VAL_TENSOR);
+    if (y && y->kind == TP_VAL_TENSOR) {
+        const tp_tensor *t = y->u.tensor;
+        CHECK(tp_tensor_ndim(t) == 2 && tp_tensor_sizes(t)[0] == 5 && tp_tensor_sizes(t)[1] == 1);
+        for (int64_t i = 0; i < 5 && tp_tensor_numel(t) == 5; i++) CHECK(tp_tensor_item_f64(t, i) == (double)i);
+    }
+    tp_value_clear(&o);
+    for (int i = 0; i < 3; i++) tp_value_clear(&a[i]);
+    tp_program_free(p);
+}
+
 /* Momentum (ai.onnx.preview.training, the only domain imported): one
  * step computed by hand, T = 0 (beta not applied) then T = 1; and the
  * errors: an unknown mode, a missing attribute, the wrong input count. */
@@ -1008,4 +1085,4 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(training_momentum))
+          T(range_result_is_dynamic), T(training_momentum))
