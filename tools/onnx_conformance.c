@@ -19,7 +19,9 @@
  * the ONNX backend rule: same dtype and shape, |got - want| <= 1e-7 +
  * 1e-3 * |want| (NaN equals NaN). Classes: passed; failed (wrong values, or
  * an error while importing other than "unsupported", or while running);
- * unsupported (TP_ERR_UNSUPPORTED from the importer); crashed.
+ * unsupported (TP_ERR_UNSUPPORTED from the importer); crashed; bad data (a
+ * wrong result on a case whose expected outputs are known to be wrong,
+ * g_bad_data below, with the reason).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -35,10 +37,29 @@
 #include "tpexport/onnx.h"
 #include "tpexport/tpexport.h"
 
-enum { R_PASS = 0, R_FAIL = 1, R_UNSUPPORTED = 2, R_CRASH = 3, R_COUNT = 4 };
+enum { R_PASS = 0, R_FAIL = 1, R_UNSUPPORTED = 2, R_CRASH = 3, R_BAD_DATA = 4, R_COUNT = 5 };
 /* The message of a pass that needed inputs fixed as constants. */
 #define SPECIALISED "specialised: "
-static const char *const result_names[R_COUNT] = {"passed", "failed", "unsupported", "crashed"};
+static const char *const result_names[R_COUNT] = {"passed", "failed", "unsupported", "crashed", "bad data"};
+
+/* Cases whose expected outputs do not follow from their model (defects of
+ * the test data itself, fixed upstream): a wrong result there is counted
+ * as "bad data", not "failed", and printed with the reason. Keep this list
+ * to cases a newer onnx release corrects, so the fix can be checked
+ * (tools/onnx_wheel_report.sh runs the corrected copy). */
+static const struct {
+    const char *name, *why;
+} g_bad_data[] = {
+    {"node/test_adam_multiple",
+     "the model lacks the epsilon=1e-2 attribute its outputs were computed with (onnx/onnx#7749, fixed by "
+     "onnx/onnx#7763; the corrected case of the onnx 1.23.2 wheel passes)"},
+};
+
+static const char *bad_data_reason(const char *name) {
+    for (size_t i = 0; i < sizeof g_bad_data / sizeof g_bad_data[0]; i++)
+        if (strcmp(g_bad_data[i].name, name) == 0) return g_bad_data[i].why;
+    return NULL;
+}
 
 typedef struct case_result {
     char *name;    /* suite/case */
@@ -312,11 +333,14 @@ static void add_result(const char *suite, const char *name, const char *ops, int
     char full[1024];
     snprintf(full, sizeof full, "%s/%s", suite, name);
     case_result *c = &g_cases[g_n_cases++];
+    const char *why = result == R_FAIL ? bad_data_reason(full) : NULL;
+    char msg[2048];
+    if (why) snprintf(msg, sizeof msg, "%s; the test data is wrong: %s", message, why);
     c->name = xstrdup(full);
     c->suite = xstrdup(suite);
     c->ops = xstrdup(ops);
-    c->message = xstrdup(message);
-    c->result = result;
+    c->message = xstrdup(why ? msg : message);
+    c->result = why ? R_BAD_DATA : result;
 }
 
 static void run_case(const char *suite, const char *name, const char *dir) {
@@ -465,19 +489,21 @@ static int cmp_tally(const void *a, const void *b) { return strcmp(((const tally
 
 static void print_table(const char *title, tally *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_tally);
-    printf("\n%-34s %7s %7s %11s %7s %11s %7s\n", title, "cases", "passed", "specialised", "failed", "unsupported",
-           "crashed");
+    printf("\n%-34s %7s %7s %11s %7s %11s %7s %8s\n", title, "cases", "passed", "specialised", "failed", "unsupported",
+           "crashed", "bad data");
     int tot[R_COUNT] = {0}, spec = 0;
     for (int i = 0; i < n; i++) {
-        int all = t[i].n[0] + t[i].n[1] + t[i].n[2] + t[i].n[3];
-        printf("%-34s %7d %7d %11d %7d %11d %7d\n", t[i].key, all, t[i].n[R_PASS], t[i].specialised, t[i].n[R_FAIL],
-               t[i].n[R_UNSUPPORTED], t[i].n[R_CRASH]);
+        int all = 0;
+        for (int r = 0; r < R_COUNT; r++) all += t[i].n[r];
+        printf("%-34s %7d %7d %11d %7d %11d %7d %8d\n", t[i].key, all, t[i].n[R_PASS], t[i].specialised,
+               t[i].n[R_FAIL], t[i].n[R_UNSUPPORTED], t[i].n[R_CRASH], t[i].n[R_BAD_DATA]);
         for (int r = 0; r < R_COUNT; r++) tot[r] += t[i].n[r];
         spec += t[i].specialised;
     }
-    int all = tot[0] + tot[1] + tot[2] + tot[3];
-    printf("%-34s %7d %7d %11d %7d %11d %7d\n", "total", all, tot[R_PASS], spec, tot[R_FAIL], tot[R_UNSUPPORTED],
-           tot[R_CRASH]);
+    int all = 0;
+    for (int r = 0; r < R_COUNT; r++) all += tot[r];
+    printf("%-34s %7d %7d %11d %7d %11d %7d %8d\n", "total", all, tot[R_PASS], spec, tot[R_FAIL], tot[R_UNSUPPORTED],
+           tot[R_CRASH], tot[R_BAD_DATA]);
 }
 
 int main(int argc, char **argv) {
