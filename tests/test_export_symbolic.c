@@ -553,6 +553,82 @@ TEST(test_nnmore_ops_rules) {
     tp_module_free(m);
 }
 
+/* Shape rules written over tp_sdim (src/ops/dim.h) of nn.c's ops the other
+ * tests do not export on a dynamic dim, on x [s0, 4, 6]: log_softmax,
+ * dropout and alpha_dropout (eval), instance_norm, local_response_norm,
+ * prelu, glu, rms_norm, gru_cell and rnn_tanh_cell (hidden = input),
+ * bilinear, and conv_tbc with time s0. */
+static tp_t *ones_of(tp_ctx *ctx, int nd, const int64_t *sizes) {
+    return tp_call(ctx, TP_OP_ONES, (tp_value[]){tp_ints(ctx, nd, sizes)}, 1, NULL);
+}
+
+static tp_status nndim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *ls = tp_call(ctx, TP_OP_LOG_SOFTMAX, (tp_value[]){tp_v(x), tp_value_int(1)}, 2, NULL);
+    tp_t *dr = tp_call(ctx, TP_OP_DROPOUT, (tp_value[]){tp_v(ls), tp_value_float(0.5), tp_value_bool(false)}, 3, NULL);
+    tp_t *ad =
+        tp_call(ctx, TP_OP_ALPHA_DROPOUT, (tp_value[]){tp_v(dr), tp_value_float(0.5), tp_value_bool(false)}, 3, NULL);
+    tp_t *in = tp_call(ctx, TP_OP_INSTANCE_NORM, (tp_value[]){tp_v(ad)}, 1, NULL);
+    tp_t *lr = tp_call(ctx, TP_OP_LOCAL_RESPONSE_NORM, (tp_value[]){tp_v(in), tp_value_int(2)}, 2, NULL);
+    tp_t *pr = tp_call(ctx, TP_OP_PRELU, (tp_value[]){tp_v(lr), tp_v(ones_of(ctx, 1, (int64_t[]){4}))}, 2, NULL);
+    tp_t *gl = tp_call(ctx, TP_OP_GLU, (tp_value[]){tp_v(pr), tp_value_int(-1)}, 2, NULL);
+    tp_t *rm = tp_call(ctx, TP_OP_RMS_NORM, (tp_value[]){tp_v(gl), tp_ints(ctx, 1, (int64_t[]){3})}, 2, NULL);
+    tp_t *f = tp_flatten(ctx, rm, 1, -1); /* [s0, 12] */
+    tp_t *gru = tp_call(ctx, TP_OP_GRU_CELL,
+                        (tp_value[]){tp_v(f), tp_v(f), tp_v(ones_of(ctx, 2, (int64_t[]){36, 12})),
+                                     tp_v(ones_of(ctx, 2, (int64_t[]){36, 12}))},
+                        4, NULL);
+    tp_t *rnn = tp_call(ctx, TP_OP_RNN_TANH_CELL,
+                        (tp_value[]){tp_v(gru), tp_v(f), tp_v(ones_of(ctx, 2, (int64_t[]){12, 12})),
+                                     tp_v(ones_of(ctx, 2, (int64_t[]){12, 12}))},
+                        4, NULL);
+    tp_t *bl = tp_call(ctx, TP_OP_BILINEAR,
+                       (tp_value[]){tp_v(rnn), tp_v(f), tp_v(ones_of(ctx, 3, (int64_t[]){5, 12, 12}))}, 3, NULL);
+    tp_t *tbc = tp_call(ctx, TP_OP_CONV_TBC,
+                        (tp_value[]){tp_v(ad), tp_v(ones_of(ctx, 3, (int64_t[]){3, 6, 2})), tp_value_none(),
+                                     tp_value_int(1)},
+                        4, NULL);
+    return tp_return(ctx, tp_add(ctx, tp_sum(ctx, bl), tp_sum(ctx, tbc)), out);
+}
+
+TEST(test_nn_dim_rules) {
+    tp_module *m = model(nndim_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(3, (int64_t[]){3, 4, 6}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_LOG_SOFTMAX, "[s0, 4, 6]"},   {TP_OP_DROPOUT, "[s0, 4, 6]"},
+                {TP_OP_ALPHA_DROPOUT, "[s0, 4, 6]"}, {TP_OP_INSTANCE_NORM, "[s0, 4, 6]"},
+                {TP_OP_LOCAL_RESPONSE_NORM, "[s0, 4, 6]"}, {TP_OP_PRELU, "[s0, 4, 6]"},
+                {TP_OP_GLU, "[s0, 4, 3]"},           {TP_OP_RMS_NORM, "[s0, 4, 3]"},
+                {TP_OP_GRU_CELL, "[s0, 12]"},        {TP_OP_RNN_TANH_CELL, "[s0, 12]"},
+                {TP_OP_BILINEAR, "[s0, 5]"},         {TP_OP_CONV_TBC, "[s0, 4, 2]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 3, (int64_t[]){5, 4, 6}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 /* grid_sample, affine_grid and det on x [s0, 2, 4, 4] (dynamic batch):
  * sample x at a grid made from x itself (permuted to [s0, 4, 4, 2], cut to
  * 3 rows, squashed by tanh), an affine grid of 3 x 5 points, and the
@@ -804,4 +880,5 @@ TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_
           T(test_conv_output_size_refines_range), T(test_slice_bounds_relative_to_symbol),
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
           T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules),
-          T(test_sample_ops_rules), T(test_idxscat_ops_rules), T(test_linalg_stats_special_rules))
+          T(test_sample_ops_rules), T(test_idxscat_ops_rules), T(test_linalg_stats_special_rules),
+          T(test_nn_dim_rules))

@@ -221,10 +221,12 @@ static tp_status check_param_dtype(const tp_tensor *p, const char *what, tp_dtyp
 }
 
 /* A 1-d per-channel parameter of `channels` elements. */
-static tp_status check_channel_param(const tp_tensor *p, const char *what, int64_t channels) {
+static tp_status check_channel_param(const tp_tensor *p, const char *what, tp_sdim channels) {
     if (!p) return TP_OK;
     int64_t n = tp_tensor_numel(p);
-    TP_CHECK(n == channels, TP_ERR_SHAPE, "%s should contain %" PRId64 " elements not %" PRId64, what, channels, n);
+    bool ok = p->ndim == 1 ? tp__dim_eq(tp__dim(p, 0), channels, "per-channel parameters match the channels")
+                           : n == channels.v;
+    TP_CHECK(ok, TP_ERR_SHAPE, "%s should contain %" PRId64 " elements not %" PRId64, what, channels.v, n);
     char buf[128];
     TP_CHECK(p->ndim == 1, TP_ERR_SHAPE, "%s must be 1-D, got shape %s", what,
              tp__shape_str(p->ndim, p->sizes, buf, sizeof buf));
@@ -236,9 +238,18 @@ static tp_status check_probability(double p) {
     return TP_OK;
 }
 
-static tp_status out_like(tp_value *out, const tp_tensor *t, tp_dtype dtype) {
-    return tp__out_tensor(out, dtype, t->ndim, t->sizes);
+static tp_status out_like(tp_value *out, const tp_tensor *t, tp_dtype dtype) { return tp__out_like(out, dtype, t); }
+
+/* The product of t's dims except dim `skip` (-1: none) from dim `from` on. */
+static tp_sdim dims_prod(const tp_tensor *t, int from, int skip) {
+    tp_sdim n = tp__dimk(1);
+    for (int d = from; d < t->ndim; d++)
+        if (d != skip) n = tp__dim_mul(n, tp__dim(t, d));
+    return n;
 }
+
+/* n != 1 where the op needs more than one value: relied on as n >= 2. */
+static bool more_than_one(tp_sdim n, const char *what) { return n.v != 1 && (n.v < 2 || tp__dim_ge(n, 2, what)); }
 
 /* ---- batch_norm --------------------------------------------------------- */
 
@@ -256,7 +267,7 @@ static tp_status batch_norm_infer(const tp_value *args, tp_value *out) {
     TP_TRY(check_float(x, "input"));
     TP_CHECK(x->ndim >= 2, TP_ERR_SHAPE, "expected input of shape (N, C, ...) with at least 2 dims, got shape %s",
              tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
-    int64_t channels = x->sizes[1];
+    tp_sdim channels = tp__dim(x, 1);
     const tp_tensor *params[] = {rm, rv, w, b};
     const char *names[] = {"running_mean", "running_var", "weight", "bias"};
     for (int i = 0; i < 4; i++) {
@@ -267,8 +278,8 @@ static tp_status batch_norm_infer(const tp_value *args, tp_value *out) {
         TP_CHECK(rm, TP_ERR_MISSING, "running_mean must be defined in evaluation mode");
         TP_CHECK(rv, TP_ERR_MISSING, "running_var must be defined in evaluation mode");
     } else {
-        bool one_value = true; /* the product of all sizes but dim 1 is 1 */
-        for (int d = 0; d < x->ndim; d++) one_value = one_value && (d == 1 || x->sizes[d] == 1);
+        /* the product of all sizes but dim 1 is 1 */
+        bool one_value = !more_than_one(dims_prod(x, 0, 1), "more than 1 value per channel when training");
         TP_CHECK(!one_value, TP_ERR_INVALID_ARG,
                  "Expected more than 1 value per channel when training, got input size %s",
                  tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
@@ -334,8 +345,10 @@ static tp_status layer_norm_infer(const tp_value *args, tp_value *out) {
     TP_TRY(arg_opt_tensor(args, LN_WEIGHT, "weight", &w));
     TP_TRY(arg_opt_tensor(args, LN_BIAS, "bias", &b));
     int64_t shape[TP_MAX_DIMS];
+    tp_sdim sd[TP_MAX_DIMS];
     int k;
-    TP_TRY(tp__arg_ints(args, LN_SHAPE, "normalized_shape", shape, TP_MAX_DIMS, 0, &k));
+    TP_TRY(tp__arg_sdims(args, LN_SHAPE, "normalized_shape", sd, TP_MAX_DIMS, 0, &k));
+    for (int i = 0; i < k; i++) shape[i] = sd[i].v;
     char sbuf[128], xbuf[128], pbuf[128];
     tp__shape_str(k, shape, sbuf, sizeof sbuf);
     TP_CHECK(k >= 1, TP_ERR_INVALID_ARG,
@@ -344,7 +357,7 @@ static tp_status layer_norm_infer(const tp_value *args, tp_value *out) {
              sbuf);
     TP_TRY(check_float(x, "input"));
     bool match = k <= x->ndim;
-    for (int i = 0; match && i < k; i++) match = x->sizes[x->ndim - k + i] == shape[i];
+    for (int i = 0; match && i < k; i++) match = tp__dim_eq(tp__dim(x, x->ndim - k + i), sd[i], "normalized_shape");
     TP_CHECK(match, TP_ERR_SHAPE, "Given normalized_shape=%s, expected input with shape [*, %.*s], but got input of size%s",
              sbuf, (int)(strlen(sbuf) - 2), sbuf + 1, tp__shape_str(x->ndim, x->sizes, xbuf, sizeof xbuf));
     const tp_tensor *params[] = {w, b};
@@ -354,7 +367,7 @@ static tp_status layer_norm_infer(const tp_value *args, tp_value *out) {
         if (!p) continue;
         TP_TRY(check_param_dtype(p, names[i], x->dtype));
         bool same = p->ndim == k;
-        for (int d = 0; same && d < k; d++) same = p->sizes[d] == shape[d];
+        for (int d = 0; same && d < k; d++) same = tp__dim_eq(tp__dim(p, d), sd[d], "normalized_shape");
         TP_CHECK(same, TP_ERR_SHAPE,
                  "Expected %s to be of same shape as normalized_shape, but got %s of shape %s and normalized_shape = %s",
                  names[i], names[i], tp__shape_str(p->ndim, p->sizes, pbuf, sizeof pbuf), sbuf);
@@ -423,8 +436,8 @@ static tp_status group_norm_infer(const tp_value *args, tp_value *out) {
     TP_TRY(check_float(x, "input"));
     TP_CHECK(x->ndim >= 2, TP_ERR_SHAPE, "Expected at least 2 dimensions for input tensor but received %d", x->ndim);
     TP_CHECK(groups > 0, TP_ERR_INVALID_ARG, "num_groups must be positive, got %" PRId64, groups);
-    int64_t channels = x->sizes[1];
-    TP_CHECK(channels % groups == 0, TP_ERR_SHAPE,
+    tp_sdim channels = tp__dim(x, 1);
+    TP_CHECK(tp__dim_divisible(channels, groups, "channels divisible by num_groups"), TP_ERR_SHAPE,
              "Expected number of channels in input to be divisible by num_groups, but got input of shape %s and "
              "num_groups=%" PRId64,
              xbuf, groups);
@@ -434,15 +447,16 @@ static tp_status group_norm_infer(const tp_value *args, tp_value *out) {
         const tp_tensor *p = params[i];
         if (!p) continue;
         TP_TRY(check_param_dtype(p, names[i], x->dtype));
-        TP_CHECK(p->ndim == 1 && p->sizes[0] == channels, TP_ERR_SHAPE,
+        TP_CHECK(p->ndim == 1 && tp__dim_eq(tp__dim(p, 0), channels, "per-channel parameters match the channels"),
+                 TP_ERR_SHAPE,
                  "Expected %s to be a vector of size equal to the number of channels in input, but got %s of shape %s "
                  "and input of shape %s",
                  names[i], names[i], tp__shape_str(p->ndim, p->sizes, pbuf, sizeof pbuf), xbuf);
     }
     /* F.group_norm's _verify_batch_size on [N * C / G, G, *spatial]: one
      * value per group (N * C / G * prod(spatial) == 1) is an error. */
-    bool one_value = x->sizes[0] == 1 && channels == groups;
-    for (int d = 2; d < x->ndim; d++) one_value = one_value && x->sizes[d] == 1;
+    tp_sdim per_group = tp__dim_mul(tp__dim_mul(tp__dim(x, 0), tp__dim_floordiv(channels, groups)), dims_prod(x, 2, -1));
+    bool one_value = !more_than_one(per_group, "more than 1 value per group when training");
     if (one_value) {
         int64_t v[TP_MAX_DIMS];
         memcpy(v, x->sizes, sizeof v);
@@ -514,7 +528,7 @@ static tp_status instance_norm_infer(const tp_value *args, tp_value *out) {
     TP_TRY(check_float(x, "input"));
     TP_CHECK(x->ndim >= 2, TP_ERR_SHAPE, "expected input of shape (N, C, ...) with at least 2 dims, got shape %s",
              tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
-    int64_t channels = x->sizes[1];
+    tp_sdim channels = tp__dim(x, 1);
     const tp_tensor *params[] = {rm, rv, w, b};
     const char *names[] = {"running_mean", "running_var", "weight", "bias"};
     for (int i = 0; i < 4; i++) {
@@ -522,9 +536,8 @@ static tp_status instance_norm_infer(const tp_value *args, tp_value *out) {
         TP_TRY(check_channel_param(params[i], names[i], channels));
     }
     if (use_input_stats) {
-        int64_t spatial = 1;
-        for (int d = 2; d < x->ndim; d++) spatial *= x->sizes[d];
-        TP_CHECK(spatial != 1, TP_ERR_INVALID_ARG, "Expected more than 1 spatial element when training, got input size %s",
+        TP_CHECK(more_than_one(dims_prod(x, 2, -1), "more than 1 spatial element when training"), TP_ERR_INVALID_ARG,
+                 "Expected more than 1 spatial element when training, got input size %s",
                  tp__shape_str(x->ndim, x->sizes, buf, sizeof buf));
     } else {
         TP_CHECK(rm && rv, TP_ERR_MISSING,
@@ -608,8 +621,10 @@ static tp_status rms_norm_infer(const tp_value *args, tp_value *out) {
     TP_TRY(arg_tensor(args, RMS_INPUT, "input", &x));
     TP_TRY(arg_opt_tensor(args, RMS_WEIGHT, "weight", &w));
     int64_t shape[TP_MAX_DIMS];
+    tp_sdim sd[TP_MAX_DIMS];
     int k;
-    TP_TRY(tp__arg_ints(args, RMS_SHAPE, "normalized_shape", shape, TP_MAX_DIMS, 0, &k));
+    TP_TRY(tp__arg_sdims(args, RMS_SHAPE, "normalized_shape", sd, TP_MAX_DIMS, 0, &k));
+    for (int i = 0; i < k; i++) shape[i] = sd[i].v;
     char sbuf[128], xbuf[128], pbuf[128];
     tp__shape_str(k, shape, sbuf, sizeof sbuf);
     TP_CHECK(k >= 1, TP_ERR_INVALID_ARG,
@@ -618,13 +633,13 @@ static tp_status rms_norm_infer(const tp_value *args, tp_value *out) {
              sbuf);
     TP_TRY(check_float(x, "input"));
     bool match = k <= x->ndim;
-    for (int i = 0; match && i < k; i++) match = x->sizes[x->ndim - k + i] == shape[i];
+    for (int i = 0; match && i < k; i++) match = tp__dim_eq(tp__dim(x, x->ndim - k + i), sd[i], "normalized_shape");
     TP_CHECK(match, TP_ERR_SHAPE, "Given normalized_shape=%s, expected input with shape [*, %.*s], but got input of size%s",
              sbuf, (int)(strlen(sbuf) - 2), sbuf + 1, tp__shape_str(x->ndim, x->sizes, xbuf, sizeof xbuf));
     if (w) {
         TP_TRY(check_param_dtype(w, "weight", x->dtype));
         bool same = w->ndim == k;
-        for (int d = 0; same && d < k; d++) same = w->sizes[d] == shape[d];
+        for (int d = 0; same && d < k; d++) same = tp__dim_eq(tp__dim(w, d), sd[d], "normalized_shape");
         TP_CHECK(same, TP_ERR_SHAPE,
                  "Expected weight to be of same shape as normalized_shape, but got weight of shape %s and "
                  "normalized_shape = %s",
@@ -814,7 +829,7 @@ static tp_status glu_shape(const tp_value *args, tp_tensor **x, int *dim) {
     TP_TRY(arg_tensor(args, 0, "self", x));
     TP_CHECK((*x)->ndim > 0, TP_ERR_SHAPE, "glu does not support scalars because halving size must be even");
     TP_TRY(tp__wrap_dim(tp__arg_int(args, 1), (*x)->ndim, dim));
-    TP_CHECK((*x)->sizes[*dim] % 2 == 0, TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_divisible(tp__dim(*x, *dim), 2, "glu's halved dim is even"), TP_ERR_SHAPE,
              "Halving dimension must be even, but dimension %d is size %" PRId64, *dim, (*x)->sizes[*dim]);
     return check_float(*x, "input");
 }
@@ -823,10 +838,10 @@ static tp_status glu_infer(const tp_value *args, tp_value *out) {
     tp_tensor *x;
     int dim;
     TP_TRY(glu_shape(args, &x, &dim));
-    int64_t sizes[TP_MAX_DIMS];
-    memcpy(sizes, x->sizes, (size_t)x->ndim * sizeof *sizes);
-    sizes[dim] /= 2;
-    return tp__out_tensor(out, x->dtype, x->ndim, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(x, dims);
+    dims[dim] = tp__dim_floordiv(dims[dim], 2);
+    return tp__out_dims(out, x->dtype, x->ndim, dims);
 }
 
 static tp_status glu_kernel(const tp_value *args, tp_value *out) {
@@ -859,11 +874,12 @@ static tp_status prelu_infer(const tp_value *args, tp_value *out) {
     int64_t n = tp_tensor_numel(w);
     if (n != 1) {
         TP_CHECK(x->ndim > 0, TP_ERR_SHAPE, "Not allow zero-dim input tensor.");
-        int64_t channels = x->ndim > 1 ? x->sizes[1] : 1;
-        TP_CHECK(channels == n, TP_ERR_SHAPE,
+        tp_sdim channels = x->ndim > 1 ? tp__dim(x, 1) : tp__dimk(1);
+        TP_CHECK(tp__dim_eq(channels, w->ndim == 1 ? tp__dim(w, 0) : tp__dimk(n), "prelu weight matches the channels"),
+                 TP_ERR_SHAPE,
                  "Mismatch of parameter numbers and input channel size. Found parameter numbers = %" PRId64
                  " and channel size = %" PRId64 ".",
-                 n, channels);
+                 n, channels.v);
     }
     return out_like(out, x, x->dtype);
 }
@@ -895,10 +911,10 @@ static tp_status embedding_infer(const tp_value *args, tp_value *out) {
              tp_dtype_name(idx->dtype));
     TP_CHECK(idx->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "indices have %d dims; the result would exceed %d dims", idx->ndim,
              TP_MAX_DIMS);
-    int64_t sizes[TP_MAX_DIMS];
-    memcpy(sizes, idx->sizes, (size_t)idx->ndim * sizeof sizes[0]);
-    sizes[idx->ndim] = w->sizes[1];
-    return tp__out_tensor(out, w->dtype, idx->ndim + 1, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(idx, dims);
+    dims[idx->ndim] = tp__dim(w, 1);
+    return tp__out_dims(out, w->dtype, idx->ndim + 1, dims);
 }
 
 static tp_status embedding_kernel(const tp_value *args, tp_value *out) {
@@ -984,13 +1000,19 @@ enum { SDPA_Q, SDPA_K, SDPA_V, SDPA_MASK, SDPA_DROPOUT, SDPA_CAUSAL, SDPA_SCALE 
 
 /* Broadcast batch shape of q, k, v (all dims but the last two). */
 static tp_status sdpa_batch_shape(const tp_tensor *q, const tp_tensor *k, const tp_tensor *v, int *nb,
-                                  int64_t *batch) {
-    int n1, n2;
-    int64_t b1[TP_MAX_DIMS], b2[TP_MAX_DIMS];
-    TP_TRY(tp__broadcast_shapes(q->ndim - 2, q->sizes, k->ndim - 2, k->sizes, &n1, b1));
-    TP_TRY(tp__broadcast_shapes(n1, b1, v->ndim - 2, v->sizes, &n2, b2));
-    *nb = n2;
-    memcpy(batch, b2, sizeof b2);
+                                  int64_t *batch, tp_sdim *dims) {
+    int n;
+    tp_sdim b[TP_MAX_DIMS], kd[TP_MAX_DIMS], vd[TP_MAX_DIMS];
+    tp__dims(q, b);
+    tp__dims(k, kd);
+    tp__dims(v, vd);
+    TP_TRY(tp__dims_broadcast(q->ndim - 2, b, k->ndim - 2, kd, &n, b));
+    TP_TRY(tp__dims_broadcast(n, b, v->ndim - 2, vd, &n, b));
+    *nb = n;
+    for (int i = 0; i < n; i++) {
+        batch[i] = b[i].v;
+        if (dims) dims[i] = b[i];
+    }
     return TP_OK;
 }
 
@@ -1011,17 +1033,19 @@ static tp_status sdpa_infer(const tp_value *args, tp_value *out) {
              tp_dtype_name(q->dtype), tp_dtype_name(k->dtype), tp_dtype_name(v->dtype));
     TP_CHECK(q->ndim >= 2 && k->ndim >= 2 && v->ndim >= 2, TP_ERR_SHAPE,
              "expected query, key and value with at least 2 dims (..., L, E), got shapes %s, %s and %s", qb, kb, vb);
-    TP_CHECK(k->sizes[k->ndim - 1] == q->sizes[q->ndim - 1], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(q, q->ndim - 1), tp__dim(k, k->ndim - 1), "query and key embedding dims"), TP_ERR_SHAPE,
              "expected query and key to have the same embedding size (last dim), got query shape %s and key shape %s",
              qb, kb);
-    TP_CHECK(k->sizes[k->ndim - 2] == v->sizes[v->ndim - 2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(k, k->ndim - 2), tp__dim(v, v->ndim - 2), "key and value sequence lengths"),
+             TP_ERR_SHAPE,
              "expected key and value to have the same sequence length (dim -2), got key shape %s and value shape %s", kb,
              vb);
     int nb;
     int64_t sizes[TP_MAX_DIMS + 2];
-    TP_TRY(sdpa_batch_shape(q, k, v, &nb, sizes));
+    tp_sdim dims[TP_MAX_DIMS + 2];
+    TP_TRY(sdpa_batch_shape(q, k, v, &nb, sizes, dims));
     TP_CHECK(nb + 2 <= TP_MAX_DIMS, TP_ERR_SHAPE, "too many batch dims");
-    int64_t L = q->sizes[q->ndim - 2], S = k->sizes[k->ndim - 2];
+    tp_sdim L = tp__dim(q, q->ndim - 2), S = tp__dim(k, k->ndim - 2);
     TP_TRY(check_probability(tp__arg_f64(args, SDPA_DROPOUT)));
     if (mask) {
         TP_CHECK(!tp__arg_bool(args, SDPA_CAUSAL), TP_ERR_INVALID_ARG,
@@ -1030,20 +1054,22 @@ static tp_status sdpa_infer(const tp_value *args, tp_value *out) {
                  "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: %s and "
                  "query.dtype: %s instead.",
                  tp_dtype_name(mask->dtype), tp_dtype_name(q->dtype));
-        sizes[nb] = L;
-        sizes[nb + 1] = S;
+        dims[nb] = L;
+        dims[nb + 1] = S;
+        sizes[nb] = L.v;
+        sizes[nb + 1] = S.v;
         bool ok = mask->ndim <= nb + 2;
         for (int i = 0; ok && i < mask->ndim; i++) {
-            int64_t m = mask->sizes[mask->ndim - 1 - i], t = sizes[nb + 1 - i];
-            ok = m == 1 || m == t;
+            tp_sdim m = tp__dim(mask, mask->ndim - 1 - i), t = dims[nb + 1 - i], r;
+            ok = tp__dim_broadcast(m, t, &r) && r.v == t.v; /* the mask broadcasts to the weights' shape */
         }
         char mb[128], ab[128];
         TP_CHECK(ok, TP_ERR_SHAPE, "attn_mask of shape %s cannot be broadcast to the attention weights' shape %s",
                  tp__shape_str(mask->ndim, mask->sizes, mb, sizeof mb), tp__shape_str(nb + 2, sizes, ab, sizeof ab));
     }
-    sizes[nb] = L;
-    sizes[nb + 1] = v->sizes[v->ndim - 1];
-    return tp__out_tensor(out, q->dtype, nb + 2, sizes);
+    dims[nb] = L;
+    dims[nb + 1] = tp__dim(v, v->ndim - 1);
+    return tp__out_dims(out, q->dtype, nb + 2, dims);
 }
 
 /* Strides (elements) of t's leading `nt` dims right-aligned to a batch shape
@@ -1066,7 +1092,7 @@ static tp_status sdpa_kernel(const tp_value *args, tp_value *out) {
 
     int nb;
     int64_t batch[TP_MAX_DIMS];
-    TP_TRY(sdpa_batch_shape(q, k, v, &nb, batch));
+    TP_TRY(sdpa_batch_shape(q, k, v, &nb, batch, NULL));
     int64_t qbs[TP_MAX_DIMS], kbs[TP_MAX_DIMS], vbs[TP_MAX_DIMS], mbs[TP_MAX_DIMS], ybs[TP_MAX_DIMS];
     tp__broadcast_strides(q, q->ndim - 2, nb, batch, qbs);
     tp__broadcast_strides(k, k->ndim - 2, nb, batch, kbs);
@@ -1172,10 +1198,10 @@ static tp_status cell_args(const tp_value *args, rnn_cell_kind k, rnn_cell_args 
 /* One state against the input: PyTorch's check_rnn_cell_forward_hidden. */
 static tp_status check_cell_state(const tp_tensor *x, const tp_tensor *h, int64_t hidden, int label) {
     TP_CHECK(h->ndim == 2, TP_ERR_SHAPE, "hidden%d must be 2-D (batch, hidden_size), got %d dims", label, h->ndim);
-    TP_CHECK(x->sizes[0] == h->sizes[0], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(x, 0), tp__dim(h, 0), "input batch == hidden batch"), TP_ERR_SHAPE,
              "Input batch size %" PRId64 " doesn't match hidden%d batch size %" PRId64, x->sizes[0], label,
              h->sizes[0]);
-    TP_CHECK(h->sizes[1] == hidden, TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eqk(tp__dim(h, 1), hidden, "hidden_size"), TP_ERR_SHAPE,
              "hidden%d has inconsistent hidden_size: got %" PRId64 ", expected %" PRId64, label, h->sizes[1], hidden);
     return TP_OK;
 }
@@ -1193,7 +1219,7 @@ static tp_status cell_check(const tp_value *args, rnn_cell_kind k, rnn_cell_args
     TP_CHECK(x->ndim == 2, TP_ERR_SHAPE, "input must be 2-D (batch, input_size), got %d dims", x->ndim);
     TP_CHECK(a->wih->ndim == 2 && a->whh->ndim == 2, TP_ERR_SHAPE, "w_ih and w_hh must be 2-D, got %d and %d dims",
              a->wih->ndim, a->whh->ndim);
-    TP_CHECK(x->sizes[1] == a->wih->sizes[1], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(x, 1), tp__dim(a->wih, 1), "input_size"), TP_ERR_SHAPE,
              "input has inconsistent input_size: got %" PRId64 " expected %" PRId64, x->sizes[1], a->wih->sizes[1]);
     int g = cell_gates(k);
     int64_t rows = a->wih->sizes[0], hidden = k == CELL_LSTM ? rows / 4 : a->whh->sizes[1];
@@ -1335,7 +1361,20 @@ static int64_t block_count(int64_t in, const block_params *b, int i) {
     return (in + 2 * b->p[i] - (b->d[i] * (b->k[i] - 1) + 1)) / b->s[i] + 1;
 }
 
-static tp_status im2col_check(const tp_value *args, tp_tensor **x, block_params *b, int64_t *oh, int64_t *ow) {
+/* block_count over a dim (floor division: a negative numerator, where C's
+ * truncating division differs, has no expression). */
+static tp_sdim block_dim(tp_sdim in, const block_params *b, int i) {
+    tp_sdim num = tp__dim_addk(in, 2 * b->p[i] - (b->d[i] * (b->k[i] - 1) + 1));
+    if (num.v < 0) {
+        tp__dim_give_up();
+        return tp__dimk(block_count(in.v, b, i));
+    }
+    return tp__dim_addk(tp__dim_floordiv(num, b->s[i]), 1);
+}
+
+/* blocks (may be NULL): the block counts as dims. */
+static tp_status im2col_check(const tp_value *args, tp_tensor **x, block_params *b, int64_t *oh, int64_t *ow,
+                              tp_sdim *blocks) {
     TP_TRY(arg_tensor(args, 0, "self", x));
     TP_TRY(block_params_read(args, 1, b));
     const tp_tensor *t = *x;
@@ -1346,13 +1385,17 @@ static tp_status im2col_check(const tp_value *args, tp_tensor **x, block_params 
              "Expected 3D or 4D (batch mode) tensor with optional 0 size batch dimension for input, but got: %s",
              tp__shape_str(t->ndim, t->sizes, s1, sizeof s1));
     for (int d = t->ndim - 3; d < t->ndim; d++)
-        TP_CHECK(t->sizes[d] > 0, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_ge(tp__dim(t, d), 1, "im2col: non-empty input dims"), TP_ERR_SHAPE,
                  "Expected 3D or 4D (batch mode) tensor with optional 0 size batch dimension for input, but got: %s",
                  tp__shape_str(t->ndim, t->sizes, s1, sizeof s1));
     int64_t h = t->sizes[t->ndim - 2], w = t->sizes[t->ndim - 1];
-    *oh = block_count(h, b, 0);
-    *ow = block_count(w, b, 1);
-    TP_CHECK(*oh >= 1 && *ow >= 1, TP_ERR_SHAPE,
+    tp_sdim bl[2] = {block_dim(tp__dim(t, t->ndim - 2), b, 0), block_dim(tp__dim(t, t->ndim - 1), b, 1)};
+    *oh = bl[0].v;
+    *ow = bl[1].v;
+    if (blocks) memcpy(blocks, bl, sizeof bl);
+    TP_CHECK(tp__dim_ge(bl[0], 1, "im2col: at least one sliding block") &&
+                 tp__dim_ge(bl[1], 1, "im2col: at least one sliding block"),
+             TP_ERR_SHAPE,
              "Given input with spatial size (%" PRId64 ", %" PRId64 "), kernel_size=(%" PRId64 ", %" PRId64
              "), dilation=(%" PRId64 ", %" PRId64 "), padding=(%" PRId64 ", %" PRId64
              "), calculated shape of the array of sliding blocks as (%" PRId64 ", %" PRId64
@@ -1365,20 +1408,23 @@ static tp_status im2col_infer(const tp_value *args, tp_value *out) {
     tp_tensor *x;
     block_params b;
     int64_t oh, ow;
-    TP_TRY(im2col_check(args, &x, &b, &oh, &ow));
-    int64_t c = x->sizes[x->ndim - 3], sizes[3];
+    tp_sdim blocks[2], dims[3];
+    TP_TRY(im2col_check(args, &x, &b, &oh, &ow, blocks));
+    tp_sdim c = tp__dim(x, x->ndim - 3);
+    int64_t ck;
     int nd = 0;
-    if (x->ndim == 4) sizes[nd++] = x->sizes[0];
-    TP_CHECK(tp_mul_overflow_i64(c, b.k[0] * b.k[1], &sizes[nd]), TP_ERR_INVALID_ARG, "im2col: output too large");
-    sizes[nd + 1] = oh * ow;
-    return tp__out_tensor(out, x->dtype, nd + 2, sizes);
+    if (x->ndim == 4) dims[nd++] = tp__dim(x, 0);
+    TP_CHECK(tp_mul_overflow_i64(c.v, b.k[0] * b.k[1], &ck), TP_ERR_INVALID_ARG, "im2col: output too large");
+    dims[nd] = tp__dim_mulk(c, b.k[0] * b.k[1]);
+    dims[nd + 1] = tp__dim_mul(blocks[0], blocks[1]);
+    return tp__out_dims(out, x->dtype, nd + 2, dims);
 }
 
 static tp_status im2col_kernel(const tp_value *args, tp_value *out) {
     tp_tensor *x;
     block_params b;
     int64_t oh, ow;
-    TP_TRY(im2col_check(args, &x, &b, &oh, &ow));
+    TP_TRY(im2col_check(args, &x, &b, &oh, &ow, NULL));
     tp_tensor *y = tp__out_at(out, 0);
     bool batched = x->ndim == 4;
     int64_t nb = batched ? x->sizes[0] : 1, c = x->sizes[x->ndim - 3];
@@ -1418,19 +1464,23 @@ static tp_status col2im_check(const tp_value *args, tp_tensor **x, block_params 
              osz[0], osz[1]);
     TP_CHECK(osz[0] < ((int64_t)1 << 31) && osz[1] < ((int64_t)1 << 31), TP_ERR_INVALID_ARG,
              "output_size must be below 2^31");
-    TP_CHECK((t->ndim == 2 || t->ndim == 3) && t->sizes[t->ndim - 2] > 0 && t->sizes[t->ndim - 1] > 0, TP_ERR_SHAPE,
+    TP_CHECK((t->ndim == 2 || t->ndim == 3) && tp__dim_ge(tp__dim(t, t->ndim - 2), 1, "col2im: non-empty input dims") &&
+                 tp__dim_ge(tp__dim(t, t->ndim - 1), 1, "col2im: non-empty input dims"),
+             TP_ERR_SHAPE,
              "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions "
              "for input, but got: %s",
              tp__shape_str(t->ndim, t->sizes, s1, sizeof s1));
     int64_t cols = t->sizes[t->ndim - 2], kk = b->k[0] * b->k[1];
-    TP_CHECK(cols % kk == 0, TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_divisible(tp__dim(t, t->ndim - 2), kk, "col2im: channels divisible by the kernel size"),
+             TP_ERR_SHAPE,
              "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
              "input.size(1)=%" PRId64 " and kernel_size=(%" PRId64 ", %" PRId64 ").",
              cols, b->k[0], b->k[1]);
     *oh = block_count(osz[0], b, 0);
     *ow = block_count(osz[1], b, 1);
     int64_t l = t->sizes[t->ndim - 1];
-    TP_CHECK(*oh >= 1 && *ow >= 1 && *oh * *ow == l, TP_ERR_SHAPE,
+    TP_CHECK(*oh >= 1 && *ow >= 1 && tp__dim_eqk(tp__dim(t, t->ndim - 1), *oh * *ow, "col2im: the sliding blocks"),
+             TP_ERR_SHAPE,
              "Given output_size=(%" PRId64 ", %" PRId64 "), kernel_size=(%" PRId64 ", %" PRId64 "), dilation=(%" PRId64
              ", %" PRId64 "), padding=(%" PRId64 ", %" PRId64 "), stride=(%" PRId64 ", %" PRId64
              "), expected size of input's dimension 2 to match the calculated number of sliding blocks %" PRId64
@@ -1445,13 +1495,13 @@ static tp_status col2im_infer(const tp_value *args, tp_value *out) {
     block_params b;
     int64_t osz[2], oh, ow;
     TP_TRY(col2im_check(args, &x, &b, osz, &oh, &ow));
-    int64_t sizes[4];
+    tp_sdim dims[4];
     int nd = 0;
-    if (x->ndim == 3) sizes[nd++] = x->sizes[0];
-    sizes[nd++] = x->sizes[x->ndim - 2] / (b.k[0] * b.k[1]);
-    sizes[nd++] = osz[0];
-    sizes[nd++] = osz[1];
-    return tp__out_tensor(out, x->dtype, nd, sizes);
+    if (x->ndim == 3) dims[nd++] = tp__dim(x, 0);
+    dims[nd++] = tp__dim_floordiv(tp__dim(x, x->ndim - 2), b.k[0] * b.k[1]);
+    dims[nd++] = tp__dimk(osz[0]);
+    dims[nd++] = tp__dimk(osz[1]);
+    return tp__out_dims(out, x->dtype, nd, dims);
 }
 
 static tp_status col2im_kernel(const tp_value *args, tp_value *out) {
@@ -1504,8 +1554,9 @@ static tp_status pdist_infer(const tp_value *args, tp_value *out) {
     tp_tensor *x;
     double p;
     TP_TRY(pdist_check(args, &x, &p));
-    int64_t n = x->sizes[0], sz = n > 1 ? n * (n - 1) / 2 : 0;
-    return tp__out_tensor(out, x->dtype, 1, &sz);
+    tp_sdim n = tp__dim(x, 0); /* N * (N - 1) / 2 (0 for N = 0 and 1 too) */
+    tp_sdim sz = tp__dim_floordiv(tp__dim_mul(n, tp__dim_addk(n, -1)), 2);
+    return tp__out_dims(out, x->dtype, 1, &sz);
 }
 
 static tp_status pdist_kernel(const tp_value *args, tp_value *out) {
@@ -1555,17 +1606,19 @@ static tp_status bilinear_check(const tp_value *args, tp_tensor **a, tp_tensor *
              x2->ndim);
     TP_CHECK(x1->ndim >= 1, TP_ERR_SHAPE, "bilinear(): inputs must have at least one dim");
     for (int d = 0; d < x1->ndim - 1; d++)
-        TP_CHECK(x1->sizes[d] == x2->sizes[d], TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(tp__dim(x1, d), tp__dim(x2, d), "bilinear: inputs' batch dims match"), TP_ERR_SHAPE,
                  "bilinear(): input batch dimensions do not match at dim %d: got %" PRId64 " and %" PRId64, d,
                  x1->sizes[d], x2->sizes[d]);
     TP_CHECK(wt->ndim == 3, TP_ERR_SHAPE, "bilinear(): weight must be 3-D, got %d dims", wt->ndim);
-    TP_CHECK(x1->sizes[x1->ndim - 1] == wt->sizes[1], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(x1, x1->ndim - 1), tp__dim(wt, 1), "bilinear: input1 features == weight.shape[1]"),
+             TP_ERR_SHAPE,
              "bilinear(): input1 size does not match weight size: got %" PRId64 " but expected %" PRId64,
              x1->sizes[x1->ndim - 1], wt->sizes[1]);
-    TP_CHECK(x2->sizes[x2->ndim - 1] == wt->sizes[2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(x2, x2->ndim - 1), tp__dim(wt, 2), "bilinear: input2 features == weight.shape[2]"),
+             TP_ERR_SHAPE,
              "bilinear(): input2 size does not match weight size: got %" PRId64 " but expected %" PRId64,
              x2->sizes[x2->ndim - 1], wt->sizes[2]);
-    TP_CHECK(!bs || (bs->ndim == 1 && bs->sizes[0] == wt->sizes[0]), TP_ERR_SHAPE,
+    TP_CHECK(!bs || (bs->ndim == 1 && tp__dim_eq(tp__dim(bs, 0), tp__dim(wt, 0), "bilinear: bias size")), TP_ERR_SHAPE,
              "bilinear(): bias size does not match weight size: got %" PRId64 " but expected %" PRId64,
              bs ? (bs->ndim >= 1 ? bs->sizes[bs->ndim - 1] : 1) : 0, wt->sizes[0]);
     return TP_OK;
@@ -1574,10 +1627,10 @@ static tp_status bilinear_check(const tp_value *args, tp_tensor **a, tp_tensor *
 static tp_status bilinear_infer(const tp_value *args, tp_value *out) {
     tp_tensor *a, *b, *w, *bias;
     TP_TRY(bilinear_check(args, &a, &b, &w, &bias));
-    int64_t sizes[TP_MAX_DIMS];
-    for (int d = 0; d < a->ndim - 1; d++) sizes[d] = a->sizes[d];
-    sizes[a->ndim - 1] = w->sizes[0];
-    return tp__out_tensor(out, a->dtype, a->ndim, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(a, dims);
+    dims[a->ndim - 1] = tp__dim(w, 0);
+    return tp__out_dims(out, a->dtype, a->ndim, dims);
 }
 
 static tp_status bilinear_kernel(const tp_value *args, tp_value *out) {
@@ -1619,7 +1672,7 @@ static tp_status bilinear_kernel(const tp_value *args, tp_value *out) {
  * A 1-d convolution over time of a (time, batch, in) input with a (kernel,
  * in, out) weight: out[t][b][o] = bias[o] + sum_k sum_c x[t + k - pad][b][c] *
  * w[k][c][o], time T + 2 * pad - K + 1 (PyTorch's checks and messages). */
-static tp_status conv_tbc_check(const tp_value *args, tp_tensor **x, tp_tensor **w, tp_tensor **b, int64_t *tout) {
+static tp_status conv_tbc_check(const tp_value *args, tp_tensor **x, tp_tensor **w, tp_tensor **b, tp_sdim *tout) {
     TP_TRY(arg_tensor(args, 0, "self", x));
     TP_TRY(arg_tensor(args, 1, "weight", w));
     TP_TRY(arg_opt_tensor(args, 2, "bias", b));
@@ -1632,31 +1685,32 @@ static tp_status conv_tbc_check(const tp_value *args, tp_tensor **x, tp_tensor *
     TP_CHECK((*x)->ndim == 3, TP_ERR_SHAPE, "Input must have 3 dims: time, batch, in_channel");
     TP_CHECK((*w)->ndim == 3, TP_ERR_SHAPE, "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.");
     TP_CHECK(!*b || (*b)->ndim == 1, TP_ERR_SHAPE, "Bias must be 1-D");
-    TP_CHECK((*x)->sizes[2] == (*w)->sizes[1], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(*x, 2), tp__dim(*w, 1), "conv_tbc: input channels == weight.shape[1]"), TP_ERR_SHAPE,
              "Input dim 2 (input channels) is not == dim 1 in the weight tensor");
-    TP_CHECK(!*b || (*b)->sizes[0] == (*w)->sizes[2], TP_ERR_SHAPE,
+    TP_CHECK(!*b || tp__dim_eq(tp__dim(*b, 0), tp__dim(*w, 2), "conv_tbc: bias size"), TP_ERR_SHAPE,
              "Bias size must equal dim 2 in the weight tensor (output channels).");
     int64_t pad = tp__arg_int(args, 3);
     TP_CHECK(pad >= 0 && pad < ((int64_t)1 << 40), TP_ERR_INVALID_ARG, "conv_tbc: pad must be in [0, 2^40), got %" PRId64,
              pad);
-    *tout = (*x)->sizes[0] + 2 * pad - (*w)->sizes[0] + 1;
-    TP_CHECK(*tout >= 0, TP_ERR_SHAPE,
+    *tout = tp__dim_sub(tp__dim_addk(tp__dim(*x, 0), 2 * pad + 1), tp__dim(*w, 0));
+    TP_CHECK(tp__dim_ge(*tout, 0, "conv_tbc: output time"), TP_ERR_SHAPE,
              "Trying to create tensor with negative dimension %" PRId64 ": [%" PRId64 ", %" PRId64 ", %" PRId64 "]",
-             *tout, *tout, (*x)->sizes[1], (*w)->sizes[2]);
+             tout->v, tout->v, (*x)->sizes[1], (*w)->sizes[2]);
     return TP_OK;
 }
 
 static tp_status conv_tbc_infer(const tp_value *args, tp_value *out) {
     tp_tensor *x, *w, *b;
-    int64_t t = 0;
+    tp_sdim t = tp__dimk(0);
     TP_TRY(conv_tbc_check(args, &x, &w, &b, &t));
-    return tp__out_tensor(out, x->dtype, 3, (int64_t[]){t, x->sizes[1], w->sizes[2]});
+    return tp__out_dims(out, x->dtype, 3, (tp_sdim[]){t, tp__dim(x, 1), tp__dim(w, 2)});
 }
 
 static tp_status conv_tbc_kernel(const tp_value *args, tp_value *out) {
     tp_tensor *x, *w, *b;
-    int64_t t = 0;
-    TP_TRY(conv_tbc_check(args, &x, &w, &b, &t));
+    tp_sdim td = tp__dimk(0);
+    TP_TRY(conv_tbc_check(args, &x, &w, &b, &td));
+    int64_t t = td.v;
     tp_tensor *y = tp__out_at(out, 0);
     int64_t nt = x->sizes[0], nb = x->sizes[1], nc = x->sizes[2], nk = w->sizes[0], no = w->sizes[2];
     int64_t pad = tp__arg_int(args, 3);
