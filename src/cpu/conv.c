@@ -43,6 +43,7 @@ typedef struct conv_params {
     tp_dtype dtype;
     int out_ndim;
     int64_t out_sizes[CONV_MAX_SPATIAL + 2];
+    tp_sdim out_dims[CONV_MAX_SPATIAL + 2]; /* out_sizes as the shape rule gives them (dim.h) */
 } conv_params;
 
 /* Argument positions per schema. */
@@ -132,9 +133,12 @@ static tp_status conv_setup(const tp_value *args, conv_kind kind, int n_spatial_
     int in_sp = input->ndim - n_spatial; /* index of the first spatial dim of input */
     p->batch = p->batched ? input->sizes[0] : 1;
     p->in_channels = input->sizes[in_sp - 1];
+    tp_sdim in_dims[CONV_MAX_SPATIAL]; /* the spatial dims of input */
     for (int d = 0; d < CONV_MAX_SPATIAL; d++) {
-        p->in_size[d] = d < lead ? 1 : input->sizes[in_sp + d - lead];
+        in_dims[d] = d < lead ? tp__dimk(1) : tp__dim(input, in_sp + d - lead);
+        p->in_size[d] = in_dims[d].v;
         p->kernel[d] = d < lead ? 1 : weight->sizes[2 + d - lead];
+        if (d >= lead && !tp__dim_is_const(tp__dim(weight, 2 + d - lead))) tp__dim_give_up(); /* a static kernel */
     }
 
     /* scalar parameters */
@@ -193,35 +197,43 @@ static tp_status conv_setup(const tp_value *args, conv_kind kind, int n_spatial_
              "Given groups=%" PRId64 ", expected weight to be at least 1 at dimension 0, but got weight of size %s "
              "instead",
              p->groups, tp__shape_str(weight->ndim, weight->sizes, s1, sizeof s1));
-    TP_CHECK(weight->sizes[0] % p->groups == 0, TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_divisible(tp__dim(weight, 0), p->groups, "weight.shape[0] divisible by groups"), TP_ERR_SHAPE,
              "Given groups=%" PRId64 ", expected weight to be divisible by %" PRId64
              " at dimension 0, but got weight of size %s instead",
              p->groups, p->groups, tp__shape_str(weight->ndim, weight->sizes, s1, sizeof s1));
+    tp_sdim in_channels = tp__dim(input, in_sp - 1), out_channels;
     if (!p->transposed) {
         int64_t expected = weight->sizes[1] * p->groups;
-        TP_CHECK(p->in_channels == expected, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(in_channels, tp__dim_mulk(tp__dim(weight, 1), p->groups),
+                            "input channels == weight.shape[1] * groups"),
+                 TP_ERR_SHAPE,
                  "Given groups=%" PRId64 ", weight of size %s, expected input%s to have %" PRId64
                  " channels, but got %" PRId64 " channels instead",
                  p->groups, tp__shape_str(weight->ndim, weight->sizes, s1, sizeof s1),
                  tp__shape_str(input->ndim, input->sizes, s2, sizeof s2), expected, p->in_channels);
         p->out_channels = weight->sizes[0];
+        out_channels = tp__dim(weight, 0);
     } else {
-        TP_CHECK(p->in_channels == weight->sizes[0], TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(in_channels, tp__dim(weight, 0), "input channels == weight.shape[0]"), TP_ERR_SHAPE,
                  "Given transposed=1, weight of size %s, expected input%s to have %" PRId64
                  " channels, but got %" PRId64 " channels instead",
                  tp__shape_str(weight->ndim, weight->sizes, s1, sizeof s1),
                  tp__shape_str(input->ndim, input->sizes, s2, sizeof s2), weight->sizes[0], p->in_channels);
         TP_CHECK(tp_mul_overflow_i64(weight->sizes[1], p->groups, &p->out_channels), TP_ERR_SHAPE,
                  "output channel count overflows");
+        out_channels = tp__dim_mulk(tp__dim(weight, 1), p->groups);
     }
     if (bias)
-        TP_CHECK(bias->ndim == 1 && bias->sizes[0] == p->out_channels, TP_ERR_SHAPE,
+        TP_CHECK(bias->ndim == 1 && tp__dim_eq(tp__dim(bias, 0), out_channels, "bias size == output channels"),
+                 TP_ERR_SHAPE,
                  "Given weight of size %s, expected bias to be 1-dimensional with %" PRId64
                  " elements, but got bias of size %s instead",
                  tp__shape_str(weight->ndim, weight->sizes, s1, sizeof s1), p->out_channels,
                  tp__shape_str(bias->ndim, bias->sizes, s2, sizeof s2));
 
-    /* output sizes */
+    /* output sizes; the spatial ones >= 1 (guards: the relations relied on) */
+    tp_sdim out_dims[CONV_MAX_SPATIAL];
+    char what[64];
     if (!p->transposed) {
         int64_t padded[CONV_MAX_SPATIAL], kext[CONV_MAX_SPATIAL];
         bool fits = true;
@@ -231,7 +243,13 @@ static tp_status conv_setup(const tp_value *args, conv_kind kind, int n_spatial_
                 !tp_mul_overflow_i64(p->dilation[d], p->kernel[d] - 1, &kext[d]))
                 return tp_error(TP_ERR_SHAPE, "padded input or dilated kernel size overflows");
             kext[d] += 1;
-            if (padded[d] < kext[d]) fits = false;
+            if (d < lead) continue;
+            /* floor((L + 2p - d(k-1) - 1) / s) + 1 >= 1 is padded >= kext */
+            out_dims[d] = tp__dim_addk(
+                tp__dim_floordiv(tp__dim_addk(in_dims[d], p->pad_left[d] + p->pad_right[d] - kext[d]), p->stride[d]),
+                1);
+            snprintf(what, sizeof what, "output size of spatial dim %d", d - lead);
+            if (!tp__dim_ge(out_dims[d], 1, what)) fits = false;
         }
         TP_CHECK(fits, TP_ERR_SHAPE,
                  "Calculated padded input size per channel: %s. Kernel size: %s. Kernel size can't be greater than "
@@ -260,7 +278,12 @@ static tp_status conv_setup(const tp_value *args, conv_kind kind, int n_spatial_
                 !tp_mul_overflow_i64(p->pad_left[d], 2, &b))
                 return tp_error(TP_ERR_SHAPE, "transposed convolution output size overflows");
             p->out_size[d] = a - b;
-            if (p->out_size[d] <= 0) positive = false;
+            if (d < lead) continue;
+            /* (L - 1) s - 2p + d(k-1) + output_padding + 1 */
+            out_dims[d] = tp__dim_addk(tp__dim_mulk(tp__dim_addk(in_dims[d], -1), p->stride[d]),
+                                       p->dilation[d] * (p->kernel[d] - 1) + p->output_padding[d] + 1 - b);
+            snprintf(what, sizeof what, "output size of spatial dim %d", d - lead);
+            if (!tp__dim_ge(out_dims[d], 1, what)) positive = false;
         }
         TP_CHECK(positive, TP_ERR_SHAPE,
                  "Given input size per channel: %s. Calculated output size per channel: %s. Output size is too small",
@@ -269,10 +292,11 @@ static tp_status conv_setup(const tp_value *args, conv_kind kind, int n_spatial_
     }
 
     int k = 0;
-    if (p->batched) p->out_sizes[k++] = p->batch;
-    p->out_sizes[k++] = p->out_channels;
-    for (int d = lead; d < CONV_MAX_SPATIAL; d++) p->out_sizes[k++] = p->out_size[d];
+    if (p->batched) p->out_dims[k++] = tp__dim(input, 0);
+    p->out_dims[k++] = out_channels;
+    for (int d = lead; d < CONV_MAX_SPATIAL; d++) p->out_dims[k++] = out_dims[d];
     p->out_ndim = k;
+    for (int i = 0; i < k; i++) p->out_sizes[i] = p->out_dims[i].v;
     return TP_OK;
 }
 
@@ -479,7 +503,7 @@ static tp_status conv_run(const tp_value *args, tp_value *out, conv_kind kind, i
 static tp_status conv_infer(const tp_value *args, tp_value *out, conv_kind kind, int n_spatial) {
     conv_params p;
     TP_TRY(conv_setup(args, kind, n_spatial, &p));
-    return tp__out_tensor(out, p.dtype, p.out_ndim, p.out_sizes);
+    return tp__out_dims(out, p.dtype, p.out_ndim, p.out_dims);
 }
 
 /* ---- registration ------------------------------------------------------ */
