@@ -629,6 +629,72 @@ TEST(test_nn_dim_rules) {
     tp_module_free(m);
 }
 
+/* pool.c's rules over tp_sdim on x [s0, 2, 8, 8]: the with_indices pools
+ * (tuples), affine_grid over a symbolic size (tp_dim) and interpolate by a
+ * scale along a dynamic dim. */
+static tp_status pooldim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]), *mp[2] = {NULL, NULL}, *am[2] = {NULL, NULL};
+    tp_call_multi(ctx, TP_OP_MAX_POOL2D_WITH_INDICES, (tp_value[]){tp_v(x), tp_ints(ctx, 2, (int64_t[]){2, 2})}, 2, NULL,
+                  mp, 2);
+    tp_call_multi(ctx, TP_OP_ADAPTIVE_MAX_POOL2D_WITH_INDICES,
+                  (tp_value[]){tp_v(mp[0]), tp_ints(ctx, 2, (int64_t[]){3, 3})}, 2, NULL, am, 2);
+    tp_t *f = tp_flatten(ctx, x, 1, -1); /* [s0, 128] */
+    tp_t *sl =
+        tp_call(ctx, TP_OP_SLICE, (tp_value[]){tp_v(f), tp_value_int(1), tp_value_int(0), tp_value_int(6)}, 4, NULL);
+    tp_t *theta = tp_reshape(ctx, sl, 3, (int64_t[]){-1, 2, 3});
+    tp_t *b = tp_dim(ctx, x, 0);
+    tp_t *ag = tp_call(ctx, TP_OP_AFFINE_GRID,
+                       (tp_value[]){tp_v(theta),
+                                    tp_ints_sym(ctx, 4, (tp_t *[]){b, tp_int(ctx, 1), tp_int(ctx, 4), tp_int(ctx, 5)}),
+                                    tp_value_bool(false)},
+                       3, NULL);
+    tp_t *tr = tp_call(ctx, TP_OP_TRANSPOSE, (tp_value[]){tp_v(f), tp_value_int(0), tp_value_int(1)}, 3, NULL);
+    tp_t *un = tp_call(ctx, TP_OP_UNSQUEEZE, (tp_value[]){tp_v(tr), tp_value_int(0)}, 2, NULL); /* [1, 128, s0] */
+    tp_value mode;
+    TP_TRY(tp_value_str("nearest", &mode));
+    tp_t *ip =
+        tp_call(ctx, TP_OP_INTERPOLATE, (tp_value[]){tp_v(un), tp_value_none(), tp_value_float(2.0), mode}, 4, NULL);
+    tp_value_clear(&mode);
+    tp_t *s1 = tp_add(ctx, tp_sum(ctx, am[0]), tp_sum(ctx, ag));
+    return tp_return(ctx, tp_add(ctx, s1, tp_sum(ctx, ip)), out);
+}
+
+TEST(test_pool_dim_rules) {
+    tp_module *m = model(pooldim_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 2, 8, 8}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_MAX_POOL2D_WITH_INDICES, "([s0, 2, 4, 4], [s0, 2, 4, 4])"},
+                {TP_OP_ADAPTIVE_MAX_POOL2D_WITH_INDICES, "([s0, 2, 3, 3], [s0, 2, 3, 3])"},
+                {TP_OP_AFFINE_GRID, "[s0, 4, 5, 2]"},
+                {TP_OP_INTERPOLATE, "[1, 128, 2*s0]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 2, 8, 8}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 /* grid_sample, affine_grid and det on x [s0, 2, 4, 4] (dynamic batch):
  * sample x at a grid made from x itself (permuted to [s0, 4, 4, 2], cut to
  * 3 rows, squashed by tanh), an affine grid of 3 x 5 points, and the
@@ -881,4 +947,4 @@ TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
           T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules),
           T(test_sample_ops_rules), T(test_idxscat_ops_rules), T(test_linalg_stats_special_rules),
-          T(test_nn_dim_rules))
+          T(test_nn_dim_rules), T(test_pool_dim_rules))

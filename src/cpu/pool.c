@@ -97,6 +97,7 @@ typedef struct pool_input {
     bool batched;
     int64_t batch, channels;
     int64_t in_size[POOL_MAX_SPATIAL];
+    tp_sdim in_dims[POOL_MAX_SPATIAL]; /* in_size as dims (dim.h) */
 } pool_input;
 
 /* Check the input rank (n_spatial + 1 or + 2) and that every non-batch dim is
@@ -110,24 +111,37 @@ static tp_status pool_input_setup(const tp_tensor *input, int n_spatial, pool_in
     in->n_spatial = n_spatial;
     in->batched = input->ndim == n_spatial + 2;
     for (int d = in->batched ? 1 : 0; d < input->ndim; d++)
-        TP_CHECK(input->sizes[d] > 0, TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_ge(tp__dim(input, d), 1, "pooling: non-empty non-batch dims"), TP_ERR_SHAPE,
                  "expected input to have non-zero size for non-batch dimensions, but got input of size %s with "
                  "dimension %d being empty",
                  tp__shape_str(input->ndim, input->sizes, s1, sizeof s1), d);
     in->batch = in->batched ? input->sizes[0] : 1;
     in->channels = input->sizes[input->ndim - n_spatial - 1];
     int lead = POOL_MAX_SPATIAL - n_spatial;
-    for (int d = 0; d < POOL_MAX_SPATIAL; d++)
-        in->in_size[d] = d < lead ? 1 : input->sizes[input->ndim - n_spatial + d - lead];
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++) {
+        in->in_dims[d] = d < lead ? tp__dimk(1) : tp__dim(input, input->ndim - n_spatial + d - lead);
+        in->in_size[d] = in->in_dims[d].v;
+    }
     return TP_OK;
 }
 
-/* Output shape: the input's leading dims followed by out_size. */
-static int pool_out_shape(const tp_tensor *input, const pool_input *in, const int64_t *out_size, int64_t *sizes) {
+/* The result: the input's leading dims followed by out_dims' spatial ones;
+ * with_indices also int64 indices of that shape. */
+static tp_status pool_out(tp_value *out, const tp_tensor *input, const pool_input *in, const tp_sdim *out_dims,
+                          bool with_indices) {
+    tp_sdim dims[TP_MAX_DIMS];
     int k = 0;
-    for (int d = 0; d < input->ndim - in->n_spatial; d++) sizes[k++] = input->sizes[d];
-    for (int d = POOL_MAX_SPATIAL - in->n_spatial; d < POOL_MAX_SPATIAL; d++) sizes[k++] = out_size[d];
-    return k;
+    for (int d = 0; d < input->ndim - in->n_spatial; d++) dims[k++] = tp__dim(input, d);
+    for (int d = POOL_MAX_SPATIAL - in->n_spatial; d < POOL_MAX_SPATIAL; d++) dims[k++] = out_dims[d];
+    if (!with_indices) return tp__out_dims(out, input->dtype, k, dims);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_dims(&out->u.seq.items[0], input->dtype, k, dims));
+    return tp__out_dims(&out->u.seq.items[1], TP_INT64, k, dims);
+}
+
+/* Constant output sizes as dims. */
+static void const_dims(const int64_t *sizes, tp_sdim *dims) {
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++) dims[d] = tp__dimk(sizes[d]);
 }
 
 /* Read an int list with one entry per spatial dim (one value repeats) into the
@@ -150,6 +164,7 @@ typedef struct window_params {
     int64_t kernel[POOL_MAX_SPATIAL], stride[POOL_MAX_SPATIAL], pad[POOL_MAX_SPATIAL],
         dilation[POOL_MAX_SPATIAL];
     int64_t out_size[POOL_MAX_SPATIAL];
+    tp_sdim out_dims[POOL_MAX_SPATIAL];
     bool ceil_mode;
 } window_params;
 
@@ -216,7 +231,19 @@ static tp_status window_setup(const tp_value *args, int n_spatial, int dilation_
     for (int d = 0; d < POOL_MAX_SPATIAL; d++) {
         TP_TRY(pooling_output_size(p->in.in_size[d], p->kernel[d], p->pad[d], p->stride[d], p->dilation[d],
                                    p->ceil_mode, &p->out_size[d]));
-        if (p->out_size[d] < 1) positive = false;
+        tp_sdim in = p->in.in_dims[d];
+        p->out_dims[d] = tp__dimk(p->out_size[d]);
+        if (d >= lead && !tp__dim_is_const(in)) {
+            if (p->ceil_mode) tp__dim_give_up(); /* ceil mode's last-window rule is not affine */
+            else /* floor((L + 2p - d(k-1) - 1) / s) + 1 */
+                p->out_dims[d] = tp__dim_addk(
+                    tp__dim_floordiv(tp__dim_addk(in, 2 * p->pad[d] - p->dilation[d] * (p->kernel[d] - 1) - 1),
+                                     p->stride[d]),
+                    1);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "output size of spatial dim %d", d - lead);
+        if (d >= lead && !tp__dim_ge(p->out_dims[d], 1, what)) positive = false;
     }
     if (!positive) {
         int64_t a[POOL_MAX_SPATIAL + 1], b[POOL_MAX_SPATIAL + 1];
@@ -245,10 +272,7 @@ static tp_status max_pool_setup(const tp_value *args, int n_spatial, window_para
 static tp_status max_pool_infer(const tp_value *args, tp_value *out, int n_spatial) {
     window_params p;
     TP_TRY(max_pool_setup(args, n_spatial, &p));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    return tp__out_tensor(out, input->dtype, nd, sizes);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, p.out_dims, false);
 }
 
 /* Taps [*lo, *hi) of a window starting at `start` whose positions
@@ -267,12 +291,7 @@ static void tap_range(int64_t start, int64_t dil, int64_t kernel, int64_t in, in
 static tp_status max_pool_indices_infer(const tp_value *args, tp_value *out, int n_spatial) {
     window_params p;
     TP_TRY(max_pool_setup(args, n_spatial, &p));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(&out->u.seq.items[0], input->dtype, nd, sizes));
-    return tp__out_tensor(&out->u.seq.items[1], TP_INT64, nd, sizes);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, p.out_dims, true);
 }
 
 /* Values, and with_indices the flat index of each maximum in its input
@@ -350,10 +369,7 @@ static tp_status avg_pool_setup(const tp_value *args, int n_spatial, window_para
 static tp_status avg_pool_infer(const tp_value *args, tp_value *out, int n_spatial) {
     window_params p;
     TP_TRY(avg_pool_setup(args, n_spatial, &p));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    return tp__out_tensor(out, input->dtype, nd, sizes);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, p.out_dims, false);
 }
 
 /* Window [*lo, *hi) clipped to the input and its padded size (PyTorch's
@@ -450,10 +466,7 @@ static tp_status lp_pool_infer(const tp_value *args, tp_value *out, int n_spatia
     window_params p;
     double norm;
     TP_TRY(lp_pool_setup(args, n_spatial, &p, &norm));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    return tp__out_tensor(out, input->dtype, nd, sizes);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, p.out_dims, false);
 }
 
 static tp_status lp_pool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
@@ -509,6 +522,7 @@ static tp_status lp_pool_kernel(const tp_value *args, tp_value *out, int n_spati
 typedef struct unpool_params {
     pool_input in;
     int64_t out_size[POOL_MAX_SPATIAL];
+    tp_sdim out_dims[POOL_MAX_SPATIAL];
 } unpool_params;
 
 static tp_status unpool_setup(const tp_value *args, int n_spatial, unpool_params *p) {
@@ -521,7 +535,8 @@ static tp_status unpool_setup(const tp_value *args, int n_spatial, unpool_params
              tp_dtype_name(input->dtype));
     char s1[128], s2[128];
     bool same = input->ndim == indices->ndim;
-    for (int d = 0; same && d < input->ndim; d++) same = input->sizes[d] == indices->sizes[d];
+    for (int d = 0; same && d < input->ndim; d++)
+        same = tp__dim_eq(tp__dim(input, d), tp__dim(indices, d), "max_unpool: indices shaped like the input");
     TP_CHECK(same, TP_ERR_SHAPE,
              "Expected shape of indices to be same as that of the input tensor (%s) but got indices tensor with "
              "shape: %s",
@@ -530,6 +545,7 @@ static tp_status unpool_setup(const tp_value *args, int n_spatial, unpool_params
     TP_TRY(pool_input_setup(input, n_spatial, &p->in));
     int lead = POOL_MAX_SPATIAL - n_spatial;
     int64_t k[POOL_MAX_SPATIAL], st[POOL_MAX_SPATIAL], pad[POOL_MAX_SPATIAL], dflt[POOL_MAX_SPATIAL];
+    tp_sdim dflt_dims[POOL_MAX_SPATIAL]; /* (L - 1) * stride + kernel - 2 * padding */
     bool has_kernel = !tp__arg_is_none(args, 2);
     if (has_kernel) TP_TRY(read_spatial_ints(args, 2, "kernel_size", n_spatial, 1, k));
     if (tp_value_len(&args[3]) == 0 && args[3].kind != TP_VAL_INT) { /* None / []: the kernel size */
@@ -550,12 +566,13 @@ static tp_status unpool_setup(const tp_value *args, int n_spatial, unpool_params
             TP_CHECK(k[d] > 0 && k[d] < ((int64_t)1 << 40) && st[d] < ((int64_t)1 << 20) &&
                          pad[d] < ((int64_t)1 << 40),
                      TP_ERR_INVALID_ARG, "max_unpool: kernel_size, stride or padding out of range");
-            dflt[d] = (p->in.in_size[d] - 1) * st[d] + k[d] - 2 * pad[d];
+            dflt_dims[d] = tp__dim_addk(tp__dim_mulk(tp__dim_addk(p->in.in_dims[d], -1), st[d]), k[d] - 2 * pad[d]);
+            dflt[d] = dflt_dims[d].v;
         }
     }
     if (tp__arg_is_none(args, 5)) {
         TP_CHECK(has_kernel, TP_ERR_INVALID_ARG, "max_unpool: output_size is required without a kernel_size");
-        for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->out_size[d] = d < lead ? 1 : dflt[d];
+        for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->out_dims[d] = d < lead ? tp__dimk(1) : dflt_dims[d];
     } else {
         int64_t os[POOL_MAX_SPATIAL + 2];
         int n;
@@ -567,16 +584,23 @@ static tp_status unpool_setup(const tp_value *args, int n_spatial, unpool_params
                             : "There should be exactly %d elements but got %d",
                  n_spatial, has_kernel ? n_spatial + 2 : n, n);
         for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->out_size[d] = d < lead ? 1 : os[skip + d - lead];
+        const_dims(p->out_size, p->out_dims);
+        /* dflt - stride < output_size < dflt + stride */
         if (has_kernel)
             for (int d = lead; d < POOL_MAX_SPATIAL; d++)
-                TP_CHECK(p->out_size[d] > dflt[d] - st[d] && p->out_size[d] < dflt[d] + st[d], TP_ERR_INVALID_ARG,
+                TP_CHECK(tp__dim_ge(tp__dim_addk(tp__dim_mulk(dflt_dims[d], -1), p->out_size[d] + st[d]), 1,
+                                    "max_unpool: output_size within a stride of the default") &&
+                             tp__dim_ge(tp__dim_addk(dflt_dims[d], st[d] - p->out_size[d]), 1,
+                                        "max_unpool: output_size within a stride of the default"),
+                         TP_ERR_INVALID_ARG,
                          "invalid output_size %s (dim %d must be between %" PRId64 " and %" PRId64 ")",
                          size_tuple(n_spatial, p->out_size + lead, s1, sizeof s1), d - lead, dflt[d] - st[d],
                          dflt[d] + st[d]);
     }
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->out_size[d] = p->out_dims[d].v;
     int64_t plane = 1;
     for (int d = lead; d < POOL_MAX_SPATIAL; d++) {
-        TP_CHECK(p->out_size[d] >= 0, TP_ERR_INVALID_ARG,
+        TP_CHECK(tp__dim_ge(p->out_dims[d], 0, "max_unpool: output size"), TP_ERR_INVALID_ARG,
                  "max_unpooling: output_size must contain non-negative spatial dimensions, but got output_size[%d]=%" PRId64,
                  d - lead, p->out_size[d]);
         TP_CHECK(tp_mul_overflow_i64(plane, p->out_size[d], &plane), TP_ERR_INVALID_ARG, "output_size %s is too large",
@@ -588,10 +612,7 @@ static tp_status unpool_setup(const tp_value *args, int n_spatial, unpool_params
 static tp_status unpool_infer(const tp_value *args, tp_value *out, int n_spatial) {
     unpool_params p;
     TP_TRY(unpool_setup(args, n_spatial, &p));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    return tp__out_tensor(out, input->dtype, nd, sizes);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, p.out_dims, false);
 }
 
 static tp_status unpool_kernel(const tp_value *args, tp_value *out, int n_spatial) {
@@ -655,10 +676,9 @@ static tp_status adaptive_setup(const tp_value *args, int n_spatial, adaptive_pa
 static tp_status adaptive_infer(const tp_value *args, tp_value *out, int n_spatial) {
     adaptive_params p;
     TP_TRY(adaptive_setup(args, n_spatial, &p));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    return tp__out_tensor(out, input->dtype, nd, sizes);
+    tp_sdim dims[POOL_MAX_SPATIAL];
+    const_dims(p.out_size, dims);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, dims, false);
 }
 
 /* Adaptive window for output o: [floor(o*in/out), ceil((o+1)*in/out)). */
@@ -724,12 +744,9 @@ static tp_status adaptive_kernel(const tp_value *args, tp_value *out, int n_spat
 static tp_status adaptive_indices_infer(const tp_value *args, tp_value *out, int n_spatial) {
     adaptive_params p;
     TP_TRY(adaptive_setup(args, n_spatial, &p));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(&out->u.seq.items[0], input->dtype, nd, sizes));
-    return tp__out_tensor(&out->u.seq.items[1], TP_INT64, nd, sizes);
+    tp_sdim dims[POOL_MAX_SPATIAL];
+    const_dims(p.out_size, dims);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, dims, true);
 }
 
 static tp_status adaptive_indices_kernel(const tp_value *args, tp_value *out, int n_spatial) {
@@ -754,7 +771,33 @@ typedef struct interp_params {
     double scale[POOL_MAX_SPATIAL]; /* valid when has_scale (1 in padded dims) */
     pool_input in;
     int64_t out_size[POOL_MAX_SPATIAL];
+    tp_sdim out_dims[POOL_MAX_SPATIAL];
 } interp_params;
+
+/* floor(in * scale) over a dynamic in: floor(in * p / q) for a scale p/q
+ * (q <= 1000), when it agrees with the double product o; otherwise in is
+ * specialised to its size (a non-rational scale) or the rule gives up. */
+static tp_sdim scaled_dim(tp_sdim in, double scale, int64_t o) {
+    if (tp__dim_is_const(in)) return tp__dimk(o);
+    int64_t q = 0, p = 0;
+    for (int64_t qq = 1; qq <= 1000 && !q; qq++) {
+        double pp = scale * (double)qq;
+        if (fabs(pp - round(pp)) < 1e-9 && pp > 0 && pp < 1e9) {
+            q = qq;
+            p = (int64_t)round(pp);
+        }
+    }
+    if (!q) {
+        tp__dim_eqk(in, in.v, "non-rational scale factor");
+        return tp__dimk(o);
+    }
+    tp_sdim r = tp__dim_floordiv(tp__dim_mulk(in, p), q);
+    if (r.v != o) {
+        tp__dim_give_up();
+        return tp__dimk(o);
+    }
+    return r;
+}
 
 /* interpolate(Tensor input, int[]? size, Any scale_factor, str mode, bool? align_corners) */
 static tp_status interp_setup(const tp_value *args, interp_params *p) {
@@ -809,24 +852,26 @@ static tp_status interp_setup(const tp_value *args, interp_params *p) {
     p->in.batched = true;
     p->in.batch = input->sizes[0];
     p->in.channels = input->sizes[1];
-    TP_CHECK(p->in.channels > 0, TP_ERR_SHAPE, "expected a non-empty channel dimension, but got input of size %s",
+    TP_CHECK(tp__dim_ge(tp__dim(input, 1), 1, "interpolate: non-empty channels"), TP_ERR_SHAPE,
+             "expected a non-empty channel dimension, but got input of size %s",
              tp__shape_str(input->ndim, input->sizes, s1, sizeof s1));
     for (int d = 0; d < POOL_MAX_SPATIAL; d++) {
-        p->in.in_size[d] = d < lead ? 1 : input->sizes[2 + d - lead];
+        p->in.in_dims[d] = d < lead ? tp__dimk(1) : tp__dim(input, 2 + d - lead);
+        p->in.in_size[d] = p->in.in_dims[d].v;
         p->scale[d] = 1.0;
-        p->out_size[d] = 1;
+        p->out_dims[d] = tp__dimk(1);
     }
 
     if (has_size) {
-        int64_t vals[POOL_MAX_SPATIAL];
+        tp_sdim vals[POOL_MAX_SPATIAL];
         int n = 0;
         int64_t len = tp_value_len(&args[1]);
         TP_CHECK(len == 1 || len == n_spatial, TP_ERR_SHAPE,
                  "Input and output must have the same number of spatial dimensions, but got input with spatial "
                  "dimensions of %s and output size with %" PRId64 " entries",
                  tp__shape_str(n_spatial, input->sizes + 2, s1, sizeof s1), len);
-        TP_TRY(tp__arg_ints(args, 1, "size", vals, POOL_MAX_SPATIAL, n_spatial, &n));
-        for (int d = 0; d < n_spatial; d++) p->out_size[lead + d] = vals[d];
+        TP_TRY(tp__arg_sdims(args, 1, "size", vals, POOL_MAX_SPATIAL, n_spatial, &n));
+        for (int d = 0; d < n_spatial; d++) p->out_dims[lead + d] = vals[d];
     } else {
         double scales[POOL_MAX_SPATIAL];
         if (tp_value_is_number(sf)) {
@@ -849,13 +894,16 @@ static tp_status interp_setup(const tp_value *args, interp_params *p) {
             double o = floor((double)p->in.in_size[lead + d] * scales[d]);
             TP_CHECK(o == o && o < 4611686018427387904.0, TP_ERR_INVALID_ARG,
                      "scale_factor %g gives an invalid output size", scales[d]);
-            p->out_size[lead + d] = o < 0 ? -1 : (int64_t)o;
+            p->out_dims[lead + d] = scaled_dim(p->in.in_dims[lead + d], scales[d], o < 0 ? -1 : (int64_t)o);
             p->scale[lead + d] = scales[d];
         }
     }
+    for (int d = 0; d < POOL_MAX_SPATIAL; d++) p->out_size[d] = p->out_dims[d].v;
     bool positive = true;
     for (int d = lead; d < POOL_MAX_SPATIAL; d++)
-        if (p->in.in_size[d] <= 0 || p->out_size[d] <= 0) positive = false;
+        if (!tp__dim_ge(p->in.in_dims[d], 1, "interpolate: input size") ||
+            !tp__dim_ge(p->out_dims[d], 1, "interpolate: output size"))
+            positive = false;
     TP_CHECK(positive, TP_ERR_SHAPE,
              "Input and output sizes should be greater than 0, but got input size %s and output size %s",
              tp__shape_str(n_spatial, p->in.in_size + lead, s1, sizeof s1),
@@ -866,10 +914,7 @@ static tp_status interp_setup(const tp_value *args, interp_params *p) {
 static tp_status interp_infer(const tp_value *args, tp_value *out) {
     interp_params p;
     TP_TRY(interp_setup(args, &p));
-    const tp_tensor *input = tp__arg_tensor(args, 0);
-    int64_t sizes[TP_MAX_DIMS];
-    int nd = pool_out_shape(input, &p.in, p.out_size, sizes);
-    return tp__out_tensor(out, input->dtype, nd, sizes);
+    return pool_out(out, tp__arg_tensor(args, 0), &p.in, p.out_dims, false);
 }
 
 /* torch's compute_scales_value<float>: 1/scale when a scale was given, else
@@ -1035,7 +1080,7 @@ typedef struct gs_params {
     bool align;
 } gs_params;
 
-static tp_status gs_setup(const tp_value *args, gs_params *p, int64_t *sizes) {
+static tp_status gs_setup(const tp_value *args, gs_params *p, tp_sdim *sizes) {
     const tp_tensor *x = tp__arg_tensor(args, 0), *g = tp__arg_tensor(args, 1);
     TP_CHECK(x && g, TP_ERR_TYPE, "grid_sampler(): input and grid must be tensors");
     char s1[128], s2[128];
@@ -1068,28 +1113,30 @@ static tp_status gs_setup(const tp_value *args, gs_params *p, int64_t *sizes) {
              "grid_sampler(): expected 4D input and grid with same number of dimensions (5D volumetric sampling "
              "is not supported), but got input with sizes %s and grid with sizes %s",
              tp__shape_str(x->ndim, x->sizes, s1, sizeof s1), tp__shape_str(g->ndim, g->sizes, s2, sizeof s2));
-    TP_CHECK(x->sizes[0] == g->sizes[0], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(x, 0), tp__dim(g, 0), "grid_sample: input and grid batch sizes"), TP_ERR_SHAPE,
              "grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s and "
              "grid with sizes %s",
              tp__shape_str(x->ndim, x->sizes, s1, sizeof s1), tp__shape_str(g->ndim, g->sizes, s2, sizeof s2));
-    TP_CHECK(g->sizes[3] == 2, TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eqk(tp__dim(g, 3), 2, "grid_sample: grid's last dim"), TP_ERR_SHAPE,
              "grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes %s",
              tp__shape_str(g->ndim, g->sizes, s1, sizeof s1));
-    TP_CHECK(x->sizes[2] > 0 && x->sizes[3] > 0, TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_ge(tp__dim(x, 2), 1, "grid_sample: non-empty spatial dims") &&
+                 tp__dim_ge(tp__dim(x, 3), 1, "grid_sample: non-empty spatial dims"),
+             TP_ERR_SHAPE,
              "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s",
              tp__shape_str(x->ndim, x->sizes, s1, sizeof s1));
-    sizes[0] = x->sizes[0];
-    sizes[1] = x->sizes[1];
-    sizes[2] = g->sizes[1];
-    sizes[3] = g->sizes[2];
+    sizes[0] = tp__dim(x, 0);
+    sizes[1] = tp__dim(x, 1);
+    sizes[2] = tp__dim(g, 1);
+    sizes[3] = tp__dim(g, 2);
     return TP_OK;
 }
 
 static tp_status grid_sample_infer(const tp_value *args, tp_value *out) {
     gs_params p;
-    int64_t sizes[4];
+    tp_sdim sizes[4];
     TP_TRY(gs_setup(args, &p, sizes));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, 4, sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, 4, sizes);
 }
 
 static double gs_unnormalize(double c, int64_t size, bool align) {
@@ -1134,8 +1181,9 @@ static double gs_cubic_interp(double x0, double x1, double x2, double x3, double
 
 static tp_status grid_sample_kernel(const tp_value *args, tp_value *out) {
     gs_params p;
-    int64_t sizes[4];
-    TP_TRY(gs_setup(args, &p, sizes));
+    tp_sdim dims[4];
+    TP_TRY(gs_setup(args, &p, dims));
+    int64_t sizes[4] = {dims[0].v, dims[1].v, dims[2].v, dims[3].v};
     const tp_tensor *x = tp__arg_tensor(args, 0), *g = tp__arg_tensor(args, 1);
     tp_tensor *o = tp__out_at(out, 0);
     if (tp_tensor_numel(o) == 0) return TP_OK;
@@ -1187,20 +1235,27 @@ static tp_status grid_sample_kernel(const tp_value *args, tp_value *out) {
 /* affine_grid(theta [N, 2, 3] or [N, 3, 4], size [N, C, H, W] or [N, C, D, H, W], align_corners)
  * -> [N, H, W, 2] / [N, D, H, W, 3]: the base grid of (x, y[, z], 1) per
  * output pixel times theta's transpose. */
-static tp_status affine_setup(const tp_value *args, int64_t *size, int *nd) {
+static tp_status affine_setup(const tp_value *args, int64_t *size, tp_sdim *dims, int *nd) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_CHECK(t, TP_ERR_TYPE, "affine_grid(): theta must be a tensor");
     TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE,
              "Expected theta to have floating point type, but got %s", tp_dtype_name(t->dtype));
     int n;
-    TP_TRY(tp__arg_ints(args, 1, "size", size, 5, -1, &n));
+    TP_TRY(tp__arg_sdims(args, 1, "size", dims, 5, -1, &n));
+    for (int d = 0; d < n; d++) size[d] = dims[d].v;
     char s1[128], s2[128];
     if (n == 4) {
-        TP_CHECK(t->ndim == 3 && t->sizes[0] == size[0] && t->sizes[1] == 2 && t->sizes[2] == 3, TP_ERR_SHAPE,
+        TP_CHECK(t->ndim == 3 && tp__dim_eq(tp__dim(t, 0), dims[0], "affine_grid: theta's batch == size[0]") &&
+                     tp__dim_eqk(tp__dim(t, 1), 2, "affine_grid: theta's shape") &&
+                     tp__dim_eqk(tp__dim(t, 2), 3, "affine_grid: theta's shape"),
+                 TP_ERR_SHAPE,
                  "Expected a batch of 2D affine matrices of shape Nx2x3 for size %s. Got %s.",
                  tp__shape_str(n, size, s1, sizeof s1), tp__shape_str(t->ndim, t->sizes, s2, sizeof s2));
     } else if (n == 5) {
-        TP_CHECK(t->ndim == 3 && t->sizes[0] == size[0] && t->sizes[1] == 3 && t->sizes[2] == 4, TP_ERR_SHAPE,
+        TP_CHECK(t->ndim == 3 && tp__dim_eq(tp__dim(t, 0), dims[0], "affine_grid: theta's batch == size[0]") &&
+                     tp__dim_eqk(tp__dim(t, 1), 3, "affine_grid: theta's shape") &&
+                     tp__dim_eqk(tp__dim(t, 2), 4, "affine_grid: theta's shape"),
+                 TP_ERR_SHAPE,
                  "Expected a batch of 3D affine matrices of shape Nx3x4 for size %s. Got %s.",
                  tp__shape_str(n, size, s1, sizeof s1), tp__shape_str(t->ndim, t->sizes, s2, sizeof s2));
     } else {
@@ -1209,20 +1264,22 @@ static tp_status affine_setup(const tp_value *args, int64_t *size, int *nd) {
                         tp__shape_str(n, size, s1, sizeof s1));
     }
     for (int d = 0; d < n; d++)
-        TP_CHECK(size[d] > 0, TP_ERR_INVALID_ARG, "Expected non-zero, positive output size. Got %s",
+        TP_CHECK(tp__dim_ge(dims[d], 1, "affine_grid: output size"), TP_ERR_INVALID_ARG,
+                 "Expected non-zero, positive output size. Got %s",
                  tp__shape_str(n, size, s1, sizeof s1));
     *nd = n;
     return TP_OK;
 }
 
 static tp_status affine_grid_infer(const tp_value *args, tp_value *out) {
-    int64_t size[5], osz[5];
+    int64_t size[5];
+    tp_sdim dims[5], osz[5];
     int nd = 0;
-    TP_TRY(affine_setup(args, size, &nd));
-    osz[0] = size[0];
-    for (int d = 2; d < nd; d++) osz[d - 1] = size[d];
-    osz[nd - 1] = nd - 2;
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, nd, osz);
+    TP_TRY(affine_setup(args, size, dims, &nd));
+    osz[0] = dims[0];
+    for (int d = 2; d < nd; d++) osz[d - 1] = dims[d];
+    osz[nd - 1] = tp__dimk(nd - 2);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, nd, osz);
 }
 
 /* PyTorch's linspace_from_neg_one: step i of n in [-1, 1], scaled by
@@ -1235,8 +1292,9 @@ static double affine_base(int64_t i, int64_t n, bool align) {
 
 static tp_status affine_grid_kernel(const tp_value *args, tp_value *out) {
     int64_t size[5];
+    tp_sdim dims[5];
     int nd = 0;
-    TP_TRY(affine_setup(args, size, &nd));
+    TP_TRY(affine_setup(args, size, dims, &nd));
     const tp_tensor *t = tp__arg_tensor(args, 0);
     bool align = !tp__arg_is_none(args, 2) && tp__arg_bool(args, 2);
     tp_tensor *o = tp__out_at(out, 0);
