@@ -695,6 +695,95 @@ TEST(test_pool_dim_rules) {
     tp_module_free(m);
 }
 
+/* loss.c's rules over tp_sdim on x [s0, 6] with reduction 'none': the
+ * elementwise losses (gaussian_nll_loss with a var of x's shape without
+ * the last dim), nll_loss with class indices, cosine_embedding_loss,
+ * multi_margin_loss and multilabel_margin_loss. */
+static tp_status lossdim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_value none;
+    TP_TRY(tp_value_str("none", &none));
+    tp_value r0 = tp_value_int(0);
+    tp_t *sg = tp_call(ctx, TP_OP_SIGMOID, (tp_value[]){tp_v(x)}, 1, NULL);
+    tp_t *sel = tp_call(ctx, TP_OP_SELECT, (tp_value[]){tp_v(x), tp_value_int(1), tp_value_int(0)}, 3, NULL); /* [s0] */
+    tp_t *am = tp_call(ctx, TP_OP_ARGMAX, (tp_value[]){tp_v(x), tp_value_int(1)}, 2, NULL);               /* [s0] */
+    tp_t *ti = tp_call(ctx, TP_OP_TO, (tp_value[]){tp_v(x), tp_value_dtype(TP_INT64)}, 2, NULL);
+    tp_t *l[14];
+    l[0] = tp_call(ctx, TP_OP_SMOOTH_L1_LOSS, (tp_value[]){tp_v(x), tp_v(x), none, tp_value_float(1.0)}, 4, NULL);
+    l[1] = tp_call(ctx, TP_OP_HUBER_LOSS, (tp_value[]){tp_v(x), tp_v(x), none, tp_value_float(1.0)}, 4, NULL);
+    l[2] = tp_call(ctx, TP_OP_SOFT_MARGIN_LOSS, (tp_value[]){tp_v(x), tp_v(x), r0}, 3, NULL);
+    l[3] = tp_call(ctx, TP_OP_KL_DIV, (tp_value[]){tp_v(x), tp_v(x), none, tp_value_bool(false)}, 4, NULL);
+    l[4] = tp_call(ctx, TP_OP_BINARY_CROSS_ENTROPY, (tp_value[]){tp_v(sg), tp_v(sg), tp_value_none(), none}, 4, NULL);
+    l[5] = tp_call(ctx, TP_OP_BINARY_CROSS_ENTROPY_WITH_LOGITS,
+                   (tp_value[]){tp_v(x), tp_v(x), tp_value_none(), tp_value_none(), none}, 5, NULL);
+    l[6] = tp_call(ctx, TP_OP_POISSON_NLL_LOSS,
+                   (tp_value[]){tp_v(x), tp_v(x), tp_value_bool(true), tp_value_bool(false), tp_value_float(1e-8), r0},
+                   6, NULL);
+    l[7] = tp_call(ctx, TP_OP_GAUSSIAN_NLL_LOSS,
+                   (tp_value[]){tp_v(x), tp_v(x), tp_v(sel), tp_value_bool(false), tp_value_float(1e-6), none}, 6,
+                   NULL);
+    l[8] = tp_call(ctx, TP_OP_MARGIN_RANKING_LOSS, (tp_value[]){tp_v(x), tp_v(x), tp_v(x), tp_value_float(0.0), r0}, 5,
+                   NULL);
+    l[9] = tp_call(ctx, TP_OP_HINGE_EMBEDDING_LOSS, (tp_value[]){tp_v(x), tp_v(x), tp_value_float(1.0), r0}, 4, NULL);
+    l[10] = tp_call(ctx, TP_OP_NLL_LOSS, (tp_value[]){tp_v(x), tp_v(am), tp_value_none(), none, tp_value_int(-100)}, 5,
+                    NULL);
+    l[11] = tp_call(ctx, TP_OP_COSINE_EMBEDDING_LOSS, (tp_value[]){tp_v(x), tp_v(x), tp_v(sel), tp_value_float(0.0), r0},
+                    5, NULL);
+    l[12] = tp_call(ctx, TP_OP_MULTI_MARGIN_LOSS,
+                    (tp_value[]){tp_v(x), tp_v(am), tp_value_int(1), tp_value_int(1), tp_value_none(), none}, 6, NULL);
+    l[13] = tp_call(ctx, TP_OP_MULTILABEL_MARGIN_LOSS, (tp_value[]){tp_v(x), tp_v(ti), none}, 3, NULL);
+    tp_value_clear(&none);
+    tp_t *acc = tp_sum(ctx, l[0]);
+    for (int i = 1; i < 14; i++) acc = tp_add(ctx, acc, tp_sum(ctx, l[i]));
+    return tp_return(ctx, acc, out);
+}
+
+TEST(test_loss_dim_rules) {
+    tp_module *m = model(lossdim_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){3, 6}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_SMOOTH_L1_LOSS, "[s0, 6]"},
+                {TP_OP_HUBER_LOSS, "[s0, 6]"},
+                {TP_OP_SOFT_MARGIN_LOSS, "[s0, 6]"},
+                {TP_OP_KL_DIV, "[s0, 6]"},
+                {TP_OP_BINARY_CROSS_ENTROPY, "[s0, 6]"},
+                {TP_OP_BINARY_CROSS_ENTROPY_WITH_LOGITS, "[s0, 6]"},
+                {TP_OP_POISSON_NLL_LOSS, "[s0, 6]"},
+                {TP_OP_GAUSSIAN_NLL_LOSS, "[s0, 6]"},
+                {TP_OP_MARGIN_RANKING_LOSS, "[s0, 6]"},
+                {TP_OP_HINGE_EMBEDDING_LOSS, "[s0, 6]"},
+                {TP_OP_NLL_LOSS, "[s0]"},
+                {TP_OP_COSINE_EMBEDDING_LOSS, "[s0]"},
+                {TP_OP_MULTI_MARGIN_LOSS, "[s0]"},
+                {TP_OP_MULTILABEL_MARGIN_LOSS, "[s0]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 2, (int64_t[]){5, 6}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 /* grid_sample, affine_grid and det on x [s0, 2, 4, 4] (dynamic batch):
  * sample x at a grid made from x itself (permuted to [s0, 4, 4, 2], cut to
  * 3 rows, squashed by tanh), an affine grid of 3 x 5 points, and the
@@ -947,4 +1036,4 @@ TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
           T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules),
           T(test_sample_ops_rules), T(test_idxscat_ops_rules), T(test_linalg_stats_special_rules),
-          T(test_nn_dim_rules), T(test_pool_dim_rules))
+          T(test_nn_dim_rules), T(test_pool_dim_rules), T(test_loss_dim_rules))

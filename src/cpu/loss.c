@@ -86,6 +86,7 @@ typedef struct ew_plan {
     tp_dtype dtype;
     int ndim;
     int64_t sizes[TP_MAX_DIMS];
+    tp_sdim dims[TP_MAX_DIMS]; /* sizes as the shape rule gives them (dim.h) */
     int64_t batch;            /* batchmean: input.size(0) (1 for 0-d) */
 } ew_plan;
 
@@ -124,8 +125,15 @@ static const char *ew_name(ew_kind k) {
     return names[k];
 }
 
+/* Dims [0, n) of a and b are equal (guards, dim.h). */
+static bool dims_eq(const tp_tensor *a, const tp_tensor *b, int n, const char *what) {
+    for (int i = 0; i < n; i++)
+        if (!tp__dim_eq(tp__dim(a, i), tp__dim(b, i), what)) return false;
+    return true;
+}
+
 static tp_status same_size(const tp_tensor *x, const tp_tensor *y, const char *fmt) {
-    if (x->ndim == y->ndim && !memcmp(x->sizes, y->sizes, (size_t)x->ndim * sizeof *x->sizes)) return TP_OK;
+    if (x->ndim == y->ndim && dims_eq(x, y, x->ndim, "target shaped like the input")) return TP_OK;
     char a[256], b[256];
     return tp_error(TP_ERR_SHAPE, fmt, tp__shape_str(y->ndim, y->sizes, a, sizeof a),
                          tp__shape_str(x->ndim, x->sizes, b, sizeof b));
@@ -135,8 +143,11 @@ static tp_status same_size(const tp_tensor *x, const tp_tensor *y, const char *f
  * dim (read as if unsqueezed), or with a last dim of 1. */
 static tp_status gaussian_var(ew_plan *p) {
     tp_tensor *x = p->t[0], *v = p->t[2];
-    if (v->ndim == x->ndim && !memcmp(v->sizes, x->sizes, (size_t)x->ndim * sizeof *x->sizes)) return TP_OK;
-    if (x->ndim >= 1 && v->ndim == x->ndim - 1 && !memcmp(v->sizes, x->sizes, (size_t)v->ndim * sizeof *v->sizes)) {
+    if (v->ndim == x->ndim && !memcmp(v->sizes, x->sizes, (size_t)x->ndim * sizeof *x->sizes) &&
+        dims_eq(v, x, x->ndim, "var shaped like the input"))
+        return TP_OK;
+    if (x->ndim >= 1 && v->ndim == x->ndim - 1 && !memcmp(v->sizes, x->sizes, (size_t)v->ndim * sizeof *v->sizes) &&
+        dims_eq(v, x, v->ndim, "var shaped like the input")) {
         int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
         memcpy(sizes, v->sizes, (size_t)v->ndim * sizeof *sizes);
         memcpy(strides, v->strides, (size_t)v->ndim * sizeof *strides);
@@ -144,12 +155,24 @@ static tp_status gaussian_var(ew_plan *p) {
         strides[v->ndim] = 0;
         tp_tensor *u;
         TP_TRY(tp_tensor_as_strided(v, v->ndim + 1, sizes, strides, v->offset, &u));
+        const sd_e *vs = tp__tensor_sym(v);
+        tp_sym_env *env = tp__sym_env();
+        if (vs && env) { /* the view keeps v's symbolic dims */
+            sd_e *us = env->alloc ? env->alloc(env->user, (size_t)(v->ndim + 1) * sizeof *us) : NULL;
+            if (!us) {
+                tp__dim_give_up();
+            } else {
+                memcpy(us, vs, (size_t)v->ndim * sizeof *us);
+                us[v->ndim] = NULL;
+                tp__tensor_set_sym(u, us);
+            }
+        }
         p->t[2] = u;
         p->owned[2] = true;
         return TP_OK;
     }
-    bool last_one = x->ndim >= 1 && v->ndim == x->ndim && v->sizes[v->ndim - 1] == 1 &&
-                    !memcmp(v->sizes, x->sizes, (size_t)(x->ndim - 1) * sizeof *x->sizes);
+    bool last_one = x->ndim >= 1 && v->ndim == x->ndim && tp__dim_eqk(tp__dim(v, v->ndim - 1), 1, "var's last dim") &&
+                    dims_eq(v, x, x->ndim - 1, "var shaped like the input");
     TP_CHECK(last_one, TP_ERR_SHAPE, "var is of incorrect size");
     return TP_OK;
 }
@@ -264,12 +287,10 @@ static tp_status ew_make(const tp_value *args, ew_kind k, ew_plan *p) {
     /* the broadcast shape and the promoted dtype */
     p->ndim = 0;
     for (int i = 0; i < p->n; i++) {
-        int nd;
-        int64_t s[TP_MAX_DIMS];
-        TP_TRY(tp__broadcast_shapes(p->ndim, p->sizes, p->t[i]->ndim, p->t[i]->sizes, &nd, s));
-        p->ndim = nd;
-        memcpy(p->sizes, s, (size_t)nd * sizeof *s);
+        tp_sdim td[TP_MAX_DIMS];
+        TP_TRY(tp__dims_broadcast(p->ndim, p->dims, tp__dims(p->t[i], td), td, &p->ndim, p->dims));
     }
+    for (int i = 0; i < p->ndim; i++) p->sizes[i] = p->dims[i].v;
     tp_value vals[EW_MAX];
     const tp_value *pv[EW_MAX];
     for (int i = 0; i < p->n; i++) {
@@ -287,7 +308,7 @@ static tp_status ew_infer(const tp_value *args, tp_value *out, ew_kind k) {
     ew_plan p;
     tp_status st = ew_make(args, k, &p);
     if (st == TP_OK)
-        st = p.red == RED_NONE ? tp__out_tensor(out, p.dtype, p.ndim, p.sizes) : tp__out_tensor(out, p.dtype, 0, NULL);
+        st = tp__out_dims(out, p.dtype, p.red == RED_NONE ? p.ndim : 0, p.dims);
     ew_plan_free(&p);
     return st;
 }
@@ -431,6 +452,7 @@ typedef struct cls_plan {
     double eps;               /* label smoothing */
     int pnd;                  /* position dims: x's without the class dim */
     int64_t psizes[TP_MAX_DIMS];
+    tp_sdim pdims[TP_MAX_DIMS]; /* psizes as dims (dim.h) */
     int64_t pxs[TP_MAX_DIMS]; /* x's strides along them */
 } cls_plan;
 
@@ -454,7 +476,7 @@ static tp_status cls_make(const tp_value *args, bool ce, cls_plan *p) {
     char a[256], b[256];
     p->probs = ce && tp_dtype_is_float(t->dtype);
     if (p->probs) {
-        TP_CHECK(t->ndim == x->ndim && !memcmp(t->sizes, x->sizes, (size_t)x->ndim * sizeof *x->sizes),
+        TP_CHECK(t->ndim == x->ndim && dims_eq(t, x, x->ndim, "probabilities target shaped like the input"),
                  TP_ERR_SHAPE, "class probabilities target of shape %s must have the input's shape %s",
                  tp__shape_str(t->ndim, t->sizes, a, sizeof a), tp__shape_str(x->ndim, x->sizes, b, sizeof b));
     } else {
@@ -464,24 +486,26 @@ static tp_status cls_make(const tp_value *args, bool ce, cls_plan *p) {
                  name, x->ndim - 1, tp__shape_str(x->ndim, x->sizes, a, sizeof a),
                  tp__shape_str(t->ndim, t->sizes, b, sizeof b));
         if (x->ndim >= 2)
-            TP_CHECK(t->sizes[0] == x->sizes[0], TP_ERR_SHAPE,
+            TP_CHECK(tp__dim_eq(tp__dim(t, 0), tp__dim(x, 0), "target batch == input batch"), TP_ERR_SHAPE,
                      "Expected input batch_size (%" PRId64 ") to match target batch_size (%" PRId64 ").", x->sizes[0],
                      t->sizes[0]);
         for (int d = 1; d < t->ndim; d++)
-            TP_CHECK(t->sizes[d] == x->sizes[d + 1], TP_ERR_SHAPE,
+            TP_CHECK(tp__dim_eq(tp__dim(t, d), tp__dim(x, d + 1), "target dims == input's position dims"), TP_ERR_SHAPE,
                      "%s: target shape %s does not match input shape %s", name,
                      tp__shape_str(t->ndim, t->sizes, a, sizeof a), tp__shape_str(x->ndim, x->sizes, b, sizeof b));
     }
     if (p->w) {
         TP_CHECK(tp_dtype_is_float(p->w->dtype), TP_ERR_TYPE, "weight must be floating point, got %s",
                  tp_dtype_name(p->w->dtype));
-        TP_CHECK(p->w->ndim == 1 && p->w->sizes[0] == p->classes, TP_ERR_SHAPE,
+        TP_CHECK(p->w->ndim == 1 && tp__dim_eq(tp__dim(p->w, 0), tp__dim(x, p->cdim), "weight size == classes"),
+                 TP_ERR_SHAPE,
                  "weight tensor should be defined either for all %" PRId64
                  " classes or no classes but got weight tensor of shape: %s",
                  p->classes, tp__shape_str(p->w->ndim, p->w->sizes, a, sizeof a));
     }
     for (int d = 0; d < x->ndim; d++) {
         if (d == p->cdim) continue;
+        p->pdims[p->pnd] = tp__dim(x, d);
         p->psizes[p->pnd] = x->sizes[d];
         p->pxs[p->pnd] = x->strides[d];
         p->pnd++;
@@ -492,8 +516,7 @@ static tp_status cls_make(const tp_value *args, bool ce, cls_plan *p) {
 static tp_status cls_infer(const tp_value *args, tp_value *out, bool ce) {
     cls_plan p;
     TP_TRY(cls_make(args, ce, &p));
-    if (p.red != RED_NONE) return tp__out_tensor(out, p.x->dtype, 0, NULL);
-    return tp__out_tensor(out, p.x->dtype, p.pnd, p.psizes);
+    return tp__out_dims(out, p.x->dtype, p.red == RED_NONE ? p.pnd : 0, p.pdims);
 }
 
 static tp_status cls_kernel(const tp_value *args, tp_value *out, bool ce) {
@@ -611,6 +634,7 @@ typedef struct pair_plan {
     tp_tensor *a, *b;
     int nd, dim;
     int64_t sizes[TP_MAX_DIMS];
+    tp_sdim dims[TP_MAX_DIMS]; /* sizes as dims (dim.h) */
     int64_t sa[TP_MAX_DIMS], sb[TP_MAX_DIMS]; /* broadcast strides */
     tp_dtype dtype;
 } pair_plan;
@@ -619,7 +643,10 @@ static tp_status pair_make(const tp_value *args, int64_t dim, bool last, pair_pl
     memset(p, 0, sizeof *p);
     TP_TRY(tp__need_tensor(args, 0, "x1", &p->a));
     TP_TRY(tp__need_tensor(args, 1, "x2", &p->b));
-    TP_TRY(tp__broadcast_shapes(p->a->ndim, p->a->sizes, p->b->ndim, p->b->sizes, &p->nd, p->sizes));
+    tp_sdim bd[TP_MAX_DIMS];
+    tp__dims(p->a, p->dims);
+    TP_TRY(tp__dims_broadcast(p->a->ndim, p->dims, tp__dims(p->b, bd), bd, &p->nd, p->dims));
+    for (int d = 0; d < p->nd; d++) p->sizes[d] = p->dims[d].v;
     tp_value va = tp_value_tensor(p->a), vb = tp_value_tensor(p->b);
     p->dtype = tp__result_type((const tp_value *[]){&va, &vb}, 2);
     TP_CHECK(tp_dtype_is_float(p->dtype), TP_ERR_TYPE, "%s expects floating-point inputs, got %s", name,
@@ -635,14 +662,14 @@ static tp_status pair_make(const tp_value *args, int64_t dim, bool last, pair_pl
 }
 
 /* Output dims: the broadcast shape without dim (kept as 1 with keepdim). */
-static int pair_out_shape(const pair_plan *p, bool keepdim, int64_t *sizes) {
+static int pair_out_shape(const pair_plan *p, bool keepdim, tp_sdim *sizes) {
     int n = 0;
     for (int d = 0; d < p->nd; d++) {
         if (d == p->dim) {
-            if (keepdim) sizes[n++] = 1;
+            if (keepdim) sizes[n++] = tp__dimk(1);
             continue;
         }
-        sizes[n++] = p->sizes[d];
+        sizes[n++] = p->dims[d];
     }
     return n;
 }
@@ -722,9 +749,9 @@ static bool pos_next(pos_iter *it, const pair_plan *p, int64_t *oa, int64_t *ob)
 static tp_status infer_cosine_similarity(const tp_value *args, tp_value *out) {
     pair_plan p;
     TP_TRY(pair_make(args, tp__arg_int(args, 2), false, &p, "cosine_similarity"));
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     int n = pair_out_shape(&p, false, sizes);
-    return tp__out_tensor(out, p.dtype, n, sizes);
+    return tp__out_dims(out, p.dtype, n, sizes);
 }
 
 static tp_status kernel_cosine_similarity(const tp_value *args, tp_value *out) {
@@ -757,9 +784,9 @@ static tp_status infer_pairwise_distance(const tp_value *args, tp_value *out) {
     TP_TRY(pair_make(args, 0, true, &p, "pairwise_distance"));
     TP_CHECK(tp__arg_f64(args, 2) >= 0.0, TP_ERR_INVALID_ARG, "pairwise_distance only supports non-negative p, got %g",
              tp__arg_f64(args, 2));
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     int n = pair_out_shape(&p, tp__arg_bool(args, 4) && p.nd > 0, sizes);
-    return tp__out_tensor(out, p.dtype, n, sizes);
+    return tp__out_dims(out, p.dtype, n, sizes);
 }
 
 static tp_status kernel_pairwise_distance(const tp_value *args, tp_value *out) {
@@ -807,9 +834,11 @@ static tp_status embedding_loss_make(const tp_value *args, pair_plan *p, tp_tens
     else
         TP_CHECK(a->ndim == 1 && b->ndim == 1, TP_ERR_SHAPE,
                  "0D target tensor expects 1D input tensors, but found inputs with sizes %s and %s.", sa, sb);
-    TP_CHECK(a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, (size_t)a->ndim * sizeof *a->sizes), TP_ERR_SHAPE,
-             "cosine_embedding_loss: input1 of size %s and input2 of size %s must have the same size", sa, sb);
-    TP_CHECK((*t)->ndim == 0 || (*t)->sizes[0] == a->sizes[0], TP_ERR_SHAPE,
+    TP_CHECK(a->ndim == b->ndim && dims_eq(a, b, a->ndim, "cosine_embedding_loss: input1 shaped like input2"),
+             TP_ERR_SHAPE, "cosine_embedding_loss: input1 of size %s and input2 of size %s must have the same size", sa,
+             sb);
+    TP_CHECK((*t)->ndim == 0 || tp__dim_eq(tp__dim(*t, 0), tp__dim(a, 0), "cosine_embedding_loss: target batch"),
+             TP_ERR_SHAPE,
              "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64 ") at non-singleton "
              "dimension 0",
              (*t)->sizes[0], a->sizes[0]);
@@ -821,8 +850,8 @@ static tp_status infer_cosine_embedding_loss(const tp_value *args, tp_value *out
     tp_tensor *t;
     int red;
     TP_TRY(embedding_loss_make(args, &p, &t, &red));
-    if (red != RED_NONE) return tp__out_tensor(out, p.dtype, 0, NULL);
-    return tp__out_tensor(out, p.dtype, t->ndim, t->sizes);
+    if (red != RED_NONE) return tp__out_dims(out, p.dtype, 0, NULL);
+    return tp__out_like(out, p.dtype, t);
 }
 
 static tp_status kernel_cosine_embedding_loss(const tp_value *args, tp_value *out) {
@@ -865,7 +894,10 @@ static tp_status dist_make(const tp_value *args, tp_tensor **a, tp_tensor **b, i
                            tp_dtype *dt) {
     TP_TRY(tp__need_tensor(args, 0, "self", a));
     TP_TRY(tp__need_tensor(args, 1, "other", b));
-    TP_TRY(tp__broadcast_shapes((*a)->ndim, (*a)->sizes, (*b)->ndim, (*b)->sizes, nd, sizes));
+    tp_sdim da[TP_MAX_DIMS], db[TP_MAX_DIMS];
+    tp__dims(*a, da);
+    TP_TRY(tp__dims_broadcast((*a)->ndim, da, tp__dims(*b, db), db, nd, da));
+    for (int d = 0; d < *nd; d++) sizes[d] = da[d].v;
     tp_value va = tp_value_tensor(*a), vb = tp_value_tensor(*b);
     *dt = tp__result_type((const tp_value *[]){&va, &vb}, 2);
     TP_CHECK(tp_dtype_is_float(*dt), TP_ERR_TYPE,
@@ -880,7 +912,7 @@ static tp_status infer_dist(const tp_value *args, tp_value *out) {
     int64_t sizes[TP_MAX_DIMS];
     tp_dtype dt;
     TP_TRY(dist_make(args, &a, &b, &nd, sizes, &dt));
-    return tp__out_tensor(out, dt, 0, NULL);
+    return tp__out_dims(out, dt, 0, NULL);
 }
 
 static tp_status kernel_dist(const tp_value *args, tp_value *out) {
@@ -951,8 +983,8 @@ static tp_status triplet_make(const tp_value *args, pair_plan *ap, pair_plan *an
     TP_CHECK(a->ndim == p->ndim && a->ndim == n->ndim, TP_ERR_SHAPE,
              "All inputs should have same dimension but got %dD, %dD and %dD inputs.", a->ndim, p->ndim, n->ndim);
     char sa[128], sp[128], sn[128];
-    TP_CHECK(!memcmp(a->sizes, p->sizes, (size_t)a->ndim * sizeof *a->sizes) &&
-                 !memcmp(a->sizes, n->sizes, (size_t)a->ndim * sizeof *a->sizes),
+    TP_CHECK(dims_eq(a, p, a->ndim, "triplet inputs share their shape") &&
+                 dims_eq(a, n, a->ndim, "triplet inputs share their shape"),
              TP_ERR_SHAPE, "triplet_margin_loss: anchor %s, positive %s and negative %s must have the same shape",
              tp__shape_str(a->ndim, a->sizes, sa, sizeof sa), tp__shape_str(p->ndim, p->sizes, sp, sizeof sp),
              tp__shape_str(n->ndim, n->sizes, sn, sizeof sn));
@@ -972,10 +1004,9 @@ static tp_status infer_triplet_margin_loss(const tp_value *args, tp_value *out) 
     pair_plan ap, an, pn;
     int red;
     TP_TRY(triplet_make(args, &ap, &an, &pn, &red));
-    if (red != RED_NONE) return tp__out_tensor(out, ap.dtype, 0, NULL);
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     int nd = pair_out_shape(&ap, false, sizes);
-    return tp__out_tensor(out, ap.dtype, nd, sizes);
+    return tp__out_dims(out, ap.dtype, red != RED_NONE ? 0 : nd, sizes);
 }
 
 static tp_status kernel_triplet_margin_loss(const tp_value *args, tp_value *out) {
@@ -1014,7 +1045,7 @@ static tp_status margin_input(const tp_tensor *x, const char *kernel, int64_t *n
     char s1[128];
     TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "\"%s\" not implemented for '%s'", kernel,
              tp_dtype_name(x->dtype));
-    TP_CHECK((x->ndim == 1 && x->sizes[0] > 0) || (x->ndim == 2 && x->sizes[1] > 0), TP_ERR_SHAPE,
+    TP_CHECK((x->ndim == 1 || x->ndim == 2) && tp__dim_ge(tp__dim(x, x->ndim - 1), 1, "non-empty classes"), TP_ERR_SHAPE,
              "Expected non-empty vector or matrix with optional 0-dim batch size, but got: %s",
              tp__shape_str(x->ndim, x->sizes, s1, sizeof s1));
     *n = x->ndim == 2 ? x->sizes[0] : 1;
@@ -1049,12 +1080,17 @@ static tp_status multi_margin_make(const tp_value *args, tp_tensor **x, tp_tenso
     char s1[128];
     TP_CHECK((*t)->dtype == TP_INT64, TP_ERR_TYPE, "expected scalar type Long but found %s",
              tp_dtype_name((*t)->dtype));
-    TP_CHECK(((*t)->ndim <= 1 && tp_tensor_numel(*t) == *n) && ((*x)->ndim == 2 || (*t)->ndim == 0 || *n == 1),
+    tp_sdim rows = (*x)->ndim == 2 ? tp__dim(*x, 0) : tp__dimk(1), classes = tp__dim(*x, (*x)->ndim - 1);
+    TP_CHECK(((*t)->ndim <= 1 &&
+              tp__dim_eq((*t)->ndim == 1 ? tp__dim(*t, 0) : tp__dimk(1), rows, "target size == input rows")) &&
+                 ((*x)->ndim == 2 || (*t)->ndim == 0 || *n == 1),
              TP_ERR_SHAPE, "inconsistent target size, got: %s", tp__shape_str((*t)->ndim, (*t)->sizes, s1, sizeof s1));
     if (*w) {
         TP_CHECK((*w)->dtype == (*x)->dtype, TP_ERR_TYPE, "expected weight to have dtype %s, got %s",
                  tp_dtype_name((*x)->dtype), tp_dtype_name((*w)->dtype));
-        TP_CHECK((*w)->ndim <= 1 && tp_tensor_numel(*w) == *c, TP_ERR_SHAPE,
+        TP_CHECK((*w)->ndim <= 1 &&
+                     tp__dim_eq((*w)->ndim == 1 ? tp__dim(*w, 0) : tp__dimk(1), classes, "weight size == classes"),
+                 TP_ERR_SHAPE,
                  "inconsistent weight size, expected %" PRId64 " but got %s", *c,
                  tp__shape_str((*w)->ndim, (*w)->sizes, s1, sizeof s1));
     }
@@ -1066,8 +1102,8 @@ static tp_status infer_multi_margin_loss(const tp_value *args, tp_value *out) {
     int red;
     int64_t n, c;
     TP_TRY(multi_margin_make(args, &x, &t, &w, &red, &n, &c));
-    if (red != RED_NONE || x->ndim == 1) return tp__out_tensor(out, x->dtype, 0, NULL);
-    return tp__out_tensor(out, x->dtype, 1, &n);
+    tp_sdim rows = tp__dim(x, 0);
+    return tp__out_dims(out, x->dtype, red != RED_NONE || x->ndim == 1 ? 0 : 1, &rows);
 }
 
 static tp_status kernel_multi_margin_loss(const tp_value *args, tp_value *out) {
@@ -1110,7 +1146,7 @@ static tp_status multilabel_margin_make(const tp_value *args, tp_tensor **x, tp_
     char s1[128];
     TP_CHECK((*t)->dtype == TP_INT64, TP_ERR_TYPE, "expected scalar type Long but found %s",
              tp_dtype_name((*t)->dtype));
-    TP_CHECK((*t)->ndim == (*x)->ndim && !memcmp((*t)->sizes, (*x)->sizes, (size_t)(*x)->ndim * sizeof *(*x)->sizes),
+    TP_CHECK((*t)->ndim == (*x)->ndim && dims_eq(*t, *x, (*x)->ndim, "target shaped like the input"),
              TP_ERR_SHAPE, "inconsistent size %s for argument #2 'target'",
              tp__shape_str((*t)->ndim, (*t)->sizes, s1, sizeof s1));
     return TP_OK;
@@ -1121,8 +1157,8 @@ static tp_status infer_multilabel_margin_loss(const tp_value *args, tp_value *ou
     int red;
     int64_t n, c;
     TP_TRY(multilabel_margin_make(args, &x, &t, &red, &n, &c));
-    if (red != RED_NONE || x->ndim == 1) return tp__out_tensor(out, x->dtype, 0, NULL);
-    return tp__out_tensor(out, x->dtype, 1, &n);
+    tp_sdim rows = tp__dim(x, 0);
+    return tp__out_dims(out, x->dtype, red != RED_NONE || x->ndim == 1 ? 0 : 1, &rows);
 }
 
 static tp_status kernel_multilabel_margin_loss(const tp_value *args, tp_value *out) {
@@ -1182,7 +1218,7 @@ static tp_status mlsm_make(const tp_value *args, tp_tensor **x, tp_tensor **t, t
     TP_CHECK(b->ndim == a->ndim, TP_ERR_SHAPE, "multilabel_soft_margin_loss: target must have the input's %d dims, got %d",
              a->ndim, b->ndim);
     for (int d = 0; d < a->ndim; d++)
-        TP_CHECK(a->sizes[d] == b->sizes[d], TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(tp__dim(a, d), tp__dim(b, d), "target shaped like the input"), TP_ERR_SHAPE,
                  "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64
                  ") at non-singleton dimension %d",
                  b->sizes[d], a->sizes[d], d);
@@ -1191,7 +1227,8 @@ static tp_status mlsm_make(const tp_value *args, tp_tensor **x, tp_tensor **t, t
         TP_CHECK(wt->ndim <= a->ndim, TP_ERR_SHAPE, "multilabel_soft_margin_loss: weight has more dims than the input");
         for (int d = 0; d < wt->ndim; d++) {
             int64_t ws = wt->sizes[d], as = a->sizes[a->ndim - wt->ndim + d];
-            TP_CHECK(ws == as || ws == 1, TP_ERR_SHAPE,
+            tp_sdim wd = tp__dim(wt, d), ad = tp__dim(a, a->ndim - wt->ndim + d), r;
+            TP_CHECK(tp__dim_broadcast(wd, ad, &r) && r.v == as, TP_ERR_SHAPE, /* weight broadcasts to the input */
                      "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64
                      ") at non-singleton dimension %d",
                      as, ws, a->ndim - wt->ndim + d);
@@ -1209,8 +1246,9 @@ static tp_status infer_multilabel_soft_margin_loss(const tp_value *args, tp_valu
     tp_value vx = tp_value_tensor(x), vt = tp_value_tensor(t), vw = w ? tp_value_tensor(w) : tp_value_none();
     tp_dtype dt = tp__result_type((const tp_value *[]){&vx, &vt, &vw}, 3);
     TP_CHECK(tp_dtype_is_float(dt), TP_ERR_TYPE, "multilabel_soft_margin_loss expects floating-point inputs");
-    if (red != RED_NONE) return tp__out_tensor(out, dt, 0, NULL);
-    return tp__out_tensor(out, dt, x->ndim - 1, x->sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(x, dims);
+    return tp__out_dims(out, dt, red != RED_NONE ? 0 : x->ndim - 1, dims);
 }
 
 static tp_status kernel_multilabel_soft_margin_loss(const tp_value *args, tp_value *out) {
