@@ -784,6 +784,117 @@ TEST(test_loss_dim_rules) {
     tp_module_free(m);
 }
 
+/* linalg.c's rules over tp_sdim on x [s0, 3]: the matrix and vector
+ * products, cross, kron, inner, trace, and the factorisations and solves on
+ * the positive definite batch pd = x^T x + I of [s0, 3, 3]. */
+static tp_t *call2(tp_ctx *ctx, tp_op op, tp_t *a, tp_t *b) {
+    return tp_call(ctx, op, (tp_value[]){tp_v(a), tp_v(b)}, 2, NULL);
+}
+
+static tp_t *call3(tp_ctx *ctx, tp_op op, tp_t *a, tp_t *b, tp_t *c) {
+    return tp_call(ctx, op, (tp_value[]){tp_v(a), tp_v(b), tp_v(c)}, 3, NULL);
+}
+
+static tp_status linalgdim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
+    (void)self;
+    tp_t *x = tp_arg(ctx, &args[0]);
+    tp_t *w = ones_of(ctx, 2, (int64_t[]){3, 4}), *v3 = ones_of(ctx, 1, (int64_t[]){3});
+    tp_t *sel = tp_call(ctx, TP_OP_SELECT, (tp_value[]){tp_v(x), tp_value_int(1), tp_value_int(0)}, 3, NULL); /* [s0] */
+    tp_t *xt = tp_call(ctx, TP_OP_TRANSPOSE, (tp_value[]){tp_v(x), tp_value_int(0), tp_value_int(1)}, 3, NULL);
+    tp_t *x3 = tp_call(ctx, TP_OP_UNSQUEEZE, (tp_value[]){tp_v(x), tp_value_int(1)}, 2, NULL);  /* [s0, 1, 3] */
+    tp_t *x3t = tp_call(ctx, TP_OP_UNSQUEEZE, (tp_value[]){tp_v(x), tp_value_int(2)}, 2, NULL); /* [s0, 3, 1] */
+    tp_t *r[24];
+    int n = 0;
+    r[n++] = call2(ctx, TP_OP_MM, x, w);
+    r[n++] = call3(ctx, TP_OP_ADDMM, ones_of(ctx, 1, (int64_t[]){4}), x, w);
+    tp_t *bm = call2(ctx, TP_OP_BMM, x3, x3t);
+    r[n++] = bm;
+    r[n++] = call3(ctx, TP_OP_BADDBMM, bm, x3, x3t);
+    r[n++] = call2(ctx, TP_OP_MV, xt, sel);
+    r[n++] = call3(ctx, TP_OP_ADDMV, v3, xt, sel);
+    r[n++] = call2(ctx, TP_OP_DOT, sel, sel);
+    tp_t *ou = call2(ctx, TP_OP_OUTER, sel, v3);
+    r[n++] = ou;
+    r[n++] = call3(ctx, TP_OP_ADDR, ou, sel, v3);
+    r[n++] = call3(ctx, TP_OP_ADDBMM, ones_of(ctx, 2, (int64_t[]){1, 1}), x3, x3t);
+    r[n++] = tp_call(ctx, TP_OP_CROSS, (tp_value[]){tp_v(x), tp_v(x), tp_value_int(1)}, 3, NULL);
+    r[n++] = call2(ctx, TP_OP_KRON, x, ones_of(ctx, 2, (int64_t[]){2, 2}));
+    tp_t *in = call2(ctx, TP_OP_INNER, x, x);
+    r[n++] = in;
+    r[n++] = tp_call(ctx, TP_OP_TRACE, (tp_value[]){tp_v(in)}, 1, NULL);
+    tp_t *eye = tp_call(ctx, TP_OP_EYE, (tp_value[]){tp_value_int(3)}, 1, NULL);
+    tp_t *pd = tp_add(ctx, call2(ctx, TP_OP_BMM, x3t, x3), eye); /* [s0, 3, 3] */
+    r[n++] = tp_call(ctx, TP_OP_INVERSE, (tp_value[]){tp_v(pd)}, 1, NULL);
+    tp_t *ch = tp_call(ctx, TP_OP_CHOLESKY, (tp_value[]){tp_v(pd)}, 1, NULL);
+    r[n++] = ch;
+    r[n++] = tp_call(ctx, TP_OP_CHOLESKY_INVERSE, (tp_value[]){tp_v(ch)}, 1, NULL);
+    tp_t *piv = tp_call(ctx, TP_OP_TO,
+                        (tp_value[]){tp_v(tp_call(ctx, TP_OP_ONES_LIKE, (tp_value[]){tp_v(x)}, 1, NULL)),
+                                     tp_value_dtype(TP_INT32)},
+                        2, NULL); /* [s0, 3] pivots of 1 */
+    r[n++] = call3(ctx, TP_OP_LU_SOLVE, x3t, pd, piv);
+    tp_t *qr[2] = {NULL, NULL};
+    tp_call_multi(ctx, TP_OP_GEQRF, (tp_value[]){tp_v(pd)}, 1, NULL, qr, 2);
+    r[n++] = qr[0];
+    r[n++] = call2(ctx, TP_OP_ORGQR, qr[0], qr[1]);
+    r[n++] = call3(ctx, TP_OP_ORMQR, qr[0], qr[1], pd);
+    tp_t *acc = tp_sum(ctx, r[0]);
+    for (int i = 1; i < n; i++) acc = tp_add(ctx, acc, tp_sum(ctx, r[i]));
+    return tp_return(ctx, acc, out);
+}
+
+TEST(test_linalg_dim_rules) {
+    tp_module *m = model(linalgdim_fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){4, 3}));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    static const struct {
+        tp_op op;
+        const char *shape;
+    } want[] = {{TP_OP_MM, "[s0, 4]"},
+                {TP_OP_ADDMM, "[s0, 4]"},
+                {TP_OP_BMM, "[s0, 1, 1]"},
+                {TP_OP_BADDBMM, "[s0, 1, 1]"},
+                {TP_OP_MV, "[3]"},
+                {TP_OP_ADDMV, "[3]"},
+                {TP_OP_DOT, "[]"},
+                {TP_OP_OUTER, "[s0, 3]"},
+                {TP_OP_ADDR, "[s0, 3]"},
+                {TP_OP_ADDBMM, "[1, 1]"},
+                {TP_OP_CROSS, "[s0, 3]"},
+                {TP_OP_KRON, "[2*s0, 6]"},
+                {TP_OP_INNER, "[s0, s0]"},
+                {TP_OP_TRACE, "[]"},
+                {TP_OP_INVERSE, "[s0, 3, 3]"},
+                {TP_OP_CHOLESKY, "[s0, 3, 3]"},
+                {TP_OP_CHOLESKY_INVERSE, "[s0, 3, 3]"},
+                {TP_OP_LU_SOLVE, "[s0, 3, 1]"},
+                {TP_OP_GEQRF, "([s0, 3, 3], [s0, 3])"},
+                {TP_OP_ORGQR, "[s0, 3, 3]"},
+                {TP_OP_ORMQR, "[s0, 3, 3]"}};
+    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, 2, (int64_t[]){6, 3}));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 /* grid_sample, affine_grid and det on x [s0, 2, 4, 4] (dynamic batch):
  * sample x at a grid made from x itself (permuted to [s0, 4, 4, 2], cut to
  * 3 rows, squashed by tanh), an affine grid of 3 x 5 points, and the
@@ -1036,4 +1147,5 @@ TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_
           T(test_matmul_inner_dims_tie), T(test_cat_sizes_three_symbols), T(test_sym_shape_meta),
           T(test_fallback_to_replay_is_reported), T(test_shape_ops_rules), T(test_nnfunc_ops_rules), T(test_nnmore_ops_rules),
           T(test_sample_ops_rules), T(test_idxscat_ops_rules), T(test_linalg_stats_special_rules),
-          T(test_nn_dim_rules), T(test_pool_dim_rules), T(test_loss_dim_rules))
+          T(test_nn_dim_rules), T(test_pool_dim_rules), T(test_loss_dim_rules),
+          T(test_linalg_dim_rules))

@@ -130,6 +130,7 @@ typedef struct matmul_plan {
     int b_nbatch, b_row, b_col; /* b's leading batch dims; its k and n dims (-1: none) */
     int out_ndim;
     int64_t out_sizes[TP_MAX_DIMS];
+    tp_sdim out_dims[TP_MAX_DIMS]; /* out_sizes as the shape rule gives them (dim.h) */
     int out_dim_of[TP_MAX_DIMS + 2]; /* logical dim -> output dim (-1: squeezed) */
 } matmul_plan;
 
@@ -144,17 +145,25 @@ static tp_status check_dtypes(const tp_tensor *a, const tp_tensor *b) {
     return TP_OK;
 }
 
+/* Dim d broadcasts to want (a guard, dim.h): a constant 1, an example 1
+ * against another size (relied on as 1), or want itself. */
+static bool broadcasts_to(tp_sdim d, tp_sdim want, const char *what) {
+    if (tp__dim_is_const(d) && d.v == 1) return true;
+    if (d.v == 1 && want.v != 1) return tp__dim_eqk(d, 1, what);
+    return tp__dim_eq(d, want, what);
+}
+
 /* The bias-like operand `what` (self of addmm/baddbmm, bias of linear)
  * must share the product's dtype and broadcast to its shape. */
-static tp_status check_addend(const tp_tensor *t, const char *what, tp_dtype dtype, int ndim, const int64_t *sizes) {
+static tp_status check_addend(const tp_tensor *t, const char *what, tp_dtype dtype, int ndim, const tp_sdim *dims) {
     char b1[320], b2[320];
+    int64_t sizes[TP_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) sizes[d] = dims[d].v;
     TP_CHECK(t->dtype == dtype, TP_ERR_TYPE, "%s and the matrices must have the same dtype, but got %s and %s", what,
              tp_dtype_name(t->dtype), tp_dtype_name(dtype));
+    const char *rel = strcmp(what, "bias") == 0 ? "bias broadcasts to the output" : "self broadcasts to the product";
     bool ok = t->ndim <= ndim;
-    for (int d = 0; ok && d < t->ndim; d++) {
-        int64_t want = sizes[ndim - t->ndim + d];
-        ok = t->sizes[d] == want || t->sizes[d] == 1;
-    }
+    for (int d = 0; ok && d < t->ndim; d++) ok = broadcasts_to(tp__dim(t, d), dims[ndim - t->ndim + d], rel);
     TP_CHECK(ok, TP_ERR_SHAPE, "%s of shape %s cannot be broadcast to the result shape %s", what,
              dims_str(t, b1, sizeof b1), tp__shape_str(ndim, sizes, b2, sizeof b2));
     return TP_OK;
@@ -173,37 +182,42 @@ static tp_status plan_matmul(const tp_tensor *a, const tp_tensor *b, bool weight
              "both arguments to matmul need to be at least 1D, but they are %dD and %dD", da, db);
     TP_TRY(check_dtypes(a, b));
     int64_t ka, kb;
+    tp_sdim m_d = tp__dimk(1), n_d = tp__dimk(1), ka_d, kb_d;
     if (da == 1) {
         p->m = 1;
         p->a_row = -1;
         p->a_col = 0;
-        ka = a->sizes[0];
+        ka_d = tp__dim(a, 0);
     } else {
         p->a_nbatch = da - 2;
         p->a_row = da - 2;
         p->a_col = da - 1;
-        p->m = a->sizes[da - 2];
-        ka = a->sizes[da - 1];
+        m_d = tp__dim(a, da - 2);
+        ka_d = tp__dim(a, da - 1);
     }
     if (db == 1) {
         p->n = 1;
         p->b_row = 0;
         p->b_col = -1;
-        kb = b->sizes[0];
+        kb_d = tp__dim(b, 0);
     } else if (weight) {
         TP_CHECK(db == 2, TP_ERR_SHAPE, "weight must be 1-D or 2-D, got %dD", db);
         p->b_row = 1;
         p->b_col = 0;
-        p->n = b->sizes[0];
-        kb = b->sizes[1];
+        n_d = tp__dim(b, 0);
+        kb_d = tp__dim(b, 1);
     } else {
         p->b_nbatch = db - 2;
         p->b_row = db - 2;
         p->b_col = db - 1;
-        p->n = b->sizes[db - 1];
-        kb = b->sizes[db - 2];
+        n_d = tp__dim(b, db - 1);
+        kb_d = tp__dim(b, db - 2);
     }
-    if (ka != kb) {
+    p->m = m_d.v;
+    p->n = n_d.v;
+    ka = ka_d.v;
+    kb = kb_d.v;
+    if (!tp__dim_eq(ka_d, kb_d, weight ? "input features == weight.shape[-1]" : "matrix inner dims")) {
         if (da == 1 && db == 1)
             return tp_error(TP_ERR_SHAPE,
                             "inconsistent tensor size, expected tensors %s and %s to have the same number of elements",
@@ -221,19 +235,24 @@ static tp_status plan_matmul(const tp_tensor *a, const tp_tensor *b, bool weight
                         rows, ka, kb, p->n);
     }
     p->k = ka;
-    if (tp__broadcast_shapes(p->a_nbatch, a->sizes, p->b_nbatch, b->sizes, &p->n_batch, p->batch_sizes) != TP_OK)
+    tp_sdim ad[TP_MAX_DIMS], bd[TP_MAX_DIMS];
+    tp__dims(a, ad);
+    tp__dims(b, bd);
+    if (tp__dims_broadcast(p->a_nbatch, ad, p->b_nbatch, bd, &p->n_batch, ad) != TP_OK)
         return tp_error(TP_ERR_SHAPE, "batch dimensions of %s and %s cannot be broadcast together",
                         dims_str(a, b1, sizeof b1), dims_str(b, b2, sizeof b2));
     int n = 0;
     for (int d = 0; d < p->n_batch; d++) {
+        p->batch_sizes[d] = ad[d].v;
         p->out_dim_of[d] = n;
-        p->out_sizes[n++] = p->batch_sizes[d];
+        p->out_dims[n++] = ad[d];
     }
     p->out_dim_of[p->n_batch] = da > 1 ? n : -1;
-    if (da > 1) p->out_sizes[n++] = p->m;
+    if (da > 1) p->out_dims[n++] = m_d;
     p->out_dim_of[p->n_batch + 1] = p->b_col >= 0 ? n : -1;
-    if (p->b_col >= 0) p->out_sizes[n++] = p->n;
+    if (p->b_col >= 0) p->out_dims[n++] = n_d;
     p->out_ndim = n;
+    for (int d = 0; d < n; d++) p->out_sizes[d] = p->out_dims[d].v;
     return TP_OK;
 }
 
@@ -300,7 +319,7 @@ static tp_status run_plan(const matmul_plan *p, const tp_tensor *a, const tp_ten
 static tp_status infer_matmul(const tp_value *args, tp_value *out) {
     matmul_plan p;
     TP_TRY(plan_matmul(tp__arg_tensor(args, 0), tp__arg_tensor(args, 1), false, &p));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_dims);
 }
 
 static tp_status kernel_matmul(const tp_value *args, tp_value *out) {
@@ -322,7 +341,9 @@ static tp_status check_rank(const tp_tensor *t, const char *what, int rank) {
 
 /* bmm-style operands: same batch size, no broadcasting. */
 static tp_status check_batches(const tp_tensor *b1, const tp_tensor *b2, const char *what2) {
-    TP_CHECK(b2->sizes[0] == b1->sizes[0] && b2->sizes[1] == b1->sizes[2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(b2, 0), tp__dim(b1, 0), "batch dims") &&
+                 tp__dim_eq(tp__dim(b1, 2), tp__dim(b2, 1), "matrix inner dims"),
+             TP_ERR_SHAPE,
              "Expected size for first two dimensions of %s tensor to be: [%" PRId64 ", %" PRId64 "] but got: [%" PRId64
              ", %" PRId64 "].",
              what2, b1->sizes[0], b1->sizes[2], b2->sizes[0], b2->sizes[1]);
@@ -341,13 +362,13 @@ static tp_status plan_mm(const tp_value *args, int first, const char *n1, const 
 static tp_status infer_mm(const tp_value *args, tp_value *out) {
     matmul_plan p;
     TP_TRY(plan_mm(args, 0, "self", "mat2", 2, &p));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_dims);
 }
 
 static tp_status infer_bmm(const tp_value *args, tp_value *out) {
     matmul_plan p;
     TP_TRY(plan_mm(args, 0, "self", "mat2", 3, &p));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_dims);
 }
 
 /* mm and bmm validate in infer (always run first); the plan is the same. */
@@ -360,19 +381,19 @@ static tp_status kernel_mm(const tp_value *args, tp_value *out) { return kernel_
 static tp_status plan_addmm(const tp_value *args, int rank, matmul_plan *p) {
     const char *n1 = rank == 2 ? "mat1" : "batch1", *n2 = rank == 2 ? "mat2" : "batch2";
     TP_TRY(plan_mm(args, 1, n1, n2, rank, p));
-    return check_addend(tp__arg_tensor(args, 0), "self", tp__arg_tensor(args, 1)->dtype, p->out_ndim, p->out_sizes);
+    return check_addend(tp__arg_tensor(args, 0), "self", tp__arg_tensor(args, 1)->dtype, p->out_ndim, p->out_dims);
 }
 
 static tp_status infer_addmm(const tp_value *args, tp_value *out) {
     matmul_plan p;
     TP_TRY(plan_addmm(args, 2, &p));
-    return tp__out_tensor(out, tp__arg_tensor(args, 1)->dtype, p.out_ndim, p.out_sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 1)->dtype, p.out_ndim, p.out_dims);
 }
 
 static tp_status infer_baddbmm(const tp_value *args, tp_value *out) {
     matmul_plan p;
     TP_TRY(plan_addmm(args, 3, &p));
-    return tp__out_tensor(out, tp__arg_tensor(args, 1)->dtype, p.out_ndim, p.out_sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 1)->dtype, p.out_ndim, p.out_dims);
 }
 
 static tp_status kernel_addmm(const tp_value *args, tp_value *out) {
@@ -391,14 +412,14 @@ static tp_status plan_linear(const tp_value *args, matmul_plan *p) {
     TP_CHECK(weight->ndim == 1 || weight->ndim == 2, TP_ERR_SHAPE, "weight must be 1-D or 2-D, got %d-D", weight->ndim);
     TP_TRY(plan_matmul(input, weight, true, p));
     if (!tp__arg_is_none(args, 2))
-        TP_TRY(check_addend(tp__arg_tensor(args, 2), "bias", input->dtype, p->out_ndim, p->out_sizes));
+        TP_TRY(check_addend(tp__arg_tensor(args, 2), "bias", input->dtype, p->out_ndim, p->out_dims));
     return TP_OK;
 }
 
 static tp_status infer_linear(const tp_value *args, tp_value *out) {
     matmul_plan p;
     TP_TRY(plan_linear(args, &p));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, p.out_ndim, p.out_dims);
 }
 
 static tp_status kernel_linear(const tp_value *args, tp_value *out) {
@@ -453,7 +474,7 @@ static tp_status check_dot(const tp_value *args) {
              b->ndim);
     TP_CHECK(a->dtype == b->dtype, TP_ERR_TYPE, "dot : expected both vectors to have same dtype, but found %s and %s",
              tp_dtype_name(a->dtype), tp_dtype_name(b->dtype));
-    TP_CHECK(a->sizes[0] == b->sizes[0], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(a, 0), tp__dim(b, 0), "dot: equal lengths"), TP_ERR_SHAPE,
              "inconsistent tensor size, expected tensor %s and src %s to have the same number of elements, but got "
              "%" PRId64 " and %" PRId64 " elements respectively",
              dims_str(a, b1, sizeof b1), dims_str(b, b2, sizeof b2), a->sizes[0], b->sizes[0]);
@@ -464,7 +485,7 @@ static tp_status check_dot(const tp_value *args) {
 
 static tp_status infer_dot(const tp_value *args, tp_value *out) {
     TP_TRY(check_dot(args));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, 0, NULL);
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, 0, NULL);
 }
 
 /* mv(Tensor self, Tensor vec); addmv(Tensor self, Tensor mat, Tensor vec,
@@ -475,8 +496,9 @@ static tp_status check_mv(const tp_tensor *self, const tp_tensor *mat, const tp_
     TP_CHECK(mat->ndim == 2 && vec->ndim == 1 && sd <= 1, TP_ERR_SHAPE,
              "vector + matrix @ vector expected, got %d, %d, %d", sd, mat->ndim, vec->ndim);
     int64_t m = self && self->ndim == 1 ? self->sizes[0] : mat->sizes[0];
-    bool self_ok = !self || self->ndim == 0 || self->sizes[0] == mat->sizes[0] || self->sizes[0] == 1;
-    TP_CHECK(mat->sizes[1] == vec->sizes[0] && self_ok, TP_ERR_SHAPE,
+    bool self_ok = !self || self->ndim == 0 ||
+                   broadcasts_to(tp__dim(self, 0), tp__dim(mat, 0), "self broadcasts to the product");
+    TP_CHECK(tp__dim_eq(tp__dim(mat, 1), tp__dim(vec, 0), "mat.shape[1] == vec.shape[0]") && self_ok, TP_ERR_SHAPE,
              "size mismatch, got %" PRId64 ", %" PRId64 "x%" PRId64 ",%" PRId64, m, mat->sizes[0], mat->sizes[1],
              vec->sizes[0]);
     TP_TRY(same_dtype(mat, vec));
@@ -487,13 +509,15 @@ static tp_status check_mv(const tp_tensor *self, const tp_tensor *mat, const tp_
 static tp_status infer_mv(const tp_value *args, tp_value *out) {
     const tp_tensor *mat = tp__arg_tensor(args, 0);
     TP_TRY(check_mv(NULL, mat, tp__arg_tensor(args, 1)));
-    return tp__out_tensor(out, mat->dtype, 1, mat->sizes);
+    tp_sdim m = tp__dim(mat, 0);
+    return tp__out_dims(out, mat->dtype, 1, &m);
 }
 
 static tp_status infer_addmv(const tp_value *args, tp_value *out) {
     const tp_tensor *mat = tp__arg_tensor(args, 1);
     TP_TRY(check_mv(tp__arg_tensor(args, 0), mat, tp__arg_tensor(args, 2)));
-    return tp__out_tensor(out, mat->dtype, 1, mat->sizes);
+    tp_sdim m = tp__dim(mat, 0);
+    return tp__out_dims(out, mat->dtype, 1, &m);
 }
 
 static tp_status kernel_addmv(const tp_value *args, tp_value *out) {
@@ -516,15 +540,17 @@ static tp_status check_vector(const tp_tensor *t, const char *op, const char *wh
     return TP_OK;
 }
 
-static tp_status check_expand(const tp_tensor *t, int ndim, const int64_t *sizes) {
+static tp_status check_expand(const tp_tensor *t, int ndim, const tp_sdim *dims) {
     char b1[320], b2[320];
+    int64_t sizes[TP_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) sizes[d] = dims[d].v;
     TP_CHECK(t->ndim <= ndim, TP_ERR_SHAPE,
              "the number of sizes provided (%d) must be greater or equal to the number of dimensions in the "
              "tensor (%d)",
              ndim, t->ndim);
     for (int d = t->ndim - 1; d >= 0; d--) {
         int64_t want = sizes[ndim - t->ndim + d];
-        TP_CHECK(t->sizes[d] == want || t->sizes[d] == 1, TP_ERR_SHAPE,
+        TP_CHECK(broadcasts_to(tp__dim(t, d), dims[ndim - t->ndim + d], "self broadcasts to the product"), TP_ERR_SHAPE,
                  "The expanded size of the tensor (%" PRId64 ") must match the existing size (%" PRId64
                  ") at non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
                  want, t->sizes[d], ndim - t->ndim + d, tp__shape_str(ndim, sizes, b1, sizeof b1),
@@ -582,8 +608,8 @@ static tp_status infer_outer(const tp_value *args, tp_value *out) {
     const tp_tensor *a = tp__arg_tensor(args, 0), *b = tp__arg_tensor(args, 1);
     TP_TRY(check_vector(a, "outer", "self"));
     TP_TRY(check_vector(b, "outer", "vec2"));
-    int64_t sizes[2] = {a->sizes[0], b->sizes[0]};
-    return tp__out_tensor(out, result_type_of(args, 0, 2), 2, sizes);
+    tp_sdim sizes[2] = {tp__dim(a, 0), tp__dim(b, 0)};
+    return tp__out_dims(out, result_type_of(args, 0, 2), 2, sizes);
 }
 
 /* a [n] as an [n, 1] view. */
@@ -610,12 +636,12 @@ static tp_status scalar_arg(const tp_value *v, tp_dtype ct, const char *what, do
     return TP_OK;
 }
 
-static tp_status plan_addr(const tp_value *args, prod_ctx *c, int64_t *sizes) {
+static tp_status plan_addr(const tp_value *args, prod_ctx *c, tp_sdim *sizes) {
     const tp_tensor *self = tp__arg_tensor(args, 0), *a = tp__arg_tensor(args, 1), *b = tp__arg_tensor(args, 2);
     TP_TRY(check_vector(a, "addr", "vec1"));
     TP_TRY(check_vector(b, "addr", "vec2"));
-    sizes[0] = a->sizes[0];
-    sizes[1] = b->sizes[0];
+    sizes[0] = tp__dim(a, 0);
+    sizes[1] = tp__dim(b, 0);
     TP_TRY(check_expand(self, 2, sizes));
     memset(c, 0, sizeof *c);
     c->ct = result_type_of(args, 0, 3);
@@ -626,14 +652,14 @@ static tp_status plan_addr(const tp_value *args, prod_ctx *c, int64_t *sizes) {
 
 static tp_status infer_addr(const tp_value *args, tp_value *out) {
     prod_ctx c;
-    int64_t sizes[2];
+    tp_sdim sizes[2];
     TP_TRY(plan_addr(args, &c, sizes));
-    return tp__out_tensor(out, c.ct, 2, sizes);
+    return tp__out_dims(out, c.ct, 2, sizes);
 }
 
 static tp_status kernel_addr(const tp_value *args, tp_value *out) {
     prod_ctx c;
-    int64_t sizes[2];
+    tp_sdim sizes[2];
     TP_TRY(plan_addr(args, &c, sizes));
     tp_tensor *col;
     TP_TRY(column_view(tp__arg_tensor(args, 1), &col));
@@ -644,13 +670,15 @@ static tp_status kernel_addr(const tp_value *args, tp_value *out) {
 
 /* kron(Tensor self, Tensor other): shapes right-aligned (leading 1s), result
  * dim d of size a[d] * b[d], element a[i / b] * b[i % b]. */
-static tp_status plan_kron(const tp_tensor *a, const tp_tensor *b, int *nd, int64_t *sizes) {
+static tp_status plan_kron(const tp_tensor *a, const tp_tensor *b, int *nd, int64_t *sizes, tp_sdim *dims) {
     *nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     TP_CHECK(2 * *nd <= TP_MAX_DIMS, TP_ERR_UNSUPPORTED, "kron of %d-D tensors is not supported (at most %d-D)", *nd,
              TP_MAX_DIMS / 2);
     for (int d = 0; d < *nd; d++) {
         int da = d - (*nd - a->ndim), db = d - (*nd - b->ndim);
-        sizes[d] = (da >= 0 ? a->sizes[da] : 1) * (db >= 0 ? b->sizes[db] : 1);
+        tp_sdim k = tp__dim_mul(da >= 0 ? tp__dim(a, da) : tp__dimk(1), db >= 0 ? tp__dim(b, db) : tp__dimk(1));
+        sizes[d] = k.v;
+        if (dims) dims[d] = k;
     }
     return TP_OK;
 }
@@ -658,15 +686,16 @@ static tp_status plan_kron(const tp_tensor *a, const tp_tensor *b, int *nd, int6
 static tp_status infer_kron(const tp_value *args, tp_value *out) {
     int nd;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(plan_kron(tp__arg_tensor(args, 0), tp__arg_tensor(args, 1), &nd, sizes));
-    return tp__out_tensor(out, result_type_of(args, 0, 2), nd, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(plan_kron(tp__arg_tensor(args, 0), tp__arg_tensor(args, 1), &nd, sizes, dims));
+    return tp__out_dims(out, result_type_of(args, 0, 2), nd, dims);
 }
 
 static tp_status kernel_kron(const tp_value *args, tp_value *out) {
     tp_tensor *a = tp__arg_tensor(args, 0), *b = tp__arg_tensor(args, 1), *o = tp__out_at(out, 0);
     int nd;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(plan_kron(a, b, &nd, sizes));
+    TP_TRY(plan_kron(a, b, &nd, sizes, NULL));
     /* [a0, b0, a1, b1, ...] views of the output, a and b */
     int64_t vs[TP_MAX_DIMS], os[TP_MAX_DIMS], as[TP_MAX_DIMS], bs[TP_MAX_DIMS], av[TP_MAX_DIMS], bv[TP_MAX_DIMS];
     for (int d = nd - 1; d >= 0; d--) {
@@ -701,35 +730,34 @@ static tp_status kernel_kron(const tp_value *args, tp_value *out) {
 
 /* inner(Tensor self, Tensor other): sum over the last dims, result
  * self.shape[:-1] + other.shape[:-1]; a 0-d operand multiplies (promotion). */
-static tp_status plan_inner(const tp_value *args, int *nd, int64_t *sizes, tp_dtype *dt) {
+static tp_status plan_inner(const tp_value *args, int *nd, tp_sdim *sizes, tp_dtype *dt) {
     const tp_tensor *a = tp__arg_tensor(args, 0), *b = tp__arg_tensor(args, 1);
     char b1[320], b2[320];
     if (a->ndim == 0 || b->ndim == 0) {
         const tp_tensor *t = a->ndim == 0 ? b : a;
-        *nd = t->ndim;
-        if (t->ndim) memcpy(sizes, t->sizes, (size_t)t->ndim * sizeof *sizes);
+        *nd = tp__dims(t, sizes);
         *dt = result_type_of(args, 0, 2);
         return TP_OK;
     }
-    TP_CHECK(a->sizes[a->ndim - 1] == b->sizes[b->ndim - 1], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(a, a->ndim - 1), tp__dim(b, b->ndim - 1), "inner: equal last dims"), TP_ERR_SHAPE,
              "inner() the last dimension must match on both input tensors but got shapes %s and %s",
              dims_str(a, b1, sizeof b1), dims_str(b, b2, sizeof b2));
     TP_TRY(same_dtype(a, b));
     if (a->dtype == TP_BOOL) return not_implemented_for("addmm_impl_cpu_", a->dtype);
     *nd = a->ndim + b->ndim - 2;
     TP_CHECK(*nd <= TP_MAX_DIMS, TP_ERR_SHAPE, "inner: the result would have %d dims (at most %d)", *nd, TP_MAX_DIMS);
-    for (int d = 0; d < a->ndim - 1; d++) sizes[d] = a->sizes[d];
-    for (int d = 0; d < b->ndim - 1; d++) sizes[a->ndim - 1 + d] = b->sizes[d];
+    for (int d = 0; d < a->ndim - 1; d++) sizes[d] = tp__dim(a, d);
+    for (int d = 0; d < b->ndim - 1; d++) sizes[a->ndim - 1 + d] = tp__dim(b, d);
     *dt = a->dtype;
     return TP_OK;
 }
 
 static tp_status infer_inner(const tp_value *args, tp_value *out) {
     int nd = 0;
-    int64_t sizes[TP_MAX_DIMS];
+    tp_sdim sizes[TP_MAX_DIMS];
     tp_dtype dt = TP_FLOAT32;
     TP_TRY(plan_inner(args, &nd, sizes, &dt));
-    return tp__out_tensor(out, dt, nd, sizes);
+    return tp__out_dims(out, dt, nd, sizes);
 }
 
 static tp_status kernel_inner(const tp_value *args, tp_value *out) {
@@ -785,7 +813,7 @@ static tp_status infer_trace(const tp_value *args, tp_value *out) {
     TP_CHECK(t->ndim == 2, TP_ERR_SHAPE, "trace: expected a matrix, but got tensor with dim %d", t->ndim);
     if (t->dtype == TP_BOOL || t->dtype == TP_FLOAT16 || t->dtype == TP_BFLOAT16)
         return not_implemented_for("trace", t->dtype);
-    return tp__out_tensor(out, tp_dtype_is_float(t->dtype) ? t->dtype : TP_INT64, 0, NULL);
+    return tp__out_dims(out, tp_dtype_is_float(t->dtype) ? t->dtype : TP_INT64, 0, NULL);
 }
 
 static tp_status kernel_trace(const tp_value *args, tp_value *out) {
@@ -806,6 +834,13 @@ static tp_status kernel_trace(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* A meta tensor of t's batch dims (all but the last two). */
+static tp_status batch_out(tp_value *out, tp_dtype dtype, const tp_tensor *t) {
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(t, dims);
+    return tp__out_dims(out, dtype, t->ndim - 2, dims);
+}
+
 /* det(Tensor self) / linalg_det(Tensor A): determinants of the trailing
  * square matrices, by LU with partial pivoting in double. */
 static tp_status check_det(const tp_tensor *t) {
@@ -813,7 +848,7 @@ static tp_status check_det(const tp_tensor *t) {
     TP_CHECK(t->ndim >= 2, TP_ERR_SHAPE, "linalg.det: The input tensor A must have at least 2 dimensions.");
     TP_CHECK(t->dtype == TP_FLOAT32 || t->dtype == TP_FLOAT64, TP_ERR_TYPE,
              "linalg.det: Expected a floating point or complex tensor as input. Got %s", tp_dtype_name(t->dtype));
-    TP_CHECK(t->sizes[t->ndim - 1] == t->sizes[t->ndim - 2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(t, t->ndim - 2), tp__dim(t, t->ndim - 1), "square matrices"), TP_ERR_SHAPE,
              "linalg.det: A must be batches of square matrices, but they are %" PRId64 " by %" PRId64 " matrices",
              t->sizes[t->ndim - 2], t->sizes[t->ndim - 1]);
     return TP_OK;
@@ -822,7 +857,7 @@ static tp_status check_det(const tp_tensor *t) {
 static tp_status infer_det(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_det(t));
-    return tp__out_tensor(out, t->dtype, t->ndim - 2, t->sizes);
+    return batch_out(out, t->dtype, t);
 }
 
 static tp_status kernel_det(const tp_value *args, tp_value *out) {
@@ -877,15 +912,22 @@ static tp_status kernel_det(const tp_value *args, tp_value *out) {
 /* cross(Tensor self, Tensor other, int? dim=None): the cross product of
  * 3-vectors along dim (None: self's first dim of size 3), the other dims
  * broadcast; one dtype. */
-static tp_status plan_cross(const tp_value *args, int *dim, int *nd, int64_t *sizes) {
+static tp_status plan_cross(const tp_value *args, int *dim, int *nd, int64_t *sizes, tp_sdim *dims) {
     const tp_tensor *a = tp__arg_tensor(args, 0), *b = tp__arg_tensor(args, 1);
     char b1[320], b2[320];
     TP_TRY(same_dtype(a, b));
     if (a->dtype == TP_BOOL) return not_implemented_for("cross", a->dtype);
     TP_CHECK(a->ndim == b->ndim, TP_ERR_SHAPE,
              "linalg.cross: inputs must have the same number of dimensions (got %d and %d)", a->ndim, b->ndim);
-    TP_CHECK(tp__broadcast_shapes(a->ndim, a->sizes, b->ndim, b->sizes, nd, sizes) == TP_OK, TP_ERR_SHAPE,
+    tp_sdim ad[TP_MAX_DIMS], bd[TP_MAX_DIMS];
+    tp__dims(a, ad);
+    tp__dims(b, bd);
+    TP_CHECK(tp__dims_broadcast(a->ndim, ad, b->ndim, bd, nd, ad) == TP_OK, TP_ERR_SHAPE,
              "shapes %s and %s cannot be broadcast together", dims_str(a, b1, sizeof b1), dims_str(b, b2, sizeof b2));
+    for (int d = 0; d < *nd; d++) {
+        sizes[d] = ad[d].v;
+        if (dims) dims[d] = ad[d];
+    }
     if (tp__arg_is_none(args, 2)) {
         *dim = -1;
         for (int d = 0; d < a->ndim && *dim < 0; d++)
@@ -894,7 +936,9 @@ static tp_status plan_cross(const tp_value *args, int *dim, int *nd, int64_t *si
     } else {
         TP_TRY(tp__wrap_dim(tp__arg_int(args, 2), a->ndim, dim));
     }
-    TP_CHECK(a->sizes[*dim] == 3 && b->sizes[*dim] == 3, TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eqk(tp__dim(a, *dim), 3, "cross: 3-vectors") &&
+                 tp__dim_eqk(tp__dim(b, *dim), 3, "cross: 3-vectors"),
+             TP_ERR_SHAPE,
              "linalg.cross: inputs dimension %d must have length 3. Got %" PRId64 " and %" PRId64, *dim,
              a->sizes[*dim], b->sizes[*dim]);
     return TP_OK;
@@ -903,15 +947,16 @@ static tp_status plan_cross(const tp_value *args, int *dim, int *nd, int64_t *si
 static tp_status infer_cross(const tp_value *args, tp_value *out) {
     int dim, nd;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(plan_cross(args, &dim, &nd, sizes));
-    return tp__out_tensor(out, tp__arg_tensor(args, 0)->dtype, nd, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    TP_TRY(plan_cross(args, &dim, &nd, sizes, dims));
+    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, nd, dims);
 }
 
 static tp_status kernel_cross(const tp_value *args, tp_value *out) {
     tp_tensor *a = tp__arg_tensor(args, 0), *b = tp__arg_tensor(args, 1), *o = tp__out_at(out, 0);
     int dim, nd;
     int64_t sizes[TP_MAX_DIMS];
-    TP_TRY(plan_cross(args, &dim, &nd, sizes));
+    TP_TRY(plan_cross(args, &dim, &nd, sizes, NULL));
     int64_t es = (int64_t)tp_dtype_size(a->dtype);
     int64_t sa = a->strides[dim] * es, sb = b->strides[dim] * es, so = o->strides[dim] * es;
     /* iterate over the other dims: dim narrowed to one element */
@@ -950,33 +995,34 @@ static tp_status kernel_cross(const tp_value *args, tp_value *out) {
 /* addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1,
  * Scalar alpha=1) = beta * self + alpha * sum_b batch1[b] @ batch2[b], self
  * broadcast to [n, p] (ignored when beta is 0); one dtype. */
-static tp_status plan_addbmm(const tp_value *args, int64_t *sizes) {
+static tp_status plan_addbmm(const tp_value *args, tp_sdim *sizes) {
     const tp_tensor *self = tp__arg_tensor(args, 0), *b1 = tp__arg_tensor(args, 1), *b2 = tp__arg_tensor(args, 2);
     TP_CHECK(b1->ndim == 3, TP_ERR_SHAPE, "batch1 must be a 3D tensor");
     TP_CHECK(b2->ndim == 3, TP_ERR_SHAPE, "batch2 must be a 3D tensor");
-    TP_CHECK(b1->sizes[0] == b2->sizes[0], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(b1, 0), tp__dim(b2, 0), "batch1 and batch2: same number of batches"), TP_ERR_SHAPE,
              "batch1 and batch2 must have same number of batches, got %" PRId64 " and %" PRId64, b1->sizes[0],
              b2->sizes[0]);
-    TP_CHECK(b1->sizes[2] == b2->sizes[1], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(b1, 2), tp__dim(b2, 1), "batch1.shape[2] == batch2.shape[1]"), TP_ERR_SHAPE,
              "Incompatible matrix sizes for bmm (%" PRId64 "x%" PRId64 " and %" PRId64 "x%" PRId64 ")", b1->sizes[1],
              b1->sizes[2], b2->sizes[1], b2->sizes[2]);
     TP_CHECK(self->dtype == b1->dtype && b1->dtype == b2->dtype, TP_ERR_TYPE,
              "self and mat2 must have the same dtype");
     if (b1->dtype == TP_BOOL) return not_implemented_for("addbmm", b1->dtype);
-    sizes[0] = b1->sizes[1];
-    sizes[1] = b2->sizes[2];
+    sizes[0] = tp__dim(b1, 1);
+    sizes[1] = tp__dim(b2, 2);
     return check_expand(self, 2, sizes);
 }
 
 static tp_status infer_addbmm(const tp_value *args, tp_value *out) {
-    int64_t sizes[2];
+    tp_sdim sizes[2];
     TP_TRY(plan_addbmm(args, sizes));
-    return tp__out_tensor(out, tp__arg_tensor(args, 1)->dtype, 2, sizes);
+    return tp__out_dims(out, tp__arg_tensor(args, 1)->dtype, 2, sizes);
 }
 
 static tp_status kernel_addbmm(const tp_value *args, tp_value *out) {
-    int64_t sizes[2];
-    TP_TRY(plan_addbmm(args, sizes));
+    tp_sdim dims[2];
+    TP_TRY(plan_addbmm(args, dims));
+    int64_t sizes[2] = {dims[0].v, dims[1].v};
     tp_tensor *self = tp__arg_tensor(args, 0), *b1 = tp__arg_tensor(args, 1), *b2 = tp__arg_tensor(args, 2);
     tp_tensor *o = tp__out_at(out, 0), *sv;
     TP_TRY(tp_tensor_expand(self, 2, sizes, &sv));
@@ -1044,6 +1090,7 @@ static bool is_f32_f64(tp_dtype d) { return d == TP_FLOAT32 || d == TP_FLOAT64; 
 typedef struct mat_batch {
     int nb;
     int64_t sizes[TP_MAX_DIMS];
+    tp_sdim dims[TP_MAX_DIMS]; /* sizes as dims (dim.h) */
     int64_t count;
 } mat_batch;
 
@@ -1051,18 +1098,18 @@ static tp_status batch_broadcast(mat_batch *bt, int n, const tp_tensor *const *t
     bt->nb = 0;
     for (int k = 0; k < n; k++)
         if (lead[k] > bt->nb) bt->nb = lead[k];
-    for (int d = 0; d < bt->nb; d++) bt->sizes[d] = 1;
+    for (int d = 0; d < bt->nb; d++) bt->dims[d] = tp__dimk(1);
     for (int k = 0; k < n; k++)
         for (int d = 0; d < lead[k]; d++) {
             int bd = bt->nb - lead[k] + d;
-            int64_t s = ts[k]->sizes[d];
-            if (s == 1) continue;
-            TP_CHECK(bt->sizes[bd] == 1 || bt->sizes[bd] == s, TP_ERR_SHAPE,
+            tp_sdim r;
+            TP_CHECK(tp__dim_broadcast(bt->dims[bd], tp__dim(ts[k], d), &r), TP_ERR_SHAPE,
                      "The size of tensor a (%" PRId64 ") must match the size of tensor b (%" PRId64
                      ") at non-singleton dimension %d",
-                     bt->sizes[bd], s, bd);
-            bt->sizes[bd] = s;
+                     bt->dims[bd].v, ts[k]->sizes[d], bd);
+            bt->dims[bd] = r;
         }
+    for (int d = 0; d < bt->nb; d++) bt->sizes[d] = bt->dims[d].v;
     bt->count = 1;
     for (int d = 0; d < bt->nb; d++) bt->count *= bt->sizes[d];
     return TP_OK;
@@ -1125,7 +1172,7 @@ static tp_status check_square(const tp_tensor *t, const char *fn, bool need_floa
         TP_CHECK(is_f32_f64(t->dtype), TP_ERR_TYPE, "%s: Low precision dtypes not supported. Got %s", fn,
                  torch_type(t->dtype));
     }
-    TP_CHECK(t->sizes[t->ndim - 1] == t->sizes[t->ndim - 2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(t, t->ndim - 2), tp__dim(t, t->ndim - 1), "square matrices"), TP_ERR_SHAPE,
              "%s: A must be batches of square matrices, but they are %" PRId64 " by %" PRId64 " matrices", fn,
              t->sizes[t->ndim - 2], t->sizes[t->ndim - 1]);
     return TP_OK;
@@ -1249,7 +1296,7 @@ static tp_status singular_error(const char *fn, const tp_tensor *t, int64_t b, i
 static tp_status infer_inverse(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_square(t, "linalg.inv", true));
-    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+    return tp__out_like(out, t->dtype, t);
 }
 
 static tp_status kernel_inverse(const tp_value *args, tp_value *out) {
@@ -1278,15 +1325,15 @@ static tp_status kernel_inverse(const tp_value *args, tp_value *out) {
 static tp_status infer_logdet(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_square(t, "logdet", true));
-    return tp__out_tensor(out, t->dtype, t->ndim - 2, t->sizes);
+    return batch_out(out, t->dtype, t);
 }
 
 static tp_status infer_slogdet(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_square(t, "linalg.slogdet", true));
     TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(tp_value_at(out, 0), t->dtype, t->ndim - 2, t->sizes));
-    return tp__out_tensor(tp_value_at(out, 1), t->dtype, t->ndim - 2, t->sizes);
+    TP_TRY(batch_out(tp_value_at(out, 0), t->dtype, t));
+    return batch_out(tp_value_at(out, 1), t->dtype, t);
 }
 
 static tp_status run_slogdet(const tp_value *args, tp_value *out, bool tuple) {
@@ -1345,7 +1392,7 @@ static tp_status check_matrix_power(const tp_value *args) {
 static tp_status infer_matrix_power(const tp_value *args, tp_value *out) {
     TP_TRY(check_matrix_power(args));
     const tp_tensor *t = tp__arg_tensor(args, 0);
-    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+    return tp__out_like(out, t->dtype, t);
 }
 
 static void matmul_sq_i64(const int64_t *a, const int64_t *b, int64_t *c, int64_t n) {
@@ -1441,7 +1488,7 @@ static tp_status infer_cholesky(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_square(t, "cholesky", false));
     TP_TRY(check_float_lapack(t, "cholesky_cpu"));
-    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+    return tp__out_like(out, t->dtype, t);
 }
 
 /* Factor the lower triangle of the n x n a in place into L (zeros above);
@@ -1510,7 +1557,7 @@ static tp_status infer_cholesky_inverse(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_square(t, "cholesky_inverse", false));
     TP_TRY(check_float_lapack(t, "cholesky_inverse_out_cpu"));
-    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+    return tp__out_like(out, t->dtype, t);
 }
 
 static tp_status kernel_cholesky_inverse(const tp_value *args, tp_value *out) {
@@ -1569,10 +1616,10 @@ static tp_status check_solve(const tp_tensor *b, const tp_tensor *a, const char 
     TP_CHECK(b->dtype == a->dtype, TP_ERR_TYPE,
              "Expected b and A to have the same dtype, but found b of type %s and A of type %s instead.",
              torch_type(b->dtype), torch_type(a->dtype));
-    TP_CHECK(a->sizes[a->ndim - 1] == a->sizes[a->ndim - 2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(a, a->ndim - 2), tp__dim(a, a->ndim - 1), "square matrices"), TP_ERR_SHAPE,
              "A must be batches of square matrices, but they are %" PRId64 " by %" PRId64 " matrices",
              a->sizes[a->ndim - 2], a->sizes[a->ndim - 1]);
-    TP_CHECK(a->sizes[a->ndim - 1] == b->sizes[b->ndim - 2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(a, a->ndim - 1), tp__dim(b, b->ndim - 2), "A's columns == b's rows"), TP_ERR_SHAPE,
              "Incompatible matrix sizes for %s: each A matrix is %" PRId64 " by %" PRId64
              " but each b matrix is %" PRId64 " by %" PRId64,
              fn, a->sizes[a->ndim - 2], a->sizes[a->ndim - 1], b->sizes[b->ndim - 2], b->sizes[b->ndim - 1]);
@@ -1582,11 +1629,13 @@ static tp_status check_solve(const tp_tensor *b, const tp_tensor *a, const char 
     return batch_broadcast(bt, 2, ts, lead);
 }
 
-/* Output sizes: the batch, then rows x cols. */
-static void batch_sizes(const mat_batch *bt, int64_t rows, int64_t cols, int64_t *sizes) {
-    for (int d = 0; d < bt->nb; d++) sizes[d] = bt->sizes[d];
-    sizes[bt->nb] = rows;
-    sizes[bt->nb + 1] = cols;
+/* A meta tensor of the batch, then m's matrix dims. */
+static tp_status batch_matrix_out(tp_value *out, tp_dtype dtype, const mat_batch *bt, const tp_tensor *m) {
+    tp_sdim dims[TP_MAX_DIMS + 2];
+    for (int d = 0; d < bt->nb; d++) dims[d] = bt->dims[d];
+    dims[bt->nb] = tp__dim(m, m->ndim - 2);
+    dims[bt->nb + 1] = tp__dim(m, m->ndim - 1);
+    return tp__out_dims(out, dtype, bt->nb + 2, dims);
 }
 
 /* cholesky_solve(Tensor self, Tensor input2, bool upper=False): x with
@@ -1595,9 +1644,7 @@ static tp_status infer_cholesky_solve(const tp_value *args, tp_value *out) {
     const tp_tensor *b = tp__arg_tensor(args, 0), *a = tp__arg_tensor(args, 1);
     mat_batch bt;
     TP_TRY(check_solve(b, a, "cholesky_solve", "cholesky_solve_cpu", &bt));
-    int64_t sizes[TP_MAX_DIMS + 2];
-    batch_sizes(&bt, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1], sizes);
-    return tp__out_tensor(out, b->dtype, bt.nb + 2, sizes);
+    return batch_matrix_out(out, b->dtype, &bt, b);
 }
 
 static tp_status kernel_cholesky_solve(const tp_value *args, tp_value *out) {
@@ -1630,12 +1677,9 @@ static tp_status infer_triangular_solve(const tp_value *args, tp_value *out) {
     const tp_tensor *b = tp__arg_tensor(args, 0), *a = tp__arg_tensor(args, 1);
     mat_batch bt;
     TP_TRY(check_solve(b, a, "triangular_solve", "triangular_solve_cpu", &bt));
-    int64_t sizes[TP_MAX_DIMS + 2];
     TP_TRY(tp__out_tuple(out, 2));
-    batch_sizes(&bt, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1], sizes);
-    TP_TRY(tp__out_tensor(tp_value_at(out, 0), b->dtype, bt.nb + 2, sizes));
-    batch_sizes(&bt, a->sizes[a->ndim - 2], a->sizes[a->ndim - 1], sizes);
-    return tp__out_tensor(tp_value_at(out, 1), a->dtype, bt.nb + 2, sizes);
+    TP_TRY(batch_matrix_out(tp_value_at(out, 0), b->dtype, &bt, b));
+    return batch_matrix_out(tp_value_at(out, 1), a->dtype, &bt, a);
 }
 
 static tp_status kernel_triangular_solve(const tp_value *args, tp_value *out) {
@@ -1676,7 +1720,7 @@ static tp_status check_matrix_exp(const tp_tensor *t) {
 static tp_status infer_matrix_exp(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_matrix_exp(t));
-    return tp__out_tensor(out, t->dtype, t->ndim, t->sizes);
+    return tp__out_like(out, t->dtype, t);
 }
 
 static tp_status kernel_matrix_exp(const tp_value *args, tp_value *out) {
@@ -1743,11 +1787,11 @@ static tp_status check_pinv(const tp_tensor *t) {
 static tp_status infer_pinverse(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_pinv(t));
-    int64_t sizes[TP_MAX_DIMS];
-    memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
-    sizes[t->ndim - 2] = t->sizes[t->ndim - 1];
-    sizes[t->ndim - 1] = t->sizes[t->ndim - 2];
-    return tp__out_tensor(out, t->dtype, t->ndim, sizes);
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(t, dims);
+    dims[t->ndim - 2] = tp__dim(t, t->ndim - 1);
+    dims[t->ndim - 1] = tp__dim(t, t->ndim - 2);
+    return tp__out_dims(out, t->dtype, t->ndim, dims);
 }
 
 /* Pseudo-inverse of the m x n row-major a (m >= n) into p (n x m); u is
@@ -1836,7 +1880,7 @@ static tp_status kernel_pinverse(const tp_value *args, tp_value *out) {
  * self, LU and 1-based int32 pivots as lu_factor gives them (getrs). */
 static tp_status check_lu_solve(const tp_tensor *b, const tp_tensor *lu, const tp_tensor *piv, mat_batch *bt) {
     TP_CHECK(lu->ndim >= 2, TP_ERR_SHAPE, "linalg.lu_solve: The input tensor LU must have at least 2 dimensions.");
-    TP_CHECK(lu->sizes[lu->ndim - 1] == lu->sizes[lu->ndim - 2], TP_ERR_SHAPE,
+    TP_CHECK(tp__dim_eq(tp__dim(lu, lu->ndim - 2), tp__dim(lu, lu->ndim - 1), "square matrices"), TP_ERR_SHAPE,
              "torch.linalg.lu_solve: A must be batches of square matrices, but they are %" PRId64 " by %" PRId64
              " matrices",
              lu->sizes[lu->ndim - 2], lu->sizes[lu->ndim - 1]);
@@ -1852,14 +1896,15 @@ static tp_status check_lu_solve(const tp_tensor *b, const tp_tensor *lu, const t
     TP_CHECK(piv->dtype == TP_INT32, TP_ERR_TYPE,
              "linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32");
     int64_t n = lu->sizes[lu->ndim - 1];
-    TP_CHECK(b->sizes[b->ndim - 2] == n, TP_ERR_SHAPE,
+    tp_sdim nd = tp__dim(lu, lu->ndim - 1);
+    TP_CHECK(tp__dim_eq(tp__dim(b, b->ndim - 2), nd, "LU's columns == B's rows"), TP_ERR_SHAPE,
              "linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B (%" PRId64 "x%" PRId64
              " and %" PRId64 "x%" PRId64 ")",
              n, n, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1]);
-    TP_CHECK(piv->ndim == lu->ndim - 1 && piv->sizes[piv->ndim - 1] == n, TP_ERR_SHAPE,
+    TP_CHECK(piv->ndim == lu->ndim - 1 && tp__dim_eq(tp__dim(piv, piv->ndim - 1), nd, "pivots per matrix"), TP_ERR_SHAPE,
              "linalg.lu_solve: Number of pivots per batch should be same as the dimension of the matrix");
     for (int d = 0; d < lu->ndim - 2; d++)
-        TP_CHECK(piv->sizes[d] == lu->sizes[d], TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(tp__dim(piv, d), tp__dim(lu, d), "LU and pivots' batch dims"), TP_ERR_SHAPE,
                  "linalg.lu_solve: Expected LU and pivots to have the same batch dimensions");
     const tp_tensor *ts[2] = {b, lu};
     int lead[2] = {b->ndim - 2, lu->ndim - 2};
@@ -1870,9 +1915,7 @@ static tp_status infer_lu_solve(const tp_value *args, tp_value *out) {
     const tp_tensor *b = tp__arg_tensor(args, 0), *lu = tp__arg_tensor(args, 1), *piv = tp__arg_tensor(args, 2);
     mat_batch bt;
     TP_TRY(check_lu_solve(b, lu, piv, &bt));
-    int64_t sizes[TP_MAX_DIMS + 2];
-    batch_sizes(&bt, b->sizes[b->ndim - 2], b->sizes[b->ndim - 1], sizes);
-    return tp__out_tensor(out, b->dtype, bt.nb + 2, sizes);
+    return batch_matrix_out(out, b->dtype, &bt, b);
 }
 
 static tp_status kernel_lu_solve(const tp_value *args, tp_value *out) {
@@ -1982,13 +2025,14 @@ static tp_status check_geqrf(const tp_tensor *t) {
 static tp_status infer_geqrf(const tp_value *args, tp_value *out) {
     const tp_tensor *t = tp__arg_tensor(args, 0);
     TP_TRY(check_geqrf(t));
-    int64_t sizes[TP_MAX_DIMS];
-    memcpy(sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
-    int64_t m = t->sizes[t->ndim - 2], n = t->sizes[t->ndim - 1];
-    sizes[t->ndim - 2] = m < n ? m : n;
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(t, dims);
+    tp_sdim m = dims[t->ndim - 2], n = dims[t->ndim - 1];
+    if (!tp__dim_is_const(m) || !tp__dim_is_const(n)) tp__dim_give_up(); /* min() of a dynamic size */
+    dims[t->ndim - 2] = tp__dimk(m.v < n.v ? m.v : n.v);
     TP_TRY(tp__out_tuple(out, 2));
-    TP_TRY(tp__out_tensor(tp_value_at(out, 0), t->dtype, t->ndim, t->sizes));
-    return tp__out_tensor(tp_value_at(out, 1), t->dtype, t->ndim - 1, sizes);
+    TP_TRY(tp__out_like(tp_value_at(out, 0), t->dtype, t));
+    return tp__out_dims(tp_value_at(out, 1), t->dtype, t->ndim - 1, dims);
 }
 
 /* tau of batch element b: a vector at the end of t's batch dims */
@@ -2031,9 +2075,12 @@ static tp_status kernel_geqrf(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* a >= b (a guard, dim.h). */
+static bool dim_ge_dim(tp_sdim a, tp_sdim b, const char *what) { return tp__dim_ge(tp__dim_sub(a, b), 0, what); }
+
 static tp_status check_tau_batch(const tp_tensor *in, const tp_tensor *tau, const char *fn) {
     for (int d = 0; d < in->ndim - 2; d++)
-        TP_CHECK(tau->sizes[d] == in->sizes[d], TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(tp__dim(tau, d), tp__dim(in, d), "tau's batch dims == input's"), TP_ERR_SHAPE,
                  "%s: Expected batch dimensions of tau to be equal to input.shape[:-2]", fn);
     return TP_OK;
 }
@@ -2042,9 +2089,11 @@ static tp_status check_tau_batch(const tp_tensor *in, const tp_tensor *tau, cons
 static tp_status check_orgqr(const tp_tensor *in, const tp_tensor *tau) {
     const char *fn = "torch.linalg.householder_product";
     TP_CHECK(in->ndim >= 2, TP_ERR_SHAPE, "%s: input must have at least 2 dimensions.", fn);
-    TP_CHECK(in->sizes[in->ndim - 2] >= in->sizes[in->ndim - 1], TP_ERR_SHAPE,
-             "%s: input.shape[-2] must be greater than or equal to input.shape[-1]", fn);
-    TP_CHECK(tau->ndim >= 1 && in->sizes[in->ndim - 1] >= tau->sizes[tau->ndim - 1], TP_ERR_SHAPE,
+    TP_CHECK(dim_ge_dim(tp__dim(in, in->ndim - 2), tp__dim(in, in->ndim - 1), "input.shape[-2] >= input.shape[-1]"),
+             TP_ERR_SHAPE, "%s: input.shape[-2] must be greater than or equal to input.shape[-1]", fn);
+    TP_CHECK(tau->ndim >= 1 && dim_ge_dim(tp__dim(in, in->ndim - 1), tp__dim(tau, tau->ndim - 1),
+                                          "input.shape[-1] >= tau.shape[-1]"),
+             TP_ERR_SHAPE,
              "%s: input.shape[-1] must be greater than or equal to tau.shape[-1]", fn);
     TP_CHECK(in->ndim - tau->ndim == 1, TP_ERR_SHAPE,
              "%s: Expected tau to have one dimension less than input, but got tau.ndim equal to %d and input.ndim is "
@@ -2059,7 +2108,7 @@ static tp_status check_orgqr(const tp_tensor *in, const tp_tensor *tau) {
 static tp_status infer_orgqr(const tp_value *args, tp_value *out) {
     const tp_tensor *in = tp__arg_tensor(args, 0), *tau = tp__arg_tensor(args, 1);
     TP_TRY(check_orgqr(in, tau));
-    return tp__out_tensor(out, in->dtype, in->ndim, in->sizes);
+    return tp__out_like(out, in->dtype, in);
 }
 
 static tp_status kernel_orgqr(const tp_value *args, tp_value *out) {
@@ -2091,12 +2140,12 @@ static tp_status check_ormqr(const tp_value *args) {
     bool left = tp__arg_bool(args, 3);
     TP_CHECK(in->ndim >= 2, TP_ERR_SHAPE, "torch.ormqr: input must have at least 2 dimensions.");
     TP_CHECK(c->ndim >= 2, TP_ERR_SHAPE, "torch.ormqr: other must have at least 2 dimensions.");
-    int64_t cs = c->sizes[c->ndim - (left ? 2 : 1)], ntau = tau->ndim ? tau->sizes[tau->ndim - 1] : 1;
-    TP_CHECK(cs >= ntau, TP_ERR_SHAPE, "torch.ormqr: other.shape[%d] must be greater than or equal to tau.shape[-1]",
-             left ? -2 : -1);
-    TP_CHECK(cs == in->sizes[in->ndim - 2], TP_ERR_SHAPE, "torch.ormqr: other.shape[%d] must be equal to input.shape[-2]",
-             left ? -2 : -1);
-    TP_CHECK(ntau <= in->sizes[in->ndim - 1], TP_ERR_SHAPE,
+    tp_sdim cs = tp__dim(c, c->ndim - (left ? 2 : 1)), ntau = tau->ndim ? tp__dim(tau, tau->ndim - 1) : tp__dimk(1);
+    TP_CHECK(dim_ge_dim(cs, ntau, "ormqr: other's size >= tau.shape[-1]"), TP_ERR_SHAPE,
+             "torch.ormqr: other.shape[%d] must be greater than or equal to tau.shape[-1]", left ? -2 : -1);
+    TP_CHECK(tp__dim_eq(cs, tp__dim(in, in->ndim - 2), "ormqr: other's size == input.shape[-2]"), TP_ERR_SHAPE,
+             "torch.ormqr: other.shape[%d] must be equal to input.shape[-2]", left ? -2 : -1);
+    TP_CHECK(dim_ge_dim(tp__dim(in, in->ndim - 1), ntau, "ormqr: tau.shape[-1] <= input.shape[-1]"), TP_ERR_SHAPE,
              "torch.ormqr: tau.shape[-1] must be less than or equal to input.shape[-1]");
     TP_CHECK(in->ndim - tau->ndim == 1, TP_ERR_SHAPE,
              "torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim equal to %d and "
@@ -2108,7 +2157,7 @@ static tp_status check_ormqr(const tp_value *args) {
              c->ndim, in->ndim);
     TP_TRY(check_tau_batch(in, tau, "torch.ormqr"));
     for (int d = 0; d < in->ndim - 2; d++)
-        TP_CHECK(c->sizes[d] == in->sizes[d], TP_ERR_SHAPE,
+        TP_CHECK(tp__dim_eq(tp__dim(c, d), tp__dim(in, d), "ormqr: other's batch dims == input's"), TP_ERR_SHAPE,
                  "torch.ormqr: Expected batch dimensions of other to be equal to input.shape[:-2]");
     TP_CHECK(in->dtype == tau->dtype, TP_ERR_TYPE,
              "torch.ormqr: Expected input and tau to have the same dtype, but input has dtype%s and tau has dtype %s",
@@ -2123,7 +2172,7 @@ static tp_status check_ormqr(const tp_value *args) {
 static tp_status infer_ormqr(const tp_value *args, tp_value *out) {
     TP_TRY(check_ormqr(args));
     const tp_tensor *c = tp__arg_tensor(args, 2);
-    return tp__out_tensor(out, c->dtype, c->ndim, c->sizes);
+    return tp__out_like(out, c->dtype, c);
 }
 
 static tp_status kernel_ormqr(const tp_value *args, tp_value *out) {
