@@ -3504,9 +3504,38 @@ static tp_status map_topk(ox_ctx *c) {
     return st;
 }
 
+/* Einsum with an ellipsis or a repeated subscript in one operand
+ * (diagonals): the einsum op itself (src/cpu/einsum.c), which takes both.
+ * Operands must share a dtype there, as ONNX requires. */
+static tp_status einsum_op(ox_ctx *c, const char *eq) {
+    tp_value list, eqv = tp_value_none(), r = tp_value_none();
+    TP_TRY(tp_value_list(0, &list));
+    tp_status st = TP_OK;
+    for (int i = 0; i < ox_n_in(c) && st == TP_OK; i++) {
+        const tp_value *xi;
+        st = need(c, i, &xi);
+        tp_value cp = tp_value_none();
+        if (st == TP_OK) st = tp_value_copy(xi, &cp);
+        if (st == TP_OK) st = tp_value_append(&list, &cp);
+        if (st != TP_OK) tp_value_clear(&cp); /* not taken over when append fails */
+    }
+    if (st == TP_OK) st = tp_value_str(eq, &eqv);
+    if (st != TP_OK) {
+        tp_value_clear(&list);
+        return st;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, eqv);
+    ox_arg(&A, list);
+    TP_TRY(ox_call(c, TP_OP_EINSUM, &A, &r));
+    return set_out(c, &r);
+}
+
 /* Einsum without ellipsis or repeated subscripts in one operand: permute
  * and reshape every operand onto all subscripts (output ones first),
- * multiply with broadcasting, sum the others away. */
+ * multiply with broadcasting, sum the others away. The other forms go to
+ * the einsum op (einsum_op). */
 static tp_status map_einsum(ox_ctx *c) {
     char eq[256];
     if (!ox_attr_s(c, "equation", NULL, eq, sizeof eq)) return ox_bad(c, "missing attribute 'equation'");
@@ -3515,7 +3544,7 @@ static tp_status map_einsum(ox_ctx *c) {
     for (const char *p = eq; *p && n + 1 < sizeof clean; p++)
         if (*p != ' ') clean[n++] = *p;
     clean[n] = '\0';
-    if (strstr(clean, "...")) return ox_unsupported(c, "ellipsis in equation '%s'", eq);
+    if (strstr(clean, "...")) return einsum_op(c, eq);
     char *arrow = strstr(clean, "->");
     char out_sub[64] = "";
     if (arrow) {
@@ -3535,7 +3564,7 @@ static tp_status map_einsum(ox_ctx *c) {
         for (const char *p = subs[i]; *p; p++) {
             if ((unsigned char)*p >= 128 || !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
                 return ox_bad(c, "bad subscript in '%s'", eq);
-            if (strchr(p + 1, *p)) return ox_unsupported(c, "repeated subscript '%c' in one operand (diagonal)", *p);
+            if (strchr(p + 1, *p)) return einsum_op(c, eq);
             count[(int)*p]++;
         }
     if (!arrow) { /* implicit output: letters used once, sorted */
