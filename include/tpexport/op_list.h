@@ -390,6 +390,11 @@ TP_OP(ARGSORT, "argsort", onnx_ops)
 /* ONNX: NMS, run-time range (issue #14) */
 TP_OP(NON_MAX_SUPPRESSION, "non_max_suppression", onnx_ops)
 TP_OP(ONNX_RANGE, "onnx_range", onnx_ops)
+/* ONNX: RoiAlign, DFT, STFT, MelWeightMatrix (issue #14) */
+TP_OP(ONNX_ROI_ALIGN, "onnx_roi_align", signal)
+TP_OP(ONNX_DFT, "onnx_dft", signal)
+TP_OP(ONNX_STFT, "onnx_stft", signal)
+TP_OP(ONNX_MEL_WEIGHT_MATRIX, "onnx_mel_weight_matrix", signal)
 /* symbolic ints */
 TP_OP(SYM_SIZE, "sym_size", symint)
 TP_OP(SYM_ADD, "sym_add", symint)

@@ -1199,6 +1199,14 @@ static const tp_serde_op_entry g_table[] = {
     FNW("tpexport.onnx", "non_max_suppression", NON_MAX_SUPPRESSION,
         "boxes,scores,max_output_boxes_per_class,iou_threshold,score_threshold,center_point_box"),
     FNW("tpexport.onnx", "range", ONNX_RANGE, "start,limit,delta"),
+    /* ONNX-only ops (issue #14; src/cpu/signal.c): no PyTorch namesake takes
+     * these arguments, so they are written as functions of our own module */
+    FNW("tpexport.onnx", "roi_align", ONNX_ROI_ALIGN,
+        "input,rois,batch_indices,output_height,output_width,sampling_ratio,spatial_scale,mode,aligned"),
+    FNW("tpexport.onnx", "dft", ONNX_DFT, "input,dft_length,axis,inverse,onesided"),
+    FNW("tpexport.onnx", "stft", ONNX_STFT, "signal,frame_step,window,frame_length,onesided"),
+    FNW("tpexport.onnx", "mel_weight_matrix", ONNX_MEL_WEIGHT_MATRIX,
+        "num_mel_bins,dft_length,sample_rate,lower_edge_hertz,upper_edge_hertz,*,dtype"),
 
     /* ---- creation ---- */
     FNW(TF, "zeros", ZEROS, "*size,*,dtype,layout,device,pin_memory,requires_grad:!=False,out:!=None"),

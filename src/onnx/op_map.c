@@ -3504,6 +3504,123 @@ static tp_status map_topk(ox_ctx *c) {
     return st;
 }
 
+/* ---- RoiAlign, DFT, STFT, MelWeightMatrix (issue #14): the onnx_* ops of
+ * src/cpu/signal.c. Their size-giving inputs (dft_length, frame_step,
+ * frame_length, MelWeightMatrix's scalars) must be constants at import. ---- */
+
+/* Input i as one constant int (*present false when absent). */
+static tp_status const_int1(ox_ctx *c, int i, const char *what, int64_t *out, bool *present) {
+    int n;
+    int64_t v[1] = {0};
+    TP_TRY(const_ints(c, i, what, v, 1, &n));
+    *present = n >= 0;
+    if (n == 0) return ox_bad(c, "input '%s' must hold one value", what);
+    *out = v[0];
+    return TP_OK;
+}
+
+static tp_status map_roi_align(ox_ctx *c) {
+    const tp_value *x, *rois, *bi;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &rois));
+    TP_TRY(need(c, 2, &bi));
+    char mb[16], cb[32];
+    const char *mode = ox_attr_s(c, "mode", "avg", mb, sizeof mb);
+    /* opset 10 has no coordinate_transformation_mode: it behaves as output_half_pixel */
+    const char *ctm =
+        ox_attr_s(c, "coordinate_transformation_mode", ox_opset(c) >= 16 ? "half_pixel" : "output_half_pixel", cb,
+                  sizeof cb);
+    if (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel"))
+        return ox_bad(c, "coordinate_transformation_mode '%s'", ctm);
+    if (strcmp(mode, "avg") && strcmp(mode, "max")) return ox_bad(c, "mode '%s'", mode);
+    tp_value mv = tp_value_none(), r = tp_value_none();
+    TP_TRY(tp_value_str(mode, &mv));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ref(&A, rois);
+    ox_arg_ref(&A, bi);
+    ox_arg(&A, tp_value_int(ox_attr_i(c, "output_height", 1)));
+    ox_arg(&A, tp_value_int(ox_attr_i(c, "output_width", 1)));
+    ox_arg(&A, tp_value_int(ox_attr_i(c, "sampling_ratio", 0)));
+    ox_arg(&A, tp_value_float(ox_attr_f(c, "spatial_scale", 1.0)));
+    ox_arg(&A, mv);
+    ox_arg(&A, tp_value_bool(!strcmp(ctm, "half_pixel")));
+    TP_TRY(ox_call(c, TP_OP_ONNX_ROI_ALIGN, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_dft(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t n = 0, axis = ox_opset(c) >= 20 ? -2 : ox_attr_i(c, "axis", 1);
+    bool has_n, has_axis;
+    TP_TRY(const_int1(c, 1, "dft_length", &n, &has_n));
+    if (ox_opset(c) >= 20) {
+        int64_t a;
+        TP_TRY(const_int1(c, 2, "axis", &a, &has_axis));
+        if (has_axis) axis = a;
+    }
+    tp_value r = tp_value_none();
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, has_n ? tp_value_int(n) : tp_value_none());
+    ox_arg(&A, tp_value_int(axis));
+    ox_arg(&A, tp_value_bool(ox_attr_i(c, "inverse", 0) != 0));
+    ox_arg(&A, tp_value_bool(ox_attr_i(c, "onesided", 0) != 0));
+    TP_TRY(ox_call(c, TP_OP_ONNX_DFT, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_stft(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int64_t step = 0, len = 0;
+    bool has_step, has_len;
+    TP_TRY(const_int1(c, 1, "frame_step", &step, &has_step));
+    if (!has_step) return ox_bad(c, "missing input 'frame_step'");
+    TP_TRY(const_int1(c, 3, "frame_length", &len, &has_len));
+    const tp_value *win = ox_in(c, 2);
+    tp_value r = tp_value_none();
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(step));
+    if (win) ox_arg_ref(&A, win);
+    else ox_arg(&A, tp_value_none());
+    ox_arg(&A, has_len ? tp_value_int(len) : tp_value_none());
+    ox_arg(&A, tp_value_bool(ox_attr_i(c, "onesided", 1) != 0));
+    TP_TRY(ox_call(c, TP_OP_ONNX_STFT, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_mel_weight_matrix(ox_ctx *c) {
+    static const char *const names[] = {"num_mel_bins", "dft_length", "sample_rate"};
+    int64_t iv[3];
+    double lo = 0, hi = 0;
+    bool present;
+    for (int i = 0; i < 3; i++) {
+        TP_TRY(const_int1(c, i, names[i], &iv[i], &present));
+        if (!present) return ox_bad(c, "missing input '%s'", names[i]);
+    }
+    TP_TRY(const_f64(c, 3, "lower_edge_hertz", &lo, &present));
+    if (!present) return ox_bad(c, "missing input 'lower_edge_hertz'");
+    TP_TRY(const_f64(c, 4, "upper_edge_hertz", &hi, &present));
+    if (!present) return ox_bad(c, "missing input 'upper_edge_hertz'");
+    tp_dtype dt;
+    TP_TRY(dtype_attr(c, "output_datatype", ox_attr_i(c, "output_datatype", 1), &dt));
+    tp_value r = tp_value_none();
+    ox_args A;
+    ox_args_init(&A);
+    for (int i = 0; i < 3; i++) ox_arg(&A, tp_value_int(iv[i]));
+    ox_arg(&A, tp_value_float(lo));
+    ox_arg(&A, tp_value_float(hi));
+    ox_kw(&A, "dtype", tp_value_dtype(dt));
+    TP_TRY(ox_call(c, TP_OP_ONNX_MEL_WEIGHT_MATRIX, &A, &r));
+    return set_out(c, &r);
+}
+
 /* Einsum with an ellipsis or a repeated subscript in one operand
  * (diagonals): the einsum op itself (src/cpu/einsum.c), which takes both.
  * Operands must share a dtype there, as ONNX requires. */
@@ -4585,6 +4702,10 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "Compress")) return map_compress(c);
     if (!strcmp(op, "Unique")) return map_unique(c);
     if (!strcmp(op, "TopK")) return map_topk(c);
+    if (!strcmp(op, "RoiAlign")) return map_roi_align(c);
+    if (!strcmp(op, "DFT")) return map_dft(c);
+    if (!strcmp(op, "STFT")) return map_stft(c);
+    if (!strcmp(op, "MelWeightMatrix")) return map_mel_weight_matrix(c);
     if (!strcmp(op, "MatMulInteger")) return map_matmul_integer(c);
     if (!strcmp(op, "ConvInteger")) return map_conv_integer(c);
     if (!strcmp(op, "QLinearMatMul")) return map_qlinear(c, false);

@@ -154,6 +154,7 @@ TP_FAMILY(advindex)
 TP_FAMILY(loss)
 TP_FAMILY(create)
 TP_FAMILY(onnx_ops)
+TP_FAMILY(signal)
 TP_FAMILY(symint)
 TP_FAMILY(fast)
 #undef TP_FAMILY

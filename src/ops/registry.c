@@ -87,6 +87,7 @@ static void init_once(void) {
     tp__register_index_ops();
     tp__register_create_ops();
     tp__register_onnx_ops_ops();
+    tp__register_signal_ops();
     tp__register_symint_ops();
     tp__register_advindex_ops();
     tp__register_loss_ops();
