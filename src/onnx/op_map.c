@@ -2924,8 +2924,18 @@ static void cubic_coeffs(double r, double A, double c[4]) {
     c[3] = ((A * u - 5 * A) * u + 8 * A) * u - 4 * A;
 }
 
+/* tf_crop_and_resize: output o of out samples the crop [start, end] (roi,
+ * normalised) of the input's in positions; outside [0, in - 1] the output is
+ * the extrapolation value (valid[o] = false). */
+static double crop_coord(double x, int64_t in, int64_t out, double start, double end) {
+    if (out > 1) return start * (double)(in - 1) + x * (end - start) * (double)(in - 1) / (double)(out - 1);
+    return 0.5 * (start + end) * (double)(in - 1);
+}
+
+/* crop: {start, end} of this dim for tf_crop_and_resize, else NULL; valid
+ * (out entries) is then filled. */
 static tp_status resize_dim(ox_ctx *c, tp_value *v, int dim, int64_t out, double scale, const char *mode,
-                            const char *ctm, const char *nm, double A, bool exclude) {
+                            const char *ctm, const char *nm, double A, bool exclude, const double *crop, bool *valid) {
     int nd = rank_of(v);
     int64_t in = sizes_of(v)[dim];
     int taps = !strcmp(mode, "nearest") ? 1 : !strcmp(mode, "linear") ? 2 : 4;
@@ -2939,7 +2949,11 @@ static tp_status resize_dim(ox_ctx *c, tp_value *v, int dim, int64_t out, double
         return tp_error(TP_ERR_NOMEM, "out of memory");
     }
     for (int64_t o = 0; o < out; o++) {
-        double x = resize_coord(ctm, (double)o, scale, in, out_len);
+        double x = crop ? crop_coord((double)o, in, out, crop[0], crop[1]) : resize_coord(ctm, (double)o, scale, in, out_len);
+        if (crop) {
+            valid[o] = x >= 0 && x <= (double)(in - 1);
+            if (!valid[o]) x = 0; /* any in-range taps: the value is replaced */
+        }
         if (taps == 1) {
             int64_t i = resize_nearest(nm, x);
             idx[o] = i < 0 ? 0 : i >= in ? in - 1 : i;
@@ -3029,8 +3043,8 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
     bool exclude = ox_attr_i(c, "exclude_outside", 0) != 0;
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
         return ox_unsupported(c, "mode '%s'", mode);
-    if (!strcmp(ctm, "tf_crop_and_resize")) return ox_unsupported(c, "coordinate mode 'tf_crop_and_resize'");
-    if (strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel") && strcmp(ctm, "align_corners") &&
+    bool crop = !strcmp(ctm, "tf_crop_and_resize");
+    if (!crop && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel") && strcmp(ctm, "align_corners") &&
         strcmp(ctm, "asymmetric") && strcmp(ctm, "tf_half_pixel_for_nn"))
         return ox_unsupported(c, "coordinate mode '%s'", ctm);
     if (strcmp(nm, "round_prefer_floor") && strcmp(nm, "round_prefer_ceil") && strcmp(nm, "floor") && strcmp(nm, "ceil"))
@@ -3058,6 +3072,21 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
         for (int i = 0; i < ns; i++) scales[i] = tp_tensor_item_f64(t, i);
     }
     if (!old) TP_TRY(const_ints(c, 3, "sizes", sizes, TP_MAX_DIMS, &nz));
+    double roi[2 * TP_MAX_DIMS];
+    if (crop) { /* roi: starts then ends of every dim, normalised */
+        const tp_value *rv = ox_in(c, 1);
+        tp_tensor *rt = rv ? ox_const(rv) : NULL;
+        if (rv && !rt) {
+            ox_note_need_constant(c, rv);
+            return ox_unsupported(c, "input 'roi' must be a constant (known when importing)");
+        }
+        if (!rt || tp_tensor_numel(rt) != 2 * nd)
+            return ox_bad(c, "tf_crop_and_resize needs input 'roi' with %d values (starts and ends of %d dims), got %" PRId64,
+                          2 * nd, nd, rt ? tp_tensor_numel(rt) : 0);
+        for (int i = 0; i < 2 * nd; i++) roi[i] = tp_tensor_item_f64(rt, i);
+        for (int i = 0; i < 2 * nd; i++)
+            if (!isfinite(roi[i])) return ox_bad(c, "roi value %d is not finite", i);
+    }
     int64_t out[TP_MAX_DIMS];
     if (nz == nd) {
         for (int i = 0; i < nd; i++) {
@@ -3074,21 +3103,68 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
     } else {
         return ox_bad(c, "needs scales or sizes for every dim");
     }
-    tp_value v;
+    tp_value v, mask = tp_value_none();
     TP_TRY(tp_value_copy(x, &v));
-    for (int d = 0; d < nd; d++) {
-        bool identity = out[d] == sizes_of(x)[d] && scales[d] == 1.0 && strcmp(ctm, "tf_half_pixel_for_nn") != 0;
+    tp_status st = TP_OK;
+    for (int d = 0; d < nd && st == TP_OK; d++) {
+        bool identity = out[d] == sizes_of(x)[d] && scales[d] == 1.0 && strcmp(ctm, "tf_half_pixel_for_nn") != 0 &&
+                        (!crop || (roi[d] == 0 && roi[nd + d] == 1));
         if (identity) continue;
         if (out[d] < 0 || !(scales[d] > 0) || (out[d] > 0 && sizes_of(x)[d] == 0)) {
-            tp_value_clear(&v);
-            return ox_bad(c, "output size %" PRId64 " (scale %g) for dim %d of size %" PRId64 " is invalid", out[d],
-                          scales[d], d, sizes_of(x)[d]);
+            st = ox_bad(c, "output size %" PRId64 " (scale %g) for dim %d of size %" PRId64 " is invalid", out[d],
+                        scales[d], d, sizes_of(x)[d]);
+            break;
         }
-        tp_status st = resize_dim(c, &v, d, out[d], scales[d], mode, ctm, nm, A, exclude);
-        if (st != TP_OK) {
-            tp_value_clear(&v);
-            return st;
+        bool *valid = NULL;
+        if (crop) {
+            st = ox_check_constant(c, TP_BOOL, 1, &out[d]);
+            valid = st == TP_OK ? tp_malloc((size_t)(out[d] ? out[d] : 1)) : NULL;
+            if (st == TP_OK && !valid) st = tp_error(TP_ERR_NOMEM, "out of memory");
         }
+        double cr[2] = {crop ? roi[d] : 0, crop ? roi[nd + d] : 0};
+        if (st == TP_OK) st = resize_dim(c, &v, d, out[d], scales[d], mode, ctm, nm, A, exclude, crop ? cr : NULL, valid);
+        bool all = true;
+        for (int64_t o = 0; valid && st == TP_OK && o < out[d]; o++) all = all && valid[o];
+        if (valid && st == TP_OK && !all) { /* mask &= valid, shaped [out, 1, ...] to broadcast over the later dims */
+            int64_t ms[TP_MAX_DIMS];
+            for (int i = 0; i < nd - d; i++) ms[i] = i == 0 ? out[d] : 1;
+            tp_tensor *mt = NULL;
+            st = ox_new_tensor(c, TP_BOOL, nd - d, ms, false, &mt);
+            if (st == TP_OK) memcpy(tp_tensor_data(mt), valid, (size_t)out[d]);
+            tp_value mv = mt ? tp_value_tensor(mt) : tp_value_none(), both = tp_value_none();
+            if (st == TP_OK && mask.kind != TP_VAL_NONE) {
+                st = ox_call2(c, TP_OP_LOGICAL_AND, &mask, &mv, &both);
+                tp_value_clear(&mv);
+                tp_value_clear(&mask);
+                mask = both;
+            } else if (st == TP_OK) {
+                mask = mv;
+            } else {
+                tp_value_clear(&mv);
+            }
+        }
+        tp_free(valid);
+    }
+    if (st == TP_OK && mask.kind != TP_VAL_NONE) { /* outside the input: extrapolation_value */
+        tp_value ev = tp_value_none(), r = tp_value_none();
+        st = ox_scalar_tensor(dtype_of(x), ox_attr_f(c, "extrapolation_value", 0.0), &ev);
+        if (st == TP_OK) {
+            ox_args A2;
+            ox_args_init(&A2);
+            ox_arg_ref(&A2, &mask);
+            ox_arg_ref(&A2, &v);
+            ox_arg(&A2, ev);
+            st = ox_call(c, TP_OP_WHERE, &A2, &r);
+        }
+        if (st == TP_OK) {
+            tp_value_clear(&v);
+            v = r;
+        }
+    }
+    tp_value_clear(&mask);
+    if (st != TP_OK) {
+        tp_value_clear(&v);
+        return st;
     }
     return set_out(c, &v);
 }
