@@ -19,7 +19,8 @@
  *    along dim 1 of [batch, length, 1 | 2], each multiplied by the window
  *    (ones when absent) and transformed; output [batch, frames, bins, 2].
  *  - onnx_mel_weight_matrix: ONNX MelWeightMatrix: [dft_length / 2 + 1,
- *    num_mel_bins] triangular filters on the mel scale.
+ *    num_mel_bins] triangular filters on the mel scale, in any numeric
+ *    dtype (ONNX's output_datatype; float32 by default).
  *
  * The transforms are the direct O(n^2) sum, accumulated in double with the
  * twiddle factors exp(-2 pi i m / n) tabulated once per call for m in
@@ -255,6 +256,7 @@ static tp_status dft_check(const tp_value *args, dft_plan *p) {
         p->n = tp__arg_int(args, 1);
         TP_CHECK(p->n >= 1, TP_ERR_INVALID_ARG, "dft_length must be positive, got %" PRId64, p->n);
     } else {
+        TP_CHECK(p->in_len <= INT64_MAX / 2, TP_ERR_SHAPE, "input dim %d is too long (%" PRId64 ")", p->axis, p->in_len);
         p->n = p->inverse && p->onesided ? 2 * (p->in_len - 1) : p->in_len;
         TP_CHECK(p->n >= 1, TP_ERR_INVALID_ARG, "a transform of length %" PRId64 " (input dim %d has size %" PRId64 ")",
                  p->n, p->axis, p->in_len);
@@ -425,7 +427,7 @@ static tp_status mel_check(const tp_value *args, tp_dtype *dtype) {
     TP_CHECK(lo >= 0 && hi >= lo && isfinite(hi), TP_ERR_INVALID_ARG,
              "need 0 <= lower_edge_hertz <= upper_edge_hertz (finite), got %g and %g", lo, hi);
     *dtype = args[5].kind == TP_VAL_DTYPE ? args[5].u.dtype : TP_FLOAT32;
-    TP_CHECK(tp_dtype_is_float(*dtype), TP_ERR_TYPE, "dtype must be a float dtype, got %s", tp_dtype_name(*dtype));
+    TP_CHECK(*dtype != TP_BOOL, TP_ERR_TYPE, "dtype must be a numeric dtype, got %s", tp_dtype_name(*dtype));
     return TP_OK;
 }
 
