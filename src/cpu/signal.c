@@ -22,10 +22,11 @@
  *    num_mel_bins] triangular filters on the mel scale, in any numeric
  *    dtype (ONNX's output_datatype; float32 by default).
  *
- * The transforms are the direct O(n^2) sum, accumulated in double with the
- * twiddle factors exp(-2 pi i m / n) tabulated once per call for m in
- * [0, n) (the index f * k reduced mod n, so no precision is lost to large
- * products); they are the reference kernels, not fast ones.
+ * The transforms are accumulated in double with the twiddle factors
+ * exp(-2 pi i m / n) tabulated once per call for m in [0, n): a radix-2
+ * FFT when n is a power of two, else the direct O(n^2) sum (the index
+ * f * k reduced mod n, so no precision is lost to large products). They
+ * are the reference kernels; no mixed-radix or Bluestein path yet.
  */
 #include <inttypes.h>
 
@@ -207,11 +208,51 @@ static tp_status twiddles(int64_t n, double sign, double **out) {
     return TP_OK;
 }
 
+/* In-place radix-2 transform of re/im (n a power of two >= 2): the
+ * iterative Cooley-Tukey form, bit-reversed order first, then log2(n)
+ * butterfly passes with the twiddles w^(k n / len) of the table. */
+static void fft_pow2(double *re, double *im, int64_t n, const double *tw) {
+    for (int64_t i = 1, j = 0; i < n; i++) {
+        int64_t bit = n >> 1;
+        for (; j & bit; bit >>= 1) j ^= bit;
+        j ^= bit;
+        if (i < j) {
+            double t = re[i];
+            re[i] = re[j], re[j] = t;
+            t = im[i];
+            im[i] = im[j], im[j] = t;
+        }
+    }
+    for (int64_t len = 2; len <= n; len <<= 1) {
+        int64_t half = len >> 1, step = n / len;
+        for (int64_t i = 0; i < n; i += len) {
+            for (int64_t k = 0; k < half; k++) {
+                double wr = tw[2 * k * step], wi = tw[2 * k * step + 1];
+                int64_t a = i + k, b = a + half;
+                double vr = re[b] * wr - im[b] * wi, vi = re[b] * wi + im[b] * wr;
+                re[b] = re[a] - vr, im[b] = im[a] - vi;
+                re[a] += vr, im[a] += vi;
+            }
+        }
+    }
+}
+
 /* One line: in_re/in_im (in_im NULL: real) of in_len values, out_len bins
- * of the n-point transform into out_re/out_im: X_f = sum_k x_k w^(f k). */
+ * of the n-point transform into out_re/out_im: X_f = sum_k x_k w^(f k).
+ * out_re/out_im hold at least n values when n is a power of two (the
+ * radix-2 path transforms the whole zero-padded line there); other
+ * lengths take the direct sum. */
 static void dft_line(const double *in_re, const double *in_im, int64_t in_len, int64_t n, const double *tw,
                      int64_t out_len, double *out_re, double *out_im) {
     int64_t len = in_len < n ? in_len : n;
+    if (n >= 2 && (n & (n - 1)) == 0) {
+        for (int64_t k = 0; k < n; k++) {
+            out_re[k] = k < len ? in_re[k] : 0.0;
+            out_im[k] = k < len && in_im ? in_im[k] : 0.0;
+        }
+        fft_pow2(out_re, out_im, n, tw);
+        return;
+    }
     for (int64_t f = 0; f < out_len; f++) {
         double sr = 0, si = 0;
         int64_t m = 0, step = f % n;
