@@ -1079,10 +1079,229 @@ TEST(training_momentum) {
     CHECK(p == NULL);
 }
 
+/* ---- RoiAlign, DFT, STFT, MelWeightMatrix (issue #14): errors ------------------ */
+static void attr_s(pb *node, const char *name, const char *v) {
+    pb a = {0};
+    pb_str(&a, 1, name);
+    pb_bytes(&a, 4, v, strlen(v));
+    pb_int(&a, 20, 3); /* STRING */
+    pb_msg(node, 5, &a);
+}
+
+static void attr_i(pb *node, const char *name, int64_t v) {
+    pb a = {0};
+    pb_str(&a, 1, name);
+    pb_int(&a, 3, v);
+    pb_int(&a, 20, 2); /* INT */
+    pb_msg(node, 5, &a);
+}
+
+/* A 0-d initializer of element type elem (1 float, 7 int64) holding v. */
+static void scalar_init(pb *graph, const char *name, int elem, double v) {
+    pb t = {0};
+    pb_int(&t, 2, elem);
+    pb_str(&t, 8, name);
+    if (elem == 1) {
+        float f = (float)v;
+        pb_bytes(&t, 9, &f, sizeof f);
+    } else {
+        int64_t i = (int64_t)v;
+        pb_bytes(&t, 9, &i, sizeof i);
+    }
+    pb_msg(graph, 5, &t);
+}
+
+static void graph_input(pb *graph, const char *name, int elem, const int64_t *dims, int nd) {
+    pb vi;
+    value_info(&vi, name, elem, dims, nd);
+    pb_msg(graph, 11, &vi);
+}
+
+/* model = one node `node` (inputs, outputs "y", attributes already in it)
+ * in `graph` (its inputs and initializers already in it) at opset 17; y
+ * declared as a float tensor of unknown shape. */
+static void signal_model(pb *model, pb *node, pb *graph, const char *op) {
+    pb out = {0}, tt = {0}, ty = {0}, opset = {0};
+    pb_str(node, 2, "y");
+    pb_str(node, 3, "the_node");
+    pb_str(node, 4, op);
+    pb_int(&tt, 1, 1);
+    pb_msg(&ty, 1, &tt);
+    pb_str(&out, 1, "y");
+    pb_msg(&out, 2, &ty);
+    pb g = {0};
+    pb_msg(&g, 1, node);
+    pb_str(&g, 2, "g");
+    pb_raw(&g, graph->data, graph->len);
+    pb_msg(&g, 12, &out);
+    pb_int(&opset, 2, 17);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, &g);
+    pb_msg(model, 8, &opset);
+}
+
+static void roi_align_model(pb *m, const char *mode) {
+    pb node = {0}, graph = {0};
+    pb_str(&node, 1, "x");
+    pb_str(&node, 1, "rois");
+    pb_str(&node, 1, "bi");
+    attr_s(&node, "mode", mode);
+    attr_i(&node, "output_height", 1);
+    attr_i(&node, "output_width", 1);
+    attr_i(&node, "sampling_ratio", 1);
+    graph_input(&graph, "x", 1, (int64_t[]){1, 1, 2, 2}, 4);
+    graph_input(&graph, "rois", 1, (int64_t[]){1, 4}, 2);
+    graph_input(&graph, "bi", 7, (int64_t[]){1}, 1);
+    signal_model(m, &node, &graph, "RoiAlign");
+}
+
+/* RoiAlign runs (and through an archive: the op's callee is written and
+ * read back); a batch index beyond the batch fails when the program runs;
+ * an unknown mode is refused at import. */
+TEST(roi_align_errors) {
+    pb m;
+    roi_align_model(&m, "avg");
+    tp_program *p = NULL, *q = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    tp_archive *ar = NULL;
+    void *buf = NULL;
+    size_t size = 0;
+    tp_archive_entry e = {"model", p};
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &buf, &size));
+    if (buf) CHECK_OK(tp_archive_load_buffer(buf, size, NULL, &ar));
+    tp_free(buf);
+    q = ar ? tp_archive_find_program(ar, "model") : NULL;
+    CHECK(q != NULL);
+    float xs[4] = {1, 2, 3, 4}, roi[4] = {0, 0, 1, 1};
+    for (int k = 0; k < 4; k++) {
+        tp_program *prog = k % 2 ? q : p;
+        if (!prog) continue;
+        int64_t b = k < 2 ? 0 : 1;
+        tp_tensor *x = NULL, *r = NULL, *bi = NULL;
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, xs, &x));
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 2, (int64_t[]){1, 4}, roi, &r));
+        CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){1}, &b, &bi));
+        tp_value a[3] = {tp_value_tensor(x), tp_value_tensor(r), tp_value_tensor(bi)}, out = tp_value_none();
+        if (b == 0) {
+            /* one sample at (0.5, 0.5) - 0.5 (half_pixel, opset 16's default): x[0, 0] */
+            CHECK_OK(tp_program_call(prog, a, 3, NULL, &out));
+            const tp_value *y = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+            CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_numel(y->u.tensor) == 1 &&
+                  tp_tensor_item_f64(y->u.tensor, 0) == 1.0);
+        } else {
+            CHECK_STATUS(tp_program_call(prog, a, 3, NULL, &out), TP_ERR_INDEX);
+            CHECK_ERR_CONTAINS("batch_indices[0] = 1 is out of range for 1 images");
+        }
+        tp_value_clear(&out);
+        for (int i = 0; i < 3; i++) tp_value_clear(&a[i]);
+    }
+    tp_archive_free(ar);
+    tp_program_free(p);
+    p = NULL;
+    roi_align_model(&m, "min");
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("node 'the_node'");
+    CHECK_ERR_CONTAINS("mode 'min'");
+    CHECK(p == NULL);
+}
+
+/* DFT of a [.., 3] input (neither real nor complex): refused at import by the shape rule. */
+TEST(dft_errors) {
+    pb m, node = {0}, graph = {0};
+    pb_str(&node, 1, "x");
+    attr_i(&node, "axis", 1);
+    graph_input(&graph, "x", 1, (int64_t[]){1, 4, 3}, 3);
+    signal_model(&m, &node, &graph, "DFT");
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_SHAPE);
+    CHECK_ERR_CONTAINS("the last dim of input must be 1 (real) or 2 (complex), got 3");
+    CHECK(p == NULL);
+    /* axis on the last dim */
+    pb node2 = {0}, graph2 = {0};
+    pb_str(&node2, 1, "x");
+    attr_i(&node2, "axis", 2);
+    graph_input(&graph2, "x", 1, (int64_t[]){1, 4, 2}, 3);
+    signal_model(&m, &node2, &graph2, "DFT");
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INDEX);
+    CHECK_ERR_CONTAINS("axis 2 is the last dim");
+}
+
+/* STFT: frame_step 0 (a constant) refused; frame_step given at run time
+ * refused as not a constant. */
+TEST(stft_errors) {
+    pb m, node = {0}, graph = {0};
+    pb_str(&node, 1, "signal");
+    pb_str(&node, 1, "step");
+    graph_input(&graph, "signal", 1, (int64_t[]){1, 16, 1}, 3);
+    scalar_init(&graph, "step", 7, 0);
+    signal_model(&m, &node, &graph, "STFT");
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("frame_step must be positive, got 0");
+    CHECK(p == NULL);
+    pb node2 = {0}, graph2 = {0};
+    pb_str(&node2, 1, "signal");
+    pb_str(&node2, 1, "step");
+    graph_input(&graph2, "signal", 1, (int64_t[]){1, 16, 1}, 3);
+    graph_input(&graph2, "step", 7, NULL, 0);
+    signal_model(&m, &node2, &graph2, "STFT");
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("input 'frame_step' must be a constant");
+}
+
+/* MelWeightMatrix: an upper edge past Nyquist maps beyond the spectrogram. */
+TEST(mel_weight_matrix_errors) {
+    pb m, node = {0}, graph = {0};
+    static const char *const names[] = {"m", "n", "sr", "lo", "hi"};
+    for (int i = 0; i < 5; i++) pb_str(&node, 1, names[i]);
+    scalar_init(&graph, "m", 7, 4);
+    scalar_init(&graph, "n", 7, 16);
+    scalar_init(&graph, "sr", 7, 8000);
+    scalar_init(&graph, "lo", 1, 0);
+    scalar_init(&graph, "hi", 1, 8000);
+    signal_model(&m, &node, &graph, "MelWeightMatrix");
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("upper_edge_hertz 8000 maps past the last spectrogram bin (8)");
+    CHECK(p == NULL);
+}
+
+/* Resize tf_crop_and_resize: roi must hold a start and an end per dim. */
+TEST(resize_crop_roi_errors) {
+    pb m, node = {0}, graph = {0}, roi = {0}, sizes = {0};
+    pb_str(&node, 1, "x");
+    pb_str(&node, 1, "roi");
+    pb_str(&node, 1, "");
+    pb_str(&node, 1, "sizes");
+    attr_s(&node, "coordinate_transformation_mode", "tf_crop_and_resize");
+    attr_s(&node, "mode", "linear");
+    graph_input(&graph, "x", 1, (int64_t[]){1, 1, 4, 4}, 4);
+    float rv[4] = {0, 0, 1, 1};
+    int64_t sv[4] = {1, 1, 3, 3};
+    pb_int(&roi, 1, 4);
+    pb_int(&roi, 2, 1);
+    pb_str(&roi, 8, "roi");
+    pb_bytes(&roi, 9, rv, sizeof rv);
+    pb_msg(&graph, 5, &roi);
+    pb_int(&sizes, 1, 4);
+    pb_int(&sizes, 2, 7);
+    pb_str(&sizes, 8, "sizes");
+    pb_bytes(&sizes, 9, sv, sizeof sv);
+    pb_msg(&graph, 5, &sizes);
+    signal_model(&m, &node, &graph, "Resize");
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("tf_crop_and_resize needs input 'roi' with 8 values (starts and ends of 4 dims), got 4");
+    CHECK(p == NULL);
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(training_momentum))
+          T(range_result_is_dynamic), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors))
