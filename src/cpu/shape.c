@@ -1854,8 +1854,8 @@ static tp_status view_unfold(tp_tensor *self, const tp_value *args, tp_tensor **
     int64_t size = tp__arg_int(args, 2), step = tp__arg_int(args, 3);
     int64_t n = self->ndim ? self->sizes[d] : 1, st = self->ndim ? self->strides[d] : 1;
     tp_sdim nd_ = self->ndim ? tp__dim(self, d) : tp__dimk(1);
-    TP_CHECK(tp__dim_ge(tp__dim_addk(nd_, -size), 0, "the window fits the dim"), TP_ERR_SHAPE, "maximum size for tensor at dimension %d is %" PRId64 " but size is %" PRId64, d,
-             n, size);
+    TP_CHECK(tp__dim_le(tp__dimk(size), nd_, "the window fits the dim"), TP_ERR_SHAPE,
+             "maximum size for tensor at dimension %d is %" PRId64 " but size is %" PRId64, d, n, size);
     TP_CHECK(size >= 0, TP_ERR_INVALID_ARG, "size is %" PRId64 " but must be >= 0", size);
     TP_CHECK(step > 0, TP_ERR_INVALID_ARG, "step is %" PRId64 " but must be > 0", step);
     TP_CHECK(self->ndim < TP_MAX_DIMS, TP_ERR_SHAPE, "unfold of a %d-d tensor would exceed %d dims", self->ndim,

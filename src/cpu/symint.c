@@ -60,8 +60,12 @@ static tp_status binop(tp_op op, const tp_value *args, tp_value *out) {
     case TP_OP_SYM_SUB: d = tp__dim_sub(a, b); break;
     case TP_OP_SYM_MUL: d = tp__dim_mul(a, b); break;
     default: /* floor division by a constant (a dynamic divisor has no expression) */
-        if (!tp__dim_is_const(b)) tp__dim_give_up();
-        d = b.v > 0 ? tp__dim_floordiv(a, b.v) : tp__dim_floordiv(tp__dim_mulk(a, -1), -b.v);
+        if (!tp__dim_is_const(b) || b.v == INT64_MIN) {
+            tp__dim_give_up();
+            d = tp__dimk(r);
+        } else {
+            d = b.v > 0 ? tp__dim_floordiv(a, b.v) : tp__dim_floordiv(tp__dim_mulk(a, -1), -b.v);
+        }
         break;
     }
     d.v = r;

@@ -103,7 +103,7 @@ tp_sdim tp__dim_ceildiv(tp_sdim a, int64_t k) {
         if (g_env) g_env->fail = true;
         return tp__dimk(0);
     }
-    int64_t v = -floordiv(-a.v, k);
+    int64_t v = a.v / k + (a.v % k != 0 && a.v > 0); /* no negation: a.v may be INT64_MIN */
     return symbolic(a, a) ? make(v, sd_ceildiv(g_env->sd, a.e, k)) : tp__dimk(v);
 }
 
