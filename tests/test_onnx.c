@@ -1297,6 +1297,144 @@ TEST(resize_crop_roi_errors) {
     CHECK(p == NULL);
 }
 
+/* ---- sequences ---------------------------------------------------------------------- */
+
+/* A node op(ins...) -> out named after out, with attributes attrs (NULL: none). */
+static void seq_node(pb *graph, const char *op, const char *const *ins, int n_in, const char *out, const pb *attrs) {
+    pb node = {0};
+    for (int i = 0; i < n_in; i++) pb_str(&node, 1, ins[i]);
+    pb_str(&node, 2, out);
+    pb_str(&node, 3, out);
+    pb_str(&node, 4, op);
+    if (attrs) pb_raw(&node, attrs->data, attrs->len);
+    pb_msg(graph, 1, &node);
+}
+
+/* Graph output `name`: a tensor of element type elem, shape not given. */
+static void graph_output(pb *graph, const char *name, int elem) {
+    pb out = {0}, tt = {0}, ty = {0};
+    pb_int(&tt, 1, elem);
+    pb_msg(&ty, 1, &tt);
+    pb_str(&out, 1, name);
+    pb_msg(&out, 2, &ty);
+    pb_msg(graph, 12, &out);
+}
+
+static void seq_model(pb *model, const pb *graph) {
+    pb g = {0}, opset = {0};
+    pb_str(&g, 2, "g");
+    pb_raw(&g, graph->data, graph->len);
+    pb_int(&opset, 2, 17);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, &g);
+    pb_msg(model, 8, &opset);
+}
+
+/* s1 = [a, b]; s2 = insert(s1, b, 0) = [b, a, b]; s3 = erase(s2) = [b, a];
+ * y = concat(s3, axis 0) = [3, 4, 1, 2]; n = length(s2) = 3;
+ * z = at(s3, -1) = a; s4 = split_to_sequence(y, keepdims 0) = four scalars;
+ * w = concat(s4, new_axis, axis 0) = y; m = length(s4) = 4. */
+TEST(sequence_ops_by_hand) {
+    pb graph = {0}, ax0 = {0}, nax = {0}, kd0 = {0};
+    graph_input(&graph, "a", 1, (int64_t[]){2}, 1);
+    graph_input(&graph, "b", 1, (int64_t[]){2}, 1);
+    scalar_init(&graph, "p0", 7, 0);
+    scalar_init(&graph, "pm1", 7, -1);
+    seq_node(&graph, "SequenceConstruct", (const char *[]){"a", "b"}, 2, "s1", NULL);
+    seq_node(&graph, "SequenceInsert", (const char *[]){"s1", "b", "p0"}, 3, "s2", NULL);
+    seq_node(&graph, "SequenceErase", (const char *[]){"s2"}, 1, "s3", NULL);
+    attr_i(&ax0, "axis", 0);
+    seq_node(&graph, "ConcatFromSequence", (const char *[]){"s3"}, 1, "y", &ax0);
+    seq_node(&graph, "SequenceLength", (const char *[]){"s2"}, 1, "n", NULL);
+    seq_node(&graph, "SequenceAt", (const char *[]){"s3", "pm1"}, 2, "z", NULL);
+    attr_i(&kd0, "keepdims", 0);
+    seq_node(&graph, "SplitToSequence", (const char *[]){"y"}, 1, "s4", &kd0);
+    attr_i(&nax, "axis", 0);
+    attr_i(&nax, "new_axis", 1);
+    seq_node(&graph, "ConcatFromSequence", (const char *[]){"s4"}, 1, "w", &nax);
+    seq_node(&graph, "SequenceLength", (const char *[]){"s4"}, 1, "m", NULL);
+    graph_output(&graph, "y", 1);
+    graph_output(&graph, "n", 7);
+    graph_output(&graph, "z", 1);
+    graph_output(&graph, "w", 1);
+    graph_output(&graph, "m", 7);
+    pb m;
+    seq_model(&m, &graph);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    tp_tensor *a = NULL, *b = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2}, &a));
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){3, 4}, &b));
+    tp_value args[2] = {tp_value_tensor(a), tp_value_tensor(b)}, out = tp_value_none();
+    CHECK_OK(tp_program_call(p, args, 2, NULL, &out));
+    CHECK(tp_value_len(&out) == 5);
+    if (tp_value_len(&out) == 5) {
+        const tp_tensor *y = tp_value_at(&out, 0)->u.tensor, *n = tp_value_at(&out, 1)->u.tensor,
+                        *z = tp_value_at(&out, 2)->u.tensor, *w = tp_value_at(&out, 3)->u.tensor,
+                        *mm = tp_value_at(&out, 4)->u.tensor;
+        CHECK(tp_tensor_numel(y) == 4 && tp_tensor_item_f64(y, 0) == 3 && tp_tensor_item_f64(y, 1) == 4 &&
+              tp_tensor_item_f64(y, 2) == 1 && tp_tensor_item_f64(y, 3) == 2);
+        CHECK(tp_tensor_dtype(n) == TP_INT64 && tp_tensor_ndim(n) == 0 && tp_tensor_item_f64(n, 0) == 3);
+        CHECK(tp_tensor_numel(z) == 2 && tp_tensor_item_f64(z, 0) == 1 && tp_tensor_item_f64(z, 1) == 2);
+        CHECK(tp_tensor_ndim(w) == 1 && tp_tensor_numel(w) == 4 && tp_tensor_item_f64(w, 0) == 3 &&
+              tp_tensor_item_f64(w, 3) == 2);
+        CHECK(tp_tensor_item_f64(mm, 0) == 4);
+    }
+    tp_value_clear(&out);
+    tp_value_clear(&args[0]);
+    tp_value_clear(&args[1]);
+    tp_program_free(p);
+}
+
+/* A position known only when the program runs, one out of range, a
+ * sequence given to a tensor op and a sequence graph output are refused,
+ * each naming the node. */
+TEST(sequence_errors) {
+    pb m, g1 = {0};
+    graph_input(&g1, "a", 1, (int64_t[]){2}, 1);
+    graph_input(&g1, "pos", 7, NULL, 0);
+    seq_node(&g1, "SequenceConstruct", (const char *[]){"a", "a"}, 2, "s", NULL);
+    seq_node(&g1, "SequenceAt", (const char *[]){"s", "pos"}, 2, "y", NULL);
+    graph_output(&g1, "y", 1);
+    seq_model(&m, &g1);
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("node 'y' (SequenceAt, opset 17): input 'position' must be a constant");
+    CHECK(p == NULL);
+    CHECK(rep.n_need_constant == 1 && !strcmp(rep.need_constant[0], "pos"));
+    tp_onnx_report_clear(&rep);
+
+    pb g2 = {0};
+    graph_input(&g2, "a", 1, (int64_t[]){2}, 1);
+    scalar_init(&g2, "p5", 7, 5);
+    seq_node(&g2, "SequenceConstruct", (const char *[]){"a", "a"}, 2, "s", NULL);
+    seq_node(&g2, "SequenceAt", (const char *[]){"s", "p5"}, 2, "y", NULL);
+    graph_output(&g2, "y", 1);
+    seq_model(&m, &g2);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("node 'y' (SequenceAt, opset 17): position 5 out of range for a sequence of 2 tensors");
+
+    pb g3 = {0};
+    graph_input(&g3, "a", 1, (int64_t[]){2}, 1);
+    seq_node(&g3, "SequenceConstruct", (const char *[]){"a"}, 1, "s", NULL);
+    seq_node(&g3, "Relu", (const char *[]){"s"}, 1, "y", NULL);
+    graph_output(&g3, "y", 1);
+    seq_model(&m, &g3);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("node 'y' (Relu, opset 17): input 0 is a sequence (only sequence ops take one)");
+
+    pb g4 = {0};
+    graph_input(&g4, "a", 1, (int64_t[]){2}, 1);
+    seq_node(&g4, "SequenceConstruct", (const char *[]){"a"}, 1, "s", NULL);
+    graph_output(&g4, "s", 1);
+    seq_model(&m, &g4);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("graph output 's' is a sequence");
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
@@ -1304,4 +1442,5 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
           T(range_result_is_dynamic), T(training_momentum), T(roi_align_errors), T(dft_errors),
-          T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors))
+          T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
+          T(sequence_errors))

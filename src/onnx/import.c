@@ -725,6 +725,12 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
     ox_ctx *c = &J->c;
     const char *name = vi->name;
     const Onnx__TypeProto *ty = vi->type;
+    if (ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+        return tp_error(TP_ERR_UNSUPPORTED,
+                        "graph input '%s' is a sequence: only tensor inputs are supported (sequences are tracked while "
+                        "importing, so their length must be known then)", name);
+    if (ty && ty->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)
+        return tp_error(TP_ERR_UNSUPPORTED, "graph input '%s' is an optional: only tensor inputs are supported", name);
     if (!ty || ty->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !ty->tensor_type)
         return tp_error(TP_ERR_UNSUPPORTED, "graph input '%s': only tensor inputs are supported", name);
     const Onnx__TypeProto__Tensor *tt = ty->tensor_type;
@@ -1010,6 +1016,8 @@ static tp_status build_program(import_job *J, tp_program **out) {
         tp_value v = tp_value_none();
         st = tp_value_copy(&e->v, &v);
         if (st == TP_OK && v.kind == TP_VAL_TENSOR) st = materialize_value(c, &v);
+        if (st == TP_OK && v.kind == TP_VAL_LIST)
+            st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is a sequence: sequence outputs are not supported", name);
         if (st == TP_OK && v.kind != TP_VAL_NODE) st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is not a tensor", name);
         if (st == TP_OK) st = tp_value_seq_set(&outs, (int64_t)i, &v);
         tp_value_clear(&v); /* None once taken over */

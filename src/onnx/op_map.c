@@ -4668,10 +4668,236 @@ tp_status tp__onnx_convert_training_node(ox_ctx *c, const char *op) {
     return ox_unsupported(c, "op '%s' of domain '%s' is not supported", op, OX_TRAINING_DOMAIN);
 }
 
+/* ---- sequences ---------------------------------------------------------------------------- */
+
+/* A sequence is tracked while importing as a list of operands whose length
+ * is known: SequenceEmpty / SequenceConstruct / SequenceInsert /
+ * SequenceErase with constant positions, SplitToSequence with a known
+ * split. Each sequence op becomes ordinary ops on the items (or nothing):
+ * SequenceAt picks an item, ConcatFromSequence is cat / stack,
+ * SequenceLength a constant. */
+
+static bool is_sequence_op(const char *op) {
+    return !strncmp(op, "Sequence", 8) || !strcmp(op, "ConcatFromSequence") || !strcmp(op, "SplitToSequence") ||
+           !strcmp(op, "Identity");
+}
+
+/* Input i as a sequence known at import. */
+static tp_status need_seq(ox_ctx *c, int i, const tp_value **out) {
+    *out = ox_in(c, i);
+    if (!*out) return ox_bad(c, "missing input %d", i);
+    if ((*out)->kind != TP_VAL_LIST) return ox_unsupported(c, "input %d is not a sequence", i);
+    return TP_OK;
+}
+
+/* A constant position (input i) into a sequence of n items: in [-n, n]
+ * when at_end may be n, else [-n, n-1]; dflt when absent. */
+static tp_status seq_pos(ox_ctx *c, int i, int64_t n, bool at_end, int64_t dflt, int64_t *out) {
+    int64_t v[1];
+    int k;
+    TP_TRY(const_ints(c, i, "position", v, 1, &k));
+    if (k < 0) {
+        *out = dflt;
+        return TP_OK;
+    }
+    if (k != 1) return ox_bad(c, "position must be one value");
+    if (v[0] < -n || v[0] > (at_end ? n : n - 1))
+        return ox_bad(c, "position %" PRId64 " out of range for a sequence of %" PRId64 " tensors", v[0], n);
+    *out = v[0] < 0 ? v[0] + n : v[0];
+    return TP_OK;
+}
+
+/* A copy of seq with item (copied; NULL: none) inserted at pos, or item
+ * pos left out (erase). */
+static tp_status seq_edit(const tp_value *seq, int64_t pos, const tp_value *item, tp_value *out) {
+    int64_t n = tp_value_len(seq);
+    TP_TRY(tp_value_list(0, out));
+    tp_status st = TP_OK;
+    for (int64_t i = 0; i <= n && st == TP_OK; i++) {
+        tp_value v = tp_value_none();
+        if (i == pos && item) {
+            st = tp_value_copy(item, &v);
+            if (st == TP_OK) st = tp_value_append(out, &v);
+        }
+        if (i == n || (i == pos && !item) || st != TP_OK) continue;
+        st = tp_value_copy(tp_value_at(seq, i), &v);
+        if (st == TP_OK) st = tp_value_append(out, &v);
+    }
+    if (st != TP_OK) tp_value_clear(out);
+    return st;
+}
+
+static tp_status map_sequence_empty(ox_ctx *c) {
+    tp_dtype dt;
+    TP_TRY(dtype_attr(c, "dtype", ox_attr_i(c, "dtype", 1), &dt)); /* checked; an empty list has no dtype */
+    tp_value r;
+    TP_TRY(tp_value_list(0, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_sequence_construct(ox_ctx *c) {
+    int n = ox_n_in(c);
+    if (n < 1) return ox_bad(c, "needs inputs");
+    const tp_value *x0;
+    TP_TRY(need(c, 0, &x0));
+    tp_value r;
+    TP_TRY(tp_value_list(0, &r));
+    tp_status st = TP_OK;
+    for (int i = 0; i < n && st == TP_OK; i++) {
+        const tp_value *xi;
+        tp_value cp = tp_value_none();
+        st = need(c, i, &xi);
+        if (st == TP_OK && dtype_of(xi) != dtype_of(x0))
+            st = ox_bad(c, "input %d is %s, input 0 %s: a sequence's tensors have one dtype", i,
+                        tp_dtype_name(dtype_of(xi)), tp_dtype_name(dtype_of(x0)));
+        if (st == TP_OK) st = tp_value_copy(xi, &cp);
+        if (st == TP_OK) st = tp_value_append(&r, &cp);
+    }
+    if (st != TP_OK) {
+        tp_value_clear(&r);
+        return st;
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_sequence_insert(ox_ctx *c) {
+    const tp_value *s, *x;
+    TP_TRY(need_seq(c, 0, &s));
+    TP_TRY(need(c, 1, &x));
+    int64_t n = tp_value_len(s), pos;
+    if (n > 0 && dtype_of(tp_value_at(s, 0)) != dtype_of(x))
+        return ox_bad(c, "inserting a %s tensor into a sequence of %s", tp_dtype_name(dtype_of(x)),
+                      tp_dtype_name(dtype_of(tp_value_at(s, 0))));
+    TP_TRY(seq_pos(c, 2, n, true, n, &pos));
+    tp_value r;
+    TP_TRY(seq_edit(s, pos, x, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_sequence_erase(ox_ctx *c) {
+    const tp_value *s;
+    TP_TRY(need_seq(c, 0, &s));
+    int64_t n = tp_value_len(s), pos;
+    if (n == 0) return ox_bad(c, "erasing from an empty sequence");
+    TP_TRY(seq_pos(c, 1, n, false, n - 1, &pos));
+    tp_value r;
+    TP_TRY(seq_edit(s, pos, NULL, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_sequence_at(ox_ctx *c) {
+    const tp_value *s;
+    TP_TRY(need_seq(c, 0, &s));
+    int64_t n = tp_value_len(s), pos;
+    if (!ox_in(c, 1)) return ox_bad(c, "missing input 1 (position)");
+    TP_TRY(seq_pos(c, 1, n, false, 0, &pos));
+    tp_value r;
+    TP_TRY(tp_value_copy(tp_value_at(s, pos), &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_sequence_length(ox_ctx *c) {
+    const tp_value *s;
+    TP_TRY(need_seq(c, 0, &s));
+    tp_value r;
+    TP_TRY(ox_scalar_tensor(TP_INT64, (double)tp_value_len(s), &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_concat_from_sequence(ox_ctx *c) {
+    const tp_value *s;
+    TP_TRY(need_seq(c, 0, &s));
+    const Onnx__AttributeProto *ax = ox_attr(c, "axis");
+    if (!ax) return ox_bad(c, "attribute 'axis' is required");
+    bool new_axis = ox_attr_i(c, "new_axis", 0) != 0;
+    int64_t n = tp_value_len(s);
+    if (n == 0) return ox_unsupported(c, "concatenating an empty sequence (its result has no known shape)");
+    const tp_value *x0 = tp_value_at(s, 0);
+    int axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank_of(x0) + (new_axis ? 1 : 0), &axis));
+    tp_value list;
+    TP_TRY(tp_value_copy(s, &list));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, list);
+    ox_arg(&A, tp_value_int(axis));
+    tp_value r;
+    TP_TRY(ox_call(c, new_axis ? TP_OP_STACK : TP_OP_CAT, &A, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_split_to_sequence(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    int rank = rank_of(x), axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", 0), rank, &axis));
+    if (ox_in_dyn(c, 0))
+        return ox_unsupported(c, "input 0's shape depends on a dynamic dim (a sequence's "
+                                 "length and items must be known when importing)");
+    int64_t dim = sizes_of(x)[axis], sizes[MAXV];
+    int n;
+    TP_TRY(const_ints(c, 1, "split", sizes, MAXV, &n));
+    const tp_value *sp = ox_in(c, 1);
+    bool squeeze = false;
+    if (n < 0) { /* every item of size 1; keepdims=0 drops the axis */
+        if (dim > MAXV) return ox_unsupported(c, "splitting into %" PRId64 " tensors (at most %d)", dim, MAXV);
+        for (int64_t i = 0; i < dim; i++) sizes[i] = 1;
+        n = (int)dim;
+        squeeze = ox_attr_i(c, "keepdims", 1) == 0;
+    } else if (tp_tensor_ndim(ox_meta(sp)) == 0) { /* chunks of one size, the last smaller */
+        int64_t k = sizes[0];
+        if (k <= 0) return ox_bad(c, "split size %" PRId64 " must be positive", k);
+        int64_t parts = dim == 0 ? 0 : (dim + k - 1) / k;
+        if (parts > MAXV) return ox_unsupported(c, "splitting into %" PRId64 " tensors (at most %d)", parts, MAXV);
+        for (int64_t i = 0; i < parts; i++) sizes[i] = dim - i * k < k ? dim - i * k : k;
+        n = (int)parts;
+    } else {
+        int64_t sum = 0;
+        for (int i = 0; i < n; i++) {
+            if (sizes[i] < 0) return ox_bad(c, "split size %" PRId64 " is negative", sizes[i]);
+            sum += sizes[i];
+        }
+        if (sum != dim) return ox_bad(c, "split sizes add up to %" PRId64 ", the axis has %" PRId64, sum, dim);
+    }
+    tp_value r;
+    TP_TRY(tp_value_list(0, &r));
+    if (n == 0) return set_out(c, &r);
+    tp_value parts;
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ints(&A, sizes, n);
+    ox_arg(&A, tp_value_int(axis));
+    tp_status st = ox_call(c, TP_OP_SPLIT, &A, &parts);
+    for (int i = 0; i < n && st == TP_OK; i++) {
+        tp_value item = tp_value_none();
+        st = tp_value_copy(tp_value_at(&parts, i), &item);
+        if (st == TP_OK && squeeze) {
+            int64_t one = axis;
+            tp_value sq;
+            st = call_ints(c, TP_OP_SQUEEZE, &item, &one, 1, &sq);
+            tp_value_clear(&item);
+            item = sq;
+        }
+        if (st == TP_OK) st = tp_value_append(&r, &item);
+        else tp_value_clear(&item);
+    }
+    tp_value_clear(&parts);
+    if (st != TP_OK) {
+        tp_value_clear(&r);
+        return st;
+    }
+    return set_out(c, &r);
+}
+
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 static const char *const k_unsupported_reason[][2] = {
     {"Loop", "control flow (Loop) is not supported"},
+    {"SequenceMap", "SequenceMap (a subgraph run per item) is not supported"},
+    {"Optional", "optional values are not supported"},
+    {"OptionalHasElement", "optional values are not supported"},
+    {"OptionalGetElement", "optional values are not supported"},
     {"If", "control flow (If) is not supported"},
     {"Scan", "control flow (Scan) is not supported"},
     {"RandomNormal", "random ops are not supported"},
@@ -4683,6 +4909,19 @@ static const char *const k_unsupported_reason[][2] = {
 };
 
 tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
+    if (!is_sequence_op(op))
+        for (int i = 0; i < ox_n_in(c); i++) {
+            const tp_value *v = ox_in(c, i);
+            if (v && v->kind == TP_VAL_LIST) return ox_unsupported(c, "input %d is a sequence (only sequence ops take one)", i);
+        }
+    if (!strcmp(op, "SequenceEmpty")) return map_sequence_empty(c);
+    if (!strcmp(op, "SequenceConstruct")) return map_sequence_construct(c);
+    if (!strcmp(op, "SequenceInsert")) return map_sequence_insert(c);
+    if (!strcmp(op, "SequenceErase")) return map_sequence_erase(c);
+    if (!strcmp(op, "SequenceAt")) return map_sequence_at(c);
+    if (!strcmp(op, "SequenceLength")) return map_sequence_length(c);
+    if (!strcmp(op, "ConcatFromSequence")) return map_concat_from_sequence(c);
+    if (!strcmp(op, "SplitToSequence")) return map_split_to_sequence(c);
     for (size_t i = 0; i < TP_ARRAY_LEN(k_unary); i++)
         if (!strcmp(op, k_unary[i].name)) return map_unary(c, k_unary[i].op);
     for (size_t i = 0; i < TP_ARRAY_LEN(k_binary); i++)
