@@ -1388,9 +1388,9 @@ TEST(sequence_ops_by_hand) {
     tp_program_free(p);
 }
 
-/* A position known only when the program runs, one out of range, a
- * sequence given to a tensor op and a sequence graph output are refused,
- * each naming the node. */
+/* A position known only when the program runs, one out of range and a
+ * sequence given to a tensor op are refused,
+ * each naming the node; so is a sequence graph input. */
 TEST(sequence_errors) {
     pb m, g1 = {0};
     graph_input(&g1, "a", 1, (int64_t[]){2}, 1);
@@ -1426,13 +1426,55 @@ TEST(sequence_errors) {
     CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
     CHECK_ERR_CONTAINS("node 'y' (Relu, opset 17): input 0 is a sequence (only sequence ops take one)");
 
-    pb g4 = {0};
-    graph_input(&g4, "a", 1, (int64_t[]){2}, 1);
-    seq_node(&g4, "SequenceConstruct", (const char *[]){"a"}, 1, "s", NULL);
-    graph_output(&g4, "s", 1);
-    seq_model(&m, &g4);
+    pb g5 = {0}, seq = {0}, ty = {0}, vi = {0}, tt = {0}, ety = {0};
+    pb_int(&tt, 1, 1);
+    pb_msg(&ety, 1, &tt);
+    pb_msg(&seq, 1, &ety);
+    pb_msg(&ty, 4, &seq); /* TypeProto.sequence_type */
+    pb_str(&vi, 1, "s");
+    pb_msg(&vi, 2, &ty);
+    pb_msg(&g5, 11, &vi);
+    seq_node(&g5, "SequenceLength", (const char *[]){"s"}, 1, "n", NULL);
+    graph_output(&g5, "n", 7);
+    seq_model(&m, &g5);
     CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
-    CHECK_ERR_CONTAINS("graph output 's' is a sequence");
+    CHECK_ERR_CONTAINS("graph input 's' is a sequence: only tensor inputs are supported");
+}
+
+/* A sequence graph output is a list output: one program output per item,
+ * the call's result (n, [a, b]). */
+TEST(sequence_output_is_a_list) {
+    pb graph = {0};
+    graph_input(&graph, "a", 1, (int64_t[]){2}, 1);
+    graph_input(&graph, "b", 1, (int64_t[]){2}, 1);
+    seq_node(&graph, "SequenceConstruct", (const char *[]){"a", "b"}, 2, "s", NULL);
+    seq_node(&graph, "SequenceLength", (const char *[]){"s"}, 1, "n", NULL);
+    graph_output(&graph, "n", 7);
+    graph_output(&graph, "s", 1);
+    pb m;
+    seq_model(&m, &graph);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    CHECK(tp_signature_n_outputs(tp_program_signature(p)) == 3);
+    tp_tensor *a = NULL, *b = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2}, &a));
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){3, 4}, &b));
+    tp_value args[2] = {tp_value_tensor(a), tp_value_tensor(b)}, out = tp_value_none();
+    CHECK_OK(tp_program_call(p, args, 2, NULL, &out));
+    CHECK(tp_value_len(&out) == 2);
+    const tp_value *n = tp_value_at(&out, 0), *l = tp_value_at(&out, 1);
+    CHECK(n && n->kind == TP_VAL_TENSOR && tp_tensor_item_f64(n->u.tensor, 0) == 2);
+    CHECK(l && l->kind == TP_VAL_LIST && tp_value_len(l) == 2);
+    if (l && tp_value_len(l) == 2) {
+        const tp_value *l0 = tp_value_at(l, 0), *l1 = tp_value_at(l, 1);
+        CHECK(l0->kind == TP_VAL_TENSOR && tp_tensor_item_f64(l0->u.tensor, 1) == 2);
+        CHECK(l1->kind == TP_VAL_TENSOR && tp_tensor_item_f64(l1->u.tensor, 0) == 3);
+    }
+    tp_value_clear(&out);
+    tp_value_clear(&args[0]);
+    tp_value_clear(&args[1]);
+    tp_program_free(p);
 }
 
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
@@ -1443,4 +1485,4 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
           T(range_result_is_dynamic), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
-          T(sequence_errors))
+          T(sequence_errors), T(sequence_output_is_a_list))

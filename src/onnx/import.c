@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../graph_impl.h"
+#include "tpexport/pytree.h"
 #include "onnx_impl.h"
 
 #define OX_MAX_OPSET 28
@@ -1006,6 +1007,7 @@ static tp_status build_program(import_job *J, tp_program **out) {
     tp_value outs = tp_value_none();
     TP_TRY(tp_value_tuple((int64_t)g->n_output, &outs));
     tp_status st = TP_OK;
+    bool seq_out = false;
     for (size_t i = 0; st == TP_OK && i < g->n_output; i++) {
         const char *name = g->output[i] ? g->output[i]->name : NULL;
         ox_entry *e = name ? tab_find(c, name) : NULL;
@@ -1015,16 +1017,22 @@ static tp_status build_program(import_job *J, tp_program **out) {
         }
         tp_value v = tp_value_none();
         st = tp_value_copy(&e->v, &v);
-        if (st == TP_OK && v.kind == TP_VAL_TENSOR) st = materialize_value(c, &v);
-        if (st == TP_OK && v.kind == TP_VAL_LIST)
-            st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is a sequence: sequence outputs are not supported", name);
-        if (st == TP_OK && v.kind != TP_VAL_NODE) st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is not a tensor", name);
+        if (st == TP_OK && (v.kind == TP_VAL_TENSOR || v.kind == TP_VAL_LIST)) st = materialize_value(c, &v);
+        if (v.kind == TP_VAL_LIST) { /* a sequence: a list output, one leaf per tensor */
+            seq_out = true;
+            for (int64_t k = 0; st == TP_OK && k < tp_value_len(&v); k++)
+                if (tp_value_at(&v, k)->kind != TP_VAL_NODE)
+                    st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s': item %" PRId64 " is not a tensor", name, k);
+        } else if (st == TP_OK && v.kind != TP_VAL_NODE) {
+            st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is not a tensor", name);
+        }
         if (st == TP_OK) st = tp_value_seq_set(&outs, (int64_t)i, &v);
         tp_value_clear(&v); /* None once taken over */
     }
     /* the nodes making the outputs take the outputs' names ("logits"), where
      * the name is free and the node makes no earlier output */
     for (size_t i = 0; st == TP_OK && i < g->n_output; i++) {
+        if (tp_value_at(&outs, (int64_t)i)->kind != TP_VAL_NODE) continue;
         tp_node *n = tp_value_at(&outs, (int64_t)i)->u.node;
         char ident[256];
         identifier_from(g->output[i]->name, ident, sizeof ident);
@@ -1051,19 +1059,32 @@ static tp_status build_program(import_job *J, tp_program **out) {
         else st = tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor(tp_node_name(n)), NULL,
                                          TP_PERSISTENT_UNSET);
     }
-    for (size_t i = 0; st == TP_OK && i < g->n_output; i++) {
-        const tp_value *v = tp_value_at(&outs, (int64_t)i);
+    /* one output spec per leaf; with sequence outputs the out_spec gives
+     * the call's result its lists back */
+    tp_value leaves = tp_value_none();
+    tp_treespec *out_spec = NULL;
+    if (st == TP_OK) st = tp_pytree_flatten(&outs, &leaves, &out_spec);
+    for (int64_t i = 0; st == TP_OK && i < tp_value_len(&leaves); i++) {
+        const tp_value *v = tp_value_at(&leaves, i);
         st = tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(v->u.node)), NULL);
     }
+    tp_value_clear(&leaves);
     tp_value_clear(&outs);
     if (st != TP_OK) {
+        tp_treespec_free(out_spec);
         tp_signature_free(sig);
         return st;
     }
     tp_graph *graph = c->g;
     c->g = NULL;
     tp_program *p = NULL;
-    TP_TRY(tp_program_new(graph, sig, &p));
+    st = tp_program_new(graph, sig, &p);
+    if (st == TP_OK && seq_out) st = tp_program_set_out_spec(p, out_spec);
+    tp_treespec_free(out_spec);
+    if (st != TP_OK) {
+        tp_program_free(p);
+        return st;
+    }
     for (int i = 0; st == TP_OK && i < c->n_state; i++)
         st = tp_program_set_state(p, c->state[i].target,
                                   c->state[i].kind == TP_INPUT_PARAMETER ? TP_STATE_PARAMETER : TP_STATE_CONSTANT,
