@@ -1477,6 +1477,58 @@ TEST(sequence_output_is_a_list) {
     tp_program_free(p);
 }
 
+/* Optionals known at import: Optional(a) has an element, which
+ * OptionalGetElement returns; an empty Optional (attribute 'type') has
+ * none, and getting its element is refused. */
+TEST(optionals_at_import) {
+    pb graph = {0}, ty_attr = {0}, ty = {0}, tt = {0};
+    pb_int(&tt, 1, 1);
+    pb_msg(&ty, 1, &tt);
+    pb_str(&ty_attr, 1, "type");
+    pb_msg(&ty_attr, 14, &ty);
+    pb_int(&ty_attr, 20, 13); /* TYPE_PROTO */
+    pb attrs = {0};
+    pb_msg(&attrs, 5, &ty_attr);
+    graph_input(&graph, "a", 1, (int64_t[]){2}, 1);
+    seq_node(&graph, "Optional", (const char *[]){"a"}, 1, "o", NULL);
+    seq_node(&graph, "OptionalHasElement", (const char *[]){"o"}, 1, "h", NULL);
+    seq_node(&graph, "OptionalGetElement", (const char *[]){"o"}, 1, "y", NULL);
+    seq_node(&graph, "Optional", NULL, 0, "e", &attrs);
+    seq_node(&graph, "OptionalHasElement", (const char *[]){"e"}, 1, "h2", NULL);
+    graph_output(&graph, "h", 9);
+    graph_output(&graph, "y", 1);
+    graph_output(&graph, "h2", 9);
+    pb m;
+    seq_model(&m, &graph);
+    tp_program *p = NULL;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (!p) return;
+    tp_tensor *a = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){5, 6}, &a));
+    tp_value arg = tp_value_tensor(a), out = tp_value_none();
+    CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+    CHECK(tp_value_len(&out) == 3);
+    if (tp_value_len(&out) == 3) {
+        const tp_tensor *h = tp_value_at(&out, 0)->u.tensor, *y = tp_value_at(&out, 1)->u.tensor,
+                        *h2 = tp_value_at(&out, 2)->u.tensor;
+        CHECK(tp_tensor_dtype(h) == TP_BOOL && tp_tensor_item_f64(h, 0) == 1);
+        CHECK(tp_tensor_item_f64(y, 0) == 5 && tp_tensor_item_f64(y, 1) == 6);
+        CHECK(tp_tensor_dtype(h2) == TP_BOOL && tp_tensor_item_f64(h2, 0) == 0);
+    }
+    tp_value_clear(&out);
+    tp_value_clear(&arg);
+    tp_program_free(p);
+
+    pb g2 = {0};
+    graph_input(&g2, "a", 1, (int64_t[]){2}, 1);
+    seq_node(&g2, "Optional", NULL, 0, "e", &attrs);
+    seq_node(&g2, "OptionalGetElement", (const char *[]){"e"}, 1, "y", NULL);
+    graph_output(&g2, "y", 1);
+    seq_model(&m, &g2);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("node 'y' (OptionalGetElement, opset 17): the optional input is empty");
+}
+
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
@@ -1485,4 +1537,4 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
           T(range_result_is_dynamic), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
-          T(sequence_errors), T(sequence_output_is_a_list))
+          T(sequence_errors), T(sequence_output_is_a_list), T(optionals_at_import))

@@ -1023,6 +1023,8 @@ static tp_status build_program(import_job *J, tp_program **out) {
             for (int64_t k = 0; st == TP_OK && k < tp_value_len(&v); k++)
                 if (tp_value_at(&v, k)->kind != TP_VAL_NODE)
                     st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s': item %" PRId64 " is not a tensor", name, k);
+        } else if (st == TP_OK && v.kind == TP_VAL_TUPLE) {
+            st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is an optional: optional outputs are not supported", name);
         } else if (st == TP_OK && v.kind != TP_VAL_NODE) {
             st = tp_error(TP_ERR_UNSUPPORTED, "graph output '%s' is not a tensor", name);
         }

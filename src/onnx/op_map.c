@@ -4890,14 +4890,52 @@ static tp_status map_split_to_sequence(ox_ctx *c) {
     return set_out(c, &r);
 }
 
+/* ---- optionals ----------------------------------------------------------------------------- */
+
+/* An optional known at import: a tuple of no value (empty) or one (a
+ * tensor operand or a sequence). OptionalHasElement is then a constant and
+ * OptionalGetElement picks the value. */
+
+static bool is_optional_op(const char *op) { return !strncmp(op, "Optional", 8) || !strcmp(op, "Identity"); }
+
+static tp_status map_optional(ox_ctx *c) {
+    const tp_value *x = ox_in(c, 0);
+    if (x && x->kind == TP_VAL_TUPLE) return ox_unsupported(c, "an optional of an optional");
+    if (!x && !ox_attr(c, "type")) return ox_bad(c, "an empty Optional needs attribute 'type'");
+    tp_value r, item = tp_value_none();
+    TP_TRY(tp_value_tuple(0, &r));
+    tp_status st = x ? tp_value_copy(x, &item) : TP_OK;
+    if (st == TP_OK && x) st = tp_value_append(&r, &item);
+    if (st != TP_OK) {
+        tp_value_clear(&r);
+        return st;
+    }
+    return set_out(c, &r);
+}
+
+static tp_status map_optional_has_element(ox_ctx *c) {
+    const tp_value *x = ox_in(c, 0);
+    if (!x && ox_opset(c) < 18) return ox_bad(c, "missing input 0");
+    bool has = x && (x->kind != TP_VAL_TUPLE || tp_value_len(x) > 0);
+    tp_value r;
+    TP_TRY(ox_scalar_tensor(TP_BOOL, has ? 1 : 0, &r));
+    return set_out(c, &r);
+}
+
+static tp_status map_optional_get_element(ox_ctx *c) {
+    const tp_value *x = ox_in(c, 0);
+    if (!x) return ox_bad(c, "missing input 0");
+    if (x->kind == TP_VAL_TUPLE && tp_value_len(x) == 0) return ox_bad(c, "the optional input is empty");
+    tp_value r;
+    TP_TRY(tp_value_copy(x->kind == TP_VAL_TUPLE ? tp_value_at(x, 0) : x, &r));
+    return set_out(c, &r);
+}
+
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 static const char *const k_unsupported_reason[][2] = {
     {"Loop", "control flow (Loop) is not supported"},
     {"SequenceMap", "SequenceMap (a subgraph run per item) is not supported"},
-    {"Optional", "optional values are not supported"},
-    {"OptionalHasElement", "optional values are not supported"},
-    {"OptionalGetElement", "optional values are not supported"},
     {"If", "control flow (If) is not supported"},
     {"Scan", "control flow (Scan) is not supported"},
     {"RandomNormal", "random ops are not supported"},
@@ -4909,11 +4947,19 @@ static const char *const k_unsupported_reason[][2] = {
 };
 
 tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
-    if (!is_sequence_op(op))
+    if (!is_sequence_op(op) && !is_optional_op(op))
         for (int i = 0; i < ox_n_in(c); i++) {
             const tp_value *v = ox_in(c, i);
             if (v && v->kind == TP_VAL_LIST) return ox_unsupported(c, "input %d is a sequence (only sequence ops take one)", i);
         }
+    if (!is_optional_op(op))
+        for (int i = 0; i < ox_n_in(c); i++) {
+            const tp_value *v = ox_in(c, i);
+            if (v && v->kind == TP_VAL_TUPLE) return ox_unsupported(c, "input %d is an optional (only Optional* ops take one)", i);
+        }
+    if (!strcmp(op, "Optional")) return map_optional(c);
+    if (!strcmp(op, "OptionalHasElement")) return map_optional_has_element(c);
+    if (!strcmp(op, "OptionalGetElement")) return map_optional_get_element(c);
     if (!strcmp(op, "SequenceEmpty")) return map_sequence_empty(c);
     if (!strcmp(op, "SequenceConstruct")) return map_sequence_construct(c);
     if (!strcmp(op, "SequenceInsert")) return map_sequence_insert(c);
