@@ -4677,6 +4677,10 @@ tp_status tp__onnx_convert_training_node(ox_ctx *c, const char *op) {
  * SequenceAt picks an item, ConcatFromSequence is cat / stack,
  * SequenceLength a constant. */
 
+/* The most tensors a sequence may hold (each SequenceInsert copies the
+ * list, so a hostile chain of inserts stays linear in this bound). */
+#define OX_MAX_SEQ 4096
+
 static bool is_sequence_op(const char *op) {
     return !strncmp(op, "Sequence", 8) || !strcmp(op, "ConcatFromSequence") || !strcmp(op, "SplitToSequence") ||
            !strcmp(op, "Identity");
@@ -4738,6 +4742,7 @@ static tp_status map_sequence_empty(ox_ctx *c) {
 static tp_status map_sequence_construct(ox_ctx *c) {
     int n = ox_n_in(c);
     if (n < 1) return ox_bad(c, "needs inputs");
+    if (n > OX_MAX_SEQ) return ox_unsupported(c, "a sequence of more than %d tensors", OX_MAX_SEQ);
     const tp_value *x0;
     TP_TRY(need(c, 0, &x0));
     tp_value r;
@@ -4768,6 +4773,7 @@ static tp_status map_sequence_insert(ox_ctx *c) {
     if (n > 0 && dtype_of(tp_value_at(s, 0)) != dtype_of(x))
         return ox_bad(c, "inserting a %s tensor into a sequence of %s", tp_dtype_name(dtype_of(x)),
                       tp_dtype_name(dtype_of(tp_value_at(s, 0))));
+    if (n >= OX_MAX_SEQ) return ox_unsupported(c, "a sequence of more than %d tensors", OX_MAX_SEQ);
     TP_TRY(seq_pos(c, 2, n, true, n, &pos));
     tp_value r;
     TP_TRY(seq_edit(s, pos, x, &r));
