@@ -19,8 +19,12 @@
  *    6 to 21), attributes turned into arguments;
  *  - graph outputs become USER_OUTPUT specs; calling the program returns a
  *    tuple of the outputs in graph-output order (one tensor when there is
- *    one output).
- * Unsupported: other domains, sequence/map/optional/sparse types, string
+ *    one output); a sequence output is a list (one program output per item);
+ *  - sequences and optionals are tracked while importing, so their length
+ *    (and presence) must be known then: sequence ops become ordinary ops
+ *    on the items (docs/onnx.md).
+ * Unsupported: other domains, sequence/optional graph inputs, map and
+ * sparse types, SequenceMap, string
  * and unsigned 16/32/64-bit tensors, control flow (If, Loop, Scan), ops
  * whose output shape depends on data (NonZero, Unique, ...), training ops.
  * Such a node gives TP_ERR_UNSUPPORTED "node 'name' (OpType, opset N): why".
