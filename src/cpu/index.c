@@ -1483,7 +1483,7 @@ static tp_status combinations_plan(const tp_value *args, tp_tensor **self, int64
 
 static tp_status infer_combinations(const tp_value *args, tp_value *out) {
     tp_tensor *self;
-    int64_t r, count;
+    int64_t r = 0, count = 0;
     TP_TRY(combinations_plan(args, &self, &r, &count));
     if (!tp__dim_is_const(tp__dim(self, 0))) tp__dim_give_up(); /* C(n, r) of a dynamic n has no expression */
     if (r == 0) return tp__out_dims(out, self->dtype, 1, (tp_sdim[]){tp__dimk(0)});

@@ -1670,7 +1670,7 @@ static tp_status plan_cov(const tp_value *args, bool weights, tp_dtype *dtype, t
 
 static tp_status infer_cov_like(const tp_value *args, tp_value *out, bool weights) {
     tp_dtype dt = TP_FLOAT32;
-    tp_sdim v, sizes[2];
+    tp_sdim v = tp__dimk(0), sizes[2];
     int64_t nobs = 0;
     TP_TRY(plan_cov(args, weights, &dt, &v, &nobs));
     sizes[0] = sizes[1] = v;
@@ -1735,7 +1735,7 @@ static tp_status cov_compute(const tp_value *args, bool weights, double *c, int6
 static tp_status run_cov(const tp_value *args, tp_value *out, bool corr) {
     tp_dtype dt = TP_FLOAT32;
     int64_t nobs = 0;
-    tp_sdim vd;
+    tp_sdim vd = tp__dimk(0);
     TP_TRY(plan_cov(args, !corr, &dt, &vd, &nobs));
     int64_t v = vd.v;
     double *c;

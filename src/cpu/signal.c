@@ -71,8 +71,8 @@ static tp_status roi_align_check(const tp_value *args, int64_t *oh, int64_t *ow,
 }
 
 static tp_status roi_align_infer(const tp_value *args, tp_value *out) {
-    int64_t oh, ow;
-    bool is_max;
+    int64_t oh = 0, ow = 0;
+    bool is_max = false;
     TP_TRY(roi_align_check(args, &oh, &ow, &is_max));
     const tp_tensor *x = tp__arg_tensor(args, 0), *rois = tp__arg_tensor(args, 1);
     return tp__out_tensor(out, x->dtype, 4, (int64_t[]){rois->sizes[0], x->sizes[1], oh, ow});
@@ -82,8 +82,8 @@ static tp_status roi_align_infer(const tp_value *args, tp_value *out) {
 #define ROI_MAX_GRID 65536
 
 static tp_status roi_align_kernel(const tp_value *args, tp_value *out) {
-    int64_t oh, ow;
-    bool is_max;
+    int64_t oh = 0, ow = 0;
+    bool is_max = false;
     TP_TRY(roi_align_check(args, &oh, &ow, &is_max));
     const tp_tensor *x = tp__arg_tensor(args, 0), *rois = tp__arg_tensor(args, 1), *bi = tp__arg_tensor(args, 2);
     TP_TRY(tp__has_data(x, "input"));
@@ -308,7 +308,7 @@ static tp_status dft_check(const tp_value *args, dft_plan *p) {
 }
 
 static tp_status dft_infer(const tp_value *args, tp_value *out) {
-    dft_plan p;
+    dft_plan p = {0};
     TP_TRY(dft_check(args, &p));
     const tp_tensor *x = tp__arg_tensor(args, 0);
     int64_t sizes[TP_MAX_DIMS];
@@ -319,7 +319,7 @@ static tp_status dft_infer(const tp_value *args, tp_value *out) {
 }
 
 static tp_status dft_kernel(const tp_value *args, tp_value *out) {
-    dft_plan p;
+    dft_plan p = {0};
     TP_TRY(dft_check(args, &p));
     const tp_tensor *x = tp__arg_tensor(args, 0);
     TP_TRY(tp__has_data(x, "input"));
@@ -412,14 +412,14 @@ static tp_status stft_check(const tp_value *args, stft_plan *p) {
 }
 
 static tp_status stft_infer(const tp_value *args, tp_value *out) {
-    stft_plan p;
+    stft_plan p = {0};
     TP_TRY(stft_check(args, &p));
     const tp_tensor *x = tp__arg_tensor(args, 0);
     return tp__out_tensor(out, x->dtype, 4, (int64_t[]){x->sizes[0], p.frames, p.bins, 2});
 }
 
 static tp_status stft_kernel(const tp_value *args, tp_value *out) {
-    stft_plan p;
+    stft_plan p = {0};
     TP_TRY(stft_check(args, &p));
     const tp_tensor *x = tp__arg_tensor(args, 0), *win = tp__arg_tensor(args, 2);
     TP_TRY(tp__has_data(x, "signal"));

@@ -3633,7 +3633,7 @@ static tp_status map_dft(ox_ctx *c) {
     bool has_n, has_axis;
     TP_TRY(const_int1(c, 1, "dft_length", &n, &has_n));
     if (ox_opset(c) >= 20) {
-        int64_t a;
+        int64_t a = 0;
         TP_TRY(const_int1(c, 2, "axis", &a, &has_axis));
         if (has_axis) axis = a;
     }
