@@ -342,6 +342,44 @@ TEST(test_sym_shape_meta) {
     tp_module_free(m);
 }
 
+/* An op's expected symbolic shape text. */
+typedef struct want_shape {
+    tp_op op;
+    const char *shape;
+} want_shape;
+
+/* Draft-export fwd on x (the given sizes, dim 0 "auto"): no failure, no
+ * node without a symbolic rule, each want[i]'s node with its shape; then
+ * export and call at call_sizes. */
+static void check_rules(tp_forward_fn fwd, int nd, const int64_t *sizes, const want_shape *want, size_t n_want,
+                        const int64_t *call_sizes) {
+    tp_module *m = model(fwd, 1, X);
+    tp_value x = tp_value_tensor(tensor_of(nd, sizes));
+    tp_shapes *s = NULL;
+    tp_shapes_new(&s);
+    tp_shapes_set(s, "x", 0, "auto");
+    tp_export_options o = {0};
+    o.dynamic_shapes = s;
+    tp_program *p = NULL;
+    tp_draft_report rep;
+    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
+    CHECK(p != NULL && rep.n_failures == 0);
+    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
+    for (size_t i = 0; p && i < n_want; i++) {
+        const char *got = node_sym_shape(p, want[i].op);
+        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
+    }
+    tp_draft_report_free(&rep);
+    tp_program_free(p);
+    p = NULL;
+    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
+    if (p) CHECK_OK(call1(p, nd, call_sizes));
+    tp_program_free(p);
+    tp_shapes_free(s);
+    tp_value_clear(&x);
+    tp_module_free(m);
+}
+
 /* tile, rot90, movedim, unflatten, cumprod, repeat_interleave, argsort,
  * take_along_dim, count_nonzero, roll, new_zeros, hstack and vstack on
  * x [s0, 6]. */
@@ -370,41 +408,14 @@ static tp_status shape_ops_fwd(tp_ctx *ctx, tp_module *self, const tp_value *arg
 /* Symbolic rules of the shape ops added for tensorplay's functions: every
  * node gets its shape as an expression, none falls back to the replay. */
 TEST(test_shape_ops_rules) {
-    tp_module *m = model(shape_ops_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){3, 6}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_TILE, "[s0, 12]"},          {TP_OP_ROT90, "[12, s0]"},
+    static const want_shape want[] = {{TP_OP_TILE, "[s0, 12]"},          {TP_OP_ROT90, "[12, s0]"},
                 {TP_OP_MOVEDIM, "[s0, 12]"},       {TP_OP_UNFLATTEN, "[s0, 3, 4]"},
                 {TP_OP_CUMPROD, "[s0, 3, 4]"},     {TP_OP_REPEAT_INTERLEAVE, "[2*s0, 3, 4]"},
                 {TP_OP_ARGSORT, "[s0, 3, 4]"},     {TP_OP_TAKE_ALONG_DIM, "[s0, 3, 4]"},
                 {TP_OP_COUNT_NONZERO, "[2*s0, 4]"}, {TP_OP_ROLL, "[s0, 3, 4]"},
                 {TP_OP_NEW_ZEROS, "[2]"},          {TP_OP_HSTACK, "[s0, 12]"},
                 {TP_OP_VSTACK, "[2*s0, 6]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 2, (int64_t[]){5, 6}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(shape_ops_fwd, 2, (int64_t[]){3, 6}, want, sizeof want / sizeof want[0], (int64_t[]){5, 6});
 }
 
 /* The nn.functional ops of issue #13 on x [s0, 8, 2, 3]: pixel shuffles,
@@ -438,40 +449,13 @@ static tp_status nnfunc_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, 
 }
 
 TEST(test_nnfunc_ops_rules) {
-    tp_module *m = model(nnfunc_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 8, 2, 3}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_PIXEL_SHUFFLE, "[s0, 2, 4, 6]"}, {TP_OP_PIXEL_UNSHUFFLE, "[s0, 8, 2, 3]"},
+    static const want_shape want[] = {{TP_OP_PIXEL_SHUFFLE, "[s0, 2, 4, 6]"}, {TP_OP_PIXEL_UNSHUFFLE, "[s0, 8, 2, 3]"},
                 {TP_OP_CHANNEL_SHUFFLE, "[s0, 8, 2, 3]"}, {TP_OP_SOFTMIN, "[s0, 8, 2, 3]"},
                 {TP_OP_SOFTSIGN, "[s0, 8, 2, 3]"},       {TP_OP_MSE_LOSS, "[s0, 8, 2, 3]"},
                 {TP_OP_L1_LOSS, "[]"},                   {TP_OP_CROSS_ENTROPY, "[s0, 2, 3]"},
                 {TP_OP_COSINE_SIMILARITY, "[s0, 2, 3]"}, {TP_OP_PAIRWISE_DISTANCE, "[s0, 8, 2]"},
                 {TP_OP_ONE_HOT, "[s0, 8, 2, 3, 8]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 8, 2, 3}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(nnfunc_fwd, 4, (int64_t[]){3, 8, 2, 3}, want, sizeof want / sizeof want[0], (int64_t[]){5, 8, 2, 3});
 }
 
 /* The ops added for issue #13 after nnfunc on x [s0, 8, 4, 6]: lp_pool2d,
@@ -517,40 +501,13 @@ static tp_status nnmore_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, 
 }
 
 TEST(test_nnmore_ops_rules) {
-    tp_module *m = model(nnmore_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 8, 4, 6}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_LP_POOL2D, "[s0, 8, 2, 3]"}, {TP_OP_MAX_UNPOOL2D, "[s0, 8, 4, 6]"},
+    static const want_shape want[] = {{TP_OP_LP_POOL2D, "[s0, 8, 2, 3]"}, {TP_OP_MAX_UNPOOL2D, "[s0, 8, 4, 6]"},
                 {TP_OP_IM2COL, "[s0, 32, 6]"},    {TP_OP_COL2IM, "[s0, 8, 4, 6]"},
                 {TP_OP_PDIST, "[(s0*s0 - s0)//2]"}, {TP_OP_DIST, "[]"},
                 {TP_OP_BUCKETIZE, "[s0, 8, 4, 6]"}, {TP_OP_ANGLE, "[s0, 8, 4, 6]"},
                 {TP_OP_ENTR, "[s0, 8, 4, 6]"},    {TP_OP_TRIPLET_MARGIN_LOSS, "[s0]"},
                 {TP_OP_MULTILABEL_SOFT_MARGIN_LOSS, "[s0]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 8, 4, 6}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(nnmore_fwd, 4, (int64_t[]){3, 8, 4, 6}, want, sizeof want / sizeof want[0], (int64_t[]){5, 8, 4, 6});
 }
 
 /* Shape rules written over tp_sdim (src/ops/dim.h) of nn.c's ops the other
@@ -593,40 +550,13 @@ static tp_status nndim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, t
 }
 
 TEST(test_nn_dim_rules) {
-    tp_module *m = model(nndim_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(3, (int64_t[]){3, 4, 6}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_LOG_SOFTMAX, "[s0, 4, 6]"},   {TP_OP_DROPOUT, "[s0, 4, 6]"},
+    static const want_shape want[] = {{TP_OP_LOG_SOFTMAX, "[s0, 4, 6]"},   {TP_OP_DROPOUT, "[s0, 4, 6]"},
                 {TP_OP_ALPHA_DROPOUT, "[s0, 4, 6]"}, {TP_OP_INSTANCE_NORM, "[s0, 4, 6]"},
                 {TP_OP_LOCAL_RESPONSE_NORM, "[s0, 4, 6]"}, {TP_OP_PRELU, "[s0, 4, 6]"},
                 {TP_OP_GLU, "[s0, 4, 3]"},           {TP_OP_RMS_NORM, "[s0, 4, 3]"},
                 {TP_OP_GRU_CELL, "[s0, 12]"},        {TP_OP_RNN_TANH_CELL, "[s0, 12]"},
                 {TP_OP_BILINEAR, "[s0, 5]"},         {TP_OP_CONV_TBC, "[s0, 4, 2]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 3, (int64_t[]){5, 4, 6}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(nndim_fwd, 3, (int64_t[]){3, 4, 6}, want, sizeof want / sizeof want[0], (int64_t[]){5, 4, 6});
 }
 
 /* pool.c's rules over tp_sdim on x [s0, 2, 8, 8]: the with_indices pools
@@ -661,38 +591,11 @@ static tp_status pooldim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args,
 }
 
 TEST(test_pool_dim_rules) {
-    tp_module *m = model(pooldim_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 2, 8, 8}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_MAX_POOL2D_WITH_INDICES, "([s0, 2, 4, 4], [s0, 2, 4, 4])"},
+    static const want_shape want[] = {{TP_OP_MAX_POOL2D_WITH_INDICES, "([s0, 2, 4, 4], [s0, 2, 4, 4])"},
                 {TP_OP_ADAPTIVE_MAX_POOL2D_WITH_INDICES, "([s0, 2, 3, 3], [s0, 2, 3, 3])"},
                 {TP_OP_AFFINE_GRID, "[s0, 4, 5, 2]"},
                 {TP_OP_INTERPOLATE, "[1, 128, 2*s0]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 2, 8, 8}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(pooldim_fwd, 4, (int64_t[]){3, 2, 8, 8}, want, sizeof want / sizeof want[0], (int64_t[]){5, 2, 8, 8});
 }
 
 /* loss.c's rules over tp_sdim on x [s0, 6] with reduction 'none': the
@@ -740,22 +643,7 @@ static tp_status lossdim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args,
 }
 
 TEST(test_loss_dim_rules) {
-    tp_module *m = model(lossdim_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){3, 6}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_SMOOTH_L1_LOSS, "[s0, 6]"},
+    static const want_shape want[] = {{TP_OP_SMOOTH_L1_LOSS, "[s0, 6]"},
                 {TP_OP_HUBER_LOSS, "[s0, 6]"},
                 {TP_OP_SOFT_MARGIN_LOSS, "[s0, 6]"},
                 {TP_OP_KL_DIV, "[s0, 6]"},
@@ -769,19 +657,7 @@ TEST(test_loss_dim_rules) {
                 {TP_OP_COSINE_EMBEDDING_LOSS, "[s0]"},
                 {TP_OP_MULTI_MARGIN_LOSS, "[s0]"},
                 {TP_OP_MULTILABEL_MARGIN_LOSS, "[s0]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 2, (int64_t[]){5, 6}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(lossdim_fwd, 2, (int64_t[]){3, 6}, want, sizeof want / sizeof want[0], (int64_t[]){5, 6});
 }
 
 /* linalg.c's rules over tp_sdim on x [s0, 3]: the matrix and vector
@@ -844,22 +720,7 @@ static tp_status linalgdim_fwd(tp_ctx *ctx, tp_module *self, const tp_value *arg
 }
 
 TEST(test_linalg_dim_rules) {
-    tp_module *m = model(linalgdim_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){4, 3}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_MM, "[s0, 4]"},
+    static const want_shape want[] = {{TP_OP_MM, "[s0, 4]"},
                 {TP_OP_ADDMM, "[s0, 4]"},
                 {TP_OP_BMM, "[s0, 1, 1]"},
                 {TP_OP_BADDBMM, "[s0, 1, 1]"},
@@ -880,19 +741,7 @@ TEST(test_linalg_dim_rules) {
                 {TP_OP_GEQRF, "([s0, 3, 3], [s0, 3])"},
                 {TP_OP_ORGQR, "[s0, 3, 3]"},
                 {TP_OP_ORMQR, "[s0, 3, 3]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 2, (int64_t[]){6, 3}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(linalgdim_fwd, 2, (int64_t[]){4, 3}, want, sizeof want / sizeof want[0], (int64_t[]){6, 3});
 }
 
 /* grid_sample, affine_grid and det on x [s0, 2, 4, 4] (dynamic batch):
@@ -929,35 +778,8 @@ static tp_status sample_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, 
 }
 
 TEST(test_sample_ops_rules) {
-    tp_module *m = model(sample_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(4, (int64_t[]){3, 2, 4, 4}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_GRID_SAMPLE, "[s0, 2, 3, 4]"}, {TP_OP_AFFINE_GRID, "[1, 3, 5, 2]"}, {TP_OP_DET, "[s0, 2]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 4, (int64_t[]){5, 2, 4, 4}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    static const want_shape want[] = {{TP_OP_GRID_SAMPLE, "[s0, 2, 3, 4]"}, {TP_OP_AFFINE_GRID, "[1, 3, 5, 2]"}, {TP_OP_DET, "[s0, 2]"}};
+    check_rules(sample_fwd, 4, (int64_t[]){3, 2, 4, 4}, want, sizeof want / sizeof want[0], (int64_t[]){5, 2, 4, 4});
 }
 
 /* The indexed updates, scatters and strided views on x [s0, 4] (dynamic
@@ -1000,38 +822,11 @@ static tp_status idxscat_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args,
 }
 
 TEST(test_idxscat_ops_rules) {
-    tp_module *m = model(idxscat_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(2, (int64_t[]){3, 4}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_INDEX_ADD, "[s0, 4]"},      {TP_OP_SCATTER_REDUCE, "[s0, 4]"},   {TP_OP_INDEX_FILL, "[s0, 4]"},
+    static const want_shape want[] = {{TP_OP_INDEX_ADD, "[s0, 4]"},      {TP_OP_SCATTER_REDUCE, "[s0, 4]"},   {TP_OP_INDEX_FILL, "[s0, 4]"},
                 {TP_OP_MASKED_SCATTER, "[s0, 4]"}, {TP_OP_SELECT_SCATTER, "[s0, 4]"},
                 {TP_OP_UNFOLD, "[s0 - 1, 4, 2]"},  {TP_OP_HISTC, "[7]"},                {TP_OP_SEARCHSORTED, "[s0, 4]"},
                 {TP_OP_NONZERO_STATIC, "[5, 2]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 2, (int64_t[]){6, 4}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(idxscat_fwd, 2, (int64_t[]){3, 4}, want, sizeof want / sizeof want[0], (int64_t[]){6, 4});
 }
 
 static tp_status pool_ceil_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, tp_value *out) {
@@ -1102,22 +897,7 @@ static tp_status linalg_fwd(tp_ctx *ctx, tp_module *self, const tp_value *args, 
 }
 
 TEST(test_linalg_stats_special_rules) {
-    tp_module *m = model(linalg_fwd, 1, X);
-    tp_value x = tp_value_tensor(tensor_of(3, (int64_t[]){3, 3, 3}));
-    tp_shapes *s = NULL;
-    tp_shapes_new(&s);
-    tp_shapes_set(s, "x", 0, "auto");
-    tp_export_options o = {0};
-    o.dynamic_shapes = s;
-    tp_program *p = NULL;
-    tp_draft_report rep;
-    CHECK_OK(tp_draft_export(m, &x, 1, NULL, &o, &p, &rep));
-    CHECK(p != NULL && rep.n_failures == 0);
-    CHECK_MSG(!rep.notes || !strstr(rep.notes, "symbolic shapes"), "%s", rep.notes);
-    static const struct {
-        tp_op op;
-        const char *shape;
-    } want[] = {{TP_OP_MATRIX_POWER, "[s0, 3, 3]"},
+    static const want_shape want[] = {{TP_OP_MATRIX_POWER, "[s0, 3, 3]"},
                 {TP_OP_MATRIX_EXP, "[s0, 3, 3]"},
                 {TP_OP_PINVERSE, "[s0, 2, 3]"},
                 {TP_OP_LOGDET, "[s0]"},
@@ -1127,19 +907,7 @@ TEST(test_linalg_stats_special_rules) {
                 {TP_OP_QUANTILE, "[s0, 3]"},
                 {TP_OP_NDTR, "[s0, 3, 3]"},
                 {TP_OP_IGAMMA, "[s0, 3, 3]"}};
-    for (size_t i = 0; p && i < sizeof want / sizeof want[0]; i++) {
-        const char *got = node_sym_shape(p, want[i].op);
-        CHECK_MSG(got && strcmp(got, want[i].shape) == 0, "%s: %s", tp_op_name(want[i].op), got ? got : "(null)");
-    }
-    tp_draft_report_free(&rep);
-    tp_program_free(p);
-    p = NULL;
-    CHECK_OK(tp_export(m, &x, 1, NULL, &o, &p));
-    if (p) CHECK_OK(call1(p, 3, (int64_t[]){5, 3, 3}));
-    tp_program_free(p);
-    tp_shapes_free(s);
-    tp_value_clear(&x);
-    tp_module_free(m);
+    check_rules(linalg_fwd, 3, (int64_t[]){3, 3, 3}, want, sizeof want / sizeof want[0], (int64_t[]){5, 3, 3});
 }
 
 TEST_MAIN(T(test_product_divisibility_missed_by_probes), T(test_divisibility_by_6_fresh_dim),
