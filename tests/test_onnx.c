@@ -52,6 +52,17 @@ static void pb_bytes(pb *b, int field, const void *p, size_t n) {
 static void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
 static void pb_msg(pb *b, int field, const pb *m) { pb_bytes(b, field, m->data, m->len); }
 
+/* model: IR version 8, graph, one opset import (domain NULL: the default). */
+static void wrap_model(pb *model, const pb *graph, const char *domain, int version) {
+    pb opset = {0};
+    if (domain && domain[0]) pb_str(&opset, 1, domain);
+    pb_int(&opset, 2, version);
+    memset(model, 0, sizeof *model);
+    pb_int(model, 1, 8);
+    pb_msg(model, 7, graph);
+    pb_msg(model, 8, &opset);
+}
+
 /* ValueInfoProto for a float tensor of the given dims (dim < 0: dim_param "N"). */
 static void value_info(pb *out, const char *name, int elem, const int64_t *dims, int nd) {
     pb shape = {0}, tt = {0}, ty = {0}, vi = {0};
@@ -71,7 +82,7 @@ static void value_info(pb *out, const char *name, int elem, const int64_t *dims,
 
 /* A one-node model: y = op(x) with x float [2, 3] (dim 0 symbolic when dyn). */
 static void one_node_model(pb *model, const char *op, bool dyn, const pb *extra_graph_fields) {
-    pb node = {0}, graph = {0}, opset = {0}, in = {0}, out = {0};
+    pb node = {0}, graph = {0}, in = {0}, out = {0};
     pb_str(&node, 1, "x");
     pb_str(&node, 2, "y");
     pb_str(&node, 3, "the_node");
@@ -84,11 +95,7 @@ static void one_node_model(pb *model, const char *op, bool dyn, const pb *extra_
     if (extra_graph_fields) pb_raw(&graph, extra_graph_fields->data, extra_graph_fields->len);
     pb_msg(&graph, 11, &in);
     pb_msg(&graph, 12, &out);
-    pb_int(&opset, 2, 13);
-    memset(model, 0, sizeof *model);
-    pb_int(model, 1, 8);
-    pb_msg(model, 7, &graph);
-    pb_msg(model, 8, &opset);
+    wrap_model(model, &graph, NULL, 13);
 }
 
 /* ---- helpers ----------------------------------------------------------------- */
@@ -323,7 +330,7 @@ TEST(deep_nesting_is_refused) {
 
 /* An initializer W [2, 3] read from external data; y = x + W. */
 static void external_model(pb *model, const char *location, const char *length) {
-    pb node = {0}, graph = {0}, opset = {0}, in = {0}, out = {0}, init = {0}, e1 = {0}, e2 = {0};
+    pb node = {0}, graph = {0}, in = {0}, out = {0}, init = {0}, e1 = {0}, e2 = {0};
     pb_str(&node, 1, "x");
     pb_str(&node, 1, "W");
     pb_str(&node, 2, "y");
@@ -346,11 +353,7 @@ static void external_model(pb *model, const char *location, const char *length) 
     pb_msg(&graph, 5, &init);
     pb_msg(&graph, 11, &in);
     pb_msg(&graph, 12, &out);
-    pb_int(&opset, 2, 13);
-    memset(model, 0, sizeof *model);
-    pb_int(model, 1, 8);
-    pb_msg(model, 7, &graph);
-    pb_msg(model, 8, &opset);
+    wrap_model(model, &graph, NULL, 13);
 }
 
 TEST(external_data_inside_folder_only) {
@@ -438,7 +441,7 @@ TEST(tensor_proto_reading) {
 
 /* x [2, 3] -> Reshape(shape = initializer [3, 2]) -> Add(initializer fc.weight [3, 2]) -> y */
 static void folding_model(pb *model) {
-    pb n1 = {0}, n2 = {0}, graph = {0}, opset = {0}, in = {0}, out = {0}, shape = {0}, w = {0};
+    pb n1 = {0}, n2 = {0}, graph = {0}, in = {0}, out = {0}, shape = {0}, w = {0};
     pb_str(&n1, 1, "x");
     pb_str(&n1, 1, "shape");
     pb_str(&n1, 2, "r");
@@ -466,11 +469,7 @@ static void folding_model(pb *model) {
     pb_msg(&graph, 5, &w);
     pb_msg(&graph, 11, &in);
     pb_msg(&graph, 12, &out);
-    pb_int(&opset, 2, 13);
-    memset(model, 0, sizeof *model);
-    pb_int(model, 1, 8);
-    pb_msg(model, 7, &graph);
-    pb_msg(model, 8, &opset);
+    wrap_model(model, &graph, NULL, 13);
 }
 
 TEST(initializers_parameters_and_folded_shapes) {
@@ -751,12 +750,7 @@ static void node_model(pb *model, const char *op, const char *domain, int versio
         value_info(&vi, outs[i].name, outs[i].elem, outs[i].dims, outs[i].nd);
         pb_msg(&graph, 12, &vi);
     }
-    if (domain[0]) pb_str(&opset, 1, domain);
-    pb_int(&opset, 2, version);
-    memset(model, 0, sizeof *model);
-    pb_int(model, 1, 8);
-    pb_msg(model, 7, &graph);
-    pb_msg(model, 8, &opset);
+    wrap_model(model, &graph, domain, version);
 }
 
 static void attr_int(pb *a, const char *name, int64_t v) {
@@ -986,11 +980,7 @@ static void range_then_model(pb *model, const char *second) {
     }
     value_info(&vi, "y", ONNX_INT64, (const int64_t[]){-1, 1}, reshape ? 2 : 1);
     pb_msg(&graph, 12, &vi);
-    pb_int(&opset, 2, 17);
-    memset(model, 0, sizeof *model);
-    pb_int(model, 1, 8);
-    pb_msg(model, 7, &graph);
-    pb_msg(model, 8, &opset);
+    wrap_model(model, &graph, NULL, 17);
 }
 
 /* A run-time Range's length is never folded at its import-time hint: Shape
@@ -1121,7 +1111,7 @@ static void graph_input(pb *graph, const char *name, int elem, const int64_t *di
  * in `graph` (its inputs and initializers already in it) at opset 17; y
  * declared as a float tensor of unknown shape. */
 static void signal_model(pb *model, pb *node, pb *graph, const char *op) {
-    pb out = {0}, tt = {0}, ty = {0}, opset = {0};
+    pb out = {0}, tt = {0}, ty = {0};
     pb_str(node, 2, "y");
     pb_str(node, 3, "the_node");
     pb_str(node, 4, op);
@@ -1134,11 +1124,7 @@ static void signal_model(pb *model, pb *node, pb *graph, const char *op) {
     pb_str(&g, 2, "g");
     pb_raw(&g, graph->data, graph->len);
     pb_msg(&g, 12, &out);
-    pb_int(&opset, 2, 17);
-    memset(model, 0, sizeof *model);
-    pb_int(model, 1, 8);
-    pb_msg(model, 7, &g);
-    pb_msg(model, 8, &opset);
+    wrap_model(model, &g, NULL, 17);
 }
 
 static void roi_align_model(pb *m, const char *mode) {
@@ -1321,14 +1307,10 @@ static void graph_output(pb *graph, const char *name, int elem) {
 }
 
 static void seq_model(pb *model, const pb *graph) {
-    pb g = {0}, opset = {0};
+    pb g = {0};
     pb_str(&g, 2, "g");
     pb_raw(&g, graph->data, graph->len);
-    pb_int(&opset, 2, 17);
-    memset(model, 0, sizeof *model);
-    pb_int(model, 1, 8);
-    pb_msg(model, 7, &g);
-    pb_msg(model, 8, &opset);
+    wrap_model(model, &g, NULL, 17);
 }
 
 /* s1 = [a, b]; s2 = insert(s1, b, 0) = [b, a, b]; s3 = erase(s2) = [b, a];
