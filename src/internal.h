@@ -155,6 +155,28 @@ TP_HIDDEN void tp__iter_init(tp_iter *it, int ndim, const int64_t *sizes, int n_
                              const tp_tensor *const *ops);
 TP_HIDDEN bool tp__iter_next(tp_iter *it);
 
+/* The same C-order walk over explicit strides (any unit: elements or
+ * bytes), tracking one offset per operand from 0 - for kernels that walk a
+ * sub-space of a tensor (the reduced dims of a reduction, the normalised
+ * dims of a norm). strides[k] may be NULL (a broadcast operand: offset 0).
+ * sizes and strides are copied. ndim 0 visits one position; a zero size
+ * visits none.
+ *     tp_walk w; tp__walk_init(&w, nd, sizes, 2, (const int64_t *[]){xs, ys});
+ *     while (tp__walk_next(&w)) { ... x[w.off[0]] ... y[w.off[1]] ... } */
+typedef struct tp_walk {
+    int ndim;
+    int n_ops;
+    int64_t sizes[TP_MAX_DIMS];
+    int64_t index[TP_MAX_DIMS];
+    int64_t strides[TP_ITER_MAX_OPS][TP_MAX_DIMS];
+    int64_t off[TP_ITER_MAX_OPS];
+    int64_t remaining; /* positions not yet visited */
+    bool started;
+} tp_walk;
+
+TP_HIDDEN void tp__walk_init(tp_walk *w, int ndim, const int64_t *sizes, int n_ops, const int64_t *const *strides);
+TP_HIDDEN bool tp__walk_next(tp_walk *w);
+
 /* ---- growable string builder (strbuf.c) ---------------------------------
  * Appends never fail visibly: an allocation failure sets `failed`, and
  * tp__sb_finish then returns TP_ERR_NOMEM. */

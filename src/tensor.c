@@ -380,6 +380,40 @@ bool tp__iter_next(tp_iter *it) {
     return true;
 }
 
+void tp__walk_init(tp_walk *w, int ndim, const int64_t *sizes, int n_ops, const int64_t *const *strides) {
+    /* only the parts in use: reference kernels start a walk per output element */
+    w->ndim = ndim;
+    w->n_ops = n_ops;
+    w->started = false;
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        w->sizes[i] = sizes[i];
+        w->index[i] = 0;
+        n *= sizes[i];
+        for (int k = 0; k < n_ops; k++) w->strides[k][i] = strides[k] ? strides[k][i] : 0;
+    }
+    for (int k = 0; k < n_ops; k++) w->off[k] = 0;
+    w->remaining = n;
+}
+
+bool tp__walk_next(tp_walk *w) {
+    if (w->remaining <= 0) return false;
+    w->remaining--;
+    if (!w->started) {
+        w->started = true;
+        return true;
+    }
+    for (int d = w->ndim - 1; d >= 0; d--) {
+        if (++w->index[d] < w->sizes[d]) {
+            for (int k = 0; k < w->n_ops; k++) w->off[k] += w->strides[k][d];
+            return true;
+        }
+        for (int k = 0; k < w->n_ops; k++) w->off[k] -= w->strides[k][d] * (w->sizes[d] - 1);
+        w->index[d] = 0;
+    }
+    return true;
+}
+
 /* ---- views ------------------------------------------------------------- */
 
 static tp_status make_view(tp_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,

@@ -74,54 +74,6 @@ static double param_at(const tp_tensor *p, int64_t i) {
     return load_at(tp__tensor_base(p), off, p->dtype);
 }
 
-/* ---- strided walks ------------------------------------------------------
- * A C-order walk over `ndim` dims that tracks the element offset of the
- * current position in two operands (strides in elements) and the current
- * multi-index. ndim 0 visits one element; a zero size visits none. */
-typedef struct walk {
-    int ndim;
-    int64_t sizes[TP_MAX_DIMS];
-    int64_t strides[2][TP_MAX_DIMS];
-    int64_t index[TP_MAX_DIMS];
-    int64_t off[2];
-    int64_t remaining;
-    bool started;
-} walk;
-
-static void walk_init(walk *w, int ndim, const int64_t *sizes, const int64_t *strides0,
-                      const int64_t *strides1) {
-    memset(w, 0, sizeof *w);
-    w->ndim = ndim;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        w->sizes[d] = sizes[d];
-        w->strides[0][d] = strides0 ? strides0[d] : 0;
-        w->strides[1][d] = strides1 ? strides1[d] : 0;
-        n *= sizes[d];
-    }
-    w->remaining = n;
-}
-
-static bool walk_next(walk *w) {
-    if (w->remaining <= 0) return false;
-    w->remaining--;
-    if (!w->started) {
-        w->started = true;
-        return true;
-    }
-    for (int d = w->ndim - 1; d >= 0; d--) {
-        if (++w->index[d] < w->sizes[d]) {
-            w->off[0] += w->strides[0][d];
-            w->off[1] += w->strides[1][d];
-            return true;
-        }
-        w->off[0] -= w->strides[0][d] * (w->sizes[d] - 1);
-        w->off[1] -= w->strides[1][d] * (w->sizes[d] - 1);
-        w->index[d] = 0;
-    }
-    return true;
-}
-
 /* Copy the dims [first, last) of a and b (same shape) into sizes and the two
  * stride arrays; returns the number of dims copied. */
 static int pick_dims(const tp_tensor *a, const tp_tensor *b, int first, int last, int skip, int64_t *sizes,
@@ -145,10 +97,10 @@ static tp_status load_all(const tp_tensor *t, double **out) {
     int64_t n = tp_tensor_numel(t);
     double *buf = tp_calloc((size_t)(n > 0 ? n : 1), sizeof *buf);
     TP_CHECK(buf, TP_ERR_NOMEM, "out of memory (%" PRId64 " parameter values)", n);
-    walk w;
-    walk_init(&w, t->ndim, t->sizes, t->strides, NULL);
+    tp_walk w;
+    tp__walk_init(&w, t->ndim, t->sizes, 2, (const int64_t *[]){t->strides, NULL});
     const char *base = tp__tensor_base(t);
-    for (int64_t i = 0; walk_next(&w); i++) buf[i] = load_at(base, w.off[0], t->dtype);
+    for (int64_t i = 0; tp__walk_next(&w); i++) buf[i] = load_at(base, w.off[0], t->dtype);
     *out = buf;
     return TP_OK;
 }
@@ -303,10 +255,10 @@ static tp_status batch_norm_kernel(const tp_value *args, tp_value *out) {
     const char *xb = tp__tensor_base(x);
     char *yb = tp__tensor_base(y);
     for (int64_t c = 0; c < channels; c++) {
-        walk it;
-        walk_init(&it, nd, sizes, xs, ys);
+        tp_walk it;
+        tp__walk_init(&it, nd, sizes, 2, (const int64_t *[]){xs, ys});
         int64_t xc = c * x->strides[1], yc = c * y->strides[1];
-        for (int64_t i = 0; walk_next(&it); i++) vals[i] = load_at(xb, xc + it.off[0], x->dtype);
+        for (int64_t i = 0; tp__walk_next(&it); i++) vals[i] = load_at(xb, xc + it.off[0], x->dtype);
         double mean, var;
         if (training) {
             mean_var(vals, count, &mean, &var);
@@ -328,8 +280,8 @@ static tp_status batch_norm_kernel(const tp_value *args, tp_value *out) {
         double scale = 1.0 / sqrt(var + eps);
         if (w) scale *= param_at(w, c);
         double shift = b ? param_at(b, c) : 0.0;
-        walk_init(&it, nd, sizes, xs, ys);
-        for (int64_t i = 0; walk_next(&it); i++) store_at(yb, yc + it.off[1], y->dtype, (vals[i] - mean) * scale + shift);
+        tp__walk_init(&it, nd, sizes, 2, (const int64_t *[]){xs, ys});
+        for (int64_t i = 0; tp__walk_next(&it); i++) store_at(yb, yc + it.off[1], y->dtype, (vals[i] - mean) * scale + shift);
     }
     tp_free(vals);
     return TP_OK;
@@ -397,17 +349,17 @@ static tp_status layer_norm_kernel(const tp_value *args, tp_value *out) {
     if (st == TP_OK) {
         const char *xb = tp__tensor_base(x);
         char *yb = tp__tensor_base(y);
-        walk outer;
-        walk_init(&outer, no, osz, oxs, oys);
-        while (walk_next(&outer)) {
-            walk it;
-            walk_init(&it, ni, isz, ixs, iys);
-            for (int64_t j = 0; walk_next(&it); j++) vals[j] = load_at(xb, outer.off[0] + it.off[0], x->dtype);
+        tp_walk outer;
+        tp__walk_init(&outer, no, osz, 2, (const int64_t *[]){oxs, oys});
+        while (tp__walk_next(&outer)) {
+            tp_walk it;
+            tp__walk_init(&it, ni, isz, 2, (const int64_t *[]){ixs, iys});
+            for (int64_t j = 0; tp__walk_next(&it); j++) vals[j] = load_at(xb, outer.off[0] + it.off[0], x->dtype);
             double mean, var;
             mean_var(vals, inner, &mean, &var);
             double rstd = 1.0 / sqrt(var + eps);
-            walk_init(&it, ni, isz, ixs, iys);
-            for (int64_t j = 0; walk_next(&it); j++) {
+            tp__walk_init(&it, ni, isz, 2, (const int64_t *[]){ixs, iys});
+            for (int64_t j = 0; tp__walk_next(&it); j++) {
                 double v = (vals[j] - mean) * rstd;
                 if (wv) v *= wv[j];
                 if (bv) v += bv[j];
@@ -488,14 +440,14 @@ static tp_status group_norm_kernel(const tp_value *args, tp_value *out) {
         for (int64_t g = 0; g < groups; g++) {
             int64_t c0 = g * per_group;
             int64_t xo = n * x->strides[0] + c0 * x->strides[1], yo = n * y->strides[0] + c0 * y->strides[1];
-            walk it;
-            walk_init(&it, nd, sizes, xs, ys);
-            for (int64_t i = 0; walk_next(&it); i++) vals[i] = load_at(xb, xo + it.off[0], x->dtype);
+            tp_walk it;
+            tp__walk_init(&it, nd, sizes, 2, (const int64_t *[]){xs, ys});
+            for (int64_t i = 0; tp__walk_next(&it); i++) vals[i] = load_at(xb, xo + it.off[0], x->dtype);
             double mean, var;
             mean_var(vals, count, &mean, &var);
             double rstd = 1.0 / sqrt(var + eps);
-            walk_init(&it, nd, sizes, xs, ys);
-            for (int64_t i = 0; walk_next(&it); i++) {
+            tp__walk_init(&it, nd, sizes, 2, (const int64_t *[]){xs, ys});
+            for (int64_t i = 0; tp__walk_next(&it); i++) {
                 int64_t c = c0 + it.index[0];
                 double v = (vals[i] - mean) * rstd;
                 if (w) v *= param_at(w, c);
@@ -568,9 +520,9 @@ static tp_status instance_norm_kernel(const tp_value *args, tp_value *out) {
     for (int64_t n = 0; n < batch; n++) {
         for (int64_t c = 0; c < channels; c++) {
             int64_t xo = n * x->strides[0] + c * x->strides[1], yo = n * y->strides[0] + c * y->strides[1];
-            walk it;
-            walk_init(&it, nd, sizes, xs, ys);
-            for (int64_t i = 0; walk_next(&it); i++) vals[i] = load_at(xb, xo + it.off[0], x->dtype);
+            tp_walk it;
+            tp__walk_init(&it, nd, sizes, 2, (const int64_t *[]){xs, ys});
+            for (int64_t i = 0; tp__walk_next(&it); i++) vals[i] = load_at(xb, xo + it.off[0], x->dtype);
             double mean, var;
             if (use_input_stats) {
                 mean_var(vals, count, &mean, &var);
@@ -583,8 +535,8 @@ static tp_status instance_norm_kernel(const tp_value *args, tp_value *out) {
             double scale = 1.0 / sqrt(var + eps);
             if (w) scale *= param_at(w, c);
             double shift = b ? param_at(b, c) : 0.0;
-            walk_init(&it, nd, sizes, xs, ys);
-            for (int64_t i = 0; walk_next(&it); i++)
+            tp__walk_init(&it, nd, sizes, 2, (const int64_t *[]){xs, ys});
+            for (int64_t i = 0; tp__walk_next(&it); i++)
                 store_at(yb, yo + it.off[1], y->dtype, (vals[i] - mean) * scale + shift);
         }
     }
@@ -669,19 +621,19 @@ static tp_status rms_norm_kernel(const tp_value *args, tp_value *out) {
     if (st == TP_OK) {
         const char *xb = tp__tensor_base(x);
         char *yb = tp__tensor_base(y);
-        walk outer;
-        walk_init(&outer, no, osz, oxs, oys);
-        while (walk_next(&outer)) {
-            walk it;
-            walk_init(&it, ni, isz, ixs, iys);
+        tp_walk outer;
+        tp__walk_init(&outer, no, osz, 2, (const int64_t *[]){oxs, oys});
+        while (tp__walk_next(&outer)) {
+            tp_walk it;
+            tp__walk_init(&it, ni, isz, 2, (const int64_t *[]){ixs, iys});
             double ss = 0.0;
-            for (int64_t j = 0; walk_next(&it); j++) {
+            for (int64_t j = 0; tp__walk_next(&it); j++) {
                 vals[j] = load_at(xb, outer.off[0] + it.off[0], x->dtype);
                 ss += vals[j] * vals[j];
             }
             double rstd = 1.0 / sqrt(ss / (double)inner + eps);
-            walk_init(&it, ni, isz, ixs, iys);
-            for (int64_t j = 0; walk_next(&it); j++) {
+            tp__walk_init(&it, ni, isz, 2, (const int64_t *[]){ixs, iys});
+            for (int64_t j = 0; tp__walk_next(&it); j++) {
                 double v = vals[j] * rstd;
                 if (wv) v *= wv[j];
                 store_at(yb, outer.off[1] + it.off[1], y->dtype, v);
@@ -723,9 +675,9 @@ static tp_status lrn_kernel(const tp_value *args, tp_value *out) {
     TP_TRY(alloc_f64(channels, &sq));
     const char *xb = tp__tensor_base(x);
     char *yb = tp__tensor_base(y);
-    walk it;
-    walk_init(&it, nd, sizes, xs, ys);
-    while (walk_next(&it)) {
+    tp_walk it;
+    tp__walk_init(&it, nd, sizes, 2, (const int64_t *[]){xs, ys});
+    while (tp__walk_next(&it)) {
         for (int64_t c = 0; c < channels; c++) {
             double v = load_at(xb, it.off[0] + c * x->strides[1], x->dtype);
             sq[c] = v * v;
@@ -791,9 +743,9 @@ static tp_status softmax_common(const tp_value *args, tp_value *out, bool log_sp
     TP_TRY(alloc_f64(len, &vals));
     const char *xb = tp__tensor_base(x);
     char *yb = tp__tensor_base(y);
-    walk outer;
-    walk_init(&outer, nd, sizes, oxs, oys);
-    while (walk_next(&outer)) {
+    tp_walk outer;
+    tp__walk_init(&outer, nd, sizes, 2, (const int64_t *[]){oxs, oys});
+    while (tp__walk_next(&outer)) {
         double max = -INFINITY;
         for (int64_t i = 0; i < len; i++) {
             double v = load_at(xb, outer.off[0] + i * xs, x->dtype);
@@ -852,9 +804,9 @@ static tp_status glu_kernel(const tp_value *args, tp_value *out) {
     int64_t half = y->sizes[dim] * x->strides[dim]; /* offset from a to b */
     const char *xb = tp__tensor_base(x);
     char *yb = tp__tensor_base(y);
-    walk w;
-    walk_init(&w, y->ndim, y->sizes, x->strides, y->strides);
-    while (walk_next(&w)) {
+    tp_walk w;
+    tp__walk_init(&w, y->ndim, y->sizes, 2, (const int64_t *[]){x->strides, y->strides});
+    while (tp__walk_next(&w)) {
         double a = load_at(xb, w.off[0], x->dtype), b = load_at(xb, w.off[0] + half, x->dtype);
         store_at(yb, w.off[1], y->dtype, a / (1.0 + exp(-b)));
     }
@@ -888,9 +840,9 @@ static tp_status prelu_kernel(const tp_value *args, tp_value *out) {
     tp_tensor *x = tp__arg_tensor(args, 0), *w = tp__arg_tensor(args, 1), *y = tp__out_at(out, 0);
     const char *xb = tp__tensor_base(x);
     char *yb = tp__tensor_base(y);
-    walk it;
-    walk_init(&it, x->ndim, x->sizes, x->strides, y->strides);
-    while (walk_next(&it)) {
+    tp_walk it;
+    tp__walk_init(&it, x->ndim, x->sizes, 2, (const int64_t *[]){x->strides, y->strides});
+    while (tp__walk_next(&it)) {
         double v = load_at(xb, it.off[0], x->dtype);
         if (!(v > 0.0)) v *= param_at(w, x->ndim > 1 ? it.index[1] : 0);
         store_at(yb, it.off[1], y->dtype, v);
@@ -924,9 +876,9 @@ static tp_status embedding_kernel(const tp_value *args, tp_value *out) {
     const char *wb = tp__tensor_base(w), *ib = tp__tensor_base(idx);
     char *yb = tp__tensor_base(y);
     size_t ies = tp_dtype_size(idx->dtype);
-    walk it;
-    walk_init(&it, idx->ndim, idx->sizes, idx->strides, y->strides);
-    while (walk_next(&it)) {
+    tp_walk it;
+    tp__walk_init(&it, idx->ndim, idx->sizes, 2, (const int64_t *[]){idx->strides, y->strides});
+    while (tp__walk_next(&it)) {
         int64_t r = tp__load_i64(ib + it.off[0] * (int64_t)ies, idx->dtype);
         TP_CHECK(r >= 0 && r < rows, TP_ERR_INDEX, "index out of range in self (index %" PRId64 ", %" PRId64 " rows)", r,
                  rows);
@@ -960,15 +912,15 @@ static tp_status dropout_kernel(const tp_value *args, tp_value *out) {
     if (!tp__arg_bool(args, DO_TRAIN) || p == 0.0) return tp_tensor_copy_(y, x);
     const char *xb = tp__tensor_base(x);
     char *yb = tp__tensor_base(y);
-    walk it;
-    walk_init(&it, x->ndim, x->sizes, x->strides, y->strides);
+    tp_walk it;
+    tp__walk_init(&it, x->ndim, x->sizes, 2, (const int64_t *[]){x->strides, y->strides});
     if (p == 1.0) { /* input * 0: zeros, NaN stays NaN */
-        while (walk_next(&it)) store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * 0.0);
+        while (tp__walk_next(&it)) store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * 0.0);
         return TP_OK;
     }
     uint64_t state = rng_seed();
     double keep = 1.0 - p, scale = 1.0 / keep;
-    while (walk_next(&it)) {
+    while (tp__walk_next(&it)) {
         double m = rng_uniform(&state) < keep ? scale : 0.0;
         store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * m);
     }
@@ -1117,13 +1069,13 @@ static tp_status sdpa_kernel(const tp_value *args, tp_value *out) {
     TP_TRY(alloc_f64(S, &w));
     /* Walk the batch: offsets of q, k in slot 0/1, then v, mask, y in a
      * second walk kept in step. */
-    walk wqk, wvy, wm;
-    walk_init(&wqk, nb, batch, qbs, kbs);
-    walk_init(&wvy, nb, batch, vbs, ybs);
-    walk_init(&wm, nb, batch, mask ? mbs : NULL, NULL);
-    while (walk_next(&wqk)) {
-        walk_next(&wvy);
-        walk_next(&wm);
+    tp_walk wqk, wvy, wm;
+    tp__walk_init(&wqk, nb, batch, 2, (const int64_t *[]){qbs, kbs});
+    tp__walk_init(&wvy, nb, batch, 2, (const int64_t *[]){vbs, ybs});
+    tp__walk_init(&wm, nb, batch, 2, (const int64_t *[]){mask ? mbs : NULL, NULL});
+    while (tp__walk_next(&wqk)) {
+        tp__walk_next(&wvy);
+        tp__walk_next(&wm);
         for (int64_t l = 0; l < L; l++) {
             bool all_masked = true;
             for (int64_t s = 0; s < S; s++) {

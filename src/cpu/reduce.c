@@ -102,43 +102,10 @@ static tp_dtype sum_dtype(const tp_value *args, int dtype_arg, tp_dtype in) {
 
 /* ---- walking the reduced sub-space ------------------------------------ */
 
-/* Byte offsets of a strided index space, visited in C order. */
-typedef struct walker {
-    int ndim;
-    const int64_t *sizes, *strides; /* strides in bytes */
-    int64_t index[TP_MAX_DIMS];
-    int64_t offset, remaining;
-    bool started;
-} walker;
-
-static void walker_init(walker *w, int ndim, const int64_t *sizes, const int64_t *strides) {
-    w->ndim = ndim;
-    w->sizes = sizes;
-    w->strides = strides;
-    w->offset = 0;
-    w->remaining = 1;
-    w->started = false;
-    for (int d = 0; d < ndim; d++) {
-        w->index[d] = 0;
-        w->remaining *= sizes[d];
-    }
-}
-
-static inline bool walker_next(walker *w, int64_t *offset) {
-    if (w->remaining <= 0) return false;
-    w->remaining--;
-    if (w->started) {
-        for (int d = w->ndim - 1; d >= 0; d--) {
-            if (++w->index[d] < w->sizes[d]) {
-                w->offset += w->strides[d];
-                break;
-            }
-            w->offset -= w->strides[d] * (w->sizes[d] - 1);
-            w->index[d] = 0;
-        }
-    }
-    w->started = true;
-    *offset = w->offset;
+/* The next byte offset of a one-operand walk (tp_walk, internal.h). */
+static inline bool walker_next(tp_walk *w, int64_t *offset) {
+    if (!tp__walk_next(w)) return false;
+    *offset = w->off[0];
     return true;
 }
 
@@ -242,11 +209,11 @@ static inline int64_t load_as_i64(const char *p, tp_dtype src, tp_dtype dst) {
 
 /* sum / prod / mean of one output element. */
 static void reduce_sum_prod(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
-    walker w;
+    tp_walk w;
     int64_t off;
     tp_dtype src = job->in_dtype, dst = job->compute;
     bool prod = job->kind == R_PROD;
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     if (tp_dtype_is_float(dst) && (job->kind == R_NANSUM || job->kind == R_NANMEAN)) {
         double acc = 0.0;
         int64_t count = 0;
@@ -284,10 +251,10 @@ static void reduce_sum_prod(const reduce_job *job, const reduce_split *s, const 
  * first NaN's index is reported, as in PyTorch). */
 static void reduce_extreme(const reduce_job *job, const reduce_split *s, const char *base, char *out,
                            char *out_index) {
-    walker w;
+    tp_walk w;
     int64_t off, i = 0, best_i = 0;
     bool want_max = job->kind == R_MAX;
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     if (tp_dtype_is_float(job->in_dtype)) {
         double best = 0.0;
         for (; walker_next(&w, &off); i++) {
@@ -319,13 +286,13 @@ static void reduce_extreme(const reduce_job *job, const reduce_split *s, const c
 
 /* var / std with a correction (two passes: mean, then squared deviations). */
 static void reduce_var(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
-    walker w;
+    tp_walk w;
     int64_t off;
     double sum = 0.0, ss = 0.0;
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     while (walker_next(&w, &off)) sum += tp__load_f64(base + off, job->in_dtype);
     double n = (double)s->inner_numel, mean = sum / n;
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     while (walker_next(&w, &off)) {
         double d = tp__load_f64(base + off, job->in_dtype) - mean;
         ss += d * d;
@@ -338,11 +305,11 @@ static void reduce_var(const reduce_job *job, const reduce_split *s, const char 
 
 /* Vector p-norm: inf/-inf are max/min |x|, 0 counts non-zeros. */
 static void reduce_norm(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
-    walker w;
+    tp_walk w;
     int64_t off;
     double p = job->param, acc;
     tp_dtype src = job->in_dtype, dst = job->compute;
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     if (isinf(p)) {
         acc = p > 0 ? 0.0 : INFINITY;
         while (walker_next(&w, &off)) {
@@ -377,10 +344,10 @@ static void reduce_norm(const reduce_job *job, const reduce_split *s, const char
 /* log(sum(exp(x))) shifted by the max (an infinite max shifts by 0, so
  * all -inf gives -inf and any +inf gives +inf; NaN propagates). */
 static void reduce_logsumexp(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
-    walker w;
+    tp_walk w;
     int64_t off;
     double m = -INFINITY, sum = 0.0;
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     while (walker_next(&w, &off)) {
         double v = tp__load_f64(base + off, job->in_dtype);
         if (isnan(v) || v > m) m = v;
@@ -391,17 +358,17 @@ static void reduce_logsumexp(const reduce_job *job, const reduce_split *s, const
         return;
     }
     double shift = isinf(m) ? 0.0 : m;
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     while (walker_next(&w, &off)) sum += exp(tp__load_f64(base + off, job->in_dtype) - shift);
     tp__store_f64(out, job->values->dtype, log(sum) + shift);
 }
 
 static void reduce_any_all(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
-    walker w;
+    tp_walk w;
     int64_t off;
     bool any = job->kind == R_ANY, result = !any;
     bool is_float = tp_dtype_is_float(job->in_dtype);
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     while (walker_next(&w, &off)) {
         bool nz = is_float ? tp__load_f64(base + off, job->in_dtype) != 0.0 : tp__load_i64(base + off, job->in_dtype) != 0;
         if (nz == any) {
@@ -413,10 +380,10 @@ static void reduce_any_all(const reduce_job *job, const reduce_split *s, const c
 }
 
 static void reduce_count_nonzero(const reduce_job *job, const reduce_split *s, const char *base, char *out) {
-    walker w;
+    tp_walk w;
     int64_t off, count = 0;
     bool is_float = tp_dtype_is_float(job->in_dtype);
-    walker_init(&w, s->n_inner, s->inner_sizes, s->inner_strides);
+    tp__walk_init(&w, s->n_inner, s->inner_sizes, 1, (const int64_t *[]){s->inner_strides});
     while (walker_next(&w, &off))
         count += is_float ? tp__load_f64(base + off, job->in_dtype) != 0.0
                           : tp__load_i64(base + off, job->in_dtype) != 0;
@@ -432,9 +399,9 @@ static tp_status run_reduction(const tp_tensor *self, const reduce_dims *rd, red
     char *vals = job->values ? (char *)tp_tensor_data(job->values) : NULL;
     char *idx = job->indices ? (char *)tp_tensor_data(job->indices) : NULL;
     size_t ves = job->values ? tp_dtype_size(job->values->dtype) : 0;
-    walker w;
+    tp_walk w;
     int64_t off, k = 0;
-    walker_init(&w, s.n_outer, s.outer_sizes, s.outer_strides); /* empty if the output is */
+    tp__walk_init(&w, s.n_outer, s.outer_sizes, 1, (const int64_t *[]){s.outer_strides}); /* empty if the output is */
     for (; walker_next(&w, &off); k++) {
         const char *base = s.base + off;
         char *ov = vals ? vals + k * (int64_t)ves : NULL;
@@ -733,10 +700,10 @@ static tp_status scan_run(const tp_value *args, tp_value *out, bool prod) {
     const char *in_base = tp__tensor_base(self);
     char *out_base = tp_tensor_data(res);
     tp_dtype src = self->dtype, dst = res->dtype;
-    walker wi, wo;
+    tp_walk wi, wo;
     int64_t ioff, ooff;
-    walker_init(&wi, n_outer, osizes, in_strides);
-    walker_init(&wo, n_outer, osizes, out_strides);
+    tp__walk_init(&wi, n_outer, osizes, 1, (const int64_t *[]){in_strides});
+    tp__walk_init(&wo, n_outer, osizes, 1, (const int64_t *[]){out_strides});
     while (walker_next(&wi, &ioff) && walker_next(&wo, &ooff)) {
         const char *pi = in_base + ioff;
         char *po = out_base + ooff;
