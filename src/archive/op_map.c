@@ -1194,6 +1194,14 @@ static const tp_serde_op_entry g_table[] = {
     MT("sort", SORT, "self,dim,descending,*,stable"),
     FNW(TF, "argsort", ARGSORT, "input,dim,descending,*,stable,out:!=None"),
     MT("argsort", ARGSORT, "self,dim,descending,*,stable"),
+    /* torch.stft (src/cpu/signal.c): tensorplay returns a complex tensor by
+     * default (return_complex True in the function, None in the method), which
+     * tpexport refuses; return_complex=False is the real [..., 2] layout */
+    FNW(TF, "stft", STFT,
+        "input,n_fft,hop_length,win_length,window,center,pad_mode,normalized,onesided=True,return_complex=True"),
+    MT("stft", STFT,
+       "self,n_fft,hop_length,win_length,window,center,pad_mode,normalized,onesided,return_complex=True,"
+       "align_to_window"),
     /* ONNX-only ops without a tensorplay function (issue #14): written under
      * tpexport's own module, which only tpexport reads back */
     FNW("tpexport.onnx", "non_max_suppression", NON_MAX_SUPPRESSION,

@@ -29,6 +29,8 @@
  * are the reference kernels; no mixed-radix or Bluestein path yet.
  */
 #include <inttypes.h>
+#include <math.h>
+#include <string.h>
 
 #include "kernel_util.h"
 
@@ -457,6 +459,170 @@ static tp_status stft_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- stft (torch.stft, issue #13) ---------------------------------------------------
+ * PyTorch's semantics for a real 1-D [L] or 2-D [B, L] signal with
+ * return_complex=False (tpexport has no complex dtype): center pads n_fft / 2
+ * on both sides with pad_mode (reflect, constant, replicate, circular, as
+ * F.pad does on the [1, B, L] view); frames of n_fft samples every
+ * hop_length (default n_fft / 4), each multiplied by the window of
+ * win_length (default n_fft; ones when absent) centred in the frame, then
+ * transformed (n_fft bins, n_fft / 2 + 1 when onesided, the default);
+ * normalized multiplies by 1 / sqrt(n_fft). Output [B?, bins, frames, 2] in
+ * the promoted dtype of input and window. align_to_window=True is refused. */
+
+enum { STFT_CONSTANT, STFT_REFLECT, STFT_REPLICATE, STFT_CIRCULAR };
+
+typedef struct tstft_plan {
+    int64_t n_fft, hop, win, pad, bins;
+    int mode;
+    bool center, normalized;
+    tp_dtype dtype;
+} tstft_plan;
+
+/* The checks that need no sizes of the signal's length, in PyTorch's order. */
+static tp_status tstft_check(const tp_value *args, tstft_plan *p) {
+    const tp_tensor *x = tp__arg_tensor(args, 0), *win = tp__arg_tensor(args, 4);
+    if (tp__arg_is_none(args, 9))
+        return tp_error(TP_ERR_INVALID_ARG, "stft requires the return_complex parameter be given for real inputs, and "
+                                            "will further require that return_complex=True in a future PyTorch "
+                                            "release.");
+    TP_CHECK(!tp__arg_bool(args, 9), TP_ERR_UNSUPPORTED,
+             "stft: return_complex=True gives a complex tensor and tpexport has no complex dtype; "
+             "return_complex=False gives the real [..., 2] layout");
+    p->center = tp__arg_bool(args, 5);
+    if (!tp__arg_is_none(args, 10) && tp__arg_bool(args, 10)) {
+        TP_CHECK(!p->center, TP_ERR_INVALID_ARG, "stft: align_to_window should only be set when center = false");
+        return tp_error(TP_ERR_UNSUPPORTED, "stft: align_to_window=True is not supported");
+    }
+    TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "stft: expected a tensor of floating point or complex values");
+    TP_CHECK(x->ndim == 1 || x->ndim == 2, TP_ERR_SHAPE, "stft: expected a 1D or 2D tensor");
+    const char *mode = tp__arg_str(args, 6);
+    p->mode = STFT_CONSTANT;
+    if (p->center) {
+        if (mode && strcmp(mode, "reflect") == 0) p->mode = STFT_REFLECT;
+        else if (mode && strcmp(mode, "replicate") == 0) p->mode = STFT_REPLICATE;
+        else if (mode && strcmp(mode, "circular") == 0) p->mode = STFT_CIRCULAR;
+        else TP_CHECK(mode && strcmp(mode, "constant") == 0, TP_ERR_INVALID_ARG, "Unrecognised padding mode %s",
+                      mode ? mode : "None");
+    }
+    p->n_fft = tp__arg_int(args, 1);
+    p->pad = p->center && p->n_fft > 0 ? p->n_fft / 2 : 0;
+    p->hop = tp__arg_is_none(args, 2) ? p->n_fft >> 2 : tp__arg_int(args, 2);
+    p->win = tp__arg_is_none(args, 3) ? p->n_fft : tp__arg_int(args, 3);
+    p->normalized = tp__arg_bool(args, 7);
+    p->bins = tp__arg_is_none(args, 8) || tp__arg_bool(args, 8) ? p->n_fft / 2 + 1 : p->n_fft;
+    p->dtype = win ? tp_promote_types(x->dtype, win->dtype) : x->dtype;
+    return TP_OK;
+}
+
+/* The checks on the signal's (padded) length and the frame count. */
+static tp_status tstft_frames(const tp_value *args, const tstft_plan *p, tp_sdim *frames) {
+    const tp_tensor *x = tp__arg_tensor(args, 0), *win = tp__arg_tensor(args, 4);
+    tp_sdim len = tp__dim(x, x->ndim - 1);
+    int64_t nb = x->ndim == 2 ? x->sizes[0] : 1;
+    if (p->center && p->mode == STFT_REFLECT)
+        TP_CHECK(tp__dim_ge(tp__dim_addk(len, -(p->pad + 1)), 0, "stft: reflect padding below the signal length"),
+                 TP_ERR_SHAPE,
+                 "Argument #4: Padding size should be less than the corresponding input dimension, but got: padding "
+                 "(%" PRId64 ", %" PRId64 ") at dimension 2 of input [1, %" PRId64 ", %" PRId64 "]",
+                 p->pad, p->pad, nb, len.v);
+    if (p->center && p->mode == STFT_CIRCULAR)
+        TP_CHECK(tp__dim_ge(tp__dim_addk(len, -p->pad), 0, "stft: circular padding within the signal length"),
+                 TP_ERR_SHAPE, "Padding value causes wrapping around more than once.");
+    if (p->center && p->mode == STFT_REPLICATE)
+        TP_CHECK(tp__dim_ge(len, 1, "stft: a signal to replicate"), TP_ERR_SHAPE,
+                 "Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+                 "input, but got: [1, %" PRId64 ", 0]",
+                 nb);
+    tp_sdim plen = tp__dim_addk(len, 2 * p->pad);
+    TP_CHECK(p->n_fft > 0 && tp__dim_ge(tp__dim_addk(plen, -p->n_fft), 0, "stft: n_fft within the padded signal"),
+             TP_ERR_INVALID_ARG, "stft: expected 0 < n_fft < %" PRId64 ", but got n_fft=%" PRId64, plen.v, p->n_fft);
+    TP_CHECK(p->hop > 0, TP_ERR_INVALID_ARG, "stft: expected hop_length > 0, but got hop_length=%" PRId64, p->hop);
+    TP_CHECK(p->win > 0 && p->win <= p->n_fft, TP_ERR_INVALID_ARG,
+             "stft: expected 0 < win_length <= n_fft, but got win_length=%" PRId64, p->win);
+    if (win && (win->ndim != 1 || win->sizes[0] != p->win)) {
+        char dims[128] = "";
+        size_t n = 0;
+        for (int d = 0; d < win->ndim && n < sizeof dims - 24; d++)
+            n += (size_t)snprintf(dims + n, sizeof dims - n, "%s%" PRId64, d ? ", " : "", win->sizes[d]);
+        return tp_error(TP_ERR_SHAPE,
+                        "stft: expected a 1D window tensor of size equal to win_length=%" PRId64
+                        ", but got window with size [%s]",
+                        p->win, dims);
+    }
+    *frames = tp__dim_addk(tp__dim_floordiv(tp__dim_addk(plen, -p->n_fft), p->hop), 1);
+    return TP_OK;
+}
+
+static tp_status tstft_infer(const tp_value *args, tp_value *out) {
+    tstft_plan p;
+    TP_TRY(tstft_check(args, &p));
+    tp_sdim frames;
+    TP_TRY(tstft_frames(args, &p, &frames));
+    const tp_tensor *x = tp__arg_tensor(args, 0);
+    tp_sdim dims[4];
+    int nd = 0;
+    if (x->ndim == 2) dims[nd++] = tp__dim(x, 0);
+    dims[nd++] = tp__dimk(p.bins);
+    dims[nd++] = frames;
+    dims[nd++] = tp__dimk(2);
+    return tp__out_dims(out, p.dtype, nd, dims);
+}
+
+/* Index i of the padded signal (i - pad in the signal) read with the padding mode; -1: a zero. */
+static int64_t tstft_src(int64_t i, int64_t len, int mode) {
+    if (i >= 0 && i < len) return i;
+    switch (mode) {
+    case STFT_REFLECT: return i < 0 ? -i : 2 * (len - 1) - i;
+    case STFT_REPLICATE: return i < 0 ? 0 : len - 1;
+    case STFT_CIRCULAR: return i < 0 ? i + len : i - len;
+    default: return -1;
+    }
+}
+
+static tp_status tstft_kernel(const tp_value *args, tp_value *out) {
+    tstft_plan p;
+    TP_TRY(tstft_check(args, &p));
+    tp_sdim fr;
+    TP_TRY(tstft_frames(args, &p, &fr));
+    const tp_tensor *x = tp__arg_tensor(args, 0), *win = tp__arg_tensor(args, 4);
+    TP_TRY(tp__has_data(x, "input"));
+    TP_TRY(tp__has_data(win, "window"));
+    tp_tensor *y = tp__out_at(out, 0);
+    if (tp_tensor_numel(y) == 0) return TP_OK;
+    int64_t n = p.n_fft, frames = fr.v, nb = x->ndim == 2 ? x->sizes[0] : 1, len = x->sizes[x->ndim - 1];
+    int64_t bstr = x->ndim == 2 ? x->strides[0] : 0, lstr = x->strides[x->ndim - 1];
+    int64_t left = (n - p.win) / 2;
+    double scale = p.normalized ? 1.0 / sqrt((double)n) : 1.0;
+    double *tw = NULL;
+    TP_TRY(twiddles(n, 1.0, &tw));
+    double *buf = tp_malloc(sizeof(double) * 4 * (size_t)n);
+    if (!buf) {
+        tp_free(tw);
+        return tp_error(TP_ERR_NOMEM, "out of memory for a %" PRId64 "-point transform", n);
+    }
+    double *w = buf, *ire = buf + n, *ore = buf + 2 * n, *oim = buf + 3 * n;
+    for (int64_t k = 0; k < n; k++)
+        w[k] = k < left || k >= left + p.win ? 0.0 : win ? ld(win, (k - left) * win->strides[0]) : 1.0;
+    for (int64_t b = 0; b < nb; b++) {
+        for (int64_t f = 0; f < frames; f++) {
+            for (int64_t k = 0; k < n; k++) {
+                int64_t i = k < left || k >= left + p.win ? -1 : tstft_src(f * p.hop + k - p.pad, len, p.mode);
+                ire[k] = i < 0 ? 0.0 : w[k] * ld(x, b * bstr + i * lstr);
+            }
+            dft_line(ire, NULL, n, n, tw, p.bins, ore, oim);
+            for (int64_t q = 0; q < p.bins; q++) {
+                int64_t yo = ((b * p.bins + q) * frames + f) * 2;
+                st(y, yo, ore[q] * scale);
+                st(y, yo + 1, oim[q] * scale);
+            }
+        }
+    }
+    tp_free(buf);
+    tp_free(tw);
+    return TP_OK;
+}
+
 /* ---- onnx_mel_weight_matrix ------------------------------------------------------------ */
 
 static tp_status mel_check(const tp_value *args, tp_dtype *dtype) {
@@ -535,4 +701,9 @@ void tp__register_signal_ops(void) {
                     "onnx_mel_weight_matrix(int num_mel_bins, int dft_length, int sample_rate, "
                     "float lower_edge_hertz, float upper_edge_hertz, *, ScalarType? dtype=None) -> Tensor",
                     0, mel_infer, mel_kernel);
+    tp__register_op(TP_OP_STFT,
+                    "stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, "
+                    "bool center=True, str pad_mode='reflect', bool normalized=False, bool? onesided=None, "
+                    "bool? return_complex=None, bool? align_to_window=None) -> Tensor",
+                    0, tstft_infer, tstft_kernel);
 }
