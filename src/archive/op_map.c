@@ -742,6 +742,11 @@ static const tp_serde_op_entry g_table[] = {
     FN(NF, "embedding", EMBEDDING,
        "input:indices,weight,padding_idx,max_norm:!=None,norm_type:-,scale_grad_by_freq,sparse"),
     FNW(TF, "embedding", EMBEDDING, "weight,indices,padding_idx,scale_grad_by_freq,sparse"),
+    /* tensorplay 1.0 cannot trace F.embedding_bag (its checks branch on the
+     * weight's rank); the mapping reads and writes it as PyTorch's signature */
+    FNW(NF, "embedding_bag", EMBEDDING_BAG,
+        "input,weight,offsets,max_norm:!=None,norm_type:-,scale_grad_by_freq:-,mode,sparse:-,per_sample_weights,"
+        "include_last_offset,padding_idx"),
     FN(NF, "dropout", DROPOUT, "input,p,training:train=True,inplace:@"),
     FNW(TF, "dropout", DROPOUT, "input,p,train=True"),
     FN_(NF, "dropout_", DROPOUT, "input,p,training:train=True"),

@@ -889,6 +889,206 @@ static tp_status embedding_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- embedding_bag (issue #13) -------------------------------------------
+ * F.embedding_bag's semantics: bags of rows of weight, a 1-D input cut by
+ * offsets (the last offset closing the last bag when include_last_offset),
+ * or a 2-D input of fixed-length bags; mode sum (optionally weighted by
+ * per_sample_weights), mean or max; entries equal to padding_idx are left
+ * out (mean divides by the bag's other entries); an empty bag gives zeros.
+ * Sums in double, the result rounded once to weight's dtype. The checks
+ * and messages are PyTorch 2's (F.embedding_bag's and the native kernel's);
+ * the old (weight, input) argument order is accepted as PyTorch does. */
+
+enum { EB_INPUT, EB_WEIGHT, EB_OFFSETS, EB_MODE, EB_PSW, EB_LAST, EB_PAD };
+enum { EB_SUM, EB_MEAN, EB_MAX };
+
+typedef struct eb_plan {
+    const tp_tensor *in, *w, *off, *psw;
+    int mode;
+    bool last;
+    int64_t pad; /* -1: none */
+} eb_plan;
+
+static void eb_shape(const tp_tensor *t, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "torch.Size([");
+    for (int d = 0; d < t->ndim && n < size - 24; d++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, d ? ", " : "", t->sizes[d]);
+    snprintf(buf + n, size - n, "])");
+}
+
+/* PyTorch's legacy tensor type name ("torch.FloatTensor") of a dtype. */
+static const char *eb_type(tp_dtype d) {
+    static const char *const names[TP_DTYPE_COUNT] = {
+        "torch.FloatTensor", "torch.DoubleTensor", "torch.HalfTensor", "torch.BFloat16Tensor", "torch.LongTensor",
+        "torch.IntTensor",   "torch.ShortTensor",  "torch.CharTensor", "torch.ByteTensor",     "torch.BoolTensor"};
+    return (unsigned)d < TP_DTYPE_COUNT ? names[d] : "?";
+}
+
+static tp_status eb_check(const tp_value *args, eb_plan *p) {
+    p->in = tp__arg_tensor(args, EB_INPUT);
+    p->w = tp__arg_tensor(args, EB_WEIGHT);
+    p->off = tp__arg_tensor(args, EB_OFFSETS);
+    p->psw = tp__arg_tensor(args, EB_PSW);
+    TP_CHECK(p->in && p->w, TP_ERR_TYPE, "embedding_bag: input and weight must be tensors");
+    if (p->w->dtype == TP_INT64 && tp_dtype_is_float(p->in->dtype)) { /* the old (weight, input) order */
+        const tp_tensor *t = p->in;
+        p->in = p->w;
+        p->w = t;
+    }
+    if (p->psw) {
+        bool same = p->psw->ndim == p->in->ndim;
+        for (int d = 0; same && d < p->in->ndim; d++) same = p->psw->sizes[d] == p->in->sizes[d];
+        if (!same) {
+            char a[160], b[160];
+            eb_shape(p->psw, a, sizeof a);
+            eb_shape(p->in, b, sizeof b);
+            return tp_error(TP_ERR_SHAPE,
+                            "embedding_bag: If per_sample_weights (%s) is not None, then it must have the same shape "
+                            "as the input (%s)",
+                            a, b);
+        }
+    }
+    TP_CHECK(p->w->ndim == 2, TP_ERR_SHAPE, "weight has to be a 2D Tensor, but got Tensor of dimension %d", p->w->ndim);
+    const char *mode = tp__arg_str(args, EB_MODE);
+    if (mode && strcmp(mode, "sum") == 0) p->mode = EB_SUM;
+    else if (mode && strcmp(mode, "mean") == 0) p->mode = EB_MEAN;
+    else if (mode && strcmp(mode, "max") == 0) p->mode = EB_MAX;
+    else return tp_error(TP_ERR_INVALID_ARG, "mode has to be one of sum, mean or max");
+    TP_CHECK(!p->psw || p->mode == EB_SUM, TP_ERR_INVALID_ARG,
+             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
+             "(got mode='%s'). Please open a feature request on GitHub.",
+             mode);
+    int64_t rows = p->w->sizes[0];
+    p->pad = -1;
+    if (!tp__arg_is_none(args, EB_PAD)) {
+        int64_t pi = tp__arg_int(args, EB_PAD);
+        TP_CHECK(pi >= -rows && pi < rows, TP_ERR_INDEX,
+                 "padding_idx must be within the number of embeddings, %" PRId64 " through %" PRId64
+                 ", but got %" PRId64,
+                 -rows, rows - 1, pi);
+        p->pad = pi < 0 ? pi + rows : pi;
+    }
+    p->last = tp__arg_bool(args, EB_LAST);
+    if (p->in->ndim == 2) {
+        TP_CHECK(!p->off, TP_ERR_INVALID_ARG,
+                 "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
+                 "sequences. However, found offsets of type <class 'torch.Tensor'>");
+        p->last = false;
+    } else if (p->in->ndim == 1) {
+        TP_CHECK(p->off, TP_ERR_INVALID_ARG, "offsets has to be a 1D Tensor but got None");
+        TP_CHECK(p->off->ndim == 1, TP_ERR_SHAPE, "offsets has to be a 1D Tensor");
+    } else {
+        return tp_error(TP_ERR_SHAPE, "input has to be 1D or 2D Tensor, but got Tensor of dimension %d", p->in->ndim);
+    }
+    const char *which = NULL;
+    if (p->in->dtype != TP_INT64 && p->in->dtype != TP_INT32)
+        which = eb_type(p->in->dtype);
+    else if (p->off && p->off->dtype != TP_INT64 && p->off->dtype != TP_INT32)
+        which = eb_type(p->off->dtype);
+    TP_CHECK(!which, TP_ERR_TYPE,
+             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got "
+             "%s instead (while checking arguments for embedding_bag)",
+             which);
+    TP_CHECK(tp_dtype_is_float(p->w->dtype), TP_ERR_TYPE,
+             "Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, Float, Double; "
+             "but got %s instead (while checking arguments for embedding_bag)",
+             eb_type(p->w->dtype));
+    TP_CHECK(!p->psw || p->psw->dtype == p->w->dtype, TP_ERR_TYPE,
+             "Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
+             "'per_sample_weights'; but type %s does not equal %s (while checking arguments for embedding_bag)",
+             eb_type(p->w->dtype), eb_type(p->psw->dtype));
+    return TP_OK;
+}
+
+static tp_status embedding_bag_infer(const tp_value *args, tp_value *out) {
+    eb_plan p;
+    TP_TRY(eb_check(args, &p));
+    tp_sdim dims[2];
+    if (p.in->ndim == 2) {
+        dims[0] = tp__dim(p.in, 0);
+    } else {
+        dims[0] = tp__dim(p.off, 0);
+        if (p.last) {
+            TP_CHECK(tp__dim_ge(dims[0], 1, "embedding_bag: include_last_offset with an offset"), TP_ERR_SHAPE,
+                     "include_last_offset: numBags should be at least 1");
+            dims[0] = tp__dim_addk(dims[0], -1);
+        }
+    }
+    dims[1] = tp__dim(p.w, 1);
+    return tp__out_dims(out, p.w->dtype, 2, dims);
+}
+
+/* Element k (row-major) of the 1-D or 2-D t. */
+static int64_t eb_elem(const tp_tensor *t, int64_t k) {
+    if (t->ndim == 1) return k * t->strides[0];
+    int64_t n = t->sizes[1];
+    return (k / n) * t->strides[0] + (k % n) * t->strides[1];
+}
+
+static tp_status embedding_bag_kernel(const tp_value *args, tp_value *out) {
+    eb_plan p;
+    TP_TRY(eb_check(args, &p));
+    TP_TRY(tp__has_data(p.in, "input"));
+    TP_TRY(tp__has_data(p.off, "offsets"));
+    TP_TRY(tp__has_data(p.psw, "per_sample_weights"));
+    tp_tensor *y = tp__out_at(out, 0);
+    int64_t numel = tp_tensor_numel(p.in), rows = p.w->sizes[0], dim = p.w->sizes[1], bags = y->sizes[0];
+    int64_t seq = p.in->ndim == 2 ? p.in->sizes[1] : 0, n_off = p.off ? p.off->sizes[0] : 0;
+    const char *ib = tp__tensor_base(p.in), *ob = p.off ? tp__tensor_base(p.off) : NULL;
+    size_t ies = tp_dtype_size(p.in->dtype), oes = p.off ? tp_dtype_size(p.off->dtype) : 0;
+#define EB_OFF(k) tp__load_i64(ob + (k) * p.off->strides[0] * (int64_t)oes, p.off->dtype)
+    if (p.off && n_off > 0) {
+        int64_t first = EB_OFF(0), lastv = EB_OFF(n_off - 1);
+        TP_CHECK(first == 0, TP_ERR_INVALID_ARG,
+                 "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+                 "However, got %" PRId64,
+                 first);
+        TP_CHECK(lastv <= numel, TP_ERR_INDEX,
+                 "offsets[-1] can not be greater than input's length %" PRId64 " but got offsets[-1] of %" PRId64,
+                 numel, lastv);
+    }
+    for (int64_t k = 0; k < numel; k++) {
+        int64_t r = tp__load_i64(ib + eb_elem(p.in, k) * (int64_t)ies, p.in->dtype);
+        TP_CHECK(r >= 0 && r < rows, TP_ERR_INDEX,
+                 "Index %" PRId64 " is out of bounds: %" PRId64 ", range 0 to %" PRId64, k, r, rows);
+    }
+    double *acc = tp_malloc(sizeof(double) * (size_t)(dim > 0 ? dim : 1));
+    TP_CHECK(acc, TP_ERR_NOMEM, "out of memory for embedding_bag");
+    size_t wes = tp_dtype_size(p.w->dtype);
+    const char *wb = tp__tensor_base(p.w);
+    for (int64_t b = 0; b < bags; b++) {
+        int64_t start, end;
+        if (p.in->ndim == 2) {
+            start = b * seq, end = start + seq;
+        } else {
+            start = EB_OFF(b);
+            end = b + 1 < n_off ? EB_OFF(b + 1) : numel;
+            if (start < 0) start = 0;
+            if (end > numel) end = numel;
+        }
+        int64_t count = 0;
+        for (int64_t j = 0; j < dim; j++) acc[j] = 0.0;
+        for (int64_t k = start; k < end; k++) {
+            int64_t r = tp__load_i64(ib + eb_elem(p.in, k) * (int64_t)ies, p.in->dtype);
+            if (r == p.pad) continue;
+            double sw = p.psw ? load_at(tp__tensor_base(p.psw), eb_elem(p.psw, k), p.psw->dtype) : 1.0;
+            for (int64_t j = 0; j < dim; j++) {
+                double v = tp__load_f64(wb + (r * p.w->strides[0] + j * p.w->strides[1]) * (int64_t)wes, p.w->dtype);
+                if (p.mode == EB_MAX) acc[j] = count == 0 || v > acc[j] || v != v ? v : acc[j];
+                else acc[j] += v * sw;
+            }
+            count++;
+        }
+        for (int64_t j = 0; j < dim; j++) {
+            double v = p.mode == EB_MEAN && count > 0 ? acc[j] / (double)count : acc[j];
+            tp__store_f64(tp__tensor_base(y) + (b * y->strides[0] + j * y->strides[1]) * (int64_t)wes, y->dtype, v);
+        }
+    }
+#undef EB_OFF
+    tp_free(acc);
+    return TP_OK;
+}
+
 /* ---- dropout ------------------------------------------------------------ */
 
 enum { DO_INPUT, DO_P, DO_TRAIN };
@@ -1707,6 +1907,10 @@ void tp__register_nn_ops(void) {
                     "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
                     "bool sparse=False) -> Tensor",
                     0, embedding_infer, embedding_kernel);
+    tp__register_op(TP_OP_EMBEDDING_BAG,
+                    "embedding_bag(Tensor input, Tensor weight, Tensor? offsets=None, str mode='mean', "
+                    "Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None) -> Tensor",
+                    0, embedding_bag_infer, embedding_bag_kernel);
     tp__register_op(TP_OP_DROPOUT, "dropout(Tensor input, float p=0.5, bool train=False) -> Tensor", TP_OPF_RANDOM,
                     dropout_infer, dropout_kernel);
     tp__register_op(TP_OP_SOFTMIN, "softmin(Tensor self, int? dim=None, ScalarType? dtype=None) -> Tensor", 0,
