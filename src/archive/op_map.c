@@ -787,6 +787,8 @@ static const tp_serde_op_entry g_table[] = {
     FNW(NF, "binary_cross_entropy_with_logits", BINARY_CROSS_ENTROPY_WITH_LOGITS,
         "input:self,target,weight,size_average:!=None,reduce:!=None,reduction,pos_weight"),
     FNW(NF, "kl_div", KL_DIV, "input:self,target,size_average:!=None,reduce:!=None,reduction,log_target"),
+    /* tensorplay 1.0 cannot trace F.ctc_loss (its checks branch on tensor values) */
+    FNW(NF, "ctc_loss", CTC_LOSS, "log_probs,targets,input_lengths,target_lengths,blank,reduction,zero_infinity"),
     FNW(NF, "nll_loss", NLL_LOSS, "input:self,target,weight,size_average:!=None,ignore_index,reduce:!=None,reduction"),
     FNW(NF, "cross_entropy", CROSS_ENTROPY,
         "input:self,target,weight,size_average:!=None,ignore_index,reduce:!=None,reduction,label_smoothing"),

@@ -21,6 +21,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernel_util.h"
 
@@ -1295,6 +1296,206 @@ static tp_status kernel_multilabel_soft_margin_loss(const tp_value *args, tp_val
 
 /* ---- registration ------------------------------------------------------- */
 
+/* ---- ctc_loss (issue #13) -----------------------------------------------
+ * ctc_loss(log_probs [T, N, C] or [T, C], targets [N, S] padded or the 1-D
+ * concatenation of the N targets, input_lengths, target_lengths (tensors or
+ * int lists), blank, reduction, zero_infinity): PyTorch's forward, the
+ * alpha recursion over the blank-extended target in log space, in double;
+ * 'mean' divides each loss by its target length (at least 1) and averages
+ * over the batch; zero_infinity turns infinite losses into 0. A zero
+ * input length gives 0 for an empty target and inf otherwise (PyTorch's CPU
+ * kernel reads uninitialised memory there); negative lengths and labels out
+ * of range are refused (PyTorch does not check them). */
+
+typedef struct ctc_plan {
+    const tp_tensor *lp, *tg;
+    int64_t T, N, C, blank;
+    int red;
+    bool batched;
+} ctc_plan;
+
+static int64_t ctc_len_count(const tp_value *v) {
+    if (v->kind == TP_VAL_TENSOR) return tp_tensor_numel(v->u.tensor);
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE) return tp_value_len(v);
+    return 1;
+}
+
+static bool ctc_len_integral(const tp_value *v) {
+    if (v->kind == TP_VAL_TENSOR) return !tp_dtype_is_float(v->u.tensor->dtype) && v->u.tensor->dtype != TP_BOOL;
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE) {
+        for (int64_t i = 0; i < tp_value_len(v); i++)
+            if (tp_value_at(v, i)->kind != TP_VAL_INT) return false;
+        return true;
+    }
+    return v->kind == TP_VAL_INT;
+}
+
+static int64_t ctc_len_at(const tp_value *v, int64_t i) {
+    if (v->kind == TP_VAL_TENSOR) {
+        const tp_tensor *t = v->u.tensor;
+        int64_t off = 0, rem = i;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            off += (rem % t->sizes[d]) * t->strides[d];
+            rem /= t->sizes[d];
+        }
+        return tp__load_i64(tp__tensor_base(t) + off * (int64_t)tp_dtype_size(t->dtype), t->dtype);
+    }
+    if (v->kind == TP_VAL_LIST || v->kind == TP_VAL_TUPLE) return tp_value_as_i64(tp_value_at(v, i));
+    return tp_value_as_i64(v);
+}
+
+static const char *ctc_type(tp_dtype d) {
+    static const char *const names[TP_DTYPE_COUNT] = {"Float", "Double", "Half", "BFloat16", "Long",
+                                                      "Int",   "Short",  "Char", "Byte",     "Bool"};
+    return (unsigned)d < TP_DTYPE_COUNT ? names[d] : "?";
+}
+
+static tp_status ctc_check(const tp_value *args, ctc_plan *p) {
+    p->lp = tp__arg_tensor(args, 0);
+    p->tg = tp__arg_tensor(args, 1);
+    TP_CHECK(p->lp && p->tg, TP_ERR_TYPE, "ctc_loss: log_probs and targets must be tensors");
+    TP_CHECK(p->lp->ndim == 2 || p->lp->ndim == 3, TP_ERR_SHAPE,
+             "ctc_loss: expected log_probs to be 2-D (unbatched) or 3-D [T, N, C], got %d-D", p->lp->ndim);
+    TP_CHECK(tp_dtype_is_float(p->lp->dtype) && p->lp->dtype != TP_FLOAT16 && p->lp->dtype != TP_BFLOAT16,
+             TP_ERR_TYPE, "\"ctc_loss_cpu\" not implemented for '%s'", ctc_type(p->lp->dtype));
+    p->batched = p->lp->ndim == 3;
+    p->T = p->lp->sizes[0];
+    p->N = p->batched ? p->lp->sizes[1] : 1;
+    p->C = p->lp->sizes[p->lp->ndim - 1];
+    TP_CHECK(ctc_len_integral(&args[2]), TP_ERR_TYPE, "input_lengths must be integral");
+    TP_CHECK(ctc_len_integral(&args[3]), TP_ERR_TYPE, "target_lengths must be integral");
+    p->blank = tp__arg_int(args, 4);
+    TP_TRY(reduction_of(&args[5], false, &p->red));
+    TP_CHECK(p->blank >= 0 && p->blank < p->C, TP_ERR_INVALID_ARG, "blank must be in label range");
+    TP_CHECK(ctc_len_count(&args[2]) == p->N, TP_ERR_SHAPE, "input_lengths must be of size batch_size");
+    TP_CHECK(ctc_len_count(&args[3]) == p->N, TP_ERR_SHAPE, "target_lengths must be of size batch_size");
+    TP_CHECK(p->batched ? p->tg->ndim == 1 || p->tg->ndim == 2 : p->tg->ndim == 1, TP_ERR_SHAPE,
+             "ctc_loss: expected targets to be %s, got %d-D", p->batched ? "1-D or 2-D" : "1-D", p->tg->ndim);
+    return TP_OK;
+}
+
+static tp_status infer_ctc_loss(const tp_value *args, tp_value *out) {
+    ctc_plan p;
+    TP_TRY(ctc_check(args, &p));
+    if (p.red == RED_NONE && p.batched) {
+        tp_sdim n = tp__dim(p.lp, 1);
+        return tp__out_dims(out, p.lp->dtype, 1, &n);
+    }
+    return tp__out_dims(out, p.lp->dtype, 0, NULL);
+}
+
+static double ctc_lse(double a, double b) {
+    if (a == -INFINITY) return b;
+    if (b == -INFINITY) return a;
+    double m = a > b ? a : b;
+    return m + log(exp(a - m) + exp(b - m));
+}
+
+static tp_status kernel_ctc_loss(const tp_value *args, tp_value *out) {
+    ctc_plan p;
+    TP_TRY(ctc_check(args, &p));
+    TP_TRY(tp__has_data(p.lp, "log_probs"));
+    TP_TRY(tp__has_data(p.tg, "targets"));
+    for (int k = 2; k <= 3; k++)
+        if (args[k].kind == TP_VAL_TENSOR) TP_TRY(tp__has_data(args[k].u.tensor, k == 2 ? "input_lengths" : "target_lengths"));
+    bool zero_inf = tp__arg_bool(args, 6);
+    const tp_tensor *lp = p.lp, *tg = p.tg;
+    bool concat = p.batched && tg->ndim == 1;
+    /* target offsets and the checks on the lengths, in PyTorch's order */
+    int64_t max_tl = 0, sum_tl = 0;
+    for (int64_t b = 0; b < p.N; b++) {
+        int64_t tl = ctc_len_at(&args[3], b);
+        TP_CHECK(tl >= 0, TP_ERR_INVALID_ARG, "ctc_loss: target_lengths must be non-negative, got %" PRId64, tl);
+        if (tl > max_tl) max_tl = tl;
+        sum_tl += tl;
+    }
+    int64_t tg_len = tg->sizes[tg->ndim - 1];
+    if (concat)
+        TP_CHECK(tg_len == sum_tl, TP_ERR_SHAPE,
+                 "Expected tensor to have size %" PRId64 " at dimension 0, but got size %" PRId64
+                 " for argument #2 'targets' (while checking arguments for ctc_loss_cpu)",
+                 sum_tl, tg_len);
+    else
+        TP_CHECK(tg_len >= max_tl, TP_ERR_SHAPE,
+                 "Expected tensor to have size at least %" PRId64 " at dimension %d, but got size %" PRId64
+                 " for argument #2 'targets' (while checking arguments for ctc_loss_cpu)",
+                 max_tl, tg->ndim - 1, tg_len);
+    if (!concat && p.batched)
+        TP_CHECK(tg->sizes[0] >= p.N, TP_ERR_SHAPE,
+                 "Expected tensor to have size at least %" PRId64 " at dimension 0, but got size %" PRId64
+                 " for argument #2 'targets' (while checking arguments for ctc_loss_cpu)",
+                 p.N, tg->sizes[0]);
+    for (int64_t b = 0; b < p.N; b++) {
+        int64_t il = ctc_len_at(&args[2], b);
+        TP_CHECK(il <= p.T, TP_ERR_SHAPE,
+                 "Expected input_lengths to have value at most %" PRId64 ", but got value %" PRId64
+                 " (while checking arguments for ctc_loss_cpu)",
+                 p.T, il);
+        TP_CHECK(il >= 0, TP_ERR_INVALID_ARG, "ctc_loss: input_lengths must be non-negative, got %" PRId64, il);
+    }
+    double *alpha = tp_malloc(sizeof(double) * (size_t)(2 * (2 * max_tl + 1)) + sizeof(int64_t) * (size_t)(2 * max_tl + 1));
+    TP_CHECK(alpha, TP_ERR_NOMEM, "out of memory for ctc_loss");
+    int64_t *ext = (int64_t *)(alpha + 2 * (2 * max_tl + 1));
+    tp_tensor *y = tp__out_at(out, 0);
+    size_t les = tp_dtype_size(lp->dtype), tes = tp_dtype_size(tg->dtype);
+    const char *lb = tp__tensor_base(lp), *tb = tp__tensor_base(tg);
+    int64_t ls_t = lp->strides[0], ls_b = p.batched ? lp->strides[1] : 0, ls_c = lp->strides[lp->ndim - 1];
+    double total = 0.0;
+    int64_t tg_off = 0;
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < p.N && st == TP_OK; b++) {
+        int64_t il = ctc_len_at(&args[2], b), tl = ctc_len_at(&args[3], b), S = 2 * tl + 1;
+        for (int64_t s = 0; s < S; s++) {
+            if (s % 2 == 0) {
+                ext[s] = p.blank;
+                continue;
+            }
+            int64_t k = (s - 1) / 2, off = concat ? (tg_off + k) * tg->strides[0]
+                                           : (p.batched ? b * tg->strides[0] : 0) + k * tg->strides[tg->ndim - 1];
+            int64_t lab = tp_dtype_is_float(tg->dtype) ? (int64_t)tp__load_f64(tb + off * (int64_t)tes, tg->dtype)
+                                                       : tp__load_i64(tb + off * (int64_t)tes, tg->dtype);
+            if (lab < 0 || lab >= p.C) {
+                st = tp_error(TP_ERR_INDEX, "ctc_loss: target label %" PRId64 " is out of range for %" PRId64
+                              " classes", lab, p.C);
+                break;
+            }
+            ext[s] = lab;
+        }
+        if (st != TP_OK) break;
+        if (concat) tg_off += tl;
+#define LP(t, c) tp__load_f64(lb + ((t) * ls_t + b * ls_b + (c) * ls_c) * (int64_t)les, lp->dtype)
+        double loss;
+        if (il == 0) {
+            loss = tl == 0 ? 0.0 : INFINITY;
+        } else {
+            double *cur = alpha, *prev = alpha + S;
+            for (int64_t s = 0; s < S; s++) cur[s] = s < 2 ? LP(0, ext[s]) : -INFINITY;
+            for (int64_t t = 1; t < il; t++) {
+                double *tmp = prev;
+                prev = cur, cur = tmp;
+                for (int64_t s = 0; s < S; s++) {
+                    double a = prev[s];
+                    if (s > 0) a = ctc_lse(a, prev[s - 1]);
+                    if (s > 1 && ext[s] != p.blank && ext[s] != ext[s - 2]) a = ctc_lse(a, prev[s - 2]);
+                    cur[s] = a == -INFINITY ? -INFINITY : a + LP(t, ext[s]);
+                }
+            }
+            double ll = S > 1 ? ctc_lse(cur[S - 1], cur[S - 2]) : cur[S - 1];
+            loss = -ll;
+        }
+#undef LP
+        if (zero_inf && loss == INFINITY) loss = 0.0;
+        if (p.red == RED_NONE) tp__store_f64(tp__tensor_base(y) + (p.batched ? b * y->strides[0] : 0) * (int64_t)les,
+                                             y->dtype, loss);
+        else total += p.red == RED_MEAN ? loss / (double)(tl > 1 ? tl : 1) : loss;
+    }
+    tp_free(alpha);
+    TP_TRY(st);
+    if (p.red != RED_NONE)
+        tp__store_f64(tp__tensor_base(y), y->dtype, p.red == RED_MEAN ? total / (double)p.N : total);
+    return TP_OK;
+}
+
 void tp__register_loss_ops(void) {
     tp__register_op(TP_OP_MSE_LOSS, "mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", 0,
                     infer_mse_loss, kernel_mse_loss);
@@ -1369,4 +1570,8 @@ void tp__register_loss_ops(void) {
                     "multilabel_soft_margin_loss(Tensor self, Tensor target, Tensor? weight=None, "
                     "Any reduction='mean') -> Tensor",
                     0, infer_multilabel_soft_margin_loss, kernel_multilabel_soft_margin_loss);
+    tp__register_op(TP_OP_CTC_LOSS,
+                    "ctc_loss(Tensor log_probs, Tensor targets, Any input_lengths, Any target_lengths, int blank=0, "
+                    "Any reduction='mean', bool zero_infinity=False) -> Tensor",
+                    0, infer_ctc_loss, kernel_ctc_loss);
 }
