@@ -1794,9 +1794,10 @@ static tp_status infer_pinverse(const tp_value *args, tp_value *out) {
     return tp__out_dims(out, t->dtype, t->ndim, dims);
 }
 
-/* Pseudo-inverse of the m x n row-major a (m >= n) into p (n x m); u is
- * a's copy turned into U S, v (n x n) the right singular vectors. */
-static void pinv_tall(const double *a, int64_t m, int64_t n, double rcond, double *u, double *v, double *p) {
+/* One-sided Jacobi (Hestenes) of the m x n row-major a (m >= n): u (m x n)
+ * becomes a's copy rotated into U S (orthogonal columns, norms the
+ * singular values), v (n x n) the right singular vectors. */
+static void jacobi_tall(const double *a, int64_t m, int64_t n, double *u, double *v) {
     memcpy(u, a, (size_t)(m * n) * sizeof(double));
     set_identity(v, n);
     for (int sweep = 0; sweep < 80; sweep++) {
@@ -1827,6 +1828,12 @@ static void pinv_tall(const double *a, int64_t m, int64_t n, double rcond, doubl
             }
         if (!rotated) break;
     }
+}
+
+/* Pseudo-inverse of the m x n row-major a (m >= n) into p (n x m); u is
+ * a's copy turned into U S, v (n x n) the right singular vectors. */
+static void pinv_tall(const double *a, int64_t m, int64_t n, double rcond, double *u, double *v, double *p) {
+    jacobi_tall(a, m, n, u, v);
     double smax = 0.0;
     for (int64_t k = 0; k < n; k++) { /* the singular values: U S's column norms */
         double s2 = 0.0;
@@ -2075,6 +2082,175 @@ static tp_status kernel_geqrf(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* svd(Tensor self, bool some=True, bool compute_uv=True) -> (U, S, V):
+ * A = U diag(S) V^T from the one-sided Jacobi of pinverse (of A^T when A is
+ * wide, whose factors swap), in double; S descending. The singular vectors
+ * of a distinct singular value are unique up to sign only, and PyTorch's
+ * (LAPACK's gesdd) signs are not reproducible: tpexport makes the entry of
+ * largest magnitude of each column of V (the first such entry on ties)
+ * positive, flipping U's column with it; values and the reconstruction
+ * U diag(S) V^T match PyTorch's. U's columns of zero singular values
+ * (below m eps max(S)), and the columns completing U (some=False, tall) or
+ * V (wide) to square, are an orthonormal completion from the unit vectors
+ * (Gram-Schmidt, twice), each with its own largest entry made positive. compute_uv=False gives zero U
+ * [*, m, m] and V [*, n, n], as PyTorch does. */
+static tp_status check_svd(const tp_tensor *t) {
+    TP_CHECK(t->ndim >= 2, TP_ERR_SHAPE,
+             "linalg.svd: input should have at least 2 dimensions, but has %d dimensions instead", t->ndim);
+    TP_CHECK(tp_dtype_is_float(t->dtype), TP_ERR_TYPE,
+             "linalg.svd: Expected a floating point or complex tensor as input. Got %s", torch_type(t->dtype));
+    TP_CHECK(is_f32_f64(t->dtype), TP_ERR_TYPE, "\"linalg_svd_cpu\" not implemented for '%s'", torch_type(t->dtype));
+    return TP_OK;
+}
+
+static tp_status infer_svd(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_svd(t));
+    bool some = tp__arg_bool(args, 1), uv = tp__arg_bool(args, 2);
+    int nd = t->ndim;
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(t, dims);
+    tp_sdim m = dims[nd - 2], n = dims[nd - 1];
+    tp_sdim k = tp__dim_min(m, n, "svd: the smaller of the matrix dims");
+    TP_TRY(tp__out_tuple(out, 3));
+    tp_sdim d[TP_MAX_DIMS];
+    memcpy(d, dims, sizeof(tp_sdim) * (size_t)nd);
+    d[nd - 2] = m, d[nd - 1] = some && uv ? k : m;
+    TP_TRY(tp__out_dims(tp_value_at(out, 0), t->dtype, nd, d));
+    d[nd - 2] = k;
+    TP_TRY(tp__out_dims(tp_value_at(out, 1), t->dtype, nd - 1, d));
+    d[nd - 2] = n, d[nd - 1] = some && uv ? k : n;
+    return tp__out_dims(tp_value_at(out, 2), t->dtype, nd, d);
+}
+
+/* Columns c0.. of the r x w row-major q (r rows, w columns) completed to
+ * orthonormal vectors against the columns before them. */
+static void complete_columns(double *q, int64_t r, int64_t w, int64_t c0, double *tmp) {
+    int64_t e = 0;
+    for (int64_t c = c0; c < w; c++) {
+        for (; e < r; e++) {
+            for (int64_t i = 0; i < r; i++) tmp[i] = i == e ? 1.0 : 0.0;
+            for (int pass = 0; pass < 2; pass++)
+                for (int64_t j = 0; j < c; j++) {
+                    double dot = 0.0;
+                    for (int64_t i = 0; i < r; i++) dot += q[i * w + j] * tmp[i];
+                    for (int64_t i = 0; i < r; i++) tmp[i] -= dot * q[i * w + j];
+                }
+            double nrm = 0.0;
+            for (int64_t i = 0; i < r; i++) nrm += tmp[i] * tmp[i];
+            nrm = sqrt(nrm);
+            if (nrm > 1e-6) {
+                for (int64_t i = 0; i < r; i++) q[i * w + c] = tmp[i] / nrm;
+                e++;
+                break;
+            }
+        }
+    }
+}
+
+/* The row of the largest |q[i][c]| (the first on ties). */
+static int64_t col_argmax(const double *q, int64_t r, int64_t w, int64_t c) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < r; i++)
+        if (fabs(q[i * w + c]) > fabs(q[best * w + c])) best = i;
+    return best;
+}
+
+static void flip_col(double *q, int64_t r, int64_t w, int64_t c) {
+    for (int64_t i = 0; i < r; i++) q[i * w + c] = -q[i * w + c];
+}
+
+/* SVD of the m x n row-major a (m >= n): uf (m x m, its first n columns U),
+ * s (n), v (n x n); work: m * n + m doubles. Returns the numerical rank
+ * (singular values above m eps max(S)); U's columns from there on are the
+ * completion. */
+static int64_t svd_tall(const double *a, int64_t m, int64_t n, double *uf, double *s, double *v, double *work) {
+    double *us = work, *tmp = work + m * n;
+    jacobi_tall(a, m, n, us, v);
+    /* sort the columns by norm, descending (selection sort: n is small) */
+    for (int64_t k = 0; k < n; k++) {
+        double s2 = 0.0;
+        for (int64_t r = 0; r < m; r++) s2 += us[r * n + k] * us[r * n + k];
+        s[k] = sqrt(s2);
+    }
+    for (int64_t k = 0; k < n; k++) {
+        int64_t b = k;
+        for (int64_t j = k + 1; j < n; j++)
+            if (s[j] > s[b]) b = j;
+        if (b == k) continue;
+        double t = s[k];
+        s[k] = s[b], s[b] = t;
+        for (int64_t r = 0; r < m; r++) t = us[r * n + k], us[r * n + k] = us[r * n + b], us[r * n + b] = t;
+        for (int64_t r = 0; r < n; r++) t = v[r * n + k], v[r * n + k] = v[r * n + b], v[r * n + b] = t;
+    }
+    double tol = n > 0 ? s[0] * (double)m * 2.220446049250313e-16 : 0.0;
+    int64_t rank = 0;
+    for (int64_t k = 0; k < n; k++) {
+        bool keep = s[k] > tol && s[k] > 0.0;
+        for (int64_t r = 0; r < m; r++) uf[r * m + k] = keep ? us[r * n + k] / s[k] : 0.0;
+        if (keep) rank = k + 1;
+    }
+    complete_columns(uf, m, m, rank, tmp);
+    return rank;
+}
+
+static tp_status kernel_svd(const tp_value *args, tp_value *out) {
+    const tp_tensor *t = tp__arg_tensor(args, 0);
+    TP_TRY(check_svd(t));
+    bool some = tp__arg_bool(args, 1), uv = tp__arg_bool(args, 2);
+    tp_tensor *ou = tp__out_at(out, 0), *os = tp__out_at(out, 1), *ov = tp__out_at(out, 2);
+    int64_t rows = t->sizes[t->ndim - 2], cols = t->sizes[t->ndim - 1];
+    bool wide = rows < cols;
+    int64_t m = wide ? cols : rows, n = wide ? rows : cols; /* the tall orientation */
+    int64_t cu = ou->sizes[ou->ndim - 1], cv = ov->sizes[ov->ndim - 1];
+    mat_batch bt;
+    batch_of(&bt, t, t->ndim - 2);
+    double *a;
+    TP_TRY(scratch(&a, 3 * m * n + m * m + n * n + n + m + rows * cu + cols * cv + 1));
+    double *at = a + m * n, *uf = at + m * n, *v = uf + m * m, *s = v + n * n, *work = s + n;
+    double *mu = work + m * n + m, *mv = mu + rows * cu; /* the outputs' row-major matrices */
+    (void)some;
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < bt.count && st == TP_OK; b++) {
+        mat_load(t, batch_off(t, t->ndim - 2, &bt, b), a);
+        for (int64_t i = 0; i < rows * cols; i++)
+            if (!isfinite(a[i])) {
+                st = tp_error(TP_ERR_INVALID_ARG, "linalg.svd: The algorithm failed to converge because the input "
+                                                  "matrix contained non-finite values.");
+                break;
+            }
+        if (st != TP_OK) break;
+        if (wide) {
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) at[j * rows + i] = a[i * cols + j];
+            memcpy(a, at, (size_t)(m * n) * sizeof(double));
+        }
+        int64_t rank = svd_tall(a, m, n, uf, s, v, work);
+        vec_store(os, &bt, b, s);
+        /* A = uf[:, :n] S v^T (tall); wide: A^T = that, so U = v and V = uf */
+        double *pu = wide ? v : uf, *pv = wide ? uf : v;
+        int64_t wu = wide ? n : m, wv = wide ? m : n; /* row widths (and column counts) of pu, pv */
+        /* the sign rule: V's column's largest entry positive, U's with it; the free columns on their own */
+        for (int64_t k = 0; k < n; k++)
+            if (pv[col_argmax(pv, cols, wv, k) * wv + k] < 0) {
+                flip_col(pv, cols, wv, k);
+                if (k < rank) flip_col(pu, rows, wu, k);
+            }
+        for (int64_t k = n; k < wv; k++)
+            if (pv[col_argmax(pv, cols, wv, k) * wv + k] < 0) flip_col(pv, cols, wv, k);
+        for (int64_t k = rank; k < wu; k++)
+            if (pu[col_argmax(pu, rows, wu, k) * wu + k] < 0) flip_col(pu, rows, wu, k);
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cu; j++) mu[i * cu + j] = uv ? pu[i * wu + j] : 0.0;
+        for (int64_t i = 0; i < cols; i++)
+            for (int64_t j = 0; j < cv; j++) mv[i * cv + j] = uv ? pv[i * wv + j] : 0.0;
+        mat_store(ou, batch_off(ou, ou->ndim - 2, &bt, b), mu);
+        mat_store(ov, batch_off(ov, ov->ndim - 2, &bt, b), mv);
+    }
+    tp_free(a);
+    return st;
+}
+
 /* a >= b (a guard, dim.h). */
 static bool dim_ge_dim(tp_sdim a, tp_sdim b, const char *what) { return tp__dim_ge(tp__dim_sub(a, b), 0, what); }
 
@@ -2255,6 +2431,8 @@ void tp__register_linalg_ops(void) {
                     kernel_pinverse);
     tp__register_op(TP_OP_LU_SOLVE, "lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor", 0,
                     infer_lu_solve, kernel_lu_solve);
+    tp__register_op(TP_OP_SVD, "svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor, Tensor, Tensor)",
+                    0, infer_svd, kernel_svd);
     tp__register_op(TP_OP_GEQRF, "geqrf(Tensor self) -> (Tensor, Tensor)", 0, infer_geqrf, kernel_geqrf);
     tp__register_op(TP_OP_ORGQR, "orgqr(Tensor self, Tensor input2) -> Tensor", 0, infer_orgqr, kernel_orgqr);
     tp__register_op(TP_OP_ORMQR,
