@@ -744,6 +744,12 @@ static const tp_serde_op_entry g_table[] = {
     FN(NF, "embedding", EMBEDDING,
        "input:indices,weight,padding_idx,max_norm:!=None,norm_type:-,scale_grad_by_freq,sparse"),
     FNW(TF, "embedding", EMBEDDING, "weight,indices,padding_idx,scale_grad_by_freq,sparse"),
+    /* tensorplay 1.0 cannot trace F.multi_head_attention_forward (its checks branch on tensor ranks) */
+    FNW(NF, "multi_head_attention_forward", MULTI_HEAD_ATTENTION_FORWARD,
+        "query,key,value,embed_dim_to_check,num_heads,in_proj_weight,in_proj_bias,bias_k,bias_v,add_zero_attn,"
+        "dropout_p,out_proj_weight,out_proj_bias,training,key_padding_mask,need_weights,attn_mask,"
+        "use_separate_proj_weight,q_proj_weight,k_proj_weight,v_proj_weight,static_k,static_v,average_attn_weights,"
+        "is_causal"),
     /* tensorplay 1.0 cannot trace F.embedding_bag (its checks branch on the
      * weight's rank); the mapping reads and writes it as PyTorch's signature */
     FNW(NF, "embedding_bag", EMBEDDING_BAG,

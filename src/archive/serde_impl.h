@@ -95,7 +95,7 @@ typedef struct param {
     tp_value lit; /* their default (PARAM_ARG) or required value (PARAM_MUST) */
 } param;
 
-#define MAX_PARAMS 24
+#define MAX_PARAMS 32
 
 typedef struct param_list {
     int n;

@@ -1089,6 +1089,315 @@ static tp_status embedding_bag_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- multi_head_attention_forward (issue #13) ----------------------------
+ * F.multi_head_attention_forward in eval (dropout_p = 0 or training False):
+ * the packed in_proj_weight / in_proj_bias or separate q/k/v projection
+ * weights (key and value of their own widths), bias_k / bias_v appended to
+ * the projected keys and values, add_zero_attn's zero key and value,
+ * key_padding_mask [N, S] and attn_mask [L, S] or [N * H, L, S] (bool:
+ * True masks out, float: added), softmax(q k^T / sqrt(head_dim)) v per head,
+ * then out_proj. need_weights gives the attention weights [N, H, L, S'],
+ * averaged over the heads with average_attn_weights; else None. Unbatched
+ * query / key / value [L, E] work as a batch of one. In double, rounded once
+ * to query's dtype. static_k / static_v are refused, as is dropout in
+ * training (random); is_causal is a hint that needs attn_mask, as in
+ * PyTorch. */
+
+enum {
+    MHA_Q, MHA_K, MHA_V, MHA_E, MHA_H, MHA_IN_W, MHA_IN_B, MHA_BIAS_K, MHA_BIAS_V, MHA_ZERO_ATTN, MHA_P, MHA_OUT_W,
+    MHA_OUT_B, MHA_TRAINING, MHA_KPM, MHA_NEED_W, MHA_MASK, MHA_SEPARATE, MHA_QW, MHA_KW, MHA_VW, MHA_STATIC_K,
+    MHA_STATIC_V, MHA_AVERAGE, MHA_CAUSAL
+};
+
+typedef struct mha_plan {
+    const tp_tensor *q, *k, *v, *in_w, *in_b, *bk, *bv, *out_w, *out_b, *kpm, *mask, *qw, *kw, *vw;
+    bool batched, zero_attn, need_w, average, separate;
+    int64_t L, S, N, E, H, hd, kdim, vdim, S2; /* S2: keys after bias_k and add_zero_attn */
+} mha_plan;
+
+static void mha_dims(const tp_tensor *t, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "torch.Size([");
+    for (int d = 0; d < t->ndim && n < size - 24; d++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, d ? ", " : "", t->sizes[d]);
+    snprintf(buf + n, size - n, "])");
+}
+
+static bool mha_is_mask_type(tp_dtype d) { return d == TP_BOOL || tp_dtype_is_float(d); }
+
+static tp_status mha_check(const tp_value *args, mha_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->q = tp__arg_tensor(args, MHA_Q), p->k = tp__arg_tensor(args, MHA_K), p->v = tp__arg_tensor(args, MHA_V);
+    TP_CHECK(p->q && p->k && p->v, TP_ERR_TYPE, "multi_head_attention_forward: query, key and value must be tensors");
+    p->in_w = tp__arg_tensor(args, MHA_IN_W), p->in_b = tp__arg_tensor(args, MHA_IN_B);
+    p->bk = tp__arg_tensor(args, MHA_BIAS_K), p->bv = tp__arg_tensor(args, MHA_BIAS_V);
+    p->out_w = tp__arg_tensor(args, MHA_OUT_W), p->out_b = tp__arg_tensor(args, MHA_OUT_B);
+    p->kpm = tp__arg_tensor(args, MHA_KPM), p->mask = tp__arg_tensor(args, MHA_MASK);
+    p->qw = tp__arg_tensor(args, MHA_QW), p->kw = tp__arg_tensor(args, MHA_KW), p->vw = tp__arg_tensor(args, MHA_VW);
+    int qd = p->q->ndim, kd = p->k->ndim, vd = p->v->ndim;
+    if (qd == 3) {
+        TP_CHECK(kd == 3 && vd == 3, TP_ERR_SHAPE,
+                 "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found %d-D and %d-D tensors "
+                 "respectively",
+                 kd, vd);
+    } else if (qd == 2) {
+        TP_CHECK(kd == 2 && vd == 2, TP_ERR_SHAPE,
+                 "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found %d-D and %d-D tensors "
+                 "respectively",
+                 kd, vd);
+    } else {
+        return tp_error(TP_ERR_SHAPE, "query should be unbatched 2D or batched 3D tensor but received %d-D query tensor",
+                        qd);
+    }
+    p->batched = qd == 3;
+    TP_CHECK(p->q->dtype == TP_FLOAT32 || p->q->dtype == TP_FLOAT64, TP_ERR_TYPE,
+             "multi_head_attention_forward: expected a float32 or float64 query, got %s", tp_dtype_name(p->q->dtype));
+    TP_CHECK(tp_dtype_is_float(p->k->dtype) && tp_dtype_is_float(p->v->dtype), TP_ERR_TYPE,
+             "multi_head_attention_forward: expected floating-point key and value");
+    p->L = p->q->sizes[0];
+    p->S = p->k->sizes[0];
+    p->N = p->batched ? p->q->sizes[1] : 1;
+    p->E = p->q->sizes[qd - 1];
+    p->kdim = p->k->sizes[kd - 1];
+    p->vdim = p->v->sizes[vd - 1];
+    p->H = tp__arg_int(args, MHA_H);
+    int64_t check = tp__arg_int(args, MHA_E);
+    TP_CHECK(p->E == check, TP_ERR_SHAPE, "was expecting embedding dimension of %" PRId64 ", but got %" PRId64, check,
+             p->E);
+    TP_CHECK(p->H > 0 && p->E % p->H == 0, TP_ERR_SHAPE, "embed_dim %" PRId64 " not divisible by num_heads %" PRId64,
+             p->E, p->H);
+    p->hd = p->E / p->H;
+    p->separate = tp__arg_bool(args, MHA_SEPARATE);
+    if (p->batched)
+        TP_CHECK(p->k->sizes[1] == p->N && p->v->sizes[1] == p->N, TP_ERR_SHAPE,
+                 "multi_head_attention_forward: query, key and value must have the same batch size");
+    if (p->separate) {
+        TP_CHECK(p->k->sizes[0] == p->v->sizes[0] && (!p->batched || p->k->sizes[1] == p->v->sizes[1]), TP_ERR_SHAPE,
+                 "key's sequence and batch dims do not match value's");
+        TP_CHECK(p->qw && p->kw && p->vw, TP_ERR_INVALID_ARG,
+                 "use_separate_proj_weight is True but q_proj_weight, k_proj_weight or v_proj_weight is None");
+        TP_CHECK(p->qw->ndim == 2 && p->qw->sizes[0] == p->E && p->qw->sizes[1] == p->E && p->kw->ndim == 2 &&
+                     p->kw->sizes[0] == p->E && p->kw->sizes[1] == p->kdim && p->vw->ndim == 2 &&
+                     p->vw->sizes[0] == p->E && p->vw->sizes[1] == p->vdim,
+                 TP_ERR_SHAPE, "multi_head_attention_forward: q/k/v_proj_weight must be [E, E], [E, kdim], [E, vdim]");
+    } else {
+        bool same = p->k->ndim == p->v->ndim;
+        for (int d = 0; same && d < kd; d++) same = p->k->sizes[d] == p->v->sizes[d];
+        if (!same) {
+            char a[160], b[160];
+            mha_dims(p->k, a, sizeof a);
+            mha_dims(p->v, b, sizeof b);
+            return tp_error(TP_ERR_SHAPE, "key shape %s does not match value shape %s", a, b);
+        }
+        TP_CHECK(p->in_w, TP_ERR_INVALID_ARG, "use_separate_proj_weight is False but in_proj_weight is None");
+        TP_CHECK(p->in_w->ndim == 2 && p->in_w->sizes[0] == 3 * p->E && p->in_w->sizes[1] == p->E && p->kdim == p->E,
+                 TP_ERR_SHAPE, "multi_head_attention_forward: in_proj_weight must be [3 * E, E] with E-wide key and value");
+    }
+    TP_CHECK(!p->in_b || (p->in_b->ndim == 1 && p->in_b->sizes[0] == 3 * p->E), TP_ERR_SHAPE,
+             "multi_head_attention_forward: in_proj_bias must be [3 * E]");
+    TP_CHECK(p->out_w && p->out_w->ndim == 2 && p->out_w->sizes[0] == p->E && p->out_w->sizes[1] == p->E, TP_ERR_SHAPE,
+             "multi_head_attention_forward: out_proj_weight must be [E, E]");
+    TP_CHECK(!p->out_b || (p->out_b->ndim == 1 && p->out_b->sizes[0] == p->E), TP_ERR_SHAPE,
+             "multi_head_attention_forward: out_proj_bias must be [E]");
+    TP_CHECK(!p->bk == !p->bv, TP_ERR_INVALID_ARG, "bias_k and bias_v must both be given or both be None");
+    TP_CHECK(!p->bk || (tp_tensor_numel(p->bk) == p->E && tp_tensor_numel(p->bv) == p->E), TP_ERR_SHAPE,
+             "multi_head_attention_forward: bias_k and bias_v must be [1, 1, E]");
+    TP_CHECK(tp__arg_is_none(args, MHA_STATIC_K) && tp__arg_is_none(args, MHA_STATIC_V), TP_ERR_UNSUPPORTED,
+             "multi_head_attention_forward: static_k / static_v are not supported");
+    double dp = tp__arg_f64(args, MHA_P);
+    TP_CHECK(!(tp__arg_bool(args, MHA_TRAINING) && dp > 0.0), TP_ERR_UNSUPPORTED,
+             "multi_head_attention_forward: dropout_p > 0 in training mode is random; export in eval mode "
+             "(training=False) or with dropout_p=0");
+    p->zero_attn = tp__arg_bool(args, MHA_ZERO_ATTN);
+    p->need_w = tp__arg_bool(args, MHA_NEED_W);
+    p->average = tp__arg_bool(args, MHA_AVERAGE);
+    TP_CHECK(!tp__arg_bool(args, MHA_CAUSAL) || p->mask, TP_ERR_INVALID_ARG,
+             "Need attn_mask if specifying the is_causal hint. You may use the Transformer module method "
+             "`generate_square_subsequent_mask` to create this mask.");
+    if (p->mask) {
+        TP_CHECK(mha_is_mask_type(p->mask->dtype), TP_ERR_TYPE, "only bool and floating types of attn_mask are supported");
+        char a[160];
+        mha_dims(p->mask, a, sizeof a);
+        if (p->mask->ndim == 2) {
+            TP_CHECK(p->mask->sizes[0] == p->L && p->mask->sizes[1] == p->S, TP_ERR_SHAPE,
+                     "The shape of the 2D attn_mask is %s, but should be (%" PRId64 ", %" PRId64 ").", a, p->L, p->S);
+        } else if (p->mask->ndim == 3) {
+            TP_CHECK(p->mask->sizes[0] == p->N * p->H && p->mask->sizes[1] == p->L && p->mask->sizes[2] == p->S,
+                     TP_ERR_SHAPE, "The shape of the 3D attn_mask is %s, but should be (%" PRId64 ", %" PRId64
+                     ", %" PRId64 ").", a, p->N * p->H, p->L, p->S);
+        } else {
+            return tp_error(TP_ERR_SHAPE, "attn_mask's dimension %d is not supported", p->mask->ndim);
+        }
+    }
+    if (p->kpm) {
+        TP_CHECK(mha_is_mask_type(p->kpm->dtype), TP_ERR_TYPE,
+                 "only bool and floating types of key_padding_mask are supported");
+        bool ok = p->batched ? p->kpm->ndim == 2 && p->kpm->sizes[0] == p->N && p->kpm->sizes[1] == p->S
+                             : p->kpm->ndim == 1 && p->kpm->sizes[0] == p->S;
+        char a[160];
+        mha_dims(p->kpm, a, sizeof a);
+        TP_CHECK(ok, TP_ERR_SHAPE, "expecting key_padding_mask shape of (%" PRId64 ", %" PRId64 "), but got %s",
+                 p->N, p->S, a);
+    }
+    p->S2 = p->S + (p->bk ? 1 : 0) + (p->zero_attn ? 1 : 0);
+    return TP_OK;
+}
+
+static tp_status mha_infer(const tp_value *args, tp_value *out) {
+    mha_plan p;
+    TP_TRY(mha_check(args, &p));
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_like(tp_value_at(out, 0), p.q->dtype, p.q));
+    if (!p.need_w) return TP_OK; /* None */
+    tp_sdim d[4];
+    int nd = 0;
+    if (p.batched) d[nd++] = tp__dim(p.q, 1);
+    if (!p.average) d[nd++] = tp__dimk(p.H);
+    d[nd++] = tp__dim(p.q, 0);
+    d[nd++] = p.bk || p.zero_attn ? tp__dimk(p.S2) : tp__dim(p.k, 0);
+    if ((p.bk || p.zero_attn) && !tp__dim_is_const(tp__dim(p.k, 0))) d[nd - 1] = tp__dim_addk(tp__dim(p.k, 0), p.S2 - p.S);
+    return tp__out_dims(tp_value_at(out, 1), p.q->dtype, nd, d);
+}
+
+/* Element (i, j) of the 2-D t, or element i of the 1-D t (j = 0). */
+static double mha_at2(const tp_tensor *t, int64_t i, int64_t j) {
+    int64_t off = t->ndim == 1 ? i * t->strides[0] : i * t->strides[0] + j * t->strides[1];
+    return load_at(tp__tensor_base(t), off, t->dtype);
+}
+
+/* Row (s, n) of the sequence tensor x ([S, N, D] or [S, D]) into r. */
+static void mha_row(const tp_tensor *x, bool batched, int64_t s, int64_t n, double *r) {
+    int64_t d = x->sizes[x->ndim - 1], base = s * x->strides[0] + (batched ? n * x->strides[1] : 0);
+    for (int64_t i = 0; i < d; i++)
+        r[i] = load_at(tp__tensor_base(x), base + i * x->strides[x->ndim - 1], x->dtype);
+}
+
+/* y[E] = W[row0 .. row0 + E) x + b[row0 ..] */
+static void mha_proj(const tp_tensor *w, int64_t row0, const tp_tensor *b, const double *x, int64_t in, int64_t e,
+                     double *y) {
+    for (int64_t o = 0; o < e; o++) {
+        double acc = b ? mha_at2(b, row0 + o, 0) : 0.0;
+        for (int64_t i = 0; i < in; i++) acc += mha_at2(w, row0 + o, i) * x[i];
+        y[o] = acc;
+    }
+}
+
+/* A mask value as an additive term: bool True -inf, float as is. */
+static double mha_mask_term(const tp_tensor *m, int64_t off) {
+    double v = load_at(tp__tensor_base(m), off, m->dtype);
+    return m->dtype == TP_BOOL ? (v != 0.0 ? -INFINITY : 0.0) : v;
+}
+
+static tp_status mha_kernel(const tp_value *args, tp_value *out) {
+    mha_plan p;
+    TP_TRY(mha_check(args, &p));
+    int64_t L = p.L, S = p.S, S2 = p.S2, N = p.N, E = p.E, H = p.H, hd = p.hd;
+    size_t need = (size_t)(L * E + 2 * S2 * E + L * E + S2 + (E > p.kdim ? E : p.kdim) + p.vdim + E + H * L * S2);
+    double *buf = tp_malloc(sizeof(double) * need);
+    TP_CHECK(buf, TP_ERR_NOMEM, "out of memory for multi_head_attention_forward");
+    double *Q = buf, *K = Q + L * E, *V = K + S2 * E, *C = V + S2 * E, *sc = C + L * E, *x = sc + S2;
+    double *xv = x + (E > p.kdim ? E : p.kdim), *row = xv + p.vdim, *W = row + E;
+    tp_tensor *y = tp__out_at(out, 0), *aw = p.need_w ? tp__out_at(out, 1) : NULL;
+    const tp_tensor *wq = p.separate ? p.qw : p.in_w, *wk = p.separate ? p.kw : p.in_w, *wv = p.separate ? p.vw : p.in_w;
+    int64_t rq = 0, rk = p.separate ? 0 : E, rv = p.separate ? 0 : 2 * E;
+    double scale = 1.0 / sqrt((double)hd);
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t l = 0; l < L; l++) {
+            mha_row(p.q, p.batched, l, n, x);
+            double *q = Q + l * E;
+            for (int64_t o = 0; o < E; o++) {
+                double acc = p.in_b ? mha_at2(p.in_b, o, 0) : 0.0;
+                for (int64_t i = 0; i < E; i++) acc += mha_at2(wq, rq + o, i) * x[i];
+                q[o] = acc;
+            }
+        }
+        for (int64_t s = 0; s < S; s++) {
+            mha_row(p.k, p.batched, s, n, x);
+            double *kr = K + s * E, *vr = V + s * E;
+            for (int64_t o = 0; o < E; o++) {
+                double acc = p.in_b ? mha_at2(p.in_b, E + o, 0) : 0.0;
+                for (int64_t i = 0; i < p.kdim; i++) acc += mha_at2(wk, rk + o, i) * x[i];
+                kr[o] = acc;
+            }
+            mha_row(p.v, p.batched, s, n, xv);
+            for (int64_t o = 0; o < E; o++) {
+                double acc = p.in_b ? mha_at2(p.in_b, 2 * E + o, 0) : 0.0;
+                for (int64_t i = 0; i < p.vdim; i++) acc += mha_at2(wv, rv + o, i) * xv[i];
+                vr[o] = acc;
+            }
+        }
+        int64_t s_next = S;
+        if (p.bk) {
+            for (int64_t o = 0; o < E; o++) {
+                K[s_next * E + o] = load_at(tp__tensor_base(p.bk), o * p.bk->strides[p.bk->ndim - 1], p.bk->dtype);
+                V[s_next * E + o] = load_at(tp__tensor_base(p.bv), o * p.bv->strides[p.bv->ndim - 1], p.bv->dtype);
+            }
+            s_next++;
+        }
+        if (p.zero_attn) {
+            for (int64_t o = 0; o < E; o++) K[s_next * E + o] = V[s_next * E + o] = 0.0;
+            s_next++;
+        }
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t l = 0; l < L; l++) {
+                double mx = -INFINITY;
+                for (int64_t s = 0; s < S2; s++) {
+                    double acc = 0.0;
+                    for (int64_t i = 0; i < hd; i++) acc += Q[l * E + h * hd + i] * scale * K[s * E + h * hd + i];
+                    if (s < S && p.mask) {
+                        int64_t off = p.mask->ndim == 2
+                                          ? l * p.mask->strides[0] + s * p.mask->strides[1]
+                                          : (n * H + h) * p.mask->strides[0] + l * p.mask->strides[1] +
+                                                s * p.mask->strides[2];
+                        acc += mha_mask_term(p.mask, off);
+                    }
+                    if (s < S && p.kpm)
+                        acc += mha_mask_term(p.kpm, p.batched ? n * p.kpm->strides[0] + s * p.kpm->strides[1]
+                                                              : s * p.kpm->strides[0]);
+                    sc[s] = acc;
+                    if (acc > mx) mx = acc;
+                }
+                double sum = 0.0;
+                for (int64_t s = 0; s < S2; s++) sum += sc[s] = exp(sc[s] - mx);
+                for (int64_t s = 0; s < S2; s++) sc[s] /= sum;
+                for (int64_t i = 0; i < hd; i++) {
+                    double acc = 0.0;
+                    for (int64_t s = 0; s < S2; s++) acc += sc[s] * V[s * E + h * hd + i];
+                    C[l * E + h * hd + i] = acc;
+                }
+                for (int64_t s = 0; s < S2; s++) W[(h * L + l) * S2 + s] = sc[s];
+            }
+        }
+        for (int64_t l = 0; l < L; l++) {
+            mha_proj(p.out_w, 0, p.out_b, C + l * E, E, E, row);
+            int64_t base = l * y->strides[0] + (p.batched ? n * y->strides[1] : 0);
+            for (int64_t o = 0; o < E; o++)
+                tp__store_f64(tp__tensor_base(y) + (base + o * y->strides[y->ndim - 1]) * (int64_t)tp_dtype_size(y->dtype),
+                              y->dtype, row[o]);
+        }
+        if (aw) {
+            size_t es = tp_dtype_size(aw->dtype);
+            int nb = p.batched ? 1 : 0;
+            for (int64_t l = 0; l < L; l++)
+                for (int64_t s = 0; s < S2; s++) {
+                    if (p.average) {
+                        double a = 0.0;
+                        for (int64_t h = 0; h < H; h++) a += W[(h * L + l) * S2 + s];
+                        int64_t off = (nb ? n * aw->strides[0] : 0) + l * aw->strides[nb] + s * aw->strides[nb + 1];
+                        tp__store_f64(tp__tensor_base(aw) + off * (int64_t)es, aw->dtype, a / (double)H);
+                    } else {
+                        for (int64_t h = 0; h < H; h++) {
+                            int64_t off = (nb ? n * aw->strides[0] : 0) + h * aw->strides[nb] +
+                                          l * aw->strides[nb + 1] + s * aw->strides[nb + 2];
+                            tp__store_f64(tp__tensor_base(aw) + off * (int64_t)es, aw->dtype, W[(h * L + l) * S2 + s]);
+                        }
+                    }
+                }
+        }
+    }
+    tp_free(buf);
+    return TP_OK;
+}
+
 /* ---- dropout ------------------------------------------------------------ */
 
 enum { DO_INPUT, DO_P, DO_TRAIN };
@@ -1911,6 +2220,15 @@ void tp__register_nn_ops(void) {
                     "embedding_bag(Tensor input, Tensor weight, Tensor? offsets=None, str mode='mean', "
                     "Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None) -> Tensor",
                     0, embedding_bag_infer, embedding_bag_kernel);
+    tp__register_op(TP_OP_MULTI_HEAD_ATTENTION_FORWARD,
+                    "multi_head_attention_forward(Tensor query, Tensor key, Tensor value, int embed_dim_to_check, "
+                    "int num_heads, Tensor? in_proj_weight, Tensor? in_proj_bias, Tensor? bias_k, Tensor? bias_v, "
+                    "bool add_zero_attn, float dropout_p, Tensor out_proj_weight, Tensor? out_proj_bias, "
+                    "bool training=True, Tensor? key_padding_mask=None, bool need_weights=True, "
+                    "Tensor? attn_mask=None, bool use_separate_proj_weight=False, Tensor? q_proj_weight=None, "
+                    "Tensor? k_proj_weight=None, Tensor? v_proj_weight=None, Tensor? static_k=None, "
+                    "Tensor? static_v=None, bool average_attn_weights=True, bool is_causal=False) -> (Tensor, Tensor)",
+                    0, mha_infer, mha_kernel);
     tp__register_op(TP_OP_DROPOUT, "dropout(Tensor input, float p=0.5, bool train=False) -> Tensor", TP_OPF_RANDOM,
                     dropout_infer, dropout_kernel);
     tp__register_op(TP_OP_SOFTMIN, "softmin(Tensor self, int? dim=None, ScalarType? dtype=None) -> Tensor", 0,
