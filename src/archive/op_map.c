@@ -1039,6 +1039,10 @@ static const tp_serde_op_entry g_table[] = {
     MT("select_scatter", SELECT_SCATTER, "self,src,dim,index"),
     FNW(TF, "slice_scatter", SLICE_SCATTER, "input,src,dim,start,end,step"),
     MT("slice_scatter", SLICE_SCATTER, "self,src,dim,start,end,step"),
+    /* slice_inverse(self, src, ...) is self's storage viewed with src's sizes, strides and offset, used by
+     * functionalization where self is that slice of src: src with the slice replaced by self, slice_scatter's
+     * result with the two tensors swapped (tpexport's tensors share no storage) */
+    MT("slice_inverse", SLICE_SCATTER, "self:src,src:self,dim,start,end,step"),
     FNW(TF, "diagonal_scatter", DIAGONAL_SCATTER, "input,src,offset,dim1,dim2"),
     MT("diagonal_scatter", DIAGONAL_SCATTER, "self,src,offset,dim1,dim2"),
     FNW(TF, "as_strided_scatter", AS_STRIDED_SCATTER, "input,src,size,stride,storage_offset"),
