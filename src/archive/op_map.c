@@ -615,6 +615,8 @@ static const tp_serde_op_entry g_table[] = {
     MT("pinverse", PINVERSE, "self,rcond"),
     FNW(TF, "lu_solve", LU_SOLVE, "input,LU_data,LU_pivots,*,out:!=None"),
     MT("lu_solve", LU_SOLVE, "self,LU_data,LU_pivots"),
+    FN(NF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
+    FNW(TF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
     FNW(TF, "svd", SVD, "input,some,compute_uv,*,out:!=None"),
     MT("svd", SVD, "self,some,compute_uv"),
     FNW(TF, "geqrf", GEQRF, "input,*,out:!=None"),

@@ -2251,6 +2251,92 @@ static tp_status kernel_svd(const tp_value *args, tp_value *out) {
     return st;
 }
 
+/* grouped_mm(Tensor input, Tensor mat2, Tensor? offs=None) (F.grouped_mm,
+ * torch._grouped_mm): 2-D input [M, K] with 3-D mat2 [G, K, N]: the rows
+ * offs[g - 1] .. offs[g] (int32 group ends, offs[-1] = 0) times mat2[g],
+ * output [M, N] (rows after the last end are zero); 3-D with 3-D (offs
+ * None): a batched product [G, M, N]. PyTorch's ragged-K (2-D x 2-D) and
+ * ragged-N (3-D x 2-D) forms are refused (tensorplay 1.0 has neither).
+ * Accumulated in double, rounded once. */
+static tp_status check_grouped_mm(const tp_tensor *a, const tp_tensor *b, const tp_tensor *offs) {
+    TP_CHECK((a->ndim == 2 || a->ndim == 3) && (b->ndim == 2 || b->ndim == 3), TP_ERR_SHAPE,
+             "grouped_mm: expected 2-D or 3-D input and mat2, got %dD and %dD", a->ndim, b->ndim);
+    TP_CHECK(!(b->ndim == 2), TP_ERR_UNSUPPORTED,
+             "grouped_mm: a 2-D mat2 (PyTorch's ragged-K and ragged-N forms) is not supported; expected 2D input and "
+             "3D mat2, or 3D and 3D");
+    TP_CHECK(is_f32_f64(a->dtype), TP_ERR_TYPE, "grouped_mm: expected a float32 or float64 input, got %s",
+             tp_dtype_name(a->dtype));
+    TP_CHECK(a->dtype == b->dtype, TP_ERR_TYPE, "grouped_mm: expected input and mat2 of the same dtype, got %s and %s",
+             tp_dtype_name(a->dtype), tp_dtype_name(b->dtype));
+    TP_CHECK(tp__dim_eq(tp__dim(a, a->ndim - 1), tp__dim(b, 1), "grouped_mm: the contracted dims"), TP_ERR_SHAPE,
+             "grouped_mm: contraction dims must match, got input [..., %" PRId64 "] and mat2 [G, %" PRId64 ", N]",
+             a->sizes[a->ndim - 1], b->sizes[1]);
+    if (a->ndim == 2) {
+        TP_CHECK(offs, TP_ERR_INVALID_ARG, "grouped_mm: offs must be given for a 2-D input");
+        TP_CHECK(offs->dtype == TP_INT32, TP_ERR_TYPE, "grouped_mm: offs must be int32, got %s",
+                 tp_dtype_name(offs->dtype));
+        TP_CHECK(offs->ndim == 1 && tp__dim_eq(tp__dim(offs, 0), tp__dim(b, 0), "grouped_mm: one offset per group"),
+                 TP_ERR_SHAPE, "grouped_mm: offs must be 1-D with one end per group of mat2 (%" PRId64 ")",
+                 b->sizes[0]);
+    } else {
+        TP_CHECK(!offs, TP_ERR_INVALID_ARG, "grouped_mm: offs must be None for 3-D input and mat2");
+        TP_CHECK(tp__dim_eq(tp__dim(a, 0), tp__dim(b, 0), "grouped_mm: the group counts"), TP_ERR_SHAPE,
+                 "grouped_mm: input and mat2 must have the same number of groups, got %" PRId64 " and %" PRId64,
+                 a->sizes[0], b->sizes[0]);
+    }
+    return TP_OK;
+}
+
+static tp_status infer_grouped_mm(const tp_value *args, tp_value *out) {
+    const tp_tensor *a = tp__arg_tensor(args, 0), *b = tp__arg_tensor(args, 1), *offs = tp__arg_tensor(args, 2);
+    TP_TRY(check_grouped_mm(a, b, offs));
+    tp_sdim d[3];
+    int nd = 0;
+    if (a->ndim == 3) d[nd++] = tp__dim(a, 0);
+    d[nd++] = tp__dim(a, a->ndim - 2);
+    d[nd++] = tp__dim(b, 2);
+    return tp__out_dims(out, a->dtype, nd, d);
+}
+
+static tp_status kernel_grouped_mm(const tp_value *args, tp_value *out) {
+    const tp_tensor *a = tp__arg_tensor(args, 0), *b = tp__arg_tensor(args, 1), *offs = tp__arg_tensor(args, 2);
+    TP_TRY(check_grouped_mm(a, b, offs));
+    TP_TRY(tp__has_data(offs, "offs"));
+    tp_tensor *y = tp__out_at(out, 0);
+    int64_t G = b->sizes[0], K = b->sizes[1], N = b->sizes[2], M = a->sizes[a->ndim - 2];
+    size_t es = tp_dtype_size(a->dtype);
+    const char *ab = tp__tensor_base(a), *bb = tp__tensor_base(b);
+    char *yb = tp__tensor_base(y);
+    int64_t prev = 0;
+    for (int64_t g = 0; g < G; g++) {
+        int64_t r0 = 0, r1 = M;
+        if (a->ndim == 2) {
+            int64_t end = tp__load_i64(tp__tensor_base(offs) + g * offs->strides[0] * 4, TP_INT32);
+            TP_CHECK(end >= prev && end <= M, TP_ERR_INVALID_ARG,
+                     "grouped_mm: offs must be non-decreasing group ends within the %" PRId64 " rows, got offs[%" PRId64
+                     "] = %" PRId64,
+                     M, g, end);
+            r0 = prev, r1 = end, prev = end;
+        }
+        int64_t ao = a->ndim == 3 ? g * a->strides[0] : 0, yo = a->ndim == 3 ? g * y->strides[0] : 0;
+        int ar = a->ndim - 2, yr = y->ndim - 2;
+        for (int64_t i = r0; i < r1; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0.0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += tp__load_f64(ab + (ao + i * a->strides[ar] + k * a->strides[ar + 1]) * (int64_t)es, a->dtype) *
+                           tp__load_f64(bb + (g * b->strides[0] + k * b->strides[1] + j * b->strides[2]) * (int64_t)es,
+                                        b->dtype);
+                tp__store_f64(yb + (yo + i * y->strides[yr] + j * y->strides[yr + 1]) * (int64_t)es, y->dtype, acc);
+            }
+    }
+    if (a->ndim == 2) /* rows after the last group end */
+        for (int64_t i = prev; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                tp__store_f64(yb + (i * y->strides[0] + j * y->strides[1]) * (int64_t)es, y->dtype, 0.0);
+    return TP_OK;
+}
+
 /* a >= b (a guard, dim.h). */
 static bool dim_ge_dim(tp_sdim a, tp_sdim b, const char *what) { return tp__dim_ge(tp__dim_sub(a, b), 0, what); }
 
@@ -2433,6 +2519,8 @@ void tp__register_linalg_ops(void) {
                     infer_lu_solve, kernel_lu_solve);
     tp__register_op(TP_OP_SVD, "svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor, Tensor, Tensor)",
                     0, infer_svd, kernel_svd);
+    tp__register_op(TP_OP_GROUPED_MM, "grouped_mm(Tensor input, Tensor mat2, Tensor? offs=None) -> Tensor", 0,
+                    infer_grouped_mm, kernel_grouped_mm);
     tp__register_op(TP_OP_GEQRF, "geqrf(Tensor self) -> (Tensor, Tensor)", 0, infer_geqrf, kernel_geqrf);
     tp__register_op(TP_OP_ORGQR, "orgqr(Tensor self, Tensor input2) -> Tensor", 0, infer_orgqr, kernel_orgqr);
     tp__register_op(TP_OP_ORMQR,
