@@ -115,6 +115,8 @@ static const tp_serde_op_entry g_table[] = {
     MT_("negative_", NEG, "self"),
     SP(TF, "positive", TO, TP_SERDE_ALIAS, "input"),
     SP(NULL, "positive", TO, TP_SERDE_ALIAS, "self"),
+    /* to_dense of a strided (dense) tensor: the tensor itself */
+    SP(NULL, "to_dense", TO, TP_SERDE_ALIAS, "self"),
     FN(TF, "fix", TRUNC, "input,*,out:!=None"),
     MT("fix", TRUNC, "self"),
     MT_("fix_", TRUNC, "self"),
@@ -819,6 +821,10 @@ static const tp_serde_op_entry g_table[] = {
     FNW(NF, "triplet_margin_loss", TRIPLET_MARGIN_LOSS,
         "anchor,positive,negative,margin,p,eps,swap,size_average:!=None,reduce:!=None,reduction"),
     FN(TF, "triplet_margin_loss", TRIPLET_MARGIN_LOSS, "anchor,positive,negative,margin,p"),
+    /* F.triplet_margin_with_distance_loss without a distance_function uses pairwise_distance (p=2, eps=1e-6):
+     * triplet_margin_loss's defaults (tensorplay 1.0 cannot trace it; a Python callable is unsupported) */
+    FN(NF, "triplet_margin_with_distance_loss", TRIPLET_MARGIN_LOSS,
+       "anchor,positive,negative,*,distance_function:!=None,margin,swap,reduction"),
     FNW(NF, "multilabel_soft_margin_loss", MULTILABEL_SOFT_MARGIN_LOSS,
         "input:self,target,weight,size_average:!=None,reduce:!=None,reduction"),
     FN(TF, "multilabel_soft_margin_loss", MULTILABEL_SOFT_MARGIN_LOSS, "input:self,target"),
