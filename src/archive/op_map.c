@@ -695,6 +695,16 @@ static const tp_serde_op_entry g_table[] = {
     FNW(NF, "adaptive_max_pool2d", ADAPTIVE_MAX_POOL2D, "input,output_size,return_indices:!=False"),
     FN(NF, "adaptive_max_pool3d", ADAPTIVE_MAX_POOL3D, "input,output_size,return_indices:!=False"),
     FNW(TF, "adaptive_max_pool3d", ADAPTIVE_MAX_POOL3D, "input,output_size,*,out:!=None"), /* values only */
+    /* fractional max pools with _random_samples given (tensorplay 1.0 cannot trace them: its checks branch on
+     * tensor ranks); return_indices=True is read from the _with_indices functions */
+    FNW(NF, "fractional_max_pool2d", FRACTIONAL_MAX_POOL2D,
+        "input,kernel_size,output_size,output_ratio,return_indices:!=False,_random_samples"),
+    FNW(NF, "fractional_max_pool2d_with_indices", FRACTIONAL_MAX_POOL2D_WITH_INDICES,
+        "input,kernel_size,output_size,output_ratio,return_indices:-,_random_samples"),
+    FNW(NF, "fractional_max_pool3d", FRACTIONAL_MAX_POOL3D,
+        "input,kernel_size,output_size,output_ratio,return_indices:!=False,_random_samples"),
+    FNW(NF, "fractional_max_pool3d_with_indices", FRACTIONAL_MAX_POOL3D_WITH_INDICES,
+        "input,kernel_size,output_size,output_ratio,return_indices:-,_random_samples"),
     /* (values, indices): nn.functional's _with_indices forms fail to trace in tensorplay 1.0;
      * tensorplay.functional.adaptive_max_pool1d returns the pair, adaptive_max_pool2d the values */
     FN(NF, "adaptive_max_pool1d_with_indices", ADAPTIVE_MAX_POOL1D_WITH_INDICES, "input,output_size,return_indices:-"),

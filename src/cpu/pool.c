@@ -1368,6 +1368,174 @@ POOL_OP_FNS(lp_pool3d, lp_pool_infer(args, out, 3), lp_pool_kernel(args, out, 3)
 #define LP_POOL_ARGS                                                                                          \
     "(Tensor input, float norm_type, int[] kernel_size, int[]? stride=None, bool ceil_mode=False) -> Tensor"
 
+/* ---- fractional_max_pool2d / 3d (issue #13) -------------------------------
+ * F.fractional_max_pool2d / 3d with _random_samples given (without them the
+ * windows are random: refused): output_size, or output_ratio (int(size *
+ * ratio)); per plane, the window starts of each spatial dim are PyTorch's
+ * int((i + u) alpha) - int(u alpha), alpha = (in - pool) / (out - 1) in the
+ * input's precision, the last at in - pool; u the plane's sample (samples
+ * [N, C, nd]: 2-D [0] for the width, [1] the height; 3-D [0] the time,
+ * [1] the height, [2] the width, as PyTorch's kernels read them). The
+ * maximum (NaN wins) and its index within the plane, as max_pool's. */
+
+enum { FMP_INPUT, FMP_KERNEL, FMP_OUTPUT_SIZE, FMP_OUTPUT_RATIO, FMP_SAMPLES };
+
+typedef struct fmp_plan {
+    int nd; /* spatial dims: 2 or 3 */
+    bool batched;
+    int64_t k[3], out[3];
+    const tp_tensor *x, *u;
+} fmp_plan;
+
+static tp_status fmp_check(const tp_value *args, int nd, fmp_plan *p) {
+    const char *nm = nd == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d";
+    static const char *const what[3][3] = {{"height", "width", ""}, {"time", "height", "width"}};
+    p->nd = nd;
+    p->x = tp__arg_tensor(args, FMP_INPUT);
+    p->u = tp__arg_tensor(args, FMP_SAMPLES);
+    const tp_tensor *x = p->x;
+    TP_CHECK(x && (x->ndim == nd + 1 || x->ndim == nd + 2), TP_ERR_SHAPE,
+             "%s(): non-empty %dD or %dD (batch mode) tensor expected for input", nm, nd + 1, nd + 2);
+    TP_CHECK(tp_dtype_is_float(x->dtype), TP_ERR_TYPE, "\"%s_out_frame\" not implemented for '%s'", nm,
+             tp_dtype_name(x->dtype));
+    p->batched = x->ndim == nd + 2;
+    int n;
+    TP_TRY(tp__arg_ints(args, FMP_KERNEL, "kernel_size", p->k, 3, nd, &n));
+    if (!tp__arg_is_none(args, FMP_OUTPUT_SIZE)) {
+        TP_TRY(tp__arg_ints(args, FMP_OUTPUT_SIZE, "output_size", p->out, 3, nd, &n));
+    } else {
+        const tp_value *r = &args[FMP_OUTPUT_RATIO];
+        TP_CHECK(r->kind != TP_VAL_NONE, TP_ERR_INVALID_ARG,
+                 "%s requires specifying either an output_size or an output_ratio", nm);
+        bool seq = r->kind == TP_VAL_LIST || r->kind == TP_VAL_TUPLE;
+        TP_CHECK(!seq || tp_value_len(r) == nd || tp_value_len(r) == 1, TP_ERR_INVALID_ARG,
+                 "%s: output_ratio must be a number or %d numbers", nm, nd);
+        for (int d = 0; d < nd; d++) {
+            double ratio = seq ? tp_value_as_f64(tp_value_at(r, tp_value_len(r) == 1 ? 0 : d)) : tp_value_as_f64(r);
+            p->out[d] = (int64_t)((double)x->sizes[x->ndim - nd + d] * ratio);
+        }
+    }
+    TP_CHECK(p->u, TP_ERR_UNSUPPORTED,
+             "%s: without _random_samples the pooling windows are random; export with _random_samples", nm);
+    int64_t nb = p->batched ? x->sizes[0] : 1, ch = x->sizes[x->ndim - nd - 1];
+    TP_CHECK(p->u->ndim == 3, TP_ERR_SHAPE, "Expect _random_samples to have 3 dimensions, got %d", p->u->ndim);
+    TP_CHECK(p->u->sizes[0] >= nb, TP_ERR_SHAPE, "Expect _random_samples.size(0) no less then input batch size.");
+    TP_CHECK(p->u->sizes[1] == ch, TP_ERR_SHAPE, "Expect _random_samples.size(1) equals to input channel size.");
+    TP_CHECK(p->u->sizes[2] == nd, TP_ERR_SHAPE, "Expect _random_samples.size(2) equals to %d", nd);
+    TP_CHECK(p->u->dtype == x->dtype, TP_ERR_TYPE, "%s: _random_samples must have the input's dtype (%s), got %s", nm,
+             tp_dtype_name(x->dtype), tp_dtype_name(p->u->dtype));
+    for (int d = 0; d < nd; d++) {
+        int64_t in = x->sizes[x->ndim - nd + d];
+        TP_CHECK(p->k[d] > 0 && p->out[d] > 0, TP_ERR_INVALID_ARG,
+                 "%s(): kernel_size and output_size must be greater than zero", nm);
+        TP_CHECK(p->out[d] + p->k[d] - 1 <= in, TP_ERR_SHAPE,
+                 "%s(): pool %s %" PRId64 " too large relative to input %s %" PRId64, nm, what[nd - 2][d], p->k[d],
+                 what[nd - 2][d], in);
+    }
+    return TP_OK;
+}
+
+static tp_status fmp_infer(const tp_value *args, tp_value *out, int nd, bool indices) {
+    fmp_plan p;
+    TP_TRY(fmp_check(args, nd, &p));
+    tp_sdim dims[TP_MAX_DIMS];
+    tp__dims(p.x, dims);
+    for (int d = 0; d < nd; d++) dims[p.x->ndim - nd + d] = tp__dimk(p.out[d]);
+    if (!indices) return tp__out_dims(out, p.x->dtype, p.x->ndim, dims);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_dims(tp_value_at(out, 0), p.x->dtype, p.x->ndim, dims));
+    return tp__out_dims(tp_value_at(out, 1), TP_INT64, p.x->ndim, dims);
+}
+
+/* Window starts of one dim, alpha in the input's precision. */
+static void fmp_intervals(double u, int64_t in, int64_t outn, int64_t k, bool f32, int64_t *seq) {
+    if (outn > 1) {
+        if (f32) {
+            float alpha = (float)(in - k) / (float)(outn - 1), fu = (float)u;
+            for (int64_t i = 0; i < outn - 1; i++) seq[i] = (int64_t)(int)(((float)i + fu) * alpha) - (int)(fu * alpha);
+        } else {
+            double alpha = (double)(in - k) / (double)(outn - 1);
+            for (int64_t i = 0; i < outn - 1; i++) seq[i] = (int64_t)(int)(((double)i + u) * alpha) - (int)(u * alpha);
+        }
+    }
+    seq[outn - 1] = in - k;
+}
+
+static tp_status fmp_kernel(const tp_value *args, tp_value *out, int nd, bool indices) {
+    fmp_plan p;
+    TP_TRY(fmp_check(args, nd, &p));
+    TP_TRY(tp__has_data(p.u, "_random_samples"));
+    const tp_tensor *x = p.x, *u = p.u;
+    tp_tensor *y = indices ? tp__out_at(out, 0) : tp__out_at(out, 0), *yi = indices ? tp__out_at(out, 1) : NULL;
+    int64_t nb = p.batched ? x->sizes[0] : 1, ch = x->sizes[x->ndim - nd - 1];
+    int64_t in[3] = {1, 1, 1}, on[3] = {1, 1, 1}, k[3] = {1, 1, 1}, xs[3] = {0, 0, 0};
+    int off = 3 - nd; /* dims padded at the front to (t, h, w) */
+    for (int d = 0; d < nd; d++) {
+        in[off + d] = x->sizes[x->ndim - nd + d];
+        on[off + d] = p.out[d];
+        k[off + d] = p.k[d];
+        xs[off + d] = x->strides[x->ndim - nd + d];
+    }
+    int64_t total = on[0] + on[1] + on[2];
+    int64_t *seq = tp_malloc(sizeof(int64_t) * (size_t)total);
+    TP_CHECK(seq, TP_ERR_NOMEM, "out of memory for fractional max pooling");
+    int64_t *sq[3] = {seq, seq + on[0], seq + on[0] + on[1]};
+    size_t es = tp_dtype_size(x->dtype), ues = tp_dtype_size(u->dtype);
+    const char *xb = tp__tensor_base(x), *ub = tp__tensor_base(u);
+    bool f32 = x->dtype == TP_FLOAT32;
+    int64_t plane_out = on[0] * on[1] * on[2];
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t c = 0; c < ch; c++) {
+            for (int d = 0; d < 3; d++) {
+                if (d < off) {
+                    sq[d][0] = 0;
+                    continue;
+                }
+                /* samples: 2-D [0] width, [1] height; 3-D [0] time, [1] height, [2] width (PyTorch's) */
+                int64_t si = nd == 2 ? 1 - (d - off) : d - off;
+                double uv = tp__load_f64(ub + (b * u->strides[0] + c * u->strides[1] + si * u->strides[2]) * (int64_t)ues,
+                                         u->dtype);
+                fmp_intervals(uv, in[d], on[d], k[d], f32, sq[d]);
+            }
+            int64_t xo = (p.batched ? b * x->strides[0] : 0) + c * x->strides[x->ndim - nd - 1];
+            int64_t yo = (b * ch + c) * plane_out;
+            for (int64_t ot = 0; ot < on[0]; ot++)
+                for (int64_t oh = 0; oh < on[1]; oh++)
+                    for (int64_t ow = 0; ow < on[2]; ow++) {
+                        int64_t t0 = sq[0][ot], h0 = sq[1][oh], w0 = sq[2][ow];
+                        double mx = -INFINITY;
+                        int64_t mi = (t0 * in[1] + h0) * in[2] + w0;
+                        for (int64_t t = t0; t < t0 + k[0]; t++)
+                            for (int64_t h = h0; h < h0 + k[1]; h++)
+                                for (int64_t w = w0; w < w0 + k[2]; w++) {
+                                    double v = tp__load_f64(xb + (xo + t * xs[0] + h * xs[1] + w * xs[2]) * (int64_t)es,
+                                                            x->dtype);
+                                    if (v > mx || isnan(v)) {
+                                        mx = v;
+                                        mi = (t * in[1] + h) * in[2] + w;
+                                    }
+                                }
+                        int64_t o = yo + (ot * on[1] + oh) * on[2] + ow;
+                        tp__store_f64(tp__tensor_base(y) + o * (int64_t)es, y->dtype, mx);
+                        if (yi) tp__store_i64(tp__tensor_base(yi) + o * 8, TP_INT64, mi);
+                    }
+        }
+    tp_free(seq);
+    return TP_OK;
+}
+
+static tp_status fmp2_infer(const tp_value *a, tp_value *o) { return fmp_infer(a, o, 2, false); }
+static tp_status fmp2i_infer(const tp_value *a, tp_value *o) { return fmp_infer(a, o, 2, true); }
+static tp_status fmp3_infer(const tp_value *a, tp_value *o) { return fmp_infer(a, o, 3, false); }
+static tp_status fmp3i_infer(const tp_value *a, tp_value *o) { return fmp_infer(a, o, 3, true); }
+static tp_status fmp2_kernel(const tp_value *a, tp_value *o) { return fmp_kernel(a, o, 2, false); }
+static tp_status fmp2i_kernel(const tp_value *a, tp_value *o) { return fmp_kernel(a, o, 2, true); }
+static tp_status fmp3_kernel(const tp_value *a, tp_value *o) { return fmp_kernel(a, o, 3, false); }
+static tp_status fmp3i_kernel(const tp_value *a, tp_value *o) { return fmp_kernel(a, o, 3, true); }
+
+#define FMP_ARGS "(Tensor input, int[] kernel_size, int[]? output_size=None, Any output_ratio=None, " \
+                    "Tensor? _random_samples=None)"
+
 void tp__register_pool_ops(void) {
     tp__register_op(TP_OP_MAX_POOL1D, "max_pool1d" MAX_POOL_ARGS, 0, max_pool1d_infer, max_pool1d_kernel);
     tp__register_op(TP_OP_MAX_POOL2D, "max_pool2d" MAX_POOL_ARGS, 0, max_pool2d_infer, max_pool2d_kernel);
@@ -1415,4 +1583,14 @@ void tp__register_pool_ops(void) {
                     "interpolate(Tensor input, int[]? size=None, Any scale_factor=None, str mode='nearest', "
                     "bool? align_corners=None) -> Tensor",
                     0, interp_infer, interp_kernel);
+    tp__register_op(TP_OP_FRACTIONAL_MAX_POOL2D, "fractional_max_pool2d" FMP_ARGS " -> Tensor", 0, fmp2_infer,
+                    fmp2_kernel);
+    tp__register_op(TP_OP_FRACTIONAL_MAX_POOL2D_WITH_INDICES,
+                    "fractional_max_pool2d_with_indices" FMP_ARGS " -> (Tensor, Tensor)", 0, fmp2i_infer,
+                    fmp2i_kernel);
+    tp__register_op(TP_OP_FRACTIONAL_MAX_POOL3D, "fractional_max_pool3d" FMP_ARGS " -> Tensor", 0, fmp3_infer,
+                    fmp3_kernel);
+    tp__register_op(TP_OP_FRACTIONAL_MAX_POOL3D_WITH_INDICES,
+                    "fractional_max_pool3d_with_indices" FMP_ARGS " -> (Tensor, Tensor)", 0, fmp3i_infer,
+                    fmp3i_kernel);
 }
