@@ -19,10 +19,11 @@ typedef struct sym_site {
  * node required what; f[0..n) are the findings (already applied). */
 typedef void (*sym_decided_fn)(void *user, const char *why, const sd_finding *f, int n);
 
-/* Propagate symbolic shapes through p's graph (in order), deciding every
- * relation the ops need with sd. Nodes without a symbolic rule (or whose
- * rule disagrees with the traced example shapes) while an input is
- * symbolic get unknown shapes: they are counted in *n_fallback and listed
+/* Propagate symbolic shapes through p's graph (in order) by running each
+ * op's own shape rule over symbolic dims (src/ops/dim.h), deciding every
+ * relation the rules rely on with sd. Nodes whose rule cannot be followed
+ * symbolically (or disagrees with the traced example shapes) while an
+ * input is symbolic get unknown shapes: they are counted in *n_fallback and listed
  * in `fallbacks` ("name (op), ..."). Every node gets meta "sym_shape". */
 TP_HIDDEN tp_status tp__symshape_propagate(sd_ctx *sd, tp_program *p, const user_input_info *inputs, int n_inputs,
                                            const sym_site *sites, int n_sites, const size_read *reads, int n_reads,

@@ -233,15 +233,12 @@ tp_status tp__dims_broadcast(int na, const tp_sdim *a, int nb, const tp_sdim *b,
     for (int i = 0; i < n; i++) {
         int ia = i - (n - na), ib = i - (n - nb);
         tp_sdim da = ia >= 0 ? a[ia] : tp__dimk(1), db = ib >= 0 ? b[ib] : tp__dimk(1);
-        if (!tp__dim_broadcast(da, db, &r[i])) {
-            int64_t sa[TP_MAX_DIMS], sb[TP_MAX_DIMS];
-            char s1[128], s2[128];
+        if (!tp__dim_broadcast(da, db, &r[i])) { /* the error of the int version, word for word */
+            int64_t sa[TP_MAX_DIMS], sb[TP_MAX_DIMS], so[TP_MAX_DIMS];
+            int no;
             for (int k = 0; k < na; k++) sa[k] = a[k].v;
             for (int k = 0; k < nb; k++) sb[k] = b[k].v;
-            return tp_error(TP_ERR_SHAPE,
-                            "shapes %s and %s cannot be broadcast (size %" PRId64 " vs %" PRId64 " at dim %d)",
-                            tp__shape_str(na, sa, s1, sizeof s1), tp__shape_str(nb, sb, s2, sizeof s2), da.v, db.v,
-                            i);
+            return tp__broadcast_shapes(na, sa, nb, sb, &no, so);
         }
     }
     memcpy(out, r, (size_t)n * sizeof *r);
