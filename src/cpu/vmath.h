@@ -237,7 +237,10 @@ static inline float tp__erf_f32(float x) {
  * finite value. Used where such
  * tiny values only matter in absolute terms (gelu's erfc tail). */
 static inline float tp__vm_exp_nonpos(float y) {
-    y = y < -87.3f ? -87.3f : y; /* a plain max: a NaN y becomes -87.3 here, so callers must pass NaN on themselves */
+    /* a mask select, not a ternary with a constant arm, which blocks
+     * vectorisation without AVX-512 masks (see tp__vm_sel); a NaN y gives a
+     * NaN, and callers pass NaN on themselves anyway */
+    y = tp__vm_sel(y < -87.3f, -87.3f, y);
     float k = y * 1.442695041f + TP__VM_MAGIC; /* bits(k) = 0x4B400000 + n */
     float n = k - TP__VM_MAGIC;
     float r = y - n * 0.693359375f;
