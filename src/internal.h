@@ -92,6 +92,16 @@ TP_HIDDEN void tp__storage_retain(tp_storage *s);
 /* tp_tensor_copy_ for tensors known not to overlap (src broadcast to dst's
  * shape already checked): converts dtypes, never allocates. */
 TP_HIDDEN void tp__tensor_copy_disjoint(tp_tensor *dst, const tp_tensor *src);
+/* Whether the bytes two views can address intersect (their extents in a
+ * shared storage; never for different storages or an empty view). Views of
+ * one arena or one parent that touch disjoint bytes do not overlap. */
+TP_HIDDEN bool tp__tensors_may_overlap(const tp_tensor *a, const tp_tensor *b);
+/* Views written into a caller's struct (kernels' per-element views without
+ * an allocation): out borrows t's storage and must not outlive it, is never
+ * passed to tp_tensor_free, and gets refcount 0. The index / range must be
+ * valid (checked by the caller); d is a wrapped dim of t. */
+TP_HIDDEN void tp__view_select(const tp_tensor *t, int d, int64_t index, tp_tensor *out);
+TP_HIDDEN void tp__view_narrow(const tp_tensor *t, int d, int64_t start, int64_t length, tp_tensor *out);
 TP_HIDDEN void tp__storage_release(tp_storage *s);
 
 /* Copy a caller's option struct whose first field is `size_t struct_size`

@@ -686,6 +686,47 @@ tp_status tp_tensor_as_strided(tp_tensor *t, int ndim, const int64_t *sizes, con
 
 /* ---- copies ------------------------------------------------------------ */
 
+/* First and one-past-last byte a non-empty view can address. */
+static void byte_extent(const tp_tensor *t, int64_t *lo, int64_t *hi) {
+    int64_t first = t->offset, last = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t span = (t->sizes[d] - 1) * t->strides[d]; /* sizes >= 1 here; a view's extent fits its storage */
+        if (span < 0) first += span;
+        else last += span;
+    }
+    int64_t es = (int64_t)tp_dtype_size(t->dtype);
+    *lo = first * es;
+    *hi = (last + 1) * es;
+}
+
+bool tp__tensors_may_overlap(const tp_tensor *a, const tp_tensor *b) {
+    if (!a->storage || a->storage != b->storage || tp_tensor_numel(a) == 0 || tp_tensor_numel(b) == 0) return false;
+    int64_t alo, ahi, blo, bhi;
+    byte_extent(a, &alo, &ahi);
+    byte_extent(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+void tp__view_select(const tp_tensor *t, int d, int64_t index, tp_tensor *out) {
+    *out = *t;
+    atomic_init(&out->refcount, 0);
+    out->sym = NULL;
+    out->offset = t->offset + index * t->strides[d];
+    for (int i = d; i + 1 < t->ndim; i++) {
+        out->sizes[i] = t->sizes[i + 1];
+        out->strides[i] = t->strides[i + 1];
+    }
+    out->ndim = t->ndim - 1;
+}
+
+void tp__view_narrow(const tp_tensor *t, int d, int64_t start, int64_t length, tp_tensor *out) {
+    *out = *t;
+    atomic_init(&out->refcount, 0);
+    out->sym = NULL;
+    out->offset = t->offset + start * t->strides[d];
+    out->sizes[d] = length;
+}
+
 tp_status tp_tensor_copy_(tp_tensor *dst, const tp_tensor *src) {
     TP_CHECK(dst->storage && src->storage, TP_ERR_INVALID_ARG, "copy_: meta tensors have no data");
     int nb;
@@ -696,9 +737,9 @@ tp_status tp_tensor_copy_(tp_tensor *dst, const tp_tensor *src) {
              TP_ERR_SHAPE, "copy_: source of shape %s cannot be broadcast to destination shape %s",
              tp__shape_str(src->ndim, src->sizes, b1, sizeof b1),
              tp__shape_str(dst->ndim, dst->sizes, b2, sizeof b2));
-    /* Overlap: copy through a temporary if src shares storage with dst. */
+    /* Overlap: copy through a temporary if src's bytes meet dst's. */
     tp_tensor *tmp = NULL;
-    if (src->storage == dst->storage) {
+    if (tp__tensors_may_overlap(src, dst)) {
         TP_TRY(tp_tensor_clone(src, &tmp));
         src = tmp;
     }

@@ -401,6 +401,78 @@ TEST(test_steady_state_fast_steps_only) {
     tp_program_free(p);
 }
 
+/* Reference steps (no fast variant) inside a plan: an embedding lookup
+ * (index_select, a view per index) and a cat whose output and inputs are
+ * views of the one arena. Neither may allocate in steady state: their
+ * per-element views live on the stack, and copy_ between disjoint parts of
+ * one storage needs no temporary. Values: out[t] = [W[ids[t]], relu(W[ids[t]])]. */
+TEST(test_steady_state_reference_steps) {
+    enum { V = 5, D = 3, T = 4 };
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *w = placeholder(g, "p_emb_weight", 2, (int64_t[]){V, D});
+    tp_tensor *idm = NULL;
+    CHECK_OK(tp_tensor_meta(TP_INT64, 1, (int64_t[]){T}, &idm));
+    tp_value idv = tp_value_tensor(idm);
+    tp_node *ids = NULL;
+    CHECK_OK(tp_graph_placeholder(g, "ids", &idv, &ids));
+    tp_value_clear(&idv);
+    tp_node *emb = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(w), tp_value_int(0), N(ids)});
+    tp_node *neg = call(g, TP_OP_NEG, 1, (tp_value[]){N(emb)});
+    tp_node *r = call(g, TP_OP_RELU, 1, (tp_value[]){N(neg)});
+    tp_value list;
+    CHECK_OK(tp_value_list(2, &list));
+    list.u.seq.items[0] = N(emb);
+    list.u.seq.items[1] = N(r);
+    tp_node *cat = call(g, TP_OP_CAT, 2, (tp_value[]){list, tp_value_int(1)});
+    tp_value_clear(&list);
+    output_nodes(g, 1, (tp_node *[]){cat});
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor("p_emb_weight"), "emb.weight",
+                                    TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("ids"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(cat)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    static const float wv[V * D] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15};
+    tp_tensor *wt = tensor_f32(2, (int64_t[]){V, D}, wv), *x = NULL;
+    static const int64_t idx[T] = {3, 0, 3, 4};
+    CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){T}, idx, &x));
+    if (p && wt) CHECK_OK(tp_program_set_state(p, "emb.weight", TP_STATE_PARAMETER, wt, true));
+    tp_run *run = NULL;
+    if (p && x) CHECK_OK(tp_run_new(p, NULL, &run));
+    if (run) {
+        CHECK_OK(tp_run_execute(run, &x, 1, NULL, 0));
+        tp_run_stats st;
+        tp_run_get_stats(run, &st);
+        CHECK_MSG(st.n_reference >= 2, "expected index_select and cat on reference kernels, %lld reference steps",
+                  (long long)st.n_reference);
+        long allocs, frees;
+        tp_status s = TP_OK;
+        counting_begin();
+        for (int k = 0; k < 50 && s == TP_OK; k++) s = tp_run_execute(run, &x, 1, NULL, 0);
+        counting_end(&allocs, &frees);
+        CHECK_OK(s);
+        CHECK_MSG(allocs == 0 && frees == 0, "steady-state calls with reference steps made %ld allocations, %ld frees",
+                  allocs, frees);
+        float want[T * 2 * D];
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < D; j++) {
+                float v = wv[idx[t] * D + j];
+                want[t * 2 * D + j] = v;
+                want[t * 2 * D + D + j] = v < 0 ? -v : 0.0f;
+            }
+        const tp_tensor *o = tp_run_output(run, 0);
+        CHECK(o && tp_tensor_ndim(o) == 2 && tp_tensor_sizes(o)[0] == T && tp_tensor_sizes(o)[1] == 2 * D);
+        CHECK(tensor_equals(o, want, T * 2 * D));
+    }
+    tp_run_free(run);
+    tp_tensor_free(x);
+    tp_tensor_free(wt);
+    tp_program_free(p);
+}
+
 /* tp_run_call takes the same plans and allocates only its output value. */
 TEST(test_run_call) {
     tp_program *p = make_net(4, 16, 32, false, 20);
@@ -1628,7 +1700,8 @@ TEST(test_log) {
     tp_program_free(p);
 }
 
-TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only), T(test_run_call),
+TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
+          T(test_steady_state_reference_steps), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),

@@ -900,6 +900,46 @@ TEST(test_copy_overlapping) {
     tp_tensor_free(a);
 }
 
+/* copy_ between disjoint parts of one storage (an arena's tensors, a
+ * tensor's halves) copies directly; parts whose byte ranges meet go
+ * through a temporary (test_copy_overlapping). tp__tensors_may_overlap
+ * answers by byte extents, strides included. */
+TEST(test_copy_disjoint_same_storage) {
+    tp_tensor *a = arange_f32(1, (int64_t[]){8}), *lo = NULL, *hi = NULL, *even = NULL, *odd = NULL;
+    if (!a) return;
+    CHECK_OK(tp_tensor_slice(a, 0, 0, 4, 1, &lo));
+    CHECK_OK(tp_tensor_slice(a, 0, 4, 8, 1, &hi));
+    CHECK_OK(tp_tensor_slice(a, 0, 0, 8, 2, &even)); /* bytes [0, 28) */
+    CHECK_OK(tp_tensor_slice(a, 0, 1, 8, 2, &odd));  /* bytes [4, 32) */
+    if (lo && hi && even && odd) {
+        CHECK(!tp__tensors_may_overlap(lo, hi) && !tp__tensors_may_overlap(hi, lo));
+        CHECK(tp__tensors_may_overlap(even, odd) && tp__tensors_may_overlap(lo, even));
+        CHECK(tp__tensors_may_overlap(a, a));
+        counting_state st = {0};
+        tp_set_allocator(counting_alloc, &st);
+        tp_status s = tp_tensor_copy_(hi, lo); /* a[4:8] = a[0:4] */
+        tp_set_allocator(NULL, NULL);
+        CHECK_OK(s);
+        CHECK_MSG(st.allocs == 0, "copy_ between disjoint halves allocated %ld times", st.allocs);
+        static const float want[8] = {0, 1, 2, 3, 0, 1, 2, 3};
+        for (int i = 0; i < 8; i++) CHECK(((float *)tp_tensor_data(a))[i] == want[i]);
+        /* interleaved (extents meet, elements do not): still right */
+        CHECK_OK(tp_tensor_copy_(odd, even)); /* a[1::2] = a[0::2] -> 0 0 2 2 0 0 2 2 */
+        static const float want2[8] = {0, 0, 2, 2, 0, 0, 2, 2};
+        for (int i = 0; i < 8; i++) CHECK(((float *)tp_tensor_data(a))[i] == want2[i]);
+    }
+    /* an empty view overlaps nothing */
+    tp_tensor *none = NULL;
+    CHECK_OK(tp_tensor_slice(a, 0, 3, 3, 1, &none));
+    if (none) CHECK(!tp__tensors_may_overlap(none, a));
+    tp_tensor_free(none);
+    tp_tensor_free(odd);
+    tp_tensor_free(even);
+    tp_tensor_free(hi);
+    tp_tensor_free(lo);
+    tp_tensor_free(a);
+}
+
 TEST(test_fill) {
     /* torch.full((2,), v, dtype=d) for float v: ints truncate toward zero,
      * bool is v != 0 */
@@ -1141,5 +1181,5 @@ TEST_MAIN(T(test_status_names), T(test_status_kind), T(test_error_messages), T(t
           T(test_from_data_and_getters), T(test_scalar_and_meta), T(test_refcount), T(test_borrow_release_once),
           T(test_borrow_strided), T(test_borrow_errors), T(test_views_match_torch), T(test_views_write_through),
           T(test_slice_huge_step), T(test_view_rank_limits), T(test_threads_refcount), T(test_conversions_match_torch), T(test_copy_broadcast_and_errors),
-          T(test_copy_overlapping), T(test_fill), T(test_allclose), T(test_print), T(test_nomem_create),
+          T(test_copy_overlapping), T(test_copy_disjoint_same_storage), T(test_fill), T(test_allclose), T(test_print), T(test_nomem_create),
           T(test_nomem_reshape_copy), T(test_nomem_views_and_copies))

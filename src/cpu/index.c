@@ -70,13 +70,10 @@ static tp_status kernel_index_select(const tp_value *args, tp_value *out) {
             memcpy(tp__tensor_base(o), tp__tensor_base(self), tp_dtype_size(self->dtype));
             continue;
         }
-        tp_tensor *src = NULL, *dst = NULL;
-        TP_TRY(tp_tensor_select(self, dim, idx, &src));
-        tp_status st = tp_tensor_select(o, dim, k, &dst);
-        if (st == TP_OK) st = tp_tensor_copy_(dst, src);
-        tp_tensor_free(src);
-        tp_tensor_free(dst);
-        TP_TRY(st);
+        tp_tensor src, dst; /* views on the stack: no allocation per index */
+        tp__view_select(self, dim, idx, &src);
+        tp__view_select(o, dim, k, &dst);
+        TP_TRY(tp_tensor_copy_(&dst, &src));
     }
     return TP_OK;
 }

@@ -836,12 +836,10 @@ static tp_status kernel_cat(const tp_value *args, tp_value *out) {
     tp_tensor *o = tp__out_at(out, 0);
     int64_t offset = 0;
     for (int64_t k = 0; k < tp_value_len(&args[0]); k++) {
-        tp_tensor *t = tp_value_at(&args[0], k)->u.tensor, *dst;
+        tp_tensor *t = tp_value_at(&args[0], k)->u.tensor, dst;
         if (cat_skipped(t)) continue;
-        TP_TRY(tp_tensor_narrow(o, p.dim, offset, t->sizes[p.dim], &dst));
-        tp_status st = tp_tensor_copy_(dst, t);
-        tp_tensor_free(dst);
-        TP_TRY(st);
+        tp__view_narrow(o, p.dim, offset, t->sizes[p.dim], &dst); /* on the stack: no allocation */
+        TP_TRY(tp_tensor_copy_(&dst, t));
         offset += t->sizes[p.dim];
     }
     return TP_OK;
