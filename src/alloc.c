@@ -7,6 +7,7 @@
  * jansson's sake: json.c) libc, which tp_free and tp_realloc then use.
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,8 @@
 #define TP_HEADER 16
 /* header bytes [0, 8): the size; [8, 16): the origin */
 #define ORIGIN_HOOK 0u
-#define ORIGIN_LIBC 0x6c696263u /* "libc" */
+#define ORIGIN_LIBC 0x6c696263u    /* "libc" */
+#define ORIGIN_SCRATCH 0x73637261u /* "scra": a block of a tp__scratch (internal.h) */
 
 static void write_header(char *base, size_t size, uint64_t origin) {
     memcpy(base, &size, sizeof size);
@@ -49,7 +51,36 @@ void tp_set_allocator(tp_alloc_fn fn, void *user) {
 
 long tp_alloc_live_blocks(void) { return atomic_load(&g_live_blocks); }
 
+/* The scratch this thread has entered, or NULL. */
+static _Thread_local tp__scratch *t_scratch;
+
+void tp__scratch_enter(tp__scratch *s) {
+    s->used = 0;
+    s->want = 0;
+    t_scratch = s;
+}
+
+void tp__scratch_leave(void) { t_scratch = NULL; }
+
+/* A block of `size` bytes from the entered scratch, or NULL when it does not
+ * fit (counted in `want` either way). Each block takes 64 bytes (its header
+ * at the end of them) plus size rounded up to 64, so blocks stay 64-byte
+ * aligned. */
+static void *scratch_take(tp__scratch *s, size_t size) {
+    size_t need = size > SIZE_MAX - 128 ? SIZE_MAX : 64 + ((size + 63) & ~(size_t)63);
+    s->want = s->want > SIZE_MAX - need ? SIZE_MAX : s->want + need;
+    if (!s->base || need > s->size - s->used) return NULL;
+    char *p = s->base + s->used + 64;
+    s->used += need;
+    write_header(p - TP_HEADER, size, ORIGIN_SCRATCH);
+    return p;
+}
+
 void *tp_malloc(size_t size) {
+    if (t_scratch) {
+        void *q = scratch_take(t_scratch, size);
+        if (q) return q;
+    }
     size_t total;
     if (!tp_add_size(size, TP_HEADER, &total)) return NULL;
     char *p = g_alloc(g_alloc_user, NULL, 0, total);
@@ -82,8 +113,13 @@ void *tp_realloc(void *ptr, size_t new_size) {
     char *base = (char *)ptr - TP_HEADER;
     size_t old_size, total;
     memcpy(&old_size, base, sizeof old_size);
-    if (!tp_add_size(new_size, TP_HEADER, &total)) return NULL;
     uint64_t origin = header_origin(base);
+    if (origin == ORIGIN_SCRATCH) { /* the old block stays where it is (scratch is never freed) */
+        void *q = tp_malloc(new_size);
+        if (q) memcpy(q, ptr, old_size < new_size ? old_size : new_size);
+        return q;
+    }
+    if (!tp_add_size(new_size, TP_HEADER, &total)) return NULL;
     char *p = origin == ORIGIN_LIBC ? realloc(base, total) : g_alloc(g_alloc_user, base, old_size + TP_HEADER, total);
     if (!p) return NULL;
     write_header(p, new_size, origin);
@@ -95,6 +131,7 @@ void tp_free(void *ptr) {
     char *base = (char *)ptr - TP_HEADER;
     size_t size;
     memcpy(&size, base, sizeof size);
+    if (header_origin(base) == ORIGIN_SCRATCH) return;
     if (header_origin(base) == ORIGIN_LIBC) free(base);
     else g_alloc(g_alloc_user, base, size + TP_HEADER, 0);
     atomic_fetch_sub(&g_live_blocks, 1);

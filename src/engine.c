@@ -1164,6 +1164,10 @@ struct tp_run {
     void **ctx;          /* per step: tp_op_plan.ctx_new state, or NULL */
     int64_t calls, plans_built;
     bool have_outputs;
+    /* Reference kernels' allocations (alloc.c): served from this block once
+     * a call has shown how much one step asks for (scratch_base owned). */
+    tp__scratch scratch;
+    void *scratch_base;
 };
 
 /* Release what a run context holds for its plan. */
@@ -1313,6 +1317,7 @@ tp_status tp_run_new(tp_program *p, const tp_run_options *opt, tp_run **out) {
 static void run_destroy(tp_run *r) {
     run_unbind(r);
     tp_free(r->arena_base);
+    tp_free(r->scratch_base);
     tp_free(r);
 }
 
@@ -1444,12 +1449,25 @@ static void copy_into(tp_tensor *dst, const tp_tensor *src) {
     tp__tensor_copy_disjoint(&view, src);
 }
 
+/* Make r's reference-kernel scratch hold `want` bytes for the next call
+ * (this call's steps asked for that much). */
+static tp_status scratch_grow(tp_run *r, size_t want) {
+    void *base = want <= SIZE_MAX - 64 ? tp_malloc(want + 64) : NULL;
+    TP_CHECK(base != NULL, TP_ERR_NOMEM, "out of memory for reference kernels' scratch (%zu bytes)", want);
+    tp_free(r->scratch_base);
+    r->scratch_base = base;
+    r->scratch.base = (char *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+    r->scratch.size = want;
+    return TP_OK;
+}
+
 /* Run every step of r's plan; inputs and outputs are already in r->t. */
 static tp_status run_steps(tp_run *r) {
     const tp_plan *plan = r->plan;
     int threads = run_threads(r);
     void *workspace = r->arena + plan->workspace_offset;
     tp_status st = TP_OK;
+    size_t scratch_want = 0; /* the most one reference step asked for */
     for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
         const plan_step *s = &plan->steps[j];
         if (r->opt.cancel && (j == 0 || !plan->mutates_state) && r->opt.cancel(r->opt.cancel_user))
@@ -1501,7 +1519,10 @@ static tp_status run_steps(tp_run *r) {
                 }
             }
             tp_kernel_fn k = tp__op_eager_kernel(s->op, plan->cpu_level == TP_CPU_REFERENCE);
+            tp__scratch_enter(&r->scratch);
             st = k(args, ov);
+            tp__scratch_leave();
+            if (r->scratch.want > scratch_want) scratch_want = r->scratch.want;
             if (st != TP_OK) tp_error_context("%s", tp_op_name(s->op));
             if (s->out_kind == 3) tp_value_clear(ov); /* the in-place result: a reference to self */
             else if (s->out_kind == 0) *ov = tp_value_none();
@@ -1527,6 +1548,7 @@ static tp_status run_steps(tp_run *r) {
             r->opt.profile(r->opt.profile_user, &ev);
         }
     }
+    if (st == TP_OK && scratch_want > r->scratch.size) st = scratch_grow(r, scratch_want);
     if (st != TP_OK) return st;
     for (int i = 0; i < plan->n_mutations && st == TP_OK; i++) {
         const plan_mutation *m = &plan->mutations[i];

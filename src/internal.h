@@ -212,6 +212,23 @@ TP_HIDDEN void tp__node_error_context(const char *name, const char *target);
  * survive a failed allocation (jansson's lexer: archive/json.c). */
 TP_HIDDEN void *tp__malloc_libc(size_t size);
 
+/* Scratch for reference kernels in a plan (alloc.c, used by engine.c):
+ * while a thread has entered one, tp_malloc & co serve blocks from it by
+ * bumping `used` (64-byte aligned, origin "scratch" in the header), tp_free
+ * of such a block does nothing and tp_realloc copies it into a new block.
+ * A request that does not fit goes to the hook as usual. `want` adds up
+ * every request since the enter (served or not), so the owner can size the
+ * block to what one step asks for and later calls allocate nothing.
+ * Blocks must not outlive the step: the next enter reuses the memory. */
+typedef struct tp__scratch {
+    char *base;  /* 64-byte aligned, `size` bytes; NULL when none yet */
+    size_t size;
+    size_t used; /* bytes handed out since the enter */
+    size_t want; /* bytes asked for since the enter (saturating) */
+} tp__scratch;
+TP_HIDDEN void tp__scratch_enter(tp__scratch *s);
+TP_HIDDEN void tp__scratch_leave(void);
+
 /* Ensure room for one more item in a tp_realloc'd array of n items with
  * capacity *cap (doubling; alloc.c). TP_ERR_NOMEM on failure. */
 TP_HIDDEN tp_status tp__grow(void **items, int *cap, int n, size_t elem);

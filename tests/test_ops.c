@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,6 +511,63 @@ static bool run_case_engine(const char *manifest, json_t *c, tp_op op) {
     return ok;
 }
 
+/* ---- steady-state allocations of every op, through the engine ----------
+ * Each value case whose arguments the one-node program can take is planned
+ * and called twice at the default level on one thread; the second call must
+ * allocate nothing, whether the op runs a fast variant or its reference
+ * kernel (whose temporaries the run context's scratch serves once the first
+ * call has sized it). */
+static atomic_long g_steady_allocs;
+static void *steady_count_alloc(void *user, void *ptr, size_t old_size, size_t new_size) {
+    (void)user;
+    (void)old_size;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    atomic_fetch_add(&g_steady_allocs, 1);
+    return realloc(ptr, new_size);
+}
+static int steady_cases[TP_OP_COUNT], steady_allocating[TP_OP_COUNT];
+
+static void steady_alloc_case(json_t *c, tp_op op) {
+    if (json_object_get(c, "error")) return;
+    tp_value args[32], kwargs = tp_value_none(), want = tp_value_none();
+    size_t nargs = 0;
+    bool ok = load_args("steady", c, args, &nargs, &kwargs);
+    if (ok && json_to_value(json_object_get(c, "expect"), &want) != TP_OK) ok = false;
+    for (size_t i = 0; i < nargs && ok; i++)
+        ok = args[i].kind == TP_VAL_TENSOR || tensor_list(&args[i]) || !holds_tensor(&args[i]);
+    for (int64_t i = 0; kwargs.kind == TP_VAL_DICT && i < kwargs.u.seq.n && ok; i++)
+        ok = kwargs.u.seq.items[i].kind == TP_VAL_TENSOR || !holds_tensor(&kwargs.u.seq.items[i]);
+    if (ok) ok = want.kind == TP_VAL_TENSOR;
+    one_node o = {0};
+    if (ok) ok = build_one_node(op, args, (int)nargs, &kwargs, &o) == TP_OK && o.p;
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = 1;
+    tp_run *r = NULL;
+    if (ok) ok = tp_run_new(o.p, &opt, &r) == TP_OK;
+    if (ok) ok = tp_run_execute(r, o.inputs, o.n_inputs, NULL, 0) == TP_OK;
+    tp_clear_error();
+    if (ok) {
+        atomic_store(&g_steady_allocs, 0);
+        tp_set_allocator(steady_count_alloc, NULL);
+        tp_status st = tp_run_execute(r, o.inputs, o.n_inputs, NULL, 0);
+        tp_set_allocator(NULL, NULL);
+        if (st == TP_OK) {
+            steady_cases[op]++;
+            if (atomic_load(&g_steady_allocs) > 0) steady_allocating[op]++;
+        }
+        tp_clear_error();
+    }
+    tp_run_free(r);
+    tp_program_free(o.p);
+    tp_value_clear(&want);
+    tp_value_clear(&kwargs);
+    for (size_t i = 0; i < 32; i++) tp_value_clear(&args[i]);
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(int argc, char **argv) {
@@ -558,6 +616,7 @@ int main(int argc, char **argv) {
             }
             int n_variants = 0;
             tp_op opv = tp_op_from_name(op);
+            if (opv != TP_OP_INVALID) steady_alloc_case(c, opv);
             if (opv != TP_OP_INVALID) tp__op_variants(opv, &n_variants);
             if (n_variants > 0) {
                 if (run_case_engine(files[f], c, opv)) {
@@ -592,6 +651,19 @@ int main(int argc, char **argv) {
         }
     }
     /* engine coverage: value cases per op that ran a fast variant */
+    /* steady-state allocations: none for any op */
+    int n_steady_ops = 0;
+    for (int op = 0; op < TP_OP_COUNT; op++) {
+        if (!steady_cases[op]) continue;
+        n_steady_ops++;
+        if (steady_allocating[op]) {
+            printf("FAIL steady state: %s allocates in a second call (%d of %d value cases)\n", tp_op_name((tp_op)op),
+                   steady_allocating[op], steady_cases[op]);
+            n_failed++;
+        }
+    }
+    printf("steady state: %d ops planned from their value cases, checked for allocations on a second call\n",
+           n_steady_ops);
     printf("engine: value cases that ran a fast variant, per op with variants:\n");
     for (int op = 0; op < TP_OP_COUNT; op++) {
         int nv = 0;

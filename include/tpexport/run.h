@@ -15,10 +15,10 @@
  * tp_run is used by one thread at a time; make one per thread (they are
  * cheap) to call one program from several threads. tp_run_execute with
  * tensor inputs allocates nothing once the run context has seen the input
- * shapes, when every step runs a fast variant, a view or a copy
- * (tp_run_stats.n_reference == 0: counted through the allocation hook in
- * tests); a step that falls back to a reference kernel may allocate its
- * own scratch. A fast variant that declines a strided input gets a
+ * shapes (counted through the allocation hook in tests): fast variants use
+ * the planned arena and workspace, and reference kernels' temporaries come
+ * from the run context's scratch, sized by the first call with those
+ * shapes. A fast variant that declines a strided input gets a
  * contiguous copy of it made by a planned copy step.
  *
  * Plans are prepared for as many threads as the machine has cores; each
