@@ -54,13 +54,15 @@ long tp_alloc_live_blocks(void) { return atomic_load(&g_live_blocks); }
 /* The scratch this thread has entered, or NULL. */
 static _Thread_local tp__scratch *t_scratch;
 
-void tp__scratch_enter(tp__scratch *s) {
+tp__scratch *tp__scratch_enter(tp__scratch *s) {
+    tp__scratch *prev = t_scratch;
     s->used = 0;
     s->want = 0;
     t_scratch = s;
+    return prev;
 }
 
-void tp__scratch_leave(void) { t_scratch = NULL; }
+void tp__scratch_leave(tp__scratch *prev) { t_scratch = prev; }
 
 /* A block of `size` bytes from the entered scratch, or NULL when it does not
  * fit (counted in `want` either way). Each block takes 64 bytes (its header

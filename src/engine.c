@@ -1519,9 +1519,9 @@ static tp_status run_steps(tp_run *r) {
                 }
             }
             tp_kernel_fn k = tp__op_eager_kernel(s->op, plan->cpu_level == TP_CPU_REFERENCE);
-            tp__scratch_enter(&r->scratch);
+            tp__scratch *outer = tp__scratch_enter(&r->scratch);
             st = k(args, ov);
-            tp__scratch_leave();
+            tp__scratch_leave(outer);
             if (r->scratch.want > scratch_want) scratch_want = r->scratch.want;
             if (st != TP_OK) tp_error_context("%s", tp_op_name(s->op));
             if (s->out_kind == 3) tp_value_clear(ov); /* the in-place result: a reference to self */

@@ -226,8 +226,10 @@ typedef struct tp__scratch {
     size_t used; /* bytes handed out since the enter */
     size_t want; /* bytes asked for since the enter (saturating) */
 } tp__scratch;
-TP_HIDDEN void tp__scratch_enter(tp__scratch *s);
-TP_HIDDEN void tp__scratch_leave(void);
+/* Enter s (used and want reset) on this thread, returning the scratch that
+ * was entered before (a kernel may run a nested plan); leave restores it. */
+TP_HIDDEN tp__scratch *tp__scratch_enter(tp__scratch *s);
+TP_HIDDEN void tp__scratch_leave(tp__scratch *prev);
 
 /* Ensure room for one more item in a tp_realloc'd array of n items with
  * capacity *cap (doubling; alloc.c). TP_ERR_NOMEM on failure. */
