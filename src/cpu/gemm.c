@@ -14,6 +14,8 @@
  *           micro-kernel MR x NR
  *       epilogue (bias, residual, act) on the finished MR x NC strip, after
  *       the last K block.
+ *   (A block of at most TP__GEMM_JR_OUTER_MAX_ROWS rows read in place swaps
+ *   the ir and jr loops when a B micro-panel fits in L1: see there.)
  * Packed B layout (weights and workspace alike): column panels NR wide,
  * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
  * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc.
