@@ -615,14 +615,9 @@ tp_status tp_tensor_select(tp_tensor *t, int64_t dim, int64_t index, tp_tensor *
              "select(): index %" PRId64 " out of range for tensor of size %" PRId64 " at dimension %d",
              index, n, d);
     if (index < 0) index += n;
-    int64_t sizes[TP_MAX_DIMS], strides[TP_MAX_DIMS];
-    int k = 0;
-    for (int i = 0; i < t->ndim; i++) {
-        if (i == d) continue;
-        sizes[k] = t->sizes[i];
-        strides[k++] = t->strides[i];
-    }
-    return make_view(t, t->ndim - 1, sizes, strides, t->offset + index * t->strides[d], out);
+    tp_tensor v;
+    tp__view_select(t, d, index, &v);
+    return make_view(t, v.ndim, v.sizes, v.strides, v.offset, out);
 }
 
 tp_status tp_tensor_narrow(tp_tensor *t, int64_t dim, int64_t start, int64_t length, tp_tensor **out) {

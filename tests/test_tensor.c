@@ -940,6 +940,51 @@ TEST(test_copy_disjoint_same_storage) {
     tp_tensor_free(a);
 }
 
+/* The reference kernels' scratch (alloc.c): while entered, blocks come
+ * from it 64-byte aligned without the hook; realloc copies; free is a
+ * no-op; what does not fit goes to the hook; `want` counts every request;
+ * leaving restores the scratch entered before (nesting). */
+TEST(test_scratch_blocks) {
+    _Alignas(64) static char mem[1024];
+    tp__scratch s = {.base = mem, .size = sizeof mem};
+    counting_state st = {0};
+    tp_set_allocator(counting_alloc, &st);
+    tp__scratch *outer = tp__scratch_enter(&s);
+    char *a = tp_malloc(10), *b = tp_calloc(3, 8);
+    bool in_a = a >= mem && a < mem + sizeof mem, in_b = b >= mem && b < mem + sizeof mem;
+    if (a) memcpy(a, "0123456789", 10);
+    char *a2 = tp_realloc(a, 100); /* a new block holding a's bytes */
+    bool copied = a2 && memcmp(a2, "0123456789", 10) == 0 && a2 != a;
+    tp_free(b);                       /* no-op */
+    char *big = tp_malloc(2000);      /* does not fit: the hook */
+    long hook_allocs = st.allocs;
+    size_t used = s.used, want = s.want;
+    tp__scratch inner = {0};
+    tp__scratch *prev = tp__scratch_enter(&inner); /* nested, without a block: the hook */
+    char *c = tp_malloc(8);
+    tp__scratch_leave(prev);
+    char *d = tp_malloc(8); /* the outer scratch again */
+    tp__scratch_leave(outer);
+    char *e = tp_malloc(8); /* none entered: the hook */
+    tp_free(c);
+    tp_free(big);
+    tp_free(e);
+    tp_free(d);
+    tp_set_allocator(NULL, NULL);
+    CHECK(outer == NULL && prev == &s);
+    CHECK(in_a && in_b && ((uintptr_t)a % 64) == 0 && ((uintptr_t)b % 64) == 0);
+    CHECK(b && b[0] == 0 && b[23] == 0);
+    CHECK(copied && a2 >= mem && a2 < mem + sizeof mem);
+    CHECK(big && (big < mem || big >= mem + sizeof mem));
+    CHECK_MSG(hook_allocs == 1, "%ld hook allocations while in the scratch (only the one that does not fit)",
+              hook_allocs);
+    /* 10 -> 64 + 64, 24 -> 64 + 64, 100 -> 64 + 128 (448 used), 2000 -> 64 + 2048 (asked, not served) */
+    CHECK_MSG(used == 448 && want == 448 + 2112, "used %zu want %zu", used, want);
+    CHECK(c && (c < mem || c >= mem + sizeof mem) && d >= mem && d < mem + sizeof mem);
+    CHECK(e && (e < mem || e >= mem + sizeof mem));
+    CHECK(st.allocs == 3 && st.frees == 3 && st.live_bytes == 0);
+}
+
 TEST(test_fill) {
     /* torch.full((2,), v, dtype=d) for float v: ints truncate toward zero,
      * bool is v != 0 */
@@ -1181,5 +1226,5 @@ TEST_MAIN(T(test_status_names), T(test_status_kind), T(test_error_messages), T(t
           T(test_from_data_and_getters), T(test_scalar_and_meta), T(test_refcount), T(test_borrow_release_once),
           T(test_borrow_strided), T(test_borrow_errors), T(test_views_match_torch), T(test_views_write_through),
           T(test_slice_huge_step), T(test_view_rank_limits), T(test_threads_refcount), T(test_conversions_match_torch), T(test_copy_broadcast_and_errors),
-          T(test_copy_overlapping), T(test_copy_disjoint_same_storage), T(test_fill), T(test_allclose), T(test_print), T(test_nomem_create),
+          T(test_copy_overlapping), T(test_copy_disjoint_same_storage), T(test_scratch_blocks), T(test_fill), T(test_allclose), T(test_print), T(test_nomem_create),
           T(test_nomem_reshape_copy), T(test_nomem_views_and_copies))
