@@ -52,6 +52,7 @@ typedef struct gemm_case {
     float alpha, beta;
     int bias; /* 0 none, 1 per column, 2 per row */
     bool residual, act;
+    bool implicit_a; /* A given through a_fill (as an implicit GEMM convolution does) */
 } gemm_case;
 
 /* Everything one case needs: operands, expected result, bounds. */
@@ -129,6 +130,17 @@ static void fixture_free(gemm_fixture *fx) {
     free(fx->bound);
 }
 
+/* a_fill for implicit-A cases: rows of the fixture's A, either layout. */
+static atomic_long fill_calls;
+static void fill_from_fixture(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
+    const gemm_fixture *fx = ctx;
+    const int64_t lda = fx->cs.trans_a ? fx->cs.m + fx->lda_pad : fx->cs.k + fx->lda_pad;
+    atomic_fetch_add(&fill_calls, 1);
+    for (int i = 0; i < rows; i++)
+        for (int64_t p = 0; p < kc; p++)
+            dst[i * kc + p] = fx->cs.trans_a ? fx->a[(p0 + p) * lda + i0 + i] : fx->a[(i0 + i) * lda + p0 + p];
+}
+
 /* The tp_gemm for the fixture at isa, writing into c; packed B from
  * packed (may be NULL when not packed). */
 static tp_gemm fixture_gemm(const gemm_fixture *fx, int isa, float *c, const void *packed) {
@@ -168,6 +180,11 @@ static tp_gemm fixture_gemm(const gemm_fixture *fx, int isa, float *c, const voi
     g.ep.ld_residual = fx->ld_res;
     g.ep.act = cs->act ? act_leaky_relu : NULL;
     g.ep.act_ctx = &leaky_slope;
+    if (cs->implicit_a) {
+        g.a = NULL;
+        g.a_fill = fill_from_fixture;
+        g.a_ctx = fx;
+    }
     return g;
 }
 
@@ -275,6 +292,21 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
             ok = false;
         }
     }
+    if (ok && cs->implicit_a && cs->m > 0 && cs->n > 0 && cs->k > 0) {
+        /* the same product with A given explicitly: the same micro-kernel
+         * calls in the same K order, so bitwise the same */
+        CHECK(atomic_load(&fill_calls) > 0);
+        gemm_fixture ex = *fx;
+        ex.cs.implicit_a = false;
+        memcpy(c_split, fx->c_init, sizeof(float) * c_elems);
+        tp_gemm ge = fixture_gemm(&ex, isa, c_split, packed);
+        run_split(&ge, 1, false);
+        if (memcmp(c_split, c_one, sizeof(float) * (size_t)(cs->m * fx->ldc)) != 0) {
+            fprintf(stderr, "  isa %d: M=%lld K=%lld N=%lld: implicit A differs from explicit A\n", isa,
+                    (long long)cs->m, (long long)cs->k, (long long)cs->n);
+            ok = false;
+        }
+    }
     if (!ok) case_failures++;
     free(packed);
     free(c_one);
@@ -314,7 +346,7 @@ TEST(test_edge_sizes) {
     for (size_t im = 0; im < TP_ARRAY_LEN(sizes); im++)
         for (size_t in = 0; in < TP_ARRAY_LEN(sizes); in++)
             for (size_t ik = 0; ik < TP_ARRAY_LEN(sizes); ik++) {
-                gemm_case cs = {sizes[im], sizes[in], sizes[ik], false, false, false, 1.0f, 0.0f, 0, false, false};
+                gemm_case cs = {sizes[im], sizes[in], sizes[ik], false, false, false, 1.0f, 0.0f, 0, false, false, false};
                 cs.trans_a = (im + ik) % 2;
                 cs.trans_b = (in + ik) % 3 == 0;
                 cs.packed_b = (im + in + ik) % 2;
@@ -333,7 +365,7 @@ TEST(test_large_sizes) {
     for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++) {
         for (int variant = 0; variant < 2; variant++) {
             gemm_case cs = {shapes[s][0], shapes[s][1], shapes[s][2], variant, s % 2, !variant, 1.0f, 0.0f,
-                            0, false, false};
+                            0, false, false, false};
             run_case(cs, variant == 0 && cs.m * cs.n * cs.k < 3000000);
         }
     }
@@ -350,7 +382,7 @@ TEST(test_epilogue) {
             for (int bias = 0; bias < 3; bias++)
                 for (int extra = 0; extra < 4; extra++) {
                     gemm_case cs = {shapes[s][0], shapes[s][1], shapes[s][2], extra == 3, false, extra & 1,
-                                    extra == 2 ? -0.75f : 1.0f, betas[ib], bias, extra & 1, extra >= 2};
+                                    extra == 2 ? -0.75f : 1.0f, betas[ib], bias, extra & 1, extra >= 2, false};
                     run_case(cs, (ib + bias + extra) % 4 == 0);
                 }
     CHECK(case_failures == 0);
@@ -372,9 +404,32 @@ TEST(test_random) {
         cs.bias = (int)(rng_next() % 3);
         cs.residual = rng_next() & 1;
         cs.act = rng_next() & 1;
+        cs.implicit_a = false;
         run_case(cs, t % 4 == 0);
     }
     CHECK(case_failures == 0);
 }
 
-TEST_MAIN(T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random))
+/* Implicit A (a_fill): odd shapes, several K blocks and more rows than one
+ * filled block, both A layouts behind the callback, packed and unpacked B,
+ * the epilogue; checked against the reference, across thread splits, and
+ * bitwise against the same product with A explicit. */
+TEST(test_implicit_a) {
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 17, 33}, {255, 33, 700}, {700, 64, 1152}, {49, 130, 2000}};
+    case_failures = 0;
+    for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++)
+        for (int v = 0; v < 4; v++) {
+            gemm_case cs = {shapes[s][0], shapes[s][1], shapes[s][2], v == 1, v == 2, v != 2, 1.0f, v == 3 ? 1.0f : 0.0f,
+                            v & 1 ? 1 : 2, v >= 2, v != 1, true};
+            run_case(cs, v == 0);
+        }
+    for (int t = 0; t < 12; t++) {
+        gemm_case cs = {rng_range(0, 300), rng_range(0, 90), rng_range(0, 900), rng_next() & 1, false, rng_next() & 1,
+                        1.0f, (float)(rng_next() % 2), (int)(rng_next() % 3), rng_next() & 1, rng_next() & 1, true};
+        run_case(cs, t % 4 == 0);
+    }
+    CHECK(case_failures == 0);
+}
+
+TEST_MAIN(T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
+          T(test_implicit_a))

@@ -207,14 +207,20 @@ out:
     return b;
 }
 
+/* onednn: steps the layout pass runs (oneDNN primitives, or our implicit
+ * GEMM convolution on NHWC tensors: gemm) */
 typedef struct counts {
-    int onednn, steps;
+    int onednn, gemm, steps;
 } counts;
 
 static void on_event(void *user, const tp_profile_event *ev) {
     counts *c = user;
     c->steps++;
     if (strcmp(ev->variant, "onednn") == 0) c->onednn++;
+    if (strcmp(ev->variant, "gemm-nhwc") == 0) {
+        c->onednn++;
+        c->gemm++;
+    }
 }
 
 static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *cnt) {
@@ -245,8 +251,8 @@ static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *c
 /* Run b at the reference level and at the CPU's with 1 and 2 threads:
  * outputs within tolerance, and between min_onednn and max_onednn (-1: no
  * bound) steps on oneDNN. Frees b's program and input. */
-static void compare_levels(built *b, const char *label, int min_onednn, int max_onednn) {
-    counts cnt;
+static int compare_levels(built *b, const char *label, int min_onednn, int max_onednn) {
+    counts cnt = {0};
     tp_tensor *want = run(b, TP_CPU_REFERENCE, 1, &cnt);
     CHECK_MSG(want != NULL, "%s: reference run failed", label);
     for (int th = 1; want && th <= 2; th++) {
@@ -261,6 +267,7 @@ static void compare_levels(built *b, const char *label, int min_onednn, int max_
     tp_tensor_free(want);
     tp_tensor_free(b->x);
     tp_program_free(b->p);
+    return cnt.gemm;
 }
 
 /* min_onednn: at least this many steps must run on oneDNN. */
@@ -311,6 +318,55 @@ TEST(test_conv_combinations) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_conv(cases[i].label, cases[i].n, cases[i].h, cases[i].w, cases[i].cin, cases[i].mid);
+}
+
+/* Our implicit GEMM convolution on NHWC tensors (src/cpu/conv_nhwc.c).
+ * With TP_CONV_GEMM=1 (ctest's test_onednn_gemmconv) every dense
+ * convolution with an NHWC output runs it, so these nets must show the
+ * number given; with TP_CONV_GEMM=0 none; unset, the pass chooses by
+ * measurement and only the values are checked. The cases cover a region's
+ * first convolution reading the NCHW user input (gathered with strides),
+ * NHWC inputs, stride 2, padding 0, dilation, 5x5, 1x1 with stride 2, odd
+ * sizes, batch 3, a summed residual taking over its dying block and one
+ * that is also the input (x + conv(x)), and the fused activations. */
+TEST(test_gemm_conv) {
+    const char *e = getenv("TP_CONV_GEMM");
+    const int mode = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
+    const struct {
+        net_case c;
+        int gemm;
+    } cases[] = {
+        {{"gemm: NCHW input at the edge", 1, 16, 9, 11, 3,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(24, 3, 2, 1, 1, 1, TP_OP_SILU), CONV(5, 1, 1, 0, 1, 1, NONE)}},
+         2},
+        {{"gemm: dilation, padding 0, batch 3", 3, 16, 13, 7, 3,
+          {CONV(16, 3, 1, 2, 2, 1, TP_OP_HARDSWISH), CONV(16, 3, 2, 0, 1, 1, TP_OP_GELU),
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         2},
+        {{"gemm: 5x5 and 1x1 s2", 1, 16, 11, 9, 3,
+          {CONV(16, 5, 2, 2, 1, 1, TP_OP_RELU6), CONV(32, 1, 2, 0, 1, 1, RELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         2},
+        {{"gemm: residual in place, batch 3", 3, 16, 10, 9, 4,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 1, 1, 1, 1, RELU),
+           {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         3},
+        {{"gemm: x + conv(x)", 1, 16, 12, 12, 3,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0},
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        built b = build(&cases[i].c);
+        if (!b.p || !b.x) {
+            tp_program_free(b.p);
+            tp_tensor_free(b.x);
+            continue;
+        }
+        int gemm = compare_levels(&b, cases[i].c.label, cases[i].c.n_layers, -1);
+        if (mode >= 0)
+            CHECK_MSG(gemm == (mode ? cases[i].gemm : 0), "%s: %d implicit GEMM convolutions, want %d",
+                      cases[i].c.label, gemm, mode ? cases[i].gemm : 0);
+    }
 }
 
 TEST(test_regions) {
@@ -665,7 +721,7 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_regions), T(test_conv1d),
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_regions), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -234,6 +234,8 @@ typedef struct tp__gemm_plan {
     int th_m, th_n;      /* threads along M and N; thread ith is (ith / th_n, ith % th_n) */
     bool packs_a;        /* A micro-panels are packed (else read in place, row-major) */
     bool reads_b_in_place; /* unpacked row-major B read in place (full panels) */
+    int64_t mc;          /* implicit A: rows filled per block (a multiple of mr) */
+    bool fill_jr_outer;  /* implicit A: column panels outside row panels */
     size_t a_bytes, b_bytes; /* per-thread workspace parts */
 } tp__gemm_plan;
 
@@ -254,7 +256,7 @@ enum { TP__GEMM_JR_OUTER_MAX_ROWS = 64 };
  * (A not row-major, or the scalar kernel). Reading row-major A in place was
  * faster than packing it for every shape measured, large cubes included. */
 static bool tp__gemm_packs_a(const tp_gemm *g, const tp__gemm_isa_info *isa) {
-    return !(isa->reads_row_major_a && g->cs_a == 1);
+    return g->a_fill || !(isa->reads_row_major_a && g->cs_a == 1);
 }
 
 static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
@@ -311,7 +313,17 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
             plan.th_n = th_n;
         }
     }
-    plan.a_bytes = packs_a ? tp__gemm_round_up_64((size_t)(mr * (plan.kc > 0 ? plan.kc : 1)) * sizeof(float)) : 0;
+    /* Implicit A (kernels reading row-major A): blocks of mc rows filled
+     * into a quarter of L2, run with the B micro-panel in L1 when it fits
+     * (A, 6 floats a step, then streams from L2 rather than B's 16). */
+    const int64_t kc1 = plan.kc > 0 ? plan.kc : 1;
+    plan.mc = caches.l2 / 4 / (kc1 * (int64_t)sizeof(float)) / mr * mr;
+    if (plan.mc < mr) plan.mc = mr;
+    plan.fill_jr_outer = 4 * kc1 * nr * (int64_t)sizeof(float) <= 3 * caches.l1d;
+    if (g->a_fill && plan.isa.reads_row_major_a)
+        plan.a_bytes = tp__gemm_round_up_64((size_t)(plan.mc * kc1) * sizeof(float));
+    else
+        plan.a_bytes = packs_a ? tp__gemm_round_up_64((size_t)(mr * kc1) * sizeof(float) * (g->a_fill ? 2 : 1)) : 0;
     plan.b_bytes = g->packed_b ? 0
                    : plan.reads_b_in_place ? tp__gemm_round_up_64((size_t)(plan.kc * nr) * sizeof(float))
                                            : tp__gemm_round_up_64((size_t)(plan.kc * nc) * sizeof(float));
@@ -410,6 +422,41 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
 
 /* ---- The product ---- */
 
+/* Micro-kernel calls of one block: rows [0, rows) of A (row-major in place,
+ * row stride rs_a, already offset to the K block) times the B block, into C
+ * (already offset to the block's first row and column). jr_outer runs the
+ * column panels outside the row panels (B micro-panel in L1, A from L2). */
+static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const float *a, int64_t rs_a, int64_t rows,
+                           const float *b_block, int64_t panel_stride, int64_t ldb, const float *b_buf,
+                           int64_t edge_ldb, int64_t full_cols, float *c, int64_t kc, int64_t nc, float beta,
+                           bool jr_outer) {
+    const int mr = plan->isa.mr, nr = plan->isa.nr;
+    const tp__gemm_microkernel_fn kernel = plan->isa.kernel;
+    if (jr_outer) {
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+            const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
+            const bool packed_edge = jr >= full_cols;
+            const float *b_panel = packed_edge ? b_buf : b_block + (jr / nr) * panel_stride;
+            for (int64_t ir = 0; ir < rows; ir += mr) {
+                const int r = rows - ir < mr ? (int)(rows - ir) : mr;
+                kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc,
+                       r, cols, g->ep.alpha, beta);
+            }
+        }
+        return;
+    }
+    for (int64_t ir = 0; ir < rows; ir += mr) {
+        const int r = rows - ir < mr ? (int)(rows - ir) : mr;
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+            const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
+            const bool packed_edge = jr >= full_cols;
+            const float *b_panel = packed_edge ? b_buf : b_block + (jr / nr) * panel_stride;
+            kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc, r,
+                   cols, g->ep.alpha, beta);
+        }
+    }
+}
+
 void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
     if (g->m <= 0 || g->n <= 0 || nth < 1 || ith < 0 || ith >= nth) return;
     const tp__gemm_plan plan = tp__gemm_make_plan(g, nth);
@@ -433,6 +480,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
     const bool packs_a = plan.packs_a;
     const tp__gemm_microkernel_fn kernel = plan.isa.kernel;
     const int64_t k = g->k;
+    const bool fills_a = g->a_fill != NULL && plan.isa.reads_row_major_a;
     const bool jr_outer = !packs_a && m1 - m0 <= TP__GEMM_JR_OUTER_MAX_ROWS &&
                           4 * plan.kc * nr * (int64_t)sizeof(float) <= 3 * tp__gemm_cache_info().l1d;
 
@@ -464,6 +512,21 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
             }
             const float beta = pc == 0 ? g->ep.beta : 1.0f;
             const bool last = pc + kc >= k;
+            if (fills_a) {
+                /* implicit A: fill a block of mc rows into the workspace (in
+                 * L2), then run it like an in-place row-major A */
+                for (int64_t ic = m0; ic < m1; ic += plan.mc) {
+                    const int64_t mc = m1 - ic < plan.mc ? m1 - ic : plan.mc;
+                    g->a_fill(g->a_ctx, ic, (int)mc, pc, kc, a_buf);
+                    tp__gemm_block(&plan, g, a_buf, kc, mc, b_block, panel_stride, ldb, b_buf, edge_ldb, full_cols,
+                                   g->c + ic * g->ldc + jc, kc, nc, beta, plan.fill_jr_outer);
+                    if (last)
+                        for (int64_t ir = ic; ir < ic + mc; ir += mr)
+                            tp__gemm_finish_rows(g, plan.isa.finish, ir, ic + mc - ir < mr ? (int)(ic + mc - ir) : mr,
+                                                 jc, nc);
+                }
+                continue;
+            }
             if (jr_outer) {
                 /* few rows: each B micro-panel is loaded into L1 once and
                  * serves every row panel, the rows (read in place) stream
@@ -485,9 +548,16 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
             }
             for (int64_t ir = m0; ir < m1; ir += mr) {
                 const int rows = m1 - ir < mr ? (int)(m1 - ir) : mr;
-                const float *a_panel = g->a + ir * g->rs_a + pc * g->cs_a;
+                const float *a_panel = g->a_fill ? NULL : g->a + ir * g->rs_a + pc * g->cs_a;
                 int64_t rs_a = g->rs_a, cs_a = 1;
-                if (packs_a) {
+                if (g->a_fill) { /* the portable kernel reads A packed */
+                    float *tmp = a_buf + mr * kc;
+                    g->a_fill(g->a_ctx, ir, rows, pc, kc, tmp);
+                    tp__gemm_pack_a_panel(mr, kc, rows, tmp, kc, 1, a_buf);
+                    a_panel = a_buf;
+                    rs_a = 1;
+                    cs_a = mr;
+                } else if (packs_a) {
                     tp__gemm_pack_a_panel(mr, kc, rows, a_panel, g->rs_a, g->cs_a, a_buf);
                     a_panel = a_buf;
                     rs_a = 1;

@@ -79,6 +79,13 @@ typedef struct tp_gemm {
     const void *packed_b;                 /* from tp__gemm_pack_b with the same isa, k, n */
     float *c; int64_t ldc;                /* C: M x N, row-major, row stride ldc (>= n), column stride 1 */
     tp_gemm_epilogue ep;
+    /* Implicit A (a NULL): a_fill writes rows [i0, i0 + rows) x columns
+     * [p0, p0 + kc) of A row-major into dst (row stride kc), from the thread
+     * that computes them, a cache-sized block at a time. An implicit GEMM
+     * convolution gathers its input patches this way (im2col of an L2-sized
+     * block of pixels per K block). It may be called concurrently. */
+    void (*a_fill)(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst);
+    const void *a_ctx;
 } tp_gemm;
 
 /* Scratch bytes one call needs when run by nth threads (covers per-thread

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "../engine_impl.h"
+#include "conv_nhwc.h"
 #include "eltwise.h"
 #include "fast.h"
 #include "kernel_util.h"
@@ -74,7 +75,14 @@ static int g_level; /* the CPU level oneDNN's kernels are capped to */
  * once, before its first primitive. So the pass runs at one level: the
  * CPU's, or the one TP_CPU_LEVEL asks for (avx2 on an AVX-512 machine runs
  * oneDNN's AVX2 kernels, as a machine without AVX-512 would). */
+/* TP_CONV_GEMM: 0 keeps oneDNN's convolutions, 1 takes our implicit GEMM
+ * for every convolution it serves (tests), unset chooses (gemmconv_wanted) */
+static int g_gemmconv = -1;
+
 static void init_once(void) {
+    const char *gc = getenv("TP_CONV_GEMM");
+    if (gc && strcmp(gc, "0") == 0) g_gemmconv = 0;
+    else if (gc && strcmp(gc, "1") == 0) g_gemmconv = 1;
     const char *e = getenv("TP_ONEDNN");
     if (e && strcmp(e, "0") == 0) return;
     g_level = (int)tp_cpu_level_supported();
@@ -87,7 +95,7 @@ static void init_once(void) {
     g_enabled = dnnl_engine_create(&g_engine, dnnl_cpu, 0) == dnnl_success;
 }
 
-typedef enum dn_kind { DN_NONE, DN_CONV, DN_POOL, DN_UNARY, DN_BINARY } dn_kind;
+typedef enum dn_kind { DN_NONE, DN_CONV, DN_POOL, DN_UNARY, DN_BINARY, DN_GEMMCONV } dn_kind;
 
 /* Memory objects of one chunk (per run context). SRC/DST are what the
  * primitive reads and writes: the tensor itself when it is NHWC, else a
@@ -117,6 +125,8 @@ typedef struct dn_step {
     bool stage_src, stage_dst;
     size_t scratch, stage_src_bytes, stage_dst_bytes, per_thread; /* per thread, 64-byte multiples */
     float *bias;      /* owned copy of the (folded) bias the chunks read */
+    tp_conv_nhwc *gc; /* DN_GEMMCONV: our implicit GEMM instead of chunks */
+    bool gc_x_nhwc;   /* ... reading an NHWC (else NCHW) input */
 } dn_step;
 
 typedef struct dn_ctx {
@@ -138,6 +148,8 @@ static void dn_step_free(void *data) {
     }
     tp_free(d->chunks);
     tp_free(d->bias);
+    if (d->gc) tp__conv_nhwc_free(d->gc);
+    tp_free(d->gc);
     tp_free(d);
 }
 
@@ -243,6 +255,25 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     }
     if (saved != 1) omp_set_num_threads(saved);
     TP_CHECK(st == dnnl_success, TP_ERR_INTERNAL, "oneDNN primitive failed (status %d)", (int)st);
+    return TP_OK;
+}
+
+/* A convolution on our implicit GEMM (conv_nhwc.c): all threads split one
+ * GEMM over every output pixel. The memory plan gives a summed residual
+ * either dst's own block or one disjoint from it. */
+static tp_status gc_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const dn_step *d = plan->data;
+    tp_conv_nhwc_call call = {.conv = d->gc, .x = (const float *)tp__tensor_base(in[0]), .x_nhwc = d->gc_x_nhwc,
+                              .y = (float *)tp__tensor_base(out[0]), .res = NULL};
+    if (d->ires >= 0) {
+        const float *res = (const float *)tp__tensor_base(in[d->ires]);
+        size_t bytes = (size_t)(d->gc->n * d->gc->oh * d->gc->ow * d->gc->cout) * sizeof(float);
+        const char *r = (const char *)res, *y = (const char *)call.y;
+        TP_CHECK(res == call.y || r >= y + bytes || y >= r + bytes, TP_ERR_INTERNAL,
+                 "convolution residual partly overlaps its output");
+        call.res = res;
+    }
+    tp__conv_nhwc_run(&call, ex->ith, ex->nth, ex->workspace);
     return TP_OK;
 }
 
@@ -653,6 +684,42 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
     return TP_OK;
 }
 
+/* Our implicit GEMM (conv_nhwc.c) takes a dense convolution with a spatial
+ * kernel from oneDNN when oneDNN would run a direct JIT kernel on it (not
+ * brgemm), the output is NHWC and so is any summed residual. Measured with
+ * bench/conv_bench.c on an AVX2-only Zen 3 (one thread, both in one run):
+ * ResNet-18's 3x3 layers take 0.69-1.01x the time of oneDNN 2.6's
+ * jit:avx2 kernel; its 7x7 stem (3 input channels, so runs of 3 floats to
+ * gather) 3x and its 1x1 layers 1.0-1.3x, so those, and grouped ones, stay
+ * with oneDNN. cin >= 16 keeps the gathered runs at 64 bytes or more.
+ * TP_CONV_GEMM=1 takes every dense convolution with an NHWC output (the
+ * tests use it to run this path on machines where oneDNN has brgemm). */
+static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_dnnl_primitive_desc_t pd) {
+    if (g_gemmconv == 0 || v->groups != 1 || !ny || !res_ok) return false;
+    return g_gemmconv == 1 || (v->kh * v->kw > 1 && v->cin >= 16 && !impl_is(pd, "brg"));
+}
+
+static tp_status build_gemmconv(const dn_cand *c, dn_step *d, bool nx) {
+    const tp_conv_info *v = &c->conv;
+    d->kind = DN_GEMMCONV;
+    d->ires = v->ires;
+    d->in_src = 0;
+    d->in_src1 = -1;
+    d->gc_x_nhwc = nx;
+    d->gc = tp_calloc(1, sizeof *d->gc);
+    TP_CHECK(d->gc != NULL, TP_ERR_NOMEM, "out of memory planning a convolution");
+    if (v->bias) {
+        d->bias = tp_malloc((size_t)v->cout * sizeof(float));
+        TP_CHECK(d->bias != NULL, TP_ERR_NOMEM, "out of memory planning a convolution");
+        memcpy(d->bias, v->bias, (size_t)v->cout * sizeof(float));
+    }
+    tp_conv_nhwc *g = d->gc;
+    *g = (tp_conv_nhwc){.n = v->n, .cin = v->cin, .h = v->h, .w = v->w, .cout = v->cout, .oh = v->oh, .ow = v->ow,
+                        .kh = v->kh, .kw = v->kw, .sh = v->sh, .sw = v->sw, .ph = v->ph, .pw = v->pw, .dh = v->dh,
+                        .dw = v->dw, .bias = d->bias, .act = v->act};
+    return tp__conv_nhwc_init(g, g_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : TP_ISA_AVX2, v->weight);
+}
+
 static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_step *d) {
     const tp_conv_info *v = &c->conv;
     d4 x4 = dims4(&ps->plan->slots[s->in[0]]), y4 = dims4(&ps->plan->slots[s->out[0]]);
@@ -706,6 +773,13 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
         tp_status st = make_pd(&cd, attr, false, &pd);
         dnnl_primitive_attr_destroy(attr);
         TP_TRY(st);
+        if (i == 0 && gemmconv_wanted(v, ny, v->ires < 0 || nres, pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            tp_free(d->chunks);
+            d->chunks = NULL;
+            d->n_chunks = 0;
+            return build_gemmconv(c, d, nx);
+        }
         ch->md[M_SRC] = smd;
         ch->md[M_DST] = dmd;
         ch->md[M_W] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -960,19 +1034,28 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         size_t old = s->op_plan.data_bytes;
         plan->packed_bytes = plan->packed_bytes > old ? plan->packed_bytes - old : 0;
         d->per_thread = d->scratch + d->stage_src_bytes + d->stage_dst_bytes;
-        plan->packed_bytes += packed;
         tp_op_plan np;
         memset(&np, 0, sizeof np);
         np.run = dn_run;
         np.variant = "onednn";
         np.max_threads = d->n_chunks > 1 ? d->n_chunks - 1 : 1;
         np.workspace = d->per_thread * (size_t)np.max_threads;
+        np.ctx_new = dn_ctx_new;
+        np.ctx_free = dn_ctx_free;
+        if (d->kind == DN_GEMMCONV) {
+            packed = d->gc->packed_bytes;
+            np.run = gc_run;
+            np.variant = "gemm-nhwc";
+            np.max_threads = ps.threads;
+            np.workspace = (tp__conv_nhwc_workspace(d->gc, ps.threads) + 63) & ~(size_t)63;
+            np.ctx_new = NULL;
+            np.ctx_free = NULL;
+        }
+        plan->packed_bytes += packed;
         np.data = d;
         np.data_bytes = packed;
         np.free_data = dn_step_free;
-        np.ctx_new = dn_ctx_new;
-        np.ctx_free = dn_ctx_free;
-        if (d->kind == DN_CONV && d->ires >= 0 && ps.nhwc[s->in[d->ires]] == ps.nhwc[s->out[0]] &&
+        if ((d->kind == DN_CONV || d->kind == DN_GEMMCONV) && d->ires >= 0 && ps.nhwc[s->in[d->ires]] == ps.nhwc[s->out[0]] &&
             s->in[d->ires] != s->in[0]) {
             /* the summed residual may be dst itself (not when it is also the
              * input: x + conv(x) would overwrite rows other bands still read) */

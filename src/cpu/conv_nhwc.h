@@ -1,0 +1,42 @@
+/*
+ * conv_nhwc.h - float32 convolution (groups 1) writing a channels-last
+ * output, as an implicit GEMM on gemm.h: see conv_nhwc.c.
+ */
+#ifndef TPEXPORT_CPU_CONV_NHWC_H
+#define TPEXPORT_CPU_CONV_NHWC_H
+
+#include "fast.h"
+#include "gemm.h"
+
+/* A prepared convolution: geometry (input n x cin x h x w, output n x cout
+ * x oh x ow, kernel kh x kw, stride, symmetric padding, dilation), set by
+ * the caller; tp__conv_nhwc_init packs the weights. */
+typedef struct tp_conv_nhwc {
+    int64_t n, cin, h, w, cout, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+    const float *bias;         /* borrowed: cout floats, or NULL */
+    const tp_op_plan *act;     /* fused activation (borrowed), or NULL */
+    int isa;                   /* set by init */
+    int64_t k;                 /* kh * kw * cin */
+    void *wbase, *wpack;       /* packed weights (owned; wpack 64-byte aligned inside wbase) */
+    size_t packed_bytes;
+} tp_conv_nhwc;
+
+/* One call's tensors: x (NHWC, or NCHW when x_nhwc is false), y (NHWC),
+ * res (NHWC like y, or NULL; y itself is allowed, other overlap is not). */
+typedef struct tp_conv_nhwc_call {
+    const tp_conv_nhwc *conv;
+    const float *x;
+    bool x_nhwc;
+    float *y;
+    const float *res;
+} tp_conv_nhwc_call;
+
+/* Pack weight (OIHW, [cout][cin][kh][kw]) for ISA level isa (TP_ISA_*). */
+TP_HIDDEN tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight);
+TP_HIDDEN void tp__conv_nhwc_free(tp_conv_nhwc *cv);
+/* Workspace bytes for nth threads (64-byte aligned block, shared by them). */
+TP_HIDDEN size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth);
+/* Thread ith of nth computes its part; all nth together compute y. */
+TP_HIDDEN void tp__conv_nhwc_run(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace);
+
+#endif
