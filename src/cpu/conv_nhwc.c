@@ -28,16 +28,26 @@ static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, in
         float *d = dst + (int64_t)i * kc;
         const float *img = call->x + n * hw * cin;
         for (int64_t p = p0, end = p0 + kc; p < end;) {
-            const int64_t tap = p / cin, c = p % cin;
-            int64_t len = cin - c;
-            if (len > end - p) len = end - p;
+            const int64_t tap = p / cin, c = p % cin, kw = tap % cv->kw;
             const int64_t ih = oh * cv->sh - cv->ph + (tap / cv->kw) * cv->dh;
-            const int64_t iw = ow * cv->sw - cv->pw + (tap % cv->kw) * cv->dw;
+            const int64_t iw = ow * cv->sw - cv->pw + kw * cv->dw;
+            int64_t len = cin - c;
             if (ih < 0 || ih >= cv->h || iw < 0 || iw >= cv->w) {
+                if (len > end - p) len = end - p;
                 memset(d, 0, (size_t)len * sizeof(float));
             } else if (call->x_nhwc) {
+                /* undilated taps of one kernel row that are inside the
+                 * input are adjacent pixels: one run */
+                int64_t taps = 1;
+                if (cv->dw == 1) {
+                    taps = cv->kw - kw;
+                    if (taps > cv->w - iw) taps = cv->w - iw;
+                }
+                len = taps * cin - c;
+                if (len > end - p) len = end - p;
                 memcpy(d, img + (ih * cv->w + iw) * cin + c, (size_t)len * sizeof(float));
             } else {
+                if (len > end - p) len = end - p;
                 const float *s = img + c * hw + ih * cv->w + iw;
                 for (int64_t j = 0; j < len; j++) d[j] = s[j * hw];
             }
