@@ -24,6 +24,11 @@
  * primitive gets its scratch memory from the workspace slice of the thread
  * running it.
  *
+ * Where oneDNN would run a dense spatial convolution with a direct JIT
+ * kernel rather than brgemm (CPUs without AVX-512), our implicit GEMM on
+ * the same NHWC tensors (conv_nhwc.c) measured faster and runs it instead
+ * (gemmconv_wanted), split by the GEMM's own thread split.
+ *
  * Memory objects carry data pointers, so they live in the run context
  * (tp_op_plan.ctx_new), made when a run context adopts the plan. oneDNN
  * itself allocates small bookkeeping inside every primitive execution; our
