@@ -210,17 +210,18 @@ out:
 /* onednn: steps the layout pass runs (oneDNN primitives, or our implicit
  * GEMM convolution on NHWC tensors: gemm) */
 typedef struct counts {
-    int onednn, gemm, steps;
+    int onednn, gemm, wino, steps;
 } counts;
 
 static void on_event(void *user, const tp_profile_event *ev) {
     counts *c = user;
     c->steps++;
     if (strcmp(ev->variant, "onednn") == 0) c->onednn++;
-    if (strcmp(ev->variant, "gemm-nhwc") == 0) {
+    if (strcmp(ev->variant, "gemm-nhwc") == 0 || strcmp(ev->variant, "winograd-nhwc") == 0) {
         c->onednn++;
         c->gemm++;
     }
+    if (strcmp(ev->variant, "winograd-nhwc") == 0) c->wino++;
 }
 
 static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *cnt) {
@@ -251,6 +252,8 @@ static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *c
 /* Run b at the reference level and at the CPU's with 1 and 2 threads:
  * outputs within tolerance, and between min_onednn and max_onednn (-1: no
  * bound) steps on oneDNN. Frees b's program and input. */
+static int g_last_wino; /* Winograd steps of compare_levels' last run */
+
 static int compare_levels(built *b, const char *label, int min_onednn, int max_onednn) {
     counts cnt = {0};
     tp_tensor *want = run(b, TP_CPU_REFERENCE, 1, &cnt);
@@ -267,6 +270,7 @@ static int compare_levels(built *b, const char *label, int min_onednn, int max_o
     tp_tensor_free(want);
     tp_tensor_free(b->x);
     tp_program_free(b->p);
+    g_last_wino = cnt.wino;
     return cnt.gemm;
 }
 
@@ -320,40 +324,49 @@ TEST(test_conv_combinations) {
         check_conv(cases[i].label, cases[i].n, cases[i].h, cases[i].w, cases[i].cin, cases[i].mid);
 }
 
-/* Our implicit GEMM convolution on NHWC tensors (src/cpu/conv_nhwc.c).
- * With TP_CONV_GEMM=1 (ctest's test_onednn_gemmconv) every dense
- * convolution with an NHWC output runs it, so these nets must show the
- * number given; with TP_CONV_GEMM=0 none; unset, the pass chooses by
- * measurement and only the values are checked. The cases cover a region's
- * first convolution reading the NCHW user input (gathered with strides),
- * NHWC inputs, stride 2, padding 0, dilation, 5x5, 1x1 with stride 2, odd
- * sizes, batch 3, a summed residual taking over its dying block and one
- * that is also the input (x + conv(x)), and the fused activations. */
+/* Our convolutions on NHWC tensors (src/cpu/conv_nhwc.c): the implicit
+ * GEMM and Winograd F(2x2, 3x3). With TP_CONV_GEMM=1 (ctest's
+ * test_onednn_gemmconv) every dense convolution with an NHWC output runs
+ * the implicit GEMM, so these nets must show `gemm` such steps; with
+ * TP_CONV_GEMM=2 (test_onednn_winograd) the same steps run, `wino` of them
+ * (the 3x3 stride-1 ones) as Winograd; with TP_CONV_GEMM=0 none; unset, the
+ * pass chooses by measurement and only the values are checked. The cases
+ * cover a region's first convolution reading the NCHW user input (gathered
+ * with strides), NHWC inputs, stride 2, padding 0 and 2, dilation, 5x5, 1x1
+ * with stride 2, odd sizes (partial Winograd tiles), batch 2 and 3, a
+ * summed residual taking over its dying block and one that is also the
+ * input (x + conv(x)), and the fused activations. */
 TEST(test_gemm_conv) {
     const char *e = getenv("TP_CONV_GEMM");
-    const int mode = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
+    const int mode = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : e && !strcmp(e, "0") ? 0 : -1;
     const struct {
         net_case c;
-        int gemm;
+        int gemm, wino;
     } cases[] = {
         {{"gemm: NCHW input at the edge", 1, 16, 9, 11, 3,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(24, 3, 2, 1, 1, 1, TP_OP_SILU), CONV(5, 1, 1, 0, 1, 1, NONE)}},
-         2},
+         2, 1},
         {{"gemm: dilation, padding 0, batch 3", 3, 16, 13, 7, 3,
           {CONV(16, 3, 1, 2, 2, 1, TP_OP_HARDSWISH), CONV(16, 3, 2, 0, 1, 1, TP_OP_GELU),
            CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2},
+         2, 0},
         {{"gemm: 5x5 and 1x1 s2", 1, 16, 11, 9, 3,
           {CONV(16, 5, 2, 2, 1, 1, TP_OP_RELU6), CONV(32, 1, 2, 0, 1, 1, RELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2},
+         2, 0},
         {{"gemm: residual in place, batch 3", 3, 16, 10, 9, 4,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 1, 1, 1, 1, RELU),
            {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         3},
+         3, 3},
         {{"gemm: x + conv(x)", 1, 16, 12, 12, 3,
           {CONV(16, 3, 1, 1, 1, 1, RELU), {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0},
            CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2},
+         2, 2},
+        {{"winograd: padding 0 and 2, odd sizes, batch 2", 2, 16, 11, 13, 3,
+          {CONV(16, 3, 1, 0, 1, 1, TP_OP_SILU), CONV(20, 3, 1, 2, 1, 1, NONE), CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         2, 2},
+        {{"winograd: 64 -> 96 -> 128 channels, many tiles", 1, 64, 29, 26, 3,
+          {CONV(96, 3, 1, 1, 1, 1, RELU), CONV(128, 3, 1, 1, 1, 1, TP_OP_GELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         2, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         built b = build(&cases[i].c);
@@ -363,9 +376,12 @@ TEST(test_gemm_conv) {
             continue;
         }
         int gemm = compare_levels(&b, cases[i].c.label, cases[i].c.n_layers, -1);
-        if (mode >= 0)
-            CHECK_MSG(gemm == (mode ? cases[i].gemm : 0), "%s: %d implicit GEMM convolutions, want %d",
-                      cases[i].c.label, gemm, mode ? cases[i].gemm : 0);
+        if (mode >= 0) {
+            const int want = mode ? cases[i].gemm : 0, want_wino = mode == 2 ? cases[i].wino : 0;
+            CHECK_MSG(gemm == want && g_last_wino == want_wino,
+                      "%s: %d convolutions on our GEMM (%d Winograd), want %d (%d)", cases[i].c.label, gemm,
+                      g_last_wino, want, want_wino);
+        }
     }
 }
 

@@ -9,17 +9,29 @@
 #include "gemm.h"
 
 /* A prepared convolution: geometry (input n x cin x h x w, output n x cout
- * x oh x ow, kernel kh x kw, stride, symmetric padding, dilation), set by
- * the caller; tp__conv_nhwc_init packs the weights. */
+ * x oh x ow, kernel kh x kw, stride, symmetric padding, dilation) and the
+ * algorithm, set by the caller; tp__conv_nhwc_init packs the weights.
+ * winograd: F(2x2, 3x3) (tp__conv_nhwc_winograd_ok says when it applies):
+ * 16 GEMMs of transformed input tiles by transformed weights, 2.25x fewer
+ * multiplies than the implicit GEMM. */
 typedef struct tp_conv_nhwc {
     int64_t n, cin, h, w, cout, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
     const float *bias;         /* borrowed: cout floats, or NULL */
     const tp_op_plan *act;     /* fused activation (borrowed), or NULL */
+    bool winograd;
+    int threads;               /* most threads a run uses (Winograd's blocks of tiles) */
     int isa;                   /* set by init */
-    int64_t k;                 /* kh * kw * cin */
+    int64_t k;                 /* implicit GEMM: kh * kw * cin; Winograd: cin */
+    int64_t tiles_h, tiles_w;  /* Winograd: 2x2 output tiles per image */
+    int64_t tile_block;        /* Winograd: tiles per block (per GEMM) */
+    size_t wino_stride;        /* Winograd: bytes between the 16 packed matrices */
     void *wbase, *wpack;       /* packed weights (owned; wpack 64-byte aligned inside wbase) */
     size_t packed_bytes;
 } tp_conv_nhwc;
+
+/* Can the convolution geometry in cv run Winograd F(2x2, 3x3)? (3x3 kernel,
+ * stride 1, dilation 1.) */
+TP_HIDDEN bool tp__conv_nhwc_winograd_ok(const tp_conv_nhwc *cv);
 
 /* One call's tensors: x (NHWC, or NCHW when x_nhwc is false), y (NHWC),
  * res (NHWC like y, or NULL; y itself is allowed, other overlap is not). */

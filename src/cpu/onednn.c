@@ -81,13 +81,15 @@ static int g_level; /* the CPU level oneDNN's kernels are capped to */
  * CPU's, or the one TP_CPU_LEVEL asks for (avx2 on an AVX-512 machine runs
  * oneDNN's AVX2 kernels, as a machine without AVX-512 would). */
 /* TP_CONV_GEMM: 0 keeps oneDNN's convolutions, 1 takes our implicit GEMM
- * for every convolution it serves (tests), unset chooses (gemmconv_wanted) */
+ * for every convolution it serves and 2 the same with Winograd wherever it
+ * applies (tests), unset chooses (gemmconv_wanted, winograd_wanted) */
 static int g_gemmconv = -1;
 
 static void init_once(void) {
     const char *gc = getenv("TP_CONV_GEMM");
     if (gc && strcmp(gc, "0") == 0) g_gemmconv = 0;
     else if (gc && strcmp(gc, "1") == 0) g_gemmconv = 1;
+    else if (gc && strcmp(gc, "2") == 0) g_gemmconv = 2;
     const char *e = getenv("TP_ONEDNN");
     if (e && strcmp(e, "0") == 0) return;
     g_level = (int)tp_cpu_level_supported();
@@ -705,10 +707,22 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
  * tests use it to run this path on machines where oneDNN has brgemm). */
 static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_dnnl_primitive_desc_t pd) {
     if (g_gemmconv == 0 || v->groups != 1 || !ny || !res_ok) return false;
-    return g_gemmconv == 1 || (v->kh > 1 && v->kw > 1 && v->cin >= 16 && !impl_is(pd, "brg"));
+    return g_gemmconv >= 1 || (v->kh > 1 && v->kw > 1 && v->cin >= 16 && !impl_is(pd, "brg"));
 }
 
-static tp_status build_gemmconv(const dn_cand *c, dn_step *d, bool nx) {
+/* Winograd F(2x2, 3x3) (conv_nhwc.c) for the 3x3 stride-1 convolutions
+ * the implicit GEMM takes, when there are enough tiles for its GEMMs
+ * (WINOGRAD_MIN_TILES). TP_CONV_GEMM=2 takes it wherever it applies. */
+enum { WINOGRAD_MIN_TILES = 48 };
+
+static bool winograd_wanted(const tp_conv_nhwc *g) {
+    if (!tp__conv_nhwc_winograd_ok(g)) return false;
+    if (g_gemmconv == 2) return true;
+    if (g_gemmconv == 1) return false;
+    return g->cin >= 16 && g->cout >= 16 && g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2) >= WINOGRAD_MIN_TILES;
+}
+
+static tp_status build_gemmconv(const dn_cand *c, dn_step *d, bool nx, int threads) {
     const tp_conv_info *v = &c->conv;
     d->kind = DN_GEMMCONV;
     d->ires = v->ires;
@@ -726,6 +740,8 @@ static tp_status build_gemmconv(const dn_cand *c, dn_step *d, bool nx) {
     *g = (tp_conv_nhwc){.n = v->n, .cin = v->cin, .h = v->h, .w = v->w, .cout = v->cout, .oh = v->oh, .ow = v->ow,
                         .kh = v->kh, .kw = v->kw, .sh = v->sh, .sw = v->sw, .ph = v->ph, .pw = v->pw, .dh = v->dh,
                         .dw = v->dw, .bias = d->bias, .act = v->act};
+    g->winograd = winograd_wanted(g);
+    g->threads = threads;
     return tp__conv_nhwc_init(g, g_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : TP_ISA_AVX2, v->weight);
 }
 
@@ -787,7 +803,7 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
             tp_free(d->chunks);
             d->chunks = NULL;
             d->n_chunks = 0;
-            return build_gemmconv(c, d, nx);
+            return build_gemmconv(c, d, nx, ps->threads);
         }
         ch->md[M_SRC] = smd;
         ch->md[M_DST] = dmd;
@@ -1054,7 +1070,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         if (d->kind == DN_GEMMCONV) {
             packed = d->gc->packed_bytes;
             np.run = gc_run;
-            np.variant = "gemm-nhwc";
+            np.variant = d->gc->winograd ? "winograd-nhwc" : "gemm-nhwc";
             np.max_threads = ps.threads;
             np.workspace = (tp__conv_nhwc_workspace(d->gc, ps.threads) + 63) & ~(size_t)63;
             np.ctx_new = NULL;
