@@ -116,8 +116,8 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
         return tp_error(TP_ERR_NOMEM, "out of memory transforming convolution weights");
     }
     static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-    for (int64_t o = 0; o < cout; o++)
-        for (int64_t c = 0; c < cin; c++) {
+    for (int64_t c = 0; c < cin; c++)
+        for (int64_t o = 0; o < cout; o++) { /* o innermost: the 16 writes run along memory */
             const float *g = weight + (o * cin + c) * 9;
             double t[4][3]; /* G g */
             for (int i = 0; i < 4; i++)
@@ -320,9 +320,9 @@ tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
         return tp_error(TP_ERR_NOMEM, "out of memory packing convolution weights");
     }
     /* B (p = tap * cin + c, o) = weight[o][c][tap] (OIHW; conv1d's OIK is OI1K) */
-    for (int64_t o = 0; o < cv->cout; o++)
+    for (int64_t t = 0; t < taps; t++)
         for (int64_t c = 0; c < cv->cin; c++)
-            for (int64_t t = 0; t < taps; t++) b[(t * cv->cin + c) * cv->cout + o] = weight[(o * cv->cin + c) * taps + t];
+            for (int64_t o = 0; o < cv->cout; o++) b[(t * cv->cin + c) * cv->cout + o] = weight[(o * cv->cin + c) * taps + t];
     cv->wpack = (void *)(((uintptr_t)cv->wbase + 63) & ~(uintptr_t)63);
     tp__gemm_pack_b(isa, k, cv->cout, b, cv->cout, 1, cv->wpack);
     tp_free(b);
