@@ -648,24 +648,28 @@ static int split(int64_t n, int64_t oh, int64_t ow, int64_t ih, int threads, dou
  * [o0, o1) need (kernel k, stride s, padding p, dilation d), with the
  * padding before and after it. crop false keeps the whole axis (a band of
  * several images must stay dense): oneDNN's floor formula then drops what
- * is past the last window. */
-static void input_range(int64_t o0, int64_t o1, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool crop,
-                        int64_t *i0, int64_t *i1, int64_t *pl, int64_t *pr) {
+ * is past the last window. A band ending at the axis' last output (o1 ==
+ * out) keeps the input to its end the same way: cropping the row a stride-2
+ * 1x1 convolution skips (56 rows -> 55) made oneDNN give up its 1x1 kernel
+ * for its direct one, 2-3x slower on ResNet-50's downsampling layers. */
+static void input_range(int64_t o0, int64_t o1, int64_t out, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
+                        bool crop, int64_t *i0, int64_t *i1, int64_t *pl, int64_t *pr) {
     int64_t lo = o0 * s - p, hi = (o1 - 1) * s - p + (k - 1) * d + 1;
     *pl = lo < 0 ? -lo : 0;
     *pr = hi > in ? hi - in : 0;
     *i0 = lo < 0 || !crop ? 0 : lo;
-    *i1 = hi > in || !crop ? in : hi;
+    *i1 = hi > in || !crop || o1 == out ? in : hi;
 }
 
-/* The input band of output band ob (kernel geometry g = kh, kw, sh, sw, ph,
- * pw, dh, dw over an input of ih x iw) and its padding (top, left, bottom,
- * right). Rows are cropped for a one-image band; columns for a column band. */
-static band input_band(band ob, int64_t ih, int64_t iw, const int64_t *g, int64_t pad[4]) {
+/* The input band of output band ob of an oh x ow output (kernel geometry
+ * g = kh, kw, sh, sw, ph, pw, dh, dw over an input of ih x iw) and its
+ * padding (top, left, bottom, right). Rows are cropped for a one-image
+ * band; columns for a column band. */
+static band input_band(band ob, int64_t oh, int64_t ow, int64_t ih, int64_t iw, const int64_t *g, int64_t pad[4]) {
     band ib = ob;
     bool one = ob.n1 - ob.n0 == 1;
-    input_range(ob.r0, ob.r1, ih, g[0], g[2], g[4], g[6], one, &ib.r0, &ib.r1, &pad[0], &pad[2]);
-    input_range(ob.c0, ob.c1, iw, g[1], g[3], g[5], g[7], one && ih == 1, &ib.c0, &ib.c1, &pad[1], &pad[3]);
+    input_range(ob.r0, ob.r1, oh, ih, g[0], g[2], g[4], g[6], one, &ib.r0, &ib.r1, &pad[0], &pad[2]);
+    input_range(ob.c0, ob.c1, ow, iw, g[1], g[3], g[5], g[7], one && ih == 1, &ib.c0, &ib.c1, &pad[1], &pad[3]);
     return ib;
 }
 
@@ -781,7 +785,7 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
         dn_chunk *ch = &d->chunks[i];
         band ob = bands[i];
         int64_t pad[4];
-        band ib = input_band(ob, v->h, v->w, geo, pad);
+        band ib = input_band(ob, v->oh, v->ow, v->h, v->w, geo, pad);
         dnnl_memory_desc_t smd, dmd;
         TP_TRY(dense_md(&smd, x4.v, ib));
         TP_TRY(dense_md(&dmd, y4.v, ob));
@@ -865,7 +869,7 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
         dn_chunk *ch = &d->chunks[i];
         band ob = bands[i], ib = ob;
         int64_t pad[4] = {0, 0, 0, 0};
-        if (c->kind == DN_POOL) ib = input_band(ob, xs[2], xs[3], geo, pad);
+        if (c->kind == DN_POOL) ib = input_band(ob, ys[2], ys[3], xs[2], xs[3], geo, pad);
         dnnl_memory_desc_t smd, dmd, bmd;
         TP_TRY(dense_md(&smd, xs, ib));
         TP_TRY(dense_md(&dmd, ys, ob));
