@@ -6,7 +6,7 @@
  * (K = KH*KW*Cin ordered kh, kw, c) as B, im2col of a tile of T pixels into
  * an L2-sized buffer ("tiles", the first design tried), and the same with
  * the GEMM's a_fill callback gathering one K block of a pixel block at a
- * time ("implicit", what src/cpu/conv_nhwc.c does). Samples of the three
+ * time ("implicit", what src/cpu/conv_nhwc_avx2.c does). Samples of the three
  * alternate; medians are printed as percentages of the FMA peak (-p).
  *
  * Build (from the repository root, after building build/libtpexport.a):

@@ -1,6 +1,7 @@
 /*
  * conv_nhwc.h - float32 convolution (groups 1) writing a channels-last
- * output, as an implicit GEMM on gemm.h: see conv_nhwc.c.
+ * output, as an implicit GEMM or Winograd F(2x2, 3x3) on gemm.h: see
+ * conv_nhwc_avx2.c.
  */
 #ifndef TPEXPORT_CPU_CONV_NHWC_H
 #define TPEXPORT_CPU_CONV_NHWC_H
@@ -43,7 +44,9 @@ typedef struct tp_conv_nhwc_call {
     const float *res;
 } tp_conv_nhwc_call;
 
-/* Pack weight (OIHW, [cout][cin][kh][kw]) for ISA level isa (TP_ISA_*). */
+/* Pack weight (OIHW, [cout][cin][kh][kw]) for ISA level isa (TP_ISA_AVX2
+ * or TP_ISA_AVX512). Every function here is built with AVX2 + FMA: call
+ * them only where cpuid said the CPU has both (the oneDNN layout pass). */
 TP_HIDDEN tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight);
 TP_HIDDEN void tp__conv_nhwc_free(tp_conv_nhwc *cv);
 /* Workspace bytes for nth threads (64-byte aligned block, shared by them). */

@@ -26,7 +26,7 @@
  *
  * Where oneDNN would run a dense spatial convolution with a direct JIT
  * kernel rather than brgemm (CPUs without AVX-512), our implicit GEMM on
- * the same NHWC tensors (conv_nhwc.c) measured faster and runs it instead
+ * the same NHWC tensors (conv_nhwc_avx2.c) measured faster and runs it instead
  * (gemmconv_wanted), split by the GEMM's own thread split.
  *
  * Memory objects carry data pointers, so they live in the run context
@@ -265,7 +265,7 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     return TP_OK;
 }
 
-/* A convolution on our implicit GEMM (conv_nhwc.c): all threads split one
+/* A convolution on our implicit GEMM (conv_nhwc_avx2.c): all threads split one
  * GEMM over every output pixel. The memory plan gives a summed residual
  * either dst's own block or one disjoint from it. */
 static tp_status gc_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
@@ -695,7 +695,7 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
     return TP_OK;
 }
 
-/* Our implicit GEMM (conv_nhwc.c) takes a dense convolution with a spatial
+/* Our implicit GEMM (conv_nhwc_avx2.c) takes a dense convolution with a spatial
  * kernel from oneDNN when oneDNN would run a direct JIT kernel on it (not
  * brgemm), the output is NHWC and so is any summed residual. Measured with
  * bench/conv_bench.c on an AVX2-only Zen 3 (one thread, both in one run):
@@ -714,7 +714,7 @@ static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_d
     return g_gemmconv >= 1 || (v->kh > 1 && v->kw > 1 && v->cin >= 16 && !impl_is(pd, "brg"));
 }
 
-/* Winograd F(2x2, 3x3) (conv_nhwc.c) for the 3x3 stride-1 convolutions
+/* Winograd F(2x2, 3x3) (conv_nhwc_avx2.c) for the 3x3 stride-1 convolutions
  * the implicit GEMM takes, when there are enough tiles for its GEMMs
  * (WINOGRAD_MIN_TILES). TP_CONV_GEMM=2 takes it wherever it applies. */
 enum { WINOGRAD_MIN_TILES = 48 };

@@ -1,5 +1,5 @@
 /*
- * conv_nhwc.c - float32 convolution with a channels-last (NHWC) output as
+ * conv_nhwc_avx2.c - float32 convolution with a channels-last (NHWC) output as
  * an implicit GEMM on our GEMM (gemm.h): output pixels are the rows of C,
  * the weights, packed once, are B (K = KH*KW*Cin ordered kh, kw, c), and
  * A's rows are the input patches, gathered by the GEMM's a_fill callback
@@ -8,7 +8,10 @@
  * fused activation run in the GEMM epilogue.
  *
  * The oneDNN region pass (onednn.c) uses it for convolutions inside NHWC
- * regions where it measured faster than oneDNN's own kernel (see there);
+ * regions where it measured faster than oneDNN's own kernel (see there).
+ * That pass runs only at the AVX2 level or above, so this file is built
+ * with -mavx2 -mfma (CMakeLists.txt): the gathers and transforms vectorise
+ * 8 floats wide. Callers must have checked AVX2 + FMA (cpuid);
  * the input may be NHWC or NCHW (a region's edge: gathered with strides).
  * Threads split the GEMM (pixels and output channels); every output is
  * reduced in the same order whatever the thread count.
