@@ -32,6 +32,16 @@
 
 #include <string.h>
 
+/* "no dependence between iterations": gcc honours restrict on local
+ * pointers only partly and would not vectorise the transforms */
+#if defined(__clang__)
+#define TP_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TP_IVDEP _Pragma("GCC ivdep")
+#else
+#define TP_IVDEP
+#endif
+
 /* Fill rows [i0, i0 + rows) x K columns [p0, p0 + kc) of the implicit A. */
 static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
     const tp_conv_nhwc_call *call = ctx;
@@ -172,8 +182,7 @@ static void winograd_input_row(const float *const d[16], float *v, size_t xs, in
     float *restrict v8 = v + 8 * xs, *restrict v9 = v + 9 * xs, *restrict v10 = v + 10 * xs;
     float *restrict v11 = v + 11 * xs, *restrict v12 = v + 12 * xs, *restrict v13 = v + 13 * xs;
     float *restrict v14 = v + 14 * xs, *restrict v15 = v + 15 * xs;
-    /* gcc honours restrict on locals only partly: no dependence, say so */
-#pragma GCC ivdep
+    TP_IVDEP
     for (int64_t c = 0; c < cin; c++) {
         /* rows of B^T d */
         const float t00 = d0[c] - d8[c], t01 = d1[c] - d9[c], t02 = d2[c] - d10[c], t03 = d3[c] - d11[c];
@@ -243,7 +252,7 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
     const float *restrict m10 = mm + 10 * xs, *restrict m11 = mm + 11 * xs, *restrict m12 = mm + 12 * xs;
     const float *restrict m13 = mm + 13 * xs, *restrict m14 = mm + 14 * xs, *restrict m15 = mm + 15 * xs;
     const float *restrict bias = cv->bias ? cv->bias : zeros;
-#pragma GCC ivdep
+    TP_IVDEP
     for (int64_t k = 0; k < cout; k++) {
         const float s00 = m0[k] + m4[k] + m8[k], s01 = m1[k] + m5[k] + m9[k];
         const float s02 = m2[k] + m6[k] + m10[k], s03 = m3[k] + m7[k] + m11[k];
