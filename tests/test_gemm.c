@@ -254,6 +254,7 @@ static bool check_result(const gemm_fixture *fx, const float *c, int isa, const 
 /* One case at one ISA level: nth 1 checked against the reference, every
  * other split checked bitwise against nth 1. */
 static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
+    atomic_store(&fill_calls, 0);
     const gemm_case *cs = &fx->cs;
     const size_t c_elems = (size_t)(cs->m * fx->ldc + 1);
     float *c_one = malloc(sizeof(float) * c_elems);

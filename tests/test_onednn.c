@@ -324,7 +324,7 @@ TEST(test_conv_combinations) {
         check_conv(cases[i].label, cases[i].n, cases[i].h, cases[i].w, cases[i].cin, cases[i].mid);
 }
 
-/* Our convolutions on NHWC tensors (src/cpu/conv_nhwc.c): the implicit
+/* Our convolutions on NHWC tensors (src/cpu/conv_nhwc_avx2.c): the implicit
  * GEMM and Winograd F(2x2, 3x3). With TP_CONV_GEMM=1 (ctest's
  * test_onednn_gemmconv) every dense convolution with an NHWC output runs
  * the implicit GEMM, so these nets must show `gemm` such steps; with
@@ -335,7 +335,8 @@ TEST(test_conv_combinations) {
  * with strides), NHWC inputs, stride 2, padding 0 and 2, dilation, 5x5, 1x1
  * with stride 2, odd sizes (partial Winograd tiles), batch 2 and 3, a
  * summed residual taking over its dying block and one that is also the
- * input (x + conv(x)), and the fused activations. */
+ * input (x + conv(x)), and the fused activations; every net's output must
+ * also be bitwise the same at 1, 2 and 3 threads. */
 TEST(test_gemm_conv) {
     const char *e = getenv("TP_CONV_GEMM");
     const int mode = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : e && !strcmp(e, "0") ? 0 : -1;
@@ -364,6 +365,9 @@ TEST(test_gemm_conv) {
         {{"winograd: padding 0 and 2, odd sizes, batch 2", 2, 16, 11, 13, 3,
           {CONV(16, 3, 1, 0, 1, 1, TP_OP_SILU), CONV(20, 3, 1, 2, 1, 1, NONE), CONV(4, 1, 1, 0, 1, 1, NONE)}},
          2, 2},
+        {{"winograd: 20 channels (vector remainders), NCHW input", 1, 20, 14, 15, 2,
+          {CONV(20, 3, 1, 1, 1, 1, TP_OP_TANH), CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         1, 1},
         {{"winograd: 64 -> 96 -> 128 channels, many tiles", 1, 64, 29, 26, 3,
           {CONV(96, 3, 1, 1, 1, 1, RELU), CONV(128, 3, 1, 1, 1, 1, TP_OP_GELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
          2, 2},
@@ -375,6 +379,18 @@ TEST(test_gemm_conv) {
             tp_tensor_free(b.x);
             continue;
         }
+        /* bitwise the same at 1, 2 and 3 threads (plans made for each) */
+        counts cnt;
+        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
+        for (int th = 2; one && th <= 3; th++) {
+            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
+            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
+                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
+                      "%s: %d threads not bitwise equal to 1 thread", cases[i].c.label, th);
+            tp_tensor_free(got);
+        }
+        tp_tensor_free(one);
         int gemm = compare_levels(&b, cases[i].c.label, cases[i].c.n_layers, -1);
         if (mode >= 0) {
             const int want = mode ? cases[i].gemm : 0, want_wino = mode == 2 ? cases[i].wino : 0;
@@ -440,6 +456,11 @@ TEST(test_regions) {
          {CONV(8, 3, 1, 1, 1, 1, RELU),
           {L_CONV, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0},
           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+        {"pools cut into row bands", 1, 3, 64, 64, 4,
+         {CONV(32, 3, 1, 1, 1, 1, RELU),
+          {L_POOL, 0, 3, 3, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0},
+          {L_AVG, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, NONE, -1, 0},
+          CONV(8, 1, 1, 0, 1, 1, NONE)}},
         {"mobilenet block batch 3", 3, 3, 15, 15, 5,
          {CONV(16, 3, 2, 1, 1, 1, TP_OP_RELU6),
           CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6),
@@ -449,7 +470,7 @@ TEST(test_regions) {
     };
     /* steps expected on oneDNN: every one (the SE block's mean over H and W
      * runs as a global average pool, its sigmoid on the [N, C, 1, 1] result) */
-    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 6, 3, 5};
+    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 6, 3, 4, 5};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) check_net(&nets[i], expect[i]);
     /* oneDNN has only a reference kernel for a dilated max pool: that step
      * keeps ours, the layouts around it fall back to NCHW (the retry), and

@@ -104,10 +104,12 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     cv->tiles_h = (cv->oh + 1) / 2;
     cv->tiles_w = (cv->ow + 1) / 2;
     /* a block's transformed tiles (16 x tiles x (cin + cout) floats) in
-     * about L2, but no fewer than 48 rows per GEMM; then as many blocks as
-     * a multiple of the threads (each thread runs a contiguous range of
-     * blocks), of equal size. Results do not depend on the block size: a
-     * GEMM row's reduction order does not depend on the rows around it. */
+     * about L2, 48 to 192 rows per GEMM; then evened out to a multiple of
+     * the threads (each thread runs a contiguous range of blocks) as long
+     * as blocks keep WINO_MIN_BLOCK tiles (else some threads get one block
+     * more). Results do not depend on the block size: a GEMM row's
+     * reduction order does not depend on the rows around it. */
+    enum { WINO_MIN_BLOCK = 24 };
     const int64_t total = cv->n * cv->tiles_h * cv->tiles_w;
     int64_t tb = tp__gemm_cache_info().l2 / (16 * (cin + cout) * (int64_t)sizeof(float));
     if (tb < 48) tb = 48;
@@ -116,6 +118,8 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     int64_t nb = (total + tb - 1) / tb;
     nb = (nb + th - 1) / th * th;
     tb = (total + nb - 1) / nb;
+    const int64_t floor_tb = total < WINO_MIN_BLOCK ? total : WINO_MIN_BLOCK;
+    if (tb < floor_tb) tb = floor_tb;
     if (tb < 1) tb = 1;
     cv->tile_block = tb;
     cv->wino_stride = round64(tp__gemm_packed_b_bytes(isa, cin, cout));
@@ -148,7 +152,7 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
 }
 
 /* Per-thread workspace of the Winograd form: V (16 x tb x cin), M (16 x tb
- * x cout), a zero row, a gathered tile for NCHW inputs (16 x cin) that is
+ * x cout), zeros (max(cin, cout) used of two rows reserved), a gathered tile for NCHW inputs (16 x cin) that is
  * also the output tile (4 x cout), and the GEMM's own. */
 static size_t winograd_thread_bytes(const tp_conv_nhwc *cv, size_t *gemm_ws) {
     tp_gemm g;

@@ -74,7 +74,8 @@ TP_HIDDEN void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, in
 typedef struct tp_gemm {
     int isa;                              /* TP_ISA_*, at most tp__gemm_best_isa() */
     int64_t m, n, k;
-    const float *a; int64_t rs_a, cs_a;   /* A: M x K, element (i,p) at a[i*rs_a + p*cs_a]; any strides */
+    const float *a; int64_t rs_a, cs_a;   /* A: M x K, element (i,p) at a[i*rs_a + p*cs_a]; any strides;
+                                           * NULL when a_fill gives it */
     const float *b; int64_t rs_b, cs_b;   /* B: K x N unpacked, or NULL when packed_b is set */
     const void *packed_b;                 /* from tp__gemm_pack_b with the same isa, k, n */
     float *c; int64_t ldc;                /* C: M x N, row-major, row stride ldc (>= n), column stride 1 */

@@ -27,7 +27,8 @@
  * Where oneDNN would run a dense spatial convolution with a direct JIT
  * kernel rather than brgemm (CPUs without AVX-512), our implicit GEMM on
  * the same NHWC tensors (conv_nhwc_avx2.c) measured faster and runs it instead
- * (gemmconv_wanted), split by the GEMM's own thread split.
+ * (gemmconv_wanted; Winograd for 3x3 stride-1 ones, winograd_wanted),
+ * split among threads by the GEMM's own split (Winograd: blocks of tiles).
  *
  * Memory objects carry data pointers, so they live in the run context
  * (tp_op_plan.ctx_new), made when a run context adopts the plan. oneDNN
