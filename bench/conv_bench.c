@@ -4,9 +4,9 @@
  * destination, weights in the layout it asks for) against an implicit GEMM
  * on our GEMM (src/cpu/gemm.h): output pixels as rows, the packed weights
  * (K = KH*KW*Cin ordered kh, kw, c) as B, im2col of a tile of T pixels into
- * an L2-sized buffer ("tiles", the first design tried), and the same with
- * the GEMM's a_fill callback gathering one K block of a pixel block at a
- * time ("implicit", what src/cpu/conv_nhwc_avx2.c does). Samples of the three
+ * an L2-sized buffer ("tiles", the first design tried), and the library's
+ * implicit GEMM (src/cpu/conv_nhwc_avx2.c: the GEMM's a_fill callback
+ * gathering one K block of a pixel block at a time, "implicit"). Samples of the three
  * alternate; medians are printed as percentages of the FMA peak (-p).
  *
  * Build (from the repository root, after building build/libtpexport.a):
@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpu/conv_nhwc.h"
 #include "cpu/gemm.h"
 
 static double now(void) {
@@ -82,41 +83,15 @@ static void ours_run(ours *o) {
     }
 }
 
-static void ours_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
-    const ours *o = ctx;
-    const shape *s = &o->sh;
-    for (int i = 0; i < rows; i++) {
-        long oh = (i0 + i) / o->ow, ow = (i0 + i) % o->ow;
-        float *d = dst + i * kc;
-        long p = p0, end = p0 + kc;
-        while (p < end) {
-            long tap = p / s->cin, c = p % s->cin, len = s->cin - c;
-            if (len > end - p) len = end - p;
-            long ih = oh * s->s - s->p + tap / s->k, iw = ow * s->s - s->p + tap % s->k;
-            if (ih < 0 || ih >= s->h || iw < 0 || iw >= s->w)
-                memset(d, 0, (size_t)len * sizeof(float));
-            else
-                memcpy(d, o->x + (ih * s->w + iw) * s->cin + c, (size_t)len * sizeof(float));
-            d += len;
-            p += len;
-        }
-    }
-}
+/* The library's NHWC implicit GEMM (src/cpu/conv_nhwc_avx2.c), as the
+ * oneDNN layout pass runs it. */
+typedef struct implicit {
+    tp_conv_nhwc cv;
+    tp_conv_nhwc_call call;
+    void *ws;
+} implicit;
 
-static void implicit_run(ours *o) {
-    tp_gemm g = {0};
-    g.isa = TP_ISA_AVX2;
-    g.m = o->oh * o->ow;
-    g.n = o->sh.cout;
-    g.k = o->kk;
-    g.a_fill = ours_fill;
-    g.a_ctx = o;
-    g.packed_b = o->wp;
-    g.c = o->y;
-    g.ldc = o->sh.cout;
-    g.ep = tp__gemm_epilogue_default();
-    tp__gemm_run(&g, 0, 1, o->ws);
-}
+static void implicit_run(implicit *im) { tp__conv_nhwc_run(&im->call, 0, 1, im->ws); }
 
 typedef struct dn {
     dnnl_primitive_t prim;
@@ -165,11 +140,7 @@ static void bench(shape s, int repeats, long tile, double peak) {
     g.cs_a = 1;
     g.packed_b = o.wp;
     g.ldc = s.cout;
-    size_t wsb = tp__gemm_workspace_bytes(&g, 1);
-    g.m = oh * ow;
-    g.a_fill = ours_fill;
-    if (tp__gemm_workspace_bytes(&g, 1) > wsb) wsb = tp__gemm_workspace_bytes(&g, 1);
-    o.ws = aligned_alloc(64, wsb + 64);
+    o.ws = aligned_alloc(64, tp__gemm_workspace_bytes(&g, 1) + 64);
     float *y2 = aligned_alloc(64, (size_t)(oh * ow * s.cout) * 4 + 64);
 
     dnnl_engine_t eng;
@@ -217,8 +188,16 @@ static void bench(shape s, int repeats, long tile, double peak) {
         err = e * e > err ? e * e : err;
         mx = y0[i] * y0[i] > mx ? y0[i] * y0[i] : mx;
     }
-    ours oi = o;
-    oi.y = y2;
+    implicit oi;
+    memset(&oi, 0, sizeof oi);
+    oi.cv = (tp_conv_nhwc){.n = 1, .cin = s.cin, .h = s.h, .w = s.w, .cout = s.cout, .oh = oh, .ow = ow, .kh = s.k,
+                           .kw = s.k, .sh = s.s, .sw = s.s, .ph = s.p, .pw = s.p, .dh = 1, .dw = 1, .threads = 1};
+    if (tp__conv_nhwc_init(&oi.cv, TP_ISA_AVX2, w) != TP_OK) {
+        fprintf(stderr, "tp__conv_nhwc_init failed\n");
+        exit(1);
+    }
+    oi.ws = aligned_alloc(64, tp__conv_nhwc_workspace(&oi.cv, 1) + 64);
+    oi.call = (tp_conv_nhwc_call){.conv = &oi.cv, .x = x, .x_nhwc = true, .y = y2, .res = NULL};
     implicit_run(&oi);
     double err2 = 0;
     for (long i = 0; i < oh * ow * s.cout; i++) {
@@ -274,6 +253,8 @@ static void bench(shape s, int repeats, long tile, double peak) {
            s.h, s.w, s.cin, s.cout, s.k, s.s, impl, 100 * gd / peak, tile, 100 * go / peak, 100 * gi / peak,
            ti[repeats / 2] / td[repeats / 2], sqrt(err / (mx > 0 ? mx : 1)), sqrt(err2 / (mx > 0 ? mx : 1)));
     free(y2);
+    free(oi.ws);
+    tp__conv_nhwc_free(&oi.cv);
     dnnl_primitive_destroy(rp);
     dnnl_primitive_desc_destroy(rpd);
     dnnl_primitive_desc_destroy(pd);

@@ -26,6 +26,7 @@ typedef struct tp_conv_nhwc {
     int64_t tiles_h, tiles_w;  /* Winograd: 2x2 output tiles per image */
     int64_t tile_block;        /* Winograd: tiles per block (per GEMM) */
     size_t wino_stride;        /* Winograd: bytes between the 16 packed matrices */
+    size_t thread_bytes;       /* Winograd: workspace bytes per thread */
     void *wbase, *wpack;       /* packed weights (owned; wpack 64-byte aligned inside wbase) */
     size_t packed_bytes;
 } tp_conv_nhwc;

@@ -96,6 +96,24 @@ bool tp__conv_nhwc_winograd_ok(const tp_conv_nhwc *cv) {
 
 static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+/* cv->packed_bytes of 64-byte aligned packed weights (wbase, wpack), and a
+ * temporary of tmp_floats floats to build them in; both NULL on failure. */
+static tp_status alloc_packed(tp_conv_nhwc *cv, size_t tmp_floats, float **tmp) {
+    *tmp = tp_malloc(tmp_floats * sizeof(float) + 1);
+    cv->wbase = tp_malloc(cv->packed_bytes + 64);
+    if (!*tmp || !cv->wbase) {
+        tp_free(*tmp);
+        tp_free(cv->wbase);
+        *tmp = NULL;
+        cv->wbase = NULL;
+        return tp_error(TP_ERR_NOMEM, "out of memory packing convolution weights");
+    }
+    cv->wpack = (void *)(((uintptr_t)cv->wbase + 63) & ~(uintptr_t)63);
+    return TP_OK;
+}
+
+static size_t winograd_thread_bytes(const tp_conv_nhwc *cv);
+
 /* U = G g G^T for every (cin, cout) pair, packed as 16 B matrices. */
 static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     const int64_t cin = cv->cin, cout = cv->cout;
@@ -124,14 +142,8 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     cv->tile_block = tb;
     cv->wino_stride = round64(tp__gemm_packed_b_bytes(isa, cin, cout));
     cv->packed_bytes = 16 * cv->wino_stride;
-    float *u = tp_malloc((size_t)(16 * cin * cout) * sizeof(float) + 1);
-    cv->wbase = tp_malloc(cv->packed_bytes + 64);
-    if (!u || !cv->wbase) {
-        tp_free(u);
-        tp_free(cv->wbase);
-        cv->wbase = NULL;
-        return tp_error(TP_ERR_NOMEM, "out of memory transforming convolution weights");
-    }
+    float *u;
+    TP_TRY(alloc_packed(cv, (size_t)(16 * cin * cout), &u));
     static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
     for (int64_t c = 0; c < cin; c++)
         for (int64_t o = 0; o < cout; o++) { /* o innermost: the 16 writes run along memory */
@@ -144,17 +156,18 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
                     u[((i * 4 + j) * cin + c) * cout + o] =
                         (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
         }
-    cv->wpack = (void *)(((uintptr_t)cv->wbase + 63) & ~(uintptr_t)63);
     for (int x = 0; x < 16; x++)
         tp__gemm_pack_b(isa, cin, cout, u + x * cin * cout, cout, 1, (char *)cv->wpack + x * cv->wino_stride);
     tp_free(u);
+    cv->thread_bytes = winograd_thread_bytes(cv);
     return TP_OK;
 }
 
 /* Per-thread workspace of the Winograd form: V (16 x tb x cin), M (16 x tb
- * x cout), zeros (max(cin, cout) used of two rows reserved), a gathered tile for NCHW inputs (16 x cin) that is
- * also the output tile (4 x cout), and the GEMM's own. */
-static size_t winograd_thread_bytes(const tp_conv_nhwc *cv, size_t *gemm_ws) {
+ * x cout), a zero row (max(cin, cout)), a gathered tile for NCHW inputs
+ * (16 x cin) that is also the output tile (4 x cout), and the GEMM's own
+ * (none today: A is read in place and B is packed). */
+static size_t winograd_thread_bytes(const tp_conv_nhwc *cv) {
     tp_gemm g;
     memset(&g, 0, sizeof g);
     g.isa = cv->isa;
@@ -166,11 +179,9 @@ static size_t winograd_thread_bytes(const tp_conv_nhwc *cv, size_t *gemm_ws) {
     g.cs_a = 1;
     g.packed_b = cv->wpack;
     g.ldc = cv->cout;
-    *gemm_ws = round64(tp__gemm_workspace_bytes(&g, 1));
-    const size_t tb = (size_t)cv->tile_block;
-    const int64_t mx = cv->cin > cv->cout ? cv->cin : cv->cout;
+    const size_t tb = (size_t)cv->tile_block, mx = (size_t)(cv->cin > cv->cout ? cv->cin : cv->cout);
     return round64(16 * tb * (size_t)cv->cin * sizeof(float)) + round64(16 * tb * (size_t)cv->cout * sizeof(float)) +
-           2 * round64((size_t)mx * sizeof(float)) + round64(16 * (size_t)mx * sizeof(float)) + *gemm_ws;
+           round64(mx * sizeof(float)) + round64(16 * mx * sizeof(float)) + round64(tp__gemm_workspace_bytes(&g, 1));
 }
 
 /* V = B^T d B for each channel c of one tile: d[r*4+q] points at the cin
@@ -285,15 +296,13 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
 
 static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace) {
     const tp_conv_nhwc *cv = call->conv;
-    size_t gemm_ws;
-    const size_t per_thread = winograd_thread_bytes(cv, &gemm_ws);
     const int64_t tb = cv->tile_block, cin = cv->cin, cout = cv->cout;
-    char *ws = (char *)workspace + (size_t)ith * per_thread;
+    char *ws = (char *)workspace + (size_t)ith * cv->thread_bytes;
     float *v = (float *)ws;
     float *m = (float *)(ws + round64(16 * (size_t)tb * (size_t)cin * sizeof(float)));
     const size_t mx = (size_t)(cin > cout ? cin : cout);
     float *zeros = (float *)((char *)m + round64(16 * (size_t)tb * (size_t)cout * sizeof(float)));
-    float *gather = (float *)((char *)zeros + 2 * round64(mx * sizeof(float)));
+    float *gather = (float *)((char *)zeros + round64(mx * sizeof(float)));
     void *gws = (char *)gather + round64(16 * mx * sizeof(float));
     memset(zeros, 0, mx * sizeof(float));
     const int64_t total = cv->n * cv->tiles_h * cv->tiles_w, blocks = (total + tb - 1) / tb;
@@ -327,19 +336,12 @@ tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     cv->isa = isa;
     cv->k = k;
     cv->packed_bytes = tp__gemm_packed_b_bytes(isa, k, cv->cout);
-    float *b = tp_malloc((size_t)(k * cv->cout) * sizeof(float) + 1);
-    cv->wbase = tp_malloc(cv->packed_bytes + 64);
-    if (!b || !cv->wbase) {
-        tp_free(b);
-        tp_free(cv->wbase);
-        cv->wbase = NULL;
-        return tp_error(TP_ERR_NOMEM, "out of memory packing convolution weights");
-    }
+    float *b;
+    TP_TRY(alloc_packed(cv, (size_t)(k * cv->cout), &b));
     /* B (p = tap * cin + c, o) = weight[o][c][tap] (OIHW; conv1d's OIK is OI1K) */
     for (int64_t t = 0; t < taps; t++)
         for (int64_t c = 0; c < cv->cin; c++)
             for (int64_t o = 0; o < cv->cout; o++) b[(t * cv->cin + c) * cv->cout + o] = weight[(o * cv->cin + c) * taps + t];
-    cv->wpack = (void *)(((uintptr_t)cv->wbase + 63) & ~(uintptr_t)63);
     tp__gemm_pack_b(isa, k, cv->cout, b, cv->cout, 1, cv->wpack);
     tp_free(b);
     return TP_OK;
@@ -381,10 +383,7 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
 }
 
 size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth) {
-    if (cv->winograd) {
-        size_t gemm_ws;
-        return (size_t)(nth < 1 ? 1 : nth) * winograd_thread_bytes(cv, &gemm_ws);
-    }
+    if (cv->winograd) return (size_t)(nth < 1 ? 1 : nth) * cv->thread_bytes;
     tp_gemm g = conv_nhwc_gemm(cv, NULL);
     return tp__gemm_workspace_bytes(&g, nth);
 }

@@ -512,38 +512,30 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
             }
             const float beta = pc == 0 ? g->ep.beta : 1.0f;
             const bool last = pc + kc >= k;
-            if (fills_a) {
-                /* implicit A: fill a block of mc rows into the workspace (in
-                 * L2), then run it like an in-place row-major A */
-                for (int64_t ic = m0; ic < m1; ic += plan.mc) {
-                    const int64_t mc = m1 - ic < plan.mc ? m1 - ic : plan.mc;
-                    g->a_fill(g->a_ctx, ic, (int)mc, pc, kc, a_buf);
-                    tp__gemm_block(&plan, g, a_buf, kc, mc, b_block, panel_stride, ldb, b_buf, edge_ldb, full_cols,
-                                   g->c + ic * g->ldc + jc, kc, nc, beta, plan.fill_jr_outer);
+            if (fills_a || jr_outer) {
+                /* implicit A: blocks of mc rows filled into the workspace (in
+                 * L2), then run like an in-place row-major A. Few rows read
+                 * in place (jr_outer): one block, each B micro-panel loaded
+                 * into L1 once for all its row panels. Same micro-kernel
+                 * calls either way, so the same results. */
+                const int64_t step = fills_a ? plan.mc : m1 - m0;
+                for (int64_t ic = m0; ic < m1; ic += step) {
+                    const int64_t mc = m1 - ic < step ? m1 - ic : step;
+                    const float *a_block = a_buf;
+                    int64_t rs_a = kc;
+                    if (fills_a) {
+                        g->a_fill(g->a_ctx, ic, (int)mc, pc, kc, a_buf);
+                    } else {
+                        a_block = g->a + ic * g->rs_a + pc * g->cs_a;
+                        rs_a = g->rs_a;
+                    }
+                    tp__gemm_block(&plan, g, a_block, rs_a, mc, b_block, panel_stride, ldb, b_buf, edge_ldb, full_cols,
+                                   g->c + ic * g->ldc + jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true);
                     if (last)
                         for (int64_t ir = ic; ir < ic + mc; ir += mr)
                             tp__gemm_finish_rows(g, plan.isa.finish, ir, ic + mc - ir < mr ? (int)(ic + mc - ir) : mr,
                                                  jc, nc);
                 }
-                continue;
-            }
-            if (jr_outer) {
-                /* few rows: each B micro-panel is loaded into L1 once and
-                 * serves every row panel, the rows (read in place) stream
-                 * from L2; same micro-kernel calls, so the same results */
-                for (int64_t jr = 0; jr < nc; jr += nr) {
-                    const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
-                    const bool packed_edge = jr >= full_cols;
-                    const float *b_panel = packed_edge ? b_buf : b_block + (jr / nr) * panel_stride;
-                    for (int64_t ir = m0; ir < m1; ir += mr) {
-                        const int rows = m1 - ir < mr ? (int)(m1 - ir) : mr;
-                        kernel(kc, g->a + ir * g->rs_a + pc * g->cs_a, g->rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb,
-                               g->c + ir * g->ldc + jc + jr, g->ldc, rows, cols, g->ep.alpha, beta);
-                    }
-                }
-                if (last)
-                    for (int64_t ir = m0; ir < m1; ir += mr)
-                        tp__gemm_finish_rows(g, plan.isa.finish, ir, m1 - ir < mr ? (int)(m1 - ir) : mr, jc, nc);
                 continue;
             }
             for (int64_t ir = m0; ir < m1; ir += mr) {

@@ -727,6 +727,15 @@ static bool winograd_wanted(const tp_conv_nhwc *g) {
     return g->cin >= 16 && g->cout >= 16 && g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2) >= WINOGRAD_MIN_TILES;
 }
 
+/* The step's own copy of the convolution's (folded) bias: the op plan it
+ * came from is freed once the step is built. */
+static tp_status own_bias(dn_step *d, const tp_conv_info *v) {
+    d->bias = tp_malloc((size_t)v->cout * sizeof(float));
+    TP_CHECK(d->bias != NULL, TP_ERR_NOMEM, "out of memory planning a convolution's bias");
+    memcpy(d->bias, v->bias, (size_t)v->cout * sizeof(float));
+    return TP_OK;
+}
+
 static tp_status build_gemmconv(const dn_cand *c, dn_step *d, bool nx, int threads) {
     const tp_conv_info *v = &c->conv;
     d->kind = DN_GEMMCONV;
@@ -736,11 +745,7 @@ static tp_status build_gemmconv(const dn_cand *c, dn_step *d, bool nx, int threa
     d->gc_x_nhwc = nx;
     d->gc = tp_calloc(1, sizeof *d->gc);
     TP_CHECK(d->gc != NULL, TP_ERR_NOMEM, "out of memory planning a convolution");
-    if (v->bias) {
-        d->bias = tp_malloc((size_t)v->cout * sizeof(float));
-        TP_CHECK(d->bias != NULL, TP_ERR_NOMEM, "out of memory planning a convolution");
-        memcpy(d->bias, v->bias, (size_t)v->cout * sizeof(float));
-    }
+    if (v->bias) TP_TRY(own_bias(d, v));
     tp_conv_nhwc *g = d->gc;
     *g = (tp_conv_nhwc){.n = v->n, .cin = v->cin, .h = v->h, .w = v->w, .cout = v->cout, .oh = v->oh, .ow = v->ow,
                         .kh = v->kh, .kw = v->kw, .sh = v->sh, .sw = v->sw, .ph = v->ph, .pw = v->pw, .dh = v->dh,
@@ -817,11 +822,7 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
         if (v->bias) {
             ch->md[M_B] = bmd;
             ch->has[M_B] = true;
-            if (!d->bias) {
-                d->bias = tp_malloc((size_t)v->cout * sizeof(float));
-                TP_CHECK(d->bias != NULL, TP_ERR_NOMEM, "out of memory planning oneDNN steps");
-                memcpy(d->bias, v->bias, (size_t)v->cout * sizeof(float));
-            }
+            if (!d->bias) TP_TRY(own_bias(d, v));
             ch->bias = d->bias;
         }
         st = share_or_pack(d, i, &umd, v->weight);
