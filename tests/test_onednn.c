@@ -26,7 +26,6 @@
 #include <pthread.h>
 
 #include "engine_impl.h"
-#include "fail_alloc.h"
 #include "program_examples.h"
 #include "test_util.h"
 #include "tpexport/run.h"
@@ -402,35 +401,6 @@ TEST(test_gemm_conv) {
     }
 }
 
-/* Planning and running a net whose convolutions take our NHWC paths (the
- * implicit GEMM and Winograd on AVX2-only CPUs or with TP_CONV_GEMM=1/2)
- * with every allocation failing in turn: TP_ERR_NOMEM, nothing leaked. A
- * copy of the program each time: a program keeps the plans it built. */
-static tp_status plan_and_run(void *ctx) {
-    const built *b = ctx;
-    tp_program *p = NULL;
-    tp_status st = tp_program_copy(b->p, &p);
-    tp_run_options opt;
-    tp_run_options_init(&opt);
-    opt.num_threads = 2;
-    tp_run *r = NULL;
-    if (st == TP_OK) st = tp_run_new(p, &opt, &r);
-    if (st == TP_OK) st = tp_run_execute(r, (tp_tensor *[]){b->x}, 1, NULL, 0);
-    tp_run_free(r);
-    tp_program_free(p);
-    return st;
-}
-
-TEST(test_gemm_conv_alloc_failures) {
-    const net_case c = {"alloc failures", 1, 16, 15, 13, 3,
-                        {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(24, 3, 2, 1, 1, 1, NONE), CONV(4, 1, 1, 0, 1, 1, NONE)}};
-    built b = build(&c);
-    long n = b.p && b.x ? check_alloc_failures("gemm/winograd convolutions", plan_and_run, &b) : 0;
-    printf("  %ld allocations, each failed in turn\n", n);
-    tp_tensor_free(b.x);
-    tp_program_free(b.p);
-}
-
 TEST(test_regions) {
     const net_case nets[] = {
         {"resnet block", 1, 3, 20, 18, 5,
@@ -788,8 +758,7 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv),
-                                         T(test_gemm_conv_alloc_failures), T(test_regions), T(test_conv1d),
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_regions), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
