@@ -26,6 +26,7 @@
 #include <pthread.h>
 
 #include "engine_impl.h"
+#include "fail_alloc.h"
 #include "program_examples.h"
 #include "test_util.h"
 #include "tpexport/run.h"
@@ -401,6 +402,56 @@ TEST(test_gemm_conv) {
     }
 }
 
+/* Planning and running nets with every allocation failing in turn:
+ * TP_ERR_NOMEM, nothing leaked (LeakSanitizer sees oneDNN's objects too).
+ * The first net's convolutions take our NHWC paths (the implicit GEMM and
+ * Winograd on AVX2-only CPUs or with TP_CONV_GEMM=1/2), the others oneDNN's
+ * convolutions with a bias, a residual sum, pools, a unary and a binary
+ * step. A copy of the program each time: a program keeps the plans it
+ * built. */
+static tp_status plan_and_run(void *ctx) {
+    const built *b = ctx;
+    tp_program *p = NULL;
+    tp_status st = tp_program_copy(b->p, &p);
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = 2;
+    tp_run *r = NULL;
+    if (st == TP_OK) st = tp_run_new(p, &opt, &r);
+    if (st == TP_OK) st = tp_run_execute(r, (tp_tensor *[]){b->x}, 1, NULL, 0);
+    tp_run_free(r);
+    tp_program_free(p);
+    return st;
+}
+
+TEST(test_alloc_failures) {
+    const net_case nets[] = {
+        {"gemm/winograd convolutions", 1, 16, 15, 13, 3,
+         {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(24, 3, 2, 1, 1, 1, NONE), CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"resnet block", 1, 3, 12, 11, 5,
+         {CONV(8, 7, 2, 3, 1, 1, RELU),
+          {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+          CONV(8, 3, 1, 1, 1, 1, RELU),
+          {L_CONV, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 2, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"pools, unary, add", 1, 3, 11, 9, 6,
+         {CONV(8, 3, 1, 1, 1, 1, RELU),
+          {L_POOL, 0, 3, 3, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0},
+          {L_UNARY, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, TP_OP_TANH, -1, 0},
+          {L_POOL, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+          {L_ADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 3, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+    };
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        built b = build(&nets[i]);
+        long n = b.p && b.x ? check_alloc_failures(nets[i].label, plan_and_run, &b) : 0;
+        printf("  %s: %ld allocations, each failed in turn\n", nets[i].label, n);
+        CHECK(n > 0);
+        tp_tensor_free(b.x);
+        tp_program_free(b.p);
+    }
+}
+
 TEST(test_regions) {
     const net_case nets[] = {
         {"resnet block", 1, 3, 20, 18, 5,
@@ -758,7 +809,8 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_regions), T(test_conv1d),
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv),
+                                         T(test_alloc_failures), T(test_regions), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -822,10 +822,10 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
         if (v->bias) {
             ch->md[M_B] = bmd;
             ch->has[M_B] = true;
-            if (!d->bias) TP_TRY(own_bias(d, v));
-            ch->bias = d->bias;
         }
-        st = share_or_pack(d, i, &umd, v->weight);
+        if (v->bias && !d->bias) st = own_bias(d, v);
+        ch->bias = d->bias;
+        if (st == TP_OK) st = share_or_pack(d, i, &umd, v->weight);
         if (st == TP_OK) st = stage(d, ch, x4.v, nx, ib, y4.v, ny, ob);
         if (st == TP_OK && v->ires >= 0) {
             const plan_slot *r = &ps->plan->slots[s->in[v->ires]];
@@ -875,8 +875,6 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
         dnnl_memory_desc_t smd, dmd, bmd;
         TP_TRY(dense_md(&smd, xs, ib));
         TP_TRY(dense_md(&dmd, ys, ob));
-        dnnl_primitive_attr_t attr;
-        TP_TRY(make_attr(&attr, false, 0, 0, 0));
         dnnl_status_t dst = dnnl_success;
         union {
             dnnl_pooling_v2_desc_t pool;
@@ -903,6 +901,8 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
             ch->has[M_SRC1] = true;
             dst = dnnl_binary_desc_init(&u.bin, c->alg, &smd, &bmd, &dmd);
         }
+        dnnl_primitive_attr_t attr;
+        TP_TRY(make_attr(&attr, false, 0, 0, 0));
         tp_status st = TP_OK;
         dnnl_primitive_desc_t pd = NULL;
         if (dst != dnnl_success) st = tp_error(TP_ERR_UNSUPPORTED, "oneDNN descriptor (%d)", (int)dst);
