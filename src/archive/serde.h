@@ -310,7 +310,10 @@ enum {
     TP_SERDE_COMMUTATIVE = 1u << 2, /* BINOP: operands may be swapped */
     /* BINOP on ints (symbolic sizes): the same callee as a tensor entry
      * listed before it; the reader picks it when an operand is an int node */
-    TP_SERDE_SYMINT = 1u << 3
+    TP_SERDE_SYMINT = 1u << 3,
+    /* *_copy functions (view_copy, permute_copy, ...): op, then a clone of
+     * its result, so the value never aliases the input */
+    TP_SERDE_COPY_RESULT = 1u << 4
 };
 
 typedef struct tp_serde_op_entry {

@@ -819,7 +819,18 @@ static tp_status build_plain(reader *r, doc_node *d, const tp_serde_op_entry *e,
     mapped_clear(&m);
     if (st != TP_OK) return tp__sd_note(r, st);
     tp_node *n = NULL;
-    if (!copy_back) {
+    if (!copy_back && (e->flags & TP_SERDE_COPY_RESULT)) {
+        char *tmp = NULL;
+        st = tp__sd_fresh_name(r, d->name, tp_op_name(op), &tmp);
+        if (st != TP_OK) tp__sd_note(r, st);
+        tp_node *value_node = NULL;
+        if (st == TP_OK) st = add_call(r, tmp, op, &cargs, &ckwargs, &value_node);
+        tp_free(tmp);
+        if (st == TP_OK) {
+            tp_value v = tp_value_node(value_node);
+            st = tp__sd_add_call_values(r, d->name, TP_OP_CLONE, &v, 1, &n);
+        }
+    } else if (!copy_back) {
         st = add_call(r, d->name, op, &cargs, &ckwargs, &n);
     } else {
         char *tmp = NULL;
