@@ -1372,6 +1372,35 @@ static const tp_serde_op_entry g_table[] = {
     SP(TF, "stride", INVALID, TP_SERDE_PREDICATE, "input,dim"),
     SP(TF, "storage_offset", INVALID, TP_SERDE_PREDICATE, "input"),
 
+    /* padding and resizing kernels under their ATen names */
+    FIX(TF, "reflection_pad1d", PAD, "input,padding:pad,*,out:!=None", "mode='reflect'"),
+    FIX(TF, "reflection_pad2d", PAD, "input,padding:pad,*,out:!=None", "mode='reflect'"),
+    FIX(TF, "reflection_pad3d", PAD, "input,padding:pad,*,out:!=None", "mode='reflect'"),
+    FIX(TF, "reflection_pad_nd", PAD, "input,pad", "mode='reflect'"),
+    FIX(TF, "replication_pad1d", PAD, "input,padding:pad,*,out:!=None", "mode='replicate'"),
+    FIX(TF, "replication_pad2d", PAD, "input,padding:pad,*,out:!=None", "mode='replicate'"),
+    FIX(TF, "replication_pad3d", PAD, "input,padding:pad,*,out:!=None", "mode='replicate'"),
+    FIX(TF, "replication_pad_nd", PAD, "input,pad", "mode='replicate'"),
+    FIX(TF, "circular_pad_nd", PAD, "input,pad", "mode='circular'"),
+    FIX(TF, "constant_pad_nd", PAD, "input,pad,value", "mode='constant'"),
+    /* upsample_*(input, output_size, [align_corners,] scales...): interpolate
+     * to output_size; explicit scales change how source indices are computed
+     * and are refused */
+    FIX(TF, "upsample_nearest1d", INTERPOLATE, "input,output_size:size,scales:!=None,*,out:!=None", "mode='nearest'"),
+    FIX(TF, "upsample_nearest2d", INTERPOLATE, "input,output_size:size,scales_h:!=None,scales_w:!=None,*,out:!=None",
+        "mode='nearest'"),
+    FIX(TF, "upsample_nearest3d", INTERPOLATE,
+        "input,output_size:size,scales_d:!=None,scales_h:!=None,scales_w:!=None,*,out:!=None", "mode='nearest'"),
+    FIX(TF, "upsample_linear1d", INTERPOLATE, "input,output_size:size,align_corners,scales:!=None,*,out:!=None",
+        "mode='linear'"),
+    FIX(TF, "upsample_bilinear2d", INTERPOLATE,
+        "input,output_size:size,align_corners,scales_h:!=None,scales_w:!=None,*,out:!=None", "mode='bilinear'"),
+    FIX(TF, "upsample_bicubic2d", INTERPOLATE,
+        "input,output_size:size,align_corners,scales_h:!=None,scales_w:!=None,*,out:!=None", "mode='bicubic'"),
+    FIX(TF, "upsample_trilinear3d", INTERPOLATE,
+        "input,output_size:size,align_corners,scales_d:!=None,scales_h:!=None,scales_w:!=None,*,out:!=None",
+        "mode='trilinear'"),
+
     /* ---- tensorplay's runtime dim assertions (dynamic shapes) ---- */
     SP("tensorplay.export._trace", "_assert_dim_range", INVALID, TP_SERDE_ASSERT, "tensor,index,min,max,name"),
     SP("tensorplay.export._trace", "_assert_dims_equal", INVALID, TP_SERDE_ASSERT,

@@ -762,7 +762,7 @@ static tp_status adaptive_indices_kernel(const tp_value *args, tp_value *out, in
 
 /* ---- interpolate -------------------------------------------------------- */
 
-typedef enum interp_mode { INTERP_NEAREST, INTERP_NEAREST_EXACT, INTERP_LINEAR, INTERP_AREA } interp_mode;
+typedef enum interp_mode { INTERP_NEAREST, INTERP_NEAREST_EXACT, INTERP_LINEAR, INTERP_AREA, INTERP_BICUBIC } interp_mode;
 
 typedef struct interp_params {
     interp_mode mode;
@@ -818,10 +818,11 @@ static tp_status interp_setup(const tp_value *args, interp_params *p) {
     else if (strcmp(mode, "linear") == 0) p->mode = INTERP_LINEAR, needed = 1;
     else if (strcmp(mode, "bilinear") == 0) p->mode = INTERP_LINEAR, needed = 2;
     else if (strcmp(mode, "trilinear") == 0) p->mode = INTERP_LINEAR, needed = 3;
-    else if (strcmp(mode, "bicubic") == 0) return tp_error(TP_ERR_UNSUPPORTED, "mode 'bicubic' is not supported");
+    else if (strcmp(mode, "bicubic") == 0) p->mode = INTERP_BICUBIC, needed = 2;
     else
         return tp_error(TP_ERR_INVALID_ARG,
-                        "unknown mode '%s' (expected nearest, nearest-exact, linear, bilinear, trilinear or area)",
+                        "unknown mode '%s' (expected nearest, nearest-exact, linear, bilinear, bicubic, trilinear or "
+                        "area)",
                         mode);
     TP_CHECK(needed == 0 || needed == n_spatial, TP_ERR_SHAPE, "Got %dD input, but %s mode needs %dD input",
              input->ndim, mode, needed + 2);
@@ -832,12 +833,12 @@ static tp_status interp_setup(const tp_value *args, interp_params *p) {
     else
         TP_CHECK(tp_dtype_is_float(input->dtype), TP_ERR_TYPE,
                  "expected a floating point input for mode '%s', but got %s", mode, tp_dtype_name(input->dtype));
-    if (p->mode == INTERP_LINEAR) {
+    if (p->mode == INTERP_LINEAR || p->mode == INTERP_BICUBIC) {
         p->align_corners = !tp__arg_is_none(args, 4) && tp__arg_bool(args, 4);
     } else {
         TP_CHECK(tp__arg_is_none(args, 4), TP_ERR_INVALID_ARG,
                  "align_corners option can only be set with the interpolating modes: linear | bilinear | "
-                 "trilinear");
+                 "bicubic | trilinear");
     }
 
     int lead = POOL_MAX_SPATIAL - n_spatial;
@@ -976,6 +977,81 @@ static void linear_source(const interp_params *p, int d, int64_t o, bool single,
     *l0 = fround(1.0 - lambda, single);
 }
 
+/* Bicubic source coordinate of output o along dim d (torch's
+ * area_pixel_compute_source_index with cubic=true: not clamped at 0). */
+static double cubic_source(const interp_params *p, int d, int64_t o, bool single) {
+    int64_t in = p->in.in_size[d], out = p->out_size[d];
+    if (p->align_corners) {
+        double scale = out > 1 ? fround((double)(in - 1) / (double)(out - 1), single) : 0.0;
+        return fround(scale * (double)o, single);
+    }
+    double scale = p->has_scale && p->scale[d] > 0.0 ? fround(1.0 / p->scale[d], single)
+                                                      : fround((double)in / (double)out, single);
+    return fround(fround(scale * ((double)o + 0.5), single) - 0.5, single);
+}
+
+/* The four cubic convolution weights (Keys, A = -0.75) of fraction t, in
+ * torch's order of operations (in float for single precision). */
+static void cubic_weights(double t, bool single, double w[4]) {
+    const double a = -0.75;
+    double x = fround(t + 1.0, single);
+    w[0] = fround(fround(fround(fround(fround(a * x, single) - 5.0 * a, single) * x, single) + 8.0 * a, single) * x,
+                  single) - 4.0 * a;
+    w[1] = fround(fround(fround(fround((a + 2.0) * t, single) - (a + 3.0), single) * t, single) * t, single) + 1.0;
+    x = fround(1.0 - t, single);
+    w[2] = fround(fround(fround(fround((a + 2.0) * x, single) - (a + 3.0), single) * x, single) * x, single) + 1.0;
+    x = fround(x + 1.0, single);
+    w[3] = fround(fround(fround(fround(fround(a * x, single) - 5.0 * a, single) * x, single) + 8.0 * a, single) * x,
+                  single) - 4.0 * a;
+    for (int i = 0; i < 4; i++) w[i] = fround(w[i], single);
+}
+
+/* x0 w0 + x1 w1 + x2 w2 + x3 w3, left to right. */
+static double cubic_dot(const double v[4], const double w[4], bool single) {
+    double acc = fround(v[0] * w[0], single);
+    for (int i = 1; i < 4; i++) acc = fround(acc + fround(v[i] * w[i], single), single);
+    return acc;
+}
+
+/* Bicubic interpolation of (N, C, H, W) (torch's upsample_bicubic2d): 4 x 4
+ * taps around the source point, indices clamped to the input (border
+ * replication), rows interpolated first, then the column of row results. */
+static void bicubic_run(const view5 *x, const interp_params *p, tp_tensor *o) {
+    bool single = x->dtype != TP_FLOAT64;
+    int64_t ih = p->in.in_size[1], iw = p->in.in_size[2], oh = p->out_size[1], ow = p->out_size[2];
+    char *optr = tp__tensor_base(o);
+    int64_t oes = (int64_t)tp_dtype_size(o->dtype), flat = 0;
+    for (int64_t n = 0; n < p->in.batch; n++)
+        for (int64_t c = 0; c < p->in.channels; c++)
+            for (int64_t y = 0; y < oh; y++) {
+                double ry = ih == oh ? (double)y : cubic_source(p, 1, y, single);
+                double fy = floor(ry), wy[4];
+                cubic_weights(ih == oh ? 0.0 : fround(ry - fy, single), single, wy);
+                for (int64_t xo = 0; xo < ow; xo++) {
+                    char *dst = optr + flat++ * oes;
+                    if (ih == oh && iw == ow) { /* torch copies when the sizes match */
+                        store_elem(dst, o->dtype, load_elem(view5_at(x, n, c, 0, y, xo), x->dtype));
+                        continue;
+                    }
+                    double rx = cubic_source(p, 2, xo, single), fx = floor(rx), wx[4];
+                    cubic_weights(fround(rx - fx, single), single, wx);
+                    double rows[4];
+                    for (int i = 0; i < 4; i++) {
+                        int64_t yy = (int64_t)fy - 1 + i;
+                        yy = yy < 0 ? 0 : yy > ih - 1 ? ih - 1 : yy;
+                        double v[4];
+                        for (int j = 0; j < 4; j++) {
+                            int64_t xx = (int64_t)fx - 1 + j;
+                            xx = xx < 0 ? 0 : xx > iw - 1 ? iw - 1 : xx;
+                            v[j] = load_elem(view5_at(x, n, c, 0, yy, xx), x->dtype);
+                        }
+                        rows[i] = cubic_dot(v, wx, single);
+                    }
+                    store_elem(dst, o->dtype, cubic_dot(rows, wy, single));
+                }
+            }
+}
+
 static tp_status interp_kernel(const tp_value *args, tp_value *out) {
     interp_params p;
     TP_TRY(interp_setup(args, &p));
@@ -986,6 +1062,10 @@ static tp_status interp_kernel(const tp_value *args, tp_value *out) {
     make_view5(input, p.in.n_spatial, &x);
     if (p.mode == INTERP_AREA) {
         adaptive_pool_run(&x, &p.in, p.out_size, false, o, NULL);
+        return TP_OK;
+    }
+    if (p.mode == INTERP_BICUBIC) {
+        bicubic_run(&x, &p, o);
         return TP_OK;
     }
     int lead = POOL_MAX_SPATIAL - p.in.n_spatial;
