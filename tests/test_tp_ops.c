@@ -10,7 +10,9 @@
  * run's inputs in order (state carrying over), give tensorplay's outputs and state
  * (and so does the program saved in PyTorch's format by
  * tp_archive_save_torch_buffer and read back, where the writer accepts it):
- * same dtype and shape, values within the case's rtol/atol (NaN = NaN).
+ * same dtype and shape, values within the case's rtol/atol (NaN = NaN);
+ * for a case marked "random" (functions drawing random numbers), same dtype
+ * and shape and every value within the case's support.
  * Every failing case is named; the test fails if any case fails or if the
  * folder holds no case at all.
  *
@@ -18,6 +20,7 @@
  *   test_tp_ops sinh       the cases whose name contains "sinh"
  */
 #include <dirent.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdint.h>
 
@@ -31,6 +34,9 @@ typedef struct {
     char dir[512];
     json_t *doc;
     double rtol, atol;
+    bool random;          /* "random" in case.json: compare dtype, shape and support */
+    double low, high;     /* the support */
+    bool integral;
 } op_case;
 
 static tp_tensor *case_npy(const op_case *c, const char *file) {
@@ -54,6 +60,23 @@ static bool same_tensor(const op_case *c, const char *what, const tp_tensor *got
         return false;
     }
     char msg[256];
+    if (c->random) { /* random values: same shape, every value in the support */
+        bool same = tp_tensor_ndim(got) == tp_tensor_ndim(want);
+        for (int d = 0; same && d < tp_tensor_ndim(got); d++) same = tp_tensor_sizes(got)[d] == tp_tensor_sizes(want)[d];
+        if (!same) {
+            fprintf(stderr, "  %s: %s: a random result of another shape than tensorplay's\n", c->name, what);
+            return false;
+        }
+        for (int64_t i = 0; i < tp_tensor_numel(got); i++) {
+            double v = tp_tensor_item_f64(got, i);
+            if (!(v >= c->low && v <= c->high) || (c->integral && v != floor(v))) {
+                fprintf(stderr, "  %s: %s: element %lld = %g is outside the support [%g, %g]%s\n", c->name, what,
+                        (long long)i, v, c->low, c->high, c->integral ? " of integers" : "");
+                return false;
+            }
+        }
+        return true;
+    }
     if (!tp_tensor_allclose(got, want, c->rtol, c->atol, msg, sizeof msg)) {
         fprintf(stderr, "  %s: %s: %s\n", c->name, what, msg);
         return false;
@@ -247,6 +270,13 @@ static bool check_case(const char *name) {
         return false;
     }
     if (json_is_number(json_object_get(c.doc, "rtol"))) c.rtol = json_number_value(json_object_get(c.doc, "rtol"));
+    const json_t *rnd = json_object_get(c.doc, "random");
+    if (json_is_object(rnd)) {
+        c.random = true;
+        c.low = json_is_number(json_object_get(rnd, "low")) ? json_number_value(json_object_get(rnd, "low")) : -INFINITY;
+        c.high = json_is_number(json_object_get(rnd, "high")) ? json_number_value(json_object_get(rnd, "high")) : INFINITY;
+        c.integral = json_is_true(json_object_get(rnd, "integral"));
+    }
     if (json_is_number(json_object_get(c.doc, "atol"))) c.atol = json_number_value(json_object_get(c.doc, "atol"));
     int bad = 0;
     if (json_array_size(json_object_get(c.doc, "runs")) == 0) {

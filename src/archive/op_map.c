@@ -1401,6 +1401,39 @@ static const tp_serde_op_entry g_table[] = {
         "input,output_size:size,align_corners,scales_d:!=None,scales_h:!=None,scales_w:!=None,*,out:!=None",
         "mode='trilinear'"),
 
+    /* ---- random fills and samplers (random.c). The in-place methods run the
+     * functional op, then copy into self; they are also how the ops are
+     * written (tensorplay has no functional form of most), which mutates
+     * the input in tensorplay as the method read did ---- */
+    {NULL, "uniform_", TP_OP_UNIFORM, TP_SERDE_PLAIN, "self,from,to,*,generator:!=None", NULL,
+     TP_SERDE_COPY_BACK | TP_SERDE_WRITE, TP_OP_INVALID},
+    MT_("normal_", NORMAL_FUNCTIONAL, "self,mean,std,*,generator:!=None"),
+    FNW(TF, "normal_functional", NORMAL_FUNCTIONAL, "input,mean,std,generator:!=None"),
+    {NULL, "log_normal_", TP_OP_LOG_NORMAL, TP_SERDE_PLAIN, "self,mean,std", NULL, TP_SERDE_COPY_BACK | TP_SERDE_WRITE,
+     TP_OP_INVALID},
+    {NULL, "exponential_", TP_OP_EXPONENTIAL, TP_SERDE_PLAIN, "self,lambd", NULL, TP_SERDE_COPY_BACK | TP_SERDE_WRITE,
+     TP_OP_INVALID},
+    {NULL, "cauchy_", TP_OP_CAUCHY, TP_SERDE_PLAIN, "self,median,sigma", NULL, TP_SERDE_COPY_BACK | TP_SERDE_WRITE,
+     TP_OP_INVALID},
+    {NULL, "geometric_", TP_OP_GEOMETRIC, TP_SERDE_PLAIN, "self,p", NULL, TP_SERDE_COPY_BACK | TP_SERDE_WRITE,
+     TP_OP_INVALID},
+    /* tensorplay's random_(low=0, high=0): random_() spans the dtype, random_(a, b) is [a, b) */
+    {NULL, "random_", TP_OP_RANDOM, TP_SERDE_PLAIN, "self,low:from,high:to,*,generator:!=None", NULL,
+     TP_SERDE_COPY_BACK | TP_SERDE_WRITE, TP_OP_INVALID},
+    FNW(TF, "bernoulli", BERNOULLI, "input,p,*,generator:!=None,out:!=None"),
+    MT("bernoulli", BERNOULLI, "self,p,*,generator:!=None"),
+    MT_("bernoulli_", BERNOULLI, "self,p=0.5,*,generator:!=None"),
+    FNW(TF, "poisson", POISSON, "input,generator:!=None"),
+    MT("poisson", POISSON, "self,generator:!=None"),
+    FNW(TF, "multinomial", MULTINOMIAL, "input,num_samples,replacement,impl:!=0,*,out:!=None"),
+    MT("multinomial", MULTINOMIAL, "self,num_samples,replacement,impl:!=0"),
+    FNW(TF, "rand_like", RAND_LIKE, "input,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
+    FNW(TF, "randn_like", RANDN_LIKE, "input,dtype,device,requires_grad:!=False,*,layout,pin_memory,memory_format:-"),
+    FNW(TF, "randint_like", RANDINT_LIKE, "input,low,high,dtype,device,requires_grad:!=False,*,layout,pin_memory"),
+    FNW(TF, "randint", RANDINT, "low,high,size,*,dtype,device,requires_grad:!=False,out:!=None"),
+    FNW(TF, "randperm", RANDPERM, "n,*,dtype,device,requires_grad:!=False,out:!=None"),
+    FNW(TF, "normal", NORMAL, "mean,std,*,out:!=None"),
+
     /* ---- tensorplay's runtime dim assertions (dynamic shapes) ---- */
     SP("tensorplay.export._trace", "_assert_dim_range", INVALID, TP_SERDE_ASSERT, "tensor,index,min,max,name"),
     SP("tensorplay.export._trace", "_assert_dims_equal", INVALID, TP_SERDE_ASSERT,

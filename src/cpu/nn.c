@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 
 #include "kernel_util.h"
+#include "rng.h"
 
 /* ---- element access ---------------------------------------------------- */
 
@@ -120,26 +121,6 @@ static void mean_var(const double *x, int64_t n, double *mean, double *var) {
     *mean = m;
     *var = ss / (double)n;
 }
-
-/* ---- a small seeded generator (splitmix64), one stream per call -------- */
-
-static atomic_uint_fast64_t g_random_calls;
-
-static uint64_t rng_next(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_seed(void) {
-    uint64_t call = (uint64_t)atomic_fetch_add(&g_random_calls, 1);
-    uint64_t state = 0x2545F4914F6CDD1DULL ^ call;
-    return rng_next(&state);
-}
-
-/* Uniform in [0, 1). */
-static double rng_uniform(uint64_t *state) { return (double)(rng_next(state) >> 11) * 0x1.0p-53; }
 
 /* ---- argument checks shared by the shape rules ------------------------- */
 
@@ -1427,10 +1408,10 @@ static tp_status dropout_kernel(const tp_value *args, tp_value *out) {
         while (tp__walk_next(&it)) store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * 0.0);
         return TP_OK;
     }
-    uint64_t state = rng_seed();
+    uint64_t state = tp__rng_seed();
     double keep = 1.0 - p, scale = 1.0 / keep;
     while (tp__walk_next(&it)) {
-        double m = rng_uniform(&state) < keep ? scale : 0.0;
+        double m = tp__rng_uniform(&state) < keep ? scale : 0.0;
         store_at(yb, it.off[1], y->dtype, load_at(xb, it.off[0], x->dtype) * m);
     }
     return TP_OK;
@@ -1572,7 +1553,7 @@ static tp_status sdpa_kernel(const tp_value *args, tp_value *out) {
     const char *qb = tp__tensor_base(q), *kb = tp__tensor_base(k), *vb = tp__tensor_base(v);
     const char *mb = mask ? tp__tensor_base(mask) : NULL;
     char *yb = tp__tensor_base(y);
-    uint64_t rng = dropout_p > 0.0 ? rng_seed() : 0;
+    uint64_t rng = dropout_p > 0.0 ? tp__rng_seed() : 0;
 
     double *w;
     TP_TRY(alloc_f64(S, &w));
@@ -1611,7 +1592,7 @@ static tp_status sdpa_kernel(const tp_value *args, tp_value *out) {
                 for (int64_t s = 0; s < S; s++) w[s] /= sum;
                 if (dropout_p > 0.0)
                     for (int64_t s = 0; s < S; s++)
-                        w[s] *= rng_uniform(&rng) < 1.0 - dropout_p ? 1.0 / (1.0 - dropout_p) : 0.0;
+                        w[s] *= tp__rng_uniform(&rng) < 1.0 - dropout_p ? 1.0 / (1.0 - dropout_p) : 0.0;
             }
             for (int64_t e = 0; e < Ev; e++) {
                 double acc = 0.0;

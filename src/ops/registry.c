@@ -91,6 +91,7 @@ static void init_once(void) {
     tp__register_symint_ops();
     tp__register_advindex_ops();
     tp__register_loss_ops();
+    tp__register_random_ops();
     tp__register_fast_ops();
     for (int i = 0; i < TP_OP_COUNT; i++) {
         if (!g_ops[i].schema_text) continue;
