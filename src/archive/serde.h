@@ -300,8 +300,9 @@ typedef enum tp_serde_special {
                             stride / storage_offset: folded */
     TP_SERDE_UNIQUE,     /* unique / unique_consecutive: op (swapped_op, unique_dim, for unique with a dim),
                             then the values alone or the tuple with the inverse and / or counts asked for */
-    TP_SERDE_NONZERO_NUMPY /* Tensor.nonzero_numpy(): unbind(nonzero(x), 1), one index tensor per dim (a 0-d x
+    TP_SERDE_NONZERO_NUMPY, /* Tensor.nonzero_numpy(): unbind(nonzero(x), 1), one index tensor per dim (a 0-d x
                               unsqueezed first) */
+    TP_SERDE_COMPOSE       /* a few of our ops (serde_compose.c, by the entry's name) */
 } tp_serde_special;
 
 enum {

@@ -211,6 +211,17 @@ TP_HIDDEN bool tp__sd_is_none(const tp_value *v);
 
 /* op(args...) from positional values. */
 TP_HIDDEN tp_status tp__sd_add_call_values(reader *r, const char *name, tp_op op, const tp_value *vals, int n, tp_node **out);
+/* op(args, kwargs) (a tuple and a dict or None). */
+TP_HIDDEN tp_status tp__sd_add_call(reader *r, const char *name, tp_op op, const tp_value *args, const tp_value *kwargs,
+                                    tp_node **out);
+
+/* ---- serde_compose.c: functions read as a few of our ops ---- */
+
+/* Build the nodes of function `name` (a TP_SERDE_COMPOSE entry) for
+ * document node d. */
+TP_HIDDEN tp_status tp__sd_compose(reader *r, doc_node *d, const char *name, const tp_value *args,
+                                   const tp_value *kwargs);
+TP_HIDDEN bool tp__sd_has_compose(const char *name);
 
 TP_HIDDEN const tp_value *tp__sd_ref_meta(const tp_value *v);
 

@@ -725,6 +725,11 @@ static tp_status add_call(reader *r, const char *name, tp_op op, const tp_value 
     return TP_OK;
 }
 
+tp_status tp__sd_add_call(reader *r, const char *name, tp_op op, const tp_value *args, const tp_value *kwargs,
+                          tp_node **out) {
+    return add_call(r, name, op, args, kwargs, out);
+}
+
 /* op(args...) from positional values. */
 tp_status tp__sd_add_call_values(reader *r, const char *name, tp_op op, const tp_value *vals, int n, tp_node **out) {
     tp_value args = tp_value_none(); /* cleared on failure: must be valid even when tp_value_tuple fails */
@@ -1002,6 +1007,7 @@ static tp_status replay_layout(reader *r, const char *node, const char *what, co
 static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e, const tp_value *args,
                                const tp_value *kwargs) {
     reader *r = c->r;
+    if (e->special == TP_SERDE_COMPOSE) return tp__sd_compose(r, d, e->name, args, kwargs);
     const tp_value *self = tp_value_at(args, 0);
     if (!self) self = tp_value_dict_get(kwargs, "input");
     if (!self && e->special != TP_SERDE_ASSERT)
