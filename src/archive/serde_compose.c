@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "../cpu/kernel_util.h"
 #include "serde_impl.h"
 
 typedef struct cctx {
@@ -986,6 +987,164 @@ static tp_status c_unbind_copy(cctx *c) {
     return pieces_copy(c, TP_OP_UNBIND, vals, 2);
 }
 
+/* ---- dtype queries, folded at load ---- */
+
+static tp_status dtype_arg(const cctx *c, const tp_value *v, const char *what, tp_dtype *out) {
+    if (!v || v->kind != TP_VAL_DTYPE) return fail(c, TP_ERR_UNSUPPORTED, what);
+    *out = v->u.dtype;
+    return TP_OK;
+}
+
+static tp_status c_promote_types(cctx *c) {
+    tp_dtype a = TP_FLOAT32, b = TP_FLOAT32;
+    TP_TRY(dtype_arg(c, arg(c, 0, "type1"), "type1 must be a dtype", &a));
+    TP_TRY(dtype_arg(c, arg(c, 1, "type2"), "type2 must be a dtype", &b));
+    tp_value v = tp_value_dtype(tp_promote_types(a, b));
+    tp__sd_set_folded(c->d, &v);
+    return TP_OK;
+}
+
+/* PyTorch's canCast: no floating -> integral, no non-bool -> bool. */
+static tp_status c_can_cast(cctx *c) {
+    tp_dtype from = TP_FLOAT32, to = TP_FLOAT32;
+    TP_TRY(dtype_arg(c, arg(c, 0, "from_"), "from_ must be a dtype", &from));
+    TP_TRY(dtype_arg(c, arg(c, 1, "to"), "to must be a dtype", &to));
+    bool ok = !(tp_dtype_is_float(from) && !tp_dtype_is_float(to)) && !(from != TP_BOOL && to == TP_BOOL);
+    tp_value v = tp_value_bool(ok);
+    tp__sd_set_folded(c->d, &v);
+    return TP_OK;
+}
+
+/* result_type(tensor, other): the dtype an arithmetic op of the two gives. */
+static tp_status c_result_type(cctx *c) {
+    const tp_value *vals[2];
+    for (int i = 0; i < 2; i++) {
+        const tp_value *a = arg(c, i, i ? "other" : "tensor");
+        if (!a) return fail(c, TP_ERR_INVALID_ARG, "takes a tensor and another tensor or number");
+        vals[i] = is_tensor(a) ? tp__sd_ref_meta(a) : a;
+        if (!vals[i] || (vals[i]->kind != TP_VAL_TENSOR && !tp_value_is_number(vals[i])))
+            return fail(c, TP_ERR_UNSUPPORTED, "operands must be tensors of known dtype or numbers");
+    }
+    tp_value v = tp_value_dtype(tp__result_type(vals, 2));
+    tp__sd_set_folded(c->d, &v);
+    return TP_OK;
+}
+
+/* ---- factories of a few ints: windows, logspace, range, scalar_tensor ---- */
+
+static tp_status int_arg(const cctx *c, int i, const char *name, int64_t *out) {
+    const tp_value *v = arg(c, i, name);
+    if (!v || v->kind != TP_VAL_INT)
+        return tp__sd_report(c->r, TP_ERR_UNSUPPORTED, "node %s: %s: %s must be an int known at load", c->d->name, c->fn,
+                             name);
+    *out = v->u.i;
+    return TP_OK;
+}
+
+static tp_dtype float_dtype_arg(const cctx *c, int i) {
+    const tp_value *v = arg(c, i, "dtype");
+    return v && v->kind == TP_VAL_DTYPE && tp_dtype_is_float(v->u.dtype) ? v->u.dtype : TP_FLOAT32;
+}
+
+/* n = 0, 1, ..., len - 1 as float dtype dt, scaled by `scale` (a node). */
+static tp_status ramp(const cctx *c, int64_t len, tp_dtype dt, double scale, tp_value *out) {
+    static const char *const dn[] = {"dtype"};
+    TP_TRY(node_kw(c, false, TP_OP_ARANGE, (tp_value[]){tp_value_int(len)}, 1, dn, (tp_value[]){tp_value_dtype(dt)}, 1,
+                   out));
+    if (scale != 1.0) N(false, MUL, out, *out, tp_value_float(scale));
+    return TP_OK;
+}
+
+/* Cosine windows sum_k a_k cos(2 pi k n / M) (hann, hamming, blackman),
+ * M = N if periodic else N - 1; N = 1 gives [1]. */
+static tp_status cosine_window(cctx *c, const double *a, int terms, int len_i, int periodic_i, int dtype_i) {
+    int64_t n;
+    TP_TRY(int_arg(c, 0, "window_length", &n));
+    if (n < 0) return fail(c, TP_ERR_INVALID_ARG, "window_length must be non-negative");
+    const tp_value *pv = arg(c, periodic_i, "periodic");
+    bool periodic = !pv || tp_value_as_i64(pv) != 0;
+    tp_dtype dt = float_dtype_arg(c, dtype_i);
+    TP_UNUSED(len_i);
+    tp_value v;
+    if (n <= 1) {
+        static const char *const dn[] = {"dtype"};
+        tp_value size;
+        TP_TRY(ints(c, &n, 1, &size));
+        tp_status st = node_kw(c, true, TP_OP_FULL, (tp_value[]){size, tp_value_float(1.0)}, 2, dn,
+                               (tp_value[]){tp_value_dtype(dt)}, 1, &v);
+        tp_value_clear(&size);
+        return st;
+    }
+    double m = (double)(periodic ? n : n - 1);
+    tp_value acc = tp_value_none();
+    for (int k = 1; k < terms; k++) {
+        tp_value r, t;
+        TP_TRY(ramp(c, n, dt, 2.0 * 3.14159265358979323846 * k / m, &r));
+        N(false, COS, &t, r);
+        N(false, MUL, &t, t, tp_value_float(a[k]));
+        if (acc.kind == TP_VAL_NONE) acc = t;
+        else N(false, ADD, &acc, acc, t);
+    }
+    N(true, ADD, &v, acc, tp_value_float(a[0]));
+    return TP_OK;
+}
+
+static tp_status c_hann_window(cctx *c) { return cosine_window(c, (double[]){0.5, -0.5}, 2, 0, 1, 2); }
+static tp_status c_blackman_window(cctx *c) { return cosine_window(c, (double[]){0.42, -0.5, 0.08}, 3, 0, 1, 2); }
+
+static tp_status c_hamming_window(cctx *c) {
+    const tp_value *al = arg(c, 2, "alpha"), *be = arg(c, 3, "beta");
+    double a = al && tp_value_is_number(al) ? tp_value_as_f64(al) : 0.54, b = be && tp_value_is_number(be) ? tp_value_as_f64(be) : 0.46;
+    return cosine_window(c, (double[]){a, -b}, 2, 0, 1, 4);
+}
+
+static tp_status c_bartlett_window(cctx *c) { /* 1 - |2n/M - 1| */
+    int64_t n;
+    TP_TRY(int_arg(c, 0, "window_length", &n));
+    if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 0, 1, 2);
+    const tp_value *pv = arg(c, 1, "periodic");
+    bool periodic = !pv || tp_value_as_i64(pv) != 0;
+    double m = (double)(periodic ? n : n - 1);
+    tp_value r;
+    TP_TRY(ramp(c, n, float_dtype_arg(c, 2), 2.0 / m, &r));
+    N(false, SUB, &r, r, tp_value_float(1.0));
+    N(false, ABS, &r, r);
+    N(false, NEG, &r, r);
+    N(true, ADD, &r, r, tp_value_float(1.0));
+    return TP_OK;
+}
+
+static tp_status c_kaiser_window(cctx *c) { /* I0(beta sqrt(1 - (2n/M - 1)^2)) / I0(beta) */
+    int64_t n;
+    TP_TRY(int_arg(c, 0, "window_length", &n));
+    if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 0, 1, 3);
+    const tp_value *pv = arg(c, 1, "periodic"), *bv = arg(c, 2, "beta");
+    bool periodic = !pv || tp_value_as_i64(pv) != 0;
+    double beta = bv && tp_value_is_number(bv) ? tp_value_as_f64(bv) : 12.0;
+    double m = (double)(periodic ? n : n - 1);
+    tp_value r;
+    TP_TRY(ramp(c, n, float_dtype_arg(c, 3), 2.0 / m, &r));
+    N(false, SUB, &r, r, tp_value_float(1.0));
+    N(false, MUL, &r, r, r);
+    N(false, NEG, &r, r);
+    N(false, ADD, &r, r, tp_value_float(1.0));
+    N(false, SQRT, &r, r);
+    N(false, MUL, &r, r, tp_value_float(beta));
+    N(false, I0, &r, r);
+    /* divide by I0(beta): computed by the same kernel on a one-element tensor */
+    tp_value one, ib;
+    static const char *const dn[] = {"dtype"};
+    tp_value size;
+    TP_TRY(ints(c, (int64_t[]){1}, 1, &size));
+    tp_status st = node_kw(c, false, TP_OP_FULL, (tp_value[]){size, tp_value_float(beta)}, 2, dn,
+                           (tp_value[]){tp_value_dtype(float_dtype_arg(c, 3))}, 1, &one);
+    tp_value_clear(&size);
+    TP_TRY(st);
+    N(false, I0, &ib, one);
+    N(true, DIV, &r, r, ib);
+    return TP_OK;
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -1037,6 +1196,16 @@ static const struct {
     {"split_copy", c_split_copy},
     {"split_with_sizes_copy", c_split_with_sizes_copy},
     {"unbind_copy", c_unbind_copy},
+    {"nll_loss_forward", c_nll_loss},
+    {"nll_loss2d_forward", c_nll_loss},
+    {"promote_types", c_promote_types},
+    {"can_cast", c_can_cast},
+    {"result_type", c_result_type},
+    {"hann_window", c_hann_window},
+    {"hamming_window", c_hamming_window},
+    {"blackman_window", c_blackman_window},
+    {"bartlett_window", c_bartlett_window},
+    {"kaiser_window", c_kaiser_window},
 };
 
 bool tp__sd_has_compose(const char *name) {
