@@ -1058,7 +1058,7 @@ static tp_status ramp(const cctx *c, int64_t len, tp_dtype dt, double scale, tp_
 /* Cosine windows sum_k a_k cos(2 pi k n / M) (hann, hamming, blackman),
  * M = N if periodic else N - 1; N = 1 gives [1]. */
 static tp_status cosine_window(cctx *c, const double *a, int terms, int len_i, int periodic_i, int dtype_i) {
-    int64_t n;
+    int64_t n = 0;
     TP_TRY(int_arg(c, 0, "window_length", &n));
     if (n < 0) return fail(c, TP_ERR_INVALID_ARG, "window_length must be non-negative");
     const tp_value *pv = arg(c, periodic_i, "periodic");
@@ -1099,7 +1099,7 @@ static tp_status c_hamming_window(cctx *c) {
 }
 
 static tp_status c_bartlett_window(cctx *c) { /* 1 - |2n/M - 1| */
-    int64_t n;
+    int64_t n = 0;
     TP_TRY(int_arg(c, 0, "window_length", &n));
     if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 0, 1, 2);
     const tp_value *pv = arg(c, 1, "periodic");
@@ -1115,7 +1115,7 @@ static tp_status c_bartlett_window(cctx *c) { /* 1 - |2n/M - 1| */
 }
 
 static tp_status c_kaiser_window(cctx *c) { /* I0(beta sqrt(1 - (2n/M - 1)^2)) / I0(beta) */
-    int64_t n;
+    int64_t n = 0;
     TP_TRY(int_arg(c, 0, "window_length", &n));
     if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 0, 1, 3);
     const tp_value *pv = arg(c, 1, "periodic"), *bv = arg(c, 2, "beta");
