@@ -1489,6 +1489,8 @@ static const tp_serde_op_entry g_table[] = {
     SP(TF, "blackman_window", INVALID, TP_SERDE_COMPOSE, "window_length,periodic,dtype"),
     SP(TF, "bartlett_window", INVALID, TP_SERDE_COMPOSE, "window_length,periodic,dtype"),
     SP(TF, "kaiser_window", INVALID, TP_SERDE_COMPOSE, "window_length,periodic,beta,*,dtype"),
+    SP(TF, "as_strided_", INVALID, TP_SERDE_COMPOSE, "input,size,stride,storage_offset"),
+    SP(NULL, "as_strided_", INVALID, TP_SERDE_COMPOSE, "self,size,stride,storage_offset"),
     /* ATen entry points of ops mapped above */
     FN(TF, "adaptive_max_pool2d_with_indices", ADAPTIVE_MAX_POOL2D_WITH_INDICES, "input,output_size"),
     FN(TF, "fill", FULL_LIKE, "input,value:fill_value"),

@@ -1145,6 +1145,24 @@ static tp_status c_kaiser_window(cctx *c) { /* I0(beta sqrt(1 - (2n/M - 1)^2)) /
     return TP_OK;
 }
 
+/* ---- as_strided_: self becomes a view with other sizes and strides ----
+ * The result is that view, and so is self for every later node (the
+ * document's later references to self are rebound to it), as when
+ * tensorplay runs the call. */
+static tp_status c_as_strided_(cctx *c) {
+    const tp_value *x = arg(c, 0, "input");
+    if (!x) x = arg(c, -1, "self");
+    if (!x || x->kind != TP_VAL_NODE) return fail(c, TP_ERR_UNSUPPORTED, "self must be a tensor node");
+    const tp_value *size = arg(c, 1, "size"), *stride = arg(c, 2, "stride"), *off = arg(c, 3, "storage_offset");
+    if (!size || !stride) return fail(c, TP_ERR_INVALID_ARG, "size and stride are required");
+    tp_node *old = x->u.node;
+    tp_value v;
+    N(true, AS_STRIDED, &v, *x, *size, *stride, off ? *off : tp_value_none());
+    for (int i = 0; i < c->r->current; i++)
+        if (c->r->nodes[i].state == DOC_NODE && c->r->nodes[i].node == old) c->r->nodes[i].node = v.u.node;
+    return TP_OK;
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -1196,6 +1214,7 @@ static const struct {
     {"split_copy", c_split_copy},
     {"split_with_sizes_copy", c_split_with_sizes_copy},
     {"unbind_copy", c_unbind_copy},
+    {"as_strided_", c_as_strided_},
     {"nll_loss_forward", c_nll_loss},
     {"nll_loss2d_forward", c_nll_loss},
     {"promote_types", c_promote_types},
