@@ -1163,6 +1163,111 @@ static tp_status c_as_strided_(cctx *c) {
     return TP_OK;
 }
 
+/* ---- more ATen forms ---- */
+
+static tp_status c_ctc_loss(cctx *c) {
+    tp_value red, v;
+    TP_TRY(reduction(c, arg(c, 5, "reduction"), &red));
+    tp_value vals[7] = {opt(arg(c, 0, "log_probs"), tp_value_none()), opt(arg(c, 1, "targets"), tp_value_none()),
+                        opt(arg(c, 2, "input_lengths"), tp_value_none()), opt(arg(c, 3, "target_lengths"), tp_value_none()),
+                        opt(arg(c, 4, "blank"), tp_value_int(0)), red, opt(arg(c, 6, "zero_infinity"), tp_value_bool(false))};
+    tp_status st = node(c, true, TP_OP_CTC_LOSS, vals, 7, &v);
+    tp_value_clear(&red);
+    return st;
+}
+
+/* (log_sigmoid(x), exp(-|x|)), the buffer PyTorch's CPU kernel keeps */
+static tp_status c_log_sigmoid_forward(cctx *c) {
+    const tp_value *x = arg(c, 0, "input");
+    if (!is_tensor(x)) return fail(c, TP_ERR_UNSUPPORTED, "input must be a tensor");
+    tp_value items[2];
+    N(false, LOG_SIGMOID, &items[0], *x);
+    N(false, ABS, &items[1], *x);
+    N(false, NEG, &items[1], items[1]);
+    N(false, EXP, &items[1], items[1]);
+    return set_tuple(c, items, 2);
+}
+
+/* (loss, is_target): is_target[.., j] = 1 where j is one of the row's
+ * labels (those before the first -1) */
+static tp_status c_multilabel_margin_loss_forward(cctx *c) {
+    const tp_value *x = arg(c, 0, "input"), *t = arg(c, 1, "target");
+    if (!is_tensor(x) || !is_tensor(t)) return fail(c, TP_ERR_UNSUPPORTED, "input and target must be tensors");
+    const tp_tensor *tx;
+    TP_TRY(need_meta(c, x, "input", &tx));
+    tp_value red, loss, valid, idx, src, acc;
+    TP_TRY(reduction(c, arg(c, 2, "reduction"), &red));
+    tp_value lv[3] = {*x, *t, red};
+    tp_status st = node(c, false, TP_OP_MULTILABEL_MARGIN_LOSS, lv, 3, &loss);
+    tp_value_clear(&red);
+    TP_TRY(st);
+    N(false, GE, &valid, *t, tp_value_int(0));
+    N(false, CUMPROD, &valid, valid, tp_value_int(-1));
+    N(false, NE, &valid, valid, tp_value_int(0));
+    N(false, WHERE, &idx, valid, *t, tp_value_int(0));
+    N(false, TO, &src, valid, tp_value_dtype(tp_tensor_dtype(tx)));
+    N(false, ZEROS_LIKE, &acc, *x);
+    N(false, SCATTER_ADD, &acc, acc, tp_value_int(-1), idx, src);
+    N(false, GT, &acc, acc, tp_value_int(0));
+    N(false, TO, &acc, acc, tp_value_dtype(tp_tensor_dtype(tx)));
+    tp_value items[2] = {loss, acc};
+    return set_tuple(c, items, 2);
+}
+
+/* logspace(start, end, steps, base): base ** linspace(start, end, steps) */
+static tp_status c_logspace(cctx *c) {
+    const tp_value *a = arg(c, 0, "start"), *b = arg(c, 1, "end"), *bv = arg(c, 3, "base"), *dv = arg(c, -1, "dtype");
+    int64_t steps = 0;
+    TP_TRY(int_arg(c, 2, "steps", &steps));
+    if (steps < 0) return fail(c, TP_ERR_INVALID_ARG, "number of steps must be non-negative");
+    if (!a || !b || !tp_value_is_number(a) || !tp_value_is_number(b))
+        return fail(c, TP_ERR_UNSUPPORTED, "start and end must be numbers known at load");
+    tp_dtype dt = dv && dv->kind == TP_VAL_DTYPE && tp_dtype_is_float(dv->u.dtype) ? dv->u.dtype : TP_FLOAT32;
+    static const char *const dn[] = {"dtype"};
+    tp_value lin, base, size;
+    TP_TRY(node_kw(c, false, TP_OP_LINSPACE, (tp_value[]){*a, *b, tp_value_int(steps)}, 3, dn,
+                   (tp_value[]){tp_value_dtype(dt)}, 1, &lin));
+    TP_TRY(ints(c, &steps, 1, &size));
+    tp_status st = node_kw(c, false, TP_OP_FULL, (tp_value[]){size, bv && tp_value_is_number(bv) ? *bv : tp_value_float(10.0)},
+                           2, dn, (tp_value[]){tp_value_dtype(dt)}, 1, &base);
+    tp_value_clear(&size);
+    TP_TRY(st);
+    N(true, POW, &base, base, lin);
+    return TP_OK;
+}
+
+/* tensorplay's range(start, end, step): end included; int64 for ints */
+static tp_status c_range(cctx *c) {
+    const tp_value *a = arg(c, 0, "start"), *b = arg(c, 1, "end"), *sv = arg(c, 2, "step"), *dv = arg(c, -1, "dtype");
+    if (!a || !b || !tp_value_is_number(a) || !tp_value_is_number(b) || (sv && !tp_value_is_number(sv)))
+        return fail(c, TP_ERR_UNSUPPORTED, "start, end and step must be numbers known at load");
+    double s0 = tp_value_as_f64(a), s1 = tp_value_as_f64(b), st_ = sv ? tp_value_as_f64(sv) : 1.0;
+    if (st_ == 0.0 || (s1 - s0) / st_ < 0.0) return fail(c, TP_ERR_INVALID_ARG, "upper bound and larger bound inconsistent with step sign");
+    double count = floor((s1 - s0) / st_) + 1.0;
+    if (count > 1e9) return fail(c, TP_ERR_INVALID_ARG, "too many elements");
+    bool ints_ = a->kind == TP_VAL_INT && b->kind == TP_VAL_INT && (!sv || sv->kind == TP_VAL_INT);
+    tp_dtype dt = dv && dv->kind == TP_VAL_DTYPE ? dv->u.dtype : ints_ ? TP_INT64 : TP_FLOAT32;
+    static const char *const dn[] = {"dtype"};
+    tp_value r;
+    TP_TRY(node_kw(c, false, TP_OP_ARANGE, (tp_value[]){tp_value_int((int64_t)count)}, 1, dn, (tp_value[]){tp_value_dtype(dt)},
+                   1, &r));
+    if (st_ != 1.0) N(false, MUL, &r, r, sv ? *sv : tp_value_int(1));
+    N(true, ADD, &r, r, *a);
+    return TP_OK;
+}
+
+static tp_status c_scalar_tensor(cctx *c) {
+    const tp_value *s = arg(c, 0, "s"), *dv = arg(c, 1, "dtype");
+    if (!s || !tp_value_is_number(s)) return fail(c, TP_ERR_UNSUPPORTED, "s must be a number");
+    tp_dtype dt = dv && dv->kind == TP_VAL_DTYPE ? dv->u.dtype : TP_FLOAT32;
+    static const char *const dn[] = {"dtype"};
+    tp_value size, v;
+    TP_TRY(ints(c, NULL, 0, &size));
+    tp_status st = node_kw(c, true, TP_OP_FULL, (tp_value[]){size, *s}, 2, dn, (tp_value[]){tp_value_dtype(dt)}, 1, &v);
+    tp_value_clear(&size);
+    return st;
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -1215,6 +1320,12 @@ static const struct {
     {"split_with_sizes_copy", c_split_with_sizes_copy},
     {"unbind_copy", c_unbind_copy},
     {"as_strided_", c_as_strided_},
+    {"ctc_loss", c_ctc_loss},
+    {"log_sigmoid_forward", c_log_sigmoid_forward},
+    {"multilabel_margin_loss_forward", c_multilabel_margin_loss_forward},
+    {"logspace", c_logspace},
+    {"range", c_range},
+    {"scalar_tensor", c_scalar_tensor},
     {"nll_loss_forward", c_nll_loss},
     {"nll_loss2d_forward", c_nll_loss},
     {"promote_types", c_promote_types},

@@ -1268,24 +1268,26 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         return TP_OK;
     case TP_SERDE_PREDICATE: {
         /* dtypes are known at load; shapes when no dim is dynamic; tensors are
-         * real (no conjugate or negative bit), unquantized, local CPU tensors */
+         * real (no conjugate or negative bit), unquantized, local CPU tensors.
+         * tensorplay.functional.sym_stride & co. answer as stride & co. */
         TP_TRY(need_tensor_meta(r, d->name, self, e->name, &t));
+        const char *qname = strncmp(e->name, "sym_", 4) == 0 ? e->name + 4 : e->name;
         tp_dtype dt = tp_tensor_dtype(t);
         bool res;
-        if (strcmp(e->name, "is_floating_point") == 0) {
+        if (strcmp(qname, "is_floating_point") == 0) {
             res = tp_dtype_is_float(dt);
-        } else if (strcmp(e->name, "is_complex") == 0) {
+        } else if (strcmp(qname, "is_complex") == 0) {
             res = false; /* no complex dtypes */
-        } else if (strcmp(e->name, "is_signed") == 0) {
+        } else if (strcmp(qname, "is_signed") == 0) {
             res = dt != TP_UINT8 && dt != TP_BOOL;
-        } else if (strcmp(e->name, "get_device") == 0) { /* CPU tensors: -1 */
+        } else if (strcmp(qname, "get_device") == 0) { /* CPU tensors: -1 */
             tp_value v = tp_value_int(-1);
             tp__sd_set_folded(d, &v);
             return TP_OK;
-        } else if (!strcmp(e->name, "is_contiguous") || !strcmp(e->name, "stride") ||
-                   !strcmp(e->name, "storage_offset")) {
+        } else if (!strcmp(qname, "is_contiguous") || !strcmp(qname, "stride") ||
+                   !strcmp(qname, "storage_offset")) {
             /* the layout at export: inputs contiguous, views as the view ops make them */
-            bool is_stride = !strcmp(e->name, "stride");
+            bool is_stride = !strcmp(qname, "stride");
             if (tp_value_len(args) + tp_value_len(kwargs) > (is_stride ? 2 : 1))
                 return tp__sd_report(r, TP_ERR_UNSUPPORTED, "node %s: %s() with a memory format is not supported", d->name,
                                      e->name);
@@ -1299,7 +1301,7 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
             t = lay.u.tensor;
             tp_value v = tp_value_none();
             if (!is_stride) {
-                v = !strcmp(e->name, "storage_offset") ? tp_value_int(tp_tensor_offset(t))
+                v = !strcmp(qname, "storage_offset") ? tp_value_int(tp_tensor_offset(t))
                                                        : tp_value_bool(tp_tensor_is_contiguous(t));
             } else {
                 const tp_value *dim = arg_or_kw(args, 1, kwargs, "dim");
@@ -1322,7 +1324,7 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
             if (st != TP_OK) return st;
             tp__sd_set_folded(d, &v);
             return TP_OK;
-        } else if (strcmp(e->name, "is_same_size") != 0) {
+        } else if (strcmp(qname, "is_same_size") != 0) {
             res = false; /* is_conj, is_neg, is_quantized, is_distributed: real, dense, local tensors;
                           * is_inference: no tensor is made in inference mode */
         } else { /* is_same_size(other) */
