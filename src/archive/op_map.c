@@ -206,6 +206,8 @@ static const tp_serde_op_entry g_table[] = {
     BINARY(IGAMMAC, "igammac"),
     FN_(TF, "igammac_", IGAMMAC, "input,other"),
     FN(TF, "special_gammaincc", IGAMMAC, "input,other,*,out:!=None"),
+    FN(TF, "gammainc", IGAMMA, "a:self,x:other"),
+    FN(TF, "gammaincc", IGAMMAC, "a:self,x:other"),
     /* the orthogonal polynomials: tensorplay.functional.x(x, n), .special_x(x, n, *, out) */
     FNW(TF, "chebyshev_polynomial_t", CHEBYSHEV_POLYNOMIAL_T, "x,n"),
     FN(TF, "special_chebyshev_polynomial_t", CHEBYSHEV_POLYNOMIAL_T, "x,n,*,out:!=None"),
@@ -1501,6 +1503,8 @@ static const tp_serde_op_entry g_table[] = {
     SP(TF, "nonzero_numpy", NONZERO, TP_SERDE_NONZERO_NUMPY, "input"),
     SP(TF, "sym_stride", INVALID, TP_SERDE_PREDICATE, "input,dim"),
     SP(TF, "sym_storage_offset", INVALID, TP_SERDE_PREDICATE, "input"),
+    SP(TF, "flatten_dense_tensors", INVALID, TP_SERDE_COMPOSE, "*args"),
+    SP(TF, "unflatten_dense_tensors", INVALID, TP_SERDE_COMPOSE, "flat,tensors"),
     /* ATen entry points of ops mapped above */
     FN(TF, "adaptive_max_pool2d_with_indices", ADAPTIVE_MAX_POOL2D_WITH_INDICES, "input,output_size"),
     FN(TF, "fill", FULL_LIKE, "input,value:fill_value"),

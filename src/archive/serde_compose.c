@@ -1268,6 +1268,41 @@ static tp_status c_scalar_tensor(cctx *c) {
     return st;
 }
 
+/* ---- the distributed helpers' dense flattening ---- */
+
+static tp_status c_flatten_dense_tensors(cctx *c) { /* cat of the flattened tensors */
+    const tp_value *items[32];
+    int n;
+    TP_TRY(tensor_args(c, items, 32, &n));
+    tp_value flat[32];
+    for (int i = 0; i < n; i++) N(false, FLATTEN, &flat[i], *items[i], tp_value_int(0), tp_value_int(-1));
+    return cat_items(c, flat, n, 0, TP_OP_CAT);
+}
+
+static tp_status c_unflatten_dense_tensors(cctx *c) { /* flat cut and viewed like each of tensors */
+    const tp_value *flat = arg(c, 0, "flat"), *ts = arg(c, 1, "tensors");
+    if (!is_tensor(flat) || !ts || !tp_value_is_seq(ts) || tp_value_len(ts) < 1 || tp_value_len(ts) > 32)
+        return fail(c, TP_ERR_UNSUPPORTED, "expects a flat tensor and a list of 1 to 32 tensors");
+    TP_TRY(need_static(c));
+    int n = (int)tp_value_len(ts);
+    tp_value outs[32];
+    int64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const tp_tensor *t;
+        TP_TRY(need_meta(c, tp_value_at(ts, i), "each tensor", &t));
+        int64_t k = tp_tensor_numel(t);
+        tp_value piece, shape;
+        N(false, NARROW, &piece, *flat, tp_value_int(0), tp_value_int(at), tp_value_int(k));
+        TP_TRY(ints(c, tp_tensor_sizes(t), tp_tensor_ndim(t), &shape));
+        tp_value vv[2] = {piece, shape};
+        tp_status st = node(c, false, TP_OP_VIEW, vv, 2, &outs[i]);
+        tp_value_clear(&shape);
+        TP_TRY(st);
+        at += k;
+    }
+    return set_tuple(c, outs, n);
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -1320,6 +1355,8 @@ static const struct {
     {"split_with_sizes_copy", c_split_with_sizes_copy},
     {"unbind_copy", c_unbind_copy},
     {"as_strided_", c_as_strided_},
+    {"flatten_dense_tensors", c_flatten_dense_tensors},
+    {"unflatten_dense_tensors", c_unflatten_dense_tensors},
     {"ctc_loss", c_ctc_loss},
     {"log_sigmoid_forward", c_log_sigmoid_forward},
     {"multilabel_margin_loss_forward", c_multilabel_margin_loss_forward},
