@@ -84,6 +84,27 @@ static bool same_tensor(const op_case *c, const char *what, const tp_tensor *got
     return true;
 }
 
+/* An output leaf: a tensor (same_tensor), or a Python number item() or
+ * is_nonzero() gives, which tensorplay's outputs hold as a 0-d array of its
+ * type (float64, int64, bool). */
+static bool same_leaf(const op_case *c, const char *what, const tp_value *got, const tp_tensor *want) {
+    if (got->kind == TP_VAL_TENSOR) return same_tensor(c, what, got->u.tensor, want);
+    if (!want || tp_tensor_ndim(want) != 0 ||
+        (got->kind != TP_VAL_FLOAT && got->kind != TP_VAL_INT && got->kind != TP_VAL_BOOL)) {
+        fprintf(stderr, "  %s: %s is a %s, not a tensor or a number\n", c->name, what, tp_value_kind_name(got->kind));
+        return false;
+    }
+    tp_dtype dt = tp_tensor_dtype(want);
+    bool kind_ok = got->kind == TP_VAL_FLOAT ? dt == TP_FLOAT64 : got->kind == TP_VAL_INT ? dt == TP_INT64 : dt == TP_BOOL;
+    double g = tp_value_as_f64(got), w = tp_tensor_item_f64(want, 0);
+    if (!kind_ok || !(fabs(g - w) <= c->atol + c->rtol * fabs(w) || (isnan(g) && isnan(w)))) {
+        fprintf(stderr, "  %s: %s: %s %.9g, tensorplay gives %s %.9g\n", c->name, what, tp_value_kind_name(got->kind), g,
+                tp_dtype_name(dt), w);
+        return false;
+    }
+    return true;
+}
+
 /* An INPUT of case.json (tp_opcase.py): a tensor's .npy file name, or
  * {"int": 3}, {"float": ..}, {"bool": ..}, {"none": null}, {"list": [..]},
  * {"tuple": [..]}, {"dict": {key: ..}}. False (printing why) on failure. */
@@ -181,12 +202,7 @@ static int check_runs(const op_case *c, tp_program *p, const char *which) {
             snprintf(what, sizeof what, "(%s) run %zu output %zu", which, r, k);
             const tp_value *got = tp_value_at(&leaves, (int64_t)k);
             tp_tensor *want = case_npy(c, json_string_value(json_array_get(outs, k)));
-            if (got->kind != TP_VAL_TENSOR) {
-                fprintf(stderr, "  %s: %s is not a tensor\n", c->name, what);
-                bad++;
-            } else if (!same_tensor(c, what, got->u.tensor, want)) {
-                bad++;
-            }
+            if (!same_leaf(c, what, got, want)) bad++;
             tp_tensor_free(want);
         }
         const char *target;
@@ -243,7 +259,7 @@ static int check_examples(const op_case *c, tp_archive *a, const char *which) {
             snprintf(what, sizeof what, "(%s) example inputs, output %zu", which, k);
             const tp_value *got = tp_value_at(&leaves, (int64_t)k);
             tp_tensor *want = case_npy(c, json_string_value(json_array_get(outs, k)));
-            if (got->kind != TP_VAL_TENSOR || !same_tensor(c, what, got->u.tensor, want)) bad++;
+            if (!same_leaf(c, what, got, want)) bad++;
             tp_tensor_free(want);
         }
     }

@@ -479,3 +479,8 @@ TP_OP(RANDINT_LIKE, "randint_like", random)
 TP_OP(RANDINT, "randint", random)
 TP_OP(RANDPERM, "randperm", random)
 TP_OP(NORMAL, "normal", random)
+/* a one-element tensor read as a Python number / truth value (data-dependent) */
+TP_OP(ITEM, "item", advindex)
+TP_OP(IS_NONZERO, "is_nonzero", advindex)
+/* Python arithmetic and comparisons on numbers known only at run time (item()) */
+TP_OP(PY_BINOP, "py_binop", symint)

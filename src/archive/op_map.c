@@ -1505,6 +1505,11 @@ static const tp_serde_op_entry g_table[] = {
     SP(TF, "sym_storage_offset", INVALID, TP_SERDE_PREDICATE, "input"),
     SP(TF, "flatten_dense_tensors", INVALID, TP_SERDE_COMPOSE, "*args"),
     SP(TF, "unflatten_dense_tensors", INVALID, TP_SERDE_COMPOSE, "flat,tensors"),
+    /* a one-element tensor's value as a Python number / truth value (data-dependent) */
+    FNW(TF, "item", ITEM, "input"),
+    MT("item", ITEM, "self"),
+    FNW(TF, "is_nonzero", IS_NONZERO, "input"),
+    MT("is_nonzero", IS_NONZERO, "self"),
     /* ATen entry points of ops mapped above */
     FN(TF, "adaptive_max_pool2d_with_indices", ADAPTIVE_MAX_POOL2D_WITH_INDICES, "input,output_size"),
     FN(TF, "fill", FULL_LIKE, "input,value:fill_value"),

@@ -906,6 +906,13 @@ static tp_status fold_binop(reader *r, doc_node *d, const char *fn, const tp_val
     return TP_OK;
 }
 
+/* A node whose value is a Python number computed when the program runs. */
+static bool run_time_number(const tp_value *v) {
+    if (v->kind != TP_VAL_NODE) return false;
+    tp_op op = tp_node_op(v->u.node);
+    return op == TP_OP_ITEM || op == TP_OP_IS_NONZERO || op == TP_OP_PY_BINOP;
+}
+
 static tp_status build_binop(reader *r, doc_node *d, const tp_serde_op_entry *e, const tp_value *args,
                              const tp_value *kwargs) {
     if (tp_value_len(args) != 2 || tp_value_len(kwargs) != 0)
@@ -915,6 +922,19 @@ static tp_status build_binop(reader *r, doc_node *d, const tp_serde_op_entry *e,
     if (!an && !bn) return fold_binop(r, d, e->name, a, b);
     const tp_value *ma = tp__sd_ref_meta(a), *mb = tp__sd_ref_meta(b);
     bool ta = ma && ma->kind == TP_VAL_TENSOR, tb = mb && mb->kind == TP_VAL_TENSOR;
+    /* numbers known only at run time (item(), is_nonzero(), arithmetic on them) */
+    bool sa = an && run_time_number(a), sb = bn && run_time_number(b);
+    if ((sa || sb) && !ta && !tb && (sa || tp_value_is_number(a)) && (sb || tp_value_is_number(b))) {
+        tp_value opname;
+        tp_status st = tp_value_str(e->name, &opname);
+        if (st != TP_OK) return tp__sd_note(r, st);
+        tp_node *n = NULL;
+        st = tp__sd_add_call_values(r, d->name, TP_OP_PY_BINOP, (tp_value[]){opname, *a, *b}, 3, &n);
+        tp_value_clear(&opname);
+        if (n) tp__sd_set_node(d, n);
+        return st;
+    }
+    if (sa && tb) an = false, ma = NULL; /* number OP tensor: the scalar-first forms below */
     if (((ma && ma->kind == TP_VAL_INT) || (mb && mb->kind == TP_VAL_INT)) && !ta && !tb) {
         /* arithmetic on symbolic sizes (or int inputs) */
         const tp_serde_op_entry *se = tp__serde_find_symint(e->name);
@@ -2863,6 +2883,7 @@ tp_status tp__serde_check_op_map(void) {
         }
     }
     for (int op = 0; op < TP_OP_COUNT; op++) {
+        if (op == TP_OP_PY_BINOP) continue; /* written as _operator.<its op> (serde_write.c), read by build_binop */
         int writers = 0;
         for (int i = 0; i < n; i++) writers += t[i].op == (tp_op)op && (t[i].flags & TP_SERDE_WRITE);
         if (writers != 1) {

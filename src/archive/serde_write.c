@@ -207,6 +207,31 @@ static void enc_dim_asserts(jwriter *w, const tp_program *p, json_t *nodes) {
 
 /* A call of `op` with the node's args, through the op's write entry. */
 static tp_status enc_call(jwriter *w, const tp_node *n, tp_op op, json_t *obj) {
+    if (op == TP_OP_PY_BINOP) { /* _operator.<op>(a, b) on run-time numbers */
+        const tp_value *args = tp_node_args(n), *name = tp_value_at(args, 0);
+        TP_CHECK(tp_value_len(args) == 3 && name && name->kind == TP_VAL_STR, TP_ERR_UNSUPPORTED,
+                 "node %s: py_binop needs an operator name and two operands", tp_node_name(n));
+        json_t *target = tp__sd_jw_take(w, json_object());
+        tp__sd_jw_set(w, target, "kind", tp__sd_jw_take(w, json_string("ref")));
+        tp__sd_jw_set(w, target, "module", tp__sd_jw_take(w, json_string("_operator")));
+        tp__sd_jw_set(w, target, "qualname", tp__sd_jw_take(w, json_string(name->u.s)));
+        tp__sd_jw_set(w, obj, "op", tp__sd_jw_take(w, json_string("call_function")));
+        tp__sd_jw_set(w, obj, "target", target);
+        json_t *ja = NULL, *jb = NULL;
+        tp_status st = enc_value(w, tp_value_at(args, 1), 1, &ja);
+        if (st == TP_OK) st = enc_value(w, tp_value_at(args, 2), 1, &jb);
+        if (st != TP_OK) {
+            json_decref(ja);
+            tp_error_context("node %s", tp_node_name(n));
+            return st;
+        }
+        json_t *jargs = tp__sd_jw_take(w, json_array());
+        tp__sd_jw_append(w, jargs, ja);
+        tp__sd_jw_append(w, jargs, jb);
+        tp__sd_jw_set(w, obj, "args", jw_obj1(w, "__tuple__", jargs));
+        tp__sd_jw_set(w, obj, "kwargs", jw_obj1(w, "__dict__", tp__sd_jw_take(w, json_array())));
+        return TP_OK;
+    }
     const tp_serde_op_entry *e = tp__serde_write_entry(op);
     TP_CHECK(e != NULL, TP_ERR_UNSUPPORTED, "node %s: op %s has no tensorplay equivalent", tp_node_name(n), tp_op_name(op));
     json_t *target = tp__sd_jw_take(w, json_object());

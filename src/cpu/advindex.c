@@ -833,7 +833,57 @@ static tp_status kernel_bincount(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- item / is_nonzero: the value of a one-element tensor, as a Python
+ * number (float for floating dtypes, int for integers, bool for bool) or
+ * truth value. The value exists only when the program runs: on metadata
+ * the rule reports TP_ERR_UNSUPPORTED, and programs using them run in the
+ * interpreter. */
+
+static tp_status one_element(const tp_value *args, const char *what, tp_tensor **self) {
+    TP_TRY(tp__need_tensor(args, 0, "self", self));
+    int64_t n = tp_tensor_numel(*self);
+    if (!strcmp(what, "is_nonzero")) {
+        TP_CHECK(n != 0, TP_ERR_INVALID_ARG, "Boolean value of Tensor with no values is ambiguous");
+        TP_CHECK(n == 1, TP_ERR_INVALID_ARG, "Boolean value of Tensor with more than one value is ambiguous");
+    } else {
+        TP_CHECK(n == 1, TP_ERR_INVALID_ARG, "a Tensor with %" PRId64 " elements cannot be converted to Scalar", n);
+    }
+    TP_CHECK(!tp_tensor_is_meta(*self), TP_ERR_UNSUPPORTED,
+             "%s() reads the tensor's value, which is known only when the program runs", what);
+    return TP_OK;
+}
+
+static const char *first_elem(const tp_tensor *t) { return (const char *)tp__tensor_base(t); }
+
+static tp_status infer_item(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(one_element(args, "item", &self));
+    const char *p = first_elem(self);
+    tp_value_clear(out);
+    if (tp_dtype_is_float(self->dtype)) *out = tp_value_float(tp__load_f64(p, self->dtype));
+    else if (self->dtype == TP_BOOL) *out = tp_value_bool(tp__load_i64(p, self->dtype) != 0);
+    else *out = tp_value_int(tp__load_i64(p, self->dtype));
+    return TP_OK;
+}
+
+static tp_status infer_is_nonzero(const tp_value *args, tp_value *out) {
+    tp_tensor *self;
+    TP_TRY(one_element(args, "is_nonzero", &self));
+    const char *p = first_elem(self);
+    bool nz = tp_dtype_is_float(self->dtype) ? tp__load_f64(p, self->dtype) != 0 : tp__load_i64(p, self->dtype) != 0;
+    tp_value_clear(out);
+    *out = tp_value_bool(nz);
+    return TP_OK;
+}
+
+/* The kernels compute what the rules compute from the data. */
+static tp_status kernel_item(const tp_value *args, tp_value *out) { return infer_item(args, out); }
+static tp_status kernel_is_nonzero(const tp_value *args, tp_value *out) { return infer_is_nonzero(args, out); }
+
 void tp__register_advindex_ops(void) {
+    tp__register_op(TP_OP_ITEM, "item(Tensor self) -> Any", TP_OPF_DATA_DEPENDENT, infer_item, kernel_item);
+    tp__register_op(TP_OP_IS_NONZERO, "is_nonzero(Tensor self) -> Any", TP_OPF_DATA_DEPENDENT, infer_is_nonzero,
+                    kernel_is_nonzero);
     tp__register_op(TP_OP_INDEX, "index(Tensor self, Any indices) -> Tensor", TP_OPF_DATA_DEPENDENT, infer_index,
                     kernel_index);
     tp__register_op(TP_OP_INDEX_PUT,

@@ -2,7 +2,8 @@
  * symint.c - symbolic-int ops: schemas, rules and kernels for sym_size
  * (x.size(dim) as a graph value) and the integer arithmetic on such values
  * (sym_add, sym_sub, sym_mul, sym_floordiv: Python's operator.add/sub/mul/
- * floordiv on ints).
+ * floordiv on ints), and py_binop: Python arithmetic and comparisons on
+ * numbers known only at run time (item()'s).
  *
  * Their results are plain ints, not tensors: the shape rule computes the
  * int from metadata (sym_size reads only the shape, so it works on meta
@@ -13,6 +14,8 @@
  * export layer (src/export/symshape.c) gives these nodes symbolic values.
  */
 #include <inttypes.h>
+#include <math.h>
+#include <string.h>
 
 #include "kernel_util.h"
 
@@ -92,7 +95,72 @@ KERNEL(sym_mul)
 KERNEL(sym_floordiv)
 #undef KERNEL
 
+/* ---- py_binop(str op, Any a, Any b) -> Any ------------------------------
+ * Python's operator.<op> on two numbers (int, float or bool) known only when
+ * the program runs (an item() result): ints stay ints (truediv gives a
+ * float, floordiv and mod round towards -inf), a float operand gives a
+ * float, comparisons give a bool. Nodes of this op have no meta value, so
+ * programs using it run in the interpreter. */
+
+static bool py_number(const tp_value *v) { return v->kind == TP_VAL_INT || v->kind == TP_VAL_FLOAT || v->kind == TP_VAL_BOOL; }
+
+static tp_status py_binop_infer(const tp_value *args, tp_value *out) {
+    const char *op = tp__arg_str(args, 0);
+    const tp_value *a = &args[1], *b = &args[2];
+    TP_CHECK(op, TP_ERR_TYPE, "op must be a string");
+    TP_CHECK(py_number(a) && py_number(b), TP_ERR_UNSUPPORTED,
+             "operator.%s of a %s and a %s: numbers are known only when the program runs", op,
+             tp_value_kind_name(a->kind), tp_value_kind_name(b->kind));
+    bool ints = a->kind != TP_VAL_FLOAT && b->kind != TP_VAL_FLOAT;
+    int64_t x = tp_value_as_i64(a), y = tp_value_as_i64(b);
+    double fx = tp_value_as_f64(a), fy = tp_value_as_f64(b);
+    tp_value r = tp_value_none();
+    if (!strcmp(op, "eq")) r = tp_value_bool(ints ? x == y : fx == fy);
+    else if (!strcmp(op, "ne")) r = tp_value_bool(ints ? x != y : fx != fy);
+    else if (!strcmp(op, "lt")) r = tp_value_bool(ints ? x < y : fx < fy);
+    else if (!strcmp(op, "le")) r = tp_value_bool(ints ? x <= y : fx <= fy);
+    else if (!strcmp(op, "gt")) r = tp_value_bool(ints ? x > y : fx > fy);
+    else if (!strcmp(op, "ge")) r = tp_value_bool(ints ? x >= y : fx >= fy);
+    else if (!strcmp(op, "truediv")) {
+        TP_CHECK(fy != 0.0, TP_ERR_INVALID_ARG, "division by zero");
+        r = tp_value_float(fx / fy);
+    } else if (!strcmp(op, "add") || !strcmp(op, "sub") || !strcmp(op, "mul")) {
+        if (ints) {
+            int64_t z;
+            bool ovf = op[0] == 'a' ? __builtin_add_overflow(x, y, &z) : op[0] == 's' ? __builtin_sub_overflow(x, y, &z)
+                                                                                     : __builtin_mul_overflow(x, y, &z);
+            TP_CHECK(!ovf, TP_ERR_INVALID_ARG, "integer overflow in operator.%s", op);
+            r = tp_value_int(z);
+        } else {
+            r = tp_value_float(op[0] == 'a' ? fx + fy : op[0] == 's' ? fx - fy : fx * fy);
+        }
+    } else if (!strcmp(op, "floordiv") || !strcmp(op, "mod")) {
+        if (ints) {
+            TP_CHECK(y != 0, TP_ERR_INVALID_ARG, "integer division or modulo by zero");
+            TP_CHECK(!(x == INT64_MIN && y == -1), TP_ERR_INVALID_ARG, "integer overflow in operator.%s", op);
+            int64_t q = x / y, m = x % y;
+            if (m != 0 && ((m < 0) != (y < 0))) q--, m += y;
+            r = tp_value_int(op[0] == 'f' ? q : m);
+        } else {
+            TP_CHECK(fy != 0.0, TP_ERR_INVALID_ARG, "float floor division or modulo by zero");
+            double q = floor(fx / fy);
+            r = tp_value_float(op[0] == 'f' ? q : fx - q * fy);
+        }
+    } else if (!strcmp(op, "pow")) {
+        r = tp_value_float(pow(fx, fy));
+        if (ints && y >= 0 && fabs(r.u.f) < 9007199254740992.0) r = tp_value_int((int64_t)llround(r.u.f));
+    } else {
+        return tp_error(TP_ERR_UNSUPPORTED, "operator.%s on numbers is not supported", op);
+    }
+    tp_value_clear(out);
+    *out = r;
+    return TP_OK;
+}
+
+static tp_status py_binop_kernel(const tp_value *args, tp_value *out) { return py_binop_infer(args, out); }
+
 void tp__register_symint_ops(void) {
+    tp__register_op(TP_OP_PY_BINOP, "py_binop(str op, Any a, Any b) -> Any", 0, py_binop_infer, py_binop_kernel);
     tp__register_op(TP_OP_SYM_SIZE, "sym_size(Tensor self, int dim) -> Any", 0, sym_size_infer, sym_size_kernel);
     tp__register_op(TP_OP_SYM_ADD, "sym_add(int a, int b) -> Any", 0, sym_add_infer, sym_add_kernel);
     tp__register_op(TP_OP_SYM_SUB, "sym_sub(int a, int b) -> Any", 0, sym_sub_infer, sym_sub_kernel);
