@@ -484,3 +484,7 @@ TP_OP(ITEM, "item", advindex)
 TP_OP(IS_NONZERO, "is_nonzero", advindex)
 /* Python arithmetic and comparisons on numbers known only at run time (item()) */
 TP_OP(PY_BINOP, "py_binop", symint)
+TP_OP(EQUAL, "equal", advindex)
+/* the indices of a matrix's lower / upper triangle */
+TP_OP(TRIL_INDICES, "tril_indices", create)
+TP_OP(TRIU_INDICES, "triu_indices", create)

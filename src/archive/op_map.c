@@ -1510,6 +1510,9 @@ static const tp_serde_op_entry g_table[] = {
     MT("item", ITEM, "self"),
     FNW(TF, "is_nonzero", IS_NONZERO, "input"),
     MT("is_nonzero", IS_NONZERO, "self"),
+    FNW(TF, "equal", EQUAL, "input,other"),
+    FNW(TF, "tril_indices", TRIL_INDICES, "row,col,offset,dtype,device,pin_memory"),
+    FNW(TF, "triu_indices", TRIU_INDICES, "row,col,offset,dtype,device,pin_memory"),
     /* ATen entry points of ops mapped above */
     FN(TF, "adaptive_max_pool2d_with_indices", ADAPTIVE_MAX_POOL2D_WITH_INDICES, "input,output_size"),
     FN(TF, "fill", FULL_LIKE, "input,value:fill_value"),

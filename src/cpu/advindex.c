@@ -880,8 +880,35 @@ static tp_status infer_is_nonzero(const tp_value *args, tp_value *out) {
 static tp_status kernel_item(const tp_value *args, tp_value *out) { return infer_item(args, out); }
 static tp_status kernel_is_nonzero(const tp_value *args, tp_value *out) { return infer_is_nonzero(args, out); }
 
+/* equal(self, other): the same dtype, the same shape and equal values (NaN
+ * unequal), as tensorplay answers; a Python bool known when it runs. */
+static tp_status infer_equal(const tp_value *args, tp_value *out) {
+    tp_tensor *a, *b;
+    TP_TRY(tp__need_tensor(args, 0, "self", &a));
+    TP_TRY(tp__need_tensor(args, 1, "other", &b));
+    TP_CHECK(!tp_tensor_is_meta(a) && !tp_tensor_is_meta(b), TP_ERR_UNSUPPORTED,
+             "equal() reads the tensors' values, which are known only when the program runs");
+    bool same = a->dtype == b->dtype && a->ndim == b->ndim;
+    for (int d = 0; same && d < a->ndim; d++) same = a->sizes[d] == b->sizes[d];
+    if (same && tp_tensor_numel(a) > 0) {
+        tp_iter it;
+        tp__iter_init(&it, a->ndim, a->sizes, 2, (const tp_tensor *const[]){a, b});
+        bool is_float = tp_dtype_is_float(a->dtype);
+        while (same && tp__iter_next(&it))
+            same = is_float ? tp__load_f64(it.ptr[0], a->dtype) == tp__load_f64(it.ptr[1], b->dtype)
+                            : tp__load_i64(it.ptr[0], a->dtype) == tp__load_i64(it.ptr[1], b->dtype);
+    }
+    tp_value_clear(out);
+    *out = tp_value_bool(same);
+    return TP_OK;
+}
+
+static tp_status kernel_equal(const tp_value *args, tp_value *out) { return infer_equal(args, out); }
+
 void tp__register_advindex_ops(void) {
     tp__register_op(TP_OP_ITEM, "item(Tensor self) -> Any", TP_OPF_DATA_DEPENDENT, infer_item, kernel_item);
+    tp__register_op(TP_OP_EQUAL, "equal(Tensor self, Tensor other) -> Any", TP_OPF_DATA_DEPENDENT, infer_equal,
+                    kernel_equal);
     tp__register_op(TP_OP_IS_NONZERO, "is_nonzero(Tensor self) -> Any", TP_OPF_DATA_DEPENDENT, infer_is_nonzero,
                     kernel_is_nonzero);
     tp__register_op(TP_OP_INDEX, "index(Tensor self, Any indices) -> Tensor", TP_OPF_DATA_DEPENDENT, infer_index,

@@ -1,7 +1,8 @@
 /*
  * create.c - creation ops: schemas, shape rules and reference kernels for
  * zeros, ones, full, arange, linspace, zeros_like, ones_like, full_like,
- * empty_like, eye and new_zeros, new_ones, new_full, new_empty, new_empty_strided.
+ * empty_like, eye, new_zeros, new_ones, new_full, new_empty, new_empty_strided,
+ * tril_indices and triu_indices.
  *
  * Default dtypes follow PyTorch 1.13: float32 unless a dtype is given,
  * except full (from the fill value: bool, int64 or float32) and arange
@@ -351,7 +352,77 @@ static tp_status kernel_eye(const tp_value *args, tp_value *out) {
 
 /* ---- registration ------------------------------------------------------ */
 
+/* ---- tril_indices / triu_indices(row, col, offset=0, *, dtype=int64) ----
+ * [2, n]: the (row, column) pairs of the lower (upper) triangle of a row x
+ * col matrix, diagonal `offset` included, in row-major order. */
+
+static int64_t tri_count(int64_t row, int64_t col, int64_t off, bool lower) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < row; i++) {
+        int64_t lo = lower ? 0 : i + off, hi = lower ? i + off : col - 1; /* columns lo..hi */
+        if (lo < 0) lo = 0;
+        if (hi > col - 1) hi = col - 1;
+        if (hi >= lo) n += hi - lo + 1;
+    }
+    return n;
+}
+
+static tp_status tri_check(const tp_value *args, int64_t *row, int64_t *col, int64_t *off, tp_dtype *dt) {
+    *row = tp__arg_int(args, 0);
+    *col = tp__arg_int(args, 1);
+    *off = tp__arg_int(args, 2);
+    *dt = dtype_arg(args, 3, TP_INT64);
+    TP_CHECK(*row >= 0, TP_ERR_INVALID_ARG, "row must be non-negative, got%" PRId64, *row);
+    TP_CHECK(*col >= 0, TP_ERR_INVALID_ARG, "col must be non-negative, got%" PRId64, *col);
+    TP_CHECK(*row <= ((int64_t)1 << 24) && *col <= ((int64_t)1 << 24), TP_ERR_INVALID_ARG,
+             "row and col must be at most 2^24, got %" PRId64 " and %" PRId64, *row, *col);
+    TP_CHECK(*off > INT64_MIN / 2 && *off < INT64_MAX / 2, TP_ERR_INVALID_ARG, "offset %" PRId64 " out of range", *off);
+    TP_CHECK(*dt == TP_INT64 || *dt == TP_INT32, TP_ERR_TYPE, "\"tril_indices\" not implemented for '%s'",
+             tp_dtype_name(*dt));
+    return TP_OK;
+}
+
+static tp_status tri_infer(const tp_value *args, tp_value *out, bool lower) {
+    int64_t row, col, off;
+    tp_dtype dt;
+    TP_TRY(tri_check(args, &row, &col, &off, &dt));
+    int64_t sizes[2] = {2, tri_count(row, col, off, lower)};
+    return tp__out_tensor(out, dt, 2, sizes);
+}
+
+static tp_status tri_kernel(const tp_value *args, tp_value *out, bool lower) {
+    int64_t row, col, off;
+    tp_dtype dt;
+    TP_TRY(tri_check(args, &row, &col, &off, &dt));
+    tp_tensor *o = tp__out_at(out, 0);
+    int64_t n = o->sizes[1], k = 0;
+    char *base = tp__tensor_base(o);
+    size_t es = tp_dtype_size(dt);
+    for (int64_t i = 0; i < row && k < n; i++) {
+        int64_t lo = lower ? 0 : i + off, hi = lower ? i + off : col - 1;
+        if (lo < 0) lo = 0;
+        if (hi > col - 1) hi = col - 1;
+        for (int64_t j = lo; j <= hi && k < n; j++, k++) {
+            tp__store_i64(base + (size_t)k * es, dt, i);
+            tp__store_i64(base + (size_t)(n + k) * es, dt, j);
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status tril_indices_infer(const tp_value *args, tp_value *out) { return tri_infer(args, out, true); }
+static tp_status triu_indices_infer(const tp_value *args, tp_value *out) { return tri_infer(args, out, false); }
+static tp_status tril_indices_kernel(const tp_value *args, tp_value *out) { return tri_kernel(args, out, true); }
+static tp_status triu_indices_kernel(const tp_value *args, tp_value *out) { return tri_kernel(args, out, false); }
+
+
 void tp__register_create_ops(void) {
+    tp__register_op(TP_OP_TRIL_INDICES,
+                    "tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor",
+                    0, tril_indices_infer, tril_indices_kernel);
+    tp__register_op(TP_OP_TRIU_INDICES,
+                    "triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor",
+                    0, triu_indices_infer, triu_indices_kernel);
     tp__register_op(TP_OP_ZEROS, "zeros(int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
                     infer_zeros, kernel_zeros);
     tp__register_op(TP_OP_ONES, "ones(int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", 0,
