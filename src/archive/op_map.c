@@ -1513,6 +1513,8 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "equal", EQUAL, "input,other"),
     FNW(TF, "tril_indices", TRIL_INDICES, "row,col,offset,dtype,device,pin_memory"),
     FNW(TF, "triu_indices", TRIU_INDICES, "row,col,offset,dtype,device,pin_memory"),
+    SP(TF, "empty_strided", INVALID, TP_SERDE_COMPOSE, "size,stride,dtype,device,pin_memory"),
+    SP(TF, "empty_permuted", INVALID, TP_SERDE_COMPOSE, "size,physical_layout,dtype,layout,device,pin_memory"),
     /* ATen entry points of ops mapped above */
     FN(TF, "adaptive_max_pool2d_with_indices", ADAPTIVE_MAX_POOL2D_WITH_INDICES, "input,output_size"),
     FN(TF, "fill", FULL_LIKE, "input,value:fill_value"),

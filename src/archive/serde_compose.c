@@ -1303,6 +1303,19 @@ static tp_status c_unflatten_dense_tensors(cctx *c) { /* flat cut and viewed lik
     return set_tuple(c, outs, n);
 }
 
+/* empty_strided(size, stride, dtype) / empty_permuted(size, physical_layout,
+ * dtype): values unspecified, so zeros; contiguous (the strides only place
+ * the values in memory) */
+static tp_status c_empty_like_factory(cctx *c) {
+    const tp_value *size = arg(c, 0, "size"), *dv = arg(c, 2, "dtype");
+    if (!size || !tp_value_is_seq(size)) return fail(c, TP_ERR_INVALID_ARG, "size must be a list of ints");
+    tp_dtype dt = dv && dv->kind == TP_VAL_DTYPE ? dv->u.dtype : TP_FLOAT32;
+    static const char *const dn[] = {"dtype"};
+    tp_value v;
+    return node_kw(c, true, TP_OP_FULL, (tp_value[]){*size, tp_value_int(0)}, 2, dn, (tp_value[]){tp_value_dtype(dt)}, 1,
+                   &v);
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -1355,6 +1368,8 @@ static const struct {
     {"split_with_sizes_copy", c_split_with_sizes_copy},
     {"unbind_copy", c_unbind_copy},
     {"as_strided_", c_as_strided_},
+    {"empty_strided", c_empty_like_factory},
+    {"empty_permuted", c_empty_like_factory},
     {"flatten_dense_tensors", c_flatten_dense_tensors},
     {"unflatten_dense_tensors", c_unflatten_dense_tensors},
     {"ctc_loss", c_ctc_loss},
