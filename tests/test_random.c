@@ -115,6 +115,33 @@ TEST(test_fills) {
                TP_FLOAT32, -2, 1, -0.5, 15.0 / 12.0, true);
 }
 
+/* rand / randn: a size, not a tensor to fill. */
+TEST(test_rand_randn) {
+    tp_value size;
+    CHECK_OK(tp_value_int_list((int64_t[]){N / 4, 4}, 2, &size));
+    tp_status st;
+    tp_value a[1] = {size};
+    tp_tensor *u = call(TP_OP_RAND, a, 1, &st);
+    CHECK_OK(st);
+    if (u) {
+        stats s = moments(u);
+        CHECK(tp_tensor_dtype(u) == TP_FLOAT32 && tp_tensor_numel(u) == N);
+        CHECK_MSG(s.min >= 0 && s.max < 1 && fabs(s.mean - 0.5) < 5 * sqrt(1.0 / 12 / N), "rand: mean %g", s.mean);
+    }
+    tp_value_clear(&size);
+    CHECK_OK(tp_value_int_list((int64_t[]){N}, 1, &size));
+    a[0] = size;
+    tp_tensor *g = call(TP_OP_RANDN, a, 1, &st);
+    CHECK_OK(st);
+    if (g) {
+        stats s = moments(g);
+        CHECK_MSG(fabs(s.mean) < 5 * sqrt(1.0 / N) && fabs(s.var - 1) < 0.05, "randn: mean %g, variance %g", s.mean, s.var);
+    }
+    tp_value_clear(&size);
+    tp_tensor_free(u);
+    tp_tensor_free(g);
+}
+
 /* Cauchy has no moments: check the quartiles median -+ sigma instead. */
 TEST(test_cauchy_quartiles) {
     tp_value args[3] = {tp_value_tensor(zeros(TP_FLOAT64, N)), tp_value_float(1.0), tp_value_float(2.0)};
@@ -339,14 +366,14 @@ TEST(test_flags) {
     const tp_op ops[] = {TP_OP_UNIFORM, TP_OP_NORMAL_FUNCTIONAL, TP_OP_LOG_NORMAL, TP_OP_EXPONENTIAL,
                          TP_OP_CAUCHY, TP_OP_GEOMETRIC, TP_OP_RANDOM, TP_OP_BERNOULLI, TP_OP_POISSON,
                          TP_OP_MULTINOMIAL, TP_OP_RAND_LIKE, TP_OP_RANDN_LIKE, TP_OP_RANDINT_LIKE,
-                         TP_OP_RANDINT, TP_OP_RANDPERM, TP_OP_NORMAL};
+                         TP_OP_RANDINT, TP_OP_RANDPERM, TP_OP_NORMAL, TP_OP_RAND, TP_OP_RANDN};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         CHECK_MSG(tp_op_flags(ops[i]) & TP_OPF_RANDOM, "%s is not flagged random", tp_op_name(ops[i]));
 }
 
 int main(int argc, char **argv) {
     tp_ops_init();
-    static const tp_test_case tests[] = {T(test_fills),          T(test_cauchy_quartiles), T(test_bernoulli_probabilities),
+    static const tp_test_case tests[] = {T(test_fills),          T(test_rand_randn),       T(test_cauchy_quartiles), T(test_bernoulli_probabilities),
                                          T(test_poisson_moments), T(test_multinomial),     T(test_randperm_randint_normal),
                                          T(test_argument_errors), T(test_flags)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);

@@ -479,6 +479,8 @@ TP_OP(RANDINT_LIKE, "randint_like", random)
 TP_OP(RANDINT, "randint", random)
 TP_OP(RANDPERM, "randperm", random)
 TP_OP(NORMAL, "normal", random)
+TP_OP(RAND, "rand", random)
+TP_OP(RANDN, "randn", random)
 /* a one-element tensor read as a Python number / truth value (data-dependent) */
 TP_OP(ITEM, "item", advindex)
 TP_OP(IS_NONZERO, "is_nonzero", advindex)

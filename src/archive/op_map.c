@@ -1433,6 +1433,10 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "randint", RANDINT, "low,high,size,*,dtype,device,requires_grad:!=False,out:!=None"),
     FNW(TF, "randperm", RANDPERM, "n,*,dtype,device,requires_grad:!=False,out:!=None"),
     FNW(TF, "normal", NORMAL, "mean,std,*,out:!=None"),
+    /* tensorplay runs rand / randn while tracing (their results become
+     * constants); these entries write the ops, which torch archives hold */
+    FNW(TF, "rand", RAND, "size,*,dtype,device,requires_grad:!=False"),
+    FNW(TF, "randn", RANDN, "size,*,dtype,device,requires_grad:!=False"),
 
     /* ---- tensorplay.functional functions read as a few of our ops
      * (serde_compose.c; parameters for the reader of this table) ---- */

@@ -2,7 +2,7 @@
  * random.c - random fills and samplers: schemas, shape rules and reference
  * kernels for uniform, normal_functional, normal, bernoulli, exponential,
  * cauchy, log_normal, geometric, random, poisson, multinomial, rand_like,
- * randn_like, randint_like, randint and randperm.
+ * randn_like, randint_like, randint, randperm, rand and randn.
  *
  * The in-place Tensor methods (x.uniform_(a, b), x.normal_(), x.random_(),
  * ...) map onto the functional ops here, which return a new tensor shaped
@@ -559,6 +559,19 @@ static tp_status randperm_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- rand(size) / randn(size): a float tensor of the size (may be symbolic) */
+
+static tp_status rand_infer(const tp_value *args, tp_value *out) {
+    tp_sdim dims[TP_MAX_DIMS];
+    int nd = 0;
+    TP_TRY(tp__arg_sdims(args, 0, "size", dims, TP_MAX_DIMS, 0, &nd));
+    for (int d = 0; d < nd; d++)
+        TP_CHECK(dims[d].v >= 0, TP_ERR_SHAPE, "Trying to create tensor with negative dimension %" PRId64, dims[d].v);
+    tp_dtype dt = args[1].kind == TP_VAL_DTYPE ? args[1].u.dtype : TP_FLOAT32;
+    TP_CHECK(tp_dtype_is_float(dt), TP_ERR_TYPE, "\"check_uniform_bounds\" not implemented for '%s'", tp_dtype_name(dt));
+    return tp__out_dims(out, dt, nd, dims);
+}
+
 /* ---- normal(mean, std): tensors (or a number and a tensor), broadcast ---- */
 
 static tp_status normal_tensor_infer(const tp_value *args, tp_value *out) {
@@ -654,4 +667,8 @@ void tp__register_random_ops(void) {
     tp__register_op(TP_OP_RANDPERM, "randperm(int n, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", R,
                     randperm_infer, randperm_kernel);
     tp__register_op(TP_OP_NORMAL, "normal(Any mean, Any std) -> Tensor", R, normal_tensor_infer, normal_tensor_kernel);
+    tp__register_op(TP_OP_RAND, "rand(int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", R, rand_infer,
+                    rand_like_kernel);
+    tp__register_op(TP_OP_RANDN, "randn(int[] size, *, ScalarType? dtype=None, " FACTORY_KWARGS ") -> Tensor", R,
+                    rand_infer, randn_like_kernel);
 }
