@@ -824,29 +824,23 @@ static tp_status build_plain(reader *r, doc_node *d, const tp_serde_op_entry *e,
     mapped_clear(&m);
     if (st != TP_OK) return tp__sd_note(r, st);
     tp_node *n = NULL;
-    if (!copy_back && (e->flags & TP_SERDE_COPY_RESULT)) {
-        char *tmp = NULL;
-        st = tp__sd_fresh_name(r, d->name, tp_op_name(op), &tmp);
-        if (st != TP_OK) tp__sd_note(r, st);
-        tp_node *value_node = NULL;
-        if (st == TP_OK) st = add_call(r, tmp, op, &cargs, &ckwargs, &value_node);
-        tp_free(tmp);
-        if (st == TP_OK) {
-            tp_value v = tp_value_node(value_node);
-            st = tp__sd_add_call_values(r, d->name, TP_OP_CLONE, &v, 1, &n);
-        }
-    } else if (!copy_back) {
+    if (!copy_back && !(e->flags & TP_SERDE_COPY_RESULT)) {
         st = add_call(r, d->name, op, &cargs, &ckwargs, &n);
     } else {
+        /* the op under a fresh name, then copy_ into self (in-place forms) or
+         * a clone of its result (*_copy forms) as the document node */
         char *tmp = NULL;
         st = tp__sd_fresh_name(r, d->name, tp_op_name(op), &tmp);
         if (st != TP_OK) tp__sd_note(r, st);
         tp_node *value_node = NULL;
         if (st == TP_OK) st = add_call(r, tmp, op, &cargs, &ckwargs, &value_node);
         tp_free(tmp);
-        if (st == TP_OK) {
+        if (st == TP_OK && copy_back) {
             tp_value vals[2] = {self, tp_value_node(value_node)};
             st = tp__sd_add_call_values(r, d->name, TP_OP_COPY_, vals, 2, &n);
+        } else if (st == TP_OK) {
+            tp_value v = tp_value_node(value_node);
+            st = tp__sd_add_call_values(r, d->name, TP_OP_CLONE, &v, 1, &n);
         }
     }
     tp_value_clear(&cargs);
