@@ -297,7 +297,8 @@ typedef enum tp_serde_special {
     TP_SERDE_ASSERT,     /* tensorplay's runtime dim assertions: dropped */
     TP_SERDE_PREDICATE,  /* is_floating_point / is_complex / is_signed / is_same_size / is_conj / is_neg /
                             is_quantized / is_distributed / get_device / is_inference / is_contiguous /
-                            stride / storage_offset: folded */
+                            stride / storage_offset (and tensorplay.functional's sym_stride /
+                            sym_storage_offset): folded */
     TP_SERDE_UNIQUE,     /* unique / unique_consecutive: op (swapped_op, unique_dim, for unique with a dim),
                             then the values alone or the tuple with the inverse and / or counts asked for */
     TP_SERDE_NONZERO_NUMPY, /* Tensor.nonzero_numpy(): unbind(nonzero(x), 1), one index tensor per dim (a 0-d x

@@ -1057,14 +1057,14 @@ static tp_status ramp(const cctx *c, int64_t len, tp_dtype dt, double scale, tp_
 
 /* Cosine windows sum_k a_k cos(2 pi k n / M) (hann, hamming, blackman),
  * M = N if periodic else N - 1; N = 1 gives [1]. */
-static tp_status cosine_window(cctx *c, const double *a, int terms, int len_i, int periodic_i, int dtype_i) {
+/* Arguments: (window_length, periodic, ..., dtype at dtype_i). */
+static tp_status cosine_window(cctx *c, const double *a, int terms, int dtype_i) {
     int64_t n = 0;
     TP_TRY(int_arg(c, 0, "window_length", &n));
     if (n < 0) return fail(c, TP_ERR_INVALID_ARG, "window_length must be non-negative");
-    const tp_value *pv = arg(c, periodic_i, "periodic");
+    const tp_value *pv = arg(c, 1, "periodic");
     bool periodic = !pv || tp_value_as_i64(pv) != 0;
     tp_dtype dt = float_dtype_arg(c, dtype_i);
-    TP_UNUSED(len_i);
     tp_value v;
     if (n <= 1) {
         static const char *const dn[] = {"dtype"};
@@ -1089,19 +1089,19 @@ static tp_status cosine_window(cctx *c, const double *a, int terms, int len_i, i
     return TP_OK;
 }
 
-static tp_status c_hann_window(cctx *c) { return cosine_window(c, (double[]){0.5, -0.5}, 2, 0, 1, 2); }
-static tp_status c_blackman_window(cctx *c) { return cosine_window(c, (double[]){0.42, -0.5, 0.08}, 3, 0, 1, 2); }
+static tp_status c_hann_window(cctx *c) { return cosine_window(c, (double[]){0.5, -0.5}, 2, 2); }
+static tp_status c_blackman_window(cctx *c) { return cosine_window(c, (double[]){0.42, -0.5, 0.08}, 3, 2); }
 
 static tp_status c_hamming_window(cctx *c) {
     const tp_value *al = arg(c, 2, "alpha"), *be = arg(c, 3, "beta");
     double a = al && tp_value_is_number(al) ? tp_value_as_f64(al) : 0.54, b = be && tp_value_is_number(be) ? tp_value_as_f64(be) : 0.46;
-    return cosine_window(c, (double[]){a, -b}, 2, 0, 1, 4);
+    return cosine_window(c, (double[]){a, -b}, 2, 4);
 }
 
 static tp_status c_bartlett_window(cctx *c) { /* 1 - |2n/M - 1| */
     int64_t n = 0;
     TP_TRY(int_arg(c, 0, "window_length", &n));
-    if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 0, 1, 2);
+    if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 2);
     const tp_value *pv = arg(c, 1, "periodic");
     bool periodic = !pv || tp_value_as_i64(pv) != 0;
     double m = (double)(periodic ? n : n - 1);
@@ -1117,7 +1117,7 @@ static tp_status c_bartlett_window(cctx *c) { /* 1 - |2n/M - 1| */
 static tp_status c_kaiser_window(cctx *c) { /* I0(beta sqrt(1 - (2n/M - 1)^2)) / I0(beta) */
     int64_t n = 0;
     TP_TRY(int_arg(c, 0, "window_length", &n));
-    if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 0, 1, 3);
+    if (n <= 1) return cosine_window(c, (double[]){1.0}, 1, 3);
     const tp_value *pv = arg(c, 1, "periodic"), *bv = arg(c, 2, "beta");
     bool periodic = !pv || tp_value_as_i64(pv) != 0;
     double beta = bv && tp_value_is_number(bv) ? tp_value_as_f64(bv) : 12.0;

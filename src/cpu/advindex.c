@@ -839,10 +839,11 @@ static tp_status kernel_bincount(const tp_value *args, tp_value *out) {
  * the rule reports TP_ERR_UNSUPPORTED, and programs using them run in the
  * interpreter. */
 
-static tp_status one_element(const tp_value *args, const char *what, tp_tensor **self) {
+static tp_status one_element(const tp_value *args, bool truth, tp_tensor **self) {
+    const char *what = truth ? "is_nonzero" : "item";
     TP_TRY(tp__need_tensor(args, 0, "self", self));
     int64_t n = tp_tensor_numel(*self);
-    if (!strcmp(what, "is_nonzero")) {
+    if (truth) {
         TP_CHECK(n != 0, TP_ERR_INVALID_ARG, "Boolean value of Tensor with no values is ambiguous");
         TP_CHECK(n == 1, TP_ERR_INVALID_ARG, "Boolean value of Tensor with more than one value is ambiguous");
     } else {
@@ -857,7 +858,7 @@ static const char *first_elem(const tp_tensor *t) { return (const char *)tp__ten
 
 static tp_status infer_item(const tp_value *args, tp_value *out) {
     tp_tensor *self;
-    TP_TRY(one_element(args, "item", &self));
+    TP_TRY(one_element(args, false, &self));
     const char *p = first_elem(self);
     tp_value_clear(out);
     if (tp_dtype_is_float(self->dtype)) *out = tp_value_float(tp__load_f64(p, self->dtype));
@@ -868,7 +869,7 @@ static tp_status infer_item(const tp_value *args, tp_value *out) {
 
 static tp_status infer_is_nonzero(const tp_value *args, tp_value *out) {
     tp_tensor *self;
-    TP_TRY(one_element(args, "is_nonzero", &self));
+    TP_TRY(one_element(args, true, &self));
     const char *p = first_elem(self);
     bool nz = tp_dtype_is_float(self->dtype) ? tp__load_f64(p, self->dtype) != 0 : tp__load_i64(p, self->dtype) != 0;
     tp_value_clear(out);

@@ -23,7 +23,6 @@
  */
 #include <float.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 
 #include "kernel_util.h"
 #include "rng.h"
