@@ -217,6 +217,55 @@ TEST(dynamic_batch_dim) {
     tp_program_free(p);
 }
 
+/* A GPT-2-style decoder exported by PyTorch with dynamic batch and sequence
+ * axes: its Shape -> Gather -> Concat -> Reshape chains, the causal mask
+ * and positions sliced to the run-time length become symbolic-int
+ * arithmetic, so the program imported once matches PyTorch at three
+ * sizes, also after a save and load. */
+TEST(gpt2_dynamic_axes_match_pytorch) {
+    tp_onnx_dim_range ranges[2];
+    CHECK_OK(tp_onnx_parse_dim_range("batch=1:8", &ranges[0]));
+    CHECK_OK(tp_onnx_parse_dim_range("seq=1:16", &ranges[1]));
+    tp_onnx_options opts = {0};
+    opts.n_dim_ranges = 2;
+    opts.dim_ranges = ranges;
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/gpt2.onnx", &opts, &p, &rep));
+    CHECK(rep.n_issues == 0 && rep.n_need_constant == 0);
+    CHECK(rep.op_types && strstr(rep.op_types, "Shape") && strstr(rep.op_types, "Range") == NULL);
+    tp_onnx_report_clear(&rep);
+    if (!p) return;
+    int n_sym = 0;
+    for (tp_node *n = tp_graph_first_node(tp_program_graph(p)); n; n = tp_node_next(n))
+        n_sym += tp_node_get_kind(n) == TP_NODE_CALL_FUNCTION && tp_node_op(n) == TP_OP_SYM_SIZE;
+    CHECK(n_sym > 0);
+    void *data = NULL;
+    size_t size = 0;
+    tp_archive_entry e = {"model", p};
+    CHECK_OK(tp_archive_save_buffer(&e, 1, NULL, 0, &data, &size));
+    tp_archive *a = NULL;
+    if (data) CHECK_OK(tp_archive_load_buffer(data, size, NULL, &a));
+    static const char *const names[3][2] = {{"gpt2_x1", "gpt2_y1"}, {"gpt2_x2", "gpt2_y2"}, {"gpt2_x3", "gpt2_y3"}};
+    for (int i = 0; i < 3; i++) { /* [1, 5], [2, 9], [3, 16] */
+        tp_tensor *x = load_onnx_fixture(names[i][0]), *y = load_onnx_fixture(names[i][1]);
+        if (x && y) run_and_compare(p, x, y);
+        if (x && y && a) run_and_compare(tp_archive_program(a, 0), x, y);
+        tp_tensor_free(x);
+        tp_tensor_free(y);
+    }
+    /* a sequence beyond the range is refused before running */
+    tp_tensor *big = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_INT64, 2, (int64_t[]){1, 17}, &big));
+    tp_value arg = tp_value_tensor(big), out = tp_value_none();
+    CHECK_STATUS(tp_program_call(p, &arg, 1, NULL, &out), TP_ERR_CONSTRAINT);
+    tp_value_clear(&arg);
+    tp_value_clear(&out);
+    tp_archive_free(a);
+    tp_free(data);
+    tp_program_free(p);
+}
+
 TEST(parse_dim_range) {
     tp_onnx_dim_range r;
     CHECK_OK(tp_onnx_parse_dim_range("seq=2", &r));
@@ -983,28 +1032,49 @@ static void range_then_model(pb *model, const char *second) {
     wrap_model(model, &graph, NULL, 17);
 }
 
+/* Run Range(start, limit, delta) imported with `second` after it. */
+static tp_status call_range(tp_program *p, int64_t start, int64_t limit, int64_t delta, tp_value *o) {
+    int64_t v[3] = {start, limit, delta};
+    tp_value a[3];
+    for (int i = 0; i < 3; i++) {
+        tp_tensor *t = NULL;
+        tp_status st = tp_tensor_from_data(TP_INT64, 0, NULL, &v[i], &t);
+        if (st != TP_OK) return st;
+        a[i] = tp_value_tensor(t);
+    }
+    tp_status st = tp_program_call(p, a, 3, NULL, o);
+    for (int i = 0; i < 3; i++) tp_value_clear(&a[i]);
+    return st;
+}
+
 /* A run-time Range's length is never folded at its import-time hint: Shape
- * of it is refused, and Reshape to a constant [2, 1] follows the run-time
- * length in the leading dim. */
+ * of it is its run-time length (a symbolic size, not the hint 2), and
+ * Reshape to a constant [2, 1] follows the run-time length in the leading
+ * dim. */
 TEST(range_result_is_dynamic) {
     static pb m;
     range_then_model(&m, "Shape");
     tp_program *p = NULL;
-    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
-    CHECK_ERR_CONTAINS("node 'second' (Shape, opset 17): the input's shape depends on a dynamic dim");
-    CHECK(p == NULL);
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    for (int64_t limit = 0; p && limit <= 7; limit += 7) {
+        tp_value o = tp_value_none();
+        CHECK_OK(call_range(p, 0, limit, 1, &o));
+        const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
+        CHECK(y && y->kind == TP_VAL_TENSOR);
+        if (y && y->kind == TP_VAL_TENSOR) {
+            const tp_tensor *t = y->u.tensor;
+            CHECK(tp_tensor_dtype(t) == TP_INT64 && tp_tensor_ndim(t) == 1 && tp_tensor_numel(t) == 1);
+            CHECK(tp_tensor_numel(t) == 1 && tp_tensor_item_f64(t, 0) == (double)limit);
+        }
+        tp_value_clear(&o);
+    }
+    tp_program_free(p);
+    p = NULL;
     range_then_model(&m, "Reshape");
     CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
     if (!p) return;
-    int64_t v[3] = {0, 5, 1};
-    tp_value a[3];
-    for (int i = 0; i < 3; i++) {
-        tp_tensor *t = NULL;
-        CHECK_OK(tp_tensor_from_data(TP_INT64, 0, NULL, &v[i], &t));
-        a[i] = tp_value_tensor(t);
-    }
     tp_value o = tp_value_none();
-    CHECK_OK(tp_program_call(p, a, 3, NULL, &o));
+    CHECK_OK(call_range(p, 0, 5, 1, &o));
     const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
     CHECK(y && y->kind == TP_VAL_TENSOR);
     if (y && y->kind == TP_VAL_TENSOR) {
@@ -1013,7 +1083,6 @@ TEST(range_result_is_dynamic) {
         for (int64_t i = 0; i < 5 && tp_tensor_numel(t) == 5; i++) CHECK(tp_tensor_item_f64(t, i) == (double)i);
     }
     tp_value_clear(&o);
-    for (int i = 0; i < 3; i++) tp_value_clear(&a[i]);
     tp_program_free(p);
 }
 
@@ -1511,7 +1580,8 @@ TEST(optionals_at_import) {
     CHECK_ERR_CONTAINS("node 'y' (OptionalGetElement, opset 17): the optional input is empty");
 }
 
-TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim), T(parse_dim_range),
+TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim),
+          T(gpt2_dynamic_axes_match_pytorch), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),

@@ -29,6 +29,12 @@ typedef struct ox_entry {
     tp_value v;
     bool dyn;    /* shape depends on a symbolic dim */
     bool failed; /* producer was not converted */
+    /* A shape value (shape_values.c): v is the list of its elements (ints
+     * and symbolic-int nodes), shape_rank 0 or 1; mat is the int64 tensor
+     * node made from it when an op needs it as a tensor (None until then). */
+    bool shape;
+    int shape_rank;
+    tp_value mat;
 } ox_entry;
 
 typedef struct ox_state {
@@ -119,20 +125,56 @@ static tp_status tab_set(ox_ctx *c, const char *name, tp_value *v, bool dyn, boo
         e = &c->tab[i];
         e->name = key;
         e->v = tp_value_none();
+        e->mat = tp_value_none();
         c->used++;
     }
     tp_value_move(&e->v, v);
+    tp_value_clear(&e->mat);
     e->dyn = dyn;
     e->failed = failed;
+    e->shape = false;
+    e->shape_rank = 0;
     return TP_OK;
 }
 
 /* ---- accessors for op_map.c ----------------------------------------------- */
 
-const tp_value *ox_in(ox_ctx *c, int i) {
+static ox_entry *in_entry(ox_ctx *c, int i) {
     if (i < 0 || (size_t)i >= c->node->n_input || !c->node->input[i] || !c->node->input[i][0]) return NULL;
-    ox_entry *e = tab_find(c, c->node->input[i]);
-    return e ? &e->v : NULL;
+    return tab_find(c, c->node->input[i]);
+}
+const tp_value *ox_in(ox_ctx *c, int i) {
+    ox_entry *e = in_entry(c, i);
+    if (!e) return NULL;
+    return e->shape ? &e->mat : &e->v; /* shape values: materialised first (convert_nodes) */
+}
+const tp_value *ox_in_shape(ox_ctx *c, int i, int *rank) {
+    ox_entry *e = in_entry(c, i);
+    if (!e || !e->shape) return NULL;
+    if (rank) *rank = e->shape_rank;
+    return &e->v;
+}
+tp_status ox_set_out_shape(ox_ctx *c, int i, tp_value *items, int rank) {
+    bool all_ints = true;
+    for (int64_t k = 0; k < tp_value_len(items); k++) all_ints &= tp_value_at(items, k)->kind == TP_VAL_INT;
+    if (all_ints) { /* a constant after all */
+        int64_t vals[OX_MAX_SHAPE_VALUE], n = tp_value_len(items);
+        for (int64_t k = 0; k < n; k++) vals[k] = tp_value_at(items, k)->u.i;
+        tp_value_clear(items);
+        tp_tensor *t;
+        TP_TRY(tp_tensor_from_data(TP_INT64, rank, &n, vals, &t));
+        tp_value v = tp_value_tensor(t);
+        return ox_set_out(c, i, &v);
+    }
+    if (!ox_out_used(c, i)) {
+        tp_value_clear(items);
+        return TP_OK;
+    }
+    TP_TRY(tab_set(c, c->node->output[i], items, true, false));
+    ox_entry *e = tab_find(c, c->node->output[i]);
+    e->shape = true;
+    e->shape_rank = rank;
+    return TP_OK;
 }
 int ox_n_in(ox_ctx *c) { return (int)c->node->n_input; }
 int ox_n_out(ox_ctx *c) { return (int)c->node->n_output; }
@@ -930,7 +972,24 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
         }
         c->node_dyn = dyn;
         tp_status st = TP_OK;
-        if (!failed) {
+        bool done = false;
+        if (!failed && n->op_type && (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) && c->opset >= 0) {
+            /* shape values: computed as symbolic ints where the op allows it,
+             * otherwise made into tensors for the op's ordinary mapping */
+            st = tp__onnx_convert_shape_node(c, n->op_type, &done);
+            for (size_t i = 0; st == TP_OK && !done && i < n->n_input; i++) {
+                ox_entry *e = in_entry(c, (int)i);
+                if (e && e->shape && e->mat.kind == TP_VAL_NONE)
+                    st = tp__onnx_shape_tensor(c, &e->v, e->shape_rank, &e->mat);
+            }
+            if (st != TP_OK) {
+                if (st == TP_ERR_NOMEM) return st;
+                report_issue(c, J->report);
+                if (*first_error == TP_OK) *first_error = st;
+                failed = true;
+            }
+        }
+        if (!failed && !done) {
             bool training = is_training_domain(n->domain);
             if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0 && !training)
                 st = ox_unsupported(c, "domain '%s' is not supported", n->domain);
@@ -1016,7 +1075,8 @@ static tp_status build_program(import_job *J, tp_program **out) {
             break;
         }
         tp_value v = tp_value_none();
-        st = tp_value_copy(&e->v, &v);
+        if (e->shape && e->mat.kind == TP_VAL_NONE) st = tp__onnx_shape_tensor(c, &e->v, e->shape_rank, &e->mat);
+        if (st == TP_OK) st = tp_value_copy(e->shape ? &e->mat : &e->v, &v);
         if (st == TP_OK && (v.kind == TP_VAL_TENSOR || v.kind == TP_VAL_LIST)) st = materialize_value(c, &v);
         if (v.kind == TP_VAL_LIST) { /* a sequence: a list output, one leaf per tensor */
             seq_out = true;
@@ -1111,6 +1171,7 @@ static void job_free(import_job *J) {
         if (c->tab[i].name) {
             tp_free(c->tab[i].name);
             tp_value_clear(&c->tab[i].v);
+            tp_value_clear(&c->tab[i].mat);
         }
     tp_free(c->tab);
     for (int i = 0; i < c->n_state; i++) {
@@ -1277,7 +1338,6 @@ tp_status tp_onnx_load(const char *path, const tp_onnx_options *opts_in, tp_prog
  * size) so that later nodes can use it; the current node's outputs are
  * marked dynamic, so mappings that would fold their sizes refuse. The
  * program is still interpreted (the op's shape rule refuses metadata). */
-TP_HIDDEN tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, const int64_t *sizes);
 tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, const int64_t *sizes) {
     if (v->kind != TP_VAL_NODE || tp_node_meta_val(v->u.node)->kind == TP_VAL_TENSOR) return TP_OK;
     tp_tensor *meta;
@@ -1290,7 +1350,6 @@ tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, con
 }
 
 /* For op_map.c: is input i's shape dynamic? */
-TP_HIDDEN bool ox_in_dyn(ox_ctx *c, int i);
 bool ox_in_dyn(ox_ctx *c, int i) {
     if (i < 0 || (size_t)i >= c->node->n_input || !c->node->input[i]) return false;
     ox_entry *e = tab_find(c, c->node->input[i]);
@@ -1298,5 +1357,4 @@ bool ox_in_dyn(ox_ctx *c, int i) {
 }
 
 /* For op_map.c: do the current node's inputs depend on a dynamic dim? */
-TP_HIDDEN bool ox_node_dyn(ox_ctx *c);
 bool ox_node_dyn(ox_ctx *c) { return c->node_dyn; }

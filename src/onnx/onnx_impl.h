@@ -109,6 +109,40 @@ TP_HIDDEN tp_status ox_new_tensor(ox_ctx *c, tp_dtype dtype, int ndim, const int
 TP_HIDDEN tp_value ox_tensor_value(tp_tensor *t);
 TP_HIDDEN tp_status ox_scalar_tensor(tp_dtype dtype, double v, tp_value *out);
 
+/* Dynamic dims: does input i's shape depend on one; do the current node's
+ * inputs? (Values from a dynamically shaped input, or a data-dependent op.) */
+TP_HIDDEN bool ox_in_dyn(ox_ctx *c, int i);
+TP_HIDDEN bool ox_node_dyn(ox_ctx *c);
+/* v, made by a data-dependent op (a node without meta), gets meta of dtype
+ * and sizes (known only when it runs: a hint) so later nodes can use it;
+ * the current node's outputs are marked dynamic. */
+TP_HIDDEN tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, const int64_t *sizes);
+
+/* Shape values (shape_values.c): an int64 tensor of rank 0 or 1 computed
+ * from the sizes of dynamically shaped values (Shape, Gather, Concat,
+ * arithmetic, ...) is kept while importing as the list of its elements,
+ * each an int or a symbolic-int node (sym_size and sym_* arithmetic), so
+ * that Reshape, Expand, Slice, ConstantOfShape, Range, ... take it as size
+ * arguments that follow the run-time sizes. */
+#define OX_MAX_SHAPE_VALUE 64
+/* Input i as a shape value: its element list (rank in *rank), else NULL. */
+TP_HIDDEN const tp_value *ox_in_shape(ox_ctx *c, int i, int *rank);
+/* Set output i to a shape value (takes over *items, a list); a list of
+ * plain ints becomes a constant tensor. */
+TP_HIDDEN tp_status ox_set_out_shape(ox_ctx *c, int i, tp_value *items, int rank);
+/* Convert the current node when it makes or takes shape values in a way
+ * they can stay symbolic (*done true); otherwise *done false and the node's
+ * shape-value inputs are made into tensors for its ordinary mapping. */
+TP_HIDDEN tp_status tp__onnx_convert_shape_node(ox_ctx *c, const char *op_type, bool *done);
+/* Dim d of operand v as an int, or as a sym_size node when the current
+ * node depends on a dynamic dim; the product of dims [from, to) likewise. */
+TP_HIDDEN tp_status ox_dim(ox_ctx *c, const tp_value *v, int d, tp_value *out);
+TP_HIDDEN tp_status ox_dim_product(ox_ctx *c, const tp_value *v, int from, int to, tp_value *out);
+/* reshape(x, sizes): sizes[0..n) are ints and symbolic ints (consumed). */
+TP_HIDDEN tp_status ox_reshape_to(ox_ctx *c, const tp_value *x, tp_value *sizes, int n, tp_value *out);
+/* The int64 tensor (a graph node) holding a shape value's elements. */
+TP_HIDDEN tp_status tp__onnx_shape_tensor(ox_ctx *c, const tp_value *items, int rank, tp_value *out);
+
 /* ---- op_map.c ---------------------------------------------------------- */
 
 /* Convert the current node. TP_ERR_UNSUPPORTED (via ox_unsupported) for

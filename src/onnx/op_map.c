@@ -16,10 +16,6 @@
 
 #include "onnx_impl.h"
 
-TP_HIDDEN bool ox_in_dyn(ox_ctx *c, int i);
-TP_HIDDEN bool ox_node_dyn(ox_ctx *c);
-TP_HIDDEN tp_status ox_dd_meta(ox_ctx *c, const tp_value *v, tp_dtype dtype, int ndim, const int64_t *sizes);
-
 /* The size given to a dim known only when the program runs (the output of
  * a data-dependent op that later nodes use) while importing. */
 #define OX_DD_HINT 2
@@ -1791,13 +1787,24 @@ static tp_status map_flatten(ox_ctx *c) {
     int64_t axis = ox_attr_i(c, "axis", 1);
     if (axis < 0) axis += nd;
     if (axis < 0 || axis > nd) return ox_bad(c, "attribute 'axis' %" PRId64 " out of range for rank %d", ox_attr_i(c, "axis", 1), nd);
+    tp_value r;
+    if (ox_node_dyn(c)) { /* the products follow the run-time sizes */
+        tp_value d[2];
+        TP_TRY(ox_dim_product(c, x, 0, (int)axis, &d[0]));
+        tp_status st = ox_dim_product(c, x, (int)axis, nd, &d[1]);
+        if (st != TP_OK) {
+            tp_value_clear(&d[0]);
+            return st;
+        }
+        TP_TRY(ox_reshape_to(c, x, d, 2, &r));
+        return set_out(c, &r);
+    }
     int64_t a = 1, b = 1;
     for (int i = 0; i < nd; i++) {
-            if (i < axis) a *= sizes_of(x)[i];
-            else b *= sizes_of(x)[i];
-        }
+        if (i < axis) a *= sizes_of(x)[i];
+        else b *= sizes_of(x)[i];
+    }
     int64_t shp[2] = {a, b};
-    tp_value r;
     TP_TRY(reshape(c, x, shp, 2, &r));
     return set_out(c, &r);
 }
@@ -2073,6 +2080,21 @@ static tp_status map_gather(ox_ctx *c) {
     if (nd - 1 + ni > TP_MAX_DIMS) {
         tp_value_clear(&sel);
         return ox_unsupported(c, "result rank %d", nd - 1 + ni);
+    }
+    if (ox_node_dyn(c)) { /* sizes that follow the run-time ones */
+        tp_value dims[TP_MAX_DIMS];
+        int nk = 0;
+        for (int i = 0; st == TP_OK && i < nd - 1 + ni; i++) {
+            const tp_value *src = i < axis ? x : i < axis + ni ? idx : x;
+            int d = i < axis ? i : i < axis + ni ? i - axis : i - ni + 1;
+            st = ox_dim(c, src, d, &dims[nk]);
+            if (st == TP_OK) nk++;
+        }
+        if (st == TP_OK) st = ox_reshape_to(c, &sel, dims, nk, &r);
+        for (int i = 0; i < nk && st != TP_OK; i++) tp_value_clear(&dims[i]);
+        tp_value_clear(&sel);
+        TP_TRY(st);
+        return set_out(c, &r);
     }
     for (int i = 0; i < axis; i++) shape[k++] = sizes_of(x)[i];
     for (int i = 0; i < ni; i++) shape[k++] = sizes_of(idx)[i];
