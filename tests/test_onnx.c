@@ -1439,6 +1439,126 @@ TEST(sequence_ops_by_hand) {
     tp_program_free(p);
 }
 
+/* A 1-D int64 initializer. */
+static void ints_init(pb *graph, const char *name, const int64_t *v, int n) {
+    pb t = {0};
+    pb_int(&t, 1, n);
+    pb_int(&t, 2, 7);
+    for (int i = 0; i < n; i++) pb_int(&t, 7, v[i]);
+    pb_str(&t, 8, name);
+    pb_msg(graph, 5, &t);
+}
+
+/* Shape arithmetic on a dynamic dim (x: float [N, 3]), kept symbolic at
+ * import and checked by hand at N = 5 and N = 4:
+ *   n = Shape(x)[0]; sz = Size(x) = 3N; k = ConstantOfShape([n, 2]) = zeros;
+ *   r = Range(0, n, 1); d = n - 2 * (n / 2) = N mod 2;
+ *   w = Where(Equal([n], -1), 1, [n]) = [n] (a size is never -1);
+ *   ex = x + Expand(row, [w, 3]); sl = x[: -(1 - n)];
+ *   t = Tile(x, [2, s[1] / s[1]]) = [2N, 3]; rs = Reshape(x, [3 n]);
+ *   nf = Cast(n, float) (a shape value made into a tensor). */
+static void shape_values_model(pb *m) {
+    pb graph = {0}, ax0 = {0}, tof = {0};
+    graph_input(&graph, "x", 1, (int64_t[]){-1, 3}, 2);
+    scalar_init(&graph, "c0", 7, 0);
+    scalar_init(&graph, "c1", 7, 1);
+    scalar_init(&graph, "c2", 7, 2);
+    ints_init(&graph, "v0", (int64_t[]){0}, 1);
+    ints_init(&graph, "v1", (int64_t[]){1}, 1);
+    ints_init(&graph, "v2", (int64_t[]){2}, 1);
+    ints_init(&graph, "v3", (int64_t[]){3}, 1);
+    ints_init(&graph, "vm1", (int64_t[]){-1}, 1);
+    pb row = {0};
+    pb_int(&row, 1, 1);
+    pb_int(&row, 1, 3);
+    pb_int(&row, 2, 1);
+    float rowv[3] = {10, 20, 30};
+    pb_bytes(&row, 9, rowv, sizeof rowv);
+    pb_str(&row, 8, "row");
+    pb_msg(&graph, 5, &row);
+    attr_i(&ax0, "axis", 0);
+    attr_i(&tof, "to", 1);
+    seq_node(&graph, "Shape", (const char *[]){"x"}, 1, "s", NULL);
+    seq_node(&graph, "Gather", (const char *[]){"s", "c0"}, 2, "n", NULL);
+    seq_node(&graph, "Size", (const char *[]){"x"}, 1, "sz", NULL);
+    seq_node(&graph, "Unsqueeze", (const char *[]){"n", "v0"}, 2, "n1", NULL);
+    seq_node(&graph, "Concat", (const char *[]){"n1", "v2"}, 2, "cat", &ax0);
+    seq_node(&graph, "ConstantOfShape", (const char *[]){"cat"}, 1, "k", NULL);
+    seq_node(&graph, "Range", (const char *[]){"c0", "n", "c1"}, 3, "r", NULL);
+    seq_node(&graph, "Div", (const char *[]){"n", "c2"}, 2, "h", NULL);
+    seq_node(&graph, "Mul", (const char *[]){"h", "c2"}, 2, "m2", NULL);
+    seq_node(&graph, "Sub", (const char *[]){"n", "m2"}, 2, "d", NULL);
+    seq_node(&graph, "Equal", (const char *[]){"n1", "vm1"}, 2, "eq", NULL);
+    seq_node(&graph, "Where", (const char *[]){"eq", "v1", "n1"}, 3, "w", NULL);
+    seq_node(&graph, "Concat", (const char *[]){"w", "v3"}, 2, "eshape", &ax0);
+    seq_node(&graph, "Expand", (const char *[]){"row", "eshape"}, 2, "e", NULL);
+    seq_node(&graph, "Add", (const char *[]){"x", "e"}, 2, "ex", NULL);
+    seq_node(&graph, "Sub", (const char *[]){"v1", "n1"}, 2, "oneminus", NULL);
+    seq_node(&graph, "Neg", (const char *[]){"oneminus"}, 1, "end", NULL);
+    seq_node(&graph, "Slice", (const char *[]){"x", "v0", "end", "v0"}, 4, "sl", NULL);
+    seq_node(&graph, "Slice", (const char *[]){"s", "v1", "v2"}, 3, "s1", NULL);
+    seq_node(&graph, "Div", (const char *[]){"s1", "s1"}, 2, "one", NULL);
+    seq_node(&graph, "Concat", (const char *[]){"v2", "one"}, 2, "reps", &ax0);
+    seq_node(&graph, "Tile", (const char *[]){"x", "reps"}, 2, "t", NULL);
+    seq_node(&graph, "Mul", (const char *[]){"n1", "v3"}, 2, "flat", NULL);
+    seq_node(&graph, "Reshape", (const char *[]){"x", "flat"}, 2, "rs", NULL);
+    seq_node(&graph, "Cast", (const char *[]){"n"}, 1, "nf", &tof);
+    static const char *const outs[] = {"sz", "k", "r", "d", "ex", "sl", "t", "rs", "nf"};
+    static const int out_elem[] = {7, 1, 7, 7, 1, 1, 1, 1, 1};
+    for (int i = 0; i < 9; i++) graph_output(&graph, outs[i], out_elem[i]);
+    seq_model(m, &graph);
+}
+
+TEST(shape_values_by_hand) {
+    pb m;
+    shape_values_model(&m);
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep));
+    CHECK(rep.n_need_constant == 0);
+    tp_onnx_report_clear(&rep);
+    if (!p) return;
+    int n_op[3] = {0, 0, 0}; /* sym_floordiv, arange, onnx_range (data-dependent: not wanted) */
+    for (tp_node *nd = tp_graph_first_node(tp_program_graph(p)); nd; nd = tp_node_next(nd)) {
+        if (tp_node_get_kind(nd) != TP_NODE_CALL_FUNCTION) continue;
+        n_op[0] += tp_node_op(nd) == TP_OP_SYM_FLOORDIV;
+        n_op[1] += tp_node_op(nd) == TP_OP_ARANGE;
+        n_op[2] += tp_node_op(nd) == TP_OP_ONNX_RANGE;
+    }
+    CHECK(n_op[0] == 2 && n_op[1] == 1 && n_op[2] == 0);
+    check_alloc_failures("load shape-values model", load_for_alloc_test, &m);
+    for (int64_t N = 5; N >= 4; N--) {
+        float xv[15];
+        for (int i = 0; i < 15; i++) xv[i] = (float)i;
+        tp_tensor *x = NULL;
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 2, (int64_t[]){N, 3}, xv, &x));
+        tp_value arg = tp_value_tensor(x), out = tp_value_none();
+        CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+        CHECK(tp_value_len(&out) == 9);
+        if (tp_value_len(&out) == 9) {
+            const tp_tensor *o[9];
+            for (int i = 0; i < 9; i++) o[i] = tp_value_at(&out, i)->u.tensor;
+            CHECK(tp_tensor_dtype(o[0]) == TP_INT64 && tp_tensor_ndim(o[0]) == 0 && tp_tensor_item_f64(o[0], 0) == 3.0 * N);
+            CHECK(tp_tensor_ndim(o[1]) == 2 && tp_tensor_sizes(o[1])[0] == N && tp_tensor_sizes(o[1])[1] == 2);
+            CHECK(tp_tensor_dtype(o[1]) == TP_FLOAT32 && tp_tensor_item_f64(o[1], 2 * N - 1) == 0);
+            CHECK(tp_tensor_dtype(o[2]) == TP_INT64 && tp_tensor_numel(o[2]) == N);
+            for (int64_t i = 0; i < N && tp_tensor_numel(o[2]) == N; i++) CHECK(tp_tensor_item_f64(o[2], i) == (double)i);
+            CHECK(tp_tensor_ndim(o[3]) == 0 && tp_tensor_item_f64(o[3], 0) == (double)(N % 2));
+            CHECK(tp_tensor_ndim(o[4]) == 2 && tp_tensor_sizes(o[4])[0] == N);
+            for (int64_t i = 0; i < 3 * N && tp_tensor_numel(o[4]) == 3 * N; i++)
+                CHECK(tp_tensor_item_f64(o[4], i) == (double)i + 10 * (double)(i % 3 + 1));
+            CHECK(tp_tensor_ndim(o[5]) == 2 && tp_tensor_sizes(o[5])[0] == N - 1 && tp_tensor_numel(o[5]) == 3 * (N - 1));
+            CHECK(tp_tensor_ndim(o[6]) == 2 && tp_tensor_sizes(o[6])[0] == 2 * N && tp_tensor_sizes(o[6])[1] == 3);
+            if (tp_tensor_numel(o[6]) == 6 * N) CHECK(tp_tensor_item_f64(o[6], 3 * N) == 0 && tp_tensor_item_f64(o[6], 6 * N - 1) == 3 * N - 1);
+            CHECK(tp_tensor_ndim(o[7]) == 1 && tp_tensor_numel(o[7]) == 3 * N);
+            CHECK(tp_tensor_dtype(o[8]) == TP_FLOAT32 && tp_tensor_ndim(o[8]) == 0 && tp_tensor_item_f64(o[8], 0) == (double)N);
+        }
+        tp_value_clear(&out);
+        tp_value_clear(&arg);
+    }
+    tp_program_free(p);
+}
+
 /* A position known only when the program runs, one out of range and a
  * sequence given to a tensor op are refused,
  * each naming the node; so is a sequence graph input. */
@@ -1589,4 +1709,4 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
           T(range_result_is_dynamic), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
-          T(sequence_errors), T(sequence_output_is_a_list), T(optionals_at_import))
+          T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))
