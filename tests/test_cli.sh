@@ -328,5 +328,22 @@ check archive_given_to_convert_msg contains "$dir/err" "names.pt2 is an archive 
 check dynamic_no_dim expect_rc 1 "$T" convert "$ONNX/names.onnx" -o "$dir/n2.pt2" --dynamic nosuch=1:4
 check dynamic_no_dim_msg contains "$dir/err" "names.onnx: dim range 'nosuch' names no dim of the model (its symbolic dims: batch)"
 check dynamic_no_dim_once not_contains "$dir/err" "names.onnx: .*names.onnx:"
+# shape-data graph inputs: named when refused, specialised with --input-value (#14 item 4)
+check shape_input_refused expect_rc 1 "$T" convert "$ONNX/reshape_input.onnx" -o "$dir/ri.pt2"
+check shape_input_refused_msg contains "$dir/err" "graph input 'shape' is read as shape data: give its value with --input-value shape=FILE.npy"
+check shape_input_given expect_rc 0 "$T" convert "$ONNX/reshape_input.onnx" -o "$dir/ri.pt2" --input-value shape="$ONNX/reshape_shape.npy"
+check shape_input_run expect_rc 0 "$T" run "$dir/ri.pt2" x="$ONNX/reshape_x.npy"
+check shape_input_run_out contains "$dir/out" "output_0: float32\[4, 3, 2\] = \[0, 1, 2, 3, 4, 5"
+check shape_input_no_input expect_rc 1 "$T" convert "$ONNX/reshape_input.onnx" -o "$dir/ri.pt2" --input-value nosuch="$ONNX/reshape_shape.npy"
+check shape_input_no_input_msg contains "$dir/err" "input value 'nosuch' names no graph input (its inputs: x, shape)"
+check shape_input_dtype expect_rc 1 "$T" convert "$ONNX/reshape_input.onnx" -o "$dir/ri.pt2" --input-value shape="$ONNX/reshape_x.npy"
+check shape_input_dtype_msg contains "$dir/err" "value given for graph input 'shape' is float32, the input is declared int64"
+check shape_input_bad_spec expect_rc 2 "$T" convert "$ONNX/reshape_input.onnx" -o "$dir/ri.pt2" --input-value shape
+# dynamic batch and sequence axes: one conversion runs at every size (#14 item 2)
+check gpt2_convert expect_rc 0 "$T" convert "$ONNX/gpt2.onnx" -o "$dir/gpt2.pt2" --dynamic batch=1:8 --dynamic seq=1:16
+check gpt2_run1 expect_rc 0 "$T" run "$dir/gpt2.pt2" x="$ONNX/gpt2_x1.npy"
+check gpt2_run1_out contains "$dir/out" "output_0: float32\[1, 5, 50\]"
+check gpt2_run3 expect_rc 0 "$T" run "$dir/gpt2.pt2" x="$ONNX/gpt2_x3.npy"
+check gpt2_run3_out contains "$dir/out" "output_0: float32\[3, 16, 50\]"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -266,6 +266,49 @@ TEST(gpt2_dynamic_axes_match_pytorch) {
     tp_program_free(p);
 }
 
+/* Input values specialise a shape-data graph input; one naming no graph
+ * input, or of another dtype or shape than declared, is refused. */
+TEST(input_values_checked) {
+    tp_tensor *good = NULL, *bad_shape = NULL, *bad_dtype = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){3}, (int64_t[]){4, 0, -1}, &good));
+    CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){2}, (int64_t[]){4, -1}, &bad_shape));
+    CHECK_OK(tp_tensor_from_data(TP_INT32, 1, (int64_t[]){3}, (int32_t[]){4, 0, -1}, &bad_dtype));
+    const char *names[1] = {"shape"}, *wrong[1] = {"shapes"};
+    tp_onnx_options o = {0};
+    o.n_input_values = 1;
+    o.input_value_names = names;
+    tp_program *p = NULL;
+    o.input_values = &good;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/reshape_input.onnx", &o, &p, NULL));
+    tp_tensor *x = load_onnx_fixture("reshape_x");
+    if (p && x) {
+        tp_value arg = tp_value_tensor(tp_tensor_retain(x)), out = tp_value_none();
+        CHECK_OK(tp_program_call(p, &arg, 1, NULL, &out));
+        const tp_value *y = out.kind == TP_VAL_TUPLE ? tp_value_at(&out, 0) : &out;
+        CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_ndim(y->u.tensor) == 3 && tp_tensor_sizes(y->u.tensor)[0] == 4 &&
+              tp_tensor_sizes(y->u.tensor)[1] == 3 && tp_tensor_sizes(y->u.tensor)[2] == 2);
+        tp_value_clear(&out);
+        tp_value_clear(&arg);
+    }
+    tp_program_free(p);
+    p = NULL;
+    o.input_values = &bad_shape;
+    CHECK_STATUS(tp_onnx_load("fixtures/onnx/reshape_input.onnx", &o, &p, NULL), TP_ERR_SHAPE);
+    CHECK_ERR_CONTAINS("value given for graph input 'shape' has size 2 at dim 0, declared 3");
+    o.input_values = &bad_dtype;
+    CHECK_STATUS(tp_onnx_load("fixtures/onnx/reshape_input.onnx", &o, &p, NULL), TP_ERR_TYPE);
+    CHECK_ERR_CONTAINS("value given for graph input 'shape' is int32, the input is declared int64");
+    o.input_values = &good;
+    o.input_value_names = wrong;
+    CHECK_STATUS(tp_onnx_load("fixtures/onnx/reshape_input.onnx", &o, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("input value 'shapes' names no graph input (its inputs: x, shape)");
+    CHECK(p == NULL);
+    tp_tensor_free(x);
+    tp_tensor_free(good);
+    tp_tensor_free(bad_shape);
+    tp_tensor_free(bad_dtype);
+}
+
 TEST(parse_dim_range) {
     tp_onnx_dim_range r;
     CHECK_OK(tp_onnx_parse_dim_range("seq=2", &r));
@@ -1701,7 +1744,7 @@ TEST(optionals_at_import) {
 }
 
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim),
-          T(gpt2_dynamic_axes_match_pytorch), T(parse_dim_range),
+          T(gpt2_dynamic_axes_match_pytorch), T(input_values_checked), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),

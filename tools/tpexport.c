@@ -188,15 +188,21 @@ static const char *decompose_help =
     "                  and log_softmax), or 'none' (only copy and re-validate)\n";
 
 static const char *convert_help =
-    "usage: tpexport convert MODEL.onnx -o OUT.pt2 [--dynamic NAME=MIN:MAX ...] [--report]\n"
+    "usage: tpexport convert MODEL.onnx -o OUT.pt2 [--dynamic NAME=MIN:MAX ...]\n"
+    "                        [--input-value NAME=FILE.npy ...] [--report]\n"
     "\n"
     "Import an ONNX model (opsets 6-28) as an exported program and save it.\n"
     "Symbolic dims (dim_param) become named dynamic dims; --dynamic gives one\n"
-    "a range (MAX may be 'inf').\n"
+    "a range (MAX may be 'inf'). Shape arithmetic on them (Shape, Gather,\n"
+    "Concat, ... feeding Reshape, Expand, Slice) follows the run-time sizes.\n"
     "\n"
     "options:\n"
     "  -o OUT           output archive (required unless --report)\n"
     "  --dynamic N=A:B  range of the symbolic dim N\n"
+    "  --input-value N=FILE.npy\n"
+    "                   specialise graph input N to the array in FILE: it is no\n"
+    "                   longer an input but a constant of the program (for inputs\n"
+    "                   read as shape data: Reshape's shape, TopK's k, ...)\n"
     "  --report         list every unsupported op instead of stopping at the first\n";
 
 /* One line on stderr, then exit. */
@@ -1728,8 +1734,11 @@ static int cmd_convert(int argc, char **argv) {
     const char *file = NULL, *out = NULL;
     bool report_only = false;
     tp_onnx_dim_range *ranges = calloc((size_t)argc + 1, sizeof *ranges);
-    int n_ranges = 0;
-    if (!ranges) die(EXIT_IO, "out of memory");
+    int n_ranges = 0, n_values = 0;
+    const char **value_names = calloc((size_t)argc + 1, sizeof *value_names);
+    tp_tensor **values = calloc((size_t)argc + 1, sizeof *values);
+    char **value_keys = calloc((size_t)argc + 1, sizeof *value_keys);
+    if (!ranges || !value_names || !values || !value_keys) die(EXIT_IO, "out of memory");
     for (int i = 0; i < argc; i++) {
         if (is_help(argv[i])) {
             fputs(convert_help, stdout);
@@ -1741,6 +1750,15 @@ static int cmd_convert(int argc, char **argv) {
             if (tp_onnx_parse_dim_range(argv[++i], &ranges[n_ranges]) != TP_OK)
                 usage_error(convert_help, "bad --dynamic '%s' (expected NAME=MIN:MAX)", argv[i]);
             n_ranges++;
+        } else if (strcmp(argv[i], "--input-value") == 0 && i + 1 < argc) {
+            const char *spec = argv[++i], *eq = strchr(spec, '=');
+            if (!eq || eq == spec || !eq[1]) usage_error(convert_help, "bad --input-value '%s' (expected NAME=FILE.npy)", spec);
+            value_keys[n_values] = strndup(spec, (size_t)(eq - spec));
+            if (!value_keys[n_values]) die(EXIT_IO, "out of memory");
+            tp_status lst = tp_npy_load(eq + 1, &values[n_values]);
+            if (lst != TP_OK) die(lst == TP_ERR_IO ? EXIT_IO : EXIT_INVALID, "--input-value %s: %s", spec, tp_last_error());
+            value_names[n_values] = value_keys[n_values];
+            n_values++;
         } else if (strcmp(argv[i], "--report") == 0) {
             report_only = true;
         } else if (argv[i][0] == '-') {
@@ -1753,10 +1771,18 @@ static int cmd_convert(int argc, char **argv) {
     }
     if (!file) usage_error(convert_help, "%s", "missing MODEL.onnx");
     if (!out && !report_only) usage_error(convert_help, "%s", "missing -o OUT.pt2");
-    tp_onnx_options opts = {.n_dim_ranges = n_ranges, .dim_ranges = ranges, .report_all = report_only};
+    tp_onnx_options opts = {.n_dim_ranges = n_ranges, .dim_ranges = ranges, .report_all = report_only,
+                            .n_input_values = n_values, .input_value_names = value_names, .input_values = values};
     tp_onnx_report report = {0};
     tp_program *p = NULL;
     tp_status st = tp_onnx_load(file, &opts, &p, &report);
+    for (int i = 0; i < n_values; i++) {
+        tp_tensor_free(values[i]);
+        free(value_keys[i]);
+    }
+    free(values);
+    free(value_keys);
+    free(value_names);
     if (report_only) {
         tp_onnx_report_print(&report, stdout);
         int issues = report.n_issues;
@@ -1765,10 +1791,22 @@ static int cmd_convert(int argc, char **argv) {
         free(ranges);
         return issues || st != TP_OK ? EXIT_INVALID : 0;
     }
-    tp_onnx_report_clear(&report);
     if (st != TP_OK && file_kind(file) == 'z')
         die(EXIT_INVALID, "%s is an archive (.pt2), not an ONNX model: it needs no converting ('tpexport inspect %s')",
             file, file);
+    if (st != TP_OK && report.n_need_constant > 0) { /* name the inputs to specialise */
+        const char *msg = tp_last_error();
+        size_t n = strlen(file);
+        if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2;
+        fprintf(stderr, "tpexport: %s: %s\n", file, msg);
+        for (int i = 0; i < report.n_need_constant; i++)
+            fprintf(stderr, "tpexport: graph input '%s' is read as shape data: give its value with --input-value %s=FILE.npy\n",
+                    report.need_constant[i], report.need_constant[i]);
+        tp_onnx_report_clear(&report);
+        free(ranges);
+        exit(exit_code_for(st));
+    }
+    tp_onnx_report_clear(&report);
     if (st != TP_OK) die_status(st, file);
     tp_archive_entry e = {"model", p};
     st = tp_archive_save(out, &e, 1, NULL, 0);

@@ -858,6 +858,51 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
     return tab_set(c, name, &nv, dyn, false);
 }
 
+/* A value given for graph input vi (tp_onnx_options.input_values) has its
+ * declared element type and static dims. */
+static tp_status check_input_value(const Onnx__ValueInfoProto *vi, const tp_tensor *t) {
+    const Onnx__TypeProto *ty = vi->type;
+    if (!ty || ty->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !ty->tensor_type) return TP_OK;
+    const Onnx__TypeProto__Tensor *tt = ty->tensor_type;
+    tp_dtype dt;
+    if (tt->has_elem_type && tp__onnx_dtype(tt->elem_type, &dt) == TP_OK && dt != tp_tensor_dtype(t))
+        return tp_error(TP_ERR_TYPE, "value given for graph input '%s' is %s, the input is declared %s", vi->name,
+                        tp_dtype_name(tp_tensor_dtype(t)), tp_dtype_name(dt));
+    tp_clear_error();
+    if (!tt->shape) return TP_OK;
+    if ((int)tt->shape->n_dim != tp_tensor_ndim(t))
+        return tp_error(TP_ERR_SHAPE, "value given for graph input '%s' has %d dims, the input is declared with %zu",
+                        vi->name, tp_tensor_ndim(t), tt->shape->n_dim);
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            dim->dim_value != tp_tensor_sizes(t)[d])
+            return tp_error(TP_ERR_SHAPE, "value given for graph input '%s' has size %" PRId64 " at dim %zu, declared %" PRId64,
+                            vi->name, tp_tensor_sizes(t)[d], d, dim->dim_value);
+    }
+    return TP_OK;
+}
+
+/* Every input value given names a graph input (not an initializer). */
+static tp_status check_input_values_used(const tp_onnx_options *o, const Onnx__GraphProto *g) {
+    for (int k = 0; o && k < o->n_input_values; k++) {
+        const char *name = o->input_value_names[k];
+        if (!name) continue;
+        bool found = false;
+        for (size_t i = 0; i < g->n_input && !found; i++)
+            found = g->input[i] && g->input[i]->name && !strcmp(g->input[i]->name, name) && !is_initializer(g, name);
+        if (found) continue;
+        char names[256] = "";
+        size_t at = 0;
+        for (size_t i = 0; i < g->n_input && at < sizeof names - 1; i++)
+            if (g->input[i] && g->input[i]->name && !is_initializer(g, g->input[i]->name))
+                at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ", " : "", g->input[i]->name);
+        return tp_error(TP_ERR_INVALID_ARG, "input value '%s' names no graph input (%s%s)", name,
+                        at ? "its inputs: " : "it has none", names);
+    }
+    return TP_OK;
+}
+
 /* Every range given names a dim of the model. */
 static tp_status check_ranges_used(const import_job *J) {
     const tp_onnx_options *o = J->opts;
@@ -1266,6 +1311,7 @@ static tp_status import_model(import_job *J, tp_program **out) {
         for (int k = 0; o && k < o->n_input_values; k++)
             if (o->input_value_names[k] && strcmp(o->input_value_names[k], vi->name) == 0) given = o->input_values[k];
         if (given) {
+            TP_TRY(check_input_value(vi, given));
             tp_tensor *cp;
             TP_TRY(tp_tensor_clone(given, &cp));
             tp_value v = tp_value_tensor(cp);
@@ -1274,6 +1320,7 @@ static tp_status import_model(import_job *J, tp_program **out) {
         }
         TP_TRY(add_user_input(J, vi));
     }
+    TP_TRY(check_input_values_used(J->opts, g));
     tp_status first = TP_OK;
     TP_TRY(convert_nodes(J, &first));
     return build_program(J, out);
