@@ -1129,6 +1129,70 @@ TEST(range_result_is_dynamic) {
     tp_program_free(p);
 }
 
+/* Call p on float x and an int64 / float scalar s; the first output. */
+static tp_tensor *call_x_scalar(tp_program *p, const float *xv, int64_t rows, int64_t cols, tp_tensor *s) {
+    tp_tensor *x = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 2, (int64_t[]){rows, cols}, xv, &x));
+    tp_value a[2] = {tp_value_tensor(x), tp_value_tensor(s)}, o = tp_value_none();
+    CHECK_OK(tp_program_call(p, a, 2, NULL, &o));
+    tp_tensor *r = NULL;
+    const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
+    if (y && y->kind == TP_VAL_TENSOR) r = tp_tensor_retain(y->u.tensor);
+    tp_value_clear(&o);
+    tp_value_clear(&a[0]);
+    tp_value_clear(&a[1]);
+    return r;
+}
+
+/* Clip's bounds and Trilu's k given as graph inputs run with their
+ * run-time values (no specialisation: the report needs no constant):
+ * Clip(x, lo) = max(x, lo); Trilu(x, k) upper and lower, by hand. */
+TEST(run_time_clip_and_trilu) {
+    static pb m;
+    static const io_spec clip_in[2] = {{"x", ONNX_FLOAT, 2, {2, 3}}, {"lo", ONNX_FLOAT, 0, {0}}};
+    static const io_spec y[1] = {{"y", ONNX_FLOAT, 2, {2, 3}}};
+    node_model(&m, "Clip", "", 13, clip_in, 2, y, 1, NULL, 0);
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep));
+    CHECK(rep.n_need_constant == 0);
+    tp_onnx_report_clear(&rep);
+    static const float xv[6] = {-3, -1, 0, 1, 2, 5};
+    for (int i = 0; p && i < 2; i++) {
+        tp_tensor *lo = NULL;
+        CHECK_OK(tp_tensor_scalar(TP_FLOAT32, i ? 1.5 : -2.0, &lo));
+        tp_tensor *r = call_x_scalar(p, xv, 2, 3, lo);
+        CHECK(r && tp_tensor_numel(r) == 6);
+        for (int k = 0; r && k < 6 && tp_tensor_numel(r) == 6; k++)
+            CHECK(tp_tensor_item_f64(r, k) == (xv[k] > (i ? 1.5 : -2.0) ? xv[k] : (i ? 1.5 : -2.0)));
+        tp_tensor_free(r);
+    }
+    tp_program_free(p);
+    static const io_spec tri_in[2] = {{"x", ONNX_FLOAT, 2, {2, 3}}, {"k", ONNX_INT64, 0, {0}}};
+    for (int upper = 0; upper < 2; upper++) {
+        pb a;
+        attr_int(&a, "upper", upper);
+        p = NULL;
+        node_model(&m, "Trilu", "", 14, tri_in, 2, y, 1, &a, 1);
+        CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep));
+        CHECK(rep.n_need_constant == 0);
+        tp_onnx_report_clear(&rep);
+        for (int64_t k = -1; p && k <= 1; k++) {
+            tp_tensor *kt = NULL;
+            CHECK_OK(tp_tensor_from_data(TP_INT64, 0, NULL, &k, &kt));
+            tp_tensor *r = call_x_scalar(p, xv, 2, 3, kt);
+            CHECK(r && tp_tensor_numel(r) == 6);
+            for (int e = 0; r && e < 6 && tp_tensor_numel(r) == 6; e++) {
+                int64_t row = e / 3, col = e % 3;
+                bool keep = upper ? col - row >= k : col - row <= k;
+                CHECK(tp_tensor_item_f64(r, e) == (keep ? xv[e] : 0));
+            }
+            tp_tensor_free(r);
+        }
+        tp_program_free(p);
+    }
+}
+
 /* Momentum (ai.onnx.preview.training, the only domain imported): one
  * step computed by hand, T = 0 (beta not applied) then T = 1; and the
  * errors: an unknown mode, a missing attribute, the wrong input count. */
@@ -1750,6 +1814,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))

@@ -503,6 +503,22 @@ static tp_status map_clip(ox_ctx *c) {
         lo = ox_attr_f(c, "min", 0);
         hi = ox_attr_f(c, "max", 0);
     } else {
+        const tp_value *bound[2] = {ox_in(c, 1), ox_in(c, 2)};
+        if ((bound[0] && !ox_const(bound[0])) || (bound[1] && !ox_const(bound[1]))) {
+            /* bounds known when it runs: max(x, min), then min(., max) */
+            tp_value v, r;
+            TP_TRY(tp_value_copy(x, &v));
+            for (int i = 0; i < 2; i++) {
+                if (!bound[i]) continue;
+                tp_status st = tp_tensor_numel(ox_meta(bound[i])) == 1 ? TP_OK
+                                                                       : ox_bad(c, "input '%s' must hold one value", i ? "max" : "min");
+                if (st == TP_OK) st = ox_call2(c, i ? TP_OP_MINIMUM : TP_OP_MAXIMUM, &v, bound[i], &r);
+                tp_value_clear(&v);
+                TP_TRY(st);
+                v = r;
+            }
+            return set_out_cast(c, &v, dtype_of(x));
+        }
         TP_TRY(const_f64(c, 1, "min", &lo, &has_lo));
         TP_TRY(const_f64(c, 2, "max", &hi, &has_hi));
     }
@@ -2678,11 +2694,60 @@ static tp_status map_range(ox_ctx *c) {
     return set_out(c, &out);
 }
 
+/* arange(dim d of x) as an int64 column [n, 1] (col false: a row [1, n]). */
+static tp_status index_along(ox_ctx *c, const tp_value *x, int d, bool col, tp_value *out) {
+    tp_value n, idx;
+    TP_TRY(ox_dim(c, x, d, &n));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, tp_value_int(0));
+    ox_arg(&A, n);
+    ox_arg(&A, tp_value_int(1));
+    ox_kw(&A, "dtype", tp_value_dtype(TP_INT64));
+    TP_TRY(ox_call(c, TP_OP_ARANGE, &A, &idx));
+    int64_t shp[2] = {col ? -1 : 1, col ? 1 : -1};
+    tp_status st = call_ints(c, TP_OP_RESHAPE, &idx, shp, 2, out);
+    tp_value_clear(&idx);
+    return st;
+}
+
+/* Trilu with k known when it runs: keep x where col - row >= k (upper) or
+ * <= k (lower), else 0 - plain tensor ops, planned like any other. */
+static tp_status trilu_run_time_k(ox_ctx *c, const tp_value *x, const tp_value *k) {
+    int nd = rank_of(x);
+    if (nd < 2) return ox_bad(c, "input rank %d (at least 2)", nd);
+    if (tp_tensor_numel(ox_meta(k)) != 1 || tp_dtype_is_float(dtype_of(k))) return ox_bad(c, "input 'k' must hold one integer");
+    tp_value rows = tp_value_none(), cols = tp_value_none(), diff = tp_value_none(), cond = tp_value_none(),
+             zero = tp_value_none(), r = tp_value_none();
+    tp_status st = index_along(c, x, nd - 2, true, &rows);
+    if (st == TP_OK) st = index_along(c, x, nd - 1, false, &cols);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_SUB, &cols, &rows, &diff);
+    if (st == TP_OK) st = ox_call2(c, ox_attr_i(c, "upper", 1) ? TP_OP_GE : TP_OP_LE, &diff, k, &cond);
+    if (st == TP_OK) st = scalar_like(x, 0, &zero);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &cond);
+        ox_arg_ref(&A, x);
+        ox_arg_ref(&A, &zero);
+        st = ox_call(c, TP_OP_WHERE, &A, &r);
+    }
+    tp_value_clear(&rows);
+    tp_value_clear(&cols);
+    tp_value_clear(&diff);
+    tp_value_clear(&cond);
+    tp_value_clear(&zero);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
 static tp_status map_trilu(ox_ctx *c) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
     int64_t k[1] = {0};
     int n;
+    const tp_value *kv = ox_in(c, 1);
+    if (kv && !ox_const(kv)) return trilu_run_time_k(c, x, kv);
     TP_TRY(const_ints(c, 1, "k", k, 1, &n));
     ox_args A;
     ox_args_init(&A);
