@@ -309,6 +309,38 @@ TEST(input_values_checked) {
     tp_tensor_free(bad_dtype);
 }
 
+/* MobileNetV3-style (depthwise, hardswish, ReLU6, SE with hardsigmoid),
+ * EfficientNet-style (MBConv, SiLU, SE with sigmoid; dynamic batch, also
+ * run on its first row) and ViT-style (patch conv, class token, GELU)
+ * models exported by PyTorch match it within 1e-4. */
+TEST(vision_models_match_pytorch) {
+    static const char *const names[] = {"mobilenet", "efficientnet", "vit"};
+    for (int i = 0; i < 3; i++) {
+        char path[128], xn[64], yn[64];
+        snprintf(path, sizeof path, "fixtures/onnx/%s.onnx", names[i]);
+        snprintf(xn, sizeof xn, "%s_x", names[i]);
+        snprintf(yn, sizeof yn, "%s_y", names[i]);
+        tp_program *p = NULL;
+        tp_onnx_report rep;
+        CHECK_OK(tp_onnx_load(path, NULL, &p, &rep));
+        CHECK(rep.n_issues == 0);
+        tp_onnx_report_clear(&rep);
+        tp_tensor *x = load_onnx_fixture(xn), *y = load_onnx_fixture(yn);
+        if (p && x && y) run_and_compare(p, x, y);
+        if (p && x && y && i == 1) { /* dynamic batch: one image */
+            tp_tensor *x1 = NULL, *y1 = NULL;
+            CHECK_OK(tp_tensor_narrow(x, 0, 0, 1, &x1));
+            CHECK_OK(tp_tensor_narrow(y, 0, 0, 1, &y1));
+            if (x1 && y1) run_and_compare(p, x1, y1);
+            tp_tensor_free(x1);
+            tp_tensor_free(y1);
+        }
+        tp_tensor_free(x);
+        tp_tensor_free(y);
+        tp_program_free(p);
+    }
+}
+
 TEST(parse_dim_range) {
     tp_onnx_dim_range r;
     CHECK_OK(tp_onnx_parse_dim_range("seq=2", &r));
@@ -1808,7 +1840,7 @@ TEST(optionals_at_import) {
 }
 
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim),
-          T(gpt2_dynamic_axes_match_pytorch), T(input_values_checked), T(parse_dim_range),
+          T(gpt2_dynamic_axes_match_pytorch), T(vision_models_match_pytorch), T(input_values_checked), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
