@@ -375,13 +375,13 @@ TEST(one_node_relu_runs) {
 
 TEST(unsupported_op_names_node_op_and_opset) {
     pb m;
-    one_node_model(&m, "Loop", false, NULL);
+    one_node_model(&m, "Bernoulli", false, NULL);
     tp_program *p = NULL;
     tp_onnx_report rep;
     CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep), TP_ERR_UNSUPPORTED);
-    CHECK_ERR_CONTAINS("node 'the_node' (Loop, opset 13)");
+    CHECK_ERR_CONTAINS("node 'the_node' (Bernoulli, opset 13): random ops are not supported");
     CHECK(p == NULL);
-    CHECK(rep.n_issues == 1 && strcmp(rep.issues[0].op_type, "Loop") == 0);
+    CHECK(rep.n_issues == 1 && strcmp(rep.issues[0].op_type, "Bernoulli") == 0);
     tp_onnx_report_clear(&rep);
     one_node_model(&m, "NoSuchOp", false, NULL);
     CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
@@ -1578,6 +1578,279 @@ TEST(sequence_ops_by_hand) {
     tp_program_free(p);
 }
 
+/* ---- control flow: If, Loop, Scan (issue #14 item 3) ------------------------ */
+
+static void attr_graph(pb *node, const char *name, const pb *g) {
+    pb a = {0};
+    pb_str(&a, 1, name);
+    pb_msg(&a, 6, g);
+    pb_int(&a, 20, 5); /* GRAPH */
+    pb_msg(node, 5, &a);
+}
+
+/* A 0-d bool initializer. */
+static void bool_init(pb *graph, const char *name, bool v) {
+    pb t = {0};
+    pb_int(&t, 2, 9);
+    pb_str(&t, 8, name);
+    uint8_t b = v;
+    pb_bytes(&t, 9, &b, 1);
+    pb_msg(graph, 5, &t);
+}
+
+/* A node with inputs, one output and attributes (already encoded). */
+static void node_with(pb *graph, const char *op, const char *const *ins, int n_in, const char *const *outs, int n_out,
+                      const pb *attrs) {
+    static pb node;
+    memset(&node, 0, sizeof node);
+    for (int i = 0; i < n_in; i++) pb_str(&node, 1, ins[i]);
+    for (int i = 0; i < n_out; i++) pb_str(&node, 2, outs[i]);
+    pb_str(&node, 3, outs[0]);
+    pb_str(&node, 4, op);
+    if (attrs) pb_raw(&node, attrs->data, attrs->len);
+    pb_msg(graph, 1, &node);
+}
+
+/* y = If(cond) {x + 1} else {x * 2} over x float [3]; cond a graph input
+ * (both branches, then where) or, with const_cond, a bool initializer (only
+ * the taken branch is converted: the other holds an op that does not
+ * exist); else_concat: the else branch makes [6] (refused at run time). */
+static void if_model(pb *m, int const_cond, bool else_concat) {
+    static pb graph, tb, eb, attrs;
+    memset(&graph, 0, sizeof graph);
+    memset(&tb, 0, sizeof tb);
+    memset(&eb, 0, sizeof eb);
+    memset(&attrs, 0, sizeof attrs);
+    graph_input(&graph, "x", ONNX_FLOAT, (int64_t[]){3}, 1);
+    if (const_cond < 0) graph_input(&graph, "cond", 9, NULL, 0);
+    else bool_init(&graph, "cond", const_cond);
+    scalar_init(&graph, "one", ONNX_FLOAT, 1);
+    scalar_init(&graph, "two", ONNX_FLOAT, 2);
+    pb_str(&tb, 2, "then");
+    node_with(&tb, "Add", (const char *[]){"x", "one"}, 2, (const char *[]){"t_out"}, 1, NULL);
+    graph_output(&tb, "t_out", ONNX_FLOAT);
+    pb_str(&eb, 2, "else");
+    if (const_cond == 1) {
+        node_with(&eb, "NoSuchOp", (const char *[]){"x"}, 1, (const char *[]){"e_out"}, 1, NULL);
+    } else if (else_concat) {
+        pb ax = {0};
+        attr_i(&ax, "axis", 0);
+        node_with(&eb, "Concat", (const char *[]){"x", "x"}, 2, (const char *[]){"e_out"}, 1, &ax);
+    } else {
+        node_with(&eb, "Mul", (const char *[]){"x", "two"}, 2, (const char *[]){"e_out"}, 1, NULL);
+    }
+    graph_output(&eb, "e_out", ONNX_FLOAT);
+    attr_graph(&attrs, "then_branch", &tb);
+    attr_graph(&attrs, "else_branch", &eb);
+    node_with(&graph, "If", (const char *[]){"cond"}, 1, (const char *[]){"y"}, 1, &attrs);
+    graph_output(&graph, "y", ONNX_FLOAT);
+    seq_model(m, &graph);
+}
+
+static void check_if_result(tp_program *p, int cond, const float *want) {
+    tp_tensor *x = NULL, *c = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){3}, (float[]){1, 2, 3}, &x));
+    tp_value a[2] = {tp_value_tensor(x), tp_value_none()}, o = tp_value_none();
+    int n = 1;
+    if (cond >= 0) {
+        CHECK_OK(tp_tensor_scalar(TP_BOOL, cond, &c));
+        a[1] = tp_value_tensor(c);
+        n = 2;
+    }
+    CHECK_OK(tp_program_call(p, a, n, NULL, &o));
+    const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
+    CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_numel(y->u.tensor) == 3);
+    for (int i = 0; y && y->kind == TP_VAL_TENSOR && i < 3 && tp_tensor_numel(y->u.tensor) == 3; i++)
+        CHECK(tp_tensor_item_f64(y->u.tensor, i) == want[i]);
+    tp_value_clear(&o);
+    tp_value_clear(&a[0]);
+    tp_value_clear(&a[1]);
+}
+
+TEST(if_by_hand) {
+    static pb m;
+    static const float plus1[3] = {2, 3, 4}, times2[3] = {2, 4, 6};
+    tp_program *p = NULL;
+    if_model(&m, -1, false); /* run-time condition */
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (p) {
+        check_if_result(p, 1, plus1);
+        check_if_result(p, 0, times2);
+    }
+    tp_program_free(p);
+    p = NULL;
+    if_model(&m, 1, false); /* constant true: the else branch (an unknown op) is never converted */
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (p) check_if_result(p, -1, plus1);
+    tp_program_free(p);
+    p = NULL;
+    if_model(&m, 0, false);
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (p) check_if_result(p, -1, times2);
+    tp_program_free(p);
+    p = NULL;
+    if_model(&m, -1, true);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("(If, opset 17): output 0: the branches make different dtypes or shapes");
+    CHECK(p == NULL);
+    if_model(&m, -1, false);
+    check_alloc_failures("load If model", load_for_alloc_test, &m);
+}
+
+/* Loop with trip count 3 (constant) over y [1]: body y + float(i), also a
+ * scan output: y_final = y + 3; scans = [y, y + 1, y + 3] as [3, 1]. Scan
+ * over x [3, 2] in reverse with state s [2]: s_final = s + sum of rows;
+ * scan output = the running sums in processing order (x[2] first). A Loop
+ * whose trip count is a graph input is refused, naming it. */
+static void loop_model(pb *m, bool run_time_trip) {
+    static pb graph, body, attrs;
+    memset(&graph, 0, sizeof graph);
+    memset(&body, 0, sizeof body);
+    memset(&attrs, 0, sizeof attrs);
+    graph_input(&graph, "y", ONNX_FLOAT, (int64_t[]){1}, 1);
+    if (run_time_trip) graph_input(&graph, "M", ONNX_INT64, NULL, 0);
+    else scalar_init(&graph, "M", ONNX_INT64, 3);
+    bool_init(&graph, "go", true);
+    pb_str(&body, 2, "body");
+    graph_input(&body, "i", ONNX_INT64, NULL, 0);
+    graph_input(&body, "c_in", 9, NULL, 0);
+    graph_input(&body, "y_in", ONNX_FLOAT, (int64_t[]){1}, 1);
+    pb to = {0};
+    attr_i(&to, "to", 1);
+    node_with(&body, "Identity", (const char *[]){"c_in"}, 1, (const char *[]){"c_out"}, 1, NULL);
+    node_with(&body, "Cast", (const char *[]){"i"}, 1, (const char *[]){"fi"}, 1, &to);
+    node_with(&body, "Add", (const char *[]){"y_in", "fi"}, 2, (const char *[]){"y_out"}, 1, NULL);
+    node_with(&body, "Identity", (const char *[]){"y_out"}, 1, (const char *[]){"scan"}, 1, NULL);
+    graph_output(&body, "c_out", 9);
+    graph_output(&body, "y_out", ONNX_FLOAT);
+    graph_output(&body, "scan", ONNX_FLOAT);
+    attr_graph(&attrs, "body", &body);
+    node_with(&graph, "Loop", (const char *[]){"M", "go", "y"}, 3, (const char *[]){"y_final", "scans"}, 2, &attrs);
+    graph_output(&graph, "y_final", ONNX_FLOAT);
+    graph_output(&graph, "scans", ONNX_FLOAT);
+    seq_model(m, &graph);
+}
+
+static void scan_model(pb *m) {
+    static pb graph, body, attrs;
+    memset(&graph, 0, sizeof graph);
+    memset(&body, 0, sizeof body);
+    memset(&attrs, 0, sizeof attrs);
+    graph_input(&graph, "s", ONNX_FLOAT, (int64_t[]){2}, 1);
+    graph_input(&graph, "x", ONNX_FLOAT, (int64_t[]){3, 2}, 2);
+    pb_str(&body, 2, "body");
+    graph_input(&body, "s_in", ONNX_FLOAT, (int64_t[]){2}, 1);
+    graph_input(&body, "xt", ONNX_FLOAT, (int64_t[]){2}, 1);
+    node_with(&body, "Add", (const char *[]){"s_in", "xt"}, 2, (const char *[]){"s_out"}, 1, NULL);
+    node_with(&body, "Identity", (const char *[]){"s_out"}, 1, (const char *[]){"o"}, 1, NULL);
+    graph_output(&body, "s_out", ONNX_FLOAT);
+    graph_output(&body, "o", ONNX_FLOAT);
+    attr_graph(&attrs, "body", &body);
+    attr_i(&attrs, "num_scan_inputs", 1);
+    pb dirs = {0};
+    pb_str(&dirs, 1, "scan_input_directions");
+    pb_int(&dirs, 8, 1);
+    pb_int(&dirs, 20, 7); /* INTS */
+    pb_msg(&attrs, 5, &dirs);
+    node_with(&graph, "Scan", (const char *[]){"s", "x"}, 2, (const char *[]){"s_final", "sums"}, 2, &attrs);
+    graph_output(&graph, "s_final", ONNX_FLOAT);
+    graph_output(&graph, "sums", ONNX_FLOAT);
+    seq_model(m, &graph);
+}
+
+TEST(loop_and_scan_by_hand) {
+    static pb m;
+    tp_program *p = NULL;
+    loop_model(&m, false);
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (p) {
+        tp_tensor *y = NULL;
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){1}, (float[]){10}, &y));
+        tp_value a = tp_value_tensor(y), o = tp_value_none();
+        CHECK_OK(tp_program_call(p, &a, 1, NULL, &o));
+        CHECK(tp_value_len(&o) == 2);
+        if (tp_value_len(&o) == 2) {
+            const tp_tensor *yf = tp_value_at(&o, 0)->u.tensor, *sc = tp_value_at(&o, 1)->u.tensor;
+            CHECK(tp_tensor_numel(yf) == 1 && tp_tensor_item_f64(yf, 0) == 13);
+            CHECK(tp_tensor_ndim(sc) == 2 && tp_tensor_sizes(sc)[0] == 3 && tp_tensor_sizes(sc)[1] == 1);
+            if (tp_tensor_numel(sc) == 3)
+                CHECK(tp_tensor_item_f64(sc, 0) == 10 && tp_tensor_item_f64(sc, 1) == 11 && tp_tensor_item_f64(sc, 2) == 13);
+        }
+        tp_value_clear(&o);
+        tp_value_clear(&a);
+    }
+    check_alloc_failures("load Loop model", load_for_alloc_test, &m);
+    tp_program_free(p);
+    p = NULL;
+    loop_model(&m, true);
+    tp_onnx_report rep;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("(Loop, opset 17): the trip count is known only when the program runs");
+    CHECK(rep.n_need_constant == 1 && !strcmp(rep.need_constant[0], "M"));
+    tp_onnx_report_clear(&rep);
+    scan_model(&m);
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    if (p) {
+        tp_tensor *s0 = NULL, *x = NULL;
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 1, (int64_t[]){2}, (float[]){100, 200}, &s0));
+        CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 2, (int64_t[]){3, 2}, (float[]){1, 2, 3, 4, 5, 6}, &x));
+        tp_value a[2] = {tp_value_tensor(s0), tp_value_tensor(x)}, o = tp_value_none();
+        CHECK_OK(tp_program_call(p, a, 2, NULL, &o));
+        CHECK(tp_value_len(&o) == 2);
+        if (tp_value_len(&o) == 2) {
+            const tp_tensor *sf = tp_value_at(&o, 0)->u.tensor, *sums = tp_value_at(&o, 1)->u.tensor;
+            CHECK(tp_tensor_numel(sf) == 2 && tp_tensor_item_f64(sf, 0) == 109 && tp_tensor_item_f64(sf, 1) == 212);
+            static const double want[6] = {105, 206, 108, 210, 109, 212};
+            CHECK(tp_tensor_ndim(sums) == 2 && tp_tensor_numel(sums) == 6);
+            for (int i = 0; i < 6 && tp_tensor_numel(sums) == 6; i++) CHECK(tp_tensor_item_f64(sums, i) == want[i]);
+        }
+        tp_value_clear(&o);
+        tp_value_clear(&a[0]);
+        tp_value_clear(&a[1]);
+    }
+    tp_program_free(p);
+    check_alloc_failures("load Scan model", load_for_alloc_test, &m);
+}
+
+/* Unrolling is bounded: a Loop of 512 iterations whose body holds another
+ * Loop of 512 would convert over 512 * 512 nodes, beyond the budget of
+ * 2^18 in all: refused. */
+TEST(loop_unroll_budget) {
+    static pb graph, outer, inner, attrs, iattrs, m;
+    memset(&graph, 0, sizeof graph);
+    memset(&outer, 0, sizeof outer);
+    memset(&inner, 0, sizeof inner);
+    memset(&attrs, 0, sizeof attrs);
+    memset(&iattrs, 0, sizeof iattrs);
+    graph_input(&graph, "y", ONNX_FLOAT, (int64_t[]){1}, 1);
+    scalar_init(&graph, "M", ONNX_INT64, 512);
+    pb_str(&inner, 2, "inner");
+    graph_input(&inner, "j", ONNX_INT64, NULL, 0);
+    graph_input(&inner, "c2", 9, NULL, 0);
+    graph_input(&inner, "z_in", ONNX_FLOAT, (int64_t[]){1}, 1);
+    node_with(&inner, "Identity", (const char *[]){"c2"}, 1, (const char *[]){"c2_out"}, 1, NULL);
+    node_with(&inner, "Neg", (const char *[]){"z_in"}, 1, (const char *[]){"z_out"}, 1, NULL);
+    graph_output(&inner, "c2_out", 9);
+    graph_output(&inner, "z_out", ONNX_FLOAT);
+    attr_graph(&iattrs, "body", &inner);
+    pb_str(&outer, 2, "outer");
+    graph_input(&outer, "i", ONNX_INT64, NULL, 0);
+    graph_input(&outer, "c_in", 9, NULL, 0);
+    graph_input(&outer, "y_in", ONNX_FLOAT, (int64_t[]){1}, 1);
+    node_with(&outer, "Identity", (const char *[]){"c_in"}, 1, (const char *[]){"c_out"}, 1, NULL);
+    node_with(&outer, "Loop", (const char *[]){"M", "", "y_in"}, 3, (const char *[]){"y_out"}, 1, &iattrs);
+    graph_output(&outer, "c_out", 9);
+    graph_output(&outer, "y_out", ONNX_FLOAT);
+    attr_graph(&attrs, "body", &outer);
+    node_with(&graph, "Loop", (const char *[]){"M", "", "y"}, 3, (const char *[]){"y_final"}, 1, &attrs);
+    graph_output(&graph, "y_final", ONNX_FLOAT);
+    seq_model(&m, &graph);
+    tp_program *p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("subgraphs converted at import would exceed 262144 nodes in all");
+    CHECK(p == NULL);
+}
+
 /* A 1-D int64 initializer. */
 static void ints_init(pb *graph, const char *name, const int64_t *v, int n) {
     pb t = {0};
@@ -1846,6 +2119,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(if_by_hand), T(loop_and_scan_by_hand), T(loop_unroll_budget), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))

@@ -67,6 +67,8 @@ struct ox_ctx {
     tp_onnx_report *report;
     bool report_nomem; /* filling the report ran out of memory */
     size_t max_constant_bytes; /* tp_onnx_options.max_constant_bytes or the default */
+    int depth;                 /* subgraphs being converted (control_flow.c) */
+    size_t sub_nodes;          /* subgraph nodes converted so far */
 };
 
 /* The default of tp_onnx_options.max_constant_bytes (onnx.h). */
@@ -154,6 +156,21 @@ const tp_value *ox_in_shape(ox_ctx *c, int i, int *rank) {
     if (rank) *rank = e->shape_rank;
     return &e->v;
 }
+tp_status ox_bind(ox_ctx *c, const char *name, const tp_value *v, bool dyn) {
+    tp_value cp;
+    TP_TRY(tp_value_copy(v, &cp));
+    return tab_set(c, name, &cp, dyn, false);
+}
+
+tp_status ox_lookup(ox_ctx *c, const char *name, const tp_value **out, bool *dyn) {
+    ox_entry *e = name && name[0] ? tab_find(c, name) : NULL;
+    if (!e || e->failed || e->v.kind == TP_VAL_NONE) return ox_bad(c, "value '%s' is not defined", name ? name : "");
+    if (e->shape && e->mat.kind == TP_VAL_NONE) TP_TRY(tp__onnx_shape_tensor(c, &e->v, e->shape_rank, &e->mat));
+    *out = e->shape ? &e->mat : &e->v;
+    if (dyn) *dyn = e->dyn;
+    return TP_OK;
+}
+
 tp_status ox_set_out_shape(ox_ctx *c, int i, tp_value *items, int rank) {
     bool all_ints = true;
     for (int64_t k = 0; k < tp_value_len(items); k++) all_ints &= tp_value_at(items, k)->kind == TP_VAL_INT;
@@ -986,11 +1003,13 @@ static int64_t find_training_opset(const Onnx__ModelProto *m) {
     return v;
 }
 
-static tp_status convert_nodes(import_job *J, tp_status *first_error) {
-    ox_ctx *c = &J->c;
-    const Onnx__GraphProto *g = J->model->graph;
-    for (size_t k = 0; k < g->n_node; k++) {
-        const Onnx__NodeProto *n = g->node[k];
+/* Convert nodes[0..n_nodes) in order. report: where issues go (NULL for a
+ * subgraph: its node's error is the issue); report_all: go on after an
+ * unsupported node, marking its outputs failed. */
+static tp_status convert_node_list(ox_ctx *c, Onnx__NodeProto *const *nodes, size_t n_nodes, tp_onnx_report *report,
+                                   bool report_all, tp_status *first_error) {
+    for (size_t k = 0; k < n_nodes; k++) {
+        const Onnx__NodeProto *n = nodes[k];
         if (!n) continue;
         c->node = n;
         c->node_index = (int)k;
@@ -1000,7 +1019,7 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
             ox_entry *e = tab_find(c, n->input[i]);
             if (!e) {
                 tp_status st = ox_bad(c, "input '%s' is not defined before use", n->input[i]);
-                report_issue(c, J->report);
+                report_issue(c, report);
                 if (*first_error == TP_OK) *first_error = st;
                 failed = true;
                 break;
@@ -1010,7 +1029,7 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
             if (!failed && e->v.kind == TP_VAL_NODE && tp_node_meta_val(e->v.u.node)->kind != TP_VAL_TENSOR) {
                 tp_status st = ox_unsupported(c, "input '%s' has a data-dependent shape (known only when the program "
                                                  "runs): only a graph output may use it", n->input[i]);
-                report_issue(c, J->report);
+                report_issue(c, report);
                 if (*first_error == TP_OK) *first_error = st;
                 failed = true;
             }
@@ -1029,7 +1048,7 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
             }
             if (st != TP_OK) {
                 if (st == TP_ERR_NOMEM) return st;
-                report_issue(c, J->report);
+                report_issue(c, report);
                 if (*first_error == TP_OK) *first_error = st;
                 failed = true;
             }
@@ -1057,13 +1076,13 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
                     st = ox_unsupported(c, "output %zu is not produced", i);
             if (st != TP_OK) {
                 if (st == TP_ERR_NOMEM) return st;
-                report_issue(c, J->report);
+                report_issue(c, report);
                 if (*first_error == TP_OK) *first_error = st;
                 failed = true;
             }
         }
         if (failed) {
-            if (!J->opts || !J->opts->report_all) return *first_error != TP_OK ? *first_error : TP_ERR_UNSUPPORTED;
+            if (!report_all) return *first_error != TP_OK ? *first_error : TP_ERR_UNSUPPORTED;
             for (size_t i = 0; i < n->n_output; i++)
                 if (ox_out_used(c, (int)i)) {
                     tp_value none = tp_value_none();
@@ -1072,6 +1091,34 @@ static tp_status convert_nodes(import_job *J, tp_status *first_error) {
         }
     }
     return *first_error;
+}
+
+static tp_status convert_nodes(import_job *J, tp_status *first_error) {
+    const Onnx__GraphProto *g = J->model->graph;
+    return convert_node_list(&J->c, g->node, g->n_node, J->report, J->opts && J->opts->report_all, first_error);
+}
+
+tp_status ox_convert_subgraph(ox_ctx *c, const Onnx__GraphProto *g) {
+    const Onnx__NodeProto *node = c->node;
+    int index = c->node_index;
+    bool dyn = c->node_dyn;
+    if (c->depth + 1 > OX_MAX_SUBGRAPH_DEPTH)
+        return ox_unsupported(c, "subgraphs nested more than %d deep", OX_MAX_SUBGRAPH_DEPTH);
+    /* unrolled loops convert their bodies again and again: bounded in all */
+    if (g->n_node > OX_MAX_SUBGRAPH_NODES - c->sub_nodes)
+        return ox_unsupported(c, "subgraphs converted at import would exceed %zu nodes in all (unrolled loops)",
+                              OX_MAX_SUBGRAPH_NODES);
+    c->sub_nodes += g->n_node;
+    c->depth++;
+    tp_status first = TP_OK;
+    tp_status st = convert_node_list(c, g->node, g->n_node, NULL, false, &first);
+    c->depth--;
+    c->node = node;
+    c->node_index = index;
+    c->node_dyn = dyn;
+    if (st != TP_OK) tp_error_context("in subgraph '%s' of node '%s' (%s)", g->name ? g->name : "",
+                                      node->name ? node->name : "", node->op_type ? node->op_type : "");
+    return st;
 }
 
 /* The root module call: user inputs and outputs, and as forward argument
@@ -1405,3 +1452,4 @@ bool ox_in_dyn(ox_ctx *c, int i) {
 
 /* For op_map.c: do the current node's inputs depend on a dynamic dim? */
 bool ox_node_dyn(ox_ctx *c) { return c->node_dyn; }
+void ox_set_node_dyn(ox_ctx *c) { c->node_dyn = true; }

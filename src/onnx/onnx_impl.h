@@ -113,6 +113,8 @@ TP_HIDDEN tp_status ox_scalar_tensor(tp_dtype dtype, double v, tp_value *out);
  * inputs? (Values from a dynamically shaped input, or a data-dependent op.) */
 TP_HIDDEN bool ox_in_dyn(ox_ctx *c, int i);
 TP_HIDDEN bool ox_node_dyn(ox_ctx *c);
+/* Mark the current node's outputs as depending on a dynamic dim. */
+TP_HIDDEN void ox_set_node_dyn(ox_ctx *c);
 /* v, made by a data-dependent op (a node without meta), gets meta of dtype
  * and sizes (known only when it runs: a hint) so later nodes can use it;
  * the current node's outputs are marked dynamic. */
@@ -142,6 +144,21 @@ TP_HIDDEN tp_status ox_dim_product(ox_ctx *c, const tp_value *v, int from, int t
 TP_HIDDEN tp_status ox_reshape_to(ox_ctx *c, const tp_value *x, tp_value *sizes, int n, tp_value *out);
 /* The int64 tensor (a graph node) holding a shape value's elements. */
 TP_HIDDEN tp_status tp__onnx_shape_tensor(ox_ctx *c, const tp_value *items, int rank, tp_value *out);
+
+/* Subgraphs (control_flow.c: If, Loop, Scan). Convert the nodes of g into
+ * the current value table (outer values visible), then restore the current
+ * node; the first error stops it. */
+#define OX_MAX_SUBGRAPH_DEPTH 8
+#define OX_MAX_SUBGRAPH_NODES ((size_t)1 << 18) /* in all, counting every unrolled copy */
+TP_HIDDEN tp_status ox_convert_subgraph(ox_ctx *c, const Onnx__GraphProto *g);
+/* Define `name` as a copy of operand v (a subgraph's input). */
+TP_HIDDEN tp_status ox_bind(ox_ctx *c, const char *name, const tp_value *v, bool dyn);
+/* The operand named `name` (a shape value made into a tensor); an error
+ * naming it when undefined or not converted. Borrowed until the next
+ * definition of that name. */
+TP_HIDDEN tp_status ox_lookup(ox_ctx *c, const char *name, const tp_value **out, bool *dyn);
+/* Convert an If / Loop / Scan node (control_flow.c). */
+TP_HIDDEN tp_status tp__onnx_convert_control_flow(ox_ctx *c, const char *op_type);
 
 /* ---- op_map.c ---------------------------------------------------------- */
 

@@ -5027,10 +5027,7 @@ static tp_status map_optional_get_element(ox_ctx *c) {
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 static const char *const k_unsupported_reason[][2] = {
-    {"Loop", "control flow (Loop) is not supported"},
     {"SequenceMap", "SequenceMap (a subgraph run per item) is not supported"},
-    {"If", "control flow (If) is not supported"},
-    {"Scan", "control flow (Scan) is not supported"},
     {"RandomNormal", "random ops are not supported"},
     {"RandomUniform", "random ops are not supported"},
     {"RandomNormalLike", "random ops are not supported"},
@@ -5050,6 +5047,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
             const tp_value *v = ox_in(c, i);
             if (v && v->kind == TP_VAL_TUPLE) return ox_unsupported(c, "input %d is an optional (only Optional* ops take one)", i);
         }
+    if (!strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan")) return tp__onnx_convert_control_flow(c, op);
     if (!strcmp(op, "Optional")) return map_optional(c);
     if (!strcmp(op, "OptionalHasElement")) return map_optional_has_element(c);
     if (!strcmp(op, "OptionalGetElement")) return map_optional_get_element(c);
