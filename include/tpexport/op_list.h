@@ -490,3 +490,8 @@ TP_OP(EQUAL, "equal", advindex)
 /* the indices of a matrix's lower / upper triangle */
 TP_OP(TRIL_INDICES, "tril_indices", create)
 TP_OP(TRIU_INDICES, "triu_indices", create)
+/* whole-sequence RNNs (nn.c, beside the cells) */
+TP_OP(LSTM, "lstm", nn)
+TP_OP(GRU, "gru", nn)
+TP_OP(RNN_TANH, "rnn_tanh", nn)
+TP_OP(RNN_RELU, "rnn_relu", nn)

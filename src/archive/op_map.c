@@ -879,6 +879,13 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "rnn_relu_cell", RNN_RELU_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),
     FNW(TF, "gru_cell", GRU_CELL, "input,hx,w_ih,w_hh,b_ih,b_hh"),
     FNW(TF, "lstm_cell", LSTM_CELL, "input,hx,cx,w_ih,w_hh,b_ih,b_hh"),
+    /* whole-sequence RNNs: tensorplay.functional's (nn.LSTM & co. cannot be exported by tensorplay 1.0) */
+#define RNN_SEQ "input,hx,params,has_biases,num_layers,dropout_p:dropout,training:train,bidirectional,batch_first"
+    FNW(TF, "lstm", LSTM, RNN_SEQ),
+    FNW(TF, "gru", GRU, RNN_SEQ),
+    FNW(TF, "rnn_tanh", RNN_TANH, RNN_SEQ),
+    FNW(TF, "rnn_relu", RNN_RELU, RNN_SEQ),
+#undef RNN_SEQ
     FNW(NF, "pairwise_distance", PAIRWISE_DISTANCE, "x1,x2,p,eps,keepdim"),
     FN(TF, "pairwise_distance", PAIRWISE_DISTANCE, "x1,x2,p,eps,keepdim"),
     FNW(TF, "tp_poisson_nll_loss", POISSON_NLL_LOSS, "input,target,log_input,full,eps,reduction"),

@@ -1762,6 +1762,242 @@ static tp_status gru_cell_kernel(const tp_value *args, tp_value *out) { return c
 static tp_status lstm_cell_infer(const tp_value *args, tp_value *out) { return cell_infer(args, out, CELL_LSTM); }
 static tp_status lstm_cell_kernel(const tp_value *args, tp_value *out) { return cell_kernel(args, out, CELL_LSTM); }
 
+/* ---- whole-sequence RNNs --------------------------------------------------
+ * lstm(input, hx[h0, c0], params, has_biases, num_layers, dropout, train,
+ * bidirectional, batch_first) -> (output, h_n, c_n); gru / rnn_tanh /
+ * rnn_relu(input, hx, params, ...) -> (output, h_n): PyTorch's aten.lstm /
+ * gru / rnn_* .input. input (T, B, I) ((B, T, I) batch_first; nn.LSTM's
+ * unbatched form is the module's, not the op's); states (L*D, B, H); params per
+ * layer and direction w_ih (G*H, I_l), w_hh (G*H, H), then b_ih, b_hh when
+ * has_biases (I_l = I for layer 0, D*H after); output (T, B, D*H) with the
+ * directions side by side. The cells' arithmetic (the gate products in
+ * double, every state rounded to the dtype after each step, as a run of
+ * the cell ops would). Dropout between layers only acts in training mode,
+ * where it is random: refused. LSTM projections (proj_size) are not
+ * supported. */
+
+typedef struct {
+    rnn_cell_kind kind;
+    const tp_tensor *x, *h0, *c0;
+    const tp_value *params;
+    bool biases, bidir, batch_first;
+    int64_t layers, dirs, per, T, B, I, H, G;
+} rnn_seq;
+
+static tp_status rnn_seq_check(const tp_value *args, rnn_cell_kind k, rnn_seq *r) {
+    memset(r, 0, sizeof *r);
+    r->kind = k;
+    r->x = tp__arg_tensor(args, 0);
+    const tp_value *hx = &args[1];
+    r->params = &args[2];
+    r->biases = tp__arg_bool(args, 3);
+    r->layers = tp__arg_int(args, 4);
+    double dropout = tp__arg_f64(args, 5);
+    bool train = tp__arg_bool(args, 6);
+    r->bidir = tp__arg_bool(args, 7);
+    r->batch_first = tp__arg_bool(args, 8);
+    const char *name = k == CELL_LSTM ? "lstm" : k == CELL_GRU ? "gru" : k == CELL_TANH ? "rnn_tanh" : "rnn_relu";
+    TP_TRY(check_float(r->x, "input"));
+    TP_CHECK(r->x->ndim == 3, TP_ERR_SHAPE, "%s: input must be 3-D (%s), got %d dims", name,
+             r->batch_first ? "batch, seq, feature" : "seq, batch, feature", r->x->ndim);
+    TP_CHECK(r->layers >= 1, TP_ERR_INVALID_ARG, "%s: num_layers must be at least 1, got %" PRId64, name, r->layers);
+    TP_CHECK(!(train && dropout > 0 && r->layers > 1), TP_ERR_UNSUPPORTED,
+             "%s: dropout %g between layers in training mode is random: not supported", name, dropout);
+    r->dirs = r->bidir ? 2 : 1;
+    r->G = cell_gates(k);
+    r->per = r->biases ? 4 : 2;
+    int64_t n_params = tp_value_len(r->params);
+    TP_CHECK(n_params == r->layers * r->dirs * r->per, TP_ERR_SHAPE,
+             "%s: expected %" PRId64 " parameter tensors (%" PRId64 " layer(s), %" PRId64 " direction(s), %" PRId64
+             " each), got %" PRId64 "%s",
+             name, r->layers * r->dirs * r->per, r->layers, r->dirs, r->per, n_params,
+             k == CELL_LSTM && n_params == r->layers * r->dirs * (r->per + 1) ? " (LSTM projections are not supported)"
+                                                                               : "");
+    if (k == CELL_LSTM) {
+        TP_CHECK(hx->kind == TP_VAL_LIST || hx->kind == TP_VAL_TUPLE, TP_ERR_TYPE, "lstm: hx must be a list (h0, c0)");
+        TP_CHECK(tp_value_len(hx) == 2, TP_ERR_SHAPE, "lstm: hx must hold two tensors (h0, c0), got %" PRId64,
+                 tp_value_len(hx));
+        r->h0 = tp_value_at(hx, 0)->u.tensor;
+        r->c0 = tp_value_at(hx, 1)->u.tensor;
+    } else {
+        r->h0 = hx->u.tensor;
+    }
+    const tp_tensor *w0 = tp_value_at(r->params, 0)->u.tensor;
+    TP_CHECK(w0->ndim == 2, TP_ERR_SHAPE, "%s: w_ih must be 2-D, got %d dims", name, w0->ndim);
+    r->H = w0->sizes[0] / r->G;
+    int tdim = r->batch_first ? 1 : 0, bdim = r->batch_first ? 0 : 1;
+    r->T = r->x->sizes[tdim];
+    r->B = r->x->sizes[bdim];
+    r->I = r->x->sizes[2];
+    TP_CHECK(tp__dim_ge(tp__dim(r->x, tdim), 1, "rnn sequence length"), TP_ERR_SHAPE,
+             "Expected sequence length to be larger than 0 in RNN");
+    const tp_tensor *states[2] = {r->h0, r->c0};
+    for (int s = 0; s < 2; s++) {
+        const tp_tensor *h = states[s];
+        if (!h) continue;
+        TP_CHECK(h->dtype == r->x->dtype, TP_ERR_TYPE, "%s: expected hx to have dtype %s (as the input), got %s", name,
+                 tp_dtype_name(r->x->dtype), tp_dtype_name(h->dtype));
+        bool ok = h->ndim == 3 && h->sizes[0] == r->layers * r->dirs && h->sizes[2] == r->H &&
+                  tp__dim_eq(tp__dim(h, 1), tp__dim(r->x, bdim), "rnn state batch");
+        if (!ok) {
+            char want[96];
+            snprintf(want, sizeof want, "[%" PRId64 ", %" PRId64 ", %" PRId64 "]", r->layers * r->dirs, r->B, r->H);
+            char got[96];
+            int at = snprintf(got, sizeof got, "[");
+            for (int d = 0; d < h->ndim && at < (int)sizeof got - 24; d++)
+                at += snprintf(got + at, sizeof got - (size_t)at, "%s%" PRId64, d ? ", " : "", h->sizes[d]);
+            snprintf(got + at, sizeof got - (size_t)at, "]");
+            return tp_error(TP_ERR_SHAPE, "%s: expected hidden size %s, got %s", name, want, got);
+        }
+    }
+    for (int64_t l = 0; l < r->layers; l++)
+        for (int64_t d = 0; d < r->dirs; d++) {
+            int64_t in = l == 0 ? r->I : r->dirs * r->H, base = (l * r->dirs + d) * r->per;
+            static const char *const pn[4] = {"w_ih", "w_hh", "b_ih", "b_hh"};
+            for (int q = 0; q < r->per; q++) {
+                const tp_tensor *p = tp_value_at(r->params, base + q)->u.tensor;
+                TP_CHECK(p->dtype == r->x->dtype, TP_ERR_TYPE, "%s: expected %s of layer %" PRId64 " to have dtype %s, got %s",
+                         name, pn[q], l, tp_dtype_name(r->x->dtype), tp_dtype_name(p->dtype));
+                bool ok = q == 0   ? p->ndim == 2 && p->sizes[0] == r->G * r->H && p->sizes[1] == in
+                          : q == 1 ? p->ndim == 2 && p->sizes[0] == r->G * r->H && p->sizes[1] == r->H
+                                   : p->ndim == 1 && p->sizes[0] == r->G * r->H;
+                if (!ok && q < 2)
+                    return tp_error(TP_ERR_SHAPE, "%s: %s of layer %" PRId64 " direction %" PRId64 " must be [%" PRId64
+                                    ", %" PRId64 "]", name, pn[q], l, d, r->G * r->H, q == 0 ? in : r->H);
+                TP_CHECK(ok, TP_ERR_SHAPE, "%s: %s of layer %" PRId64 " direction %" PRId64 " must be [%" PRId64 "]",
+                         name, pn[q], l, d, r->G * r->H);
+            }
+        }
+    return TP_OK;
+}
+
+static tp_status rnn_seq_infer(const tp_value *args, tp_value *out, rnn_cell_kind k) {
+    rnn_seq r;
+    TP_TRY(rnn_seq_check(args, k, &r));
+    int n_out = k == CELL_LSTM ? 3 : 2;
+    TP_TRY(tp__out_tuple(out, n_out));
+    tp_sdim od[3];
+    for (int d = 0; d < r.x->ndim; d++) od[d] = tp__dim(r.x, d);
+    od[r.x->ndim - 1] = tp__dimk(r.dirs * r.H);
+    TP_TRY(tp__out_dims(tp_value_at(out, 0), r.x->dtype, r.x->ndim, od));
+    for (int i = 1; i < n_out; i++) TP_TRY(out_like(tp_value_at(out, i), r.h0, r.x->dtype));
+    return TP_OK;
+}
+
+/* Element offset of x[t][b][i] (any layout, strides of the tensor). */
+static int64_t seq_off(const rnn_seq *r, const tp_tensor *x, int64_t t, int64_t b, int64_t i) {
+    int td = r->batch_first ? 1 : 0, bd = r->batch_first ? 0 : 1;
+    return t * x->strides[td] + b * x->strides[bd] + i * x->strides[2];
+}
+
+/* Element offset of state s[k][b][j]. */
+static int64_t state_off(const tp_tensor *s, int64_t k, int64_t b, int64_t j) {
+    return k * s->strides[0] + b * s->strides[1] + j * s->strides[2];
+}
+
+static tp_status rnn_seq_kernel(const tp_value *args, tp_value *out, rnn_cell_kind k) {
+    rnn_seq r;
+    TP_TRY(rnn_seq_check(args, k, &r));
+    int64_t T = r.T, B = r.B, H = r.H, D = r.dirs, GH = r.G * H, W = D * H;
+    int64_t maxin = r.I > W ? r.I : W;
+    tp_tensor *yo = tp__out_at(out, 0), *hn = tp__out_at(out, 1), *cn = k == CELL_LSTM ? tp__out_at(out, 2) : NULL;
+    tp_dtype dt = r.x->dtype;
+    double *in = NULL, *nx = NULL, *h = NULL, *c = NULL, *gi = NULL, *gg = NULL, *xt = NULL;
+    double *w[4] = {0};
+    tp_status st = alloc_f64(T * B * maxin, &in);
+    if (st == TP_OK) st = alloc_f64(T * B * W, &nx);
+    if (st == TP_OK) st = alloc_f64(B * H, &h);
+    if (st == TP_OK) st = alloc_f64(B * H, &c);
+    if (st == TP_OK) st = alloc_f64(B * GH, &gi);
+    if (st == TP_OK) st = alloc_f64(B * GH, &gg);
+    if (st == TP_OK) st = alloc_f64(B * maxin, &xt);
+    const char *xb = tp__tensor_base(r.x);
+    for (int64_t t = 0; st == TP_OK && t < T; t++) /* the input as [T][B][I] */
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < r.I; i++) in[(t * B + b) * maxin + i] = load_at(xb, seq_off(&r, r.x, t, b, i), dt);
+    int64_t nin = r.I;
+    for (int64_t l = 0; st == TP_OK && l < r.layers; l++) {
+        for (int64_t d = 0; st == TP_OK && d < D; d++) {
+            int64_t kk = l * D + d, base = kk * r.per;
+            for (int q = 0; q < 4; q++) {
+                tp_free(w[q]);
+                w[q] = NULL;
+            }
+            for (int q = 0; st == TP_OK && q < r.per; q++) st = load_all(tp_value_at(r.params, base + q)->u.tensor, &w[q]);
+            if (st != TP_OK) break;
+            const char *hb = tp__tensor_base(r.h0), *cb = r.c0 ? tp__tensor_base(r.c0) : NULL;
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t j = 0; j < H; j++) {
+                    h[b * H + j] = load_at(hb, state_off(r.h0, kk, b, j), dt);
+                    c[b * H + j] = cb ? load_at(cb, state_off(r.c0, kk, b, j), dt) : 0.0;
+                }
+            for (int64_t step = 0; step < T; step++) {
+                int64_t t = d ? T - 1 - step : step;
+                for (int64_t b = 0; b < B; b++) memcpy(xt + b * nin, in + (t * B + b) * maxin, (size_t)nin * sizeof *xt);
+                cell_product(xt, w[0], w[2], B, GH, nin, gi);
+                cell_product(h, w[1], w[3], B, GH, H, gg);
+                for (int64_t b = 0; b < B; b++)
+                    for (int64_t j = 0; j < H; j++) {
+                        const double *pi = gi + b * GH, *ph = gg + b * GH;
+                        double hv = h[b * H + j], v;
+                        switch (k) {
+                        case CELL_TANH: v = tanh(pi[j] + ph[j]); break;
+                        case CELL_RELU: v = pi[j] + ph[j] > 0.0 ? pi[j] + ph[j] : 0.0; break;
+                        case CELL_GRU: {
+                            double rg = sigmoid_d(pi[j] + ph[j]), z = sigmoid_d(pi[H + j] + ph[H + j]);
+                            double n = tanh(pi[2 * H + j] + rg * ph[2 * H + j]);
+                            v = (1.0 - z) * n + z * hv;
+                            break;
+                        }
+                        default: {
+                            double ig = sigmoid_d(pi[j] + ph[j]), fg = sigmoid_d(pi[H + j] + ph[H + j]);
+                            double cg = tanh(pi[2 * H + j] + ph[2 * H + j]), og = sigmoid_d(pi[3 * H + j] + ph[3 * H + j]);
+                            double cv = round_to_dtype(fg * c[b * H + j] + ig * cg, dt);
+                            c[b * H + j] = cv;
+                            v = og * tanh(cv);
+                            break;
+                        }
+                        }
+                        nx[(t * B + b) * W + d * H + j] = round_to_dtype(v, dt);
+                    }
+                for (int64_t b = 0; b < B; b++)
+                    for (int64_t j = 0; j < H; j++) h[b * H + j] = nx[(t * B + b) * W + d * H + j];
+            }
+            char *hnb = tp__tensor_base(hn), *cnb = cn ? tp__tensor_base(cn) : NULL;
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t j = 0; j < H; j++) {
+                    store_at(hnb, state_off(hn, kk, b, j), dt, h[b * H + j]);
+                    if (cnb) store_at(cnb, state_off(cn, kk, b, j), dt, c[b * H + j]);
+                }
+        }
+        for (int64_t t = 0; st == TP_OK && t < T; t++) /* this layer's output feeds the next */
+            for (int64_t b = 0; b < B; b++) memcpy(in + (t * B + b) * maxin, nx + (t * B + b) * W, (size_t)W * sizeof *in);
+        nin = W;
+    }
+    char *yb = st == TP_OK ? tp__tensor_base(yo) : NULL;
+    for (int64_t t = 0; st == TP_OK && t < T; t++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t j = 0; j < W; j++) store_at(yb, seq_off(&r, yo, t, b, j), dt, in[(t * B + b) * maxin + j]);
+    tp_free(in);
+    tp_free(nx);
+    tp_free(h);
+    tp_free(c);
+    tp_free(gi);
+    tp_free(gg);
+    tp_free(xt);
+    for (int q = 0; q < 4; q++) tp_free(w[q]);
+    return st;
+}
+
+static tp_status lstm_infer(const tp_value *args, tp_value *out) { return rnn_seq_infer(args, out, CELL_LSTM); }
+static tp_status lstm_kernel(const tp_value *args, tp_value *out) { return rnn_seq_kernel(args, out, CELL_LSTM); }
+static tp_status gru_infer(const tp_value *args, tp_value *out) { return rnn_seq_infer(args, out, CELL_GRU); }
+static tp_status gru_kernel(const tp_value *args, tp_value *out) { return rnn_seq_kernel(args, out, CELL_GRU); }
+static tp_status rnn_tanh_infer(const tp_value *args, tp_value *out) { return rnn_seq_infer(args, out, CELL_TANH); }
+static tp_status rnn_tanh_kernel(const tp_value *args, tp_value *out) { return rnn_seq_kernel(args, out, CELL_TANH); }
+static tp_status rnn_relu_infer(const tp_value *args, tp_value *out) { return rnn_seq_infer(args, out, CELL_RELU); }
+static tp_status rnn_relu_kernel(const tp_value *args, tp_value *out) { return rnn_seq_kernel(args, out, CELL_RELU); }
+
 /* ---- im2col / col2im (nn.functional unfold / fold) ------------------------
  * im2col(Tensor self, int[] kernel_size, int[] dilation=1, int[] padding=0,
  * int[] stride=1): (N, C, H, W) or (C, H, W) -> (N, C*kh*kw, L) of the
@@ -2250,6 +2486,17 @@ void tp__register_nn_ops(void) {
                     "lstm_cell(Tensor input, Tensor hx, Tensor cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
                     "Tensor? b_hh=None) -> (Tensor, Tensor)",
                     0, lstm_cell_infer, lstm_cell_kernel);
+#define RNN_SEQ_ARGS "Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, " \
+                     "bool batch_first"
+    tp__register_op(TP_OP_LSTM, "lstm(Tensor input, Tensor[] hx, " RNN_SEQ_ARGS ") -> (Tensor, Tensor, Tensor)", 0,
+                    lstm_infer, lstm_kernel);
+    tp__register_op(TP_OP_GRU, "gru(Tensor input, Tensor hx, " RNN_SEQ_ARGS ") -> (Tensor, Tensor)", 0, gru_infer,
+                    gru_kernel);
+    tp__register_op(TP_OP_RNN_TANH, "rnn_tanh(Tensor input, Tensor hx, " RNN_SEQ_ARGS ") -> (Tensor, Tensor)", 0,
+                    rnn_tanh_infer, rnn_tanh_kernel);
+    tp__register_op(TP_OP_RNN_RELU, "rnn_relu(Tensor input, Tensor hx, " RNN_SEQ_ARGS ") -> (Tensor, Tensor)", 0,
+                    rnn_relu_infer, rnn_relu_kernel);
+#undef RNN_SEQ_ARGS
     tp__register_op(TP_OP_IM2COL,
                     "im2col(Tensor self, int[] kernel_size, int[] dilation=1, int[] padding=0, int[] stride=1) -> "
                     "Tensor",
