@@ -620,6 +620,7 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "pinverse", PINVERSE, "input,rcond"),
     MT("pinverse", PINVERSE, "self,rcond"),
     FNW(TF, "lu_solve", LU_SOLVE, "input,LU_data,LU_pivots,*,out:!=None"),
+    FNW(TF, "lu_unpack", LU_UNPACK, "LU_data,LU_pivots,unpack_data,unpack_pivots,*,out:!=None"),
     MT("lu_solve", LU_SOLVE, "self,LU_data,LU_pivots"),
     FN(NF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
     FNW(TF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),

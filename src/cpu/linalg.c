@@ -1967,6 +1967,100 @@ static tp_status kernel_lu_solve(const tp_value *args, tp_value *out) {
     return st;
 }
 
+/* lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool
+ * unpack_pivots=True) -> (P, L, U): LU (*, m, n) as lu_factor gives it, k =
+ * min(m, n) 1-based int32 pivots per matrix; L (*, m, k) unit lower, U (*,
+ * k, n) upper, P (*, m, m) with A = P L U (row i of A was row perm[i] after
+ * the swaps: P[perm[j]][j] = 1). What is not unpacked is an empty [0]. */
+static tp_status check_lu_unpack(const tp_tensor *lu, const tp_tensor *piv, int64_t *m, int64_t *n, int64_t *k) {
+    TP_CHECK(lu->ndim >= 2, TP_ERR_SHAPE, "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got %d dims instead",
+             lu->ndim);
+    TP_CHECK(tp_dtype_is_float(lu->dtype), TP_ERR_TYPE, "lu_unpack: expected a floating-point LU_data, got %s",
+             tp_dtype_name(lu->dtype));
+    TP_CHECK(piv->dtype == TP_INT32, TP_ERR_TYPE,
+             "torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.");
+    *m = lu->sizes[lu->ndim - 2];
+    *n = lu->sizes[lu->ndim - 1];
+    *k = *m < *n ? *m : *n;
+    bool ok = piv->ndim == lu->ndim - 1 && piv->sizes[piv->ndim - 1] == *k;
+    for (int d = 0; ok && d < lu->ndim - 2; d++) ok = tp__dim_eq(tp__dim(piv, d), tp__dim(lu, d), "lu_unpack batch");
+    TP_CHECK(ok, TP_ERR_SHAPE, "lu_unpack: LU_pivots must have LU_data's batch dims and min(m, n) = %" PRId64
+             " pivots per matrix", *k);
+    return TP_OK;
+}
+
+static tp_status infer_lu_unpack(const tp_value *args, tp_value *out) {
+    const tp_tensor *lu = tp__arg_tensor(args, 0), *piv = tp__arg_tensor(args, 1);
+    bool data = tp__arg_bool(args, 2), pivots = tp__arg_bool(args, 3);
+    int64_t m, n, k;
+    TP_TRY(check_lu_unpack(lu, piv, &m, &n, &k));
+    TP_TRY(tp__out_tuple(out, 3));
+    int nb = lu->ndim - 2;
+    tp_sdim d[TP_MAX_DIMS + 2];
+    for (int i = 0; i < nb; i++) d[i] = tp__dim(lu, i);
+    const tp_sdim zero = tp__dimk(0);
+    bool made[3] = {pivots, data, data};
+    for (int o = 0; o < 3; o++) {
+        if (!made[o]) {
+            TP_TRY(tp__out_dims(tp_value_at(out, o), lu->dtype, 1, &zero));
+            continue;
+        }
+        d[nb] = o == 0 || o == 1 ? tp__dim(lu, lu->ndim - 2) : tp__dimk(k);
+        d[nb + 1] = o == 0 ? tp__dim(lu, lu->ndim - 2) : o == 1 ? tp__dimk(k) : tp__dim(lu, lu->ndim - 1);
+        TP_TRY(tp__out_dims(tp_value_at(out, o), lu->dtype, nb + 2, d));
+    }
+    return TP_OK;
+}
+
+static tp_status kernel_lu_unpack(const tp_value *args, tp_value *out) {
+    const tp_tensor *lu = tp__arg_tensor(args, 0), *piv = tp__arg_tensor(args, 1);
+    bool data = tp__arg_bool(args, 2), pivots = tp__arg_bool(args, 3);
+    int64_t m, n, k;
+    TP_TRY(check_lu_unpack(lu, piv, &m, &n, &k));
+    mat_batch bt;
+    const tp_tensor *ts[1] = {lu};
+    int lead[1] = {lu->ndim - 2};
+    TP_TRY(batch_broadcast(&bt, 1, ts, lead));
+    tp_tensor *P = tp__out_at(out, 0), *L = tp__out_at(out, 1), *U = tp__out_at(out, 2);
+    double *a;
+    TP_TRY(scratch(&a, m * n + m * m + m * k + k * n + m));
+    double *pm = a + m * n, *lm = pm + m * m, *um = lm + m * k;
+    int64_t *perm = (int64_t *)(um + k * n);
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < bt.count && st == TP_OK; b++) {
+        if (data) {
+            mat_load(lu, batch_off(lu, lu->ndim - 2, &bt, b), a);
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < k; j++) lm[i * k + j] = i > j ? a[i * n + j] : i == j ? 1.0 : 0.0;
+            for (int64_t i = 0; i < k; i++)
+                for (int64_t j = 0; j < n; j++) um[i * n + j] = j >= i ? a[i * n + j] : 0.0;
+            mat_store(L, batch_off(L, L->ndim - 2, &bt, b), lm);
+            mat_store(U, batch_off(U, U->ndim - 2, &bt, b), um);
+        }
+        if (!pivots) continue;
+        const int32_t *pv = (const int32_t *)tp__tensor_base(piv) + batch_off(piv, piv->ndim - 1, &bt, b);
+        int64_t ps = piv->strides[piv->ndim - 1];
+        for (int64_t i = 0; i < m; i++) perm[i] = i;
+        for (int64_t i = 0; i < k; i++) {
+            int64_t q = pv[i * ps];
+            if (q < 1 || q > m) {
+                st = tp_error(TP_ERR_INVALID_ARG, "pivots passed to lu_unpack must be between 1 and LU.size(-2) "
+                                                  "inclusive.Did you properly pass the result of lu_factor?");
+                break;
+            }
+            int64_t t = perm[i];
+            perm[i] = perm[q - 1];
+            perm[q - 1] = t;
+        }
+        if (st != TP_OK) break;
+        memset(pm, 0, (size_t)(m * m) * sizeof *pm);
+        for (int64_t j = 0; j < m; j++) pm[perm[j] * m + j] = 1.0;
+        mat_store(P, batch_off(P, P->ndim - 2, &bt, b), pm);
+    }
+    tp_free(a);
+    return st;
+}
+
 /* ---- geqrf, orgqr, ormqr (issue #13) ------------------------------------
  * Householder QR as LAPACK's geqr2 / dlarfg: column k's reflector H = I -
  * tau v v^T (v_k = 1, stored below the diagonal) maps [alpha; x] to [beta;
@@ -2515,6 +2609,10 @@ void tp__register_linalg_ops(void) {
     tp__register_op(TP_OP_MATRIX_EXP, "matrix_exp(Tensor self) -> Tensor", 0, infer_matrix_exp, kernel_matrix_exp);
     tp__register_op(TP_OP_PINVERSE, "pinverse(Tensor self, float rcond=1e-15) -> Tensor", 0, infer_pinverse,
                     kernel_pinverse);
+    tp__register_op(TP_OP_LU_UNPACK,
+                    "lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> "
+                    "(Tensor, Tensor, Tensor)",
+                    0, infer_lu_unpack, kernel_lu_unpack);
     tp__register_op(TP_OP_LU_SOLVE, "lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor", 0,
                     infer_lu_solve, kernel_lu_solve);
     tp__register_op(TP_OP_SVD, "svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor, Tensor, Tensor)",
