@@ -1730,7 +1730,150 @@ static tp_status run_cov(const tp_value *args, tp_value *out, bool corr) {
 static tp_status kernel_cov(const tp_value *args, tp_value *out) { return run_cov(args, out, false); }
 static tp_status kernel_corrcoef(const tp_value *args, tp_value *out) { return run_cov(args, out, true); }
 
+/* ---- segment_reduce -------------------------------------------------------
+ * segment_reduce(data, reduce, lengths=None, indices=None, offsets=None,
+ * axis=0, unsafe=False, initial=None): PyTorch's. lengths (or offsets, one
+ * longer, their differences) hold the segment lengths along `axis`, with
+ * data's dims before the axis as batch dims (lengths.ndim == axis + 1);
+ * the result replaces data's axis by the number of segments. Per segment
+ * (in double): sum / prod / max / min of its values, started from initial
+ * when given; mean = (initial + sum) / count. An empty segment is initial,
+ * else 0 (sum), 1 (prod), NaN (mean), -inf (max), +inf (min). The lengths
+ * are checked whatever unsafe says (non-negative, summing to the axis). */
+typedef enum { SEG_SUM, SEG_MEAN, SEG_MAX, SEG_MIN, SEG_PROD } seg_kind;
+
+typedef struct {
+    const tp_tensor *data, *lengths, *offsets;
+    seg_kind kind;
+    int axis;
+    int64_t S; /* segments per row */
+} seg_args;
+
+static tp_status seg_check(const tp_value *args, seg_args *a) {
+    memset(a, 0, sizeof *a);
+    a->data = tp__arg_tensor(args, 0);
+    const char *r = tp__arg_str(args, 1);
+    static const char *const names[] = {"sum", "mean", "max", "min", "prod"};
+    int k = 0;
+    while (k < 5 && strcmp(r, names[k]) != 0) k++;
+    TP_CHECK(k < 5, TP_ERR_INVALID_ARG, "unsupported reduction given! %s", r);
+    a->kind = (seg_kind)k;
+    a->lengths = tp__arg_tensor(args, 2);
+    const tp_tensor *indices = tp__arg_tensor(args, 3);
+    a->offsets = tp__arg_tensor(args, 4);
+    TP_CHECK(!indices, TP_ERR_UNSUPPORTED, "segment_reduce(): indices based reduction is not supported yet.");
+    TP_CHECK(a->lengths || a->offsets, TP_ERR_INVALID_ARG, "segment_reduce(): Either lengths or offsets must be defined");
+    TP_CHECK(tp_dtype_is_float(a->data->dtype), TP_ERR_TYPE, "\"_segment_reduce_cpu\" not implemented for '%s'",
+             tp_dtype_name(a->data->dtype));
+    const tp_tensor *l = a->lengths ? a->lengths : a->offsets;
+    TP_CHECK(tp_dtype_is_int(l->dtype), TP_ERR_TYPE, "segment_reduce(): %s must be int32 or int64, got %s",
+             a->lengths ? "lengths" : "offsets", tp_dtype_name(l->dtype));
+    int axis;
+    TP_TRY(tp__wrap_dim(tp__arg_int(args, 5), a->data->ndim, &axis));
+    a->axis = axis;
+    TP_CHECK(l->ndim - 1 == axis, TP_ERR_SHAPE, "segment_reduce(): Expected axis to be the last dimension of %s but got %d.",
+             a->lengths ? "lengths" : "offsets", axis);
+    for (int d = 0; d < axis; d++)
+        TP_CHECK(tp__dim_eq(tp__dim(l, d), tp__dim(a->data, d), "segment_reduce batch"), TP_ERR_SHAPE,
+                 "segment_reduce(): %s must have data's dims before the axis (dim %d: %" PRId64 " vs %" PRId64 ")",
+                 a->lengths ? "lengths" : "offsets", d, l->sizes[d], a->data->sizes[d]);
+    a->S = l->sizes[axis] - (a->lengths ? 0 : 1);
+    TP_CHECK(a->S >= 0, TP_ERR_SHAPE, "segment_reduce(): offsets must hold at least one value per row");
+    return TP_OK;
+}
+
+static tp_status infer_segment_reduce(const tp_value *args, tp_value *out) {
+    seg_args a;
+    TP_TRY(seg_check(args, &a));
+    tp_sdim d[TP_MAX_DIMS];
+    for (int i = 0; i < a.data->ndim; i++) d[i] = tp__dim(a.data, i);
+    d[a.axis] = tp__dimk(a.S);
+    return tp__out_dims(out, a.data->dtype, a.data->ndim, d);
+}
+
+static tp_status kernel_segment_reduce(const tp_value *args, tp_value *out) {
+    seg_args a;
+    TP_TRY(seg_check(args, &a));
+    tp_tensor *o = tp__out_at(out, 0);
+    bool has_init = !tp__arg_is_none(args, 7);
+    double init = has_init ? tp__arg_f64(args, 7) : 0.0;
+    tp_tensor *x = NULL, *lt = NULL;
+    tp_status st = tp_tensor_to(a.data, TP_FLOAT64, &x);
+    if (st == TP_OK) st = tp_tensor_to(a.lengths ? a.lengths : a.offsets, TP_INT64, &lt);
+    if (st != TP_OK) {
+        tp_tensor_free(x);
+        return st;
+    }
+    const double *xv = tp_tensor_data(x);
+    const int64_t *lv = tp_tensor_data(lt);
+    int64_t outer = 1, inner = 1, n = a.data->sizes[a.axis];
+    for (int d = 0; d < a.axis; d++) outer *= a.data->sizes[d];
+    for (int d = a.axis + 1; d < a.data->ndim; d++) inner *= a.data->sizes[d];
+    int64_t lrow = a.S + (a.lengths ? 0 : 1);
+    char *ob = tp__tensor_base(o);
+    for (int64_t r = 0; r < outer && st == TP_OK; r++) {
+        const int64_t *row = lv + r * lrow;
+        int64_t total = 0;
+        for (int64_t s = 0; s < a.S && st == TP_OK; s++) {
+            int64_t len = a.lengths ? row[s] : row[s + 1] - row[s];
+            if (len < 0) st = tp_error(TP_ERR_INVALID_ARG, a.lengths ? "lengths contains negative value!"
+                                                                     : "offsets must be non-decreasing");
+            total += len;
+        }
+        if (st == TP_OK && !a.lengths && row[0] != 0)
+            st = tp_error(TP_ERR_INVALID_ARG, "segment_reduce(): offsets must start at 0, got %" PRId64, row[0]);
+        if (st == TP_OK && total != n)
+            st = tp_error(TP_ERR_INVALID_ARG, "segment_reduce(): Expected all rows of lengths along axis to sum to "
+                                              "data.size(lengths.dim()-1) when !unsafe.");
+        int64_t start = 0;
+        for (int64_t s = 0; s < a.S && st == TP_OK; s++) {
+            int64_t len = a.lengths ? row[s] : row[s + 1] - row[s];
+            for (int64_t i = 0; i < inner; i++) {
+                double acc;
+                switch (a.kind) {
+                case SEG_MAX: acc = has_init ? init : -INFINITY; break;
+                case SEG_MIN: acc = has_init ? init : INFINITY; break;
+                case SEG_PROD: acc = has_init ? init : 1.0; break;
+                default: acc = has_init ? init : 0.0; break;
+                }
+                for (int64_t j = start; j < start + len; j++) {
+                    double v = xv[(r * n + j) * inner + i];
+                    switch (a.kind) {
+                    case SEG_MAX: acc = isnan(v) || v > acc ? v : acc; break;
+                    case SEG_MIN: acc = isnan(v) || v < acc ? v : acc; break;
+                    case SEG_PROD: acc *= v; break;
+                    default: acc += v; break;
+                    }
+                    if (isnan(acc) && (a.kind == SEG_MAX || a.kind == SEG_MIN)) break;
+                }
+                if (a.kind == SEG_MEAN) acc = len > 0 ? acc / (double)len : has_init ? init : NAN;
+                /* the output element [r..., s, i...] through o's strides */
+                int64_t off = 0, rem = r;
+                for (int d = a.axis - 1; d >= 0; d--) {
+                    off += (rem % o->sizes[d]) * o->strides[d];
+                    rem /= o->sizes[d];
+                }
+                off += s * o->strides[a.axis];
+                rem = i;
+                for (int d = o->ndim - 1; d > a.axis; d--) {
+                    off += (rem % o->sizes[d]) * o->strides[d];
+                    rem /= o->sizes[d];
+                }
+                tp__store_f64(ob + off * (int64_t)tp_dtype_size(o->dtype), o->dtype, acc);
+            }
+            start += len;
+        }
+    }
+    tp_tensor_free(x);
+    tp_tensor_free(lt);
+    return st;
+}
+
 void tp__register_reduce_ops(void) {
+    tp__register_op(TP_OP_SEGMENT_REDUCE,
+                    "segment_reduce(Tensor data, str reduce, Tensor? lengths=None, Tensor? indices=None, "
+                    "Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor",
+                    0, infer_segment_reduce, kernel_segment_reduce);
     tp__register_op(TP_OP_SUM,
                     "sum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", 0,
                     infer_sum, kernel_sum);
