@@ -622,6 +622,7 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "lu_solve", LU_SOLVE, "input,LU_data,LU_pivots,*,out:!=None"),
     FNW(TF, "lu_unpack", LU_UNPACK, "LU_data,LU_pivots,unpack_data,unpack_pivots,*,out:!=None"),
     FNW(TF, "segment_reduce", SEGMENT_REDUCE, "data,reduce,lengths,indices,offsets,axis,unsafe,initial"),
+    FNW(TF, "gradient", GRADIENT, "input:self,spacing,dim,edge_order"),
     MT("lu_solve", LU_SOLVE, "self,LU_data,LU_pivots"),
     FN(NF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
     FNW(TF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),

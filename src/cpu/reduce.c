@@ -1730,6 +1730,159 @@ static tp_status run_cov(const tp_value *args, tp_value *out, bool corr) {
 static tp_status kernel_cov(const tp_value *args, tp_value *out) { return run_cov(args, out, false); }
 static tp_status kernel_corrcoef(const tp_value *args, tp_value *out) { return run_cov(args, out, true); }
 
+/* ---- gradient ---------------------------------------------------------------
+ * gradient(self, spacing=None, dim=None, edge_order=1) -> Tensor[]: PyTorch's
+ * (numpy's) second-order central differences in the interior and one-sided
+ * differences of edge_order 1 or 2 at the ends, one result per dim (dim:
+ * None or [] for all, an int, or a list). spacing: None or [] (1), one
+ * number for every dim, or a list with one number (a uniform step) or one
+ * 1-D coordinate tensor (non-uniform) per dim. Computed in double; integer
+ * inputs give float32. */
+typedef struct {
+    int dims[TP_MAX_DIMS];
+    int n;
+    double step[TP_MAX_DIMS];
+    const tp_tensor *coords[TP_MAX_DIMS];
+    int edge;
+} grad_args;
+
+static tp_status grad_check(const tp_value *args, grad_args *g) {
+    memset(g, 0, sizeof *g);
+    const tp_tensor *x = tp__arg_tensor(args, 0);
+    const tp_value *sp = &args[1], *dm = &args[2];
+    g->edge = (int)tp__arg_int(args, 3);
+    TP_CHECK(g->edge == 1 || g->edge == 2, TP_ERR_INVALID_ARG, "torch.gradient only supports edge_order=1 and edge_order=2.");
+    TP_CHECK(x->dtype != TP_BOOL, TP_ERR_TYPE, "torch.gradient does not support bool input");
+    bool seen[TP_MAX_DIMS] = {false};
+    if (dm->kind == TP_VAL_NONE || ((dm->kind == TP_VAL_LIST || dm->kind == TP_VAL_TUPLE) && tp_value_len(dm) == 0)) {
+        for (int d = 0; d < x->ndim; d++) g->dims[g->n++] = d;
+    } else {
+        int64_t cnt = dm->kind == TP_VAL_INT ? 1 : dm->kind == TP_VAL_LIST || dm->kind == TP_VAL_TUPLE ? tp_value_len(dm) : -1;
+        TP_CHECK(cnt >= 1 && cnt <= x->ndim, TP_ERR_TYPE, "torch.gradient: dim must be an int or a list of ints");
+        for (int64_t i = 0; i < cnt; i++) {
+            const tp_value *v = dm->kind == TP_VAL_INT ? dm : tp_value_at(dm, i);
+            TP_CHECK(v->kind == TP_VAL_INT, TP_ERR_TYPE, "torch.gradient: dim must be an int or a list of ints");
+            int d;
+            TP_TRY(tp__wrap_dim(v->u.i, x->ndim, &d));
+            TP_CHECK(!seen[d], TP_ERR_INVALID_ARG, "dim %d appears multiple times in the list of dims", d);
+            seen[d] = true;
+            g->dims[g->n++] = d;
+        }
+    }
+    for (int i = 0; i < g->n; i++) g->step[i] = 1.0;
+    bool is_list = sp->kind == TP_VAL_LIST || sp->kind == TP_VAL_TUPLE;
+    if (sp->kind == TP_VAL_INT || sp->kind == TP_VAL_FLOAT || (is_list && tp_value_len(sp) == 1 && g->n > 1 &&
+                                                               tp_value_at(sp, 0)->kind != TP_VAL_TENSOR)) {
+        double h = tp_value_as_f64(is_list ? tp_value_at(sp, 0) : sp);
+        for (int i = 0; i < g->n; i++) g->step[i] = h;
+    } else if (is_list && tp_value_len(sp) > 0) {
+        TP_CHECK(tp_value_len(sp) == g->n, TP_ERR_INVALID_ARG,
+                 "torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments to "
+                 "have the same length, but got a spacing argument of length %" PRId64 " and a dim argument of length %d.",
+                 tp_value_len(sp), g->n);
+        for (int i = 0; i < g->n; i++) {
+            const tp_value *v = tp_value_at(sp, i);
+            if (v->kind == TP_VAL_TENSOR) {
+                const tp_tensor *c = v->u.tensor;
+                int d = g->dims[i];
+                TP_CHECK(c->ndim == 1 && c->sizes[0] == x->sizes[d], TP_ERR_SHAPE,
+                         "torch.gradient expected each tensor to be on the same device and a 1-D tensor of the "
+                         "dimension's size (%" PRId64 ") as spacing for dim %d",
+                         x->sizes[d], d);
+                TP_CHECK(c->dtype != TP_BOOL, TP_ERR_TYPE, "torch.gradient: coordinates must be numbers");
+                g->coords[i] = c;
+            } else {
+                TP_CHECK(v->kind == TP_VAL_INT || v->kind == TP_VAL_FLOAT, TP_ERR_TYPE,
+                         "torch.gradient: spacing must hold numbers or 1-D tensors");
+                g->step[i] = tp_value_as_f64(v);
+            }
+        }
+    } else {
+        TP_CHECK(sp->kind == TP_VAL_NONE || is_list, TP_ERR_TYPE, "torch.gradient: spacing must be a number or a list");
+    }
+    for (int i = 0; i < g->n; i++)
+        TP_CHECK(x->sizes[g->dims[i]] >= g->edge + 1, TP_ERR_INVALID_ARG,
+                 "torch.gradient expected each dimension size to be at least edge_order+1");
+    return TP_OK;
+}
+
+static tp_status infer_gradient(const tp_value *args, tp_value *out) {
+    grad_args g;
+    TP_TRY(grad_check(args, &g));
+    const tp_tensor *x = tp__arg_tensor(args, 0);
+    tp_dtype dt = tp_dtype_is_float(x->dtype) ? x->dtype : TP_DEFAULT_FLOAT;
+    TP_TRY(tp__out_list(out, g.n));
+    for (int i = 0; i < g.n; i++) TP_TRY(tp__out_like(tp_value_at(out, i), dt, x));
+    return TP_OK;
+}
+
+static tp_status kernel_gradient(const tp_value *args, tp_value *out) {
+    grad_args g;
+    TP_TRY(grad_check(args, &g));
+    const tp_tensor *x = tp__arg_tensor(args, 0);
+    tp_tensor *xd = NULL, *res = NULL;
+    TP_TRY(tp_tensor_to(x, TP_FLOAT64, &xd));
+    const double *f = tp_tensor_data(xd);
+    int64_t numel = tp_tensor_numel(xd);
+    tp_status st = tp_tensor_zeros(TP_FLOAT64, x->ndim, x->sizes, &res);
+    double *r = st == TP_OK ? tp_tensor_data(res) : NULL;
+    for (int i = 0; i < g.n && st == TP_OK; i++) {
+        int d = g.dims[i];
+        int64_t n = x->sizes[d], inner = 1;
+        for (int q = d + 1; q < x->ndim; q++) inner *= x->sizes[q];
+        double *c = NULL;
+        if (g.coords[i]) {
+            tp_tensor *ct = NULL;
+            st = tp_tensor_to(g.coords[i], TP_FLOAT64, &ct);
+            if (st == TP_OK) {
+                c = tp_malloc((size_t)n * sizeof *c);
+                if (c) memcpy(c, tp_tensor_data(ct), (size_t)n * sizeof *c);
+                else st = tp_error(TP_ERR_NOMEM, "out of memory");
+            }
+            tp_tensor_free(ct);
+            if (st != TP_OK) break;
+        }
+        double h = g.step[i];
+        for (int64_t base = 0; base < numel; base++) {
+            int64_t k = (base / inner) % n; /* index along d */
+            if (k != 0) continue;           /* one line per (outer, inner) start */
+            const double *fl = f + base;
+            double *rl = r + base;
+#define F(j) fl[(j) * inner]
+            for (int64_t j = 1; j + 1 < n; j++) {
+                if (!c) {
+                    rl[j * inner] = (F(j + 1) - F(j - 1)) / (2.0 * h);
+                } else {
+                    double hl = c[j] - c[j - 1], hr = c[j + 1] - c[j];
+                    double a = -hr / (hl * (hl + hr)), b = (hr - hl) / (hl * hr), e = hl / (hr * (hl + hr));
+                    rl[j * inner] = a * F(j - 1) + b * F(j) + e * F(j + 1);
+                }
+            }
+            if (g.edge == 1) {
+                rl[0] = (F(1) - F(0)) / (c ? c[1] - c[0] : h);
+                rl[(n - 1) * inner] = (F(n - 1) - F(n - 2)) / (c ? c[n - 1] - c[n - 2] : h);
+            } else if (!c) {
+                rl[0] = (-1.5 * F(0) + 2.0 * F(1) - 0.5 * F(2)) / h;
+                rl[(n - 1) * inner] = (0.5 * F(n - 3) - 2.0 * F(n - 2) + 1.5 * F(n - 1)) / h;
+            } else {
+                double d1 = c[1] - c[0], d2 = c[2] - c[1];
+                rl[0] = -(2.0 * d1 + d2) / (d1 * (d1 + d2)) * F(0) + (d1 + d2) / (d1 * d2) * F(1) -
+                        d1 / (d2 * (d1 + d2)) * F(2);
+                d1 = c[n - 2] - c[n - 3];
+                d2 = c[n - 1] - c[n - 2];
+                rl[(n - 1) * inner] = d2 / (d1 * (d1 + d2)) * F(n - 3) - (d2 + d1) / (d1 * d2) * F(n - 2) +
+                                      (2.0 * d2 + d1) / (d2 * (d1 + d2)) * F(n - 1);
+            }
+#undef F
+        }
+        tp_free(c);
+        st = tp_tensor_copy_(tp__out_at(out, i), res);
+    }
+    tp_tensor_free(xd);
+    tp_tensor_free(res);
+    return st;
+}
+
 /* ---- segment_reduce -------------------------------------------------------
  * segment_reduce(data, reduce, lengths=None, indices=None, offsets=None,
  * axis=0, unsafe=False, initial=None): PyTorch's. lengths (or offsets, one
@@ -1870,6 +2023,8 @@ static tp_status kernel_segment_reduce(const tp_value *args, tp_value *out) {
 }
 
 void tp__register_reduce_ops(void) {
+    tp__register_op(TP_OP_GRADIENT, "gradient(Tensor self, Any spacing=None, Any dim=None, int edge_order=1) -> Tensor[]",
+                    0, infer_gradient, kernel_gradient);
     tp__register_op(TP_OP_SEGMENT_REDUCE,
                     "segment_reduce(Tensor data, str reduce, Tensor? lengths=None, Tensor? indices=None, "
                     "Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor",
