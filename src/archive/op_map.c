@@ -1488,6 +1488,7 @@ static const tp_serde_op_entry g_table[] = {
     SP(TF, "tp_l1_loss", INVALID, TP_SERDE_COMPOSE, "input,target,reduction"),
     SP(TF, "grid_sampler", INVALID, TP_SERDE_COMPOSE, "input,grid,interpolation_mode,padding_mode,align_corners"),
     SP(TF, "grid_sampler_2d", INVALID, TP_SERDE_COMPOSE, "input,grid,interpolation_mode,padding_mode,align_corners"),
+    SP(TF, "grid_sampler_3d", INVALID, TP_SERDE_COMPOSE, "input,grid,interpolation_mode,padding_mode,align_corners"),
     SP(TF, "rotary_embedding", INVALID, TP_SERDE_COMPOSE, "input,cos,sin,position_offset"),
     SP(TF, "fused_rope", INVALID, TP_SERDE_COMPOSE, "query,key,cos,sin,position_offset"),
     SP(TF, "copy", INVALID, TP_SERDE_COMPOSE, "input,src,non_blocking"),

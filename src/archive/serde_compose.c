@@ -1360,6 +1360,7 @@ static const struct {
     {"tp_l1_loss", c_l1_loss},
     {"grid_sampler", c_grid_sampler},
     {"grid_sampler_2d", c_grid_sampler},
+    {"grid_sampler_3d", c_grid_sampler},
     {"rotary_embedding", c_rotary_embedding},
     {"fused_rope", c_fused_rope},
     {"copy", c_copy},

@@ -1150,7 +1150,8 @@ static tp_status interp_kernel(const tp_value *args, tp_value *out) {
  * with PyTorch's coordinate rules (GridSampler.h): unnormalise, then clip
  * (border) or reflect and clip (reflection); bilinear weights the four
  * neighbours inside the input, nearest rounds half to even, bicubic uses
- * the 4x4 neighbourhood with A = -0.75, the padding applied per tap. */
+ * the 4x4 neighbourhood with A = -0.75, the padding applied per tap. 5-D
+ * (volumetric) inputs sample with a grid of (x, y, z), trilinear or nearest. */
 typedef enum gs_mode { GS_BILINEAR, GS_NEAREST, GS_BICUBIC } gs_mode;
 typedef enum gs_pad { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
 
@@ -1189,34 +1190,37 @@ static tp_status gs_setup(const tp_value *args, gs_params *p, tp_sdim *sizes) {
     TP_CHECK(x->dtype == g->dtype, TP_ERR_TYPE,
              "grid_sampler(): expected input and grid to have same dtype, but input has %s and grid has %s",
              tp_dtype_name(x->dtype), tp_dtype_name(g->dtype));
-    TP_CHECK(x->ndim == 4 && g->ndim == 4, TP_ERR_SHAPE,
-             "grid_sampler(): expected 4D input and grid with same number of dimensions (5D volumetric sampling "
-             "is not supported), but got input with sizes %s and grid with sizes %s",
+    TP_CHECK((x->ndim == 4 || x->ndim == 5) && g->ndim == x->ndim, TP_ERR_SHAPE,
+             "grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got input with "
+             "sizes %s and grid with sizes %s",
              tp__shape_str(x->ndim, x->sizes, s1, sizeof s1), tp__shape_str(g->ndim, g->sizes, s2, sizeof s2));
     TP_CHECK(tp__dim_eq(tp__dim(x, 0), tp__dim(g, 0), "grid_sample: input and grid batch sizes"), TP_ERR_SHAPE,
              "grid_sampler(): expected grid and input to have same batch size, but got input with sizes %s and "
              "grid with sizes %s",
              tp__shape_str(x->ndim, x->sizes, s1, sizeof s1), tp__shape_str(g->ndim, g->sizes, s2, sizeof s2));
-    TP_CHECK(tp__dim_eqk(tp__dim(g, 3), 2, "grid_sample: grid's last dim"), TP_ERR_SHAPE,
-             "grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes %s",
+    int sp = x->ndim - 2;
+    TP_CHECK(tp__dim_eqk(tp__dim(g, g->ndim - 1), sp, "grid_sample: grid's last dim"), TP_ERR_SHAPE,
+             "grid_sampler(): expected grid to have size %d in last dimension, but got grid with sizes %s", sp,
              tp__shape_str(g->ndim, g->sizes, s1, sizeof s1));
-    TP_CHECK(tp__dim_ge(tp__dim(x, 2), 1, "grid_sample: non-empty spatial dims") &&
-                 tp__dim_ge(tp__dim(x, 3), 1, "grid_sample: non-empty spatial dims"),
-             TP_ERR_SHAPE,
+    bool nonempty = true;
+    for (int d = 2; d < x->ndim; d++) nonempty = nonempty && tp__dim_ge(tp__dim(x, d), 1, "grid_sample: non-empty spatial dims");
+    TP_CHECK(nonempty, TP_ERR_SHAPE,
              "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes %s",
              tp__shape_str(x->ndim, x->sizes, s1, sizeof s1));
+    TP_CHECK(!(sp == 3 && p->mode == GS_BICUBIC), TP_ERR_INVALID_ARG,
+             "grid_sampler(): bicubic interpolation only supports 4D input");
     sizes[0] = tp__dim(x, 0);
     sizes[1] = tp__dim(x, 1);
-    sizes[2] = tp__dim(g, 1);
-    sizes[3] = tp__dim(g, 2);
+    for (int d = 1; d <= sp; d++) sizes[1 + d] = tp__dim(g, d);
     return TP_OK;
 }
 
 static tp_status grid_sample_infer(const tp_value *args, tp_value *out) {
     gs_params p;
-    tp_sdim sizes[4];
+    tp_sdim sizes[5];
     TP_TRY(gs_setup(args, &p, sizes));
-    return tp__out_dims(out, tp__arg_tensor(args, 0)->dtype, 4, sizes);
+    const tp_tensor *x = tp__arg_tensor(args, 0);
+    return tp__out_dims(out, x->dtype, x->ndim, sizes);
 }
 
 static double gs_unnormalize(double c, int64_t size, bool align) {
@@ -1259,14 +1263,65 @@ static double gs_cubic_interp(double x0, double x1, double x2, double x3, double
     return x0 * gs_cubic2(t + 1, a) + x1 * gs_cubic1(t, a) + x2 * gs_cubic1(1 - t, a) + x3 * gs_cubic2(2 - t, a);
 }
 
+/* The volumetric form: input [N, C, D, H, W], grid [N, Do, Ho, Wo, 3] of
+ * (x, y, z); trilinear ("bilinear") weights the eight neighbours, nearest
+ * rounds half to even. */
+static double gs_at3(const view5 *v, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x, const int64_t *in) {
+    if (x < 0 || y < 0 || z < 0 || x >= in[2] || y >= in[1] || z >= in[0]) return 0.0;
+    return load_elem(view5_at(v, n, c, z, y, x), v->dtype);
+}
+
+static tp_status grid_sample3d_kernel(const gs_params *p, const tp_tensor *x, const tp_tensor *g, tp_tensor *o) {
+    view5 xv;
+    make_view5(x, 3, &xv);
+    const int64_t in[3] = {x->sizes[2], x->sizes[3], x->sizes[4]};
+    int64_t esz = (int64_t)tp_dtype_size(g->dtype), oes = (int64_t)tp_dtype_size(o->dtype);
+    const char *gb = tp__tensor_base(g);
+    char *ob = tp__tensor_base(o);
+    for (int64_t n = 0; n < o->sizes[0]; n++)
+        for (int64_t c = 0; c < o->sizes[1]; c++)
+            for (int64_t oz = 0; oz < o->sizes[2]; oz++)
+                for (int64_t oy = 0; oy < o->sizes[3]; oy++)
+                    for (int64_t ox = 0; ox < o->sizes[4]; ox++) {
+                        const char *gp =
+                            gb + (n * g->strides[0] + oz * g->strides[1] + oy * g->strides[2] + ox * g->strides[3]) * esz;
+                        double ix = gs_pad_coord(gs_unnormalize(load_elem(gp, g->dtype), in[2], p->align), in[2], p->pad,
+                                                 p->align);
+                        double iy = gs_pad_coord(gs_unnormalize(load_elem(gp + g->strides[4] * esz, g->dtype), in[1],
+                                                                p->align),
+                                                 in[1], p->pad, p->align);
+                        double iz = gs_pad_coord(gs_unnormalize(load_elem(gp + 2 * g->strides[4] * esz, g->dtype), in[0],
+                                                                p->align),
+                                                 in[0], p->pad, p->align);
+                        double v = 0;
+                        if (p->mode == GS_NEAREST) {
+                            v = gs_at3(&xv, n, c, (int64_t)nearbyint(iz), (int64_t)nearbyint(iy), (int64_t)nearbyint(ix),
+                                       in);
+                        } else {
+                            int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy), z0 = (int64_t)floor(iz);
+                            double wx = ix - (double)x0, wy = iy - (double)y0, wz = iz - (double)z0;
+                            for (int k = 0; k < 8; k++) {
+                                int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+                                double wgt = (dx ? wx : 1 - wx) * (dy ? wy : 1 - wy) * (dz ? wz : 1 - wz);
+                                v += gs_at3(&xv, n, c, z0 + dz, y0 + dy, x0 + dx, in) * wgt;
+                            }
+                        }
+                        int64_t off = n * o->strides[0] + c * o->strides[1] + oz * o->strides[2] + oy * o->strides[3] +
+                                      ox * o->strides[4];
+                        store_elem(ob + off * oes, o->dtype, v);
+                    }
+    return TP_OK;
+}
+
 static tp_status grid_sample_kernel(const tp_value *args, tp_value *out) {
     gs_params p;
-    tp_sdim dims[4];
+    tp_sdim dims[5];
     TP_TRY(gs_setup(args, &p, dims));
     int64_t sizes[4] = {dims[0].v, dims[1].v, dims[2].v, dims[3].v};
     const tp_tensor *x = tp__arg_tensor(args, 0), *g = tp__arg_tensor(args, 1);
     tp_tensor *o = tp__out_at(out, 0);
     if (tp_tensor_numel(o) == 0) return TP_OK;
+    if (x->ndim == 5) return grid_sample3d_kernel(&p, x, g, o);
     view5 xv;
     make_view5(x, 2, &xv);
     int64_t h = x->sizes[2], w = x->sizes[3], esz = (int64_t)tp_dtype_size(g->dtype);
