@@ -623,6 +623,7 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "lu_unpack", LU_UNPACK, "LU_data,LU_pivots,unpack_data,unpack_pivots,*,out:!=None"),
     FNW(TF, "segment_reduce", SEGMENT_REDUCE, "data,reduce,lengths,indices,offsets,axis,unsafe,initial"),
     FNW(TF, "gradient", GRADIENT, "input:self,spacing,dim,edge_order"),
+    FNW(TF, "embedding_renorm_", EMBEDDING_RENORM_, "input:self,indices,max_norm,norm_type"),
     MT("lu_solve", LU_SOLVE, "self,LU_data,LU_pivots"),
     FN(NF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
     FNW(TF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
@@ -762,8 +763,8 @@ static const tp_serde_op_entry g_table[] = {
     FNW(NF, "prelu", PRELU, "input,weight"),
     FN(TF, "prelu", PRELU, "input,weight"),
     MT("prelu", PRELU, "self,weight"),
-    FN(NF, "embedding", EMBEDDING,
-       "input:indices,weight,padding_idx,max_norm:!=None,norm_type:-,scale_grad_by_freq,sparse"),
+    /* with max_norm: the looked-up rows renormalised (serde_compose.c) */
+    SP(NF, "embedding", INVALID, TP_SERDE_COMPOSE, "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse"),
     FNW(TF, "embedding", EMBEDDING, "weight,indices,padding_idx,scale_grad_by_freq,sparse"),
     /* tensorplay 1.0 cannot trace F.multi_head_attention_forward (its checks branch on tensor ranks) */
     FNW(NF, "multi_head_attention_forward", MULTI_HEAD_ATTENTION_FORWARD,

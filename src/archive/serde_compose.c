@@ -846,6 +846,40 @@ static tp_status c_l1_loss(cctx *c) {
     return st;
 }
 
+/* ---- nn.functional.embedding (max_norm) ----
+ * F.embedding(input, weight, padding_idx, max_norm, norm_type, ...): with
+ * max_norm, PyTorch (and tensorplay) first renormalise, in place, the rows
+ * of weight the lookup touches whose norm exceeds max_norm (scaled by
+ * max_norm / (norm + 1e-7)). Here the looked-up rows are scaled instead
+ * and the weight is left as it is: the same outputs on every call (the
+ * renormalisation gives rows whose norm stays below max_norm, so it never
+ * acts on a row twice), with the program's state unchanged - it stays
+ * immutable and shareable across threads. */
+static tp_status c_embedding(cctx *c) {
+    const tp_value *mn = arg(c, 3, "max_norm"), *pad = arg(c, 2, "padding_idx");
+    tp_value w = opt(arg(c, 1, "weight"), tp_value_none()), idx = opt(arg(c, 0, "input"), tp_value_none());
+    tp_value padv = pad && pad->kind == TP_VAL_INT ? *pad : tp_value_int(-1);
+    bool renorm = mn && mn->kind != TP_VAL_NONE;
+    if (renorm && !tp_value_is_number(mn)) return fail(c, TP_ERR_TYPE, "max_norm must be a number");
+    tp_value rows, n, big, den, inv, sc, one = tp_value_float(1.0);
+    N(!renorm, EMBEDDING, &rows, w, idx, padv);
+    if (!renorm) return TP_OK;
+    const tp_value *p = arg(c, 4, "norm_type");
+    tp_value pv = p && tp_value_is_number(p) ? *p : tp_value_float(2.0), dims, keep = tp_value_bool(true);
+    int64_t last = -1;
+    TP_TRY(ints(c, &last, 1, &dims));
+    tp_status st = node(c, false, TP_OP_NORM, (tp_value[]){rows, pv, dims, keep}, 4, &n);
+    tp_value_clear(&dims);
+    TP_TRY(st);
+    N(false, GT, &big, n, *mn);
+    N(false, ADD, &den, n, tp_value_float(1e-7));
+    N(false, RECIPROCAL, &inv, den);
+    N(false, MUL, &sc, inv, *mn);
+    N(false, WHERE, &sc, big, sc, one);
+    N(true, MUL, &rows, rows, sc);
+    return TP_OK;
+}
+
 /* ---- grid_sampler (integer modes) ---- */
 
 static tp_status c_grid_sampler(cctx *c) {
@@ -1361,6 +1395,7 @@ static const struct {
     {"grid_sampler", c_grid_sampler},
     {"grid_sampler_2d", c_grid_sampler},
     {"grid_sampler_3d", c_grid_sampler},
+    {"embedding", c_embedding},
     {"rotary_embedding", c_rotary_embedding},
     {"fused_rope", c_fused_rope},
     {"copy", c_copy},

@@ -869,6 +869,75 @@ static tp_status embedding_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* embedding_renorm_(Tensor self, Tensor indices, float max_norm, float
+ * norm_type): in place, each row of self named in indices (once, however
+ * often named) whose norm_type-norm exceeds max_norm is scaled by max_norm
+ * / (norm + 1e-7), as F.embedding's max_norm does; returns self. */
+static tp_status renorm_check(const tp_value *args) {
+    tp_tensor *w, *idx;
+    TP_TRY(arg_tensor(args, 0, "self", &w));
+    TP_TRY(arg_tensor(args, 1, "indices", &idx));
+    TP_CHECK(w->ndim == 2, TP_ERR_SHAPE,
+             "Expected 2-dimensional tensor, but got %d-dimensional tensor for argument #1 'self' (while checking "
+             "arguments for embedding_renorm_)",
+             w->ndim);
+    TP_CHECK(idx->dtype == TP_INT64 || idx->dtype == TP_INT32, TP_ERR_TYPE,
+             "Expected tensor for argument #2 'indices' to have one of the following scalar types: int64, int32; but "
+             "got %s instead (while checking arguments for embedding_renorm_)",
+             tp_dtype_name(idx->dtype));
+    TP_TRY(check_float(w, "self"));
+    return TP_OK;
+}
+
+static tp_status embedding_renorm_infer(const tp_value *args, tp_value *out) {
+    TP_TRY(renorm_check(args));
+    return tp_value_copy(&args[0], out);
+}
+
+static tp_status embedding_renorm_kernel(const tp_value *args, tp_value *out) {
+    TP_TRY(renorm_check(args));
+    tp_tensor *w = tp__arg_tensor(args, 0), *idx = tp__arg_tensor(args, 1);
+    TP_TRY(tp__has_data(w, "self"));
+    double max_norm = tp__arg_f64(args, 2), p = tp__arg_f64(args, 3);
+    int64_t rows = w->sizes[0], dim = w->sizes[1];
+    uint8_t *seen = tp_calloc((size_t)(rows > 0 ? rows : 1), 1);
+    TP_CHECK(seen, TP_ERR_NOMEM, "out of memory (%" PRId64 " rows)", rows);
+    const char *ib = tp__tensor_base(idx);
+    char *wb = tp__tensor_base(w);
+    size_t ies = tp_dtype_size(idx->dtype);
+    tp_status st = TP_OK;
+    tp_walk it;
+    tp__walk_init(&it, idx->ndim, idx->sizes, 1, (const int64_t *[]){idx->strides});
+    while (st == TP_OK && tp__walk_next(&it)) {
+        int64_t r = tp__load_i64(ib + it.off[0] * (int64_t)ies, idx->dtype);
+        if (r < 0 || r >= rows) {
+            st = tp_error(TP_ERR_INDEX, "select(): index %" PRId64 " out of range for tensor of size [%" PRId64 ", %" PRId64
+                                        "] at dimension 0", r, rows, dim);
+            break;
+        }
+        if (seen[r]) continue;
+        seen[r] = 1;
+        double norm = 0.0;
+        for (int64_t j = 0; j < dim; j++) {
+            double v = fabs(load_at(wb, r * w->strides[0] + j * w->strides[1], w->dtype));
+            if (isinf(p)) norm = p > 0 ? fmax(norm, v) : (j == 0 ? v : fmin(norm, v));
+            else if (p == 0) norm += v != 0.0;
+            else norm += pow(v, p);
+        }
+        if (!isinf(p) && p != 0) norm = pow(norm, 1.0 / p);
+        if (!(norm > max_norm)) continue;
+        double scale = max_norm / (norm + 1e-7);
+        for (int64_t j = 0; j < dim; j++) {
+            int64_t off = r * w->strides[0] + j * w->strides[1];
+            store_at(wb, off, w->dtype, load_at(wb, off, w->dtype) * scale);
+        }
+    }
+    tp_free(seen);
+    if (st != TP_OK) return st;
+    tp_value_clear(out);
+    return tp_value_copy(&args[0], out);
+}
+
 /* ---- embedding_bag (issue #13) -------------------------------------------
  * F.embedding_bag's semantics: bags of rows of weight, a 1-D input cut by
  * offsets (the last offset closing the last bag when include_last_offset),
@@ -2428,6 +2497,9 @@ void tp__register_nn_ops(void) {
                     softmax_infer, log_softmax_kernel);
     tp__register_op(TP_OP_PRELU, "prelu(Tensor self, Tensor weight) -> Tensor", 0, prelu_infer, prelu_kernel);
     tp__register_op(TP_OP_GLU, "glu(Tensor self, int dim=-1) -> Tensor", 0, glu_infer, glu_kernel);
+    tp__register_op(TP_OP_EMBEDDING_RENORM_,
+                    "embedding_renorm_(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor",
+                    TP_OPF_INPLACE | TP_OPF_MUTATES, embedding_renorm_infer, embedding_renorm_kernel);
     tp__register_op(TP_OP_EMBEDDING,
                     "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
                     "bool sparse=False) -> Tensor",
