@@ -6,6 +6,7 @@
  * the generator is deterministic within a process, so the test cannot
  * flake), two calls giving different values, and PyTorch's argument errors.
  */
+#include <inttypes.h>
 #include <math.h>
 
 #include "test_util.h"
@@ -362,11 +363,170 @@ TEST(test_argument_errors) {
     tp_tensor_free(xi);
 }
 
+/* binomial(count, prob): mean n p and variance n p (1 - p), through the
+ * inversion sampler (n p < 10), BTRS (n p >= 10) and the p > 0.5 mirror. */
+TEST(test_binomial_moments) {
+    const double cases[][2] = {{5, 0.3}, {40, 0.1}, {100, 0.4}, {1000, 0.9}, {7, 1.0}, {0, 0.5}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        double n = cases[k][0], p = cases[k][1];
+        tp_tensor *c = zeros(TP_FLOAT64, N), *pr = zeros(TP_FLOAT64, 1);
+        if (!c || !pr) return;
+        for (int64_t i = 0; i < N; i++) ((double *)tp_tensor_data(c))[i] = n;
+        ((double *)tp_tensor_data(pr))[0] = p;
+        tp_value args[2] = {tp_value_tensor(c), tp_value_tensor(pr)};
+        tp_status st;
+        tp_tensor *y = call(TP_OP_BINOMIAL, args, 2, &st);
+        CHECK_OK(st);
+        if (y) {
+            stats s = moments(y);
+            double mean = n * p, var = n * p * (1 - p);
+            CHECK_MSG(s.integral && s.min >= 0 && s.max <= n, "binomial(%g, %g): values outside 0..n", n, p);
+            CHECK_MSG(fabs(s.mean - mean) < 5 * sqrt(var / N) + 1e-12, "binomial(%g, %g): mean %g", n, p, s.mean);
+            CHECK_MSG(fabs(s.var - var) < 0.05 * var + 1e-12, "binomial(%g, %g): variance %g", n, p, s.var);
+        }
+        tp_tensor_free(y);
+        tp_value_clear(&args[0]);
+        tp_value_clear(&args[1]);
+    }
+}
+
+/* op(x, p, ...) -> tuple (output, mask) or a tensor; both retained. */
+static void call2(tp_op op, tp_value *args, int n, tp_tensor **a, tp_tensor **b) {
+    tp_value out = tp_value_none();
+    CHECK_OK(tp_op_call(op, args, n, NULL, &out));
+    *a = *b = NULL;
+    if (out.kind == TP_VAL_TENSOR) *a = tp_tensor_retain(out.u.tensor);
+    else if (tp_value_len(&out) == 2) {
+        *a = tp_tensor_retain(tp_value_at(&out, 0)->u.tensor);
+        *b = tp_tensor_retain(tp_value_at(&out, 1)->u.tensor);
+    }
+    tp_value_clear(&out);
+}
+
+/* The dropouts in training mode: the kept fraction is 1 - p; output and mask
+ * agree element by element (x * mask / (1 - p); the alpha forms' two values
+ * a x + b and a alpha' + b); the feature forms keep or drop whole maps; the
+ * alpha forms keep a standard normal input's mean 0 and variance 1. */
+TEST(test_dropout_training) {
+    const double p = 0.3, ap = -1.7580993408473766, a = 1.0 / sqrt((1 - p) * (1 + p * ap * ap)), b = -a * ap * p;
+    enum { C = 1000, L = 40 };
+    tp_tensor *x = NULL;
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, 3, (int64_t[]){5, C, L}, &x));
+    if (!x) return;
+    uint64_t seed = 88172645463325252ULL;
+    for (int64_t i = 0; i < tp_tensor_numel(x); i++) { /* standard normal values (Box-Muller) */
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        double u1 = ((double)(seed >> 11) + 0.5) * 0x1.0p-53;
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        double u2 = (double)(seed >> 11) * 0x1.0p-53;
+        ((float *)tp_tensor_data(x))[i] = (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    const float *xv = tp_tensor_data(x);
+    int64_t n = tp_tensor_numel(x);
+    static const tp_op ops[] = {TP_OP_NATIVE_DROPOUT, TP_OP_NATIVE_FEATURE_DROPOUT, TP_OP_NATIVE_ALPHA_DROPOUT,
+                                TP_OP_FEATURE_DROPOUT, TP_OP_ALPHA_DROPOUT, TP_OP_FEATURE_ALPHA_DROPOUT};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        bool native = k < 3, feature = k == 1 || k == 3 || k == 5, alpha = k == 2 || k == 4 || k == 5;
+        tp_value args[3] = {tp_value_tensor(tp_tensor_retain(x)), tp_value_float(p), tp_value_bool(true)};
+        tp_tensor *y = NULL, *m = NULL;
+        call2(ops[k], args, native ? 2 : 3, &y, &m);
+        const char *name = tp_op_name(ops[k]);
+        CHECK_MSG(y && (!native || m), "%s: no result", name);
+        if (y) {
+            const float *yv = tp_tensor_data(y);
+            int64_t kept = 0, bad = 0, maps_mixed = 0;
+            for (int64_t i = 0; i < n; i++) {
+                double xi = xv[i], yi = yv[i];
+                bool is_kept = alpha ? fabs(yi - (a * xi + b)) < 1e-4 : fabs(yi - xi / (1 - p)) < 1e-4;
+                bool is_dropped = alpha ? fabs(yi - (a * ap + b)) < 1e-4 : yi == 0.0;
+                if (!is_kept && !is_dropped) bad++;
+                kept += is_kept && !is_dropped;
+                if (m) {
+                    int64_t mi = feature ? i / L : i;
+                    double mv = tp_tensor_item_f64(m, mi);
+                    if ((mv != 0) != (is_kept && !is_dropped) && !(is_kept && is_dropped)) bad++;
+                }
+                if (feature && i % L != 0) {
+                    bool prev_kept = alpha ? fabs(yv[i - 1] - (a * xv[i - 1] + b)) < 1e-4
+                                           : fabs(yv[i - 1] - xv[i - 1] / (1 - p)) < 1e-4;
+                    if (prev_kept != is_kept && !is_dropped) maps_mixed++;
+                }
+            }
+            CHECK_MSG(bad == 0, "%s: %" PRId64 " values are neither kept nor dropped consistently", name, bad);
+            CHECK_MSG(maps_mixed == 0, "%s: feature maps partly dropped", name);
+            double units = feature ? 5.0 * C : (double)n, frac = (double)kept / (double)n;
+            CHECK_MSG(fabs(frac - (1 - p)) < 5 * sqrt(p * (1 - p) / units), "%s: kept fraction %g, expected %g", name,
+                      frac, 1 - p);
+            if (alpha) {
+                stats s = moments(y);
+                CHECK_MSG(fabs(s.mean) < 0.02 && fabs(s.var - 1) < 0.03, "%s: mean %g variance %g, expected 0 and 1",
+                          name, s.mean, s.var);
+            }
+            if (m && feature)
+                CHECK_MSG(tp_tensor_ndim(m) == 3 && tp_tensor_sizes(m)[2] == 1, "%s: the mask is per feature map", name);
+            if (m && k == 0) CHECK_MSG(tp_tensor_dtype(m) == TP_BOOL, "native_dropout: a bool mask");
+        }
+        tp_tensor_free(y);
+        tp_tensor_free(m);
+        tp_value_clear(&args[0]);
+    }
+    tp_tensor_free(x);
+}
+
+/* sample(logits, temperature, top_k, top_p): frequencies follow
+ * softmax(logits / temperature) renormalised over the tokens top_k and
+ * top_p leave; the others never come. */
+TEST(test_sample_frequencies) {
+    enum { B = 20000, V = 5 };
+    const float row[V] = {1.0f, 0.0f, 2.0f, -1.0f, 0.5f};
+    tp_tensor *l = NULL;
+    CHECK_OK(tp_tensor_empty(TP_FLOAT32, 2, (int64_t[]){B, V}, &l));
+    if (!l) return;
+    for (int64_t b = 0; b < B; b++)
+        for (int v = 0; v < V; v++) ((float *)tp_tensor_data(l))[b * V + v] = row[v];
+    /* temperature, top_k, top_p -> the tokens allowed */
+    const struct {
+        double t;
+        int64_t k;
+        double p;
+        int allowed[V];
+    } cfg[] = {{1.0, 0, 1.0, {1, 1, 1, 1, 1}}, {0.5, 0, 1.0, {1, 1, 1, 1, 1}}, {1.0, 2, 1.0, {1, 0, 1, 0, 0}},
+               {1.0, 0, 0.7, {1, 0, 1, 0, 0}}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        double w[V], z = 0;
+        for (int v = 0; v < V; v++) z += w[v] = cfg[c].allowed[v] ? exp(row[v] / cfg[c].t) : 0.0;
+        tp_value args[4] = {tp_value_tensor(tp_tensor_retain(l)), tp_value_float(cfg[c].t), tp_value_int(cfg[c].k),
+                            tp_value_float(cfg[c].p)};
+        tp_status st;
+        tp_tensor *y = call(TP_OP_SAMPLE, args, 4, &st);
+        CHECK_OK(st);
+        if (y) {
+            CHECK(tp_tensor_dtype(y) == TP_INT64 && tp_tensor_numel(y) == B);
+            int64_t count[V] = {0};
+            for (int64_t b = 0; b < B; b++) {
+                int64_t t = (int64_t)tp_tensor_item_f64(y, b);
+                CHECK_MSG(t >= 0 && t < V, "sample: token %" PRId64 " out of range", t);
+                if (t >= 0 && t < V) count[t]++;
+            }
+            for (int v = 0; v < V; v++) {
+                double want = w[v] / z, got = (double)count[v] / B;
+                CHECK_MSG(fabs(got - want) < 5 * sqrt(want * (1 - want) / B) + 1e-12,
+                          "sample config %zu: token %d frequency %g, expected %g", c, v, got, want);
+            }
+        }
+        tp_tensor_free(y);
+        tp_value_clear(&args[0]);
+    }
+    tp_tensor_free(l);
+}
+
 TEST(test_flags) {
     const tp_op ops[] = {TP_OP_UNIFORM, TP_OP_NORMAL_FUNCTIONAL, TP_OP_LOG_NORMAL, TP_OP_EXPONENTIAL,
                          TP_OP_CAUCHY, TP_OP_GEOMETRIC, TP_OP_RANDOM, TP_OP_BERNOULLI, TP_OP_POISSON,
                          TP_OP_MULTINOMIAL, TP_OP_RAND_LIKE, TP_OP_RANDN_LIKE, TP_OP_RANDINT_LIKE,
-                         TP_OP_RANDINT, TP_OP_RANDPERM, TP_OP_NORMAL, TP_OP_RAND, TP_OP_RANDN};
+                         TP_OP_RANDINT, TP_OP_RANDPERM, TP_OP_NORMAL, TP_OP_RAND, TP_OP_RANDN, TP_OP_BINOMIAL,
+                         TP_OP_NATIVE_DROPOUT, TP_OP_NATIVE_FEATURE_DROPOUT, TP_OP_NATIVE_ALPHA_DROPOUT, TP_OP_SAMPLE,
+                         TP_OP_ALPHA_DROPOUT, TP_OP_FEATURE_DROPOUT, TP_OP_FEATURE_ALPHA_DROPOUT};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         CHECK_MSG(tp_op_flags(ops[i]) & TP_OPF_RANDOM, "%s is not flagged random", tp_op_name(ops[i]));
 }
@@ -375,6 +535,7 @@ int main(int argc, char **argv) {
     tp_ops_init();
     static const tp_test_case tests[] = {T(test_fills),          T(test_rand_randn),       T(test_cauchy_quartiles), T(test_bernoulli_probabilities),
                                          T(test_poisson_moments), T(test_multinomial),     T(test_randperm_randint_normal),
-                                         T(test_argument_errors), T(test_flags)};
+                                         T(test_argument_errors), T(test_binomial_moments), T(test_dropout_training),
+                                         T(test_sample_frequencies), T(test_flags)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

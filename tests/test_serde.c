@@ -1023,20 +1023,17 @@ static const bad_doc g_bad_docs[] = {
      "\"name\": \"view\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, 2]}", TP_ERR_SHAPE, "node relu (view)"},
     {"{\"kind\": \"name\", \"name\": \"output\"}", "{\"kind\": \"name\", \"name\": \"result\"}", TP_ERR_CORRUPT,
      "the output target must be \"output\""},
-    /* the eval-mode-only dropouts refuse training=True (nn.functional's
-     * default for dropout1d and alpha_dropout) */
+    /* dropout1d takes (C, L) or (N, C, L); a dropout probability outside [0, 1] */
     {"\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"relu\"}, \"args\": {\"__tuple__\": "
      "[{\"__node__\": \"mul\"}]}",
      "\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay.nn.functional\", "
      "\"qualname\": \"dropout1d\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, 0.5, true]}",
-     TP_ERR_UNSUPPORTED,
-     "node relu (feature_dropout): this dropout with training=True draws a random mask; only training=False is "
-     "supported"},
+     TP_ERR_SHAPE, "node relu: dropout1d: expected 2D or 3D input, but received a 1D input"},
     {"\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"relu\"}, \"args\": {\"__tuple__\": "
      "[{\"__node__\": \"mul\"}]}",
      "\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay.nn.functional\", "
-     "\"qualname\": \"alpha_dropout\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}]}",
-     TP_ERR_UNSUPPORTED, "node relu (alpha_dropout): this dropout with training=True draws a random mask"},
+     "\"qualname\": \"alpha_dropout\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, 1.5]}",
+     TP_ERR_INVALID_ARG, "node relu (alpha_dropout): dropout probability has to be between 0 and 1, but got 1.5"},
 };
 
 TEST(test_malformed_documents) {

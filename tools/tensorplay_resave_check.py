@@ -3,7 +3,8 @@ tpexport's writer and load them back in the real tensorplay: every case of
 tests/fixtures/tensorplay_ops/ is re-saved (`tpexport decompose --table none`,
 which only copies and re-validates), loaded with tensorplay.export.load and
 called on its recorded inputs; the outputs must match what tensorplay
-recorded for the original archive (rtol 1e-5, atol 1e-6, NaN == NaN). This
+recorded for the original archive (rtol 1e-5, atol 1e-6, NaN == NaN; the
+random cases: the recorded dtype, shape and support). This
 checks the callee each op is written as (src/archive/op_map.c's
 TP_SERDE_WRITE entries) against tensorplay itself. Not run by ctest (it needs
 the tensorplay venv).
@@ -70,6 +71,14 @@ def check(name, tpexport, work):
         for file, g in zip(run["outputs"], got):
             want = np.load(os.path.join(case_dir, file))
             g = np.asarray(g) if isinstance(g, (bool, int, float)) else np.asarray(g.numpy())
+            sup = case.get("random")
+            if sup:  # random draws: dtype, shape and support, as test_tp_ops checks them
+                v = g.astype(np.float64)
+                lo, hi = sup.get("low"), sup.get("high")
+                if (g.dtype != want.dtype or g.shape != want.shape or (lo is not None and (v < lo).any())
+                        or (hi is not None and (v > hi).any()) or (sup.get("integral") and (v != np.floor(v)).any())):
+                    return "run %d: %s is not a draw of the recorded support" % (k, file)
+                continue
             if g.shape != want.shape or not np.allclose(g, want, rtol=1e-5, atol=1e-6, equal_nan=True):
                 return "run %d: %s differs" % (k, file)
     return None

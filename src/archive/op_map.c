@@ -624,6 +624,12 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "segment_reduce", SEGMENT_REDUCE, "data,reduce,lengths,indices,offsets,axis,unsafe,initial"),
     FNW(TF, "gradient", GRADIENT, "input:self,spacing,dim,edge_order"),
     FNW(TF, "embedding_renorm_", EMBEDDING_RENORM_, "input:self,indices,max_norm,norm_type"),
+    /* random: binomial draws, the native dropouts (output and mask), the token sampler */
+    FNW(TF, "binomial", BINOMIAL, "count,prob,generator:!=None"),
+    FNW(TF, "native_dropout", NATIVE_DROPOUT, "input,p"),
+    FNW(TF, "native_feature_dropout", NATIVE_FEATURE_DROPOUT, "input,p"),
+    FNW(TF, "native_alpha_dropout", NATIVE_ALPHA_DROPOUT, "input,p"),
+    FNW(TF, "sample", SAMPLE, "logits,temperature,top_k,top_p,impl"),
     MT("lu_solve", LU_SOLVE, "self,LU_data,LU_pivots"),
     FN(NF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
     FNW(TF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
@@ -782,9 +788,9 @@ static const tp_serde_op_entry g_table[] = {
     FN_(NF, "dropout_", DROPOUT, "input,p,training:train=True"),
     FN_(TF, "dropout_", DROPOUT, "input,p,train=True"),
     MT_("dropout_", DROPOUT, "self,p,train=True"),
-    /* the other dropouts: eval mode only (the ops refuse training=True);
-     * dropout1d/2d/3d are feature_dropout (the channel-wise mask), which in
-     * eval mode is the identity for any rank */
+    /* the other dropouts, eval and training mode; dropout1d/2d/3d are
+     * feature_dropout (the channel-wise mask), unbatched inputs as a batch of
+     * one (serde_compose.c) */
     FN(NF, "alpha_dropout", ALPHA_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
     FNW(TF, "alpha_dropout", ALPHA_DROPOUT, "input,p=0.5,train=True"),
     FN_(TF, "alpha_dropout_", ALPHA_DROPOUT, "input,p=0.5,train=True"),
@@ -798,9 +804,9 @@ static const tp_serde_op_entry g_table[] = {
     FN_(TF, "feature_dropout_", FEATURE_DROPOUT, "input,p=0.5,train=True"),
     MT_("feature_dropout_", FEATURE_DROPOUT, "self,p=0.5,train=True"),
     FN_(NF, "feature_dropout_", FEATURE_DROPOUT, "input,p=0.5,training:train=True"),
-    FN(NF, "dropout1d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
-    FN(NF, "dropout2d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
-    FN(NF, "dropout3d", FEATURE_DROPOUT, "input,p=0.5,training:train=True,inplace:@"),
+    SP(NF, "dropout1d", INVALID, TP_SERDE_COMPOSE, "input,p=0.5,training=True,inplace:@"),
+    SP(NF, "dropout2d", INVALID, TP_SERDE_COMPOSE, "input,p=0.5,training=True,inplace:@"),
+    SP(NF, "dropout3d", INVALID, TP_SERDE_COMPOSE, "input,p=0.5,training=True,inplace:@"),
     FNW(NF, "scaled_dot_product_attention", SCALED_DOT_PRODUCT_ATTENTION,
         "query,key,value,attn_mask,dropout_p,is_causal,scale,enable_gqa:!=False,backend:-"),
     FN(TF, "scaled_dot_product_attention", SCALED_DOT_PRODUCT_ATTENTION, "query,key,value,is_causal,impl:-"),

@@ -880,6 +880,41 @@ static tp_status c_embedding(cctx *c) {
     return TP_OK;
 }
 
+/* ---- nn.functional.dropout1d / 2d / 3d ----
+ * feature_dropout (a mask per channel) on a batched input; an unbatched one
+ * (C, L) / (C, H, W) / (C, D, H, W) is dropped as a batch of one, as
+ * PyTorch does, so its mask is per channel too. */
+static tp_status c_dropout_nd(cctx *c) {
+    int sp = c->fn[7] - '0'; /* "dropout1d" */
+    const tp_value *x = arg(c, 0, "input"), *p = arg(c, 1, "p"), *tr = arg(c, 2, "training");
+    const tp_tensor *t;
+    TP_TRY(need_meta(c, x, "input", &t));
+    if (t->ndim != sp + 1 && t->ndim != sp + 2) {
+        char what[96];
+        snprintf(what, sizeof what, "expected %dD or %dD input, but received a %dD input", sp + 1, sp + 2, t->ndim);
+        return fail(c, TP_ERR_SHAPE, what);
+    }
+    tp_value pv = p && tp_value_is_number(p) ? *p : tp_value_float(0.5);
+    tp_value trv = tr && tr->kind == TP_VAL_BOOL ? *tr : tp_value_bool(true);
+    const tp_value *ip = arg(c, 3, "inplace");
+    bool inplace = ip && ip->kind == TP_VAL_BOOL && ip->u.b; /* the result copied back into the input */
+    tp_value v;
+    if (t->ndim == sp + 2) {
+        N(!inplace, FEATURE_DROPOUT, &v, *x, pv, trv);
+    } else {
+        N(false, UNSQUEEZE, &v, *x, tp_value_int(0));
+        N(false, FEATURE_DROPOUT, &v, v, pv, trv);
+        tp_value dims;
+        int64_t zero = 0;
+        TP_TRY(ints(c, &zero, 1, &dims));
+        tp_status st = node(c, !inplace, TP_OP_SQUEEZE, (tp_value[]){v, dims}, 2, &v);
+        tp_value_clear(&dims);
+        TP_TRY(st);
+    }
+    if (inplace) N(true, COPY_, &v, *x, v);
+    return TP_OK;
+}
+
 /* ---- grid_sampler (integer modes) ---- */
 
 static tp_status c_grid_sampler(cctx *c) {
@@ -1396,6 +1431,9 @@ static const struct {
     {"grid_sampler_2d", c_grid_sampler},
     {"grid_sampler_3d", c_grid_sampler},
     {"embedding", c_embedding},
+    {"dropout1d", c_dropout_nd},
+    {"dropout2d", c_dropout_nd},
+    {"dropout3d", c_dropout_nd},
     {"rotary_embedding", c_rotary_embedding},
     {"fused_rope", c_fused_rope},
     {"copy", c_copy},

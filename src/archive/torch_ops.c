@@ -156,7 +156,7 @@ static const tp_torch_op g_aten[] = {
     E("group_norm", "default", GROUP_NORM, "cudnn_enabled:-true", NULL, 0),
     E("native_group_norm", "default", GROUP_NORM, "N:-,C:-,HxW:-,group:num_groups", NULL, TP_TORCH_FIRST),
     E("dropout", "default", DROPOUT, "self:input", NULL, 0),
-    E("native_dropout", "default", DROPOUT, NULL, NULL, TP_TORCH_FIRST),
+    E("native_dropout", "default", NATIVE_DROPOUT, NULL, NULL, 0),
     E("max_pool1d", "default", MAX_POOL1D, NULL, NULL, 0),
     E("max_pool2d", "default", MAX_POOL2D, NULL, NULL, 0),
     E("max_pool2d_with_indices", "default", MAX_POOL2D_WITH_INDICES, NULL, NULL, 0),

@@ -1486,22 +1486,49 @@ static tp_status dropout_kernel(const tp_value *args, tp_value *out) {
 }
 
 /* alpha_dropout, feature_dropout, feature_alpha_dropout (and through
- * feature_dropout dropout1d/2d/3d): eval mode only. With train=False (or
- * p=0, or no elements, where PyTorch also returns the input) they are the
- * identity; train=True would draw a random mask (per channel for the
- * feature forms, with alpha dropout's affine correction) and is refused. */
-static tp_status dropout_eval_infer(const tp_value *args, tp_value *out) {
+ * feature_dropout dropout1d/2d/3d). With train=False (or p=0, or no
+ * elements, where PyTorch also returns the input) they are the identity;
+ * train=True draws a random mask (per feature map for the feature forms,
+ * with alpha dropout's affine correction for the alpha forms): random.c's
+ * tp__dropout_draw, as native_dropout & co. */
+static tp_status dropout_train_infer(const tp_value *args, tp_value *out, tp_dropout_kind kind) {
     tp_tensor *x;
     TP_TRY(arg_tensor(args, DO_INPUT, "input", &x));
     double p = tp__arg_f64(args, DO_P);
     TP_TRY(check_probability(p));
-    TP_CHECK(!tp__arg_bool(args, DO_TRAIN) || p == 0.0 || tp_tensor_numel(x) == 0, TP_ERR_UNSUPPORTED,
-             "this dropout with training=True draws a random mask; only training=False is supported");
+    bool random = tp__arg_bool(args, DO_TRAIN) && p > 0.0 && tp_tensor_numel(x) > 0;
+    TP_CHECK(!random || tp_dtype_is_float(x->dtype), TP_ERR_TYPE,
+             "dropout with training=True needs a floating-point input, got %s", tp_dtype_name(x->dtype));
+    TP_CHECK(!random || kind == TP_DROPOUT_ALPHA || x->ndim >= 2, TP_ERR_SHAPE,
+             "Feature dropout requires at least 2 dimensions in the input, got %d", x->ndim);
     return out_like(out, x, x->dtype);
 }
 
-static tp_status dropout_eval_kernel(const tp_value *args, tp_value *out) {
-    return tp_tensor_copy_(tp__out_at(out, 0), tp__arg_tensor(args, DO_INPUT));
+static tp_status dropout_train_kernel(const tp_value *args, tp_value *out, tp_dropout_kind kind) {
+    tp_tensor *x = tp__arg_tensor(args, DO_INPUT);
+    double p = tp__arg_f64(args, DO_P);
+    if (!tp__arg_bool(args, DO_TRAIN) || p == 0.0 || tp_tensor_numel(x) == 0)
+        return tp_tensor_copy_(tp__out_at(out, 0), x);
+    return tp__dropout_draw(kind, x, p, true, tp__out_at(out, 0), NULL);
+}
+
+static tp_status alpha_dropout_infer(const tp_value *args, tp_value *out) {
+    return dropout_train_infer(args, out, TP_DROPOUT_ALPHA);
+}
+static tp_status alpha_dropout_kernel(const tp_value *args, tp_value *out) {
+    return dropout_train_kernel(args, out, TP_DROPOUT_ALPHA);
+}
+static tp_status feature_dropout_infer(const tp_value *args, tp_value *out) {
+    return dropout_train_infer(args, out, TP_DROPOUT_FEATURE);
+}
+static tp_status feature_dropout_kernel(const tp_value *args, tp_value *out) {
+    return dropout_train_kernel(args, out, TP_DROPOUT_FEATURE);
+}
+static tp_status feature_alpha_dropout_infer(const tp_value *args, tp_value *out) {
+    return dropout_train_infer(args, out, TP_DROPOUT_FEATURE_ALPHA);
+}
+static tp_status feature_alpha_dropout_kernel(const tp_value *args, tp_value *out) {
+    return dropout_train_kernel(args, out, TP_DROPOUT_FEATURE_ALPHA);
 }
 
 /* ---- scaled_dot_product_attention --------------------------------------- */
@@ -2521,12 +2548,12 @@ void tp__register_nn_ops(void) {
                     dropout_infer, dropout_kernel);
     tp__register_op(TP_OP_SOFTMIN, "softmin(Tensor self, int? dim=None, ScalarType? dtype=None) -> Tensor", 0,
                     softmax_infer, softmin_kernel);
-    tp__register_op(TP_OP_ALPHA_DROPOUT, "alpha_dropout(Tensor input, float p, bool train) -> Tensor", 0,
-                    dropout_eval_infer, dropout_eval_kernel);
-    tp__register_op(TP_OP_FEATURE_DROPOUT, "feature_dropout(Tensor input, float p, bool train) -> Tensor", 0,
-                    dropout_eval_infer, dropout_eval_kernel);
+    tp__register_op(TP_OP_ALPHA_DROPOUT, "alpha_dropout(Tensor input, float p, bool train) -> Tensor", TP_OPF_RANDOM,
+                    alpha_dropout_infer, alpha_dropout_kernel);
+    tp__register_op(TP_OP_FEATURE_DROPOUT, "feature_dropout(Tensor input, float p, bool train) -> Tensor",
+                    TP_OPF_RANDOM, feature_dropout_infer, feature_dropout_kernel);
     tp__register_op(TP_OP_FEATURE_ALPHA_DROPOUT, "feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor",
-                    0, dropout_eval_infer, dropout_eval_kernel);
+                    TP_OPF_RANDOM, feature_alpha_dropout_infer, feature_alpha_dropout_kernel);
     tp__register_op(TP_OP_SCALED_DOT_PRODUCT_ATTENTION,
                     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
                     "float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> Tensor",

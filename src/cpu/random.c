@@ -1,8 +1,9 @@
 /*
  * random.c - random fills and samplers: schemas, shape rules and reference
  * kernels for uniform, normal_functional, normal, bernoulli, exponential,
- * cauchy, log_normal, geometric, random, poisson, multinomial, rand_like,
- * randn_like, randint_like, randint, randperm, rand and randn.
+ * cauchy, log_normal, geometric, random, poisson, binomial, multinomial,
+ * rand_like, randn_like, randint_like, randint, randperm, rand, randn, the
+ * native_*dropout forms (output and mask) and tensorplay's token sampler.
  *
  * The in-place Tensor methods (x.uniform_(a, b), x.normal_(), x.random_(),
  * ...) map onto the functional ops here, which return a new tensor shaped
@@ -16,6 +17,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "kernel_util.h"
 #include "rng.h"
@@ -363,6 +365,253 @@ static tp_status poisson_kernel(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- binomial(count, prob): a Binomial(count, prob) draw per element ------
+ * PyTorch's samplers: for count * min(p, 1 - p) < 10 counting geometric
+ * waiting times (inversion), else Hormann's BTRS (transformed rejection
+ * with squeeze), p > 0.5 drawn as count - Binomial(count, 1 - p). */
+static double stirling_tail(double k) {
+    static const double table[10] = {0.08106146679532726, 0.04134069595540929, 0.02767792568499834,
+                                     0.02079067210376509, 0.01664469118982119, 0.01387612882307075,
+                                     0.01189670994589177, 0.01041126526197209, 0.009255462182712733,
+                                     0.008330563433362871};
+    if (k <= 9) return table[(int)k];
+    double kp1sq = (k + 1) * (k + 1);
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1);
+}
+
+static double binomial_draw(uint64_t *s, double n, double p) {
+    if (n <= 0.0 || p <= 0.0) return 0.0;
+    if (p >= 1.0) return n;
+    if (p > 0.5) return n - binomial_draw(s, n, 1.0 - p);
+    if (n * p < 10.0) { /* inversion: geometric waiting times until they pass n */
+        double logq = log1p(-p), sum = 0.0, k = 0.0;
+        for (;;) {
+            sum += ceil(log(tp__rng_uniform_open(s)) / logq);
+            if (sum > n) return k;
+            k += 1.0;
+        }
+    }
+    double m = floor((n + 1) * p), r = p / (1 - p), nr = (n + 1) * r, npq = n * p * (1 - p), sq = sqrt(npq);
+    double b = 1.15 + 2.53 * sq, a = -0.0873 + 0.0248 * b + 0.01 * p, c = n * p + 0.5;
+    double alpha = (2.83 + 5.1 / b) * sq, vr = 0.92 - 4.2 / b;
+    (void)nr;
+    for (;;) {
+        double u = tp__rng_uniform(s) - 0.5, v = tp__rng_uniform_open(s), us = 0.5 - fabs(u);
+        double k = floor((2 * a / us + b) * u + c);
+        if (k < 0 || k > n) continue;
+        if (us >= 0.07 && v <= vr) return k;
+        v = log(v * alpha / (a / (us * us) + b));
+        double bound = (m + 0.5) * log((m + 1) / (r * (n - m + 1))) + (n + 1) * log((n - m + 1) / (n - k + 1)) +
+                       (k + 0.5) * log(r * (n - k + 1) / (k + 1)) + stirling_tail(m) + stirling_tail(n - m) -
+                       stirling_tail(k) - stirling_tail(n - k);
+        if (v <= bound) return k;
+    }
+}
+
+static tp_status binomial_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *n, *p;
+    TP_TRY(tp__need_tensor(args, 0, "count", &n));
+    TP_TRY(tp__need_tensor(args, 1, "prob", &p));
+    TP_TRY(need_float(n, "binomial"));
+    TP_CHECK(n->dtype == p->dtype, TP_ERR_TYPE, "binomial: expected count and prob to have the same dtype, got %s and %s",
+             tp_dtype_name(n->dtype), tp_dtype_name(p->dtype));
+    tp_sdim a[TP_MAX_DIMS], b[TP_MAX_DIMS];
+    int nd;
+    tp__dims(n, a);
+    tp__dims(p, b);
+    TP_TRY(tp__dims_broadcast(n->ndim, a, p->ndim, b, &nd, a));
+    return tp__out_dims(out, n->dtype, nd, a);
+}
+
+static tp_status binomial_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *n = tp__arg_tensor(args, 0), *p = tp__arg_tensor(args, 1), *y = tp__out_at(out, 0);
+    tp_iter it;
+    tp__iter_init(&it, y->ndim, y->sizes, 3, (const tp_tensor *[]){y, n, p});
+    uint64_t s = tp__rng_seed();
+    while (tp__iter_next(&it)) {
+        double cnt = tp__load_f64(it.ptr[1], n->dtype), pr = tp__load_f64(it.ptr[2], p->dtype);
+        TP_CHECK(cnt >= 0.0 && cnt < 1e15 && floor(cnt) == cnt, TP_ERR_INVALID_ARG,
+                 "binomial: count must be a non-negative whole number below 1e15, got %g", cnt);
+        TP_CHECK(pr >= 0.0 && pr <= 1.0, TP_ERR_INVALID_ARG, "binomial: prob must be in [0, 1], got %g", pr);
+        tp__store_f64(it.ptr[0], y->dtype, binomial_draw(&s, cnt, pr));
+    }
+    return TP_OK;
+}
+
+/* ---- native_dropout / native_feature_dropout / native_alpha_dropout ------
+ * (input, p, train=None) -> (output, mask): a mask kept with probability
+ * 1 - p, per element (native_dropout: a bool mask; native_alpha_dropout: a
+ * float mask) or per feature map (native_feature_dropout: a float mask of
+ * shape (N, C, 1, ...)); output = input * mask / (1 - p), for the alpha form
+ * a * (input * mask + alpha' (1 - mask)) + b with SELU's alpha' = -1.7580993...,
+ * a = ((1 - p)(1 + p alpha'^2))^-1/2, b = -a alpha' p, so the mean and variance
+ * of a standard normal input are kept. train=False gives the input and an
+ * all-ones mask; p = 1 gives input * 0 (NaN stays NaN) and an all-zeros mask. tp__dropout_draw also serves alpha_dropout, feature_dropout
+ * and feature_alpha_dropout in training mode (nn.c). */
+static tp_status native_dropout_shapes(const tp_value *args, tp_dropout_kind kind, tp_value *out) {
+    tp_tensor *x;
+    TP_TRY(tp__need_tensor(args, 0, "input", &x));
+    double p = tp__arg_f64(args, 1);
+    TP_CHECK(p >= 0.0 && p <= 1.0, TP_ERR_INVALID_ARG, "dropout probability has to be between 0 and 1, but got %g", p);
+    TP_TRY(need_float(x, "native_dropout"));
+    TP_CHECK(kind != TP_DROPOUT_FEATURE || x->ndim >= 2, TP_ERR_SHAPE,
+             "Feature dropout requires at least 2 dimensions in the input, got %d", x->ndim);
+    TP_TRY(tp__out_tuple(out, 2));
+    TP_TRY(tp__out_like(tp_value_at(out, 0), x->dtype, x));
+    if (kind != TP_DROPOUT_FEATURE)
+        return tp__out_like(tp_value_at(out, 1), kind == TP_DROPOUT_PLAIN ? TP_BOOL : x->dtype, x);
+    tp_sdim d[TP_MAX_DIMS];
+    tp__dims(x, d);
+    for (int i = 2; i < x->ndim; i++) d[i] = tp__dimk(1);
+    return tp__out_dims(tp_value_at(out, 1), x->dtype, x->ndim, d);
+}
+
+tp_status tp__dropout_draw(tp_dropout_kind kind, const tp_tensor *x, double p, bool train, tp_tensor *y,
+                           tp_tensor *mask) {
+    bool feature = kind == TP_DROPOUT_FEATURE || kind == TP_DROPOUT_FEATURE_ALPHA;
+    bool alpha = kind == TP_DROPOUT_ALPHA || kind == TP_DROPOUT_FEATURE_ALPHA;
+    int64_t n_masks = 1;
+    for (int d = 0; d < (feature ? 2 : x->ndim) && d < x->ndim; d++) n_masks *= x->sizes[d];
+    uint8_t *keep = tp_malloc((size_t)(n_masks > 0 ? n_masks : 1));
+    TP_CHECK(keep, TP_ERR_NOMEM, "out of memory (%" PRId64 " dropout masks)", n_masks);
+    uint64_t s = tp__rng_seed();
+    for (int64_t i = 0; i < n_masks; i++) keep[i] = !train || p == 0.0 || (p < 1.0 && tp__rng_uniform(&s) >= p);
+    const double ap = -1.7580993408473766;
+    double a = 1.0, b = 0.0, scale = 1.0;
+    bool drop_all = train && p == 1.0; /* PyTorch: input * 0, for every form */
+    if (alpha && train && p > 0.0 && !drop_all) {
+        a = 1.0 / sqrt((1.0 - p) * (1.0 + p * ap * ap));
+        b = -a * ap * p;
+    } else if (train && p > 0.0 && p < 1.0) {
+        scale = 1.0 / (1.0 - p);
+    }
+    tp_iter it;
+    tp__iter_init(&it, x->ndim, x->sizes, 2, (const tp_tensor *[]){y, x});
+    int64_t inner = 1, flat = 0;
+    if (feature)
+        for (int d = 2; d < x->ndim; d++) inner *= x->sizes[d];
+    while (tp__iter_next(&it)) {
+        bool k = keep[feature ? flat / inner : flat];
+        double v = tp__load_f64(it.ptr[1], x->dtype), r;
+        if (drop_all) r = v * 0.0;
+        else if (alpha && train && p > 0.0) r = a * (k ? v : ap) + b;
+        else r = k ? v * scale : 0.0;
+        tp__store_f64(it.ptr[0], y->dtype, r);
+        flat++;
+    }
+    if (mask) {
+        tp_iter mi;
+        tp__iter_init(&mi, mask->ndim, mask->sizes, 1, (const tp_tensor *[]){mask});
+        for (int64_t i = 0; tp__iter_next(&mi); i++) tp__store_f64(mi.ptr[0], mask->dtype, keep[i] ? 1.0 : 0.0);
+    }
+    tp_free(keep);
+    return TP_OK;
+}
+
+static tp_status native_dropout_run(const tp_value *args, tp_value *out, tp_dropout_kind kind) {
+    tp_value shapes = tp_value_none();
+    TP_TRY(native_dropout_shapes(args, kind, &shapes));
+    tp_value_clear(&shapes);
+    bool train = tp__arg_is_none(args, 2) || tp__arg_bool(args, 2);
+    return tp__dropout_draw(kind, tp__arg_tensor(args, 0), tp__arg_f64(args, 1), train, tp__out_at(out, 0),
+                            tp__out_at(out, 1));
+}
+
+static tp_status native_dropout_infer(const tp_value *args, tp_value *out) {
+    return native_dropout_shapes(args, TP_DROPOUT_PLAIN, out);
+}
+static tp_status native_dropout_kernel(const tp_value *args, tp_value *out) {
+    return native_dropout_run(args, out, TP_DROPOUT_PLAIN);
+}
+static tp_status native_feature_dropout_infer(const tp_value *args, tp_value *out) {
+    return native_dropout_shapes(args, TP_DROPOUT_FEATURE, out);
+}
+static tp_status native_feature_dropout_kernel(const tp_value *args, tp_value *out) {
+    return native_dropout_run(args, out, TP_DROPOUT_FEATURE);
+}
+static tp_status native_alpha_dropout_infer(const tp_value *args, tp_value *out) {
+    return native_dropout_shapes(args, TP_DROPOUT_ALPHA, out);
+}
+static tp_status native_alpha_dropout_kernel(const tp_value *args, tp_value *out) {
+    return native_dropout_run(args, out, TP_DROPOUT_ALPHA);
+}
+
+/* ---- sample(logits, temperature, top_k, top_p, impl): a token per row ----
+ * tensorplay's sampler for language models: logits [batch, vocab]; per row
+ * softmax(logits / temperature) restricted to the top_k most likely tokens
+ * (0: all) and then to the smallest set of most likely tokens whose
+ * probability reaches top_p (at least one), renormalised, one draw; int64
+ * [batch]. impl picks tensorplay's backend and does not change the law. */
+typedef struct {
+    double p;
+    int64_t i;
+} tok;
+
+static int tok_cmp(const void *a, const void *b) {
+    const tok *x = a, *y = b;
+    if (x->p != y->p) return x->p > y->p ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static tp_status sample_infer(const tp_value *args, tp_value *out) {
+    tp_tensor *l;
+    TP_TRY(tp__need_tensor(args, 0, "logits", &l));
+    TP_TRY(need_float(l, "sample"));
+    TP_CHECK(l->ndim == 2, TP_ERR_SHAPE, "sample: logits must be 2D [batch, vocab]");
+    TP_CHECK(l->sizes[1] > 0, TP_ERR_SHAPE, "sample: the vocabulary is empty");
+    TP_CHECK(tp__arg_f64(args, 1) > 0.0, TP_ERR_INVALID_ARG, "sample: temperature must be > 0");
+    TP_CHECK(tp__arg_int(args, 2) >= 0, TP_ERR_INVALID_ARG, "sample: top_k must be >= 0");
+    double tp_ = tp__arg_f64(args, 3);
+    TP_CHECK(tp_ > 0.0 && tp_ <= 1.0, TP_ERR_INVALID_ARG, "sample: top_p must be in (0, 1]");
+    return tp__out_dims(out, TP_INT64, 1, (tp_sdim[]){tp__dim(l, 0)});
+}
+
+static tp_status sample_kernel(const tp_value *args, tp_value *out) {
+    tp_tensor *l = tp__arg_tensor(args, 0), *y = tp__out_at(out, 0);
+    double temp = tp__arg_f64(args, 1), top_p = tp__arg_f64(args, 3);
+    int64_t B = l->sizes[0], V = l->sizes[1], top_k = tp__arg_int(args, 2);
+    if (top_k == 0 || top_k > V) top_k = V;
+    tok *t = tp_malloc((size_t)V * sizeof *t);
+    TP_CHECK(t, TP_ERR_NOMEM, "out of memory (a vocabulary of %" PRId64 ")", V);
+    const char *lb = tp__tensor_base(l);
+    size_t es = tp_dtype_size(l->dtype);
+    uint64_t s = tp__rng_seed();
+    tp_status st = TP_OK;
+    for (int64_t b = 0; b < B && st == TP_OK; b++) {
+        double mx = -INFINITY;
+        for (int64_t v = 0; v < V; v++) {
+            t[v].p = tp__load_f64(lb + (b * l->strides[0] + v * l->strides[1]) * (int64_t)es, l->dtype) / temp;
+            t[v].i = v;
+            if (isnan(t[v].p)) st = tp_error(TP_ERR_INVALID_ARG, "sample: logits contain NaN");
+            mx = t[v].p > mx ? t[v].p : mx;
+        }
+        if (st != TP_OK) break;
+        if (mx == -INFINITY) {
+            st = tp_error(TP_ERR_INVALID_ARG, "sample: every logit of row %" PRId64 " is -inf", b);
+            break;
+        }
+        double sum = 0.0;
+        for (int64_t v = 0; v < V; v++) sum += t[v].p = exp(t[v].p - mx);
+        for (int64_t v = 0; v < V; v++) t[v].p /= sum;
+        qsort(t, (size_t)V, sizeof *t, tok_cmp);
+        int64_t keep = 0;
+        double cum = 0.0;
+        while (keep < top_k && (keep == 0 || cum < top_p)) cum += t[keep++].p;
+        double u = tp__rng_uniform(&s) * cum, acc = 0.0;
+        int64_t pick = keep - 1;
+        for (int64_t k = 0; k < keep; k++) {
+            acc += t[k].p;
+            if (u < acc) {
+                pick = k;
+                break;
+            }
+        }
+        tp__store_f64(tp__tensor_base(y) + b * y->strides[0] * 8, TP_INT64, (double)t[pick].i);
+    }
+    tp_free(t);
+    return st;
+}
+
 /* ---- multinomial(self, num_samples, replacement) ------------------------- */
 
 static tp_status multinomial_infer(const tp_value *args, tp_value *out) {
@@ -647,6 +896,18 @@ void tp__register_random_ops(void) {
     tp__register_op(TP_OP_BERNOULLI, "bernoulli(Tensor self, Any p=None) -> Tensor", R, bernoulli_infer,
                     bernoulli_kernel);
     tp__register_op(TP_OP_POISSON, "poisson(Tensor self) -> Tensor", R, poisson_infer, poisson_kernel);
+    tp__register_op(TP_OP_BINOMIAL, "binomial(Tensor count, Tensor prob, Any generator=None) -> Tensor", R,
+                    binomial_infer, binomial_kernel);
+    tp__register_op(TP_OP_NATIVE_DROPOUT, "native_dropout(Tensor input, float p, bool? train=None) -> (Tensor, Tensor)",
+                    R, native_dropout_infer, native_dropout_kernel);
+    tp__register_op(TP_OP_NATIVE_FEATURE_DROPOUT,
+                    "native_feature_dropout(Tensor input, float p, bool? train=None) -> (Tensor, Tensor)", R,
+                    native_feature_dropout_infer, native_feature_dropout_kernel);
+    tp__register_op(TP_OP_NATIVE_ALPHA_DROPOUT,
+                    "native_alpha_dropout(Tensor input, float p, bool? train=None) -> (Tensor, Tensor)", R,
+                    native_alpha_dropout_infer, native_alpha_dropout_kernel);
+    tp__register_op(TP_OP_SAMPLE, "sample(Tensor logits, float temperature=1.0, int top_k=0, float top_p=1.0, int impl=0) "
+                    "-> Tensor", R, sample_infer, sample_kernel);
     tp__register_op(TP_OP_MULTINOMIAL, "multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor", R,
                     multinomial_infer, multinomial_kernel);
     tp__register_op(TP_OP_RAND_LIKE,

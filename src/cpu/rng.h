@@ -30,4 +30,13 @@ static inline double tp__rng_uniform_open(uint64_t *state) {
     return ((double)(tp__rng_next(state) >> 11) + 0.5) * 0x1.0p-53;
 }
 
+/* Dropout masks drawn for training mode (random.c): per element, per
+ * feature map ((N, C) of an (N, C, ...) input), and the alpha forms. */
+typedef enum { TP_DROPOUT_PLAIN, TP_DROPOUT_FEATURE, TP_DROPOUT_ALPHA, TP_DROPOUT_FEATURE_ALPHA } tp_dropout_kind;
+/* y = dropout of x (any strides, y shaped like x); mask (may be NULL) gets
+ * 1 where kept, 0 where dropped, shaped like x, or (N, C, 1, ...) for the
+ * feature forms. train false: y = x, the mask all ones. */
+TP_HIDDEN tp_status tp__dropout_draw(tp_dropout_kind kind, const tp_tensor *x, double p, bool train, tp_tensor *y,
+                                     tp_tensor *mask);
+
 #endif
