@@ -630,6 +630,7 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "native_feature_dropout", NATIVE_FEATURE_DROPOUT, "input,p"),
     FNW(TF, "native_alpha_dropout", NATIVE_ALPHA_DROPOUT, "input,p"),
     FNW(TF, "sample", SAMPLE, "logits,temperature,top_k,top_p,impl"),
+    FNW(TF, "histogramdd", HISTOGRAMDD, "input:self,bins,range,weight,density"),
     MT("lu_solve", LU_SOLVE, "self,LU_data,LU_pivots"),
     FN(NF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),
     FNW(TF, "grouped_mm", GROUPED_MM, "input,mat2,offs"),

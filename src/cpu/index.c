@@ -1400,6 +1400,225 @@ static tp_status kernel_histogram(const tp_value *args, tp_value *out) {
     return TP_OK;
 }
 
+/* ---- histogramdd(Tensor self, Any bins, float[]? range=None, Tensor?
+ * weight=None, bool density=False) -> (hist, [bin_edges per dim]) ---------
+ * self (..., D): points in D dims; bins one count per dim (or one for all)
+ * or one tensor of edges per dim; range [lo0, hi0, lo1, hi1, ...]. Per dim
+ * the edges and bin of each coordinate follow histogram's rules (above); a
+ * point counts (its weight, 1 without) when every coordinate falls in a
+ * bin. density divides by the total and each bin's volume. */
+typedef struct hdd_plan {
+    tp_tensor *self, *weight;
+    int D;
+    int64_t bins[TP_MAX_DIMS];
+    const tp_tensor *edges[TP_MAX_DIMS];
+    bool has_range;
+    double range[2 * TP_MAX_DIMS];
+} hdd_plan;
+
+static tp_status histogramdd_plan(const tp_value *args, hdd_plan *p) {
+    memset(p, 0, sizeof *p);
+    TP_TRY(tp__need_tensor(args, 0, "self", &p->self));
+    TP_TRY(hist_dtype(p->self->dtype, "histogramdd"));
+    TP_CHECK(p->self->ndim >= 2, TP_ERR_SHAPE,
+             "torch.histogramdd: input tensor should have at least 2 dimensions, but got %d", p->self->ndim);
+    int64_t D = p->self->sizes[p->self->ndim - 1];
+    TP_CHECK(D >= 1 && D <= TP_MAX_DIMS, TP_ERR_SHAPE, "histogramdd: %" PRId64 " dimensions (1 to %d are supported)", D,
+             TP_MAX_DIMS);
+    p->D = (int)D;
+    const tp_value *b = &args[1];
+    if (b->kind == TP_VAL_INT) {
+        for (int d = 0; d < p->D; d++) p->bins[d] = b->u.i;
+    } else {
+        TP_CHECK(tp_value_is_seq(b), TP_ERR_TYPE, "histogramdd: bins must be an int, a list of ints or a list of tensors");
+        TP_CHECK(tp_value_len(b) == D, TP_ERR_INVALID_ARG,
+                 "histogramdd: expected %d bin counts for a %d-dimensional histogram but got %" PRId64, p->D, p->D,
+                 tp_value_len(b));
+        for (int d = 0; d < p->D; d++) {
+            const tp_value *v = tp_value_at(b, d);
+            if (v->kind == TP_VAL_TENSOR) {
+                const tp_tensor *e = v->u.tensor;
+                TP_CHECK(e->ndim == 1, TP_ERR_SHAPE,
+                         "bins tensor should have one dimension, but got %d dimensions in the bins tensor for dimension %d",
+                         e->ndim, d);
+                TP_CHECK(e->dtype == p->self->dtype, TP_ERR_TYPE,
+                         "input tensor and bins tensors should have the same dtype, but got input with dtype %s and bins "
+                         "for dimension %d with dtype %s",
+                         tp_dtype_name(p->self->dtype), d, tp_dtype_name(e->dtype));
+                p->edges[d] = e;
+                p->bins[d] = e->sizes[0] - 1;
+            } else {
+                TP_CHECK(v->kind == TP_VAL_INT, TP_ERR_TYPE, "histogramdd: bins must be ints or tensors");
+                p->bins[d] = v->u.i;
+            }
+        }
+    }
+    for (int d = 0; d < p->D; d++) {
+        TP_CHECK(p->bins[d] > 0, TP_ERR_INVALID_ARG, "bins must be > 0, but got %" PRId64 " for dimension %d", p->bins[d], d);
+        TP_CHECK(p->bins[d] < ((int64_t)1 << 30), TP_ERR_NOMEM, "%" PRId64 " bins are too many", p->bins[d]);
+    }
+    p->has_range = !tp__arg_is_none(args, 2);
+    if (p->has_range) {
+        const tp_value *r = &args[2];
+        TP_CHECK(tp_value_is_seq(r) && tp_value_len(r) == 2 * D, TP_ERR_INVALID_ARG,
+                 "for a %d-dimensional histogram range should have %d elements, but got %" PRId64, p->D, 2 * p->D,
+                 tp_value_is_seq(r) ? tp_value_len(r) : 0);
+        for (int k = 0; k < 2 * p->D; k++) {
+            TP_CHECK(tp_value_is_number(tp_value_at(r, k)), TP_ERR_TYPE, "range[%d] must be a number", k);
+            p->range[k] = tp_value_as_f64(tp_value_at(r, k));
+        }
+    }
+    p->weight = tp__arg_tensor(args, 3);
+    if (p->weight) {
+        bool same = p->weight->ndim == p->self->ndim - 1 &&
+                    !memcmp(p->weight->sizes, p->self->sizes, (size_t)p->weight->ndim * sizeof *p->self->sizes);
+        TP_CHECK(same, TP_ERR_SHAPE,
+                 "if weight tensor is provided it should have the same shape as the input tensor excluding its "
+                 "innermost dimension");
+        TP_CHECK(p->weight->dtype == p->self->dtype, TP_ERR_TYPE,
+                 "if weight tensor is provided, input tensor and weight tensor should have the same dtype, but got "
+                 "input(%s), and weight(%s)",
+                 tp_dtype_name(p->self->dtype), tp_dtype_name(p->weight->dtype));
+    }
+    int64_t cells = 1;
+    for (int d = 0; d < p->D; d++) {
+        TP_CHECK(cells <= ((int64_t)1 << 32) / p->bins[d], TP_ERR_NOMEM, "histogramdd: too many cells");
+        cells *= p->bins[d];
+    }
+    return TP_OK;
+}
+
+static tp_status infer_histogramdd(const tp_value *args, tp_value *out) {
+    hdd_plan p;
+    TP_TRY(histogramdd_plan(args, &p));
+    TP_TRY(tp__out_tuple(out, 2));
+    tp_sdim hd[TP_MAX_DIMS];
+    for (int d = 0; d < p.D; d++) hd[d] = tp__dimk(p.bins[d]);
+    TP_TRY(tp__out_dims(&out->u.seq.items[0], p.self->dtype, p.D, hd));
+    TP_TRY(tp__out_list(&out->u.seq.items[1], p.D));
+    for (int d = 0; d < p.D; d++)
+        TP_TRY(tp__out_dims(&out->u.seq.items[1].u.seq.items[d], p.self->dtype, 1,
+                            (tp_sdim[]){tp__dimk(p.bins[d] + 1)}));
+    return TP_OK;
+}
+
+static tp_status kernel_histogramdd(const tp_value *args, tp_value *out) {
+    hdd_plan p;
+    TP_TRY(histogramdd_plan(args, &p));
+    TP_TRY(tp__has_data(p.self, "self"));
+    tp_tensor *pts = NULL;
+    TP_TRY(tp_tensor_to(p.self, TP_FLOAT64, &pts));
+    tp_tensor *wt = NULL;
+    tp_status st = p.weight ? tp_tensor_to(p.weight, TP_FLOAT64, &wt) : TP_OK;
+    int64_t npts = tp_tensor_numel(pts) / p.D, cells = 1, nedges = 0;
+    for (int d = 0; d < p.D; d++) {
+        cells *= p.bins[d];
+        nedges += p.bins[d] + 1;
+    }
+    double *hist = st == TP_OK ? tp_calloc((size_t)(cells + nedges), sizeof *hist) : NULL;
+    if (st == TP_OK && !hist) st = tp_error(TP_ERR_NOMEM, "out of memory for %" PRId64 " cells", cells);
+    const double *x = pts ? tp_tensor_data(pts) : NULL, *w = wt ? tp_tensor_data(wt) : NULL;
+    double *edges[TP_MAX_DIMS];
+    for (int d = 0, at = 0; st == TP_OK && d < p.D; at += (int)p.bins[d] + 1, d++) {
+        edges[d] = hist + cells + at;
+        int64_t nb = p.bins[d];
+        if (p.edges[d]) {
+            const char *eb = tp__tensor_base(p.edges[d]);
+            int64_t es = p.edges[d]->strides[0] * (int64_t)tp_dtype_size(p.edges[d]->dtype);
+            for (int64_t i = 0; i <= nb; i++) edges[d][i] = tp__load_f64(eb + i * es, p.edges[d]->dtype);
+            continue;
+        }
+        double lo = 0.0, hi = 1.0;
+        if (p.has_range) {
+            lo = p.range[2 * d];
+            hi = p.range[2 * d + 1];
+        } else if (npts > 0) {
+            lo = INFINITY;
+            hi = -INFINITY;
+            for (int64_t i = 0; i < npts; i++) {
+                double v = x[i * p.D + d];
+                if (isnan(v)) lo = hi = NAN;
+                if (!(v >= lo)) lo = isnan(lo) ? lo : v;
+                if (!(v <= hi)) hi = isnan(hi) ? hi : v;
+            }
+        }
+        if (!(isfinite(lo) && isfinite(hi)))
+            st = tp_error(TP_ERR_INVALID_ARG, "dimension %d's range [%g, %g] is not finite", d, lo, hi);
+        else if (lo > hi)
+            st = tp_error(TP_ERR_INVALID_ARG, "min should not exceed max, but got min %g max %g for dimension %d", lo,
+                          hi, d);
+        if (st != TP_OK) break;
+        if (lo == hi) {
+            lo -= 0.5;
+            hi += 0.5;
+        }
+        hist_linspace(lo, hi, nb, p.self->dtype, edges[d]);
+    }
+    for (int64_t i = 0; st == TP_OK && i < npts; i++) {
+        int64_t cell = 0;
+        bool in = true;
+        for (int d = 0; d < p.D && in; d++) {
+            double v = x[i * p.D + d], lo = edges[d][0], hi = edges[d][p.bins[d]];
+            int64_t nb = p.bins[d];
+            if (!(v >= lo && v <= hi)) {
+                in = false;
+                break;
+            }
+            int64_t a = 0, b = nb + 1;
+            if (!p.edges[d]) { /* histogram's linear guess in the dtype, then a local search */
+                int64_t pos = p.self->dtype == TP_FLOAT32
+                                  ? (int64_t)(((float)v - (float)lo) * (float)nb / ((float)hi - (float)lo))
+                                  : (int64_t)((v - lo) * (double)nb / (hi - lo));
+                a = pos - 1 > 0 ? pos - 1 : 0;
+                b = pos + 2 < nb + 1 ? pos + 2 : nb + 1;
+            }
+            while (a < b) {
+                int64_t m = a + (b - a) / 2;
+                if (!(v < edges[d][m])) a = m + 1;
+                else b = m;
+            }
+            int64_t pos = a - 1;
+            if (pos == nb) pos -= 1;
+            if (pos < 0 || pos >= nb) in = false;
+            cell = cell * nb + pos;
+        }
+        if (in) hist[cell] += w ? w[i] : 1.0;
+    }
+    if (st == TP_OK && tp__arg_bool(args, 4)) { /* density */
+        double total = 0.0;
+        for (int64_t c = 0; c < cells; c++) total += hist[c];
+        for (int64_t c = 0; c < cells; c++) {
+            double vol = 1.0;
+            int64_t rem = c;
+            for (int d = p.D - 1; d >= 0; d--) {
+                int64_t k = rem % p.bins[d];
+                rem /= p.bins[d];
+                vol *= edges[d][k + 1] - edges[d][k];
+            }
+            hist[c] = hist[c] / total / vol;
+        }
+    }
+    if (st == TP_OK) {
+        tp_tensor *h = tp__out_at(out, 0), *tmp = NULL;
+        int64_t hs[TP_MAX_DIMS];
+        for (int d = 0; d < p.D; d++) hs[d] = p.bins[d];
+        st = tp_tensor_from_data(TP_FLOAT64, p.D, hs, hist, &tmp);
+        if (st == TP_OK) st = tp_tensor_copy_(h, tmp);
+        tp_tensor_free(tmp);
+        tp_value *el = &out->u.seq.items[1];
+        for (int d = 0; st == TP_OK && d < p.D; d++) {
+            tp_tensor *e = el->u.seq.items[d].u.tensor;
+            char *ob = tp__tensor_base(e);
+            int64_t bs = e->strides[0] * (int64_t)tp_dtype_size(e->dtype);
+            for (int64_t i = 0; i <= p.bins[d]; i++) tp__store_f64(ob + i * bs, e->dtype, edges[d][i]);
+        }
+    }
+    tp_free(hist);
+    tp_tensor_free(pts);
+    tp_tensor_free(wt);
+    return st;
+}
+
 /* ---- nonzero_static(Tensor self, *, int size, int fill_value=-1) --------
  * nonzero's [n, ndim] int64 indices (C order) cut or padded to size rows,
  * padding rows filled with fill_value: a shape known before it runs. */
@@ -1663,6 +1882,9 @@ void tp__register_index_ops(void) {
                     0, infer_searchsorted, kernel_searchsorted);
     tp__register_op(TP_OP_HISTC, "histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", 0,
                     infer_histc, kernel_histc);
+    tp__register_op(TP_OP_HISTOGRAMDD,
+                    "histogramdd(Tensor self, Any bins, Any range=None, Tensor? weight=None, bool density=False) -> Any",
+                    0, infer_histogramdd, kernel_histogramdd);
     tp__register_op(TP_OP_HISTOGRAM,
                     "histogram(Tensor self, Tensor|Scalar bins=100, *, Any range=None, Tensor? weight=None, "
                     "bool density=False) -> (Tensor, Tensor)",
