@@ -989,9 +989,25 @@ static tp_status c_fused_rope(cctx *c) {
 
 /* ---- copies ---- */
 
-static tp_status c_copy(cctx *c) { /* a clone of input with src copied in (broadcast, cast) */
+/* copy(input, src): a tensor like input holding src (broadcast, cast). With
+ * static shapes it is src expanded to input's shape, cast to its dtype and
+ * cloned - which tensorplay 1.0 runs right when the program is saved back,
+ * where its copy_ of a broadcast source into a clone does not (it fills
+ * along the wrong dims); otherwise a clone of input with src copied in. */
+static tp_status c_copy(cctx *c) {
     const tp_value *x = arg(c, 0, "input"), *src = arg(c, 1, "src");
+    const tp_tensor *t = meta(x);
     tp_value v;
+    if (t && src && !c->r->dynamic) {
+        tp_value sizes;
+        TP_TRY(ints(c, tp_tensor_sizes(t), tp_tensor_ndim(t), &sizes));
+        tp_status st = node(c, false, TP_OP_EXPAND, (tp_value[]){*src, sizes}, 2, &v);
+        tp_value_clear(&sizes);
+        TP_TRY(st);
+        N(false, TO, &v, v, tp_value_dtype(tp_tensor_dtype(t)));
+        N(true, CLONE, &v, v);
+        return TP_OK;
+    }
     N(false, CLONE, &v, x ? *x : tp_value_none());
     N(true, COPY_, &v, v, src ? *src : tp_value_none());
     return TP_OK;
@@ -1265,11 +1281,11 @@ static tp_status c_multilabel_margin_loss_forward(cctx *c) {
     const tp_tensor *tx;
     TP_TRY(need_meta(c, x, "input", &tx));
     tp_value red, loss, valid, idx, src, acc;
-    TP_TRY(reduction(c, arg(c, 2, "reduction"), &red));
-    tp_value lv[3] = {*x, *t, red};
-    tp_status st = node(c, false, TP_OP_MULTILABEL_MARGIN_LOSS, lv, 3, &loss);
+    TP_TRY(reduction(c, arg(c, 2, "reduction"), &red)); /* checked; the op keeps ATen's int, which is written back */
     tp_value_clear(&red);
-    TP_TRY(st);
+    const tp_value *ri = arg(c, 2, "reduction");
+    tp_value lv[3] = {*x, *t, ri && ri->kind == TP_VAL_INT ? *ri : tp_value_int(1)};
+    TP_TRY(node(c, false, TP_OP_MULTILABEL_MARGIN_LOSS, lv, 3, &loss));
     N(false, GE, &valid, *t, tp_value_int(0));
     N(false, CUMPROD, &valid, valid, tp_value_int(-1));
     N(false, NE, &valid, valid, tp_value_int(0));
