@@ -1161,6 +1161,43 @@ TEST(range_result_is_dynamic) {
     tp_program_free(p);
 }
 
+/* Bidirectional LSTM (peepholes, initial states), GRU and RNN nodes with
+ * sequence_lens given at run time ([5, 2, 0] and [1, 5, 3] of 5 steps):
+ * every output (Y zero past each length, Y_h / Y_c the last valid states,
+ * the reverse direction starting at each entry's own end) matches
+ * onnxruntime's. */
+TEST(recurrences_with_sequence_lens) {
+    static const char *const kinds[] = {"lstm", "gru", "rnn"};
+    for (int k = 0; k < 3; k++) {
+        char path[128], name[96];
+        snprintf(path, sizeof path, "fixtures/onnx/seqlens_%s.onnx", kinds[k]);
+        tp_program *p = NULL;
+        CHECK_OK(tp_onnx_load(path, NULL, &p, NULL));
+        snprintf(name, sizeof name, "seqlens_%s_x", kinds[k]);
+        tp_tensor *x = load_onnx_fixture(name);
+        for (int run = 0; p && x && run < 2; run++) {
+            snprintf(name, sizeof name, "seqlens_%s_len%d", kinds[k], run);
+            tp_tensor *lens = load_onnx_fixture(name);
+            if (!lens) continue;
+            tp_value a[2] = {tp_value_tensor(tp_tensor_retain(x)), tp_value_tensor(lens)}, o = tp_value_none();
+            CHECK_OK(tp_program_call(p, a, 2, NULL, &o));
+            int n_out = k == 0 ? 3 : 2;
+            CHECK(tp_value_len(&o) == n_out);
+            for (int i = 0; i < n_out && tp_value_len(&o) == n_out; i++) {
+                snprintf(name, sizeof name, "seqlens_%s_y%d_%d", kinds[k], run, i);
+                tp_tensor *want = load_onnx_fixture(name);
+                if (want) CHECK_CLOSE(tp_value_at(&o, i)->u.tensor, want, 1e-5, 1e-5);
+                tp_tensor_free(want);
+            }
+            tp_value_clear(&o);
+            tp_value_clear(&a[0]);
+            tp_value_clear(&a[1]);
+        }
+        tp_tensor_free(x);
+        tp_program_free(p);
+    }
+}
+
 /* Call p on float x and an int64 / float scalar s; the first output. */
 static tp_tensor *call_x_scalar(tp_program *p, const float *xv, int64_t rows, int64_t cols, tp_tensor *s) {
     tp_tensor *x = NULL;
@@ -2119,6 +2156,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(if_by_hand), T(loop_and_scan_by_hand), T(loop_unroll_budget), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))

@@ -4109,8 +4109,8 @@ static tp_status map_size(ox_ctx *c) { return map_shape(c, true); }
  * projection of every step (X W^T + Wb), then per step the recurrent
  * product, the gates and the state update, in our ops; so the program is
  * made of ordinary ops the engine plans (and tensorplay can read). The
- * sequence length must be static; sequence_lens, when given, must hold
- * the full length for every batch entry (shorter sequences are refused). */
+ * sequence length must be static; sequence_lens (a constant or a run-time
+ * tensor) masks each step's state update and output per batch entry. */
 
 /* The operands an unrolled recurrence makes, kept for clearing at the end,
  * in blocks so that pointers to them stay valid as the pool grows. */
@@ -4188,6 +4188,19 @@ static tp_status rnn_opi(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, co
     for (int i = 0; i < n; i++) ox_arg(&A, tp_value_int(ints[i]));
     tp_value r;
     TP_TRY(ox_call(c, op, &A, &r));
+    RNN_KEEP(P, r, *out);
+    return TP_OK;
+}
+
+static tp_status rnn_where(ox_ctx *c, rnn_pool *P, const tp_value *cond, const tp_value *a, const tp_value *b,
+                           const tp_value **out) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, cond);
+    ox_arg_ref(&A, a);
+    ox_arg_ref(&A, b);
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
     RNN_KEEP(P, r, *out);
     return TP_OK;
 }
@@ -4308,19 +4321,28 @@ static tp_status map_rnn_impl(ox_ctx *c, rnn_kind kind, rnn_pool *P) {
     double clip = ox_attr_f(c, "clip", 0.0);
     bool input_forget = kind == RNN_LSTM && ox_attr_i(c, "input_forget", 0) != 0;
     bool lbr = kind == RNN_GRU && ox_attr_i(c, "linear_before_reset", 0) != 0;
-    /* sequence_lens: only the full length */
+    /* sequence_lens [batch] (a constant or a run-time tensor): step t updates
+     * the states of the batch entries with t < length and leaves the others,
+     * whose output at t is 0 (the reverse direction thus starts at each
+     * entry's own last step). Constants holding the full length need none of it. */
     const tp_value *seq_lens = ox_n_in(c) > 4 ? ox_in(c, 4) : NULL;
     if (seq_lens) {
+        const tp_tensor *lm = ox_meta(seq_lens);
+        if (!lm || rank_of(seq_lens) != 1 || sizes_of(seq_lens)[0] != Bt || tp_dtype_is_float(tp_tensor_dtype(lm)))
+            return ox_bad(c, "sequence_lens must be an integer tensor of shape [%" PRId64 "]", Bt);
         tp_tensor *t = ox_const(seq_lens);
-        if (!t) {
-            ox_note_need_constant(c, seq_lens);
-            return ox_unsupported(c, "input 'sequence_lens' must be a constant (known when importing)");
+        if (t) {
+            int64_t lens[MAXV];
+            int n;
+            TP_TRY(tensor_ints(c, t, "sequence_lens", lens, MAXV, &n));
+            bool full = true;
+            for (int i = 0; i < n; i++) {
+                if (lens[i] < 0 || lens[i] > S)
+                    return ox_bad(c, "sequence_lens[%d] = %" PRId64 " is outside [0, %" PRId64 "]", i, lens[i], S);
+                full = full && lens[i] == S;
+            }
+            if (full) seq_lens = NULL;
         }
-        int64_t lens[MAXV];
-        int n;
-        TP_TRY(tensor_ints(c, t, "sequence_lens", lens, MAXV, &n));
-        for (int i = 0; i < n; i++)
-            if (lens[i] != S) return ox_unsupported(c, "sequence_lens shorter than the sequence (%" PRId64 ") are not supported", S);
     }
     /* activations */
     rnn_act acts[6];
@@ -4394,10 +4416,11 @@ static tp_status map_rnn_impl(ox_ctx *c, rnn_kind kind, rnn_pool *P) {
                 TP_TRY(rnn_slice(c, P, Rb, 0, 2 * H, 3 * H, &Rb_h));
             }
         }
-        const tp_value *steps[512];
+        const tp_value *steps[512], *zeros_h = NULL;
+        if (seq_lens) TP_TRY(rnn_op1(c, P, TP_OP_ZEROS_LIKE, zero_like, &zeros_h));
         for (int64_t k = 0; k < S; k++) {
             int64_t t = rev ? S - 1 - k : k;
-            const tp_value *xt;
+            const tp_value *xt, *h_prev = h, *c_prev = cst;
             TP_TRY(rnn_opi(c, P, TP_OP_SELECT, XW, (int64_t[]){0, t}, 2, &xt));
             if (kind == RNN_PLAIN) {
                 const tp_value *hr, *pre;
@@ -4476,6 +4499,21 @@ static tp_status map_rnn_impl(ox_ctx *c, rnn_kind kind, rnn_pool *P) {
                 TP_TRY(rnn_op2(c, P, TP_OP_MUL, ot, hc, &h));
             }
             steps[t] = h;
+            if (seq_lens) { /* entries whose sequence has ended keep their states and output 0 */
+                const tp_value *m;
+                TP_TRY(rnn_scalar(c, P, TP_OP_GT, seq_lens, (double)t, &m));
+                TP_TRY(rnn_opi(c, P, TP_OP_UNSQUEEZE, m, (int64_t[]){1}, 1, &m));
+                TP_TRY(rnn_where(c, P, m, h, zeros_h, &steps[t]));
+                TP_TRY(rnn_where(c, P, m, h, h_prev, &h));
+                if (kind == RNN_LSTM) TP_TRY(rnn_where(c, P, m, cst, c_prev, &cst));
+            }
+        }
+        if (seq_lens) { /* an empty sequence's final states are 0 (as onnxruntime gives them) */
+            const tp_value *m;
+            TP_TRY(rnn_scalar(c, P, TP_OP_GT, seq_lens, 0.0, &m));
+            TP_TRY(rnn_opi(c, P, TP_OP_UNSQUEEZE, m, (int64_t[]){1}, 1, &m));
+            TP_TRY(rnn_where(c, P, m, h, zeros_h, &h));
+            if (kind == RNN_LSTM) TP_TRY(rnn_where(c, P, m, cst, zeros_h, &cst));
         }
         Hs[d] = h;
         Cs[d] = cst;
