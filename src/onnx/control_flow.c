@@ -17,10 +17,11 @@
  *    constant, until the trip count or a body condition known to be false;
  *    a condition computed at run time is refused (the trip count would
  *    depend on data). Scan outputs are stacked on a new first axis.
- *  - Scan (opset 9 on) is unrolled over its static scan axis: per step the
- *    scan inputs' slices (select along their axes, in their directions)
- *    and the state go through the body; scan outputs are stacked along
- *    their axes, reversed where their direction says so.
+ *  - Scan is unrolled over its static scan axis: per step the scan inputs'
+ *    slices (select along their axes, in their directions) and the state
+ *    go through the body; scan outputs are stacked along their axes,
+ *    reversed where their direction says so. Opset 8's batched form runs
+ *    that per batch entry and stacks the results.
  *
  * Unrolling is bounded by OX_MAX_UNROLL steps in all.
  */
@@ -282,53 +283,26 @@ static tp_status map_loop(ox_ctx *c) {
 
 /* ---- Scan ---------------------------------------------------------------------- */
 
-static tp_status map_scan(ox_ctx *c) {
-    if (ox_opset(c) < 9) return ox_unsupported(c, "Scan before opset 9 (with a batch axis and sequence_lens)");
-    const Onnx__GraphProto *body = graph_attr(c, "body");
-    if (!body) return ox_bad(c, "missing attribute 'body'");
-    int64_t n_scan_in = ox_attr_i(c, "num_scan_inputs", -1);
-    int n_in = ox_n_in(c);
-    if (n_scan_in < 1 || n_scan_in > n_in) return ox_bad(c, "attribute 'num_scan_inputs' %" PRId64 " for %d inputs", n_scan_in, n_in);
-    int n_state = n_in - (int)n_scan_in, n_sin = (int)n_scan_in;
-    if ((int)body->n_input != n_in || (int)body->n_output < n_state)
-        return ox_bad(c, "the body has %zu inputs and %zu outputs for %d state and %d scan inputs", body->n_input,
-                      body->n_output, n_state, n_sin);
-    int n_sout = (int)body->n_output - n_state;
-    if (n_state > OX_MAX_CF_VALUES || n_sin > OX_MAX_CF_VALUES || n_sout > OX_MAX_CF_VALUES)
-        return ox_unsupported(c, "more than %d scan values", OX_MAX_CF_VALUES);
-    if (ox_n_out(c) != n_state + n_sout) return ox_bad(c, "%d outputs for %d state and %d scan outputs", ox_n_out(c), n_state, n_sout);
-    int64_t in_axes[OX_MAX_CF_VALUES] = {0}, in_dirs[OX_MAX_CF_VALUES] = {0}, out_axes[OX_MAX_CF_VALUES] = {0},
-            out_dirs[OX_MAX_CF_VALUES] = {0};
-    int na;
-    TP_TRY(ox_attr_ints(c, "scan_input_axes", in_axes, OX_MAX_CF_VALUES, &na));
-    if (na >= 0 && na != n_sin) return ox_bad(c, "attribute 'scan_input_axes' has %d values for %d scan inputs", na, n_sin);
-    TP_TRY(ox_attr_ints(c, "scan_input_directions", in_dirs, OX_MAX_CF_VALUES, &na));
-    if (na >= 0 && na != n_sin) return ox_bad(c, "attribute 'scan_input_directions' has %d values for %d scan inputs", na, n_sin);
-    TP_TRY(ox_attr_ints(c, "scan_output_axes", out_axes, OX_MAX_CF_VALUES, &na));
-    if (na >= 0 && na != n_sout) return ox_bad(c, "attribute 'scan_output_axes' has %d values for %d scan outputs", na, n_sout);
-    TP_TRY(ox_attr_ints(c, "scan_output_directions", out_dirs, OX_MAX_CF_VALUES, &na));
-    if (na >= 0 && na != n_sout) return ox_bad(c, "attribute 'scan_output_directions' has %d values for %d scan outputs", na, n_sout);
-    int64_t steps = -1;
-    for (int j = 0; j < n_sin; j++) {
-        const tp_value *x = ox_in(c, n_state + j);
-        const tp_tensor *m = ox_meta(x);
-        if (!m) return ox_bad(c, "missing scan input %d", j);
-        if (ox_in_dyn(c, n_state + j)) return ox_unsupported(c, "scan input %d has a dynamic shape (unrolled at import: the scan length must be static)", j);
-        int r = tp_tensor_ndim(m);
-        if (in_axes[j] < -r || in_axes[j] >= r) return ox_bad(c, "scan input %d: axis %" PRId64 " out of range for rank %d", j, in_axes[j], r);
-        if (in_axes[j] < 0) in_axes[j] += r;
-        int64_t len = tp_tensor_sizes(m)[in_axes[j]];
-        if (steps >= 0 && len != steps) return ox_bad(c, "scan inputs of lengths %" PRId64 " and %" PRId64, steps, len);
-        steps = len;
-    }
-    if (steps < 1) return ox_unsupported(c, "a scan of no steps has outputs of unknown shape");
-    if (steps > OX_MAX_UNROLL) return ox_unsupported(c, "a scan of %" PRId64 " steps (unrolled at import: at most %d)", steps, OX_MAX_UNROLL);
+typedef struct scan_spec {
+    const Onnx__GraphProto *body;
+    int n_state, n_sin, n_sout;
+    int64_t in_axes[OX_MAX_CF_VALUES], in_dirs[OX_MAX_CF_VALUES], out_axes[OX_MAX_CF_VALUES],
+        out_dirs[OX_MAX_CF_VALUES];
+} scan_spec;
+
+/* Run the body over `steps` steps: states[n_state] in, xs[n_sin] scanned
+ * along in_axes; res[0..n_state) the final states, res[n_state..) the scan
+ * outputs stacked along out_axes (new operands, caller clears them all). */
+static tp_status scan_unroll(ox_ctx *c, const scan_spec *sp, const tp_value *const *states,
+                             const tp_value *const *xs, int64_t steps, tp_value *res) {
+    const Onnx__GraphProto *body = sp->body;
+    int n_state = sp->n_state, n_sin = sp->n_sin, n_sout = sp->n_sout;
     tp_value state[OX_MAX_CF_VALUES], outs[OX_MAX_CF_VALUES];
     int n_st = 0, n_outs = 0;
     tp_status st = TP_OK;
+    for (int k = 0; k < n_state + n_sout; k++) res[k] = tp_value_none();
     for (int k = 0; k < n_state && st == TP_OK; k++) {
-        const tp_value *v = ox_in(c, k);
-        st = v ? tp_value_copy(v, &state[k]) : ox_bad(c, "missing state input %d", k);
+        st = tp_value_copy(states[k], &state[k]);
         if (st == TP_OK) n_st++;
     }
     for (int k = 0; k < n_sout && st == TP_OK; k++) {
@@ -341,9 +315,9 @@ static tp_status map_scan(ox_ctx *c) {
         for (int j = 0; st == TP_OK && j < n_sin; j++) {
             ox_args A;
             ox_args_init(&A);
-            ox_arg_ref(&A, ox_in(c, n_state + j));
-            ox_arg(&A, tp_value_int(in_axes[j]));
-            ox_arg(&A, tp_value_int(in_dirs[j] ? steps - 1 - t : t));
+            ox_arg_ref(&A, xs[j]);
+            ox_arg(&A, tp_value_int(sp->in_axes[j]));
+            ox_arg(&A, tp_value_int(sp->in_dirs[j] ? steps - 1 - t : t));
             tp_value slice;
             st = ox_call(c, TP_OP_SELECT, &A, &slice);
             if (st == TP_OK && body->input[n_state + j] && body->input[n_state + j]->name)
@@ -370,12 +344,11 @@ static tp_status map_scan(ox_ctx *c) {
         }
     }
     for (int k = 0; st == TP_OK && k < n_state; k++) {
-        tp_value v = state[k];
+        res[k] = state[k];
         state[k] = tp_value_none();
-        st = ox_set_out(c, k, &v);
     }
     for (int k = 0; st == TP_OK && k < n_sout; k++) {
-        if (out_dirs[k]) { /* reverse: the last step's value first */
+        if (sp->out_dirs[k]) { /* reverse: the last step's value first */
             int64_t n = tp_value_len(&outs[k]);
             for (int64_t i = 0; i < n / 2; i++) {
                 tp_value tmp = outs[k].u.seq.items[i];
@@ -385,17 +358,151 @@ static tp_status map_scan(ox_ctx *c) {
         }
         const tp_tensor *m0 = ox_meta(tp_value_at(&outs[k], 0));
         int r = m0 ? tp_tensor_ndim(m0) + 1 : 1;
-        int64_t axis = out_axes[k];
+        int64_t axis = sp->out_axes[k];
         if (axis < -r || axis >= r) {
             st = ox_bad(c, "scan output %d: axis %" PRId64 " out of range for rank %d", k, axis, r);
             break;
         }
-        tp_value res;
-        st = stack_pieces(c, &outs[k], axis < 0 ? axis + r : axis, &res);
-        if (st == TP_OK) st = ox_set_out(c, n_state + k, &res);
+        st = stack_pieces(c, &outs[k], axis < 0 ? axis + r : axis, &res[n_state + k]);
     }
     for (int k = 0; k < n_st; k++) tp_value_clear(&state[k]);
     for (int k = 0; k < n_outs; k++) tp_value_clear(&outs[k]);
+    if (st != TP_OK)
+        for (int k = 0; k < n_state + n_sout; k++) tp_value_clear(&res[k]);
+    return st;
+}
+
+/* Scan: opset 9 on, states and scan inputs as they are; opset 8, every
+ * input with a leading batch dim (scan axis 1), the body run per batch
+ * entry and the results stacked back (sequence_lens must be absent or
+ * hold every full length). */
+static tp_status map_scan(ox_ctx *c) {
+    bool v8 = ox_opset(c) < 9;
+    scan_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.body = graph_attr(c, "body");
+    if (!sp.body) return ox_bad(c, "missing attribute 'body'");
+    const Onnx__GraphProto *body = sp.body;
+    int64_t n_scan_in = ox_attr_i(c, "num_scan_inputs", -1);
+    int first = v8 ? 1 : 0, n_in = ox_n_in(c) - first;
+    if (n_scan_in < 1 || n_scan_in > n_in) return ox_bad(c, "attribute 'num_scan_inputs' %" PRId64 " for %d inputs", n_scan_in, n_in);
+    sp.n_state = n_in - (int)n_scan_in;
+    sp.n_sin = (int)n_scan_in;
+    if ((int)body->n_input != n_in || (int)body->n_output < sp.n_state)
+        return ox_bad(c, "the body has %zu inputs and %zu outputs for %d state and %d scan inputs", body->n_input,
+                      body->n_output, sp.n_state, sp.n_sin);
+    sp.n_sout = (int)body->n_output - sp.n_state;
+    if (sp.n_state > OX_MAX_CF_VALUES || sp.n_sin > OX_MAX_CF_VALUES || sp.n_sout > OX_MAX_CF_VALUES)
+        return ox_unsupported(c, "more than %d scan values", OX_MAX_CF_VALUES);
+    if (ox_n_out(c) != sp.n_state + sp.n_sout)
+        return ox_bad(c, "%d outputs for %d state and %d scan outputs", ox_n_out(c), sp.n_state, sp.n_sout);
+    int na;
+    if (!v8) {
+        TP_TRY(ox_attr_ints(c, "scan_input_axes", sp.in_axes, OX_MAX_CF_VALUES, &na));
+        if (na >= 0 && na != sp.n_sin) return ox_bad(c, "attribute 'scan_input_axes' has %d values for %d scan inputs", na, sp.n_sin);
+        TP_TRY(ox_attr_ints(c, "scan_input_directions", sp.in_dirs, OX_MAX_CF_VALUES, &na));
+        if (na >= 0 && na != sp.n_sin)
+            return ox_bad(c, "attribute 'scan_input_directions' has %d values for %d scan inputs", na, sp.n_sin);
+        TP_TRY(ox_attr_ints(c, "scan_output_axes", sp.out_axes, OX_MAX_CF_VALUES, &na));
+        if (na >= 0 && na != sp.n_sout) return ox_bad(c, "attribute 'scan_output_axes' has %d values for %d scan outputs", na, sp.n_sout);
+        TP_TRY(ox_attr_ints(c, "scan_output_directions", sp.out_dirs, OX_MAX_CF_VALUES, &na));
+        if (na >= 0 && na != sp.n_sout)
+            return ox_bad(c, "attribute 'scan_output_directions' has %d values for %d scan outputs", na, sp.n_sout);
+    } else {
+        TP_TRY(ox_attr_ints(c, "directions", sp.in_dirs, OX_MAX_CF_VALUES, &na));
+        if (na >= 0 && na != sp.n_sin) return ox_bad(c, "attribute 'directions' has %d values for %d scan inputs", na, sp.n_sin);
+    }
+    int64_t steps = -1, batch = -1;
+    for (int j = 0; j < sp.n_sin; j++) {
+        int i = first + sp.n_state + j;
+        const tp_tensor *m = ox_meta(ox_in(c, i));
+        if (!m) return ox_bad(c, "missing scan input %d", j);
+        if (ox_in_dyn(c, i))
+            return ox_unsupported(c, "scan input %d has a dynamic shape (unrolled at import: the scan length must be static)", j);
+        int r = tp_tensor_ndim(m);
+        if (v8) {
+            if (r < 2) return ox_bad(c, "scan input %d needs a batch and a sequence dim", j);
+            if (batch >= 0 && tp_tensor_sizes(m)[0] != batch) return ox_bad(c, "scan inputs of different batch sizes");
+            batch = tp_tensor_sizes(m)[0];
+            sp.in_axes[j] = 1;
+        }
+        if (sp.in_axes[j] < -r || sp.in_axes[j] >= r)
+            return ox_bad(c, "scan input %d: axis %" PRId64 " out of range for rank %d", j, sp.in_axes[j], r);
+        if (sp.in_axes[j] < 0) sp.in_axes[j] += r;
+        int64_t len = tp_tensor_sizes(m)[sp.in_axes[j]];
+        if (steps >= 0 && len != steps) return ox_bad(c, "scan inputs of lengths %" PRId64 " and %" PRId64, steps, len);
+        steps = len;
+    }
+    if (steps < 1) return ox_unsupported(c, "a scan of no steps has outputs of unknown shape");
+    if (steps * (v8 ? batch : 1) > OX_MAX_UNROLL)
+        return ox_unsupported(c, "a scan of %" PRId64 " steps in all (unrolled at import: at most %d)", steps * (v8 ? batch : 1),
+                              OX_MAX_UNROLL);
+    if (v8 && ox_in(c, 0)) {
+        tp_tensor *lens = ox_const(ox_in(c, 0));
+        if (!lens) return ox_unsupported(c, "sequence_lens known only when the program runs");
+        for (int64_t i = 0; i < tp_tensor_numel(lens); i++)
+            if (tp_tensor_item_f64(lens, i) != (double)steps)
+                return ox_unsupported(c, "sequence_lens shorter than the scan (%" PRId64 " steps)", steps);
+    }
+    const tp_value *states[OX_MAX_CF_VALUES], *xs[OX_MAX_CF_VALUES];
+    for (int k = 0; k < sp.n_state; k++) {
+        states[k] = ox_in(c, first + k);
+        if (!states[k]) return ox_bad(c, "missing state input %d", k);
+    }
+    for (int j = 0; j < sp.n_sin; j++) xs[j] = ox_in(c, first + sp.n_state + j);
+    int n_res = sp.n_state + sp.n_sout;
+    tp_value res[2 * OX_MAX_CF_VALUES];
+    if (!v8) {
+        TP_TRY(scan_unroll(c, &sp, states, xs, steps, res));
+    } else { /* per batch entry: slices in, results stacked on a new batch dim */
+        for (int j = 0; j < sp.n_sin; j++) sp.in_axes[j] = 0;
+        tp_value acc[2 * OX_MAX_CF_VALUES];
+        tp_status st = TP_OK;
+        int n_acc = 0;
+        for (int k = 0; k < n_res && st == TP_OK; k++) {
+            st = tp_value_list(0, &acc[k]);
+            if (st == TP_OK) n_acc++;
+        }
+        for (int64_t b = 0; st == TP_OK && b < batch; b++) {
+            tp_value sb[OX_MAX_CF_VALUES], xb[OX_MAX_CF_VALUES], one[2 * OX_MAX_CF_VALUES];
+            const tp_value *sbp[OX_MAX_CF_VALUES], *xbp[OX_MAX_CF_VALUES];
+            int n_sb = 0, n_xb = 0;
+            for (int k = 0; st == TP_OK && k < sp.n_state; k++) {
+                ox_args A;
+                ox_args_init(&A);
+                ox_arg_ref(&A, states[k]);
+                ox_arg(&A, tp_value_int(0));
+                ox_arg(&A, tp_value_int(b));
+                st = ox_call(c, TP_OP_SELECT, &A, &sb[k]);
+                if (st == TP_OK) sbp[n_sb++] = &sb[k];
+            }
+            for (int j = 0; st == TP_OK && j < sp.n_sin; j++) {
+                ox_args A;
+                ox_args_init(&A);
+                ox_arg_ref(&A, xs[j]);
+                ox_arg(&A, tp_value_int(0));
+                ox_arg(&A, tp_value_int(b));
+                st = ox_call(c, TP_OP_SELECT, &A, &xb[j]);
+                if (st == TP_OK) xbp[n_xb++] = &xb[j];
+            }
+            if (st == TP_OK) st = scan_unroll(c, &sp, sbp, xbp, steps, one);
+            for (int k = 0; st == TP_OK && k < n_res; k++) st = tp_value_append(&acc[k], &one[k]);
+            for (int k = 0; k < n_sb; k++) tp_value_clear(&sb[k]);
+            for (int j = 0; j < n_xb; j++) tp_value_clear(&xb[j]);
+        }
+        for (int k = 0; k < n_res; k++) res[k] = tp_value_none();
+        for (int k = 0; st == TP_OK && k < n_res; k++) st = stack_pieces(c, &acc[k], 0, &res[k]);
+        for (int k = 0; k < n_acc; k++) tp_value_clear(&acc[k]);
+        if (st != TP_OK) {
+            for (int k = 0; k < n_res; k++) tp_value_clear(&res[k]);
+            return st;
+        }
+    }
+    tp_status st = TP_OK;
+    for (int k = 0; k < n_res; k++) {
+        if (st == TP_OK) st = ox_set_out(c, k, &res[k]);
+        else tp_value_clear(&res[k]);
+    }
     return st;
 }
 
