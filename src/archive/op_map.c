@@ -526,9 +526,11 @@ static const tp_serde_op_entry g_table[] = {
     FNW(TF, "argmin", ARGMIN, "input,dim,keepdim,*,out:!=None"),
     MT("argmin", ARGMIN, "self,dim,keepdim"),
     FNW(TF, "var", VAR, "input,correction,dim,keepdim"),
-    MT("var", VAR, "self,dim,unbiased,keepdim,*,correction"),
+    /* tensorplay's Tensor.var / std: (correction) for one positional int, else (dim, correction, keepdim),
+     * where a bool correction is PyTorch's unbiased */
+    SP(NULL, "var", VAR, TP_SERDE_STDVAR, "self,dim,correction,keepdim,*,unbiased"),
     FNW(TF, "std", STD, "input,correction,dim,keepdim"),
-    MT("std", STD, "self,dim,unbiased,keepdim,*,correction"),
+    SP(NULL, "std", STD, TP_SERDE_STDVAR, "self,dim,correction,keepdim,*,unbiased"),
     FNW(TF, "norm", NORM, "input,p,dim,keepdim"),
     SP(NULL, "norm", NORM, TP_SERDE_NORM, "self,p,dim,keepdim,*,dtype"),
     FNW(TF, "logsumexp", LOGSUMEXP, "input,dim^,keepdim,*,out:!=None"), /* takes an int dim only */

@@ -294,6 +294,7 @@ typedef enum tp_serde_special {
     TP_SERDE_MAXMIN,     /* max/min: a tensor second argument means maximum/minimum */
     TP_SERDE_RETURN_INDICES, /* max_pool*d(..., return_indices): swapped_op (the _with_indices op) when true */
     TP_SERDE_NORM,       /* Tensor.norm: tensorplay's overload norm(dim: list, p, keepdim) is reordered */
+    TP_SERDE_STDVAR,     /* Tensor.std / var: tensorplay's overload std(correction: int) for one positional int */
     TP_SERDE_ASSERT,     /* tensorplay's runtime dim assertions: dropped */
     TP_SERDE_PREDICATE,  /* is_floating_point / is_complex / is_signed / is_same_size / is_conj / is_neg /
                             is_quantized / is_distributed / get_device / is_inference / is_contiguous /

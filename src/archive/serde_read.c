@@ -1245,6 +1245,24 @@ static tp_status build_special(vctx *c, doc_node *d, const tp_serde_op_entry *e,
         bool with_indices = ri && (ri->kind == TP_VAL_BOOL || ri->kind == TP_VAL_INT) && tp_value_as_i64(ri) != 0;
         return build_plain(r, d, e, with_indices ? e->swapped_op : e->op, args, kwargs);
     }
+    case TP_SERDE_STDVAR: {
+        /* x.std(1): tensorplay's std(correction: int) overload (not a dim) */
+        const tp_value *a1 = tp_value_len(args) == 2 ? tp_value_at(args, 1) : NULL;
+        if (!a1 || a1->kind != TP_VAL_INT || (kwargs && tp_value_dict_get(kwargs, "dim")))
+            return build_plain(r, d, e, e->op, args, kwargs);
+        tp_value nargs = tp_value_none(), nkw = tp_value_none(), item = tp_value_none();
+        st = tp_value_tuple(1, &nargs);
+        if (st == TP_OK && (st = tp_value_copy(self, &item)) == TP_OK) st = tp_value_seq_set(&nargs, 0, &item);
+        if (st == TP_OK) st = kwargs && kwargs->kind == TP_VAL_DICT ? tp_value_copy(kwargs, &nkw) : tp_value_dict(&nkw);
+        if (st == TP_OK && tp_value_dict_get(&nkw, "correction"))
+            st = tp__sd_report(r, TP_ERR_CORRUPT, "node %s: got argument 'correction' twice", d->name);
+        if (st == TP_OK && (st = tp_value_copy(a1, &item)) == TP_OK) st = tp_value_dict_set(&nkw, "correction", &item);
+        if (st == TP_OK) st = build_plain(r, d, e, e->op, &nargs, &nkw);
+        else if (st == TP_ERR_NOMEM) tp__sd_note(r, st);
+        tp_value_clear(&nargs);
+        tp_value_clear(&nkw);
+        return st;
+    }
     case TP_SERDE_NORM: {
         /* x.norm([dims], p, keepdim): tensorplay's Tensor.norm overload with
          * the dims first (F.normalize calls it); PyTorch's order otherwise */
@@ -2849,7 +2867,7 @@ tp_status tp__serde_check_op_map(void) {
         }
         const tp_schema *s = e->op != TP_OP_INVALID ? tp_op_schema(e->op) : NULL;
         bool plain = e->special == TP_SERDE_PLAIN || e->special == TP_SERDE_BINOP || e->special == TP_SERDE_MAXMIN ||
-                     e->special == TP_SERDE_RETURN_INDICES || e->special == TP_SERDE_NORM;
+                     e->special == TP_SERDE_RETURN_INDICES || e->special == TP_SERDE_NORM || e->special == TP_SERDE_STDVAR;
         if (plain && !s) {
             tp__sb_printf(&sb, "\n- %s: no op schema", callee);
             faults++;

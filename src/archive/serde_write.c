@@ -254,8 +254,31 @@ static tp_status enc_call(jwriter *w, const tp_node *n, tp_op op, json_t *obj) {
         if (!acc && tp_value_dict_get(kwargs, "accumulate")) acc = tp_value_dict_get(kwargs, "accumulate");
         TP_CHECK(tp_value_len(args) >= 3 && idx && tp_value_is_seq(idx), TP_ERR_UNSUPPORTED,
                  "node %s: index_put_ needs self, a list of indices and values to be written", tp_node_name(n));
-        TP_CHECK(!acc || (acc->kind == TP_VAL_BOOL && !acc->u.b), TP_ERR_UNSUPPORTED,
-                 "node %s: index_put_ with accumulate=True cannot be written for tensorplay", tp_node_name(n));
+        if (acc && !(acc->kind == TP_VAL_BOOL && !acc->u.b)) {
+            /* accumulate=True: x.index_put_(indices, values, True), tensorplay's method (tensor indices only) */
+            for (int64_t k = 0; k < tp_value_len(idx); k++)
+                TP_CHECK(tp_value_at(idx, k)->kind != TP_VAL_NONE, TP_ERR_UNSUPPORTED,
+                         "node %s: index_put_ with accumulate=True and a full-slice index cannot be written for "
+                         "tensorplay", tp_node_name(n));
+            target = tp__sd_jw_take(w, json_object());
+            tp__sd_jw_set(w, target, "kind", tp__sd_jw_take(w, json_string("method")));
+            tp__sd_jw_set(w, target, "name", tp__sd_jw_take(w, json_string("index_put_")));
+            tp__sd_jw_set(w, obj, "op", tp__sd_jw_take(w, json_string("call_method")));
+            tp__sd_jw_set(w, obj, "target", target);
+            json_t *ja[4] = {NULL, NULL, NULL, NULL};
+            st = TP_OK;
+            for (int k = 0; k < 3 && st == TP_OK; k++) st = enc_value(w, tp_value_at(args, k), 1, &ja[k]);
+            if (st != TP_OK) {
+                tp_error_context("node %s", tp_node_name(n));
+                return st;
+            }
+            jargs = tp__sd_jw_take(w, json_array());
+            for (int k = 0; k < 3; k++) tp__sd_jw_append(w, jargs, ja[k]);
+            tp__sd_jw_append(w, jargs, tp__sd_jw_take(w, json_true()));
+            tp__sd_jw_set(w, obj, "args", jw_obj1(w, "__tuple__", jargs));
+            tp__sd_jw_set(w, obj, "kwargs", jw_obj1(w, "__dict__", tp__sd_jw_take(w, json_array())));
+            return TP_OK;
+        }
         json_t *items = tp__sd_jw_take(w, json_array());
         st = TP_OK;
         for (int64_t k = 0; k < tp_value_len(idx) && st == TP_OK; k++) {
