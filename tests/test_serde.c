@@ -1034,6 +1034,19 @@ static const bad_doc g_bad_docs[] = {
      "\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay.nn.functional\", "
      "\"qualname\": \"alpha_dropout\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, 1.5]}",
      TP_ERR_INVALID_ARG, "node relu (alpha_dropout): dropout probability has to be between 0 and 1, but got 1.5"},
+    /* composed functions refuse what they cannot compose: grid_sampler's integer modes, embedding's max_norm */
+    {"\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"relu\"}, \"args\": {\"__tuple__\": "
+     "[{\"__node__\": \"mul\"}]}",
+     "\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay.functional\", "
+     "\"qualname\": \"grid_sampler_3d\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, {\"__node__\": \"mul\"}, 7, 0, "
+     "false]}",
+     TP_ERR_INVALID_ARG, "node relu: grid_sampler_3d: interpolation_mode and padding_mode must be 0, 1 or 2"},
+    {"\"op\": \"call_method\", \"target\": {\"kind\": \"method\", \"name\": \"relu\"}, \"args\": {\"__tuple__\": "
+     "[{\"__node__\": \"mul\"}]}",
+     "\"op\": \"call_function\", \"target\": {\"kind\": \"ref\", \"module\": \"tensorplay.nn.functional\", "
+     "\"qualname\": \"embedding\"}, \"args\": {\"__tuple__\": [{\"__node__\": \"mul\"}, {\"__node__\": \"mul\"}, null, "
+     "\"big\"]}",
+     TP_ERR_TYPE, "node relu: embedding: max_norm must be a number"},
 };
 
 TEST(test_malformed_documents) {
