@@ -1797,6 +1797,28 @@ static void cell_product(const double *m, const double *w, const double *bias, i
 
 static double sigmoid_d(double v) { return 1.0 / (1.0 + exp(-v)); }
 
+/* Unit j of one step from the gate pre-activations pi (input side) and ph
+ * (recurrent side) of one batch entry: the new hidden value; for the LSTM
+ * *c is the cell value, replaced by the new one (rounded to dtype). */
+static double cell_unit(rnn_cell_kind k, const double *pi, const double *ph, int64_t hidden, int64_t j, double hv,
+                        double *c, tp_dtype dtype) {
+    switch (k) {
+    case CELL_TANH: return tanh(pi[j] + ph[j]);
+    case CELL_RELU: return pi[j] + ph[j] > 0.0 ? pi[j] + ph[j] : 0.0;
+    case CELL_GRU: {
+        double r = sigmoid_d(pi[j] + ph[j]), z = sigmoid_d(pi[hidden + j] + ph[hidden + j]);
+        double n = tanh(pi[2 * hidden + j] + r * ph[2 * hidden + j]);
+        return (1.0 - z) * n + z * hv;
+    }
+    default: {
+        double ig = sigmoid_d(pi[j] + ph[j]), fg = sigmoid_d(pi[hidden + j] + ph[hidden + j]);
+        double cg = tanh(pi[2 * hidden + j] + ph[2 * hidden + j]), og = sigmoid_d(pi[3 * hidden + j] + ph[3 * hidden + j]);
+        *c = round_to_dtype(fg * *c + ig * cg, dtype);
+        return og * tanh(*c);
+    }
+    }
+}
+
 static tp_status cell_kernel(const tp_value *args, tp_value *out, rnn_cell_kind k) {
     rnn_cell_args a;
     int64_t hidden;
@@ -1818,28 +1840,10 @@ static tp_status cell_kernel(const tp_value *args, tp_value *out, rnn_cell_kind 
         char *hb = tp__tensor_base(hy), *cb = cy ? tp__tensor_base(cy) : NULL;
         for (int64_t b = 0; b < nb; b++)
             for (int64_t j = 0; j < hidden; j++) {
-                const double *pi = gi + b * gh, *ph = gg + b * gh;
-                double hv = h[b * hidden + j], v;
                 int64_t o = b * hy->strides[0] + j * hy->strides[1];
-                switch (k) {
-                case CELL_TANH: v = tanh(pi[j] + ph[j]); break;
-                case CELL_RELU: v = pi[j] + ph[j] > 0.0 ? pi[j] + ph[j] : 0.0; break;
-                case CELL_GRU: {
-                    double r = sigmoid_d(pi[j] + ph[j]), z = sigmoid_d(pi[hidden + j] + ph[hidden + j]);
-                    double n = tanh(pi[2 * hidden + j] + r * ph[2 * hidden + j]);
-                    v = (1.0 - z) * n + z * hv;
-                    break;
-                }
-                default: {
-                    double ig = sigmoid_d(pi[j] + ph[j]), fg = sigmoid_d(pi[hidden + j] + ph[hidden + j]);
-                    double cg = tanh(pi[2 * hidden + j] + ph[2 * hidden + j]);
-                    double og = sigmoid_d(pi[3 * hidden + j] + ph[3 * hidden + j]);
-                    double cv = round_to_dtype(fg * c[b * hidden + j] + ig * cg, cy->dtype);
-                    store_at(cb, b * cy->strides[0] + j * cy->strides[1], cy->dtype, cv);
-                    v = og * tanh(cv);
-                    break;
-                }
-                }
+                double cv = k == CELL_LSTM ? c[b * hidden + j] : 0.0;
+                double v = cell_unit(k, gi + b * gh, gg + b * gh, hidden, j, h[b * hidden + j], &cv, hy->dtype);
+                if (k == CELL_LSTM) store_at(cb, b * cy->strides[0] + j * cy->strides[1], cy->dtype, cv);
                 store_at(hb, o, hy->dtype, v);
             }
     }
@@ -2034,26 +2038,7 @@ static tp_status rnn_seq_kernel(const tp_value *args, tp_value *out, rnn_cell_ki
                 cell_product(h, w[1], w[3], B, GH, H, gg);
                 for (int64_t b = 0; b < B; b++)
                     for (int64_t j = 0; j < H; j++) {
-                        const double *pi = gi + b * GH, *ph = gg + b * GH;
-                        double hv = h[b * H + j], v;
-                        switch (k) {
-                        case CELL_TANH: v = tanh(pi[j] + ph[j]); break;
-                        case CELL_RELU: v = pi[j] + ph[j] > 0.0 ? pi[j] + ph[j] : 0.0; break;
-                        case CELL_GRU: {
-                            double rg = sigmoid_d(pi[j] + ph[j]), z = sigmoid_d(pi[H + j] + ph[H + j]);
-                            double n = tanh(pi[2 * H + j] + rg * ph[2 * H + j]);
-                            v = (1.0 - z) * n + z * hv;
-                            break;
-                        }
-                        default: {
-                            double ig = sigmoid_d(pi[j] + ph[j]), fg = sigmoid_d(pi[H + j] + ph[H + j]);
-                            double cg = tanh(pi[2 * H + j] + ph[2 * H + j]), og = sigmoid_d(pi[3 * H + j] + ph[3 * H + j]);
-                            double cv = round_to_dtype(fg * c[b * H + j] + ig * cg, dt);
-                            c[b * H + j] = cv;
-                            v = og * tanh(cv);
-                            break;
-                        }
-                        }
+                        double v = cell_unit(k, gi + b * GH, gg + b * GH, H, j, h[b * H + j], &c[b * H + j], dt);
                         nx[(t * B + b) * W + d * H + j] = round_to_dtype(v, dt);
                     }
                 for (int64_t b = 0; b < B; b++)
