@@ -1900,7 +1900,8 @@ static tp_status rnn_seq_check(const tp_value *args, rnn_cell_kind k, rnn_seq *r
     TP_TRY(check_float(r->x, "input"));
     TP_CHECK(r->x->ndim == 3, TP_ERR_SHAPE, "%s: input must be 3-D (%s), got %d dims", name,
              r->batch_first ? "batch, seq, feature" : "seq, batch, feature", r->x->ndim);
-    TP_CHECK(r->layers >= 1, TP_ERR_INVALID_ARG, "%s: num_layers must be at least 1, got %" PRId64, name, r->layers);
+    TP_CHECK(r->layers >= 1 && r->layers <= 1024, TP_ERR_INVALID_ARG, "%s: num_layers must be 1 to 1024, got %" PRId64,
+             name, r->layers);
     TP_CHECK(!(train && dropout > 0 && r->layers > 1), TP_ERR_UNSUPPORTED,
              "%s: dropout %g between layers in training mode is random: not supported", name, dropout);
     r->dirs = r->bidir ? 2 : 1;
