@@ -341,6 +341,34 @@ TEST(vision_models_match_pytorch) {
     }
 }
 
+/* Reshape's shape given when the program runs (no specialisation): ONNX's
+ * 0 copies the input's dim, -1 is inferred, for two shapes in turn. */
+TEST(run_time_reshape) {
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load("fixtures/onnx/reshape_input.onnx", NULL, &p, &rep));
+    CHECK(rep.n_need_constant == 0);
+    tp_onnx_report_clear(&rep);
+    tp_tensor *x = load_onnx_fixture("reshape_x");
+    static const int64_t shapes[2][3] = {{4, 0, -1}, {-1, 2, 6}}, want[2][3] = {{4, 3, 2}, {2, 2, 6}};
+    for (int k = 0; p && x && k < 2; k++) {
+        tp_tensor *sh = NULL;
+        CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){3}, shapes[k], &sh));
+        tp_value a[2] = {tp_value_tensor(tp_tensor_retain(x)), tp_value_tensor(sh)}, o = tp_value_none();
+        CHECK_OK(tp_program_call(p, a, 2, NULL, &o));
+        const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
+        CHECK(y && y->kind == TP_VAL_TENSOR && tp_tensor_ndim(y->u.tensor) == 3);
+        for (int d = 0; y && y->kind == TP_VAL_TENSOR && d < 3 && tp_tensor_ndim(y->u.tensor) == 3; d++)
+            CHECK(tp_tensor_sizes(y->u.tensor)[d] == want[k][d]);
+        if (y && y->kind == TP_VAL_TENSOR) CHECK(tp_tensor_item_f64(y->u.tensor, 23) == 23.0);
+        tp_value_clear(&o);
+        tp_value_clear(&a[0]);
+        tp_value_clear(&a[1]);
+    }
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
 TEST(parse_dim_range) {
     tp_onnx_dim_range r;
     CHECK_OK(tp_onnx_parse_dim_range("seq=2", &r));
@@ -2150,7 +2178,7 @@ TEST(optionals_at_import) {
 }
 
 TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_batch_dim),
-          T(gpt2_dynamic_axes_match_pytorch), T(vision_models_match_pytorch), T(input_values_checked), T(parse_dim_range),
+          T(gpt2_dynamic_axes_match_pytorch), T(vision_models_match_pytorch), T(input_values_checked), T(run_time_reshape), T(parse_dim_range),
           T(one_node_relu_runs), T(unsupported_op_names_node_op_and_opset), T(symbolic_dim_becomes_dynamic),
           T(truncated_and_garbage_models), T(deep_nesting_is_refused), T(external_data_inside_folder_only),
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),

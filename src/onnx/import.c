@@ -594,8 +594,15 @@ tp_status ox_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out) {
      * data-dependent op earlier in the same mapping) gives a node without
      * meta too */
     bool dd = false;
-    for (int i = 0; i < A->n && !dd; i++)
-        dd = A->a[i].kind == TP_VAL_NODE && tp_node_meta_val(A->a[i].u.node)->kind != TP_VAL_TENSOR;
+    for (int i = 0; i < A->n && !dd; i++) {
+        const tp_value *a = &A->a[i];
+        dd = a->kind == TP_VAL_NODE && tp_node_meta_val(a->u.node)->kind != TP_VAL_TENSOR;
+        /* a list holding a number known only when it runs (item() of a run-time tensor) */
+        for (int64_t k = 0; !dd && (a->kind == TP_VAL_LIST || a->kind == TP_VAL_TUPLE) && k < tp_value_len(a); k++) {
+            const tp_value *it = tp_value_at(a, k);
+            dd = it->kind == TP_VAL_NODE && tp_node_meta_val(it->u.node)->kind == TP_VAL_NONE;
+        }
+    }
     if (st == TP_OK && !dd) st = tp_graph_call_function(c->g, op, &args, kw, &n);
     if (st == TP_ERR_UNSUPPORTED && (tp_op_flags(op) & TP_OPF_DATA_DEPENDENT)) {
         tp_clear_error();
