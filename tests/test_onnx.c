@@ -1877,6 +1877,113 @@ TEST(loop_and_scan_by_hand) {
     check_alloc_failures("load Scan model", load_for_alloc_test, &m);
 }
 
+/* If nested deeper than 8 (constant conditions, each then-branch holding
+ * the next If) is refused; so are an If without its else branch, a Loop
+ * whose body takes the wrong number of inputs and a Scan axis out of range. */
+static void nested_if_model(pb *m, int depth) {
+    static pb levels[12], elses[12], attrs[12], graph;
+    memset(&graph, 0, sizeof graph);
+    for (int k = depth; k >= 1; k--) { /* level k's graph: If(go) {level k + 1} else {Identity} */
+        memset(&levels[k], 0, sizeof levels[k]);
+        memset(&elses[k], 0, sizeof elses[k]);
+        memset(&attrs[k], 0, sizeof attrs[k]);
+        char out[16], eout[16], inner[16];
+        snprintf(out, sizeof out, "o%d", k);
+        snprintf(eout, sizeof eout, "e%d", k);
+        snprintf(inner, sizeof inner, "o%d", k + 1);
+        pb_str(&elses[k], 2, "else");
+        node_with(&elses[k], "Identity", (const char *[]){"x"}, 1, (const char *[]){eout}, 1, NULL);
+        graph_output(&elses[k], eout, ONNX_FLOAT);
+        pb *then = k == depth ? NULL : &levels[k + 1];
+        pb leaf = {0};
+        if (!then) {
+            pb_str(&leaf, 2, "leaf");
+            node_with(&leaf, "Neg", (const char *[]){"x"}, 1, (const char *[]){inner}, 1, NULL);
+            graph_output(&leaf, inner, ONNX_FLOAT);
+            then = &leaf;
+        }
+        attr_graph(&attrs[k], "then_branch", then);
+        attr_graph(&attrs[k], "else_branch", &elses[k]);
+        pb *g = k == 1 ? &graph : &levels[k];
+        if (k > 1) pb_str(g, 2, "level");
+        node_with(g, "If", (const char *[]){"go"}, 1, (const char *[]){out}, 1, &attrs[k]);
+        graph_output(g, out, ONNX_FLOAT);
+    }
+    graph_input(&graph, "x", ONNX_FLOAT, (int64_t[]){2}, 1);
+    bool_init(&graph, "go", true);
+    seq_model(m, &graph);
+}
+
+TEST(control_flow_errors) {
+    static pb m;
+    tp_program *p = NULL;
+    nested_if_model(&m, 8); /* 8 deep: fine, x negated */
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    tp_program_free(p);
+    p = NULL;
+    nested_if_model(&m, 9);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("subgraphs nested more than 8 deep");
+    CHECK(p == NULL);
+    /* an If without else_branch */
+    static pb graph, tb, attrs;
+    memset(&graph, 0, sizeof graph);
+    memset(&tb, 0, sizeof tb);
+    memset(&attrs, 0, sizeof attrs);
+    graph_input(&graph, "x", ONNX_FLOAT, (int64_t[]){2}, 1);
+    graph_input(&graph, "go", 9, NULL, 0);
+    pb_str(&tb, 2, "then");
+    node_with(&tb, "Neg", (const char *[]){"x"}, 1, (const char *[]){"t"}, 1, NULL);
+    graph_output(&tb, "t", ONNX_FLOAT);
+    attr_graph(&attrs, "then_branch", &tb);
+    node_with(&graph, "If", (const char *[]){"go"}, 1, (const char *[]){"y"}, 1, &attrs);
+    graph_output(&graph, "y", ONNX_FLOAT);
+    seq_model(&m, &graph);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("(If, opset 17): missing attribute 'else_branch'");
+    /* a Loop body with one loop-carried input for none given */
+    memset(&graph, 0, sizeof graph);
+    memset(&tb, 0, sizeof tb);
+    memset(&attrs, 0, sizeof attrs);
+    scalar_init(&graph, "M", ONNX_INT64, 2);
+    pb_str(&tb, 2, "body");
+    graph_input(&tb, "i", ONNX_INT64, NULL, 0);
+    graph_input(&tb, "c_in", 9, NULL, 0);
+    graph_input(&tb, "extra", ONNX_FLOAT, NULL, 0);
+    node_with(&tb, "Identity", (const char *[]){"c_in"}, 1, (const char *[]){"c_out"}, 1, NULL);
+    graph_output(&tb, "c_out", 9);
+    attr_graph(&attrs, "body", &tb);
+    node_with(&graph, "Loop", (const char *[]){"M", ""}, 2, (const char *[]){"unused"}, 1, &attrs);
+    graph_output(&graph, "unused", ONNX_FLOAT);
+    seq_model(&m, &graph);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("the body has 3 inputs and 1 outputs for 0 loop-carried values");
+    /* a Scan input axis out of range */
+    memset(&graph, 0, sizeof graph);
+    memset(&tb, 0, sizeof tb);
+    memset(&attrs, 0, sizeof attrs);
+    graph_input(&graph, "s", ONNX_FLOAT, (int64_t[]){2}, 1);
+    graph_input(&graph, "x", ONNX_FLOAT, (int64_t[]){3, 2}, 2);
+    pb_str(&tb, 2, "body");
+    graph_input(&tb, "s_in", ONNX_FLOAT, (int64_t[]){2}, 1);
+    graph_input(&tb, "xt", ONNX_FLOAT, (int64_t[]){2}, 1);
+    node_with(&tb, "Add", (const char *[]){"s_in", "xt"}, 2, (const char *[]){"s_out"}, 1, NULL);
+    graph_output(&tb, "s_out", ONNX_FLOAT);
+    attr_graph(&attrs, "body", &tb);
+    attr_i(&attrs, "num_scan_inputs", 1);
+    pb axes = {0};
+    pb_str(&axes, 1, "scan_input_axes");
+    pb_int(&axes, 8, 2);
+    pb_int(&axes, 20, 7); /* INTS */
+    pb_msg(&attrs, 5, &axes);
+    node_with(&graph, "Scan", (const char *[]){"s", "x"}, 2, (const char *[]){"s_final"}, 1, &attrs);
+    graph_output(&graph, "s_final", ONNX_FLOAT);
+    seq_model(&m, &graph);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("scan input 0: axis 2 out of range for rank 2");
+    CHECK(p == NULL);
+}
+
 /* Unrolling is bounded: a Loop of 512 iterations whose body holds another
  * Loop of 512 would convert over 512 * 512 nodes, beyond the budget of
  * 2^18 in all: refused. */
@@ -2184,6 +2291,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))

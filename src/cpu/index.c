@@ -1165,34 +1165,38 @@ static tp_status kernel_searchsorted(const tp_value *args, tp_value *out) {
 
 typedef enum hist_kind { HIST_LINEAR, HIST_LOCAL_SEARCH, HIST_EDGES } hist_kind;
 
+/* The bin of v among edges[0..bins] (-1 outside them or NaN): PyTorch's
+ * linear guess computed in dt, refined by a search unless kind is
+ * HIST_LINEAR; the last edge falls in the last bin. */
+static int64_t hist_bin(double v, const double *edges, int64_t bins, hist_kind kind, tp_dtype dt) {
+    double lo = edges[0], hi = edges[bins];
+    if (!(v >= lo && v <= hi)) return -1;
+    int64_t pos, a = 0, b = bins + 1;
+    if (kind != HIST_EDGES) {
+        pos = dt == TP_FLOAT32 ? (int64_t)(((float)v - (float)lo) * (float)bins / ((float)hi - (float)lo))
+                               : (int64_t)((v - lo) * (double)bins / (hi - lo));
+        if (kind == HIST_LINEAR) return pos == bins ? pos - 1 : pos >= 0 && pos < bins ? pos : -1;
+        a = pos - 1 > 0 ? pos - 1 : 0;
+        b = pos + 2 < bins + 1 ? pos + 2 : bins + 1;
+    }
+    while (a < b) { /* std::upper_bound over edges[a, b) */
+        int64_t m = a + (b - a) / 2;
+        if (!(v < edges[m])) a = m + 1;
+        else b = m;
+    }
+    pos = a - 1;
+    if (pos == bins) pos -= 1;
+    return pos >= 0 && pos < bins ? pos : -1;
+}
+
 /* hist[bins] (zeroed by the caller) += the weights (1 without) of self's values. */
 static void hist_fill(const tp_tensor *self, const tp_tensor *weight, const double *edges, int64_t bins,
                       hist_kind kind, double *hist) {
-    tp_dtype dt = self->dtype;
-    bool f32 = dt == TP_FLOAT32;
-    double lo = edges[0], hi = edges[bins];
     tp_iter it;
     tp__iter_init(&it, self->ndim, self->sizes, weight ? 2 : 1, (const tp_tensor *[]){self, weight});
     while (tp__iter_next(&it)) {
-        double v = tp__load_f64(it.ptr[0], dt);
-        if (!(v >= lo && v <= hi)) continue;
-        int64_t pos, a = 0, b = bins + 1;
-        if (kind != HIST_EDGES) {
-            pos = f32 ? (int64_t)(((float)v - (float)lo) * (float)bins / ((float)hi - (float)lo))
-                      : (int64_t)((v - lo) * (double)bins / (hi - lo));
-            if (kind == HIST_LINEAR) goto found;
-            a = pos - 1 > 0 ? pos - 1 : 0;
-            b = pos + 2 < bins + 1 ? pos + 2 : bins + 1;
-        }
-        while (a < b) { /* std::upper_bound over edges[a, b) */
-            int64_t m = a + (b - a) / 2;
-            if (!(v < edges[m])) a = m + 1;
-            else b = m;
-        }
-        pos = a - 1;
-    found:
-        if (pos == bins) pos -= 1;
-        if (pos >= 0 && pos < bins) hist[pos] += weight ? tp__load_f64(it.ptr[1], weight->dtype) : 1.0;
+        int64_t pos = hist_bin(tp__load_f64(it.ptr[0], self->dtype), edges, bins, kind, self->dtype);
+        if (pos >= 0) hist[pos] += weight ? tp__load_f64(it.ptr[1], weight->dtype) : 1.0;
     }
 }
 
@@ -1558,29 +1562,10 @@ static tp_status kernel_histogramdd(const tp_value *args, tp_value *out) {
         int64_t cell = 0;
         bool in = true;
         for (int d = 0; d < p.D && in; d++) {
-            double v = x[i * p.D + d], lo = edges[d][0], hi = edges[d][p.bins[d]];
-            int64_t nb = p.bins[d];
-            if (!(v >= lo && v <= hi)) {
-                in = false;
-                break;
-            }
-            int64_t a = 0, b = nb + 1;
-            if (!p.edges[d]) { /* histogram's linear guess in the dtype, then a local search */
-                int64_t pos = p.self->dtype == TP_FLOAT32
-                                  ? (int64_t)(((float)v - (float)lo) * (float)nb / ((float)hi - (float)lo))
-                                  : (int64_t)((v - lo) * (double)nb / (hi - lo));
-                a = pos - 1 > 0 ? pos - 1 : 0;
-                b = pos + 2 < nb + 1 ? pos + 2 : nb + 1;
-            }
-            while (a < b) {
-                int64_t m = a + (b - a) / 2;
-                if (!(v < edges[d][m])) a = m + 1;
-                else b = m;
-            }
-            int64_t pos = a - 1;
-            if (pos == nb) pos -= 1;
-            if (pos < 0 || pos >= nb) in = false;
-            cell = cell * nb + pos;
+            int64_t pos = hist_bin(x[i * p.D + d], edges[d], p.bins[d], p.edges[d] ? HIST_EDGES : HIST_LOCAL_SEARCH,
+                                   p.self->dtype);
+            in = pos >= 0;
+            cell = cell * p.bins[d] + pos;
         }
         if (in) hist[cell] += w ? w[i] : 1.0;
     }

@@ -391,10 +391,9 @@ static double binomial_draw(uint64_t *s, double n, double p) {
             k += 1.0;
         }
     }
-    double m = floor((n + 1) * p), r = p / (1 - p), nr = (n + 1) * r, npq = n * p * (1 - p), sq = sqrt(npq);
+    double m = floor((n + 1) * p), r = p / (1 - p), npq = n * p * (1 - p), sq = sqrt(npq);
     double b = 1.15 + 2.53 * sq, a = -0.0873 + 0.0248 * b + 0.01 * p, c = n * p + 0.5;
     double alpha = (2.83 + 5.1 / b) * sq, vr = 0.92 - 4.2 / b;
-    (void)nr;
     for (;;) {
         double u = tp__rng_uniform(s) - 0.5, v = tp__rng_uniform_open(s), us = 0.5 - fabs(u);
         double k = floor((2 * a / us + b) * u + c);
@@ -606,7 +605,8 @@ static tp_status sample_kernel(const tp_value *args, tp_value *out) {
                 break;
             }
         }
-        tp__store_f64(tp__tensor_base(y) + b * y->strides[0] * 8, TP_INT64, (double)t[pick].i);
+        tp__store_f64(tp__tensor_base(y) + b * y->strides[0] * (int64_t)tp_dtype_size(TP_INT64), TP_INT64,
+                      (double)t[pick].i);
     }
     tp_free(t);
     return st;

@@ -1830,22 +1830,13 @@ static tp_status kernel_gradient(const tp_value *args, tp_value *out) {
         int d = g.dims[i];
         int64_t n = x->sizes[d], inner = 1;
         for (int q = d + 1; q < x->ndim; q++) inner *= x->sizes[q];
-        double *c = NULL;
-        if (g.coords[i]) {
-            tp_tensor *ct = NULL;
-            st = tp_tensor_to(g.coords[i], TP_FLOAT64, &ct);
-            if (st == TP_OK) {
-                c = tp_malloc((size_t)n * sizeof *c);
-                if (c) memcpy(c, tp_tensor_data(ct), (size_t)n * sizeof *c);
-                else st = tp_error(TP_ERR_NOMEM, "out of memory");
-            }
-            tp_tensor_free(ct);
-            if (st != TP_OK) break;
-        }
+        tp_tensor *ct = NULL; /* the coordinates in double */
+        if (g.coords[i] && (st = tp_tensor_to(g.coords[i], TP_FLOAT64, &ct)) != TP_OK) break;
+        const double *c = ct ? tp_tensor_data(ct) : NULL;
         double h = g.step[i];
-        for (int64_t base = 0; base < numel; base++) {
-            int64_t k = (base / inner) % n; /* index along d */
-            if (k != 0) continue;           /* one line per (outer, inner) start */
+        int64_t lines = numel > 0 ? numel / (n * inner) : 0;
+        for (int64_t line = 0; line < lines * inner; line++) { /* each line along d: (outer, inner) */
+            int64_t base = (line / inner) * n * inner + line % inner;
             const double *fl = f + base;
             double *rl = r + base;
 #define F(j) fl[(j) * inner]
@@ -1875,7 +1866,7 @@ static tp_status kernel_gradient(const tp_value *args, tp_value *out) {
             }
 #undef F
         }
-        tp_free(c);
+        tp_tensor_free(ct);
         st = tp_tensor_copy_(tp__out_at(out, i), res);
     }
     tp_tensor_free(xd);

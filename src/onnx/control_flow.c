@@ -82,12 +82,7 @@ static tp_status choose(ox_ctx *c, int i, const tp_value *cond, const tp_value *
     if (!same_meta(ox_meta(a), ox_meta(b)))
         return ox_unsupported(c, "output %d: the branches make different dtypes or shapes, so the condition, known only "
                                  "when the program runs, would change the program's shapes", i);
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg_ref(&A, cond);
-    ox_arg_ref(&A, a);
-    ox_arg_ref(&A, b);
-    return ox_call(c, TP_OP_WHERE, &A, r);
+    return ox_call3(c, TP_OP_WHERE, cond, a, b, r);
 }
 
 /* ---- If ---------------------------------------------------------------------- */
@@ -132,15 +127,11 @@ static tp_status map_if(ox_ctx *c) {
         const tp_value *a, *b;
         bool da, db;
         st = ox_lookup(c, gt->output[i] ? gt->output[i]->name : NULL, &a, &da);
-        if (st != TP_OK) break;
-        tp_value av;
-        if ((st = tp_value_copy(a, &av)) != TP_OK) break;
-        st = ox_lookup(c, ge->output[i] ? ge->output[i]->name : NULL, &b, &db);
+        if (st == TP_OK) st = ox_lookup(c, ge->output[i] ? ge->output[i]->name : NULL, &b, &db);
         if (st == TP_OK && (da || db))
             st = ox_unsupported(c, "output %d: a branch's shape depends on a dynamic dim", i);
         tp_value r = tp_value_none();
-        if (st == TP_OK) st = choose(c, i, &c0, &av, b, &r);
-        tp_value_clear(&av);
+        if (st == TP_OK) st = choose(c, i, &c0, a, b, &r);
         if (st == TP_OK) st = ox_set_out(c, i, &r);
     }
     tp_value_clear(&c0);

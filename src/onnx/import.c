@@ -10,7 +10,9 @@
  * state placeholders (initializers -> PARAMETER under their name, folded
  * values -> CONSTANT_TENSOR "_tensor_constantN"). So shape-only subgraphs
  * (Shape -> Gather -> Concat -> Reshape) vanish into op arguments, and
- * initializers read only as shape/index data never become state.
+ * initializers read only as shape/index data never become state. Shape
+ * data computed from dynamic dims stays symbolic instead (shape_values.c),
+ * and subgraphs (control_flow.c) convert into the same value table.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -145,6 +147,14 @@ static ox_entry *in_entry(ox_ctx *c, int i) {
     if (i < 0 || (size_t)i >= c->node->n_input || !c->node->input[i] || !c->node->input[i][0]) return NULL;
     return tab_find(c, c->node->input[i]);
 }
+/* The operand an entry stands for: a shape value made into its int64 tensor
+ * (once, kept in mat), anything else as it is. */
+static tp_status entry_operand(ox_ctx *c, ox_entry *e, const tp_value **out) {
+    if (e->shape && e->mat.kind == TP_VAL_NONE) TP_TRY(tp__onnx_shape_tensor(c, &e->v, e->shape_rank, &e->mat));
+    *out = e->shape ? &e->mat : &e->v;
+    return TP_OK;
+}
+
 const tp_value *ox_in(ox_ctx *c, int i) {
     ox_entry *e = in_entry(c, i);
     if (!e) return NULL;
@@ -165,8 +175,7 @@ tp_status ox_bind(ox_ctx *c, const char *name, const tp_value *v, bool dyn) {
 tp_status ox_lookup(ox_ctx *c, const char *name, const tp_value **out, bool *dyn) {
     ox_entry *e = name && name[0] ? tab_find(c, name) : NULL;
     if (!e || e->failed || e->v.kind == TP_VAL_NONE) return ox_bad(c, "value '%s' is not defined", name ? name : "");
-    if (e->shape && e->mat.kind == TP_VAL_NONE) TP_TRY(tp__onnx_shape_tensor(c, &e->v, e->shape_rank, &e->mat));
-    *out = e->shape ? &e->mat : &e->v;
+    TP_TRY(entry_operand(c, e, out));
     if (dyn) *dyn = e->dyn;
     return TP_OK;
 }
@@ -657,6 +666,14 @@ tp_status ox_call2(ox_ctx *c, tp_op op, const tp_value *x, const tp_value *y, tp
     ox_arg_ref(&A, y);
     return ox_call(c, op, &A, out);
 }
+tp_status ox_call3(ox_ctx *c, tp_op op, const tp_value *x, const tp_value *y, const tp_value *z, tp_value *out) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ref(&A, y);
+    ox_arg_ref(&A, z);
+    return ox_call(c, op, &A, out);
+}
 tp_status ox_cast(ox_ctx *c, const tp_value *x, tp_dtype dtype, tp_value *out) {
     const tp_tensor *m = ox_meta(x);
     if (m && tp_tensor_dtype(m) == dtype) return tp_value_copy(x, out);
@@ -1050,8 +1067,8 @@ static tp_status convert_node_list(ox_ctx *c, Onnx__NodeProto *const *nodes, siz
             st = tp__onnx_convert_shape_node(c, n->op_type, &done);
             for (size_t i = 0; st == TP_OK && !done && i < n->n_input; i++) {
                 ox_entry *e = in_entry(c, (int)i);
-                if (e && e->shape && e->mat.kind == TP_VAL_NONE)
-                    st = tp__onnx_shape_tensor(c, &e->v, e->shape_rank, &e->mat);
+                const tp_value *unused;
+                if (e) st = entry_operand(c, e, &unused);
             }
             if (st != TP_OK) {
                 if (st == TP_ERR_NOMEM) return st;
@@ -1174,8 +1191,9 @@ static tp_status build_program(import_job *J, tp_program **out) {
             break;
         }
         tp_value v = tp_value_none();
-        if (e->shape && e->mat.kind == TP_VAL_NONE) st = tp__onnx_shape_tensor(c, &e->v, e->shape_rank, &e->mat);
-        if (st == TP_OK) st = tp_value_copy(e->shape ? &e->mat : &e->v, &v);
+        const tp_value *src = NULL;
+        st = entry_operand(c, e, &src);
+        if (st == TP_OK) st = tp_value_copy(src, &v);
         if (st == TP_OK && (v.kind == TP_VAL_TENSOR || v.kind == TP_VAL_LIST)) st = materialize_value(c, &v);
         if (v.kind == TP_VAL_LIST) { /* a sequence: a list output, one leaf per tensor */
             seq_out = true;

@@ -1,7 +1,9 @@
 /*
  * onnx_impl.h - internals of the ONNX importer shared by reader.c (bounded
  * protobuf decoding, TensorProto -> tensor), import.c (graph and program
- * building, value table, constant folding) and op_map.c (ONNX op -> our ops).
+ * building, value table, constant folding), op_map.c (ONNX op -> our ops),
+ * shape_values.c (shape arithmetic on dynamic dims as symbolic ints) and
+ * control_flow.c (If, Loop, Scan with subgraphs).
  */
 #ifndef TPEXPORT_ONNX_IMPL_H
 #define TPEXPORT_ONNX_IMPL_H
@@ -94,6 +96,8 @@ TP_HIDDEN tp_status ox_call(ox_ctx *c, tp_op op, ox_args *A, tp_value *out);
 /* Shortcuts. */
 TP_HIDDEN tp_status ox_call1(ox_ctx *c, tp_op op, const tp_value *x, tp_value *out);
 TP_HIDDEN tp_status ox_call2(ox_ctx *c, tp_op op, const tp_value *x, const tp_value *y, tp_value *out);
+TP_HIDDEN tp_status ox_call3(ox_ctx *c, tp_op op, const tp_value *x, const tp_value *y, const tp_value *z,
+                             tp_value *out);
 /* Cast an operand to dtype (a no-op copy when it already has it). */
 TP_HIDDEN tp_status ox_cast(ox_ctx *c, const tp_value *x, tp_dtype dtype, tp_value *out);
 /* A new tensor (zeroed when `zero`) for a constant the mapping builds,

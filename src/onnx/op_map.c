@@ -2724,14 +2724,7 @@ static tp_status trilu_run_time_k(ox_ctx *c, const tp_value *x, const tp_value *
     if (st == TP_OK) st = ox_call2(c, TP_OP_SUB, &cols, &rows, &diff);
     if (st == TP_OK) st = ox_call2(c, ox_attr_i(c, "upper", 1) ? TP_OP_GE : TP_OP_LE, &diff, k, &cond);
     if (st == TP_OK) st = scalar_like(x, 0, &zero);
-    if (st == TP_OK) {
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, &cond);
-        ox_arg_ref(&A, x);
-        ox_arg_ref(&A, &zero);
-        st = ox_call(c, TP_OP_WHERE, &A, &r);
-    }
+    if (st == TP_OK) st = ox_call3(c, TP_OP_WHERE, &cond, x, &zero, &r);
     tp_value_clear(&rows);
     tp_value_clear(&cols);
     tp_value_clear(&diff);
@@ -4194,13 +4187,8 @@ static tp_status rnn_opi(ox_ctx *c, rnn_pool *P, tp_op op, const tp_value *x, co
 
 static tp_status rnn_where(ox_ctx *c, rnn_pool *P, const tp_value *cond, const tp_value *a, const tp_value *b,
                            const tp_value **out) {
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg_ref(&A, cond);
-    ox_arg_ref(&A, a);
-    ox_arg_ref(&A, b);
     tp_value r;
-    TP_TRY(ox_call(c, TP_OP_WHERE, &A, &r));
+    TP_TRY(ox_call3(c, TP_OP_WHERE, cond, a, b, &r));
     RNN_KEEP(P, r, *out);
     return TP_OK;
 }

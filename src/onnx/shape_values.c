@@ -501,18 +501,10 @@ static tp_status reshape_run_time(ox_ctx *c, const tp_value *x, const tp_value *
             st = ox_scalar_tensor(TP_INT64, 0, &zero);
         }
         if (st == TP_OK) st = ox_call2(c, TP_OP_EQ, &fixed, &zero, &eq);
-        if (st == TP_OK) {
-            ox_args A;
-            ox_args_init(&A);
-            ox_arg_ref(&A, &eq);
-            ox_arg_ref(&A, &dv);
-            ox_arg_ref(&A, &fixed);
-            tp_value w;
-            st = ox_call(c, TP_OP_WHERE, &A, &w);
-            if (st == TP_OK) {
-                tp_value_clear(&fixed);
-                fixed = w;
-            }
+        tp_value w;
+        if (st == TP_OK && (st = ox_call3(c, TP_OP_WHERE, &eq, &dv, &fixed, &w)) == TP_OK) {
+            tp_value_clear(&fixed);
+            fixed = w;
         }
         tp_value_clear(&zero);
         tp_value_clear(&eq);
