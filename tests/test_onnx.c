@@ -1290,6 +1290,187 @@ TEST(run_time_clip_and_trilu) {
     }
 }
 
+/* ---- shape data given when the program runs (src/onnx/shape_data.c) ------------ */
+
+/* One call of p with n tensor arguments (taken over); output k, or NULL. */
+static tp_tensor *call_n(tp_program *p, tp_tensor **args, int n, int k) {
+    tp_value a[4], o = tp_value_none();
+    for (int i = 0; i < n; i++) a[i] = tp_value_tensor(args[i]);
+    CHECK_OK(tp_program_call(p, a, n, NULL, &o));
+    tp_tensor *r = NULL;
+    const tp_value *y = o.kind == TP_VAL_TUPLE || o.kind == TP_VAL_LIST ? tp_value_at(&o, k) : k == 0 ? &o : NULL;
+    if (y && y->kind == TP_VAL_TENSOR) r = tp_tensor_retain(y->u.tensor);
+    tp_value_clear(&o);
+    for (int i = 0; i < n; i++) tp_value_clear(&a[i]);
+    return r;
+}
+
+static tp_tensor *f32s(int nd, const int64_t *dims, const float *v) {
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, nd, dims, v, &t));
+    return t;
+}
+
+static tp_tensor *i64s(int nd, const int64_t *dims, const int64_t *v) {
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_INT64, nd, dims, v, &t));
+    return t;
+}
+
+/* r (freed) has sizes want_dims and values want (numel values). */
+static void check_result(tp_tensor *r, int nd, const int64_t *want_dims, const double *want, const char *what) {
+    CHECK(r != NULL);
+    if (!r) return;
+    bool ok = tp_tensor_ndim(r) == nd;
+    for (int d = 0; ok && d < nd; d++) ok = tp_tensor_sizes(r)[d] == want_dims[d];
+    for (int64_t i = 0; ok && i < tp_tensor_numel(r); i++) ok = fabs(tp_tensor_item_f64(r, i) - want[i]) < 1e-6;
+    if (!ok) fprintf(stderr, "  run-time shape data: %s gave a wrong result\n", what);
+    CHECK(ok);
+    tp_tensor_free(r);
+}
+
+/* Load a one-node model; no input may need specialising. */
+static tp_program *load_run_time(pb *m) {
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load_buffer(m->data, m->len, NULL, NULL, &p, &rep));
+    CHECK(rep.n_need_constant == 0);
+    tp_onnx_report_clear(&rep);
+    return p;
+}
+
+/* Unsqueeze / Squeeze axes, Slice starts/ends/axes/steps, TopK's k, a
+ * reduction's axes, Pad's pads, Resize's scales and sizes, OneHot's depth
+ * and CumSum's axis given as graph inputs: one program, called with two
+ * different values each, results derived by hand. */
+TEST(run_time_shape_data) {
+    static pb m;
+    static const float x6[6] = {0, 1, 2, 3, 4, 5};
+    tp_program *p;
+    /* Unsqueeze x[2, 3] at [0] then at [-1] */
+    static const io_spec uq_in[2] = {{"x", ONNX_FLOAT, 2, {2, 3}}, {"axes", ONNX_INT64, 1, {1}}};
+    static const io_spec y3[1] = {{"y", ONNX_FLOAT, 3, {1, 2, 3}}};
+    node_model(&m, "Unsqueeze", "", 13, uq_in, 2, y3, 1, NULL, 0);
+    if ((p = load_run_time(&m))) {
+        tp_tensor *a[2] = {f32s(2, (int64_t[]){2, 3}, x6), i64s(1, (int64_t[]){1}, (int64_t[]){0})};
+        check_result(call_n(p, a, 2, 0), 3, (int64_t[]){1, 2, 3}, (double[]){0, 1, 2, 3, 4, 5}, "Unsqueeze [0]");
+        tp_tensor *b[2] = {f32s(2, (int64_t[]){2, 3}, x6), i64s(1, (int64_t[]){1}, (int64_t[]){-1})};
+        check_result(call_n(p, b, 2, 0), 3, (int64_t[]){2, 3, 1}, (double[]){0, 1, 2, 3, 4, 5}, "Unsqueeze [-1]");
+        tp_program_free(p);
+    }
+    /* Squeeze x[1, 3, 1] at [0] then [-1] */
+    static const io_spec sq_in[2] = {{"x", ONNX_FLOAT, 3, {1, 3, 1}}, {"axes", ONNX_INT64, 1, {1}}};
+    static const io_spec y2[1] = {{"y", ONNX_FLOAT, 2, {3, 1}}};
+    node_model(&m, "Squeeze", "", 13, sq_in, 2, y2, 1, NULL, 0);
+    if ((p = load_run_time(&m))) {
+        tp_tensor *a[2] = {f32s(3, (int64_t[]){1, 3, 1}, x6), i64s(1, (int64_t[]){1}, (int64_t[]){0})};
+        check_result(call_n(p, a, 2, 0), 2, (int64_t[]){3, 1}, (double[]){0, 1, 2}, "Squeeze [0]");
+        tp_tensor *b[2] = {f32s(3, (int64_t[]){1, 3, 1}, x6), i64s(1, (int64_t[]){1}, (int64_t[]){-1})};
+        check_result(call_n(p, b, 2, 0), 2, (int64_t[]){1, 3}, (double[]){0, 1, 2}, "Squeeze [-1]");
+        tp_program_free(p);
+    }
+    /* Slice x[6]: [1:5:2]; [-1::-2] (ends -7 clamps to before the start); [10:20] (empty) */
+    static const io_spec sl_in[5] = {{"x", ONNX_FLOAT, 1, {6}},
+                                     {"starts", ONNX_INT64, 1, {1}},
+                                     {"ends", ONNX_INT64, 1, {1}},
+                                     {"axes", ONNX_INT64, 1, {1}},
+                                     {"steps", ONNX_INT64, 1, {1}}};
+    static const io_spec y1[1] = {{"y", ONNX_FLOAT, 1, {2}}};
+    node_model(&m, "Slice", "", 13, sl_in, 5, y1, 1, NULL, 0);
+    if ((p = load_run_time(&m))) {
+        static const int64_t v[3][4] = {{1, 5, 0, 2}, {-1, -7, -1, -2}, {10, 20, 0, 1}};
+        static const int64_t n_out[3] = {2, 3, 0};
+        static const double want[3][3] = {{1, 3}, {5, 3, 1}, {0}};
+        for (int k = 0; k < 3; k++) {
+            tp_tensor *a[5] = {f32s(1, (int64_t[]){6}, x6)};
+            for (int i = 0; i < 4; i++) a[1 + i] = i64s(1, (int64_t[]){1}, &v[k][i]);
+            tp_value av[5], o = tp_value_none();
+            for (int i = 0; i < 5; i++) av[i] = tp_value_tensor(a[i]);
+            CHECK_OK(tp_program_call(p, av, 5, NULL, &o));
+            const tp_value *y = o.kind == TP_VAL_TUPLE ? tp_value_at(&o, 0) : &o;
+            check_result(y && y->kind == TP_VAL_TENSOR ? tp_tensor_retain(y->u.tensor) : NULL, 1, &n_out[k], want[k],
+                         "Slice");
+            tp_value_clear(&o);
+            for (int i = 0; i < 5; i++) tp_value_clear(&av[i]);
+        }
+        tp_program_free(p);
+    }
+    /* TopK of [3, 1, 4, 1, 5] with k = 2, then k = 4 (the two 1s in index order) */
+    static const io_spec tk_in[2] = {{"x", ONNX_FLOAT, 1, {5}}, {"k", ONNX_INT64, 1, {1}}};
+    static const io_spec tk_out[2] = {{"values", ONNX_FLOAT, 1, {2}}, {"indices", ONNX_INT64, 1, {2}}};
+    node_model(&m, "TopK", "", 11, tk_in, 2, tk_out, 2, NULL, 0);
+    if ((p = load_run_time(&m))) {
+        static const float xv[5] = {3, 1, 4, 1, 5};
+        tp_tensor *a[2] = {f32s(1, (int64_t[]){5}, xv), i64s(1, (int64_t[]){1}, (int64_t[]){2})};
+        check_result(call_n(p, a, 2, 0), 1, (int64_t[]){2}, (double[]){5, 4}, "TopK 2");
+        tp_tensor *b[2] = {f32s(1, (int64_t[]){5}, xv), i64s(1, (int64_t[]){1}, (int64_t[]){4})};
+        check_result(call_n(p, b, 2, 1), 1, (int64_t[]){4}, (double[]){4, 2, 0, 1}, "TopK 4 indices");
+        tp_program_free(p);
+    }
+    /* ReduceSum x[2, 3] = 0..5 without keepdims over [1] (row sums), then [0] */
+    static pb attrs[2];
+    attr_int(&attrs[0], "keepdims", 0);
+    static const io_spec rs_in[2] = {{"x", ONNX_FLOAT, 2, {2, 3}}, {"axes", ONNX_INT64, 1, {1}}};
+    node_model(&m, "ReduceSum", "", 13, rs_in, 2, y1, 1, attrs, 1);
+    if ((p = load_run_time(&m))) {
+        tp_tensor *a[2] = {f32s(2, (int64_t[]){2, 3}, x6), i64s(1, (int64_t[]){1}, (int64_t[]){1})};
+        check_result(call_n(p, a, 2, 0), 1, (int64_t[]){2}, (double[]){3, 12}, "ReduceSum [1]");
+        tp_tensor *b[2] = {f32s(2, (int64_t[]){2, 3}, x6), i64s(1, (int64_t[]){1}, (int64_t[]){0})};
+        check_result(call_n(p, b, 2, 0), 1, (int64_t[]){3}, (double[]){3, 5, 7}, "ReduceSum [0]");
+        tp_program_free(p);
+    }
+    /* Pad (reflect) x[1, 4] = 0..3 by pads [0, 1, 0, 2], then [0, 0, 0, 1] */
+    attr_str(&attrs[0], "mode", "reflect");
+    static const io_spec pd_in[2] = {{"x", ONNX_FLOAT, 2, {1, 4}}, {"pads", ONNX_INT64, 1, {4}}};
+    static const io_spec pd_out[1] = {{"y", ONNX_FLOAT, 2, {1, 7}}};
+    node_model(&m, "Pad", "", 13, pd_in, 2, pd_out, 1, attrs, 1);
+    if ((p = load_run_time(&m))) {
+        tp_tensor *a[2] = {f32s(2, (int64_t[]){1, 4}, x6), i64s(1, (int64_t[]){4}, (int64_t[]){0, 1, 0, 2})};
+        check_result(call_n(p, a, 2, 0), 2, (int64_t[]){1, 7}, (double[]){1, 0, 1, 2, 3, 2, 1}, "Pad reflect 1, 2");
+        tp_tensor *b[2] = {f32s(2, (int64_t[]){1, 4}, x6), i64s(1, (int64_t[]){4}, (int64_t[]){0, 0, 0, 1})};
+        check_result(call_n(p, b, 2, 0), 2, (int64_t[]){1, 5}, (double[]){0, 1, 2, 3, 2}, "Pad reflect 0, 1");
+        tp_program_free(p);
+    }
+    /* Upsample (opset 9: nearest, asymmetric, floor) of x[1, 2] = [0, 1] by scales [1, 2], then [1, 1.5] */
+    static const io_spec rz_out[1] = {{"y", ONNX_FLOAT, 2, {1, 4}}};
+    static const io_spec rz_in2[2] = {{"x", ONNX_FLOAT, 2, {1, 2}}, {"scales", ONNX_FLOAT, 1, {2}}};
+    node_model(&m, "Upsample", "", 9, rz_in2, 2, rz_out, 1, NULL, 0);
+    if ((p = load_run_time(&m))) {
+        tp_tensor *a[2] = {f32s(2, (int64_t[]){1, 2}, x6), f32s(1, (int64_t[]){2}, (float[]){1, 2})};
+        check_result(call_n(p, a, 2, 0), 2, (int64_t[]){1, 4}, (double[]){0, 0, 1, 1}, "Upsample x2");
+        tp_tensor *b[2] = {f32s(2, (int64_t[]){1, 2}, x6), f32s(1, (int64_t[]){2}, (float[]){1, 1.5f})};
+        /* out 3: x = o / 1.5 = 0, 0.67, 1.33 -> floor 0, 0, 1 */
+        check_result(call_n(p, b, 2, 0), 2, (int64_t[]){1, 3}, (double[]){0, 0, 1}, "Upsample x1.5");
+        tp_program_free(p);
+    }
+    /* OneHot of [0, 2] with depth 3, then depth 4 (values [0, 1]) */
+    static const io_spec oh_in[3] = {{"i", ONNX_INT64, 1, {2}}, {"depth", ONNX_INT64, 0, {0}}, {"v", ONNX_FLOAT, 1, {2}}};
+    static const io_spec oh_out[1] = {{"y", ONNX_FLOAT, 2, {2, 3}}};
+    node_model(&m, "OneHot", "", 11, oh_in, 3, oh_out, 1, NULL, 0);
+    if ((p = load_run_time(&m))) {
+        for (int64_t depth = 3; depth <= 4; depth++) {
+            tp_tensor *a[3] = {i64s(1, (int64_t[]){2}, (int64_t[]){0, 2}), i64s(0, NULL, &depth),
+                               f32s(1, (int64_t[]){2}, (float[]){0, 1})};
+            double want[8] = {0};
+            want[0] = 1, want[depth + 2] = 1;
+            check_result(call_n(p, a, 3, 0), 2, (int64_t[]){2, depth}, want, "OneHot");
+        }
+        tp_program_free(p);
+    }
+    /* CumSum of [[1, 2], [3, 4]] along axis 0, then 1 */
+    static const io_spec cs_in[2] = {{"x", ONNX_FLOAT, 2, {2, 2}}, {"axis", ONNX_INT64, 0, {0}}};
+    static const io_spec cs_out[1] = {{"y", ONNX_FLOAT, 2, {2, 2}}};
+    node_model(&m, "CumSum", "", 14, cs_in, 2, cs_out, 1, NULL, 0);
+    if ((p = load_run_time(&m))) {
+        static const double want[2][4] = {{1, 2, 4, 6}, {1, 3, 3, 7}};
+        for (int64_t ax = 0; ax < 2; ax++) {
+            tp_tensor *a[2] = {f32s(2, (int64_t[]){2, 2}, (float[]){1, 2, 3, 4}), i64s(0, NULL, &ax)};
+            check_result(call_n(p, a, 2, 0), 2, (int64_t[]){2, 2}, want[ax], "CumSum");
+        }
+        tp_program_free(p);
+    }
+}
+
 /* Momentum (ai.onnx.preview.training, the only domain imported): one
  * step computed by hand, T = 0 (beta not applied) then T = 1; and the
  * errors: an unknown mode, a missing attribute, the wrong input count. */
@@ -2291,6 +2472,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(run_time_shape_data), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))

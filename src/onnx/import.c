@@ -12,7 +12,8 @@
  * (Shape -> Gather -> Concat -> Reshape) vanish into op arguments, and
  * initializers read only as shape/index data never become state. Shape
  * data computed from dynamic dims stays symbolic instead (shape_values.c),
- * and subgraphs (control_flow.c) convert into the same value table.
+ * shape data given at run time is read with item() (shape_data.c), and
+ * subgraphs (control_flow.c) convert into the same value table.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -1070,6 +1071,8 @@ static tp_status convert_node_list(ox_ctx *c, Onnx__NodeProto *const *nodes, siz
                 const tp_value *unused;
                 if (e) st = entry_operand(c, e, &unused);
             }
+            /* shapes, axes and counts given when the program runs */
+            if (st == TP_OK && !done) st = tp__onnx_convert_shape_data(c, n->op_type, &done);
             if (st != TP_OK) {
                 if (st == TP_ERR_NOMEM) return st;
                 report_issue(c, report);

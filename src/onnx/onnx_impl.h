@@ -2,7 +2,8 @@
  * onnx_impl.h - internals of the ONNX importer shared by reader.c (bounded
  * protobuf decoding, TensorProto -> tensor), import.c (graph and program
  * building, value table, constant folding), op_map.c (ONNX op -> our ops),
- * shape_values.c (shape arithmetic on dynamic dims as symbolic ints) and
+ * shape_values.c (shape arithmetic on dynamic dims as symbolic ints),
+ * shape_data.c (shape data given at run time) and
  * control_flow.c (If, Loop, Scan with subgraphs).
  */
 #ifndef TPEXPORT_ONNX_IMPL_H
@@ -148,6 +149,37 @@ TP_HIDDEN tp_status ox_dim_product(ox_ctx *c, const tp_value *v, int from, int t
 TP_HIDDEN tp_status ox_reshape_to(ox_ctx *c, const tp_value *x, tp_value *sizes, int n, tp_value *out);
 /* The int64 tensor (a graph node) holding a shape value's elements. */
 TP_HIDDEN tp_status tp__onnx_shape_tensor(ox_ctx *c, const tp_value *items, int rank, tp_value *out);
+
+/* Shape data known only when the program runs (shape_data.c): Reshape,
+ * Expand, Tile, ConstantOfShape, Unsqueeze, Squeeze, Slice, Split, TopK,
+ * Pad and the window functions whose shape/axes/count input is a run-time
+ * tensor read its values with item() (*done true); otherwise *done false. */
+TP_HIDDEN tp_status tp__onnx_convert_shape_data(ox_ctx *c, const char *op_type, bool *done);
+/* The values of run-time integer tensor t (rank <= 1, at most max values,
+ * `what` names it in errors) as a list of numbers read with item();
+ * *n = their count. */
+TP_HIDDEN tp_status ox_run_time_ints(ox_ctx *c, const tp_value *t, const char *what, int64_t max, tp_value *list,
+                                     int64_t *n);
+/* bool [rank]: is dim k among run-time `axes` (negatives wrapped); *n = the
+ * number of axes. */
+TP_HIDDEN tp_status ox_run_time_axes_mask(ox_ctx *c, const tp_value *axes, int64_t rank, tp_value *mask, int64_t *n);
+
+/* op(in, [dim], keepdim) (a reduction) over run-time `axes`; *out's sizes
+ * are known when it runs (hint meta set). */
+TP_HIDDEN tp_status ox_run_time_reduce(ox_ctx *c, const tp_value *in, const tp_value *axes, tp_op op, bool keep,
+                                       tp_value *out);
+
+/* Resize whose scales, sizes or roi are given at run time: the attributes
+ * (mode "nearest"/"linear"/"cubic", coordinate transformation, ...) as
+ * map_resize read them, and the operands (NULL when absent; exactly one of
+ * scales and sizes). *out's sizes are known when it runs. */
+typedef struct ox_resize {
+    const char *mode, *ctm, *nearest_mode;
+    double cubic_a, extrapolation;
+    bool exclude_outside;
+    const tp_value *scales, *sizes, *roi; /* roi only for tf_crop_and_resize */
+} ox_resize;
+TP_HIDDEN tp_status ox_run_time_resize(ox_ctx *c, const tp_value *x, const ox_resize *rz, tp_value *out);
 
 /* Subgraphs (control_flow.c: If, Loop, Scan). Convert the nodes of g into
  * the current value table (outer values visible), then restore the current

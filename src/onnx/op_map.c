@@ -298,8 +298,9 @@ static tp_status map_dropout(ox_ctx *c) {
     bool has_ratio = false, has_train = false;
     double train = 0;
     if (ox_opset(c) >= 12) {
-        TP_TRY(const_f64(c, 1, "ratio", &ratio, &has_ratio));
         TP_TRY(const_f64(c, 2, "training_mode", &train, &has_train));
+        /* the ratio matters only in training mode (it may then be given at run time) */
+        if (has_train && train != 0) TP_TRY(const_f64(c, 1, "ratio", &ratio, &has_ratio));
     }
     if (has_train && train != 0 && ratio != 0) return ox_unsupported(c, "training-mode dropout is random");
     TP_TRY(map_identity(c));
@@ -1635,23 +1636,30 @@ static tp_status map_reduce(ox_ctx *c, const char *kind) {
     int64_t axes[TP_MAX_DIMS];
     int n;
     bool axes_input = ox_opset(c) >= 18 || (!strcmp(kind, "Sum") && ox_opset(c) >= 13);
-    TP_TRY(get_axes(c, axes_input ? 1 : -1, axes, &n));
+    /* axes given when the program runs (an empty list is known now) */
+    const tp_value *rt_axes = axes_input && ox_in(c, 1) && !ox_const(ox_in(c, 1)) && !ox_in_dyn(c, 0) &&
+                                      ox_meta(ox_in(c, 1)) && tp_tensor_numel(ox_meta(ox_in(c, 1))) > 0
+                                  ? ox_in(c, 1)
+                                  : NULL;
+    if (rt_axes) n = 1;
+    else if (axes_input && ox_in(c, 1) && !ox_const(ox_in(c, 1)) && ox_meta(ox_in(c, 1)) &&
+             tp_tensor_numel(ox_meta(ox_in(c, 1))) == 0)
+        n = 0;
+    else TP_TRY(get_axes(c, axes_input ? 1 : -1, axes, &n));
     bool keep = ox_attr_i(c, "keepdims", 1) != 0;
     int nd = rank_of(x);
     if (n <= 0) {
-        if (n == 0 || ox_in(c, 1) != NULL || !axes_input || true) {
-            if (ox_attr_i(c, "noop_with_empty_axes", 0) != 0) return map_identity(c);
-        }
+        if (ox_attr_i(c, "noop_with_empty_axes", 0) != 0) return map_identity(c);
         for (int i = 0; i < nd; i++) axes[i] = i;
         n = nd;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !rt_axes; i++) {
         int a;
         TP_TRY(wrap_axis(c, axes[i], nd, &a));
         axes[i] = a;
     }
     tp_dtype dt = dtype_of(x);
-    if ((!strcmp(kind, "Max") || !strcmp(kind, "Min")) && !ox_in_dyn(c, 0)) {
+    if ((!strcmp(kind, "Max") || !strcmp(kind, "Min")) && !ox_in_dyn(c, 0) && !rt_axes) {
         bool empty = false;
         for (int i = 0; i < n; i++) empty |= sizes_of(x)[axes[i]] == 0;
         if (empty) return reduce_empty_extreme(c, x, axes, n, keep, kind[1] == 'a');
@@ -1688,7 +1696,11 @@ static tp_status map_reduce(ox_ctx *c, const char *kind) {
     } else {
         return ox_unsupported(c, "reduction %s", kind);
     }
-    if (op == TP_OP_PROD && n > 1) { /* prod takes one dim at a time */
+    if (rt_axes) {
+        tp_status st = ox_run_time_reduce(c, &in, rt_axes, op, keep, &r);
+        tp_value_clear(&in);
+        TP_TRY(st);
+    } else if (op == TP_OP_PROD && n > 1) { /* prod takes one dim at a time */
         for (int i = n - 1; i >= 0; i--) {
             ox_args A;
             ox_args_init(&A);
@@ -1745,15 +1757,8 @@ static tp_status map_arg(ox_ctx *c, bool is_max) {
     return set_out(c, &r);
 }
 
-static tp_status map_cumsum(ox_ctx *c) {
-    const tp_value *x;
-    TP_TRY(need(c, 0, &x));
-    int64_t av[1];
-    int n;
-    TP_TRY(const_ints(c, 1, "axis", av, 1, &n));
-    if (n != 1) return ox_bad(c, "input 'axis' must hold one value");
-    int axis;
-    TP_TRY(wrap_axis(c, av[0], rank_of(x), &axis));
+/* cumsum of x along axis with ONNX's exclusive / reverse (uncast). */
+static tp_status cumsum_axis(ox_ctx *c, const tp_value *x, int axis, tp_value *out) {
     bool exclusive = ox_attr_i(c, "exclusive", 0) != 0, reverse = ox_attr_i(c, "reverse", 0) != 0;
     int64_t d = axis;
     tp_value in = tp_value_none(), r = tp_value_none(), tmp = tp_value_none();
@@ -1768,10 +1773,59 @@ static tp_status map_cumsum(ox_ctx *c) {
     if (st == TP_OK && exclusive) st = take(ox_call2(c, TP_OP_SUB, &r, &in, &tmp), &r, &tmp);
     if (st == TP_OK && reverse) st = take(call_ints(c, TP_OP_FLIP, &r, &d, 1, &tmp), &r, &tmp);
     tp_value_clear(&in);
+    if (st != TP_OK) tp_value_clear(&r);
+    *out = r;
+    return st;
+}
+
+/* CumSum along an axis given at run time: the cumsum along each dim, the
+ * one named picked with where (a rank-1 input has one possible axis). */
+static tp_status cumsum_run_time_axis(ox_ctx *c, const tp_value *x, const tp_value *axis) {
+    const tp_tensor *am = ox_meta(axis);
+    if (!am || tp_tensor_numel(am) != 1 || !tp_dtype_is_int(tp_tensor_dtype(am)))
+        return ox_bad(c, "input 'axis' must be an integer scalar");
+    int nd = rank_of(x);
+    if (nd == 0) return ox_bad(c, "axis out of range for rank 0");
+    tp_value r = tp_value_none(), a = tp_value_none(), a1 = tp_value_none(), neg = tp_value_none();
+    tp_value plus = tp_value_none(), w = tp_value_none();
+    tp_status st = cumsum_axis(c, x, 0, &r);
+    if (st == TP_OK && nd > 1) {
+        st = ox_cast(c, axis, TP_INT64, &a1);
+        if (st == TP_OK) st = call_ints(c, TP_OP_RESHAPE, &a1, NULL, 0, &a);
+        if (st == TP_OK) st = binop_scalar(c, TP_OP_LT, &a, 0, &neg);
+        if (st == TP_OK) st = binop_scalar(c, TP_OP_ADD, &a, (double)nd, &plus);
+        if (st == TP_OK) st = ox_call3(c, TP_OP_WHERE, &neg, &plus, &a, &w);
+    }
+    for (int k = 1; k < nd && st == TP_OK; k++) {
+        tp_value ck = tp_value_none(), eq = tp_value_none(), tmp = tp_value_none();
+        st = cumsum_axis(c, x, k, &ck);
+        if (st == TP_OK) st = binop_scalar(c, TP_OP_EQ, &w, (double)k, &eq);
+        if (st == TP_OK) st = take(ox_call3(c, TP_OP_WHERE, &eq, &ck, &r, &tmp), &r, &tmp);
+        tp_value_clear(&ck);
+        tp_value_clear(&eq);
+    }
+    tp_value vs[] = {a, a1, neg, plus, w};
+    for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
     if (st != TP_OK) {
         tp_value_clear(&r);
         return st;
     }
+    return set_out_cast(c, &r, dtype_of(x));
+}
+
+static tp_status map_cumsum(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    const tp_value *av_in = ox_in(c, 1);
+    if (av_in && !ox_const(av_in)) return cumsum_run_time_axis(c, x, av_in);
+    int64_t av[1];
+    int n;
+    TP_TRY(const_ints(c, 1, "axis", av, 1, &n));
+    if (n != 1) return ox_bad(c, "input 'axis' must hold one value");
+    int axis;
+    TP_TRY(wrap_axis(c, av[0], rank_of(x), &axis));
+    tp_value r;
+    TP_TRY(cumsum_axis(c, x, axis, &r));
     return set_out_cast(c, &r, dtype_of(x));
 }
 
@@ -2751,42 +2805,89 @@ static tp_status map_trilu(ox_ctx *c) {
     return set_out(c, &r);
 }
 
+/* OneHot's arange(depth) shaped [1, .., depth (at axis), .., 1] for a depth
+ * given at run time (truncated to an integer), and depth as a 0-d int64. */
+static tp_status one_hot_run_time_range(ox_ctx *c, const tp_value *dv, int axis, int rank, tp_value *ar,
+                                        tp_value *dep) {
+    const tp_tensor *m = ox_meta(dv);
+    if (!m || tp_tensor_numel(m) != 1) return ox_bad(c, "input 'depth' must hold one value");
+    tp_value d64 = tp_value_none(), l = tp_value_none(), sizes = tp_value_none(), r = tp_value_none();
+    int64_t n;
+    tp_status st = ox_cast(c, dv, TP_INT64, &d64);
+    if (st == TP_OK) st = call_ints(c, TP_OP_RESHAPE, &d64, NULL, 0, dep);
+    if (st == TP_OK) st = ox_run_time_ints(c, &d64, "depth", 1, &l, &n);
+    if (st == TP_OK) st = tp_value_list(rank, &sizes);
+    for (int i = 0; i < rank && st == TP_OK; i++) {
+        tp_value it = tp_value_int(1);
+        if (i == axis) st = tp_value_copy(tp_value_at(&l, 0), &it);
+        if (st == TP_OK) st = tp_value_seq_set(&sizes, i, &it);
+    }
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, tp_value_at(&l, 0));
+        ox_kw(&A, "dtype", tp_value_dtype(TP_INT64));
+        st = ox_call(c, TP_OP_ARANGE, &A, &r);
+    }
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &r);
+        ox_arg(&A, sizes);
+        sizes = tp_value_none();
+        st = ox_call(c, TP_OP_RESHAPE, &A, ar);
+    }
+    tp_value_clear(&d64);
+    tp_value_clear(&l);
+    tp_value_clear(&sizes);
+    tp_value_clear(&r);
+    return st;
+}
+
 static tp_status map_one_hot(ox_ctx *c) {
     const tp_value *idx, *vals;
     TP_TRY(need(c, 0, &idx));
-    double depth_d;
-    bool has;
-    TP_TRY(const_f64(c, 1, "depth", &depth_d, &has));
-    if (!has) return ox_bad(c, "missing depth");
     TP_TRY(need(c, 2, &vals));
-    /* checked as a double first: converting one beyond int64 (or NaN) is undefined */
-    if (!(depth_d >= 1) || depth_d >= 9223372036854775808.0)
-        return ox_bad(c, "input 'depth' %g must be a positive count", depth_d);
-    int64_t depth = (int64_t)depth_d;
     if (rank_of(vals) != 1 || sizes_of(vals)[0] != 2) return ox_bad(c, "input 'values' must hold 2 values [off, on]");
     int ni = rank_of(idx), axis;
     if (ni + 1 > TP_MAX_DIMS) return ox_unsupported(c, "result rank %d", ni + 1);
     TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", -1), ni + 1, &axis));
-    /* wrap negative indices, unsqueeze at axis, compare with arange */
+    /* arange(depth) shaped to broadcast at axis, and depth (0-d int64) */
+    tp_value arv = tp_value_none(), dep = tp_value_none();
     int64_t shp[TP_MAX_DIMS];
-    for (int i = 0; i < ni + 1; i++) shp[i] = i == axis ? depth : 1;
-    tp_tensor *ar;
-    TP_TRY(ox_new_tensor(c, TP_INT64, ni + 1, shp, false, &ar));
-    for (int64_t i = 0; i < depth; i++) ((int64_t *)tp_tensor_data(ar))[i] = i;
-    tp_value arv = tp_value_tensor(ar), i64 = tp_value_none(), neg = tp_value_none(), plus = tp_value_none();
+    const tp_value *dv = ox_in(c, 1);
+    bool run_time = dv && !ox_const(dv);
+    if (run_time) {
+        TP_TRY(one_hot_run_time_range(c, dv, axis, ni + 1, &arv, &dep));
+    } else {
+        double depth_d;
+        bool has;
+        TP_TRY(const_f64(c, 1, "depth", &depth_d, &has));
+        if (!has) return ox_bad(c, "missing depth");
+        /* checked as a double first: converting one beyond int64 (or NaN) is undefined */
+        if (!(depth_d >= 1) || depth_d >= 9223372036854775808.0)
+            return ox_bad(c, "input 'depth' %g must be a positive count", depth_d);
+        int64_t depth = (int64_t)depth_d;
+        for (int i = 0; i < ni + 1; i++) shp[i] = i == axis ? depth : 1;
+        tp_tensor *ar;
+        TP_TRY(ox_new_tensor(c, TP_INT64, ni + 1, shp, false, &ar));
+        for (int64_t i = 0; i < depth; i++) ((int64_t *)tp_tensor_data(ar))[i] = i;
+        arv = tp_value_tensor(ar);
+        tp_status st0 = ox_scalar_tensor(TP_INT64, (double)depth, &dep);
+        if (st0 != TP_OK) {
+            tp_value_clear(&arv);
+            return st0;
+        }
+    }
+    /* wrap negative indices, unsqueeze at axis, compare with arange */
+    tp_value i64 = tp_value_none(), neg = tp_value_none(), plus = tp_value_none();
     tp_value w = tp_value_none(), un = tp_value_none(), eq = tp_value_none(), off = tp_value_none();
     tp_value on = tp_value_none(), r = tp_value_none();
     tp_status st = ox_cast(c, idx, TP_INT64, &i64);
     if (st == TP_OK) st = binop_scalar(c, TP_OP_LT, &i64, 0, &neg);
-    if (st == TP_OK) st = binop_scalar(c, TP_OP_ADD, &i64, (double)depth, &plus);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_ADD, &i64, &dep, &plus);
     ox_args A;
-    if (st == TP_OK) {
-        ox_args_init(&A);
-        ox_arg_ref(&A, &neg);
-        ox_arg_ref(&A, &plus);
-        ox_arg_ref(&A, &i64);
-        st = ox_call(c, TP_OP_WHERE, &A, &w);
-    }
+    if (st == TP_OK) st = ox_call3(c, TP_OP_WHERE, &neg, &plus, &i64, &w);
     if (st == TP_OK) {
         ox_args_init(&A);
         ox_arg_ref(&A, &w);
@@ -2801,17 +2902,20 @@ static tp_status map_one_hot(ox_ctx *c) {
         ox_arg(&A, tp_value_int(k));
         st = ox_call(c, TP_OP_SELECT, &A, k ? &on : &off);
     }
-    if (st == TP_OK) {
-        ox_args_init(&A);
-        ox_arg_ref(&A, &eq);
-        ox_arg_ref(&A, &on);
-        ox_arg_ref(&A, &off);
-        st = ox_call(c, TP_OP_WHERE, &A, &r);
+    if (st == TP_OK) st = ox_call3(c, TP_OP_WHERE, &eq, &on, &off, &r);
+    tp_value cast = tp_value_none();
+    if (st == TP_OK) st = ox_cast(c, &r, dtype_of(vals), &cast);
+    if (st == TP_OK && run_time) { /* the depth dim is known when it runs */
+        for (int i = 0, j = 0; i < ni + 1; i++) shp[i] = i == axis ? 1 : sizes_of(idx)[j++];
+        st = ox_dd_meta(c, &cast, dtype_of(vals), ni + 1, shp);
     }
-    tp_value vs[] = {arv, i64, neg, plus, w, un, eq, off, on};
+    tp_value vs[] = {arv, dep, i64, neg, plus, w, un, eq, off, on, r};
     for (size_t i = 0; i < TP_ARRAY_LEN(vs); i++) tp_value_clear(&vs[i]);
-    TP_TRY(st);
-    return set_out_cast(c, &r, dtype_of(vals));
+    if (st != TP_OK) {
+        tp_value_clear(&cast);
+        return st;
+    }
+    return set_out(c, &cast);
 }
 
 /* reshape x to s6, permute, reshape to o4 (DepthToSpace / SpaceToDepth). */
@@ -3136,6 +3240,20 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
     int ns = -1, nz = -1;
     int scales_in = old ? 1 : 2;
     const tp_value *sv = ox_in(c, scales_in);
+    { /* scales, sizes or roi given when the program runs */
+        const tp_value *zv = old ? NULL : ox_in(c, 3), *rv = crop ? ox_in(c, 1) : NULL;
+        bool s_given = sv && ox_meta(sv) && tp_tensor_numel(ox_meta(sv)) > 0 && !(upsample && ox_opset(c) < 9);
+        bool z_given = zv && ox_meta(zv) && tp_tensor_numel(ox_meta(zv)) > 0;
+        bool rt = (s_given && !ox_const(sv)) || (z_given && !ox_const(zv)) || (rv && !ox_const(rv));
+        if (rt && !ox_in_dyn(c, 0)) {
+            if (!s_given && !z_given) return ox_bad(c, "needs scales or sizes for every dim");
+            ox_resize rz = {mode, ctm, nm, A, ox_attr_f(c, "extrapolation_value", 0.0), exclude,
+                            z_given ? NULL : sv, z_given ? zv : NULL, rv};
+            tp_value r;
+            TP_TRY(ox_run_time_resize(c, x, &rz, &r));
+            return set_out(c, &r);
+        }
+    }
     if (upsample && ox_opset(c) < 9) {
         const Onnx__AttributeProto *a = ox_attr(c, "scales");
         if (!a) return ox_bad(c, "missing scales");

@@ -479,75 +479,7 @@ static tp_status call_sizes(ox_ctx *c, tp_op op, const tp_value *x, const elems 
     return ox_set_out(c, 0, &r);
 }
 
-/* Reshape to a shape known only when the program runs (a graph input or a
- * computed int64 tensor of static length): ONNX's 0 (copy the input's dim,
- * unless allowzero) resolved with where(), each size read with item(); the
- * result's shape is data-dependent (the program is interpreted). */
-static tp_status reshape_run_time(ox_ctx *c, const tp_value *x, const tp_value *shape, bool *done) {
-    const tp_tensor *xm = ox_meta(x), *sm = ox_meta(shape);
-    if (!xm || !sm || tp_tensor_ndim(sm) != 1 || tp_tensor_dtype(sm) != TP_INT64 || ox_in_dyn(c, 0)) return TP_OK;
-    int64_t n = tp_tensor_sizes(sm)[0];
-    if (n < 0 || n > TP_MAX_DIMS) return TP_OK;
-    tp_value fixed = tp_value_none(), r = tp_value_none();
-    tp_status st = tp_value_copy(shape, &fixed);
-    if (st == TP_OK && !ox_attr_i(c, "allowzero", 0)) { /* where(shape == 0, x's dims, shape) */
-        int64_t dims[TP_MAX_DIMS] = {0};
-        for (int64_t i = 0; i < n && i < tp_tensor_ndim(xm); i++) dims[i] = tp_tensor_sizes(xm)[i];
-        tp_tensor *dt = NULL;
-        tp_value zero = tp_value_none(), eq = tp_value_none(), dv = tp_value_none();
-        st = tp_tensor_from_data(TP_INT64, 1, &n, dims, &dt);
-        if (st == TP_OK) {
-            dv = ox_tensor_value(dt);
-            st = ox_scalar_tensor(TP_INT64, 0, &zero);
-        }
-        if (st == TP_OK) st = ox_call2(c, TP_OP_EQ, &fixed, &zero, &eq);
-        tp_value w;
-        if (st == TP_OK && (st = ox_call3(c, TP_OP_WHERE, &eq, &dv, &fixed, &w)) == TP_OK) {
-            tp_value_clear(&fixed);
-            fixed = w;
-        }
-        tp_value_clear(&zero);
-        tp_value_clear(&eq);
-        tp_value_clear(&dv);
-    }
-    tp_value l = tp_value_none();
-    if (st == TP_OK) st = tp_value_list(n, &l);
-    for (int64_t i = 0; st == TP_OK && i < n; i++) {
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, &fixed);
-        ox_arg(&A, tp_value_int(0));
-        ox_arg(&A, tp_value_int(i));
-        tp_value sel, item;
-        st = ox_call(c, TP_OP_SELECT, &A, &sel);
-        if (st == TP_OK) st = ox_call1(c, TP_OP_ITEM, &sel, &item);
-        tp_value_clear(&sel);
-        if (st == TP_OK) st = tp_value_seq_set(&l, i, &item);
-    }
-    if (st == TP_OK) {
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, x);
-        ox_arg(&A, l);
-        l = tp_value_none();
-        st = ox_call(c, TP_OP_RESHAPE, &A, &r);
-    }
-    int64_t hint[TP_MAX_DIMS];
-    for (int64_t i = 0; i < n; i++) hint[i] = 1; /* sizes known when it runs */
-    if (st == TP_OK) st = ox_dd_meta(c, &r, tp_tensor_dtype(xm), (int)n, hint);
-    tp_value_clear(&l);
-    tp_value_clear(&fixed);
-    if (st != TP_OK) {
-        tp_value_clear(&r);
-        return st;
-    }
-    *done = true;
-    return ox_set_out(c, 0, &r);
-}
-
 static tp_status do_reshape(ox_ctx *c, bool *done) {
-    if (ox_opset(c) >= 5 && !ox_in_shape(c, 1, NULL) && ox_in(c, 1) && !ox_const(ox_in(c, 1)) && !ox_in_shape(c, 0, NULL))
-        return reshape_run_time(c, ox_in(c, 0), ox_in(c, 1), done);
     if (ox_opset(c) < 5 || !ox_in_shape(c, 1, NULL) || ox_in_shape(c, 0, NULL)) return TP_OK;
     const tp_value *x = ox_in(c, 0);
     const tp_tensor *m = ox_meta(x);
@@ -788,8 +720,6 @@ tp_status tp__onnx_convert_shape_node(ox_ctx *c, const char *op, bool *done) {
     *done = false;
     if (!strcmp(op, "Shape")) return do_shape(c, false, done);
     if (!strcmp(op, "Size")) return do_shape(c, true, done);
-    if (!strcmp(op, "Reshape") && ox_n_in(c) > 1 && ox_in(c, 1) && !ox_const(ox_in(c, 1)) && !ox_in_shape(c, 1, NULL))
-        return do_reshape(c, done); /* a shape known only when it runs */
     bool any = false;
     for (int i = 0; i < ox_n_in(c) && !any; i++) any = ox_in_shape(c, i, NULL) != NULL;
     if (!any) return TP_OK;
