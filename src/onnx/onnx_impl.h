@@ -3,7 +3,8 @@
  * protobuf decoding, TensorProto -> tensor), import.c (graph and program
  * building, value table, constant folding), op_map.c (ONNX op -> our ops),
  * shape_values.c (shape arithmetic on dynamic dims as symbolic ints),
- * shape_data.c (shape data given at run time) and
+ * shape_data.c (shape data given at run time), builder.c (lowerings as
+ * expressions), strings.c (string tensors as UTF-8 bytes) and
  * control_flow.c (If, Loop, Scan with subgraphs).
  */
 #ifndef TPEXPORT_ONNX_IMPL_H
@@ -149,6 +150,48 @@ TP_HIDDEN tp_status ox_dim_product(ox_ctx *c, const tp_value *v, int from, int t
 TP_HIDDEN tp_status ox_reshape_to(ox_ctx *c, const tp_value *x, tp_value *sizes, int n, tp_value *out);
 /* The int64 tensor (a graph node) holding a shape value's elements. */
 TP_HIDDEN tp_status tp__onnx_shape_tensor(ox_ctx *c, const tp_value *items, int rank, tp_value *out);
+
+/* Builder (builder.c): a sequence of ox_call results kept until rb_clear,
+ * the first error kept in st (every later call then does nothing and
+ * returns &none), so a lowering reads as a list of expressions. The
+ * pointers returned stay valid until rb_clear. */
+/* values live in chunks so that the pointers handed out stay valid */
+#define RB_CHUNK 256
+#define RB_CHUNKS 64
+
+typedef struct rb {
+    ox_ctx *c;
+    tp_status st;
+    int n; /* values kept */
+    tp_value none;
+    tp_value *chunk[RB_CHUNKS];
+} rb;
+
+TP_HIDDEN void rb_init(rb *b, ox_ctx *c);
+TP_HIDDEN void rb_clear(rb *b);
+TP_HIDDEN void rb_fail(rb *b, tp_status st);
+/* Keep *v (taken over) when st is TP_OK. */
+TP_HIDDEN const tp_value *rb_keep(rb *b, tp_status st, tp_value *v);
+TP_HIDDEN const tp_value *rb_call(rb *b, tp_op op, ox_args *A); /* clears A */
+TP_HIDDEN const tp_value *rb1(rb *b, tp_op op, const tp_value *x);
+TP_HIDDEN const tp_value *rb2(rb *b, tp_op op, const tp_value *x, const tp_value *y);
+TP_HIDDEN const tp_value *rb_where(rb *b, const tp_value *cond, const tp_value *x, const tp_value *y);
+/* op(x, int d): select / unsqueeze / any / all / cumsum / sum along d. */
+TP_HIDDEN const tp_value *rb_dim(rb *b, tp_op op, const tp_value *x, int64_t d);
+TP_HIDDEN const tp_value *rb_select(rb *b, const tp_value *x, int64_t i); /* x[i] along dim 0 */
+/* Constants: int64 1-D of n values (0-d when n < 0: one value), one int64, one float64. */
+TP_HIDDEN const tp_value *rb_i64s(rb *b, int n, const int64_t *vals);
+TP_HIDDEN const tp_value *rb_i64(rb *b, int64_t v);
+TP_HIDDEN const tp_value *rb_f64(rb *b, double v);
+TP_HIDDEN const tp_value *rb_cast(rb *b, const tp_value *x, tp_dtype dt);
+/* A run-time integer tensor of rank <= 1 as 1-D int64 (*n values, at most max). */
+TP_HIDDEN const tp_value *rb_int_input(rb *b, const tp_value *t, const char *what, int64_t max, int64_t *n);
+/* Element i of a 1-D int64 tensor read with item() (a number known when it runs). */
+TP_HIDDEN tp_status rb_item(rb *b, const tp_value *t, int64_t i, tp_value *out);
+/* A list of the n elements of a 1-D int64 tensor, each read with item(). */
+TP_HIDDEN const tp_value *rb_items(rb *b, const tp_value *t, int64_t n);
+/* Finish: r (a data-dependent result) gets hint meta and becomes output i. */
+TP_HIDDEN tp_status rb_out(rb *b, int i, const tp_value *r, tp_dtype dt, int ndim, const int64_t *hint);
 
 /* Shape data known only when the program runs (shape_data.c): Reshape,
  * Expand, Tile, ConstantOfShape, Unsqueeze, Squeeze, Slice, Split, TopK,
