@@ -11,8 +11,10 @@
  *   then        the raw element data, C or Fortran order, in the byte order
  *               the descr names ('<' little, '>' big, '|' or '=' native);
  *               big-endian data is converted to the host's order on load.
- * Every field is checked before use; a file that lies gives TP_ERR_CORRUPT
- * naming the problem.
+ * Fixed-width byte strings ('|S<n>', numpy's bytes_ dtype) load as uint8
+ * with the width n as one more, last dim: ONNX string tensors are held
+ * that way (src/onnx/strings.c). Every field is checked before use; a file
+ * that lies gives TP_ERR_CORRUPT naming the problem.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -84,7 +86,7 @@ static void byte_swap(unsigned char *data, int64_t n, size_t size) {
 
 /* *swap: the data's byte order ('<' or '>') is not the host's. */
 static tp_status parse_header(const char *hdr, size_t len, tp_dtype *dtype, bool *fortran, int *ndim,
-                              int64_t *shape, bool *swap) {
+                              int64_t *shape, bool *swap, int64_t *str_width) {
     cursor c = {hdr, hdr + len};
     bool have_descr = false, have_order = false, have_shape = false;
     TP_CHECK(accept(&c, '{'), TP_ERR_CORRUPT, "npy header: expected '{'");
@@ -105,6 +107,14 @@ static tp_status parse_header(const char *hdr, size_t len, tp_dtype *dtype, bool
             int found = -1;
             for (size_t i = 0; i < TP_ARRAY_LEN(npy_types); i++)
                 if (strcmp(code, npy_types[i].code) == 0) found = (int)i;
+            if (found < 0 && code[0] == 'S' && code[1] && strspn(code + 1, "0123456789") == strlen(code + 1) &&
+                strlen(code + 1) <= 9) { /* fixed-width bytes: uint8 with the width as one more dim */
+                *str_width = strtoll(code + 1, NULL, 10);
+                *dtype = TP_UINT8;
+                *swap = false;
+                have_descr = true;
+                goto next;
+            }
             TP_CHECK(found >= 0, TP_ERR_UNSUPPORTED, "npy: unsupported dtype '%s'", d);
             *dtype = npy_types[found].dtype;
             *swap = tp_dtype_size(*dtype) > 1 && (order == '>' || order == '<') &&
@@ -151,6 +161,7 @@ static tp_status parse_header(const char *hdr, size_t len, tp_dtype *dtype, bool
         } else {
             return tp_error(TP_ERR_CORRUPT, "npy header: unexpected key '%s'", key);
         }
+    next:
         if (!accept(&c, ',')) {
             TP_CHECK(accept(&c, '}'), TP_ERR_CORRUPT, "npy header: expected ',' or '}'");
             break;
@@ -185,8 +196,14 @@ tp_status tp_npy_load_buffer(const void *data, size_t size, tp_tensor **out) {
     tp_dtype dtype = TP_FLOAT32;
     bool fortran = false, swap = false;
     int ndim = 0;
-    int64_t shape[TP_MAX_DIMS];
-    TP_TRY(parse_header((const char *)b + hstart, hlen, &dtype, &fortran, &ndim, shape, &swap));
+    int64_t shape[TP_MAX_DIMS], str_width = -1;
+    TP_TRY(parse_header((const char *)b + hstart, hlen, &dtype, &fortran, &ndim, shape, &swap, &str_width));
+    if (str_width >= 0) { /* 'S<n>': the bytes of each string are one more (last) dim */
+        TP_CHECK(ndim < TP_MAX_DIMS, TP_ERR_UNSUPPORTED, "npy: rank above %d is not supported for bytes", TP_MAX_DIMS - 1);
+        TP_CHECK(!fortran || ndim <= 1, TP_ERR_UNSUPPORTED, "npy: Fortran-order byte strings are not supported");
+        fortran = false;
+        shape[ndim++] = str_width;
+    }
     int64_t numel = 0, nbytes = 0;
     if (tp__numel(ndim, shape, &numel) != TP_OK) {
         char buf[TP_MAX_DIMS * 24];

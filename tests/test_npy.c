@@ -194,6 +194,18 @@ TEST(test_load_big_endian) {
     free(data);
 }
 
+/* Fixed-width bytes ('|S4', gen_npy_big_endian.py): uint8 with the width
+ * as the last dim, each string zero-padded. */
+TEST(test_load_bytes) {
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_npy_load(BE_DIR "bytes_S4.npy", &t));
+    CHECK(t && tp_tensor_dtype(t) == TP_UINT8 && tp_tensor_ndim(t) == 3 && tp_tensor_size(t, 0) == 2 &&
+          tp_tensor_size(t, 1) == 2 && tp_tensor_size(t, 2) == 4);
+    static const char want[17] = "ab\0\0cdef\0\0\0\0x\0\0\0";
+    for (int i = 0; t && tp_tensor_numel(t) == 16 && i < 16; i++) CHECK(tp_tensor_item_f64(t, i) == (double)want[i]);
+    tp_tensor_free(t);
+}
+
 TEST(test_load_buffer_matches_file) {
     unsigned char *data = NULL;
     size_t size = 0;
@@ -446,7 +458,7 @@ TEST(test_nomem_load) {
     }
 }
 
-TEST_MAIN(T(test_load_versions_and_orders), T(test_load_shapes), T(test_load_big_endian),
+TEST_MAIN(T(test_load_versions_and_orders), T(test_load_bytes), T(test_load_shapes), T(test_load_big_endian),
           T(test_load_buffer_matches_file),
           T(test_save_round_trip), T(test_save_errors), T(test_load_io_errors), T(test_malformed_files),
           T(test_truncations), T(test_header_byte_mutations), T(test_nomem_load))

@@ -583,12 +583,12 @@ TEST(tensor_proto_reading) {
     pb_int(&h, 1, (int64_t)1 << 40);
     pb_int(&h, 2, 1);
     CHECK_STATUS(tp_onnx_load_tensor_buffer(h.data, h.len, &x), TP_ERR_CORRUPT);
-    /* string tensors are not supported */
+    /* a string tensor needs one string per element (read as UTF-8 bytes: strings_as_utf8_bytes) */
     pb s = {0};
     pb_int(&s, 1, 1);
     pb_int(&s, 2, 8);
-    CHECK_STATUS(tp_onnx_load_tensor_buffer(s.data, s.len, &x), TP_ERR_UNSUPPORTED);
-    CHECK_ERR_CONTAINS("STRING");
+    CHECK_STATUS(tp_onnx_load_tensor_buffer(s.data, s.len, &x), TP_ERR_CORRUPT);
+    CHECK_ERR_CONTAINS("0 strings for 1 elements");
 }
 
 /* x [2, 3] -> Reshape(shape = initializer [3, 2]) -> Add(initializer fc.weight [3, 2]) -> y */
@@ -1469,6 +1469,98 @@ TEST(run_time_shape_data) {
         }
         tp_program_free(p);
     }
+}
+
+/* ---- strings as UTF-8 bytes (src/onnx/strings.c) ------------------------------- */
+
+#define ONNX_STRING 8
+
+/* uint8 [n, width] of n strings, zero-padded. */
+static tp_tensor *utf8_rows(int n, const char *const *strs, int64_t width) {
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_tensor_zeros(TP_UINT8, 2, (int64_t[]){n, width}, &t));
+    for (int i = 0; t && i < n; i++) memcpy((uint8_t *)tp_tensor_data(t) + i * width, strs[i], strlen(strs[i]));
+    return t;
+}
+
+/* Row i of uint8 [n, width] as a C string. */
+static void utf8_row(const tp_tensor *t, int64_t i, char *buf, size_t size) {
+    int64_t w = tp_tensor_size(t, 1), k = 0;
+    for (; k < w && k < (int64_t)size - 1 && tp_tensor_item_f64(t, i * w + k) != 0; k++)
+        buf[k] = (char)tp_tensor_item_f64(t, i * w + k);
+    buf[k] = '\0';
+}
+
+/* StringNormalizer (stopword "monday", case-insensitive, UPPER) on string
+ * inputs of two widths; the report names the string input and output; a
+ * string given to another op is refused; a STRING TensorProto reads as
+ * zero-padded UTF-8 rows and one with the wrong string count is corrupt. */
+TEST(strings_as_utf8_bytes) {
+    static pb m, attrs[3];
+    attr_str(&attrs[0], "case_change_action", "UPPER");
+    memset(&attrs[1], 0, sizeof attrs[1]);
+    pb_str(&attrs[1], 1, "stopwords");
+    pb_str(&attrs[1], 9, "monday");
+    pb_int(&attrs[1], 20, 8); /* STRINGS */
+    attr_int(&attrs[2], "is_case_sensitive", 0);
+    static const io_spec in[1] = {{"x", ONNX_STRING, 1, {3}}};
+    static const io_spec out[1] = {{"y", ONNX_STRING, 1, {2}}};
+    node_model(&m, "StringNormalizer", "", 10, in, 1, out, 1, attrs, 3);
+    tp_program *p = NULL;
+    tp_onnx_report rep;
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, &rep));
+    CHECK(rep.n_strings == 2 && !strcmp(rep.strings[0], "x") && !strcmp(rep.strings[1], "y"));
+    CHECK(rep.n_outputs == 1 && !strcmp(rep.outputs[0], "y"));
+    tp_onnx_report_clear(&rep);
+    if (p) {
+        static const char *const a[3] = {"Monday", "tue", "Wed\xc3\xa9"};
+        tp_tensor *x = utf8_rows(3, a, 7);
+        tp_tensor *y = call_n(p, &x, 1, 0);
+        CHECK(y && tp_tensor_ndim(y) == 2 && tp_tensor_size(y, 0) == 2);
+        char buf[16];
+        if (y && tp_tensor_ndim(y) == 2 && tp_tensor_size(y, 0) == 2) {
+            utf8_row(y, 0, buf, sizeof buf);
+            CHECK(!strcmp(buf, "TUE"));
+            utf8_row(y, 1, buf, sizeof buf);
+            CHECK(!strcmp(buf, "WED\xc3\xa9")); /* non-ASCII bytes unchanged */
+        }
+        tp_tensor_free(y);
+        static const char *const b[3] = {"MONDAY", "monday", "mOnDaY"}; /* all removed: one empty string */
+        x = utf8_rows(3, b, 6);
+        y = call_n(p, &x, 1, 0);
+        CHECK(y && tp_tensor_ndim(y) == 2 && tp_tensor_size(y, 0) == 1);
+        if (y && tp_tensor_ndim(y) == 2 && tp_tensor_size(y, 0) == 1) {
+            utf8_row(y, 0, buf, sizeof buf);
+            CHECK(buf[0] == '\0');
+        }
+        tp_tensor_free(y);
+        tp_program_free(p);
+    }
+    static const io_spec y1[1] = {{"y", ONNX_STRING, 1, {3}}};
+    p = NULL;
+    node_model(&m, "Neg", "", 13, in, 1, y1, 1, NULL, 0);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("(Neg, opset 13): string tensors are supported by Identity and StringNormalizer only");
+    pb t = {0};
+    pb_int(&t, 1, 2);  /* dims [2] */
+    pb_int(&t, 2, 8);  /* STRING */
+    pb_str(&t, 6, "ab");
+    pb_str(&t, 6, "cdef");
+    tp_tensor *r = NULL;
+    CHECK_OK(tp_onnx_load_tensor_buffer(t.data, t.len, &r));
+    CHECK(r && tp_tensor_dtype(r) == TP_UINT8 && tp_tensor_ndim(r) == 2 && tp_tensor_size(r, 1) == 4);
+    if (r && tp_tensor_ndim(r) == 2) {
+        char buf[8];
+        utf8_row(r, 0, buf, sizeof buf);
+        CHECK(!strcmp(buf, "ab"));
+        utf8_row(r, 1, buf, sizeof buf);
+        CHECK(!strcmp(buf, "cdef"));
+    }
+    tp_tensor_free(r);
+    pb_int(&t, 1, 2); /* dims [2, 2]: four elements, two strings */
+    r = NULL;
+    CHECK_STATUS(tp_onnx_load_tensor_buffer(t.data, t.len, &r), TP_ERR_CORRUPT);
+    CHECK_ERR_CONTAINS("2 strings for 4 elements");
 }
 
 /* Momentum (ai.onnx.preview.training, the only domain imported): one
@@ -2472,6 +2564,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(run_time_shape_data), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(run_time_shape_data), T(strings_as_utf8_bytes), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))

@@ -129,6 +129,36 @@ static void free_names(char **names, int n) {
 
 /* ---- the child: run one case ------------------------------------------------ */
 
+/* Strings held as UTF-8 bytes (uint8 [dims..., width], zero-padded): equal
+ * when the dims agree and each string's bytes agree, whatever the widths. */
+static int compare_strings(const tp_tensor *got, const tp_tensor *want, char *msg, size_t size) {
+    int nd = tp_tensor_ndim(want);
+    if (tp_tensor_dtype(got) != TP_UINT8 || tp_tensor_ndim(got) != nd || nd < 1 ||
+        memcmp(tp_tensor_sizes(got), tp_tensor_sizes(want), sizeof(int64_t) * (size_t)(nd - 1)) != 0) {
+        snprintf(msg, size, "strings of another shape or type (%s, %d dims with the byte width)",
+                 tp_dtype_name(tp_tensor_dtype(got)), tp_tensor_ndim(got));
+        return R_FAIL;
+    }
+    int64_t wg = tp_tensor_size(got, nd - 1), ww = tp_tensor_size(want, nd - 1), n = ww ? tp_tensor_numel(want) / ww : 0;
+    if (!ww) n = wg ? tp_tensor_numel(got) / wg : 0;
+    int64_t w = wg > ww ? wg : ww;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < w; k++) {
+            double a = k < wg ? tp_tensor_item_f64(got, i * wg + k) : 0, b = k < ww ? tp_tensor_item_f64(want, i * ww + k) : 0;
+            if (a != b) {
+                snprintf(msg, size, "string %lld differs at byte %lld", (long long)i, (long long)k);
+                return R_FAIL;
+            }
+        }
+    return R_PASS;
+}
+
+static bool listed(char **names, int n, const char *name) {
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(names[i], name)) return true;
+    return false;
+}
+
 static void emit(int fd, int result, const char *msg) {
     char buf[2048];
     int n = snprintf(buf, sizeof buf, "R%d\t%s\n", result, msg ? msg : "");
@@ -305,7 +335,8 @@ static int run_case_child(const char *dir, int fd) {
                 result = R_FAIL;
             } else {
                 char cm[512];
-                result = compare(gv->u.tensor, want, cm, sizeof cm);
+                bool str = k < rep.n_outputs && listed(rep.strings, rep.n_strings, rep.outputs[k]);
+                result = str ? compare_strings(gv->u.tensor, want, cm, sizeof cm) : compare(gv->u.tensor, want, cm, sizeof cm);
                 if (result != R_PASS) snprintf(msg, sizeof msg, "output %d (set %d): %s", k, set, cm);
             }
             tp_tensor_free(want);

@@ -32,6 +32,7 @@ typedef struct ox_entry {
     tp_value v;
     bool dyn;    /* shape depends on a symbolic dim */
     bool failed; /* producer was not converted */
+    bool str;    /* ONNX strings, held as UTF-8 bytes: uint8 [dims..., width] */
     /* A shape value (shape_values.c): v is the list of its elements (ints
      * and symbolic-int nodes), shape_rank 0 or 1; mat is the int64 tensor
      * node made from it when an op needs it as a tensor (None until then). */
@@ -137,6 +138,7 @@ static tp_status tab_set(ox_ctx *c, const char *name, tp_value *v, bool dyn, boo
     tp_value_clear(&e->mat);
     e->dyn = dyn;
     e->failed = failed;
+    e->str = false;
     e->shape = false;
     e->shape_rank = 0;
     return TP_OK;
@@ -208,6 +210,17 @@ int ox_n_out(ox_ctx *c) { return (int)c->node->n_output; }
 bool ox_out_used(ox_ctx *c, int i) {
     return i >= 0 && (size_t)i < c->node->n_output && c->node->output[i] && c->node->output[i][0];
 }
+bool ox_in_str(ox_ctx *c, int i) {
+    if (i < 0 || (size_t)i >= c->node->n_input || !c->node->input[i]) return false;
+    ox_entry *e = tab_find(c, c->node->input[i]);
+    return e && e->str;
+}
+
+void ox_set_out_str(ox_ctx *c, int i) {
+    ox_entry *e = ox_out_used(c, i) ? tab_find(c, c->node->output[i]) : NULL;
+    if (e) e->str = true;
+}
+
 tp_status ox_set_out(ox_ctx *c, int i, tp_value *v) {
     if (!ox_out_used(c, i)) {
         tp_value_clear(v);
@@ -730,6 +743,10 @@ void tp_onnx_report_clear(tp_onnx_report *r) {
     tp_free(r->inputs);
     for (int i = 0; i < r->n_need_constant; i++) tp_free(r->need_constant[i]);
     tp_free(r->need_constant);
+    for (int i = 0; i < r->n_outputs; i++) tp_free(r->outputs[i]);
+    tp_free(r->outputs);
+    for (int i = 0; i < r->n_strings; i++) tp_free(r->strings[i]);
+    tp_free(r->strings);
     memset(r, 0, sizeof *r);
 }
 
@@ -819,16 +836,18 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
     if (!ty || ty->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !ty->tensor_type)
         return tp_error(TP_ERR_UNSUPPORTED, "graph input '%s': only tensor inputs are supported", name);
     const Onnx__TypeProto__Tensor *tt = ty->tensor_type;
-    tp_dtype dt;
-    tp_status st = tp__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0, &dt);
+    tp_dtype dt = TP_UINT8;
+    /* strings: UTF-8 bytes, one more dim (the width, dynamic) */
+    bool is_str = tt->has_elem_type && tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+    tp_status st = is_str ? TP_OK : tp__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0, &dt);
     if (st != TP_OK) {
         tp_error_context("graph input '%s'", name);
         return st;
     }
     if (!tt->shape) return tp_error(TP_ERR_UNSUPPORTED, "graph input '%s' has no declared shape", name);
-    if (tt->shape->n_dim > TP_MAX_DIMS)
+    if (tt->shape->n_dim + is_str > TP_MAX_DIMS)
         return tp_error(TP_ERR_UNSUPPORTED, "graph input '%s' has %zu dims (at most %d)", name, tt->shape->n_dim,
-                        TP_MAX_DIMS);
+                        TP_MAX_DIMS - is_str);
     int nd = (int)tt->shape->n_dim;
     int64_t sizes[TP_MAX_DIMS];
     bool dyn = false;
@@ -855,6 +874,14 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
             sizes[d] = hint;
             dyn = true;
         }
+    }
+    if (is_str) { /* the byte width: "<input>_bytes" */
+        snprintf(anon[nd], sizeof anon[nd], "%.40s_bytes", name);
+        syms[nd] = anon[nd];
+        const tp_onnx_dim_range *r = find_range(J->opts, syms[nd]);
+        sizes[nd] = r ? (r->min > 2 ? r->min : (r->max < 2 ? r->max : 2)) : 2;
+        dyn = true;
+        nd++;
     }
     tp_tensor *meta;
     TP_TRY(tp_tensor_meta(dt, nd, sizes, &meta));
@@ -897,7 +924,12 @@ static tp_status add_user_input(import_job *J, const Onnx__ValueInfoProto *vi) {
         J->n_sites++;
     }
     tp_value nv = tp_value_node(ph);
-    return tab_set(c, name, &nv, dyn, false);
+    TP_TRY(tab_set(c, name, &nv, dyn, false));
+    if (is_str) {
+        tab_find(c, name)->str = true;
+        if (c->report && !str_list_add(&c->report->strings, &c->report->n_strings, name)) c->report_nomem = true;
+    }
+    return TP_OK;
 }
 
 /* A value given for graph input vi (tp_onnx_options.input_values) has its
@@ -1062,6 +1094,16 @@ static tp_status convert_node_list(ox_ctx *c, Onnx__NodeProto *const *nodes, siz
         c->node_dyn = dyn;
         tp_status st = TP_OK;
         bool done = false;
+        /* strings (UTF-8 bytes) go only where they are understood */
+        bool str_in = false;
+        for (size_t i = 0; !failed && i < n->n_input; i++) str_in |= ox_in_str(c, (int)i);
+        bool str_op = n->op_type && (!strcmp(n->op_type, "Identity") || !strcmp(n->op_type, "StringNormalizer"));
+        if (!failed && str_in && !str_op) {
+            st = ox_unsupported(c, "string tensors are supported by Identity and StringNormalizer only");
+            report_issue(c, report);
+            if (*first_error == TP_OK) *first_error = st;
+            failed = true;
+        }
         if (!failed && n->op_type && (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) && c->opset >= 0) {
             /* shape values: computed as symbolic ints where the op allows it,
              * otherwise made into tensors for the op's ordinary mapping */
@@ -1101,6 +1143,7 @@ static tp_status convert_node_list(ox_ctx *c, Onnx__NodeProto *const *nodes, siz
             for (size_t i = 0; st == TP_OK && i < n->n_output; i++)
                 if (ox_out_used(c, (int)i) && !tab_find(c, n->output[i]))
                     st = ox_unsupported(c, "output %zu is not produced", i);
+            if (st == TP_OK && str_in && !strcmp(n->op_type, "Identity")) ox_set_out_str(c, 0);
             if (st != TP_OK) {
                 if (st == TP_ERR_NOMEM) return st;
                 report_issue(c, report);
@@ -1193,6 +1236,8 @@ static tp_status build_program(import_job *J, tp_program **out) {
             st = tp_error(TP_ERR_CORRUPT, "graph output '%s' is not produced by any node", name ? name : "");
             break;
         }
+        if (e->str && c->report && !str_list_add(&c->report->strings, &c->report->n_strings, name))
+            c->report_nomem = true;
         tp_value v = tp_value_none();
         const tp_value *src = NULL;
         st = entry_operand(c, e, &src);
@@ -1374,7 +1419,11 @@ static tp_status import_model(import_job *J, tp_program **out) {
         c->n_inits++;
         tp_value v = tp_value_tensor(t);
         TP_TRY(tab_set(c, tp->name, &v, false, false));
+        tab_find(c, tp->name)->str = tp->has_data_type && tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
     }
+    for (size_t i = 0; r && i < g->n_output; i++)
+        if (g->output[i] && g->output[i]->name && !str_list_add(&r->outputs, &r->n_outputs, g->output[i]->name))
+            c->report_nomem = true;
     /* user inputs */
     for (size_t i = 0; i < g->n_input; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];

@@ -32,7 +32,8 @@ TP_HIDDEN bool tp__onnx_decode_nomem(void);
 /* Map an ONNX element type to ours (TP_ERR_UNSUPPORTED naming the type). */
 TP_HIDDEN tp_status tp__onnx_dtype(int32_t elem_type, tp_dtype *out);
 TP_HIDDEN const char *tp__onnx_dtype_name(int32_t elem_type);
-/* Convert a TensorProto to a new tensor. base_dir: folder for external
+/* Convert a TensorProto to a new tensor (a STRING one to UTF-8 bytes:
+ * uint8 [dims..., width], zero-padded). base_dir: folder for external
  * data (NULL refuses it); *external_budget is decremented by the bytes read. */
 TP_HIDDEN tp_status tp__onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, size_t *external_budget,
                                     tp_tensor **out);
@@ -114,6 +115,13 @@ TP_HIDDEN tp_status ox_new_tensor(ox_ctx *c, tp_dtype dtype, int ndim, const int
 /* A constant operand from a new tensor (taken over). */
 TP_HIDDEN tp_value ox_tensor_value(tp_tensor *t);
 TP_HIDDEN tp_status ox_scalar_tensor(tp_dtype dtype, double v, tp_value *out);
+
+/* Strings: is input i an ONNX string tensor (held as UTF-8 bytes, uint8
+ * [dims..., width]); mark output i (already set) as one. */
+TP_HIDDEN bool ox_in_str(ox_ctx *c, int i);
+TP_HIDDEN void ox_set_out_str(ox_ctx *c, int i);
+/* StringNormalizer (strings.c). */
+TP_HIDDEN tp_status tp__onnx_string_normalizer(ox_ctx *c);
 
 /* Dynamic dims: does input i's shape depend on one; do the current node's
  * inputs? (Values from a dynamically shaped input, or a data-dependent op.) */

@@ -2636,6 +2636,12 @@ static tp_status map_constant(ox_ctx *c) {
     tp_tensor *t = NULL;
     if ((a = ox_attr(c, "value")) && a->t) {
         TP_TRY(tp__onnx_tensor(a->t, NULL, NULL, &t));
+        if (a->t->has_data_type && a->t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING) {
+            tp_value v = tp_value_tensor(t);
+            TP_TRY(set_out(c, &v));
+            ox_set_out_str(c, 0);
+            return TP_OK;
+        }
     } else if ((a = ox_attr(c, "value_float")) && a->has_f) {
         TP_TRY(tp_tensor_scalar(TP_FLOAT32, a->f, &t));
     } else if ((a = ox_attr(c, "value_int")) && a->has_i) {
@@ -5279,6 +5285,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "Shape")) return map_shape(c, false);
     if (!strcmp(op, "Size")) return map_size(c);
     if (!strcmp(op, "Constant")) return map_constant(c);
+    if (!strcmp(op, "StringNormalizer")) return tp__onnx_string_normalizer(c);
     if (!strcmp(op, "ConstantOfShape")) return map_constant_of_shape(c);
     if (!strcmp(op, "Range")) return map_range(c);
     if (!strcmp(op, "Trilu")) return map_trilu(c);

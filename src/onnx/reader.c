@@ -281,11 +281,43 @@ static tp_status open_external(const Onnx__TensorProto *tp, const char *base_dir
     return st;
 }
 
+/* A STRING tensor as UTF-8 bytes: uint8 [dims..., width], each string
+ * zero-padded to the longest one (numpy's 'S' layout). */
+static tp_status string_tensor(const Onnx__TensorProto *tp, const char *tname, tp_tensor **out) {
+    if (tp->n_dims + 1 > TP_MAX_DIMS)
+        return tp_error(TP_ERR_UNSUPPORTED, "string tensor '%s' has %zu dims (at most %d)", tname, tp->n_dims,
+                        TP_MAX_DIMS - 1);
+    int64_t sizes[TP_MAX_DIMS], numel = 1, width = 0;
+    for (size_t i = 0; i < tp->n_dims; i++) {
+        if (tp->dims[i] < 0) return tp_error(TP_ERR_CORRUPT, "tensor '%s': dim %zu is negative", tname, i);
+        sizes[i] = tp->dims[i];
+        if (!tp_mul_overflow_i64(numel, sizes[i], &numel))
+            return tp_error(TP_ERR_CORRUPT, "tensor '%s': element count overflows", tname);
+    }
+    if (tp->n_string_data != (size_t)numel)
+        return tp_error(TP_ERR_CORRUPT, "tensor '%s': %zu strings for %lld elements", tname, tp->n_string_data,
+                        (long long)numel);
+    for (size_t i = 0; i < tp->n_string_data; i++)
+        if ((int64_t)tp->string_data[i].len > width) width = (int64_t)tp->string_data[i].len;
+    int64_t total;
+    if (!tp_mul_overflow_i64(numel, width, &total) || total > ((int64_t)1 << 32))
+        return tp_error(TP_ERR_CORRUPT, "string tensor '%s' is too large as bytes", tname);
+    sizes[tp->n_dims] = width;
+    tp_tensor *t;
+    TP_TRY(tp_tensor_zeros(TP_UINT8, (int)tp->n_dims + 1, sizes, &t));
+    uint8_t *p = tp_tensor_data(t);
+    for (size_t i = 0; i < tp->n_string_data; i++)
+        if (tp->string_data[i].len) memcpy(p + i * (size_t)width, tp->string_data[i].data, tp->string_data[i].len);
+    *out = t;
+    return TP_OK;
+}
+
 tp_status tp__onnx_tensor(const Onnx__TensorProto *tp, const char *base_dir, size_t *external_budget,
                           tp_tensor **out) {
     *out = NULL;
     const char *tname = tp->name ? tp->name : "";
     if (tp->segment) return tp_error(TP_ERR_UNSUPPORTED, "tensor '%s': segmented tensors are not supported", tname);
+    if (tp->has_data_type && tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING) return string_tensor(tp, tname, out);
     tp_dtype dt;
     tp_status st = tp__onnx_dtype(tp->has_data_type ? tp->data_type : 0, &dt);
     if (st != TP_OK) {
