@@ -121,12 +121,12 @@ typedef struct tp_onnx_report {
     char **inputs;
     int n_need_constant;  /* graph inputs read as shape/index data: give them */
     char **need_constant; /* values with tp_onnx_options.input_values */
-    int n_outputs;        /* graph outputs, in order */
-    char **outputs;
-    int n_strings;        /* graph inputs and outputs holding ONNX strings, as */
-    char **strings;       /* UTF-8 bytes: uint8 [dims..., width], zero-padded */
     int n_issues;
     tp_onnx_issue *issues; /* unsupported nodes, in graph order */
+    int n_outputs;         /* graph outputs, in order */
+    char **outputs;
+    int n_strings;         /* graph inputs and outputs holding ONNX strings, as */
+    char **strings;        /* UTF-8 bytes: uint8 [dims..., width], zero-padded */
 } tp_onnx_report;
 
 /* Import the model at `path`. opts may be NULL (defaults); report may be
