@@ -1901,6 +1901,9 @@ static tp_status map_squeeze(ox_ctx *c) {
     int64_t axes[TP_MAX_DIMS];
     int n;
     TP_TRY(get_axes(c, ox_opset(c) >= 13 ? 1 : -1, axes, &n));
+    if (n < 0 && ox_in_dyn(c, 0))
+        return ox_unsupported(c, "Squeeze without axes of a dynamically shaped input (which dims are 1 is known only "
+                                 "when it runs)");
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, x);
@@ -1983,6 +1986,9 @@ static tp_status map_split(ox_ctx *c) {
     TP_TRY(ox_attr_ints(c, "split", sizes, MAXV, &n));
     if (n < 0 && ox_opset(c) >= 13) TP_TRY(const_ints(c, 1, "split", sizes, MAXV, &n));
     int n_out = ox_n_out(c);
+    if (n < 0 && ox_in_dyn(c, 0))
+        return ox_unsupported(c, "Split into equal parts of a dynamically shaped input (the sizes are known only when "
+                                 "it runs)");
     if (n < 0) {
         int64_t parts = ox_attr_i(c, "num_outputs", n_out), dim = sizes_of(x)[axis];
         if (parts < 1 || parts > MAXV) return ox_bad(c, "bad number of outputs");

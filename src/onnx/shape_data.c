@@ -17,7 +17,7 @@
  * gets hint metadata (ox_dd_meta) and the engine interprets the program.
  *
  * Axes given at run time become a mask over the dims (any(axes == k) with
- * negative axes wrapped); an op whose output rank depends only on the
+ * negative axes wrapped; an axis out of range fails when it runs); an op whose output rank depends only on the
  * number of axes (Unsqueeze, Squeeze, a reduction) then computes each
  * output size from the mask and reshapes, so the program's ranks stay
  * static.
@@ -42,15 +42,25 @@ static const tp_value *rb_sizes(rb *b, const tp_value *x) {
     return rb_i64s(b, tp_tensor_ndim(m), tp_tensor_sizes(m));
 }
 
-/* axes (1-D int64, n values) wrapped for rank r: where(axes < 0, axes + r, axes). */
+/* axes (1-D int64, n values) wrapped for rank r: where(axes < 0, axes + r,
+ * axes), then looked up in arange(r) so that an axis out of range is an
+ * error when the program runs. */
 static const tp_value *rb_wrap(rb *b, const tp_value *axes, int64_t r) {
+    int64_t ks[TP_MAX_DIMS];
+    for (int64_t k = 0; k < r; k++) ks[k] = k;
     const tp_value *neg = rb2(b, TP_OP_LT, axes, rb_i64(b, 0));
-    return rb_where(b, neg, rb2(b, TP_OP_ADD, axes, rb_i64(b, r)), axes);
+    const tp_value *w = rb_where(b, neg, rb2(b, TP_OP_ADD, axes, rb_i64(b, r)), axes);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, rb_i64s(b, (int)r, ks));
+    ox_arg(&A, tp_value_int(0));
+    ox_arg_ref(&A, w);
+    return rb_call(b, TP_OP_INDEX_SELECT, &A);
 }
 
 /* bool [r]: is dim k among the (wrapped) axes. */
 static const tp_value *rb_axes_mask(rb *b, const tp_value *axes, int64_t r) {
-    int64_t ks[TP_MAX_DIMS];
+    int64_t ks[TP_MAX_DIMS] = {0};
     for (int64_t k = 0; k < r; k++) ks[k] = k;
     const tp_value *w = rb_dim(b, TP_OP_UNSQUEEZE, rb_wrap(b, axes, r), 1); /* [n, 1] */
     return rb_dim(b, TP_OP_ANY, rb2(b, TP_OP_EQ, w, rb_i64s(b, (int)r, ks)), 0);
