@@ -1356,6 +1356,14 @@ TEST(run_time_shape_data) {
         check_result(call_n(p, a, 2, 0), 3, (int64_t[]){1, 2, 3}, (double[]){0, 1, 2, 3, 4, 5}, "Unsqueeze [0]");
         tp_tensor *b[2] = {f32s(2, (int64_t[]){2, 3}, x6), i64s(1, (int64_t[]){1}, (int64_t[]){-1})};
         check_result(call_n(p, b, 2, 0), 3, (int64_t[]){2, 3, 1}, (double[]){0, 1, 2, 3, 4, 5}, "Unsqueeze [-1]");
+        /* an axis out of range fails when it runs */
+        tp_value bad[2] = {tp_value_tensor(f32s(2, (int64_t[]){2, 3}, x6)),
+                           tp_value_tensor(i64s(1, (int64_t[]){1}, (int64_t[]){3}))},
+                 o = tp_value_none();
+        CHECK_STATUS(tp_program_call(p, bad, 2, NULL, &o), TP_ERR_INDEX);
+        tp_value_clear(&o);
+        tp_value_clear(&bad[0]);
+        tp_value_clear(&bad[1]);
         tp_program_free(p);
     }
     /* Squeeze x[1, 3, 1] at [0] then [-1] */
@@ -1457,6 +1465,15 @@ TEST(run_time_shape_data) {
         }
         tp_program_free(p);
     }
+    /* which dims are 1, or how big equal parts are, is known only when a
+     * dynamically shaped input runs: refused, not guessed from the hint */
+    one_node_model(&m, "Squeeze", true, NULL);
+    p = NULL;
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("Squeeze without axes of a dynamically shaped input");
+    one_node_model(&m, "Split", true, NULL);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("Split into equal parts of a dynamically shaped input");
     /* CumSum of [[1, 2], [3, 4]] along axis 0, then 1 */
     static const io_spec cs_in[2] = {{"x", ONNX_FLOAT, 2, {2, 2}}, {"axis", ONNX_INT64, 0, {0}}};
     static const io_spec cs_out[1] = {{"y", ONNX_FLOAT, 2, {2, 2}}};
