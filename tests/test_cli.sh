@@ -329,9 +329,15 @@ check dynamic_no_dim expect_rc 1 "$T" convert "$ONNX/names.onnx" -o "$dir/n2.pt2
 check dynamic_no_dim_msg contains "$dir/err" "names.onnx: dim range 'nosuch' names no dim of the model (its symbolic dims: batch)"
 check dynamic_no_dim_once not_contains "$dir/err" "names.onnx: .*names.onnx:"
 # shape-data graph inputs: named when refused, specialised with --input-value (#14 item 4)
-check shape_input_refused expect_rc 1 "$T" convert "$ONNX/unsqueeze_input.onnx" -o "$dir/ui.pt2"
+check shape_input_refused expect_rc 1 "$T" convert "$ONNX/pad_axes_input.onnx" -o "$dir/pa.pt2"
 check shape_input_refused_msg contains "$dir/err" "graph input 'axes' is read as shape data: give its value with --input-value axes=FILE.npy"
-check shape_input_axes_given expect_rc 0 "$T" convert "$ONNX/unsqueeze_input.onnx" -o "$dir/ui.pt2" --input-value axes="$ONNX/unsqueeze_axes.npy"
+check shape_input_axes_given expect_rc 0 "$T" convert "$ONNX/pad_axes_input.onnx" -o "$dir/pa.pt2" --input-value axes="$ONNX/unsqueeze_axes.npy"
+check shape_input_axes_run expect_rc 0 "$T" run "$dir/pa.pt2" x="$ONNX/names_x.npy"
+check shape_input_axes_out contains "$dir/out" "output_0: float32\[1, 5\] = \[0, 1, -2, 3, 0\]"
+# Unsqueeze's axes read when the program runs (no specialisation)
+check unsqueeze_runtime expect_rc 0 "$T" convert "$ONNX/unsqueeze_input.onnx" -o "$dir/ui.pt2"
+check unsqueeze_runtime_run expect_rc 0 "$T" run "$dir/ui.pt2" x="$ONNX/unsqueeze_x.npy" axes="$ONNX/unsqueeze_axes.npy"
+check unsqueeze_runtime_out contains "$dir/out" "output_0: float32\[2, 1, 3\] = \[0, 1, 2, 3, 4, 5\]"
 check shape_input_runtime expect_rc 0 "$T" convert "$ONNX/reshape_input.onnx" -o "$dir/rr.pt2"
 check shape_input_runtime_run expect_rc 0 "$T" run "$dir/rr.pt2" x="$ONNX/reshape_x.npy" shape="$ONNX/reshape_shape.npy"
 check shape_input_runtime_out contains "$dir/out" "output_0: float32\[4, 3, 2\] = \[0, 1, 2, 3, 4, 5"
