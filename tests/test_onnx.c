@@ -1580,6 +1580,80 @@ TEST(strings_as_utf8_bytes) {
     CHECK_ERR_CONTAINS("2 strings for 4 elements");
 }
 
+/* A node message: op in domain (NULL: the default) with inputs and outputs. */
+static void node_msg(pb *n, const char *op, const char *domain, const char *const *in, int n_in,
+                     const char *const *out, int n_out, const pb *attrs, int n_attrs) {
+    memset(n, 0, sizeof *n);
+    for (int i = 0; i < n_in; i++) pb_str(n, 1, in[i]);
+    for (int i = 0; i < n_out; i++) pb_str(n, 2, out[i]);
+    pb_str(n, 4, op);
+    for (int i = 0; i < n_attrs; i++) pb_msg(n, 5, &attrs[i]);
+    if (domain) pb_str(n, 7, domain);
+}
+
+/* Gradient of d = (a * b) @ a (b [2] broadcast over a [2, 2]) against a
+ * and b, at a = [[1, 2], [3, 4]], b = [5, 6]: by hand (dd/dc = 1 a^T,
+ * da = c^T 1 + dc * b, db = sum_rows(dc * a); numpy's central differences
+ * agree) da = [[35, 62], [51, 78]], db = [12, 42];
+ * a node on the path that has no rule is refused, naming it. */
+TEST(gradient_by_hand) {
+    static pb m, graph, nodes[3], attrs[2], vi, opset;
+    const char *mul_in[2] = {"a", "b"}, *mm_in[2] = {"c", "a"}, *c_out[1] = {"c"}, *d_out[1] = {"d"};
+    const char *g_out[2] = {"da", "db"};
+    for (int variant = 0; variant < 2; variant++) {
+        node_msg(&nodes[0], "Mul", NULL, mul_in, 2, c_out, 1, NULL, 0);
+        node_msg(&nodes[1], variant ? "Softplus" : "MatMul", NULL, mm_in, variant ? 1 : 2, d_out, 1, NULL, 0);
+        memset(&attrs[0], 0, sizeof attrs[0]);
+        pb_str(&attrs[0], 1, "xs");
+        pb_str(&attrs[0], 9, "a");
+        pb_str(&attrs[0], 9, "b");
+        pb_int(&attrs[0], 20, 8); /* STRINGS */
+        attr_str(&attrs[1], "y", "d");
+        node_msg(&nodes[2], "Gradient", "ai.onnx.preview.training", mul_in, 2, g_out, 2, attrs, 2);
+        memset(&graph, 0, sizeof graph);
+        for (int i = 0; i < 3; i++) pb_msg(&graph, 1, &nodes[i]);
+        pb_str(&graph, 2, "g");
+        value_info(&vi, "a", ONNX_FLOAT, (int64_t[]){2, 2}, 2);
+        pb_msg(&graph, 11, &vi);
+        value_info(&vi, "b", ONNX_FLOAT, (int64_t[]){2}, 1);
+        pb_msg(&graph, 11, &vi);
+        value_info(&vi, "da", ONNX_FLOAT, (int64_t[]){2, 2}, 2);
+        pb_msg(&graph, 12, &vi);
+        value_info(&vi, "db", ONNX_FLOAT, (int64_t[]){2}, 1);
+        pb_msg(&graph, 12, &vi);
+        memset(&m, 0, sizeof m);
+        pb_int(&m, 1, 8);
+        pb_msg(&m, 7, &graph);
+        memset(&opset, 0, sizeof opset);
+        pb_int(&opset, 2, 13);
+        pb_msg(&m, 8, &opset);
+        memset(&opset, 0, sizeof opset);
+        pb_str(&opset, 1, "ai.onnx.preview.training");
+        pb_int(&opset, 2, 1);
+        pb_msg(&m, 8, &opset);
+        tp_program *p = NULL;
+        if (variant) {
+            CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+            CHECK_ERR_CONTAINS("Gradient through Softplus");
+            continue;
+        }
+        CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+        if (!p) continue;
+        tp_tensor *a[2] = {f32s(2, (int64_t[]){2, 2}, (float[]){1, 2, 3, 4}), f32s(1, (int64_t[]){2}, (float[]){5, 6})};
+        tp_value av[2] = {tp_value_tensor(a[0]), tp_value_tensor(a[1])}, o = tp_value_none();
+        CHECK_OK(tp_program_call(p, av, 2, NULL, &o));
+        const tp_value *da = tp_value_at(&o, 0), *db = tp_value_at(&o, 1);
+        check_result(da && da->kind == TP_VAL_TENSOR ? tp_tensor_retain(da->u.tensor) : NULL, 2, (int64_t[]){2, 2},
+                     (double[]){35, 62, 51, 78}, "Gradient da");
+        check_result(db && db->kind == TP_VAL_TENSOR ? tp_tensor_retain(db->u.tensor) : NULL, 1, (int64_t[]){2},
+                     (double[]){12, 42}, "Gradient db");
+        tp_value_clear(&o);
+        tp_value_clear(&av[0]);
+        tp_value_clear(&av[1]);
+        tp_program_free(p);
+    }
+}
+
 /* Momentum (ai.onnx.preview.training, the only domain imported): one
  * step computed by hand, T = 0 (beta not applied) then T = 1; and the
  * errors: an unknown mode, a missing attribute, the wrong input count. */
@@ -2581,6 +2655,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(run_time_shape_data), T(strings_as_utf8_bytes), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(run_time_shape_data), T(strings_as_utf8_bytes), T(gradient_by_hand), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))

@@ -59,6 +59,8 @@ struct ox_ctx {
     int64_t training_opset; /* ai.onnx.preview.training's; -1 when not imported */
     const Onnx__NodeProto *node;
     int node_index;
+    Onnx__NodeProto *const *nodes; /* the node list being converted (node = nodes[node_index]) */
+    size_t n_nodes;
     bool node_dyn;
     ox_entry *tab;
     size_t cap, used;
@@ -204,6 +206,10 @@ tp_status ox_set_out_shape(ox_ctx *c, int i, tp_value *items, int rank) {
     e->shape = true;
     e->shape_rank = rank;
     return TP_OK;
+}
+Onnx__NodeProto *const *ox_nodes_before(ox_ctx *c, size_t *n) {
+    *n = c->nodes && c->node_index >= 0 ? (size_t)c->node_index : 0;
+    return c->nodes;
 }
 int ox_n_in(ox_ctx *c) { return (int)c->node->n_input; }
 int ox_n_out(ox_ctx *c) { return (int)c->node->n_output; }
@@ -1065,6 +1071,8 @@ static int64_t find_training_opset(const Onnx__ModelProto *m) {
  * unsupported node, marking its outputs failed. */
 static tp_status convert_node_list(ox_ctx *c, Onnx__NodeProto *const *nodes, size_t n_nodes, tp_onnx_report *report,
                                    bool report_all, tp_status *first_error) {
+    c->nodes = nodes;
+    c->n_nodes = n_nodes;
     for (size_t k = 0; k < n_nodes; k++) {
         const Onnx__NodeProto *n = nodes[k];
         if (!n) continue;
@@ -1181,10 +1189,14 @@ tp_status ox_convert_subgraph(ox_ctx *c, const Onnx__GraphProto *g) {
     c->sub_nodes += g->n_node;
     c->depth++;
     tp_status first = TP_OK;
+    Onnx__NodeProto *const *nodes = c->nodes;
+    size_t n_nodes = c->n_nodes;
     tp_status st = convert_node_list(c, g->node, g->n_node, NULL, false, &first);
     c->depth--;
     c->node = node;
     c->node_index = index;
+    c->nodes = nodes;
+    c->n_nodes = n_nodes;
     c->node_dyn = dyn;
     if (st != TP_OK) tp_error_context("in subgraph '%s' of node '%s' (%s)", g->name ? g->name : "",
                                       node->name ? node->name : "", node->op_type ? node->op_type : "");

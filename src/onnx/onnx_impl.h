@@ -59,6 +59,11 @@ TP_HIDDEN const tp_tensor *ox_meta(const tp_value *v);
 TP_HIDDEN tp_tensor *ox_const(const tp_value *v);
 /* Record that operand v (when it is a user input) is needed as a constant. */
 TP_HIDDEN void ox_note_need_constant(ox_ctx *c, const tp_value *v);
+/* The nodes of the current graph converted before the current node: the
+ * first *n of the returned list. */
+TP_HIDDEN Onnx__NodeProto *const *ox_nodes_before(ox_ctx *c, size_t *n);
+/* Gradient (ai.onnx.preview.training; gradient.c). */
+TP_HIDDEN tp_status tp__onnx_gradient(ox_ctx *c);
 /* The current opset, node, op type. */
 TP_HIDDEN int64_t ox_opset(ox_ctx *c);
 TP_HIDDEN const Onnx__NodeProto *ox_node(ox_ctx *c);

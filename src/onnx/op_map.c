@@ -4907,7 +4907,7 @@ tp_status tp__onnx_convert_training_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "Adagrad")) return map_training(c, TR_ADAGRAD);
     if (!strcmp(op, "Adam")) return map_training(c, TR_ADAM);
     if (!strcmp(op, "Momentum")) return map_training(c, TR_MOMENTUM);
-    if (!strcmp(op, "Gradient")) return ox_unsupported(c, "Gradient (automatic differentiation) is not supported");
+    if (!strcmp(op, "Gradient")) return tp__onnx_gradient(c);
     return ox_unsupported(c, "op '%s' of domain '%s' is not supported", op, OX_TRAINING_DOMAIN);
 }
 
