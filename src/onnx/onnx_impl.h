@@ -62,6 +62,14 @@ TP_HIDDEN void ox_note_need_constant(ox_ctx *c, const tp_value *v);
 /* The nodes of the current graph converted before the current node: the
  * first *n of the returned list. */
 TP_HIDDEN Onnx__NodeProto *const *ox_nodes_before(ox_ctx *c, size_t *n);
+/* ConstantOfShape (op_map.c): the fill value of attribute 'value' (float32
+ * 0 when absent); full(sizes, that value) with sizes a list of ints and
+ * numbers known when it runs (consumed). */
+TP_HIDDEN tp_status ox_fill_value(ox_ctx *c, tp_dtype *dt, double *value);
+TP_HIDDEN tp_status ox_constant_of_shape_call(ox_ctx *c, tp_value *sizes, tp_value *out);
+/* Pad's mode attribute as torch's pad mode ("constant", "reflect",
+ * "replicate", "circular"; op_map.c). */
+TP_HIDDEN tp_status ox_pad_mode(ox_ctx *c, const char **mode);
 /* Gradient (ai.onnx.preview.training; gradient.c). */
 TP_HIDDEN tp_status tp__onnx_gradient(ox_ctx *c);
 /* The current opset, node, op type. */

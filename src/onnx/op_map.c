@@ -2556,6 +2556,18 @@ static tp_status map_tile(ox_ctx *c) {
     return set_out(c, &r);
 }
 
+tp_status ox_pad_mode(ox_ctx *c, const char **mode_out) {
+    char buf[32];
+    const char *mode = ox_attr_s(c, "mode", "constant", buf, sizeof buf);
+    *mode_out = !strcmp(mode, "constant") ? "constant"
+                : !strcmp(mode, "reflect") ? "reflect"
+                : !strcmp(mode, "edge")    ? "replicate"
+                : !strcmp(mode, "wrap")    ? "circular"
+                                           : NULL;
+    if (!*mode_out) return ox_unsupported(c, "pad mode '%s'", mode);
+    return TP_OK;
+}
+
 static tp_status map_pad(ox_ctx *c) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
@@ -2584,14 +2596,8 @@ static tp_status map_pad(ox_ctx *c) {
         full_b[a] = pads[i];
         full_e[a] = pads[na + i];
     }
-    char buf[32];
-    const char *mode = ox_attr_s(c, "mode", "constant", buf, sizeof buf);
-    const char *tmode = !strcmp(mode, "constant") ? "constant"
-                        : !strcmp(mode, "reflect") ? "reflect"
-                        : !strcmp(mode, "edge")    ? "replicate"
-                        : !strcmp(mode, "wrap")    ? "circular"
-                                                   : NULL;
-    if (!tmode) return ox_unsupported(c, "pad mode '%s'", mode);
+    const char *tmode;
+    TP_TRY(ox_pad_mode(c, &tmode));
     /* torch order, trimming leading dims without padding */
     int first = 0;
     while (first < nd && full_b[first] == 0 && full_e[first] == 0) first++;
@@ -2665,21 +2671,46 @@ static tp_status map_constant(ox_ctx *c) {
     return set_out(c, &v);
 }
 
+tp_status ox_fill_value(ox_ctx *c, tp_dtype *dt, double *value) {
+    *dt = TP_FLOAT32;
+    *value = 0;
+    const Onnx__AttributeProto *a = ox_attr(c, "value");
+    if (a && a->t) {
+        tp_tensor *vt;
+        TP_TRY(tp__onnx_tensor(a->t, NULL, NULL, &vt));
+        *dt = tp_tensor_dtype(vt);
+        *value = tp_tensor_numel(vt) ? tp_tensor_item_f64(vt, 0) : 0;
+        tp_tensor_free(vt);
+    }
+    return TP_OK;
+}
+
+tp_status ox_constant_of_shape_call(ox_ctx *c, tp_value *sizes, tp_value *out) {
+    tp_dtype dt;
+    double value;
+    tp_status st = ox_fill_value(c, &dt, &value);
+    if (st != TP_OK) {
+        tp_value_clear(sizes);
+        return st;
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg(&A, *sizes);
+    *sizes = tp_value_none();
+    ox_arg(&A, dt == TP_BOOL ? tp_value_bool(value != 0)
+                             : tp_dtype_is_float(dt) ? tp_value_float(value) : tp_value_int((int64_t)value));
+    ox_kw(&A, "dtype", tp_value_dtype(dt));
+    return ox_call(c, TP_OP_FULL, &A, out);
+}
+
 static tp_status map_constant_of_shape(ox_ctx *c) {
     int64_t shape[TP_MAX_DIMS];
     int n;
     TP_TRY(const_ints(c, 0, "input", shape, TP_MAX_DIMS, &n));
     if (n < 0) return ox_bad(c, "missing shape");
-    tp_dtype dt = TP_FLOAT32;
-    double value = 0;
-    const Onnx__AttributeProto *a = ox_attr(c, "value");
-    if (a && a->t) {
-        tp_tensor *vt;
-        TP_TRY(tp__onnx_tensor(a->t, NULL, NULL, &vt));
-        dt = tp_tensor_dtype(vt);
-        value = tp_tensor_numel(vt) ? tp_tensor_item_f64(vt, 0) : 0;
-        tp_tensor_free(vt);
-    }
+    tp_dtype dt;
+    double value;
+    TP_TRY(ox_fill_value(c, &dt, &value));
     tp_tensor *t;
     TP_TRY(ox_new_tensor(c, dt, n, shape, false, &t));
     tp_tensor_fill(t, value);

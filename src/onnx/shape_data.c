@@ -146,26 +146,18 @@ static tp_status do_tile(rb *b) {
 }
 
 static tp_status do_constant_of_shape(rb *b) {
-    ox_ctx *c = b->c;
     int64_t n;
-    const tp_value *s = rb_int_input(b, ox_in(c, 0), "input", TP_MAX_DIMS, &n);
-    tp_dtype dt = TP_FLOAT32;
-    double value = 0;
-    const Onnx__AttributeProto *a = ox_attr(c, "value");
-    if (a && a->t) {
-        tp_tensor *vt;
-        TP_TRY(tp__onnx_tensor(a->t, NULL, NULL, &vt));
-        dt = tp_tensor_dtype(vt);
-        value = tp_tensor_numel(vt) ? tp_tensor_item_f64(vt, 0) : 0;
-        tp_tensor_free(vt);
-    }
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg_ref(&A, rb_items(b, s, n));
-    ox_arg(&A, tp_dtype_is_float(dt) ? tp_value_float(value) : dt == TP_BOOL ? tp_value_bool(value != 0)
-                                                                             : tp_value_int((int64_t)value));
-    ox_kw(&A, "dtype", tp_value_dtype(dt));
-    return rb_out(b, 0, rb_call(b, TP_OP_FULL, &A), dt, (int)n, ones_hint);
+    const tp_value *s = rb_int_input(b, ox_in(b->c, 0), "input", TP_MAX_DIMS, &n);
+    tp_dtype dt;
+    double value;
+    TP_TRY(ox_fill_value(b->c, &dt, &value));
+    tp_value sizes = tp_value_none(), r = tp_value_none();
+    const tp_value *l = rb_items(b, s, n);
+    tp_status st = b->st;
+    if (st == TP_OK) st = tp_value_copy(l, &sizes);
+    if (st == TP_OK) st = ox_constant_of_shape_call(b->c, &sizes, &r);
+    tp_value_clear(&sizes);
+    return rb_out(b, 0, rb_keep(b, st, &r), dt, (int)n, ones_hint);
 }
 
 /* ---- Unsqueeze, Squeeze: reshapes to sizes computed from an axes mask -------------- */
@@ -300,6 +292,19 @@ static tp_status do_slice(rb *b) {
 
 /* ---- Split, TopK, Pad ----------------------------------------------------------- */
 
+/* Output i: x[start:end] along axis (start, end: ints or numbers known
+ * when it runs, consumed), contiguous. */
+static void slice_out(rb *b, int i, const tp_value *x, int64_t axis, tp_value start, tp_value end, tp_dtype dt, int r,
+                      const int64_t *hint) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(axis));
+    ox_arg(&A, start);
+    ox_arg(&A, end);
+    rb_out(b, i, rb1(b, TP_OP_CONTIGUOUS, rb_call(b, TP_OP_SLICE, &A)), dt, r, hint);
+}
+
 /* Split with sizes given at run time: output i is x[cs[i] - sizes[i] : cs[i]]
  * along the axis (cs the running sum). */
 static tp_status do_split(rb *b) {
@@ -324,14 +329,12 @@ static tp_status do_split(rb *b) {
             rb_fail(b, st);
             break;
         }
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg_ref(&A, x);
-        ox_arg(&A, tp_value_int(axis));
-        ox_arg(&A, a);
-        ox_arg(&A, e);
-        const tp_value *p = rb1(b, TP_OP_CONTIGUOUS, rb_call(b, TP_OP_SLICE, &A));
-        if (ox_out_used(c, (int)i)) rb_out(b, (int)i, p, tp_tensor_dtype(xm), r, hint);
+        if (ox_out_used(c, (int)i)) {
+            slice_out(b, (int)i, x, axis, a, e, tp_tensor_dtype(xm), r, hint);
+        } else {
+            tp_value_clear(&a);
+            tp_value_clear(&e);
+        }
     }
     return b->st;
 }
@@ -367,13 +370,7 @@ static tp_status do_topk(rb *b) {
             rb_fail(b, st);
             break;
         }
-        ox_args_init(&A);
-        ox_arg_ref(&A, tp_value_at(sorted, i));
-        ox_arg(&A, tp_value_int(axis));
-        ox_arg(&A, tp_value_int(0));
-        ox_arg(&A, kv);
-        const tp_value *p = rb1(b, TP_OP_CONTIGUOUS, rb_call(b, TP_OP_SLICE, &A));
-        rb_out(b, i, p, i ? TP_INT64 : tp_tensor_dtype(xm), r, hint);
+        slice_out(b, i, tp_value_at(sorted, i), axis, tp_value_int(0), kv, i ? TP_INT64 : tp_tensor_dtype(xm), r, hint);
     }
     return b->st;
 }
@@ -386,14 +383,8 @@ static tp_status do_pad(rb *b) {
     const tp_value *x = ox_in(c, 0);
     const tp_tensor *xm = ox_meta(x);
     int r = tp_tensor_ndim(xm);
-    char buf[32];
-    const char *mode = ox_attr_s(c, "mode", "constant", buf, sizeof buf);
-    const char *tmode = !strcmp(mode, "constant") ? "constant"
-                        : !strcmp(mode, "reflect") ? "reflect"
-                        : !strcmp(mode, "edge")    ? "replicate"
-                        : !strcmp(mode, "wrap")    ? "circular"
-                                                   : NULL;
-    if (!tmode) return ox_unsupported(c, "pad mode '%s'", mode);
+    const char *tmode;
+    TP_TRY(ox_pad_mode(c, &tmode));
     int64_t axes[TP_MAX_DIMS], na = r;
     for (int i = 0; i < r; i++) axes[i] = i;
     const tp_value *av = ox_in(c, 3);

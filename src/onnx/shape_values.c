@@ -556,31 +556,11 @@ static tp_status do_constant_of_shape(ox_ctx *c, bool *done) {
     elems e;
     bool ok;
     TP_TRY(in_elems(c, 0, &e, &ok));
-    tp_dtype dt = TP_FLOAT32;
-    double value = 0;
-    tp_status st = TP_OK;
-    const Onnx__AttributeProto *a = ox_attr(c, "value");
-    if (a && a->t) {
-        tp_tensor *vt;
-        st = tp__onnx_tensor(a->t, NULL, NULL, &vt);
-        if (st == TP_OK) {
-            dt = tp_tensor_dtype(vt);
-            value = tp_tensor_numel(vt) ? tp_tensor_item_f64(vt, 0) : 0;
-            tp_tensor_free(vt);
-        }
-    }
-    tp_value l = tp_value_none();
-    if (st == TP_OK) st = elems_list(&e, &l);
+    tp_value l = tp_value_none(), r;
+    tp_status st = elems_list(&e, &l);
     elems_clear(&e);
     TP_TRY(st);
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, l);
-    ox_arg(&A, dt == TP_BOOL ? tp_value_bool(value != 0)
-                             : tp_dtype_is_float(dt) ? tp_value_float(value) : tp_value_int((int64_t)value));
-    ox_kw(&A, "dtype", tp_value_dtype(dt));
-    tp_value r;
-    TP_TRY(ox_call(c, TP_OP_FULL, &A, &r));
+    TP_TRY(ox_constant_of_shape_call(c, &l, &r));
     *done = true;
     return ox_set_out(c, 0, &r);
 }
