@@ -1465,6 +1465,15 @@ TEST(run_time_shape_data) {
         }
         tp_program_free(p);
     }
+    /* every allocation of an import with run-time shape data may fail (Resize last built) */
+    static const io_spec rz3_in[3] = {{"x", ONNX_FLOAT, 3, {1, 2, 2}}, {"roi", ONNX_FLOAT, 1, {0}},
+                                      {"scales", ONNX_FLOAT, 1, {3}}};
+    static const io_spec rz3_out[1] = {{"y", ONNX_FLOAT, 3, {1, 4, 4}}};
+    attr_str(&attrs[0], "mode", "cubic");
+    node_model(&m, "Resize", "", 13, rz3_in, 3, rz3_out, 1, attrs, 1);
+    check_alloc_failures("Resize with run-time scales", load_for_alloc_test, &m);
+    node_model(&m, "Slice", "", 13, sl_in, 5, y1, 1, NULL, 0);
+    check_alloc_failures("Slice with run-time bounds", load_for_alloc_test, &m);
     /* which dims are 1, or how big equal parts are, is known only when a
      * dynamically shaped input runs: refused, not guessed from the hint */
     one_node_model(&m, "Squeeze", true, NULL);
@@ -1553,6 +1562,7 @@ TEST(strings_as_utf8_bytes) {
         tp_tensor_free(y);
         tp_program_free(p);
     }
+    check_alloc_failures("StringNormalizer", load_for_alloc_test, &m);
     static const io_spec y1[1] = {{"y", ONNX_STRING, 1, {3}}};
     p = NULL;
     node_model(&m, "Neg", "", 13, in, 1, y1, 1, NULL, 0);
@@ -1638,6 +1648,7 @@ TEST(gradient_by_hand) {
             continue;
         }
         CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+        check_alloc_failures("Gradient", load_for_alloc_test, &m);
         if (!p) continue;
         tp_tensor *a[2] = {f32s(2, (int64_t[]){2, 2}, (float[]){1, 2, 3, 4}), f32s(1, (int64_t[]){2}, (float[]){5, 6})};
         tp_value av[2] = {tp_value_tensor(a[0]), tp_value_tensor(a[1])}, o = tp_value_none();
