@@ -70,6 +70,8 @@ TP_HIDDEN tp_status ox_constant_of_shape_call(ox_ctx *c, tp_value *sizes, tp_val
 /* Pad's mode attribute as torch's pad mode ("constant", "reflect",
  * "replicate", "circular"; op_map.c). */
 TP_HIDDEN tp_status ox_pad_mode(ox_ctx *c, const char **mode);
+/* RotaryEmbedding (opset 23; rotary.c). */
+TP_HIDDEN tp_status tp__onnx_rotary_embedding(ox_ctx *c);
 /* Attention (opset 23 on; attention.c). */
 TP_HIDDEN tp_status tp__onnx_attention(ox_ctx *c);
 /* Gradient (ai.onnx.preview.training; gradient.c). */

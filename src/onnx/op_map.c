@@ -1349,6 +1349,93 @@ static tp_status map_instance_norm(ox_ctx *c) {
     return set_out(c, &r);
 }
 
+/* Gelu (opset 20): approximate "none" (erf) or "tanh". */
+static tp_status map_gelu(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    char buf[16];
+    const char *ap = ox_attr_s(c, "approximate", "none", buf, sizeof buf);
+    if (strcmp(ap, "none") && strcmp(ap, "tanh")) return ox_bad(c, "approximate '%s' (none or tanh)", ap);
+    tp_value av;
+    TP_TRY(tp_value_str(ap, &av));
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_kw(&A, "approximate", av);
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_GELU, &A, &r));
+    return set_out(c, &r);
+}
+
+/* Swish: x * sigmoid(alpha * x) (silu when alpha is 1). */
+static tp_status map_swish(ox_ctx *c) {
+    const tp_value *x;
+    TP_TRY(need(c, 0, &x));
+    double alpha = ox_attr_f(c, "alpha", 1.0);
+    tp_value r = tp_value_none(), ax = tp_value_none(), sg = tp_value_none();
+    if (alpha == 1.0) {
+        TP_TRY(ox_call1(c, TP_OP_SILU, x, &r));
+        return set_out(c, &r);
+    }
+    tp_status st = binop_scalar(c, TP_OP_MUL, x, alpha, &ax);
+    if (st == TP_OK) st = ox_call1(c, TP_OP_SIGMOID, &ax, &sg);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, x, &sg, &r);
+    tp_value_clear(&ax);
+    tp_value_clear(&sg);
+    TP_TRY(st);
+    return set_out(c, &r);
+}
+
+/* RMSNormalization (opset 23): x / sqrt(mean(x^2 over dims axis..) + eps)
+ * * scale: rms_norm when scale has the normalized shape, else composed
+ * (scale broadcast). */
+static tp_status map_rms_norm(ox_ctx *c) {
+    const tp_value *x, *sc;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &sc));
+    if (ox_attr_i(c, "stash_type", 1) != 1) return ox_unsupported(c, "stash_type other than float");
+    int nd = rank_of(x), axis;
+    TP_TRY(wrap_axis(c, ox_attr_i(c, "axis", -1), nd, &axis));
+    double eps = ox_attr_f(c, "epsilon", 1e-5);
+    int n = nd - axis;
+    bool same = rank_of(sc) == n && !ox_in_dyn(c, 0) && !ox_in_dyn(c, 1) &&
+                !memcmp(sizes_of(sc), sizes_of(x) + axis, sizeof(int64_t) * (size_t)n);
+    tp_value r = tp_value_none();
+    if (same) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, x);
+        ox_arg_ints(&A, sizes_of(x) + axis, n);
+        ox_arg_ref(&A, sc);
+        ox_arg(&A, tp_value_float(eps));
+        TP_TRY(ox_call(c, TP_OP_RMS_NORM, &A, &r));
+        return set_out_cast(c, &r, dtype_of(x));
+    }
+    int64_t axes[TP_MAX_DIMS];
+    for (int i = 0; i < n; i++) axes[i] = axis + i;
+    tp_value sq = tp_value_none(), m = tp_value_none(), tmp = tp_value_none();
+    tp_status st = ox_call2(c, TP_OP_MUL, x, x, &sq);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, &sq);
+        ox_arg_ints(&A, axes, n);
+        ox_arg(&A, tp_value_bool(true));
+        st = ox_call(c, TP_OP_MEAN, &A, &m);
+    }
+    if (st == TP_OK) st = take(binop_scalar(c, TP_OP_ADD, &m, eps, &tmp), &m, &tmp);
+    if (st == TP_OK) st = take(ox_call1(c, TP_OP_RSQRT, &m, &tmp), &m, &tmp);
+    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, x, &m, &r);
+    if (st == TP_OK) st = take(ox_call2(c, TP_OP_MUL, &r, sc, &tmp), &r, &tmp);
+    tp_value_clear(&sq);
+    tp_value_clear(&m);
+    if (st != TP_OK) {
+        tp_value_clear(&r);
+        return st;
+    }
+    return set_out_cast(c, &r, dtype_of(x));
+}
+
 static tp_status map_layer_norm(ox_ctx *c) {
     const tp_value *x, *sc, *b = ox_in(c, 2);
     TP_TRY(need(c, 0, &x));
@@ -1757,20 +1844,47 @@ static tp_status map_arg(ox_ctx *c, bool is_max) {
     return set_out(c, &r);
 }
 
-/* cumsum of x along axis with ONNX's exclusive / reverse (uncast). */
-static tp_status cumsum_axis(ox_ctx *c, const tp_value *x, int axis, tp_value *out) {
+/* cumsum (or cumprod) of x along axis with ONNX's exclusive / reverse
+ * (uncast). An exclusive cumsum subtracts the input; an exclusive cumprod
+ * runs over the input shifted by one (a leading 1, the last dropped). */
+static tp_status cumsum_axis(ox_ctx *c, const tp_value *x, int axis, tp_op op, tp_value *out) {
     bool exclusive = ox_attr_i(c, "exclusive", 0) != 0, reverse = ox_attr_i(c, "reverse", 0) != 0;
     int64_t d = axis;
-    tp_value in = tp_value_none(), r = tp_value_none(), tmp = tp_value_none();
+    tp_value in = tp_value_none(), r = tp_value_none(), tmp = tp_value_none(), shifted = tp_value_none();
     tp_status st = reverse ? call_ints(c, TP_OP_FLIP, x, &d, 1, &in) : tp_value_copy(x, &in);
-    if (st == TP_OK) {
+    if (st == TP_OK && exclusive && op == TP_OP_CUMPROD) {
+        int64_t pads[2 * TP_MAX_DIMS] = {0};
+        int nd = rank_of(x);
+        pads[2 * (nd - 1 - axis)] = 1;
+        tp_value mode = tp_value_none();
+        st = tp_value_str("constant", &mode);
         ox_args A;
         ox_args_init(&A);
         ox_arg_ref(&A, &in);
-        ox_arg(&A, tp_value_int(axis));
-        st = ox_call(c, TP_OP_CUMSUM, &A, &r);
+        ox_arg_ints(&A, pads, 2 * nd);
+        ox_arg(&A, mode);
+        ox_arg(&A, tp_value_float(1.0));
+        if (st == TP_OK) st = ox_call(c, TP_OP_PAD, &A, &tmp);
+        else ox_args_clear(&A);
+        if (st == TP_OK) {
+            ox_args_init(&A);
+            ox_arg_ref(&A, &tmp);
+            ox_arg(&A, tp_value_int(axis));
+            ox_arg(&A, tp_value_int(0));
+            ox_arg(&A, tp_value_int(-1));
+            st = ox_call(c, TP_OP_SLICE, &A, &shifted);
+        }
+        tp_value_clear(&tmp);
     }
-    if (st == TP_OK && exclusive) st = take(ox_call2(c, TP_OP_SUB, &r, &in, &tmp), &r, &tmp);
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, shifted.kind != TP_VAL_NONE ? &shifted : &in);
+        ox_arg(&A, tp_value_int(axis));
+        st = ox_call(c, op, &A, &r);
+    }
+    tp_value_clear(&shifted);
+    if (st == TP_OK && exclusive && op == TP_OP_CUMSUM) st = take(ox_call2(c, TP_OP_SUB, &r, &in, &tmp), &r, &tmp);
     if (st == TP_OK && reverse) st = take(call_ints(c, TP_OP_FLIP, &r, &d, 1, &tmp), &r, &tmp);
     tp_value_clear(&in);
     if (st != TP_OK) tp_value_clear(&r);
@@ -1778,9 +1892,10 @@ static tp_status cumsum_axis(ox_ctx *c, const tp_value *x, int axis, tp_value *o
     return st;
 }
 
-/* CumSum along an axis given at run time: the cumsum along each dim, the
- * one named picked with where (a rank-1 input has one possible axis). */
-static tp_status cumsum_run_time_axis(ox_ctx *c, const tp_value *x, const tp_value *axis) {
+/* CumSum / CumProd along an axis given at run time: the cumsum along each
+ * dim, the one named picked with where (a rank-1 input has one possible
+ * axis). */
+static tp_status cumsum_run_time_axis(ox_ctx *c, const tp_value *x, const tp_value *axis, tp_op op) {
     const tp_tensor *am = ox_meta(axis);
     if (!am || tp_tensor_numel(am) != 1 || !tp_dtype_is_int(tp_tensor_dtype(am)))
         return ox_bad(c, "input 'axis' must be an integer scalar");
@@ -1788,7 +1903,7 @@ static tp_status cumsum_run_time_axis(ox_ctx *c, const tp_value *x, const tp_val
     if (nd == 0) return ox_bad(c, "axis out of range for rank 0");
     tp_value r = tp_value_none(), a = tp_value_none(), a1 = tp_value_none(), neg = tp_value_none();
     tp_value plus = tp_value_none(), w = tp_value_none();
-    tp_status st = cumsum_axis(c, x, 0, &r);
+    tp_status st = cumsum_axis(c, x, 0, op, &r);
     if (st == TP_OK && nd > 1) {
         st = ox_cast(c, axis, TP_INT64, &a1);
         if (st == TP_OK) st = call_ints(c, TP_OP_RESHAPE, &a1, NULL, 0, &a);
@@ -1798,7 +1913,7 @@ static tp_status cumsum_run_time_axis(ox_ctx *c, const tp_value *x, const tp_val
     }
     for (int k = 1; k < nd && st == TP_OK; k++) {
         tp_value ck = tp_value_none(), eq = tp_value_none(), tmp = tp_value_none();
-        st = cumsum_axis(c, x, k, &ck);
+        st = cumsum_axis(c, x, k, op, &ck);
         if (st == TP_OK) st = binop_scalar(c, TP_OP_EQ, &w, (double)k, &eq);
         if (st == TP_OK) st = take(ox_call3(c, TP_OP_WHERE, &eq, &ck, &r, &tmp), &r, &tmp);
         tp_value_clear(&ck);
@@ -1813,11 +1928,11 @@ static tp_status cumsum_run_time_axis(ox_ctx *c, const tp_value *x, const tp_val
     return set_out_cast(c, &r, dtype_of(x));
 }
 
-static tp_status map_cumsum(ox_ctx *c) {
+static tp_status map_cumsum(ox_ctx *c, tp_op op) {
     const tp_value *x;
     TP_TRY(need(c, 0, &x));
     const tp_value *av_in = ox_in(c, 1);
-    if (av_in && !ox_const(av_in)) return cumsum_run_time_axis(c, x, av_in);
+    if (av_in && !ox_const(av_in)) return cumsum_run_time_axis(c, x, av_in, op);
     int64_t av[1];
     int n;
     TP_TRY(const_ints(c, 1, "axis", av, 1, &n));
@@ -1825,7 +1940,7 @@ static tp_status map_cumsum(ox_ctx *c) {
     int axis;
     TP_TRY(wrap_axis(c, av[0], rank_of(x), &axis));
     tp_value r;
-    TP_TRY(cumsum_axis(c, x, axis, &r));
+    TP_TRY(cumsum_axis(c, x, axis, op, &r));
     return set_out_cast(c, &r, dtype_of(x));
 }
 
@@ -5298,7 +5413,12 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strncmp(op, "Reduce", 6)) return map_reduce(c, op + 6);
     if (!strcmp(op, "ArgMax")) return map_arg(c, true);
     if (!strcmp(op, "ArgMin")) return map_arg(c, false);
-    if (!strcmp(op, "CumSum")) return map_cumsum(c);
+    if (!strcmp(op, "CumSum")) return map_cumsum(c, TP_OP_CUMSUM);
+    if (!strcmp(op, "CumProd")) return map_cumsum(c, TP_OP_CUMPROD);
+    if (!strcmp(op, "Gelu")) return map_gelu(c);
+    if (!strcmp(op, "Swish")) return map_swish(c);
+    if (!strcmp(op, "RMSNormalization")) return map_rms_norm(c);
+    if (!strcmp(op, "RotaryEmbedding")) return tp__onnx_rotary_embedding(c);
     if (!strcmp(op, "Reshape")) return map_reshape(c);
     if (!strcmp(op, "Flatten")) return map_flatten(c);
     if (!strcmp(op, "Transpose")) return map_transpose(c);
