@@ -237,7 +237,8 @@ TP_HIDDEN tp_status ox_run_time_axes_mask(ox_ctx *c, const tp_value *axes, int64
 TP_HIDDEN tp_status ox_run_time_reduce(ox_ctx *c, const tp_value *in, const tp_value *axes, tp_op op, bool keep,
                                        tp_value *out);
 
-/* Resize whose scales, sizes or roi are given at run time: the attributes
+/* Resize whose scales, sizes or roi are given at run time, or with axes,
+ * keep_aspect_ratio_policy or half_pixel_symmetric (constants fold): the attributes
  * (mode "nearest"/"linear"/"cubic", coordinate transformation, ...) as
  * map_resize read them, and the operands (NULL when absent; exactly one of
  * scales and sizes). *out's sizes are known when it runs. */
@@ -246,6 +247,9 @@ typedef struct ox_resize {
     double cubic_a, extrapolation;
     bool exclude_outside;
     const tp_value *scales, *sizes, *roi; /* roi only for tf_crop_and_resize */
+    int n_axes;                            /* 0: every dim; else scales/sizes/roi are for these */
+    const int64_t *axes;                   /* distinct, wrapped */
+    int keep_policy;                       /* keep_aspect_ratio_policy: 0 stretch, 1 not_larger, 2 not_smaller */
 } ox_resize;
 TP_HIDDEN tp_status ox_run_time_resize(ox_ctx *c, const tp_value *x, const ox_resize *rz, tp_value *out);
 

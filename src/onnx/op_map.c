@@ -3386,13 +3386,29 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
     if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
         return ox_unsupported(c, "mode '%s'", mode);
     bool crop = !strcmp(ctm, "tf_crop_and_resize");
-    if (!crop && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel") && strcmp(ctm, "align_corners") &&
-        strcmp(ctm, "asymmetric") && strcmp(ctm, "tf_half_pixel_for_nn"))
+    bool symmetric = !strcmp(ctm, "half_pixel_symmetric");
+    if (!crop && !symmetric && strcmp(ctm, "half_pixel") && strcmp(ctm, "pytorch_half_pixel") &&
+        strcmp(ctm, "align_corners") && strcmp(ctm, "asymmetric") && strcmp(ctm, "tf_half_pixel_for_nn"))
         return ox_unsupported(c, "coordinate mode '%s'", ctm);
     if (strcmp(nm, "round_prefer_floor") && strcmp(nm, "round_prefer_ceil") && strcmp(nm, "floor") && strcmp(nm, "ceil"))
         return ox_unsupported(c, "nearest_mode '%s'", nm);
-    if (ox_attr(c, "axes")) return ox_unsupported(c, "attribute 'axes'");
     if (ox_attr_i(c, "antialias", 0)) return ox_unsupported(c, "antialias");
+    /* axes (opset 18): scales / sizes / roi for these dims only */
+    int64_t axes[TP_MAX_DIMS];
+    int n_axes = 0;
+    TP_TRY(ox_attr_ints(c, "axes", axes, TP_MAX_DIMS, &n_axes));
+    if (n_axes < 0) n_axes = 0;
+    for (int i = 0; i < n_axes; i++) {
+        int a;
+        TP_TRY(wrap_axis(c, axes[i], nd, &a));
+        for (int k = 0; k < i; k++)
+            if (axes[k] == a) return ox_bad(c, "axis %d repeated in 'axes'", a);
+        axes[i] = a;
+    }
+    char kbuf[16];
+    const char *keep = old ? "stretch" : ox_attr_s(c, "keep_aspect_ratio_policy", "stretch", kbuf, sizeof kbuf);
+    int keep_policy = !strcmp(keep, "not_larger") ? 1 : !strcmp(keep, "not_smaller") ? 2 : 0;
+    if (!keep_policy && strcmp(keep, "stretch")) return ox_bad(c, "keep_aspect_ratio_policy '%s'", keep);
     double scales[TP_MAX_DIMS];
     int64_t sizes[TP_MAX_DIMS];
     int ns = -1, nz = -1;
@@ -3403,15 +3419,18 @@ static tp_status map_resize(ox_ctx *c, bool upsample) {
         bool s_given = sv && ox_meta(sv) && tp_tensor_numel(ox_meta(sv)) > 0 && !(upsample && ox_opset(c) < 9);
         bool z_given = zv && ox_meta(zv) && tp_tensor_numel(ox_meta(zv)) > 0;
         bool rt = (s_given && !ox_const(sv)) || (z_given && !ox_const(zv)) || (rv && !ox_const(rv));
-        if (rt && !ox_in_dyn(c, 0)) {
+        /* axes, the aspect-ratio policies and half_pixel_symmetric go this way with constants too (they fold) */
+        if ((rt || n_axes || (keep_policy && z_given) || symmetric) && !ox_in_dyn(c, 0)) {
             if (!s_given && !z_given) return ox_bad(c, "needs scales or sizes for every dim");
             ox_resize rz = {mode, ctm, nm, A, ox_attr_f(c, "extrapolation_value", 0.0), exclude,
-                            z_given ? NULL : sv, z_given ? zv : NULL, rv};
+                            z_given ? NULL : sv, z_given ? zv : NULL, rv, n_axes, axes, z_given ? keep_policy : 0};
             tp_value r;
             TP_TRY(ox_run_time_resize(c, x, &rz, &r));
             return set_out(c, &r);
         }
     }
+    if (n_axes || (keep_policy && ox_in(c, 3)) || symmetric)
+        return ox_unsupported(c, "axes, keep_aspect_ratio_policy or half_pixel_symmetric on a dynamically shaped input");
     if (upsample && ox_opset(c) < 9) {
         const Onnx__AttributeProto *a = ox_attr(c, "scales");
         if (!a) return ox_bad(c, "missing scales");

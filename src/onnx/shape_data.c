@@ -678,28 +678,52 @@ tp_status ox_run_time_resize(ox_ctx *c, const tp_value *x, const ox_resize *rz, 
     rb_init(&b, c);
     const tp_value *scales = rz->scales ? rb_cast(&b, rz->scales, TP_FLOAT64) : NULL;
     const tp_value *sizes = NULL, *roi = rz->roi ? rb_cast(&b, rz->roi, TP_FLOAT64) : NULL;
+    /* the dims resized: rz->axes, or all */
+    int na = rz->n_axes > 0 ? rz->n_axes : nd, at[TP_MAX_DIMS]; /* at[d]: position of dim d among the axes, or -1 */
+    for (int d = 0; d < nd; d++) at[d] = rz->n_axes > 0 ? -1 : d;
+    for (int i = 0; i < rz->n_axes; i++) at[rz->axes[i]] = i;
     if (rz->sizes) {
         int64_t n;
         sizes = rb_int_input(&b, rz->sizes, "sizes", TP_MAX_DIMS, &n);
-        if (b.st == TP_OK && n != nd) rb_fail(&b, ox_bad(c, "input 'sizes' has %" PRId64 " values for rank %d", n, nd));
-    } else if (scales && b.st == TP_OK && tp_tensor_numel(ox_meta(scales)) != nd) {
-        rb_fail(&b, ox_bad(c, "input 'scales' has %" PRId64 " values for rank %d", tp_tensor_numel(ox_meta(scales)), nd));
+        if (b.st == TP_OK && n != na) rb_fail(&b, ox_bad(c, "input 'sizes' has %" PRId64 " values for %d axes", n, na));
+    } else if (scales && b.st == TP_OK && tp_tensor_numel(ox_meta(scales)) != na) {
+        rb_fail(&b, ox_bad(c, "input 'scales' has %" PRId64 " values for %d axes", tp_tensor_numel(ox_meta(scales)), na));
     }
-    if (roi && b.st == TP_OK && tp_tensor_numel(ox_meta(roi)) != 2 * nd)
-        rb_fail(&b, ox_bad(c, "tf_crop_and_resize needs input 'roi' with %d values", 2 * nd));
+    if (roi && b.st == TP_OK && tp_tensor_numel(ox_meta(roi)) != 2 * na)
+        rb_fail(&b, ox_bad(c, "tf_crop_and_resize needs input 'roi' with %d values", 2 * na));
     int taps = !strcmp(rz->mode, "nearest") ? 1 : !strcmp(rz->mode, "linear") ? 2 : 4;
     const char *ctm = rz->ctm;
     const tp_value *v = x, *mask = NULL, *zero = rb_f64(&b, 0), *one = rb_f64(&b, 1);
+    /* keep_aspect_ratio_policy: one scale for the axes, the min (not_larger)
+     * or max (not_smaller) of sizes / input sizes; each size then
+     * round-half-up(scale * input size) */
+    const tp_value *kept = NULL;
+    if (sizes && rz->keep_policy) {
+        for (int d = 0; d < nd; d++) {
+            if (at[d] < 0) continue;
+            const tp_value *r = rb2(&b, TP_OP_DIV, rb_cast(&b, rb_select(&b, sizes, at[d]), TP_FLOAT64),
+                                    rb_f64(&b, (double)tp_tensor_sizes(xm)[d]));
+            kept = !kept ? r : rb2(&b, rz->keep_policy == 1 ? TP_OP_MINIMUM : TP_OP_MAXIMUM, kept, r);
+        }
+    }
     for (int d = 0; d < nd && b.st == TP_OK; d++) {
         int64_t in = tp_tensor_sizes(xm)[d];
         const tp_value *fin = rb_f64(&b, (double)in), *scale, *outn;
-        if (sizes) {
-            outn = rb_select(&b, sizes, d);
+        if (at[d] < 0) { /* not among the axes: unchanged */
+            scale = one;
+            outn = rb_i64(&b, in);
+        } else if (kept) {
+            scale = kept;
+            outn = rb_cast(&b, rb1(&b, TP_OP_FLOOR, rb2(&b, TP_OP_ADD, rb2(&b, TP_OP_MUL, kept, fin), rb_f64(&b, 0.5))),
+                           TP_INT64);
+        } else if (sizes) {
+            outn = rb_select(&b, sizes, at[d]);
             scale = rb2(&b, TP_OP_DIV, rb_cast(&b, outn, TP_FLOAT64), fin);
         } else {
-            scale = rb_elem_f64(&b, scales, d);
+            scale = rb_elem_f64(&b, scales, at[d]);
             outn = rb_cast(&b, rb1(&b, TP_OP_FLOOR, rb2(&b, TP_OP_MUL, fin, scale)), TP_INT64);
         }
+        if (at[d] < 0) continue; /* not resized (roi [0, 1] would map it onto itself) */
         if (b.st == TP_OK && in == 0) {
             rb_fail(&b, ox_bad(c, "dim %d of the input is empty", d));
             break;
@@ -719,7 +743,8 @@ tp_status ox_run_time_resize(ox_ctx *c, const tp_value *x, const ox_resize *rz, 
         const tp_value *half = rb_f64(&b, 0.5), *crd;
         /* the coordinate in the input of each output position */
         if (roi) {
-            const tp_value *s0 = rb_elem_f64(&b, roi, d), *e0 = rb_elem_f64(&b, roi, nd + d);
+            const tp_value *s0 = at[d] < 0 ? zero : rb_elem_f64(&b, roi, at[d]);
+            const tp_value *e0 = at[d] < 0 ? one : rb_elem_f64(&b, roi, na + at[d]);
             const tp_value *span = rb_f64(&b, (double)(in - 1));
             const tp_value *many = rb2(&b, TP_OP_ADD, rb2(&b, TP_OP_MUL, s0, span),
                                        rb2(&b, TP_OP_DIV, rb2(&b, TP_OP_MUL, rb2(&b, TP_OP_MUL, o, rb2(&b, TP_OP_SUB, e0, s0)), span),
@@ -730,6 +755,10 @@ tp_status ox_run_time_resize(ox_ctx *c, const tp_value *x, const ox_resize *rz, 
             crd = rb_where(&b, ok, crd, zero); /* any in-range taps: the value is replaced */
             ok = rb_col(&b, ok, oi, nd - d - 1);
             mask = mask ? rb2(&b, TP_OP_LOGICAL_AND, mask, ok) : ok;
+        } else if (!strcmp(ctm, "half_pixel_symmetric")) { /* the output's centre on the input's */
+            const tp_value *adj = rb2(&b, TP_OP_DIV, fout, rb2(&b, TP_OP_MUL, fin, scale));
+            const tp_value *off = rb2(&b, TP_OP_MUL, rb_f64(&b, (double)in / 2), rb2(&b, TP_OP_SUB, one, adj));
+            crd = rb2(&b, TP_OP_ADD, off, rb2(&b, TP_OP_SUB, rb2(&b, TP_OP_DIV, rb2(&b, TP_OP_ADD, o, half), scale), half));
         } else if (!strcmp(ctm, "half_pixel") || !strcmp(ctm, "pytorch_half_pixel")) {
             crd = rb2(&b, TP_OP_SUB, rb2(&b, TP_OP_DIV, rb2(&b, TP_OP_ADD, o, half), scale), half);
             if (ctm[0] == 'p') crd = rb_where(&b, rb2(&b, TP_OP_GT, fout, one), crd, zero);
