@@ -277,3 +277,66 @@ tp_status tp__onnx_attention(ox_ctx *c) {
     rb_clear(&b);
     return st;
 }
+
+/* TensorScatter (opset 24): the update written into a copy of the cache
+ * along `axis` (>= 1) at per-batch positions write_indices[b] + s (modulo
+ * the cache length in circular mode): scatter with an index tensor shaped
+ * like the update. */
+tp_status tp__onnx_tensor_scatter(ox_ctx *c) {
+    const tp_value *past = ox_in(c, 0), *upd = ox_in(c, 1), *wi = ox_in(c, 2);
+    if (!past || !upd || !ox_meta(past) || !ox_meta(upd)) return ox_bad(c, "needs past_cache and update");
+    const tp_tensor *pm = ox_meta(past), *um = ox_meta(upd);
+    int r = tp_tensor_ndim(pm);
+    int64_t axis = ox_attr_i(c, "axis", -2);
+    if (axis < -r || axis >= r) return ox_bad(c, "axis %" PRId64 " out of range for rank %d", axis, r);
+    if (axis < 0) axis += r;
+    if (axis == 0) return ox_bad(c, "axis must not be the batch dim");
+    char buf[16];
+    const char *mode = ox_attr_s(c, "mode", "linear", buf, sizeof buf);
+    if (strcmp(mode, "linear") && strcmp(mode, "circular")) return ox_bad(c, "mode '%s' (linear or circular)", mode);
+    if (tp_tensor_ndim(um) != r || ox_in_dyn(c, 0) || ox_in_dyn(c, 1))
+        return ox_unsupported(c, "past_cache and update of static shapes and the same rank");
+    for (int d = 0; d < r; d++)
+        if (d == axis ? tp_tensor_sizes(um)[d] > tp_tensor_sizes(pm)[d] : tp_tensor_sizes(um)[d] != tp_tensor_sizes(pm)[d])
+            return ox_bad(c, "update's dim %d (%" PRId64 ") does not fit past_cache's (%" PRId64 ")", d,
+                          tp_tensor_sizes(um)[d], tp_tensor_sizes(pm)[d]);
+    int64_t batch = tp_tensor_sizes(pm)[0], seq = tp_tensor_sizes(um)[axis], cap = tp_tensor_sizes(pm)[axis];
+    if (wi && (!ox_meta(wi) || tp_tensor_numel(ox_meta(wi)) != batch || !tp_dtype_is_int(tp_tensor_dtype(ox_meta(wi)))))
+        return ox_bad(c, "write_indices must hold one integer per batch entry (%" PRId64 ")", batch);
+    rb b;
+    rb_init(&b, c);
+    int64_t bshape[TP_MAX_DIMS], sshape[TP_MAX_DIMS], steps[4096];
+    if (seq > 4096) return ox_unsupported(c, "an update of %" PRId64 " positions (at most 4096)", seq);
+    for (int d = 0; d < r; d++) bshape[d] = d == 0 ? batch : 1, sshape[d] = d == axis ? seq : 1;
+    for (int64_t i = 0; i < seq; i++) steps[i] = i;
+    /* positions [B, 1.., S (at axis), 1..] = write_indices[b] + s */
+    const tp_value *pos = rb_i64s(&b, (int)seq, steps);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, pos);
+    ox_arg_ints(&A, sshape, r);
+    pos = rb_call(&b, TP_OP_RESHAPE, &A);
+    if (wi) {
+        ox_args_init(&A);
+        ox_arg_ref(&A, rb_cast(&b, wi, TP_INT64));
+        ox_arg_ints(&A, bshape, r);
+        pos = rb2(&b, TP_OP_ADD, rb_call(&b, TP_OP_RESHAPE, &A), pos);
+    }
+    if (!strcmp(mode, "circular")) pos = rb2(&b, TP_OP_REMAINDER, pos, rb_i64(&b, cap));
+    ox_args_init(&A);
+    ox_arg_ref(&A, pos);
+    ox_arg_ints(&A, tp_tensor_sizes(um), r);
+    const tp_value *idx = rb1(&b, TP_OP_CONTIGUOUS, rb_call(&b, TP_OP_EXPAND, &A));
+    ox_args_init(&A);
+    ox_arg_ref(&A, past);
+    ox_arg(&A, tp_value_int(axis));
+    ox_arg_ref(&A, idx);
+    ox_arg_ref(&A, upd);
+    const tp_value *y = rb_call(&b, TP_OP_SCATTER, &A);
+    tp_value o = tp_value_none();
+    tp_status st = b.st;
+    if (st == TP_OK) st = tp_value_copy(y, &o);
+    if (st == TP_OK) st = ox_set_out(c, 0, &o);
+    rb_clear(&b);
+    return st;
+}

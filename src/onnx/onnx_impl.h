@@ -72,8 +72,12 @@ TP_HIDDEN tp_status ox_constant_of_shape_call(ox_ctx *c, tp_value *sizes, tp_val
 TP_HIDDEN tp_status ox_pad_mode(ox_ctx *c, const char **mode);
 /* RotaryEmbedding (opset 23; rotary.c). */
 TP_HIDDEN tp_status tp__onnx_rotary_embedding(ox_ctx *c);
-/* Attention (opset 23 on; attention.c). */
+/* Attention (opset 23 on) and its cache update TensorScatter (opset 24;
+ * attention.c). */
 TP_HIDDEN tp_status tp__onnx_attention(ox_ctx *c);
+TP_HIDDEN tp_status tp__onnx_tensor_scatter(ox_ctx *c);
+/* CenterCropPad (opset 18; shape_data.c). */
+TP_HIDDEN tp_status tp__onnx_center_crop_pad(ox_ctx *c);
 /* Gradient (ai.onnx.preview.training; gradient.c). */
 TP_HIDDEN tp_status tp__onnx_gradient(ox_ctx *c);
 /* The current opset, node, op type. */

@@ -1367,21 +1367,79 @@ static tp_status map_gelu(ox_ctx *c) {
     return set_out(c, &r);
 }
 
-/* Swish: x * sigmoid(alpha * x) (silu when alpha is 1). */
+/* Swish: x * sigmoid(alpha * x) (silu when alpha is 1); SwiGLU (opset 28):
+ * that of its first input times its second (same shapes). */
 static tp_status map_swish(ox_ctx *c) {
-    const tp_value *x;
+    const tp_value *x, *g = NULL;
     TP_TRY(need(c, 0, &x));
-    double alpha = ox_attr_f(c, "alpha", 1.0);
-    tp_value r = tp_value_none(), ax = tp_value_none(), sg = tp_value_none();
-    if (alpha == 1.0) {
-        TP_TRY(ox_call1(c, TP_OP_SILU, x, &r));
-        return set_out(c, &r);
+    if (ox_n_in(c) > 1) {
+        TP_TRY(need(c, 1, &g));
+        if (rank_of(x) != rank_of(g) || memcmp(sizes_of(x), sizes_of(g), sizeof(int64_t) * (size_t)rank_of(x)) ||
+            dtype_of(x) != dtype_of(g))
+            return ox_bad(c, "SwiGLU's inputs must have the same shape and dtype");
     }
-    tp_status st = binop_scalar(c, TP_OP_MUL, x, alpha, &ax);
-    if (st == TP_OK) st = ox_call1(c, TP_OP_SIGMOID, &ax, &sg);
-    if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, x, &sg, &r);
+    double alpha = ox_attr_f(c, "alpha", 1.0);
+    tp_value r = tp_value_none(), ax = tp_value_none(), sg = tp_value_none(), tmp = tp_value_none();
+    tp_status st;
+    if (alpha == 1.0) {
+        st = ox_call1(c, TP_OP_SILU, x, &r);
+    } else {
+        st = binop_scalar(c, TP_OP_MUL, x, alpha, &ax);
+        if (st == TP_OK) st = ox_call1(c, TP_OP_SIGMOID, &ax, &sg);
+        if (st == TP_OK) st = ox_call2(c, TP_OP_MUL, x, &sg, &r);
+    }
+    if (st == TP_OK && g) st = take(ox_call2(c, TP_OP_MUL, &r, g, &tmp), &r, &tmp);
     tp_value_clear(&ax);
     tp_value_clear(&sg);
+    if (st != TP_OK) {
+        tp_value_clear(&r);
+        return st;
+    }
+    return set_out(c, &r);
+}
+
+/* GroupNormalization: group_norm with per-channel scale and bias (opset
+ * 21), or per-group ones (opset 18) repeated over each group's channels. */
+static tp_status map_group_norm(ox_ctx *c) {
+    const tp_value *x, *sc, *bi;
+    TP_TRY(need(c, 0, &x));
+    TP_TRY(need(c, 1, &sc));
+    TP_TRY(need(c, 2, &bi));
+    if (ox_attr_i(c, "stash_type", 1) != 1) return ox_unsupported(c, "stash_type other than float");
+    int64_t groups = ox_attr_i(c, "num_groups", 0);
+    if (rank_of(x) < 2 || groups <= 0 || sizes_of(x)[1] % groups)
+        return ox_bad(c, "num_groups %" PRId64 " must divide the channels", groups);
+    int64_t ch = sizes_of(x)[1], per = ch / groups;
+    tp_value w = tp_value_none(), b = tp_value_none(), r = tp_value_none();
+    tp_status st = TP_OK;
+    for (int k = 0; k < 2 && st == TP_OK; k++) {
+        const tp_value *v = k ? bi : sc;
+        tp_value *o = k ? &b : &w;
+        if (rank_of(v) != 1 || (sizes_of(v)[0] != ch && sizes_of(v)[0] != groups)) {
+            st = ox_bad(c, "scale and bias must hold one value per channel (or per group before opset 21)");
+        } else if (sizes_of(v)[0] == ch) {
+            st = tp_value_copy(v, o);
+        } else {
+            ox_args A;
+            ox_args_init(&A);
+            ox_arg_ref(&A, v);
+            ox_arg(&A, tp_value_int(per));
+            ox_arg(&A, tp_value_int(0));
+            st = ox_call(c, TP_OP_REPEAT_INTERLEAVE, &A, o);
+        }
+    }
+    if (st == TP_OK) {
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, x);
+        ox_arg(&A, tp_value_int(groups));
+        ox_arg_ref(&A, &w);
+        ox_arg_ref(&A, &b);
+        ox_arg(&A, tp_value_float(ox_attr_f(c, "epsilon", 1e-5)));
+        st = ox_call(c, TP_OP_GROUP_NORM, &A, &r);
+    }
+    tp_value_clear(&w);
+    tp_value_clear(&b);
     TP_TRY(st);
     return set_out(c, &r);
 }
@@ -3765,6 +3823,51 @@ static tp_status map_unique(ox_ctx *c) {
 
 /* GridSample (opset 16: bilinear / nearest / bicubic; 20: linear / nearest
  * / cubic) on 4-D inputs -> grid_sample. */
+/* AffineGrid (opset 20): affine_grid(theta, size, align_corners); a size
+ * given at run time is read with item(). */
+static tp_status map_affine_grid(ox_ctx *c) {
+    const tp_value *theta, *sz;
+    TP_TRY(need(c, 0, &theta));
+    TP_TRY(need(c, 1, &sz));
+    tp_value l = tp_value_none();
+    int64_t n = 0;
+    bool run_time = !ox_const(sz);
+    if (run_time) {
+        TP_TRY(ox_run_time_ints(c, sz, "size", TP_MAX_DIMS, &l, &n));
+    } else {
+        int64_t v[TP_MAX_DIMS];
+        int k;
+        TP_TRY(tensor_ints(c, ox_const(sz), "size", v, TP_MAX_DIMS, &k));
+        n = k;
+        TP_TRY(tp_value_list(k, &l));
+        for (int i = 0; i < k; i++) {
+            tp_value e = tp_value_int(v[i]);
+            tp_value_seq_set(&l, i, &e);
+        }
+    }
+    if (n != 4 && n != 5) {
+        tp_value_clear(&l);
+        return ox_bad(c, "size must hold 4 or 5 values (N, C, [D,] H, W), got %" PRId64, n);
+    }
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, theta);
+    ox_arg(&A, l);
+    ox_arg(&A, tp_value_bool(ox_attr_i(c, "align_corners", 0) != 0));
+    tp_value r;
+    TP_TRY(ox_call(c, TP_OP_AFFINE_GRID, &A, &r));
+    if (run_time) { /* [N, (D,) H, W, 2 or 3]: the sizes are known when it runs */
+        int64_t hint[6] = {1, 1, 1, 1, 1, 1};
+        hint[n - 1] = n - 2;
+        tp_status st = ox_dd_meta(c, &r, dtype_of(theta), (int)n, hint);
+        if (st != TP_OK) {
+            tp_value_clear(&r);
+            return st;
+        }
+    }
+    return set_out(c, &r);
+}
+
 static tp_status map_grid_sample(ox_ctx *c) {
     const tp_value *x, *g;
     TP_TRY(need(c, 0, &x));
@@ -5474,6 +5577,11 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "QuantizeLinear")) return map_quantize(c);
     if (!strcmp(op, "Resize")) return map_resize(c, false);
     if (!strcmp(op, "GridSample")) return map_grid_sample(c);
+    if (!strcmp(op, "AffineGrid")) return map_affine_grid(c);
+    if (!strcmp(op, "GroupNormalization")) return map_group_norm(c);
+    if (!strcmp(op, "SwiGLU")) return map_swish(c);
+    if (!strcmp(op, "TensorScatter")) return tp__onnx_tensor_scatter(c);
+    if (!strcmp(op, "CenterCropPad")) return tp__onnx_center_crop_pad(c);
     if (!strcmp(op, "MaxUnpool")) return map_max_unpool(c);
     if (!strcmp(op, "LpPool")) return map_lp_pool(c, false);
     if (!strcmp(op, "GlobalLpPool")) return map_lp_pool(c, true);

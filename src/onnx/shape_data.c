@@ -837,3 +837,101 @@ tp_status ox_run_time_resize(ox_ctx *c, const tp_value *x, const ox_resize *rz, 
     rb_clear(&b);
     return st;
 }
+
+/* ---- CenterCropPad ----------------------------------------------------------------- */
+
+/* x // 2 for a non-negative int64 tensor. */
+static const tp_value *half_of(rb *b, const tp_value *x) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg(&A, tp_value_int(2));
+    tp_value mode = tp_value_none();
+    tp_status st = tp_value_str("floor", &mode);
+    ox_kw(&A, "rounding_mode", mode);
+    if (st != TP_OK) rb_fail(b, st);
+    return rb_call(b, TP_OP_DIV, &A);
+}
+
+/* Element i of a 1-D int64 tensor as a number (kept). */
+static const tp_value *item_at(rb *b, const tp_value *t, int64_t i) {
+    tp_value v = tp_value_none();
+    tp_status st = b->st != TP_OK ? b->st : rb_item(b, t, i, &v);
+    return rb_keep(b, st, &v);
+}
+
+/* CenterCropPad (opset 18): each listed dim cropped or zero-padded to its
+ * target size around the centre (the odd element at the end); the target
+ * shape may be given at run time (then read with item()). */
+tp_status tp__onnx_center_crop_pad(ox_ctx *c) {
+    const tp_value *x = ox_in(c, 0), *shape = ox_in(c, 1);
+    if (!x || !shape || !ox_meta(x) || !ox_meta(shape)) return ox_bad(c, "needs input_data and shape");
+    if (ox_in_dyn(c, 0)) return ox_unsupported(c, "CenterCropPad of a dynamically shaped input");
+    const tp_tensor *xm = ox_meta(x);
+    int r = tp_tensor_ndim(xm);
+    int64_t axes[TP_MAX_DIMS];
+    int na;
+    TP_TRY(ox_attr_ints(c, "axes", axes, TP_MAX_DIMS, &na));
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    for (int i = 0; i < na; i++) {
+        if (axes[i] < -r || axes[i] >= r) return ox_bad(c, "axis %" PRId64 " out of range for rank %d", axes[i], r);
+        if (axes[i] < 0) axes[i] += r;
+    }
+    rb b;
+    rb_init(&b, c);
+    int64_t n;
+    const tp_value *t = rb_int_input(&b, shape, "shape", TP_MAX_DIMS, &n);
+    if (b.st == TP_OK && n != na) rb_fail(&b, ox_bad(c, "shape has %" PRId64 " values for %d axes", n, na));
+    const tp_value *v = x, *zero = rb_i64(&b, 0);
+    tp_value pads = tp_value_none();
+    tp_status st = b.st != TP_OK ? b.st : tp_value_list(2 * r, &pads);
+    for (int i = 0; st == TP_OK && i < 2 * r; i++) {
+        tp_value z = tp_value_int(0);
+        st = tp_value_seq_set(&pads, i, &z);
+    }
+    rb_fail(&b, st);
+    for (int i = 0; i < na && b.st == TP_OK; i++) {
+        int a = (int)axes[i];
+        const tp_value *d = rb_i64(&b, tp_tensor_sizes(xm)[a]), *want = rb_select(&b, t, i);
+        const tp_value *start = half_of(&b, rb2(&b, TP_OP_MAXIMUM, rb2(&b, TP_OP_SUB, d, want), zero));
+        const tp_value *end = rb2(&b, TP_OP_ADD, start, rb2(&b, TP_OP_MINIMUM, want, d));
+        const tp_value *grow = rb2(&b, TP_OP_MAXIMUM, rb2(&b, TP_OP_SUB, want, d), zero), *before = half_of(&b, grow);
+        const tp_value *s_i = item_at(&b, rb_dim(&b, TP_OP_UNSQUEEZE, start, 0), 0);
+        const tp_value *e_i = item_at(&b, rb_dim(&b, TP_OP_UNSQUEEZE, end, 0), 0);
+        const tp_value *b_i = item_at(&b, rb_dim(&b, TP_OP_UNSQUEEZE, before, 0), 0);
+        const tp_value *a_i = item_at(&b, rb_dim(&b, TP_OP_UNSQUEEZE, rb2(&b, TP_OP_SUB, grow, before), 0), 0);
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, v);
+        ox_arg(&A, tp_value_int(a));
+        ox_arg_ref(&A, s_i);
+        ox_arg_ref(&A, e_i);
+        v = rb_call(&b, TP_OP_SLICE, &A);
+        tp_value bc = tp_value_none(), ac = tp_value_none();
+        st = b.st;
+        if (st == TP_OK) st = tp_value_copy(b_i, &bc);
+        if (st == TP_OK) st = tp_value_seq_set(&pads, 2 * (r - 1 - a), &bc);
+        if (st == TP_OK) st = tp_value_copy(a_i, &ac);
+        if (st == TP_OK) st = tp_value_seq_set(&pads, 2 * (r - 1 - a) + 1, &ac);
+        tp_value_clear(&bc);
+        tp_value_clear(&ac);
+        rb_fail(&b, st);
+    }
+    const tp_value *pv = rb_keep(&b, b.st, &pads);
+    tp_value mode = tp_value_none();
+    st = b.st != TP_OK ? b.st : tp_value_str("constant", &mode);
+    rb_fail(&b, st);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, v);
+    ox_arg_ref(&A, pv);
+    ox_arg(&A, mode);
+    ox_arg(&A, tp_value_float(0));
+    const tp_value *y = rb_call(&b, TP_OP_PAD, &A);
+    st = rb_out(&b, 0, y, tp_tensor_dtype(xm), r, tp_tensor_sizes(xm));
+    rb_clear(&b);
+    return st;
+}
