@@ -1105,9 +1105,11 @@ static tp_status convert_node_list(ox_ctx *c, Onnx__NodeProto *const *nodes, siz
         /* strings (UTF-8 bytes) go only where they are understood */
         bool str_in = false;
         for (size_t i = 0; !failed && i < n->n_input; i++) str_in |= ox_in_str(c, (int)i);
-        bool str_op = n->op_type && (!strcmp(n->op_type, "Identity") || !strcmp(n->op_type, "StringNormalizer"));
+        bool str_op = n->op_type && (!strcmp(n->op_type, "Identity") || !strcmp(n->op_type, "StringNormalizer") ||
+                                     !strcmp(n->op_type, "Equal") || !strcmp(n->op_type, "StringConcat"));
         if (!failed && str_in && !str_op) {
-            st = ox_unsupported(c, "string tensors are supported by Identity and StringNormalizer only");
+            st = ox_unsupported(c, "string tensors are supported by Identity, StringNormalizer, Equal and StringConcat "
+                                   "only");
             report_issue(c, report);
             if (*first_error == TP_OK) *first_error = st;
             failed = true;

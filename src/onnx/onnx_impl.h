@@ -141,8 +141,10 @@ TP_HIDDEN tp_status ox_scalar_tensor(tp_dtype dtype, double v, tp_value *out);
  * [dims..., width]); mark output i (already set) as one. */
 TP_HIDDEN bool ox_in_str(ox_ctx *c, int i);
 TP_HIDDEN void ox_set_out_str(ox_ctx *c, int i);
-/* StringNormalizer (strings.c). */
+/* StringNormalizer, StringConcat and Equal of strings (strings.c). */
 TP_HIDDEN tp_status tp__onnx_string_normalizer(ox_ctx *c);
+TP_HIDDEN tp_status tp__onnx_string_concat(ox_ctx *c);
+TP_HIDDEN tp_status tp__onnx_string_equal(ox_ctx *c);
 
 /* Dynamic dims: does input i's shape depend on one; do the current node's
  * inputs? (Values from a dynamically shaped input, or a data-dependent op.) */

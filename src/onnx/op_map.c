@@ -5471,6 +5471,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
             const tp_value *v = ox_in(c, i);
             if (v && v->kind == TP_VAL_TUPLE) return ox_unsupported(c, "input %d is an optional (only Optional* ops take one)", i);
         }
+    if (!strcmp(op, "Equal") && (ox_in_str(c, 0) || ox_in_str(c, 1))) return tp__onnx_string_equal(c);
     if (!strcmp(op, "If") || !strcmp(op, "Loop") || !strcmp(op, "Scan")) return tp__onnx_convert_control_flow(c, op);
     if (!strcmp(op, "Optional")) return map_optional(c);
     if (!strcmp(op, "OptionalHasElement")) return map_optional_has_element(c);
@@ -5565,6 +5566,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "Size")) return map_size(c);
     if (!strcmp(op, "Constant")) return map_constant(c);
     if (!strcmp(op, "StringNormalizer")) return tp__onnx_string_normalizer(c);
+    if (!strcmp(op, "StringConcat")) return tp__onnx_string_concat(c);
     if (!strcmp(op, "Attention") && ox_opset(c) >= 23) return tp__onnx_attention(c);
     if (!strcmp(op, "ConstantOfShape")) return map_constant_of_shape(c);
     if (!strcmp(op, "Range")) return map_range(c);

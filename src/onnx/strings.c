@@ -9,8 +9,8 @@
  * string (reader.c). tp_onnx_report.strings names the graph inputs and
  * outputs held this way, so callers encode and decode them.
  *
- * Strings go only through Identity and StringNormalizer (import.c refuses
- * them elsewhere). StringNormalizer: stopwords are removed by comparing
+ * Strings go only through Identity, StringNormalizer, Equal and
+ * StringConcat (import.c refuses them elsewhere). StringNormalizer: stopwords are removed by comparing
  * each string's first L + 1 bytes (L the longest stopword, the input
  * zero-padded by L + 1 so the window always exists) with every stopword
  * and its terminating zero; the kept strings are selected by their
@@ -140,6 +140,115 @@ tp_status tp__onnx_string_normalizer(ox_ctx *c) {
     if (strcmp(action, "NONE")) rows = ascii_case(&b, rows, action[0] == 'L');
     if (nd == 3) rows = rb_dim(&b, TP_OP_UNSQUEEZE, rows, 0);
     tp_status st = rb_out(&b, 0, rows, TP_UINT8, nd, tp_tensor_sizes(m));
+    rb_clear(&b);
+    if (st == TP_OK) ox_set_out_str(c, 0);
+    return st;
+}
+
+/* ---- Equal and StringConcat on strings ------------------------------------------- */
+
+/* x and y (strings as bytes) expanded to their broadcast dims, each keeping
+ * its own width. */
+static tp_status broadcast_strings(rb *b, const tp_value **x, const tp_value **y) {
+    ox_ctx *c = b->c;
+    const tp_tensor *xm = ox_meta(*x), *ym = ox_meta(*y);
+    int nx = tp_tensor_ndim(xm) - 1, ny = tp_tensor_ndim(ym) - 1, nout;
+    int64_t out[TP_MAX_DIMS];
+    if (tp__broadcast_shapes(nx, tp_tensor_sizes(xm), ny, tp_tensor_sizes(ym), &nout, out) != TP_OK || nout >= TP_MAX_DIMS)
+        return ox_bad(c, "string inputs of shapes that do not broadcast");
+    for (int k = 0; k < 2; k++) {
+        const tp_value *v = k ? *y : *x;
+        tp_value l = tp_value_none(), w = tp_value_none();
+        tp_status st = tp_value_list(nout + 1, &l);
+        for (int i = 0; st == TP_OK && i < nout; i++) {
+            tp_value e = tp_value_int(out[i]);
+            st = tp_value_seq_set(&l, i, &e);
+        }
+        if (st == TP_OK) st = ox_dim(c, v, tp_tensor_ndim(ox_meta(v)) - 1, &w);
+        if (st == TP_OK) st = tp_value_seq_set(&l, nout, &w);
+        const tp_value *lv = rb_keep(b, st, &l);
+        ox_args A;
+        ox_args_init(&A);
+        ox_arg_ref(&A, v);
+        ox_arg_ref(&A, lv);
+        const tp_value *e = rb_call(b, TP_OP_EXPAND, &A);
+        if (k) *y = e;
+        else *x = e;
+    }
+    return b->st;
+}
+
+/* v zero-padded at the end of its last dim by `by` (an int or a number known when it runs). */
+static const tp_value *pad_end(rb *b, const tp_value *v, const tp_value *by) {
+    tp_value l = tp_value_none(), z = tp_value_int(0), e = tp_value_none(), mode = tp_value_none();
+    tp_status st = b->st != TP_OK ? b->st : tp_value_list(2, &l);
+    if (st == TP_OK) st = tp_value_seq_set(&l, 0, &z);
+    if (st == TP_OK) st = tp_value_copy(by, &e);
+    if (st == TP_OK) st = tp_value_seq_set(&l, 1, &e);
+    if (st == TP_OK) st = tp_value_str("constant", &mode);
+    const tp_value *lv = rb_keep(b, st, &l);
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, v);
+    ox_arg_ref(&A, lv);
+    ox_arg(&A, mode);
+    ox_arg(&A, tp_value_float(0));
+    return rb_call(b, TP_OP_PAD, &A);
+}
+
+static const tp_value *width_of(rb *b, const tp_value *v) {
+    tp_value w = tp_value_none();
+    tp_status st = b->st != TP_OK ? b->st : ox_dim(b->c, v, tp_tensor_ndim(ox_meta(v)) - 1, &w);
+    return rb_keep(b, st, &w);
+}
+
+/* Equal of two string tensors: both padded to the sum of their widths,
+ * equal where every byte is. */
+tp_status tp__onnx_string_equal(ox_ctx *c) {
+    const tp_value *x = ox_in(c, 0), *y = ox_in(c, 1);
+    if (!x || !y || !ox_in_str(c, 0) || !ox_in_str(c, 1)) return ox_bad(c, "Equal of a string and a non-string");
+    rb b;
+    rb_init(&b, c);
+    const tp_value *wx = width_of(&b, x), *wy = width_of(&b, y);
+    const tp_value *xp = pad_end(&b, x, wy), *yp = pad_end(&b, y, wx);
+    const tp_value *r = rb_dim(&b, TP_OP_ALL, rb2(&b, TP_OP_EQ, xp, yp), -1);
+    tp_value o = tp_value_none();
+    tp_status st = b.st;
+    if (st == TP_OK) st = tp_value_copy(r, &o);
+    if (st == TP_OK) st = ox_set_out(c, 0, &o);
+    rb_clear(&b);
+    return st;
+}
+
+/* StringConcat: byte k of x + y is x's while k < len(x), then y's byte
+ * k - len(x), then 0; the width is the sum of the two widths. */
+tp_status tp__onnx_string_concat(ox_ctx *c) {
+    const tp_value *x = ox_in(c, 0), *y = ox_in(c, 1);
+    if (!x || !y || !ox_in_str(c, 0) || !ox_in_str(c, 1)) return ox_bad(c, "StringConcat needs two string inputs");
+    rb b;
+    rb_init(&b, c);
+    tp_status st = broadcast_strings(&b, &x, &y);
+    const tp_value *wx = width_of(&b, x), *wy = width_of(&b, y);
+    const tp_value *len = rb_dim(&b, TP_OP_SUM, rb_cast(&b, rb2(&b, TP_OP_NE, x, rb_i64(&b, 0)), TP_INT64), -1);
+    len = rb_dim(&b, TP_OP_UNSQUEEZE, len, -1);                                   /* [..., 1] */
+    const tp_value *xp = pad_end(&b, x, wy), *yp = pad_end(&b, y, wx);            /* [..., wx + wy] */
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, width_of(&b, xp));
+    ox_kw(&A, "dtype", tp_value_dtype(TP_INT64));
+    const tp_value *k = rb_call(&b, TP_OP_ARANGE, &A);                          /* [wx + wy] */
+    const tp_value *ky = rb2(&b, TP_OP_SUB, k, len);                               /* position in y */
+    const tp_value *idx = rb2(&b, TP_OP_MAXIMUM, ky, rb_i64(&b, 0));               /* < wx + wy: in yp */
+    ox_args_init(&A);
+    ox_arg_ref(&A, yp);
+    ox_arg_ref(&A, idx);
+    ox_arg(&A, tp_value_int(-1));
+    const tp_value *from_y = rb_call(&b, TP_OP_TAKE_ALONG_DIM, &A);
+    const tp_value *r = rb_where(&b, rb2(&b, TP_OP_LT, k, len), xp, from_y);
+    tp_value o = tp_value_none();
+    st = b.st;
+    if (st == TP_OK) st = ox_cast(c, r, TP_UINT8, &o);
+    if (st == TP_OK) st = ox_set_out(c, 0, &o);
     rb_clear(&b);
     if (st == TP_OK) ox_set_out_str(c, 0);
     return st;
