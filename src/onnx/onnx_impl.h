@@ -76,6 +76,8 @@ TP_HIDDEN tp_status tp__onnx_rotary_embedding(ox_ctx *c);
  * attention.c). */
 TP_HIDDEN tp_status tp__onnx_attention(ox_ctx *c);
 TP_HIDDEN tp_status tp__onnx_tensor_scatter(ox_ctx *c);
+/* TfIdfVectorizer over integers (tfidf.c). */
+TP_HIDDEN tp_status tp__onnx_tfidf(ox_ctx *c);
 /* CenterCropPad (opset 18; shape_data.c). */
 TP_HIDDEN tp_status tp__onnx_center_crop_pad(ox_ctx *c);
 /* Gradient (ai.onnx.preview.training; gradient.c). */

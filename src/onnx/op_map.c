@@ -5567,6 +5567,7 @@ tp_status tp__onnx_convert_node(ox_ctx *c, const char *op) {
     if (!strcmp(op, "Constant")) return map_constant(c);
     if (!strcmp(op, "StringNormalizer")) return tp__onnx_string_normalizer(c);
     if (!strcmp(op, "StringConcat")) return tp__onnx_string_concat(c);
+    if (!strcmp(op, "TfIdfVectorizer")) return tp__onnx_tfidf(c);
     if (!strcmp(op, "Attention") && ox_opset(c) >= 23) return tp__onnx_attention(c);
     if (!strcmp(op, "ConstantOfShape")) return map_constant_of_shape(c);
     if (!strcmp(op, "Range")) return map_range(c);
