@@ -36,23 +36,6 @@ static const tp_value *permute4(rb *b, const tp_value *x, int64_t p0, int64_t p1
     return rb_call(b, TP_OP_PERMUTE, &A);
 }
 
-/* reshape(x, sizes): sizes are ints or numbers known when it runs (copied). */
-static const tp_value *reshape_to(rb *b, const tp_value *x, const tp_value *const *sizes, int n) {
-    tp_value l = tp_value_none();
-    tp_status st = b->st != TP_OK ? b->st : tp_value_list(n, &l);
-    for (int i = 0; st == TP_OK && i < n; i++) {
-        tp_value v = tp_value_none();
-        st = tp_value_copy(sizes[i], &v);
-        if (st == TP_OK) st = tp_value_seq_set(&l, i, &v);
-    }
-    const tp_value *lv = rb_keep(b, st, &l);
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg_ref(&A, x);
-    ox_arg_ref(&A, lv);
-    return rb_call(b, TP_OP_RESHAPE, &A);
-}
-
 /* Dim d of x as an int or a sym_size number, kept. */
 static const tp_value *dim_of(rb *b, const tp_value *x, int d) {
     tp_value v = tp_value_none();
@@ -68,7 +51,7 @@ static const tp_value *split_heads(rb *b, const tp_value *x, int64_t heads, cons
         rb_fail(b, ox_bad(b->c, "%s's hidden size %" PRId64 " is not a multiple of %" PRId64 " heads", what, hidden, heads));
     tp_value hv = tp_value_int(heads), hs = tp_value_int(heads > 0 ? hidden / heads : 0);
     const tp_value *sizes[4] = {dim_of(b, x, 0), dim_of(b, x, 1), &hv, &hs};
-    return permute4(b, reshape_to(b, x, sizes, 4), 0, 2, 1, 3);
+    return permute4(b, rb_reshape(b, x, 4, sizes), 0, 2, 1, 3);
 }
 
 /* arange(n) as int64, n an int or a number known when it runs. */
@@ -121,27 +104,8 @@ tp_status tp__onnx_attention(ox_ctx *c) {
     int64_t n_qh = b.st == TP_OK ? tp_tensor_sizes(ox_meta(Q))[1] : 1, n_kvh = b.st == TP_OK ? tp_tensor_sizes(ox_meta(K))[1] : 1;
     double scale = ox_attr(c, "scale") ? ox_attr_f(c, "scale", 1.0) : 1.0 / sqrt((double)head);
     if (past_k) { /* the cache in front: present_key / present_value */
-        for (int i = 0; i < 2; i++) {
-            tp_value l = tp_value_none(), a = tp_value_none(), z = tp_value_none();
-            tp_status st = b.st != TP_OK ? b.st : tp_value_list(2, &l);
-            if (st == TP_OK) st = tp_value_copy(i ? past_v : past_k, &a);
-            if (st == TP_OK) st = tp_value_seq_set(&l, 0, &a);
-            if (st == TP_OK) st = tp_value_copy(i ? V : K, &z);
-            if (st == TP_OK) st = tp_value_seq_set(&l, 1, &z);
-            tp_value_clear(&a);
-            tp_value_clear(&z);
-            if (st != TP_OK) {
-                tp_value_clear(&l);
-                rb_fail(&b, st);
-                break;
-            }
-            ox_args A;
-            ox_args_init(&A);
-            ox_arg(&A, l);
-            ox_arg(&A, tp_value_int(2));
-            if (i) V = rb_call(&b, TP_OP_CAT, &A);
-            else K = rb_call(&b, TP_OP_CAT, &A);
-        }
+        K = rb_cat(&b, past_k, K, 2);
+        V = rb_cat(&b, past_v, V, 2);
     }
     const tp_value *PK = K, *PV = V; /* present_key, present_value */
     bool fused = !mask && !past_k && !nonpad && !window && softcap <= 0 && !want_qk && sm_dt == dt && n_qh == n_kvh;
@@ -192,7 +156,7 @@ tp_status tp__onnx_attention(ox_ctx *c) {
                 const tp_value *np = rb_cast(&b, nonpad, TP_INT64);
                 tp_value m1 = tp_value_int(-1), one = tp_value_int(1);
                 const tp_value *sz[4] = {&m1, &one, &one, &one};
-                const tp_value *off = rb2(&b, TP_OP_SUB, reshape_to(&b, np, sz, 4), qlen);
+                const tp_value *off = rb2(&b, TP_OP_SUB, rb_reshape(&b, np, 4, sz), qlen);
                 pos = rb2(&b, TP_OP_ADD, i, off);
             }
             const tp_value *diff = rb2(&b, TP_OP_SUB, pos, j); /* >= 0: key j at or before the query */
@@ -212,7 +176,7 @@ tp_status tp__onnx_attention(ox_ctx *c) {
         if (nonpad) { /* keys at or past nonpad_kv_seqlen[b] are padding */
             tp_value m1 = tp_value_int(-1), one = tp_value_int(1);
             const tp_value *sz[4] = {&m1, &one, &one, &one};
-            const tp_value *lim = reshape_to(&b, rb_cast(&b, nonpad, TP_INT64), sz, 4);
+            const tp_value *lim = rb_reshape(&b, rb_cast(&b, nonpad, TP_INT64), 4, sz);
             const tp_value *pad = rb_where(&b, rb2(&b, TP_OP_LT, arange(&b, kvlen), lim), zero, ninf);
             bias = bias ? rb2(&b, TP_OP_ADD, bias, pad) : pad;
         }
@@ -263,7 +227,7 @@ tp_status tp__onnx_attention(ox_ctx *c) {
     if (rank == 3) { /* [B, heads, S, hv] -> [B, S, heads * hv] */
         tp_value m1 = tp_value_int(-1);
         const tp_value *sz[3] = {dim_of(&b, q, 0), dim_of(&b, q, 1), &m1};
-        y = reshape_to(&b, permute4(&b, y, 0, 2, 1, 3), sz, 3);
+        y = rb_reshape(&b, permute4(&b, y, 0, 2, 1, 3), 3, sz);
     }
     const tp_value *outs[3] = {y, PK, PV};
     for (int i = 0; i < 3 && b.st == TP_OK; i++) {

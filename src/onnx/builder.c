@@ -162,6 +162,34 @@ const tp_value *rb_items(rb *b, const tp_value *t, int64_t n) {
     return rb_keep(b, st, &l);
 }
 
+const tp_value *rb_list(rb *b, int n, const tp_value *const *items) {
+    tp_value l = tp_value_none();
+    tp_status st = b->st != TP_OK ? b->st : tp_value_list(n, &l);
+    for (int i = 0; st == TP_OK && i < n; i++) {
+        tp_value v = tp_value_none();
+        st = tp_value_copy(items[i], &v);
+        if (st == TP_OK) st = tp_value_seq_set(&l, i, &v);
+    }
+    return rb_keep(b, st, &l);
+}
+
+const tp_value *rb_cat(rb *b, const tp_value *x, const tp_value *y, int64_t dim) {
+    const tp_value *items[2] = {x, y};
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, rb_list(b, 2, items));
+    ox_arg(&A, tp_value_int(dim));
+    return rb_call(b, TP_OP_CAT, &A);
+}
+
+const tp_value *rb_reshape(rb *b, const tp_value *x, int n, const tp_value *const *sizes) {
+    ox_args A;
+    ox_args_init(&A);
+    ox_arg_ref(&A, x);
+    ox_arg_ref(&A, rb_list(b, n, sizes));
+    return rb_call(b, TP_OP_RESHAPE, &A);
+}
+
 /* Finish: r (a data-dependent result) gets hint meta and becomes output i. */
 tp_status rb_out(rb *b, int i, const tp_value *r, tp_dtype dt, int ndim, const int64_t *hint) {
     tp_value v = tp_value_none();

@@ -223,6 +223,11 @@ TP_HIDDEN const tp_value *rb_int_input(rb *b, const tp_value *t, const char *wha
 TP_HIDDEN tp_status rb_item(rb *b, const tp_value *t, int64_t i, tp_value *out);
 /* A list of the n elements of a 1-D int64 tensor, each read with item(). */
 TP_HIDDEN const tp_value *rb_items(rb *b, const tp_value *t, int64_t n);
+/* A list of copies of items[0..n) (ints, numbers known when it runs, tensors). */
+TP_HIDDEN const tp_value *rb_list(rb *b, int n, const tp_value *const *items);
+/* cat([x, y], dim); reshape(x, sizes[0..n)) with ints or numbers known when it runs. */
+TP_HIDDEN const tp_value *rb_cat(rb *b, const tp_value *x, const tp_value *y, int64_t dim);
+TP_HIDDEN const tp_value *rb_reshape(rb *b, const tp_value *x, int n, const tp_value *const *sizes);
 /* Finish: r (a data-dependent result) gets hint meta and becomes output i. */
 TP_HIDDEN tp_status rb_out(rb *b, int i, const tp_value *r, tp_dtype dt, int ndim, const int64_t *hint);
 

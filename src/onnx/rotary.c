@@ -26,27 +26,6 @@ static const tp_value *last_slice(rb *b, const tp_value *x, int64_t start, int64
     return rb_call(b, TP_OP_SLICE, &A);
 }
 
-static const tp_value *cat2(rb *b, const tp_value *x, const tp_value *y, int64_t dim, tp_op op) {
-    tp_value l = tp_value_none(), a = tp_value_none(), z = tp_value_none();
-    tp_status st = b->st != TP_OK ? b->st : tp_value_list(2, &l);
-    if (st == TP_OK) st = tp_value_copy(x, &a);
-    if (st == TP_OK) st = tp_value_seq_set(&l, 0, &a);
-    if (st == TP_OK) st = tp_value_copy(y, &z);
-    if (st == TP_OK) st = tp_value_seq_set(&l, 1, &z);
-    tp_value_clear(&a);
-    tp_value_clear(&z);
-    if (st != TP_OK) {
-        tp_value_clear(&l);
-        rb_fail(b, st);
-        return rb_keep(b, st, &l);
-    }
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg(&A, l);
-    ox_arg(&A, tp_value_int(dim));
-    return rb_call(b, op, &A);
-}
-
 static const tp_value *perm4(rb *b, const tp_value *x) { /* swap dims 1 and 2 */
     ox_args A;
     ox_args_init(&A);
@@ -57,23 +36,18 @@ static const tp_value *perm4(rb *b, const tp_value *x) { /* swap dims 1 and 2 */
 
 /* reshape x to [d0, d1, rest...] where d0, d1 are x's own dims 0 and 1. */
 static const tp_value *reshape_keep2(rb *b, const tp_value *x, const int64_t *rest, int n_rest) {
-    tp_value l = tp_value_none();
-    tp_status st = b->st != TP_OK ? b->st : tp_value_list(2 + n_rest, &l);
-    for (int i = 0; st == TP_OK && i < 2; i++) {
-        tp_value d = tp_value_none();
-        st = ox_dim(b->c, x, i, &d);
-        if (st == TP_OK) st = tp_value_seq_set(&l, i, &d);
+    tp_value d[2] = {tp_value_none(), tp_value_none()}, r[TP_MAX_DIMS];
+    const tp_value *sizes[TP_MAX_DIMS];
+    tp_status st = b->st;
+    for (int i = 0; i < 2; i++) {
+        if (st == TP_OK) st = ox_dim(b->c, x, i, &d[i]);
+        sizes[i] = rb_keep(b, st, &d[i]);
     }
-    for (int i = 0; st == TP_OK && i < n_rest; i++) {
-        tp_value d = tp_value_int(rest[i]);
-        st = tp_value_seq_set(&l, 2 + i, &d);
+    for (int i = 0; i < n_rest; i++) {
+        r[i] = tp_value_int(rest[i]);
+        sizes[2 + i] = &r[i];
     }
-    const tp_value *lv = rb_keep(b, st, &l);
-    ox_args A;
-    ox_args_init(&A);
-    ox_arg_ref(&A, x);
-    ox_arg_ref(&A, lv);
-    return rb_call(b, TP_OP_RESHAPE, &A);
+    return rb_reshape(b, x, 2 + n_rest, sizes);
 }
 
 tp_status tp__onnx_rotary_embedding(ox_ctx *c) {
@@ -124,12 +98,12 @@ tp_status tp__onnx_rotary_embedding(ox_ctx *c) {
     const tp_value *im = rb2(&b, TP_OP_ADD, rb2(&b, TP_OP_MUL, sn, x1), rb2(&b, TP_OP_MUL, cs, x2));
     const tp_value *y;
     if (inter) { /* (re0, im0, re1, im1, ...) */
-        y = reshape_keep2(&b, cat2(&b, rb_dim(&b, TP_OP_UNSQUEEZE, re, -1), rb_dim(&b, TP_OP_UNSQUEEZE, im, -1), -1, TP_OP_CAT),
+        y = reshape_keep2(&b, rb_cat(&b, rb_dim(&b, TP_OP_UNSQUEEZE, re, -1), rb_dim(&b, TP_OP_UNSQUEEZE, im, -1), -1),
                           (int64_t[]){heads ? heads : tp_tensor_sizes(ox_meta(x))[1], rot}, 2);
     } else {
-        y = cat2(&b, re, im, -1, TP_OP_CAT);
+        y = rb_cat(&b, re, im, -1);
     }
-    if (rot < h) y = cat2(&b, y, last_slice(&b, xs, rot, h, 1), -1, TP_OP_CAT);
+    if (rot < h) y = rb_cat(&b, y, last_slice(&b, xs, rot, h, 1), -1);
     if (rank == 4) y = perm4(&b, y);
     else y = reshape_keep2(&b, y, (int64_t[]){heads * h}, 1);
     tp_value out = tp_value_none();

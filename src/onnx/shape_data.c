@@ -103,25 +103,8 @@ static tp_status do_expand(rb *b) {
         xd[j] = di >= 0 ? tp_tensor_sizes(xm)[di] : 1;
         lead[j] = 1;
     }
-    if (out_rank > n) { /* the shape is shorter: its missing leading dims are 1 */
-        tp_value l = tp_value_none();
-        tp_status st = b->st != TP_OK ? b->st : tp_value_list(2, &l);
-        tp_value a = tp_value_none(), z = tp_value_none();
-        if (st == TP_OK) st = tp_value_copy(rb_i64s(b, out_rank - (int)n, lead), &a);
-        if (st == TP_OK) st = tp_value_seq_set(&l, 0, &a);
-        if (st == TP_OK) st = tp_value_copy(s, &z);
-        if (st == TP_OK) st = tp_value_seq_set(&l, 1, &z);
-        tp_value_clear(&a);
-        tp_value_clear(&z);
-        ox_args A;
-        ox_args_init(&A);
-        ox_arg(&A, l);
-        if (st == TP_OK) s = rb_call(b, TP_OP_CAT, &A);
-        else {
-            ox_args_clear(&A);
-            rb_fail(b, st);
-        }
-    }
+    if (out_rank > n) /* the shape is shorter: its missing leading dims are 1 */
+        s = rb_cat(b, rb_i64s(b, out_rank - (int)n, lead), s, 0);
     s = rb_where(b, rb2(b, TP_OP_EQ, s, rb_i64(b, 1)), rb_i64s(b, out_rank, xd), s);
     ox_args A;
     ox_args_init(&A);

@@ -118,18 +118,7 @@ tp_status tp__onnx_string_normalizer(ox_ctx *c) {
         tp_value ni = tp_value_none();
         st = b.st == TP_OK ? rb_item(&b, rb_dim(&b, TP_OP_UNSQUEEZE, n, 0), 0, &ni) : b.st;
         const tp_value *nv = rb_keep(&b, st, &ni);
-        tp_value both = tp_value_none(), k1 = tp_value_none(), z1 = tp_value_none();
-        st = b.st == TP_OK ? tp_value_list(2, &both) : b.st;
-        if (st == TP_OK) st = tp_value_copy(kept, &k1);
-        if (st == TP_OK) st = tp_value_seq_set(&both, 0, &k1);
-        if (st == TP_OK) st = tp_value_copy(zero_row, &z1);
-        if (st == TP_OK) st = tp_value_seq_set(&both, 1, &z1);
-        tp_value_clear(&k1);
-        tp_value_clear(&z1);
-        ox_args_init(&A);
-        ox_arg(&A, both);
-        if (st != TP_OK) rb_fail(&b, st);
-        const tp_value *cat = rb_call(&b, TP_OP_CAT, &A);
+        const tp_value *cat = rb_cat(&b, kept, zero_row, 0);
         ox_args_init(&A);
         ox_arg_ref(&A, cat);
         ox_arg(&A, tp_value_int(0));
@@ -180,13 +169,11 @@ static tp_status broadcast_strings(rb *b, const tp_value **x, const tp_value **y
 
 /* v zero-padded at the end of its last dim by `by` (an int or a number known when it runs). */
 static const tp_value *pad_end(rb *b, const tp_value *v, const tp_value *by) {
-    tp_value l = tp_value_none(), z = tp_value_int(0), e = tp_value_none(), mode = tp_value_none();
-    tp_status st = b->st != TP_OK ? b->st : tp_value_list(2, &l);
-    if (st == TP_OK) st = tp_value_seq_set(&l, 0, &z);
-    if (st == TP_OK) st = tp_value_copy(by, &e);
-    if (st == TP_OK) st = tp_value_seq_set(&l, 1, &e);
-    if (st == TP_OK) st = tp_value_str("constant", &mode);
-    const tp_value *lv = rb_keep(b, st, &l);
+    tp_value z = tp_value_int(0), mode = tp_value_none();
+    const tp_value *items[2] = {&z, by};
+    const tp_value *lv = rb_list(b, 2, items);
+    tp_status st = tp_value_str("constant", &mode);
+    if (st != TP_OK) rb_fail(b, st);
     ox_args A;
     ox_args_init(&A);
     ox_arg_ref(&A, v);

@@ -111,24 +111,7 @@ tp_status tp__onnx_tfidf(ox_ctx *c) {
             ox_kw(&A, "dtype", tp_value_dtype(TP_FLOAT32));
             cnt = rb_call(&b, TP_OP_ZEROS, &A);
         }
-        if (!acc) {
-            acc = cnt;
-        } else {
-            tp_value l = tp_value_none(), a = tp_value_none(), z = tp_value_none();
-            st = tp_value_list(2, &l);
-            if (st == TP_OK) st = tp_value_copy(acc, &a);
-            if (st == TP_OK) st = tp_value_seq_set(&l, 0, &a);
-            if (st == TP_OK) st = tp_value_copy(cnt, &z);
-            if (st == TP_OK) st = tp_value_seq_set(&l, 1, &z);
-            tp_value_clear(&a);
-            tp_value_clear(&z);
-            const tp_value *lv = rb_keep(&b, st, &l);
-            ox_args A;
-            ox_args_init(&A);
-            ox_arg_ref(&A, lv);
-            ox_arg(&A, tp_value_int(-1));
-            acc = rb_call(&b, TP_OP_CAT, &A);
-        }
+        acc = acc ? rb_cat(&b, acc, cnt, -1) : cnt;
     }
     const tp_value *freq = NULL;
     if (acc) freq = rb2(&b, TP_OP_MATMUL, acc, const_tensor(&b, TP_FLOAT32, 2, (int64_t[]){n_grams, out}, m));
