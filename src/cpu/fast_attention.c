@@ -173,7 +173,8 @@ static tp_status attn_prepare(const tp_prepare_info *info, const tp_value *bound
     ap->gemm_ws = w1 > w2 ? w1 : w2;
     ap->ws_thread = ((size_t)(BQ * BK + BQ * ap->Ev + 2 * BQ) * sizeof(float) + ap->gemm_ws + 127) & ~(size_t)63;
     double flops = 4.0 * (double)ap->n_batch * (double)ap->L * (double)ap->S * (double)(ap->E + ap->Ev) / 2;
-    int threads = (int)(flops / 2e6);
+    double want = flops / 2e6; /* clamped before the conversion: a huge estimate would overflow int */
+    int threads = want < 1 ? 1 : want > (double)info->max_threads ? info->max_threads : (int)want;
     int64_t items = ap->n_batch * ap->q_blocks;
     if (threads < 1) threads = 1;
     if (threads > info->max_threads) threads = info->max_threads;

@@ -373,9 +373,9 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     if (cp->isa > tp__gemm_best_isa()) cp->isa = tp__gemm_best_isa();
     int64_t pix = cp->oh * cp->ow;
     double flops = 2.0 * (double)cp->n * (double)cp->cout * (double)pix * (double)cp->k;
-    int threads = (int)(flops / 1e6);
+    double per_mflop = flops / 1e6; /* clamped before the conversion: a huge estimate would overflow int */
+    int threads = per_mflop < 1 ? 1 : per_mflop > (double)info->max_threads ? info->max_threads : (int)per_mflop;
     if (threads < 1) threads = 1;
-    if (threads > info->max_threads) threads = info->max_threads;
     cp->ires = -1;
     if (info->is_const[1]) cp->weight = (const float *)tp__tensor_base(w);
     if (b && info->is_const[2]) cp->bias_const = (const float *)tp__tensor_base(b);

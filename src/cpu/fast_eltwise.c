@@ -187,6 +187,7 @@ static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
     float bs = (float)plan->f[1];
     float *o = (float *)tp__tensor_base(out[0]);
     int64_t n = plan->i[1], outer = outer_count(plan);
+    if (n == 0) return TP_OK; /* an empty inner run: nothing to do, however many outer rows */
     if (outer == 1) { /* split the one run */
         int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
         if (lo >= hi) return TP_OK;
@@ -293,6 +294,7 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
     int64_t n = plan->i[1], outer = outer_count(plan);
+    if (n == 0) return TP_OK; /* an empty inner run: nothing to do, however many outer rows */
     if (outer == 1) {
         int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
         /* keep chunk starts 64-byte aligned for the vector loops */
@@ -438,6 +440,7 @@ static tp_status where_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     const int64_t *sx = plan->data, *sy = (const int64_t *)plan->data + TP_MAX_DIMS;
     float xs = (float)plan->f[0], ys = (float)plan->f[1];
     float *o = (float *)tp__tensor_base(out[0]);
+    if (tp_tensor_numel(out[0]) == 0) return TP_OK; /* its dims may still be huge: no rows to walk */
     int64_t n = nd > 0 ? q[W_SIZES + nd - 1] : 1, outer = 1;
     for (int d = 0; d + 1 < nd; d++) outer *= q[W_SIZES + d];
     int64_t isc = nd > 0 ? q[W_SC + nd - 1] : 0, isx = nd > 0 ? sx[nd - 1] : 0, isy = nd > 0 ? sy[nd - 1] : 0;

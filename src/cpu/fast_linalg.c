@@ -58,6 +58,7 @@ static void batch_offsets(const mm_plan *mp, int64_t b, int64_t *oa, int64_t *ob
 
 static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const mm_plan *mp = plan->data;
+    if (tp_tensor_numel(out[0]) == 0) return TP_OK; /* nothing to write (its batch dims may still be huge) */
     const float *a = (const float *)tp__tensor_base(in[mp->ia]);
     const float *b = mp->packed_b ? NULL : (const float *)tp__tensor_base(in[mp->ib]);
     const float *bias = mp->ibias >= 0 ? (const float *)tp__tensor_base(in[mp->ibias]) : NULL;
@@ -85,7 +86,7 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
             g.ep.ld_residual = mp->n;
         }
         if (split_batches)
-            tp__gemm_run(&g, 0, 1, (char *)ex->workspace + (size_t)ex->ith * mp->ws_thread);
+            tp__gemm_run(&g, 0, 1, ex->workspace ? (char *)ex->workspace + (size_t)ex->ith * mp->ws_thread : NULL);
         else
             tp__gemm_run(&g, ex->ith, ex->nth, ex->workspace);
     }
@@ -165,7 +166,8 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
         plan->data_bytes = bytes;
     }
     double flops = 2.0 * (double)mp->m * (double)mp->n * (double)mp->k * (double)mp->n_batch;
-    int threads = (int)(flops / 2e6);
+    double want = flops / 2e6; /* clamped before the conversion: a huge estimate would overflow int */
+    int threads = want < 1 ? 1 : want > (double)info->max_threads ? info->max_threads : (int)want;
     if (threads < 1) threads = 1;
     if (threads > info->max_threads) threads = info->max_threads;
     mp->max_threads = threads;

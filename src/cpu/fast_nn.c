@@ -22,8 +22,14 @@ static const char *level_name(int level) {
     return level >= TP_CPU_AVX512 ? "avx512" : level >= TP_CPU_AVX2 ? "avx2" : "scalar";
 }
 
+/* a * b for sizes (>= 0), saturated: work estimates of hostile shapes must not overflow. */
+static int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return tp_mul_overflow_i64(a, b, &r) ? r : INT64_MAX;
+}
+
 static int row_threads(int64_t rows, int64_t n, int max) {
-    int64_t t = rows * n / 16384;
+    int64_t t = sat_mul(rows, n) / 16384;
     if (t < 1) t = 1;
     if (t > rows) t = rows;
     return t < max ? (int)t : max;
@@ -70,7 +76,7 @@ static tp_status softmax_like(const tp_prepare_info *info, const tp_value *bound
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = softmax_run;
-    plan->max_threads = row_threads(rows, n * 4, info->max_threads);
+    plan->max_threads = row_threads(rows, sat_mul(n, 4), info->max_threads);
     plan->inplace_ok = !log; /* log_softmax reads its input again after writing exp() to the output */
     return TP_OK;
 }
@@ -129,7 +135,7 @@ static tp_status layer_norm_prepare(const tp_prepare_info *info, const tp_value 
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = layer_norm_run;
-    plan->max_threads = row_threads(plan->i[0], n * 4, info->max_threads);
+    plan->max_threads = row_threads(plan->i[0], sat_mul(n, 4), info->max_threads);
     plan->inplace_ok = true;
     return TP_OK;
 }
@@ -283,7 +289,7 @@ static tp_status group_norm_prepare(const tp_prepare_info *info, const tp_value 
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = group_norm_run;
-    plan->max_threads = row_threads(plan->i[0], plan->i[1] * plan->i[2] * 2, info->max_threads);
+    plan->max_threads = row_threads(plan->i[0], sat_mul(sat_mul(plan->i[1], plan->i[2]), 2), info->max_threads);
     return TP_OK;
 }
 
@@ -504,10 +510,11 @@ static tp_status avgpool_common(const tp_prepare_info *info, const tp_tensor *x,
     q[2] = o->sizes[o->ndim - 2];
     q[3] = o->sizes[o->ndim - 1];
     q[10] = q[11] = 1;
-    q[AP_PLANES] = (q[0] != 0 && q[1] != 0) ? tp_tensor_numel(x) / (q[0] * q[1]) : 0;
+    /* a nonzero element count bounds q[0] * q[1] (an empty input may have huge dims) */
+    q[AP_PLANES] = tp_tensor_numel(x) != 0 ? tp_tensor_numel(x) / (q[0] * q[1]) : 0;
     plan->run = avgpool_run;
     plan->variant = level_name(info->cpu_level);
-    plan->max_threads = row_threads(q[AP_PLANES], q[2] * q[3] * 4, info->max_threads);
+    plan->max_threads = row_threads(q[AP_PLANES], sat_mul(sat_mul(q[2], q[3]), 4), info->max_threads);
     return TP_OK;
 }
 
@@ -566,10 +573,10 @@ static tp_status max_pool2d_prepare(const tp_prepare_info *info, const tp_value 
     q[2] = o->sizes[o->ndim - 2];
     q[3] = o->sizes[o->ndim - 1];
     q[4] = k[0], q[5] = k[1], q[6] = s[0], q[7] = s[1], q[8] = p[0], q[9] = p[1], q[10] = d[0], q[11] = d[1];
-    q[12] = (q[0] != 0 && q[1] != 0) ? tp_tensor_numel(x) / (q[0] * q[1]) : 0;
+    q[12] = tp_tensor_numel(x) != 0 ? tp_tensor_numel(x) / (q[0] * q[1]) : 0; /* as in avgpool_common */
     plan->run = maxpool_run;
     plan->variant = level_name(info->cpu_level);
-    plan->max_threads = row_threads(q[12], q[2] * q[3] * k[0] * k[1], info->max_threads);
+    plan->max_threads = row_threads(q[12], sat_mul(sat_mul(q[2], q[3]), sat_mul(k[0], k[1])), info->max_threads);
     return TP_OK;
 decline:
     tp_clear_error();

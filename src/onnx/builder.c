@@ -132,12 +132,13 @@ const tp_value *rb_int_input(rb *b, const tp_value *t, const char *what, int64_t
         rb_fail(b, ox_bad(b->c, "input '%s' must be an integer scalar or 1-D tensor", what));
         return &b->none;
     }
-    *n = tp_tensor_ndim(m) ? tp_tensor_sizes(m)[0] : 1;
-    if (*n < 0 || *n > max) {
+    int64_t len = tp_tensor_ndim(m) ? tp_tensor_sizes(m)[0] : 1;
+    if (len < 0 || len > max) { /* *n stays 0: callers size arrays by it */
         rb_fail(b, ox_unsupported(b->c, "input '%s' has %" PRId64 " values given when the program runs (at most %" PRId64 ")",
-                                  what, *n, max));
+                                  what, len, max));
         return &b->none;
     }
+    *n = len;
     const tp_value *v = rb_cast(b, t, TP_INT64);
     return tp_tensor_ndim(m) ? v : rb_dim(b, TP_OP_UNSQUEEZE, v, 0);
 }

@@ -46,6 +46,8 @@ static const tp_value *rb_sizes(rb *b, const tp_value *x) {
  * axes), then looked up in arange(r) so that an axis out of range is an
  * error when the program runs. */
 static const tp_value *rb_wrap(rb *b, const tp_value *axes, int64_t r) {
+    if (b->st == TP_OK && (r < 0 || r > TP_MAX_DIMS)) rb_fail(b, tp_error(TP_ERR_INTERNAL, "rank %" PRId64, r));
+    if (b->st != TP_OK) return &b->none;
     int64_t ks[TP_MAX_DIMS];
     for (int64_t k = 0; k < r; k++) ks[k] = k;
     const tp_value *neg = rb2(b, TP_OP_LT, axes, rb_i64(b, 0));
@@ -60,6 +62,8 @@ static const tp_value *rb_wrap(rb *b, const tp_value *axes, int64_t r) {
 
 /* bool [r]: is dim k among the (wrapped) axes. */
 static const tp_value *rb_axes_mask(rb *b, const tp_value *axes, int64_t r) {
+    if (b->st == TP_OK && (r < 0 || r > TP_MAX_DIMS)) rb_fail(b, tp_error(TP_ERR_INTERNAL, "rank %" PRId64, r));
+    if (b->st != TP_OK) return &b->none;
     int64_t ks[TP_MAX_DIMS] = {0};
     for (int64_t k = 0; k < r; k++) ks[k] = k;
     const tp_value *w = rb_dim(b, TP_OP_UNSQUEEZE, rb_wrap(b, axes, r), 1); /* [n, 1] */
@@ -147,6 +151,9 @@ static tp_status do_constant_of_shape(rb *b) {
 
 /* sizes [out_rank] of x with the dims in `drop` (bool [r]) removed. */
 static const tp_value *rb_kept_sizes(rb *b, const tp_value *x, const tp_value *drop, int64_t out_rank) {
+    if (b->st == TP_OK && (out_rank < 0 || out_rank > TP_MAX_DIMS))
+        rb_fail(b, tp_error(TP_ERR_INTERNAL, "rank %" PRId64, out_rank));
+    if (b->st != TP_OK) return &b->none;
     int64_t js[TP_MAX_DIMS];
     for (int64_t j = 0; j < out_rank; j++) js[j] = j;
     const tp_value *keep = rb1(b, TP_OP_LOGICAL_NOT, drop);
