@@ -4,8 +4,10 @@
  * building, value table, constant folding), op_map.c (ONNX op -> our ops),
  * shape_values.c (shape arithmetic on dynamic dims as symbolic ints),
  * shape_data.c (shape data given at run time), builder.c (lowerings as
- * expressions), strings.c (string tensors as UTF-8 bytes) and
- * control_flow.c (If, Loop, Scan with subgraphs).
+ * expressions), strings.c (string tensors as UTF-8 bytes), attention.c
+ * (Attention, TensorScatter), rotary.c (RotaryEmbedding), tfidf.c
+ * (TfIdfVectorizer), gradient.c (Gradient) and control_flow.c (If, Loop,
+ * Scan with subgraphs).
  */
 #ifndef TPEXPORT_ONNX_IMPL_H
 #define TPEXPORT_ONNX_IMPL_H
