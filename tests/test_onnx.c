@@ -1497,6 +1497,61 @@ TEST(run_time_shape_data) {
     }
 }
 
+/* The new lowerings refuse malformed nodes naming what is wrong (each
+ * message checked): Attention's 3-D inputs without head counts and an
+ * unknown qk_matmul_output_mode, TensorScatter along the batch dim,
+ * TfIdfVectorizer's string pools, CenterCropPad's shape for fewer axes
+ * than listed, Resize's repeated axis. */
+TEST(new_lowerings_refuse_malformed_nodes) {
+    static pb m, attrs[3];
+    static const io_spec qkv[3] = {{"q", ONNX_FLOAT, 3, {1, 2, 4}}, {"k", ONNX_FLOAT, 3, {1, 2, 4}},
+                                   {"v", ONNX_FLOAT, 3, {1, 2, 4}}};
+    static const io_spec y3[1] = {{"y", ONNX_FLOAT, 3, {1, 2, 4}}};
+    tp_program *p = NULL;
+    node_model(&m, "Attention", "", 23, qkv, 3, y3, 1, NULL, 0);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("3-D inputs need q_num_heads and kv_num_heads");
+    attr_int(&attrs[0], "q_num_heads", 2);
+    attr_int(&attrs[1], "kv_num_heads", 2);
+    attr_int(&attrs[2], "qk_matmul_output_mode", 4);
+    node_model(&m, "Attention", "", 23, qkv, 3, y3, 1, attrs, 3);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("qk_matmul_output_mode 4 (0 to 3)");
+    attr_int(&attrs[0], "axis", 0);
+    node_model(&m, "TensorScatter", "", 24, qkv, 2, y3, 1, attrs, 1);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("axis must not be the batch dim");
+    static const io_spec tok[1] = {{"x", ONNX_INT64, 1, {5}}};
+    static const io_spec tf_out[1] = {{"y", ONNX_FLOAT, 1, {2}}};
+    memset(&attrs[0], 0, sizeof attrs[0]);
+    pb_str(&attrs[0], 1, "pool_strings");
+    pb_str(&attrs[0], 9, "a");
+    pb_int(&attrs[0], 20, 8); /* STRINGS */
+    node_model(&m, "TfIdfVectorizer", "", 9, tok, 1, tf_out, 1, attrs, 1);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_UNSUPPORTED);
+    CHECK_ERR_CONTAINS("pool_strings (string n-grams)");
+    static const io_spec ccp_in[2] = {{"x", ONNX_FLOAT, 3, {1, 2, 4}}, {"shape", ONNX_INT64, 1, {3}}};
+    node_model(&m, "CenterCropPad", "", 18, ccp_in, 2, y3, 1, NULL, 0);
+    CHECK_OK(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL));
+    tp_program_free(p);
+    p = NULL;
+    static const io_spec ccp_bad[2] = {{"x", ONNX_FLOAT, 3, {1, 2, 4}}, {"shape", ONNX_INT64, 1, {2}}};
+    node_model(&m, "CenterCropPad", "", 18, ccp_bad, 2, y3, 1, NULL, 0);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("shape has 2 values for 3 axes");
+    static const io_spec rz_in[3] = {{"x", ONNX_FLOAT, 3, {1, 2, 4}}, {"roi", ONNX_FLOAT, 1, {0}},
+                                     {"scales", ONNX_FLOAT, 1, {2}}};
+    memset(&attrs[0], 0, sizeof attrs[0]);
+    pb_str(&attrs[0], 1, "axes");
+    pb_int(&attrs[0], 8, 1);
+    pb_int(&attrs[0], 8, -2);
+    pb_int(&attrs[0], 20, 7); /* INTS */
+    node_model(&m, "Resize", "", 19, rz_in, 3, y3, 1, attrs, 1);
+    CHECK_STATUS(tp_onnx_load_buffer(m.data, m.len, NULL, NULL, &p, NULL), TP_ERR_INVALID_ARG);
+    CHECK_ERR_CONTAINS("axis 1 repeated in 'axes'");
+    CHECK(p == NULL);
+}
+
 /* ---- strings as UTF-8 bytes (src/onnx/strings.c) ------------------------------- */
 
 #define ONNX_STRING 8
@@ -2667,6 +2722,6 @@ TEST_MAIN(T(resnet_matches_pytorch), T(transformer_matches_pytorch), T(dynamic_b
           T(tensor_proto_reading), T(initializers_parameters_and_folded_shapes), T(allocation_failures), T(model_names_kept),
           T(recurrent_models_match_pytorch), T(data_dependent_outputs), T(unique_outputs), T(lp_pools_match_reference),
           T(scatter_reductions_match_reference), T(nms_by_hand), T(nms_errors), T(range_at_run_time),
-          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(run_time_shape_data), T(strings_as_utf8_bytes), T(gradient_by_hand), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
+          T(range_result_is_dynamic), T(run_time_clip_and_trilu), T(run_time_shape_data), T(strings_as_utf8_bytes), T(new_lowerings_refuse_malformed_nodes), T(gradient_by_hand), T(if_by_hand), T(loop_and_scan_by_hand), T(recurrences_with_sequence_lens), T(loop_unroll_budget), T(control_flow_errors), T(training_momentum), T(roi_align_errors), T(dft_errors),
           T(stft_errors), T(mel_weight_matrix_errors), T(resize_crop_roi_errors), T(sequence_ops_by_hand),
           T(sequence_errors), T(shape_values_by_hand), T(sequence_output_is_a_list), T(optionals_at_import))
