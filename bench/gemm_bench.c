@@ -3,8 +3,12 @@
  * the cubes 256, 512, 1024 and on model shapes (M x K x N), per ISA level,
  * on 1 and 2 threads (pthreads spinning on a generation counter, so thread
  * start-up is not timed), with B pre-packed (weights) or passed unpacked.
- * Prints the median of repeats and the percentage of the FMA peak measured
- * at start (nth x the single-core peak, see bench/fma_peak.c).
+ * Prints the median of repeats and two percentages of the FMA peak: of the
+ * peak measured at start (nth x the single-core peak, see bench/fma_peak.c)
+ * and "adj", the median over samples of each sample's GFLOP/s over the peak
+ * measured right after it (an FMA loop of ~3-5 ms on the same threads). A
+ * shared machine's clock and neighbours change the peak by up to 1.5x from
+ * one second to the next; the adjacent ratio cancels most of that.
  * Optional comparison columns: OpenBLAS cblas_sgemm (-DWITH_OPENBLAS) and
  * oneDNN dnnl_sgemm (-DWITH_DNNL), both row-major, alpha 1, beta 0.
  *
@@ -85,6 +89,20 @@ __attribute__((target("avx2,fma"), noinline)) static float fma_loop_avx2(long it
 }
 
 static float peak_sink;
+static int peak_isa; /* the FMA loop the adjacent peak samples run */
+enum { PEAK_SAMPLE_ITERATIONS = 1000 * 1000 }; /* 512 MFLOP a thread: ~3-5 ms */
+
+/* GFLOP/s of one short FMA loop (~5 ms) at peak_isa on the calling thread. */
+static double peak_sample(void) {
+    const long iterations = PEAK_SAMPLE_ITERATIONS;
+    double t0 = now_seconds();
+    if (peak_isa >= TP_ISA_AVX512) {
+        peak_sink += fma_loop_avx512(iterations);
+        return 512.0 * (double)iterations / (now_seconds() - t0) * 1e-9;
+    }
+    peak_sink += fma_loop_avx2(iterations);
+    return 192.0 * (double)iterations / (now_seconds() - t0) * 1e-9;
+}
 
 /* Single-core GFLOP/s peak: the best of the FMA loops the CPU runs. */
 static double measure_peak(int best_isa) {
@@ -132,7 +150,8 @@ static void *worker_main(void *p) {
         while ((gen = atomic_load_explicit(&tm->generation, memory_order_acquire)) == seen) _mm_pause();
         seen = gen;
         if (atomic_load(&tm->quit)) return NULL;
-        tp__gemm_run(tm->g, arg->ith, tm->nth, tm->workspace);
+        if (tm->g) tp__gemm_run(tm->g, arg->ith, tm->nth, tm->workspace);
+        else peak_sink += (float)peak_sample();
         atomic_fetch_add_explicit(&tm->finished, 1, memory_order_release);
     }
 }
@@ -153,7 +172,8 @@ static void team_run(team *tm, const tp_gemm *g, void *workspace) {
     tm->workspace = workspace;
     atomic_store(&tm->finished, 0);
     atomic_fetch_add_explicit(&tm->generation, 1, memory_order_release);
-    tp__gemm_run(g, 0, tm->nth, workspace);
+    if (g) tp__gemm_run(g, 0, tm->nth, workspace);
+    else peak_sink += (float)peak_sample();
     while (atomic_load_explicit(&tm->finished, memory_order_acquire) != tm->nth - 1) _mm_pause();
 }
 
@@ -171,26 +191,46 @@ typedef struct bench_shape {
 
 typedef void (*bench_fn)(void *ctx);
 
-/* Median seconds per call of fn over `repeats` samples of >= ~20 ms each. */
-static double time_median(bench_fn fn, void *ctx, int repeats) {
+static void sort_doubles(double *v, int n) {
+    for (int i = 1; i < n; i++) /* insertion sort */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+}
+
+/* The adjacent peak of nth threads: the team's threads each run the FMA
+ * loop (tm NULL: the calling thread, times nth). */
+static double team_peak(team *tm, int nth) {
+    if (!tm) return peak_sample() * nth;
+    double t0 = now_seconds();
+    team_run(tm, NULL, NULL);
+    const long iterations = PEAK_SAMPLE_ITERATIONS;
+    const double flops = (peak_isa >= TP_ISA_AVX512 ? 512.0 : 192.0) * (double)iterations * nth;
+    return flops / (now_seconds() - t0) * 1e-9;
+}
+
+/* Median seconds per call of fn over `repeats` samples of >= ~20 ms each;
+ * *adj gets the median of (flops per second of a sample) / (the peak
+ * sampled right after it). */
+static double time_median(bench_fn fn, void *ctx, int repeats, team *tm, int nth, double flops, double *adj) {
     fn(ctx);
     double t0 = now_seconds();
     fn(ctx);
     double once = now_seconds() - t0;
     long iterations = once > 0.02 ? 1 : (long)(0.02 / (once > 1e-7 ? once : 1e-7)) + 1;
-    double samples[64];
+    double samples[64], ratios[64];
     if (repeats > 64) repeats = 64;
     for (int r = 0; r < repeats; r++) {
         t0 = now_seconds();
         for (long i = 0; i < iterations; i++) fn(ctx);
         samples[r] = (now_seconds() - t0) / (double)iterations;
+        ratios[r] = flops / samples[r] * 1e-9 / team_peak(tm, nth);
     }
-    for (int i = 1; i < repeats; i++) /* insertion sort */
-        for (int j = i; j > 0 && samples[j] < samples[j - 1]; j--) {
-            double t = samples[j];
-            samples[j] = samples[j - 1];
-            samples[j - 1] = t;
-        }
+    sort_doubles(samples, repeats);
+    sort_doubles(ratios, repeats);
+    *adj = ratios[repeats / 2];
     return samples[repeats / 2];
 }
 
@@ -254,10 +294,11 @@ int main(int argc, char **argv) {
     };
     const int best_isa = tp__gemm_best_isa();
     const double peak = measure_peak(best_isa);
+    peak_isa = best_isa;
     tp_gemm_cache_info caches = tp__gemm_cache_info();
     printf("single-core FMA peak %.1f GFLOP/s; caches L1d %ld KiB, L2 %ld KiB, L3 %ld KiB; best ISA %d\n", peak,
            (long)(caches.l1d >> 10), (long)(caches.l2 >> 10), (long)(caches.l3 >> 10), best_isa);
-    printf("%-16s %3s %-7s %-8s %9s %7s\n", "shape MxKxN", "nth", "isa", "B", "GFLOP/s", "%peak");
+    printf("%-16s %3s %-7s %-8s %9s %7s %7s\n", "shape MxKxN", "nth", "isa", "B", "GFLOP/s", "%peak", "%adj");
 
     if (min_threads < 1 || min_threads > max_threads) min_threads = 1;
     for (int nth = min_threads; nth <= max_threads; nth *= 2) {
@@ -309,10 +350,11 @@ int main(int argc, char **argv) {
                     g->ldc = sh->n;
                     g->ep = tp__gemm_epilogue_default();
                     ctx.workspace = alloc_aligned(tp__gemm_workspace_bytes(g, nth));
-                    const double seconds = time_median(run_tp, &ctx, repeats);
+                    double adj;
+                    const double seconds = time_median(run_tp, &ctx, repeats, &tm, nth, flops, &adj);
                     const double gflops = flops / seconds * 1e-9;
-                    printf("%-16s %3d %-7s %-8s %9.1f %6.1f%%\n", name, nth, isa_names[isa],
-                           packed ? "packed" : "unpacked", gflops, 100.0 * gflops / (peak * nth));
+                    printf("%-16s %3d %-7s %-8s %9.1f %6.1f%% %6.1f%%\n", name, nth, isa_names[isa],
+                           packed ? "packed" : "unpacked", gflops, 100.0 * gflops / (peak * nth), 100.0 * adj);
                     fflush(stdout);
                     free(ctx.workspace);
                     free(packed_b);
@@ -323,16 +365,18 @@ int main(int argc, char **argv) {
             (void)lctx;
 #ifdef WITH_OPENBLAS
             {
-                const double gflops = flops / time_median(run_openblas, &lctx, repeats) * 1e-9;
-                printf("%-16s %3d %-7s %-8s %9.1f %6.1f%%\n", name, nth, "openblas", "-", gflops,
-                       100.0 * gflops / (peak * nth));
+                double adj;
+                const double gflops = flops / time_median(run_openblas, &lctx, repeats, NULL, nth, flops, &adj) * 1e-9;
+                printf("%-16s %3d %-7s %-8s %9.1f %6.1f%% %6.1f%%\n", name, nth, "openblas", "-", gflops,
+                       100.0 * gflops / (peak * nth), 100.0 * adj);
             }
 #endif
 #ifdef WITH_DNNL
             {
-                const double gflops = flops / time_median(run_dnnl, &lctx, repeats) * 1e-9;
-                printf("%-16s %3d %-7s %-8s %9.1f %6.1f%%\n", name, nth, "onednn", "-", gflops,
-                       100.0 * gflops / (peak * nth));
+                double adj;
+                const double gflops = flops / time_median(run_dnnl, &lctx, repeats, NULL, nth, flops, &adj) * 1e-9;
+                printf("%-16s %3d %-7s %-8s %9.1f %6.1f%% %6.1f%%\n", name, nth, "onednn", "-", gflops,
+                       100.0 * gflops / (peak * nth), 100.0 * adj);
             }
 #endif
             fflush(stdout);
