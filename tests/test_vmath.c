@@ -281,14 +281,17 @@ TEST(test_exp_sub_sum) {
     static float src[3007], dst[3007];
     for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
         int64_t n = lens[l];
-        for (int64_t i = 0; i < n; i++) src[i] = ((float)rng() / 4294967296.0f) * 20.0f - 10.0f;
+        /* [-110, 10): a tail of terms below FLT_MIN, flushed to 0, and -inf (masked) entries */
+        for (int64_t i = 0; i < n; i++) src[i] = i % 7 == 3 ? -INFINITY : ((float)rng() / 4294967296.0f) * 120.0f - 110.0f;
         float max = 10.0f;
+        if (n > 0) src[n / 2] = max; /* as in softmax: the row holds its max */
         float sum = tp__vexp_sub_sum_f32(dst, src, n, max);
         /* the documented order, written out */
         float lane[16] = {0};
         int bad = 0;
         for (int64_t i = 0; i < n; i++) {
-            float e = tp__exp_f32(src[i] - max);
+            float x = src[i] - max;
+            float e = x < -87.33f ? 0.0f : tp__exp_f32(x);
             if (!same_bits(e, dst[i])) bad++;
             lane[i % 16] += e;
         }
@@ -296,7 +299,7 @@ TEST(test_exp_sub_sum) {
             for (int j = 0; j < w; j++) lane[j] += lane[j + w];
         double exact = 0;
         for (int64_t i = 0; i < n; i++) exact += exp((double)src[i] - max);
-        CHECK_MSG(bad == 0, "n=%" PRId64 ": %d dst values differ from tp__exp_f32", n, bad);
+        CHECK_MSG(bad == 0, "n=%" PRId64 ": %d dst values differ from tp__exp_f32 (0 below -87.33)", n, bad);
         CHECK_MSG(same_bits(sum, lane[0]), "n=%" PRId64 ": sum %a, documented order gives %a", n, sum, lane[0]);
         CHECK_MSG(fabs(sum - exact) <= 1e-5 * exact, "n=%" PRId64 ": sum %g vs %g", n, sum, exact);
     }
@@ -305,6 +308,30 @@ TEST(test_exp_sub_sum) {
     float s1 = tp__vexp_sub_sum_f32(dst, src, 100, 9.9f);
     float s2 = tp__vexp_sub_sum_f32(src, src, 100, 9.9f);
     CHECK(same_bits(s1, s2) && memcmp(src, dst, 100 * sizeof(float)) == 0);
+}
+
+/* The softmax exp: tp__exp_f32's bits on [-87.33, 0] (every 61st float and
+ * every float next to the cut), +0 below, NaN through. */
+TEST(test_exp_nonpos_ftz) {
+    const float cut = -87.33f;
+    int bad = 0;
+    uint32_t lo = 0x80000000u, hi = 0;
+    memcpy(&hi, &cut, sizeof hi);
+    for (uint64_t u = lo; u <= hi; u += 61) {
+        float x = from_bits((uint32_t)u);
+        if (!same_bits(tp__vm_exp_nonpos_ftz(x), tp__exp_f32(x)) && bad++ < 3)
+            fprintf(stderr, "  exp_nonpos_ftz(%a) = %a, tp__exp_f32 %a\n", x, tp__vm_exp_nonpos_ftz(x), tp__exp_f32(x));
+    }
+    for (uint32_t d = 0; d < 4096; d++) {
+        float at_or_above = from_bits(hi - d), below = from_bits(hi + 1 + d);
+        if (!same_bits(tp__vm_exp_nonpos_ftz(at_or_above), tp__exp_f32(at_or_above))) bad++;
+        if (!same_bits(tp__vm_exp_nonpos_ftz(below), 0.0f)) bad++;
+        CHECK(tp__exp_f32(at_or_above) >= FLT_MIN); /* the cut keeps every kept result normal */
+    }
+    CHECK_MSG(bad == 0, "%d exp_nonpos_ftz mismatches", bad);
+    CHECK(same_bits(tp__vm_exp_nonpos_ftz(-INFINITY), 0.0f) && same_bits(tp__vm_exp_nonpos_ftz(-100.0f), 0.0f));
+    CHECK(tp__exp_f32(-100.0f) > 0.0f); /* the full exp's denormal, which this one flushes */
+    CHECK(same_bits(tp__vm_exp_nonpos_ftz(0.0f), 1.0f) && isnan(tp__vm_exp_nonpos_ftz(NAN)));
 }
 
 #ifdef TP_TEST_VMATH_FMA
@@ -322,4 +349,4 @@ __attribute__((constructor, target("arch=x86-64"))) static void require_avx2_fma
 
 TEST_MAIN(T(test_exp_bound), T(test_log_bound), T(test_tanh_bound), T(test_sigmoid_bound), T(test_erf_bound),
           T(test_silu_bound), T(test_gelu_bound), T(test_gelu_tanh_bound), T(test_special_values),
-          T(test_array_matches_scalar), T(test_exp_sub_sum))
+          T(test_array_matches_scalar), T(test_exp_sub_sum), T(test_exp_nonpos_ftz))

@@ -157,8 +157,22 @@ static float max_of(const float *a, int64_t n) {
         acc3 = vmax_nan(acc3, x3);
     }
     acc0 = vmax_nan(vmax_nan(acc0, acc1), vmax_nan(acc2, acc3));
+    /* fold lanes in vector registers (lane k takes lane k + w): a scalar
+     * fold of 16 lanes cost more than the loop for rows of 128 */
+#if TP_ELT_VLANES >= 16
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3));
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1));
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0));
+#elif TP_ELT_VLANES == 8
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 4, 5, 6, 7, 0, 1, 2, 3));
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 2, 3, 0, 1, 2, 3, 0, 1));
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 1, 0, 1, 0, 1, 0, 1, 0));
+#else
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 2, 3, 0, 1));
+    acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 1, 0, 1, 0));
+#endif
     float m = acc0[0];
-    for (int k = 1; k < W; k++) m = max_nan(m, acc0[k]);
     for (; i < n; i++) m = max_nan(m, a[i]);
     return m;
 }
@@ -213,6 +227,31 @@ static void scale_shift(float *o, const float *a, int64_t n, float scale, float 
     for (int64_t i = 0; i < n; i++) o[i] = a[i] * scale + shift;
 }
 
+/* Both operands are loaded whatever c says, so the select vectorises. */
+static void where_rows(float *o, const uint8_t *c, const float *x, int64_t sx, const float *y, int64_t sy, int64_t n) {
+    if (sx && sy) {
+        for (int64_t i = 0; i < n; i++) {
+            float xv = x[i], yv = y[i];
+            o[i] = c[i] != 0 ? xv : yv;
+        }
+    } else if (sy) {
+        const float xv = x[0];
+        for (int64_t i = 0; i < n; i++) {
+            float yv = y[i];
+            o[i] = c[i] != 0 ? xv : yv;
+        }
+    } else if (sx) {
+        const float yv = y[0];
+        for (int64_t i = 0; i < n; i++) {
+            float xv = x[i];
+            o[i] = c[i] != 0 ? xv : yv;
+        }
+    } else {
+        const float xv = x[0], yv = y[0];
+        for (int64_t i = 0; i < n; i++) o[i] = c[i] != 0 ? xv : yv;
+    }
+}
+
 const tp_eltwise_table TP_ELT_TABLE = {
     .binary = binary,
     .unary = unary,
@@ -222,4 +261,5 @@ const tp_eltwise_table TP_ELT_TABLE = {
     .moments = moments,
     .sum = sum,
     .max = max_of,
+    .where = where_rows,
 };
