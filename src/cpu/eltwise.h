@@ -58,6 +58,8 @@ typedef struct tp_eltwise_table {
     /* sum of n floats (16 partial sums, fixed order) */
     float (*sum)(const float *a, int64_t n);
     float (*max)(const float *a, int64_t n);
+    /* o[i] = c[i] != 0 ? x[i*sx] : y[i*sy], sx/sy 0 or 1 (bits copied) */
+    void (*where)(float *o, const uint8_t *c, const float *x, int64_t sx, const float *y, int64_t sy, int64_t n);
 } tp_eltwise_table;
 
 TP_HIDDEN extern const tp_eltwise_table tp__eltwise_scalar;

@@ -431,7 +431,8 @@ enum { W_ND = 0, W_SIZES = 1, W_SC = 9 }; /* i[9..16]: cond strides */
 static tp_status where_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const int64_t *q = plan->i;
     int nd = (int)q[W_ND];
-    const bool *c = (const bool *)tp__tensor_base(in[0]);
+    const uint8_t *c = (const uint8_t *)tp__tensor_base(in[0]);
+    const tp_eltwise_table *tab = plan->fn;
     int k = 1;
     const float *x;
     bool x_scalar = plan->f[2] != 0, y_scalar = plan->f[3] != 0;
@@ -455,10 +456,16 @@ static tp_status where_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
             oy += i * sy[d];
         }
         float *po = o + r * n;
-        const bool *pc = c + oc;
+        const uint8_t *pc = c + oc;
+        const float *px = x ? x + ox : &xs, *py = y ? y + oy : &ys;
+        const int64_t sx = x ? isx : 0, sy = y ? isy : 0;
+        if (isc == 1 && (sx | sy) <= 1 && sx >= 0 && sy >= 0) { /* contiguous condition: the vector loop */
+            tab->where(po, pc, px, sx, py, sy, n);
+            continue;
+        }
         for (int64_t i = 0; i < n; i++) {
-            float a = x ? x[ox + i * isx] : xs, b = y ? y[oy + i * isy] : ys;
-            po[i] = pc[i * isc] ? a : b;
+            float a = px[i * sx], b = py[i * sy];
+            po[i] = pc[i * isc] != 0 ? a : b;
         }
     }
     return TP_OK;
@@ -486,6 +493,7 @@ static tp_status where_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->f[3] = y ? 0.0 : 1.0;
     plan->data = strides;
     plan->free_data = where_free;
+    plan->fn = tp__eltwise_table(info->cpu_level);
     plan->run = where_run;
     plan->variant = level_name(info->cpu_level);
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
