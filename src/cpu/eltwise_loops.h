@@ -157,6 +157,18 @@ static float max_of(const float *a, int64_t n) {
         acc3 = vmax_nan(acc3, x3);
     }
     acc0 = vmax_nan(vmax_nan(acc0, acc1), vmax_nan(acc2, acc3));
+    for (; i + W <= n; i += W) {
+        tp__vf x;
+        memcpy(&x, a + i, sizeof x);
+        acc0 = vmax_nan(acc0, x);
+    }
+    if (i < n) { /* the tail as one vector padded with -inf (a scalar tail cost ~10 cycles an element) */
+        float t[W];
+        for (int k = 0; k < W; k++) t[k] = i + k < n ? a[i + k] : -INFINITY;
+        tp__vf x;
+        memcpy(&x, t, sizeof x);
+        acc0 = vmax_nan(acc0, x);
+    }
     /* fold lanes in vector registers (lane k takes lane k + w): a scalar
      * fold of 16 lanes cost more than the loop for rows of 128 */
 #if TP_ELT_VLANES >= 16
@@ -172,9 +184,7 @@ static float max_of(const float *a, int64_t n) {
     acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 2, 3, 0, 1));
     acc0 = vmax_nan(acc0, __builtin_shufflevector(acc0, acc0, 1, 0, 1, 0));
 #endif
-    float m = acc0[0];
-    for (; i < n; i++) m = max_nan(m, a[i]);
-    return m;
+    return acc0[0];
 }
 
 static void softmax(float *o, const float *a, int64_t n, bool log) {

@@ -364,11 +364,21 @@ static inline float tp__vexp_sub_sum_f32(float *dst, const float *src, int64_t n
         int64_t m = n - b < BLOCK ? n - b : BLOCK;
         float *d = dst + b;
         const float *s = src + b;
-        TP__VM_IVDEP for (int64_t i = 0; i < m; i++) d[i] = tp__vm_exp_nonpos_ftz(s[i] - max);
+        const int64_t m16 = m & ~(int64_t)15;
+        TP__VM_IVDEP for (int64_t i = 0; i < m16; i++) d[i] = tp__vm_exp_nonpos_ftz(s[i] - max);
         int64_t i = 0;
-        for (; i + 16 <= m; i += 16)
+        for (; i < m16; i += 16)
             for (int j = 0; j < 16; j++) acc[j] += d[i + j];
-        for (int j = 0; i + j < m; j++) acc[j] += d[i + j];
+        if (i < m) {
+            /* the tail as one full vector (padding exp(-inf) = +0 adds
+             * nothing): rows of 197 spent a third of their time on 5
+             * scalar exps */
+            float t[16];
+            for (int j = 0; j < 16; j++) t[j] = i + j < m ? s[i + j] - max : -INFINITY;
+            for (int j = 0; j < 16; j++) t[j] = tp__vm_exp_nonpos_ftz(t[j]);
+            for (int j = 0; i + j < m; j++) d[i + j] = t[j];
+            for (int j = 0; j < 16; j++) acc[j] += t[j];
+        }
     }
     for (int w = 8; w >= 1; w /= 2)
         for (int j = 0; j < w; j++) acc[j] += acc[j + w];

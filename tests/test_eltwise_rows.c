@@ -1,0 +1,175 @@
+/*
+ * test_eltwise_rows.c - the row kernels of the elementwise tables
+ * (src/cpu/eltwise.h: max, sum, softmax, log_softmax, where) at every CPU
+ * level this machine runs, on every row length from 0 to 70 and a few
+ * longer ones (vector bodies, 4-vector unrolls and each tail length),
+ * against double-precision references written here: NaN anywhere in a row,
+ * -inf entries (masked attention scores), fully masked rows, terms whose
+ * exp underflows (softmax flushes those to 0, documented in vmath.h), and
+ * where's four pairings of tensor and broadcast operands with condition
+ * bytes other than 0 and 1.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/eltwise.h"
+#include "test_util.h"
+#include "tpexport/run.h"
+
+enum { MAXN = 1100 };
+
+static uint32_t rng_state = 12345u;
+static uint32_t rng(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(rng() >> 8) / 16777216.0f; }
+
+static const int64_t extra_lengths[] = {128, 197, 256, 384, 1000, 1025, 1100};
+
+/* Row lengths tested: 0..70, then extra_lengths. */
+#define N_LENGTHS (71 + (int)(sizeof extra_lengths / sizeof extra_lengths[0]))
+static int64_t length_at(int li) { return li < 71 ? li : extra_lengths[li - 71]; }
+
+static const char *level_name(int level) { return tp_cpu_level_name((tp_cpu_level)level); }
+
+TEST(test_max) {
+    static float a[MAXN];
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
+        const tp_eltwise_table *t = tp__eltwise_table(level);
+        for (int li = 0; li < N_LENGTHS; li++) {
+            const int64_t n = length_at(li);
+            for (int64_t i = 0; i < n; i++) a[i] = uniform(-50.0f, 50.0f);
+            float want = -INFINITY;
+            for (int64_t i = 0; i < n; i++) want = a[i] > want ? a[i] : want;
+            float got = t->max(a, n);
+            CHECK_MSG(got == want, "%s n=%lld: max %g, want %g", level_name(level), (long long)n, got, want);
+            /* a NaN at each position (every position of short rows) */
+            for (int64_t p = 0; p < n; p += n <= 70 ? 1 : 37) {
+                float keep = a[p];
+                a[p] = NAN;
+                got = t->max(a, n);
+                CHECK_MSG(isnan(got), "%s n=%lld: NaN at %lld gives %g", level_name(level), (long long)n,
+                          (long long)p, got);
+                a[p] = keep;
+            }
+            for (int64_t i = 0; i < n; i++) a[i] = -INFINITY;
+            got = t->max(a, n);
+            CHECK_MSG(got == -INFINITY, "%s n=%lld: all -inf gives %g", level_name(level), (long long)n, got);
+        }
+    }
+}
+
+TEST(test_sum) {
+    static float a[MAXN];
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
+        const tp_eltwise_table *t = tp__eltwise_table(level);
+        for (int li = 0; li < N_LENGTHS; li++) {
+            const int64_t n = length_at(li);
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < n; i++) {
+                a[i] = uniform(-2.0f, 3.0f);
+                want += a[i];
+                mag += fabs(a[i]);
+            }
+            float got = t->sum(a, n);
+            CHECK_MSG(fabs(got - want) <= 1e-6 * mag + 1e-7, "%s n=%lld: sum %.9g, want %.9g", level_name(level),
+                      (long long)n, got, want);
+        }
+    }
+}
+
+/* softmax / log_softmax of a row against double precision: softmax within
+ * 1e-6 absolute and 1e-5 relative, log_softmax within 1e-5 relative (its
+ * masked entries -inf exactly); softmax's masked entries exactly 0. */
+static int check_softmax_row(const tp_eltwise_table *t, int level, const float *a, int64_t n, const char *what) {
+    static float o[MAXN];
+    double m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) m = a[i] > m ? a[i] : m;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += exp((double)a[i] - m);
+    int bad = 0;
+    for (int lg = 0; lg <= 1; lg++) {
+        t->softmax(o, a, n, lg);
+        for (int64_t i = 0; i < n; i++) {
+            double want = lg ? ((double)a[i] - m) - log(s) : exp((double)a[i] - m) / s;
+            bool ok = isinf(want) ? o[i] == want
+                      : lg        ? fabs(o[i] - want) <= 1e-5 * fabs(want) + 1e-6
+                                  : fabs(o[i] - want) <= 1e-6 + 1e-5 * want;
+            if (a[i] == -INFINITY && !lg) ok = ok && o[i] == 0.0f;
+            if (!ok && bad++ < 3)
+                fprintf(stderr, "  %s n=%lld %s %s[%lld]: %.9g, want %.9g\n", level_name(level), (long long)n, what,
+                        lg ? "log_softmax" : "softmax", (long long)i, o[i], want);
+        }
+    }
+    return bad;
+}
+
+TEST(test_softmax) {
+    static float a[MAXN], o[MAXN];
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
+        const tp_eltwise_table *t = tp__eltwise_table(level);
+        for (int li = 0; li < N_LENGTHS; li++) {
+            const int64_t n = length_at(li);
+            if (n == 0) continue;
+            for (int64_t i = 0; i < n; i++) a[i] = uniform(-8.0f, 8.0f);
+            CHECK(check_softmax_row(t, level, a, n, "random") == 0);
+            /* a causal row: the last n/3 entries masked, a few terms that underflow */
+            for (int64_t i = n - n / 3; i < n; i++) a[i] = -INFINITY;
+            for (int64_t i = 1; i < n - n / 3; i += 5) a[i] = uniform(-110.0f, -88.0f);
+            CHECK(check_softmax_row(t, level, a, n, "masked") == 0);
+        }
+        /* underflowing terms flush to exactly 0 (the fast levels' documented
+         * difference from PyTorch's denormals); the sum is unaffected */
+        const float row[3] = {0.0f, -100.0f, -87.0f};
+        t->softmax(o, row, 3, false);
+        CHECK_MSG(o[1] == 0.0f && o[2] > 0.0f && o[2] < 1e-37f && fabs(o[0] - 1.0f) <= 1e-7f,
+                  "%s: softmax(0, -100, -87) = %g %g %g", level_name(level), o[0], o[1], o[2]);
+        /* a fully masked row: 0/0 = NaN, as PyTorch; a NaN anywhere: NaN everywhere */
+        const float masked[20] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                  -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                  -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        t->softmax(o, masked, 20, false);
+        for (int i = 0; i < 20; i++) CHECK(isnan(o[i]));
+        for (int i = 0; i < 40; i++) a[i] = (float)i * 0.1f;
+        a[33] = NAN;
+        t->softmax(o, a, 40, false);
+        for (int i = 0; i < 40; i++) CHECK(isnan(o[i]));
+    }
+}
+
+TEST(test_where) {
+    static float x[MAXN], y[MAXN], o[MAXN];
+    static uint8_t c[MAXN];
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
+        const tp_eltwise_table *t = tp__eltwise_table(level);
+        for (int li = 0; li < N_LENGTHS; li++) {
+            const int64_t n = length_at(li);
+            for (int64_t i = 0; i < n; i++) {
+                x[i] = uniform(-1.0f, 1.0f);
+                y[i] = uniform(2.0f, 3.0f);
+                c[i] = (uint8_t)(rng() % 3); /* 2 is true too */
+            }
+            x[0] = n > 0 && n % 2 ? -0.0f : x[0];
+            for (int sx = 0; sx <= 1; sx++)
+                for (int sy = 0; sy <= 1; sy++) {
+                    memset(o, 0xFF, sizeof(float) * (size_t)(n + 1));
+                    t->where(o, c, x, sx, y, sy, n);
+                    int bad = 0;
+                    for (int64_t i = 0; i < n; i++) {
+                        float want = c[i] != 0 ? x[i * sx] : y[i * sy];
+                        if (memcmp(&o[i], &want, sizeof want) != 0) bad++;
+                    }
+                    uint32_t after;
+                    memcpy(&after, &o[n], sizeof after);
+                    CHECK_MSG(bad == 0 && after == 0xFFFFFFFFu, "%s n=%lld sx=%d sy=%d: %d wrong, past the end %s",
+                              level_name(level), (long long)n, sx, sy, bad, after == 0xFFFFFFFFu ? "kept" : "written");
+                }
+        }
+    }
+}
+
+TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_where))
