@@ -764,9 +764,11 @@ static tp_status plan_outputs(builder *b, const tp_node *out_node) {
 
 /* ---- fusion --------------------------------------------------------------
  * A GEMM or convolution step whose output feeds exactly one elementwise
- * step absorbs it: a residual add (out = P + R) and then an activation
- * run in the producer's epilogue while the tile is in cache. The producer
- * then writes the consumer's output slot; the consumer step is skipped.
+ * step absorbs it: a bias add (a row vector), a residual add (out = P + R)
+ * and then activations, in that order, run in the producer's epilogue
+ * while the tile is in cache (ViT's and GPT-2's blocks: matmul, + bias,
+ * + the residual stream). The producer then writes the consumer's output
+ * slot; the consumer step is skipped.
  * Only the plan changes, never the program. */
 
 static void count_uses(const tp_plan *plan, int *uses) {
@@ -800,7 +802,7 @@ static tp_status fuse_steps(tp_plan *plan) {
     TP_CHECK(uses != NULL, TP_ERR_NOMEM, "out of memory fusing steps");
     tp_status st = TP_OK;
     for (int j = 0; j < plan->n_steps && st == TP_OK; j++) {
-        bool has_residual = false;
+        bool has_residual = false, has_bias = false; /* a bias add, then a residual add, then activations */
         for (;;) {
             plan_step *p = &plan->steps[j];
             /* a producer refuses what it cannot take (GEMM/conv: nothing after the activation) */
@@ -823,7 +825,7 @@ static tp_status fuse_steps(tp_plan *plan) {
             } else if (cs->op_plan.channel_scale && cs->in[0] == pid) {
                 if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_CHANNEL_AFFINE, -1) != TP_OK) break;
             } else if ((cs->op_plan.residual_add || cs->op_plan.bias_add) && cs->n_in == 2 && !has_residual &&
-                       (cs->op_plan.residual_add || cs->in[1 - cs->op_plan.bias_leaf] == pid)) {
+                       (cs->op_plan.residual_add || (!has_bias && cs->in[1 - cs->op_plan.bias_leaf] == pid))) {
                 int kind = cs->op_plan.residual_add ? TP_FUSE_RESIDUAL : TP_FUSE_BIAS;
                 int r = cs->in[0] == pid ? cs->in[1] : cs->in[0];
                 if (r < 0 || r == pid) break;
@@ -840,7 +842,8 @@ static tp_status fuse_steps(tp_plan *plan) {
                 p->in[p->n_in++] = r;
                 if (p->n_in + p->n_out > plan->max_io) plan->max_io = p->n_in + p->n_out;
                 use_slot(plan, r, c);
-                has_residual = true;
+                if (kind == TP_FUSE_RESIDUAL) has_residual = true;
+                else has_bias = true;
             } else {
                 break;
             }
