@@ -20,8 +20,9 @@
  * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
  * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc.
  *
- * K blocking depends only on k and the cache sizes, so every element's
- * reduction order is the same for every thread split.
+ * K blocking depends only on k, the cache sizes and whether m is at most
+ * TP__GEMM_JR_OUTER_MAX_ROWS, so every element's reduction order is the
+ * same for every thread split.
  */
 #include "gemm.h"
 
@@ -246,8 +247,8 @@ enum { TP__GEMM_B_IN_PLACE_MAX_ROWS = 64 };
 /* A thread's block of at most this many rows (A read in place) runs the
  * column panels outside the row panels when a B micro-panel (KC x NR) fits
  * in 3/4 of L1: each B micro-panel then stays in L1 for all rows instead
- * of streaming from L2 once per row panel (AVX-512's 64-wide panels do not
- * fit and keep the usual order). Measured
+ * of streaming from L2 once per row panel (for AVX-512's 64-wide panels
+ * the plan shortens KC so that they fit: tp__gemm_make_plan). Measured
  * on an AVX2 Zen 3 (bench/gemm_bench.c): 32x784x512 69-71% -> 73-80% of
  * the FMA peak, 32x512x512 68-71% -> 69-77%, larger M unchanged. */
 enum { TP__GEMM_JR_OUTER_MAX_ROWS = 64 };
@@ -270,6 +271,17 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
     int64_t kc_max = caches.l1d / (int64_t)(4 * sizeof(float)) / mr;
     if (kc_max > 512) kc_max = 512;
     if (kc_max < 64) kc_max = 64;
+    /* Few rows (the jr_outer order, below, when A is read in place or
+     * filled): K blocks short enough that a B micro-panel (KC x NR) fits in
+     * 3/4 of L1, where it then serves every row panel. Only AVX-512's
+     * 64-wide panels need it (AVX2's fit at the L1 bound already); the MLP
+     * at batch 32 ran 4-12% faster with it on an AVX-512 Xeon (bench/,
+     * alternating runs). It depends on m alone, not on A's layout, so an
+     * implicit A gives the same bits as the explicit one. */
+    if (g->m <= TP__GEMM_JR_OUTER_MAX_ROWS) {
+        int64_t fit = 3 * caches.l1d / 4 / (int64_t)sizeof(float) / nr;
+        if (fit >= 64 && fit < kc_max) kc_max = fit;
+    }
     kc_max &= ~(int64_t)7;
     const int64_t k_blocks = g->k > 0 ? tp__gemm_ceil_div(g->k, kc_max) : 1;
     plan.kc = g->k > 0 ? tp__gemm_ceil_div(g->k, k_blocks) : 0;
