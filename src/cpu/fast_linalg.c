@@ -166,7 +166,12 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
         plan->data_bytes = bytes;
     }
     double flops = 2.0 * (double)mp->m * (double)mp->n * (double)mp->k * (double)mp->n_batch;
+    /* threads: one per 2 MFLOP, or per MiB of B to stream (a matrix-vector
+     * product with a classifier's weights is bound by memory, which two
+     * cores read faster than one) */
     double want = flops / 2e6; /* clamped before the conversion: a huge estimate would overflow int */
+    double b_mib = 4.0 * (double)mp->k * (double)mp->n * (double)(b_shared ? 1 : mp->n_batch) / (1 << 20);
+    if (b_mib > want) want = b_mib;
     int threads = want < 1 ? 1 : want > (double)info->max_threads ? info->max_threads : (int)want;
     if (threads < 1) threads = 1;
     if (threads > info->max_threads) threads = info->max_threads;
