@@ -142,7 +142,7 @@ TEST(test_softmax) {
 }
 
 TEST(test_where) {
-    static float x[MAXN], y[MAXN], o[MAXN];
+    static float x[MAXN], y[MAXN], o[MAXN + 1]; /* o[n]: a sentinel past the row */
     static uint8_t c[MAXN];
     for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
         const tp_eltwise_table *t = tp__eltwise_table(level);
