@@ -79,9 +79,10 @@ static inline float tp__vm_rint(float v) { return (v + TP__VM_MAGIC) - TP__VM_MA
  * Bound: 1 ULP; exp(-inf) = 0,
  * exp(inf) = inf, overflow to inf for x > 88.72284, underflow to 0 for
  * x < -103.97 (results in between are correctly rounded denormals +- 1 ULP). */
-static inline float tp__exp_f32(float x) {
-    x = tp__vm_sel(x > 88.8f, 88.8f, x); /* NaN passes both clamps */
-    x = tp__vm_sel(x < -104.0f, -104.0f, x);
+/* e^r of the reduced argument of x (|x| <= 104): *n = rint(x / ln2) and
+ * e^x = return value * 2^n; shared by tp__exp_f32 and
+ * tp__vm_exp_nonpos_ftz, so the two agree bit for bit where both are normal. */
+static inline float tp__vm_exp_reduced(float x, float *n_out) {
     float n = tp__vm_rint(x * 1.442695041f);
     float r = x - n * 0.693359375f; /* exact: 0.693359375 has 9 bits */
     r = r - n * -2.121944401e-4f;
@@ -90,7 +91,15 @@ static inline float tp__exp_f32(float x) {
     q = q * r + 4.166838737e-2f;
     q = q * r + 1.666652069e-1f;
     q = q * r + 4.999999345e-1f;
-    float p = 1.0f + (r + (r * r) * q);
+    *n_out = n;
+    return 1.0f + (r + (r * r) * q);
+}
+
+static inline float tp__exp_f32(float x) {
+    x = tp__vm_sel(x > 88.8f, 88.8f, x); /* NaN passes both clamps */
+    x = tp__vm_sel(x < -104.0f, -104.0f, x);
+    float n;
+    float p = tp__vm_exp_reduced(x, &n);
     float n1 = tp__vm_rint(n * 0.5f); /* n in [-150, 128] -> n1, n2 in [-75, 64] */
     float n2 = n - n1;
     return (p * tp__vm_pow2i(n1)) * tp__vm_pow2i(n2);
@@ -338,15 +347,8 @@ TP__VM_ARRAY(gelu_tanh)
 static inline float tp__vm_exp_nonpos_ftz(float y) {
     const int tiny = y < -87.33f;
     float x = tp__vm_sel(tiny, -87.33f, y); /* keeps 2^n normal: n >= -126 */
-    float n = tp__vm_rint(x * 1.442695041f);
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.121944401e-4f;
-    float q = 1.381461291e-3f;
-    q = q * r + 8.368709833e-3f;
-    q = q * r + 4.166838737e-2f;
-    q = q * r + 1.666652069e-1f;
-    q = q * r + 4.999999345e-1f;
-    float p = 1.0f + (r + (r * r) * q);
+    float n;
+    float p = tp__vm_exp_reduced(x, &n);
     return tp__vm_sel(tiny, 0.0f, p * tp__vm_pow2i(n));
 }
 
