@@ -90,18 +90,23 @@ __attribute__((target("avx2,fma"), noinline)) static float fma_loop_avx2(long it
 
 static float peak_sink;
 static int peak_isa; /* the FMA loop the adjacent peak samples run */
-enum { PEAK_SAMPLE_ITERATIONS = 1000 * 1000 }; /* 512 MFLOP a thread: ~3-5 ms */
+enum { PEAK_SAMPLE_ITERATIONS = 1000 * 1000 }; /* 512 MFLOP a thread at AVX-512: ~3-5 ms */
 
-/* GFLOP/s of one short FMA loop (~5 ms) at peak_isa on the calling thread. */
+static double peak_flops_per_iteration(void) { return peak_isa >= TP_ISA_AVX512 ? 512.0 : 192.0; }
+
+/* One adjacent-peak FMA loop on the calling thread; its result goes to a
+ * local volatile, so team threads running it at once share no sink. */
+static void peak_loop(void) {
+    volatile float keep = peak_isa >= TP_ISA_AVX512 ? fma_loop_avx512(PEAK_SAMPLE_ITERATIONS)
+                                                    : fma_loop_avx2(PEAK_SAMPLE_ITERATIONS);
+    (void)keep;
+}
+
+/* GFLOP/s of one peak_loop on the calling thread. */
 static double peak_sample(void) {
-    const long iterations = PEAK_SAMPLE_ITERATIONS;
     double t0 = now_seconds();
-    if (peak_isa >= TP_ISA_AVX512) {
-        peak_sink += fma_loop_avx512(iterations);
-        return 512.0 * (double)iterations / (now_seconds() - t0) * 1e-9;
-    }
-    peak_sink += fma_loop_avx2(iterations);
-    return 192.0 * (double)iterations / (now_seconds() - t0) * 1e-9;
+    peak_loop();
+    return peak_flops_per_iteration() * PEAK_SAMPLE_ITERATIONS / (now_seconds() - t0) * 1e-9;
 }
 
 /* Single-core GFLOP/s peak: the best of the FMA loops the CPU runs. */
@@ -151,7 +156,7 @@ static void *worker_main(void *p) {
         seen = gen;
         if (atomic_load(&tm->quit)) return NULL;
         if (tm->g) tp__gemm_run(tm->g, arg->ith, tm->nth, tm->workspace);
-        else peak_sink += (float)peak_sample();
+        else peak_loop();
         atomic_fetch_add_explicit(&tm->finished, 1, memory_order_release);
     }
 }
@@ -172,8 +177,8 @@ static void team_run(team *tm, const tp_gemm *g, void *workspace) {
     tm->workspace = workspace;
     atomic_store(&tm->finished, 0);
     atomic_fetch_add_explicit(&tm->generation, 1, memory_order_release);
-    if (g) tp__gemm_run(g, 0, tm->nth, workspace);
-    else peak_sink += (float)peak_sample();
+    if (g) tp__gemm_run(g, 0, tm->nth, workspace); /* g NULL: every thread runs peak_loop */
+    else peak_loop();
     while (atomic_load_explicit(&tm->finished, memory_order_acquire) != tm->nth - 1) _mm_pause();
 }
 
@@ -206,9 +211,7 @@ static double team_peak(team *tm, int nth) {
     if (!tm) return peak_sample() * nth;
     double t0 = now_seconds();
     team_run(tm, NULL, NULL);
-    const long iterations = PEAK_SAMPLE_ITERATIONS;
-    const double flops = (peak_isa >= TP_ISA_AVX512 ? 512.0 : 192.0) * (double)iterations * nth;
-    return flops / (now_seconds() - t0) * 1e-9;
+    return peak_flops_per_iteration() * PEAK_SAMPLE_ITERATIONS * nth / (now_seconds() - t0) * 1e-9;
 }
 
 /* Median seconds per call of fn over `repeats` samples of >= ~20 ms each;

@@ -71,14 +71,6 @@ static inline float tp__vm_pow2i(float k) {
 /* Round to nearest (ties to even) as a float; |v| < 2^22, NaN passes. */
 static inline float tp__vm_rint(float v) { return (v + TP__VM_MAGIC) - TP__VM_MAGIC; }
 
-/* ---- exp ----
- * x = n*ln2 + r, |r| <= ln2/2 (Cody-Waite, two-constant ln2), e^r by a
- * degree-6 minimax polynomial with fixed 1 + r leading terms, then 2^n applied
- * as two factors 2^n1 * 2^n2 so that results in the denormal range round once
- * and exp(x) > FLT_MAX overflows to inf by itself.
- * Bound: 1 ULP; exp(-inf) = 0,
- * exp(inf) = inf, overflow to inf for x > 88.72284, underflow to 0 for
- * x < -103.97 (results in between are correctly rounded denormals +- 1 ULP). */
 /* e^r of the reduced argument of x (|x| <= 104): *n = rint(x / ln2) and
  * e^x = return value * 2^n; shared by tp__exp_f32 and
  * tp__vm_exp_nonpos_ftz, so the two agree bit for bit where both are normal. */
@@ -95,6 +87,14 @@ static inline float tp__vm_exp_reduced(float x, float *n_out) {
     return 1.0f + (r + (r * r) * q);
 }
 
+/* ---- exp ----
+ * x = n*ln2 + r, |r| <= ln2/2 (Cody-Waite, two-constant ln2), e^r by a
+ * degree-6 minimax polynomial with fixed 1 + r leading terms, then 2^n applied
+ * as two factors 2^n1 * 2^n2 so that results in the denormal range round once
+ * and exp(x) > FLT_MAX overflows to inf by itself.
+ * Bound: 1 ULP; exp(-inf) = 0,
+ * exp(inf) = inf, overflow to inf for x > 88.72284, underflow to 0 for
+ * x < -103.97 (results in between are correctly rounded denormals +- 1 ULP). */
 static inline float tp__exp_f32(float x) {
     x = tp__vm_sel(x > 88.8f, 88.8f, x); /* NaN passes both clamps */
     x = tp__vm_sel(x < -104.0f, -104.0f, x);
@@ -355,10 +355,11 @@ static inline float tp__vm_exp_nonpos_ftz(float y) {
 /* ---- softmax helper ----
  * dst[i] = exp(src[i] - max) (the subtraction rounded in float, then
  * tp__vm_exp_nonpos_ftz: terms below FLT_MIN are 0, which moves the sum -
- * at least 1, the max's own term - by at most n * 1.2e-38), returning the float sum of dst[0..n). Summation order, fixed
- * for every ISA: 16 partial sums, lane j accumulating dst[i] for i = j mod 16
- * in increasing i; then lanes are folded pairwise, lane j += lane j+8, then
- * j+4, j+2, j+1, and lane 0 is the result. dst == src is allowed. */
+ * at least 1, the max's own term - by at most n * 1.2e-38), returning the
+ * float sum of dst[0..n). Summation order, fixed for every ISA: 16 partial
+ * sums, lane j accumulating dst[i] for i = j mod 16 in increasing i; then
+ * lanes are folded pairwise, lane j += lane j+8, then j+4, j+2, j+1, and
+ * lane 0 is the result. dst == src is allowed. */
 static inline float tp__vexp_sub_sum_f32(float *dst, const float *src, int64_t n, float max) {
     float acc[16] = {0};
     enum { BLOCK = 1024 }; /* a multiple of 16: keeps the lane of i at i % 16 */
