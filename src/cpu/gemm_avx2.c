@@ -41,6 +41,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
         if (i < m) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         if (i < m) _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
     }
+    const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a; /* rows 3-5 when there are any */
+#pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {
         __m256 bv[NV];
 #pragma GCC unroll 4
@@ -48,13 +50,18 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
             if (i < m) {
-                const __m256 ai = _mm256_broadcast_ss(a + i * rs);
+                /* rows 0-2 and 3-5 from two bases at 0, 1 and 2 row strides
+                 * (see gemm_avx512.c) */
+                const float *ap = packed_a ? a + i : (i < 3 ? a : a3) + (i % 3) * rs;
+                const __m256 ai = _mm256_broadcast_ss(ap);
 #pragma GCC unroll 4
                 for (int j = 0; j < NV; j++) acc[i][j] = _mm256_fmadd_ps(ai, bv[j], acc[i][j]);
             }
         }
         a += cs;
+        a3 += cs;
         b += ldb;
+        if (!packed_a) __asm__("" : "+r"(a), "+r"(a3));
     }
     const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta);
     if (n == NR) {

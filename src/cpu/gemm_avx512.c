@@ -48,6 +48,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
     }
     /* B is read only up to column n (it may be a caller's row-major B). */
     const __mmask16 last_mask = tp__gemm_avx512_column_mask(n, nv - 1);
+    const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a; /* rows 3-5 when there are any */
+#pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {
         __m512 bv[NV];
 #pragma GCC unroll 4
@@ -59,14 +61,22 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
             if (i < m) {
-                const __m512 ai = _mm512_set1_ps(a[i * rs]);
+                /* rows 0-2 and 3-5 from two bases at 0, 1 and 2 row strides:
+                 * x86 addressing (base + rs*4 or rs*8) without a register
+                 * per row, which the compiler otherwise spills */
+                const float *ap = packed_a ? a + i : (i < 3 ? a : a3) + (i % 3) * rs;
+                const __m512 ai = _mm512_set1_ps(*ap);
 #pragma GCC unroll 4
                 for (int j = 0; j < NV; j++)
                     if (j < nv) acc[i][j] = _mm512_fmadd_ps(ai, bv[j], acc[i][j]);
             }
         }
         a += cs;
+        a3 += cs;
         b += ldb;
+        /* opaque to the optimiser: rows stay base + stride addressing
+         * instead of one induction variable (register) per row */
+        if (!packed_a) __asm__("" : "+r"(a), "+r"(a3));
     }
     const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
     if (n == 16 * nv) {
