@@ -104,7 +104,15 @@ check bench_profile_linear contains "$dir/out" "^  linear  *[a-z0-9]*  *2 "
 # relu is fused into the first linear's epilogue; the reference level runs it as its own step
 check bench_profile_reference expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 3 --profile --cpu-level reference
 check bench_profile_relu contains "$dir/out" "^  relu  *reference "
+# --profile-nodes: one row per node, its name last
+check bench_profile_nodes expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 4 --profile-nodes
+check bench_profile_nodes_header contains "$dir/out" "^  op  *variant  *calls  *ms  *%  node$"
+check bench_profile_nodes_linear contains "$dir/out" "^  linear  *[a-z0-9]*  *1  *[0-9.]*  *[0-9.]*%  linear$"
+check bench_profile_nodes_linear_1 contains "$dir/out" "^  linear  *[a-z0-9]*  *1  *[0-9.]*  *[0-9.]*%  linear_1$"
+check bench_profile_nodes_json expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 2 --profile-nodes --json
+check bench_profile_nodes_json_node contains "$dir/out" '"node": "linear_1"'
 check bench_json expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 5 --json --profile
+check bench_json_no_node not_contains "$dir/out" '"node"'
 cp "$dir/out" "$dir/bench.json"
 for key in median_ms p90_ms min_ms mean_ms runs threads cpu_level arena_bytes packed_bytes steps fast_steps \
     reference_steps peak_rss_bytes ops; do

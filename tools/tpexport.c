@@ -130,7 +130,7 @@ static const char *run_help =
 static const char *bench_help =
     "usage: tpexport bench FILE [--program NAME] [INPUT ... | --example] [--threads N]\n"
     "                           [--warmup W] [--runs R] [--min-time SEC] [--cpu-level LEVEL]\n"
-    "                           [--profile] [--json]\n"
+    "                           [--profile | --profile-nodes] [--json]\n"
     "\n"
     "Time calls of a program (NAME, or the archive's first program) through one\n"
     "run context. Inputs are bound as for 'tpexport run'. When every user input\n"
@@ -154,13 +154,15 @@ static const char *bench_help =
     "                    avx2, avx512 (capped to what the CPU supports)\n"
     "  --profile         time every step during the timed calls and print a table\n"
     "                    per op and kernel variant, by time (the latencies then\n"
-    "                    include the profiling overhead)\n"
+"                    include the profiling overhead)\n"
+    "  --profile-nodes   --profile with one row per node (its name last)\n"
     "  --json            print one JSON object on stdout instead of text: median_ms,\n"
     "                    p90_ms, min_ms, mean_ms, throughput_per_s, runs, warmup,\n"
     "                    threads, cpu_level, entry, example_inputs, arena_bytes,\n"
     "                    packed_bytes, steps, fast_steps, reference_steps,\n"
     "                    peak_rss_bytes and,\n"
-    "                    with --profile, ops: [{op, variant, ms, calls}] per call\n";
+    "                    with --profile, ops: [{op, variant, ms, calls}] per call\n"
+    "                    (and node, with --profile-nodes)\n";
 
 static const char *save_help =
     "usage: tpexport save FILE -o OUT [--format tensorplay|torch]\n"
@@ -1357,13 +1359,14 @@ static int cmd_run(int argc, char **argv) {
 
 /* Per (op, variant): steps run and their time, summed over the timed calls. */
 typedef struct op_time {
-    char *op, *variant;
+    char *op, *variant, *node; /* node: NULL unless timed per node */
     int64_t calls;
     double ms;
 } op_time;
 
 typedef struct profile_acc {
     bool active; /* only the timed calls are counted */
+    bool per_node; /* one row per node (--profile-nodes), else per op and variant */
     op_time *items;
     int n, cap;
 } profile_acc;
@@ -1372,9 +1375,10 @@ static void profile_cb(void *user, const tp_profile_event *ev) {
     profile_acc *acc = user;
     if (!acc->active) return;
     const char *op = ev->op ? ev->op : "?", *variant = ev->variant ? ev->variant : "?";
+    const char *node = acc->per_node ? (ev->node ? ev->node : "?") : NULL;
     for (int i = 0; i < acc->n; i++) {
         op_time *o = &acc->items[i];
-        if (strcmp(o->op, op) == 0 && strcmp(o->variant, variant) == 0) {
+        if (strcmp(o->op, op) == 0 && strcmp(o->variant, variant) == 0 && (!node || strcmp(o->node, node) == 0)) {
             o->calls++;
             o->ms += ev->ms;
             return;
@@ -1390,7 +1394,8 @@ static void profile_cb(void *user, const tp_profile_event *ev) {
     op_time *o = &acc->items[acc->n];
     o->op = strdup(op);
     o->variant = strdup(variant);
-    if (!o->op || !o->variant) die(EXIT_IO, "out of memory");
+    o->node = node ? strdup(node) : NULL;
+    if (!o->op || !o->variant || (node && !o->node)) die(EXIT_IO, "out of memory");
     o->calls = 1;
     o->ms = ev->ms;
     acc->n++;
@@ -1450,7 +1455,7 @@ static int cmd_bench(int argc, char **argv) {
     const char *file = NULL, *name = NULL;
     int threads = 0, warmup = 3, runs = 0;
     double min_time = 1.0;
-    bool profile = false, as_json = false, example = false;
+    bool profile = false, per_node = false, as_json = false, example = false;
     tp_cpu_level level = TP_CPU_AUTO;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     int n_inputs = 0;
@@ -1475,6 +1480,8 @@ static int cmd_bench(int argc, char **argv) {
             level = parse_cpu_level("bench", option_value("bench", argc, argv, &i));
         } else if (strcmp(o, "--profile") == 0) {
             profile = true;
+        } else if (strcmp(o, "--profile-nodes") == 0) {
+            profile = per_node = true;
         } else if (strcmp(o, "--json") == 0) {
             as_json = true;
         } else if (strcmp(o, "--example") == 0) {
@@ -1496,6 +1503,7 @@ static int cmd_bench(int argc, char **argv) {
     bind_inputs(bench_help, p, inputs, n_inputs, example, &b);
 
     profile_acc acc = {0};
+    acc.per_node = per_node;
     tp_run *r = run_new_or_die(p, threads, level, profile ? profile_cb : NULL, &acc);
     int n_exec = 0;
     tp_tensor **exec_in = tensor_inputs(p, &b, &n_exec);
@@ -1570,10 +1578,12 @@ static int cmd_bench(int argc, char **argv) {
         json_object_set_new(o, "peak_rss_bytes", json_integer(peak_rss));
         if (profile) {
             json_t *ops = json_array();
-            for (int k = 0; k < acc.n; k++)
-                json_array_append_new(ops, json_pack("{s:s,s:s,s:f,s:I}", "op", acc.items[k].op, "variant",
-                                                     acc.items[k].variant, "ms", acc.items[k].ms / n, "calls",
-                                                     (json_int_t)(acc.items[k].calls / n)));
+            for (int k = 0; k < acc.n; k++) {
+                json_t *item = json_pack("{s:s,s:s,s:f,s:I}", "op", acc.items[k].op, "variant", acc.items[k].variant,
+                                         "ms", acc.items[k].ms / n, "calls", (json_int_t)(acc.items[k].calls / n));
+                if (item && acc.items[k].node) json_object_set_new(item, "node", json_string(acc.items[k].node));
+                json_array_append_new(ops, item);
+            }
             json_object_set_new(o, "ops", ops);
         }
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
@@ -1598,11 +1608,12 @@ static int cmd_bench(int argc, char **argv) {
         printf("peak RSS:   %" PRId64 " bytes (%s)\n", peak_rss, rss);
         if (profile) {
             printf("profile (per call; latencies above include the profiling overhead):\n");
-            printf("  %-28s %-10s %8s %12s %7s\n", "op", "variant", "calls", "ms", "%");
+            printf("  %-28s %-10s %8s %12s %7s%s\n", "op", "variant", "calls", "ms", "%", per_node ? "  node" : "");
             for (int k = 0; k < acc.n; k++) {
                 const op_time *t = &acc.items[k];
-                printf("  %-28s %-10s %8" PRId64 " %12s %6.1f%%\n", t->op, t->variant, t->calls / n,
-                       fmt_ms(t->ms / n, m1, sizeof m1), op_total > 0 ? 100 * t->ms / op_total : 0.0);
+                printf("  %-28s %-10s %8" PRId64 " %12s %6.1f%%%s%s\n", t->op, t->variant, t->calls / n,
+                       fmt_ms(t->ms / n, m1, sizeof m1), op_total > 0 ? 100 * t->ms / op_total : 0.0,
+                       t->node ? "  " : "", t->node ? t->node : "");
             }
             printf("  %-28s %-10s %8s %12s %6.1f%%\n", "total", "", "", fmt_ms(op_total / n, m1, sizeof m1),
                    op_total > 0 ? 100.0 : 0.0);
@@ -1611,6 +1622,7 @@ static int cmd_bench(int argc, char **argv) {
     for (int k = 0; k < acc.n; k++) {
         free(acc.items[k].op);
         free(acc.items[k].variant);
+        free(acc.items[k].node);
     }
     free(acc.items);
     free(lat);
