@@ -27,10 +27,12 @@
  * OpenBLAS 0.3.21 may not recognise newer CPUs: compare OPENBLAS_CORETYPE=SkylakeX
  * (or Zen, Haswell) against the default.
  *
- * Usage: gemm_bench [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-s MxKxN] [-r REPEATS]
+ * Usage: gemm_bench [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-c] [-s MxKxN] [-r REPEATS]
  *   -t: 1, 2, 4 ... up to THREADS_MAX (default 2)   -n: exactly THREADS
  *   -i: only that ISA level (0 1 2; default all but scalar)
  *   -u: also B unpacked (packed per call, or read in place for small M)
+ *   -c: packed B cold, as a model's weights are: each call takes the next of
+ *       copies of it that fill 256 MiB, so B comes from memory, not a cache
  *   -s: only that shape (any M x K x N, listed or not)
  */
 #include <pthread.h>
@@ -51,6 +53,8 @@
 #endif
 
 enum { MAX_THREADS = 16 };
+#define COLD_BYTES (256u << 20) /* -c: packed B copies in all, beyond any L3 */
+#define MAX_COLD 4096
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -241,10 +245,13 @@ typedef struct tp_ctx {
     team *tm;
     tp_gemm g;
     void *workspace;
+    void **cold_b; /* -c: copies of the packed B, one per call in turn */
+    int n_cold, next_cold;
 } tp_ctx;
 
 static void run_tp(void *p) {
     tp_ctx *ctx = p;
+    if (ctx->n_cold > 0) ctx->g.packed_b = ctx->cold_b[ctx->next_cold++ % ctx->n_cold];
     team_run(ctx->tm, &ctx->g, ctx->workspace);
 }
 
@@ -273,7 +280,7 @@ static void *alloc_aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63)
 
 int main(int argc, char **argv) {
     int max_threads = 2, min_threads = 1, only_isa = -1, repeats = 7;
-    bool unpacked_too = false;
+    bool unpacked_too = false, cold = false;
     bench_shape only = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) max_threads = atoi(argv[++i]);
@@ -281,9 +288,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-i") && i + 1 < argc) only_isa = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-u")) unpacked_too = true;
+        else if (!strcmp(argv[i], "-c")) cold = true;
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) sscanf(argv[++i], "%ldx%ldx%ld", &only.m, &only.k, &only.n);
         else {
-            fprintf(stderr, "usage: %s [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-s MxKxN] [-r REPEATS]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-c] [-s MxKxN] [-r REPEATS]\n", argv[0]);
             return 2;
         }
     }
@@ -330,7 +338,7 @@ int main(int argc, char **argv) {
                 if (only_isa >= 0 ? isa != only_isa : isa == TP_ISA_SCALAR) continue;
                 static const char *isa_names[] = {"scalar", "avx2", "avx512"};
                 for (int packed = 1; packed >= (unpacked_too ? 0 : 1); packed--) {
-                    tp_ctx ctx = {&tm, {0}, NULL};
+                    tp_ctx ctx = {&tm, {0}, NULL, NULL, 0, 0};
                     tp_gemm *g = &ctx.g;
                     g->isa = isa;
                     g->m = sh->m;
@@ -352,6 +360,17 @@ int main(int argc, char **argv) {
                     g->c = c;
                     g->ldc = sh->n;
                     g->ep = tp__gemm_epilogue_default();
+                    if (cold && packed) { /* as a model's weights: from memory, not from a warm cache */
+                        const size_t bytes = tp__gemm_packed_b_bytes(isa, sh->k, sh->n);
+                        ctx.n_cold = (int)((size_t)COLD_BYTES / bytes) + 1;
+                        if (ctx.n_cold > MAX_COLD) ctx.n_cold = MAX_COLD;
+                        ctx.cold_b = calloc((size_t)ctx.n_cold, sizeof *ctx.cold_b);
+                        for (int i = 0; ctx.cold_b && i < ctx.n_cold; i++) {
+                            ctx.cold_b[i] = alloc_aligned(bytes);
+                            if (ctx.cold_b[i]) memcpy(ctx.cold_b[i], packed_b, bytes);
+                            else ctx.n_cold = i;
+                        }
+                    }
                     ctx.workspace = alloc_aligned(tp__gemm_workspace_bytes(g, nth));
                     double adj;
                     const double seconds = time_median(run_tp, &ctx, repeats, &tm, nth, flops, &adj);
@@ -361,6 +380,8 @@ int main(int argc, char **argv) {
                     fflush(stdout);
                     free(ctx.workspace);
                     free(packed_b);
+                    for (int i = 0; i < ctx.n_cold; i++) free(ctx.cold_b[i]);
+                    free(ctx.cold_b);
                 }
             }
             team_stop(&tm);
