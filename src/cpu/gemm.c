@@ -18,7 +18,10 @@
  *   the ir and jr loops when a B micro-panel fits in L1: see there.)
  * Packed B layout (weights and workspace alike): column panels NR wide,
  * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
- * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc.
+ * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc,
+ * and its last panel, when N is not a multiple of NR, is only as wide as the
+ * kernel reads (tp__gemm_edge_width: N mod NR rounded up to the vector
+ * width).
  *
  * K blocking depends only on k, the cache sizes and whether m is at most
  * TP__GEMM_JR_OUTER_MAX_ROWS, so every element's reduction order is the
@@ -398,16 +401,32 @@ static void tp__gemm_pack_a_panel(int mr, int64_t kc, int rows, const float *a, 
     }
 }
 
+/* Width of the pre-packed B's last panel when N is not a multiple of NR:
+ * the leftover columns rounded up to what the kernel reads (n % NR rounded
+ * to the vector width; NR for the portable kernel), 0 when there is none. A
+ * narrow weight (a classifier's 10 outputs) then takes 16 floats a row,
+ * not 64: 4x less to stream on AVX-512, where B's bytes bound a GEMV. */
+static int64_t tp__gemm_edge_width(const tp__gemm_isa_info *info, int64_t n) {
+    const int64_t rest = n % info->nr;
+    if (rest == 0) return 0;
+    return tp__gemm_round_up(rest, info->vector_width); /* the portable kernel's vector width is its NR */
+}
+
 size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n) {
     if (k <= 0 || n <= 0) return 0;
     tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
-    return (size_t)k * (size_t)tp__gemm_round_up(n, info.nr) * sizeof(float);
+    return (size_t)k * (size_t)(n / info.nr * info.nr + tp__gemm_edge_width(&info, n)) * sizeof(float);
 }
 
 void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b, void *dst) {
     if (k <= 0 || n <= 0) return;
     tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
-    tp__gemm_pack_b_block(info.nr, k, n, b, rs_b, cs_b, (float *)dst, k * info.nr);
+    const int64_t full = n / info.nr * info.nr;
+    tp__gemm_pack_b_block(info.nr, k, full, b, rs_b, cs_b, (float *)dst, k * info.nr);
+    if (full < n) {
+        const int64_t w = tp__gemm_edge_width(&info, n);
+        tp__gemm_pack_b_block((int)w, k, n - full, b + full * cs_b, rs_b, cs_b, (float *)dst + full * k, k * w);
+    }
 }
 
 /* ---- Epilogue ---- */
@@ -439,7 +458,7 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
  * (already offset to the block's first row and column). jr_outer runs the
  * column panels outside the row panels (B micro-panel in L1, A from L2). */
 static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const float *a, int64_t rs_a, int64_t rows,
-                           const float *b_block, int64_t panel_stride, int64_t ldb, const float *b_buf,
+                           const float *b_block, int64_t panel_stride, int64_t ldb, const float *edge_b,
                            int64_t edge_ldb, int64_t full_cols, float *c, int64_t kc, int64_t nc, float beta,
                            bool jr_outer) {
     const int mr = plan->isa.mr, nr = plan->isa.nr;
@@ -448,7 +467,7 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
         for (int64_t jr = 0; jr < nc; jr += nr) {
             const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
             const bool packed_edge = jr >= full_cols;
-            const float *b_panel = packed_edge ? b_buf : b_block + (jr / nr) * panel_stride;
+            const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
             for (int64_t ir = 0; ir < rows; ir += mr) {
                 const int r = rows - ir < mr ? (int)(rows - ir) : mr;
                 kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc,
@@ -462,7 +481,7 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
         for (int64_t jr = 0; jr < nc; jr += nr) {
             const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
             const bool packed_edge = jr >= full_cols;
-            const float *b_panel = packed_edge ? b_buf : b_block + (jr / nr) * panel_stride;
+            const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
             kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc, r,
                    cols, g->ep.alpha, beta);
         }
@@ -504,11 +523,19 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
             int64_t panel_stride, ldb = nr;
             /* In place, B's panel jr starts jr columns on, but the partial last
              * panel (if any) is packed into b_buf: see b_panel below. */
-            const int64_t full_cols = plan.reads_b_in_place && !plan.isa.reads_b_to_n ? nc / nr * nr : nc;
-            const int64_t edge_ldb = tp__gemm_round_up(nc - full_cols, plan.isa.vector_width);
+            int64_t full_cols = plan.reads_b_in_place && !plan.isa.reads_b_to_n ? nc / nr * nr : nc;
+            int64_t edge_ldb = tp__gemm_round_up(nc - full_cols, plan.isa.vector_width);
+            const float *edge_b = b_buf;
             if (g->packed_b) {
                 panel_stride = k * nr;
                 b_block = (const float *)g->packed_b + (jc / nr) * panel_stride + pc * nr;
+                /* the last panel, when N is not a multiple of NR, is narrower
+                 * (tp__gemm_edge_width) and follows the full ones */
+                full_cols = nc / nr * nr;
+                if (full_cols < nc) {
+                    edge_ldb = tp__gemm_edge_width(&plan.isa, g->n);
+                    edge_b = (const float *)g->packed_b + g->n / nr * nr * k + pc * edge_ldb;
+                }
             } else if (plan.reads_b_in_place) {
                 panel_stride = nr;
                 ldb = g->rs_b;
@@ -541,7 +568,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                         a_block = g->a + ic * g->rs_a + pc * g->cs_a;
                         rs_a = g->rs_a;
                     }
-                    tp__gemm_block(&plan, g, a_block, rs_a, mc, b_block, panel_stride, ldb, b_buf, edge_ldb, full_cols,
+                    tp__gemm_block(&plan, g, a_block, rs_a, mc, b_block, panel_stride, ldb, edge_b, edge_ldb, full_cols,
                                    g->c + ic * g->ldc + jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true);
                     if (last)
                         for (int64_t ir = ic; ir < ic + mc; ir += mr)
@@ -571,7 +598,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
                     const bool packed_edge = jr >= full_cols;
-                    const float *b_panel = packed_edge ? b_buf : b_block + (jr / nr) * panel_stride;
+                    const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
                     kernel(kc, a_panel, rs_a, cs_a, b_panel, packed_edge ? edge_ldb : ldb, c_row + jr, g->ldc, rows, cols,
                            g->ep.alpha, beta);
                 }
