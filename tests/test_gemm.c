@@ -336,9 +336,9 @@ TEST(test_isa_detection) {
         tp__gemm_register_block(isa, &mr, &nr);
         CHECK(mr >= 1 && nr >= 1);
         CHECK(tp__gemm_packed_b_bytes(isa, 0, 5) == 0);
-        /* full panels NR wide; a last partial one as wide as the kernel's
-         * vector (16 floats at AVX-512, 8 at AVX2, NR for the portable one) */
-        const size_t vw = isa == TP_ISA_AVX512 ? 16 : isa == TP_ISA_AVX2 ? 8 : (size_t)nr;
+        /* full panels NR wide; a last partial one as wide as the kernel
+         * reads: a vector (16 floats) at AVX-512, NR at the other levels */
+        const size_t vw = isa == TP_ISA_AVX512 ? 16 : (size_t)nr;
         CHECK(tp__gemm_packed_b_bytes(isa, 3, 1) == 3 * vw * sizeof(float));
         CHECK(tp__gemm_packed_b_bytes(isa, 3, nr) == 3 * (size_t)nr * sizeof(float));
         CHECK(tp__gemm_packed_b_bytes(isa, 3, 2 * nr + 1) == 3 * (2 * (size_t)nr + vw) * sizeof(float));

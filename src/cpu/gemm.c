@@ -20,8 +20,8 @@
  * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
  * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc,
  * and its last panel, when N is not a multiple of NR, is only as wide as the
- * kernel reads (tp__gemm_edge_width: N mod NR rounded up to the vector
- * width).
+ * kernel reads (tp__gemm_edge_width: at AVX-512, N mod NR rounded up to the
+ * vector width).
  *
  * K blocking depends only on k, the cache sizes and whether m is at most
  * TP__GEMM_JR_OUTER_MAX_ROWS, so every element's reduction order is the
@@ -403,13 +403,15 @@ static void tp__gemm_pack_a_panel(int mr, int64_t kc, int rows, const float *a, 
 
 /* Width of the pre-packed B's last panel when N is not a multiple of NR:
  * the leftover columns rounded up to what the kernel reads (n % NR rounded
- * to the vector width; NR for the portable kernel), 0 when there is none. A
+ * to the vector width at AVX-512; NR otherwise), 0 when there is none. A
  * narrow weight (a classifier's 10 outputs) then takes 16 floats a row,
  * not 64: 4x less to stream on AVX-512, where B's bytes bound a GEMV. */
 static int64_t tp__gemm_edge_width(const tp__gemm_isa_info *info, int64_t n) {
     const int64_t rest = n % info->nr;
     if (rest == 0) return 0;
-    return tp__gemm_round_up(rest, info->vector_width); /* the portable kernel's vector width is its NR */
+    /* only a kernel with masked loads reads exactly to n (AVX-512); the
+     * others read whole NR-wide rows of a packed panel */
+    return info->reads_b_to_n ? tp__gemm_round_up(rest, info->vector_width) : info->nr;
 }
 
 size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n) {

@@ -119,8 +119,10 @@ TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
  *    cs_a MR) or row-major (cs_a 1, any rs_a).
  * B: kc x NR, row p at b + p*ldb (a packed panel: ldb NR; row-major B read
  *    in place: its row stride). AVX-512 reads columns [0, n) only; AVX2
- *    reads n rounded up to 8, scalar all NR, so B must hold those (packed
- *    panels are zero beyond n). Columns beyond n are never stored. */
+ *    and the portable kernel read NR floats from every row start (what lies
+ *    beyond n, possibly the next row, only feeds columns never stored), so
+ *    B must hold that many past the last row's start. Columns beyond n are
+ *    never stored. */
 typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                         float alpha, float beta);
