@@ -806,7 +806,7 @@ TEST(sweep_shapes) {
         pad.opset = k == 3 ? 19 : 13;
         sweep(&pad);
     }
-    model_desc pad18 = {"Pad", 18, 4, {graph_in(DIMS(2, 3)), init_i64(DIMS(1, 2)), {IN_NONE}, init_i64(DIMS(1))}, 1,
+    model_desc pad18 = {"Pad", 18, 4, {graph_in(DIMS(2, 3)), init_i64(DIMS(1, 2)), {.kind = IN_NONE}, init_i64(DIMS(1))}, 1,
                         {{0}}};
     sweep(&pad18);
     model_desc pad2 = {"Pad", 2, 1, {graph_in(DIMS(2, 3))}, 1, {a_ints("pads", DIMS(0, 1, 1, 0))}};
@@ -847,7 +847,7 @@ TEST(sweep_shapes) {
     model_desc hw = {"HannWindow", 17, 1, {init_scalar(0)}, 1, {a_int("periodic", 1), a_int("output_datatype", 1)}};
     hw.in[0].ivals[0] = 8;
     sweep(&hw);
-    model_desc rz = {"Resize", 13, 4, {graph_in(DIMS(1, 1, 2, 2)), {IN_NONE}, {IN_NONE}, init_i64(DIMS(1, 1, 4, 3))},
+    model_desc rz = {"Resize", 13, 4, {graph_in(DIMS(1, 1, 2, 2)), {.kind = IN_NONE}, {.kind = IN_NONE}, init_i64(DIMS(1, 1, 4, 3))},
                      1, {a_str("mode", "linear")}};
     sweep(&rz);
     rz.attr[0] = a_str("mode", "cubic");
@@ -919,7 +919,7 @@ TEST(sweep_float_inputs) {
             for (int k = 0; k < 3; k++)
                 for (int fold = 0; fold < 2; fold++) {
                     model_desc rz = {"Resize", 13, 3,
-                                     {fold ? init_f32(DIMS(1, 1, 2, 2)) : graph_in(DIMS(1, 1, 2, 2)), {IN_NONE},
+                                     {fold ? init_f32(DIMS(1, 1, 2, 2)) : graph_in(DIMS(1, 1, 2, 2)), {.kind = IN_NONE},
                                       init_f32v(4, sc)},
                                      1, {a_str("mode", modes[k])}};
                     sweep_check(&rz, "scales", pos, 0);
@@ -936,7 +936,7 @@ TEST(sweep_float_inputs) {
                 sweep_check(&rg, "input", pos, 0);
             }
         }
-    model_desc ok = {"Resize", 13, 3, {graph_in(DIMS(1, 1, 2, 2)), {IN_NONE}, init_f32v(4, (float[]){1, 1, 2, 1.5f})}, 1,
+    model_desc ok = {"Resize", 13, 3, {graph_in(DIMS(1, 1, 2, 2)), {.kind = IN_NONE}, init_f32v(4, (float[]){1, 1, 2, 1.5f})}, 1,
                      {a_str("mode", "linear")}};
     CHECK_OK(import_desc(&ok, NULL));
     model_desc rg = {"Range", 13, 3, {init_f32v(-1, (float[]){0.5f}), init_f32v(-1, (float[]){10}), init_f32v(-1, (float[]){0.75f})},

@@ -245,6 +245,7 @@ static char file_kind(const char *path) {
 /* A usage error: one line, the problem and where the help is
  * ("tpexport: missing FILE (see 'tpexport run --help')"). The command is
  * read off the help text's "usage: tpexport <command>" line. */
+static void usage_error(const char *help, const char *fmt, const char *arg) __attribute__((noreturn));
 static void usage_error(const char *help, const char *fmt, const char *arg) {
     char cmd[64] = "tpexport";
     const char *u = strstr(help, "usage: ");
