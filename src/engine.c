@@ -1452,6 +1452,52 @@ static void copy_into(tp_tensor *dst, const tp_tensor *src) {
     tp__tensor_copy_disjoint(&view, src);
 }
 
+/* A copy step split among threads: each takes a slab of the first dim of
+ * src's shape with at least nth entries (dst seen with src's shape, as in
+ * copy_into), so the slabs are disjoint in both. */
+typedef struct copy_task {
+    tp_tensor *dst;
+    const tp_tensor *src;
+    int dim;
+} copy_task;
+
+static void copy_worker(void *ctx, int ith, int nth) {
+    const copy_task *t = ctx;
+    /* layout copies, field by field: the refcounts are not ours to read */
+    tp_tensor part = {.dtype = t->src->dtype, .ndim = t->src->ndim, .offset = t->src->offset,
+                      .storage = t->src->storage};
+    memcpy(part.sizes, t->src->sizes, sizeof part.sizes);
+    memcpy(part.strides, t->src->strides, sizeof part.strides);
+    tp_tensor view = {.dtype = t->dst->dtype, .ndim = part.ndim, .offset = t->dst->offset,
+                      .storage = t->dst->storage};
+    memcpy(view.sizes, part.sizes, sizeof view.sizes);
+    tp__contiguous_strides(part.ndim, part.sizes, view.strides);
+    const int64_t n = part.sizes[t->dim], lo = n * ith / nth, hi = n * (ith + 1) / nth;
+    if (lo >= hi) return;
+    view.offset += lo * view.strides[t->dim];
+    part.offset += lo * part.strides[t->dim];
+    view.sizes[t->dim] = part.sizes[t->dim] = hi - lo;
+    tp__tensor_copy_disjoint(&view, &part);
+}
+
+/* Copies of at least this many bytes run on every thread of the call. */
+#define PARALLEL_COPY_BYTES ((size_t)128 << 10)
+
+/* copy_into on up to `threads` threads; returns how many ran it. */
+static int copy_step(tp_tensor *dst, const tp_tensor *src, int threads) {
+    const size_t bytes = (size_t)tp_tensor_numel(dst) * tp_dtype_size(dst->dtype);
+    int dim = -1;
+    for (int d = 0; d < src->ndim && dim < 0; d++)
+        if (src->sizes[d] >= threads) dim = d;
+    if (threads <= 1 || bytes < PARALLEL_COPY_BYTES || dim < 0 || dst->dtype != src->dtype) {
+        copy_into(dst, src);
+        return 1;
+    }
+    copy_task task = {.dst = dst, .src = src, .dim = dim};
+    tp__parallel(threads, copy_worker, &task);
+    return threads;
+}
+
 /* Make r's reference-kernel scratch hold `want` bytes for the next call
  * (this call's steps asked for that much). */
 static tp_status scratch_grow(tp_run *r, size_t want) {
@@ -1487,7 +1533,7 @@ static tp_status run_steps(tp_run *r) {
             v->offset = root->offset + plan->slots[s->out[0]].offset;
             break;
         }
-        case STEP_COPY: copy_into(r->t[s->out[0]], r->t[s->in[0]]); break;
+        case STEP_COPY: used_threads = copy_step(r->t[s->out[0]], r->t[s->in[0]], threads); break;
         case STEP_FAST: {
             tp_tensor **io = r->io;
             for (int k = 0; k < s->n_in; k++) io[k] = s->in[k] >= 0 ? r->t[s->in[k]] : NULL;

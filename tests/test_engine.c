@@ -662,6 +662,55 @@ TEST(test_thread_count_follows_the_run) {
     tp_program_free(p);
 }
 
+/* The copy of a view into its output (v, 256 KiB here) is split among the
+ * run's threads: 2 and 3 threads give the bytes one thread gives, and the
+ * copy step reports the threads that ran it. */
+typedef struct copy_prof {
+    int copy_events, copy_threads;
+} copy_prof;
+
+static void copy_prof_fn(void *user, const tp_profile_event *e) {
+    copy_prof *p = user;
+    if (strcmp(e->variant, "copy") == 0) {
+        p->copy_events++;
+        if (e->threads > p->copy_threads) p->copy_threads = e->threads;
+    }
+}
+
+TEST(test_copy_split_among_threads) {
+    enum { B = 1024, D = 64, H = 64 };
+    tp_program *p = make_net(B, D, H, false, 37);
+    tp_tensor *x = rand_tensor(2, (int64_t[]){B, D}, 11, 2.0f);
+    tp_tensor *want = NULL; /* v from one thread */
+    for (int threads = 1; threads <= 3 && p && x; threads++) {
+        copy_prof cp = {0};
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.num_threads = threads;
+        opt.profile = copy_prof_fn;
+        opt.profile_user = &cp;
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(p, &opt, &r));
+        if (!r) break;
+        CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));
+        const tp_tensor *v = tp_run_output(r, 1);
+        CHECK(cp.copy_events >= 1);
+        CHECK_MSG(cp.copy_threads == threads, "copy ran on %d threads, want %d", cp.copy_threads, threads);
+        if (v && threads == 1) { /* one thread: the plain copy (copy_into), the reference here */
+            CHECK(tp_tensor_ndim(v) == 3 && tp_tensor_size(v, 0) == B && tp_tensor_size(v, 1) == D / 2 &&
+                  tp_tensor_size(v, 2) == 2);
+            CHECK_OK(tp_tensor_clone(v, &want));
+        } else if (v && want) { /* slabs of the first dim: bit for bit the same */
+            CHECK(tp_tensor_numel(v) == tp_tensor_numel(want) &&
+                  memcmp(tp_tensor_data(v), tp_tensor_data(want), (size_t)tp_tensor_numel(want) * sizeof(float)) == 0);
+        }
+        tp_run_free(r);
+    }
+    tp_tensor_free(want);
+    tp_tensor_free(x);
+    tp_program_free(p);
+}
+
 /* ---- 3. one program, many threads --------------------------------------- */
 
 enum { N_THREADS = 8, N_CALLS = 50 };
@@ -1703,7 +1752,7 @@ TEST(test_log) {
 
 TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_run_call),
-          T(test_levels_and_threads), T(test_thread_count_follows_the_run),
+          T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log))
