@@ -154,7 +154,7 @@ static const char *bench_help =
     "                    avx2, avx512 (capped to what the CPU supports)\n"
     "  --profile         time every step during the timed calls and print a table\n"
     "                    per op and kernel variant, by time (the latencies then\n"
-"                    include the profiling overhead)\n"
+    "                    include the profiling overhead)\n"
     "  --profile-nodes   --profile with one row per node (its name last)\n"
     "  --json            print one JSON object on stdout instead of text: median_ms,\n"
     "                    p90_ms, min_ms, mean_ms, throughput_per_s, runs, warmup,\n"
@@ -1370,18 +1370,26 @@ typedef struct profile_acc {
     bool per_node; /* one row per node (--profile-nodes), else per op and variant */
     op_time *items;
     int n, cap;
+    int next; /* where the next event's row likely is: steps come in the same order every call */
 } profile_acc;
+
+static bool op_time_is(const op_time *o, const char *op, const char *variant, const char *node) {
+    return strcmp(o->op, op) == 0 && strcmp(o->variant, variant) == 0 && (!node || strcmp(o->node, node) == 0);
+}
 
 static void profile_cb(void *user, const tp_profile_event *ev) {
     profile_acc *acc = user;
     if (!acc->active) return;
     const char *op = ev->op ? ev->op : "?", *variant = ev->variant ? ev->variant : "?";
     const char *node = acc->per_node ? (ev->node ? ev->node : "?") : NULL;
-    for (int i = 0; i < acc->n; i++) {
+    /* per node, a whole-table search per event would be quadratic in the steps */
+    for (int k = 0; k < acc->n; k++) {
+        int i = (acc->next + k) % acc->n;
         op_time *o = &acc->items[i];
-        if (strcmp(o->op, op) == 0 && strcmp(o->variant, variant) == 0 && (!node || strcmp(o->node, node) == 0)) {
+        if (op_time_is(o, op, variant, node)) {
             o->calls++;
             o->ms += ev->ms;
+            acc->next = (i + 1) % acc->n;
             return;
         }
     }
@@ -1400,6 +1408,7 @@ static void profile_cb(void *user, const tp_profile_event *ev) {
     o->calls = 1;
     o->ms = ev->ms;
     acc->n++;
+    acc->next = acc->n; /* wraps to 0 in the search */
 }
 
 static int by_time_desc(const void *a, const void *b) {
