@@ -98,7 +98,7 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     case TP_ELT_RELU6: LOOP(x != x ? x : x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x); break;
     case TP_ELT_HARDSWISH: LOOP(x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f); break;
     case TP_ELT_HARDSIGMOID: LOOP(tp__vm_sel(x + 3.0f < 0.0f, 0.0f, tp__vm_sel(x + 3.0f > 6.0f, 6.0f, x + 3.0f)) / 6.0f); break;
-    case TP_ELT_GELU: LOOP(tp__vm_sel(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
+    case TP_ELT_GELU: LOOP(tp__vm_blend(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
     case TP_ELT_GELU_TANH: LOOP(tp__vm_sel(x == -INFINITY, NAN, tp__gelu_tanh_f32(x))); break;
     case TP_ELT_LEAKY_RELU: {
         float s = params[0];
