@@ -12,7 +12,7 @@
  * Build (from the repository root, after building build/libtpexport.a):
  *   F="-std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc"
  *   gcc $F bench/conv_bench.c build/libtpexport.a $(pkg-config --libs jansson libprotobuf-c zlib) \
- *       -ldnnl -lm -lpthread -o build/conv_bench
+ *       -ldnnl -lgomp -lm -lpthread -o build/conv_bench
  * Usage: conv_bench [-r REPEATS] [-T TILE] [-p PEAK_GFLOPS] [H W CIN COUT K STRIDE PAD] ...
  *   (default: ResNet-18's 3x3 layers and its 7x7 stem)
  */

@@ -14,7 +14,8 @@
  *
  * Build (from the repository root, after building the library):
  *   gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iinclude bench/eltwise_bench.c build/libtpexport.a \
- *       $(pkg-config --libs jansson libprotobuf-c zlib) -lm -lpthread -o build/eltwise_bench
+ *       $(pkg-config --libs jansson libprotobuf-c zlib) -ldnnl -lgomp -lm -lpthread -o build/eltwise_bench
+ * (-ldnnl -lgomp where the library was built with oneDNN, as `make deps` sets up)
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -7,7 +7,8 @@
  * -inf entries (masked attention scores), fully masked rows, terms whose
  * exp underflows (softmax flushes those to 0, documented in vmath.h), and
  * where's four pairings of tensor and broadcast operands with condition
- * bytes other than 0 and 1.
+ * bytes other than 0 and 1, and the non-temporal copy (stream) at every
+ * destination alignment.
  */
 #include <math.h>
 #include <stdint.h>
@@ -86,14 +87,21 @@ TEST(test_sum) {
  * 1e-6 absolute and 1e-5 relative, log_softmax within 1e-5 relative (its
  * masked entries -inf exactly); softmax's masked entries exactly 0. */
 static int check_softmax_row(const tp_eltwise_table *t, int level, const float *a, int64_t n, const char *what) {
-    static float o[MAXN];
+    static float o[MAXN], o2[MAXN];
+    static float next[MAXN]; /* a row to prefetch: its contents do not matter */
     double m = -INFINITY;
     for (int64_t i = 0; i < n; i++) m = a[i] > m ? a[i] : m;
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += exp((double)a[i] - m);
     int bad = 0;
     for (int lg = 0; lg <= 1; lg++) {
-        t->softmax(o, a, n, lg);
+        t->softmax(o, a, n, lg, NULL);
+        /* prefetching the next row (256-float blocks instead of 1024)
+         * leaves every bit as it was */
+        t->softmax(o2, a, n, lg, next);
+        if (memcmp(o, o2, (size_t)n * sizeof *o) != 0 && bad++ < 3)
+            fprintf(stderr, "  %s n=%lld %s: with a row to prefetch the result differs\n", level_name(level),
+                    (long long)n, what);
         for (int64_t i = 0; i < n; i++) {
             double want = lg ? ((double)a[i] - m) - log(s) : exp((double)a[i] - m) / s;
             bool ok = isinf(want) ? o[i] == want
@@ -125,18 +133,18 @@ TEST(test_softmax) {
         /* underflowing terms flush to exactly 0 (the fast levels' documented
          * difference from PyTorch's denormals); the sum is unaffected */
         const float row[3] = {0.0f, -100.0f, -87.0f};
-        t->softmax(o, row, 3, false);
+        t->softmax(o, row, 3, false, NULL);
         CHECK_MSG(o[1] == 0.0f && o[2] > 0.0f && o[2] < 1e-37f && fabs(o[0] - 1.0f) <= 1e-7f,
                   "%s: softmax(0, -100, -87) = %g %g %g", level_name(level), o[0], o[1], o[2]);
         /* a fully masked row: 0/0 = NaN, as PyTorch; a NaN anywhere: NaN everywhere */
         const float masked[20] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
                                   -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
                                   -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        t->softmax(o, masked, 20, false);
+        t->softmax(o, masked, 20, false, NULL);
         for (int i = 0; i < 20; i++) CHECK(isnan(o[i]));
         for (int i = 0; i < 40; i++) a[i] = (float)i * 0.1f;
         a[33] = NAN;
-        t->softmax(o, a, 40, false);
+        t->softmax(o, a, 40, false, NULL);
         for (int i = 0; i < 40; i++) CHECK(isnan(o[i]));
     }
 }
@@ -172,4 +180,33 @@ TEST(test_where) {
     }
 }
 
-TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_where))
+/* stream: an exact copy at every destination alignment (0..17 floats past
+ * a 64-byte boundary: the plain head, the non-temporal body and the plain
+ * tail each take every length), nothing written outside [0, n). */
+TEST(test_stream) {
+    static float src[MAXN];
+    static _Alignas(64) float dst[MAXN + 64];
+    for (int64_t i = 0; i < MAXN; i++) src[i] = uniform(-1.0f, 1.0f);
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
+        const tp_eltwise_table *t = tp__eltwise_table(level);
+        for (int li = 0; li < N_LENGTHS; li++) {
+            const int64_t n = length_at(li);
+            for (int off = 0; off < 18; off++) {
+                memset(dst, 0xFF, sizeof dst);
+                t->stream(dst + 1 + off, src, n);
+                t->stream_fence();
+                int bad = 0, outside = 0;
+                for (int64_t i = 0; i < n; i++) bad += memcmp(&dst[1 + off + i], &src[i], sizeof(float)) != 0;
+                for (int64_t i = 0; i < MAXN + 64; i++) {
+                    uint32_t u;
+                    memcpy(&u, &dst[i], sizeof u);
+                    if ((i < 1 + off || i >= 1 + off + n) && u != 0xFFFFFFFFu) outside++;
+                }
+                CHECK_MSG(bad == 0 && outside == 0, "%s n=%lld offset %d: %d wrong, %d written outside",
+                          level_name(level), (long long)n, 1 + off, bad, outside);
+            }
+        }
+    }
+}
+
+TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_where), T(test_stream))

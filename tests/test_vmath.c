@@ -278,14 +278,17 @@ TEST(test_array_matches_scalar) {
 
 TEST(test_exp_sub_sum) {
     const int64_t lens[] = {0, 1, 15, 16, 17, 1000, 1024, 1025, 3000 + 7};
-    static float src[3007], dst[3007];
-    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
-        int64_t n = lens[l];
+    static float src[3007], dst[3007], other[3007];
+    /* each length without and with a row to prefetch (smaller blocks: the
+     * same documented order) */
+    for (size_t l = 0; l < 2 * (sizeof lens / sizeof lens[0]); l++) {
+        int64_t n = lens[l / 2];
+        const float *pf = l % 2 ? other : NULL;
         /* [-110, 10): a tail of terms below FLT_MIN, flushed to 0, and -inf (masked) entries */
         for (int64_t i = 0; i < n; i++) src[i] = i % 7 == 3 ? -INFINITY : ((float)rng() / 4294967296.0f) * 120.0f - 110.0f;
         float max = 10.0f;
         if (n > 0) src[n / 2] = max; /* as in softmax: the row holds its max */
-        float sum = tp__vexp_sub_sum_f32(dst, src, n, max);
+        float sum = tp__vexp_sub_sum_f32(dst, src, n, max, pf);
         /* the documented order, written out */
         float lane[16] = {0};
         int bad = 0;
@@ -305,8 +308,8 @@ TEST(test_exp_sub_sum) {
     }
     /* in place */
     for (int64_t i = 0; i < 100; i++) src[i] = (float)i * 0.1f;
-    float s1 = tp__vexp_sub_sum_f32(dst, src, 100, 9.9f);
-    float s2 = tp__vexp_sub_sum_f32(src, src, 100, 9.9f);
+    float s1 = tp__vexp_sub_sum_f32(dst, src, 100, 9.9f, NULL);
+    float s2 = tp__vexp_sub_sum_f32(src, src, 100, 9.9f, NULL);
     CHECK(same_bits(s1, s2) && memcmp(src, dst, 100 * sizeof(float)) == 0);
 }
 

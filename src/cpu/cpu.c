@@ -5,12 +5,14 @@
  * never from vendor or model numbers: machines of one kind come with Intel
  * or AMD processors, with or without AVX-512. The effective level is the
  * supported one, capped by tp_set_cpu_level or, when that is TP_CPU_AUTO,
- * by the TP_CPU_LEVEL environment variable (read once).
+ * by the TP_CPU_LEVEL environment variable (read once). Also the size
+ * above which outputs are streamed past the cache (cpu.h).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "../ops/ops_impl.h"
 #include "cpu.h"
@@ -57,9 +59,27 @@ static tp_cpu_level parse_level(const char *s) {
     return TP_CPU_AUTO;
 }
 
+static int64_t g_stream_min = (int64_t)32 << 20;
+
 static void init_once(void) {
     g_supported = detect();
     g_env = parse_level(getenv("TP_CPU_LEVEL"));
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (llc > 0) g_stream_min = llc;
+#endif
+    const char *e = getenv("TP_STREAM_MIN_BYTES");
+    if (e && *e) {
+        char *end;
+        long long v = strtoll(e, &end, 10);
+        if (*end == '\0' && v >= 0) g_stream_min = v;
+    }
+}
+
+int64_t tp__stream_min_bytes(void) {
+    pthread_once(&g_once, init_once);
+    return g_stream_min;
 }
 
 tp_cpu_level tp_cpu_level_supported(void) {

@@ -11,4 +11,13 @@
  * cap): never above what the CPU supports. */
 TP_HIDDEN tp_cpu_level tp__cpu_level_resolve(tp_cpu_level requested);
 
+/* Outputs of at least this many bytes are written with non-temporal
+ * stores by the elementwise ops cheap enough to gain (fast_eltwise.c):
+ * the size of the last-level cache (sysconf; 32 MiB when unknown), beyond
+ * which an output cannot stay in cache for its consumer anyway, so reading
+ * its lines before overwriting them (a third memory stream) buys nothing.
+ * The TP_STREAM_MIN_BYTES environment variable (read once) overrides it:
+ * 0 streams every output (tests run the fixtures that way). */
+TP_HIDDEN int64_t tp__stream_min_bytes(void);
+
 #endif

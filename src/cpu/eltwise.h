@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../internal.h"
+#include "cpu.h"
 
 enum {
     TP_ELT_ADD, /* a + alpha * b */
@@ -47,8 +48,9 @@ typedef struct tp_eltwise_table {
     void (*binary)(int op, float *o, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n, float alpha);
     /* o[i] = f(a[i]) (o may equal a) */
     void (*unary)(int op, float *o, const float *a, int64_t n, const float *params);
-    /* Row-wise kernels (nn): softmax / log_softmax over n contiguous floats */
-    void (*softmax)(float *o, const float *a, int64_t n, bool log);
+    /* Row-wise kernels (nn): softmax / log_softmax over n contiguous floats;
+     * next (may be NULL): the row to prefetch meanwhile */
+    void (*softmax)(float *o, const float *a, int64_t n, bool log, const float *next);
     /* layer norm of one row: o = (a - mean) * rstd * w + b (w, b may be NULL) */
     void (*layer_norm)(float *o, const float *a, int64_t n, const float *w, const float *b, float eps);
     /* o[i] = a[i] * scale + shift (batch norm in eval mode, per channel) then optional relu */
@@ -60,7 +62,23 @@ typedef struct tp_eltwise_table {
     float (*max)(const float *a, int64_t n);
     /* o[i] = c[i] != 0 ? x[i*sx] : y[i*sy], sx/sy 0 or 1 (bits copied) */
     void (*where)(float *o, const uint8_t *c, const float *x, int64_t sx, const float *y, int64_t sy, int64_t n);
+    /* dst[i] = src[i] for i < n (no overlap) with non-temporal stores from
+     * the first 64-byte boundary of dst on (plain stores before it and for
+     * a tail shorter than a vector): the lines go to memory without being
+     * read first or kept in cache (fast_eltwise.c: streamed outputs). */
+    void (*stream)(float *dst, const float *src, int64_t n);
+    /* Orders the non-temporal stores before the caller's later stores (an
+     * sfence): call once after the last stream of a run step, before the
+     * step reports completion to other threads. */
+    void (*stream_fence)(void);
 } tp_eltwise_table;
+
+/* Whether a float32 output is written through stream (its bytes reach
+ * tp__stream_min_bytes, cpu.h). */
+static inline bool tp__stream_out(const tp_tensor *out) {
+    int64_t bytes;
+    return tp_mul_overflow_i64(tp_tensor_numel(out), 4, &bytes) && bytes >= tp__stream_min_bytes();
+}
 
 TP_HIDDEN extern const tp_eltwise_table tp__eltwise_scalar;
 TP_HIDDEN extern const tp_eltwise_table tp__eltwise_avx2;

@@ -12,6 +12,9 @@
  */
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "eltwise.h"
 #include "vmath.h"
@@ -187,7 +190,7 @@ static float max_of(const float *a, int64_t n) {
     return acc0[0];
 }
 
-static void softmax(float *o, const float *a, int64_t n, bool log) {
+static void softmax(float *o, const float *a, int64_t n, bool log, const float *next) {
     float m = max_of(a, n);
     if (m != m) { /* a NaN in the row: NaN everywhere, as PyTorch */
         for (int64_t i = 0; i < n; i++) o[i] = m;
@@ -195,12 +198,12 @@ static void softmax(float *o, const float *a, int64_t n, bool log) {
     }
     if (m == -INFINITY) m = 0.0f; /* an all -inf row: exp(-inf - 0) = 0, 0/0 = NaN as PyTorch */
     if (log) {
-        float s = tp__vexp_sub_sum_f32(o, a, n, m);
+        float s = tp__vexp_sub_sum_f32(o, a, n, m, next);
         float l = tp__log_f32(s); /* (a - max) - log(sum): exact where a == max */
         for (int64_t i = 0; i < n; i++) o[i] = (a[i] - m) - l;
         return;
     }
-    float inv = 1.0f / tp__vexp_sub_sum_f32(o, a, n, m);
+    float inv = 1.0f / tp__vexp_sub_sum_f32(o, a, n, m, next);
     for (int64_t i = 0; i < n; i++) o[i] *= inv;
 }
 
@@ -262,6 +265,36 @@ static void where_rows(float *o, const uint8_t *c, const float *x, int64_t sx, c
     }
 }
 
+/* Non-temporal copy at the build's vector width (SSE2 in the portable
+ * x86-64 build; plain memcpy elsewhere). */
+#if defined(__AVX512F__)
+#define STREAM_LANES 16
+#define STREAM_STORE(p, q) _mm512_stream_ps((p), _mm512_loadu_ps(q))
+#elif defined(__AVX__)
+#define STREAM_LANES 8
+#define STREAM_STORE(p, q) _mm256_stream_ps((p), _mm256_loadu_ps(q))
+#elif defined(__SSE2__)
+#define STREAM_LANES 4
+#define STREAM_STORE(p, q) _mm_stream_ps((p), _mm_loadu_ps(q))
+#endif
+
+static void stream(float *dst, const float *src, int64_t n) {
+#ifdef STREAM_LANES
+    int64_t i = 0;
+    for (; i < n && ((uintptr_t)(dst + i) & 63) != 0; i++) dst[i] = src[i];
+    for (; i + STREAM_LANES <= n; i += STREAM_LANES) STREAM_STORE(dst + i, src + i);
+    for (; i < n; i++) dst[i] = src[i];
+#else
+    memcpy(dst, src, (size_t)n * sizeof *dst);
+#endif
+}
+
+static void stream_fence(void) {
+#ifdef STREAM_LANES
+    _mm_sfence();
+#endif
+}
+
 const tp_eltwise_table TP_ELT_TABLE = {
     .binary = binary,
     .unary = unary,
@@ -272,4 +305,6 @@ const tp_eltwise_table TP_ELT_TABLE = {
     .sum = sum,
     .max = max_of,
     .where = where_rows,
+    .stream = stream,
+    .stream_fence = stream_fence,
 };

@@ -102,7 +102,7 @@ static tp_status attn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
                     continue;
                 }
                 float corr = mrow[r] == -INFINITY ? 0.0f : tp__exp_f32(mrow[r] - m_new);
-                float sum = tp__vexp_sub_sum_f32(row, row, ns, m_new);
+                float sum = tp__vexp_sub_sum_f32(row, row, ns, m_new, NULL);
                 lrow[r] = lrow[r] * corr + sum;
                 mrow[r] = m_new;
                 if (!first)

@@ -153,6 +153,26 @@ typedef struct chain {
 
 static void chain_free(void *data) { tp_free(data); }
 
+/* ---- streamed outputs ------------------------------------------------------
+ * An output past tp__stream_min_bytes (cpu.h) is computed STREAM_STEP floats
+ * at a time into an L1 buffer (a fused chain applied there) and copied out
+ * with non-temporal stores, so its lines are not read from memory first:
+ * on 64 MiB tensors relu 30% and add 10-15% faster. Only for ops whose
+ * arithmetic costs less than their memory traffic: exp, gelu and the other
+ * transcendental functions are bound by their arithmetic and measured no
+ * faster streamed (some slower, by up to 10%, with blocks of 4096). */
+#define STREAM_STEP 1024
+
+static bool streams(int op) {
+    switch (op) {
+    case TP_ELT_EXP: case TP_ELT_TANH: case TP_ELT_SIGMOID: case TP_ELT_SILU: case TP_ELT_ERF:
+    case TP_ELT_LOG: case TP_ELT_GELU: case TP_ELT_GELU_TANH:
+        return false;
+    default:
+        return true;
+    }
+}
+
 static tp_status eltwise_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     (void)leaf;
     if (kind != TP_FUSE_ACT) return TP_ERR_UNSUPPORTED;
@@ -165,6 +185,8 @@ static tp_status eltwise_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int 
     }
     if (c->n == CHAIN_MAX) return TP_ERR_UNSUPPORTED;
     c->ops[c->n++] = consumer;
+    tp_elt_info ci;
+    if (!tp__eltwise_info(consumer, &ci) || !streams(ci.op)) plan->stream_out = false;
     return TP_OK;
 }
 
@@ -191,22 +213,37 @@ static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
     if (outer == 1) { /* split the one run */
         int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
         if (lo >= hi) return TP_OK;
-        int64_t step = plan->data ? BLOCK : hi - lo;
+        const bool st = plan->stream_out;
+        _Alignas(64) float buf[STREAM_STEP];
+        int64_t step = st ? STREAM_STEP : plan->data ? BLOCK : hi - lo;
         for (int64_t q = lo; q < hi; q += step) {
             int64_t m = hi - q < step ? hi - q : step;
+            float *dst = st ? buf : o + q;
             const float *pb = b ? b + (plan->i[3] ? q : 0) : &bs;
-            tab->binary(op, o + q, a + (plan->i[2] ? q : 0), plan->i[2], pb, b ? plan->i[3] : 0, m, alpha);
-            run_chain(plan, o + q, m);
+            tab->binary(op, dst, a + (plan->i[2] ? q : 0), plan->i[2], pb, b ? plan->i[3] : 0, m, alpha);
+            run_chain(plan, dst, m);
+            if (st) tab->stream(o + q, buf, m);
         }
+        if (st) tab->stream_fence();
         return TP_OK;
     }
     int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    const bool st = plan->stream_out;
+    _Alignas(64) float buf[STREAM_STEP];
+    const int64_t step = st ? STREAM_STEP : n; /* streamed rows go in blocks */
     for (int64_t r = lo; r < hi; r++) {
         int64_t oa, ob;
         outer_offsets(plan, r, &oa, &ob);
-        tab->binary(op, o + r * n, a + oa, plan->i[2], b ? b + ob : &bs, b ? plan->i[3] : 0, n, alpha);
-        run_chain(plan, o + r * n, n);
+        for (int64_t q = 0; q < n; q += step) {
+            int64_t m = n - q < step ? n - q : step;
+            float *dst = st ? buf : o + r * n + q;
+            const float *pb = b ? b + ob + (plan->i[3] ? q : 0) : &bs;
+            tab->binary(op, dst, a + oa + (plan->i[2] ? q : 0), plan->i[2], pb, b ? plan->i[3] : 0, m, alpha);
+            run_chain(plan, dst, m);
+            if (st) tab->stream(o + r * n + q, buf, m);
+        }
     }
+    if (st) tab->stream_fence();
     return TP_OK;
 }
 
@@ -246,6 +283,7 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = binary_run;
+    plan->stream_out = streams(op) && tp__stream_out(out);
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
     /* in place over a: same layout, a not broadcast */
     plan->inplace_ok = tp_tensor_is_contiguous(a) && a->ndim == out->ndim && tp_tensor_numel(a) == tp_tensor_numel(out);
@@ -302,15 +340,35 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
             lo = lo & ~(int64_t)15;
             hi = ex->ith == ex->nth - 1 ? n : ((chunk * (ex->ith + 1)) & ~(int64_t)15);
         }
-        int64_t step = plan->data ? BLOCK : hi - lo;
+        const bool st = plan->stream_out;
+        _Alignas(64) float buf[STREAM_STEP];
+        int64_t step = st ? STREAM_STEP : plan->data ? BLOCK : hi - lo;
         for (int64_t q = lo; q < hi; q += step) {
             int64_t m = hi - q < step ? hi - q : step;
-            tab->unary(op, o + q, a + q, m, params);
-            run_chain(plan, o + q, m);
+            float *dst = st ? buf : o + q;
+            tab->unary(op, dst, a + q, m, params);
+            run_chain(plan, dst, m);
+            if (st) tab->stream(o + q, buf, m);
         }
+        if (st) tab->stream_fence();
         return TP_OK;
     }
     int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    if (plan->stream_out && plan->i[2] == 1) { /* streamed contiguous rows, in blocks */
+        _Alignas(64) float buf[STREAM_STEP];
+        for (int64_t r = lo; r < hi; r++) {
+            int64_t oa, ob;
+            outer_offsets(plan, r, &oa, &ob);
+            for (int64_t q = 0; q < n; q += STREAM_STEP) {
+                int64_t m = n - q < STREAM_STEP ? n - q : STREAM_STEP;
+                tab->unary(op, buf, a + oa + q, m, params);
+                run_chain(plan, buf, m);
+                tab->stream(o + r * n + q, buf, m);
+            }
+        }
+        tab->stream_fence();
+        return TP_OK;
+    }
     float tmp[256];
     for (int64_t r = lo; r < hi; r++) {
         int64_t oa, ob;
@@ -348,6 +406,7 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = unary_run;
+    plan->stream_out = streams(op) && tp__stream_out(out);
     plan->max_threads = threads_for(tp_tensor_numel(out) * 4, info->max_threads);
     plan->inplace_ok = tp_tensor_is_contiguous(a);
     if (plan->inplace_ok) plan->apply = unary_apply;

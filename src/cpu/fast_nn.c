@@ -53,7 +53,10 @@ static tp_status softmax_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     float *o = (float *)tp__tensor_base(out[0]);
     int64_t n = plan->i[1], lo, hi;
     row_range(plan->i[0], ex, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) tab->softmax(o + r * n, a + r * n, n, plan->i[2] != 0);
+    /* rows up to 64 KiB pull the next one into cache while computing */
+    const int64_t pf_to = n <= 16384 ? hi - 1 : lo;
+    for (int64_t r = lo; r < hi; r++)
+        tab->softmax(o + r * n, a + r * n, n, plan->i[2] != 0, r < pf_to ? a + (r + 1) * n : NULL);
     return TP_OK;
 }
 

@@ -366,12 +366,19 @@ static inline float tp__vm_exp_nonpos_ftz(float y) {
  * float sum of dst[0..n). Summation order, fixed for every ISA: 16 partial
  * sums, lane j accumulating dst[i] for i = j mod 16 in increasing i; then
  * lanes are folded pairwise, lane j += lane j+8, then j+4, j+2, j+1, and
- * lane 0 is the result. dst == src is allowed. */
-static inline float tp__vexp_sub_sum_f32(float *dst, const float *src, int64_t n, float max) {
+ * lane 0 is the result. dst == src is allowed.
+ * pf, when not NULL, is n floats to pull into cache meanwhile (the next
+ * softmax row): a block of it is prefetched before each block of exps, so
+ * its memory reads overlap the arithmetic instead of stalling the next
+ * row's max pass. Blocks are then 256 floats, 16 lines in flight at a time
+ * (1024 otherwise); the result does not depend on the block size. */
+static inline float tp__vexp_sub_sum_f32(float *dst, const float *src, int64_t n, float max, const float *pf) {
     float acc[16] = {0};
-    enum { BLOCK = 1024 }; /* a multiple of 16: keeps the lane of i at i % 16 */
-    for (int64_t b = 0; b < n; b += BLOCK) {
-        int64_t m = n - b < BLOCK ? n - b : BLOCK;
+    const int64_t block = pf ? 256 : 1024; /* a multiple of 16: keeps the lane of i at i % 16 */
+    for (int64_t b = 0; b < n; b += block) {
+        int64_t m = n - b < block ? n - b : block;
+        if (pf)
+            for (int64_t k = 0; k < m; k += 16) __builtin_prefetch(pf + b + k);
         float *d = dst + b;
         const float *s = src + b;
         const int64_t m16 = m & ~(int64_t)15;

@@ -101,6 +101,7 @@ struct tp_op_plan {
     int bias_leaf;        /* bias_add: which of in[0], in[1] is the row vector */
     const float *channel_scale, *channel_shift;
     int64_t channels;
+    bool stream_out;      /* the output exceeds tp__stream_min_bytes: written with non-temporal stores */
     int64_t i[24];        /* unboxed int parameters, meaning private to the variant */
     double f[8];          /* unboxed float parameters */
     const void *fn;       /* e.g. the element function chosen */
