@@ -900,6 +900,67 @@ TEST(test_copy_overlapping) {
     tp_tensor_free(a);
 }
 
+/* Transposing copies (the source's last dim strided, another contiguous:
+ * a permuted view made contiguous): every element lands where index
+ * arithmetic says, for element sizes 1, 2, 4 and 8, odd sizes, 2-4 dims
+ * with the contiguous dim anywhere, and a strided destination (a column
+ * block of a wider tensor, as cat writes). */
+TEST(test_copy_transposing) {
+    static const tp_dtype dtypes[] = {TP_UINT8, TP_FLOAT16, TP_FLOAT32, TP_FLOAT64};
+    static const struct {
+        int nd;
+        int64_t sizes[4]; /* of the contiguous base */
+        int64_t perm[4];  /* the view copied: base permuted */
+    } cases[] = {{2, {37, 19}, {1, 0}},          {2, {16, 32}, {1, 0}},        {3, {3, 17, 33}, {0, 2, 1}},
+                 {3, {5, 7, 40}, {2, 0, 1}},     {4, {2, 3, 18, 5}, {0, 3, 1, 2}}, {3, {1, 2, 300}, {0, 2, 1}}};
+    for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++)
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            const int nd = cases[ci].nd;
+            const size_t es = tp_dtype_size(dtypes[di]);
+            tp_tensor *base = NULL, *view = NULL, *dst = NULL, *wide = NULL, *cols = NULL;
+            CHECK_OK(tp_tensor_empty(dtypes[di], nd, cases[ci].sizes, &base));
+            if (!base) continue;
+            unsigned char *bd = tp_tensor_data(base);
+            for (int64_t i = 0; i < tp_tensor_numel(base) * (int64_t)es; i++) bd[i] = (unsigned char)(i * 7 + i / 251);
+            CHECK_OK(tp_tensor_permute(base, cases[ci].perm, &view));
+            int64_t vs[4], wsz[4];
+            for (int k = 0; k < nd; k++) wsz[k] = vs[k] = tp_tensor_sizes(view)[k];
+            wsz[nd - 1] += 3; /* a wider destination: write columns [1, 1 + n) */
+            CHECK_OK(tp_tensor_empty(dtypes[di], nd, vs, &dst));
+            CHECK_OK(tp_tensor_zeros(dtypes[di], nd, wsz, &wide));
+            if (wide) CHECK_OK(tp_tensor_slice(wide, nd - 1, 1, 1 + vs[nd - 1], 1, &cols));
+            if (view && dst && cols) {
+                CHECK_OK(tp_tensor_copy_(dst, view));
+                CHECK_OK(tp_tensor_copy_(cols, view));
+                const unsigned char *dd = tp_tensor_data(dst), *wd = tp_tensor_data(wide);
+                int bad = 0;
+                int64_t idx[4] = {0, 0, 0, 0}, total = tp_tensor_numel(dst);
+                for (int64_t e = 0; e < total; e++) {
+                    int64_t src_off = 0, wide_off = 0;
+                    for (int k = 0; k < nd; k++) {
+                        src_off += idx[k] * tp_tensor_strides(view)[k];
+                        wide_off = wide_off * wsz[k] + idx[k] + (k == nd - 1);
+                    }
+                    if (memcmp(dd + e * (int64_t)es, bd + src_off * (int64_t)es, es) != 0) bad++;
+                    if (memcmp(wd + wide_off * (int64_t)es, bd + src_off * (int64_t)es, es) != 0) bad++;
+                    for (int k = nd - 1; k >= 0 && ++idx[k] == vs[k]; k--) idx[k] = 0;
+                }
+                /* the destination's other columns stay zero */
+                int64_t rows = tp_tensor_numel(wide) / wsz[nd - 1];
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t c = 0; c < wsz[nd - 1]; c++)
+                        if (c == 0 || c > vs[nd - 1])
+                            for (size_t b = 0; b < es; b++) bad += wd[(r * wsz[nd - 1] + c) * (int64_t)es + (int64_t)b] != 0;
+                CHECK_MSG(bad == 0, "%s case %zu: %d wrong elements", tp_dtype_name(dtypes[di]), ci, bad);
+            }
+            tp_tensor_free(cols);
+            tp_tensor_free(wide);
+            tp_tensor_free(dst);
+            tp_tensor_free(view);
+            tp_tensor_free(base);
+        }
+}
+
 /* copy_ between disjoint parts of one storage (an arena's tensors, a
  * tensor's halves) copies directly; parts whose byte ranges meet go
  * through a temporary (test_copy_overlapping). tp__tensors_may_overlap
@@ -1226,5 +1287,5 @@ TEST_MAIN(T(test_status_names), T(test_status_kind), T(test_error_messages), T(t
           T(test_from_data_and_getters), T(test_scalar_and_meta), T(test_refcount), T(test_borrow_release_once),
           T(test_borrow_strided), T(test_borrow_errors), T(test_views_match_torch), T(test_views_write_through),
           T(test_slice_huge_step), T(test_view_rank_limits), T(test_threads_refcount), T(test_conversions_match_torch), T(test_copy_broadcast_and_errors),
-          T(test_copy_overlapping), T(test_copy_disjoint_same_storage), T(test_scratch_blocks), T(test_fill), T(test_allclose), T(test_print), T(test_nomem_create),
+          T(test_copy_overlapping), T(test_copy_transposing), T(test_copy_disjoint_same_storage), T(test_scratch_blocks), T(test_fill), T(test_allclose), T(test_print), T(test_nomem_create),
           T(test_nomem_reshape_copy), T(test_nomem_views_and_copies))
