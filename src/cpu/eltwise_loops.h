@@ -166,10 +166,15 @@ static float max_of(const float *a, int64_t n) {
         acc0 = vmax_nan(acc0, x);
     }
     if (i < n) { /* the tail as one vector padded with -inf (a scalar tail cost ~10 cycles an element) */
+        tp__vf x;
+#if TP_ELT_VLANES == 16 && defined(__AVX512F__)
+        __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), (__mmask16)((1u << (n - i)) - 1u), a + i);
+        memcpy(&x, &v, sizeof x);
+#else
         float t[W];
         for (int k = 0; k < W; k++) t[k] = i + k < n ? a[i + k] : -INFINITY;
-        tp__vf x;
         memcpy(&x, t, sizeof x);
+#endif
         acc0 = vmax_nan(acc0, x);
     }
     /* fold lanes in vector registers (lane k takes lane k + w): a scalar
