@@ -402,10 +402,12 @@ TEST(test_steady_state_fast_steps_only) {
 }
 
 /* Reference steps (no fast variant) inside a plan: an embedding lookup
- * (index_select, a view per index) and a cat whose output and inputs are
- * views of the one arena. Neither may allocate in steady state: their
- * per-element views live on the stack, and copy_ between disjoint parts of
- * one storage needs no temporary. Values: out[t] = [W[ids[t]], relu(W[ids[t]])]. */
+ * (index_select on a transposed view of the table, which the fast
+ * variant declines: the reference copies a view per index) and a cat whose
+ * output and inputs are views of the one arena. Neither may allocate in
+ * steady state: their per-element views live on the stack, and copy_
+ * between disjoint parts of one storage needs no temporary. Values:
+ * out[t] = [W[ids[t]], relu(-W[ids[t]])]. */
 TEST(test_steady_state_reference_steps) {
     enum { V = 5, D = 3, T = 4 };
     tp_graph *g = NULL;
@@ -417,7 +419,9 @@ TEST(test_steady_state_reference_steps) {
     tp_node *ids = NULL;
     CHECK_OK(tp_graph_placeholder(g, "ids", &idv, &ids));
     tp_value_clear(&idv);
-    tp_node *emb = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(w), tp_value_int(0), N(ids)});
+    tp_node *wt_view = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(w), tp_value_int(0), tp_value_int(1)});
+    tp_node *emb_t = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(wt_view), tp_value_int(1), N(ids)});
+    tp_node *emb = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(emb_t), tp_value_int(0), tp_value_int(1)});
     tp_node *neg = call(g, TP_OP_NEG, 1, (tp_value[]){N(emb)});
     tp_node *r = call(g, TP_OP_RELU, 1, (tp_value[]){N(neg)});
     tp_value list;
