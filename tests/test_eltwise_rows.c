@@ -1,6 +1,7 @@
 /*
  * test_eltwise_rows.c - the row kernels of the elementwise tables
- * (src/cpu/eltwise.h: max, sum, softmax, log_softmax, where) at every CPU
+ * (src/cpu/eltwise.h: max, sum (also bit for bit in its documented
+ * order), softmax, log_softmax, where) at every CPU
  * level this machine runs, on every row length from 0 to 70 and a few
  * longer ones (vector bodies, 4-vector unrolls and each tail length),
  * against double-precision references written here: NaN anywhere in a row,
@@ -79,6 +80,15 @@ TEST(test_sum) {
             float got = t->sum(a, n);
             CHECK_MSG(fabs(got - want) <= 1e-6 * mag + 1e-7, "%s n=%lld: sum %.9g, want %.9g", level_name(level),
                       (long long)n, got, want);
+            /* the documented order (eltwise_loops.h), written out: bit for bit at every level */
+            float part[4][16] = {{0}};
+            for (int64_t i = 0; i < n; i++) part[(i / 16) % 4][i % 16] += a[i];
+            for (int q = 1; q < 4; q++)
+                for (int k = 0; k < 16; k++) part[0][k] += part[q][k];
+            for (int w = 8; w >= 1; w /= 2)
+                for (int k = 0; k < w; k++) part[0][k] += part[0][k + w];
+            CHECK_MSG(memcmp(&got, &part[0][0], sizeof got) == 0, "%s n=%lld: sum %a, the documented order gives %a",
+                      level_name(level), (long long)n, got, part[0][0]);
         }
     }
 }

@@ -57,7 +57,7 @@ typedef struct tp_eltwise_table {
     void (*scale_shift)(float *o, const float *a, int64_t n, float scale, float shift);
     /* mean and 1/sqrt(var + eps) of n floats (two passes) */
     void (*moments)(const float *a, int64_t n, float eps, float *mean, float *rstd);
-    /* sum of n floats (16 partial sums, fixed order) */
+    /* sum of n floats (64 partial sums in a fixed order: eltwise_loops.h) */
     float (*sum)(const float *a, int64_t n);
     float (*max)(const float *a, int64_t n);
     /* o[i] = c[i] != 0 ? x[i*sx] : y[i*sy], sx/sy 0 or 1 (bits copied) */

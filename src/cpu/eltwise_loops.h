@@ -6,9 +6,10 @@
  * of the ISA's width, TP_ELT_VLANES); math functions come from vmath.h
  * (branch-free, same formula at every width; the avx2/avx512 builds contract
  * multiply-adds into FMAs, so their last bits may differ from the scalar
- * build's, within the bounds test_vmath_fma checks). Reductions keep 16
- * partial sums combined in a fixed order, so a result does not depend on how
- * many threads split the rows.
+ * build's, within the bounds test_vmath_fma checks). Row sums keep 64
+ * partial sums combined in a fixed order (sum, below; softmax's exp sum has
+ * 16, vmath.h), so a result does not depend on how many threads split the
+ * rows.
  */
 #include <math.h>
 #include <string.h>
@@ -118,15 +119,32 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     }
 }
 
-static float sum(const float *a, int64_t n) {
-    float acc[16] = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int k = 0; k < 16; k++) acc[k] += a[i + k];
-    for (int k = 0; i < n; i++, k++) acc[k] += a[i];
+/* Row sums keep 64 partial sums: element i is added to part[(i / 16) % 4]
+ * [i % 16] in increasing i (four independent chains of vector adds, where
+ * one chain waited on each add's latency), the parts are combined lane by
+ * lane as ((p0 + p1) + p2) + p3, and the 16 lanes are folded pairwise (lane
+ * k += lane k + 8, then + 4, + 2, + 1). The same order at every level. */
+enum { PARTS = 4 };
+
+static float fold_parts(float part[PARTS][16]) {
+    for (int q = 1; q < PARTS; q++)
+        for (int k = 0; k < 16; k++) part[0][k] += part[q][k];
     for (int w = 8; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
-    return acc[0];
+        for (int k = 0; k < w; k++) part[0][k] += part[0][k + w];
+    return part[0][0];
+}
+
+static float sum(const float *a, int64_t n) {
+    float part[PARTS][16] = {{0}};
+    int64_t i = 0;
+    for (; i + 16 * PARTS <= n; i += 16 * PARTS)
+        for (int q = 0; q < PARTS; q++)
+            for (int k = 0; k < 16; k++) part[q][k] += a[i + 16 * q + k];
+    int q = 0;
+    for (; i + 16 <= n; i += 16, q++)
+        for (int k = 0; k < 16; k++) part[q][k] += a[i + k];
+    for (int k = 0; i + k < n; k++) part[q][k] += a[i + k];
+    return fold_parts(part);
 }
 
 /* Native-width vectors (GCC/clang vector extensions) for the loops gcc
@@ -212,24 +230,30 @@ static void softmax(float *o, const float *a, int64_t n, bool log, const float *
     for (int64_t i = 0; i < n; i++) o[i] *= inv;
 }
 
-/* Mean and 1/sqrt(variance + eps) of n floats: two passes, 16 partial sums. */
+/* Mean and 1/sqrt(variance + eps) of n floats: two passes, each summed in
+ * sum's order. */
 static void moments(const float *a, int64_t n, float eps, float *mean_out, float *rstd_out) {
     float mean = sum(a, n) / (float)n;
-    float acc[16] = {0};
+    float part[PARTS][16] = {{0}};
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
+    for (; i + 16 * PARTS <= n; i += 16 * PARTS)
+        for (int q = 0; q < PARTS; q++)
+            for (int k = 0; k < 16; k++) {
+                float d = a[i + 16 * q + k] - mean;
+                part[q][k] += d * d;
+            }
+    int q = 0;
+    for (; i + 16 <= n; i += 16, q++)
         for (int k = 0; k < 16; k++) {
             float d = a[i + k] - mean;
-            acc[k] += d * d;
+            part[q][k] += d * d;
         }
-    for (int k = 0; i < n; i++, k++) {
-        float d = a[i] - mean;
-        acc[k] += d * d;
+    for (int k = 0; i + k < n; k++) {
+        float d = a[i + k] - mean;
+        part[q][k] += d * d;
     }
-    for (int wd = 8; wd >= 1; wd /= 2)
-        for (int k = 0; k < wd; k++) acc[k] += acc[k + wd];
     *mean_out = mean;
-    *rstd_out = 1.0f / sqrtf(acc[0] / (float)n + eps);
+    *rstd_out = 1.0f / sqrtf(fold_parts(part) / (float)n + eps);
 }
 
 static void layer_norm(float *o, const float *a, int64_t n, const float *w, const float *b, float eps) {

@@ -244,7 +244,7 @@ static tp_status batch_norm_prepare(const tp_prepare_info *info, const tp_value 
 
 /* ---- group_norm(input, num_groups, weight=None, bias=None, eps) ---------
  * A group of a contiguous [N, C, *] input is one contiguous block of
- * C/G * inner floats: mean and variance (two passes, 16 partial sums), then
+ * C/G * inner floats: mean and variance (two passes, 64 partial sums), then
  * a scale and shift per channel. plan->i: [0] N*G blocks, [1] C/G, [2]
  * inner, [3] G, [4]/[5] leaf of weight/bias or -1. */
 static tp_status group_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
