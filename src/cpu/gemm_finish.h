@@ -12,15 +12,18 @@ void TP__GEMM_FINISH_NAME(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int
                           int64_t cols) {
     for (int64_t i = i0; i < i0 + rows; i++) {
         float *restrict row = c + i * ldc + j0;
+        const float *restrict res = ep->residual ? ep->residual + i * ep->ld_residual + j0 : NULL;
         if (ep->bias && ep->bias_per_row) {
             const float bias = ep->bias[i];
-            for (int64_t j = 0; j < cols; j++) row[j] += bias;
+            if (res) for (int64_t j = 0; j < cols; j++) row[j] = (row[j] + bias) + res[j];
+            else for (int64_t j = 0; j < cols; j++) row[j] += bias;
         } else if (ep->bias) {
+            /* bias then residual in one pass (a transformer's output
+             * projections have both), the same roundings as two */
             const float *restrict bias = ep->bias + j0;
-            for (int64_t j = 0; j < cols; j++) row[j] += bias[j];
-        }
-        if (ep->residual) {
-            const float *restrict res = ep->residual + i * ep->ld_residual + j0;
+            if (res) for (int64_t j = 0; j < cols; j++) row[j] = (row[j] + bias[j]) + res[j];
+            else for (int64_t j = 0; j < cols; j++) row[j] += bias[j];
+        } else if (res) {
             for (int64_t j = 0; j < cols; j++) row[j] += res[j];
         }
         if (ep->act) ep->act(row, cols, ep->act_ctx);
