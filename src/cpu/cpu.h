@@ -16,8 +16,9 @@ TP_HIDDEN tp_cpu_level tp__cpu_level_resolve(tp_cpu_level requested);
  * the size of the last-level cache (sysconf; 32 MiB when unknown), beyond
  * which an output cannot stay in cache for its consumer anyway, so reading
  * its lines before overwriting them (a third memory stream) buys nothing.
- * The TP_STREAM_MIN_BYTES environment variable (read once) overrides it:
- * 0 streams every output (tests run the fixtures that way). */
+ * The TP_STREAM_MIN_BYTES environment variable (read once; a value that
+ * is not a non-negative decimal integer is ignored) overrides it: 0
+ * streams every output (tests run the fixtures that way). */
 TP_HIDDEN int64_t tp__stream_min_bytes(void);
 
 #endif

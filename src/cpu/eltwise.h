@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include "../internal.h"
-#include "cpu.h"
 
 enum {
     TP_ELT_ADD, /* a + alpha * b */
@@ -72,13 +71,6 @@ typedef struct tp_eltwise_table {
      * step reports completion to other threads. */
     void (*stream_fence)(void);
 } tp_eltwise_table;
-
-/* Whether a float32 output is written through stream (its bytes reach
- * tp__stream_min_bytes, cpu.h). */
-static inline bool tp__stream_out(const tp_tensor *out) {
-    int64_t bytes;
-    return tp_mul_overflow_i64(tp_tensor_numel(out), 4, &bytes) && bytes >= tp__stream_min_bytes();
-}
 
 TP_HIDDEN extern const tp_eltwise_table tp__eltwise_scalar;
 TP_HIDDEN extern const tp_eltwise_table tp__eltwise_avx2;

@@ -7,6 +7,12 @@
 #include "../ops/ops_impl.h"
 #include "cpu.h"
 
+/* The tensor a prepare step is to write (its output value), or NULL when
+ * the op's output is not a single tensor. */
+static inline tp_tensor *tp__fast_out(const tp_value *out) {
+    return out->kind == TP_VAL_TENSOR ? out->u.tensor : NULL;
+}
+
 /* GEMM epilogue callback running a fused activation: ctx is the
  * activation step's tp_op_plan (its apply hook). */
 static inline void tp__fused_act(float *p, int64_t n, const void *ctx) {

@@ -132,7 +132,7 @@ static void attn_free(void *data) { tp_free(data); }
 static tp_status attn_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                               tp_op_plan *plan) {
     tp_tensor *q = tp__arg_tensor(bound, A_Q), *k = tp__arg_tensor(bound, A_K), *v = tp__arg_tensor(bound, A_V);
-    tp_tensor *mask = tp__arg_tensor(bound, A_MASK), *y = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    tp_tensor *mask = tp__arg_tensor(bound, A_MASK), *y = tp__fast_out(outv);
     if (!q || !k || !v || !y || q->dtype != TP_FLOAT32 || k->dtype != TP_FLOAT32 || v->dtype != TP_FLOAT32)
         return TP_ERR_UNSUPPORTED;
     if (tp__arg_f64(bound, A_DROPOUT) != 0.0 || tp_tensor_numel(y) == 0) return TP_ERR_UNSUPPORTED;

@@ -332,7 +332,7 @@ static tp_status read_pair(const tp_value *args, int i, int spatial, int64_t *ou
 static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                               tp_op_plan *plan, int spatial) {
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
-    const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    const tp_tensor *o = tp__fast_out(outv);
     if (!x || !w || !o || x->dtype != TP_FLOAT32 || w->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32)
         return TP_ERR_UNSUPPORTED;
     if (x->ndim != spatial + 2 || w->ndim != spatial + 2 || !tp_tensor_is_contiguous(w)) return TP_ERR_UNSUPPORTED;

@@ -163,6 +163,13 @@ static void chain_free(void *data) { tp_free(data); }
  * faster streamed (some slower, by up to 10%, with blocks of 4096). */
 #define STREAM_STEP 1024
 
+/* A float32 output that reaches tp__stream_min_bytes. */
+static bool stream_sized(const tp_tensor *out) {
+    int64_t bytes;
+    return tp_mul_overflow_i64(tp_tensor_numel(out), 4, &bytes) && bytes >= tp__stream_min_bytes();
+}
+
+/* An op cheap enough to gain from streaming. */
 static bool streams(int op) {
     switch (op) {
     case TP_ELT_EXP: case TP_ELT_TANH: case TP_ELT_SIGMOID: case TP_ELT_SILU: case TP_ELT_ERF:
@@ -256,7 +263,7 @@ static void binary_apply(const tp_op_plan *plan, float *p, int64_t n) {
 
 static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                 tp_op_plan *plan, int op, bool has_alpha) {
-    tp_tensor *out = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    tp_tensor *out = tp__fast_out(outv);
     tp_tensor *a = tp__arg_tensor(bound, 0), *b = tp__arg_tensor(bound, 1);
     if (!out || out->dtype != TP_FLOAT32 || !a || a->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
     if (b && b->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
@@ -283,7 +290,7 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = binary_run;
-    plan->stream_out = streams(op) && tp__stream_out(out);
+    plan->stream_out = streams(op) && stream_sized(out);
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
     /* in place over a: same layout, a not broadcast */
     plan->inplace_ok = tp_tensor_is_contiguous(a) && a->ndim == out->ndim && tp_tensor_numel(a) == tp_tensor_numel(out);
@@ -354,25 +361,21 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
         return TP_OK;
     }
     int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
-    if (plan->stream_out && plan->i[2] == 1) { /* streamed contiguous rows, in blocks */
-        _Alignas(64) float buf[STREAM_STEP];
-        for (int64_t r = lo; r < hi; r++) {
-            int64_t oa, ob;
-            outer_offsets(plan, r, &oa, &ob);
+    const bool st = plan->stream_out && plan->i[2] == 1; /* streamed contiguous rows go in blocks */
+    _Alignas(64) float buf[STREAM_STEP];
+    float tmp[256];
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oa, ob;
+        outer_offsets(plan, r, &oa, &ob);
+        if (st) {
             for (int64_t q = 0; q < n; q += STREAM_STEP) {
                 int64_t m = n - q < STREAM_STEP ? n - q : STREAM_STEP;
                 tab->unary(op, buf, a + oa + q, m, params);
                 run_chain(plan, buf, m);
                 tab->stream(o + r * n + q, buf, m);
             }
+            continue;
         }
-        tab->stream_fence();
-        return TP_OK;
-    }
-    float tmp[256];
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t oa, ob;
-        outer_offsets(plan, r, &oa, &ob);
         if (plan->i[2] == 1) {
             tab->unary(op, o + r * n, a + oa, n, params);
         } else { /* strided: gather runs of 1 */
@@ -384,6 +387,7 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
         }
         run_chain(plan, o + r * n, n);
     }
+    if (st) tab->stream_fence();
     return TP_OK;
 }
 
@@ -396,7 +400,7 @@ static void unary_apply(const tp_op_plan *plan, float *p, int64_t n) {
 
 static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                tp_op_plan *plan, int op) {
-    tp_tensor *out = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    tp_tensor *out = tp__fast_out(outv);
     tp_tensor *a = tp__arg_tensor(bound, 0);
     if (!out || out->dtype != TP_FLOAT32 || !a || a->dtype != TP_FLOAT32 || a->ndim != out->ndim) return TP_ERR_UNSUPPORTED;
     iter_desc it;
@@ -406,7 +410,7 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = unary_run;
-    plan->stream_out = streams(op) && tp__stream_out(out);
+    plan->stream_out = streams(op) && stream_sized(out);
     plan->max_threads = threads_for(tp_tensor_numel(out) * 4, info->max_threads);
     plan->inplace_ok = tp_tensor_is_contiguous(a);
     if (plan->inplace_ok) plan->apply = unary_apply;
@@ -534,7 +538,7 @@ static void where_free(void *data) { tp_free(data); }
 
 static tp_status where_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                tp_op_plan *plan) {
-    tp_tensor *out = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    tp_tensor *out = tp__fast_out(outv);
     tp_tensor *c = tp__arg_tensor(bound, 0), *x = tp__arg_tensor(bound, 1), *y = tp__arg_tensor(bound, 2);
     if (!out || out->dtype != TP_FLOAT32 || !c || c->dtype != TP_BOOL || out->ndim > 8) return TP_ERR_UNSUPPORTED;
     if ((x && x->dtype != TP_FLOAT32) || (y && y->dtype != TP_FLOAT32)) return TP_ERR_UNSUPPORTED;

@@ -15,21 +15,6 @@
 #include "fast.h"
 #include "kernel_util.h"
 
-static tp_tensor *out0(const tp_value *out) { return out->kind == TP_VAL_TENSOR ? out->u.tensor : NULL; }
-
-/* An index as int64 from an int64 or int32 tensor's element k (stride in
- * elements). */
-static int64_t index_at(const char *base, tp_dtype dtype, int64_t k, int64_t stride) {
-    if (dtype == TP_INT64) {
-        int64_t v;
-        memcpy(&v, base + k * stride * 8, sizeof v);
-        return v;
-    }
-    int32_t v;
-    memcpy(&v, base + k * stride * 4, sizeof v);
-    return v;
-}
-
 /* ---- index_select(Tensor self, int dim, Tensor index) -------------------
  * self and out contiguous with no empty dim, index 0-D or 1-D: out is
  * outer x n x inner, self outer x limit x inner (in elements of es bytes);
@@ -43,7 +28,7 @@ static tp_status index_select_run(const tp_op_plan *plan, tp_tensor *const *in, 
     const int64_t outer = plan->i[0], limit = plan->i[1], inner = plan->i[2];
     const int64_t n = tp_tensor_numel(index), istride = index->ndim ? index->strides[0] : 0;
     for (int64_t k = 0; k < n; k++) {
-        int64_t idx = index_at(ib, index->dtype, k, istride);
+        int64_t idx = tp__load_i64(ib + k * istride * (int64_t)tp_dtype_size(index->dtype), index->dtype);
         TP_CHECK(idx >= 0 && idx < limit, TP_ERR_INDEX,
                  "index %" PRId64 " out of range in self (dimension %d has size %" PRId64 ")", idx, (int)plan->i[3],
                  limit);
@@ -56,7 +41,7 @@ static tp_status index_select_run(const tp_op_plan *plan, tp_tensor *const *in, 
 static tp_status index_select_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                       tp_op_plan *plan) {
     (void)info;
-    tp_tensor *self = tp__arg_tensor(bound, 0), *index = tp__arg_tensor(bound, 2), *o = out0(outv);
+    tp_tensor *self = tp__arg_tensor(bound, 0), *index = tp__arg_tensor(bound, 2), *o = tp__fast_out(outv);
     if (!self || !index || !o || self->ndim == 0 || index->ndim > 1 || o->dtype != self->dtype) return TP_ERR_UNSUPPORTED;
     if (index->dtype != TP_INT64 && index->dtype != TP_INT32) return TP_ERR_UNSUPPORTED;
     if (!tp_tensor_is_contiguous(self) || !tp_tensor_is_contiguous(o) || tp_tensor_numel(self) == 0)
@@ -93,7 +78,7 @@ static tp_status embedding_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
     tp_walk it;
     tp__walk_init(&it, idx->ndim, idx->sizes, 1, (const int64_t *[]){idx->strides});
     for (int64_t k = 0; tp__walk_next(&it); k++) {
-        int64_t r = index_at(ib, idx->dtype, it.off[0], 1);
+        int64_t r = tp__load_i64(ib + it.off[0] * (int64_t)tp_dtype_size(idx->dtype), idx->dtype);
         TP_CHECK(r >= 0 && r < rows, TP_ERR_INDEX, "index out of range in self (index %" PRId64 ", %" PRId64 " rows)", r,
                  rows);
         memcpy(yb + k * row_bytes, wb + r * wstride, (size_t)row_bytes);
@@ -104,7 +89,7 @@ static tp_status embedding_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
 static tp_status embedding_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                    tp_op_plan *plan) {
     (void)info;
-    tp_tensor *w = tp__arg_tensor(bound, 0), *idx = tp__arg_tensor(bound, 1), *o = out0(outv);
+    tp_tensor *w = tp__arg_tensor(bound, 0), *idx = tp__arg_tensor(bound, 1), *o = tp__fast_out(outv);
     if (!w || !idx || !o || w->ndim != 2 || o->dtype != w->dtype || !tp_tensor_is_contiguous(o)) return TP_ERR_UNSUPPORTED;
     if (idx->dtype != TP_INT64 && idx->dtype != TP_INT32) return TP_ERR_UNSUPPORTED;
     if (w->sizes[1] > 1 && w->strides[1] != 1) return TP_ERR_UNSUPPORTED;

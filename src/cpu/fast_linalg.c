@@ -260,11 +260,9 @@ static tp_status matmul_like(const tp_prepare_info *info, const tp_tensor *a, co
     return TP_OK;
 }
 
-static const tp_tensor *out_tensor(const tp_value *out) { return out->kind == TP_VAL_TENSOR ? out->u.tensor : NULL; }
-
 /* matmul(self, other), mm(self, mat2), bmm(self, mat2) */
 static tp_status matmul_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
-    const tp_tensor *a = tp__arg_tensor(bound, 0), *b = tp__arg_tensor(bound, 1), *o = out_tensor(out);
+    const tp_tensor *a = tp__arg_tensor(bound, 0), *b = tp__arg_tensor(bound, 1), *o = tp__fast_out(out);
     if (!a || !b || !o) return TP_ERR_UNSUPPORTED;
     mm_plan *mp;
     TP_TRY(matmul_like(info, a, b, o, false, 0, 1, &mp));
@@ -276,7 +274,7 @@ static tp_status matmul_prepare(const tp_prepare_info *info, const tp_value *bou
 /* linear(input, weight [N, K], bias [N]?) */
 static tp_status linear_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *bias = tp__arg_tensor(bound, 2);
-    const tp_tensor *o = out_tensor(out);
+    const tp_tensor *o = tp__fast_out(out);
     if (!x || !w || !o || w->ndim != 2 || x->ndim < 1) return TP_ERR_UNSUPPORTED;
     if (bias && (bias->dtype != TP_FLOAT32 || bias->ndim != 1 || bias->strides[0] != 1 || bias->sizes[0] != w->sizes[0]))
         return TP_ERR_UNSUPPORTED;
@@ -294,7 +292,7 @@ static tp_status linear_prepare(const tp_prepare_info *info, const tp_value *bou
 /* addmm(self, mat1, mat2, *, beta=1, alpha=1) */
 static tp_status addmm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
     const tp_tensor *self = tp__arg_tensor(bound, 0), *a = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
-    const tp_tensor *o = out_tensor(out);
+    const tp_tensor *o = tp__fast_out(out);
     if (!self || !a || !b || !o || a->ndim != 2 || b->ndim != 2 || self->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
     if (!tp_value_is_number(&bound[3]) || !tp_value_is_number(&bound[4]) || tp__arg_f64(bound, 3) != 1.0)
         return TP_ERR_UNSUPPORTED;
@@ -324,7 +322,7 @@ static tp_status addmm_prepare(const tp_prepare_info *info, const tp_value *boun
  * declines to the reference kernel. */
 static tp_status einsum_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
     const char *eq = tp__arg_str(bound, 0);
-    const tp_tensor *o = out_tensor(out);
+    const tp_tensor *o = tp__fast_out(out);
     if (!eq || !o || tp_value_len(&bound[1]) != 2) return TP_ERR_UNSUPPORTED;
     const tp_tensor *t[2];
     for (int i = 0; i < 2; i++) {

@@ -41,8 +41,6 @@ static void row_range(int64_t rows, const tp_exec *ex, int64_t *lo, int64_t *hi)
     *hi = *lo + chunk < rows ? *lo + chunk : rows;
 }
 
-static tp_tensor *out0(const tp_value *out) { return out->kind == TP_VAL_TENSOR ? out->u.tensor : NULL; }
-
 /* plan->i: [0] rows, [1] n, [2] mode/flags; plan->f[0] eps */
 
 /* ---- softmax / log_softmax over the last dim ---------------------------- */
@@ -62,7 +60,7 @@ static tp_status softmax_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
 
 static tp_status softmax_like(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan,
                               bool log) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x) || x->ndim < 1)
         return TP_ERR_UNSUPPORTED;
     int dim;
@@ -110,7 +108,7 @@ static tp_status layer_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp
 
 static tp_status layer_norm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 2), *b = tp__arg_tensor(bound, 3), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 2), *b = tp__arg_tensor(bound, 3), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
     int64_t shape[TP_MAX_DIMS];
     int ns;
@@ -192,7 +190,7 @@ static tp_status bn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
 
 static tp_status batch_norm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || x->ndim < 2 || !tp_tensor_is_contiguous(x) || tp__arg_bool(bound, 5))
         return TP_ERR_UNSUPPORTED;
     tp_tensor *p[4];
@@ -273,7 +271,7 @@ static tp_status group_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp
 
 static tp_status group_norm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 2), *b = tp__arg_tensor(bound, 3), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 2), *b = tp__arg_tensor(bound, 3), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || x->ndim < 2 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
     int64_t groups = tp__arg_int(bound, 1), c = x->sizes[1];
     if (groups <= 0 || c % groups != 0 || tp_tensor_numel(x) == 0) return TP_ERR_UNSUPPORTED;
@@ -317,7 +315,7 @@ static tp_status reduce_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
 
 static tp_status reduce_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                 tp_op_plan *plan, int mode) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
     if (mode != 2 && !tp__arg_is_none(bound, 3)) return TP_ERR_UNSUPPORTED; /* dtype= */
     int64_t dims[TP_MAX_DIMS];
@@ -524,7 +522,7 @@ static tp_status avgpool_common(const tp_prepare_info *info, const tp_tensor *x,
 /* avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None) */
 static tp_status avg_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
         return TP_ERR_UNSUPPORTED;
     int64_t k[2], s[2], p[2];
@@ -548,7 +546,7 @@ decline:
 /* adaptive_avg_pool2d(self, output_size) */
 static tp_status adaptive_avg_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                              tp_op_plan *plan) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
         return TP_ERR_UNSUPPORTED;
     if (o->sizes[o->ndim - 2] < 1 || o->sizes[o->ndim - 1] < 1) return TP_ERR_UNSUPPORTED;
@@ -558,7 +556,7 @@ static tp_status adaptive_avg_pool2d_prepare(const tp_prepare_info *info, const 
 
 static tp_status max_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
-    tp_tensor *x = tp__arg_tensor(bound, 0), *o = out0(out);
+    tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
     if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
         return TP_ERR_UNSUPPORTED;
     int64_t k[2], s[2], p[2], d[2];

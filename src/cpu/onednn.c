@@ -1142,7 +1142,7 @@ static tp_status deconv_prepare(const tp_prepare_info *info, const tp_value *bou
     if (!g_enabled || info->cpu_level != g_level)
         return TP_ERR_UNSUPPORTED;
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
-    const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    const tp_tensor *o = tp__fast_out(outv);
     if (!x || !w || !o || x->dtype != TP_FLOAT32 || w->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32)
         return TP_ERR_UNSUPPORTED;
     if (x->ndim != spatial + 2 || w->ndim != spatial + 2 || o->ndim != spatial + 2 || !info->is_const[1] ||
@@ -1263,7 +1263,7 @@ static tp_status vol_prepare(const tp_prepare_info *info, const tp_value *bound,
     if (!g_enabled || info->cpu_level != g_level)
         return TP_ERR_UNSUPPORTED;
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
-    const tp_tensor *o = outv->kind == TP_VAL_TENSOR ? outv->u.tensor : NULL;
+    const tp_tensor *o = tp__fast_out(outv);
     if (!x || !w || !o || x->dtype != TP_FLOAT32 || w->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32)
         return TP_ERR_UNSUPPORTED;
     if (x->ndim != 5 || w->ndim != 5 || o->ndim != 5 || !info->is_const[1] || !tp_tensor_is_contiguous(x) ||
