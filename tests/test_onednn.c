@@ -209,20 +209,23 @@ out:
 }
 
 /* onednn: steps the layout pass runs (oneDNN primitives, or our implicit
- * GEMM convolution on NHWC tensors: gemm) */
+ * GEMM convolution on NHWC tensors: gemm; of those Winograd: wino, of
+ * which F(4x4, 3x3): wino4) */
 typedef struct counts {
-    int onednn, gemm, wino, steps;
+    int onednn, gemm, wino, wino4, steps;
 } counts;
 
 static void on_event(void *user, const tp_profile_event *ev) {
     counts *c = user;
     c->steps++;
     if (strcmp(ev->variant, "onednn") == 0) c->onednn++;
-    if (strcmp(ev->variant, "gemm-nhwc") == 0 || strcmp(ev->variant, "winograd-nhwc") == 0) {
+    const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
+    if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4) {
         c->onednn++;
         c->gemm++;
     }
-    if (strcmp(ev->variant, "winograd-nhwc") == 0) c->wino++;
+    c->wino += w2 || w4;
+    c->wino4 += w4;
 }
 
 static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *cnt) {
@@ -253,7 +256,7 @@ static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *c
 /* Run b at the reference level and at the CPU's with 1 and 2 threads:
  * outputs within tolerance, and between min_onednn and max_onednn (-1: no
  * bound) steps on oneDNN. Frees b's program and input. */
-static int g_last_wino; /* Winograd steps of compare_levels' last run */
+static int g_last_wino, g_last_wino4; /* Winograd steps of compare_levels' last run (F(4x4, 3x3) ones) */
 
 static int compare_levels(built *b, const char *label, int min_onednn, int max_onednn) {
     counts cnt = {0};
@@ -272,6 +275,7 @@ static int compare_levels(built *b, const char *label, int min_onednn, int max_o
     tp_tensor_free(b->x);
     tp_program_free(b->p);
     g_last_wino = cnt.wino;
+    g_last_wino4 = cnt.wino4;
     return cnt.gemm;
 }
 
@@ -330,7 +334,10 @@ TEST(test_conv_combinations) {
  * test_onednn_gemmconv) every dense convolution with an NHWC output runs
  * the implicit GEMM, so these nets must show `gemm` such steps; with
  * TP_CONV_GEMM=2 (test_onednn_winograd) the same steps run, `wino` of them
- * (the 3x3 stride-1 ones) as Winograd; with TP_CONV_GEMM=0 none; unset, the
+ * (the 3x3 stride-1 ones) as Winograd (F(4x4, 3x3) where it has 48 tiles,
+ * else F(2x2, 3x3)); with TP_CONV_GEMM=4 (test_onednn_winograd4, and at
+ * the AVX2 level test_onednn_winograd4_avx2) all `wino` as F(4x4, 3x3);
+ * with TP_CONV_GEMM=0 none; unset, the
  * pass chooses by measurement and only the values are checked. The cases
  * cover a region's first convolution reading the NCHW user input (gathered
  * with strides), NHWC inputs, stride 2, padding 0 and 2, dilation, 5x5, 1x1
@@ -340,7 +347,11 @@ TEST(test_conv_combinations) {
  * also be bitwise the same at 1, 2 and 3 threads. */
 TEST(test_gemm_conv) {
     const char *e = getenv("TP_CONV_GEMM");
-    const int mode = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "2") ? 2 : e && !strcmp(e, "0") ? 0 : -1;
+    const int mode = e && !strcmp(e, "1")   ? 1
+                     : e && !strcmp(e, "2") ? 2
+                     : e && !strcmp(e, "4") ? 4
+                     : e && !strcmp(e, "0") ? 0
+                                            : -1;
     const struct {
         net_case c;
         int gemm, wino;
@@ -394,10 +405,10 @@ TEST(test_gemm_conv) {
         tp_tensor_free(one);
         int gemm = compare_levels(&b, cases[i].c.label, cases[i].c.n_layers, -1);
         if (mode >= 0) {
-            const int want = mode ? cases[i].gemm : 0, want_wino = mode == 2 ? cases[i].wino : 0;
-            CHECK_MSG(gemm == want && g_last_wino == want_wino,
-                      "%s: %d convolutions on our GEMM (%d Winograd), want %d (%d)", cases[i].c.label, gemm,
-                      g_last_wino, want, want_wino);
+            const int want = mode ? cases[i].gemm : 0, want_wino = mode >= 2 ? cases[i].wino : 0;
+            CHECK_MSG(gemm == want && g_last_wino == want_wino && (mode != 4 || g_last_wino4 == want_wino),
+                      "%s: %d convolutions on our GEMM (%d Winograd, %d F(4x4)), want %d (%d)", cases[i].c.label,
+                      gemm, g_last_wino, g_last_wino4, want, want_wino);
         }
     }
 }

@@ -82,8 +82,10 @@ static int g_level; /* the CPU level oneDNN's kernels are capped to */
  * CPU's, or the one TP_CPU_LEVEL asks for (avx2 on an AVX-512 machine runs
  * oneDNN's AVX2 kernels, as a machine without AVX-512 would). */
 /* TP_CONV_GEMM: 0 keeps oneDNN's convolutions, 1 takes our implicit GEMM
- * for every convolution it serves and 2 the same with Winograd wherever it
- * applies (tests), unset chooses (gemmconv_wanted, winograd_wanted) */
+ * for every convolution it serves, 2 the same with Winograd wherever it
+ * applies (F(4x4, 3x3) or F(2x2, 3x3) as winograd_wanted picks) and 4 with
+ * F(4x4, 3x3) wherever it applies (tests); unset chooses (gemmconv_wanted,
+ * winograd_wanted) */
 static int g_gemmconv = -1;
 
 static void init_once(void) {
@@ -91,6 +93,7 @@ static void init_once(void) {
     if (gc && strcmp(gc, "0") == 0) g_gemmconv = 0;
     else if (gc && strcmp(gc, "1") == 0) g_gemmconv = 1;
     else if (gc && strcmp(gc, "2") == 0) g_gemmconv = 2;
+    else if (gc && strcmp(gc, "4") == 0) g_gemmconv = 4;
     const char *e = getenv("TP_ONEDNN");
     if (e && strcmp(e, "0") == 0) return;
     g_level = (int)tp_cpu_level_supported();
@@ -696,6 +699,22 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
     return TP_OK;
 }
 
+/* Where oneDNN runs brgemm (AVX-512), the direct form stays with it and
+ * only 3x3 stride-1 convolutions move, to Winograd, when they have at
+ * least WINOGRAD_MIN_TILES 2x2 output tiles and 32 channels on either
+ * side. Measured in ResNet-18 / ResNet-50 (Ice Lake, one thread, per-node
+ * profile): 56x56x64 1.40-1.55 -> 1.04-1.10 ms, 28x28x128 1.43-1.50 ->
+ * 1.01-1.03, 14x14x256 1.52-1.61 -> 1.25-1.36; with 7x7x512 (16 tiles) and
+ * the small CNN's 16-channel layer (0.45 -> 0.48) oneDNN stays ahead. */
+enum { WINOGRAD_MIN_TILES = 48 };
+
+static bool winograd_beats_brgemm(const tp_conv_info *v) {
+    const int64_t tiles = v->n * ((v->oh + 1) / 2) * ((v->ow + 1) / 2);
+    return v->kh == 3 && v->kw == 3 && v->sh == 1 && v->sw == 1 && v->dh == 1 && v->dw == 1 &&
+           v->oh == v->h + 2 * v->ph - 2 && v->ow == v->w + 2 * v->pw - 2 && v->cin >= 32 && v->cout >= 32 &&
+           tiles >= WINOGRAD_MIN_TILES;
+}
+
 /* Our implicit GEMM (conv_nhwc_avx2.c) takes a dense convolution with a spatial
  * kernel from oneDNN when oneDNN would run a direct JIT kernel on it (not
  * brgemm), the output is NHWC and so is any summed residual. Measured with
@@ -712,19 +731,29 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
  * tests use it to run this path on machines where oneDNN has brgemm). */
 static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_dnnl_primitive_desc_t pd) {
     if (g_gemmconv == 0 || v->groups != 1 || !ny || !res_ok) return false;
-    return g_gemmconv >= 1 || (v->kh > 1 && v->kw > 1 && v->cin >= 16 && !impl_is(pd, "brg"));
+    if (g_gemmconv >= 1) return true;
+    if (!impl_is(pd, "brg")) return v->kh > 1 && v->kw > 1 && v->cin >= 16;
+    return winograd_beats_brgemm(v);
 }
 
-/* Winograd F(2x2, 3x3) (conv_nhwc_avx2.c) for the 3x3 stride-1 convolutions
- * the implicit GEMM takes, when there are enough tiles for its GEMMs
- * (WINOGRAD_MIN_TILES). TP_CONV_GEMM=2 takes it wherever it applies. */
-enum { WINOGRAD_MIN_TILES = 48 };
-
-static bool winograd_wanted(const tp_conv_nhwc *g) {
-    if (!tp__conv_nhwc_winograd_ok(g)) return false;
-    if (g_gemmconv == 2) return true;
-    if (g_gemmconv == 1) return false;
-    return g->cin >= 16 && g->cout >= 16 && g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2) >= WINOGRAD_MIN_TILES;
+/* Winograd (conv_nhwc_avx2.c) for the 3x3 stride-1 convolutions the
+ * implicit GEMM takes, when there are enough tiles for its GEMMs
+ * (WINOGRAD_MIN_TILES): F(4x4, 3x3) when its 4x4 tiles are enough, else
+ * F(2x2, 3x3). Below that the GEMMs' rows are too few for the transformed
+ * weights ((m+2)^2 x cin x cout floats, read once per block of tiles) to
+ * pay: measured with one image on Ice Lake, one thread, 14x14x256 took
+ * 0.91 ms with F(2x2) (49 tiles) against 1.30 with F(4x4) (16 tiles);
+ * 28x28x128 0.86 against 0.55 (49 tiles), 56x56x64 0.98 against 0.64.
+ * TP_CONV_GEMM=2 takes one of them wherever Winograd applies, 4 takes
+ * F(4x4, 3x3). */
+static int winograd_wanted(const tp_conv_nhwc *g) {
+    if (!tp__conv_nhwc_winograd_ok(g) || g_gemmconv == 1) return 0;
+    if (g_gemmconv == 4) return 4;
+    const int64_t tiles2 = g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2);
+    const int64_t tiles4 = g->n * ((g->oh + 3) / 4) * ((g->ow + 3) / 4);
+    if (g_gemmconv == 2) return tiles4 >= WINOGRAD_MIN_TILES ? 4 : 2;
+    if (g->cin < 16 || g->cout < 16) return 0;
+    return tiles4 >= WINOGRAD_MIN_TILES ? 4 : tiles2 >= WINOGRAD_MIN_TILES ? 2 : 0;
 }
 
 /* The step's own copy of the convolution's (folded) bias: the op plan it
@@ -1076,7 +1105,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         if (d->kind == DN_GEMMCONV) {
             packed = d->gc->packed_bytes;
             np.run = gc_run;
-            np.variant = d->gc->winograd ? "winograd-nhwc" : "gemm-nhwc";
+            np.variant = d->gc->winograd == 4 ? "winograd4-nhwc" : d->gc->winograd ? "winograd2-nhwc" : "gemm-nhwc";
             np.max_threads = ps.threads;
             np.workspace = (tp__conv_nhwc_workspace(d->gc, ps.threads) + 63) & ~(size_t)63;
             np.ctx_new = NULL;
