@@ -50,6 +50,9 @@ typedef struct tp_conv_nhwc {
 /* Can the convolution geometry in cv run Winograd F(2x2, 3x3)? (3x3 kernel,
  * stride 1, dilation 1.) */
 TP_HIDDEN bool tp__conv_nhwc_winograd_ok(const tp_conv_nhwc *cv);
+/* Is it a 1x1 stride-1 unpadded convolution? (Then an NHWC input is the
+ * GEMM's A itself, read in place.) */
+TP_HIDDEN bool tp__conv_nhwc_pointwise(const tp_conv_nhwc *cv);
 /* The AVX-512 transforms of F(m x m, 3x3) (conv_wino_avx512.c; m 2 or 4). */
 TP_HIDDEN tp_wino_tx tp__wino_tx_avx512(int m);
 

@@ -107,6 +107,11 @@ static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, in
     }
 }
 
+bool tp__conv_nhwc_pointwise(const tp_conv_nhwc *cv) {
+    return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->ph == 0 && cv->pw == 0 &&
+           cv->oh == cv->h && cv->ow == cv->w;
+}
+
 bool tp__conv_nhwc_winograd_ok(const tp_conv_nhwc *cv) {
     return cv->kh == 3 && cv->kw == 3 && cv->sh == 1 && cv->sw == 1 && cv->dh == 1 && cv->dw == 1 &&
            cv->oh == cv->h + 2 * cv->ph - 2 && cv->ow == cv->w + 2 * cv->pw - 2;
@@ -354,8 +359,15 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     g.m = cv->n * cv->oh * cv->ow;
     g.n = cv->cout;
     g.k = cv->k;
-    g.a_fill = conv_nhwc_fill;
-    g.a_ctx = call;
+    if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv)) {
+        /* an NHWC input is A itself: pixels x cin, row-major */
+        g.a = call->x;
+        g.rs_a = cv->cin;
+        g.cs_a = 1;
+    } else {
+        g.a_fill = conv_nhwc_fill;
+        g.a_ctx = call;
+    }
     g.packed_b = cv->wpack;
     g.c = call ? call->y : NULL;
     g.ldc = cv->cout;
@@ -378,6 +390,8 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
 
 size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth) {
     if (cv->winograd) return (size_t)(nth < 1 ? 1 : nth) * cv->thread_bytes;
+    /* with the implicit A: at least what an NHWC pointwise input's in-place
+     * A needs (no A buffer) */
     tp_gemm g = conv_nhwc_gemm(cv, NULL);
     return tp__gemm_workspace_bytes(&g, nth);
 }
