@@ -13,11 +13,11 @@
  * (m+2)^2 input pixels d[k] (cin floats each) into row 0 of the (m+2)^2
  * matrices v + x*xs; out turns row 0 of matrices m + x*xs (cout floats)
  * into the m^2 output pixels dst[k], adding bias and, unless res is NULL,
- * res[k]. */
+ * res[k], then with relu our relu (x > 0 or NaN ? x : +0). */
 typedef struct tp_wino_tx {
     void (*in)(const float *const *d, float *v, size_t xs, int64_t cin);
     void (*out)(const float *m, size_t xs, int64_t cout, const float *bias, float *const *dst,
-                const float *const *res);
+                const float *const *res, bool relu);
 } tp_wino_tx;
 
 /* A prepared convolution: geometry (input n x cin x h x w, output n x cout
@@ -42,6 +42,7 @@ typedef struct tp_conv_nhwc {
     int64_t tile_block;        /* Winograd: tiles per block (per GEMM) */
     size_t wino_stride;        /* Winograd: bytes between the (m+2)^2 packed matrices */
     tp_wino_tx tx;             /* Winograd: the transforms, set by init */
+    bool wino_relu;            /* Winograd: act is a plain relu, applied in tx.out (set by init) */
     size_t thread_bytes;       /* Winograd: workspace bytes per thread */
     void *wbase, *wpack;       /* packed weights (owned; wpack 64-byte aligned inside wbase) */
     size_t packed_bytes;

@@ -32,6 +32,7 @@
  * 8 and 1/24) make it about 10x the direct sum's (conv_nhwc.h).
  */
 #include "conv_nhwc.h"
+#include "eltwise.h"
 
 #include <string.h>
 
@@ -47,6 +48,7 @@
 #define WX_SUB(a, b) _mm256_sub_ps(a, b)
 #define WX_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define WX_SET1(x) _mm256_set1_ps(x)
+#define WX_RELU(v) _mm256_and_ps(v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NLE_UQ))
 #else
 #define WX_V float
 #define WX_W 1
@@ -56,6 +58,7 @@
 #define WX_SUB(a, b) ((a) - (b))
 #define WX_FMA(a, b, c) ((a) * (b) + (c))
 #define WX_SET1(x) (x)
+#define WX_RELU(v) ((v) > 0.0f || (v) != (v) ? (v) : 0.0f)
 #endif
 #define WX_NAME(n) wx_avx2_##n
 #include "conv_wino.h"
@@ -161,6 +164,9 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
 #else
     cv->tx = wx_avx2_tx(m);
 #endif
+    tp_elt_info e;
+    cv->wino_relu =
+        cv->act && tp__eltwise_info(cv->act, &e) && !e.binary && !e.chained && e.op == TP_ELT_RELU;
     /* a block's transformed tiles ((m+2)^2 x tiles x (cin + cout) floats)
      * in about L2, 48 to 192 rows per GEMM; then evened out to a multiple
      * of the threads (each thread runs a contiguous range of blocks) as
@@ -284,8 +290,8 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
             res[k] = inside[k] && call->res ? call->res + px * cout : zeros;
         }
     cv->tx.out(mm + row * cout, wino_stride_floats((size_t)(tb * cout)), cout, cv->bias ? cv->bias : zeros, dst,
-               call->res ? res : NULL);
-    if (cv->act)
+               call->res ? res : NULL, cv->wino_relu);
+    if (cv->act && !cv->wino_relu)
         for (int k = 0; k < m * m; k++)
             if (inside[k]) cv->act->apply(cv->act, dst[k], cout);
 }

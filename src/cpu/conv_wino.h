@@ -7,6 +7,7 @@
  *   WX_LD(p)        load WX_W floats         WX_ST(p,v) store them
  *   WX_ADD, WX_SUB  lane-wise a+b, a-b       WX_FMA(a,b,c)  a*b + c
  *   WX_SET1(x)      broadcast                WX_NAME(n) the ISA's name for n
+ *   WX_RELU(v)      x > 0 or NaN ? x : +0, lane-wise (our relu's exact result)
  * and gets WX_NAME(tx)(m), the transforms of F(m x m, 3x3).
  *
  * Channels run along memory (NHWC): every transform is a loop over channel
@@ -103,10 +104,11 @@ static inline __attribute__((always_inline)) void WX_NAME(in4_vec)(const float *
 
 /* One channel vector of one tile's outputs: m + x*xs + c is matrix x's
  * row; output pixel k (row-major over the 2x2 or 4x4 tile) goes to
- * dst[k] + c, plus bias and, with res, res[k] + c. */
+ * dst[k] + c, plus bias and, with res, res[k] + c, through relu when
+ * relu. */
 static inline __attribute__((always_inline)) void WX_NAME(out2_vec)(const float *m, size_t xs, int64_t c,
                                                                     const float *bias, float *const *dst,
-                                                                    const float *const *res, int64_t oc) {
+                                                                    const float *const *res, bool relu, int64_t oc) {
     WX_V s[2][4];
     for (int j = 0; j < 4; j++) {
         const WX_V x0 = WX_LD(m + (size_t)j * xs + c), x1 = WX_LD(m + (size_t)(4 + j) * xs + c);
@@ -120,6 +122,7 @@ static inline __attribute__((always_inline)) void WX_NAME(out2_vec)(const float 
         for (int k = 0; k < 2; k++) {
             WX_V o = WX_ADD(y[k], b);
             if (res) o = WX_ADD(o, WX_LD(res[i * 2 + k] + oc));
+            if (relu) o = WX_RELU(o);
             WX_ST(dst[i * 2 + k] + oc, o);
         }
     }
@@ -127,7 +130,7 @@ static inline __attribute__((always_inline)) void WX_NAME(out2_vec)(const float 
 
 static inline __attribute__((always_inline)) void WX_NAME(out4_vec)(const float *m, size_t xs, int64_t c,
                                                                     const float *bias, float *const *dst,
-                                                                    const float *const *res, int64_t oc) {
+                                                                    const float *const *res, bool relu, int64_t oc) {
     WX_V s[4][6];
     for (int j = 0; j < 6; j++) {
         const WX_V x0 = WX_LD(m + (size_t)j * xs + c), x1 = WX_LD(m + (size_t)(6 + j) * xs + c);
@@ -142,6 +145,7 @@ static inline __attribute__((always_inline)) void WX_NAME(out4_vec)(const float 
         for (int k = 0; k < 4; k++) {
             WX_V o = WX_ADD(y[k], b);
             if (res) o = WX_ADD(o, WX_LD(res[i * 4 + k] + oc));
+            if (relu) o = WX_RELU(o);
             WX_ST(dst[i * 4 + k] + oc, o);
         }
     }
@@ -171,12 +175,16 @@ WX_TILE_IN(in4, in4_vec, 36)
 
 #define WX_TILE_OUT(NAME, VEC, T, P)                                                                        \
     static void WX_NAME(NAME)(const float *m, size_t xs, int64_t cout, const float *bias, float *const *dst, \
-                              const float *const *res) {                                                    \
+                              const float *const *res, bool relu) {                                         \
         int64_t c = 0;                                                                                      \
-        if (res)                                                                                            \
-            for (; c + WX_W <= cout; c += WX_W) WX_NAME(VEC)(m, xs, c, bias, dst, res, c);                  \
+        if (res && relu)                                                                                    \
+            for (; c + WX_W <= cout; c += WX_W) WX_NAME(VEC)(m, xs, c, bias, dst, res, true, c);            \
+        else if (res)                                                                                       \
+            for (; c + WX_W <= cout; c += WX_W) WX_NAME(VEC)(m, xs, c, bias, dst, res, false, c);           \
+        else if (relu)                                                                                      \
+            for (; c + WX_W <= cout; c += WX_W) WX_NAME(VEC)(m, xs, c, bias, dst, NULL, true, c);           \
         else                                                                                                \
-            for (; c + WX_W <= cout; c += WX_W) WX_NAME(VEC)(m, xs, c, bias, dst, NULL, c);                 \
+            for (; c + WX_W <= cout; c += WX_W) WX_NAME(VEC)(m, xs, c, bias, dst, NULL, false, c);          \
         if (c == cout) return;                                                                              \
         const int64_t n = cout - c;                                                                         \
         float in[T][WX_W], bb[WX_W], o[P][WX_W], r[P][WX_W];                                                \
@@ -192,7 +200,7 @@ WX_TILE_IN(in4, in4_vec, 36)
             op[k] = o[k];                                                                                   \
             rp[k] = r[k];                                                                                   \
         }                                                                                                   \
-        WX_NAME(VEC)(&in[0][0], WX_W, 0, bb, op, res ? rp : NULL, 0);                                      \
+        WX_NAME(VEC)(&in[0][0], WX_W, 0, bb, op, res ? rp : NULL, relu, 0);                                 \
         for (int k = 0; k < P; k++) memcpy(dst[k] + c, o[k], (size_t)n * sizeof(float));                    \
     }
 WX_TILE_OUT(out2, out2_vec, 16, 4)

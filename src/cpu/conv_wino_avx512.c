@@ -17,6 +17,7 @@
 #define WX_SUB(a, b) _mm512_sub_ps(a, b)
 #define WX_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define WX_SET1(x) _mm512_set1_ps(x)
+#define WX_RELU(v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v)
 #define WX_NAME(n) wx_avx512_##n
 #include "conv_wino.h"
 
