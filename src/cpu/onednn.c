@@ -702,10 +702,14 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
 /* Where oneDNN runs brgemm (AVX-512), the direct form stays with it and
  * only 3x3 stride-1 convolutions move, to Winograd, when they have at
  * least WINOGRAD_MIN_TILES 2x2 output tiles and 32 channels on either
- * side. Measured in ResNet-18 / ResNet-50 (Ice Lake, one thread, per-node
- * profile): 56x56x64 1.40-1.55 -> 1.04-1.10 ms, 28x28x128 1.43-1.50 ->
- * 1.01-1.03, 14x14x256 1.52-1.61 -> 1.25-1.36; with 7x7x512 (16 tiles) and
- * the small CNN's 16-channel layer (0.45 -> 0.48) oneDNN stays ahead. */
+ * side. Measured in ResNet-18 (Ice Lake, one thread, per-node profile):
+ * 56x56x64 1.45-1.55 -> 0.73-0.86 ms (F(4x4)), 28x28x128 1.48-1.53 ->
+ * 0.80-0.86 (F(4x4)), 14x14x256 1.59-1.62 -> 1.30-1.32 (F(2x2)); the
+ * small CNN's 16x16 32 -> 64 layer at batch 8 0.45 -> 0.31 (F(4x4); 0.48
+ * with F(2x2)). With 7x7x512 (16 2x2 tiles: 2.2-2.4 ms either way, the
+ * transformed weights streamed for few rows) oneDNN stays. Our implicit GEMM
+ * measured 0.8-1.3x brgemm's time on ResNet-50's other layers (slower on
+ * most), so those stay. */
 enum { WINOGRAD_MIN_TILES = 48 };
 
 static bool winograd_beats_brgemm(const tp_conv_info *v) {
