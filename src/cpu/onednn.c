@@ -709,8 +709,17 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
  * with F(2x2)). With 7x7x512 (16 2x2 tiles: 2.2-2.4 ms either way, the
  * transformed weights streamed for few rows) oneDNN stays. Our implicit GEMM
  * measured 0.8-1.3x brgemm's time on ResNet-50's other layers (slower on
- * most), so those stay. */
-enum { WINOGRAD_MIN_TILES = 48 };
+ * most), so those stay, except convolutions with at most SMALL_PIXELS
+ * output pixels (7x7 maps and squeeze-excitation's 1x1 ones at batch 1),
+ * where our GEMM splits the output channels evenly between threads while
+ * oneDNN's chunks are bands of rows (4 and 3 of 7) and a GEMV's one:
+ * sums of per-node minima over 3 alternating runs (Ice Lake), 1 / 2
+ * threads, our GEMM against brgemm on the steps that move: ResNet-18's 5
+ * layer4 steps 8.20 / 5.03 ms against 8.14 / 5.49; EfficientNet-B0's 42
+ * (squeeze-excitation 1x1 convolutions 0.35-0.75x) 2.94 / 1.97 against
+ * 3.21 / 2.31; MobileNetV2's 8 (7x7 1x1 convolutions) 1.67 / 1.19 against
+ * 1.64 / 1.16. */
+enum { WINOGRAD_MIN_TILES = 48, SMALL_PIXELS = 64 };
 
 static bool winograd_beats_brgemm(const tp_conv_info *v) {
     const int64_t tiles = v->n * ((v->oh + 1) / 2) * ((v->ow + 1) / 2);
@@ -737,7 +746,7 @@ static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_d
     if (g_gemmconv == 0 || v->groups != 1 || !ny || !res_ok) return false;
     if (g_gemmconv >= 1) return true;
     if (!impl_is(pd, "brg")) return v->kh > 1 && v->kw > 1 && v->cin >= 16;
-    return winograd_beats_brgemm(v);
+    return winograd_beats_brgemm(v) || v->n * v->oh * v->ow <= SMALL_PIXELS;
 }
 
 /* Winograd (conv_nhwc_avx2.c) for the 3x3 stride-1 convolutions the
