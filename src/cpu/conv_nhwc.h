@@ -1,7 +1,7 @@
 /*
  * conv_nhwc.h - float32 convolution (groups 1) writing a channels-last
- * output, as an implicit GEMM or Winograd F(2x2, 3x3) on gemm.h: see
- * conv_nhwc_avx2.c.
+ * output, as an implicit GEMM or Winograd F(2x2, 3x3) / F(4x4, 3x3) on
+ * gemm.h: see conv_nhwc_avx2.c (transforms: conv_wino.h).
  */
 #ifndef TPEXPORT_CPU_CONV_NHWC_H
 #define TPEXPORT_CPU_CONV_NHWC_H
@@ -38,7 +38,7 @@ typedef struct tp_conv_nhwc {
     int threads;               /* most threads a run uses (Winograd's blocks of tiles) */
     int isa;                   /* set by init */
     int64_t k;                 /* implicit GEMM: kh * kw * cin; Winograd: cin */
-    int64_t tiles_h, tiles_w;  /* Winograd: 2x2 output tiles per image */
+    int64_t tiles_h, tiles_w;  /* Winograd: m x m output tiles per image */
     int64_t tile_block;        /* Winograd: tiles per block (per GEMM) */
     size_t wino_stride;        /* Winograd: bytes between the (m+2)^2 packed matrices */
     tp_wino_tx tx;             /* Winograd: the transforms, set by init */
@@ -51,6 +51,11 @@ typedef struct tp_conv_nhwc {
 /* Can the convolution geometry in cv run Winograd F(2x2, 3x3)? (3x3 kernel,
  * stride 1, dilation 1.) */
 TP_HIDDEN bool tp__conv_nhwc_winograd_ok(const tp_conv_nhwc *cv);
+/* m x m output tiles over the whole batch (partial tiles at the edges
+ * count). */
+static inline int64_t tp__conv_nhwc_tiles(const tp_conv_nhwc *cv, int m) {
+    return cv->n * ((cv->oh + m - 1) / m) * ((cv->ow + m - 1) / m);
+}
 /* Is it a 1x1 stride-1 unpadded convolution? (Then an NHWC input is the
  * GEMM's A itself, read in place.) */
 TP_HIDDEN bool tp__conv_nhwc_pointwise(const tp_conv_nhwc *cv);

@@ -174,7 +174,7 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
      * block more). Results do not depend on the block size: a GEMM row's
      * reduction order does not depend on the rows around it. */
     enum { WINO_MIN_BLOCK = 24 };
-    const int64_t total = cv->n * cv->tiles_h * cv->tiles_w;
+    const int64_t total = tp__conv_nhwc_tiles(cv, m);
     int64_t tb = tp__gemm_cache_info().l2 / (nt * (cin + cout) * (int64_t)sizeof(float));
     if (tb < 48) tb = 48;
     if (tb > 192) tb = 192;

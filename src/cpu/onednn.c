@@ -721,11 +721,18 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
  * 1.64 / 1.16. */
 enum { WINOGRAD_MIN_TILES = 48, SMALL_PIXELS = 64 };
 
+/* A convolution's geometry as conv_nhwc takes it (no bias, activation or
+ * algorithm yet). */
+static tp_conv_nhwc nhwc_geometry(const tp_conv_info *v) {
+    return (tp_conv_nhwc){.n = v->n, .cin = v->cin, .h = v->h, .w = v->w, .cout = v->cout, .oh = v->oh, .ow = v->ow,
+                          .kh = v->kh, .kw = v->kw, .sh = v->sh, .sw = v->sw, .ph = v->ph, .pw = v->pw, .dh = v->dh,
+                          .dw = v->dw};
+}
+
 static bool winograd_beats_brgemm(const tp_conv_info *v) {
-    const int64_t tiles = v->n * ((v->oh + 1) / 2) * ((v->ow + 1) / 2);
-    return v->kh == 3 && v->kw == 3 && v->sh == 1 && v->sw == 1 && v->dh == 1 && v->dw == 1 &&
-           v->oh == v->h + 2 * v->ph - 2 && v->ow == v->w + 2 * v->pw - 2 && v->cin >= 32 && v->cout >= 32 &&
-           tiles >= WINOGRAD_MIN_TILES;
+    const tp_conv_nhwc g = nhwc_geometry(v);
+    return tp__conv_nhwc_winograd_ok(&g) && v->cin >= 32 && v->cout >= 32 &&
+           tp__conv_nhwc_tiles(&g, 2) >= WINOGRAD_MIN_TILES;
 }
 
 /* Our implicit GEMM (conv_nhwc_avx2.c) takes a dense convolution with a spatial
@@ -762,8 +769,7 @@ static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_d
 static int winograd_wanted(const tp_conv_nhwc *g) {
     if (!tp__conv_nhwc_winograd_ok(g) || g_gemmconv == 1) return 0;
     if (g_gemmconv == 4) return 4;
-    const int64_t tiles2 = g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2);
-    const int64_t tiles4 = g->n * ((g->oh + 3) / 4) * ((g->ow + 3) / 4);
+    const int64_t tiles2 = tp__conv_nhwc_tiles(g, 2), tiles4 = tp__conv_nhwc_tiles(g, 4);
     if (g_gemmconv == 2) return tiles4 >= WINOGRAD_MIN_TILES ? 4 : 2;
     if (g->cin < 16 || g->cout < 16) return 0;
     return tiles4 >= WINOGRAD_MIN_TILES ? 4 : tiles2 >= WINOGRAD_MIN_TILES ? 2 : 0;
@@ -789,9 +795,9 @@ static tp_status build_gemmconv(const dn_cand *c, dn_step *d, bool nx, int threa
     TP_CHECK(d->gc != NULL, TP_ERR_NOMEM, "out of memory planning a convolution");
     if (v->bias) TP_TRY(own_bias(d, v));
     tp_conv_nhwc *g = d->gc;
-    *g = (tp_conv_nhwc){.n = v->n, .cin = v->cin, .h = v->h, .w = v->w, .cout = v->cout, .oh = v->oh, .ow = v->ow,
-                        .kh = v->kh, .kw = v->kw, .sh = v->sh, .sw = v->sw, .ph = v->ph, .pw = v->pw, .dh = v->dh,
-                        .dw = v->dw, .bias = d->bias, .act = v->act};
+    *g = nhwc_geometry(v);
+    g->bias = d->bias;
+    g->act = v->act;
     g->winograd = winograd_wanted(g);
     g->threads = threads;
     return tp__conv_nhwc_init(g, g_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : TP_ISA_AVX2, v->weight);
