@@ -242,8 +242,9 @@ static size_t winograd_thread_bytes(const tp_conv_nhwc *cv) {
            round64(tp__gemm_workspace_bytes(&g, 1));
 }
 
-/* Input tile t (n, ty, tx) -> V[x][row][0..cin) for the (m+2)^2 x. */
-static void winograd_input(const tp_conv_nhwc_call *call, int64_t t, float *v, int64_t row, int64_t tb,
+/* Input tile t (n, ty, tx) -> V[x][row][0..cin) for the (m+2)^2 x, vs
+ * floats apart. */
+static void winograd_input(const tp_conv_nhwc_call *call, int64_t t, float *v, int64_t row, size_t vs,
                            const float *zeros, float *gather) {
     const tp_conv_nhwc *cv = call->conv;
     const int m = cv->winograd, a = m + 2;
@@ -266,12 +267,12 @@ static void winograd_input(const tp_conv_nhwc_call *call, int64_t t, float *v, i
                 d[r * a + q] = gp;
             }
         }
-    cv->tx.in(d, v + row * cin, wino_stride_floats((size_t)(tb * cin)), cin);
+    cv->tx.in(d, v + row * cin, vs, cin);
 }
 
-/* M[x][row][0..cout) of tile t -> its (up to) m x m outputs, with bias,
+/* M[x][row][0..cout) (matrices ms floats apart) of tile t -> its (up to) m x m outputs, with bias,
  * residual and activation. */
-static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const float *mm, int64_t row, int64_t tb,
+static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const float *mm, int64_t row, size_t ms,
                             const float *zeros, float *sink) {
     const tp_conv_nhwc *cv = call->conv;
     const int m = cv->winograd;
@@ -289,7 +290,7 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
             dst[k] = inside[k] ? call->y + px * cout : sink;
             res[k] = inside[k] && call->res ? call->res + px * cout : zeros;
         }
-    cv->tx.out(mm + row * cout, wino_stride_floats((size_t)(tb * cout)), cout, cv->bias ? cv->bias : zeros, dst,
+    cv->tx.out(mm + row * cout, ms, cout, cv->bias ? cv->bias : zeros, dst,
                call->res ? res : NULL, cv->wino_relu);
     if (cv->act && !cv->wino_relu)
         for (int k = 0; k < m * m; k++)
@@ -314,7 +315,7 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
     const int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * tb, rows = total - t0 < tb ? total - t0 : tb;
-        for (int64_t r = 0; r < rows; r++) winograd_input(call, t0 + r, v, r, tb, zeros, gather);
+        for (int64_t r = 0; r < rows; r++) winograd_input(call, t0 + r, v, r, vs, zeros, gather);
         for (int x = 0; x < nt; x++) {
             tp_gemm g;
             memset(&g, 0, sizeof g);
@@ -331,7 +332,7 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
             g.ep = tp__gemm_epilogue_default();
             tp__gemm_run(&g, 0, 1, gws);
         }
-        for (int64_t r = 0; r < rows; r++) winograd_output(call, t0 + r, m, r, tb, zeros, sink);
+        for (int64_t r = 0; r < rows; r++) winograd_output(call, t0 + r, m, r, ms, zeros, sink);
     }
 }
 
