@@ -32,6 +32,33 @@
         }                                                                          \
     } while (0)
 
+/* LOOP for the ops bound by their arithmetic (exp, gelu, ...): 64 floats
+ * (one vector at a time at most 16 wide) per step, each step prefetching
+ * the input 4 KiB ahead. With the core busy on ~40 operations per vector
+ * the hardware prefetcher alone left a 64 MiB gelu waiting on memory for a
+ * third of its time (64 MiB, AVX-512 Xeon, old and new alternating:
+ * 19.2-19.5 -> 14.6-19.2 ms in a quiet minute, 21.1-22.4 -> 19.7-20.8 in a
+ * busy one; 2 or 8 KiB ahead gained less). The same arithmetic per element
+ * as LOOP, so the same results. */
+#define TP__ELT_PF_STEP 64
+#define TP__ELT_PF_AHEAD 1024
+#define LOOP_PF(expr)                                                                  \
+    do {                                                                               \
+        int64_t i0 = 0;                                                                \
+        for (; i0 + TP__ELT_PF_STEP <= n; i0 += TP__ELT_PF_STEP) {                     \
+            for (int q = 0; q < TP__ELT_PF_STEP; q += 16)                              \
+                __builtin_prefetch(a + i0 + TP__ELT_PF_AHEAD + q, 0, 3);               \
+            for (int64_t i = i0; i < i0 + TP__ELT_PF_STEP; i++) {                      \
+                float x = a[i];                                                        \
+                o[i] = (expr);                                                         \
+            }                                                                          \
+        }                                                                              \
+        for (int64_t i = i0; i < n; i++) {                                             \
+            float x = a[i];                                                            \
+            o[i] = (expr);                                                             \
+        }                                                                              \
+    } while (0)
+
 /* NaN-propagating max/min; `|` rather than `||` keeps them branch-free so
  * the loops using them vectorise (a short-circuit makes gcc emit scalar
  * compare-and-branch code). */
@@ -89,21 +116,21 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     case TP_ELT_RELU: LOOP(x > 0.0f ? x : (x != x ? x : 0.0f)); break;
     case TP_ELT_NEG: LOOP(-x); break;
     case TP_ELT_ABS: LOOP(fabsf(x)); break;
-    case TP_ELT_EXP: LOOP(tp__exp_f32(x)); break;
-    case TP_ELT_TANH: LOOP(tp__tanh_f32(x)); break;
-    case TP_ELT_SIGMOID: LOOP(tp__sigmoid_f32(x)); break;
-    case TP_ELT_SILU: LOOP(tp__vm_sel(x == -INFINITY, NAN, tp__silu_f32(x))); break; /* -inf * 0, as PyTorch */
+    case TP_ELT_EXP: LOOP_PF(tp__exp_f32(x)); break;
+    case TP_ELT_TANH: LOOP_PF(tp__tanh_f32(x)); break;
+    case TP_ELT_SIGMOID: LOOP_PF(tp__sigmoid_f32(x)); break;
+    case TP_ELT_SILU: LOOP_PF(tp__vm_sel(x == -INFINITY, NAN, tp__silu_f32(x))); break; /* -inf * 0, as PyTorch */
     case TP_ELT_SQRT: LOOP(sqrtf(x)); break;
     case TP_ELT_RSQRT: LOOP(1.0f / sqrtf(x)); break;
     case TP_ELT_RECIPROCAL: LOOP(1.0f / x); break;
     case TP_ELT_SQUARE: LOOP(x * x); break;
-    case TP_ELT_ERF: LOOP(tp__erf_f32(x)); break;
-    case TP_ELT_LOG: LOOP(tp__log_f32(x)); break;
+    case TP_ELT_ERF: LOOP_PF(tp__erf_f32(x)); break;
+    case TP_ELT_LOG: LOOP_PF(tp__log_f32(x)); break;
     case TP_ELT_RELU6: LOOP(x != x ? x : x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x); break;
     case TP_ELT_HARDSWISH: LOOP(x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f); break;
     case TP_ELT_HARDSIGMOID: LOOP(tp__vm_sel(x + 3.0f < 0.0f, 0.0f, tp__vm_sel(x + 3.0f > 6.0f, 6.0f, x + 3.0f)) / 6.0f); break;
-    case TP_ELT_GELU: LOOP(tp__vm_blend(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
-    case TP_ELT_GELU_TANH: LOOP(tp__vm_sel(x == -INFINITY, NAN, tp__gelu_tanh_f32(x))); break;
+    case TP_ELT_GELU: LOOP_PF(tp__vm_blend(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
+    case TP_ELT_GELU_TANH: LOOP_PF(tp__vm_sel(x == -INFINITY, NAN, tp__gelu_tanh_f32(x))); break;
     case TP_ELT_LEAKY_RELU: {
         float s = params[0];
         LOOP(tp__vm_sel(x > 0.0f, x, x * s));
