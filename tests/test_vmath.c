@@ -89,6 +89,27 @@ WRAP(silu)
 WRAP(gelu)
 WRAP(gelu_tanh)
 
+#ifdef __AVX512F__
+/* The 16-lane AVX-512 sigmoid / silu (vmath.h): lane 0 of x broadcast; the
+ * array forms are their loops with the masked tail. silu_v16(-inf) is NaN
+ * (PyTorch's -inf * 0), not the scalar form's limit. */
+static float s_sigmoid_v16(float x) {
+    __m512 v[TP__VM_V16_K], y[TP__VM_V16_K];
+    for (int j = 0; j < TP__VM_V16_K; j++) v[j] = _mm512_set1_ps(x);
+    tp__sigmoid_v16(v, y);
+    return _mm512_cvtss_f32(y[0]);
+}
+static float s_silu_v16(float x) {
+    __m512 v[TP__VM_V16_K], y[TP__VM_V16_K];
+    for (int j = 0; j < TP__VM_V16_K; j++) v[j] = _mm512_set1_ps(x);
+    tp__silu_v16(v, y);
+    return _mm512_cvtss_f32(y[0]);
+}
+static void v_sigmoid_v16(float *d, const float *s, int64_t n) { tp__vsigmoid_v16(d, s, n); }
+static void v_silu_v16(float *d, const float *s, int64_t n) { tp__vsilu_v16(d, s, n); }
+static double ref_silu_v16(double x) { return x == -INFINITY ? NAN : ref_silu(x); }
+#endif
+
 static const vm_case cases[] = {
     {"exp", s_exp, v_exp, ref_exp, -104.0f, 89.0f, 1, 0, 0},
     {"log", s_log, v_log, ref_log, 0.0f, 16.0f, 1, 0, 0},
@@ -98,6 +119,10 @@ static const vm_case cases[] = {
     {"silu", s_silu, v_silu, ref_silu, -105.0f, 20.0f, 0, 1e-37, 3e-7},
     {"gelu", s_gelu, v_gelu, ref_gelu, -15.0f, 10.0f, 0, 1e-9, 1e-6},
     {"gelu_tanh", s_gelu_tanh, v_gelu_tanh, ref_gelu_tanh, -15.0f, 10.0f, 0, 1e-9, 1e-6},
+#ifdef __AVX512F__
+    {"sigmoid_v16", s_sigmoid_v16, v_sigmoid_v16, ref_sigmoid, -105.0f, 20.0f, 2, 0, 0},
+    {"silu_v16", s_silu_v16, v_silu_v16, ref_silu_v16, -105.0f, 20.0f, 0, 1e-37, 3e-7},
+#endif
 };
 
 /* Floats mapped to integers in the same order (-0 and +0 coincide). */
@@ -203,6 +228,13 @@ CASE_TEST(4, test_erf_bound)
 CASE_TEST(5, test_silu_bound)
 CASE_TEST(6, test_gelu_bound)
 CASE_TEST(7, test_gelu_tanh_bound)
+#ifdef __AVX512F__
+CASE_TEST(8, test_sigmoid_v16_bound)
+CASE_TEST(9, test_silu_v16_bound)
+#define V16_TESTS , T(test_sigmoid_v16_bound), T(test_silu_v16_bound), T(test_v16_tails_and_limits)
+#else
+#define V16_TESTS
+#endif
 
 /* Exact limits and signs the sweep's ULP bound would let slip by one. */
 TEST(test_special_values) {
@@ -275,6 +307,31 @@ TEST(test_array_matches_scalar) {
         }
     }
 }
+
+#ifdef __AVX512F__
+/* Every tail length of the array forms (0-63 past the 64-float steps) and
+ * the limits the ULP sweep would let slip. */
+TEST(test_v16_tails_and_limits) {
+    static float src[200], dst[200];
+    for (int n = 0; n <= 200; n++) {
+        for (int i = 0; i < 200; i++) {
+            src[i] = (float)(i * 37 % 101) * 0.25f - 12.0f;
+            dst[i] = 1234.5f;
+        }
+        tp__vsilu_v16(dst, src, n);
+        int bad = 0;
+        for (int i = 0; i < 200; i++) {
+            const float want = i < n ? s_silu_v16(src[i]) : 1234.5f;
+            if (!same_bits(dst[i], want)) bad++;
+        }
+        CHECK_MSG(bad == 0, "silu_v16 array, n = %d: %d elements wrong (or written past n)", n, bad);
+    }
+    CHECK(s_sigmoid_v16(-INFINITY) == 0.0f && s_sigmoid_v16(INFINITY) == 1.0f && s_sigmoid_v16(0.0f) == 0.5f);
+    CHECK(isnan(s_silu_v16(-INFINITY)) && s_silu_v16(INFINITY) == INFINITY);
+    CHECK(s_silu_v16(-1e30f) == 0.0f && signbit(s_silu_v16(-1e30f)) && s_silu_v16(1e30f) == 1e30f);
+    CHECK(s_silu_v16(20.0f) == 20.0f * (float)(1.0 / (1.0 + exp(-20.0))));
+}
+#endif
 
 TEST(test_exp_sub_sum) {
     const int64_t lens[] = {0, 1, 15, 16, 17, 1000, 1024, 1025, 3000 + 7};
@@ -371,4 +428,4 @@ __attribute__((constructor, target("arch=x86-64"))) static void require_avx512(v
 
 TEST_MAIN(T(test_exp_bound), T(test_log_bound), T(test_tanh_bound), T(test_sigmoid_bound), T(test_erf_bound),
           T(test_silu_bound), T(test_gelu_bound), T(test_gelu_tanh_bound), T(test_special_values),
-          T(test_array_matches_scalar), T(test_exp_sub_sum), T(test_exp_nonpos_ftz))
+          T(test_array_matches_scalar), T(test_exp_sub_sum), T(test_exp_nonpos_ftz) V16_TESTS)

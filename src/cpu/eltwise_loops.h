@@ -118,8 +118,13 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     case TP_ELT_ABS: LOOP(fabsf(x)); break;
     case TP_ELT_EXP: LOOP_PF(tp__exp_f32(x)); break;
     case TP_ELT_TANH: LOOP_PF(tp__tanh_f32(x)); break;
+#if TP_ELT_VLANES == 16 && defined(__AVX512F__)
+    case TP_ELT_SIGMOID: tp__vsigmoid_v16(o, a, n); break;
+    case TP_ELT_SILU: tp__vsilu_v16(o, a, n); break; /* silu(-inf) NaN, as PyTorch */
+#else
     case TP_ELT_SIGMOID: LOOP_PF(tp__sigmoid_f32(x)); break;
     case TP_ELT_SILU: LOOP_PF(tp__vm_sel(x == -INFINITY, NAN, tp__silu_f32(x))); break; /* -inf * 0, as PyTorch */
+#endif
     case TP_ELT_SQRT: LOOP(sqrtf(x)); break;
     case TP_ELT_RSQRT: LOOP(1.0f / sqrtf(x)); break;
     case TP_ELT_RECIPROCAL: LOOP(1.0f / x); break;
