@@ -315,7 +315,17 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
         if (nth % th_m) continue;
         const int th_n = nth / th_m;
         const int64_t rows = tp__gemm_ceil_div(m, th_m);
-        const int64_t cols = tp__gemm_ceil_div(n_tiles, th_n) * nr;
+        /* the busiest thread's columns, as the kernel computes them: a
+         * narrow last panel costs its width rounded to the vector (N = 80
+         * is 64 + 16, not 2 x 64: split by columns, one thread would get
+         * 4x the other's work) */
+        int64_t cols = 0;
+        for (int tn = 0; tn < th_n; tn++) {
+            const int64_t c0 = n_tiles * tn / th_n * nr, c1 = n_tiles * (tn + 1) / th_n * nr;
+            const int64_t w = (c1 < g->n ? c1 : g->n > 0 ? g->n : 1) - c0;
+            const int64_t wv = w > 0 ? tp__gemm_round_up(w, plan.isa.vector_width) : 0;
+            if (wv > cols) cols = wv;
+        }
         const int64_t col_blocks = tp__gemm_ceil_div(cols, nc);
         double cost = (double)tp__gemm_round_up(rows, mr) * (double)cols * (double)k / 16.0;
         /* Its columns of B stream in once (and are packed, when per call). */

@@ -38,10 +38,11 @@ TP_HIDDEN int tp__gemm_best_isa(void);
  *   of M (bias_per_row true: bias[i] added to row i).
  * residual: NULL or an M x N matrix with row stride ld_residual; distinct
  *   memory from C.
- * act: NULL or a function applied in place to each finished row segment of
+ * act: NULL or a function applied in place to each finished segment of
  *   C: act(ptr, n, act_ctx) for n contiguous floats (segments of one row,
- *   at most the whole row, each element exactly once). It may be called
- *   concurrently from all threads running the product.
+ *   or several whole rows at once when ldc == N; each element exactly
+ *   once). It may be called concurrently from all threads running the
+ *   product.
  * beta: 0 (C_old is not read, so it may hold NaN) and 1 are fast; other
  *   values are allowed. */
 typedef struct tp_gemm_epilogue {

@@ -10,6 +10,7 @@
  * of C (row stride ldc), which already hold alpha*A*B + beta*C_old. */
 void TP__GEMM_FINISH_NAME(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows, int64_t j0,
                           int64_t cols) {
+    const bool rows_contiguous = j0 == 0 && cols == ldc;
     for (int64_t i = i0; i < i0 + rows; i++) {
         float *restrict row = c + i * ldc + j0;
         const float *restrict res = ep->residual ? ep->residual + i * ep->ld_residual + j0 : NULL;
@@ -26,6 +27,9 @@ void TP__GEMM_FINISH_NAME(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int
         } else if (res) {
             for (int64_t j = 0; j < cols; j++) row[j] += res[j];
         }
-        if (ep->act) ep->act(row, cols, ep->act_ctx);
+        if (ep->act && !rows_contiguous) ep->act(row, cols, ep->act_ctx);
     }
+    /* whole rows back to back: one call for the block (a narrow C, such
+     * as a pointwise convolution's 16-96 channels, made a call per row) */
+    if (ep->act && rows_contiguous && rows > 0) ep->act(c + i0 * ldc, rows * cols, ep->act_ctx);
 }
