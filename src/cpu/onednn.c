@@ -137,6 +137,7 @@ typedef struct dn_step {
     size_t scratch, stage_src_bytes, stage_dst_bytes, per_thread; /* per thread, 64-byte multiples */
     float *bias;      /* owned copy of the (folded) bias the chunks read */
     tp_conv_nhwc *gc; /* DN_GEMMCONV: our implicit GEMM instead of chunks */
+    const tp_op_plan *act; /* DN_CONV: activation we run on each chunk's output (not a post-op), NULL none */
     bool gc_x_nhwc;   /* ... reading an NHWC (else NCHW) input */
 } dn_step;
 
@@ -259,6 +260,8 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[M_SCRATCH]};
         }
         if (st == dnnl_success) st = dnnl_primitive_execute(ch->prim, stream, na, a);
+        if (st == dnnl_success && d->act) /* dst is the NHWC tensor's band (build_conv) */
+            d->act->apply(d->act, (float *)dptr, (int64_t)(dnnl_memory_desc_get_size(&ch->md[M_DST]) / sizeof(float)));
         if (st == dnnl_success && d->stage_dst) {
             dnnl_memory_set_data_handle(m[M_DST_T], dst + ch->off[M_DST_T]);
             st = reorder(ch->r_dst, stream, m[M_DST], m[M_DST_T]);
@@ -763,15 +766,18 @@ static bool winograd_beats_brgemm(const tp_conv_info *v) {
  * 0.71-1.07 / 0.73-1.11. Without either, brgemm stays: with relu6 the
  * same expansions took us 1.13-1.41x its time (K = 16-64: its kernel
  * handles a short K better than ours). */
-static bool pointwise_to_gemm(const tp_conv_info *v) {
-    if (v->kh != 1 || v->kw != 1 || v->sh != 1 || v->sw != 1 || v->ph != 0 || v->pw != 0) return false;
-    if (v->ires >= 0) return true;
+static bool act_transcendental(const tp_op_plan *act) {
     tp_elt_info e;
-    if (!v->act || !tp__eltwise_info(v->act, &e) || e.binary || e.chained) return false;
+    if (!act || !tp__eltwise_info(act, &e) || e.binary || e.chained) return false;
     switch (e.op) {
     case TP_ELT_SILU: case TP_ELT_SIGMOID: case TP_ELT_TANH: case TP_ELT_GELU: case TP_ELT_GELU_TANH: return true;
     default: return false;
     }
+}
+
+static bool pointwise_to_gemm(const tp_conv_info *v) {
+    if (v->kh != 1 || v->kw != 1 || v->sh != 1 || v->sw != 1 || v->ph != 0 || v->pw != 0) return false;
+    return v->ires >= 0 || act_transcendental(v->act);
 }
 
 static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_dnnl_primitive_desc_t pd) {
@@ -847,6 +853,14 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
     d->chunks = tp_calloc((size_t)k, sizeof *d->chunks);
     TP_CHECK(d->chunks != NULL, TP_ERR_NOMEM, "out of memory planning oneDNN steps");
     bool nres = v->ires >= 0 && is_nhwc(ps, s->in[v->ires]);
+    /* A transcendental activation (silu, gelu, ...) runs as our loop over
+     * each chunk's output right after oneDNN wrote it, rather than as its
+     * eltwise post-op: oneDNN 2.7's swish cost ~0.7 ns an output inside
+     * the convolution, ours 0.34 as a pass over a band just written
+     * (EfficientNet-B0's depthwise convolutions, Ice Lake, per-node sums,
+     * old and new alternating: see docs/bench-results-intel.md). Only
+     * where the chunks write the NHWC tensor itself (not a staging buffer). */
+    d->act = ny && act_transcendental(v->act) ? v->act : NULL;
     int64_t g = v->groups, cg = v->cin / g, og = v->cout / g;
     dnnl_memory_desc_t wmd, umd, bmd;
     if (g == 1) {
@@ -876,7 +890,7 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
                                                             pr) == dnnl_success,
                  TP_ERR_UNSUPPORTED, "oneDNN convolution descriptor");
         dnnl_primitive_attr_t attr;
-        TP_TRY(make_attr(&attr, v->ires >= 0, c->alg, c->alpha, c->beta));
+        TP_TRY(make_attr(&attr, v->ires >= 0, d->act ? 0 : c->alg, c->alpha, c->beta));
         dnnl_primitive_desc_t pd;
         tp_status st = make_pd(&cd, attr, false, &pd);
         dnnl_primitive_attr_destroy(attr);
