@@ -307,6 +307,8 @@ TEST(test_conv_combinations) {
         layer mid;
     } cases[] = {
         {"1x1 s1", 1, 9, 11, 8, CONV(16, 1, 1, 0, 1, 1, RELU)},
+        {"1x1 s1 silu (our GEMM where brgemm runs)", 1, 9, 11, 8, CONV(16, 1, 1, 0, 1, 1, TP_OP_SILU)},
+        {"1x1 s1 gelu, many channels", 1, 7, 9, 64, CONV(80, 1, 1, 0, 1, 1, TP_OP_GELU)},
         {"1x1 s2 batch 3", 3, 9, 11, 8, CONV(16, 1, 2, 0, 1, 1, NONE)},
         {"1x1 s2 even", 1, 8, 8, 16, CONV(32, 1, 2, 0, 1, 1, RELU)},
         {"3x3 s1 p1", 1, 17, 15, 3, CONV(8, 3, 1, 1, 1, 1, RELU)},
@@ -514,6 +516,10 @@ TEST(test_regions) {
           {L_AVG, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
           {L_ADAPT, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0},
           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"x + conv1x1(x) (our GEMM where brgemm runs)", 1, 3, 12, 13, 3,
+         {CONV(24, 3, 1, 1, 1, 1, RELU),
+          {L_CONV, 24, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, RELU, 1, 0},
+          CONV(4, 3, 1, 1, 1, 1, NONE)}},
         {"x + conv(x)", 1, 3, 20, 17, 3,
          {CONV(8, 3, 1, 1, 1, 1, RELU),
           {L_CONV, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0},
@@ -532,7 +538,7 @@ TEST(test_regions) {
     };
     /* steps expected on oneDNN: every one (the SE block's mean over H and W
      * runs as a global average pool, its sigmoid on the [N, C, 1, 1] result) */
-    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 6, 3, 4, 5};
+    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 6, 3, 3, 4, 5};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) check_net(&nets[i], expect[i]);
     /* oneDNN has only a reference kernel for a dilated max pool: that step
      * keeps ours, the layouts around it fall back to NCHW (the retry), and
