@@ -738,26 +738,12 @@ static bool winograd_beats_brgemm(const tp_conv_info *v) {
            tp__conv_nhwc_tiles(&g, 2) >= WINOGRAD_MIN_TILES;
 }
 
-/* Our implicit GEMM (conv_nhwc_avx2.c) takes a dense convolution with a spatial
- * kernel from oneDNN when oneDNN would run a direct JIT kernel on it (not
- * brgemm), the output is NHWC and so is any summed residual. Measured with
- * bench/conv_bench.c on an AVX2-only Zen 3 (one thread, both in one run):
- * ResNet-18's 3x3 layers take 0.69-1.01x the time of oneDNN 2.6's
- * jit:avx2 kernel; its 7x7 stem (3 input channels, so runs of 3 floats to
- * gather) 3x and its 1x1 layers 1.0-1.3x, so those, and grouped ones, stay
- * with oneDNN, and so do one-row kernels: on the audio model's conv1d
- * layers (k5 s2, 32-128 channels, 1000-4000 columns) oneDNN's kernel
- * reached 75-79% of the FMA peak, and the whole model took 5.7-6.3 ms
- * with it against 7.0-8.0 with ours. cin >= 16 keeps the gathered runs at
- * 64 bytes or more.
- * TP_CONV_GEMM=1 takes every dense convolution with an NHWC output (the
- * tests use it to run this path on machines where oneDNN has brgemm). */
 /* Pointwise convolutions (1x1, stride 1, no padding) that brgemm runs
  * with a summed residual or a transcendental activation (silu, sigmoid,
  * tanh, gelu) go to our GEMM, which reads the NHWC input in place and runs
  * the residual and activation on each finished block while it is in cache;
  * oneDNN 2.7's sum post-op and eltwise swish cost more than the product at
- * these shapes (swish ~0.7 ns an output, ours 0.4). Sums of per-node
+ * these shapes (swish ~0.7 ns an output, ours 0.34). Sums of per-node
  * minima (2 alternating runs, Ice Lake, 1 / 2 threads), ours against
  * brgemm: ResNet-50's 64 -> 256 expansions with a residual 0.77-0.83 /
  * 0.82-0.83, its 128 -> 512 and 256 -> 1024 ones 0.81-1.01 / 0.92-0.99;
@@ -780,6 +766,20 @@ static bool pointwise_to_gemm(const tp_conv_info *v) {
     return v->ires >= 0 || act_transcendental(v->act);
 }
 
+/* Our implicit GEMM (conv_nhwc_avx2.c) takes a dense convolution with a spatial
+ * kernel from oneDNN when oneDNN would run a direct JIT kernel on it (not
+ * brgemm), the output is NHWC and so is any summed residual. Measured with
+ * bench/conv_bench.c on an AVX2-only Zen 3 (one thread, both in one run):
+ * ResNet-18's 3x3 layers take 0.69-1.01x the time of oneDNN 2.6's
+ * jit:avx2 kernel; its 7x7 stem (3 input channels, so runs of 3 floats to
+ * gather) 3x and its 1x1 layers 1.0-1.3x, so those, and grouped ones, stay
+ * with oneDNN, and so do one-row kernels: on the audio model's conv1d
+ * layers (k5 s2, 32-128 channels, 1000-4000 columns) oneDNN's kernel
+ * reached 75-79% of the FMA peak, and the whole model took 5.7-6.3 ms
+ * with it against 7.0-8.0 with ours. cin >= 16 keeps the gathered runs at
+ * 64 bytes or more.
+ * TP_CONV_GEMM=1 takes every dense convolution with an NHWC output (the
+ * tests use it to run this path on machines where oneDNN has brgemm). */
 static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, const_dnnl_primitive_desc_t pd) {
     if (g_gemmconv == 0 || v->groups != 1 || !ny || !res_ok) return false;
     if (g_gemmconv >= 1) return true;
@@ -859,8 +859,10 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
      * the convolution, ours 0.34 as a pass over a band just written
      * (EfficientNet-B0's depthwise convolutions, Ice Lake, per-node sums,
      * old and new alternating: see docs/bench-results-intel.md). Only
-     * where the chunks write the NHWC tensor itself (not a staging buffer). */
-    d->act = ny && act_transcendental(v->act) ? v->act : NULL;
+     * where the chunks write the NHWC tensor itself (not a staging buffer),
+     * and at the AVX-512 level, where it was measured (our sigmoid / silu
+     * are intrinsics there, eltwise_loops.h). */
+    d->act = ny && g_level >= TP_CPU_AVX512 && act_transcendental(v->act) ? v->act : NULL;
     int64_t g = v->groups, cg = v->cin / g, og = v->cout / g;
     dnnl_memory_desc_t wmd, umd, bmd;
     if (g == 1) {
