@@ -164,9 +164,7 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
 #else
     cv->tx = wx_avx2_tx(m);
 #endif
-    tp_elt_info e;
-    cv->wino_relu =
-        cv->act && tp__eltwise_info(cv->act, &e) && !e.binary && !e.chained && e.op == TP_ELT_RELU;
+    cv->wino_relu = tp__fused_act_op(cv->act) == TP_ELT_RELU;
     /* a block's transformed tiles ((m+2)^2 x tiles x (cin + cout) floats)
      * in about L2, 48 to 192 rows per GEMM; then evened out to a multiple
      * of the threads (each thread runs a contiguous range of blocks) as

@@ -8,6 +8,7 @@
 #ifndef TPEXPORT_ELTWISE_H
 #define TPEXPORT_ELTWISE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../internal.h"
@@ -41,6 +42,20 @@ enum {
     TP_ELT_CLAMP,      /* params[0], params[1]: min, max (NaN inputs stay NaN) */
     TP_ELT_COUNT
 };
+
+/* The ops bound by their arithmetic (a polynomial, an exp, a divide per
+ * element), not by memory: their loops prefetch ahead (eltwise_loops.h),
+ * their outputs are not streamed (fast_eltwise.c), and as a convolution's
+ * activation they run as our loop rather than oneDNN's post-op (onednn.c). */
+static inline bool tp__eltwise_transcendental(int op) {
+    switch (op) {
+    case TP_ELT_EXP: case TP_ELT_TANH: case TP_ELT_SIGMOID: case TP_ELT_SILU: case TP_ELT_ERF:
+    case TP_ELT_LOG: case TP_ELT_GELU: case TP_ELT_GELU_TANH:
+        return true;
+    default:
+        return false;
+    }
+}
 
 typedef struct tp_eltwise_table {
     /* o[i] = a[i*sa] op b[i*sb], sa/sb 0 or 1, for i < n */

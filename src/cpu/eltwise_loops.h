@@ -41,13 +41,12 @@
  * busy one; 2 or 8 KiB ahead gained less). The same arithmetic per element
  * as LOOP, so the same results. */
 #define TP__ELT_PF_STEP 64
-#define TP__ELT_PF_AHEAD 1024
 #define LOOP_PF(expr)                                                                  \
     do {                                                                               \
         int64_t i0 = 0;                                                                \
         for (; i0 + TP__ELT_PF_STEP <= n; i0 += TP__ELT_PF_STEP) {                     \
             for (int q = 0; q < TP__ELT_PF_STEP; q += 16)                              \
-                __builtin_prefetch(a + i0 + TP__ELT_PF_AHEAD + q, 0, 3);               \
+                __builtin_prefetch(a + i0 + TP__VM_PF_AHEAD + q, 0, 3);                \
             for (int64_t i = i0; i < i0 + TP__ELT_PF_STEP; i++) {                      \
                 float x = a[i];                                                        \
                 o[i] = (expr);                                                         \

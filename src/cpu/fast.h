@@ -43,6 +43,12 @@ typedef struct tp_elt_info {
     double f[4];
 } tp_elt_info;
 TP_HIDDEN bool tp__eltwise_info(const tp_op_plan *plan, tp_elt_info *out);
+/* The TP_ELT_* op of a fused activation that is one unary elementwise op
+ * (not binary, no chain of its own), else -1 (also for NULL). */
+static inline int tp__fused_act_op(const tp_op_plan *act) {
+    tp_elt_info e;
+    return act && tp__eltwise_info(act, &e) && !e.binary && !e.chained ? e.op : -1;
+}
 
 /* max_pool2d (fast_nn.c): q[0..11] = h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw. */
 TP_HIDDEN bool tp__maxpool_info(const tp_op_plan *plan, int64_t q[12]);

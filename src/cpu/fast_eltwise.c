@@ -170,15 +170,7 @@ static bool stream_sized(const tp_tensor *out) {
 }
 
 /* An op cheap enough to gain from streaming. */
-static bool streams(int op) {
-    switch (op) {
-    case TP_ELT_EXP: case TP_ELT_TANH: case TP_ELT_SIGMOID: case TP_ELT_SILU: case TP_ELT_ERF:
-    case TP_ELT_LOG: case TP_ELT_GELU: case TP_ELT_GELU_TANH:
-        return false;
-    default:
-        return true;
-    }
-}
+static bool streams(int op) { return !tp__eltwise_transcendental(op); }
 
 static tp_status eltwise_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     (void)leaf;

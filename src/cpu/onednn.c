@@ -752,14 +752,7 @@ static bool winograd_beats_brgemm(const tp_conv_info *v) {
  * 0.71-1.07 / 0.73-1.11. Without either, brgemm stays: with relu6 the
  * same expansions took us 1.13-1.41x its time (K = 16-64: its kernel
  * handles a short K better than ours). */
-static bool act_transcendental(const tp_op_plan *act) {
-    tp_elt_info e;
-    if (!act || !tp__eltwise_info(act, &e) || e.binary || e.chained) return false;
-    switch (e.op) {
-    case TP_ELT_SILU: case TP_ELT_SIGMOID: case TP_ELT_TANH: case TP_ELT_GELU: case TP_ELT_GELU_TANH: return true;
-    default: return false;
-    }
-}
+static bool act_transcendental(const tp_op_plan *act) { return tp__eltwise_transcendental(tp__fused_act_op(act)); }
 
 static bool pointwise_to_gemm(const tp_conv_info *v) {
     if (v->kh != 1 || v->kw != 1 || v->sh != 1 || v->sw != 1 || v->ph != 0 || v->pw != 0) return false;

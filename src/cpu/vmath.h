@@ -72,6 +72,10 @@ static inline float tp__vm_blend(int cond, float a, float b) {
 #endif
 }
 
+/* Loops bound by their arithmetic prefetch their input this many floats (4
+ * KiB) ahead (eltwise_loops.h's LOOP_PF, the 16-lane arrays below). */
+#define TP__VM_PF_AHEAD 1024
+
 /* 1.5 * 2^23: adding it to |v| < 2^22 rounds v to an integer k held in the
  * low mantissa bits (bits(v + magic) = 0x4B400000 + k, two's complement). */
 #define TP__VM_MAGIC 12582912.0f
@@ -216,7 +220,7 @@ static inline float tp__silu_f32(float x) {
  * two-factor product rounds), and the quotient from vrcp14ps refined by a
  * Newton step where the scalar form divides: a 512-bit divide takes ~10
  * cycles a vector on the Intel cores measured, the whole sigmoid ~14 with
- * this. e is exactly tp__exp_f32(-|x|) of the FMA build; the quotient may
+ * this. e takes tp__exp_f32's reduction and polynomial; the quotient may
  * differ from the divide's by an ULP, so these are held to bounds of their
  * own (test_vmath_avx512): sigmoid 2 ULP, silu |err| <= 1e-37 +
  * 3e-7*|ref|.
@@ -281,7 +285,7 @@ static inline __attribute__((always_inline)) void tp__silu_v16(const __m512 *x, 
         __m512 x[TP__VM_V16_K], y[TP__VM_V16_K];                                                     \
         int64_t i = 0;                                                                               \
         for (; i + 16 * TP__VM_V16_K <= n; i += 16 * TP__VM_V16_K) {                                 \
-            __builtin_prefetch(src + i + 1024, 0, 3);                                                \
+            __builtin_prefetch(src + i + TP__VM_PF_AHEAD, 0, 3);                                     \
             TP__VM_V16_EACH x[j_] = _mm512_loadu_ps(src + i + 16 * j_);                              \
             tp__##name##_v16(x, y);                                                                  \
             TP__VM_V16_EACH _mm512_storeu_ps(dst + i + 16 * j_, y[j_]);                              \
