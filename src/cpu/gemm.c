@@ -15,7 +15,13 @@
  *       epilogue (bias, residual, act) on the finished MR x NC strip, after
  *       the last K block.
  *   (A block of at most TP__GEMM_JR_OUTER_MAX_ROWS rows read in place swaps
- *   the ir and jr loops when a B micro-panel fits in L1: see there.)
+ *   the ir and jr loops when a B micro-panel fits in L1: see there. Then
+ *   the kernel calls of one B micro-panel also prefetch the next one into
+ *   L2, a line per k step: few rows reuse each weight little, so without it
+ *   they wait on memory. Measured on an AVX-512 Xeon, B cold, gemm_bench:
+ *   49x4608x512 85 -> 113 GFLOP/s (1 thread, medians of 5), 32x784x512
+ *   88 -> 122; ResNet-50 (M 49 in its last stage) 62.7 -> 54.5 ms at 1
+ *   thread, the MLP 0.340 -> 0.295 ms.)
  * Packed B layout (weights and workspace alike): column panels NR wide,
  * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
  * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc,
@@ -168,10 +174,12 @@ tp_gemm_cache_info tp__gemm_cache_info(void) {
  * computed, only m x n stored. Same contract as tp__gemm_microkernel_fn. */
 static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                        float alpha, float beta) {
+                                        float alpha, float beta, const float *pf, int64_t pf_bytes) {
     enum { MR = TP__GEMM_SCALAR_MR, NR = TP__GEMM_SCALAR_NR };
     (void)rs_a;
     (void)cs_a;
+    (void)pf;
+    (void)pf_bytes;
     float acc[MR][NR];
     memset(acc, 0, sizeof acc);
     for (int64_t p = 0; p < kc; p++) {
@@ -468,22 +476,43 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
 /* Micro-kernel calls of one block: rows [0, rows) of A (row-major in place,
  * row stride rs_a, already offset to the K block) times the B block, into C
  * (already offset to the block's first row and column). jr_outer runs the
- * column panels outside the row panels (B micro-panel in L1, A from L2). */
+ * column panels outside the row panels (B micro-panel in L1, A from L2);
+ * then, when B's panels are packed (contiguous), the row panels' kernel
+ * calls share the prefetch of the next B micro-panel (the next in the block,
+ * or next_b, kc_next rows: the first of the next K block when it is
+ * pre-packed) so that weights streaming from memory arrive while the
+ * current panel computes. */
 static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const float *a, int64_t rs_a, int64_t rows,
                            const float *b_block, int64_t panel_stride, int64_t ldb, const float *edge_b,
                            int64_t edge_ldb, int64_t full_cols, float *c, int64_t kc, int64_t nc, float beta,
-                           bool jr_outer) {
+                           bool jr_outer, const float *next_b, int64_t kc_next) {
     const int mr = plan->isa.mr, nr = plan->isa.nr;
     const tp__gemm_microkernel_fn kernel = plan->isa.kernel;
     if (jr_outer) {
+        const bool contiguous = ldb == nr; /* packed panels (not B read in place) */
+        const int64_t strips = tp__gemm_ceil_div(rows, mr);
         for (int64_t jr = 0; jr < nc; jr += nr) {
             const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
             const bool packed_edge = jr >= full_cols;
             const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
-            for (int64_t ir = 0; ir < rows; ir += mr) {
+            const float *pf = NULL;
+            int64_t pf_bytes = 0;
+            if (contiguous && jr + nr < nc) {
+                const bool edge_next = jr + nr >= full_cols;
+                pf = edge_next ? edge_b : b_block + (jr / nr + 1) * panel_stride;
+                pf_bytes = kc * (edge_next ? edge_ldb : nr) * (int64_t)sizeof(float);
+            } else if (contiguous && next_b) {
+                pf = next_b;
+                pf_bytes = kc_next * nr * (int64_t)sizeof(float);
+            }
+            const int64_t chunk = (tp__gemm_ceil_div(pf_bytes, strips) + 63) & ~(int64_t)63;
+            int64_t s = 0;
+            for (int64_t ir = 0; ir < rows; ir += mr, s++) {
                 const int r = rows - ir < mr ? (int)(rows - ir) : mr;
+                const int64_t off = s * chunk < pf_bytes ? s * chunk : pf_bytes;
+                const int64_t len = pf_bytes - off < chunk ? pf_bytes - off : chunk;
                 kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc,
-                       r, cols, g->ep.alpha, beta);
+                       r, cols, g->ep.alpha, beta, len > 0 ? (const float *)((const char *)pf + off) : NULL, len);
             }
         }
         return;
@@ -495,7 +524,7 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
             const bool packed_edge = jr >= full_cols;
             const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
             kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc, r,
-                   cols, g->ep.alpha, beta);
+                   cols, g->ep.alpha, beta, NULL, 0);
         }
     }
 }
@@ -580,8 +609,15 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                         a_block = g->a + ic * g->rs_a + pc * g->cs_a;
                         rs_a = g->rs_a;
                     }
+                    /* the first B micro-panel of the next K block, when it
+                     * is pre-packed and this row block is the last to use
+                     * the current one */
+                    const float *next_b = NULL;
+                    if (g->packed_b && pc + kc < k && ic + mc >= m1 && nc >= nr) next_b = b_block + kc * nr;
+                    const int64_t kc_next = k - pc - kc < plan.kc ? k - pc - kc : plan.kc;
                     tp__gemm_block(&plan, g, a_block, rs_a, mc, b_block, panel_stride, ldb, edge_b, edge_ldb, full_cols,
-                                   g->c + ic * g->ldc + jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true);
+                                   g->c + ic * g->ldc + jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true, next_b,
+                                   kc_next);
                     if (last)
                         for (int64_t ir = ic; ir < ic + mc; ir += mr)
                             tp__gemm_finish_rows(g, plan.isa.finish, ir, ic + mc - ir < mr ? (int)(ic + mc - ir) : mr,
@@ -612,7 +648,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                     const bool packed_edge = jr >= full_cols;
                     const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
                     kernel(kc, a_panel, rs_a, cs_a, b_panel, packed_edge ? edge_ldb : ldb, c_row + jr, g->ldc, rows, cols,
-                           g->ep.alpha, beta);
+                           g->ep.alpha, beta, NULL, 0);
                 }
                 if (last) tp__gemm_finish_rows(g, plan.isa.finish, ir, rows, jc, nc);
             }

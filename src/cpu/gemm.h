@@ -123,10 +123,14 @@ TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
  *    and the portable kernel read NR floats from every row start (what lies
  *    beyond n, possibly the next row, only feeds columns never stored), so
  *    B must hold that many past the last row's start. Columns beyond n are
- *    never stored. */
+ *    never stored.
+ * pf, pf_bytes: a hint, [pf, pf + pf_bytes) is read soon (the next B
+ *    micro-panel): the kernel may fetch it into L2 a line per k step, so
+ *    that weights streaming from memory arrive while this block computes.
+ *    pf NULL or pf_bytes 0: none. */
 typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                        float alpha, float beta);
+                                        float alpha, float beta, const float *pf, int64_t pf_bytes);
 
 /* The epilogue's row loops per ISA (gemm_finish.h). The residual must not
  * overlap C's rows except exactly (residual == C is not supported). */
@@ -144,9 +148,9 @@ enum { TP__GEMM_AVX512_MR = 6, TP__GEMM_AVX512_NR = 64 };
 
 TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                          const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                         float alpha, float beta);
+                                         float alpha, float beta, const float *pf, int64_t pf_bytes);
 TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                            const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                           float alpha, float beta);
+                                           float alpha, float beta, const float *pf, int64_t pf_bytes);
 
 #endif

@@ -25,8 +25,9 @@ static inline __m256i tp__gemm_avx2_column_mask(int n, int j) {
 /* The kernel body for exactly m rows; packed_a selects the packed layout
  * (rs 1, cs MR, known at compile time) over row-major A (cs 1). */
 static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
-    const int m, const bool packed_a, int64_t kc, const float *a, int64_t rs_a, const float *b,
-    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta) {
+    const int m, const bool packed_a, const bool prefetch, int64_t kc, const float *a, int64_t rs_a,
+    const float *b, int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta, const float *pf,
+    int64_t pf_bytes) {
     const int64_t rs = packed_a ? 1 : rs_a;
     const int64_t cs = packed_a ? MR : 1;
     __m256 acc[MR][NV];
@@ -42,6 +43,9 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
         if (i < m) _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
     }
     const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a; /* rows 3-5 when there are any */
+    /* the prefetch hint, as in gemm_avx512.c */
+    const char *pf_at = (const char *)pf;
+    const char *pf_last = prefetch ? pf_at + ((pf_bytes - 1) & ~(int64_t)63) : pf_at;
 #pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {
         __m256 bv[NV];
@@ -57,6 +61,10 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
 #pragma GCC unroll 4
                 for (int j = 0; j < NV; j++) acc[i][j] = _mm256_fmadd_ps(ai, bv[j], acc[i][j]);
             }
+        }
+        if (prefetch) {
+            _mm_prefetch(pf_at, _MM_HINT_T1);
+            pf_at += pf_at < pf_last ? 64 : 0;
         }
         a += cs;
         a3 += cs;
@@ -101,15 +109,22 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
     }
 }
 
-#define TP__GEMM_AVX2_ROWS(M)                                                                 \
-    case M:                                                                                   \
-        if (cs_a == 1) tp__gemm_avx2_tile(M, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta); \
-        else tp__gemm_avx2_tile(M, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta);            \
+#define TP__GEMM_AVX2_ROWS(M)                                                                               \
+    case M:                                                                                                 \
+        if (pf) {                                                                                           \
+            if (cs_a == 1) tp__gemm_avx2_tile(M, false, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes); \
+            else tp__gemm_avx2_tile(M, true, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes);           \
+        } else if (cs_a == 1) {                                                                             \
+            tp__gemm_avx2_tile(M, false, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);         \
+        } else {                                                                                            \
+            tp__gemm_avx2_tile(M, true, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);          \
+        }                                                                                                   \
         break;
 
 TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                          const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                         float alpha, float beta) {
+                                         float alpha, float beta, const float *pf, int64_t pf_bytes) {
+    if (pf_bytes <= 0) pf = NULL;
     switch (m) {
         TP__GEMM_AVX2_ROWS(1)
         TP__GEMM_AVX2_ROWS(2)

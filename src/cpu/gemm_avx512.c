@@ -28,8 +28,8 @@ static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
  * packed_a selects the packed layout (rs 1, cs MR, known at compile time)
  * over row-major A (cs 1). */
 static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
-    const int m, const int nv, const bool packed_a, int64_t kc, const float *a, int64_t rs_a, const float *b,
-    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta) {
+    const int m, const int nv, const bool packed_a, const bool prefetch, int64_t kc, const float *a, int64_t rs_a, const float *b,
+    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta, const float *pf, int64_t pf_bytes) {
     const int64_t rs = packed_a ? 1 : rs_a;
     const int64_t cs = packed_a ? MR : 1;
     __m512 acc[MR][NV];
@@ -49,6 +49,11 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
     /* B is read only up to column n (it may be a caller's row-major B). */
     const __mmask16 last_mask = tp__gemm_avx512_column_mask(n, nv - 1);
     const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a; /* rows 3-5 when there are any */
+    /* The prefetch hint (a separate instance: its two registers and the
+     * extra load slow the plain kernel): a line into L2 per k step until
+     * the range is covered, then the last line again, without a branch. */
+    const char *pf_at = (const char *)pf;
+    const char *pf_last = prefetch ? pf_at + ((pf_bytes - 1) & ~(int64_t)63) : pf_at;
 #pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {
         __m512 bv[NV];
@@ -70,6 +75,10 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
                 for (int j = 0; j < NV; j++)
                     if (j < nv) acc[i][j] = _mm512_fmadd_ps(ai, bv[j], acc[i][j]);
             }
+        }
+        if (prefetch) {
+            _mm_prefetch(pf_at, _MM_HINT_T1);
+            pf_at += pf_at < pf_last ? 64 : 0;
         }
         a += cs;
         a3 += cs;
@@ -117,10 +126,16 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
     }
 }
 
-#define TP__GEMM_AVX512_TILE(M, NVEC)                                                              \
-    case NVEC:                                                                                     \
-        if (cs_a == 1) tp__gemm_avx512_tile(M, NVEC, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta); \
-        else tp__gemm_avx512_tile(M, NVEC, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta);            \
+#define TP__GEMM_AVX512_TILE(M, NVEC)                                                                      \
+    case NVEC:                                                                                             \
+        if (pf) {                                                                                          \
+            if (cs_a == 1) tp__gemm_avx512_tile(M, NVEC, false, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes); \
+            else tp__gemm_avx512_tile(M, NVEC, true, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes);           \
+        } else if (cs_a == 1) {                                                                            \
+            tp__gemm_avx512_tile(M, NVEC, false, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);  \
+        } else {                                                                                           \
+            tp__gemm_avx512_tile(M, NVEC, true, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);   \
+        }                                                                                                  \
         break;
 #define TP__GEMM_AVX512_ROWS(M)                     \
     case M:                                         \
@@ -135,7 +150,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
 
 TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                            const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                           float alpha, float beta) {
+                                           float alpha, float beta, const float *pf, int64_t pf_bytes) {
+    if (pf_bytes <= 0) pf = NULL;
     switch (m) {
         TP__GEMM_AVX512_ROWS(1)
         TP__GEMM_AVX512_ROWS(2)
