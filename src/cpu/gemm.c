@@ -473,19 +473,81 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
 
 /* ---- The product ---- */
 
+/* The next block of a pre-packed B, which the kernel calls of the current
+ * block prefetch into L2 while they compute (weights come from memory on
+ * every call of a model larger than the caches, and a block's first row
+ * panel otherwise waits on them): its full panels, each panel_bytes
+ * contiguous at b + i*panel_stride floats (a narrow edge panel is left to
+ * the hardware). panels 0: none. */
+typedef struct tp__gemm_next {
+    const float *b;
+    int64_t panel_stride, panels, panel_bytes;
+} tp__gemm_next;
+
+/* The block after (jc, pc) in the loop order of tp__gemm_run (K blocks
+ * inside column blocks) within the thread's columns [jc, n1), or none; cut
+ * to half of what L2 holds beside the current block (prefetching all of a
+ * next block as large as the current one evicted the current one: 196 x
+ * 256 x 1024 ran 25% slower). */
+static tp__gemm_next tp__gemm_next_block(const tp__gemm_plan *plan, const tp_gemm *g, int64_t jc, int64_t pc,
+                                         int64_t n1) {
+    tp__gemm_next next = {0};
+    if (!g->packed_b) return next;
+    const int64_t nr = plan->isa.nr, k = g->k;
+    int64_t jn = jc, pn = pc + plan->kc;
+    if (pn >= k) {
+        jn = jc + plan->nc;
+        pn = 0;
+    }
+    if (jn >= n1) return next;
+    const int64_t nc = n1 - jn < plan->nc ? n1 - jn : plan->nc;
+    const int64_t kc = k - pn < plan->kc ? k - pn : plan->kc;
+    next.b = (const float *)g->packed_b + (jn / nr) * k * nr + pn * nr;
+    next.panel_stride = k * nr;
+    next.panels = nc / nr;
+    next.panel_bytes = kc * nr * (int64_t)sizeof(float);
+    const int64_t cur_nc = n1 - jc < plan->nc ? n1 - jc : plan->nc;
+    const int64_t cur_kc = k - pc < plan->kc ? k - pc : plan->kc;
+    const int64_t budget = (tp__gemm_cache_info().l2 - cur_kc * cur_nc * (int64_t)sizeof(float)) / 2;
+    if (budget < 64 * 64) {
+        next.panels = 0;
+    } else if (next.panels * next.panel_bytes > budget) {
+        if (budget >= next.panel_bytes) {
+            next.panels = budget / next.panel_bytes;
+        } else {
+            next.panels = next.panels > 0 ? 1 : 0;
+            next.panel_bytes = budget & ~(int64_t)63;
+        }
+    }
+    return next;
+}
+
+/* Call `call` of `calls` kernel calls that share the prefetch of `next`:
+ * its part (one slice of one panel; NULL when it has none). */
+static const float *tp__gemm_next_part(const tp__gemm_next *next, int64_t call, int64_t calls, int64_t *bytes) {
+    *bytes = 0;
+    if (next->panels <= 0 || calls <= 0) return NULL;
+    const int64_t per_panel = (calls + next->panels - 1) / next->panels;
+    const int64_t chunk = ((next->panel_bytes + per_panel - 1) / per_panel + 63) & ~(int64_t)63;
+    const int64_t panel = call / per_panel, off = (call % per_panel) * chunk;
+    if (panel >= next->panels || off >= next->panel_bytes) return NULL;
+    *bytes = next->panel_bytes - off < chunk ? next->panel_bytes - off : chunk;
+    return (const float *)((const char *)(next->b + panel * next->panel_stride) + off);
+}
+
 /* Micro-kernel calls of one block: rows [0, rows) of A (row-major in place,
  * row stride rs_a, already offset to the K block) times the B block, into C
  * (already offset to the block's first row and column). jr_outer runs the
  * column panels outside the row panels (B micro-panel in L1, A from L2);
  * then, when B's panels are packed (contiguous), the row panels' kernel
  * calls share the prefetch of the next B micro-panel (the next in the block,
- * or next_b, kc_next rows: the first of the next K block when it is
- * pre-packed) so that weights streaming from memory arrive while the
- * current panel computes. */
+ * or the first of `next`) so that weights streaming from memory arrive
+ * while the current panel computes. Otherwise all the block's calls share
+ * the prefetch of `next`. */
 static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const float *a, int64_t rs_a, int64_t rows,
                            const float *b_block, int64_t panel_stride, int64_t ldb, const float *edge_b,
                            int64_t edge_ldb, int64_t full_cols, float *c, int64_t kc, int64_t nc, float beta,
-                           bool jr_outer, const float *next_b, int64_t kc_next) {
+                           bool jr_outer, const tp__gemm_next *next) {
     const int mr = plan->isa.mr, nr = plan->isa.nr;
     const tp__gemm_microkernel_fn kernel = plan->isa.kernel;
     if (jr_outer) {
@@ -501,9 +563,9 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
                 const bool edge_next = jr + nr >= full_cols;
                 pf = edge_next ? edge_b : b_block + (jr / nr + 1) * panel_stride;
                 pf_bytes = kc * (edge_next ? edge_ldb : nr) * (int64_t)sizeof(float);
-            } else if (contiguous && next_b) {
-                pf = next_b;
-                pf_bytes = kc_next * nr * (int64_t)sizeof(float);
+            } else if (contiguous && next->panels > 0) {
+                pf = next->b;
+                pf_bytes = next->panel_bytes;
             }
             const int64_t chunk = (tp__gemm_ceil_div(pf_bytes, strips) + 63) & ~(int64_t)63;
             int64_t s = 0;
@@ -517,14 +579,18 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
         }
         return;
     }
+    const int64_t panels = tp__gemm_ceil_div(nc, nr), calls = tp__gemm_ceil_div(rows, mr) * panels;
+    int64_t call = 0;
     for (int64_t ir = 0; ir < rows; ir += mr) {
         const int r = rows - ir < mr ? (int)(rows - ir) : mr;
-        for (int64_t jr = 0; jr < nc; jr += nr) {
+        for (int64_t jr = 0; jr < nc; jr += nr, call++) {
             const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
             const bool packed_edge = jr >= full_cols;
             const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
+            int64_t pf_bytes;
+            const float *pf = tp__gemm_next_part(next, call, calls, &pf_bytes);
             kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc, r,
-                   cols, g->ep.alpha, beta, NULL, 0);
+                   cols, g->ep.alpha, beta, pf, pf_bytes);
         }
     }
 }
@@ -592,6 +658,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
             }
             const float beta = pc == 0 ? g->ep.beta : 1.0f;
             const bool last = pc + kc >= k;
+            const tp__gemm_next next = tp__gemm_next_block(&plan, g, jc, pc, n1);
             if (fills_a || jr_outer) {
                 /* implicit A: blocks of mc rows filled into the workspace (in
                  * L2), then run like an in-place row-major A. Few rows read
@@ -609,15 +676,12 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                         a_block = g->a + ic * g->rs_a + pc * g->cs_a;
                         rs_a = g->rs_a;
                     }
-                    /* the first B micro-panel of the next K block, when it
-                     * is pre-packed and this row block is the last to use
-                     * the current one */
-                    const float *next_b = NULL;
-                    if (g->packed_b && pc + kc < k && ic + mc >= m1 && nc >= nr) next_b = b_block + kc * nr;
-                    const int64_t kc_next = k - pc - kc < plan.kc ? k - pc - kc : plan.kc;
+                    /* the last row block to use this B block prefetches
+                     * the next one */
+                    const tp__gemm_next none = {0};
                     tp__gemm_block(&plan, g, a_block, rs_a, mc, b_block, panel_stride, ldb, edge_b, edge_ldb, full_cols,
-                                   g->c + ic * g->ldc + jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true, next_b,
-                                   kc_next);
+                                   g->c + ic * g->ldc + jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true,
+                                   ic + mc >= m1 ? &next : &none);
                     if (last)
                         for (int64_t ir = ic; ir < ic + mc; ir += mr)
                             tp__gemm_finish_rows(g, plan.isa.finish, ir, ic + mc - ir < mr ? (int)(ic + mc - ir) : mr,
@@ -625,6 +689,8 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                 }
                 continue;
             }
+            const int64_t calls = tp__gemm_ceil_div(m1 - m0, mr) * tp__gemm_ceil_div(nc, nr);
+            int64_t call = 0;
             for (int64_t ir = m0; ir < m1; ir += mr) {
                 const int rows = m1 - ir < mr ? (int)(m1 - ir) : mr;
                 const float *a_panel = g->a_fill ? NULL : g->a + ir * g->rs_a + pc * g->cs_a;
@@ -643,12 +709,14 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                     cs_a = mr;
                 }
                 float *c_row = g->c + ir * g->ldc + jc;
-                for (int64_t jr = 0; jr < nc; jr += nr) {
+                for (int64_t jr = 0; jr < nc; jr += nr, call++) {
                     const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
                     const bool packed_edge = jr >= full_cols;
                     const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
+                    int64_t pf_bytes;
+                    const float *pf = tp__gemm_next_part(&next, call, calls, &pf_bytes);
                     kernel(kc, a_panel, rs_a, cs_a, b_panel, packed_edge ? edge_ldb : ldb, c_row + jr, g->ldc, rows, cols,
-                           g->ep.alpha, beta, NULL, 0);
+                           g->ep.alpha, beta, pf, pf_bytes);
                 }
                 if (last) tp__gemm_finish_rows(g, plan.isa.finish, ir, rows, jc, nc);
             }
