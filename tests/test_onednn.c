@@ -279,16 +279,19 @@ static int compare_levels(built *b, const char *label, int min_onednn, int max_o
     return cnt.gemm;
 }
 
-/* min_onednn: at least this many steps must run on oneDNN. */
-static void check_net(const net_case *c, int min_onednn) {
+/* min_onednn: at least this many steps must run on oneDNN; max_onednn: at
+ * most (-1: no bound). */
+static void check_net_range(const net_case *c, int min_onednn, int max_onednn) {
     built b = build(c);
     if (!b.p || !b.x) {
         tp_program_free(b.p);
         tp_tensor_free(b.x);
         return;
     }
-    compare_levels(&b, c->label, min_onednn, -1);
+    compare_levels(&b, c->label, min_onednn, max_onednn);
 }
+
+static void check_net(const net_case *c, int min_onednn) { check_net_range(c, min_onednn, -1); }
 
 #define CONV(co, k, s, p, d, g, act) {L_CONV, co, k, k, s, s, p, p, d, d, g, true, false, act, -1, 0}
 #define RELU TP_OP_RELU
@@ -537,9 +540,30 @@ TEST(test_regions) {
           CONV(8, 1, 1, 0, 1, 1, NONE)}},
     };
     /* steps expected on oneDNN: every one (the SE block's mean over H and W
-     * runs as a global average pool, its sigmoid on the [N, C, 1, 1] result) */
-    const int expect[] = {5, 4, 5, 6, 7, 7, 5, 6, 3, 3, 4, 5};
-    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) check_net(&nets[i], expect[i]);
+     * runs as a global average pool, its sigmoid on the [N, C, 1, 1] result);
+     * exactly that many for the SE blocks: the first keeps its multiply (the
+     * projection after it writes the NCHW output, which our GEMM does not),
+     * the second's projection takes it (fuse_scales: 6 steps, not 7) */
+    const int expect[] = {5, 4, 5, 6, 7, 6, 5, 6, 3, 3, 4, 5};
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
+        check_net_range(&nets[i], expect[i], i == 4 || i == 5 ? expect[i] : -1);
+    /* the multiply fused into the projection, which scales A's blocks as
+     * it fills them: 600 channels (two K blocks: the scale's offset) at
+     * batch 1 (one scale vector); and an NCHW user input scaled (A
+     * gathered from planes). Every step but the multiply on oneDNN or our
+     * GEMM, exactly. */
+    const net_case se_wide = {"squeeze-excitation into a projection, 600 channels", 1, 3, 5, 7, 5,
+                              {CONV(600, 3, 1, 1, 1, 1, TP_OP_SILU),
+                               CONV(600, 3, 1, 1, 1, 600, TP_OP_SILU),
+                               {L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 2, 0},
+                               CONV(24, 1, 1, 0, 1, 1, NONE),
+                               CONV(4, 3, 1, 1, 1, 1, NONE)}};
+    check_net_range(&se_wide, 6, 6);
+    const net_case se_input = {"squeeze-excitation of the NCHW input", 1, 20, 6, 9, 3,
+                               {{L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, true, NONE, 0, 0},
+                                CONV(24, 1, 1, 0, 1, 1, NONE),
+                                CONV(4, 3, 1, 1, 1, 1, NONE)}};
+    check_net_range(&se_input, 4, 4);
     /* oneDNN has only a reference kernel for a dilated max pool: that step
      * keeps ours, the layouts around it fall back to NCHW (the retry), and
      * the 1x1 pair after it still forms a region */

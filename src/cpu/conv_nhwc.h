@@ -63,13 +63,20 @@ TP_HIDDEN bool tp__conv_nhwc_pointwise(const tp_conv_nhwc *cv);
 TP_HIDDEN tp_wino_tx tp__wino_tx_avx512(int m);
 
 /* One call's tensors: x (NHWC, or NCHW when x_nhwc is false), y (NHWC),
- * res (NHWC like y, or NULL; y itself is allowed, other overlap is not). */
+ * res (NHWC like y, or NULL; y itself is allowed, other overlap is not).
+ * in_scale (pointwise convolutions only, else NULL): the input is x times
+ * in_scale[img * in_scale_ns + c] per image and input channel (a
+ * squeeze-excitation multiply fused into the projection after it; ns 0
+ * broadcasts one scale vector over the batch), applied to A's blocks as the
+ * GEMM fills them, so the scaled input is never written out. */
 typedef struct tp_conv_nhwc_call {
     const tp_conv_nhwc *conv;
     const float *x;
     bool x_nhwc;
     float *y;
     const float *res;
+    const float *in_scale;
+    int64_t in_scale_ns;
 } tp_conv_nhwc_call;
 
 /* Pack weight (OIHW, [cout][cin][kh][kw]) for ISA level isa (TP_ISA_AVX2

@@ -73,6 +73,20 @@ static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, in
     for (int i = 0; i < rows; i++) {
         float *d = dst + (int64_t)i * kc;
         const float *img = call->x + n * hw * cin;
+        if (call->in_scale) { /* pointwise (tp_conv_nhwc_call): K is the input channels */
+            const float *row = call->x_nhwc ? img + (oh * cv->w + ow) * cin + p0 : img + p0 * hw + oh * cv->w + ow;
+            const int64_t step = call->x_nhwc ? 1 : hw;
+            const float *sc = call->in_scale + n * call->in_scale_ns + p0;
+            for (int64_t p = 0; p < kc; p++) d[p] = row[p * step] * sc[p];
+            if (++ow == cv->ow) {
+                ow = 0;
+                if (++oh == cv->oh) {
+                    oh = 0;
+                    n++;
+                }
+            }
+            continue;
+        }
         for (int64_t p = p0, end = p0 + kc; p < end;) {
             const int64_t tap = p / cin, c = p % cin, kw = tap % cv->kw;
             const int64_t ih = oh * cv->sh - cv->ph + (tap / cv->kw) * cv->dh;
@@ -364,7 +378,7 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     g.m = cv->n * cv->oh * cv->ow;
     g.n = cv->cout;
     g.k = cv->k;
-    if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv)) {
+    if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && !call->in_scale) {
         /* an NHWC input is A itself: pixels x cin, row-major */
         g.a = call->x;
         g.rs_a = cv->cin;
