@@ -218,7 +218,7 @@ typedef struct counts {
 static void on_event(void *user, const tp_profile_event *ev) {
     counts *c = user;
     c->steps++;
-    if (strcmp(ev->variant, "onednn") == 0) c->onednn++;
+    if (strcmp(ev->variant, "onednn") == 0 || strcmp(ev->variant, "mean-nhwc") == 0) c->onednn++;
     const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
     if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4) {
         c->onednn++;
