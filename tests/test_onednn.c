@@ -327,6 +327,7 @@ TEST(test_conv_combinations) {
         {"depthwise dilated", 1, 14, 14, 8, CONV(8, 3, 1, 2, 2, 8, NONE)},
         {"depthwise 5x5 s2", 1, 11, 13, 24, CONV(24, 5, 2, 2, 1, 24, TP_OP_SIGMOID)},
         {"depthwise multiplier 2", 1, 9, 9, 4, CONV(8, 3, 1, 1, 1, 4, RELU)},
+        {"depthwise 12 channels (a vector and 4)", 2, 10, 9, 12, CONV(12, 3, 1, 1, 1, 12, TP_OP_HARDSWISH)},
         {"many channels", 1, 14, 14, 64, CONV(64, 3, 1, 1, 1, 1, RELU)},
         {"tall odd rows", 1, 31, 5, 8, CONV(12, 3, 1, 1, 1, 1, TP_OP_TANH)},
     };
