@@ -94,9 +94,9 @@ WRAP(gelu)
 WRAP(gelu_tanh)
 
 #ifdef __AVX512F__
-/* The 16-lane AVX-512 sigmoid / silu (vmath.h): lane 0 of x broadcast; the
- * array forms are their loops with the masked tail. silu_v16(-inf) is NaN
- * (PyTorch's -inf * 0), not the scalar form's limit. */
+/* The 16-lane AVX-512 sigmoid / silu / gelu (vmath.h): lane 0 of x broadcast; the
+ * array forms are their loops with the masked tail. silu_v16(-inf) and
+ * gelu_v16(-inf) are NaN (PyTorch's -inf * 0), not the scalar forms' limits. */
 static float s_sigmoid_v16(float x) {
     __m512 v[TP__VM_V16_K], y[TP__VM_V16_K];
     for (int j = 0; j < TP__VM_V16_K; j++) v[j] = _mm512_set1_ps(x);
@@ -109,9 +109,17 @@ static float s_silu_v16(float x) {
     tp__silu_v16(v, y);
     return _mm512_cvtss_f32(y[0]);
 }
+static float s_gelu_v16(float x) {
+    __m512 v[TP__VM_V16_K], y[TP__VM_V16_K];
+    for (int j = 0; j < TP__VM_V16_K; j++) v[j] = _mm512_set1_ps(x);
+    tp__gelu_v16(v, y);
+    return _mm512_cvtss_f32(y[0]);
+}
 static void v_sigmoid_v16(float *d, const float *s, int64_t n) { tp__vsigmoid_v16(d, s, n); }
+static void v_gelu_v16(float *d, const float *s, int64_t n) { tp__vgelu_v16(d, s, n); }
 static void v_silu_v16(float *d, const float *s, int64_t n) { tp__vsilu_v16(d, s, n); }
 static double ref_silu_v16(double x) { return x == -INFINITY ? NAN : ref_silu(x); }
+static double ref_gelu_v16(double x) { return x == -INFINITY ? NAN : ref_gelu(x); }
 #endif
 
 static const vm_case cases[] = {
@@ -126,6 +134,7 @@ static const vm_case cases[] = {
 #ifdef __AVX512F__
     {"sigmoid_v16", s_sigmoid_v16, v_sigmoid_v16, ref_sigmoid, -105.0f, 20.0f, 2, 0, 0},
     {"silu_v16", s_silu_v16, v_silu_v16, ref_silu_v16, -105.0f, 20.0f, 0, 1e-37, 3e-7},
+    {"gelu_v16", s_gelu_v16, v_gelu_v16, ref_gelu_v16, -15.0f, 10.0f, 0, 1e-9, 1e-6},
 #endif
 };
 
@@ -235,7 +244,9 @@ CASE_TEST(7, test_gelu_tanh_bound)
 #ifdef __AVX512F__
 CASE_TEST(8, test_sigmoid_v16_bound)
 CASE_TEST(9, test_silu_v16_bound)
-#define V16_TESTS , T(test_sigmoid_v16_bound), T(test_silu_v16_bound), T(test_v16_tails_and_limits)
+CASE_TEST(10, test_gelu_v16_bound)
+#define V16_TESTS                                                                                     \
+    , T(test_sigmoid_v16_bound), T(test_silu_v16_bound), T(test_gelu_v16_bound), T(test_v16_tails_and_limits)
 #else
 #define V16_TESTS
 #endif
@@ -329,7 +340,18 @@ TEST(test_v16_tails_and_limits) {
             if (!same_bits(dst[i], want)) bad++;
         }
         CHECK_MSG(bad == 0, "silu_v16 array, n = %d: %d elements wrong (or written past n)", n, bad);
+        for (int i = 0; i < 200; i++) dst[i] = 1234.5f;
+        tp__vgelu_v16(dst, src, n);
+        bad = 0;
+        for (int i = 0; i < 200; i++) {
+            const float want = i < n ? s_gelu_v16(src[i]) : 1234.5f;
+            if (!same_bits(dst[i], want)) bad++;
+        }
+        CHECK_MSG(bad == 0, "gelu_v16 array, n = %d: %d elements wrong (or written past n)", n, bad);
     }
+    CHECK(isnan(s_gelu_v16(-INFINITY)) && s_gelu_v16(INFINITY) == INFINITY);
+    CHECK(isnan(s_gelu_v16(NAN)) && s_gelu_v16(0.0f) == 0.0f && s_gelu_v16(-1e30f) == 0.0f && s_gelu_v16(1e30f) == 1e30f);
+    CHECK(s_gelu_v16(13.5f) == 13.5f && s_gelu_v16(-13.5f) == 0.0f);
     CHECK(s_sigmoid_v16(-INFINITY) == 0.0f && s_sigmoid_v16(INFINITY) == 1.0f && s_sigmoid_v16(0.0f) == 0.5f);
     CHECK(isnan(s_silu_v16(-INFINITY)) && s_silu_v16(INFINITY) == INFINITY);
     CHECK(s_silu_v16(-1e30f) == 0.0f && signbit(s_silu_v16(-1e30f)) && s_silu_v16(1e30f) == 1e30f);

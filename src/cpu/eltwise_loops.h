@@ -120,7 +120,9 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
 #if TP_ELT_VLANES == 16 && defined(__AVX512F__)
     case TP_ELT_SIGMOID: tp__vsigmoid_v16(o, a, n); break;
     case TP_ELT_SILU: tp__vsilu_v16(o, a, n); break; /* silu(-inf) NaN, as PyTorch */
+    case TP_ELT_GELU: tp__vgelu_v16(o, a, n); break;  /* gelu(-inf) NaN, as PyTorch */
 #else
+    case TP_ELT_GELU: LOOP_PF(tp__vm_blend(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
     case TP_ELT_SIGMOID: LOOP_PF(tp__sigmoid_f32(x)); break;
     case TP_ELT_SILU: LOOP_PF(tp__vm_sel(x == -INFINITY, NAN, tp__silu_f32(x))); break; /* -inf * 0, as PyTorch */
 #endif
@@ -133,7 +135,6 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     case TP_ELT_RELU6: LOOP(x != x ? x : x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x); break;
     case TP_ELT_HARDSWISH: LOOP(x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f); break;
     case TP_ELT_HARDSIGMOID: LOOP(tp__vm_sel(x + 3.0f < 0.0f, 0.0f, tp__vm_sel(x + 3.0f > 6.0f, 6.0f, x + 3.0f)) / 6.0f); break;
-    case TP_ELT_GELU: LOOP_PF(tp__vm_blend(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
     case TP_ELT_GELU_TANH: LOOP_PF(tp__vm_sel(x == -INFINITY, NAN, tp__gelu_tanh_f32(x))); break;
     case TP_ELT_LEAKY_RELU: {
         float s = params[0];
