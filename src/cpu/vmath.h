@@ -237,20 +237,29 @@ static inline float tp__silu_f32(float x) {
 enum { TP__VM_V16_K = 4 };
 #define TP__VM_V16_EACH for (int j_ = 0; j_ < TP__VM_V16_K; j_++)
 
-static inline __attribute__((always_inline)) void tp__vm_exp_negabs_v16(const __m512 *x, __m512 *e) {
-    __m512 a[TP__VM_V16_K], n[TP__VM_V16_K], r[TP__VM_V16_K], q[TP__VM_V16_K];
-    TP__VM_V16_EACH a[j_] = _mm512_max_ps(_mm512_set1_ps(-110.0f), /* NaN passes: max returns its second operand */
-                                          _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(x[j_]),
-                                                                              _mm512_set1_epi32((int)0x80000000u))));
-    TP__VM_V16_EACH n[j_] = _mm512_roundscale_ps(_mm512_mul_ps(a[j_], _mm512_set1_ps(1.442695041f)),
+/* e^y = 2^n * (1 + q) over TP__VM_V16_K vectors, tp__exp_f32's reduction
+ * and polynomial: n = round(y / ln 2), q = r + r^2 * P(r) with r = y - n ln 2
+ * (in two parts). y must keep the result in range (callers clamp or
+ * select away what does not); 2^n is the caller's vscalefps. */
+static inline __attribute__((always_inline)) void tp__vm_exp_parts_v16(const __m512 *y, __m512 *n, __m512 *q) {
+    __m512 r[TP__VM_V16_K];
+    TP__VM_V16_EACH n[j_] = _mm512_roundscale_ps(_mm512_mul_ps(y[j_], _mm512_set1_ps(1.442695041f)),
                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(-0.693359375f), a[j_]);
+    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(-0.693359375f), y[j_]);
     TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(2.121944401e-4f), r[j_]);
     TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(_mm512_set1_ps(1.381461291e-3f), r[j_], _mm512_set1_ps(8.368709833e-3f));
     TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.166838737e-2f));
     TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(1.666652069e-1f));
     TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.999999345e-1f));
     TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(_mm512_mul_ps(r[j_], r[j_]), q[j_], r[j_]);
+}
+
+static inline __attribute__((always_inline)) void tp__vm_exp_negabs_v16(const __m512 *x, __m512 *e) {
+    __m512 a[TP__VM_V16_K], n[TP__VM_V16_K], q[TP__VM_V16_K];
+    TP__VM_V16_EACH a[j_] = _mm512_max_ps(_mm512_set1_ps(-110.0f), /* NaN passes: max returns its second operand */
+                                          _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(x[j_]),
+                                                                              _mm512_set1_epi32((int)0x80000000u))));
+    tp__vm_exp_parts_v16(a, n, q);
     TP__VM_V16_EACH e[j_] = _mm512_scalef_ps(_mm512_add_ps(_mm512_set1_ps(1.0f), q[j_]), n[j_]);
 }
 
@@ -278,7 +287,8 @@ static inline __attribute__((always_inline)) void tp__silu_v16(const __m512 *x, 
 
 /* gelu (erf form), 16 lanes: tp__gelu_f32's formula step for step (the
  * same degree-11 g by Estrin's scheme, the same exp reduction and
- * polynomial) with 2^n applied by vscalefps; held to the same bound
+ * polynomial, its last steps as 1 + (r + r^2 P) where the scalar form
+ * runs Horner to the end) with 2^n applied by vscalefps; held to the same bound
  * (|err| <= 1e-9 + 1e-6*|ref|, test_vmath_avx512). Lanes with z^2 > 85
  * (|x| > 13.04, inf) compute garbage that the select drops, never a trap.
  * gelu(-inf) is NaN here, PyTorch's -inf * 0 (the elementwise loops want
@@ -290,7 +300,7 @@ static inline __attribute__((always_inline)) void tp__silu_v16(const __m512 *x, 
  * (~10 ms of 16.7 M elements) overlapping the memory traffic only in part. */
 static inline __attribute__((always_inline)) void tp__gelu_v16(const __m512 *x, __m512 *y) {
     __m512 z2[TP__VM_V16_K], t[TP__VM_V16_K], t2[TP__VM_V16_K], t4[TP__VM_V16_K], g[TP__VM_V16_K];
-    __m512 a[TP__VM_V16_K], b[TP__VM_V16_K], c[TP__VM_V16_K], n[TP__VM_V16_K], r[TP__VM_V16_K];
+    __m512 a[TP__VM_V16_K], b[TP__VM_V16_K], c[TP__VM_V16_K], n[TP__VM_V16_K];
     /* z = |x|/sqrt2, clamped at 4 (min keeps a NaN z: its second operand) */
     TP__VM_V16_EACH t[j_] = _mm512_sub_ps(_mm512_min_ps(_mm512_set1_ps(4.0f),
                                                         _mm512_mul_ps(_mm512_abs_ps(x[j_]), _mm512_set1_ps(0.7071067812f))),
@@ -308,19 +318,10 @@ static inline __attribute__((always_inline)) void tp__gelu_v16(const __m512 *x, 
         _mm512_fmadd_ps(_mm512_set1_ps(7.887393849e-08f), t[j_], _mm512_set1_ps(-3.394441990e-07f)), t2[j_],
         _mm512_fmadd_ps(_mm512_set1_ps(1.236211631e-07f), t[j_], _mm512_set1_ps(2.674537200e-06f)));
     TP__VM_V16_EACH g[j_] = _mm512_fmadd_ps(c[j_], _mm512_mul_ps(t4[j_], t4[j_]), _mm512_fmadd_ps(b[j_], t4[j_], a[j_]));
-    /* exp(g - z^2), as tp__vm_exp_nonpos */
+    /* exp(g - z^2) (tp__vm_exp_nonpos's reduction and polynomial) */
     TP__VM_V16_EACH g[j_] = _mm512_sub_ps(g[j_], z2[j_]);
-    TP__VM_V16_EACH n[j_] = _mm512_roundscale_ps(_mm512_mul_ps(g[j_], _mm512_set1_ps(1.442695041f)),
-                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(-0.693359375f), g[j_]);
-    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(2.121944401e-4f), r[j_]);
-    TP__VM_V16_EACH a[j_] = _mm512_fmadd_ps(_mm512_set1_ps(1.381461291e-3f), r[j_], _mm512_set1_ps(8.368709833e-3f));
-    TP__VM_V16_EACH a[j_] = _mm512_fmadd_ps(a[j_], r[j_], _mm512_set1_ps(4.166838737e-2f));
-    TP__VM_V16_EACH a[j_] = _mm512_fmadd_ps(a[j_], r[j_], _mm512_set1_ps(1.666652069e-1f));
-    TP__VM_V16_EACH a[j_] = _mm512_fmadd_ps(a[j_], r[j_], _mm512_set1_ps(4.999999345e-1f));
-    TP__VM_V16_EACH a[j_] = _mm512_fmadd_ps(a[j_], r[j_], _mm512_set1_ps(1.0f));
-    TP__VM_V16_EACH a[j_] = _mm512_fmadd_ps(a[j_], r[j_], _mm512_set1_ps(1.0f));
-    TP__VM_V16_EACH c[j_] = _mm512_scalef_ps(a[j_], n[j_]);
+    tp__vm_exp_parts_v16(g, n, a);
+    TP__VM_V16_EACH c[j_] = _mm512_scalef_ps(_mm512_add_ps(_mm512_set1_ps(1.0f), a[j_]), n[j_]);
     /* h = 0.5*x*erfc(z) (-0 past the tail); gelu = h for x < 0, else x - h */
     TP__VM_V16_EACH b[j_] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z2[j_], _mm512_set1_ps(85.0f), _CMP_GT_OQ),
                                                  _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x[j_]), c[j_]),
