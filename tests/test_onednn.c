@@ -424,7 +424,8 @@ TEST(test_gemm_conv) {
  * The first net's convolutions take our NHWC paths (the implicit GEMM and
  * Winograd on AVX2-only CPUs or with TP_CONV_GEMM=1/2), the others oneDNN's
  * convolutions with a bias, a residual sum, pools, a unary and a binary
- * step. A copy of the program each time: a program keeps the plans it
+ * step, and a squeeze-excitation block (its mean on our loop, its multiply
+ * fused into the projection: fuse_scales' allocation). A copy of the program each time: a program keeps the plans it
  * built. */
 static tp_status plan_and_run(void *ctx) {
     const built *b = ctx;
@@ -458,6 +459,12 @@ TEST(test_alloc_failures) {
           {L_POOL, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
           {L_ADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 3, 0},
           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"squeeze-excitation fused into its projection, a mean", 1, 3, 9, 11, 5,
+         {CONV(16, 3, 1, 1, 1, 1, TP_OP_SILU),
+          CONV(16, 3, 1, 1, 1, 16, TP_OP_SILU),
+          {L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, true, NONE, 2, 0},
+          CONV(8, 1, 1, 0, 1, 1, NONE),
+          CONV(8, 3, 1, 1, 1, 1, NONE)}},
     };
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
         built b = build(&nets[i]);

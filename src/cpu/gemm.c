@@ -15,13 +15,15 @@
  *       epilogue (bias, residual, act) on the finished MR x NC strip, after
  *       the last K block.
  *   (A block of at most TP__GEMM_JR_OUTER_MAX_ROWS rows read in place swaps
- *   the ir and jr loops when a B micro-panel fits in L1: see there. Then
- *   the kernel calls of one B micro-panel also prefetch the next one into
- *   L2, a line per k step: few rows reuse each weight little, so without it
- *   they wait on memory. Measured on an AVX-512 Xeon, B cold, gemm_bench:
- *   49x4608x512 85 -> 113 GFLOP/s (1 thread, medians of 5), 32x784x512
- *   88 -> 122; ResNet-50 (M 49 in its last stage) 62.7 -> 54.5 ms at 1
- *   thread, the MLP 0.340 -> 0.295 ms.)
+ *   the ir and jr loops when a B micro-panel fits in L1: see there.)
+ * Prefetch: the kernel calls that share a part of B also fetch what comes
+ *   next into L2, a line per k step spread over them (tp__gemm_next): with
+ *   the jr-outer order the next B micro-panel (few rows reuse each weight
+ *   little, so without it they wait on memory), else the next K or column
+ *   block of a pre-packed B. Measured on an AVX-512 Xeon, B cold,
+ *   gemm_bench, 1 thread: 49x4608x512 85 -> 113 GFLOP/s, 32x784x512 88 ->
+ *   122, 196x1024x256 101 -> 129-137; ResNet-50 (M 49 in its last stage)
+ *   62.7 -> 54.5 ms at 1 thread, the MLP 0.340 -> 0.295 ms.
  * Packed B layout (weights and workspace alike): column panels NR wide,
  * each panel row-major (kc rows of NR floats, zero beyond N); a pre-packed B
  * keeps all K rows per panel, so block (pc, jc) starts at panel jc/NR, row pc,
@@ -509,7 +511,7 @@ static tp__gemm_next tp__gemm_next_block(const tp__gemm_plan *plan, const tp_gem
     const int64_t cur_nc = n1 - jc < plan->nc ? n1 - jc : plan->nc;
     const int64_t cur_kc = k - pc < plan->kc ? k - pc : plan->kc;
     const int64_t budget = (tp__gemm_cache_info().l2 - cur_kc * cur_nc * (int64_t)sizeof(float)) / 2;
-    if (budget < 64 * 64) {
+    if (budget < 4096) { /* too little room to be worth a prefetch */
         next.panels = 0;
     } else if (next.panels * next.panel_bytes > budget) {
         if (budget >= next.panel_bytes) {
@@ -557,24 +559,22 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
             const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
             const bool packed_edge = jr >= full_cols;
             const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
-            const float *pf = NULL;
-            int64_t pf_bytes = 0;
+            /* one panel to prefetch: the next of this block, else the first of `next` */
+            tp__gemm_next one = {0};
             if (contiguous && jr + nr < nc) {
                 const bool edge_next = jr + nr >= full_cols;
-                pf = edge_next ? edge_b : b_block + (jr / nr + 1) * panel_stride;
-                pf_bytes = kc * (edge_next ? edge_ldb : nr) * (int64_t)sizeof(float);
+                one = (tp__gemm_next){edge_next ? edge_b : b_block + (jr / nr + 1) * panel_stride, 0, 1,
+                                      kc * (edge_next ? edge_ldb : nr) * (int64_t)sizeof(float)};
             } else if (contiguous && next->panels > 0) {
-                pf = next->b;
-                pf_bytes = next->panel_bytes;
+                one = (tp__gemm_next){next->b, 0, 1, next->panel_bytes};
             }
-            const int64_t chunk = (tp__gemm_ceil_div(pf_bytes, strips) + 63) & ~(int64_t)63;
             int64_t s = 0;
             for (int64_t ir = 0; ir < rows; ir += mr, s++) {
                 const int r = rows - ir < mr ? (int)(rows - ir) : mr;
-                const int64_t off = s * chunk < pf_bytes ? s * chunk : pf_bytes;
-                const int64_t len = pf_bytes - off < chunk ? pf_bytes - off : chunk;
+                int64_t pf_bytes;
+                const float *pf = tp__gemm_next_part(&one, s, strips, &pf_bytes);
                 kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc,
-                       r, cols, g->ep.alpha, beta, len > 0 ? (const float *)((const char *)pf + off) : NULL, len);
+                       r, cols, g->ep.alpha, beta, pf, pf_bytes);
             }
         }
         return;

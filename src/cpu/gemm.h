@@ -124,9 +124,10 @@ TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
  *    beyond n, possibly the next row, only feeds columns never stored), so
  *    B must hold that many past the last row's start. Columns beyond n are
  *    never stored.
- * pf, pf_bytes: a hint, [pf, pf + pf_bytes) is read soon (the next B
- *    micro-panel): the kernel may fetch it into L2 a line per k step, so
- *    that weights streaming from memory arrive while this block computes.
+ * pf, pf_bytes: a hint, [pf, pf + pf_bytes) is read soon (a slice of the
+ *    next B micro-panel or block): the kernel may fetch it into L2 a line
+ *    per k step, so that weights streaming from memory arrive while this
+ *    block computes.
  *    pf NULL or pf_bytes 0: none. */
 typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,

@@ -140,8 +140,8 @@ typedef struct dn_step {
     tp_conv_nhwc *gc; /* DN_GEMMCONV: our implicit GEMM instead of chunks */
     const tp_op_plan *act; /* DN_CONV: activation we run on each chunk's output (not a post-op), NULL none */
     bool gc_x_nhwc;   /* ... reading an NHWC (else NCHW) input */
-    bool has_scale;   /* DN_GEMMCONV: in[iscale] scales the input channels (a fused multiply) */
-    int iscale;
+    int iscale;       /* DN_GEMMCONV: in[iscale] scales the input channels (a fused multiply);
+                       * 0 none (in[0] is the input) */
     int64_t scale_ns; /* ... floats between images' scales (0: one for the batch) */
     bool gmean;       /* DN_POOL: a mean over H x W run by gmean_run instead of chunks */
     bool gm_nhwc;
@@ -286,7 +286,7 @@ static tp_status gc_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     const dn_step *d = plan->data;
     tp_conv_nhwc_call call = {.conv = d->gc, .x = (const float *)tp__tensor_base(in[0]), .x_nhwc = d->gc_x_nhwc,
                               .y = (float *)tp__tensor_base(out[0]), .res = NULL};
-    if (d->has_scale) {
+    if (d->iscale > 0) {
         call.in_scale = (const float *)tp__tensor_base(in[d->iscale]);
         call.in_scale_ns = d->scale_ns;
     }
@@ -302,22 +302,18 @@ static tp_status gc_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     return TP_OK;
 }
 
-/* A mean over H and W ([N, C, H, W] -> [N, C, 1, 1], squeeze-excitation's
- * and the classifier's global pool): threads take ranges of channels (no
- * partial sums to combine), each channel summed over the pixels in order
- * in four interleaved partial sums (pixel p into sum p mod 4), added
- * pairwise at the end, so the result does not depend on the thread count.
- * oneDNN's pooling ran it on one thread (its chunks are bands of output
- * rows; there is one). EfficientNet-B0's 17 means, Ice Lake, alternating,
- * 1 / 2 threads: oneDNN 0.27-0.36 / 0.46-0.47 ms, this 0.26-0.28 /
- * 0.42-0.44. Still slower at 2 threads than at 1: memory-bound, and half
- * of what each thread reads is in the other core's cache (the depthwise
- * convolution before it wrote bands of rows; a thread here reads a range
- * of channels of every row). */
-/* Channels [c0, c1) of one NHWC image: sums in the order gmean_run states.
- * Built for AVX2 (this pass runs only where oneDNN does, at AVX2 or above:
- * init_once); the channels past the last block of 16 take the same order
- * one at a time. */
+/* One channel's mean over hw values stride apart: four interleaved partial
+ * sums (value p into sum p mod 4), added pairwise, times inv = 1/hw. */
+static float gmean_channel(const float *p, int64_t stride, int64_t hw, float inv) {
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t q = 0; q < hw; q++) a[q & 3] += p[q * stride];
+    return ((a[0] + a[1]) + (a[2] + a[3])) * inv;
+}
+
+/* Channels [c0, c1) of one NHWC image, 16 at a time in the order of
+ * gmean_channel (which takes the channels past the last block of 16).
+ * Built for AVX2: this pass runs only where oneDNN does, at AVX2 or above
+ * (init_once). */
 __attribute__((target("avx2"))) static void gmean_nhwc(const float *img, int64_t ch, int64_t hw, int64_t c0,
                                                        int64_t c1, float inv, float *yn) {
     int64_t cb = c0;
@@ -343,13 +339,21 @@ __attribute__((target("avx2"))) static void gmean_nhwc(const float *img, int64_t
             _mm256_storeu_ps(yn + cb + 8 * h, _mm256_mul_ps(t, v));
         }
     }
-    for (int64_t c = cb; c < c1; c++) {
-        float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int64_t p = 0; p < hw; p++) a[p & 3] += img[p * ch + c];
-        yn[c] = ((a[0] + a[1]) + (a[2] + a[3])) * inv;
-    }
+    for (int64_t c = cb; c < c1; c++) yn[c] = gmean_channel(img + c, ch, hw, inv);
 }
 
+/* A mean over H and W ([N, C, H, W] -> [N, C, 1, 1], squeeze-excitation's
+ * and the classifier's global pool): threads take ranges of channels (no
+ * partial sums to combine), each channel summed over the pixels in order
+ * as gmean_channel sums, so the result does not depend on the thread
+ * count.
+ * oneDNN's pooling ran it on one thread (its chunks are bands of output
+ * rows; there is one). EfficientNet-B0's 17 means, Ice Lake, alternating,
+ * 1 / 2 threads: oneDNN 0.27-0.36 / 0.46-0.47 ms, this 0.26-0.28 /
+ * 0.42-0.44. Still slower at 2 threads than at 1: memory-bound, and half
+ * of what each thread reads is in the other core's cache (the depthwise
+ * convolution before it wrote bands of rows; a thread here reads a range
+ * of channels of every row). */
 static tp_status gmean_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const dn_step *d = plan->data;
     const float *x = (const float *)tp__tensor_base(in[0]);
@@ -364,12 +368,7 @@ static tp_status gmean_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
             gmean_nhwc(img, ch, hw, c0, c1, inv, yn);
             continue;
         }
-        for (int64_t c = c0; c < c1; c++) { /* a plane per channel */
-            const float *pl = img + c * hw;
-            float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            for (int64_t p = 0; p < hw; p++) a[p & 3] += pl[p];
-            yn[c] = ((a[0] + a[1]) + (a[2] + a[3])) * inv;
-        }
+        for (int64_t c = c0; c < c1; c++) yn[c] = gmean_channel(img + c * hw, 1, hw, inv); /* a plane each */
     }
     return TP_OK;
 }
@@ -839,9 +838,13 @@ static bool winograd_beats_brgemm(const tp_conv_info *v) {
  * handles a short K better than ours). */
 static bool act_transcendental(const tp_op_plan *act) { return tp__eltwise_transcendental(tp__fused_act_op(act)); }
 
+/* 1x1, stride 1, no padding: an NHWC input is the GEMM's A itself. */
+static bool is_pointwise(const tp_conv_info *v) {
+    return v->kh == 1 && v->kw == 1 && v->sh == 1 && v->sw == 1 && v->ph == 0 && v->pw == 0;
+}
+
 static bool pointwise_to_gemm(const tp_conv_info *v) {
-    if (v->kh != 1 || v->kw != 1 || v->sh != 1 || v->sw != 1 || v->ph != 0 || v->pw != 0) return false;
-    return v->ires >= 0 || act_transcendental(v->act);
+    return is_pointwise(v) && (v->ires >= 0 || act_transcendental(v->act));
 }
 
 /* Our implicit GEMM (conv_nhwc_avx2.c) takes a dense convolution with a spatial
@@ -1185,13 +1188,11 @@ static void find_scales(pass *ps, const int *reads) {
         dn_cand *c = &ps->cand[j];
         const plan_step *s = &plan->steps[j];
         const tp_conv_info *v = &c->conv;
-        if (c->kind != DN_CONV || v->groups != 1 || v->kh != 1 || v->kw != 1 || v->sh != 1 || v->sw != 1 ||
-            v->ph != 0 || v->pw != 0)
-            continue;
+        if (c->kind != DN_CONV || v->groups != 1 || !is_pointwise(v)) continue;
         const int x = s->in[0];
         const plan_slot *xs = &plan->slots[x];
         const int i = xs->def;
-        if (xs->kind != SLOT_ARENA || reads[x] != 1 || i < 0 || i >= j || v->ires == 0) continue;
+        if (xs->kind != SLOT_ARENA || reads[x] != 1 || i < 0 || i >= j) continue;
         const dn_cand *m = &ps->cand[i];
         const plan_step *ms = &plan->steps[i];
         if (ms->kind != STEP_FAST || m->kind != DN_BINARY || m->alg != dnnl_binary_mul || ms->out[0] != x) continue;
@@ -1217,7 +1218,6 @@ static tp_status fuse_scales(pass *ps, dn_step **built) {
         TP_CHECK(in != NULL, TP_ERR_NOMEM, "out of memory fusing a channel scale");
         s->in = in;
         dn_step *d = built[j];
-        d->has_scale = true;
         d->iscale = s->n_in;
         d->scale_ns = dims4(&plan->slots[sc]).v[0] == 1 ? 0 : d->gc->cin;
         in[0] = h;
