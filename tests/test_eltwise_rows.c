@@ -8,8 +8,9 @@
  * -inf entries (masked attention scores), fully masked rows, terms whose
  * exp underflows (softmax flushes those to 0, documented in vmath.h), and
  * where's four pairings of tensor and broadcast operands with condition
- * bytes other than 0 and 1, and the non-temporal copy (stream) at every
- * destination alignment.
+ * bytes other than 0 and 1, and the non-temporal copy (stream) and the
+ * transcendental ops' streamed loops (unary_stream) at every destination
+ * alignment.
  */
 #include <math.h>
 #include <stdint.h>
@@ -219,4 +220,50 @@ TEST(test_stream) {
     }
 }
 
-TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_where), T(test_stream))
+/* unary_stream: bit for bit the plain unary loop's values, for every
+ * transcendental op, at every destination alignment (the masked head up to
+ * a 64-byte boundary, the non-temporal body, the masked tail) and length,
+ * in place too; nothing written outside [0, n). Inputs span the ops'
+ * interesting ranges, with -inf, +inf and NaN among them. */
+TEST(test_unary_stream) {
+    static const int ops[] = {TP_ELT_EXP, TP_ELT_TANH, TP_ELT_SIGMOID, TP_ELT_SILU,
+                              TP_ELT_ERF, TP_ELT_LOG, TP_ELT_GELU, TP_ELT_GELU_TANH};
+    static float src[MAXN], want[MAXN];
+    static _Alignas(64) float dst[MAXN + 64];
+    for (int64_t i = 0; i < MAXN; i++) src[i] = uniform(-12.0f, 12.0f);
+    src[3] = -INFINITY;
+    src[40] = INFINITY;
+    src[77] = NAN;
+    src[130] = 0.0f;
+    const float params[4] = {0};
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
+        const tp_eltwise_table *t = tp__eltwise_table(level);
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            CHECK(tp__eltwise_transcendental(ops[k]));
+            t->unary(ops[k], want, src, MAXN, params);
+            for (int li = 0; li < N_LENGTHS; li++) {
+                const int64_t n = length_at(li);
+                for (int off = 0; off < 18; off++) {
+                    for (int inplace = 0; inplace < 2; inplace++) {
+                        memset(dst, 0xFF, sizeof dst);
+                        if (inplace) memcpy(dst + 1 + off, src, (size_t)n * sizeof(float));
+                        t->unary_stream(ops[k], dst + 1 + off, inplace ? dst + 1 + off : src, n, params);
+                        t->stream_fence();
+                        int bad = 0, outside = 0;
+                        for (int64_t i = 0; i < n; i++) bad += memcmp(&dst[1 + off + i], &want[i], sizeof(float)) != 0;
+                        for (int64_t i = 0; i < MAXN + 64; i++) {
+                            uint32_t u;
+                            memcpy(&u, &dst[i], sizeof u);
+                            if ((i < 1 + off || i >= 1 + off + n) && u != 0xFFFFFFFFu) outside++;
+                        }
+                        CHECK_MSG(bad == 0 && outside == 0, "%s op %d n=%lld offset %d%s: %d wrong, %d written outside",
+                                  level_name(level), ops[k], (long long)n, 1 + off, inplace ? " in place" : "", bad,
+                                  outside);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_where), T(test_stream), T(test_unary_stream))

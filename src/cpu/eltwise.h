@@ -45,7 +45,8 @@ enum {
 
 /* The ops bound by their arithmetic (a polynomial, an exp, a divide per
  * element), not by memory: their loops prefetch ahead (eltwise_loops.h),
- * their outputs are not streamed (fast_eltwise.c), and as a convolution's
+ * their outputs are streamed straight from their loops (fast_eltwise.c:
+ * no buffer pass), and as a convolution's
  * activation they run as our loop rather than oneDNN's post-op (onednn.c). */
 static inline bool tp__eltwise_transcendental(int op) {
     switch (op) {
@@ -81,6 +82,9 @@ typedef struct tp_eltwise_table {
      * a tail shorter than a vector): the lines go to memory without being
      * read first or kept in cache (fast_eltwise.c: streamed outputs). */
     void (*stream)(float *dst, const float *src, int64_t n);
+    /* o[i] = f(a[i]) (o may equal a) for a tp__eltwise_transcendental op,
+     * written as stream() writes (from o's first 64-byte boundary on). */
+    void (*unary_stream)(int op, float *o, const float *a, int64_t n, const float *params);
     /* Orders the non-temporal stores before the caller's later stores (an
      * sfence): call once after the last stream of a run step, before the
      * step reports completion to other threads. */

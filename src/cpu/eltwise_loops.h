@@ -350,6 +350,27 @@ static void stream(float *dst, const float *src, int64_t n) {
 #endif
 }
 
+/* o[i] = f(a[i]) (o may equal a) for an op bound by its arithmetic
+ * (tp__eltwise_transcendental), stored as stream() does: gelu, silu and
+ * sigmoid at AVX-512 straight from their vector loops, the others a
+ * 64-float block at a time through an L1 buffer. */
+static void unary_stream(int op, float *o, const float *a, int64_t n, const float *params) {
+#if TP_ELT_VLANES == 16 && defined(__AVX512F__)
+    switch (op) {
+    case TP_ELT_GELU: tp__vgelu_v16_nt(o, a, n); return;
+    case TP_ELT_SILU: tp__vsilu_v16_nt(o, a, n); return;
+    case TP_ELT_SIGMOID: tp__vsigmoid_v16_nt(o, a, n); return;
+    default: break;
+    }
+#endif
+    _Alignas(64) float buf[64];
+    for (int64_t i = 0; i < n; i += 64) {
+        const int64_t m = n - i < 64 ? n - i : 64;
+        unary(op, buf, a + i, m, params);
+        stream(o + i, buf, m);
+    }
+}
+
 static void stream_fence(void) {
 #ifdef STREAM_LANES
     _mm_sfence();
@@ -367,5 +388,6 @@ const tp_eltwise_table TP_ELT_TABLE = {
     .max = max_of,
     .where = where_rows,
     .stream = stream,
+    .unary_stream = unary_stream,
     .stream_fence = stream_fence,
 };

@@ -163,14 +163,18 @@ static void chain_free(void *data) { tp_free(data); }
  * faster streamed (some slower, by up to 10%, with blocks of 4096). */
 #define STREAM_STEP 1024
 
+enum { P_OP = 4 + 3 * MAXD, P_SCALAR_B = 5 + 3 * MAXD }; /* after the iteration layout */
+
 /* A float32 output that reaches tp__stream_min_bytes. */
 static bool stream_sized(const tp_tensor *out) {
     int64_t bytes;
     return tp_mul_overflow_i64(tp_tensor_numel(out), 4, &bytes) && bytes >= tp__stream_min_bytes();
 }
 
-/* An op cheap enough to gain from streaming. */
+/* An op cheap enough to gain from streaming through the buffer. */
 static bool streams(int op) { return !tp__eltwise_transcendental(op); }
+
+static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex);
 
 static tp_status eltwise_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     (void)leaf;
@@ -184,6 +188,10 @@ static tp_status eltwise_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int 
     }
     if (c->n == CHAIN_MAX) return TP_ERR_UNSUPPORTED;
     c->ops[c->n++] = consumer;
+    /* a streamed transcendental op writes straight from its loop, which
+     * has no place for a chain (streaming it through the buffer measured
+     * no faster) */
+    if (plan->run == unary_run && tp__eltwise_transcendental((int)plan->i[P_OP])) plan->stream_out = false;
     tp_elt_info ci;
     if (!tp__eltwise_info(consumer, &ci) || !streams(ci.op)) plan->stream_out = false;
     return TP_OK;
@@ -196,8 +204,6 @@ static void run_chain(const tp_op_plan *plan, float *p, int64_t n) {
 }
 
 /* ---- binary -------------------------------------------------------------- */
-
-enum { P_OP = 4 + 3 * MAXD, P_SCALAR_B = 5 + 3 * MAXD }; /* after the iteration layout */
 
 static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const tp_eltwise_table *tab = plan->fn;
@@ -340,6 +346,11 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
             hi = ex->ith == ex->nth - 1 ? n : ((chunk * (ex->ith + 1)) & ~(int64_t)15);
         }
         const bool st = plan->stream_out;
+        if (st && tp__eltwise_transcendental(op)) { /* straight from the loop (no chain) */
+            if (lo < hi) tab->unary_stream(op, o + lo, a + lo, hi - lo, params);
+            tab->stream_fence();
+            return TP_OK;
+        }
         _Alignas(64) float buf[STREAM_STEP];
         int64_t step = st ? STREAM_STEP : plan->data ? BLOCK : hi - lo;
         for (int64_t q = lo; q < hi; q += step) {
@@ -359,6 +370,10 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     for (int64_t r = lo; r < hi; r++) {
         int64_t oa, ob;
         outer_offsets(plan, r, &oa, &ob);
+        if (st && tp__eltwise_transcendental(op)) {
+            tab->unary_stream(op, o + r * n, a + oa, n, params);
+            continue;
+        }
         if (st) {
             for (int64_t q = 0; q < n; q += STREAM_STEP) {
                 int64_t m = n - q < STREAM_STEP ? n - q : STREAM_STEP;
@@ -402,7 +417,9 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = unary_run;
-    plan->stream_out = streams(op) && stream_sized(out);
+    /* transcendental ops stream straight from their loops (unary_stream):
+     * 64 MiB gelu ~10% faster at AVX-512 */
+    plan->stream_out = stream_sized(out);
     plan->max_threads = threads_for(tp_tensor_numel(out) * 4, info->max_threads);
     plan->inplace_ok = tp_tensor_is_contiguous(a);
     if (plan->inplace_ok) plan->apply = unary_apply;
