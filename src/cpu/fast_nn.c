@@ -45,6 +45,12 @@ static void row_range(int64_t rows, const tp_exec *ex, int64_t *lo, int64_t *hi)
 
 /* ---- softmax / log_softmax over the last dim ---------------------------- */
 
+/* An output past tp__stream_min_bytes (cpu.h) with rows of at most this
+ * many floats is computed a row at a time into an L1 buffer and copied out
+ * with non-temporal stores (as the elementwise ops do, fast_eltwise.c): its
+ * lines are not read from memory before being overwritten. */
+enum { SOFTMAX_STREAM_ROW = 4096 };
+
 static tp_status softmax_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const tp_eltwise_table *tab = plan->fn;
     const float *a = (const float *)tp__tensor_base(in[0]);
@@ -53,6 +59,15 @@ static tp_status softmax_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     row_range(plan->i[0], ex, &lo, &hi);
     /* rows up to 64 KiB pull the next one into cache while computing */
     const int64_t pf_to = n <= 16384 ? hi - 1 : lo;
+    if (plan->stream_out) { /* rows computed in L1, then stored non-temporally */
+        _Alignas(64) float buf[SOFTMAX_STREAM_ROW];
+        for (int64_t r = lo; r < hi; r++) {
+            tab->softmax(buf, a + r * n, n, plan->i[2] != 0, r < pf_to ? a + (r + 1) * n : NULL);
+            tab->stream(o + r * n, buf, n);
+        }
+        tab->stream_fence();
+        return TP_OK;
+    }
     for (int64_t r = lo; r < hi; r++)
         tab->softmax(o + r * n, a + r * n, n, plan->i[2] != 0, r < pf_to ? a + (r + 1) * n : NULL);
     return TP_OK;
@@ -77,6 +92,7 @@ static tp_status softmax_like(const tp_prepare_info *info, const tp_value *bound
     plan->fn = tp__eltwise_table(info->cpu_level);
     plan->variant = level_name(info->cpu_level);
     plan->run = softmax_run;
+    plan->stream_out = n <= SOFTMAX_STREAM_ROW && sat_mul(tp_tensor_numel(o), 4) >= tp__stream_min_bytes();
     plan->max_threads = row_threads(rows, sat_mul(n, 4), info->max_threads);
     plan->inplace_ok = !log; /* log_softmax reads its input again after writing exp() to the output */
     return TP_OK;
