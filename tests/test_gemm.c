@@ -437,5 +437,104 @@ TEST(test_implicit_a) {
     CHECK(case_failures == 0);
 }
 
+/* relu with the library's bits (eltwise_loops.h): x > 0: x, NaN: NaN,
+ * else +0; counts the elements it was given. */
+static void act_relu(float *ptr, int64_t n, const void *ctx) {
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) ptr[i] = ptr[i] > 0.0f ? ptr[i] : (ptr[i] != ptr[i] ? ptr[i] : 0.0f);
+    atomic_fetch_add(&act_elements, (long)n);
+}
+
+/* A bias of N and relu (act_relu) applied by the micro-kernels in
+ * registers: bit for bit the product without them followed by + bias and
+ * relu in plain C, at every ISA level, for edge widths (masked bias loads),
+ * several K blocks, beta 0 and 1, alpha -1 (a zero column of B and a -0
+ * bias give -0, which relu turns to +0), NaN rows, packed and unpacked B,
+ * implicit A, row blocks of 1-3 threads; relu is not called as the act
+ * then. With a separate residual (relu after it, in the finish pass) the
+ * act is called for every element and the bits are the same as the
+ * product, bias, residual and relu in that order. */
+TEST(test_tile_epilogue) {
+    static const int64_t shapes[][3] = {{1, 70, 1},   {5, 17, 7},     {13, 33, 17}, {100, 64, 64},
+                                        {7, 600, 65}, {33, 129, 130}, {64, 255, 255}, {200, 70, 300}};
+    for (int isa = TP_ISA_SCALAR; isa <= tp__gemm_best_isa(); isa++)
+        for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++)
+            for (int v = 0; v < 6; v++) {
+                const int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+                const bool packed = v & 1, residual = v >= 4, implicit = v == 3;
+                const float alpha = v == 2 ? -1.0f : 1.0f, beta = (v & 2) ? 1.0f : 0.0f;
+                float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+                float *bias = malloc(sizeof(float) * (size_t)n), *res = malloc(sizeof(float) * (size_t)(m * n));
+                float *c0 = malloc(sizeof(float) * (size_t)(m * n)), *want = malloc(sizeof(float) * (size_t)(m * n));
+                float *got = malloc(sizeof(float) * (size_t)(m * n));
+                for (int64_t i = 0; i < m * k; i++) a[i] = rng_float();
+                for (int64_t i = 0; i < k * n; i++) b[i] = (i % n) == n / 2 ? 0.0f : rng_float();
+                for (int64_t j = 0; j < n; j++) bias[j] = j == n / 2 ? -0.0f : 0.25f * rng_float();
+                for (int64_t i = 0; i < m * n; i++) res[i] = rng_float();
+                for (int64_t i = 0; i < m * n; i++) c0[i] = (i / n) % 3 == 1 ? 0.0f : rng_float();
+                if (m > 2) a[2 * k + k / 2] = NAN; /* row 2: NaN throughout */
+                void *pb = NULL;
+                if (packed) {
+                    pb = alloc_aligned(tp__gemm_packed_b_bytes(isa, k, n));
+                    tp__gemm_pack_b(isa, k, n, b, n, 1, pb);
+                }
+                gemm_fixture fx = {0};
+                fx.cs = (gemm_case){m, n, k, false, false, packed, alpha, beta, 0, false, false, implicit};
+                fx.a = a;
+                tp_gemm g = {.isa = isa, .m = m, .n = n, .k = k, .a = a, .rs_a = k, .cs_a = 1, .c = want, .ldc = n};
+                if (implicit) {
+                    g.a = NULL;
+                    g.a_fill = fill_from_fixture;
+                    g.a_ctx = &fx;
+                }
+                if (packed) g.packed_b = pb;
+                else {
+                    g.b = b;
+                    g.rs_b = n;
+                    g.cs_b = 1;
+                }
+                g.ep = tp__gemm_epilogue_default();
+                g.ep.alpha = alpha;
+                g.ep.beta = beta;
+                /* expected: the bare product, then bias, residual and relu in C */
+                memcpy(want, c0, sizeof(float) * (size_t)(m * n));
+                run_split(&g, 1, false);
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        float x = want[i * n + j] + bias[j];
+                        if (residual) x += res[i * n + j];
+                        want[i * n + j] = x > 0.0f ? x : (x != x ? x : 0.0f);
+                    }
+                g.ep.bias = bias;
+                g.ep.residual = residual ? res : NULL;
+                g.ep.ld_residual = n;
+                g.ep.act = act_relu;
+                g.ep.act_relu = true;
+                g.c = got;
+                for (int nth = 1; nth <= 3; nth++) {
+                    memcpy(got, c0, sizeof(float) * (size_t)(m * n));
+                    atomic_store(&act_elements, 0);
+                    run_split(&g, nth, nth == 3);
+                    int64_t bad = -1;
+                    for (int64_t i = 0; i < m * n && bad < 0; i++)
+                        if (memcmp(&got[i], &want[i], sizeof(float)) != 0) bad = i;
+                    CHECK_MSG(bad < 0, "isa %d %lldx%lldx%lld v%d nth %d: C[%lld] = %.9g, expected %.9g", isa,
+                              (long long)m, (long long)k, (long long)n, v, nth, (long long)bad,
+                              bad >= 0 ? got[bad] : 0.0f, bad >= 0 ? want[bad] : 0.0f);
+                    CHECK_MSG(atomic_load(&act_elements) == (residual ? (long)(m * n) : 0),
+                              "isa %d %lldx%lldx%lld v%d: act saw %ld elements", isa, (long long)m, (long long)k,
+                              (long long)n, v, atomic_load(&act_elements));
+                }
+                free(pb);
+                free(a);
+                free(b);
+                free(bias);
+                free(res);
+                free(c0);
+                free(want);
+                free(got);
+            }
+}
+
 TEST_MAIN(T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
-          T(test_implicit_a))
+          T(test_implicit_a), T(test_tile_epilogue))

@@ -403,6 +403,7 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     if (cv->act) {
         g.ep.act = tp__fused_act;
         g.ep.act_ctx = cv->act;
+        g.ep.act_relu = tp__fused_act_op(cv->act) == TP_ELT_RELU;
     }
     return g;
 }

@@ -15,6 +15,7 @@
  * Depthwise convolutions (groups == Cin == Cout) run a direct loop per
  * channel instead, split over channels.
  */
+#include "eltwise.h"
 #include "fast.h"
 #include "gemm.h"
 #include "kernel_util.h"
@@ -131,6 +132,7 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
         if (cp->act) {
             gm.ep.act = tp__fused_act;
             gm.ep.act_ctx = cp->act;
+            gm.ep.act_relu = tp__fused_act_op(cp->act) == TP_ELT_RELU;
         }
         tp__gemm_run(&gm, 0, 1, gws);
     }

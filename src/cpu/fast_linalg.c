@@ -14,6 +14,7 @@
  * Threads split batches when there are enough, else the GEMM's M/N blocks.
  */
 #include "einsum.h"
+#include "eltwise.h"
 #include "fast.h"
 #include "gemm.h"
 #include "kernel_util.h"
@@ -74,6 +75,7 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     if (mp->act) {
         g.ep.act = tp__fused_act;
         g.ep.act_ctx = mp->act;
+        g.ep.act_relu = tp__fused_act_op(mp->act) == TP_ELT_RELU;
     }
     int64_t mn = mp->m * mp->n;
     bool split_batches = mp->n_batch >= ex->nth;

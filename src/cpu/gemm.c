@@ -176,7 +176,8 @@ tp_gemm_cache_info tp__gemm_cache_info(void) {
  * computed, only m x n stored. Same contract as tp__gemm_microkernel_fn. */
 static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                        float alpha, float beta, const float *pf, int64_t pf_bytes) {
+                                        float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                        const tp__gemm_tile_ep *ep) {
     enum { MR = TP__GEMM_SCALAR_MR, NR = TP__GEMM_SCALAR_NR };
     (void)rs_a;
     (void)cs_a;
@@ -191,12 +192,15 @@ static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a
             for (int j = 0; j < NR; j++) acc[i][j] += ai * bp[j];
         }
     }
+    const float *bias = ep ? ep->bias : NULL;
+    const bool relu = ep && ep->relu;
     for (int i = 0; i < m; i++) {
         float *ci = c + i * ldc;
-        if (beta == 0.0f) {
-            for (int j = 0; j < n; j++) ci[j] = alpha * acc[i][j];
-        } else {
-            for (int j = 0; j < n; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
+        for (int j = 0; j < n; j++) {
+            float v = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
+            if (bias) v += bias[j];
+            if (relu) v = v > 0.0f ? v : (v != v ? v : 0.0f);
+            ci[j] = v;
         }
     }
 }
@@ -251,6 +255,11 @@ typedef struct tp__gemm_plan {
     int64_t mc;          /* implicit A: rows filled per block (a multiple of mr) */
     bool fill_jr_outer;  /* implicit A: column panels outside row panels */
     size_t a_bytes, b_bytes; /* per-thread workspace parts */
+    /* The micro-kernels add a bias of N (k_bias) and apply relu (k_relu:
+     * act_relu, nothing left to add before it) to each tile of the last K block
+     * in registers; `rest` is the epilogue left for the finish pass. */
+    bool k_bias, k_relu;
+    tp_gemm_epilogue rest;
 } tp__gemm_plan;
 
 /* Row-major B is read in place, not packed, when M is at most this: few
@@ -359,6 +368,11 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
         plan.a_bytes = tp__gemm_round_up_64((size_t)(plan.mc * kc1) * sizeof(float));
     else
         plan.a_bytes = packs_a ? tp__gemm_round_up_64((size_t)(mr * kc1) * sizeof(float) * (g->a_fill ? 2 : 1)) : 0;
+    plan.k_bias = g->ep.bias && !g->ep.bias_per_row;
+    plan.k_relu = g->ep.act && g->ep.act_relu && !g->ep.residual && (!g->ep.bias || plan.k_bias);
+    plan.rest = g->ep;
+    if (plan.k_bias) plan.rest.bias = NULL;
+    if (plan.k_relu) plan.rest.act = NULL;
     plan.b_bytes = g->packed_b ? 0
                    : plan.reads_b_in_place ? tp__gemm_round_up_64((size_t)(plan.kc * nr) * sizeof(float))
                                            : tp__gemm_round_up_64((size_t)(plan.kc * nc) * sizeof(float));
@@ -456,11 +470,20 @@ void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b
 /* bias, residual and act on rows [i0, i0 + rows) x columns [j0, j0 + cols)
  * of C, which already hold alpha*A*B + beta*C_old (gemm_finish.h, at the
  * plan's ISA). */
-static void tp__gemm_finish_rows(const tp_gemm *g, tp__gemm_finish_fn finish, int64_t i0, int64_t rows, int64_t j0,
-                                 int64_t cols) {
-    const tp_gemm_epilogue *ep = &g->ep;
+static void tp__gemm_finish_rows(const tp_gemm *g, const tp_gemm_epilogue *ep, tp__gemm_finish_fn finish, int64_t i0,
+                                 int64_t rows, int64_t j0, int64_t cols) {
     if (!ep->bias && !ep->residual && !ep->act) return;
     finish(ep, g->c, g->ldc, i0, rows, j0, cols);
+}
+
+/* What the kernel calls of the last K block apply to their tile (columns
+ * from j on), into *te; NULL when nothing. */
+static const tp__gemm_tile_ep *tp__gemm_tile_ep_at(const tp__gemm_plan *plan, const tp_gemm *g, bool last, int64_t j,
+                                                   tp__gemm_tile_ep *te) {
+    if (!last || (!plan->k_bias && !plan->k_relu)) return NULL;
+    te->bias = plan->k_bias ? g->ep.bias + j : NULL;
+    te->relu = plan->k_relu;
+    return te;
 }
 
 /* k == 0: C = beta*C, then the epilogue. */
@@ -470,7 +493,7 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
         float *row = g->c + i * g->ldc;
         for (int64_t j = n0; j < n1; j++) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
     }
-    tp__gemm_finish_rows(g, tp__gemm_isa_info_for(g->isa).finish, m0, m1 - m0, n0, n1 - n0);
+    tp__gemm_finish_rows(g, &g->ep, tp__gemm_isa_info_for(g->isa).finish, m0, m1 - m0, n0, n1 - n0);
 }
 
 /* ---- The product ---- */
@@ -548,8 +571,9 @@ static const float *tp__gemm_next_part(const tp__gemm_next *next, int64_t call, 
  * the prefetch of `next`. */
 static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const float *a, int64_t rs_a, int64_t rows,
                            const float *b_block, int64_t panel_stride, int64_t ldb, const float *edge_b,
-                           int64_t edge_ldb, int64_t full_cols, float *c, int64_t kc, int64_t nc, float beta,
-                           bool jr_outer, const tp__gemm_next *next) {
+                           int64_t edge_ldb, int64_t full_cols, int64_t i0, int64_t j0, int64_t kc, int64_t nc,
+                           float beta, bool jr_outer, bool last, const tp__gemm_next *next) {
+    float *c = g->c + i0 * g->ldc + j0;
     const int mr = plan->isa.mr, nr = plan->isa.nr;
     const tp__gemm_microkernel_fn kernel = plan->isa.kernel;
     if (jr_outer) {
@@ -573,8 +597,11 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
                 const int r = rows - ir < mr ? (int)(rows - ir) : mr;
                 int64_t pf_bytes;
                 const float *pf = tp__gemm_next_part(&one, s, strips, &pf_bytes);
+                tp__gemm_tile_ep te;
                 kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc,
-                       r, cols, g->ep.alpha, beta, pf, pf_bytes);
+                       r, cols, g->ep.alpha, beta, pf, pf_bytes, tp__gemm_tile_ep_at(plan, g, last, j0 + jr, &te));
+                /* the rest of the epilogue while the tile is in L1 */
+                if (last) tp__gemm_finish_rows(g, &plan->rest, plan->isa.finish, i0 + ir, r, j0 + jr, cols);
             }
         }
         return;
@@ -589,9 +616,11 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
             const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
             int64_t pf_bytes;
             const float *pf = tp__gemm_next_part(next, call, calls, &pf_bytes);
+            tp__gemm_tile_ep te;
             kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc, r,
-                   cols, g->ep.alpha, beta, pf, pf_bytes);
+                   cols, g->ep.alpha, beta, pf, pf_bytes, tp__gemm_tile_ep_at(plan, g, last, j0 + jr, &te));
         }
+        if (last) tp__gemm_finish_rows(g, &plan->rest, plan->isa.finish, i0 + ir, r, j0, nc);
     }
 }
 
@@ -680,12 +709,8 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                      * the next one */
                     const tp__gemm_next none = {0};
                     tp__gemm_block(&plan, g, a_block, rs_a, mc, b_block, panel_stride, ldb, edge_b, edge_ldb, full_cols,
-                                   g->c + ic * g->ldc + jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true,
+                                   ic, jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true, last,
                                    ic + mc >= m1 ? &next : &none);
-                    if (last)
-                        for (int64_t ir = ic; ir < ic + mc; ir += mr)
-                            tp__gemm_finish_rows(g, plan.isa.finish, ir, ic + mc - ir < mr ? (int)(ic + mc - ir) : mr,
-                                                 jc, nc);
                 }
                 continue;
             }
@@ -715,10 +740,11 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                     const float *b_panel = packed_edge ? edge_b : b_block + (jr / nr) * panel_stride;
                     int64_t pf_bytes;
                     const float *pf = tp__gemm_next_part(&next, call, calls, &pf_bytes);
+                    tp__gemm_tile_ep te;
                     kernel(kc, a_panel, rs_a, cs_a, b_panel, packed_edge ? edge_ldb : ldb, c_row + jr, g->ldc, rows, cols,
-                           g->ep.alpha, beta, pf, pf_bytes);
+                           g->ep.alpha, beta, pf, pf_bytes, tp__gemm_tile_ep_at(&plan, g, last, jc + jr, &te));
                 }
-                if (last) tp__gemm_finish_rows(g, plan.isa.finish, ir, rows, jc, nc);
+                if (last) tp__gemm_finish_rows(g, &plan.rest, plan.isa.finish, ir, rows, jc, nc);
             }
         }
     }

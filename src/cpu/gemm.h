@@ -53,6 +53,12 @@ typedef struct tp_gemm_epilogue {
     int64_t ld_residual;
     void (*act)(float *ptr, int64_t n, const void *act_ctx);
     const void *act_ctx;
+    /* act is relu (a hint; act must still be set): the micro-kernels may
+     * apply it to a tile in registers, with relu's exact results (x > 0:
+     * x; NaN: NaN; else +0), when no separate residual follows. A bias of
+     * N is likewise added in registers; the rest of the epilogue runs
+     * after, in the same order as without. */
+    bool act_relu;
 } tp_gemm_epilogue;
 
 /* The identity epilogue: alpha 1, beta 0, nothing else. */
@@ -128,10 +134,19 @@ TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
  *    next B micro-panel or block): the kernel may fetch it into L2 a line
  *    per k step, so that weights streaming from memory arrive while this
  *    block computes.
- *    pf NULL or pf_bytes 0: none. */
+ *    pf NULL or pf_bytes 0: none.
+ * ep: NULL, or what to apply to the tile before it is stored, after
+ *    alpha and beta: + bias[j] for column j (bias read for columns [0, n)
+ *    only) and then relu, as the epilogue (gemm_finish.h, fused act)
+ *    would: the same results. */
+typedef struct tp__gemm_tile_ep {
+    const float *bias; /* NULL: none; else the tile's first column's */
+    bool relu;
+} tp__gemm_tile_ep;
 typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                        float alpha, float beta, const float *pf, int64_t pf_bytes);
+                                        float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                        const tp__gemm_tile_ep *ep);
 
 /* The epilogue's row loops per ISA (gemm_finish.h). The residual must not
  * overlap C's rows except exactly (residual == C is not supported). */
@@ -149,9 +164,11 @@ enum { TP__GEMM_AVX512_MR = 6, TP__GEMM_AVX512_NR = 64 };
 
 TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                          const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                         float alpha, float beta, const float *pf, int64_t pf_bytes);
+                                         float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                         const tp__gemm_tile_ep *ep);
 TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                            const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                           float alpha, float beta, const float *pf, int64_t pf_bytes);
+                                           float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                           const tp__gemm_tile_ep *ep);
 
 #endif

@@ -27,7 +27,7 @@ static inline __m256i tp__gemm_avx2_column_mask(int n, int j) {
 static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
     const int m, const bool packed_a, const bool prefetch, int64_t kc, const float *a, int64_t rs_a,
     const float *b, int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta, const float *pf,
-    int64_t pf_bytes) {
+    int64_t pf_bytes, const tp__gemm_tile_ep *tep) {
     const int64_t rs = packed_a ? 1 : rs_a;
     const int64_t cs = packed_a ? MR : 1;
     __m256 acc[MR][NV];
@@ -71,7 +71,18 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
         b += ldb;
         if (!packed_a) __asm__("" : "+r"(a), "+r"(a3));
     }
-    const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta);
+    const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta), zero = _mm256_setzero_ps();
+    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
+    const bool has_bias = tep && tep->bias, relu = tep && tep->relu;
+    __m256 bias_v[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+        bias_v[j] = has_bias && n > 8 * j ? _mm256_maskload_ps(tep->bias + 8 * j, tp__gemm_avx2_column_mask(n, j)) : zero;
+#define TP__GEMM_AVX2_TILE_EP(v, j)                                                        \
+    do {                                                                                   \
+        if (has_bias) v = _mm256_add_ps(v, bias_v[j]);                                     \
+        if (relu) v = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_NLE_UQ), v);               \
+    } while (0)
     if (n == NR) {
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
@@ -83,6 +94,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
                 if (beta == 0.0f) v = _mm256_mul_ps(alpha_v, acc[i][j]);
                 else if (beta == 1.0f) v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_loadu_ps(ci + 8 * j));
                 else v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_mul_ps(beta_v, _mm256_loadu_ps(ci + 8 * j)));
+                TP__GEMM_AVX2_TILE_EP(v, j);
                 _mm256_storeu_ps(ci + 8 * j, v);
             }
         }
@@ -104,26 +116,29 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
             else
                 v = _mm256_fmadd_ps(alpha_v, acc[i][j],
                                     _mm256_mul_ps(beta_v, _mm256_maskload_ps(ci + 8 * j, mask[j])));
+            TP__GEMM_AVX2_TILE_EP(v, j);
             _mm256_maskstore_ps(ci + 8 * j, mask[j], v);
         }
     }
+#undef TP__GEMM_AVX2_TILE_EP
 }
 
 #define TP__GEMM_AVX2_ROWS(M)                                                                               \
     case M:                                                                                                 \
         if (pf) {                                                                                           \
-            if (cs_a == 1) tp__gemm_avx2_tile(M, false, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes); \
-            else tp__gemm_avx2_tile(M, true, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes);           \
+            if (cs_a == 1) tp__gemm_avx2_tile(M, false, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes, ep); \
+            else tp__gemm_avx2_tile(M, true, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes, ep);           \
         } else if (cs_a == 1) {                                                                             \
-            tp__gemm_avx2_tile(M, false, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);         \
+            tp__gemm_avx2_tile(M, false, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0, ep);         \
         } else {                                                                                            \
-            tp__gemm_avx2_tile(M, true, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);          \
+            tp__gemm_avx2_tile(M, true, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0, ep);          \
         }                                                                                                   \
         break;
 
 TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                          const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                         float alpha, float beta, const float *pf, int64_t pf_bytes) {
+                                         float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                         const tp__gemm_tile_ep *ep) {
     if (pf_bytes <= 0) pf = NULL;
     switch (m) {
         TP__GEMM_AVX2_ROWS(1)

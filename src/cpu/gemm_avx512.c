@@ -29,7 +29,8 @@ static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
  * over row-major A (cs 1). */
 static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
     const int m, const int nv, const bool packed_a, const bool prefetch, int64_t kc, const float *a, int64_t rs_a, const float *b,
-    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta, const float *pf, int64_t pf_bytes) {
+    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta, const float *pf, int64_t pf_bytes,
+    const tp__gemm_tile_ep *tep) {
     const int64_t rs = packed_a ? 1 : rs_a;
     const int64_t cs = packed_a ? MR : 1;
     __m512 acc[MR][NV];
@@ -87,7 +88,19 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
          * instead of one induction variable (register) per row */
         if (!packed_a) __asm__("" : "+r"(a), "+r"(a3));
     }
-    const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
+    const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta), zero = _mm512_setzero_ps();
+    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
+    const bool has_bias = tep && tep->bias, relu = tep && tep->relu;
+    __m512 bias_v[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+        bias_v[j] = has_bias && j < nv ? _mm512_maskz_loadu_ps(tp__gemm_avx512_column_mask(n, j), tep->bias + 16 * j)
+                                       : zero;
+#define TP__GEMM_AVX512_TILE_EP(v, j)                                                              \
+    do {                                                                                           \
+        if (has_bias) v = _mm512_add_ps(v, bias_v[j]);                                             \
+        if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);            \
+    } while (0)
     if (n == 16 * nv) {
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
@@ -100,6 +113,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
                 if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
                 else if (beta == 1.0f) v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_loadu_ps(ci + 16 * j));
                 else v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_mul_ps(beta_v, _mm512_loadu_ps(ci + 16 * j)));
+                TP__GEMM_AVX512_TILE_EP(v, j);
                 _mm512_storeu_ps(ci + 16 * j, v);
             }
         }
@@ -121,20 +135,22 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
             else
                 v = _mm512_fmadd_ps(alpha_v, acc[i][j],
                                     _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(mask[j], ci + 16 * j)));
+            TP__GEMM_AVX512_TILE_EP(v, j);
             _mm512_mask_storeu_ps(ci + 16 * j, mask[j], v);
         }
     }
+#undef TP__GEMM_AVX512_TILE_EP
 }
 
 #define TP__GEMM_AVX512_TILE(M, NVEC)                                                                      \
     case NVEC:                                                                                             \
         if (pf) {                                                                                          \
-            if (cs_a == 1) tp__gemm_avx512_tile(M, NVEC, false, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes); \
-            else tp__gemm_avx512_tile(M, NVEC, true, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes);           \
+            if (cs_a == 1) tp__gemm_avx512_tile(M, NVEC, false, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes, ep); \
+            else tp__gemm_avx512_tile(M, NVEC, true, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, pf_bytes, ep);           \
         } else if (cs_a == 1) {                                                                            \
-            tp__gemm_avx512_tile(M, NVEC, false, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);  \
+            tp__gemm_avx512_tile(M, NVEC, false, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0, ep);  \
         } else {                                                                                           \
-            tp__gemm_avx512_tile(M, NVEC, true, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0);   \
+            tp__gemm_avx512_tile(M, NVEC, true, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, pf, 0, ep);   \
         }                                                                                                  \
         break;
 #define TP__GEMM_AVX512_ROWS(M)                     \
@@ -150,7 +166,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
 
 TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                            const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
-                                           float alpha, float beta, const float *pf, int64_t pf_bytes) {
+                                           float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                           const tp__gemm_tile_ep *ep) {
     if (pf_bytes <= 0) pf = NULL;
     switch (m) {
         TP__GEMM_AVX512_ROWS(1)
