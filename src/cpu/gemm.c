@@ -600,8 +600,6 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
                 tp__gemm_tile_ep te;
                 kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc,
                        r, cols, g->ep.alpha, beta, pf, pf_bytes, tp__gemm_tile_ep_at(plan, g, last, j0 + jr, &te));
-                /* the rest of the epilogue while the tile is in L1 */
-                if (last) tp__gemm_finish_rows(g, &plan->rest, plan->isa.finish, i0 + ir, r, j0 + jr, cols);
             }
         }
         return;
@@ -620,7 +618,6 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
             kernel(kc, a + ir * rs_a, rs_a, 1, b_panel, packed_edge ? edge_ldb : ldb, c + ir * g->ldc + jr, g->ldc, r,
                    cols, g->ep.alpha, beta, pf, pf_bytes, tp__gemm_tile_ep_at(plan, g, last, j0 + jr, &te));
         }
-        if (last) tp__gemm_finish_rows(g, &plan->rest, plan->isa.finish, i0 + ir, r, j0, nc);
     }
 }
 
@@ -711,6 +708,14 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                     tp__gemm_block(&plan, g, a_block, rs_a, mc, b_block, panel_stride, ldb, edge_b, edge_ldb, full_cols,
                                    ic, jc, kc, nc, beta, fills_a ? plan.fill_jr_outer : true, last,
                                    ic + mc >= m1 ? &next : &none);
+                    /* the rest of the epilogue a row panel at a time, all
+                     * its columns at once (one act call per panel when C's
+                     * rows are whole: per tile, a small convolution's many
+                     * 64-column calls cost 8% of it) */
+                    if (last)
+                        for (int64_t ir = ic; ir < ic + mc; ir += mr)
+                            tp__gemm_finish_rows(g, &plan.rest, plan.isa.finish, ir,
+                                                 ic + mc - ir < mr ? (int)(ic + mc - ir) : mr, jc, nc);
                 }
                 continue;
             }

@@ -22,6 +22,62 @@ static inline __m256i tp__gemm_avx2_column_mask(int n, int j) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * j), lane);
 }
 
+/* C[0:m, 0:n] = alpha * acc + beta * C, then (ep) + bias[j] and relu. */
+static inline __attribute__((always_inline)) void tp__gemm_avx2_store(const int m, __m256 acc[MR][NV], float *c,
+                                                                      int64_t ldc, int n, float alpha, float beta,
+                                                                      const bool ep, const float *bias, bool relu_in) {
+    const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta), zero = _mm256_setzero_ps();
+    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
+    const bool has_bias = ep && bias, relu = ep && relu_in;
+    __m256 bias_v[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+        bias_v[j] = has_bias && n > 8 * j ? _mm256_maskload_ps(bias + 8 * j, tp__gemm_avx2_column_mask(n, j)) : zero;
+#define TP__GEMM_AVX2_TILE_EP(v, j)                                                        \
+    do {                                                                                   \
+        if (has_bias) v = _mm256_add_ps(v, bias_v[j]);                                     \
+        if (relu) v = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_NLE_UQ), v);               \
+    } while (0)
+    if (n == NR) {
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            if (i >= m) continue;
+            float *ci = c + i * ldc;
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) {
+                __m256 v;
+                if (beta == 0.0f) v = _mm256_mul_ps(alpha_v, acc[i][j]);
+                else if (beta == 1.0f) v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_loadu_ps(ci + 8 * j));
+                else v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_mul_ps(beta_v, _mm256_loadu_ps(ci + 8 * j)));
+                TP__GEMM_AVX2_TILE_EP(v, j);
+                _mm256_storeu_ps(ci + 8 * j, v);
+            }
+        }
+        return;
+    }
+    __m256i mask[NV];
+    for (int j = 0; j < NV; j++) mask[j] = tp__gemm_avx2_column_mask(n, j);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i >= m) continue;
+        float *ci = c + i * ldc;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) {
+            if (n <= 8 * j) continue;
+            __m256 v;
+            if (beta == 0.0f) v = _mm256_mul_ps(alpha_v, acc[i][j]);
+            else if (beta == 1.0f)
+                v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_maskload_ps(ci + 8 * j, mask[j]));
+            else
+                v = _mm256_fmadd_ps(alpha_v, acc[i][j],
+                                    _mm256_mul_ps(beta_v, _mm256_maskload_ps(ci + 8 * j, mask[j])));
+            TP__GEMM_AVX2_TILE_EP(v, j);
+            _mm256_maskstore_ps(ci + 8 * j, mask[j], v);
+        }
+    }
+#undef TP__GEMM_AVX2_TILE_EP
+}
+
 /* The kernel body for exactly m rows; packed_a selects the packed layout
  * (rs 1, cs MR, known at compile time) over row-major A (cs 1). */
 static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
@@ -71,56 +127,10 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
         b += ldb;
         if (!packed_a) __asm__("" : "+r"(a), "+r"(a3));
     }
-    const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta), zero = _mm256_setzero_ps();
-    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
-    const bool has_bias = tep && tep->bias, relu = tep && tep->relu;
-    __m256 bias_v[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; j++)
-        bias_v[j] = has_bias && n > 8 * j ? _mm256_maskload_ps(tep->bias + 8 * j, tp__gemm_avx2_column_mask(n, j)) : zero;
-#define TP__GEMM_AVX2_TILE_EP(v, j)                                                        \
-    do {                                                                                   \
-        if (has_bias) v = _mm256_add_ps(v, bias_v[j]);                                     \
-        if (relu) v = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_NLE_UQ), v);               \
-    } while (0)
-    if (n == NR) {
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-            if (i >= m) continue;
-            float *ci = c + i * ldc;
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) {
-                __m256 v;
-                if (beta == 0.0f) v = _mm256_mul_ps(alpha_v, acc[i][j]);
-                else if (beta == 1.0f) v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_loadu_ps(ci + 8 * j));
-                else v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_mul_ps(beta_v, _mm256_loadu_ps(ci + 8 * j)));
-                TP__GEMM_AVX2_TILE_EP(v, j);
-                _mm256_storeu_ps(ci + 8 * j, v);
-            }
-        }
-        return;
-    }
-    __m256i mask[NV];
-    for (int j = 0; j < NV; j++) mask[j] = tp__gemm_avx2_column_mask(n, j);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++) {
-        if (i >= m) continue;
-        float *ci = c + i * ldc;
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) {
-            if (n <= 8 * j) continue;
-            __m256 v;
-            if (beta == 0.0f) v = _mm256_mul_ps(alpha_v, acc[i][j]);
-            else if (beta == 1.0f)
-                v = _mm256_fmadd_ps(alpha_v, acc[i][j], _mm256_maskload_ps(ci + 8 * j, mask[j]));
-            else
-                v = _mm256_fmadd_ps(alpha_v, acc[i][j],
-                                    _mm256_mul_ps(beta_v, _mm256_maskload_ps(ci + 8 * j, mask[j])));
-            TP__GEMM_AVX2_TILE_EP(v, j);
-            _mm256_maskstore_ps(ci + 8 * j, mask[j], v);
-        }
-    }
-#undef TP__GEMM_AVX2_TILE_EP
+    /* the store, with the tile's epilogue only in the instance that has one
+     * (its tests would otherwise cost the plain GEMM's short-K calls) */
+    if (tep) tp__gemm_avx2_store(m, acc, c, ldc, n, alpha, beta, true, tep->bias, tep->relu);
+    else tp__gemm_avx2_store(m, acc, c, ldc, n, alpha, beta, false, NULL, false);
 }
 
 #define TP__GEMM_AVX2_ROWS(M)                                                                               \

@@ -23,6 +23,65 @@ static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
     return (__mmask16)((1u << left) - 1u);
 }
 
+/* C[0:m, 0:n] = alpha * acc + beta * C, then (ep) + bias[j] and relu. */
+static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const int m, const int nv, __m512 acc[MR][NV],
+                                                                        float *c, int64_t ldc, int n, float alpha,
+                                                                        float beta, const bool ep, const float *bias,
+                                                                        bool relu_in) {
+    const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta), zero = _mm512_setzero_ps();
+    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
+    const bool has_bias = ep && bias, relu = ep && relu_in;
+    __m512 bias_v[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+        bias_v[j] = has_bias && j < nv ? _mm512_maskz_loadu_ps(tp__gemm_avx512_column_mask(n, j), bias + 16 * j)
+                                       : zero;
+#define TP__GEMM_AVX512_TILE_EP(v, j)                                                              \
+    do {                                                                                           \
+        if (has_bias) v = _mm512_add_ps(v, bias_v[j]);                                             \
+        if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);            \
+    } while (0)
+    if (n == 16 * nv) {
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            if (i >= m) continue;
+            float *ci = c + i * ldc;
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) {
+                if (j >= nv) continue;
+                __m512 v;
+                if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
+                else if (beta == 1.0f) v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_loadu_ps(ci + 16 * j));
+                else v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_mul_ps(beta_v, _mm512_loadu_ps(ci + 16 * j)));
+                TP__GEMM_AVX512_TILE_EP(v, j);
+                _mm512_storeu_ps(ci + 16 * j, v);
+            }
+        }
+        return;
+    }
+    __mmask16 mask[NV];
+    for (int j = 0; j < NV; j++) mask[j] = tp__gemm_avx512_column_mask(n, j);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i >= m) continue;
+        float *ci = c + i * ldc;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) {
+            if (j >= nv || !mask[j]) continue;
+            __m512 v;
+            if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
+            else if (beta == 1.0f)
+                v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_maskz_loadu_ps(mask[j], ci + 16 * j));
+            else
+                v = _mm512_fmadd_ps(alpha_v, acc[i][j],
+                                    _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(mask[j], ci + 16 * j)));
+            TP__GEMM_AVX512_TILE_EP(v, j);
+            _mm512_mask_storeu_ps(ci + 16 * j, mask[j], v);
+        }
+    }
+#undef TP__GEMM_AVX512_TILE_EP
+}
+
 /* The kernel body for exactly m rows and nv column groups of 16 (n <= 16*nv;
  * narrow tiles at the right edge of C skip the groups they do not need);
  * packed_a selects the packed layout (rs 1, cs MR, known at compile time)
@@ -88,58 +147,10 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
          * instead of one induction variable (register) per row */
         if (!packed_a) __asm__("" : "+r"(a), "+r"(a3));
     }
-    const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta), zero = _mm512_setzero_ps();
-    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
-    const bool has_bias = tep && tep->bias, relu = tep && tep->relu;
-    __m512 bias_v[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; j++)
-        bias_v[j] = has_bias && j < nv ? _mm512_maskz_loadu_ps(tp__gemm_avx512_column_mask(n, j), tep->bias + 16 * j)
-                                       : zero;
-#define TP__GEMM_AVX512_TILE_EP(v, j)                                                              \
-    do {                                                                                           \
-        if (has_bias) v = _mm512_add_ps(v, bias_v[j]);                                             \
-        if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);            \
-    } while (0)
-    if (n == 16 * nv) {
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-            if (i >= m) continue;
-            float *ci = c + i * ldc;
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) {
-                if (j >= nv) continue;
-                __m512 v;
-                if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
-                else if (beta == 1.0f) v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_loadu_ps(ci + 16 * j));
-                else v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_mul_ps(beta_v, _mm512_loadu_ps(ci + 16 * j)));
-                TP__GEMM_AVX512_TILE_EP(v, j);
-                _mm512_storeu_ps(ci + 16 * j, v);
-            }
-        }
-        return;
-    }
-    __mmask16 mask[NV];
-    for (int j = 0; j < NV; j++) mask[j] = tp__gemm_avx512_column_mask(n, j);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++) {
-        if (i >= m) continue;
-        float *ci = c + i * ldc;
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) {
-            if (j >= nv || !mask[j]) continue;
-            __m512 v;
-            if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
-            else if (beta == 1.0f)
-                v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_maskz_loadu_ps(mask[j], ci + 16 * j));
-            else
-                v = _mm512_fmadd_ps(alpha_v, acc[i][j],
-                                    _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(mask[j], ci + 16 * j)));
-            TP__GEMM_AVX512_TILE_EP(v, j);
-            _mm512_mask_storeu_ps(ci + 16 * j, mask[j], v);
-        }
-    }
-#undef TP__GEMM_AVX512_TILE_EP
+    /* the store, with the tile's epilogue only in the instance that has one
+     * (its tests would otherwise cost the plain GEMM's short-K calls) */
+    if (tep) tp__gemm_avx512_store(m, nv, acc, c, ldc, n, alpha, beta, true, tep->bias, tep->relu);
+    else tp__gemm_avx512_store(m, nv, acc, c, ldc, n, alpha, beta, false, NULL, false);
 }
 
 #define TP__GEMM_AVX512_TILE(M, NVEC)                                                                      \
