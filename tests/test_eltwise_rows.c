@@ -191,6 +191,21 @@ TEST(test_where) {
     }
 }
 
+/* dst (MAXN + 64 floats, all bits set before the write) against
+ * want[0, n) at dst + at: elements with other bits (returned), and in
+ * *outside the elements outside [at, at + n) that were written. */
+static int compare_written(const float *dst, int64_t at, int64_t n, const float *want, int *outside) {
+    int bad = 0;
+    *outside = 0;
+    for (int64_t i = 0; i < n; i++) bad += memcmp(&dst[at + i], &want[i], sizeof(float)) != 0;
+    for (int64_t i = 0; i < MAXN + 64; i++) {
+        uint32_t u;
+        memcpy(&u, &dst[i], sizeof u);
+        if ((i < at || i >= at + n) && u != 0xFFFFFFFFu) (*outside)++;
+    }
+    return bad;
+}
+
 /* stream: an exact copy at every destination alignment (0..17 floats past
  * a 64-byte boundary: the plain head, the non-temporal body and the plain
  * tail each take every length), nothing written outside [0, n). */
@@ -206,13 +221,8 @@ TEST(test_stream) {
                 memset(dst, 0xFF, sizeof dst);
                 t->stream(dst + 1 + off, src, n);
                 t->stream_fence();
-                int bad = 0, outside = 0;
-                for (int64_t i = 0; i < n; i++) bad += memcmp(&dst[1 + off + i], &src[i], sizeof(float)) != 0;
-                for (int64_t i = 0; i < MAXN + 64; i++) {
-                    uint32_t u;
-                    memcpy(&u, &dst[i], sizeof u);
-                    if ((i < 1 + off || i >= 1 + off + n) && u != 0xFFFFFFFFu) outside++;
-                }
+                int outside;
+                const int bad = compare_written(dst, 1 + off, n, src, &outside);
                 CHECK_MSG(bad == 0 && outside == 0, "%s n=%lld offset %d: %d wrong, %d written outside",
                           level_name(level), (long long)n, 1 + off, bad, outside);
             }
@@ -249,13 +259,8 @@ TEST(test_unary_stream) {
                         if (inplace) memcpy(dst + 1 + off, src, (size_t)n * sizeof(float));
                         t->unary_stream(ops[k], dst + 1 + off, inplace ? dst + 1 + off : src, n, params);
                         t->stream_fence();
-                        int bad = 0, outside = 0;
-                        for (int64_t i = 0; i < n; i++) bad += memcmp(&dst[1 + off + i], &want[i], sizeof(float)) != 0;
-                        for (int64_t i = 0; i < MAXN + 64; i++) {
-                            uint32_t u;
-                            memcpy(&u, &dst[i], sizeof u);
-                            if ((i < 1 + off || i >= 1 + off + n) && u != 0xFFFFFFFFu) outside++;
-                        }
+                        int outside;
+                        const int bad = compare_written(dst, 1 + off, n, want, &outside);
                         CHECK_MSG(bad == 0 && outside == 0, "%s op %d n=%lld offset %d%s: %d wrong, %d written outside",
                                   level_name(level), ops[k], (long long)n, 1 + off, inplace ? " in place" : "", bad,
                                   outside);
