@@ -45,9 +45,10 @@ enum {
 
 /* The ops bound by their arithmetic (a polynomial, an exp, a divide per
  * element), not by memory: their loops prefetch ahead (eltwise_loops.h),
- * their outputs are streamed straight from their loops (fast_eltwise.c:
- * no buffer pass), and as a convolution's
- * activation they run as our loop rather than oneDNN's post-op (onednn.c). */
+ * large outputs are stored non-temporally straight from their loops
+ * (unary_stream, not through fast_eltwise.c's buffer), and as a
+ * convolution's activation they run as our loop rather than oneDNN's
+ * post-op (onednn.c). */
 static inline bool tp__eltwise_transcendental(int op) {
     switch (op) {
     case TP_ELT_EXP: case TP_ELT_TANH: case TP_ELT_SIGMOID: case TP_ELT_SILU: case TP_ELT_ERF:

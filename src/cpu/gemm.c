@@ -13,7 +13,9 @@
  *         jr over NC by NR  -   when A is row-major, else packed)
  *           micro-kernel MR x NR
  *       epilogue (bias, residual, act) on the finished MR x NC strip, after
- *       the last K block.
+ *       the last K block; a bias of N and a relu with nothing to add before
+ *       it are applied by the micro-kernel in registers instead (plan
+ *       k_bias / k_relu, the rest left in plan.rest).
  *   (A block of at most TP__GEMM_JR_OUTER_MAX_ROWS rows read in place swaps
  *   the ir and jr loops when a B micro-panel fits in L1: see there.)
  * Prefetch: the kernel calls that share a part of B also fetch what comes
@@ -196,12 +198,14 @@ static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a
     const bool relu = ep && ep->relu;
     for (int i = 0; i < m; i++) {
         float *ci = c + i * ldc;
-        for (int j = 0; j < n; j++) {
-            float v = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
-            if (bias) v += bias[j];
-            if (relu) v = v > 0.0f ? v : (v != v ? v : 0.0f);
-            ci[j] = v;
+        if (beta == 0.0f) {
+            for (int j = 0; j < n; j++) ci[j] = alpha * acc[i][j];
+        } else {
+            for (int j = 0; j < n; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
         }
+        /* the tile's epilogue on the row just stored (each loop vectorises) */
+        if (bias) for (int j = 0; j < n; j++) ci[j] += bias[j];
+        if (relu) for (int j = 0; j < n; j++) ci[j] = ci[j] > 0.0f ? ci[j] : (ci[j] != ci[j] ? ci[j] : 0.0f);
     }
 }
 

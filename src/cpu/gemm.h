@@ -53,11 +53,12 @@ typedef struct tp_gemm_epilogue {
     int64_t ld_residual;
     void (*act)(float *ptr, int64_t n, const void *act_ctx);
     const void *act_ctx;
-    /* act is relu (a hint; act must still be set): the micro-kernels may
+    /* act is relu (a hint; act must still be set): the micro-kernels then
      * apply it to a tile in registers, with relu's exact results (x > 0:
-     * x; NaN: NaN; else +0), when no separate residual follows. A bias of
-     * N is likewise added in registers; the rest of the epilogue runs
-     * after, in the same order as without. */
+     * x; NaN: NaN; else +0), when nothing is left to add before it (no
+     * separate residual, no bias per row). A bias of N is always added in
+     * registers; the rest of the epilogue runs after, in the same order as
+     * the separate pass, so the results are the same. */
     bool act_relu;
 } tp_gemm_epilogue;
 

@@ -297,8 +297,10 @@ static inline __attribute__((always_inline)) void tp__silu_v16(const __m512 *x, 
  * In L1 (Ice Lake, 4096 floats, alternating): 0.640-0.645 ns an element as
  * tp__gelu_f32's vectorised loop, 0.612-0.616 as this: ~44 vector
  * operations a vector on two ports, so bound by them (22 cycles of the 25
- * measured); on 64 MiB the loop stays ~2x memcpy's time, the arithmetic
- * (~10 ms of 16.7 M elements) overlapping the memory traffic only in part. */
+ * measured); on 64 MiB (eltwise_bench) the loop takes 1.47-1.75x memcpy's
+ * time with every input line prefetched and non-temporal stores
+ * (tp__vgelu_v16_nt, below), the arithmetic (~10 ms of 16.7 M elements)
+ * overlapping the memory traffic only in part. */
 static inline __attribute__((always_inline)) void tp__gelu_v16(const __m512 *x, __m512 *y) {
     __m512 z2[TP__VM_V16_K], t[TP__VM_V16_K], t2[TP__VM_V16_K], t4[TP__VM_V16_K], g[TP__VM_V16_K];
     __m512 a[TP__VM_V16_K], b[TP__VM_V16_K], c[TP__VM_V16_K], n[TP__VM_V16_K];
