@@ -686,14 +686,17 @@ static void copy_prof_fn(void *user, const tp_profile_event *e) {
  * op, at the best level with 1-3 threads, bit for bit against the
  * reference level. test_engine_stream runs it with TP_STREAM_MIN_BYTES=0,
  * where those rows go through the non-temporal path in blocks. */
-TEST(test_unary_on_strided_rows) {
+/* ops[0..n_ops) applied in turn to a [96, 64] column slice of a [96, 72]
+ * input; tol 0: bit for bit the reference level, else within tol
+ * (relative and absolute). */
+static void strided_rows_case(const tp_op *ops, int n_ops, double tol) {
     enum { R = 96, C = 64, W = 72 };
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     tp_node *x = placeholder(g, "x", 2, (int64_t[]){R, W});
     tp_node *sl = call(g, TP_OP_SLICE, 4, (tp_value[]){N(x), tp_value_int(1), tp_value_int(0), tp_value_int(C)});
-    tp_node *ng = call(g, TP_OP_NEG, 1, (tp_value[]){N(sl)});
-    tp_node *r = call(g, TP_OP_RELU, 1, (tp_value[]){N(ng)});
+    tp_node *r = sl;
+    for (int k = 0; k < n_ops; k++) r = call(g, ops[k], 1, (tp_value[]){N(r)});
     output_nodes(g, 1, (tp_node *[]){r});
     tp_signature *s = NULL;
     CHECK_OK(tp_signature_new(&s));
@@ -726,9 +729,11 @@ TEST(test_unary_on_strided_rows) {
                 CHECK_OK(tp_run_execute(run, &other, 1, NULL, 0));
             } else if (o && want) {
                 CHECK_MSG(st.n_fast > 0, "no fast step at %s", tp_cpu_level_name((tp_cpu_level)level));
+                char msg[256] = "";
                 CHECK_MSG(tp_tensor_numel(o) == R * C &&
-                              memcmp(tp_tensor_data(o), tp_tensor_data(want), sizeof(float) * R * C) == 0,
-                          "%d threads: differs from the reference level", threads);
+                              (tol > 0 ? tp_tensor_allclose(o, want, tol, tol, msg, sizeof msg)
+                                       : memcmp(tp_tensor_data(o), tp_tensor_data(want), sizeof(float) * R * C) == 0),
+                          "%d threads: differs from the reference level %s", threads, msg);
             }
             tp_run_free(run);
         }
@@ -737,6 +742,14 @@ TEST(test_unary_on_strided_rows) {
     tp_tensor_free(xt);
     tp_program_free(p);
 }
+
+TEST(test_unary_on_strided_rows) { strided_rows_case((const tp_op[]){TP_OP_NEG, TP_OP_RELU}, 2, 0.0); }
+
+/* A transcendental op alone over those rows: under TP_STREAM_MIN_BYTES=0
+ * (test_engine_stream) each row is stored non-temporally straight from the
+ * op's loop (fast_eltwise.c unary_run, tp_eltwise_table.unary_stream);
+ * gelu's fast forms are within 1e-6 of the reference's. */
+TEST(test_unary_on_strided_rows_gelu) { strided_rows_case((const tp_op[]){TP_OP_GELU}, 1, 1e-6); }
 
 TEST(test_copy_split_among_threads) {
     enum { B = 1024, D = 64, H = 64 };
@@ -1813,7 +1826,7 @@ TEST(test_log) {
 
 TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_run_call),
-          T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows),
+          T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log))
