@@ -64,7 +64,16 @@ class Worker:
             self.lib, self.gen = torch, gen_models
             torch.set_num_interop_threads(1)
             torch.set_num_threads(threads)
-            self.version = torch.__version__
+            # which BLAS libblas.so.3 resolved to (Debian's torch has no MKL)
+            torch.ones(8, 8) @ torch.ones(8, 8)
+            blas = "?"
+            try:
+                with open("/proc/self/maps") as f:
+                    libs = {os.path.basename(l.split()[-1]) for l in f if "blas" in l}
+                blas = ",".join(sorted(libs)) or "none"
+            except OSError:
+                pass
+            self.version = f"{torch.__version__} (BLAS {blas}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')})"
         elif kind == "tensorplay":
             import tensorplay
             self.lib = tensorplay
@@ -190,9 +199,13 @@ def worker_main(kind, out_dir, threads):
 class PeerProc:
     def __init__(self, kind, python, out_dir, threads):
         self.kind = kind
+        # OpenBLAS (Debian's torch's BLAS, numpy's) keeps a thread pool of its
+        # own that torch.set_num_threads does not size: without this a
+        # 1-thread torch peer runs its matrix products on every core.
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
         self.p = subprocess.Popen([python, os.path.abspath(__file__), "--worker", kind, "--out", out_dir,
                                    "--worker-threads", str(threads)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
         hello = self._read()
         if not hello or "version" not in hello:
             raise RuntimeError(f"{kind} worker did not start")

@@ -24,6 +24,21 @@ if ! "$SYS_PY" -c 'import torch, torchvision' >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch python3-torchvision >/dev/null
 fi
+# Debian's torch calls the system BLAS (libblas.so.3). With only libblas3
+# (the reference BLAS, which python3-torch pulls in) its linear layers run at
+# ~4 GFLOP/s, 40x slower than with OpenBLAS, and PyTorch is no real peer;
+# libopenblas0-pthread takes over libblas.so.3 through update-alternatives.
+# run.py sets OPENBLAS_NUM_THREADS to each worker's thread count (torch's
+# set_num_threads does not reach OpenBLAS's own threads).
+if ! ldconfig -p | grep -q 'libopenblas\.so\.0'; then
+    echo "== installing libopenblas0-pthread (Debian) as PyTorch's BLAS"
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup_venv.sh: need root for apt-get (or install libopenblas0-pthread yourself)" >&2
+        exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0-pthread >/dev/null
+fi
 "$SYS_PY" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "(" + __import__("sys").executable + ")")'
 
 if [ "${REINSTALL:-0}" = 1 ]; then rm -rf "$VENV"; fi
