@@ -1,0 +1,128 @@
+"""Where tpexport and onnxruntime spend their time on one bench/ model,
+side by side, grouped by the model's module path (the ONNX node names the
+torch exporter writes, e.g. /features/features.2/features.2.0/block/block.0).
+
+    bench/.venv/bin/python bench/node_compare.py efficientnet_b0 [--threads N]
+        [--depth D] [--tpexport PATH] [--min-time S] [--runs R]
+
+Our side: `tpexport bench bench/out/<m>.pt2 --profile-nodes` (the archive
+bench/run.sh converted, on its example inputs), per node. onnxruntime's: its own
+profiler over R runs (enable_profiling), the median per node. Each node
+is put in the group of the first D components of its module path; a
+tpexport node is matched to the ONNX node it came from by operator and
+order (the k-th conv2d step is the k-th Conv node, the k-th matmul the
+k-th MatMul), so what tpexport fused into a convolution or GEMM (batch
+norm, bias, activation, residual add) counts in that node's group, as
+onnxruntime's fused nodes count in theirs. Steps it cannot match are listed
+as "other:<op>". Both sides' profiles include their profiling overhead:
+compare groups within one run, not with bench/run.sh's medians, and repeat.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def module_path(name, depth):
+    parts = [p for p in name.split("/") if p]
+    if len(parts) > 1:
+        parts = parts[:-1]  # the node's own name (Conv, MatMul, Conv_output_0_nchwc)
+    return "/" + "/".join(parts[:depth])
+
+
+def ours(exe, out, m, threads, min_time):
+    # the archive's example inputs: `tpexport convert` stores the model's own input shapes
+    args = [exe, "bench", os.path.join(out, m + ".pt2"), "--threads", str(threads), "--min-time", str(min_time),
+            "--profile-nodes"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"node_compare.py: {' '.join(args)} failed: {r.stderr.strip()}")
+    steps = []  # (op, variant, ms, node)
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) == 6 and f[4].endswith("%") and f[2].isdigit():
+            steps.append((f[0], f[1], float(f[3]), f[5]))
+    return steps
+
+
+def ort_profile(path, threads, runs):
+    import numpy as np
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(os.path.dirname(path), "node_compare_ort")
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    base = path[:-len(".onnx")]
+    feeds = {i.name: np.load(f"{base}.in.{i.name}.npy") for i in s.get_inputs()}
+    for _ in range(runs):
+        s.run(None, feeds)
+    prof = s.end_profiling()
+    try:
+        with open(prof) as f:
+            events = json.load(f)
+    finally:
+        os.remove(prof)
+    per = collections.defaultdict(list)
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per[e["name"][:-len("_kernel_time")]].append(e["dur"] / 1000.0)
+    return {n: statistics.median(v) for n, v in per.items()}
+
+
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--depth", type=int, default=5, help="module path components per group (default 5)")
+    ap.add_argument("--tpexport", default=None, help="default build-bench/tpexport, else build/tpexport")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument("--min-time", type=float, default=3.0)
+    ap.add_argument("--runs", type=int, default=50, help="onnxruntime runs under its profiler")
+    a = ap.parse_args()
+    exe = a.tpexport or next((p for p in (os.path.join(ROOT, "build-bench", "tpexport"),
+                                          os.path.join(ROOT, "build", "tpexport")) if os.path.exists(p)), None)
+    if not exe:
+        sys.exit("node_compare.py: no tpexport binary (build it or pass --tpexport)")
+    import onnx
+    path = os.path.join(a.out, a.model + ".onnx")
+    graph = onnx.load(path).graph
+    by_kind = collections.defaultdict(list)  # our op -> ONNX node names in order
+    for n in graph.node:
+        kind = {"Conv": "conv2d", "MatMul": "matmul"}.get(n.op_type)
+        if kind:
+            by_kind[kind].append(n.name)
+
+    a_ms = collections.defaultdict(float)
+    for op, variant, ms, node in ours(exe, a.out, a.model, a.threads, a.min_time):
+        mm = re.fullmatch(r"(conv2d|matmul)(?:_(\d+))?", node)
+        names = by_kind.get(mm.group(1), []) if mm else []
+        k = int(mm.group(2) or 0) if mm else -1
+        key = module_path(names[k], a.depth) if 0 <= k < len(names) else "other:" + op
+        a_ms[key] += ms
+    b_ms = collections.defaultdict(float)
+    for name, ms in ort_profile(path, a.threads, a.runs).items():
+        b_ms[module_path(name, a.depth)] += ms
+
+    keys = sorted(set(a_ms) | set(b_ms), key=lambda k: -max(a_ms.get(k, 0.0), b_ms.get(k, 0.0)))
+    print(f"{a.model}, {a.threads} thread(s): ms per call (profiled), grouped by the first {a.depth} "
+          f"components of the module path")
+    print(f"{'group':60s} {'tpexport':>9s} {'ORT':>9s} {'ratio':>6s}")
+    for k in keys:
+        x, y = a_ms.get(k, 0.0), b_ms.get(k, 0.0)
+        print(f"{k[:60]:60s} {x:9.3f} {y:9.3f} {x / y if y else float('nan'):6.2f}")
+    print(f"{'total':60s} {sum(a_ms.values()):9.3f} {sum(b_ms.values()):9.3f}")
+
+
+if __name__ == "__main__":
+    main()
