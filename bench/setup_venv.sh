@@ -30,7 +30,7 @@ fi
 # libopenblas0-pthread takes over libblas.so.3 through update-alternatives.
 # run.py sets OPENBLAS_NUM_THREADS to each worker's thread count (torch's
 # set_num_threads does not reach OpenBLAS's own threads).
-if ! ldconfig -p | grep -q 'libopenblas\.so\.0'; then
+if ! ls /usr/lib/*/openblas*/libopenblas.so.0 >/dev/null 2>&1; then # any of Debian's OpenBLAS variants
     echo "== installing libopenblas0-pthread (Debian) as PyTorch's BLAS"
     if [ "$(id -u)" != 0 ]; then
         echo "setup_venv.sh: need root for apt-get (or install libopenblas0-pthread yourself)" >&2
