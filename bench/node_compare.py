@@ -10,11 +10,15 @@ bench/run.sh converted, on its example inputs), per node. onnxruntime's: its own
 profiler over R runs (enable_profiling), the median per node. Each node
 is put in the group of the first D components of its module path; a
 tpexport node is matched to the ONNX node it came from by operator and
-order (the k-th conv2d step is the k-th Conv node, the k-th matmul the
-k-th MatMul), so what tpexport fused into a convolution or GEMM (batch
+order (the k-th conv2d or conv1d step is the k-th Conv node, the k-th
+matmul the k-th MatMul or Gemm), so what tpexport fused into a convolution or GEMM (batch
 norm, bias, activation, residual add) counts in that node's group, as
 onnxruntime's fused nodes count in theirs. Steps it cannot match are listed
-as "other:<op>". Both sides' profiles include their profiling overhead:
+as "other:<op>". onnxruntime names a fused node after one of its parts
+(ResNet's conv + relu after the relu), so pick a depth at which both
+sides' fusions land in one group: a block (2 for the transformers and
+ResNets, /layer4/layer4.0; 5 for torchvision's MBConv blocks, the default).
+Both sides' profiles include their profiling overhead:
 compare groups within one run, not with bench/run.sh's medians, and repeat.
 """
 import argparse
@@ -32,10 +36,20 @@ ROOT = os.path.dirname(HERE)
 
 
 def module_path(name, depth):
-    parts = [p for p in name.split("/") if p]
-    if len(parts) > 1:
-        parts = parts[:-1]  # the node's own name (Conv, MatMul, Conv_output_0_nchwc)
-    return "/" + "/".join(parts[:depth])
+    """The module path of an ONNX node name: its components up to the first
+    capitalised one (the exporter's op names - Conv, MatMul - and
+    onnxruntime's fusions - Conv_output_0_nchwc, MatMulAddFusion - are
+    capitalised, torch module attributes are not); at most depth of them."""
+    if name.startswith("fused "):  # onnxruntime: "fused /net/net.0/Gemm"
+        name = name[len("fused "):]
+    parts = []
+    for p in name.split("/"):
+        if not p:
+            continue
+        if p[0].isupper():
+            break
+        parts.append(p)
+    return "/" + "/".join(parts[:depth]) if parts else name
 
 
 def ours(exe, out, m, threads, min_time):
@@ -99,13 +113,15 @@ def main():
     graph = onnx.load(path).graph
     by_kind = collections.defaultdict(list)  # our op -> ONNX node names in order
     for n in graph.node:
-        kind = {"Conv": "conv2d", "MatMul": "matmul"}.get(n.op_type)
-        if kind:
-            by_kind[kind].append(n.name)
+        if n.op_type == "Conv":  # a model's convolutions are all 1-D or all 2-D here
+            by_kind["conv1d"].append(n.name)
+            by_kind["conv2d"].append(n.name)
+        elif n.op_type in ("MatMul", "Gemm"):
+            by_kind["matmul"].append(n.name)
 
     a_ms = collections.defaultdict(float)
     for op, variant, ms, node in ours(exe, a.out, a.model, a.threads, a.min_time):
-        mm = re.fullmatch(r"(conv2d|matmul)(?:_(\d+))?", node)
+        mm = re.fullmatch(r"(conv1d|conv2d|matmul)(?:_(\d+))?", node)
         names = by_kind.get(mm.group(1), []) if mm else []
         k = int(mm.group(2) or 0) if mm else -1
         key = module_path(names[k], a.depth) if 0 <= k < len(names) else "other:" + op
