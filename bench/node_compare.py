@@ -59,11 +59,11 @@ def ours(exe, out, m, threads, min_time):
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"node_compare.py: {' '.join(args)} failed: {r.stderr.strip()}")
-    steps = []  # (op, variant, ms, node)
+    steps = []  # (op, ms, node)
     for line in r.stdout.splitlines():
         f = line.split()
         if len(f) == 6 and f[4].endswith("%") and f[2].isdigit():
-            steps.append((f[0], f[1], float(f[3]), f[5]))
+            steps.append((f[0], float(f[3]), f[5]))
     return steps
 
 
@@ -120,7 +120,7 @@ def main():
             by_kind["matmul"].append(n.name)
 
     a_ms = collections.defaultdict(float)
-    for op, variant, ms, node in ours(exe, a.out, a.model, a.threads, a.min_time):
+    for op, ms, node in ours(exe, a.out, a.model, a.threads, a.min_time):
         mm = re.fullmatch(r"(conv1d|conv2d|matmul)(?:_(\d+))?", node)
         names = by_kind.get(mm.group(1), []) if mm else []
         k = int(mm.group(2) or 0) if mm else -1

@@ -64,8 +64,8 @@ class Worker:
             self.lib, self.gen = torch, gen_models
             torch.set_num_interop_threads(1)
             torch.set_num_threads(threads)
-            # which BLAS libblas.so.3 resolved to (Debian's torch has no MKL)
-            torch.ones(8, 8) @ torch.ones(8, 8)
+            # which BLAS libblas.so.3 resolved to (Debian's torch has no MKL;
+            # libtorch links it, so it is mapped once torch is imported)
             blas = "?"
             try:
                 with open("/proc/self/maps") as f:
