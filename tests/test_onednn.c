@@ -389,6 +389,11 @@ TEST(test_gemm_conv) {
         {{"winograd: 64 -> 96 -> 128 channels, many tiles", 1, 64, 29, 26, 3,
           {CONV(96, 3, 1, 1, 1, 1, RELU), CONV(128, 3, 1, 1, 1, 1, TP_OP_GELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
          2, 2},
+        /* 16 2x2 tiles (4 4x4 ones), one block: threads split the output
+         * channels, 272 of them ending in a partial weight panel */
+        {{"winograd: 7x7 maps, 256 -> 272 -> 256 channels (few tiles)", 1, 256, 7, 7, 3,
+          {CONV(272, 3, 1, 1, 1, 1, TP_OP_GELU), CONV(256, 3, 1, 1, 1, 1, RELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         2, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         built b = build(&cases[i].c);

@@ -282,10 +282,11 @@ static void winograd_input(const tp_conv_nhwc_call *call, int64_t t, float *v, i
     cv->tx.in(d, v + row * cin, vs, cin);
 }
 
-/* M[x][row][0..cout) (matrices ms floats apart) of tile t -> its (up to) m x m outputs, with bias,
+/* M[x][row][j0..j1) (matrices ms floats apart, rows cout floats) of tile t
+ * -> output channels [j0, j1) of its (up to) m x m outputs, with bias,
  * residual and activation. */
 static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const float *mm, int64_t row, size_t ms,
-                            const float *zeros, float *sink) {
+                            int64_t j0, int64_t j1, const float *zeros, float *sink) {
     const tp_conv_nhwc *cv = call->conv;
     const int m = cv->winograd;
     const int64_t cout = cv->cout, per = cv->tiles_h * cv->tiles_w;
@@ -299,16 +300,22 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
             const int k = i * m + j;
             inside[k] = oh < cv->oh && ow < cv->ow;
             const int64_t px = (n * cv->oh + oh) * cv->ow + ow;
-            dst[k] = inside[k] ? call->y + px * cout : sink;
-            res[k] = inside[k] && call->res ? call->res + px * cout : zeros;
+            dst[k] = (inside[k] ? call->y + px * cout : sink) + j0;
+            res[k] = (inside[k] && call->res ? call->res + px * cout : zeros) + j0;
         }
-    cv->tx.out(mm + row * cout, ms, cout, cv->bias ? cv->bias : zeros, dst,
+    cv->tx.out(mm + row * cout + j0, ms, j1 - j0, (cv->bias ? cv->bias : zeros) + j0, dst,
                call->res ? res : NULL, cv->wino_relu);
     if (cv->act && !cv->wino_relu)
         for (int k = 0; k < m * m; k++)
-            if (inside[k]) cv->act->apply(cv->act, dst[k], cout);
+            if (inside[k]) cv->act->apply(cv->act, dst[k], j1 - j0);
 }
 
+/* Blocks of tiles split between the threads; with fewer blocks than
+ * threads (a small image: ResNet's 7x7 maps have 16 2x2 tiles, one block),
+ * every thread runs every block over its own range of output channels
+ * (whole NR-wide panels of the transformed weights), transforming the
+ * input tiles itself: the weights, which dominate there, are read once
+ * between the threads. An output's arithmetic is the same either way. */
 static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace) {
     const tp_conv_nhwc *cv = call->conv;
     const int64_t tb = cv->tile_block, cin = cv->cin, cout = cv->cout;
@@ -322,9 +329,19 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
     float *sink = (float *)((char *)zeros + round64(mx * sizeof(float)));
     float *gather = (float *)((char *)sink + round64(mx * sizeof(float)));
     void *gws = (char *)gather + round64((size_t)nt * mx * sizeof(float));
-    memset(zeros, 0, mx * sizeof(float));
     const int64_t total = cv->n * cv->tiles_h * cv->tiles_w, blocks = (total + tb - 1) / tb;
-    const int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
+    int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth, j0 = 0, j1 = cout;
+    if (blocks < nth) {
+        int mr, nr;
+        tp__gemm_register_block(cv->isa, &mr, &nr);
+        const int64_t panels = (cout + nr - 1) / nr;
+        j0 = panels * ith / nth * nr;
+        j1 = panels * (ith + 1) / nth * nr;
+        if (j1 > cout) j1 = cout;
+        b0 = 0;
+        b1 = j0 < j1 ? blocks : 0;
+    }
+    memset(zeros, 0, mx * sizeof(float));
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * tb, rows = total - t0 < tb ? total - t0 : tb;
         for (int64_t r = 0; r < rows; r++) winograd_input(call, t0 + r, v, r, vs, zeros, gather);
@@ -333,18 +350,18 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
             memset(&g, 0, sizeof g);
             g.isa = cv->isa;
             g.m = rows;
-            g.n = cout;
+            g.n = j1 - j0;
             g.k = cin;
             g.a = v + (size_t)x * vs;
             g.rs_a = cin;
             g.cs_a = 1;
-            g.packed_b = (const char *)cv->wpack + (size_t)x * cv->wino_stride;
-            g.c = m + (size_t)x * ms;
+            g.packed_b = tp__gemm_packed_b_cols(cv->isa, cin, (const char *)cv->wpack + (size_t)x * cv->wino_stride, j0);
+            g.c = m + (size_t)x * ms + j0;
             g.ldc = cout;
             g.ep = tp__gemm_epilogue_default();
             tp__gemm_run(&g, 0, 1, gws);
         }
-        for (int64_t r = 0; r < rows; r++) winograd_output(call, t0 + r, m, r, ms, zeros, sink);
+        for (int64_t r = 0; r < rows; r++) winograd_output(call, t0 + r, m, r, ms, j0, j1, zeros, sink);
     }
 }
 

@@ -469,6 +469,11 @@ void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b
     }
 }
 
+const void *tp__gemm_packed_b_cols(int isa, int64_t k, const void *packed, int64_t j0) {
+    (void)isa; /* every level's full panels are k x NR floats, one after another */
+    return (const float *)packed + j0 * k;
+}
+
 /* ---- Epilogue ---- */
 
 /* bias, residual and act on rows [i0, i0 + rows) x columns [j0, j0 + cols)

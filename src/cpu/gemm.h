@@ -78,6 +78,12 @@ TP_HIDDEN size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n);
 TP_HIDDEN void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b,
                                int64_t cs_b, void *dst);
 
+/* Columns [j0, n) of a packed K x N matrix, themselves a packed K x (N - j0)
+ * matrix, for j0 a multiple of the ISA's NR (tp__gemm_register_block); a
+ * product over columns [j0, j1) with j1 a multiple of NR, or N, reads it
+ * as its packed_b with n = j1 - j0. */
+TP_HIDDEN const void *tp__gemm_packed_b_cols(int isa, int64_t k, const void *packed, int64_t j0);
+
 /* One product. All pointers are borrowed for the duration of the calls. */
 typedef struct tp_gemm {
     int isa;                              /* TP_ISA_*, at most tp__gemm_best_isa() */

@@ -793,8 +793,13 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
  * 56x56x64 1.45-1.55 -> 0.73-0.86 ms (F(4x4)), 28x28x128 1.48-1.53 ->
  * 0.80-0.86 (F(4x4)), 14x14x256 1.59-1.62 -> 1.30-1.32 (F(2x2)); the
  * small CNN's 16x16 32 -> 64 layer at batch 8 0.45 -> 0.31 (F(4x4); 0.48
- * with F(2x2)). With 7x7x512 (16 2x2 tiles: 2.2-2.4 ms either way, the
- * transformed weights streamed for few rows) oneDNN stays. Our implicit GEMM
+ * with F(2x2)). Fewer tiles (at least WINOGRAD_FEW_TILES) take F(2x2, 3x3)
+ * when both sides have WINOGRAD_FEW_CHANNELS channels, its threads each
+ * taking a range of output channels (conv_nhwc_avx2.c): ResNet-50's 7x7x512
+ * layers (16 tiles) on Zen 4, per-node minima, 1 / 2 threads, 2.36 / 1.29-1.31
+ * ms as the implicit GEMM, 1.84-1.88 / 1.08-1.09 as F(2x2) (on Ice Lake, one
+ * thread, 2.2-2.4 ms either way; 2.0 at two threads before the channel
+ * split, when one thread ran the single block of tiles). Our implicit GEMM
  * measured 0.8-1.3x brgemm's time on ResNet-50's other layers (slower on
  * most), so those stay, except convolutions with at most SMALL_PIXELS
  * output pixels (7x7 maps and squeeze-excitation's 1x1 ones at batch 1),
@@ -806,7 +811,7 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
  * (squeeze-excitation 1x1 convolutions 0.35-0.75x) 2.94 / 1.97 against
  * 3.21 / 2.31; MobileNetV2's 8 (7x7 1x1 convolutions) 1.67 / 1.19 against
  * 1.64 / 1.16. */
-enum { WINOGRAD_MIN_TILES = 48, SMALL_PIXELS = 64 };
+enum { WINOGRAD_MIN_TILES = 48, WINOGRAD_FEW_TILES = 16, WINOGRAD_FEW_CHANNELS = 256, SMALL_PIXELS = 64 };
 
 /* A convolution's geometry as conv_nhwc takes it (no bias, activation or
  * algorithm yet). */
@@ -884,7 +889,9 @@ static int winograd_wanted(const tp_conv_nhwc *g) {
     const int64_t tiles2 = tp__conv_nhwc_tiles(g, 2), tiles4 = tp__conv_nhwc_tiles(g, 4);
     if (g_gemmconv == 2) return tiles4 >= WINOGRAD_MIN_TILES ? 4 : 2;
     if (g->cin < 16 || g->cout < 16) return 0;
-    return tiles4 >= WINOGRAD_MIN_TILES ? 4 : tiles2 >= WINOGRAD_MIN_TILES ? 2 : 0;
+    if (tiles4 >= WINOGRAD_MIN_TILES) return 4;
+    if (tiles2 >= WINOGRAD_MIN_TILES) return 2;
+    return tiles2 >= WINOGRAD_FEW_TILES && g->cin >= WINOGRAD_FEW_CHANNELS && g->cout >= WINOGRAD_FEW_CHANNELS ? 2 : 0;
 }
 
 /* The step's own copy of the convolution's (folded) bias: the op plan it
