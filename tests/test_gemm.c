@@ -378,6 +378,24 @@ TEST(test_large_sizes) {
     CHECK(case_failures == 0);
 }
 
+/* N of 16 to 32, where AVX-512 runs its 12 x 32 kernel (one zmm, a zmm
+ * and a ymm, or two zmm a row): row counts around its 12, both A layouts
+ * (transposed A is packed), packed and unpacked B, K past a K block, the
+ * epilogue. */
+TEST(test_narrow_n) {
+    static const int64_t ns[] = {9, 16, 17, 24, 25, 32};
+    static const int64_t ms[] = {1, 11, 12, 13, 25, 100};
+    case_failures = 0;
+    for (size_t in = 0; in < TP_ARRAY_LEN(ns); in++)
+        for (size_t im = 0; im < TP_ARRAY_LEN(ms); im++) {
+            const int v = (int)(in + im);
+            gemm_case cs = {ms[im], ns[in], v % 3 == 0 ? 700 : 16 + v, v % 2 == 1, v % 4 == 3, v % 2 == 0,
+                            v % 5 == 4 ? -0.5f : 1.0f, (float)(v % 3) * 0.5f, v % 3, v % 4 == 1, v % 3 != 1, v % 7 == 6};
+            run_case(cs, v % 5 == 0);
+        }
+    CHECK(case_failures == 0);
+}
+
 /* alpha, beta 0 / 1 / 0.5, bias per column and per row, residual, act. */
 TEST(test_epilogue) {
     static const float betas[] = {0.0f, 1.0f, 0.5f};
@@ -455,8 +473,9 @@ static void act_relu(float *ptr, int64_t n, const void *ctx) {
  * act is called for every element and the bits are the same as the
  * product, bias, residual and relu in that order. */
 TEST(test_tile_epilogue) {
-    static const int64_t shapes[][3] = {{1, 70, 1},   {5, 17, 7},     {13, 33, 17}, {100, 64, 64},
-                                        {7, 600, 65}, {33, 129, 130}, {64, 255, 255}, {200, 70, 300}};
+    static const int64_t shapes[][3] = {{1, 70, 1},   {5, 17, 7},     {13, 33, 17},   {100, 64, 64},
+                                        {7, 600, 65}, {33, 129, 130}, {64, 255, 255}, {200, 70, 300},
+                                        {25, 40, 24}, {12, 9, 32},    {100, 64, 16}};
     for (int isa = TP_ISA_SCALAR; isa <= tp__gemm_best_isa(); isa++)
         for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++)
             for (int v = 0; v < 6; v++) {
@@ -537,4 +556,4 @@ TEST(test_tile_epilogue) {
 }
 
 TEST_MAIN(T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
-          T(test_implicit_a), T(test_tile_epilogue))
+          T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n))

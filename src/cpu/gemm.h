@@ -5,7 +5,8 @@
  * BLIS-style: loops around a register-blocked micro-kernel chosen by ISA
  * level: scalar C 4 x 16, AVX2+FMA 6 x 16 (12 ymm accumulators), AVX-512
  * 6 x 64 (24 zmm accumulators), each also in narrower variants for the
- * edges of C. Blocking follows the L1/L2 sizes the CPU reports (cpuid leaf
+ * edges of C; at AVX-512 a product with N <= 32 runs a 12 x 32 kernel
+ * (12 or 24 accumulators) instead. Blocking follows the L1/L2 sizes the CPU reports (cpuid leaf
  * 4 or 0x8000001D, else sysfs, else defaults). A caller picks the ISA level once
  * (tp__gemm_best_isa), may pack a constant B (weights) once, sizes one
  * workspace for nth threads and calls tp__gemm_run from each thread; the
@@ -168,11 +169,19 @@ TP_HIDDEN void tp__gemm_avx512_finish(const tp_gemm_epilogue *ep, float *c, int6
 
 enum { TP__GEMM_AVX2_MR = 6, TP__GEMM_AVX2_NR = 16 };
 enum { TP__GEMM_AVX512_MR = 6, TP__GEMM_AVX512_NR = 64 };
+/* AVX-512 products with N <= TP__GEMM_AVX512_NARROW_NR run a 12 x 32
+ * kernel instead (gemm_avx512.c); a packed B of such N has the same layout
+ * for both (one panel, 16 or 32 floats wide). */
+enum { TP__GEMM_AVX512_NARROW_MR = 12, TP__GEMM_AVX512_NARROW_NR = 32 };
 
 TP_HIDDEN void tp__gemm_avx2_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                          const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                          float alpha, float beta, const float *pf, int64_t pf_bytes,
                                          const tp__gemm_tile_ep *ep);
+TP_HIDDEN void tp__gemm_avx512_narrow_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                                  const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+                                                  float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                                  const tp__gemm_tile_ep *ep);
 TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                            const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                            float alpha, float beta, const float *pf, int64_t pf_bytes,

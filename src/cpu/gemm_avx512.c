@@ -190,6 +190,138 @@ TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t r
         default: break;
     }
 }
+
+/* ---- Narrow products: N <= 32 ----
+ * A 12 x 32 block of C: column group 0 one zmm per row, group 1 a zmm
+ * (N 25-32), a ymm (N 17-24: half a zmm's FMA slot on cores that split
+ * 512-bit operations in two) or nothing (N <= 16). The 6 x 64 kernel
+ * spends 6 FMAs a k step on N = 16, with 6 accumulators, and masks half
+ * of its last zmm at N = 24; MobileNet's and EfficientNet's 16- and
+ * 24-channel projections are such products. Same reduction order per
+ * element as the wide kernel (one FMA chain over p). */
+
+enum { NMR = TP__GEMM_AVX512_NARROW_MR, NNR = TP__GEMM_AVX512_NARROW_NR };
+
+/* V = alpha * ACC + beta * C (C read only when beta is not 0), + bias: the
+ * wide kernel's store (tp__gemm_avx512_store) for one vector. */
+#define TP__GEMM_NARROW_VALUE(V, ACC, LOADC, MUL, FMA, ADD, SET1, BIASV)        \
+    do {                                                                        \
+        if (beta == 0.0f) V = MUL(SET1(alpha), ACC);                            \
+        else if (beta == 1.0f) V = FMA(SET1(alpha), ACC, LOADC);                \
+        else V = FMA(SET1(alpha), ACC, MUL(SET1(beta), LOADC));                 \
+        if (has_bias) V = ADD(V, BIASV);                                        \
+    } while (0)
+
+/* kind 1: n <= 16; 2: n 17-24 (a zmm and a ymm); 3: n 25-32 (two zmm). */
+static inline __attribute__((always_inline)) void tp__gemm_avx512_narrow_tile(
+    const int m, const int kind, const bool packed_a, int64_t kc, const float *a, int64_t rs_a, const float *b,
+    int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta, const tp__gemm_tile_ep *tep) {
+    const int64_t rs = packed_a ? 1 : rs_a;
+    const int64_t cs = packed_a ? NMR : 1;
+    const __mmask16 m0 = tp__gemm_avx512_column_mask(n, 0), m1 = tp__gemm_avx512_column_mask(n, 1);
+    const __mmask8 m1y = (__mmask8)m1;
+    __m512 acc0[NMR], acc1[NMR];
+    __m256 acc1y[NMR];
+#pragma GCC unroll 12
+    for (int i = 0; i < NMR; i++) {
+        acc0[i] = _mm512_setzero_ps();
+        acc1[i] = _mm512_setzero_ps();
+        acc1y[i] = _mm256_setzero_ps();
+    }
+    /* rows 0-2, 3-5, 6-8, 9-11 from four bases at 0, 1 and 2 row strides */
+    const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a, *a6 = !packed_a && m > 6 ? a + 6 * rs : a;
+    const float *a9 = !packed_a && m > 9 ? a + 9 * rs : a;
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++) {
+        const __m512 b0 = kind == 1 ? _mm512_maskz_loadu_ps(m0, b) : _mm512_loadu_ps(b);
+        const __m512 b1 = kind == 3 ? _mm512_maskz_loadu_ps(m1, b + 16) : _mm512_setzero_ps();
+        const __m256 b1y = kind == 2 ? _mm256_maskz_loadu_ps(m1y, b + 16) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+        for (int i = 0; i < NMR; i++) {
+            if (i < m) {
+                const float *base = i < 3 ? a : i < 6 ? a3 : i < 9 ? a6 : a9;
+                const float *ap = packed_a ? a + i : base + (i % 3) * rs;
+                const __m512 ai = _mm512_set1_ps(*ap);
+                acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
+                if (kind == 3) acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+                if (kind == 2) acc1y[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(ai), b1y, acc1y[i]);
+            }
+        }
+        a += cs;
+        a3 += cs;
+        a6 += cs;
+        a9 += cs;
+        b += ldb;
+        /* opaque to the optimiser: rows stay base + stride addressing */
+        if (!packed_a) __asm__("" : "+r"(a), "+r"(a3), "+r"(a6), "+r"(a9));
+    }
+    const bool has_bias = tep && tep->bias, relu = tep && tep->relu;
+    const __m512 bias0 = has_bias ? _mm512_maskz_loadu_ps(m0, tep->bias) : _mm512_setzero_ps();
+    const __m512 bias1 = has_bias && kind == 3 ? _mm512_maskz_loadu_ps(m1, tep->bias + 16) : _mm512_setzero_ps();
+    const __m256 bias1y = has_bias && kind == 2 ? _mm256_maskz_loadu_ps(m1y, tep->bias + 16) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < NMR; i++) {
+        if (i >= m) continue;
+        float *ci = c + i * ldc;
+        __m512 v;
+        TP__GEMM_NARROW_VALUE(v, acc0[i], _mm512_maskz_loadu_ps(m0, ci), _mm512_mul_ps, _mm512_fmadd_ps,
+                              _mm512_add_ps, _mm512_set1_ps, bias0);
+        if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+        _mm512_mask_storeu_ps(ci, m0, v);
+        if (kind == 3) {
+            TP__GEMM_NARROW_VALUE(v, acc1[i], _mm512_maskz_loadu_ps(m1, ci + 16), _mm512_mul_ps, _mm512_fmadd_ps,
+                                  _mm512_add_ps, _mm512_set1_ps, bias1);
+            if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+            _mm512_mask_storeu_ps(ci + 16, m1, v);
+        }
+        if (kind == 2) {
+            __m256 w;
+            TP__GEMM_NARROW_VALUE(w, acc1y[i], _mm256_maskz_loadu_ps(m1y, ci + 16), _mm256_mul_ps, _mm256_fmadd_ps,
+                                  _mm256_add_ps, _mm256_set1_ps, bias1y);
+            if (relu) w = _mm256_maskz_mov_ps(_mm256_cmp_ps_mask(w, _mm256_setzero_ps(), _CMP_NLE_UQ), w);
+            _mm256_mask_storeu_ps(ci + 16, m1y, w);
+        }
+    }
+}
+#undef TP__GEMM_NARROW_VALUE
+
+#define TP__GEMM_NARROW_TILE(M, KIND)                                                                              \
+    case KIND:                                                                                                     \
+        if (cs_a == 1) tp__gemm_avx512_narrow_tile(M, KIND, false, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, ep); \
+        else tp__gemm_avx512_narrow_tile(M, KIND, true, kc, a, rs_a, b, ldb, c, ldc, n, alpha, beta, ep);          \
+        break;
+#define TP__GEMM_NARROW_ROWS(M)                  \
+    case M:                                      \
+        switch (n <= 16 ? 1 : n <= 24 ? 2 : 3) { \
+            TP__GEMM_NARROW_TILE(M, 1)           \
+            TP__GEMM_NARROW_TILE(M, 2)           \
+            TP__GEMM_NARROW_TILE(M, 3)           \
+            default: break;                      \
+        }                                        \
+        break;
+
+TP_HIDDEN void tp__gemm_avx512_narrow_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                                  const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+                                                  float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                                  const tp__gemm_tile_ep *ep) {
+    (void)pf; /* B of 16 to 32 columns is small: no prefetch hint */
+    (void)pf_bytes;
+    switch (m) {
+        TP__GEMM_NARROW_ROWS(1)
+        TP__GEMM_NARROW_ROWS(2)
+        TP__GEMM_NARROW_ROWS(3)
+        TP__GEMM_NARROW_ROWS(4)
+        TP__GEMM_NARROW_ROWS(5)
+        TP__GEMM_NARROW_ROWS(6)
+        TP__GEMM_NARROW_ROWS(7)
+        TP__GEMM_NARROW_ROWS(8)
+        TP__GEMM_NARROW_ROWS(9)
+        TP__GEMM_NARROW_ROWS(10)
+        TP__GEMM_NARROW_ROWS(11)
+        TP__GEMM_NARROW_ROWS(12)
+        default: break;
+    }
+}
 #endif
 
 #define TP__GEMM_FINISH_NAME tp__gemm_avx512_finish
