@@ -167,6 +167,9 @@ TP_HIDDEN void tp__gemm_avx2_finish(const tp_gemm_epilogue *ep, float *c, int64_
 TP_HIDDEN void tp__gemm_avx512_finish(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows,
                                       int64_t j0, int64_t cols);
 
+/* The micro-kernels prefetch their tile of C during K loops at least this
+ * long. */
+enum { TP__GEMM_C_PREFETCH_KC = 128 };
 enum { TP__GEMM_AVX2_MR = 6, TP__GEMM_AVX2_NR = 16 };
 enum { TP__GEMM_AVX512_MR = 6, TP__GEMM_AVX512_NR = 64 };
 /* AVX-512 products with N <= TP__GEMM_AVX512_NARROW_NR run a 12 x 32

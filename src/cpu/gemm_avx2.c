@@ -92,11 +92,14 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) acc[i][j] = _mm256_setzero_ps();
     }
-    /* C is touched only after the K loop: fetch its lines meanwhile. */
+    /* C is touched only after the K loop: fetch its lines meanwhile, when
+     * the loop is long enough (as in gemm_avx512.c). */
+    if (kc >= TP__GEMM_C_PREFETCH_KC) {
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; i++) {
-        if (i < m) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-        if (i < m) _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+        for (int i = 0; i < MR; i++) {
+            if (i < m) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+            if (i < m) _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+        }
     }
     const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a; /* rows 3-5 when there are any */
     /* the prefetch hint, as in gemm_avx512.c */
