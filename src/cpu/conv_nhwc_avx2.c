@@ -26,8 +26,9 @@
  * multiplies than the direct form) and transformed back (A^T m A) with
  * bias, residual and activation. The transforms (conv_wino.h) run 8 floats
  * wide here and 16 wide in conv_wino_avx512.c. Blocks of tiles are fixed
- * at plan time and split among threads, so results do not depend on the
- * thread count. F(2x2)'s constants are 0, +-1 and 1/2, so its rounding
+ * at plan time and split among threads (with fewer blocks than threads,
+ * the output channels are split instead: winograd_run), so results do not
+ * depend on the thread count. F(2x2)'s constants are 0, +-1 and 1/2, so its rounding
  * stays within a few float32 ulps of the sums' magnitude; F(4x4)'s (up to
  * 8 and 1/24) make it about 10x the direct sum's (conv_nhwc.h).
  */

@@ -124,7 +124,10 @@ typedef struct tp_gemm_cache_info {
 } tp_gemm_cache_info;
 TP_HIDDEN tp_gemm_cache_info tp__gemm_cache_info(void);
 
-/* Register block of an ISA level's micro-kernel (rows x columns of C). */
+/* Register block of an ISA level's micro-kernel (rows x columns of C); NR
+ * is also the width of a packed B's full panels. (AVX-512 products with
+ * N <= TP__GEMM_AVX512_NARROW_NR run a 12 x 32 kernel on the same packed
+ * layout.) */
 TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
 
 /* ---- Micro-kernels (gemm_avx2.c, gemm_avx512.c); internal to the gemm. ----
