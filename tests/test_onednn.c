@@ -46,14 +46,14 @@ static tp_tensor *rand_t(int ndim, const int64_t *sizes, float scale) {
     return t;
 }
 
-enum { L_CONV, L_POOL, L_UNARY, L_ADD, L_SE, L_AVG, L_ADAPT };
+enum { L_CONV, L_POOL, L_UNARY, L_ADD, L_SE, L_AVG, L_ADAPT, L_MEAN };
 
 /* One layer: a convolution (cout, kernel, stride, padding, dilation,
  * groups, bias, activation op or TP_OP_INVALID, res: add outs[res] before
  * the activation), a max pool (k, s, p, d, ceil), a unary op, an add of
  * outs[res], or x * sigmoid(mean(outs[res])) (ceil set: the scale first),
- * an avg_pool2d (k, s, p, ceil; bias: count_include_pad) or an
- * adaptive_avg_pool2d to cout x cout. outs[0] is the input and
+ * an avg_pool2d (k, s, p, ceil; bias: count_include_pad), an
+ * adaptive_avg_pool2d to cout x cout or a mean over H and W (keepdim). outs[0] is the input and
  * outs[i + 1] layer i's output; a layer reads outs[from - 1] when from > 0,
  * else the previous layer's output. */
 typedef struct layer {
@@ -90,8 +90,8 @@ typedef struct built {
 static void out_shape(const layer *L, const int64_t *in, int64_t *out) {
     out[0] = in[0];
     out[1] = L->kind == L_CONV ? L->cout : in[1];
-    if (L->kind == L_ADAPT) {
-        out[2] = out[3] = L->cout;
+    if (L->kind == L_ADAPT || L->kind == L_MEAN) {
+        out[2] = out[3] = L->kind == L_MEAN ? 1 : L->cout;
     } else if (L->kind == L_CONV || L->kind == L_POOL || L->kind == L_AVG) {
         int64_t kh = L->kh, kw = L->kw;
         for (int d = 0; d < 2; d++) {
@@ -164,6 +164,10 @@ static built build(const net_case *c) {
             tp_value a[2] = {N(cur), pair(L->cout, L->cout)};
             cur = call(g, TP_OP_ADAPTIVE_AVG_POOL2D, 2, a);
             tp_value_clear(&a[1]);
+        } else if (L->kind == L_MEAN) {
+            tp_value a[3] = {N(cur), pair(2, 3), tp_value_bool(true)};
+            cur = call(g, TP_OP_MEAN, 3, a);
+            tp_value_clear(&a[1]);
         } else if (L->kind == L_UNARY) {
             cur = call(g, L->act, 1, (tp_value[]){N(cur)});
         } else if (L->kind == L_ADD) {
@@ -212,13 +216,14 @@ out:
  * GEMM convolution on NHWC tensors: gemm; of those Winograd: wino, of
  * which F(4x4, 3x3): wino4) */
 typedef struct counts {
-    int onednn, gemm, wino, wino4, steps;
+    int onednn, gemm, wino, wino4, means, steps;
 } counts;
 
 static void on_event(void *user, const tp_profile_event *ev) {
     counts *c = user;
     c->steps++;
     if (strcmp(ev->variant, "onednn") == 0 || strcmp(ev->variant, "mean-nhwc") == 0) c->onednn++;
+    c->means += strcmp(ev->variant, "mean-nhwc") == 0;
     const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
     if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4) {
         c->onednn++;
@@ -672,6 +677,59 @@ static void check_conv1d(const char *label, int64_t n, int64_t c, int64_t len, i
     compare_levels(&b, label, 4, 4);
 }
 
+/* The mean over H and W of an NHWC map (gmean_run): blocks of 256
+ * pixels summed apart and added in block order, threads taking ranges of
+ * (image, block) rows - whole images, or images whose rows they share
+ * (their block sums then added by the thread that finishes last) - or,
+ * with fewer rows than threads, of (image, block, 16-channel group) items.
+ * Every case within tolerance of the reference and bitwise the same at 1-4
+ * threads (the result does not depend on the thread count). */
+TEST(test_global_mean) {
+    const net_case nets[] = {
+        /* 23 x 29 = 667 pixels: blocks of 256, 256 and 155; 40 channels:
+         * groups of 16, 16 and 8 (the last one scalar); batch 2: 6 rows,
+         * cut between images at 2 threads, inside them at 3 and 4 */
+        {"mean of 23 x 29 pixels, 40 channels, batch 2", 2, 3, 23, 29, 2,
+         {CONV(40, 3, 1, 1, 1, 1, TP_OP_SILU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
+        /* one image of 3 blocks: shared at 2-4 threads */
+        {"mean of 24 x 30 pixels, 32 channels", 1, 3, 24, 30, 2,
+         {CONV(32, 3, 1, 1, 1, 1, RELU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
+        /* one block, fewer rows than threads: (block, group) items */
+        {"mean of 9 x 13 pixels, 56 channels", 1, 3, 9, 13, 2,
+         {CONV(56, 3, 1, 1, 1, 1, RELU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
+        /* 17 x 17 = 289 pixels: a last block of 33; batch 3, 7 channels */
+        {"mean of 17 x 17 pixels, 7 channels, batch 3", 3, 3, 17, 17, 2,
+         {CONV(7, 3, 1, 1, 1, 1, RELU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
+    };
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        built b = build(&nets[i]);
+        if (!b.p || !b.x) {
+            tp_program_free(b.p);
+            tp_tensor_free(b.x);
+            continue;
+        }
+        counts cnt = {0};
+        tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt), *first = NULL;
+        for (int th = 1; want && th <= 4; th++) {
+            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
+            char msg[256] = "";
+            CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-5, 1e-5, msg, sizeof msg), "%s, %d threads: %s",
+                      nets[i].label, th, got ? msg : "no result");
+            CHECK_MSG(cnt.means == 1, "%s, %d threads: %d steps ran mean-nhwc, want 1", nets[i].label, th, cnt.means);
+            if (got && first)
+                CHECK_MSG(memcmp(tp_tensor_data(got), tp_tensor_data(first),
+                                 (size_t)tp_tensor_numel(got) * sizeof(float)) == 0,
+                          "%s: %d threads differ from 1 thread", nets[i].label, th);
+            if (!first) first = got;
+            else tp_tensor_free(got);
+        }
+        tp_tensor_free(first);
+        tp_tensor_free(want);
+        tp_tensor_free(b.x);
+        tp_program_free(b.p);
+    }
+}
+
 TEST(test_conv1d) {
     check_conv1d("conv1d batch 1", 1, 4, 4001, 1);
     check_conv1d("conv1d batch 3, odd length", 3, 4, 333, 1);
@@ -869,7 +927,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv),
-                                         T(test_alloc_failures), T(test_regions), T(test_conv1d),
+                                         T(test_alloc_failures), T(test_regions), T(test_global_mean), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
