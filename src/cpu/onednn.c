@@ -954,6 +954,19 @@ static bool pointwise_to_gemm(const tp_conv_info *v) {
     return is_pointwise(v) && (v->ires >= 0 || act_transcendental(v->act));
 }
 
+/* 1x1 with a stride, no padding (ResNet's downsampling projections), where
+ * oneDNN runs brgemm: our implicit GEMM gathers every stride-th pixel's cin
+ * floats as A's rows. oneDNN's single primitive for ResNet-50's 512 ->
+ * 1024 one (28x28 -> 14x14; the whole step, what one thread runs) blocks
+ * its weights Acdb32a and took 2.49 ms at one thread against our 1.94
+ * (Zen 4, per-node minima of 2 alternating runs; ResNet-50 62.8 -> 60.9
+ * ms); at two threads oneDNN's half-image primitives and ours took the
+ * same (0.983 / 0.986 ms; its 256 -> 512 one 0.965 / 0.989 and 1.95 /
+ * 1.94 at one thread). */
+static bool strided_pointwise(const tp_conv_info *v) {
+    return v->kh == 1 && v->kw == 1 && (v->sh > 1 || v->sw > 1) && v->ph == 0 && v->pw == 0 && v->cin >= 16;
+}
+
 /* Our implicit GEMM (conv_nhwc_avx2.c) takes a dense convolution with a spatial
  * kernel from oneDNN when oneDNN would run a direct JIT kernel on it (not
  * brgemm), the output is NHWC and so is any summed residual. Measured with
@@ -972,7 +985,8 @@ static bool gemmconv_wanted(const tp_conv_info *v, bool ny, bool res_ok, bool sc
     if (g_gemmconv == 0 || v->groups != 1 || !ny || !res_ok) return false;
     if (g_gemmconv >= 1 || scaled) return true;
     if (!impl_is(pd, "brg")) return v->kh > 1 && v->kw > 1 && v->cin >= 16;
-    return winograd_beats_brgemm(v) || v->n * v->oh * v->ow <= SMALL_PIXELS || pointwise_to_gemm(v);
+    return winograd_beats_brgemm(v) || v->n * v->oh * v->ow <= SMALL_PIXELS || pointwise_to_gemm(v) ||
+           strided_pointwise(v);
 }
 
 /* Winograd (conv_nhwc_avx2.c) for the 3x3 stride-1 convolutions the
