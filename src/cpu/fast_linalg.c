@@ -78,8 +78,13 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
         g.ep.act_relu = tp__fused_act_op(mp->act) == TP_ELT_RELU;
     }
     int64_t mn = mp->m * mp->n;
+    /* with at least as many batches as threads, each thread takes a
+     * contiguous range of them: the rows a softmax or another row-split
+     * step reads next on the same thread (attention's heads) */
     bool split_batches = mp->n_batch >= ex->nth;
-    for (int64_t bi = split_batches ? ex->ith : 0; bi < mp->n_batch; bi += split_batches ? ex->nth : 1) {
+    const int64_t b0 = split_batches ? mp->n_batch * ex->ith / ex->nth : 0;
+    const int64_t b1 = split_batches ? mp->n_batch * (ex->ith + 1) / ex->nth : mp->n_batch;
+    for (int64_t bi = b0; bi < b1; bi++) {
         int64_t oa, ob;
         batch_offsets(mp, bi, &oa, &ob);
         g.a = a + oa;
