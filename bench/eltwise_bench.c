@@ -2,7 +2,7 @@
  * eltwise_bench.c - memory-bound kernels against the machine's memory
  * bandwidth, and their speed-up on 2 threads.
  *
- * One-node programs on [ROWS, 4096] float tensors: by default 16M floats
+ * One-node programs on [rows, 4096] float tensors: by default 16M floats
  * (64 MiB each, beyond the L3); `eltwise_bench 256` runs 4 MiB tensors,
  * which stay in a 32 MiB L3, so the 2-thread column shows the kernels'
  * own scaling rather than the DRAM's:
@@ -34,9 +34,9 @@
 #define MAX_REPEATS 101
 
 /* rows of 4096 floats; the first argument sets it (default 4096: 64 MiB) */
-static int64_t ROWS = 4096;
+static int64_t g_rows = 4096;
 /* timed calls per median: more for small tensors, whose calls are short */
-static int REPEATS = 15;
+static int g_repeats = 15;
 
 static double now_s(void) {
     struct timespec ts;
@@ -97,7 +97,7 @@ static double memcpy2_time(char *dst, const char *src, size_t bytes) {
 
 static tp_node *placeholder(tp_graph *g, const char *name) {
     tp_tensor *m;
-    if (tp_tensor_meta(TP_FLOAT32, 2, (const int64_t[]){ROWS, COLS}, &m) != TP_OK) die("meta");
+    if (tp_tensor_meta(TP_FLOAT32, 2, (const int64_t[]){g_rows, COLS}, &m) != TP_OK) die("meta");
     tp_value v = tp_value_tensor(m);
     tp_node *n;
     if (tp_graph_placeholder(g, name, &v, &n) != TP_OK) die("placeholder");
@@ -105,7 +105,7 @@ static tp_node *placeholder(tp_graph *g, const char *name) {
     return n;
 }
 
-/* A program out = op(x[, y], extra int arg) over [ROWS, COLS] float32 inputs. */
+/* A program out = op(x[, y], extra int arg) over [g_rows, COLS] float32 inputs. */
 static tp_program *make_program(tp_op op, int n_inputs, int int_arg) {
     tp_graph *g;
     tp_signature *s;
@@ -145,28 +145,28 @@ static tp_program *make_program(tp_op op, int n_inputs, int int_arg) {
 static double median_time(tp_run *r, tp_tensor **in, int n_in) {
     double t[MAX_REPEATS];
     if (tp_run_execute(r, in, n_in, NULL, 0) != TP_OK) die("execute");
-    for (int i = 0; i < REPEATS; i++) {
+    for (int i = 0; i < g_repeats; i++) {
         double t0 = now_s();
         if (tp_run_execute(r, in, n_in, NULL, 0) != TP_OK) die("execute");
         t[i] = now_s() - t0;
     }
-    qsort(t, REPEATS, sizeof *t, cmp_double);
-    return t[REPEATS / 2];
+    qsort(t, g_repeats, sizeof *t, cmp_double);
+    return t[g_repeats / 2];
 }
 
 int main(int argc, char **argv) {
     if (argc > 1) {
-        ROWS = strtoll(argv[1], NULL, 10);
-        if (ROWS < 1 || ROWS > 65536) {
-            fprintf(stderr, "usage: eltwise_bench [ROWS of 4096 floats, 1..65536]\n");
+        g_rows = strtoll(argv[1], NULL, 10);
+        if (g_rows < 1 || g_rows > 65536) {
+            fprintf(stderr, "usage: eltwise_bench [rows of 4096 floats, 1..65536]\n");
             return 2;
         }
     }
-    if (ROWS < 1024) REPEATS = MAX_REPEATS;
-    size_t n = (size_t)ROWS * COLS, bytes = n * sizeof(float);
+    if (g_rows < 1024) g_repeats = MAX_REPEATS;
+    size_t n = (size_t)g_rows * COLS, bytes = n * sizeof(float);
     tp_tensor *x, *y;
-    if (tp_tensor_empty(TP_FLOAT32, 2, (const int64_t[]){ROWS, COLS}, &x) != TP_OK ||
-        tp_tensor_empty(TP_FLOAT32, 2, (const int64_t[]){ROWS, COLS}, &y) != TP_OK)
+    if (tp_tensor_empty(TP_FLOAT32, 2, (const int64_t[]){g_rows, COLS}, &x) != TP_OK ||
+        tp_tensor_empty(TP_FLOAT32, 2, (const int64_t[]){g_rows, COLS}, &y) != TP_OK)
         die("tensors");
     float *xd = tp_tensor_data(x), *yd = tp_tensor_data(y);
     for (size_t i = 0; i < n; i++) {
@@ -178,21 +178,21 @@ int main(int argc, char **argv) {
     if (!dst) return 1;
     memcpy(dst, xd, bytes);
     double mt[MAX_REPEATS];
-    for (int i = 0; i < REPEATS; i++) {
+    for (int i = 0; i < g_repeats; i++) {
         double t0 = now_s();
         memcpy(dst, xd, bytes);
         mt[i] = now_s() - t0;
     }
-    qsort(mt, REPEATS, sizeof *mt, cmp_double);
-    double memcpy_s = mt[REPEATS / 2], stream_gbs = 2.0 * (double)bytes / memcpy_s / 1e9;
+    qsort(mt, g_repeats, sizeof *mt, cmp_double);
+    double memcpy_s = mt[g_repeats / 2], stream_gbs = 2.0 * (double)bytes / memcpy_s / 1e9;
     pthread_t helper;
     if (pthread_create(&helper, NULL, copy_helper, NULL) != 0) die("pthread_create");
     memcpy2_time(dst, (const char *)xd, bytes);
-    for (int i = 0; i < REPEATS; i++) mt[i] = memcpy2_time(dst, (const char *)xd, bytes);
+    for (int i = 0; i < g_repeats; i++) mt[i] = memcpy2_time(dst, (const char *)xd, bytes);
     atomic_store(&g_job.posted, -1);
     pthread_join(helper, NULL);
-    qsort(mt, REPEATS, sizeof *mt, cmp_double);
-    double memcpy2_s = mt[REPEATS / 2];
+    qsort(mt, g_repeats, sizeof *mt, cmp_double);
+    double memcpy2_s = mt[g_repeats / 2];
     printf("memcpy of %zu KiB: %.3f ms (%.1f GB/s read+write); on 2 threads %.3f ms (speed-up %.2fx)\n", bytes >> 10,
            memcpy_s * 1e3, stream_gbs, memcpy2_s * 1e3, memcpy_s / memcpy2_s);
     struct {

@@ -475,6 +475,10 @@ TEST(test_alloc_failures) {
           {L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, true, NONE, 2, 0},
           CONV(8, 1, 1, 0, 1, 1, NONE),
           CONV(8, 3, 1, 1, 1, 1, NONE)}},
+        /* 17 x 17 pixels: two blocks of sums, whose count of finished
+         * threads lives in the run context (gmean_ctx_new) */
+        {"a mean over two blocks of pixels", 1, 3, 17, 17, 2,
+         {CONV(8, 3, 1, 1, 1, 1, RELU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
     };
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
         built b = build(&nets[i]);

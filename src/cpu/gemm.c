@@ -40,7 +40,6 @@
 #include "gemm.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 
@@ -390,13 +389,15 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
      * the rows the same thread wrote one step before (the producing GEMM
      * or convolution split rows too), and its rows of C the ones it reads
      * next, where a column split reads the other threads' columns from
-     * their cores' caches; every thread reading all the weights costs less
-     * than those reads on the machines measured. Zen 4, 2 threads, per-node sums of 3 alternating
-     * runs, grid / bands: MLP 0.203 / 0.199 ms, GPT-2 4.81 / 4.67, ViT-S
-     * 23.8 / 23.5, transformer 2.15 / 2.09, EfficientNet-B0 5.50 / 5.42,
-     * MobileNetV2 3.43 / 3.38, ResNet-50 31.2 / 30.8; with busy neighbours
-     * the column split's cross-core reads cost far more (the MLP 0.254
-     * against 0.210 ms, medians of 3 alternating runs). */
+     * their cores' caches; every thread reading all the weights cost less
+     * than those reads on this Zen 4. 2 threads, per-node sums of 3
+     * alternating runs, grid / bands: MLP 0.203 / 0.199 ms, GPT-2 4.81 /
+     * 4.67, ViT-S 23.8 / 23.5, transformer 2.15 / 2.09, EfficientNet-B0
+     * 5.50 / 5.42, MobileNetV2 3.43 / 3.38, ResNet-50 31.2 / 30.8; with
+     * busy neighbours the column split's cross-core reads cost far more
+     * (the MLP 0.254 against 0.210 ms, medians of 3 alternating runs).
+     * The cost model above has no term for where A was written; this rule
+     * stands in for one. */
     if (g->packed_b && nth > 1 && m >= (int64_t)nth * mr &&
         (int64_t)nth * tp__gemm_round_up(tp__gemm_ceil_div(m, nth), mr) * 20 <= tp__gemm_round_up(m, mr) * 21) {
         plan.th_m = nth;

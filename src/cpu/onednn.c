@@ -1446,12 +1446,13 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
             np.run = gmean_run;
             np.variant = "mean-nhwc";
             np.max_threads = ps.threads;
-            np.workspace = d->gm_nhwc && gmean_blocks(d->gm[2]) > 1
-                               ? ((size_t)(d->gm[0] * gmean_blocks(d->gm[2]) * d->gm[1]) * sizeof(float) + 63) &
-                                     ~(size_t)63
-                               : 0;
-            np.ctx_new = gmean_ctx_new;
-            np.ctx_free = tp_free;
+            /* block sums threads share, and their count of finished threads */
+            const bool shares = d->gm_nhwc && gmean_blocks(d->gm[2]) > 1;
+            np.workspace =
+                shares ? ((size_t)(d->gm[0] * gmean_blocks(d->gm[2]) * d->gm[1]) * sizeof(float) + 63) & ~(size_t)63
+                       : 0;
+            np.ctx_new = shares ? gmean_ctx_new : NULL;
+            np.ctx_free = shares ? tp_free : NULL;
         }
         if (d->kind == DN_GEMMCONV) {
             packed = d->gc->packed_bytes;
