@@ -241,17 +241,30 @@ static double time_median(bench_fn fn, void *ctx, int repeats, team *tm, int nth
     return samples[repeats / 2];
 }
 
+/* -e: relu as the GEMM's act (the kernels apply it in registers; act_relu says so) */
+static void relu_act(float *p, int64_t n, const void *ctx) {
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) p[i] = p[i] > 0.0f ? p[i] : 0.0f;
+}
+
 typedef struct tp_ctx {
     team *tm;
     tp_gemm g;
     void *workspace;
     void **cold_b; /* -c: copies of the packed B, one per call in turn */
     int n_cold, next_cold;
+    float **act_a, **act_c; /* -m: copies of A and C, one pair per call in turn */
+    int n_act, next_act;
 } tp_ctx;
 
 static void run_tp(void *p) {
     tp_ctx *ctx = p;
     if (ctx->n_cold > 0) ctx->g.packed_b = ctx->cold_b[ctx->next_cold++ % ctx->n_cold];
+    if (ctx->n_act > 0) {
+        const int i = ctx->next_act++ % ctx->n_act;
+        ctx->g.a = ctx->act_a[i];
+        ctx->g.c = ctx->act_c[i];
+    }
     team_run(ctx->tm, &ctx->g, ctx->workspace);
 }
 
@@ -281,6 +294,8 @@ static void *alloc_aligned(size_t bytes) { return aligned_alloc(64, (bytes + 63)
 int main(int argc, char **argv) {
     int max_threads = 2, min_threads = 1, only_isa = -1, repeats = 7;
     bool unpacked_too = false, cold = false;
+    bool residual = false;
+    long act_mib = 0;
     bench_shape only = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) max_threads = atoi(argv[++i]);
@@ -289,9 +304,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-u")) unpacked_too = true;
         else if (!strcmp(argv[i], "-c")) cold = true;
+        else if (!strcmp(argv[i], "-e")) residual = true;
+        else if (!strcmp(argv[i], "-m") && i + 1 < argc) act_mib = atol(argv[++i]);
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) sscanf(argv[++i], "%ldx%ldx%ld", &only.m, &only.k, &only.n);
         else {
-            fprintf(stderr, "usage: %s [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-c] [-s MxKxN] [-r REPEATS]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-c] [-e] [-m MIB] [-s MxKxN] [-r REPEATS]\n", argv[0]);
             return 2;
         }
     }
@@ -328,6 +345,9 @@ int main(int argc, char **argv) {
             float *a = alloc_aligned(sizeof(float) * (size_t)(sh->m * sh->k));
             float *b = alloc_aligned(sizeof(float) * (size_t)(sh->k * sh->n));
             float *c = alloc_aligned(sizeof(float) * (size_t)(sh->m * sh->n));
+            float *bias = alloc_aligned(sizeof(float) * (size_t)sh->n);
+
+            for (long j = 0; j < sh->n; j++) bias[j] = (float)(j % 7) * 0.01f;
             for (long i = 0; i < sh->m * sh->k; i++) a[i] = (float)((i * 7 % 13) - 6) * 0.1f;
             for (long i = 0; i < sh->k * sh->n; i++) b[i] = (float)((i * 5 % 11) - 5) * 0.1f;
             char name[32];
@@ -338,7 +358,7 @@ int main(int argc, char **argv) {
                 if (only_isa >= 0 ? isa != only_isa : isa == TP_ISA_SCALAR) continue;
                 static const char *isa_names[] = {"scalar", "avx2", "avx512"};
                 for (int packed = 1; packed >= (unpacked_too ? 0 : 1); packed--) {
-                    tp_ctx ctx = {&tm, {0}, NULL, NULL, 0, 0};
+                    tp_ctx ctx = {&tm, {0}, NULL, NULL, 0, 0, NULL, NULL, 0, 0};
                     tp_gemm *g = &ctx.g;
                     g->isa = isa;
                     g->m = sh->m;
@@ -360,6 +380,31 @@ int main(int argc, char **argv) {
                     g->c = c;
                     g->ldc = sh->n;
                     g->ep = tp__gemm_epilogue_default();
+                    if (residual) { /* a residual block's last convolution, summed in place: C = relu(A*B + bias + C) */
+                        g->ep.beta = 1.0f;
+                        g->ep.bias = bias;
+                        g->ep.act = relu_act;
+                        g->ep.act_relu = true;
+                    }
+                    if (act_mib > 0) { /* as a model's activations: A and C from L3 or memory */
+                        const size_t ab = sizeof(float) * (size_t)(sh->m * sh->k), cb = sizeof(float) * (size_t)(sh->m * sh->n);
+                        ctx.n_act = (int)(((size_t)act_mib << 20) / (ab + cb)) + 1;
+                        if (ctx.n_act > MAX_COLD) ctx.n_act = MAX_COLD;
+                        ctx.act_a = calloc((size_t)ctx.n_act, sizeof *ctx.act_a);
+                        ctx.act_c = calloc((size_t)ctx.n_act, sizeof *ctx.act_c);
+                        for (int i = 0; ctx.act_a && ctx.act_c && i < ctx.n_act; i++) {
+                            ctx.act_a[i] = alloc_aligned(ab);
+                            ctx.act_c[i] = alloc_aligned(cb);
+                            if (!ctx.act_a[i] || !ctx.act_c[i]) {
+                                free(ctx.act_a[i]);
+                                free(ctx.act_c[i]);
+                                ctx.n_act = i;
+                                break;
+                            }
+                            memcpy(ctx.act_a[i], a, ab);
+                            memset(ctx.act_c[i], 0, cb);
+                        }
+                    }
                     if (cold && packed) { /* as a model's weights: from memory, not from a warm cache */
                         const size_t bytes = tp__gemm_packed_b_bytes(isa, sh->k, sh->n);
                         ctx.n_cold = (int)((size_t)COLD_BYTES / bytes) + 1;
@@ -382,6 +427,12 @@ int main(int argc, char **argv) {
                     free(packed_b);
                     for (int i = 0; i < ctx.n_cold; i++) free(ctx.cold_b[i]);
                     free(ctx.cold_b);
+                    for (int i = 0; i < ctx.n_act; i++) {
+                        free(ctx.act_a[i]);
+                        free(ctx.act_c[i]);
+                    }
+                    free(ctx.act_a);
+                    free(ctx.act_c);
                 }
             }
             team_stop(&tm);
@@ -407,6 +458,8 @@ int main(int argc, char **argv) {
             free(a);
             free(b);
             free(c);
+            free(bias);
+
         }
     }
     return peak_sink == 12345.0f ? 1 : 0;

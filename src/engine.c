@@ -797,6 +797,26 @@ static int sole_reader(const tp_plan *plan, int id, int after) {
     return -1;
 }
 
+/* Whether step s reads slot id or a view of it. */
+static bool step_reads(const tp_plan *plan, const plan_step *s, int id) {
+    for (int k = 0; k < s->n_in; k++) {
+        for (int r = s->in[k]; r >= 0; r = plan->slots[r].kind == SLOT_VIEW ? plan->slots[r].root : -1)
+            if (r == id) return true;
+    }
+    return false;
+}
+
+/* The last step in [j, c) that reads slot id (directly or through a view),
+ * skipping fused steps (they run inside their producer): where id's life
+ * ends once step c, its last reader until now, is fused into step j, which
+ * reads id in its place. With no reader in between, a summed residual's
+ * block can become the output of the step that sums it (plan_memory). */
+static int last_reader_before(const tp_plan *plan, int id, int j, int c) {
+    for (int t = c - 1; t > j; t--)
+        if (plan->steps[t].kind != STEP_FUSED && step_reads(plan, &plan->steps[t], id)) return t;
+    return j;
+}
+
 static tp_status fuse_steps(tp_plan *plan) {
     int *uses = tp_calloc((size_t)(plan->n_slots ? plan->n_slots : 1), sizeof *uses);
     TP_CHECK(uses != NULL, TP_ERR_NOMEM, "out of memory fusing steps");
@@ -842,6 +862,7 @@ static tp_status fuse_steps(tp_plan *plan) {
                 p->in[p->n_in++] = r;
                 if (p->n_in + p->n_out > plan->max_io) plan->max_io = p->n_in + p->n_out;
                 use_slot(plan, r, c);
+                if (plan->slots[r].last == c) plan->slots[r].last = last_reader_before(plan, r, j, c);
                 if (kind == TP_FUSE_RESIDUAL) has_residual = true;
                 else has_bias = true;
             } else {
@@ -943,6 +964,7 @@ static tp_status plan_memory(tp_plan *plan) {
                     os->offset = is->offset;
                     held[iid] = false; /* the block now belongs to the output */
                     held[id] = true;
+                    plan->n_in_place++;
                     continue;
                 }
             }
@@ -1362,9 +1384,10 @@ static void run_log(const tp_run *r, tp_log_level level, const char *fmt, ...) {
 static void log_new_plan(const tp_run *r, const tp_plan *plan, double ms, int cached) {
     if (!r->opt.log) return;
     run_log(r, TP_LOG_INFO,
-            "built a plan in %.2f ms: %d steps (%d fast, %d reference, %d fused), arena %zu bytes, packed weights "
+            "built a plan in %.2f ms: %d steps (%d fast, %d reference, %d fused, %d in place), arena %zu bytes, packed weights "
             "%zu bytes, cpu level %s; %d of %d plans cached",
-            ms, plan->n_steps, (int)plan->n_fast, (int)plan->n_reference, (int)plan->n_fused, (size_t)plan->arena_bytes,
+            ms, plan->n_steps, (int)plan->n_fast, (int)plan->n_reference, (int)plan->n_fused, (int)plan->n_in_place,
+            (size_t)plan->arena_bytes,
             (size_t)plan->packed_bytes, tp_cpu_level_name((tp_cpu_level)plan->cpu_level), cached, TP_PLAN_CACHE);
     for (int j = 0; j < plan->n_steps; j++)
         if (plan->steps[j].kind == STEP_LEGACY)
@@ -1785,5 +1808,6 @@ void tp_run_get_stats(const tp_run *r, tp_run_stats *out) {
     out->n_fast = plan->n_fast;
     out->n_reference = plan->n_reference;
     out->n_fused = plan->n_fused;
+    out->n_in_place = plan->n_in_place;
     out->cpu_level = (tp_cpu_level)plan->cpu_level;
 }

@@ -100,7 +100,7 @@ struct tp_plan {
     plan_mutation *mutations;
     bool mutates_state;     /* calls must be serialised */
     bool all_tensor_io;     /* usable by tp_run_execute */
-    int64_t n_fast, n_reference, n_fused;
+    int64_t n_fast, n_reference, n_fused, n_in_place;
 };
 typedef struct tp_plan tp_plan;
 

@@ -80,7 +80,7 @@ check run_threads0_msg one_line "$dir/err" "--threads"
 check run_repeat_bad expect_rc 2 "$T" run "$dir/mlp.pt2" --repeat 2x
 # inspect plans the program on its example inputs
 check inspect_plan contains "$dir/mlp_inspect" \
-    "arena: [0-9]* bytes, packed weights: [0-9]* bytes, steps: [0-9]* ([0-9]* fast, [0-9]* reference, [0-9]* fused)"
+    "arena: [0-9]* bytes, packed weights: [0-9]* bytes, steps: [0-9]* ([0-9]* fast, [0-9]* reference, [0-9]* fused, [0-9]* in place)"
 check inspect_plan_json contains "$dir/mlp_inspect_json" '"packed_bytes": [0-9]'
 # inspect shows user inputs' and outputs' dtype and symbolic shape
 check inspect_io expect_rc 0 "$T" inspect "$SRC/tests/fixtures/tensorplay/dynamic.pt2"

@@ -472,9 +472,9 @@ static void inspect_text(const tp_archive *a, bool plan) {
         int planned = plan ? example_plan(tp_archive_program(a, i), &rs) : 0;
         if (planned > 0)
             printf("  plan (example inputs, cpu level %s):\n    arena: %zu bytes, packed weights: %zu bytes, steps: %" PRId64
-                   " (%" PRId64 " fast, %" PRId64 " reference, %" PRId64 " fused)\n",
+                   " (%" PRId64 " fast, %" PRId64 " reference, %" PRId64 " fused, %" PRId64 " in place)\n",
                    tp_cpu_level_name(rs.cpu_level), rs.arena_bytes, rs.packed_bytes, rs.n_steps, rs.n_fast,
-                   rs.n_reference, rs.n_fused);
+                   rs.n_reference, rs.n_fused, rs.n_in_place);
         else if (planned < 0)
             printf("  plan: the call on the example inputs failed: %s\n", tp_last_error());
     }
@@ -596,11 +596,12 @@ static void inspect_json(const tp_archive *a, bool plan) {
         int planned = plan ? example_plan(tp_archive_program(a, i), &rs) : 0;
         if (planned > 0)
             json_object_set_new(o, "plan",
-                                json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_level", tp_cpu_level_name(rs.cpu_level),
+                                json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_level", tp_cpu_level_name(rs.cpu_level),
                                           "arena_bytes", (json_int_t)rs.arena_bytes, "packed_bytes",
                                           (json_int_t)rs.packed_bytes, "steps", (json_int_t)rs.n_steps, "fast_steps",
                                           (json_int_t)rs.n_fast, "reference_steps", (json_int_t)rs.n_reference,
-                                          "fused_steps", (json_int_t)rs.n_fused));
+                                          "fused_steps", (json_int_t)rs.n_fused, "in_place_steps",
+                                          (json_int_t)rs.n_in_place));
         else if (planned < 0)
             json_object_set_new(o, "plan", json_pack("{s:s}", "error", tp_last_error()));
         json_array_append_new(progs, o);
@@ -1585,6 +1586,7 @@ static int cmd_bench(int argc, char **argv) {
         json_object_set_new(o, "fast_steps", json_integer(stats.n_fast));
         json_object_set_new(o, "reference_steps", json_integer(stats.n_reference));
         json_object_set_new(o, "fused_steps", json_integer(stats.n_fused));
+        json_object_set_new(o, "in_place_steps", json_integer(stats.n_in_place));
         json_object_set_new(o, "peak_rss_bytes", json_integer(peak_rss));
         if (profile) {
             json_t *ops = json_array();
@@ -1613,8 +1615,9 @@ static int cmd_bench(int argc, char **argv) {
                fmt_ms(p90, m2, sizeof m2), fmt_ms(min, m3, sizeof m3), fmt_ms(mean, m4, sizeof m4));
         printf("throughput: %.1f calls/s\n", throughput);
         printf("arena: %zu bytes, packed weights: %zu bytes, steps: %" PRId64 " (%" PRId64 " fast, %" PRId64
-               " reference, %" PRId64 " fused)\n",
-               stats.arena_bytes, stats.packed_bytes, stats.n_steps, stats.n_fast, stats.n_reference, stats.n_fused);
+               " reference, %" PRId64 " fused, %" PRId64 " in place)\n",
+               stats.arena_bytes, stats.packed_bytes, stats.n_steps, stats.n_fast, stats.n_reference, stats.n_fused,
+               stats.n_in_place);
         printf("peak RSS:   %" PRId64 " bytes (%s)\n", peak_rss, rss);
         if (profile) {
             printf("profile (per call; latencies above include the profiling overhead):\n");

@@ -173,6 +173,8 @@ typedef struct tp_run_stats {
     int64_t plans_built;    /* plans this run context built (cache misses) */
     int64_t calls;          /* calls made through this run context */
     tp_cpu_level cpu_level; /* the level the plan was built for */
+    int64_t n_in_place;     /* steps whose output takes over a dying input's arena block (a summed residual,
+                               an elementwise input) */
 } tp_run_stats;
 TP_API void tp_run_get_stats(const tp_run *r, tp_run_stats *out);
 
