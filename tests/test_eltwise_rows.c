@@ -1,7 +1,7 @@
 /*
  * test_eltwise_rows.c - the row kernels of the elementwise tables
  * (src/cpu/eltwise.h: max, sum (also bit for bit in its documented
- * order), softmax, log_softmax, where) at every CPU
+ * order), softmax, log_softmax, layer_norm, where) at every CPU
  * level this machine runs, on every row length from 0 to 70 and a few
  * longer ones (vector bodies, 4-vector unrolls and each tail length),
  * against double-precision references written here: NaN anywhere in a row,
@@ -160,6 +160,47 @@ TEST(test_softmax) {
     }
 }
 
+/* layer_norm rows with weight and bias, either or neither, on an offset
+ * row (a mean far from 0, as activations have) against a double
+ * reference: |err| <= 2e-6 * (1 + |ref|) + 3e-6 * |b| (float sums of up
+ * to 1100 terms); the output past n untouched. */
+TEST(test_layer_norm) {
+    static float a[MAXN], o[MAXN + 1], w[MAXN], b[MAXN];
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++) {
+        const tp_eltwise_table *t = tp__eltwise_table(level);
+        for (int li = 0; li < N_LENGTHS; li++) {
+            const int64_t n = length_at(li);
+            if (n == 0) continue;
+            for (int64_t i = 0; i < n; i++) {
+                a[i] = 3.0f + uniform(-2.0f, 2.0f);
+                w[i] = uniform(0.5f, 1.5f);
+                b[i] = uniform(-1.0f, 1.0f);
+            }
+            double mean = 0.0, var = 0.0;
+            for (int64_t i = 0; i < n; i++) mean += a[i];
+            mean /= (double)n;
+            for (int64_t i = 0; i < n; i++) var += (a[i] - mean) * (a[i] - mean);
+            const double rstd = 1.0 / sqrt(var / (double)n + 1e-5);
+            for (int form = 0; form < 4; form++) {
+                const float *wp = form & 1 ? w : NULL, *bp = form & 2 ? b : NULL;
+                o[n] = 12345.0f;
+                t->layer_norm(o, a, n, wp, bp, 1e-5f);
+                int bad = 0;
+                for (int64_t i = 0; i < n && !bad; i++) {
+                    double want = (a[i] - mean) * rstd * (wp ? wp[i] : 1.0) + (bp ? bp[i] : 0.0);
+                    double tol = 2e-6 * (1.0 + fabs(want)) + (bp ? 3e-6 * fabs(bp[i]) : 0.0);
+                    if (!(fabs(o[i] - want) <= tol)) {
+                        CHECK_MSG(false, "%s n=%lld form %d: o[%lld] = %.9g, want %.9g", level_name(level),
+                                  (long long)n, form, (long long)i, o[i], want);
+                        bad = 1;
+                    }
+                }
+                CHECK_MSG(o[n] == 12345.0f, "%s n=%lld: wrote past the row", level_name(level), (long long)n);
+            }
+        }
+    }
+}
+
 TEST(test_where) {
     static float x[MAXN], y[MAXN], o[MAXN + 1]; /* o[n]: a sentinel past the row */
     static uint8_t c[MAXN];
@@ -271,4 +312,4 @@ TEST(test_unary_stream) {
     }
 }
 
-TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_where), T(test_stream), T(test_unary_stream))
+TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_layer_norm), T(test_where), T(test_stream), T(test_unary_stream))

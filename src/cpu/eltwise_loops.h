@@ -380,7 +380,74 @@ static void moments(const float *a, int64_t n, float eps, float *mean_out, float
     *rstd_out = 1.0f / sqrtf(fold_parts(part) / (float)n + eps);
 }
 
+#if TP_ELT_VLANES == 16 && defined(__AVX512F__)
+/* Sum over lanes of 4 partial vectors, (p0 + p1) + (p2 + p3), then the
+ * lanes folded pairwise 8, 4, 2, 1. */
+static float fold4_v16(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
+    __m512 s = _mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+    s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_cvtss_f32(s);
+}
+
+/* layer_norm's row at AVX-512: the mean, then the mean of squared
+ * deviations (two passes, as moments), each summed in four vector chains
+ * (element i into chain (i / 16) mod 4, the tail masked), then the
+ * normalised row. Rows of a few hundred floats are bound by the chain of
+ * passes: the generic loops (sums through 4 x 16-float arrays in memory)
+ * took 0.29-0.30 ns an element for rows of 384 and 0.33 for rows of 256,
+ * this 0.19 and 0.17 (Zen 4, one thread, rows in L1; 0.19 -> 0.18 for
+ * rows of 4096). */
+static void layer_norm_v16(float *o, const float *a, int64_t n, const float *w, const float *b, float eps) {
+    __m512 p0 = _mm512_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        p0 = _mm512_add_ps(p0, _mm512_loadu_ps(a + i));
+        p1 = _mm512_add_ps(p1, _mm512_loadu_ps(a + i + 16));
+        p2 = _mm512_add_ps(p2, _mm512_loadu_ps(a + i + 32));
+        p3 = _mm512_add_ps(p3, _mm512_loadu_ps(a + i + 48));
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        p0 = _mm512_add_ps(p0, _mm512_maskz_loadu_ps(k, a + i));
+    }
+    const float mean = fold4_v16(p0, p1, p2, p3) / (float)n;
+    const __m512 mv = _mm512_set1_ps(mean);
+    p0 = p1 = p2 = p3 = _mm512_setzero_ps();
+    for (i = 0; i + 64 <= n; i += 64) {
+        const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(a + i), mv), d1 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 16), mv);
+        const __m512 d2 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 32), mv), d3 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 48), mv);
+        p0 = _mm512_fmadd_ps(d0, d0, p0);
+        p1 = _mm512_fmadd_ps(d1, d1, p1);
+        p2 = _mm512_fmadd_ps(d2, d2, p2);
+        p3 = _mm512_fmadd_ps(d3, d3, p3);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, a + i), mv);
+        p0 = _mm512_fmadd_ps(d, d, p0);
+    }
+    const __m512 rv = _mm512_set1_ps(1.0f / sqrtf(fold4_v16(p0, p1, p2, p3) / (float)n + eps));
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 y = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, a + i), mv), rv);
+        if (w && b) y = _mm512_fmadd_ps(y, _mm512_maskz_loadu_ps(k, w + i), _mm512_maskz_loadu_ps(k, b + i));
+        else if (w) y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(k, w + i));
+        else if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(k, b + i));
+        _mm512_mask_storeu_ps(o + i, k, y);
+    }
+}
+#endif
+
 static void layer_norm(float *o, const float *a, int64_t n, const float *w, const float *b, float eps) {
+#if TP_ELT_VLANES == 16 && defined(__AVX512F__)
+    if (n > 0) {
+        layer_norm_v16(o, a, n, w, b, eps);
+        return;
+    }
+#endif
     float mean, rstd;
     moments(a, n, eps, &mean, &rstd);
     if (w && b) for (int64_t j = 0; j < n; j++) o[j] = (a[j] - mean) * rstd * w[j] + b[j];
