@@ -246,6 +246,18 @@ static float max_of(const float *a, int64_t n) {
 }
 
 #if TP_ELT_VLANES == 16 && defined(__AVX512F__)
+/* Lane 0 of V folded by OP (add, max) with lane k + 8, then k + 4, k + 2,
+ * k + 1: the pairwise order the generic loops' folds use. */
+#define TP__FOLD16(V, OP)                                                              \
+    __extension__({                                                                    \
+        __m512 f_ = (V);                                                               \
+        f_ = OP(f_, _mm512_shuffle_f32x4(f_, f_, _MM_SHUFFLE(1, 0, 3, 2)));            \
+        f_ = OP(f_, _mm512_shuffle_f32x4(f_, f_, _MM_SHUFFLE(2, 3, 0, 1)));            \
+        f_ = OP(f_, _mm512_permute_ps(f_, _MM_SHUFFLE(1, 0, 3, 2)));                   \
+        f_ = OP(f_, _mm512_permute_ps(f_, _MM_SHUFFLE(2, 3, 0, 1)));                   \
+        _mm512_cvtss_f32(f_);                                                          \
+    })
+
 /* softmax's exp(a - m) into o and the sum of what it stored, 16 lanes:
  * tp__vm_exp_nonpos_ftz's steps (the same reduction and polynomial, 2^n
  * applied by vscalefps, which rounds a denormal product once as the
@@ -280,11 +292,7 @@ static float exp_sub_sum_v16(float *o, const float *a, int64_t n, float max, con
         _mm512_mask_storeu_ps(o + i, k, e);
         acc = _mm512_add_ps(acc, e);
     }
-    acc = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(1, 0, 3, 2)));
-    acc = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
-    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, _MM_SHUFFLE(1, 0, 3, 2)));
-    acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_cvtss_f32(acc);
+    return TP__FOLD16(acc, _mm512_add_ps);
 }
 
 /* max of n floats as max_of (NaN if any is NaN, -inf for n = 0) with
@@ -309,11 +317,7 @@ static float max_v16(const float *a, int64_t n) {
     }
     if (nan) return NAN;
     m0 = _mm512_max_ps(m0, m1);
-    m0 = _mm512_max_ps(m0, _mm512_shuffle_f32x4(m0, m0, _MM_SHUFFLE(1, 0, 3, 2)));
-    m0 = _mm512_max_ps(m0, _mm512_shuffle_f32x4(m0, m0, _MM_SHUFFLE(2, 3, 0, 1)));
-    m0 = _mm512_max_ps(m0, _mm512_permute_ps(m0, _MM_SHUFFLE(1, 0, 3, 2)));
-    m0 = _mm512_max_ps(m0, _mm512_permute_ps(m0, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_cvtss_f32(m0);
+    return TP__FOLD16(m0, _mm512_max_ps);
 }
 
 /* o[0, n) *= s, the tail as a masked vector. */
@@ -386,11 +390,7 @@ static void moments(const float *a, int64_t n, float eps, float *mean_out, float
  * lanes folded pairwise 8, 4, 2, 1. */
 static float fold4_v16(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
     __m512 s = _mm512_add_ps(_mm512_add_ps(p0, p1), _mm512_add_ps(p2, p3));
-    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
-    s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_cvtss_f32(s);
+    return TP__FOLD16(s, _mm512_add_ps);
 }
 
 /* layer_norm's row at AVX-512: the mean, then the mean of squared
