@@ -27,12 +27,16 @@
  * OpenBLAS 0.3.21 may not recognise newer CPUs: compare OPENBLAS_CORETYPE=SkylakeX
  * (or Zen, Haswell) against the default.
  *
- * Usage: gemm_bench [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-c] [-s MxKxN] [-r REPEATS]
+ * Usage: gemm_bench [-t THREADS_MAX | -n THREADS] [-i ISA] [-u] [-c] [-e] [-m MIB] [-s MxKxN] [-r REPEATS]
  *   -t: 1, 2, 4 ... up to THREADS_MAX (default 2)   -n: exactly THREADS
  *   -i: only that ISA level (0 1 2; default all but scalar)
  *   -u: also B unpacked (packed per call, or read in place for small M)
  *   -c: packed B cold, as a model's weights are: each call takes the next of
  *       copies of it that fill 256 MiB, so B comes from memory, not a cache
+ *   -e: a residual block's last convolution: C = relu(A*B + bias + C),
+ *       the residual summed in place (beta 1, bias and relu in the kernel)
+ *   -m: A and C as a model's activations: each call takes the next of
+ *       copies of them that fill MIB MiB (beyond L2: from L3 or memory)
  *   -s: only that shape (any M x K x N, listed or not)
  */
 #include <pthread.h>
@@ -346,7 +350,6 @@ int main(int argc, char **argv) {
             float *b = alloc_aligned(sizeof(float) * (size_t)(sh->k * sh->n));
             float *c = alloc_aligned(sizeof(float) * (size_t)(sh->m * sh->n));
             float *bias = alloc_aligned(sizeof(float) * (size_t)sh->n);
-
             for (long j = 0; j < sh->n; j++) bias[j] = (float)(j % 7) * 0.01f;
             for (long i = 0; i < sh->m * sh->k; i++) a[i] = (float)((i * 7 % 13) - 6) * 0.1f;
             for (long i = 0; i < sh->k * sh->n; i++) b[i] = (float)((i * 5 % 11) - 5) * 0.1f;
@@ -459,7 +462,6 @@ int main(int argc, char **argv) {
             free(b);
             free(c);
             free(bias);
-
         }
     }
     return peak_sink == 12345.0f ? 1 : 0;

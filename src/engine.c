@@ -861,7 +861,8 @@ static tp_status fuse_steps(tp_plan *plan) {
                 if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, kind, p->n_in) != TP_OK) break;
                 p->in[p->n_in++] = r;
                 if (p->n_in + p->n_out > plan->max_io) plan->max_io = p->n_in + p->n_out;
-                use_slot(plan, r, c);
+                /* c read r (so r lives to c at least); r is no view (above):
+                 * the read now happens in step j */
                 if (plan->slots[r].last == c) plan->slots[r].last = last_reader_before(plan, r, j, c);
                 if (kind == TP_FUSE_RESIDUAL) has_residual = true;
                 else has_bias = true;

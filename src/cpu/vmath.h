@@ -238,21 +238,30 @@ static inline float tp__silu_f32(float x) {
 enum { TP__VM_V16_K = 4 };
 #define TP__VM_V16_EACH for (int j_ = 0; j_ < TP__VM_V16_K; j_++)
 
-/* e^y = 2^n * (1 + q) over TP__VM_V16_K vectors, tp__exp_f32's reduction
- * and polynomial: n = round(y / ln 2), q = r + r^2 * P(r) with r = y - n ln 2
- * (in two parts). y must keep the result in range (callers clamp or
- * select away what does not); 2^n is the caller's vscalefps. */
-static inline __attribute__((always_inline)) void tp__vm_exp_parts_v16(const __m512 *y, __m512 *n, __m512 *q) {
+/* e^y = 2^n * (1 + q) over cnt vectors (a constant, at most
+ * TP__VM_V16_K), tp__exp_f32's reduction and polynomial: n = round(y /
+ * ln 2), q = r + r^2 * P(r) with r = y - n ln 2 (in two parts). y must keep
+ * the result in range (callers clamp or select away what does not); 2^n
+ * is the caller's vscalefps. */
+static inline __attribute__((always_inline)) void tp__vm_exp_parts_v16n(const int cnt, const __m512 *y, __m512 *n,
+                                                                        __m512 *q) {
     __m512 r[TP__VM_V16_K];
-    TP__VM_V16_EACH n[j_] = _mm512_roundscale_ps(_mm512_mul_ps(y[j_], _mm512_set1_ps(1.442695041f)),
-                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(-0.693359375f), y[j_]);
-    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(2.121944401e-4f), r[j_]);
-    TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(_mm512_set1_ps(1.381461291e-3f), r[j_], _mm512_set1_ps(8.368709833e-3f));
-    TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.166838737e-2f));
-    TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(1.666652069e-1f));
-    TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.999999345e-1f));
-    TP__VM_V16_EACH q[j_] = _mm512_fmadd_ps(_mm512_mul_ps(r[j_], r[j_]), q[j_], r[j_]);
+#define TP__VM_V16_CNT for (int j_ = 0; j_ < cnt; j_++)
+    TP__VM_V16_CNT n[j_] = _mm512_roundscale_ps(_mm512_mul_ps(y[j_], _mm512_set1_ps(1.442695041f)),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    TP__VM_V16_CNT r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(-0.693359375f), y[j_]);
+    TP__VM_V16_CNT r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(2.121944401e-4f), r[j_]);
+    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(_mm512_set1_ps(1.381461291e-3f), r[j_], _mm512_set1_ps(8.368709833e-3f));
+    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.166838737e-2f));
+    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(1.666652069e-1f));
+    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.999999345e-1f));
+    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(_mm512_mul_ps(r[j_], r[j_]), q[j_], r[j_]);
+#undef TP__VM_V16_CNT
+}
+
+/* The same over TP__VM_V16_K vectors. */
+static inline __attribute__((always_inline)) void tp__vm_exp_parts_v16(const __m512 *y, __m512 *n, __m512 *q) {
+    tp__vm_exp_parts_v16n(TP__VM_V16_K, y, n, q);
 }
 
 static inline __attribute__((always_inline)) void tp__vm_exp_negabs_v16(const __m512 *x, __m512 *e) {
