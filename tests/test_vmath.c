@@ -123,6 +123,18 @@ static void v_silu_v16(float *d, const float *s, int64_t n) { tp__vsilu_v16(d, s
 static double ref_silu_v16(double x) { return x == -INFINITY ? NAN : ref_silu(x); }
 static double ref_gelu_v16(double x) { return x == -INFINITY ? NAN : ref_gelu(x); }
 #endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+/* The 8-lane AVX2 silu (vmath.h): lane 0 of x broadcast; its array form the
+ * 32-float loop with the buffered tail. silu_v8(-inf) is NaN, as silu_v16's. */
+static float s_silu_v8(float x) {
+    __m256 v[4], y[4];
+    for (int j = 0; j < 4; j++) v[j] = _mm256_set1_ps(x);
+    tp__silu_v8(v, y);
+    return _mm256_cvtss_f32(y[0]);
+}
+static void v_silu_v8(float *d, const float *s, int64_t n) { tp__vsilu_v8(d, s, n); }
+static double ref_silu_v8(double x) { return x == -INFINITY ? NAN : ref_silu(x); }
+#endif
 
 static const vm_case cases[] = {
     {"exp", s_exp, v_exp, ref_exp, -104.0f, 89.0f, 1, 0, 0},
@@ -137,6 +149,9 @@ static const vm_case cases[] = {
     {"sigmoid_v16", s_sigmoid_v16, v_sigmoid_v16, ref_sigmoid, -105.0f, 20.0f, 2, 0, 0},
     {"silu_v16", s_silu_v16, v_silu_v16, ref_silu_v16, -105.0f, 20.0f, 0, 3e-37, 3e-7},
     {"gelu_v16", s_gelu_v16, v_gelu_v16, ref_gelu_v16, -15.0f, 10.0f, 0, 1e-9, 1e-6},
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+    {"silu_v8", s_silu_v8, v_silu_v8, ref_silu_v8, -105.0f, 20.0f, 0, 3e-37, 3e-7},
 #endif
 };
 
@@ -252,6 +267,12 @@ CASE_TEST(10, test_gelu_v16_bound)
 #else
 #define V16_TESTS
 #endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+CASE_TEST(8, test_silu_v8_bound)
+#define V8_TESTS , T(test_silu_v8_bound), T(test_v8_tails_and_limits)
+#else
+#define V8_TESTS
+#endif
 
 /* Exact limits and signs the sweep's ULP bound would let slip by one. */
 TEST(test_special_values) {
@@ -361,6 +382,34 @@ TEST(test_v16_tails_and_limits) {
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+/* Every tail length of the 8-lane array form (0-31 past the 32-float
+ * steps), nothing written past n, and the limits: the clamp to [-89, 87]
+ * with 2^n built in the exponent bits must still give inf (-> -0) below
+ * -88.72, exactly x above 87 and NaN for NaN and -inf. */
+TEST(test_v8_tails_and_limits) {
+    static float src[200], dst[200];
+    for (int n = 0; n <= 200; n++) {
+        for (int i = 0; i < 200; i++) {
+            src[i] = (float)(i * 37 % 101) * 0.25f - 12.0f;
+            dst[i] = 1234.5f;
+        }
+        tp__vsilu_v8(dst, src, n);
+        int bad = 0;
+        for (int i = 0; i < 200; i++) {
+            const float want = i < n ? s_silu_v8(src[i]) : 1234.5f;
+            if (!same_bits(dst[i], want)) bad++;
+        }
+        CHECK_MSG(bad == 0, "silu_v8 array, n = %d: %d elements wrong (or written past n)", n, bad);
+    }
+    CHECK(isnan(s_silu_v8(-INFINITY)) && s_silu_v8(INFINITY) == INFINITY && isnan(s_silu_v8(NAN)));
+    CHECK(s_silu_v8(-1e30f) == 0.0f && signbit(s_silu_v8(-1e30f)) && s_silu_v8(1e30f) == 1e30f);
+    CHECK(s_silu_v8(-88.8f) == 0.0f && signbit(s_silu_v8(-88.8f)) && s_silu_v8(-88.7f) < 0.0f);
+    CHECK(s_silu_v8(87.5f) == 87.5f && s_silu_v8(0.0f) == 0.0f);
+    CHECK(s_silu_v8(20.0f) == 20.0f * (float)(1.0 / (1.0 + exp(-20.0))));
+}
+#endif
+
 TEST(test_exp_sub_sum) {
     const int64_t lens[] = {0, 1, 15, 16, 17, 1000, 1024, 1025, 3000 + 7};
     static float src[3007], dst[3007], other[3007];
@@ -456,4 +505,4 @@ __attribute__((constructor, target("arch=x86-64"))) static void require_avx512(v
 
 TEST_MAIN(T(test_exp_bound), T(test_log_bound), T(test_tanh_bound), T(test_sigmoid_bound), T(test_erf_bound),
           T(test_silu_bound), T(test_gelu_bound), T(test_gelu_tanh_bound), T(test_special_values),
-          T(test_array_matches_scalar), T(test_exp_sub_sum), T(test_exp_nonpos_ftz) V16_TESTS)
+          T(test_array_matches_scalar), T(test_exp_sub_sum), T(test_exp_nonpos_ftz) V16_TESTS V8_TESTS)

@@ -422,6 +422,67 @@ TP__VM_ARRAY_V16(gelu)
 #undef TP__VM_ARRAY_V16
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+/* ---- silu, 8 lanes (AVX2 + FMA) ----
+ * tp__silu_v16's formula, x / (1 + exp(-x)), where AVX2 lacks vrangeps
+ * and vscalefps: x is clamped to [-89, 87] (vmaxps/vminps with x second,
+ * so NaN passes), which keeps n = round(-x / ln 2) in [-126, 128], and 2^n
+ * is applied as 2 * 2^(n-1) built in the exponent bits (the polynomial's
+ * coefficients doubled, exactly): e = inf where 2^n * e^r overflows (so
+ * x / inf = -0 below -88.72, as PyTorch's float result and the AVX-512
+ * form), 2^-127 -> 0 for x above 86.6 where 1 + e is 1 anyway. The same
+ * values as tp__silu_v16 (the same reduction, polynomial and divide; a
+ * product by a power of two rounds only where e is denormal, where
+ * 1 + e = 1), held to its bound by test_vmath_fma: |err| <= 3e-37 +
+ * 3e-7*|ref|. In L1 on Zen 4 0.71 -> 0.27 ns an element against the
+ * auto-vectorised x * sigmoid(x) (18 vector operations for 8 outputs).
+ * silu(-inf) NaN (PyTorch's -inf * 0), silu(inf) = inf, NaN -> NaN. */
+#include <immintrin.h>
+enum { TP__VM_V8_K = 4 };
+#define TP__VM_V8_EACH for (int j_ = 0; j_ < TP__VM_V8_K; j_++)
+static inline __attribute__((always_inline)) void tp__silu_v8(const __m256 *x, __m256 *y) {
+    __m256 a[TP__VM_V8_K], n[TP__VM_V8_K], r[TP__VM_V8_K], p[TP__VM_V8_K];
+    TP__VM_V8_EACH a[j_] = _mm256_min_ps(_mm256_set1_ps(87.0f), _mm256_max_ps(_mm256_set1_ps(-89.0f), x[j_]));
+    TP__VM_V8_EACH n[j_] = _mm256_round_ps(_mm256_mul_ps(a[j_], _mm256_set1_ps(-1.442695041f)),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    TP__VM_V8_EACH r[j_] = _mm256_fmadd_ps(n[j_], _mm256_set1_ps(0.693359375f), a[j_]);
+    TP__VM_V8_EACH r[j_] = _mm256_fmadd_ps(n[j_], _mm256_set1_ps(-2.121944401e-4f), r[j_]);
+    TP__VM_V8_EACH p[j_] = _mm256_fmadd_ps(_mm256_set1_ps(2 * 1.381461291e-3f), r[j_], _mm256_set1_ps(2 * -8.368709833e-3f));
+    TP__VM_V8_EACH p[j_] = _mm256_fmadd_ps(p[j_], r[j_], _mm256_set1_ps(2 * 4.166838737e-2f));
+    TP__VM_V8_EACH p[j_] = _mm256_fmadd_ps(p[j_], r[j_], _mm256_set1_ps(2 * -1.666652069e-1f));
+    TP__VM_V8_EACH p[j_] = _mm256_fmadd_ps(p[j_], r[j_], _mm256_set1_ps(2 * 4.999999345e-1f));
+    TP__VM_V8_EACH p[j_] = _mm256_fmadd_ps(p[j_], r[j_], _mm256_set1_ps(-2.0f));
+    TP__VM_V8_EACH p[j_] = _mm256_fmadd_ps(p[j_], r[j_], _mm256_set1_ps(2.0f));
+    TP__VM_V8_EACH {
+        const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n[j_]), _mm256_set1_epi32(126)), 23);
+        p[j_] = _mm256_add_ps(_mm256_mul_ps(p[j_], _mm256_castsi256_ps(bits)), _mm256_set1_ps(1.0f));
+    }
+    TP__VM_V8_EACH y[j_] = _mm256_div_ps(x[j_], p[j_]);
+}
+
+/* dst[i] = silu(src[i]), 32 floats a step (the input prefetched as the
+ * 16-lane loops do), the rest through a zero-padded buffer. */
+static inline void tp__vsilu_v8(float *dst, const float *src, int64_t n) {
+    __m256 x[TP__VM_V8_K], y[TP__VM_V8_K];
+    int64_t i = 0;
+    for (; i + 8 * TP__VM_V8_K <= n; i += 8 * TP__VM_V8_K) {
+        __builtin_prefetch(src + i + TP__VM_PF_AHEAD, 0, 3);
+        __builtin_prefetch(src + i + TP__VM_PF_AHEAD + 16, 0, 3);
+        TP__VM_V8_EACH x[j_] = _mm256_loadu_ps(src + i + 8 * j_);
+        tp__silu_v8(x, y);
+        TP__VM_V8_EACH _mm256_storeu_ps(dst + i + 8 * j_, y[j_]);
+    }
+    if (i == n) return;
+    float buf[8 * TP__VM_V8_K] = {0};
+    memcpy(buf, src + i, (size_t)(n - i) * sizeof(float));
+    TP__VM_V8_EACH x[j_] = _mm256_loadu_ps(buf + 8 * j_);
+    tp__silu_v8(x, y);
+    TP__VM_V8_EACH _mm256_storeu_ps(buf + 8 * j_, y[j_]);
+    memcpy(dst + i, buf, (size_t)(n - i) * sizeof(float));
+}
+#undef TP__VM_V8_EACH
+#endif
+
 /* ---- erf / erfc core ----
  * For z = |x| < 1: erf(z) = z*P(z^2), P of degree 6 (minimax, relative).
  * For z >= 1: erfc(z) = exp(-z^2 + g(z)) with g(z) = log(erfc(z)) + z^2 a
