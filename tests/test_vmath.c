@@ -346,32 +346,33 @@ TEST(test_array_matches_scalar) {
     }
 }
 
-#ifdef __AVX512F__
-/* Every tail length of the array forms (0-63 past the 64-float steps) and
- * the limits the ULP sweep would let slip. */
-TEST(test_v16_tails_and_limits) {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+/* An intrinsic array form against its one-vector form at every length
+ * 0-200 (every tail past its steps), nothing written past n. */
+static void check_array_tails(const char *name, void (*vfn)(float *, const float *, int64_t), float (*sfn)(float)) {
     static float src[200], dst[200];
     for (int n = 0; n <= 200; n++) {
         for (int i = 0; i < 200; i++) {
             src[i] = (float)(i * 37 % 101) * 0.25f - 12.0f;
             dst[i] = 1234.5f;
         }
-        tp__vsilu_v16(dst, src, n);
+        vfn(dst, src, n);
         int bad = 0;
         for (int i = 0; i < 200; i++) {
-            const float want = i < n ? s_silu_v16(src[i]) : 1234.5f;
+            const float want = i < n ? sfn(src[i]) : 1234.5f;
             if (!same_bits(dst[i], want)) bad++;
         }
-        CHECK_MSG(bad == 0, "silu_v16 array, n = %d: %d elements wrong (or written past n)", n, bad);
-        for (int i = 0; i < 200; i++) dst[i] = 1234.5f;
-        tp__vgelu_v16(dst, src, n);
-        bad = 0;
-        for (int i = 0; i < 200; i++) {
-            const float want = i < n ? s_gelu_v16(src[i]) : 1234.5f;
-            if (!same_bits(dst[i], want)) bad++;
-        }
-        CHECK_MSG(bad == 0, "gelu_v16 array, n = %d: %d elements wrong (or written past n)", n, bad);
+        CHECK_MSG(bad == 0, "%s array, n = %d: %d elements wrong (or written past n)", name, n, bad);
     }
+}
+#endif
+
+#ifdef __AVX512F__
+/* Every tail length of the array forms (0-63 past the 64-float steps) and
+ * the limits the ULP sweep would let slip. */
+TEST(test_v16_tails_and_limits) {
+    check_array_tails("silu_v16", v_silu_v16, s_silu_v16);
+    check_array_tails("gelu_v16", v_gelu_v16, s_gelu_v16);
     CHECK(isnan(s_gelu_v16(-INFINITY)) && s_gelu_v16(INFINITY) == INFINITY);
     CHECK(isnan(s_gelu_v16(NAN)) && s_gelu_v16(0.0f) == 0.0f && s_gelu_v16(-1e30f) == 0.0f && s_gelu_v16(1e30f) == 1e30f);
     CHECK(s_gelu_v16(13.5f) == 13.5f && s_gelu_v16(-13.5f) == 0.0f);
@@ -384,24 +385,11 @@ TEST(test_v16_tails_and_limits) {
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 /* Every tail length of the 8-lane array form (0-31 past the 32-float
- * steps), nothing written past n, and the limits: the clamp to [-89, 87]
- * with 2^n built in the exponent bits must still give inf (-> -0) below
- * -88.72, exactly x above 87 and NaN for NaN and -inf. */
+ * steps) and the limits: the clamp to [-89, 87] with 2^n built in the
+ * exponent bits must still give inf (-> -0) below -88.72, exactly x above
+ * 87 and NaN for NaN and -inf. */
 TEST(test_v8_tails_and_limits) {
-    static float src[200], dst[200];
-    for (int n = 0; n <= 200; n++) {
-        for (int i = 0; i < 200; i++) {
-            src[i] = (float)(i * 37 % 101) * 0.25f - 12.0f;
-            dst[i] = 1234.5f;
-        }
-        tp__vsilu_v8(dst, src, n);
-        int bad = 0;
-        for (int i = 0; i < 200; i++) {
-            const float want = i < n ? s_silu_v8(src[i]) : 1234.5f;
-            if (!same_bits(dst[i], want)) bad++;
-        }
-        CHECK_MSG(bad == 0, "silu_v8 array, n = %d: %d elements wrong (or written past n)", n, bad);
-    }
+    check_array_tails("silu_v8", v_silu_v8, s_silu_v8);
     CHECK(isnan(s_silu_v8(-INFINITY)) && s_silu_v8(INFINITY) == INFINITY && isnan(s_silu_v8(NAN)));
     CHECK(s_silu_v8(-1e30f) == 0.0f && signbit(s_silu_v8(-1e30f)) && s_silu_v8(1e30f) == 1e30f);
     CHECK(s_silu_v8(-88.8f) == 0.0f && signbit(s_silu_v8(-88.8f)) && s_silu_v8(-88.7f) < 0.0f);
