@@ -606,6 +606,22 @@ TEST(test_regions) {
                                CONV(24, 1, 1, 0, 1, 1, NONE),
                                CONV(4, 3, 1, 1, 1, 1, NONE)}};
     check_net_range(&se_wide, 6 + unfused, 6 + unfused);
+    /* batch 3, a scale vector per image, 16 input channels and 8 outputs
+     * (16 packed columns) over 99 pixels: the projection scales a copy of
+     * its weights per image and reads A in place (tp__conv_nhwc_scale_b,
+     * 2 x threads x 16 <= 99). Each image's input is shifted by 1.5 times
+     * its index so the images' scales differ widely: weights scaled with
+     * another image's scales are caught. */
+    built sb = build(&nets[5]);
+    if (sb.p && sb.x) {
+        float *xd = tp_tensor_data(sb.x);
+        const int64_t per = tp_tensor_numel(sb.x) / 3;
+        for (int64_t i = 0; i < 3 * per; i++) xd[i] += 1.5f * (float)(i / per);
+        compare_levels(&sb, "squeeze-excitation, scale first, images shifted apart", 6 + unfused, 6 + unfused);
+    } else {
+        tp_program_free(sb.p);
+        tp_tensor_free(sb.x);
+    }
     const net_case se_input = {"squeeze-excitation of the NCHW input", 1, 20, 6, 9, 3,
                                {{L_SE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, true, NONE, 0, 0},
                                 CONV(24, 1, 1, 0, 1, 1, NONE),

@@ -46,6 +46,14 @@ typedef struct tp_conv_nhwc {
     size_t thread_bytes;       /* Winograd: workspace bytes per thread */
     void *wbase, *wpack;       /* packed weights (owned; wpack 64-byte aligned inside wbase) */
     size_t packed_bytes;
+    /* A pointwise convolution whose calls pass in_scale with an NHWC x can
+     * scale B instead of A (set by the caller after init, with
+     * tp__conv_nhwc_scale_b): each thread scales its own copy of the
+     * packed weights per image (K x N) and reads A in place, where scaling
+     * A's blocks as they fill costs a pass over pixels x K. */
+    bool scale_b;
+    int scale_b_nth;           /* the most threads a run uses (their copies lead the workspace) */
+    size_t scale_b_bytes;      /* bytes a copy takes, 64-byte aligned */
 } tp_conv_nhwc;
 
 /* Can the convolution geometry in cv run Winograd F(2x2, 3x3)? (3x3 kernel,
@@ -62,13 +70,20 @@ TP_HIDDEN bool tp__conv_nhwc_pointwise(const tp_conv_nhwc *cv);
 /* The AVX-512 transforms of F(m x m, 3x3) (conv_wino_avx512.c; m 2 or 4). */
 TP_HIDDEN tp_wino_tx tp__wino_tx_avx512(int m);
 
+/* Choose scale_b for a pointwise convolution whose calls will pass
+ * in_scale with an NHWC x, run by up to nth threads: when each thread's
+ * copy of the weights (K x N, per image) costs at most half of scaling A
+ * (pixels x K per image). */
+TP_HIDDEN void tp__conv_nhwc_scale_b(tp_conv_nhwc *cv, int nth);
+
 /* One call's tensors: x (NHWC, or NCHW when x_nhwc is false), y (NHWC),
  * res (NHWC like y, or NULL; y itself is allowed, other overlap is not).
  * in_scale (pointwise convolutions only, else NULL): the input is x times
  * in_scale[img * in_scale_ns + c] per image and input channel (a
  * squeeze-excitation multiply fused into the projection after it; ns 0
  * broadcasts one scale vector over the batch), applied to A's blocks as the
- * GEMM fills them, so the scaled input is never written out. */
+ * GEMM fills them, or with scale_b to each thread's copy of the weights, so
+ * the scaled input is never written out. */
 typedef struct tp_conv_nhwc_call {
     const tp_conv_nhwc *conv;
     const float *x;
@@ -84,7 +99,8 @@ typedef struct tp_conv_nhwc_call {
  * them only where cpuid said the CPU has both (the oneDNN layout pass). */
 TP_HIDDEN tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight);
 TP_HIDDEN void tp__conv_nhwc_free(tp_conv_nhwc *cv);
-/* Workspace bytes for nth threads (64-byte aligned block, shared by them). */
+/* Workspace bytes for nth threads (64-byte aligned block, shared by them;
+ * with scale_b, nth at most scale_b_nth). */
 TP_HIDDEN size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth);
 /* Thread ith of nth computes its part; all nth together compute y. */
 TP_HIDDEN void tp__conv_nhwc_run(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace);

@@ -396,8 +396,9 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     g.m = cv->n * cv->oh * cv->ow;
     g.n = cv->cout;
     g.k = cv->k;
-    if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && !call->in_scale) {
-        /* an NHWC input is A itself: pixels x cin, row-major */
+    if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && (!call->in_scale || cv->scale_b)) {
+        /* an NHWC input is A itself: pixels x cin, row-major (with
+         * scale_b the caller scales B instead) */
         g.a = call->x;
         g.rs_a = cv->cin;
         g.cs_a = 1;
@@ -426,19 +427,65 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     return g;
 }
 
+void tp__conv_nhwc_scale_b(tp_conv_nhwc *cv, int nth) {
+    const int64_t pix = cv->oh * cv->ow;
+    const size_t bytes = tp__gemm_packed_b_bytes(cv->isa, cv->k, cv->cout);
+    const int64_t cols = cv->k > 0 ? (int64_t)(bytes / sizeof(float)) / cv->k : 0; /* N as packed */
+    if (nth < 1) nth = 1;
+    cv->scale_b = !cv->winograd && tp__conv_nhwc_pointwise(cv) && bytes > 0 && 2 * nth * cols <= pix;
+    cv->scale_b_nth = nth;
+    cv->scale_b_bytes = cv->scale_b ? round64(bytes) : 0;
+}
+
+/* The product of image img alone (M its pixels), A read in place. */
+static tp_gemm conv_nhwc_gemm_image(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *call, int64_t img) {
+    const int64_t pix = cv->oh * cv->ow;
+    tp_gemm g = conv_nhwc_gemm(cv, call);
+    g.m = pix;
+    if (call) {
+        g.a = call->x + img * pix * cv->cin;
+        g.c = call->y + img * pix * cv->cout;
+        if (g.ep.residual) g.ep.residual = call->res + img * pix * cv->cout;
+    }
+    return g;
+}
+
 size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth) {
     if (cv->winograd) return (size_t)(nth < 1 ? 1 : nth) * cv->thread_bytes;
     /* with the implicit A: at least what an NHWC pointwise input's in-place
      * A needs (no A buffer) */
     tp_gemm g = conv_nhwc_gemm(cv, NULL);
-    return tp__gemm_workspace_bytes(&g, nth);
+    size_t bytes = tp__gemm_workspace_bytes(&g, nth);
+    if (cv->scale_b) { /* the threads' scaled weights, then one image's product */
+        tp_gemm gi = conv_nhwc_gemm_image(cv, NULL, 0);
+        const size_t per_image = tp__gemm_workspace_bytes(&gi, nth);
+        bytes = (size_t)cv->scale_b_nth * cv->scale_b_bytes + round64(bytes > per_image ? bytes : per_image);
+    }
+    return bytes;
 }
 
 void tp__conv_nhwc_run(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace) {
-    if (call->conv->winograd) {
+    const tp_conv_nhwc *cv = call->conv;
+    if (cv->winograd) {
         winograd_run(call, ith, nth, workspace);
         return;
     }
-    tp_gemm g = conv_nhwc_gemm(call->conv, call);
+    if (call->in_scale && cv->scale_b && call->x_nhwc) {
+        /* each thread scales its own copy of B by the image's scales (one
+         * copy for the batch when they are shared) and runs its part of
+         * the image's product on it */
+        float *b = (float *)((char *)workspace + (size_t)ith * cv->scale_b_bytes);
+        void *gws = (char *)workspace + (size_t)cv->scale_b_nth * cv->scale_b_bytes;
+        const int64_t images = call->in_scale_ns ? cv->n : 1;
+        for (int64_t img = 0; img < images; img++) {
+            tp__gemm_scale_packed_b_rows(cv->isa, cv->k, cv->cout, cv->wpack, call->in_scale + img * call->in_scale_ns,
+                                         b);
+            tp_gemm g = call->in_scale_ns ? conv_nhwc_gemm_image(cv, call, img) : conv_nhwc_gemm(cv, call);
+            g.packed_b = b;
+            tp__gemm_run(&g, ith, nth, gws);
+        }
+        return;
+    }
+    tp_gemm g = conv_nhwc_gemm(cv, call);
     tp__gemm_run(&g, ith, nth, workspace);
 }

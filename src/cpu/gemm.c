@@ -511,6 +511,23 @@ void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b
     }
 }
 
+void tp__gemm_scale_packed_b_rows(int isa, int64_t k, int64_t n, const void *src, const float *scale,
+                                  void *dst) {
+    if (k <= 0 || n <= 0) return;
+    tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
+    const int64_t full = n / info.nr, edge = tp__gemm_edge_width(&info, n);
+    const float *s = src;
+    float *d = dst;
+    /* the full panels (k rows of NR floats each), then the edge panel */
+    for (int64_t panel = 0; panel <= full; panel++) {
+        const int64_t width = panel < full ? info.nr : edge;
+        for (int64_t p = 0; p < k; p++, s += width, d += width) {
+            const float f = scale[p];
+            for (int64_t j = 0; j < width; j++) d[j] = s[j] * f;
+        }
+    }
+}
+
 const void *tp__gemm_packed_b_cols(int isa, int64_t k, const void *packed, int64_t j0) {
     (void)isa; /* every level's full panels are k x NR floats, one after another */
     return (const float *)packed + j0 * k;

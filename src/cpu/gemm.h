@@ -79,6 +79,13 @@ TP_HIDDEN size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n);
 TP_HIDDEN void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b,
                                int64_t cs_b, void *dst);
 
+/* dst = the packed K x N matrix src with row p (B's element (p, j), every
+ * j) times scale[p], in the same layout (tp__gemm_packed_b_bytes bytes,
+ * 64-byte aligned, not overlapping src): a per-call copy of pre-packed
+ * weights scaled along K, as A scaled by column would multiply them. */
+TP_HIDDEN void tp__gemm_scale_packed_b_rows(int isa, int64_t k, int64_t n, const void *src, const float *scale,
+                                            void *dst);
+
 /* Columns [j0, n) of a packed K x N matrix, themselves a packed K x (N - j0)
  * matrix, for j0 a multiple of the ISA's NR (tp__gemm_register_block); a
  * product over columns [j0, j1) with j1 a multiple of NR, or N, reads it
