@@ -124,8 +124,9 @@ static double ref_silu_v16(double x) { return x == -INFINITY ? NAN : ref_silu(x)
 static double ref_gelu_v16(double x) { return x == -INFINITY ? NAN : ref_gelu(x); }
 #endif
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
-/* The 8-lane AVX2 silu (vmath.h): lane 0 of x broadcast; its array form the
- * 32-float loop with the buffered tail. silu_v8(-inf) is NaN, as silu_v16's. */
+/* The 8-lane AVX2 silu and gelu (vmath.h): lane 0 of x broadcast; the array
+ * forms the 32-float loop with the buffered tail. silu_v8(-inf) and
+ * gelu_v8(-inf) are NaN, as the 16-lane forms'. */
 static float s_silu_v8(float x) {
     __m256 v[4], y[4];
     for (int j = 0; j < 4; j++) v[j] = _mm256_set1_ps(x);
@@ -134,6 +135,14 @@ static float s_silu_v8(float x) {
 }
 static void v_silu_v8(float *d, const float *s, int64_t n) { tp__vsilu_v8(d, s, n); }
 static double ref_silu_v8(double x) { return x == -INFINITY ? NAN : ref_silu(x); }
+static float s_gelu_v8(float x) {
+    __m256 v[4], y[4];
+    for (int j = 0; j < 4; j++) v[j] = _mm256_set1_ps(x);
+    tp__gelu_v8(v, y);
+    return _mm256_cvtss_f32(y[0]);
+}
+static void v_gelu_v8(float *d, const float *s, int64_t n) { tp__vgelu_v8(d, s, n); }
+static double ref_gelu_v8(double x) { return x == -INFINITY ? NAN : ref_gelu(x); }
 #endif
 
 static const vm_case cases[] = {
@@ -152,6 +161,7 @@ static const vm_case cases[] = {
 #endif
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
     {"silu_v8", s_silu_v8, v_silu_v8, ref_silu_v8, -105.0f, 20.0f, 0, 3e-37, 3e-7},
+    {"gelu_v8", s_gelu_v8, v_gelu_v8, ref_gelu_v8, -15.0f, 10.0f, 0, 1e-9, 1e-6},
 #endif
 };
 
@@ -269,7 +279,8 @@ CASE_TEST(10, test_gelu_v16_bound)
 #endif
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 CASE_TEST(8, test_silu_v8_bound)
-#define V8_TESTS , T(test_silu_v8_bound), T(test_v8_tails_and_limits)
+CASE_TEST(9, test_gelu_v8_bound)
+#define V8_TESTS , T(test_silu_v8_bound), T(test_gelu_v8_bound), T(test_v8_tails_and_limits)
 #else
 #define V8_TESTS
 #endif
@@ -384,12 +395,16 @@ TEST(test_v16_tails_and_limits) {
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
-/* Every tail length of the 8-lane array form (0-31 past the 32-float
- * steps) and the limits: the clamp to [-89, 87] with 2^n built in the
+/* Every tail length of the 8-lane array forms (0-31 past the 32-float
+ * steps) and the limits: silu's clamp to [-89, 87] with 2^n built in the
  * exponent bits must still give inf (-> -0) below -88.72, exactly x above
- * 87 and NaN for NaN and -inf. */
+ * 87 and NaN for NaN and -inf; gelu's tail -0 and its limits. */
 TEST(test_v8_tails_and_limits) {
     check_array_tails("silu_v8", v_silu_v8, s_silu_v8);
+    check_array_tails("gelu_v8", v_gelu_v8, s_gelu_v8);
+    CHECK(isnan(s_gelu_v8(-INFINITY)) && s_gelu_v8(INFINITY) == INFINITY);
+    CHECK(isnan(s_gelu_v8(NAN)) && s_gelu_v8(0.0f) == 0.0f && s_gelu_v8(-1e30f) == 0.0f && s_gelu_v8(1e30f) == 1e30f);
+    CHECK(s_gelu_v8(13.5f) == 13.5f && s_gelu_v8(-13.5f) == 0.0f && signbit(s_gelu_v8(-13.5f)));
     CHECK(isnan(s_silu_v8(-INFINITY)) && s_silu_v8(INFINITY) == INFINITY && isnan(s_silu_v8(NAN)));
     CHECK(s_silu_v8(-1e30f) == 0.0f && signbit(s_silu_v8(-1e30f)) && s_silu_v8(1e30f) == 1e30f);
     CHECK(s_silu_v8(-88.8f) == 0.0f && signbit(s_silu_v8(-88.8f)) && s_silu_v8(-88.7f) < 0.0f);
