@@ -127,21 +127,17 @@ static double ref_gelu_v16(double x) { return x == -INFINITY ? NAN : ref_gelu(x)
 /* The 8-lane AVX2 silu and gelu (vmath.h): lane 0 of x broadcast; the array
  * forms the 32-float loop with the buffered tail. silu_v8(-inf) and
  * gelu_v8(-inf) are NaN, as the 16-lane forms'. */
-static float s_silu_v8(float x) {
-    __m256 v[4], y[4];
-    for (int j = 0; j < 4; j++) v[j] = _mm256_set1_ps(x);
-    tp__silu_v8(v, y);
-    return _mm256_cvtss_f32(y[0]);
-}
-static void v_silu_v8(float *d, const float *s, int64_t n) { tp__vsilu_v8(d, s, n); }
+#define WRAP_V8(name)                                                                 \
+    static float s_##name##_v8(float x) {                                             \
+        __m256 v[4], y[4];                                                            \
+        for (int j = 0; j < 4; j++) v[j] = _mm256_set1_ps(x);                        \
+        tp__##name##_v8(v, y);                                                        \
+        return _mm256_cvtss_f32(y[0]);                                                \
+    }                                                                                 \
+    static void v_##name##_v8(float *d, const float *s, int64_t n) { tp__v##name##_v8(d, s, n); }
+WRAP_V8(silu)
+WRAP_V8(gelu)
 static double ref_silu_v8(double x) { return x == -INFINITY ? NAN : ref_silu(x); }
-static float s_gelu_v8(float x) {
-    __m256 v[4], y[4];
-    for (int j = 0; j < 4; j++) v[j] = _mm256_set1_ps(x);
-    tp__gelu_v8(v, y);
-    return _mm256_cvtss_f32(y[0]);
-}
-static void v_gelu_v8(float *d, const float *s, int64_t n) { tp__vgelu_v8(d, s, n); }
 static double ref_gelu_v8(double x) { return x == -INFINITY ? NAN : ref_gelu(x); }
 #endif
 

@@ -213,6 +213,34 @@ static inline float tp__silu_f32(float x) {
     return tp__vm_sel(x == -INFINITY, -0.0f, r);
 }
 
+/* Step sequences shared by the 16- and 8-lane forms below, over that
+ * width's fused multiply-add F(a, b, c) = a*b + c, multiply M, broadcast S
+ * and round-to-nearest R; each step runs on every vector (EACH) before the
+ * next, so the vectors' independent chains interleave in program order. */
+/* exp: tp__exp_f32's reduction and polynomial, n = round(y / ln 2), q = r +
+ * r^2 * P(r) with r = y - n ln 2 (in two parts): e^y = 2^n * (1 + q). */
+#define TP__VM_EXP_PARTS_STEPS(EACH, F, M, S, R, y, n, r, q)                     \
+    EACH n[j_] = R(M(y[j_], S(1.442695041f)));                                   \
+    EACH r[j_] = F(n[j_], S(-0.693359375f), y[j_]);                              \
+    EACH r[j_] = F(n[j_], S(2.121944401e-4f), r[j_]);                            \
+    EACH q[j_] = F(S(1.381461291e-3f), r[j_], S(8.368709833e-3f));              \
+    EACH q[j_] = F(q[j_], r[j_], S(4.166838737e-2f));                            \
+    EACH q[j_] = F(q[j_], r[j_], S(1.666652069e-1f));                            \
+    EACH q[j_] = F(q[j_], r[j_], S(4.999999345e-1f));                            \
+    EACH q[j_] = F(M(r[j_], r[j_]), q[j_], r[j_])
+/* gelu: tp__gelu_f32's degree-11 g(t) of erfc's exponent by Estrin's
+ * scheme (t2, t4, a, b, c scratch). */
+#define TP__VM_GELU_G_STEPS(EACH, F, M, S, t, t2, t4, a, b, c, g)                                       \
+    EACH t2[j_] = M(t[j_], t[j_]);                                                                      \
+    EACH t4[j_] = M(t2[j_], t2[j_]);                                                                    \
+    EACH a[j_] = F(F(S(-1.646503620e-02f), t[j_], S(7.624871284e-02f)), t2[j_],                        \
+                   F(S(-4.181608260e-01f), t[j_], S(-1.364941239e+00f)));                              \
+    EACH b[j_] = F(F(S(-2.054579636e-05f), t[j_], S(1.338570873e-04f)), t2[j_],                        \
+                   F(S(-7.325687911e-04f), t[j_], S(3.572081448e-03f)));                               \
+    EACH c[j_] = F(F(S(7.887393849e-08f), t[j_], S(-3.394441990e-07f)), t2[j_],                        \
+                   F(S(1.236211631e-07f), t[j_], S(2.674537200e-06f)));                                \
+    EACH g[j_] = F(c[j_], M(t4[j_], t4[j_]), F(b[j_], t4[j_], a[j_]))
+
 #if defined(__AVX512F__)
 /* ---- sigmoid and silu, 16 lanes (AVX-512) ----
  * sigmoid: the same formula as tp__sigmoid_f32 with what AVX-512
@@ -244,15 +272,9 @@ static inline __attribute__((always_inline)) void tp__vm_exp_parts_v16n(const in
                                                                         __m512 *q) {
     __m512 r[TP__VM_V16_K];
 #define TP__VM_V16_CNT for (int j_ = 0; j_ < cnt; j_++)
-    TP__VM_V16_CNT n[j_] = _mm512_roundscale_ps(_mm512_mul_ps(y[j_], _mm512_set1_ps(1.442695041f)),
-                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    TP__VM_V16_CNT r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(-0.693359375f), y[j_]);
-    TP__VM_V16_CNT r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(2.121944401e-4f), r[j_]);
-    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(_mm512_set1_ps(1.381461291e-3f), r[j_], _mm512_set1_ps(8.368709833e-3f));
-    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.166838737e-2f));
-    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(1.666652069e-1f));
-    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(q[j_], r[j_], _mm512_set1_ps(4.999999345e-1f));
-    TP__VM_V16_CNT q[j_] = _mm512_fmadd_ps(_mm512_mul_ps(r[j_], r[j_]), q[j_], r[j_]);
+#define TP__VM_R16(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    TP__VM_EXP_PARTS_STEPS(TP__VM_V16_CNT, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps, TP__VM_R16, y, n, r, q);
+#undef TP__VM_R16
 #undef TP__VM_V16_CNT
 }
 
@@ -340,18 +362,7 @@ static inline __attribute__((always_inline)) void tp__gelu_v16(const __m512 *x, 
                                                         _mm512_mul_ps(_mm512_abs_ps(x[j_]), _mm512_set1_ps(0.7071067812f))),
                                           _mm512_set1_ps(2.0f));
     TP__VM_V16_EACH z2[j_] = _mm512_mul_ps(_mm512_mul_ps(x[j_], x[j_]), _mm512_set1_ps(0.5f));
-    TP__VM_V16_EACH t2[j_] = _mm512_mul_ps(t[j_], t[j_]);
-    TP__VM_V16_EACH t4[j_] = _mm512_mul_ps(t2[j_], t2[j_]);
-    TP__VM_V16_EACH a[j_] = _mm512_fmadd_ps(
-        _mm512_fmadd_ps(_mm512_set1_ps(-1.646503620e-02f), t[j_], _mm512_set1_ps(7.624871284e-02f)), t2[j_],
-        _mm512_fmadd_ps(_mm512_set1_ps(-4.181608260e-01f), t[j_], _mm512_set1_ps(-1.364941239e+00f)));
-    TP__VM_V16_EACH b[j_] = _mm512_fmadd_ps(
-        _mm512_fmadd_ps(_mm512_set1_ps(-2.054579636e-05f), t[j_], _mm512_set1_ps(1.338570873e-04f)), t2[j_],
-        _mm512_fmadd_ps(_mm512_set1_ps(-7.325687911e-04f), t[j_], _mm512_set1_ps(3.572081448e-03f)));
-    TP__VM_V16_EACH c[j_] = _mm512_fmadd_ps(
-        _mm512_fmadd_ps(_mm512_set1_ps(7.887393849e-08f), t[j_], _mm512_set1_ps(-3.394441990e-07f)), t2[j_],
-        _mm512_fmadd_ps(_mm512_set1_ps(1.236211631e-07f), t[j_], _mm512_set1_ps(2.674537200e-06f)));
-    TP__VM_V16_EACH g[j_] = _mm512_fmadd_ps(c[j_], _mm512_mul_ps(t4[j_], t4[j_]), _mm512_fmadd_ps(b[j_], t4[j_], a[j_]));
+    TP__VM_GELU_G_STEPS(TP__VM_V16_EACH, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps, t, t2, t4, a, b, c, g);
     /* exp(g - z^2) (tp__vm_exp_nonpos's reduction and polynomial) */
     TP__VM_V16_EACH g[j_] = _mm512_sub_ps(g[j_], z2[j_]);
     tp__vm_exp_parts_v16(g, n, a);
@@ -478,29 +489,12 @@ static inline __attribute__((always_inline)) void tp__gelu_v8(const __m256 *x, _
                                                           _mm256_set1_ps(0.7071067812f))),
         _mm256_set1_ps(2.0f));
     TP__VM_V8_EACH z2[j_] = _mm256_mul_ps(_mm256_mul_ps(x[j_], x[j_]), _mm256_set1_ps(0.5f));
-    TP__VM_V8_EACH t2[j_] = _mm256_mul_ps(t[j_], t[j_]);
-    TP__VM_V8_EACH t4[j_] = _mm256_mul_ps(t2[j_], t2[j_]);
-    TP__VM_V8_EACH a[j_] = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_set1_ps(-1.646503620e-02f), t[j_], _mm256_set1_ps(7.624871284e-02f)), t2[j_],
-        _mm256_fmadd_ps(_mm256_set1_ps(-4.181608260e-01f), t[j_], _mm256_set1_ps(-1.364941239e+00f)));
-    TP__VM_V8_EACH b[j_] = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_set1_ps(-2.054579636e-05f), t[j_], _mm256_set1_ps(1.338570873e-04f)), t2[j_],
-        _mm256_fmadd_ps(_mm256_set1_ps(-7.325687911e-04f), t[j_], _mm256_set1_ps(3.572081448e-03f)));
-    TP__VM_V8_EACH c[j_] = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_set1_ps(7.887393849e-08f), t[j_], _mm256_set1_ps(-3.394441990e-07f)), t2[j_],
-        _mm256_fmadd_ps(_mm256_set1_ps(1.236211631e-07f), t[j_], _mm256_set1_ps(2.674537200e-06f)));
-    TP__VM_V8_EACH g[j_] = _mm256_fmadd_ps(c[j_], _mm256_mul_ps(t4[j_], t4[j_]), _mm256_fmadd_ps(b[j_], t4[j_], a[j_]));
-    /* exp(g - z^2): tp__vm_exp_parts_v16n's reduction and polynomial */
+    TP__VM_GELU_G_STEPS(TP__VM_V8_EACH, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_ps, t, t2, t4, a, b, c, g);
+    /* exp(g - z^2): tp__vm_exp_parts_v16n's steps */
     TP__VM_V8_EACH g[j_] = _mm256_sub_ps(g[j_], z2[j_]);
-    TP__VM_V8_EACH n[j_] = _mm256_round_ps(_mm256_mul_ps(g[j_], _mm256_set1_ps(1.442695041f)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    TP__VM_V8_EACH r[j_] = _mm256_fmadd_ps(n[j_], _mm256_set1_ps(-0.693359375f), g[j_]);
-    TP__VM_V8_EACH r[j_] = _mm256_fmadd_ps(n[j_], _mm256_set1_ps(2.121944401e-4f), r[j_]);
-    TP__VM_V8_EACH a[j_] = _mm256_fmadd_ps(_mm256_set1_ps(1.381461291e-3f), r[j_], _mm256_set1_ps(8.368709833e-3f));
-    TP__VM_V8_EACH a[j_] = _mm256_fmadd_ps(a[j_], r[j_], _mm256_set1_ps(4.166838737e-2f));
-    TP__VM_V8_EACH a[j_] = _mm256_fmadd_ps(a[j_], r[j_], _mm256_set1_ps(1.666652069e-1f));
-    TP__VM_V8_EACH a[j_] = _mm256_fmadd_ps(a[j_], r[j_], _mm256_set1_ps(4.999999345e-1f));
-    TP__VM_V8_EACH a[j_] = _mm256_fmadd_ps(_mm256_mul_ps(r[j_], r[j_]), a[j_], r[j_]);
+#define TP__VM_R8(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    TP__VM_EXP_PARTS_STEPS(TP__VM_V8_EACH, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_ps, TP__VM_R8, g, n, r, a);
+#undef TP__VM_R8
     TP__VM_V8_EACH {
         const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n[j_]), _mm256_set1_epi32(127)), 23);
         c[j_] = _mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(1.0f), a[j_]), _mm256_castsi256_ps(bits));
