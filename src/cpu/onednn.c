@@ -147,6 +147,8 @@ typedef struct dn_step {
     bool gmean;       /* DN_POOL: a mean over H x W run by gmean_run instead of chunks */
     bool gm_nhwc;
     int64_t gm[3];    /* ... its N, C and H * W */
+    int64_t mean[4];  /* DN_CONV: N, C, H, W when it also writes out[1], the mean of its output over
+                       * H and W (fuse_means); mean[0] 0 none */
 } dn_step;
 
 typedef struct dn_ctx {
@@ -154,6 +156,7 @@ typedef struct dn_ctx {
     dnnl_stream_t *streams;
     int n_mem;
     dnnl_memory_t *mem; /* n_chunks * M_COUNT */
+    atomic_int mean_done; /* a fused mean: threads that finished their chunks' row sums */
 } dn_ctx;
 
 static void dn_step_free(void *data) {
@@ -191,6 +194,7 @@ static tp_status dn_ctx_new(const tp_op_plan *plan, void **out) {
     TP_CHECK(c != NULL, TP_ERR_NOMEM, "out of memory preparing oneDNN state");
     c->n_streams = plan->max_threads;
     c->n_mem = d->n_chunks * M_COUNT;
+    atomic_init(&c->mean_done, 0);
     c->streams = tp_calloc((size_t)c->n_streams, sizeof *c->streams);
     c->mem = tp_calloc((size_t)c->n_mem, sizeof *c->mem);
     bool ok = c->streams && c->mem;
@@ -217,6 +221,59 @@ static dnnl_status_t reorder(dnnl_primitive_t r, dnnl_stream_t s, dnnl_memory_t 
     return dnnl_primitive_execute(r, s, 2, a);
 }
 
+/* A fused mean's row sums (fuse_means): rows [r0, r1) of the NHWC output
+ * (image-major, w pixels of c floats each), each row's channel sums over
+ * its pixels in order into sums + row * c. The bands a step's chunks write
+ * are whole rows (split), so every row is summed by one thread the same
+ * way whatever the thread count. Built for AVX2, as gmean_nhwc_sums. */
+__attribute__((target("avx2"))) static void mean_rows(const float *y, int64_t r0, int64_t r1, int64_t w, int64_t c,
+                                                      float *sums) {
+    for (int64_t r = r0; r < r1; r++) {
+        const float *p = y + r * w * c;
+        float *s = sums + r * c;
+        int64_t k = 0;
+        for (; k + 32 <= c; k += 32) { /* 32 channels in four registers down the row */
+            __m256 a0 = _mm256_loadu_ps(p + k), a1 = _mm256_loadu_ps(p + k + 8);
+            __m256 a2 = _mm256_loadu_ps(p + k + 16), a3 = _mm256_loadu_ps(p + k + 24);
+            for (int64_t q = 1; q < w; q++) {
+                const float *pq = p + q * c + k;
+                a0 = _mm256_add_ps(a0, _mm256_loadu_ps(pq));
+                a1 = _mm256_add_ps(a1, _mm256_loadu_ps(pq + 8));
+                a2 = _mm256_add_ps(a2, _mm256_loadu_ps(pq + 16));
+                a3 = _mm256_add_ps(a3, _mm256_loadu_ps(pq + 24));
+            }
+            _mm256_storeu_ps(s + k, a0);
+            _mm256_storeu_ps(s + k + 8, a1);
+            _mm256_storeu_ps(s + k + 16, a2);
+            _mm256_storeu_ps(s + k + 24, a3);
+        }
+        for (; k + 8 <= c; k += 8) {
+            __m256 a = _mm256_loadu_ps(p + k);
+            for (int64_t q = 1; q < w; q++) a = _mm256_add_ps(a, _mm256_loadu_ps(p + q * c + k));
+            _mm256_storeu_ps(s + k, a);
+        }
+        for (; k < c; k++) {
+            float t = p[k];
+            for (int64_t q = 1; q < w; q++) t += p[q * c + k];
+            s[k] = t;
+        }
+    }
+}
+
+/* The mean of each image's channels from its h row sums, added in row
+ * order, times 1/(h*w) (gmean_run's scaling). */
+__attribute__((target("avx2"))) static void mean_combine(const float *sums, const int64_t *m, float *out) {
+    const int64_t n = m[0], c = m[1], h = m[2];
+    const float inv = 1.0f / (float)(h * m[3]);
+    for (int64_t i = 0; i < n; i++) {
+        float *restrict o = out + i * c;
+        memcpy(o, sums + i * h * c, (size_t)c * sizeof(float));
+        for (int64_t r = 1; r < h; r++)
+            for (int64_t k = 0; k < c; k++) o[k] += sums[(i * h + r) * c + k];
+        for (int64_t k = 0; k < c; k++) o[k] *= inv;
+    }
+}
+
 static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const dn_step *d = plan->data;
     dn_ctx *c = ex->ctx;
@@ -225,6 +282,8 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     char *res = d->ires >= 0 ? tp__tensor_base(in[d->ires]) : NULL;
     char *ws = (char *)ex->workspace + (size_t)ex->ith * d->per_thread;
     char *scratch = ws, *stage_src = ws + d->scratch, *stage_dst = stage_src + d->stage_src_bytes;
+    /* a fused mean's row sums follow the threads' slices */
+    float *mean_sums = (float *)((char *)ex->workspace + (size_t)(d->n_chunks > 1 ? d->n_chunks - 1 : 1) * d->per_thread);
     /* primitives were made for one thread; helpers inside them (reorders)
      * ask OpenMP for the team size at run time */
     int saved = omp_get_max_threads();
@@ -268,14 +327,32 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[M_SCRATCH]};
         }
         if (st == dnnl_success) st = dnnl_primitive_execute(ch->prim, stream, na, a);
-        if (st == dnnl_success && d->act) /* dst is the NHWC tensor's band (build_conv) */
+        if (st == dnnl_success && d->mean[0]) {
+            /* dst itself (fuse_means): the band's rows, each summed right
+             * after the activation ran on it, while it is in L1 */
+            const int64_t w = d->mean[3], c = d->mean[1], row = w * c * (int64_t)sizeof(float);
+            const int64_t r0 = ch->off[M_DST] / row;
+            const int64_t r1 = r0 + (int64_t)dnnl_memory_desc_get_size(&ch->md[M_DST]) / row;
+            for (int64_t r = r0; r < r1; r++) {
+                if (d->act) d->act->apply(d->act, (float *)dst + r * w * c, w * c);
+                mean_rows((const float *)dst, r, r + 1, w, c, mean_sums);
+            }
+        } else if (st == dnnl_success && d->act) { /* dst is the NHWC tensor's band (build_conv) */
             d->act->apply(d->act, (float *)dptr, (int64_t)(dnnl_memory_desc_get_size(&ch->md[M_DST]) / sizeof(float)));
+        }
         if (st == dnnl_success && d->stage_dst) {
             dnnl_memory_set_data_handle(m[M_DST_T], dst + ch->off[M_DST_T]);
             st = reorder(ch->r_dst, stream, m[M_DST], m[M_DST_T]);
         }
     }
     if (saved != 1) omp_set_num_threads(saved);
+    /* the last thread to finish its rows adds them up (every thread counts,
+     * failed or not, so the count starts at 0 for the next call; a failed
+     * call's mean is garbage, the step's status says so) */
+    if (d->mean[0] && (ex->nth == 1 || atomic_fetch_add_explicit(&c->mean_done, 1, memory_order_acq_rel) == ex->nth - 1)) {
+        atomic_store_explicit(&c->mean_done, 0, memory_order_relaxed); /* the next call starts after the pool's join */
+        mean_combine(mean_sums, d->mean, (float *)tp__tensor_base(out[1]));
+    }
     TP_CHECK(st == dnnl_success, TP_ERR_INTERNAL, "oneDNN primitive failed (status %d)", (int)st);
     return TP_OK;
 }
@@ -1368,6 +1445,47 @@ static tp_status fuse_scales(pass *ps, dn_step **built) {
     return TP_OK;
 }
 
+/* A mean over H and W (a squeeze-excitation's global pool) of a
+ * convolution's NHWC output that oneDNN's chunks write in place: the
+ * convolution also writes the mean (a second output), summing each band's
+ * rows while they are in cache, and the mean's step goes. Rows of one
+ * image are summed pixel by pixel and the rows added in order, the same
+ * whatever the thread count (gmean_run's blocks of 256 pixels add in
+ * another order: results differ from its in the last bits). Not for a
+ * one-row map of one image, whose bands may be column bands (split). */
+static tp_status fuse_means(pass *ps, dn_step **built) {
+    tp_plan *plan = ps->plan;
+    for (int m = 0; m < plan->n_steps; m++) {
+        dn_step *g = built[m];
+        plan_step *ms = &plan->steps[m];
+        if (!g || !g->gmean || !g->gm_nhwc || ms->kind != STEP_FAST || ms->n_out != 1) continue;
+        const int x = ms->in[0];
+        const plan_slot *xs = &plan->slots[x];
+        const int j = xs->def;
+        if (xs->kind != SLOT_ARENA || j < 0 || j >= m || !built[j]) continue;
+        dn_step *d = built[j];
+        plan_step *s = &plan->steps[j];
+        if (d->kind != DN_CONV || d->stage_dst || d->mean[0] || s->kind != STEP_FAST || s->n_out != 1 ||
+            s->out[0] != x)
+            continue;
+        d4 y4 = dims4(xs);
+        if (y4.v[0] == 1 && y4.v[2] == 1) continue;
+        int *out = tp_realloc(s->out, 2 * sizeof *out);
+        TP_CHECK(out != NULL, TP_ERR_NOMEM, "out of memory fusing a mean");
+        s->out = out;
+        out[s->n_out++] = ms->out[0];
+        if (s->n_in + s->n_out > plan->max_io) plan->max_io = s->n_in + s->n_out;
+        plan->slots[ms->out[0]].def = j;
+        for (int k = 0; k < 4; k++) d->mean[k] = y4.v[k];
+        ms->kind = STEP_FUSED;
+        plan->n_fast--;
+        plan->n_fused++;
+        dn_step_free(g);
+        built[m] = NULL;
+    }
+    return TP_OK;
+}
+
 static bool touches_nhwc(const pass *ps, const plan_step *s, const dn_cand *c) {
     if (ps->nhwc[s->out[0]]) return true;
     for (int k = 0; k < s->n_in; k++)
@@ -1430,6 +1548,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     }
     omp_set_num_threads(saved);
     if (st == TP_OK) st = fuse_scales(&ps, built);
+    if (st == TP_OK) st = fuse_means(&ps, built);
     for (int j = 0; st == TP_OK && j < plan->n_steps; j++) {
         if (!built[j]) continue;
         plan_step *s = &plan->steps[j];
@@ -1450,6 +1569,8 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         np.variant = "onednn";
         np.max_threads = d->n_chunks > 1 ? d->n_chunks - 1 : 1;
         np.workspace = d->per_thread * (size_t)np.max_threads;
+        if (d->mean[0]) /* the fused mean's row sums, N x H x C floats, after the threads' slices */
+            np.workspace += ((size_t)(d->mean[0] * d->mean[2] * d->mean[1]) * sizeof(float) + 63) & ~(size_t)63;
         np.ctx_new = dn_ctx_new;
         np.ctx_free = dn_ctx_free;
         if (d->gmean) {
