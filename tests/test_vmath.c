@@ -33,7 +33,9 @@
  * against them at every tail length.
  * test_vmath_fma runs the same checks built with -O3 -ffp-contract=fast
  * -mavx2 -mfma, as the avx2/avx512 elementwise loops are (their polynomials
- * then use fused multiply-adds); the bounds above hold there too.
+ * then use fused multiply-adds); the bounds above hold there too, and it
+ * holds the 8-lane AVX2 silu and gelu to the 16-lane forms' bounds (their
+ * values are the same bit for bit), their arrays at every tail length.
  * The sweep is sparser when built without optimisation (the -O0 sanitizer
  * build) so it stays within a few seconds there.
  */

@@ -121,14 +121,15 @@ static void unary(int op, float *o, const float *a, int64_t n, const float *para
     case TP_ELT_SIGMOID: tp__vsigmoid_v16(o, a, n); break;
     case TP_ELT_SILU: tp__vsilu_v16(o, a, n); break; /* silu(-inf) NaN, as PyTorch */
     case TP_ELT_GELU: tp__vgelu_v16(o, a, n); break;  /* gelu(-inf) NaN, as PyTorch */
-#elif TP_ELT_VLANES == 8 && defined(__AVX2__) && defined(__FMA__)
+#else
     case TP_ELT_SIGMOID: LOOP_PF(tp__sigmoid_f32(x)); break;
+#if TP_ELT_VLANES == 8 && defined(__AVX2__) && defined(__FMA__)
     case TP_ELT_SILU: tp__vsilu_v8(o, a, n); break; /* silu(-inf) NaN, as PyTorch */
     case TP_ELT_GELU: tp__vgelu_v8(o, a, n); break;  /* gelu(-inf) NaN, as PyTorch */
 #else
     case TP_ELT_GELU: LOOP_PF(tp__vm_blend(x == -INFINITY, NAN, tp__gelu_f32(x))); break;
-    case TP_ELT_SIGMOID: LOOP_PF(tp__sigmoid_f32(x)); break;
     case TP_ELT_SILU: LOOP_PF(tp__vm_sel(x == -INFINITY, NAN, tp__silu_f32(x))); break; /* -inf * 0, as PyTorch */
+#endif
 #endif
     case TP_ELT_SQRT: LOOP(sqrtf(x)); break;
     case TP_ELT_RSQRT: LOOP(1.0f / sqrtf(x)); break;

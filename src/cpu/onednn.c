@@ -221,42 +221,37 @@ static dnnl_status_t reorder(dnnl_primitive_t r, dnnl_stream_t s, dnnl_memory_t 
     return dnnl_primitive_execute(r, s, 2, a);
 }
 
-/* A fused mean's row sums (fuse_means): rows [r0, r1) of the NHWC output
- * (image-major, w pixels of c floats each), each row's channel sums over
- * its pixels in order into sums + row * c. The bands a step's chunks write
- * are whole rows (split), so every row is summed by one thread the same
- * way whatever the thread count. Built for AVX2, as gmean_nhwc_sums. */
-__attribute__((target("avx2"))) static void mean_rows(const float *y, int64_t r0, int64_t r1, int64_t w, int64_t c,
-                                                      float *sums) {
-    for (int64_t r = r0; r < r1; r++) {
-        const float *p = y + r * w * c;
-        float *s = sums + r * c;
-        int64_t k = 0;
-        for (; k + 32 <= c; k += 32) { /* 32 channels in four registers down the row */
-            __m256 a0 = _mm256_loadu_ps(p + k), a1 = _mm256_loadu_ps(p + k + 8);
-            __m256 a2 = _mm256_loadu_ps(p + k + 16), a3 = _mm256_loadu_ps(p + k + 24);
-            for (int64_t q = 1; q < w; q++) {
-                const float *pq = p + q * c + k;
-                a0 = _mm256_add_ps(a0, _mm256_loadu_ps(pq));
-                a1 = _mm256_add_ps(a1, _mm256_loadu_ps(pq + 8));
-                a2 = _mm256_add_ps(a2, _mm256_loadu_ps(pq + 16));
-                a3 = _mm256_add_ps(a3, _mm256_loadu_ps(pq + 24));
-            }
-            _mm256_storeu_ps(s + k, a0);
-            _mm256_storeu_ps(s + k + 8, a1);
-            _mm256_storeu_ps(s + k + 16, a2);
-            _mm256_storeu_ps(s + k + 24, a3);
+/* A fused mean's row sum (fuse_means): the channel sums of one row of the
+ * NHWC output (w pixels of c floats at p) over its pixels in order, into
+ * s. The bands a step's chunks write are whole rows (split), so every row
+ * is summed by one thread the same way whatever the thread count. Built
+ * for AVX2, as gmean_nhwc_sums. */
+__attribute__((target("avx2"))) static void mean_row(const float *p, int64_t w, int64_t c, float *s) {
+    int64_t k = 0;
+    for (; k + 32 <= c; k += 32) { /* 32 channels in four registers down the row */
+        __m256 a0 = _mm256_loadu_ps(p + k), a1 = _mm256_loadu_ps(p + k + 8);
+        __m256 a2 = _mm256_loadu_ps(p + k + 16), a3 = _mm256_loadu_ps(p + k + 24);
+        for (int64_t q = 1; q < w; q++) {
+            const float *pq = p + q * c + k;
+            a0 = _mm256_add_ps(a0, _mm256_loadu_ps(pq));
+            a1 = _mm256_add_ps(a1, _mm256_loadu_ps(pq + 8));
+            a2 = _mm256_add_ps(a2, _mm256_loadu_ps(pq + 16));
+            a3 = _mm256_add_ps(a3, _mm256_loadu_ps(pq + 24));
         }
-        for (; k + 8 <= c; k += 8) {
-            __m256 a = _mm256_loadu_ps(p + k);
-            for (int64_t q = 1; q < w; q++) a = _mm256_add_ps(a, _mm256_loadu_ps(p + q * c + k));
-            _mm256_storeu_ps(s + k, a);
-        }
-        for (; k < c; k++) {
-            float t = p[k];
-            for (int64_t q = 1; q < w; q++) t += p[q * c + k];
-            s[k] = t;
-        }
+        _mm256_storeu_ps(s + k, a0);
+        _mm256_storeu_ps(s + k + 8, a1);
+        _mm256_storeu_ps(s + k + 16, a2);
+        _mm256_storeu_ps(s + k + 24, a3);
+    }
+    for (; k + 8 <= c; k += 8) {
+        __m256 a = _mm256_loadu_ps(p + k);
+        for (int64_t q = 1; q < w; q++) a = _mm256_add_ps(a, _mm256_loadu_ps(p + q * c + k));
+        _mm256_storeu_ps(s + k, a);
+    }
+    for (; k < c; k++) {
+        float t = p[k];
+        for (int64_t q = 1; q < w; q++) t += p[q * c + k];
+        s[k] = t;
     }
 }
 
@@ -334,8 +329,9 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
             const int64_t r0 = ch->off[M_DST] / row;
             const int64_t r1 = r0 + (int64_t)dnnl_memory_desc_get_size(&ch->md[M_DST]) / row;
             for (int64_t r = r0; r < r1; r++) {
-                if (d->act) d->act->apply(d->act, (float *)dst + r * w * c, w * c);
-                mean_rows((const float *)dst, r, r + 1, w, c, mean_sums);
+                float *yr = (float *)dst + r * w * c;
+                if (d->act) d->act->apply(d->act, yr, w * c);
+                mean_row(yr, w, c, mean_sums + r * c);
             }
         } else if (st == dnnl_success && d->act) { /* dst is the NHWC tensor's band (build_conv) */
             d->act->apply(d->act, (float *)dptr, (int64_t)(dnnl_memory_desc_get_size(&ch->md[M_DST]) / sizeof(float)));

@@ -7,6 +7,9 @@
  * the vector body and its scalar tail compute the same formula and agree
  * bitwise (except which NaN a NaN input yields: sign and payload may differ).
  * dst may equal src; otherwise the two must not overlap.
+ * Beside them, intrinsic forms that the elementwise loops take at their ISA
+ * level, each with its own tested bound (stated there): sigmoid, silu and
+ * gelu on 16 lanes (AVX-512), silu and gelu on 8 (AVX2 + FMA).
  *
  * Method: range reduction plus minimax polynomials (fitted for this file with
  * a Remez exchange), the usual scheme of Cephes, SLEEF and XNNPACK. No libm
