@@ -284,6 +284,8 @@ class Tpexport:
                 raise RuntimeError(_last_line(r.stderr) or f"tpexport bench exit {r.returncode}")
             d = _parse_json_object(r.stdout)
             self.last_extra = {k: d[k] for k in ("arena_bytes", "threads", "p90_ms", "min_ms") if k in d}
+            if MASK_AVX512 and d.get("cpu_level") == "avx512":
+                raise RuntimeError("--mask-avx512: tpexport still ran at the AVX-512 level (the shim did not load?)")
             if isinstance(d.get("times_ms"), list) and d["times_ms"]:
                 return {"times_ms": [float(t) for t in d["times_ms"]], "comparable": True}
             return {"round": {"median_ms": float(d["median_ms"]), "p90_ms": float(d.get("p90_ms", d["median_ms"])),
@@ -348,6 +350,27 @@ def _pct(sorted_vals, p):
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (k - lo)
 
 
+MASK_AVX512 = False  # set by --mask-avx512: every timed process runs under bench/cpuid_mask.c
+
+
+def enable_avx512_mask(out_dir):
+    """Build bench/cpuid_mask.c and preload it (CPUID_MASK=avx512) into every process run.py starts."""
+    global MASK_AVX512
+    flags = open("/proc/cpuinfo").read()
+    if " avx512f" not in flags:
+        raise SystemExit("run.py: --mask-avx512: this CPU has no AVX-512 to hide")
+    if " cpuid_fault" not in flags:
+        raise SystemExit("run.py: --mask-avx512: no CPUID faulting (cpuid_fault) on this machine")
+    so = os.path.join(os.path.abspath(out_dir), "cpuid_mask.so")
+    r = subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-shared", "-fPIC", os.path.join(HERE, "cpuid_mask.c"),
+                        "-o", so], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("run.py: --mask-avx512: building cpuid_mask.so failed:\n" + r.stderr)
+    os.environ["LD_PRELOAD"] = so + (":" + os.environ["LD_PRELOAD"] if os.environ.get("LD_PRELOAD") else "")
+    os.environ["CPUID_MASK"] = "avx512"
+    MASK_AVX512 = True
+
+
 def machine_info():
     info = {"platform": platform.platform(), "python": sys.version.split()[0]}
     try:
@@ -367,6 +390,9 @@ def machine_info():
                                            "avx512_bf16", "amx_tile", "amx_bf16") if f in flags]
     except OSError:
         pass
+    if MASK_AVX512:
+        info["isa"] = [f for f in info.get("isa", []) if not f.startswith("avx512")] + ["(AVX-512 hidden by bench/cpuid_mask.c)"]
+        info["avx512_masked"] = True
     info["nproc"] = os.cpu_count()
     try:
         with open("/proc/loadavg") as f:
@@ -474,9 +500,15 @@ def main():
     ap.add_argument("--max-s", type=float, help="cap per measurement: fewer runs for slow models (default 30, quick 5)")
     ap.add_argument("--timeout-s", type=float, default=900, help="kill a tpexport command after this long")
     ap.add_argument("--no-gen", action="store_true", help="use the models already in --out")
+    ap.add_argument("--mask-avx512", action="store_true",
+                    help="hide AVX-512 from every peer's cpuid (bench/cpuid_mask.c): time the AVX2 + FMA paths; "
+                         "results go to OUT/results-avx2.{md,json}")
     a = ap.parse_args()
     if a.worker:
         return worker_main(a.worker, a.out, a.worker_threads)
+    if a.mask_avx512:
+        enable_avx512_mask(a.out)
+    res_name = "results-avx2" if a.mask_avx512 else "results"
 
     rounds = a.rounds or (1 if a.quick else 3)
     target_s = a.target_s or (0.3 if a.quick else 2.0)
@@ -670,13 +702,13 @@ def main():
         p.close()
 
     md = render_md(res)
-    with open(os.path.join(a.out, "results.md"), "w") as f:
+    with open(os.path.join(a.out, res_name + ".md"), "w") as f:
         f.write(md)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
+    with open(os.path.join(a.out, res_name + ".json"), "w") as f:
         json.dump(res, f, indent=1, default=str)
     print()
     print(md)
-    print(f"wrote {os.path.join(a.out, 'results.md')} and results.json")
+    print(f"wrote {os.path.join(a.out, res_name + '.md')} and {res_name}.json")
     return 0
 
 
