@@ -10,7 +10,7 @@
  * where's four pairings of tensor and broadcast operands with condition
  * bytes other than 0 and 1, and the non-temporal copy (stream) and the
  * transcendental ops' streamed loops (unary_stream) at every destination
- * alignment.
+ * alignment; and that the AVX2 rows give the AVX-512 rows' bits.
  */
 #include <math.h>
 #include <stdint.h>
@@ -201,6 +201,46 @@ TEST(test_layer_norm) {
     }
 }
 
+/* The AVX2 row kernels are the AVX-512 ones at 8 lanes (eltwise_loops.h):
+ * max, softmax and layer_norm give the same bits on every row length, on
+ * masked rows and rows with underflowing terms. Needs a CPU with both
+ * levels; on one without AVX-512 it says so on stderr. */
+TEST(test_rows_avx2_match_avx512) {
+    if (tp_cpu_level_supported() < TP_CPU_AVX512) {
+        fprintf(stderr, "  test_rows_avx2_match_avx512: not run, this CPU lacks AVX-512\n");
+        return;
+    }
+    static float a[MAXN], w[MAXN], b[MAXN], o2[MAXN], o5[MAXN], next[MAXN];
+    const tp_eltwise_table *t2 = tp__eltwise_table(TP_CPU_AVX2), *t5 = tp__eltwise_table(TP_CPU_AVX512);
+    for (int li = 0; li < N_LENGTHS; li++) {
+        const int64_t n = length_at(li);
+        for (int kind = 0; kind < 2; kind++) {
+            for (int64_t i = 0; i < n; i++) {
+                a[i] = kind ? uniform(-8.0f, 8.0f) : 3.0f + uniform(-2.0f, 2.0f);
+                w[i] = uniform(0.5f, 1.5f);
+                b[i] = uniform(-1.0f, 1.0f);
+            }
+            if (kind) /* masked entries and terms whose exp underflows */
+                for (int64_t i = 1; i < n; i += 4) a[i] = i % 8 == 1 ? -INFINITY : uniform(-110.0f, -80.0f);
+            const float m2 = t2->max(a, n), m5 = t5->max(a, n);
+            CHECK_MSG(memcmp(&m2, &m5, sizeof m2) == 0, "n=%lld kind %d: max %g (avx2) vs %g", (long long)n, kind,
+                      m2, m5);
+            if (n == 0) continue;
+            t2->softmax(o2, a, n, false, next);
+            t5->softmax(o5, a, n, false, next);
+            CHECK_MSG(memcmp(o2, o5, (size_t)n * sizeof *o2) == 0, "n=%lld kind %d: softmax differs", (long long)n,
+                      kind);
+            for (int form = 0; form < 4; form++) {
+                const float *wp = form & 1 ? w : NULL, *bp = form & 2 ? b : NULL;
+                t2->layer_norm(o2, a, n, wp, bp, 1e-5f);
+                t5->layer_norm(o5, a, n, wp, bp, 1e-5f);
+                CHECK_MSG(memcmp(o2, o5, (size_t)n * sizeof *o2) == 0, "n=%lld kind %d form %d: layer_norm differs",
+                          (long long)n, kind, form);
+            }
+        }
+    }
+}
+
 TEST(test_where) {
     static float x[MAXN], y[MAXN], o[MAXN + 1]; /* o[n]: a sentinel past the row */
     static uint8_t c[MAXN];
@@ -312,4 +352,4 @@ TEST(test_unary_stream) {
     }
 }
 
-TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_layer_norm), T(test_where), T(test_stream), T(test_unary_stream))
+TEST_MAIN(T(test_max), T(test_sum), T(test_softmax), T(test_layer_norm), T(test_rows_avx2_match_avx512), T(test_where), T(test_stream), T(test_unary_stream))
