@@ -361,11 +361,12 @@ TEST(test_edge_sizes) {
     CHECK(case_failures == 0);
 }
 
-/* Sizes past the register and cache blocks (several K and N blocks). */
+/* Sizes past the register and cache blocks (several K and N blocks; M x N
+ * x K: 70 x 20 x 3100 takes three of AVX2's long K blocks, gemm.c). */
 TEST(test_large_sizes) {
     static const int64_t shapes[][3] = {
         {255, 255, 255}, {1000, 33, 17}, {17, 1000, 33}, {33, 17, 1000}, {7, 255, 1000},
-        {255, 1000, 7},  {1, 1000, 255}, {1000, 1, 33},  {9, 700, 700}, {3, 40, 5000},
+        {255, 1000, 7},  {1, 1000, 255}, {1000, 1, 33},  {9, 700, 700}, {3, 40, 5000}, {70, 20, 3100},
     };
     case_failures = 0;
     for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++) {

@@ -10,7 +10,8 @@
  *     pc over K by KC       -   from the caller's pre-packed B, or read in
  *                           -   place when B is row-major and M is small)
  *       ir over rows by MR  - A micro-panel MR x KC stays in L1 (read in place
- *         jr over NC by NR  -   when A is row-major, else packed)
+ *         jr over NC by NR  -   when A is row-major, else packed; AVX2's
+ *                           -   K blocks are longer: see tp__gemm_make_plan)
  *           micro-kernel MR x NR
  *       epilogue (bias, residual, act) on the finished MR x NC strip, after
  *       the last K block; a bias of N and a relu with nothing to add before
@@ -33,7 +34,7 @@
  * kernel reads (tp__gemm_edge_width: at AVX-512, N mod NR rounded up to the
  * vector width).
  *
- * K blocking depends only on k, the cache sizes and whether m is at most
+ * K blocking depends only on k, the ISA, the cache sizes and whether m is at most
  * TP__GEMM_JR_OUTER_MAX_ROWS or at most MR, so every element's reduction
  * order is the same for every thread split.
  */
@@ -311,10 +312,25 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
     int64_t kc_max = caches.l1d / (int64_t)(4 * sizeof(float)) / mr;
     if (kc_max > 512) kc_max = 512;
     if (kc_max < 64) kc_max = 64;
+    /* AVX2's 6 x 16 tiles are a quarter of AVX-512's, so each further K
+     * block (a call per tile, the C tile loaded and stored again) weighs
+     * four times as much: K blocks up to 1536 there, as long as a B block
+     * of four panels fills at most half of L2 (1536 with 1 MiB, 1024 with
+     * 512 KiB). Zen 4 with AVX-512 hidden, 1 thread, per-node sums of
+     * alternating runs: ViT-S 48.6 -> 47.8 ms, GPT-2 10.19 -> 10.00, the
+     * convolution nets and the MLP unchanged; gemm_bench with B cold
+     * 197x384x1536 86 -> 90% of the FMA peak, 128x1024x256 84 -> 89%. The
+     * AVX-512 kernel gained 2-3% in gemm_bench but nothing in the models
+     * (ViT-S 46.03 / 45.96 ms), so it keeps the L1 bound. */
+    if (g->isa == TP_ISA_AVX2) {
+        int64_t long_kc = caches.l2 / 2 / (4 * nr * (int64_t)sizeof(float));
+        if (long_kc > 1536) long_kc = 1536;
+        if (long_kc > kc_max) kc_max = long_kc;
+    }
     /* Few rows (the jr_outer order, below, when A is read in place or
      * filled): K blocks short enough that a B micro-panel (KC x NR) fits in
-     * 3/4 of L1, where it then serves every row panel. Only AVX-512's
-     * 64-wide panels need it (AVX2's fit at the L1 bound already); the MLP
+     * 3/4 of L1, where it then serves every row panel. AVX-512's 64-wide
+     * panels and AVX2's long K blocks (above) need it; the MLP
      * at batch 32 ran 4-12% faster with it on an AVX-512 Xeon (bench/,
      * alternating runs). It depends on m alone, not on A's layout, so an
      * implicit A gives the same bits as the explicit one. */
