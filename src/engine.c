@@ -15,8 +15,9 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -1451,12 +1452,27 @@ typedef struct fast_task {
     void *workspace;
     void *step_ctx;
     tp_status status[256];
+    /* The error message of the lowest failing pool worker (ith >= 1,
+     * err_ith; nth when none): messages are thread-local, and the caller
+     * (ith 0) reports the first failing thread's. */
+    atomic_flag err_lock;
+    int err_ith;
+    char err[1024];
 } fast_task;
 
 static void fast_worker(void *ctx, int ith, int nth) {
     fast_task *t = ctx;
     tp_exec ex = {.ith = ith, .nth = nth, .workspace = t->workspace, .ctx = t->step_ctx};
     t->status[ith] = t->s->op_plan.run(&t->s->op_plan, t->in, t->out, &ex);
+    if (t->status[ith] != TP_OK && ith > 0) {
+        while (atomic_flag_test_and_set_explicit(&t->err_lock, memory_order_acquire)) {
+        }
+        if (ith < t->err_ith) {
+            t->err_ith = ith;
+            snprintf(t->err, sizeof t->err, "%s", tp_last_error());
+        }
+        atomic_flag_clear_explicit(&t->err_lock, memory_order_release);
+    }
 }
 
 
@@ -1568,9 +1584,12 @@ static tp_status run_steps(tp_run *r) {
                 tp_exec ex = {.ith = 0, .nth = 1, .workspace = workspace, .ctx = r->ctx[j]};
                 st = s->op_plan.run(&s->op_plan, io, io + s->n_in, &ex);
             } else {
-                fast_task task = {.s = s, .in = io, .out = io + s->n_in, .workspace = workspace, .step_ctx = r->ctx[j]};
+                fast_task task = {.s = s, .in = io, .out = io + s->n_in, .workspace = workspace,
+                                  .step_ctx = r->ctx[j], .err_lock = ATOMIC_FLAG_INIT, .err_ith = nth};
                 tp__parallel(nth, fast_worker, &task);
                 for (int i = 0; i < nth && st == TP_OK; i++) st = task.status[i];
+                /* a worker's failure: its message, not the caller's stale one */
+                if (st != TP_OK && task.status[0] == TP_OK && task.err_ith < nth) tp_error(st, "%s", task.err);
             }
             break;
         }

@@ -153,6 +153,11 @@ TP_HIDDEN tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_re
 TP_HIDDEN tp_status tp__plan_onednn(tp_plan *plan, int level, int threads);
 /* Built with oneDNN and not disabled by TP_ONEDNN=0. */
 TP_HIDDEN bool tp__onednn_enabled(void);
+/* Tests only (test_onednn): when set to k >= 0, chunk k of every oneDNN
+ * step that writes a fused mean reports a failed primitive instead of
+ * running it, as a real failure would (the step's other chunks and threads
+ * run on); -1 (the default) turns it off. Never set by the library. */
+TP_HIDDEN void tp__onednn_test_fail_mean_chunk(int k);
 
 /* Internal helpers shared with program.c. */
 TP_HIDDEN tp_status tp__program_check_tensor_inputs(tp_program *p, tp_tensor *const *inputs, int n);

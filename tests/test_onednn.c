@@ -812,6 +812,58 @@ TEST(test_fused_mean) {
 #undef MEAN
 }
 
+/* A oneDNN primitive that fails inside a step writing a fused mean
+ * (injected: tp__onednn_test_fail_mean_chunk, each thread's first chunk
+ * in turn at 1-3 threads): the call reports TP_ERR_INTERNAL with the
+ * failing thread's message (a pool worker's too, not the caller's), and the same run context's next calls
+ * give the right mean, bitwise what a fresh context gives (every thread
+ * still counted itself done, so the last-thread count started over). */
+TEST(test_fused_mean_failure) {
+#define MEAN {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}
+    const net_case nc = {"depthwise 3x3 silu then its mean, 23 x 29, 40 channels, batch 2", 2, 3, 23, 29, 3,
+                         {CONV(40, 3, 1, 1, 1, 1, TP_OP_SILU), CONV(40, 3, 1, 1, 1, 40, TP_OP_SILU), MEAN}};
+#undef MEAN
+    built b = build(&nc);
+    if (!b.p || !b.x) {
+        CHECK_MSG(false, "building the fused-mean net failed");
+        tp_program_free(b.p);
+        tp_tensor_free(b.x);
+        return;
+    }
+    counts cnt = {0};
+    tp_tensor *want = run(&b, TP_CPU_AUTO, 1, &cnt);
+    for (int th = 1; want && th <= 3; th++)
+        for (int fail = th > 1; fail <= (th > 1 ? 2 : 0); fail++) { /* chunk 0: one thread's; 1, 2: the cut's (an image each) */
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.num_threads = th;
+            tp_run *r = NULL;
+            CHECK_OK(tp_run_new(b.p, &opt, &r));
+            if (!r) continue;
+            tp_clear_error();
+            tp__onednn_test_fail_mean_chunk(fail);
+            tp_status st = tp_run_execute(r, (tp_tensor *[]){b.x}, 1, NULL, 0);
+            tp__onednn_test_fail_mean_chunk(-1);
+            /* the failing thread's message, whichever thread it was (once) */
+            CHECK_MSG(st == TP_ERR_INTERNAL &&
+                          strcmp(tp_last_error(), "node conv2d_1 (conv2d): oneDNN primitive failed (status 5)") == 0,
+                      "%d threads, chunk %d failing: status %d, '%s'", th, fail, (int)st, tp_last_error());
+            for (int k = 0; k < 2; k++) {
+                st = tp_run_execute(r, (tp_tensor *[]){b.x}, 1, NULL, 0);
+                CHECK_MSG(st == TP_OK, "%d threads, call %d after the failure: %s", th, k + 1, tp_last_error());
+                const tp_tensor *got = st == TP_OK ? tp_run_output(r, 0) : NULL;
+                CHECK_MSG(got && memcmp(tp_tensor_data(got), tp_tensor_data(want),
+                                        (size_t)tp_tensor_numel(want) * sizeof(float)) == 0,
+                          "%d threads, chunk %d failed before: call %d's mean differs from a fresh run's", th, fail,
+                          k + 1);
+            }
+            tp_run_free(r);
+        }
+    tp_tensor_free(want);
+    tp_tensor_free(b.x);
+    tp_program_free(b.p);
+}
+
 TEST(test_conv1d) {
     check_conv1d("conv1d batch 1", 1, 4, 4001, 1);
     check_conv1d("conv1d batch 3, odd length", 3, 4, 333, 1);
@@ -1009,7 +1061,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv),
-                                         T(test_alloc_failures), T(test_regions), T(test_global_mean), T(test_fused_mean), T(test_conv1d),
+                                         T(test_alloc_failures), T(test_regions), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

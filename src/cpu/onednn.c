@@ -63,6 +63,8 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
 
 void tp__register_fast_onednn(void) {}
 
+void tp__onednn_test_fail_mean_chunk(int k) { (void)k; }
+
 #else
 
 #include <oneapi/dnnl/dnnl.h>
@@ -89,6 +91,11 @@ static int g_level; /* the CPU level oneDNN's kernels are capped to */
  * F(4x4, 3x3) wherever it applies (tests); unset chooses (gemmconv_wanted,
  * winograd_wanted) */
 static int g_gemmconv = -1;
+
+/* tp__onednn_test_fail_mean_chunk's chunk (-1: none) */
+static atomic_int g_fail_mean_chunk = -1;
+
+void tp__onednn_test_fail_mean_chunk(int k) { atomic_store_explicit(&g_fail_mean_chunk, k, memory_order_relaxed); }
 
 static void init_once(void) {
     const char *gc = getenv("TP_CONV_GEMM");
@@ -321,6 +328,8 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
             dnnl_memory_set_data_handle(m[M_SCRATCH], scratch);
             a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m[M_SCRATCH]};
         }
+        if (st == dnnl_success && d->mean[0] && k == atomic_load_explicit(&g_fail_mean_chunk, memory_order_relaxed))
+            st = dnnl_runtime_error; /* tp__onednn_test_fail_mean_chunk */
         if (st == dnnl_success) st = dnnl_primitive_execute(ch->prim, stream, na, a);
         if (st == dnnl_success && d->mean[0]) {
             /* dst itself (fuse_means): the band's rows, each summed right
