@@ -1016,7 +1016,8 @@ static bool winograd_beats_brgemm(const tp_conv_info *v) {
  * tanh, gelu) go to our GEMM, which reads the NHWC input in place and runs
  * the residual and activation on each finished block while it is in cache;
  * oneDNN 2.7's sum post-op and eltwise swish cost more than the product at
- * these shapes (swish ~0.7 ns an output, ours 0.34). Sums of per-node
+ * these shapes (swish ~0.7 ns an output, ours 0.34 then: Ice Lake, the
+ * silu before vmath.h's one-divide form, 0.21 on Zen 4). Sums of per-node
  * minima (2 alternating runs, Ice Lake, 1 / 2 threads), ours against
  * brgemm: ResNet-50's 64 -> 256 expansions with a residual 0.77-0.83 /
  * 0.82-0.83, its 128 -> 512 and 256 -> 1024 ones 0.81-1.01 / 0.92-0.99;
@@ -1142,7 +1143,8 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
     /* A transcendental activation (silu, gelu, ...) runs as our loop over
      * each chunk's output right after oneDNN wrote it, rather than as its
      * eltwise post-op: oneDNN 2.7's swish cost ~0.7 ns an output inside
-     * the convolution, ours 0.34 as a pass over a band just written
+     * the convolution, ours 0.34 (the silu of then; 0.21 on Zen 4 with
+     * vmath.h's one-divide form) as a pass over a band just written
      * (EfficientNet-B0's depthwise convolutions, Ice Lake, per-node sums,
      * old and new alternating: see docs/bench-results-intel.md). Only
      * where the chunks write the NHWC tensor itself (not a staging buffer),
