@@ -1453,8 +1453,8 @@ typedef struct fast_task {
     void *step_ctx;
     tp_status status[256];
     /* The error message of the lowest failing pool worker (ith >= 1,
-     * err_ith; nth when none): messages are thread-local, and the caller
-     * (ith 0) reports the first failing thread's. */
+     * err_ith; nth when none; cut to 1 KiB): messages are thread-local,
+     * and the caller (ith 0) reports the first failing thread's. */
     atomic_flag err_lock;
     int err_ith;
     char err[1024];

@@ -341,9 +341,10 @@ static void scale_v16(float *o, int64_t n, float s) {
  * are theirs bit for bit (test_eltwise_rows checks it where both run). 2^n
  * of exp is built in the exponent bits (n lies in [-126, 0] after the
  * clamp at -87.33), and the product rounds once, as vscalefps does. Zen 4,
- * one thread, rows in L2 (AVX-512 hidden): softmax rows of 197 0.79 ->
- * 0.40 ns an element, of 128 0.65 -> 0.38; layer_norm rows of 384 0.29 ->
- * 0.19, of 256 0.42 -> 0.17, against the generic loops. */
+ * one thread, rows in L2, against the generic loops: softmax rows of 197
+ * 0.79 -> 0.50 ns an element, of 128 0.65 -> 0.45; layer_norm rows of 384
+ * 0.29 -> 0.22, of 256 0.42 -> 0.26 (the AVX-512 rows: 0.39, 0.37, 0.18,
+ * 0.17). */
 
 /* All bits set in lanes k < left (left may be <= 0 or > 8). */
 static inline __m256i tp__elt_mask8(int64_t left) {
@@ -362,17 +363,18 @@ static inline __m256i tp__elt_mask8(int64_t left) {
         _mm256_cvtss_f32(f_);                                                          \
     })
 
-/* exp(a - max) of 16 elements from a + i into o + i, added to acc[0] (the
- * first 8) and acc[1]; masked (the row's tail): only lanes k < n - i are
- * read and written, the rest padded with -inf (adding +0). AMD's
- * vmaskmovps stores are slow (Zen 4: masking every vector took softmax
- * rows of 197 from 0.40 to 0.86 ns an element), so whole vectors use
- * plain loads and stores. */
+/* exp(a - max) of H halves (8 H elements) from a + i into o + i, even
+ * halves added to acc[0], odd ones to acc[1] (exp_sub_sum_v16's lanes);
+ * masked (the row's tail, H 2): only lanes k < n - i are read and
+ * written, the rest padded with -inf (adding +0). AMD's vmaskmovps stores
+ * are slow (Zen 4: masking every vector took softmax rows of 197 to 0.86
+ * ns an element, against 0.53 with plain loads and stores for whole
+ * vectors); four halves a step rather than two, 0.53 -> 0.50. */
 static inline __attribute__((always_inline)) void exp_sub_block_v8(float *o, const float *a, int64_t i, int64_t n,
                                                                    __m256 mv, __m256 acc[2], const bool masked, const int H) {
     const __m256 lo = _mm256_set1_ps(-87.33f), ninf = _mm256_set1_ps(-INFINITY);
     __m256i k[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-    __m256 y[4], x[4], keep[4], nn[4], r[4], q[4];
+    __m256 y[4], x[4], keep[4], nn[4], q[4];
     for (int h = 0; h < H; h++) {
         __m256 v;
         if (masked) {
@@ -385,15 +387,9 @@ static inline __attribute__((always_inline)) void exp_sub_block_v8(float *o, con
         keep[h] = _mm256_cmp_ps(y[h], lo, _CMP_GE_OQ); /* else exp flushes to +0 */
         x[h] = _mm256_max_ps(y[h], lo);
     }
-#define TP__ELT_EACH2 for (int j_ = 0; j_ < H; j_++)
-#define TP__ELT_R8(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-    TP__VM_EXP_PARTS_STEPS(TP__ELT_EACH2, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_ps, TP__ELT_R8, x, nn, r, q);
-#undef TP__ELT_R8
-#undef TP__ELT_EACH2
+    tp__vm_exp_parts_v8n(H, x, nn, q);
     for (int h = 0; h < H; h++) {
-        const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nn[h]), _mm256_set1_epi32(127)), 23);
-        const __m256 e =
-            _mm256_and_ps(keep[h], _mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(1.0f), q[h]), _mm256_castsi256_ps(bits)));
+        const __m256 e = _mm256_and_ps(keep[h], tp__vm_scale_pow2_v8(_mm256_add_ps(_mm256_set1_ps(1.0f), q[h]), nn[h]));
         if (!masked) _mm256_storeu_ps(o + i + 8 * h, e);
         else if (n - i - 8 * h > 0) _mm256_maskstore_ps(o + i + 8 * h, k[h], e);
         acc[h & 1] = _mm256_add_ps(acc[h & 1], e);

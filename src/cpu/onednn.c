@@ -166,6 +166,10 @@ typedef struct dn_ctx {
     atomic_int mean_done; /* a fused mean: threads that finished their chunks' row sums */
 } dn_ctx;
 
+/* Threads a step runs on: chunk 0 is the whole step for one, chunks 1..
+ * the cut for several (one each). */
+static int dn_threads(const dn_step *d) { return d->n_chunks > 1 ? d->n_chunks - 1 : 1; }
+
 static void dn_step_free(void *data) {
     dn_step *d = data;
     if (!d) return;
@@ -285,7 +289,7 @@ static tp_status dn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     char *ws = (char *)ex->workspace + (size_t)ex->ith * d->per_thread;
     char *scratch = ws, *stage_src = ws + d->scratch, *stage_dst = stage_src + d->stage_src_bytes;
     /* a fused mean's row sums follow the threads' slices */
-    float *mean_sums = (float *)((char *)ex->workspace + (size_t)(d->n_chunks > 1 ? d->n_chunks - 1 : 1) * d->per_thread);
+    float *mean_sums = (float *)((char *)ex->workspace + (size_t)dn_threads(d) * d->per_thread);
     /* primitives were made for one thread; helpers inside them (reorders)
      * ask OpenMP for the team size at run time */
     int saved = omp_get_max_threads();
@@ -1574,7 +1578,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         memset(&np, 0, sizeof np);
         np.run = dn_run;
         np.variant = "onednn";
-        np.max_threads = d->n_chunks > 1 ? d->n_chunks - 1 : 1;
+        np.max_threads = dn_threads(d);
         np.workspace = d->per_thread * (size_t)np.max_threads;
         if (d->mean[0]) /* the fused mean's row sums, N x H x C floats, after the threads' slices */
             np.workspace += ((size_t)(d->mean[0] * d->mean[2] * d->mean[1]) * sizeof(float) + 63) & ~(size_t)63;
@@ -1638,7 +1642,7 @@ static tp_status finish_standalone(dn_step *d, tp_op_plan *plan) {
     d->per_thread = d->scratch + d->stage_src_bytes + d->stage_dst_bytes;
     plan->run = dn_run;
     plan->variant = "onednn";
-    plan->max_threads = d->n_chunks > 1 ? d->n_chunks - 1 : 1;
+    plan->max_threads = dn_threads(d);
     plan->workspace = d->per_thread * (size_t)plan->max_threads;
     plan->data = d;
     plan->data_bytes = packed;

@@ -454,6 +454,25 @@ TP__VM_ARRAY_V16(gelu)
 #include <immintrin.h>
 enum { TP__VM_V8_K = 4 };
 #define TP__VM_V8_EACH for (int j_ = 0; j_ < TP__VM_V8_K; j_++)
+
+/* e^y = 2^n * (1 + q) over cnt vectors (at most TP__VM_V8_K):
+ * tp__vm_exp_parts_v16n's steps at 8 lanes. */
+static inline __attribute__((always_inline)) void tp__vm_exp_parts_v8n(const int cnt, const __m256 *y, __m256 *n,
+                                                                       __m256 *q) {
+    __m256 r[TP__VM_V8_K];
+#define TP__VM_V8_CNT for (int j_ = 0; j_ < cnt; j_++)
+#define TP__VM_R8(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    TP__VM_EXP_PARTS_STEPS(TP__VM_V8_CNT, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_ps, TP__VM_R8, y, n, r, q);
+#undef TP__VM_R8
+#undef TP__VM_V8_CNT
+}
+
+/* v * 2^n for n integral in [-126, 127], 2^n built in the exponent bits:
+ * one rounding (where the product is denormal), as vscalefps. */
+static inline __m256 tp__vm_scale_pow2_v8(__m256 v, __m256 n) {
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(v, _mm256_castsi256_ps(bits));
+}
 static inline __attribute__((always_inline)) void tp__silu_v8(const __m256 *x, __m256 *y) {
     __m256 a[TP__VM_V8_K], n[TP__VM_V8_K], r[TP__VM_V8_K], p[TP__VM_V8_K];
     TP__VM_V8_EACH a[j_] = _mm256_min_ps(_mm256_set1_ps(87.0f), _mm256_max_ps(_mm256_set1_ps(-89.0f), x[j_]));
@@ -485,7 +504,7 @@ static inline __attribute__((always_inline)) void tp__silu_v8(const __m256 *x, _
  * an element against the auto-vectorised tp__gelu_f32. */
 static inline __attribute__((always_inline)) void tp__gelu_v8(const __m256 *x, __m256 *y) {
     __m256 z2[TP__VM_V8_K], t[TP__VM_V8_K], t2[TP__VM_V8_K], t4[TP__VM_V8_K], g[TP__VM_V8_K];
-    __m256 a[TP__VM_V8_K], b[TP__VM_V8_K], c[TP__VM_V8_K], n[TP__VM_V8_K], r[TP__VM_V8_K];
+    __m256 a[TP__VM_V8_K], b[TP__VM_V8_K], c[TP__VM_V8_K], n[TP__VM_V8_K];
     /* z = |x|/sqrt2, clamped at 4 (min keeps a NaN z: its second operand) */
     TP__VM_V8_EACH t[j_] = _mm256_sub_ps(
         _mm256_min_ps(_mm256_set1_ps(4.0f), _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x[j_]),
@@ -493,15 +512,10 @@ static inline __attribute__((always_inline)) void tp__gelu_v8(const __m256 *x, _
         _mm256_set1_ps(2.0f));
     TP__VM_V8_EACH z2[j_] = _mm256_mul_ps(_mm256_mul_ps(x[j_], x[j_]), _mm256_set1_ps(0.5f));
     TP__VM_GELU_G_STEPS(TP__VM_V8_EACH, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_ps, t, t2, t4, a, b, c, g);
-    /* exp(g - z^2): tp__vm_exp_parts_v16n's steps */
+    /* exp(g - z^2) */
     TP__VM_V8_EACH g[j_] = _mm256_sub_ps(g[j_], z2[j_]);
-#define TP__VM_R8(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-    TP__VM_EXP_PARTS_STEPS(TP__VM_V8_EACH, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_ps, TP__VM_R8, g, n, r, a);
-#undef TP__VM_R8
-    TP__VM_V8_EACH {
-        const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n[j_]), _mm256_set1_epi32(127)), 23);
-        c[j_] = _mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(1.0f), a[j_]), _mm256_castsi256_ps(bits));
-    }
+    tp__vm_exp_parts_v8n(TP__VM_V8_K, g, n, a);
+    TP__VM_V8_EACH c[j_] = tp__vm_scale_pow2_v8(_mm256_add_ps(_mm256_set1_ps(1.0f), a[j_]), n[j_]);
     /* h = 0.5*x*erfc(z) (-0 past the tail); gelu = h for x < 0, else x - h */
     TP__VM_V8_EACH b[j_] = _mm256_blendv_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x[j_]), c[j_]),
                                             _mm256_set1_ps(-0.0f),
