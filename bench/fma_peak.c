@@ -1,7 +1,9 @@
 /*
  * fma_peak.c - single-core FP32 FMA peak: a register-only loop of
  * independent FMA chains (enough to cover FMA latency on current cores),
- * for AVX-512 (zmm) and AVX2 (ymm) separately, in GFLOP/s (an FMA is 2 flops).
+ * for AVX-512 (zmm) and AVX2 (ymm) separately, in GFLOP/s (an FMA is 2 flops),
+ * and AVX-512-BF16's vdpbf16ps (per float32 lane two bfloat16 products
+ * added: 4 flops) where the CPU has it.
  * Each ISA runs only if cpuid says it is there. The result is the
  * reference "100%" for bench/gemm_bench.c.
  *
@@ -51,6 +53,21 @@ __attribute__((target("avx2,fma"), noinline)) static float fma_loop_avx2(long it
     return lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
 }
 
+/* 16 chains of vdpbf16ps x 16 lanes, each lane two products a step. The
+ * operands are normal numbers (denormal bfloat16 inputs count as zero). */
+__attribute__((target("avx512f,avx512bf16"), noinline)) static float dpbf16_loop(long iterations) {
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps(0.001f * (float)i);
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x33d633d6); /* 1, 1e-7 */
+    for (long it = 0; it < iterations; it++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    }
+    __m512 sum = acc[0];
+    for (int i = 1; i < 16; i++) sum = _mm512_add_ps(sum, acc[i]);
+    return _mm512_reduce_add_ps(sum);
+}
+
 /* Best GFLOP/s of several timed runs of `loop`. */
 static double measure(float (*loop)(long), double flops_per_iteration, float *sink) {
     const long iterations = 50 * 1000 * 1000;
@@ -72,6 +89,9 @@ int main(void) {
         printf("avx512 fma peak: %.1f GFLOP/s (16 zmm chains)\n", measure(fma_loop_avx512, 16 * 16 * 2, &sink));
     else
         printf("avx512: not supported\n");
+    if (__builtin_cpu_supports("avx512bf16"))
+        printf("avx512 bf16 dot peak: %.1f GFLOP/s (16 zmm chains of vdpbf16ps)\n",
+               measure(dpbf16_loop, 16 * 16 * 4, &sink));
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         printf("avx2   fma peak: %.1f GFLOP/s (12 ymm chains)\n", measure(fma_loop_avx2, 12 * 8 * 2, &sink));
     else

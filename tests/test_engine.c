@@ -11,9 +11,11 @@
  * rtol 1e-5, atol 1e-6 (float32: SGEMM blocking and vectorised
  * transcendental functions change rounding, not results).
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "cpu/gemm_bf16.h"
 #include "program_examples.h"
 #include "tpexport/run.h"
 
@@ -1824,9 +1826,192 @@ TEST(test_log) {
     tp_program_free(p);
 }
 
+/* ---- bfloat16 / float16 matrix products --------------------------------- */
+
+/* A placeholder of dtype dt. */
+static tp_node *placeholder_dt(tp_graph *g, const char *name, tp_dtype dt, int ndim, const int64_t *sizes) {
+    tp_tensor *m = NULL;
+    CHECK_OK(tp_tensor_meta(dt, ndim, sizes, &m));
+    tp_value v = tp_value_tensor(m);
+    tp_node *n = NULL;
+    CHECK_OK(tp_graph_placeholder(g, name, &v, &n));
+    tp_value_clear(&v);
+    return n;
+}
+
+static tp_tensor *rand_tensor_dt(tp_dtype dt, int ndim, const int64_t *sizes, uint32_t seed, float scale) {
+    tp_tensor *f = rand_tensor(ndim, sizes, seed, scale), *t = NULL;
+    if (f) CHECK_OK(tp_tensor_to(f, dt, &t));
+    tp_tensor_free(f);
+    return t;
+}
+
+/* One product program: inputs in[0..n_in) of which the first n_params are
+ * parameters (constant weights) and the rest user inputs. */
+typedef enum { HP_LINEAR, HP_LINEAR_XT, HP_LINEAR_INPUTS, HP_MATMUL, HP_MATMUL_T, HP_ADDMM } half_prog;
+
+/* Run p at the reference level and at every level from scalar with 1 and 2
+ * threads: the 16-bit outputs must agree within one unit in the last place
+ * of the 16-bit result (rtol: bfloat16 2^-7, float16 2^-10 above the
+ * rounding of both) plus the float32 accumulation's error (atol), and no
+ * step may run a reference kernel. */
+static void check_half_program(tp_program *p, tp_tensor **x, int n_x, tp_dtype dt, bool const_w, const char *what) {
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.cpu_level = TP_CPU_REFERENCE;
+    tp_run *r = NULL;
+    tp_tensor *ref = NULL;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    if (r && tp_run_execute(r, x, n_x, NULL, 0) == TP_OK) CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &ref));
+    else CHECK_MSG(false, "%s: reference run failed: %s", what, tp_last_error());
+    tp_run_free(r);
+    if (!ref) return;
+    CHECK(tp_tensor_dtype(ref) == dt);
+    double rtol = dt == TP_BFLOAT16 ? 1.0 / 128 : 1.0 / 1024, atol = 2e-3;
+    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++)
+        for (int threads = 2; threads >= 1; threads--) {
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            /* bfloat16 weights run vdpbf16ps where the CPU has it */
+            prof pr = {.want = "avx512_bf16"};
+            opt.profile = prof_fn;
+            opt.profile_user = &pr;
+            r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            if (!r) continue;
+            for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
+            bool dot = dt == TP_BFLOAT16 && const_w && level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
+            CHECK_MSG(dot ? pr.level_events == 2 : pr.level_events == 0, "%s [%s]: %d steps on vdpbf16ps", what,
+                      tp_cpu_level_name((tp_cpu_level)level), pr.level_events);
+            tp_tensor *got = tp_run_output(r, 0);
+            CHECK_MSG(got && tp_tensor_dtype(got) == dt && same_tensor(got, ref, rtol, atol), "%s [%s, %d threads]", what,
+                      tp_cpu_level_name((tp_cpu_level)level), threads);
+            /* rounded once like the reference: nearly all equal exactly (a
+             * float32 sum lands on the other side of a rounding boundary
+             * rarely; truncating instead of rounding would miss half) */
+            int64_t n = got ? tp_tensor_numel(got) : 0, same = 0;
+            for (int64_t i = 0; i < n && tp_tensor_numel(ref) == n; i++)
+                same += tp_tensor_item_f64(got, i) == tp_tensor_item_f64(ref, i);
+            CHECK_MSG(same * 100 >= n * 97, "%s [%s, %d threads]: %" PRId64 " of %" PRId64 " equal", what,
+                      tp_cpu_level_name((tp_cpu_level)level), threads, same, n);
+            tp_run_stats st;
+            tp_run_get_stats(r, &st);
+            CHECK_MSG(st.n_reference == 0 && st.n_fast >= 1, "%s [%s]: %d reference steps, %d fast", what,
+                      tp_cpu_level_name((tp_cpu_level)level), (int)st.n_reference, (int)st.n_fast);
+            tp_run_free(r);
+        }
+    tp_tensor_free(ref);
+}
+
+/* kind over [M, K] x [K, N] (batched as the kind says), in dt. */
+static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t N, uint32_t seed) {
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %" PRId64 "x%" PRId64 "x%" PRId64, tp_dtype_name(dt),
+             (const char *[]){"linear", "linear (transposed x)", "linear (inputs)", "matmul (batched)",
+                              "matmul (transposed B)", "addmm"}[kind],
+             M, K, N);
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    int64_t s[4][4];
+    int nd[4], n_in = 0, n_params = 0;
+    const char *names[4] = {"x", "w", "b", "y"};
+    tp_node *nodes[4], *o = NULL;
+    switch (kind) {
+    case HP_LINEAR: case HP_LINEAR_XT: case HP_LINEAR_INPUTS: { /* x [M, K] (or transpose(xt [K, M])), w [N, K], b [N] */
+        bool params = kind != HP_LINEAR_INPUTS;
+        n_params = params ? 2 : 0;
+        names[0] = params ? "p_w" : "w";
+        names[1] = params ? "p_b" : "b";
+        names[2] = "x";
+        nd[0] = 2, s[0][0] = N, s[0][1] = K;
+        nd[1] = 1, s[1][0] = N;
+        nd[2] = 2, s[2][0] = kind == HP_LINEAR_XT ? K : M, s[2][1] = kind == HP_LINEAR_XT ? M : K;
+        n_in = 3;
+        for (int i = 0; i < n_in; i++) nodes[i] = placeholder_dt(g, names[i], dt, nd[i], s[i]);
+        tp_node *xin = nodes[2];
+        if (kind == HP_LINEAR_XT) /* A read through its strides (gathered by row blocks) */
+            xin = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(nodes[2]), tp_value_int(0), tp_value_int(1)});
+        o = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(xin), N(nodes[0]), N(nodes[1])});
+        break;
+    }
+    case HP_MATMUL: /* x [2, 3, M, K] @ y [3, K, N]: a broadcast batch */
+        nd[0] = 4, s[0][0] = 2, s[0][1] = 3, s[0][2] = M, s[0][3] = K;
+        nd[1] = 3, s[1][0] = 3, s[1][1] = K, s[1][2] = N;
+        names[1] = "y";
+        n_in = 2;
+        for (int i = 0; i < n_in; i++) nodes[i] = placeholder_dt(g, names[i], dt, nd[i], s[i]);
+        o = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(nodes[0]), N(nodes[1])});
+        break;
+    case HP_MATMUL_T: { /* x [M, K] @ transpose(y [N, K]): B read through its strides */
+        nd[0] = 2, s[0][0] = M, s[0][1] = K;
+        nd[1] = 2, s[1][0] = N, s[1][1] = K;
+        names[1] = "y";
+        n_in = 2;
+        for (int i = 0; i < n_in; i++) nodes[i] = placeholder_dt(g, names[i], dt, nd[i], s[i]);
+        tp_node *t = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(nodes[1]), tp_value_int(0), tp_value_int(1)});
+        o = call(g, TP_OP_MM, 2, (tp_value[]){N(nodes[0]), N(t)});
+        break;
+    }
+    case HP_ADDMM: /* addmm(p_b [N], x [M, K], p_w [K, N]) */
+        n_params = 2;
+        names[0] = "p_w", names[1] = "p_b", names[2] = "x";
+        nd[0] = 2, s[0][0] = K, s[0][1] = N;
+        nd[1] = 1, s[1][0] = N;
+        nd[2] = 2, s[2][0] = M, s[2][1] = K;
+        n_in = 3;
+        for (int i = 0; i < n_in; i++) nodes[i] = placeholder_dt(g, names[i], dt, nd[i], s[i]);
+        o = call(g, TP_OP_ADDMM, 3, (tp_value[]){N(nodes[1]), N(nodes[2]), N(nodes[0])});
+        break;
+    }
+    output_nodes(g, 1, &o);
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    for (int i = 0; i < n_in; i++)
+        CHECK_OK(tp_signature_add_input(sig, i < n_params ? TP_INPUT_PARAMETER : TP_INPUT_USER_INPUT,
+                                        tp_arg_tensor(names[i]), i < n_params ? names[i] + 2 : NULL,
+                                        TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    tp_tensor *x[4] = {NULL, NULL, NULL, NULL};
+    int n_x = 0;
+    for (int i = 0; p && i < n_in; i++) {
+        tp_tensor *t = rand_tensor_dt(dt, nd[i], s[i], seed + (uint32_t)i, 2.0f);
+        if (i < n_params) {
+            CHECK_OK(tp_program_set_state(p, names[i] + 2, TP_STATE_PARAMETER, t, true));
+            tp_tensor_free(t);
+        } else {
+            x[n_x++] = t;
+        }
+    }
+    if (p) check_half_program(p, x, n_x, dt, n_params > 0, what);
+    free_tensors(x, n_x);
+    tp_program_free(p);
+}
+
+/* bfloat16 and float16 products run the float32 GEMM (issue #10 item 6):
+ * odd sizes, constant and input weights and biases, broadcast batches, a
+ * transposed operand, addmm; against the reference kernel. */
+TEST(test_half_products) {
+    /* odd K (a last pair of one), K of one block and of three (the
+     * float32 partial sums), edge panels of 16-48 columns, rows split
+     * between threads (70 rows, 3 panels) */
+    static const int64_t shapes[][3] = {{1, 7, 17}, {33, 255, 7}, {17, 64, 33}, {5, 1, 9}, {70, 300, 130},
+                                        {40, 1101, 70}};
+    const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
+    uint32_t seed = 900;
+    for (int d = 0; d < 2; d++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int kind = HP_LINEAR; kind <= HP_ADDMM; kind++, seed += 10)
+                half_case((half_prog)kind, dts[d], shapes[i][0], shapes[i][1], shapes[i][2], seed);
+}
+
 TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
-          T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log))
+          T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
+          T(test_half_products))

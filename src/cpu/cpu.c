@@ -25,9 +25,11 @@ static unsigned long long read_xcr0(void) {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
 }
+static bool g_f16c;
 static tp_cpu_level detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return TP_CPU_SCALAR;
+    g_f16c = (c & (1u << 29)) && (c & (1u << 27)) && (c & (1u << 28)) && (read_xcr0() & 0x6) == 0x6; /* F16C, AVX state */
     bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
     if (!osxsave || !avx) return TP_CPU_SCALAR;
     unsigned long long xcr0 = read_xcr0();
@@ -42,6 +44,7 @@ static tp_cpu_level detect(void) {
     return TP_CPU_SCALAR;
 }
 #else
+static const bool g_f16c = false;
 static tp_cpu_level detect(void) { return TP_CPU_SCALAR; }
 #endif
 
@@ -80,6 +83,11 @@ static void init_once(void) {
 int64_t tp__stream_min_bytes(void) {
     pthread_once(&g_once, init_once);
     return g_stream_min;
+}
+
+bool tp__cpu_has_f16c(void) {
+    pthread_once(&g_once, init_once);
+    return g_f16c;
 }
 
 tp_cpu_level tp_cpu_level_supported(void) {

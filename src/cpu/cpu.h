@@ -11,6 +11,10 @@
  * cap): never above what the CPU supports. */
 TP_HIDDEN tp_cpu_level tp__cpu_level_resolve(tp_cpu_level requested);
 
+/* Whether the CPU converts float16 <-> float32 in vectors (F16C, with the
+ * OS's AVX state; cpuid, read once). */
+TP_HIDDEN bool tp__cpu_has_f16c(void);
+
 /* Outputs of at least this many bytes are written with non-temporal
  * stores by the elementwise ops cheap enough to gain (fast_eltwise.c):
  * the size of the last-level cache (sysconf; 32 MiB when unknown), beyond

@@ -1,5 +1,5 @@
 /*
- * fast_linalg.c - fast variants (contract v2) of the float32 matrix
+ * fast_linalg.c - fast variants (contract v2) of the float32 (and bfloat16 / float16) matrix
  * products: linear, mm, addmm, matmul (1-D, 2-D, batched with
  * broadcasting), bmm and einsum's matrix-multiply forms, on the packed
  * SGEMM of gemm.c.
@@ -12,15 +12,34 @@
  * so linear over [batch, seq, K] is one GEMM. A constant B (a weight no node
  * writes) is packed once at plan time and shared by every run context.
  * Threads split batches when there are enough, else the GEMM's M/N blocks.
+ *
+ * bfloat16 and float16 products (all operands of the one dtype) run the
+ * same float32 GEMM: their values widen to float32 exactly, so a constant
+ * B is widened and packed as float32 at plan time, A's blocks are widened
+ * as the GEMM fills them (its implicit-A hook), a non-constant B is widened
+ * into the thread's workspace per batch, and C is computed in float32 in
+ * the workspace, bias and alpha included, and rounded once (to nearest
+ * even) as each finished row segment leaves the GEMM (its activation
+ * hook). That is PyTorch's CPU product for these dtypes (oneDNN's or its
+ * own, accumulating in float32); the reference kernel accumulates in
+ * double, so the two differ by at most one unit in the last place of the
+ * 16-bit result and the float32 accumulation's error. Such products take
+ * no fusion: a following activation or add rounds its input to 16 bits
+ * first, which a fused epilogue would not.
  */
+#include "cpu.h"
 #include "einsum.h"
 #include "eltwise.h"
 #include "fast.h"
 #include "gemm.h"
+#include "gemm_bf16.h"
 #include "kernel_util.h"
 
 typedef struct mm_plan {
     int isa;
+    tp_dtype dt;                     /* TP_FLOAT32, or TP_BFLOAT16 / TP_FLOAT16 computed in float32 */
+    bool dot16;                      /* bfloat16 on vdpbf16ps (gemm_bf16.h): packed_b is in its layout */
+    bool f16c;                       /* float16 converted with F16C (AVX2 level and above) */
     int64_t m, n, k;
     int nb;                          /* batch dims of C */
     int64_t bsize[TP_MAX_DIMS];
@@ -35,6 +54,8 @@ typedef struct mm_plan {
     void *packed_base;               /* owned allocation of packed_b; NULL when B is not constant */
     void *packed_b;                  /* 64-byte aligned inside packed_base (the GEMM's loads of a
                                       * panel row must not straddle cache lines) */
+    float *bias32;                   /* 16-bit: a constant bias vector widened at plan time (owned) */
+    size_t ws_c, ws_b, ws_bias;      /* 16-bit: bytes of the float32 C, B and bias in the workspace */
     size_t ws_thread;                /* workspace of one single-threaded GEMM */
     size_t ws_split;                 /* workspace of one GEMM split over max threads */
     int max_threads;
@@ -44,6 +65,7 @@ static void mm_free(void *data) {
     mm_plan *mp = data;
     if (!mp) return;
     tp_free(mp->packed_base);
+    tp_free(mp->bias32);
     tp_free(mp);
 }
 
@@ -102,9 +124,178 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     return TP_OK;
 }
 
+/* ---- bfloat16 / float16 products ---- */
+
+static inline float half_to_f32(uint16_t h, bool bf16) {
+    if (bf16) {
+        uint32_t x = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &x, 4);
+        return f;
+    }
+    return tp__f16_to_f32(h);
+}
+
+/* float16 rows with F16C's conversions (the same bits as tp__f16_to_f32
+ * and tp__f32_to_f16: exact widening; rounding to nearest even, a NaN
+ * kept quiet with its payload's top bits), where the CPU has them. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define TP_F16C 1
+__attribute__((target("avx,f16c"))) static void f16c_widen(const uint16_t *s, int64_t n, float *d) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(d + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + j))));
+    for (; j < n; j++) d[j] = tp__f16_to_f32(s[j]);
+}
+__attribute__((target("avx,f16c"))) static void f16c_round(const float *s, int64_t n, uint16_t *d) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(d + j),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(s + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; j < n; j++) d[j] = tp__f32_to_f16(s[j]);
+}
+#else
+#define TP_F16C 0
+static void f16c_widen(const uint16_t *s, int64_t n, float *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = tp__f16_to_f32(s[j]);
+}
+static void f16c_round(const float *s, int64_t n, uint16_t *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = tp__f32_to_f16(s[j]);
+}
+#endif
+
+/* 16-bit storage: bfloat16, float16, float16 with F16C */
+enum { HALF_BF16, HALF_F16, HALF_F16C };
+
+/* dst (rows x cols, row-major) = the 16-bit matrix at src, element (i, j)
+ * at src[i*rs + j*cs], widened. */
+static void half_widen(const uint16_t *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, int kind, float *dst) {
+    const bool bf16 = kind == HALF_BF16;
+    for (int64_t i = 0; i < rows; i++) {
+        const uint16_t *s = src + i * rs;
+        float *d = dst + i * cols;
+        if (kind == HALF_F16C && cs == 1)
+            f16c_widen(s, cols, d);
+        else if (bf16 && cs == 1)
+            for (int64_t j = 0; j < cols; j++) {
+                uint32_t x = (uint32_t)s[j] << 16;
+                memcpy(&d[j], &x, 4);
+            }
+        else
+            for (int64_t j = 0; j < cols; j++) d[j] = half_to_f32(s[j * cs], bf16);
+    }
+}
+
+typedef struct half_a {
+    const uint16_t *a;
+    int64_t rs, cs;
+    int kind; /* HALF_* */
+} half_a;
+
+/* The GEMM's implicit-A hook: rows [i0, i0 + rows) x columns [p0, p0 + kc)
+ * of the 16-bit A, widened. */
+static void half_a_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
+    const half_a *h = ctx;
+    half_widen(h->a + i0 * h->rs + p0 * h->cs, rows, kc, h->rs, h->cs, h->kind, dst);
+}
+
+typedef struct half_c {
+    const float *c32; /* the float32 C the GEMM writes (row stride N) */
+    uint16_t *o;      /* the output, contiguous, same shape */
+    int kind;         /* HALF_* */
+} half_c;
+
+/* The GEMM's activation hook: a finished segment of the float32 C,
+ * rounded into the output at the same offset. */
+static void half_store(float *ptr, int64_t n, const void *ctx) {
+    const half_c *h = ctx;
+    uint16_t *o = h->o + (ptr - h->c32);
+    if (h->kind == HALF_F16C)
+        f16c_round(ptr, n, o);
+    else if (h->kind == HALF_BF16)
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t x;
+            memcpy(&x, &ptr[i], 4);
+            /* round to nearest even; a NaN stays a (quiet) NaN */
+            o[i] = (x & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((x >> 16) | 0x40u)
+                                                   : (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+        }
+    else
+        for (int64_t i = 0; i < n; i++) o[i] = tp__f32_to_f16(ptr[i]);
+}
+
+static tp_status mm_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const mm_plan *mp = plan->data;
+    if (tp_tensor_numel(out[0]) == 0) return TP_OK;
+    const int kind = mp->dt == TP_BFLOAT16 ? HALF_BF16 : mp->f16c ? HALF_F16C : HALF_F16;
+    const uint16_t *a = (const uint16_t *)tp__tensor_base(in[mp->ia]);
+    const uint16_t *b = mp->packed_b ? NULL : (const uint16_t *)tp__tensor_base(in[mp->ib]);
+    uint16_t *c = (uint16_t *)tp__tensor_base(out[0]);
+    const bool split_batches = mp->n_batch >= ex->nth;
+    /* workspace: split batches, per thread [GEMM | C | B | bias]; else
+     * [GEMM of nth threads | C], then per thread [B | bias] */
+    char *ws = ex->workspace, *gemm_ws, *mine;
+    float *c32;
+    if (split_batches) {
+        gemm_ws = ws + (size_t)ex->ith * (mp->ws_thread + mp->ws_c + mp->ws_b + mp->ws_bias);
+        c32 = (float *)(gemm_ws + mp->ws_thread);
+        mine = (char *)c32 + mp->ws_c;
+    } else {
+        gemm_ws = ws;
+        c32 = (float *)(ws + mp->ws_split);
+        mine = (char *)c32 + mp->ws_c + (size_t)ex->ith * (mp->ws_b + mp->ws_bias);
+    }
+    const float *bias = mp->bias32;
+    if (mp->bias_mode == 1 && !bias) {
+        float *bw = (float *)(mine + mp->ws_b);
+        half_widen((const uint16_t *)tp__tensor_base(in[mp->ibias]), 1, mp->n, 0, 1, kind, bw);
+        bias = bw;
+    }
+    int64_t mn = mp->m * mp->n;
+    const int64_t b0 = split_batches ? mp->n_batch * ex->ith / ex->nth : 0;
+    const int64_t b1 = split_batches ? mp->n_batch * (ex->ith + 1) / ex->nth : mp->n_batch;
+    if (mp->dot16) {
+        tp_gemm_bf16 g = {.m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a,
+                          .packed_b = mp->packed_b, .ldc = mp->n, .alpha = mp->alpha, .bias = bias};
+        for (int64_t bi = b0; bi < b1; bi++) {
+            int64_t oa, ob;
+            batch_offsets(mp, bi, &oa, &ob);
+            g.a = a + oa;
+            g.c = c + bi * mn;
+            if (split_batches) tp__gemm_bf16_run(&g, 0, 1, gemm_ws);
+            else tp__gemm_bf16_run(&g, ex->ith, ex->nth, gemm_ws);
+        }
+        return TP_OK;
+    }
+    half_a ha = {.rs = mp->rs_a, .cs = mp->cs_a, .kind = kind};
+    half_c hc = {.c32 = c32, .kind = kind};
+    tp_gemm g = {.isa = mp->isa, .m = mp->m, .n = mp->n, .k = mp->k, .a_fill = half_a_fill, .a_ctx = &ha,
+                 .packed_b = mp->packed_b, .rs_b = mp->n, .cs_b = 1, .c = c32, .ldc = mp->n};
+    g.ep = tp__gemm_epilogue_default();
+    g.ep.alpha = mp->alpha;
+    g.ep.bias = bias;
+    g.ep.act = half_store;
+    g.ep.act_ctx = &hc;
+    for (int64_t bi = b0; bi < b1; bi++) {
+        int64_t oa, ob;
+        batch_offsets(mp, bi, &oa, &ob);
+        ha.a = a + oa;
+        if (b) { /* each thread widens the whole B it reads into its own copy */
+            half_widen(b + ob, mp->k, mp->n, mp->rs_b, mp->cs_b, kind, (float *)mine);
+            g.b = (const float *)mine;
+        }
+        hc.o = c + bi * mn;
+        if (split_batches)
+            tp__gemm_run(&g, 0, 1, gemm_ws);
+        else
+            tp__gemm_run(&g, ex->ith, ex->nth, gemm_ws);
+    }
+    return TP_OK;
+}
+
 static tp_status mm_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     mm_plan *mp = plan->data;
-    if (mp->act) return TP_ERR_UNSUPPORTED; /* nothing goes after the activation */
+    if (mp->act || mp->dt != TP_FLOAT32) return TP_ERR_UNSUPPORTED; /* nothing goes after the activation */
     switch (kind) {
     case TP_FUSE_ACT: mp->act = consumer; return TP_OK;
     case TP_FUSE_RESIDUAL:
@@ -166,7 +357,19 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     for (int d = 0; d < mp->nb; d++) b_shared = b_shared && mp->bsb[d] == 0;
     mp->isa = info->cpu_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : info->cpu_level >= TP_CPU_AVX2 ? TP_ISA_AVX2 : TP_ISA_SCALAR;
     if (mp->isa > tp__gemm_best_isa()) mp->isa = tp__gemm_best_isa();
-    if (b_const && b_shared && b_tensor && mp->k > 0 && mp->n > 0) {
+    mp->f16c = TP_F16C && mp->dt == TP_FLOAT16 && mp->isa >= TP_ISA_AVX2 && tp__cpu_has_f16c();
+    /* bfloat16 weights on AVX-512-BF16: packed in pairs for vdpbf16ps */
+    mp->dot16 = mp->dt == TP_BFLOAT16 && b_const && b_shared && b_tensor && mp->k > 0 && mp->n > 0 &&
+                mp->isa == TP_ISA_AVX512 && tp__gemm_bf16_supported();
+    if (mp->dot16) {
+        size_t bytes = tp__gemm_bf16_packed_b_bytes(mp->k, mp->n);
+        mp->packed_base = tp_malloc(bytes + 64);
+        TP_CHECK(mp->packed_base != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
+        mp->packed_b = (void *)(((uintptr_t)mp->packed_base + 63) & ~(uintptr_t)63);
+        tp__gemm_bf16_pack_b(mp->k, mp->n, (const uint16_t *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
+                             mp->packed_b);
+        plan->data_bytes = bytes;
+    } else if (b_const && b_shared && b_tensor && mp->k > 0 && mp->n > 0) {
         /* tp_malloc gives 16-byte alignment: 64 more bytes to align the
          * panels. Misaligned by 32 bytes, every zmm load of B straddled two
          * lines: a lone 197x384x1536 matmul took 1.77 ms against 1.44 for
@@ -175,8 +378,17 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
         mp->packed_base = tp_malloc(bytes + 64);
         TP_CHECK(mp->packed_base != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
         mp->packed_b = (void *)(((uintptr_t)mp->packed_base + 63) & ~(uintptr_t)63);
-        tp__gemm_pack_b(mp->isa, mp->k, mp->n, (const float *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
-                        mp->packed_b);
+        if (mp->dt == TP_FLOAT32) {
+            tp__gemm_pack_b(mp->isa, mp->k, mp->n, (const float *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
+                            mp->packed_b);
+        } else { /* widened to float32 first (exact), then packed as float32 */
+            float *wide = tp_malloc((size_t)mp->k * (size_t)mp->n * sizeof(float));
+            TP_CHECK(wide != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
+            half_widen((const uint16_t *)tp__tensor_base(b_tensor), mp->k, mp->n, mp->rs_b, mp->cs_b,
+                       mp->dt == TP_BFLOAT16 ? HALF_BF16 : HALF_F16, wide);
+            tp__gemm_pack_b(mp->isa, mp->k, mp->n, wide, mp->n, 1, mp->packed_b);
+            tp_free(wide);
+        }
         plan->data_bytes = bytes;
     }
     double flops = 2.0 * (double)mp->m * (double)mp->n * (double)mp->k * (double)mp->n_batch;
@@ -193,32 +405,68 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     tp_gemm g = {.isa = mp->isa, .m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a,
                  .rs_b = mp->rs_b, .cs_b = mp->cs_b, .packed_b = mp->packed_b, .ldc = mp->n};
     g.b = mp->packed_b ? NULL : (const float *)8; /* only the presence matters for sizing */
+    if (mp->dt != TP_FLOAT32) { /* as mm_run_half calls it: A widened by blocks, B widened row-major */
+        g.a_fill = half_a_fill;
+        g.rs_a = g.cs_a = 0;
+        g.rs_b = mp->n;
+        g.cs_b = 1;
+    }
     mp->ws_thread = (tp__gemm_workspace_bytes(&g, 1) + 63) & ~(size_t)63;
-    mp->ws_split = tp__gemm_workspace_bytes(&g, threads);
+    mp->ws_split = (tp__gemm_workspace_bytes(&g, threads) + 63) & ~(size_t)63;
+    if (mp->dot16) {
+        tp_gemm_bf16 g16 = {.m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a};
+        mp->ws_thread = (tp__gemm_bf16_workspace_bytes(&g16, 1) + 63) & ~(size_t)63;
+        mp->ws_split = (tp__gemm_bf16_workspace_bytes(&g16, threads) + 63) & ~(size_t)63;
+    }
     size_t per_batch = mp->ws_thread * (size_t)threads;
     plan->workspace = per_batch > mp->ws_split ? per_batch : mp->ws_split;
+    if (mp->dt != TP_FLOAT32) {
+        mp->ws_c = mp->dot16 ? 0 : ((size_t)mp->m * (size_t)mp->n * sizeof(float) + 63) & ~(size_t)63;
+        mp->ws_b = mp->packed_b ? 0 : ((size_t)mp->k * (size_t)mp->n * sizeof(float) + 63) & ~(size_t)63;
+        mp->ws_bias = mp->bias_mode == 1 && !mp->bias32 ? ((size_t)mp->n * sizeof(float) + 63) & ~(size_t)63 : 0;
+        size_t extra = mp->ws_b + mp->ws_bias;
+        per_batch = (mp->ws_thread + mp->ws_c + extra) * (size_t)threads;
+        size_t shared = mp->ws_split + mp->ws_c + extra * (size_t)threads;
+        plan->workspace = per_batch > shared ? per_batch : shared;
+    }
     plan->data = mp;
     plan->free_data = mm_free;
-    plan->run = mm_run;
+    plan->run = mp->dt == TP_FLOAT32 ? mm_run : mm_run_half;
     plan->fuse = mm_fuse;
     plan->max_threads = threads;
-    plan->variant = mp->isa == TP_ISA_AVX512 ? "avx512" : mp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
+    plan->variant = mp->dot16 ? "avx512_bf16" : mp->isa == TP_ISA_AVX512 ? "avx512" : mp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     return TP_OK;
 }
 
-static bool all_f32(const tp_tensor *const *ts, int n) {
-    for (int i = 0; i < n; i++)
-        if (ts[i] && ts[i]->dtype != TP_FLOAT32) return false;
-    return true;
+/* The dtype a product runs in: float32, bfloat16 or float16, all of ts
+ * alike (NULL entries skipped); TP_DTYPE_COUNT: none of them. */
+static tp_dtype product_dtype(const tp_tensor *const *ts, int n) {
+    tp_dtype dt = ts[0]->dtype;
+    if (dt != TP_FLOAT32 && dt != TP_BFLOAT16 && dt != TP_FLOAT16) return TP_DTYPE_COUNT;
+    for (int i = 1; i < n; i++)
+        if (ts[i] && ts[i]->dtype != dt) return TP_DTYPE_COUNT;
+    return dt;
+}
+
+/* A constant bias vector of a 16-bit product, widened once. */
+static tp_status half_const_bias(mm_plan *mp, const tp_tensor *bias) {
+    if (mp->dt == TP_FLOAT32) return TP_OK;
+    mp->bias32 = tp_malloc((size_t)(mp->n > 0 ? mp->n : 1) * sizeof(float));
+    TP_CHECK(mp->bias32 != NULL, TP_ERR_NOMEM, "out of memory preparing a bias");
+    half_widen((const uint16_t *)tp__tensor_base(bias), 1, mp->n, 0, bias->strides[0],
+               mp->dt == TP_BFLOAT16 ? HALF_BF16 : HALF_F16, mp->bias32);
+    return TP_OK;
 }
 
 /* A x B for C = out: A [.., M, K] (or 1-D), B [.., K, N] (or 1-D). */
 static tp_status matmul_like(const tp_prepare_info *info, const tp_tensor *a, const tp_tensor *b, const tp_tensor *out,
                              bool b_transposed, int ia, int ib, mm_plan **out_mp) {
-    if (!all_f32((const tp_tensor *[]){a, b, out}, 3)) return TP_ERR_UNSUPPORTED;
+    tp_dtype dt = product_dtype((const tp_tensor *[]){a, b, out}, 3);
+    if (dt == TP_DTYPE_COUNT) return TP_ERR_UNSUPPORTED;
     if (a->ndim < 1 || b->ndim < 1 || out->ndim > TP_MAX_DIMS) return TP_ERR_UNSUPPORTED;
     mm_plan *mp = tp_calloc(1, sizeof *mp);
     TP_CHECK(mp != NULL, TP_ERR_NOMEM, "out of memory preparing a matrix product");
+    mp->dt = dt;
     mp->ia = ia;
     mp->ib = ib;
     mp->ibias = -1;
@@ -290,15 +538,17 @@ static tp_status linear_prepare(const tp_prepare_info *info, const tp_value *bou
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *bias = tp__arg_tensor(bound, 2);
     const tp_tensor *o = tp__fast_out(out);
     if (!x || !w || !o || w->ndim != 2 || x->ndim < 1) return TP_ERR_UNSUPPORTED;
-    if (bias && (bias->dtype != TP_FLOAT32 || bias->ndim != 1 || bias->strides[0] != 1 || bias->sizes[0] != w->sizes[0]))
+    if (bias && (bias->dtype != x->dtype || bias->ndim != 1 || bias->strides[0] != 1 || bias->sizes[0] != w->sizes[0]))
         return TP_ERR_UNSUPPORTED;
     mm_plan *mp;
     TP_TRY(matmul_like(info, x, w, o, true, 0, 1, &mp));
+    tp_status st = TP_OK;
     if (bias) {
         mp->ibias = 2;
         mp->bias_mode = 1;
+        if (info->is_const[2]) st = half_const_bias(mp, bias);
     }
-    tp_status st = mm_finish(info, mp, w, info->is_const[1], plan);
+    if (st == TP_OK) st = mm_finish(info, mp, w, info->is_const[1], plan);
     if (st != TP_OK) mm_free(mp);
     return st;
 }
@@ -307,7 +557,7 @@ static tp_status linear_prepare(const tp_prepare_info *info, const tp_value *bou
 static tp_status addmm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
     const tp_tensor *self = tp__arg_tensor(bound, 0), *a = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
     const tp_tensor *o = tp__fast_out(out);
-    if (!self || !a || !b || !o || a->ndim != 2 || b->ndim != 2 || self->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
+    if (!self || !a || !b || !o || a->ndim != 2 || b->ndim != 2 || self->dtype != a->dtype) return TP_ERR_UNSUPPORTED;
     if (!tp_value_is_number(&bound[3]) || !tp_value_is_number(&bound[4]) || tp__arg_f64(bound, 3) != 1.0)
         return TP_ERR_UNSUPPORTED;
     int bias_mode;
@@ -318,10 +568,15 @@ static tp_status addmm_prepare(const tp_prepare_info *info, const tp_value *boun
     else return TP_ERR_UNSUPPORTED;
     mm_plan *mp;
     TP_TRY(matmul_like(info, a, b, o, false, 1, 2, &mp));
+    if (mp->dt != TP_FLOAT32 && bias_mode == 2) { /* a matrix addend: float32 only */
+        mm_free(mp);
+        return TP_ERR_UNSUPPORTED;
+    }
     mp->ibias = 0;
     mp->bias_mode = bias_mode;
     mp->alpha = (float)tp__arg_f64(bound, 4);
-    tp_status st = mm_finish(info, mp, b, info->is_const[2], plan);
+    tp_status st = info->is_const[0] ? half_const_bias(mp, self) : TP_OK;
+    if (st == TP_OK) st = mm_finish(info, mp, b, info->is_const[2], plan);
     if (st != TP_OK) mm_free(mp);
     return st;
 }
@@ -344,7 +599,8 @@ static tp_status einsum_prepare(const tp_prepare_info *info, const tp_value *bou
         if (!v || v->kind != TP_VAL_TENSOR) return TP_ERR_UNSUPPORTED;
         t[i] = v->u.tensor;
     }
-    if (!all_f32((const tp_tensor *[]){t[0], t[1], o}, 3) || tp_tensor_numel(o) == 0) return TP_ERR_UNSUPPORTED;
+    tp_dtype dt = product_dtype((const tp_tensor *[]){t[0], t[1], o}, 3);
+    if (dt == TP_DTYPE_COUNT || tp_tensor_numel(o) == 0) return TP_ERR_UNSUPPORTED;
     tp_einsum e;
     if (tp__einsum_parse(eq, 2, t, &e) != TP_OK) return TP_ERR_UNSUPPORTED; /* the shape rule reported it */
     bool in[2][TP_EINSUM_MAX_LABELS] = {{false}};
@@ -393,6 +649,7 @@ static tp_status einsum_prepare(const tp_prepare_info *info, const tp_value *bou
     }
     mm_plan *mp = tp_calloc(1, sizeof *mp);
     TP_CHECK(mp != NULL, TP_ERR_NOMEM, "out of memory preparing an einsum");
+    mp->dt = dt;
     mp->ia = ia;
     mp->ib = ib;
     mp->ibias = -1;

@@ -1,0 +1,70 @@
+/*
+ * gemm_bf16.h - bfloat16 matrix multiply on AVX-512-BF16's dot-product
+ * instruction (vdpbf16ps), for the CPU kernels:
+ *     C (bfloat16) = round(alpha * A*B + bias)
+ * with A (M x K, bfloat16, any strides), B (K x N, bfloat16) packed once
+ * (weights), products accumulated in float32 and C rounded once, to
+ * nearest even. vdpbf16ps adds two products to a float32 lane per step, at
+ * twice the FMA's rate: 234.5 against 116.4 GFLOP/s per core on a Zen 4
+ * (bench/fma_peak.c). Like every user of the instruction (oneDNN's bfloat16
+ * kernels, which PyTorch runs), it treats denormal bfloat16 inputs and
+ * float32 sums as zero; the products of two bfloat16 numbers are exact in
+ * float32.
+ *
+ * Loops, for the block of rows [m0, m1) and column panels [p0, p1) a thread
+ * owns: K blocks of at most 512 (a B micro-panel of 64 columns is 64 KiB),
+ * row blocks of at most 96 (read in place when A's rows are contiguous,
+ * else gathered into the workspace), column panels of 64, row panels of 6
+ * (the micro-kernel: 6 x 64, 24 zmm accumulators). With K beyond one block
+ * the partial sums wait in a float32 copy of C in the workspace. Results do
+ * not depend on the thread count (the K blocks are the same).
+ */
+#ifndef TPEXPORT_CPU_GEMM_BF16_H
+#define TPEXPORT_CPU_GEMM_BF16_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../internal.h"
+
+enum { TP__GEMM_BF16_MR = 6, TP__GEMM_BF16_NR = 64, TP__GEMM_BF16_KC = 512, TP__GEMM_BF16_MC = 96 };
+
+/* Whether this build and this CPU run it: AVX-512 F/BW/VL with BF16 and
+ * the OS's ZMM state (cpuid, xgetbv; cheap after the first call). */
+TP_HIDDEN bool tp__gemm_bf16_supported(void);
+
+/* Bytes of a packed K x N matrix; pack B (element (p, j) at
+ * b[p*rs_b + j*cs_b]) into dst (64-byte aligned, that many bytes). Layout:
+ * panels of 64 columns (the last one as wide as N's rest, rounded up to
+ * 16), each ceil(K / 2) rows of pairs: row q holds (B[2q][j], B[2q+1][j])
+ * for each column j, zero beyond K and N. */
+TP_HIDDEN size_t tp__gemm_bf16_packed_b_bytes(int64_t k, int64_t n);
+TP_HIDDEN void tp__gemm_bf16_pack_b(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, int64_t cs_b, void *dst);
+
+typedef struct tp_gemm_bf16 {
+    int64_t m, n, k;
+    const uint16_t *a; int64_t rs_a, cs_a; /* A: element (i, p) at a[i*rs_a + p*cs_a] */
+    const void *packed_b;                 /* tp__gemm_bf16_pack_b of the same k, n */
+    uint16_t *c; int64_t ldc;             /* C: row stride ldc, column stride 1 */
+    float alpha;
+    const float *bias;                    /* NULL, or N floats added to every row */
+} tp_gemm_bf16;
+
+/* Workspace one product needs when run by nth threads (64-byte aligned). */
+TP_HIDDEN size_t tp__gemm_bf16_workspace_bytes(const tp_gemm_bf16 *g, int nth);
+/* The part of C thread ith of nth owns; the nth calls together (concurrent
+ * or not, same g and workspace) compute all of C. Never allocates. */
+TP_HIDDEN void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace);
+
+/* The micro-kernel (gemm_bf16_avx512.c): rows [0, m) (m <= 6) x columns
+ * [0, n) (n <= 64) of a tile. a: row i's pairs at a[i*rs_a + 2q] (q <
+ * kc2; with odd, the last pair holds one element). b: kc2 rows of w pairs
+ * (w = the panel's width). acc: add the float32 tile at c32 (row stride
+ * ldc32) to the sums. last: the sums times alpha plus bias[j] are rounded
+ * into out (row stride ldo); else they go to c32. */
+TP_HIDDEN void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b,
+                                           int w, int m, int n, float alpha, bool acc, float *c32, int64_t ldc32,
+                                           bool last, const float *bias, uint16_t *out, int64_t ldo);
+
+#endif

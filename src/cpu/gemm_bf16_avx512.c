@@ -1,0 +1,99 @@
+/*
+ * gemm_bf16_avx512.c - the 6 x 64 bfloat16 micro-kernel of gemm_bf16.h on
+ * vdpbf16ps (AVX-512-BF16). Built with -mavx512bf16 where the compiler
+ * knows it; called only when tp__gemm_bf16_supported() said the CPU has it.
+ */
+#include "gemm_bf16.h"
+
+#include <string.h>
+
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+#include <immintrin.h>
+
+/* float32 -> bfloat16 to nearest even, 16 lanes (a NaN stays a quiet NaN,
+ * as tp__f32_to_bf16 rounds), stored to the first n of 16 outputs. */
+static inline void store_bf16(uint16_t *o, __m512 r, __mmask16 mask) {
+    const __m512i x = _mm512_castps_si512(r);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i v = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    const __mmask16 nan = _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
+    v = _mm512_mask_mov_epi32(v, nan, _mm512_or_si512(x, _mm512_set1_epi32(0x00400000)));
+    _mm512_mask_cvtepi32_storeu_epi16(o, mask, _mm512_srli_epi32(v, 16));
+}
+
+static inline __m512i pair_at(const uint16_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32((int)v);
+}
+
+/* NV vectors of 16 columns; always 6 rows (rows past m read row 0's A and
+ * are not stored). */
+static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_t kc2, bool odd, const uint16_t *a,
+                                                           int64_t rs_a, const uint16_t *b, int w, int m, int n,
+                                                           float alpha, bool acc, float *c32, int64_t ldc32, bool last,
+                                                           const float *bias, uint16_t *out, int64_t ldo) {
+    __m512 c[6][4];
+    const uint16_t *ar[6];
+    for (int i = 0; i < 6; i++) {
+        ar[i] = a + (i < m ? i : 0) * rs_a;
+        for (int v = 0; v < NV; v++) c[i][v] = _mm512_setzero_ps();
+    }
+    const int64_t full = kc2 - (odd ? 1 : 0);
+    const int64_t bstride = 2 * (int64_t)w;
+    for (int64_t q = 0; q < full; q++) {
+        const uint16_t *bq = b + q * bstride;
+        __m512bh bv[4];
+        for (int v = 0; v < NV; v++) bv[v] = (__m512bh)_mm512_loadu_si512((const void *)(bq + 32 * v));
+        for (int i = 0; i < 6; i++) {
+            const __m512bh av = (__m512bh)pair_at(ar[i] + 2 * q);
+            for (int v = 0; v < NV; v++) c[i][v] = _mm512_dpbf16_ps(c[i][v], av, bv[v]);
+        }
+    }
+    if (odd) { /* the last pair holds one element: its other half is zero */
+        const uint16_t *bq = b + full * bstride;
+        __m512bh bv[4];
+        for (int v = 0; v < NV; v++) bv[v] = (__m512bh)_mm512_loadu_si512((const void *)(bq + 32 * v));
+        for (int i = 0; i < 6; i++) {
+            const __m512bh av = (__m512bh)_mm512_set1_epi32((int)ar[i][2 * full]);
+            for (int v = 0; v < NV; v++) c[i][v] = _mm512_dpbf16_ps(c[i][v], av, bv[v]);
+        }
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    for (int i = 0; i < m; i++)
+        for (int v = 0; v < NV; v++) {
+            const int cols = n - 16 * v;
+            if (cols <= 0) break;
+            const __mmask16 mask = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
+            __m512 r = c[i][v];
+            float *cp = c32 + i * ldc32 + 16 * v;
+            if (acc) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, cp));
+            if (last) {
+                if (alpha != 1.0f) r = _mm512_mul_ps(r, va);
+                if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, bias + 16 * v));
+                store_bf16(out + i * ldo + 16 * v, r, mask);
+            } else {
+                _mm512_mask_storeu_ps(cp, mask, r);
+            }
+        }
+}
+
+void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
+                                 int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
+                                 const float *bias, uint16_t *out, int64_t ldo) {
+    switch ((n + 15) / 16) {
+    case 1: kernel_nv(1, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
+    case 2: kernel_nv(2, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
+    case 3: kernel_nv(3, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
+    default: kernel_nv(4, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
+    }
+}
+#else
+/* Not built for AVX-512-BF16: tp__gemm_bf16_supported() is false. */
+void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
+                                 int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
+                                 const float *bias, uint16_t *out, int64_t ldo) {
+    (void)kc2, (void)odd, (void)a, (void)rs_a, (void)b, (void)w, (void)m, (void)n, (void)alpha, (void)acc;
+    (void)c32, (void)ldc32, (void)last, (void)bias, (void)out, (void)ldo;
+}
+#endif
