@@ -1846,6 +1846,113 @@ static tp_tensor *rand_tensor_dt(tp_dtype dt, int ndim, const int64_t *sizes, ui
     return t;
 }
 
+/* Output k of runs at every level from scalar (1 and 2 threads) against the
+ * reference level's: within one unit in the last place of the 16-bit
+ * result (rtol: bfloat16 2^-7, float16 2^-10) plus atol, at least 97% bit
+ * for bit, and no reference step. */
+static void check_half_outputs(tp_program *p, tp_tensor **x, int n_x, tp_dtype dt, double atol, const char *what) {
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.cpu_level = TP_CPU_REFERENCE;
+    tp_run *r = NULL;
+    tp_tensor *ref[8] = {NULL};
+    int n_out = 0;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    if (r && tp_run_execute(r, x, n_x, NULL, 0) == TP_OK) {
+        n_out = tp_run_num_outputs(r) < 8 ? tp_run_num_outputs(r) : 8;
+        for (int k = 0; k < n_out; k++) CHECK_OK(tp_tensor_clone(tp_run_output(r, k), &ref[k]));
+    } else {
+        CHECK_MSG(false, "%s: reference run failed: %s", what, tp_last_error());
+    }
+    tp_run_free(r);
+    double rtol = dt == TP_BFLOAT16 ? 1.0 / 128 : 1.0 / 1024;
+    for (int level = TP_CPU_SCALAR; n_out > 0 && level <= (int)tp_cpu_level_supported(); level++)
+        for (int threads = 2; threads >= 1; threads--) {
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            if (!r) continue;
+            for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
+            for (int k = 0; k < n_out; k++) {
+                tp_tensor *got = tp_run_output(r, k);
+                CHECK_MSG(got && tp_tensor_dtype(got) == dt && same_tensor(got, ref[k], rtol, atol),
+                          "%s [%s, %d threads]: output %d", what, tp_cpu_level_name((tp_cpu_level)level), threads, k);
+                int64_t n = got ? tp_tensor_numel(got) : 0, same = 0;
+                for (int64_t i = 0; i < n && tp_tensor_numel(ref[k]) == n; i++)
+                    same += tp_tensor_item_f64(got, i) == tp_tensor_item_f64(ref[k], i);
+                CHECK_MSG(same * 100 >= n * 97, "%s [%s, %d threads]: output %d: %" PRId64 " of %" PRId64 " equal", what,
+                          tp_cpu_level_name((tp_cpu_level)level), threads, k, same, n);
+            }
+            tp_run_stats st;
+            tp_run_get_stats(r, &st);
+            CHECK_MSG(st.n_reference == 0, "%s [%s]: %d reference steps", what, tp_cpu_level_name((tp_cpu_level)level),
+                      (int)st.n_reference);
+            tp_run_free(r);
+        }
+    free_tensors(ref, n_out);
+}
+
+/* bfloat16 and float16 elementwise ops, softmax, log_softmax and
+ * layer_norm run their float32 loops on widened blocks and rows: each op
+ * straight from the inputs (so each result is one rounding away from the
+ * reference's), with a broadcast row, a scalar, a constant one-element
+ * tensor and rows split between threads. */
+TEST(test_half_rows) {
+    const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
+    enum { R = 37, C = 300 };
+    for (int d = 0; d < 2; d++) {
+        tp_dtype dt = dts[d];
+        tp_graph *g = NULL;
+        CHECK_OK(tp_graph_new(&g));
+        if (!g) return;
+        tp_node *w = placeholder_dt(g, "p_w", dt, 1, (int64_t[]){C});
+        tp_node *b = placeholder_dt(g, "p_b", dt, 1, (int64_t[]){C});
+        tp_node *k = placeholder_dt(g, "c_k", dt, 1, (int64_t[]){1});
+        tp_node *x = placeholder_dt(g, "x", dt, 2, (int64_t[]){R, C});
+        tp_node *y = placeholder_dt(g, "y", dt, 1, (int64_t[]){C});
+        tp_value shape;
+        CHECK_OK(tp_value_int_list((int64_t[]){C}, 1, &shape));
+        tp_node *o[8];
+        o[0] = call(g, TP_OP_ADD, 2, (tp_value[]){N(x), N(y)});
+        o[1] = call(g, TP_OP_MUL, 2, (tp_value[]){N(x), tp_value_float(0.3)});
+        o[2] = call(g, TP_OP_DIV, 2, (tp_value[]){N(x), N(k)});
+        o[3] = call(g, TP_OP_GELU, 1, (tp_value[]){N(x)});
+        o[4] = call(g, TP_OP_EXP, 1, (tp_value[]){N(y)});
+        o[5] = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(x), tp_value_int(-1)});
+        o[6] = call(g, TP_OP_LOG_SOFTMAX, 2, (tp_value[]){N(x), tp_value_int(-1)});
+        o[7] = call(g, TP_OP_LAYER_NORM, 5, (tp_value[]){N(x), shape, N(w), N(b), tp_value_float(1e-5)});
+        tp_value_clear(&shape);
+        output_nodes(g, 8, o);
+        tp_signature *sig = NULL;
+        CHECK_OK(tp_signature_new(&sig));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor("p_b"), "b", TP_PERSISTENT_UNSET));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_CONSTANT_TENSOR, tp_arg_tensor("c_k"), "k", TP_PERSISTENT_UNSET));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("y"), NULL, TP_PERSISTENT_UNSET));
+        for (int i = 0; i < 8; i++)
+            CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
+        tp_program *p = NULL;
+        CHECK_OK(tp_program_new(g, sig, &p));
+        tp_tensor *in[2] = {rand_tensor_dt(dt, 2, (int64_t[]){R, C}, 31, 6.0f), rand_tensor_dt(dt, 1, (int64_t[]){C}, 32, 6.0f)};
+        tp_tensor *tw = rand_tensor_dt(dt, 1, (int64_t[]){C}, 33, 2.0f), *tb = rand_tensor_dt(dt, 1, (int64_t[]){C}, 34, 2.0f);
+        tp_tensor *tk = rand_tensor_dt(dt, 1, (int64_t[]){1}, 35, 2.0f);
+        if (p && tw && tb && tk) {
+            CHECK_OK(tp_program_set_state(p, "w", TP_STATE_PARAMETER, tw, true));
+            CHECK_OK(tp_program_set_state(p, "b", TP_STATE_PARAMETER, tb, true));
+            CHECK_OK(tp_program_set_state(p, "k", TP_STATE_CONSTANT, tk, true));
+            check_half_outputs(p, in, 2, dt, dt == TP_BFLOAT16 ? 1e-2 : 2e-3, tp_dtype_name(dt));
+        }
+        tp_tensor_free(tw);
+        tp_tensor_free(tb);
+        tp_tensor_free(tk);
+        free_tensors(in, 2);
+        tp_program_free(p);
+    }
+}
+
 /* One product program: inputs in[0..n_in) of which the first n_params are
  * parameters (constant weights) and the rest user inputs. */
 typedef enum { HP_LINEAR, HP_LINEAR_XT, HP_LINEAR_INPUTS, HP_MATMUL, HP_MATMUL_T, HP_ADDMM } half_prog;
@@ -2014,4 +2121,4 @@ TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
-          T(test_half_products))
+          T(test_half_products), T(test_half_rows))

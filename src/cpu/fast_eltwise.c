@@ -6,11 +6,18 @@
  * table for the plan's CPU level, merges dims, and fixes the broadcast
  * pattern, so run is a flat loop over contiguous inner runs. Chains of
  * elementwise steps fuse into one pass (below).
+ *
+ * bfloat16 and float16 tensors (every operand of the one dtype, or a
+ * number) run the same float32 loops a block at a time: operands widened
+ * into L1 buffers, the result rounded once into the output (half.h), which
+ * is how PyTorch computes these dtypes on CPUs. They take no fusion: each
+ * op's result is rounded to 16 bits before the next reads it.
  */
 #include <math.h>
 
 #include "eltwise.h"
 #include "fast.h"
+#include "half.h"
 #include "kernel_util.h"
 
 const tp_eltwise_table *tp__eltwise_table(int level) {
@@ -166,6 +173,7 @@ static void chain_free(void *data) { tp_free(data); }
 #define STREAM_STEP 1024
 
 enum { P_OP = 4 + 3 * MAXD, P_SCALAR_B = 5 + 3 * MAXD }; /* after the iteration layout */
+enum { F_HALF = 4 }; /* plan->f[F_HALF]: TP_HALF_* of a 16-bit plan (after unary's 4 parameters) */
 
 /* A float32 output that reaches tp__stream_min_bytes. */
 static bool stream_sized(const tp_tensor *out) {
@@ -254,6 +262,93 @@ static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
     return TP_OK;
 }
 
+/* ---- bfloat16 / float16: blocks widened, computed, rounded ------------- */
+
+enum { HALF_STEP = 1024 };
+
+/* o[0, m) = a op b over m elements of the inner run, a and b with inner
+ * strides 0 or 1 (b NULL: the scalar bs). */
+static void half_binary_block(const tp_op_plan *plan, int kind, const uint16_t *a, int64_t sa, const uint16_t *b,
+                              int64_t sb, float bs, uint16_t *o, int64_t m) {
+    _Alignas(64) float fa[HALF_STEP], fb[HALF_STEP], fo[HALF_STEP];
+    const tp_eltwise_table *tab = plan->fn;
+    if (sa) tp__half_widen(a, m, kind, fa);
+    else fa[0] = tp__half_to_f32(a[0], kind);
+    const float *pb = &bs;
+    if (b) {
+        if (sb) tp__half_widen(b, m, kind, fb);
+        else fb[0] = tp__half_to_f32(b[0], kind);
+        pb = fb;
+    }
+    tab->binary((int)plan->i[P_OP], fo, fa, sa, pb, b ? sb : 0, m, (float)plan->f[0]);
+    tp__half_round(fo, m, kind, o);
+}
+
+static tp_status binary_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int kind = (int)plan->f[F_HALF];
+    const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
+    const uint16_t *b = plan->i[P_SCALAR_B] ? NULL : (const uint16_t *)tp__tensor_base(in[1]);
+    const float bs = (float)plan->f[1];
+    uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
+    const int64_t n = plan->i[1], outer = outer_count(plan), sa = plan->i[2], sb = plan->i[3];
+    if (n == 0) return TP_OK;
+    /* one run: split it; else split the rows */
+    const int64_t units = outer == 1 ? n : outer;
+    const int64_t chunk = (units + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < units ? lo + chunk : units;
+    for (int64_t r = outer == 1 ? 0 : lo; r < (outer == 1 ? 1 : hi); r++) {
+        int64_t oa = 0, ob = 0;
+        if (outer > 1) outer_offsets(plan, r, &oa, &ob);
+        const int64_t q0 = outer == 1 ? lo : 0, q1 = outer == 1 ? hi : n;
+        for (int64_t q = q0; q < q1; q += HALF_STEP) {
+            const int64_t m = q1 - q < HALF_STEP ? q1 - q : HALF_STEP;
+            half_binary_block(plan, kind, a + oa + (sa ? q : 0), sa, b ? b + ob + (sb ? q : 0) : NULL, sb, bs,
+                              o + r * n + q, m);
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status unary_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const int kind = (int)plan->f[F_HALF], op = (int)plan->i[P_OP];
+    const float params[4] = {(float)plan->f[0], (float)plan->f[1], (float)plan->f[2], (float)plan->f[3]};
+    const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
+    const int64_t n = plan->i[1], outer = outer_count(plan), sa = plan->i[2];
+    if (n == 0) return TP_OK;
+    const int64_t units = outer == 1 ? n : outer;
+    const int64_t chunk = (units + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < units ? lo + chunk : units;
+    _Alignas(64) float fa[HALF_STEP];
+    for (int64_t r = outer == 1 ? 0 : lo; r < (outer == 1 ? 1 : hi); r++) {
+        int64_t oa = 0, ob;
+        if (outer > 1) outer_offsets(plan, r, &oa, &ob);
+        const int64_t q0 = outer == 1 ? lo : 0, q1 = outer == 1 ? hi : n;
+        for (int64_t q = q0; q < q1; q += HALF_STEP) {
+            const int64_t m = q1 - q < HALF_STEP ? q1 - q : HALF_STEP;
+            if (sa) {
+                tp__half_widen(a + oa + q, m, kind, fa);
+            } else {
+                const float v = tp__half_to_f32(a[oa], kind);
+                for (int64_t k = 0; k < m; k++) fa[k] = v;
+            }
+            tab->unary(op, fa, fa, m, params);
+            tp__half_round(fa, m, kind, o + r * n + q);
+        }
+    }
+    return TP_OK;
+}
+
+/* A plan of binary_prepare / unary_prepare turned into its 16-bit form:
+ * no fusion, no streaming, no epilogue forms. */
+static void make_half(tp_op_plan *plan, int kind, tp_run_fn run) {
+    plan->f[F_HALF] = kind;
+    plan->run = run;
+    plan->stream_out = false;
+    plan->bias_add = plan->residual_add = false;
+    plan->apply = NULL;
+    plan->fuse = NULL;
+}
+
 /* A binary op with a scalar operand as a fused step: p = p op scalar. */
 static void binary_apply(const tp_op_plan *plan, float *p, int64_t n) {
     const tp_eltwise_table *tab = plan->fn;
@@ -265,8 +360,9 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
                                 tp_op_plan *plan, int op, bool has_alpha) {
     tp_tensor *out = tp__fast_out(outv);
     tp_tensor *a = tp__arg_tensor(bound, 0), *b = tp__arg_tensor(bound, 1);
-    if (!out || out->dtype != TP_FLOAT32 || !a || a->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
-    if (b && b->dtype != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
+    if (!out || !a || a->dtype != out->dtype || (b && b->dtype != out->dtype)) return TP_ERR_UNSUPPORTED;
+    const int half = tp__half_kind(out->dtype, info->cpu_level);
+    if (out->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
     if (!b && !tp_value_is_number(&bound[1])) return TP_ERR_UNSUPPORTED;
     if (out->ndim != (a->ndim > (b ? b->ndim : 0) ? a->ndim : (b ? b->ndim : 0))) return TP_ERR_UNSUPPORTED;
     for (int d = 0; d < a->ndim; d++) /* a must broadcast to out without being the larger one */
@@ -275,7 +371,8 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
     double b_value = 0.0;
     bool b_scalar = !b;
     if (b && info->is_const[1] && tp_tensor_numel(b) == 1 && b->ndim <= out->ndim) {
-        b_value = ((const float *)tp_tensor_data(b))[0];
+        b_value = half >= 0 ? tp__half_to_f32(((const uint16_t *)tp_tensor_data(b))[0], half)
+                            : ((const float *)tp_tensor_data(b))[0];
         b_scalar = true;
     } else if (!b) {
         b_value = tp__arg_f64(bound, 1);
@@ -309,6 +406,13 @@ static tp_status binary_prepare(const tp_prepare_info *info, const tp_value *bou
                          b->ndim == out->ndim && tp_tensor_numel(b) == tp_tensor_numel(out);
     if (b_scalar && plan->inplace_ok) plan->apply = binary_apply;
     plan->fuse = eltwise_fuse;
+    if (half >= 0) {
+        /* a number operand and alpha are rounded to the tensors' dtype
+         * first, as PyTorch (1.13) converts them */
+        plan->f[0] = tp__half_scalar(plan->f[0], half);
+        if (!b) plan->f[1] = tp__half_scalar(plan->f[1], half);
+        make_half(plan, half, binary_run_half);
+    }
     return TP_OK;
 }
 
@@ -411,7 +515,9 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
                                tp_op_plan *plan, int op) {
     tp_tensor *out = tp__fast_out(outv);
     tp_tensor *a = tp__arg_tensor(bound, 0);
-    if (!out || out->dtype != TP_FLOAT32 || !a || a->dtype != TP_FLOAT32 || a->ndim != out->ndim) return TP_ERR_UNSUPPORTED;
+    if (!out || !a || a->dtype != out->dtype || a->ndim != out->ndim) return TP_ERR_UNSUPPORTED;
+    const int half = tp__half_kind(out->dtype, info->cpu_level);
+    if (out->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
     iter_desc it;
     if (!make_iter(out, a, NULL, &it)) return TP_ERR_UNSUPPORTED;
     save_iter(&it, plan);
@@ -426,6 +532,7 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->inplace_ok = tp_tensor_is_contiguous(a);
     if (plan->inplace_ok) plan->apply = unary_apply;
     plan->fuse = eltwise_fuse;
+    if (half >= 0) make_half(plan, half, unary_run_half);
     return TP_OK;
 }
 

@@ -27,19 +27,19 @@
  * no fusion: a following activation or add rounds its input to 16 bits
  * first, which a fused epilogue would not.
  */
-#include "cpu.h"
 #include "einsum.h"
 #include "eltwise.h"
 #include "fast.h"
 #include "gemm.h"
 #include "gemm_bf16.h"
+#include "half.h"
 #include "kernel_util.h"
 
 typedef struct mm_plan {
     int isa;
     tp_dtype dt;                     /* TP_FLOAT32, or TP_BFLOAT16 / TP_FLOAT16 computed in float32 */
     bool dot16;                      /* bfloat16 on vdpbf16ps (gemm_bf16.h): packed_b is in its layout */
-    bool f16c;                       /* float16 converted with F16C (AVX2 level and above) */
+    int half;                        /* 16-bit: TP_HALF_* (half.h) */
     int64_t m, n, k;
     int nb;                          /* batch dims of C */
     int64_t bsize[TP_MAX_DIMS];
@@ -126,70 +126,23 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
 
 /* ---- bfloat16 / float16 products ---- */
 
-static inline float half_to_f32(uint16_t h, bool bf16) {
-    if (bf16) {
-        uint32_t x = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &x, 4);
-        return f;
-    }
-    return tp__f16_to_f32(h);
-}
-
-/* float16 rows with F16C's conversions (the same bits as tp__f16_to_f32
- * and tp__f32_to_f16: exact widening; rounding to nearest even, a NaN
- * kept quiet with its payload's top bits), where the CPU has them. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define TP_F16C 1
-__attribute__((target("avx,f16c"))) static void f16c_widen(const uint16_t *s, int64_t n, float *d) {
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(d + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + j))));
-    for (; j < n; j++) d[j] = tp__f16_to_f32(s[j]);
-}
-__attribute__((target("avx,f16c"))) static void f16c_round(const float *s, int64_t n, uint16_t *d) {
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        _mm_storeu_si128((__m128i *)(d + j),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(s + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (; j < n; j++) d[j] = tp__f32_to_f16(s[j]);
-}
-#else
-#define TP_F16C 0
-static void f16c_widen(const uint16_t *s, int64_t n, float *d) {
-    for (int64_t j = 0; j < n; j++) d[j] = tp__f16_to_f32(s[j]);
-}
-static void f16c_round(const float *s, int64_t n, uint16_t *d) {
-    for (int64_t j = 0; j < n; j++) d[j] = tp__f32_to_f16(s[j]);
-}
-#endif
-
-/* 16-bit storage: bfloat16, float16, float16 with F16C */
-enum { HALF_BF16, HALF_F16, HALF_F16C };
-
 /* dst (rows x cols, row-major) = the 16-bit matrix at src, element (i, j)
  * at src[i*rs + j*cs], widened. */
 static void half_widen(const uint16_t *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, int kind, float *dst) {
-    const bool bf16 = kind == HALF_BF16;
     for (int64_t i = 0; i < rows; i++) {
         const uint16_t *s = src + i * rs;
         float *d = dst + i * cols;
-        if (kind == HALF_F16C && cs == 1)
-            f16c_widen(s, cols, d);
-        else if (bf16 && cs == 1)
-            for (int64_t j = 0; j < cols; j++) {
-                uint32_t x = (uint32_t)s[j] << 16;
-                memcpy(&d[j], &x, 4);
-            }
+        if (cs == 1)
+            tp__half_widen(s, cols, kind, d);
         else
-            for (int64_t j = 0; j < cols; j++) d[j] = half_to_f32(s[j * cs], bf16);
+            for (int64_t j = 0; j < cols; j++) d[j] = tp__half_to_f32(s[j * cs], kind);
     }
 }
 
 typedef struct half_a {
     const uint16_t *a;
     int64_t rs, cs;
-    int kind; /* HALF_* */
+    int kind; /* TP_HALF_* */
 } half_a;
 
 /* The GEMM's implicit-A hook: rows [i0, i0 + rows) x columns [p0, p0 + kc)
@@ -202,32 +155,20 @@ static void half_a_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64
 typedef struct half_c {
     const float *c32; /* the float32 C the GEMM writes (row stride N) */
     uint16_t *o;      /* the output, contiguous, same shape */
-    int kind;         /* HALF_* */
+    int kind;         /* TP_HALF_* */
 } half_c;
 
 /* The GEMM's activation hook: a finished segment of the float32 C,
  * rounded into the output at the same offset. */
 static void half_store(float *ptr, int64_t n, const void *ctx) {
     const half_c *h = ctx;
-    uint16_t *o = h->o + (ptr - h->c32);
-    if (h->kind == HALF_F16C)
-        f16c_round(ptr, n, o);
-    else if (h->kind == HALF_BF16)
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t x;
-            memcpy(&x, &ptr[i], 4);
-            /* round to nearest even; a NaN stays a (quiet) NaN */
-            o[i] = (x & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((x >> 16) | 0x40u)
-                                                   : (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-        }
-    else
-        for (int64_t i = 0; i < n; i++) o[i] = tp__f32_to_f16(ptr[i]);
+    tp__half_round(ptr, n, h->kind, h->o + (ptr - h->c32));
 }
 
 static tp_status mm_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const mm_plan *mp = plan->data;
     if (tp_tensor_numel(out[0]) == 0) return TP_OK;
-    const int kind = mp->dt == TP_BFLOAT16 ? HALF_BF16 : mp->f16c ? HALF_F16C : HALF_F16;
+    const int kind = mp->half;
     const uint16_t *a = (const uint16_t *)tp__tensor_base(in[mp->ia]);
     const uint16_t *b = mp->packed_b ? NULL : (const uint16_t *)tp__tensor_base(in[mp->ib]);
     uint16_t *c = (uint16_t *)tp__tensor_base(out[0]);
@@ -357,7 +298,7 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     for (int d = 0; d < mp->nb; d++) b_shared = b_shared && mp->bsb[d] == 0;
     mp->isa = info->cpu_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : info->cpu_level >= TP_CPU_AVX2 ? TP_ISA_AVX2 : TP_ISA_SCALAR;
     if (mp->isa > tp__gemm_best_isa()) mp->isa = tp__gemm_best_isa();
-    mp->f16c = TP_F16C && mp->dt == TP_FLOAT16 && mp->isa >= TP_ISA_AVX2 && tp__cpu_has_f16c();
+    mp->half = tp__half_kind(mp->dt, info->cpu_level);
     /* bfloat16 weights on AVX-512-BF16: packed in pairs for vdpbf16ps */
     mp->dot16 = mp->dt == TP_BFLOAT16 && b_const && b_shared && b_tensor && mp->k > 0 && mp->n > 0 &&
                 mp->isa == TP_ISA_AVX512 && tp__gemm_bf16_supported();
@@ -385,7 +326,7 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
             float *wide = tp_malloc((size_t)mp->k * (size_t)mp->n * sizeof(float));
             TP_CHECK(wide != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
             half_widen((const uint16_t *)tp__tensor_base(b_tensor), mp->k, mp->n, mp->rs_b, mp->cs_b,
-                       mp->dt == TP_BFLOAT16 ? HALF_BF16 : HALF_F16, wide);
+                       tp__half_kind(mp->dt, TP_CPU_SCALAR), wide);
             tp__gemm_pack_b(mp->isa, mp->k, mp->n, wide, mp->n, 1, mp->packed_b);
             tp_free(wide);
         }
@@ -454,7 +395,7 @@ static tp_status half_const_bias(mm_plan *mp, const tp_tensor *bias) {
     mp->bias32 = tp_malloc((size_t)(mp->n > 0 ? mp->n : 1) * sizeof(float));
     TP_CHECK(mp->bias32 != NULL, TP_ERR_NOMEM, "out of memory preparing a bias");
     half_widen((const uint16_t *)tp__tensor_base(bias), 1, mp->n, 0, bias->strides[0],
-               mp->dt == TP_BFLOAT16 ? HALF_BF16 : HALF_F16, mp->bias32);
+               tp__half_kind(mp->dt, TP_CPU_SCALAR), mp->bias32);
     return TP_OK;
 }
 

@@ -10,12 +10,16 @@
  * rows and a row's result never depends on the thread count. Batch norm in
  * eval mode is a per-channel scale and shift, computed at plan time when
  * the statistics and affine parameters are constants. Loops come from the
- * per-ISA tables of eltwise_loops.h.
+ * per-ISA tables of eltwise_loops.h. softmax, log_softmax and layer_norm
+ * also take bfloat16 / float16 tensors: each row is widened into the
+ * thread's workspace, computed in float32 and rounded once (half.h), as
+ * PyTorch computes them on CPUs.
  */
 #include <math.h>
 
 #include "eltwise.h"
 #include "fast.h"
+#include "half.h"
 #include "kernel_util.h"
 
 static const char *level_name(int level) {
@@ -73,11 +77,34 @@ static tp_status softmax_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     return TP_OK;
 }
 
+/* 16-bit rows: plan->i[5] TP_HALF_*, workspace 2 rows of floats a thread
+ * (the widened input and the float32 result). */
+static size_t half_row_bytes(int64_t n) { return ((size_t)n * sizeof(float) + 63) & ~(size_t)63; }
+
+static tp_status softmax_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                                  const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const int kind = (int)plan->i[5];
+    const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], lo, hi;
+    row_range(plan->i[0], ex, &lo, &hi);
+    float *x = (float *)((char *)ex->workspace + (size_t)ex->ith * 2 * half_row_bytes(n));
+    float *y = (float *)((char *)x + half_row_bytes(n));
+    for (int64_t r = lo; r < hi; r++) {
+        tp__half_widen(a + r * n, n, kind, x);
+        tab->softmax(y, x, n, plan->i[2] != 0, NULL);
+        tp__half_round(y, n, kind, o + r * n);
+    }
+    return TP_OK;
+}
+
 static tp_status softmax_like(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan,
                               bool log) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
-    if (!x || !o || x->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x) || x->ndim < 1)
-        return TP_ERR_UNSUPPORTED;
+    if (!x || !o || x->dtype != o->dtype || !tp_tensor_is_contiguous(x) || x->ndim < 1) return TP_ERR_UNSUPPORTED;
+    const int half = tp__half_kind(x->dtype, info->cpu_level);
+    if (x->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
     int dim;
     if (tp__wrap_dim(tp__arg_int(bound, 1), x->ndim, &dim) != TP_OK) {
         tp_clear_error();
@@ -95,6 +122,13 @@ static tp_status softmax_like(const tp_prepare_info *info, const tp_value *bound
     plan->stream_out = n <= SOFTMAX_STREAM_ROW && sat_mul(tp_tensor_numel(o), 4) >= tp__stream_min_bytes();
     plan->max_threads = row_threads(rows, sat_mul(n, 4), info->max_threads);
     plan->inplace_ok = !log; /* log_softmax reads its input again after writing exp() to the output */
+    if (half >= 0) {
+        plan->i[5] = half;
+        plan->run = softmax_run_half;
+        plan->stream_out = false;
+        plan->inplace_ok = true; /* each row is read whole before it is written */
+        plan->workspace = (size_t)plan->max_threads * 2 * half_row_bytes(n);
+    }
     return TP_OK;
 }
 
@@ -122,10 +156,42 @@ static tp_status layer_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp
     return TP_OK;
 }
 
+/* 16-bit: weight and bias widened once per call into the thread's
+ * workspace, then rows as softmax's. */
+static tp_status layer_norm_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                                     const tp_exec *ex) {
+    const tp_eltwise_table *tab = plan->fn;
+    const int kind = (int)plan->i[5];
+    const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], lo, hi;
+    row_range(plan->i[0], ex, &lo, &hi);
+    if (lo >= hi) return TP_OK;
+    const size_t row = half_row_bytes(n);
+    float *x = (float *)((char *)ex->workspace + (size_t)ex->ith * 4 * row);
+    float *y = (float *)((char *)x + row), *w = NULL, *b = NULL;
+    if (plan->i[3] >= 0) {
+        w = (float *)((char *)x + 2 * row);
+        tp__half_widen((const uint16_t *)tp__tensor_base(in[plan->i[3]]), n, kind, w);
+    }
+    if (plan->i[4] >= 0) {
+        b = (float *)((char *)x + 3 * row);
+        tp__half_widen((const uint16_t *)tp__tensor_base(in[plan->i[4]]), n, kind, b);
+    }
+    for (int64_t r = lo; r < hi; r++) {
+        tp__half_widen(a + r * n, n, kind, x);
+        tab->layer_norm(y, x, n, w, b, (float)plan->f[0]);
+        tp__half_round(y, n, kind, o + r * n);
+    }
+    return TP_OK;
+}
+
 static tp_status layer_norm_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 2), *b = tp__arg_tensor(bound, 3), *o = tp__fast_out(out);
-    if (!x || !o || x->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
+    if (!x || !o || o->dtype != x->dtype || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
+    const int half = tp__half_kind(x->dtype, info->cpu_level);
+    if (x->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
     int64_t shape[TP_MAX_DIMS];
     int ns;
     if (tp__arg_ints(bound, 1, "normalized_shape", shape, TP_MAX_DIMS, 0, &ns) != TP_OK) {
@@ -140,7 +206,7 @@ static tp_status layer_norm_prepare(const tp_prepare_info *info, const tp_value 
     }
     const tp_tensor *aff[2] = {w, b};
     for (int k = 0; k < 2; k++)
-        if (aff[k] && (aff[k]->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(aff[k]) || tp_tensor_numel(aff[k]) != n))
+        if (aff[k] && (aff[k]->dtype != x->dtype || !tp_tensor_is_contiguous(aff[k]) || tp_tensor_numel(aff[k]) != n))
             return TP_ERR_UNSUPPORTED;
     if (n == 0) return TP_ERR_UNSUPPORTED;
     int leaf = 1;
@@ -154,6 +220,11 @@ static tp_status layer_norm_prepare(const tp_prepare_info *info, const tp_value 
     plan->run = layer_norm_run;
     plan->max_threads = row_threads(plan->i[0], sat_mul(n, 4), info->max_threads);
     plan->inplace_ok = true;
+    if (half >= 0) {
+        plan->i[5] = half;
+        plan->run = layer_norm_run_half;
+        plan->workspace = (size_t)plan->max_threads * 4 * half_row_bytes(n);
+    }
     return TP_OK;
 }
 
