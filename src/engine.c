@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu.h"
+#include "cpu/half.h"
 #include "engine_impl.h"
 #include "graph_impl.h"
 #include "program_impl.h"
@@ -1476,6 +1477,27 @@ static void fast_worker(void *ctx, int ith, int nth) {
 }
 
 
+/* A contiguous float32 <-> bfloat16 / float16 conversion (a `to` between
+ * them): elements [lo, hi) of it through half.h's vector loops, the bits
+ * the generic copy gives. Returns false for any other copy. */
+static bool convert_range(tp_tensor *dst, const tp_tensor *src, int64_t lo, int64_t hi) {
+    if (!tp_tensor_is_contiguous(src)) return false;
+    const tp_cpu_level level = tp_cpu_level_supported();
+    if (src->dtype == TP_FLOAT32 && tp__half_kind(dst->dtype, level) >= 0) {
+        if (lo < hi)
+            tp__half_round((const float *)tp__tensor_base(src) + lo, hi - lo, tp__half_kind(dst->dtype, level),
+                           (uint16_t *)tp__tensor_base(dst) + lo);
+        return true;
+    }
+    if (dst->dtype == TP_FLOAT32 && tp__half_kind(src->dtype, level) >= 0) {
+        if (lo < hi)
+            tp__half_widen((const uint16_t *)tp__tensor_base(src) + lo, hi - lo, tp__half_kind(src->dtype, level),
+                           (float *)tp__tensor_base(dst) + lo);
+        return true;
+    }
+    return false;
+}
+
 /* Copy src's elements in C order into dst (contiguous, same element count,
  * any dtypes; a reshape copy has another shape). Slots live at the same time
  * never overlap, so no temporary is needed and nothing is allocated. */
@@ -1485,6 +1507,7 @@ static void copy_into(tp_tensor *dst, const tp_tensor *src) {
         if (n) memcpy(tp__tensor_base(dst), tp__tensor_base(src), n);
         return;
     }
+    if (convert_range(dst, src, 0, tp_tensor_numel(src))) return;
     tp_tensor view = *dst; /* dst's memory seen with src's shape */
     view.ndim = src->ndim;
     memcpy(view.sizes, src->sizes, sizeof view.sizes);
@@ -1520,12 +1543,24 @@ static void copy_worker(void *ctx, int ith, int nth) {
     tp__tensor_copy_disjoint(&view, &part);
 }
 
+static void convert_worker(void *ctx, int ith, int nth) {
+    const copy_task *t = ctx;
+    const int64_t n = tp_tensor_numel(t->src);
+    convert_range(t->dst, t->src, n * ith / nth, n * (ith + 1) / nth);
+}
+
 /* Copies of at least this many bytes run on every thread of the call. */
 #define PARALLEL_COPY_BYTES ((size_t)128 << 10)
 
 /* copy_into on up to `threads` threads; returns how many ran it. */
 static int copy_step(tp_tensor *dst, const tp_tensor *src, int threads) {
     const size_t bytes = (size_t)tp_tensor_numel(dst) * tp_dtype_size(dst->dtype);
+    if (threads > 1 && bytes >= PARALLEL_COPY_BYTES && dst->dtype != src->dtype &&
+        convert_range(dst, src, 0, 0)) { /* a float32 <-> 16-bit conversion, cut into ranges */
+        copy_task task = {.dst = dst, .src = src};
+        tp__parallel(threads, convert_worker, &task);
+        return threads;
+    }
     int dim = -1;
     for (int d = 0; d < src->ndim && dim < 0; d++)
         if (src->sizes[d] >= threads) dim = d;

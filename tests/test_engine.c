@@ -1953,6 +1953,71 @@ TEST(test_half_rows) {
     }
 }
 
+static tp_value int_list(int n, const int64_t *v) {
+    tp_value l = tp_value_none();
+    CHECK_OK(tp_value_int_list(v, n, &l));
+    return l;
+}
+
+/* bfloat16 and float16 convolutions with constant weights run im2col on
+ * widened values: strides, padding, dilation, groups, a 1x1, a patch
+ * embedding (16x16 stride 16) and a conv1d, against the reference level. */
+TEST(test_half_conv) {
+    const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
+    for (int d = 0; d < 2; d++) {
+        tp_dtype dt = dts[d];
+        tp_graph *g = NULL;
+        CHECK_OK(tp_graph_new(&g));
+        if (!g) return;
+        static const int64_t wshape[4][4] = {{6, 2, 3, 3}, {5, 4, 1, 1}, {8, 4, 16, 16}, {5, 3, 4, 0}};
+        const char *wn[4] = {"p_w0", "p_w1", "p_w2", "p_w3"}, *bn[4] = {"p_b0", "p_b1", "p_b2", "p_b3"};
+        tp_node *w[4], *b[4];
+        for (int i = 0; i < 4; i++) {
+            w[i] = placeholder_dt(g, wn[i], dt, i == 3 ? 3 : 4, wshape[i]);
+            b[i] = placeholder_dt(g, bn[i], dt, 1, wshape[i]);
+        }
+        tp_node *x = placeholder_dt(g, "x", dt, 4, (int64_t[]){2, 4, 33, 35});
+        tp_node *x1 = placeholder_dt(g, "x1", dt, 3, (int64_t[]){1, 3, 50});
+        tp_node *o[4];
+        tp_value s21 = int_list(2, (int64_t[]){2, 1}), p12 = int_list(2, (int64_t[]){1, 2}), d12 = int_list(2, (int64_t[]){1, 2});
+        tp_value s11 = int_list(2, (int64_t[]){1, 1}), p00 = int_list(2, (int64_t[]){0, 0});
+        tp_value s16 = int_list(2, (int64_t[]){16, 16}), s3 = int_list(1, (int64_t[]){3}), p1 = int_list(1, (int64_t[]){1});
+        tp_value d1 = int_list(1, (int64_t[]){1});
+        o[0] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[0]), N(b[0]), s21, p12, d12, tp_value_int(2)});
+        o[1] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[1]), N(b[1]), s11, p00, s11, tp_value_int(1)});
+        o[2] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[2]), N(b[2]), s16, p00, s11, tp_value_int(1)});
+        o[3] = call(g, TP_OP_CONV1D, 7, (tp_value[]){N(x1), N(w[3]), N(b[3]), s3, p1, d1, tp_value_int(1)});
+        tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1};
+        for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
+        output_nodes(g, 4, o);
+        tp_signature *sig = NULL;
+        CHECK_OK(tp_signature_new(&sig));
+        for (int i = 0; i < 4; i++) {
+            CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(wn[i]), wn[i] + 2, TP_PERSISTENT_UNSET));
+            CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(bn[i]), bn[i] + 2, TP_PERSISTENT_UNSET));
+        }
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x1"), NULL, TP_PERSISTENT_UNSET));
+        for (int i = 0; i < 4; i++)
+            CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
+        tp_program *p = NULL;
+        CHECK_OK(tp_program_new(g, sig, &p));
+        for (int i = 0; p && i < 4; i++) {
+            tp_tensor *tw = rand_tensor_dt(dt, i == 3 ? 3 : 4, wshape[i], 50 + (uint32_t)i, 1.0f);
+            tp_tensor *tb = rand_tensor_dt(dt, 1, wshape[i], 60 + (uint32_t)i, 1.0f);
+            CHECK_OK(tp_program_set_state(p, wn[i] + 2, TP_STATE_PARAMETER, tw, true));
+            CHECK_OK(tp_program_set_state(p, bn[i] + 2, TP_STATE_PARAMETER, tb, true));
+            tp_tensor_free(tw);
+            tp_tensor_free(tb);
+        }
+        tp_tensor *in[2] = {rand_tensor_dt(dt, 4, (int64_t[]){2, 4, 33, 35}, 70, 2.0f),
+                            rand_tensor_dt(dt, 3, (int64_t[]){1, 3, 50}, 71, 2.0f)};
+        if (p) check_half_outputs(p, in, 2, dt, 2e-3, dt == TP_BFLOAT16 ? "bfloat16 conv" : "float16 conv");
+        free_tensors(in, 2);
+        tp_program_free(p);
+    }
+}
+
 /* One product program: inputs in[0..n_in) of which the first n_params are
  * parameters (constant weights) and the rest user inputs. */
 typedef enum { HP_LINEAR, HP_LINEAR_XT, HP_LINEAR_INPUTS, HP_MATMUL, HP_MATMUL_T, HP_ADDMM } half_prog;
@@ -2121,4 +2186,4 @@ TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
-          T(test_half_products), T(test_half_rows))
+          T(test_half_products), T(test_half_rows), T(test_half_conv))

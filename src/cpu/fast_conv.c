@@ -14,10 +14,16 @@
  * a fused activation run in the GEMM epilogue.
  * Depthwise convolutions (groups == Cin == Cout) run a direct loop per
  * channel instead, split over channels.
+ * bfloat16 / float16 convolutions with constant weights (not depthwise)
+ * take the im2col path on widened values: weights and bias widened once at
+ * plan time, im2col widening the input as it gathers, each tile's float32
+ * result rounded once into the output (half.h), as PyTorch computes these
+ * dtypes; they take no fusion.
  */
 #include "eltwise.h"
 #include "fast.h"
 #include "gemm.h"
+#include "half.h"
 #include "kernel_util.h"
 
 typedef struct conv_plan {
@@ -38,21 +44,26 @@ typedef struct conv_plan {
     const float *bias_const;    /* the bias when constant */
     float *wfold, *bfold;       /* weight and bias with a batch norm folded in (owned), or NULL */
     const tp_op_plan *act;      /* fused activation, NULL none */
-    size_t ws_thread;           /* bytes per thread: im2col tile + GEMM workspace */
+    size_t ws_thread;           /* bytes per thread: im2col tile + GEMM workspace (+ a 16-bit plan's C tile) */
     size_t col_bytes;
+    int half;                   /* TP_HALF_* of a 16-bit plan (input and output), -1: float32 */
+    size_t c_bytes;             /* 16-bit: the float32 C tile */
 } conv_plan;
 
 /* im2col of pixels [p0, p0 + np) of one image and group (in points at the
  * group's first channel): col[kk * np + q] for taps kk = (c, i, j). Works
  * row by row: each output row's span of valid input columns is found once,
  * then copied (memcpy at stride 1) with zeros for the padding. */
-static void im2col(const conv_plan *cp, const float *in, int64_t p0, int64_t np, float *col) {
+static void im2col(const conv_plan *cp, const void *in_any, int64_t p0, int64_t np, float *col) {
+    const float *in = cp->half < 0 ? in_any : NULL;
+    const uint16_t *in16 = cp->half < 0 ? NULL : in_any; /* 16-bit input: widened as gathered */
     int64_t cg = cp->cin / cp->groups, ow = cp->ow;
     for (int64_t c = 0; c < cg; c++)
         for (int64_t i = 0; i < cp->kh; i++)
             for (int64_t j = 0; j < cp->kw; j++) {
                 float *dst = col + ((c * cp->kh + i) * cp->kw + j) * np;
-                const float *src = in + c * cp->in_s[1];
+                const float *src = in ? in + c * cp->in_s[1] : NULL;
+                const uint16_t *src16 = in16 ? in16 + c * cp->in_s[1] : NULL;
                 int64_t off = j * cp->dw - cp->pw; /* input column of output column 0 */
                 /* output columns whose input column is inside [0, w) */
                 /* ceil(-off / sw) without overflow for huge strides */
@@ -70,13 +81,23 @@ static void im2col(const conv_plan *cp, const float *in, int64_t p0, int64_t np,
                     if (yy < 0 || yy >= cp->h) {
                         memset(d + a, 0, (size_t)run * sizeof(float));
                     } else {
-                        const float *srow = src + yy * cp->in_s[2];
                         int64_t l = lo < a ? a : lo > b ? b : lo, r = hi > b ? b : hi < l ? l : hi;
                         if (l > a) memset(d + a, 0, (size_t)(l - a) * sizeof(float));
-                        if (cp->sw == 1 && cp->in_s[3] == 1) {
-                            if (r > l) memcpy(d + l, srow + l + off, (size_t)(r - l) * sizeof(float));
+                        if (src16) {
+                            const uint16_t *srow = src16 + yy * cp->in_s[2];
+                            if (cp->sw == 1 && cp->in_s[3] == 1) {
+                                if (r > l) tp__half_widen(srow + l + off, r - l, cp->half, d + l);
+                            } else {
+                                for (int64_t ox = l; ox < r; ox++)
+                                    d[ox] = tp__half_to_f32(srow[(ox * cp->sw + off) * cp->in_s[3]], cp->half);
+                            }
                         } else {
-                            for (int64_t ox = l; ox < r; ox++) d[ox] = srow[(ox * cp->sw + off) * cp->in_s[3]];
+                            const float *srow = src + yy * cp->in_s[2];
+                            if (cp->sw == 1 && cp->in_s[3] == 1) {
+                                if (r > l) memcpy(d + l, srow + l + off, (size_t)(r - l) * sizeof(float));
+                            } else {
+                                for (int64_t ox = l; ox < r; ox++) d[ox] = srow[(ox * cp->sw + off) * cp->in_s[3]];
+                            }
                         }
                         if (b > r) memset(d + r, 0, (size_t)(b - r) * sizeof(float));
                     }
@@ -135,6 +156,36 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
             gm.ep.act_relu = tp__fused_act_op(cp->act) == TP_ELT_RELU;
         }
         tp__gemm_run(&gm, 0, 1, gws);
+    }
+    return TP_OK;
+}
+
+/* 16-bit: conv_run's tiles on widened values, each tile's float32 C
+ * (in the thread's workspace) rounded into the output. */
+static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const conv_plan *cp = plan->data;
+    const uint16_t *x = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *y = (uint16_t *)tp__tensor_base(out[0]);
+    int64_t pix = cp->oh * cp->ow, cg_out = cp->cout / cp->groups, cg_in = cp->cin / cp->groups;
+    int64_t items = cp->n * cp->groups * cp->tiles_per_image;
+    char *ws = (char *)ex->workspace + (size_t)ex->ith * cp->ws_thread;
+    float *col = (float *)ws, *c32 = (float *)(ws + cp->col_bytes);
+    void *gws = ws + cp->col_bytes + cp->c_bytes;
+    for (int64_t it = ex->ith; it < items; it += ex->nth) {
+        int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
+        int64_t g = rest % cp->groups, img = rest / cp->groups;
+        int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
+        im2col(cp, x + img * cp->in_s[0] + g * cg_in * cp->in_s[1], p0, np, col);
+        tp_gemm gm = {.isa = cp->isa, .m = cg_out, .n = np, .k = cp->k, .a = cp->wfold + g * cg_out * cp->k,
+                      .rs_a = cp->k, .cs_a = 1, .b = col, .rs_b = np, .cs_b = 1, .c = c32, .ldc = np};
+        gm.ep = tp__gemm_epilogue_default();
+        if (cp->has_bias) {
+            gm.ep.bias = cp->bfold + g * cg_out;
+            gm.ep.bias_per_row = true;
+        }
+        tp__gemm_run(&gm, 0, 1, gws);
+        int64_t plane = (img * cp->cout + g * cg_out) * pix + p0;
+        for (int64_t co = 0; co < cg_out; co++) tp__half_round(c32 + co * np, np, cp->half, y + plane + co * pix);
     }
     return TP_OK;
 }
@@ -335,12 +386,15 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
                               tp_op_plan *plan, int spatial) {
     const tp_tensor *x = tp__arg_tensor(bound, 0), *w = tp__arg_tensor(bound, 1), *b = tp__arg_tensor(bound, 2);
     const tp_tensor *o = tp__fast_out(outv);
-    if (!x || !w || !o || x->dtype != TP_FLOAT32 || w->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32)
-        return TP_ERR_UNSUPPORTED;
+    if (!x || !w || !o || x->dtype != w->dtype || o->dtype != x->dtype) return TP_ERR_UNSUPPORTED;
+    const int half = tp__half_kind(x->dtype, info->cpu_level);
+    if (x->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
+    if (half >= 0 && (!info->is_const[1] || (b && !info->is_const[2]))) return TP_ERR_UNSUPPORTED; /* weights widened once */
     if (x->ndim != spatial + 2 || w->ndim != spatial + 2 || !tp_tensor_is_contiguous(w)) return TP_ERR_UNSUPPORTED;
-    if (b && (b->dtype != TP_FLOAT32 || b->ndim != 1 || b->strides[0] != 1)) return TP_ERR_UNSUPPORTED;
+    if (b && (b->dtype != x->dtype || b->ndim != 1 || b->strides[0] != 1)) return TP_ERR_UNSUPPORTED;
     conv_plan *cp = tp_calloc(1, sizeof *cp);
     TP_CHECK(cp != NULL, TP_ERR_NOMEM, "out of memory preparing a convolution");
+    cp->half = half;
     int64_t s[2], p[2], d[2];
     tp_status st = read_pair(bound, 3, spatial, s, 1);
     if (st == TP_OK) st = read_pair(bound, 4, spatial, p, 0);
@@ -379,13 +433,30 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     int threads = per_mflop < 1 ? 1 : per_mflop > (double)info->max_threads ? info->max_threads : (int)per_mflop;
     if (threads < 1) threads = 1;
     cp->ires = -1;
-    if (info->is_const[1]) cp->weight = (const float *)tp__tensor_base(w);
-    if (b && info->is_const[2]) cp->bias_const = (const float *)tp__tensor_base(b);
-    if (b && !info->is_const[2]) cp->weight = NULL; /* a run-time bias cannot be folded */
     plan->data = cp;
     plan->free_data = conv_free;
-    plan->fuse = conv_fuse;
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
+    if (half >= 0) { /* weights and bias widened into wfold / bfold */
+        bool dw = cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1;
+        int64_t nw = tp_tensor_numel(w);
+        cp->wfold = dw ? NULL : tp_malloc((size_t)(nw + cp->cout + 1) * sizeof(float));
+        if (!cp->wfold) {
+            conv_free(cp);
+            plan->data = NULL;
+            return dw ? TP_ERR_UNSUPPORTED : tp_error(TP_ERR_NOMEM, "out of memory preparing a convolution");
+        }
+        cp->bfold = cp->wfold + nw;
+        tp__half_widen((const uint16_t *)tp__tensor_base(w), nw, tp__half_kind(x->dtype, TP_CPU_SCALAR), cp->wfold);
+        if (b)
+            tp__half_widen((const uint16_t *)tp__tensor_base(b), cp->cout, tp__half_kind(x->dtype, TP_CPU_SCALAR),
+                           cp->bfold);
+        plan->data_bytes = (size_t)(nw + cp->cout) * sizeof(float);
+    } else {
+        if (info->is_const[1]) cp->weight = (const float *)tp__tensor_base(w);
+        if (b && info->is_const[2]) cp->bias_const = (const float *)tp__tensor_base(b);
+        if (b && !info->is_const[2]) cp->weight = NULL; /* a run-time bias cannot be folded */
+        plan->fuse = conv_fuse;
+    }
     if (cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1) {
         cp->depthwise = true;
         /* interior columns: ox*sw - pw >= 0 and ox*sw - pw + (kw-1)*dw <= w - 1 */
@@ -399,7 +470,7 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
         plan->run = depthwise_run;
         return TP_OK;
     }
-    cp->direct = cp->kh == 1 && cp->kw == 1 && cp->sh == 1 && cp->sw == 1 && cp->ph == 0 && cp->pw == 0 &&
+    cp->direct = half < 0 && cp->kh == 1 && cp->kw == 1 && cp->sh == 1 && cp->sw == 1 && cp->ph == 0 && cp->pw == 0 &&
                  cp->in_s[3] == 1 && cp->in_s[2] == cp->w;
     /* a tile of im2col about half the L2 */
     tp_gemm_cache_info ci = tp__gemm_cache_info();
@@ -422,11 +493,15 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     cp->col_bytes = cp->direct ? 0 : (((size_t)(cp->k * tile) * sizeof(float) + 63) & ~(size_t)63);
     tp_gemm gm = {.isa = cp->isa, .m = cp->cout / cp->groups, .n = tile, .k = cp->k, .b = (const float *)8,
                   .rs_b = tile, .cs_b = 1, .ldc = pix};
-    cp->ws_thread = cp->col_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
+    if (half >= 0) { /* C tiles of the group's outputs x the tile's pixels, row stride the tile */
+        cp->c_bytes = ((size_t)(gm.m * tile) * sizeof(float) + 63) & ~(size_t)63;
+        gm.ldc = tile;
+    }
+    cp->ws_thread = cp->col_bytes + cp->c_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
     int64_t items = cp->n * cp->groups * cp->tiles_per_image;
     plan->max_threads = threads < items ? threads : (int)(items > 0 ? items : 1);
     plan->workspace = cp->ws_thread * (size_t)plan->max_threads;
-    plan->run = conv_run;
+    plan->run = half >= 0 ? conv_run_half : conv_run;
     return TP_OK;
 }
 

@@ -652,14 +652,52 @@ static tp_status where_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     return TP_OK;
 }
 
+/* where on 16-bit values: the bits selected (plan->f[0] / f[1]: a number
+ * operand already rounded to the dtype, as its bits). */
+static tp_status where_run16(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int64_t *q = plan->i;
+    int nd = (int)q[W_ND];
+    const uint8_t *c = (const uint8_t *)tp__tensor_base(in[0]);
+    int k = 1;
+    const bool x_scalar = plan->f[2] != 0, y_scalar = plan->f[3] != 0;
+    const uint16_t *x = x_scalar ? NULL : (const uint16_t *)tp__tensor_base(in[k++]);
+    const uint16_t *y = y_scalar ? NULL : (const uint16_t *)tp__tensor_base(in[k++]);
+    const int64_t *sx = plan->data, *sy = (const int64_t *)plan->data + TP_MAX_DIMS;
+    const uint16_t xs = (uint16_t)plan->f[0], ys = (uint16_t)plan->f[1];
+    uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
+    if (tp_tensor_numel(out[0]) == 0) return TP_OK;
+    int64_t n = nd > 0 ? q[W_SIZES + nd - 1] : 1, outer = 1;
+    for (int d = 0; d + 1 < nd; d++) outer *= q[W_SIZES + d];
+    int64_t isc = nd > 0 ? q[W_SC + nd - 1] : 0, isx = nd > 0 ? sx[nd - 1] : 0, isy = nd > 0 ? sy[nd - 1] : 0;
+    int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t oc = 0, ox = 0, oy = 0, rem = r;
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t i = rem % q[W_SIZES + d];
+            rem /= q[W_SIZES + d];
+            oc += i * q[W_SC + d];
+            ox += i * sx[d];
+            oy += i * sy[d];
+        }
+        uint16_t *po = o + r * n;
+        const uint8_t *pc = c + oc;
+        const uint16_t *px = x ? x + ox : &xs, *py = y ? y + oy : &ys;
+        const int64_t ssx = x ? isx : 0, ssy = y ? isy : 0;
+        for (int64_t i = 0; i < n; i++) po[i] = pc[i * isc] ? px[i * ssx] : py[i * ssy];
+    }
+    return TP_OK;
+}
+
 static void where_free(void *data) { tp_free(data); }
 
 static tp_status where_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *outv,
                                tp_op_plan *plan) {
     tp_tensor *out = tp__fast_out(outv);
     tp_tensor *c = tp__arg_tensor(bound, 0), *x = tp__arg_tensor(bound, 1), *y = tp__arg_tensor(bound, 2);
-    if (!out || out->dtype != TP_FLOAT32 || !c || c->dtype != TP_BOOL || out->ndim > 8) return TP_ERR_UNSUPPORTED;
-    if ((x && x->dtype != TP_FLOAT32) || (y && y->dtype != TP_FLOAT32)) return TP_ERR_UNSUPPORTED;
+    if (!out || !c || c->dtype != TP_BOOL || out->ndim > 8) return TP_ERR_UNSUPPORTED;
+    const int half = tp__half_kind(out->dtype, info->cpu_level);
+    if (out->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
+    if ((x && x->dtype != out->dtype) || (y && y->dtype != out->dtype)) return TP_ERR_UNSUPPORTED;
     if ((!x && !tp_value_is_number(&bound[1])) || (!y && !tp_value_is_number(&bound[2]))) return TP_ERR_UNSUPPORTED;
     int64_t *strides = tp_calloc(2 * TP_MAX_DIMS, sizeof *strides);
     TP_CHECK(strides != NULL, TP_ERR_NOMEM, "out of memory preparing where");
@@ -678,6 +716,11 @@ static tp_status where_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->run = where_run;
     plan->variant = level_name(info->cpu_level);
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
+    if (half >= 0) { /* numbers as the dtype's bits */
+        if (!x) plan->f[0] = half == TP_HALF_BF16 ? tp__f32_to_bf16((float)plan->f[0]) : tp__f32_to_f16((float)plan->f[0]);
+        if (!y) plan->f[1] = half == TP_HALF_BF16 ? tp__f32_to_bf16((float)plan->f[1]) : tp__f32_to_f16((float)plan->f[1]);
+        plan->run = where_run16;
+    }
     return TP_OK;
 }
 
