@@ -2027,7 +2027,7 @@ typedef enum { HP_LINEAR, HP_LINEAR_XT, HP_LINEAR_INPUTS, HP_MATMUL, HP_MATMUL_T
  * of the 16-bit result (rtol: bfloat16 2^-7, float16 2^-10 above the
  * rounding of both) plus the float32 accumulation's error (atol), and no
  * step may run a reference kernel. */
-static void check_half_program(tp_program *p, tp_tensor **x, int n_x, tp_dtype dt, bool const_w, const char *what) {
+static void check_half_program(tp_program *p, tp_tensor **x, int n_x, tp_dtype dt, const char *what) {
     tp_run_options opt;
     tp_run_options_init(&opt);
     opt.cpu_level = TP_CPU_REFERENCE;
@@ -2045,7 +2045,7 @@ static void check_half_program(tp_program *p, tp_tensor **x, int n_x, tp_dtype d
             tp_run_options_init(&opt);
             opt.cpu_level = (tp_cpu_level)level;
             opt.num_threads = threads;
-            /* bfloat16 weights run vdpbf16ps where the CPU has it */
+            /* bfloat16 products run vdpbf16ps where the CPU has it */
             prof pr = {.want = "avx512_bf16"};
             opt.profile = prof_fn;
             opt.profile_user = &pr;
@@ -2053,7 +2053,7 @@ static void check_half_program(tp_program *p, tp_tensor **x, int n_x, tp_dtype d
             CHECK_OK(tp_run_new(p, &opt, &r));
             if (!r) continue;
             for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
-            bool dot = dt == TP_BFLOAT16 && const_w && level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
+            bool dot = dt == TP_BFLOAT16 && level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
             CHECK_MSG(dot ? pr.level_events == 2 : pr.level_events == 0, "%s [%s]: %d steps on vdpbf16ps", what,
                       tp_cpu_level_name((tp_cpu_level)level), pr.level_events);
             tp_tensor *got = tp_run_output(r, 0);
@@ -2158,7 +2158,7 @@ static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t
             x[n_x++] = t;
         }
     }
-    if (p) check_half_program(p, x, n_x, dt, n_params > 0, what);
+    if (p) check_half_program(p, x, n_x, dt, what);
     free_tensors(x, n_x);
     tp_program_free(p);
 }

@@ -203,6 +203,10 @@ static tp_status mm_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_te
             batch_offsets(mp, bi, &oa, &ob);
             g.a = a + oa;
             g.c = c + bi * mn;
+            if (b) { /* each thread packs the whole B it reads into its own copy */
+                tp__gemm_bf16_pack_b(mp->k, mp->n, b + ob, mp->rs_b, mp->cs_b, mine);
+                g.packed_b = mine;
+            }
             if (split_batches) tp__gemm_bf16_run(&g, 0, 1, gemm_ws);
             else tp__gemm_bf16_run(&g, ex->ith, ex->nth, gemm_ws);
         }
@@ -299,10 +303,11 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     mp->isa = info->cpu_level >= TP_CPU_AVX512 ? TP_ISA_AVX512 : info->cpu_level >= TP_CPU_AVX2 ? TP_ISA_AVX2 : TP_ISA_SCALAR;
     if (mp->isa > tp__gemm_best_isa()) mp->isa = tp__gemm_best_isa();
     mp->half = tp__half_kind(mp->dt, info->cpu_level);
-    /* bfloat16 weights on AVX-512-BF16: packed in pairs for vdpbf16ps */
-    mp->dot16 = mp->dt == TP_BFLOAT16 && b_const && b_shared && b_tensor && mp->k > 0 && mp->n > 0 &&
-                mp->isa == TP_ISA_AVX512 && tp__gemm_bf16_supported();
-    if (mp->dot16) {
+    /* bfloat16 on AVX-512-BF16: B packed in pairs for vdpbf16ps (a
+     * constant weight once, else per call into the workspace) */
+    mp->dot16 = mp->dt == TP_BFLOAT16 && mp->k > 0 && mp->n > 0 && mp->isa == TP_ISA_AVX512 &&
+                tp__gemm_bf16_supported();
+    if (mp->dot16 && b_const && b_shared && b_tensor) {
         size_t bytes = tp__gemm_bf16_packed_b_bytes(mp->k, mp->n);
         mp->packed_base = tp_malloc(bytes + 64);
         TP_CHECK(mp->packed_base != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
@@ -363,7 +368,9 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     plan->workspace = per_batch > mp->ws_split ? per_batch : mp->ws_split;
     if (mp->dt != TP_FLOAT32) {
         mp->ws_c = mp->dot16 ? 0 : ((size_t)mp->m * (size_t)mp->n * sizeof(float) + 63) & ~(size_t)63;
-        mp->ws_b = mp->packed_b ? 0 : ((size_t)mp->k * (size_t)mp->n * sizeof(float) + 63) & ~(size_t)63;
+        mp->ws_b = mp->packed_b ? 0
+                   : mp->dot16 ? (tp__gemm_bf16_packed_b_bytes(mp->k, mp->n) + 63) & ~(size_t)63
+                               : ((size_t)mp->k * (size_t)mp->n * sizeof(float) + 63) & ~(size_t)63;
         mp->ws_bias = mp->bias_mode == 1 && !mp->bias32 ? ((size_t)mp->n * sizeof(float) + 63) & ~(size_t)63 : 0;
         size_t extra = mp->ws_b + mp->ws_bias;
         per_batch = (mp->ws_thread + mp->ws_c + extra) * (size_t)threads;
