@@ -82,7 +82,8 @@ TP_API int tp_get_num_threads(void);
 typedef struct tp_profile_event {
     const char *node;    /* node name (borrowed, valid during the callback) */
     const char *op;      /* op name */
-    const char *variant; /* kernel variant: "avx512", "avx2", "scalar", "reference", "view", "copy" */
+    const char *variant; /* kernel variant: "avx512", "avx2", "scalar" (or a variant's own name, e.g.
+                          * "avx512_bf16": bfloat16 products on vdpbf16ps), "reference", "view", "copy" */
     double ms;           /* wall time of the node */
     int threads;         /* threads that ran it */
 } tp_profile_event;
