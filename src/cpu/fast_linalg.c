@@ -13,6 +13,9 @@
  * writes) is packed once at plan time and shared by every run context.
  * Threads split batches when there are enough, else the GEMM's M/N blocks.
  *
+ * bfloat16 products on a CPU with AVX-512-BF16 run gemm_bf16.h's
+ * vdpbf16ps GEMM (B packed in pairs: a constant weight at plan time, else
+ * per batch into the workspace; tiles rounded from registers). Other
  * bfloat16 and float16 products (all operands of the one dtype) run the
  * same float32 GEMM: their values widen to float32 exactly, so a constant
  * B is widened and packed as float32 at plan time, A's blocks are widened
@@ -240,7 +243,8 @@ static tp_status mm_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_te
 
 static tp_status mm_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     mm_plan *mp = plan->data;
-    if (mp->act || mp->dt != TP_FLOAT32) return TP_ERR_UNSUPPORTED; /* nothing goes after the activation */
+    /* nothing goes after the activation; a 16-bit product's consumers read it rounded */
+    if (mp->act || mp->dt != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
     switch (kind) {
     case TP_FUSE_ACT: mp->act = consumer; return TP_OK;
     case TP_FUSE_RESIDUAL:
@@ -380,6 +384,7 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     plan->data = mp;
     plan->free_data = mm_free;
     plan->run = mp->dt == TP_FLOAT32 ? mm_run : mm_run_half;
+    if (mp->bias32) plan->data_bytes += (size_t)mp->n * sizeof(float);
     plan->fuse = mm_fuse;
     plan->max_threads = threads;
     plan->variant = mp->dot16 ? "avx512_bf16" : mp->isa == TP_ISA_AVX512 ? "avx512" : mp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
