@@ -1846,6 +1846,13 @@ static tp_tensor *rand_tensor_dt(tp_dtype dt, int ndim, const int64_t *sizes, ui
     return t;
 }
 
+static tp_value int_list(int n, const int64_t *v) {
+    tp_value l = tp_value_none();
+    CHECK_OK(tp_value_int_list(v, n, &l));
+    return l;
+}
+
+
 /* Output k of runs at every level from scalar (1 and 2 threads) against the
  * reference level's: within one unit in the last place of the 16-bit
  * result (rtol: bfloat16 2^-7, float16 2^-10) plus atol, at least 97% bit
@@ -1855,11 +1862,11 @@ static void check_half_outputs(tp_program *p, tp_tensor **x, int n_x, tp_dtype d
     tp_run_options_init(&opt);
     opt.cpu_level = TP_CPU_REFERENCE;
     tp_run *r = NULL;
-    tp_tensor *ref[8] = {NULL};
+    tp_tensor *ref[16] = {NULL};
     int n_out = 0;
     CHECK_OK(tp_run_new(p, &opt, &r));
     if (r && tp_run_execute(r, x, n_x, NULL, 0) == TP_OK) {
-        n_out = tp_run_num_outputs(r) < 8 ? tp_run_num_outputs(r) : 8;
+        n_out = tp_run_num_outputs(r) < 16 ? tp_run_num_outputs(r) : 16;
         for (int k = 0; k < n_out; k++) CHECK_OK(tp_tensor_clone(tp_run_output(r, k), &ref[k]));
     } else {
         CHECK_MSG(false, "%s: reference run failed: %s", what, tp_last_error());
@@ -1894,14 +1901,15 @@ static void check_half_outputs(tp_program *p, tp_tensor **x, int n_x, tp_dtype d
     free_tensors(ref, n_out);
 }
 
-/* bfloat16 and float16 elementwise ops, softmax, log_softmax and
- * layer_norm run their float32 loops on widened blocks and rows: each op
+/* bfloat16 and float16 elementwise ops, pow by 2, softmax, log_softmax,
+ * layer_norm and trailing-dim mean / sum / amax run their float32 loops on
+ * widened blocks and rows: each op
  * straight from the inputs (so each result is one rounding away from the
  * reference's), with a broadcast row, a scalar, a constant one-element
  * tensor and rows split between threads. */
 TEST(test_half_rows) {
     const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
-    enum { R = 37, C = 300 };
+    enum { R = 37, C = 1300 }; /* rows longer than one 1024-float block */
     for (int d = 0; d < 2; d++) {
         tp_dtype dt = dts[d];
         tp_graph *g = NULL;
@@ -1914,7 +1922,13 @@ TEST(test_half_rows) {
         tp_node *y = placeholder_dt(g, "y", dt, 1, (int64_t[]){C});
         tp_value shape;
         CHECK_OK(tp_value_int_list((int64_t[]){C}, 1, &shape));
-        tp_node *o[8];
+        tp_node *o[12];
+        tp_value last = int_list(1, (int64_t[]){-1});
+        o[8] = call(g, TP_OP_MEAN, 3, (tp_value[]){N(x), last, tp_value_bool(true)});
+        o[9] = call(g, TP_OP_POW, 2, (tp_value[]){N(x), tp_value_int(2)});
+        o[10] = call(g, TP_OP_SUM, 3, (tp_value[]){N(x), last, tp_value_bool(false)});
+        o[11] = call(g, TP_OP_AMAX, 3, (tp_value[]){N(x), last, tp_value_bool(false)});
+        tp_value_clear(&last);
         o[0] = call(g, TP_OP_ADD, 2, (tp_value[]){N(x), N(y)});
         o[1] = call(g, TP_OP_MUL, 2, (tp_value[]){N(x), tp_value_float(0.3)});
         o[2] = call(g, TP_OP_DIV, 2, (tp_value[]){N(x), N(k)});
@@ -1924,7 +1938,7 @@ TEST(test_half_rows) {
         o[6] = call(g, TP_OP_LOG_SOFTMAX, 2, (tp_value[]){N(x), tp_value_int(-1)});
         o[7] = call(g, TP_OP_LAYER_NORM, 5, (tp_value[]){N(x), shape, N(w), N(b), tp_value_float(1e-5)});
         tp_value_clear(&shape);
-        output_nodes(g, 8, o);
+        output_nodes(g, 12, o);
         tp_signature *sig = NULL;
         CHECK_OK(tp_signature_new(&sig));
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
@@ -1932,7 +1946,7 @@ TEST(test_half_rows) {
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_CONSTANT_TENSOR, tp_arg_tensor("c_k"), "k", TP_PERSISTENT_UNSET));
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("y"), NULL, TP_PERSISTENT_UNSET));
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 12; i++)
             CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
         tp_program *p = NULL;
         CHECK_OK(tp_program_new(g, sig, &p));
@@ -1951,12 +1965,6 @@ TEST(test_half_rows) {
         free_tensors(in, 2);
         tp_program_free(p);
     }
-}
-
-static tp_value int_list(int n, const int64_t *v) {
-    tp_value l = tp_value_none();
-    CHECK_OK(tp_value_int_list(v, n, &l));
-    return l;
 }
 
 /* bfloat16 and float16 convolutions with constant weights run im2col on

@@ -567,6 +567,18 @@ UNARY(hardswish, TP_ELT_HARDSWISH)
 UNARY(hardsigmoid, TP_ELT_HARDSIGMOID)
 #undef UNARY
 
+/* pow(Tensor self, Scalar exponent) for the exponents PyTorch computes as
+ * these ops (x * x, sqrt(x), 1 / sqrt(x), 1 / x in the tensor's float
+ * type); a tensor or any other exponent declines. */
+static tp_status pow_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
+    if (!tp_value_is_number(&bound[1]) || bound[1].kind == TP_VAL_BOOL) return TP_ERR_UNSUPPORTED;
+    const double e = tp__arg_f64(bound, 1);
+    const int op = e == 2.0 ? TP_ELT_SQUARE : e == 0.5 ? TP_ELT_SQRT : e == -0.5 ? TP_ELT_RSQRT
+                 : e == -1.0 ? TP_ELT_RECIPROCAL : -1;
+    if (op < 0) return TP_ERR_UNSUPPORTED;
+    return unary_prepare(info, bound, out, plan, op);
+}
+
 /* gelu(Tensor self, *, str approximate='none') */
 static tp_status gelu_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, tp_op_plan *plan) {
     const char *approx = tp__arg_str(bound, 1);
@@ -752,6 +764,7 @@ void tp__register_fast_eltwise(void) {
         {TP_OP_HARDSWISH, hardswish_prepare},
         {TP_OP_HARDSIGMOID, hardsigmoid_prepare},
         {TP_OP_GELU, gelu_prepare},
+        {TP_OP_POW, pow_prepare},
         {TP_OP_LEAKY_RELU, leaky_relu_prepare},
         {TP_OP_HARDTANH, hardtanh_prepare},
         {TP_OP_CLAMP, clamp_prepare},

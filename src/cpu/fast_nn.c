@@ -10,10 +10,11 @@
  * rows and a row's result never depends on the thread count. Batch norm in
  * eval mode is a per-channel scale and shift, computed at plan time when
  * the statistics and affine parameters are constants. Loops come from the
- * per-ISA tables of eltwise_loops.h. softmax, log_softmax and layer_norm
- * also take bfloat16 / float16 tensors: each row is widened into the
- * thread's workspace, computed in float32 and rounded once (half.h), as
- * PyTorch computes them on CPUs.
+ * per-ISA tables of eltwise_loops.h. softmax, log_softmax, layer_norm and
+ * the trailing-dim sum / mean / amax also take bfloat16 / float16 tensors:
+ * rows widened (into the thread's workspace, or by blocks into L1),
+ * computed in float32 and rounded once (half.h), as PyTorch computes them
+ * on CPUs.
  */
 #include <math.h>
 
@@ -400,10 +401,43 @@ static tp_status reduce_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
     return TP_OK;
 }
 
+/* 16-bit rows (plan->i[5] TP_HALF_*): widened a block of 1024 at a time
+ * into an L1 buffer, the blocks' sums (maxima) combined in float32 in
+ * order, the result rounded once. */
+static tp_status reduce_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                                 const tp_exec *ex) {
+    enum { STEP = 1024 };
+    const tp_eltwise_table *tab = plan->fn;
+    const int kind = (int)plan->i[5], mode = (int)plan->i[2];
+    const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
+    int64_t n = plan->i[1], lo, hi;
+    row_range(plan->i[0], ex, &lo, &hi);
+    _Alignas(64) float buf[STEP];
+    for (int64_t r = lo; r < hi; r++) {
+        float acc = 0.0f;
+        for (int64_t q = 0; q < n; q += STEP) {
+            const int64_t m = n - q < STEP ? n - q : STEP;
+            tp__half_widen(a + r * n + q, m, kind, buf);
+            if (mode == 2) {
+                const float v = tab->max(buf, m);
+                if (q == 0 || (acc == acc && (v > acc || v != v))) acc = v; /* a NaN stays */
+            } else {
+                acc += tab->sum(buf, m);
+            }
+        }
+        if (mode == 1) acc /= (float)n;
+        tp__half_round(&acc, 1, kind, o + r);
+    }
+    return TP_OK;
+}
+
 static tp_status reduce_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                 tp_op_plan *plan, int mode) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
-    if (!x || !o || x->dtype != TP_FLOAT32 || o->dtype != TP_FLOAT32 || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
+    if (!x || !o || x->dtype != o->dtype || !tp_tensor_is_contiguous(x)) return TP_ERR_UNSUPPORTED;
+    const int half = tp__half_kind(x->dtype, info->cpu_level);
+    if (x->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
     if (mode != 2 && !tp__arg_is_none(bound, 3)) return TP_ERR_UNSUPPORTED; /* dtype= */
     int64_t dims[TP_MAX_DIMS];
     int nd;
@@ -439,6 +473,10 @@ static tp_status reduce_prepare(const tp_prepare_info *info, const tp_value *bou
     plan->variant = level_name(info->cpu_level);
     plan->run = reduce_run;
     plan->max_threads = row_threads(plan->i[0], n, info->max_threads);
+    if (half >= 0) {
+        plan->i[5] = half;
+        plan->run = reduce_run_half;
+    }
     return TP_OK;
 }
 
