@@ -1967,9 +1967,11 @@ TEST(test_half_rows) {
     }
 }
 
-/* bfloat16 and float16 convolutions with constant weights run im2col on
- * widened values: strides, padding, dilation, groups, a 1x1, a patch
- * embedding (16x16 stride 16) and a conv1d, against the reference level. */
+/* bfloat16 and float16 convolutions with constant weights run im2col (or
+ * the depthwise loop) on widened values: strides, padding, dilation,
+ * groups, a 1x1, a patch embedding (16x16 stride 16), depthwise 3x3 stride
+ * 2 and 5x5, a conv1d; and max, average and adaptive average pooling on
+ * widened planes; against the reference level. */
 TEST(test_half_conv) {
     const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
     for (int d = 0; d < 2; d++) {
@@ -1977,16 +1979,19 @@ TEST(test_half_conv) {
         tp_graph *g = NULL;
         CHECK_OK(tp_graph_new(&g));
         if (!g) return;
-        static const int64_t wshape[4][4] = {{6, 2, 3, 3}, {5, 4, 1, 1}, {8, 4, 16, 16}, {5, 3, 4, 0}};
-        const char *wn[4] = {"p_w0", "p_w1", "p_w2", "p_w3"}, *bn[4] = {"p_b0", "p_b1", "p_b2", "p_b3"};
-        tp_node *w[4], *b[4];
-        for (int i = 0; i < 4; i++) {
+        enum { NW = 6 };
+        static const int64_t wshape[NW][4] = {{6, 2, 3, 3}, {5, 4, 1, 1}, {8, 4, 16, 16}, {5, 3, 4, 0}, {4, 1, 3, 3},
+                                               {4, 1, 5, 5}};
+        const char *wn[NW] = {"p_w0", "p_w1", "p_w2", "p_w3", "p_w4", "p_w5"};
+        const char *bn[NW] = {"p_b0", "p_b1", "p_b2", "p_b3", "p_b4", "p_b5"};
+        tp_node *w[NW], *b[NW];
+        for (int i = 0; i < NW; i++) {
             w[i] = placeholder_dt(g, wn[i], dt, i == 3 ? 3 : 4, wshape[i]);
             b[i] = placeholder_dt(g, bn[i], dt, 1, wshape[i]);
         }
         tp_node *x = placeholder_dt(g, "x", dt, 4, (int64_t[]){2, 4, 33, 35});
         tp_node *x1 = placeholder_dt(g, "x1", dt, 3, (int64_t[]){1, 3, 50});
-        tp_node *o[4];
+        tp_node *o[9];
         tp_value s21 = int_list(2, (int64_t[]){2, 1}), p12 = int_list(2, (int64_t[]){1, 2}), d12 = int_list(2, (int64_t[]){1, 2});
         tp_value s11 = int_list(2, (int64_t[]){1, 1}), p00 = int_list(2, (int64_t[]){0, 0});
         tp_value s16 = int_list(2, (int64_t[]){16, 16}), s3 = int_list(1, (int64_t[]){3}), p1 = int_list(1, (int64_t[]){1});
@@ -1995,22 +2000,31 @@ TEST(test_half_conv) {
         o[1] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[1]), N(b[1]), s11, p00, s11, tp_value_int(1)});
         o[2] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[2]), N(b[2]), s16, p00, s11, tp_value_int(1)});
         o[3] = call(g, TP_OP_CONV1D, 7, (tp_value[]){N(x1), N(w[3]), N(b[3]), s3, p1, d1, tp_value_int(1)});
-        tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1};
+        /* depthwise 3x3 stride 2 and 5x5, pools */
+        tp_value s22 = int_list(2, (int64_t[]){2, 2}), p11 = int_list(2, (int64_t[]){1, 1}), p22 = int_list(2, (int64_t[]){2, 2});
+        tp_value k33 = int_list(2, (int64_t[]){3, 3});
+        o[4] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[4]), N(b[4]), s22, p11, s11, tp_value_int(4)});
+        o[5] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[5]), N(b[5]), s11, p22, s11, tp_value_int(4)});
+        o[6] = call(g, TP_OP_MAX_POOL2D, 6, (tp_value[]){N(x), k33, s22, p11, s11, tp_value_bool(false)});
+        o[7] = call(g, TP_OP_AVG_POOL2D, 7, (tp_value[]){N(x), s22, s22, p00, tp_value_bool(false), tp_value_bool(true),
+                                                          tp_value_none()});
+        o[8] = call(g, TP_OP_ADAPTIVE_AVG_POOL2D, 2, (tp_value[]){N(x), k33});
+        tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1, &s22, &p11, &p22, &k33};
         for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
-        output_nodes(g, 4, o);
+        output_nodes(g, 9, o);
         tp_signature *sig = NULL;
         CHECK_OK(tp_signature_new(&sig));
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < NW; i++) {
             CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(wn[i]), wn[i] + 2, TP_PERSISTENT_UNSET));
             CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(bn[i]), bn[i] + 2, TP_PERSISTENT_UNSET));
         }
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x1"), NULL, TP_PERSISTENT_UNSET));
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 9; i++)
             CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
         tp_program *p = NULL;
         CHECK_OK(tp_program_new(g, sig, &p));
-        for (int i = 0; p && i < 4; i++) {
+        for (int i = 0; p && i < NW; i++) {
             tp_tensor *tw = rand_tensor_dt(dt, i == 3 ? 3 : 4, wshape[i], 50 + (uint32_t)i, 1.0f);
             tp_tensor *tb = rand_tensor_dt(dt, 1, wshape[i], 60 + (uint32_t)i, 1.0f);
             CHECK_OK(tp_program_set_state(p, wn[i] + 2, TP_STATE_PARAMETER, tw, true));

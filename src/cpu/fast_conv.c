@@ -14,11 +14,11 @@
  * a fused activation run in the GEMM epilogue.
  * Depthwise convolutions (groups == Cin == Cout) run a direct loop per
  * channel instead, split over channels.
- * bfloat16 / float16 convolutions with constant weights (not depthwise)
- * take the im2col path on widened values: weights and bias widened once at
- * plan time, im2col widening the input as it gathers, each tile's float32
- * result rounded once into the output (half.h), as PyTorch computes these
- * dtypes; they take no fusion.
+ * bfloat16 / float16 convolutions with constant weights take the im2col
+ * path (or the depthwise loop on a widened plane) on widened values:
+ * weights and bias widened once at plan time, im2col widening the input as
+ * it gathers, each tile's (plane's) float32 result rounded once into the
+ * output (half.h), as PyTorch computes these dtypes; they take no fusion.
  */
 #include "eltwise.h"
 #include "fast.h"
@@ -266,6 +266,43 @@ static void dw_edges(const conv_plan *cp, float *row, const float *src, const fl
     }
 }
 
+/* Depthwise, one channel's plane: src its input plane (cp's strides), k its
+ * kernel, b its bias; dst the output plane (oh x ow, contiguous). */
+static void dw_plane(const conv_plan *cp, const float *src, const float *k, float b, float *dst) {
+    for (int64_t oy = 0; oy < cp->oh; oy++) {
+        float *row = dst + oy * cp->ow;
+        if ((cp->kh == 3 || cp->kh == 5) && cp->kw == cp->kh && cp->in_s[3] == 1 && cp->int_hi > cp->int_lo) {
+            int64_t y0 = oy * cp->sh - cp->ph;
+            if (y0 >= 0 && y0 + (cp->kh - 1) * cp->dh < cp->h) {
+                /* all rows inside: registers accumulate the taps of the interior columns */
+                const float *r0 = src + y0 * cp->in_s[2];
+                int64_t rs = cp->dh * cp->in_s[2];
+                if (cp->kh == 3) dw3x3_row(row, r0, r0 + rs, r0 + 2 * rs, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
+                else dw5x5_row(row, r0, rs, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
+                dw_edges(cp, row, src, k, oy, b);
+                continue;
+            }
+        }
+        for (int64_t ox = 0; ox < cp->ow; ox++) row[ox] = b;
+        for (int64_t i = 0; i < cp->kh; i++) {
+            int64_t yy = oy * cp->sh - cp->ph + i * cp->dh;
+            if (yy < 0 || yy >= cp->h) continue;
+            const float *srow = src + yy * cp->in_s[2];
+            for (int64_t j = 0; j < cp->kw; j++) {
+                float kv = k[i * cp->kw + j];
+                /* output columns whose input column is inside */
+                int64_t off = j * cp->dw - cp->pw;
+                /* ceil(-off / sw) without overflow for huge strides */
+                int64_t lo = off < 0 ? (-off - 1) / cp->sw + 1 : 0;
+                int64_t hi = (cp->w - 1 - off) < 0 ? 0 : (cp->w - 1 - off) / cp->sw + 1;
+                if (hi > cp->ow) hi = cp->ow;
+                if (cp->sw == 1 && cp->in_s[3] == 1) tap_row(row, srow + off, lo, hi, kv);
+                else tap_row_strided(row, srow, lo, hi, kv, cp->sw, off, cp->in_s[3]);
+            }
+        }
+    }
+}
+
 /* Depthwise: one output channel per input channel. */
 static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
                                const tp_exec *ex) {
@@ -278,46 +315,41 @@ static tp_status depthwise_run(const tp_op_plan *plan, tp_tensor *const *in, tp_
     int64_t items = cp->n * cp->cout;
     for (int64_t it = ex->ith; it < items; it += ex->nth) {
         int64_t c = it % cp->cout, img = it / cp->cout;
-        const float *src = x + img * cp->in_s[0] + c * cp->in_s[1];
-        const float *k = wt + c * cp->kh * cp->kw;
         float *dst = y + it * cp->oh * cp->ow;
-        float b = bias ? bias[c] : 0.0f;
-        for (int64_t oy = 0; oy < cp->oh; oy++) {
-            float *row = dst + oy * cp->ow;
-            if ((cp->kh == 3 || cp->kh == 5) && cp->kw == cp->kh && cp->in_s[3] == 1 && cp->int_hi > cp->int_lo) {
-                int64_t y0 = oy * cp->sh - cp->ph;
-                if (y0 >= 0 && y0 + (cp->kh - 1) * cp->dh < cp->h) {
-                    /* all rows inside: registers accumulate the taps of the interior columns */
-                    const float *r0 = src + y0 * cp->in_s[2];
-                    int64_t rs = cp->dh * cp->in_s[2];
-                    if (cp->kh == 3) dw3x3_row(row, r0, r0 + rs, r0 + 2 * rs, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
-                    else dw5x5_row(row, r0, rs, k, cp->int_lo, cp->int_hi, cp->sw, cp->dw, -cp->pw, b);
-                    dw_edges(cp, row, src, k, oy, b);
-                    continue;
-                }
-            }
-            for (int64_t ox = 0; ox < cp->ow; ox++) row[ox] = b;
-            for (int64_t i = 0; i < cp->kh; i++) {
-                int64_t yy = oy * cp->sh - cp->ph + i * cp->dh;
-                if (yy < 0 || yy >= cp->h) continue;
-                const float *srow = src + yy * cp->in_s[2];
-                for (int64_t j = 0; j < cp->kw; j++) {
-                    float kv = k[i * cp->kw + j];
-                    /* output columns whose input column is inside */
-                    int64_t off = j * cp->dw - cp->pw;
-                    /* ceil(-off / sw) without overflow for huge strides */
-                int64_t lo = off < 0 ? (-off - 1) / cp->sw + 1 : 0;
-                    int64_t hi = (cp->w - 1 - off) < 0 ? 0 : (cp->w - 1 - off) / cp->sw + 1;
-                    if (hi > cp->ow) hi = cp->ow;
-                    if (cp->sw == 1 && cp->in_s[3] == 1) tap_row(row, srow + off, lo, hi, kv);
-                    else tap_row_strided(row, srow, lo, hi, kv, cp->sw, off, cp->in_s[3]);
-                }
-            }
-        }
+        dw_plane(cp, x + img * cp->in_s[0] + c * cp->in_s[1], wt + c * cp->kh * cp->kw, bias ? bias[c] : 0.0f, dst);
         int64_t np = cp->oh * cp->ow;
         if (res)
             for (int64_t q = 0; q < np; q++) dst[q] += res[it * np + q];
         if (cp->act) cp->act->apply(cp->act, dst, np);
+    }
+    return TP_OK;
+}
+
+/* 16-bit depthwise: each input plane widened into the thread's workspace
+ * (then read with contiguous strides), the float32 output plane rounded. */
+static tp_status depthwise_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out,
+                                    const tp_exec *ex) {
+    const conv_plan *cp = plan->data;
+    conv_plan flat = *cp; /* the widened plane's strides */
+    flat.in_s[2] = cp->w;
+    flat.in_s[3] = 1;
+    const uint16_t *x = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *y = (uint16_t *)tp__tensor_base(out[0]);
+    const int64_t np = cp->oh * cp->ow, items = cp->n * cp->cout;
+    float *xin = (float *)((char *)ex->workspace + (size_t)ex->ith * cp->ws_thread);
+    float *dst = (float *)((char *)xin + cp->col_bytes);
+    for (int64_t it = ex->ith; it < items; it += ex->nth) {
+        int64_t c = it % cp->cout, img = it / cp->cout;
+        const uint16_t *src = x + img * cp->in_s[0] + c * cp->in_s[1];
+        for (int64_t r = 0; r < cp->h; r++) /* rows of the plane, any strides */
+            if (cp->in_s[3] == 1) {
+                tp__half_widen(src + r * cp->in_s[2], cp->w, cp->half, xin + r * cp->w);
+            } else {
+                for (int64_t q = 0; q < cp->w; q++)
+                    xin[r * cp->w + q] = tp__half_to_f32(src[r * cp->in_s[2] + q * cp->in_s[3]], cp->half);
+            }
+        dw_plane(&flat, xin, cp->wfold + c * cp->kh * cp->kw, cp->has_bias ? cp->bfold[c] : 0.0f, dst);
+        tp__half_round(dst, np, cp->half, y + it * np);
     }
     return TP_OK;
 }
@@ -390,6 +422,7 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     const int half = tp__half_kind(x->dtype, info->cpu_level);
     if (x->dtype != TP_FLOAT32 && half < 0) return TP_ERR_UNSUPPORTED;
     if (half >= 0 && (!info->is_const[1] || (b && !info->is_const[2]))) return TP_ERR_UNSUPPORTED; /* weights widened once */
+    if (half >= 0 && tp_tensor_numel(x) == 0) return TP_ERR_UNSUPPORTED; /* its planes may be huge */
     if (x->ndim != spatial + 2 || w->ndim != spatial + 2 || !tp_tensor_is_contiguous(w)) return TP_ERR_UNSUPPORTED;
     if (b && (b->dtype != x->dtype || b->ndim != 1 || b->strides[0] != 1)) return TP_ERR_UNSUPPORTED;
     conv_plan *cp = tp_calloc(1, sizeof *cp);
@@ -437,13 +470,12 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->free_data = conv_free;
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     if (half >= 0) { /* weights and bias widened into wfold / bfold */
-        bool dw = cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1;
         int64_t nw = tp_tensor_numel(w);
-        cp->wfold = dw ? NULL : tp_malloc((size_t)(nw + cp->cout + 1) * sizeof(float));
+        cp->wfold = tp_malloc((size_t)(nw + cp->cout + 1) * sizeof(float));
         if (!cp->wfold) {
             conv_free(cp);
             plan->data = NULL;
-            return dw ? TP_ERR_UNSUPPORTED : tp_error(TP_ERR_NOMEM, "out of memory preparing a convolution");
+            return tp_error(TP_ERR_NOMEM, "out of memory preparing a convolution");
         }
         cp->bfold = cp->wfold + nw;
         tp__half_widen((const uint16_t *)tp__tensor_base(w), nw, tp__half_kind(x->dtype, TP_CPU_SCALAR), cp->wfold);
@@ -468,6 +500,12 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
         int64_t items = cp->n * cp->cout;
         plan->max_threads = threads < items ? threads : (int)items;
         plan->run = depthwise_run;
+        if (half >= 0) { /* a thread's workspace: an input plane and an output plane, widened */
+            cp->col_bytes = ((size_t)(cp->h * cp->w) * sizeof(float) + 63) & ~(size_t)63;
+            cp->ws_thread = cp->col_bytes + (((size_t)(cp->oh * cp->ow) * sizeof(float) + 63) & ~(size_t)63);
+            plan->workspace = cp->ws_thread * (size_t)plan->max_threads;
+            plan->run = depthwise_run_half;
+        }
         return TP_OK;
     }
     cp->direct = half < 0 && cp->kh == 1 && cp->kw == 1 && cp->sh == 1 && cp->sw == 1 && cp->ph == 0 && cp->pw == 0 &&

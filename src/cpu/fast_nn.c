@@ -516,15 +516,10 @@ static void max_row_2x2(float *restrict dst, const float *restrict r0, const flo
     }
 }
 
-static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
-    const int64_t *q = plan->i; /* h w oh ow kh kw sh sw ph pw dh dw planes */
-    const float *a = (const float *)tp__tensor_base(in[0]);
-    float *o = (float *)tp__tensor_base(out[0]);
-    int64_t h = q[0], w = q[1], oh = q[2], ow = q[3], sw = q[7], lo, hi;
-    row_range(q[12], ex, &lo, &hi);
-    for (int64_t pl = lo; pl < hi; pl++) {
-        const float *src = a + pl * h * w;
-        float *dst = o + pl * oh * ow;
+/* One plane of a max pool: src h x w, dst oh x ow (q: plan->i). */
+static void maxpool_plane(const int64_t *q, const float *src, float *dst) {
+    int64_t h = q[0], w = q[1], oh = q[2], ow = q[3], sw = q[7];
+    {
         bool two = q[4] == 2 && q[5] == 2 && q[6] == 2 && sw == 2 && q[8] == 0 && q[9] == 0 && q[10] == 1 &&
                    q[11] == 1;
         for (int64_t y = 0; y < oh; y++) {
@@ -549,6 +544,15 @@ static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
             }
         }
     }
+}
+
+static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int64_t *q = plan->i; /* h w oh ow kh kw sh sw ph pw dh dw planes */
+    const float *a = (const float *)tp__tensor_base(in[0]);
+    float *o = (float *)tp__tensor_base(out[0]);
+    int64_t lo, hi;
+    row_range(q[12], ex, &lo, &hi);
+    for (int64_t pl = lo; pl < hi; pl++) maxpool_plane(q, a + pl * q[0] * q[1], o + pl * q[2] * q[3]);
     return TP_OK;
 }
 
@@ -582,15 +586,10 @@ static void avg_axis(const int64_t *q, int axis, int64_t o, int64_t *lo, int64_t
     *hi = end > in ? in : end;
 }
 
-static tp_status avgpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
-    const int64_t *q = plan->i;
-    const float *x = (const float *)tp__tensor_base(in[0]);
-    float *y = (float *)tp__tensor_base(out[0]);
-    int64_t h = q[0], w = q[1], oh = q[2], ow = q[3], p0, p1;
-    row_range(q[AP_PLANES], ex, &p0, &p1);
-    for (int64_t pl = p0; pl < p1; pl++) {
-        const float *src = x + pl * h * w;
-        float *dst = y + pl * oh * ow;
+/* One plane of an average pool: src h x w, dst oh x ow (q: plan->i). */
+static void avgpool_plane(const int64_t *q, const float *src, float *dst) {
+    int64_t w = q[1], oh = q[2], ow = q[3];
+    {
         for (int64_t oy = 0; oy < oh; oy++) {
             int64_t y0, y1, ylen;
             avg_axis(q, 0, oy, &y0, &y1, &ylen);
@@ -607,6 +606,56 @@ static tp_status avgpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
             }
         }
     }
+}
+
+static tp_status avgpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int64_t *q = plan->i;
+    const float *x = (const float *)tp__tensor_base(in[0]);
+    float *y = (float *)tp__tensor_base(out[0]);
+    int64_t p0, p1;
+    row_range(q[AP_PLANES], ex, &p0, &p1);
+    for (int64_t pl = p0; pl < p1; pl++) avgpool_plane(q, x + pl * q[0] * q[1], y + pl * q[2] * q[3]);
+    return TP_OK;
+}
+
+/* 16-bit pools (plan->i[P_HALF] TP_HALF_*, [P_HALF + 1] 1 for average):
+ * each plane widened into the thread's workspace, pooled in float32 into
+ * the workspace, rounded into the output (a max is exact either way). */
+enum { P_HALF = 16 };
+
+static size_t pool_half_bytes(const int64_t *q, size_t *in_bytes) {
+    *in_bytes = ((size_t)(q[0] * q[1]) * sizeof(float) + 63) & ~(size_t)63;
+    return *in_bytes + (((size_t)(q[2] * q[3]) * sizeof(float) + 63) & ~(size_t)63);
+}
+
+static tp_status pool_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const int64_t *q = plan->i;
+    const int kind = (int)q[P_HALF];
+    const uint16_t *x = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *y = (uint16_t *)tp__tensor_base(out[0]);
+    size_t in_bytes, per = pool_half_bytes(q, &in_bytes);
+    float *xin = (float *)((char *)ex->workspace + (size_t)ex->ith * per), *dst = (float *)((char *)xin + in_bytes);
+    const int64_t hw = q[0] * q[1], np = q[2] * q[3];
+    int64_t p0, p1;
+    row_range(q[q[P_HALF + 1] ? AP_PLANES : 12], ex, &p0, &p1);
+    for (int64_t pl = p0; pl < p1; pl++) {
+        tp__half_widen(x + pl * hw, hw, kind, xin);
+        if (q[P_HALF + 1]) avgpool_plane(q, xin, dst);
+        else maxpool_plane(q, xin, dst);
+        tp__half_round(dst, np, kind, y + pl * np);
+    }
+    return TP_OK;
+}
+
+/* Makes a pool plan of x's dtype its 16-bit form (or leaves a float32 one). */
+static tp_status pool_half(const tp_prepare_info *info, const tp_tensor *x, tp_op_plan *plan, bool avg) {
+    const int half = tp__half_kind(x->dtype, info->cpu_level);
+    if (half < 0) return TP_OK;
+    plan->i[P_HALF] = half;
+    plan->i[P_HALF + 1] = avg;
+    size_t in_bytes;
+    plan->workspace = pool_half_bytes(plan->i, &in_bytes) * (size_t)plan->max_threads;
+    plan->run = pool_run_half;
     return TP_OK;
 }
 
@@ -641,14 +690,21 @@ static tp_status avgpool_common(const tp_prepare_info *info, const tp_tensor *x,
     plan->run = avgpool_run;
     plan->variant = level_name(info->cpu_level);
     plan->max_threads = row_threads(q[AP_PLANES], sat_mul(sat_mul(q[2], q[3]), 4), info->max_threads);
-    return TP_OK;
+    return pool_half(info, x, plan, true);
+}
+
+/* A pool's input: float32, or bfloat16 / float16 with elements (then its
+ * planes are sized by real data, not a meta tensor's huge empty dims). */
+static bool pool_dtype_ok(const tp_prepare_info *info, const tp_tensor *x, const tp_tensor *o) {
+    if (x->dtype != o->dtype) return false;
+    return x->dtype == TP_FLOAT32 || (tp__half_kind(x->dtype, info->cpu_level) >= 0 && tp_tensor_numel(x) > 0);
 }
 
 /* avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None) */
 static tp_status avg_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
-    if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
+    if (!x || !o || !pool_dtype_ok(info, x, o) || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
         return TP_ERR_UNSUPPORTED;
     int64_t k[2], s[2], p[2];
     int n;
@@ -672,7 +728,7 @@ decline:
 static tp_status adaptive_avg_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                              tp_op_plan *plan) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
-    if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
+    if (!x || !o || !pool_dtype_ok(info, x, o) || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
         return TP_ERR_UNSUPPORTED;
     if (o->sizes[o->ndim - 2] < 1 || o->sizes[o->ndim - 1] < 1) return TP_ERR_UNSUPPORTED;
     plan->i[AP_ADAPTIVE] = 1;
@@ -682,7 +738,7 @@ static tp_status adaptive_avg_pool2d_prepare(const tp_prepare_info *info, const 
 static tp_status max_pool2d_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out,
                                     tp_op_plan *plan) {
     tp_tensor *x = tp__arg_tensor(bound, 0), *o = tp__fast_out(out);
-    if (!x || !o || x->dtype != TP_FLOAT32 || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
+    if (!x || !o || !pool_dtype_ok(info, x, o) || (x->ndim != 4 && x->ndim != 3) || !tp_tensor_is_contiguous(x))
         return TP_ERR_UNSUPPORTED;
     int64_t k[2], s[2], p[2], d[2];
     int n;
@@ -703,7 +759,7 @@ static tp_status max_pool2d_prepare(const tp_prepare_info *info, const tp_value 
     plan->run = maxpool_run;
     plan->variant = level_name(info->cpu_level);
     plan->max_threads = row_threads(q[12], sat_mul(sat_mul(q[2], q[3]), sat_mul(k[0], k[1])), info->max_threads);
-    return TP_OK;
+    return pool_half(info, x, plan, false);
 decline:
     tp_clear_error();
     return TP_ERR_UNSUPPORTED;
