@@ -1857,7 +1857,8 @@ static tp_value int_list(int n, const int64_t *v) {
  * reference level's: within one unit in the last place of the 16-bit
  * result (rtol: bfloat16 2^-7, float16 2^-10) plus atol, at least 97% bit
  * for bit, and no reference step. */
-static void check_half_outputs(tp_program *p, tp_tensor **x, int n_x, tp_dtype dt, double atol, const char *what) {
+static void check_half_outputs(tp_program *p, tp_tensor **x, int n_x, tp_dtype dt, double atol, int want_dot16,
+                               const char *what) {
     tp_run_options opt;
     tp_run_options_init(&opt);
     opt.cpu_level = TP_CPU_REFERENCE;
@@ -1878,10 +1879,16 @@ static void check_half_outputs(tp_program *p, tp_tensor **x, int n_x, tp_dtype d
             tp_run_options_init(&opt);
             opt.cpu_level = (tp_cpu_level)level;
             opt.num_threads = threads;
+            prof pr = {.want = "avx512_bf16"}; /* steps on vdpbf16ps: want_dot16 a call where the CPU has it */
+            opt.profile = prof_fn;
+            opt.profile_user = &pr;
             r = NULL;
             CHECK_OK(tp_run_new(p, &opt, &r));
             if (!r) continue;
             for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
+            bool dot = dt == TP_BFLOAT16 && level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
+            CHECK_MSG(pr.level_events == (dot ? 2 * want_dot16 : 0), "%s [%s]: %d steps on vdpbf16ps", what,
+                      tp_cpu_level_name((tp_cpu_level)level), pr.level_events);
             for (int k = 0; k < n_out; k++) {
                 tp_tensor *got = tp_run_output(r, k);
                 CHECK_MSG(got && tp_tensor_dtype(got) == dt && same_tensor(got, ref[k], rtol, atol),
@@ -1957,7 +1964,7 @@ TEST(test_half_rows) {
             CHECK_OK(tp_program_set_state(p, "w", TP_STATE_PARAMETER, tw, true));
             CHECK_OK(tp_program_set_state(p, "b", TP_STATE_PARAMETER, tb, true));
             CHECK_OK(tp_program_set_state(p, "k", TP_STATE_CONSTANT, tk, true));
-            check_half_outputs(p, in, 2, dt, dt == TP_BFLOAT16 ? 1e-2 : 2e-3, tp_dtype_name(dt));
+            check_half_outputs(p, in, 2, dt, dt == TP_BFLOAT16 ? 1e-2 : 2e-3, 0, tp_dtype_name(dt));
         }
         tp_tensor_free(tw);
         tp_tensor_free(tb);
@@ -2034,7 +2041,8 @@ TEST(test_half_conv) {
         }
         tp_tensor *in[2] = {rand_tensor_dt(dt, 4, (int64_t[]){2, 4, 33, 35}, 70, 2.0f),
                             rand_tensor_dt(dt, 3, (int64_t[]){1, 3, 50}, 71, 2.0f)};
-        if (p) check_half_outputs(p, in, 2, dt, 2e-3, dt == TP_BFLOAT16 ? "bfloat16 conv" : "float16 conv");
+        /* the four dense convolutions on vdpbf16ps, not the depthwise ones */
+        if (p) check_half_outputs(p, in, 2, dt, 2e-3, 4, dt == TP_BFLOAT16 ? "bfloat16 conv" : "float16 conv");
         free_tensors(in, 2);
         tp_program_free(p);
     }

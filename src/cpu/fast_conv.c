@@ -23,6 +23,7 @@
 #include "eltwise.h"
 #include "fast.h"
 #include "gemm.h"
+#include "gemm_bf16.h"
 #include "half.h"
 #include "kernel_util.h"
 
@@ -47,23 +48,26 @@ typedef struct conv_plan {
     size_t ws_thread;           /* bytes per thread: im2col tile + GEMM workspace (+ a 16-bit plan's C tile) */
     size_t col_bytes;
     int half;                   /* TP_HALF_* of a 16-bit plan (input and output), -1: float32 */
-    size_t c_bytes;             /* 16-bit: the float32 C tile */
+    size_t c_bytes;             /* 16-bit: the float32 C tile (dot16: the packed im2col tile) */
+    bool dot16;                 /* bfloat16 on vdpbf16ps (gemm_bf16.h): w16 the weight as it is */
+    const uint16_t *w16;
 } conv_plan;
 
 /* im2col of pixels [p0, p0 + np) of one image and group (in points at the
  * group's first channel): col[kk * np + q] for taps kk = (c, i, j). Works
  * row by row: each output row's span of valid input columns is found once,
  * then copied (memcpy at stride 1) with zeros for the padding. */
-static void im2col(const conv_plan *cp, const void *in_any, int64_t p0, int64_t np, float *col) {
-    const float *in = cp->half < 0 ? in_any : NULL;
-    const uint16_t *in16 = cp->half < 0 ? NULL : in_any; /* 16-bit input: widened as gathered */
+static void im2col(const conv_plan *cp, const void *in, int64_t p0, int64_t np, void *col, bool raw16) {
+    /* elements: float32 in and out; a 16-bit input widened to float32; or
+     * (raw16) a 16-bit input's bits copied, for the bfloat16 GEMM */
+    const bool widen = cp->half >= 0 && !raw16;
+    const size_t ei = cp->half >= 0 ? 2 : 4, eo = raw16 ? 2 : 4;
     int64_t cg = cp->cin / cp->groups, ow = cp->ow;
     for (int64_t c = 0; c < cg; c++)
         for (int64_t i = 0; i < cp->kh; i++)
             for (int64_t j = 0; j < cp->kw; j++) {
-                float *dst = col + ((c * cp->kh + i) * cp->kw + j) * np;
-                const float *src = in ? in + c * cp->in_s[1] : NULL;
-                const uint16_t *src16 = in16 ? in16 + c * cp->in_s[1] : NULL;
+                char *dst = (char *)col + (size_t)(((c * cp->kh + i) * cp->kw + j) * np) * eo;
+                const char *src = (const char *)in + (size_t)(c * cp->in_s[1]) * ei;
                 int64_t off = j * cp->dw - cp->pw; /* input column of output column 0 */
                 /* output columns whose input column is inside [0, w) */
                 /* ceil(-off / sw) without overflow for huge strides */
@@ -76,30 +80,27 @@ static void im2col(const conv_plan *cp, const void *in_any, int64_t p0, int64_t 
                     int64_t oy = p / ow, ox0 = p % ow;
                     int64_t run = ow - ox0 < np - q ? ow - ox0 : np - q; /* this row's part of the tile */
                     int64_t yy = oy * cp->sh - cp->ph + i * cp->dh;
-                    float *d = dst + q - ox0; /* d[ox] for ox in [ox0, ox0 + run) */
+                    char *d = dst + (q - ox0) * (int64_t)eo; /* element ox at d + ox * eo, ox in [ox0, ox0 + run) */
                     int64_t a = ox0, b = ox0 + run;
                     if (yy < 0 || yy >= cp->h) {
-                        memset(d + a, 0, (size_t)run * sizeof(float));
+                        memset(d + a * (int64_t)eo, 0, (size_t)run * eo);
                     } else {
                         int64_t l = lo < a ? a : lo > b ? b : lo, r = hi > b ? b : hi < l ? l : hi;
-                        if (l > a) memset(d + a, 0, (size_t)(l - a) * sizeof(float));
-                        if (src16) {
-                            const uint16_t *srow = src16 + yy * cp->in_s[2];
-                            if (cp->sw == 1 && cp->in_s[3] == 1) {
-                                if (r > l) tp__half_widen(srow + l + off, r - l, cp->half, d + l);
-                            } else {
-                                for (int64_t ox = l; ox < r; ox++)
-                                    d[ox] = tp__half_to_f32(srow[(ox * cp->sw + off) * cp->in_s[3]], cp->half);
-                            }
+                        if (l > a) memset(d + a * (int64_t)eo, 0, (size_t)(l - a) * eo);
+                        const char *srow = src + yy * cp->in_s[2] * (int64_t)ei;
+                        if (cp->sw == 1 && cp->in_s[3] == 1) {
+                            if (r > l && widen)
+                                tp__half_widen((const uint16_t *)srow + l + off, r - l, cp->half, (float *)d + l);
+                            else if (r > l)
+                                memcpy(d + l * (int64_t)eo, srow + (l + off) * (int64_t)ei, (size_t)(r - l) * eo);
                         } else {
-                            const float *srow = src + yy * cp->in_s[2];
-                            if (cp->sw == 1 && cp->in_s[3] == 1) {
-                                if (r > l) memcpy(d + l, srow + l + off, (size_t)(r - l) * sizeof(float));
-                            } else {
-                                for (int64_t ox = l; ox < r; ox++) d[ox] = srow[(ox * cp->sw + off) * cp->in_s[3]];
+                            for (int64_t ox = l; ox < r; ox++) {
+                                const char *e = srow + (ox * cp->sw + off) * cp->in_s[3] * (int64_t)ei;
+                                if (widen) ((float *)d)[ox] = tp__half_to_f32(*(const uint16_t *)e, cp->half);
+                                else memcpy(d + ox * (int64_t)eo, e, eo);
                             }
                         }
-                        if (b > r) memset(d + r, 0, (size_t)(b - r) * sizeof(float));
+                        if (b > r) memset(d + r * (int64_t)eo, 0, (size_t)(b - r) * eo);
                     }
                     q += run;
                     p += run;
@@ -133,7 +134,7 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
             gm.b = xin + p0;
             gm.rs_b = cp->in_s[1];
         } else {
-            im2col(cp, xin, p0, np, col);
+            im2col(cp, xin, p0, np, col, false);
             gm.b = col;
             gm.rs_b = np;
         }
@@ -175,7 +176,7 @@ static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_
         int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
         int64_t g = rest % cp->groups, img = rest / cp->groups;
         int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
-        im2col(cp, x + img * cp->in_s[0] + g * cg_in * cp->in_s[1], p0, np, col);
+        im2col(cp, x + img * cp->in_s[0] + g * cg_in * cp->in_s[1], p0, np, col, false);
         tp_gemm gm = {.isa = cp->isa, .m = cg_out, .n = np, .k = cp->k, .a = cp->wfold + g * cg_out * cp->k,
                       .rs_a = cp->k, .cs_a = 1, .b = col, .rs_b = np, .cs_b = 1, .c = c32, .ldc = np};
         gm.ep = tp__gemm_epilogue_default();
@@ -186,6 +187,34 @@ static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_
         tp__gemm_run(&gm, 0, 1, gws);
         int64_t plane = (img * cp->cout + g * cg_out) * pix + p0;
         for (int64_t co = 0; co < cg_out; co++) tp__half_round(c32 + co * np, np, cp->half, y + plane + co * pix);
+    }
+    return TP_OK;
+}
+
+/* bfloat16 on AVX-512-BF16: each tile's im2col gathered as bfloat16 bits,
+ * packed in pairs, and multiplied by the weight as it is (rows of K
+ * contiguous) with vdpbf16ps, bias per output channel, the tiles rounded
+ * from registers straight into the NCHW output. */
+static tp_status conv_run_dot16(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const conv_plan *cp = plan->data;
+    const uint16_t *x = (const uint16_t *)tp__tensor_base(in[0]);
+    uint16_t *y = (uint16_t *)tp__tensor_base(out[0]);
+    int64_t pix = cp->oh * cp->ow, cg_out = cp->cout / cp->groups, cg_in = cp->cin / cp->groups;
+    int64_t items = cp->n * cp->groups * cp->tiles_per_image;
+    char *ws = (char *)ex->workspace + (size_t)ex->ith * cp->ws_thread;
+    uint16_t *col = (uint16_t *)ws;
+    void *packed = ws + cp->col_bytes, *gws = ws + cp->col_bytes + cp->c_bytes;
+    for (int64_t it = ex->ith; it < items; it += ex->nth) {
+        int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
+        int64_t g = rest % cp->groups, img = rest / cp->groups;
+        int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
+        im2col(cp, x + img * cp->in_s[0] + g * cg_in * cp->in_s[1], p0, np, col, true);
+        tp__gemm_bf16_pack_b(cp->k, np, col, np, 1, packed);
+        tp_gemm_bf16 gm = {.m = cg_out, .n = np, .k = cp->k, .a = cp->w16 + g * cg_out * cp->k, .rs_a = cp->k,
+                           .cs_a = 1, .packed_b = packed, .c = y + (img * cp->cout + g * cg_out) * pix + p0,
+                           .ldc = pix, .alpha = 1.0f, .bias = cp->has_bias ? cp->bfold + g * cg_out : NULL,
+                           .bias_per_row = true};
+        tp__gemm_bf16_run(&gm, 0, 1, gws);
     }
     return TP_OK;
 }
@@ -469,8 +498,11 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->data = cp;
     plan->free_data = conv_free;
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
-    if (half >= 0) { /* weights and bias widened into wfold / bfold */
-        int64_t nw = tp_tensor_numel(w);
+    const bool depthwise = cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1;
+    cp->dot16 = half == TP_HALF_BF16 && !depthwise && cp->isa == TP_ISA_AVX512 && tp__gemm_bf16_supported();
+    if (half >= 0) { /* weights and bias widened into wfold / bfold (dot16: the bias only) */
+        int64_t nw = cp->dot16 ? 0 : tp_tensor_numel(w);
+        cp->w16 = (const uint16_t *)tp__tensor_base(w);
         cp->wfold = tp_malloc((size_t)(nw + cp->cout + 1) * sizeof(float));
         if (!cp->wfold) {
             conv_free(cp);
@@ -536,10 +568,17 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
         gm.ldc = tile;
     }
     cp->ws_thread = cp->col_bytes + cp->c_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
+    if (cp->dot16) { /* im2col tile of bfloat16, its packed copy, the bfloat16 GEMM's workspace */
+        tp_gemm_bf16 g16 = {.m = cp->cout / cp->groups, .n = tile, .k = cp->k, .cs_a = 1};
+        cp->col_bytes = ((size_t)(cp->k * tile) * sizeof(uint16_t) + 63) & ~(size_t)63;
+        cp->c_bytes = (tp__gemm_bf16_packed_b_bytes(cp->k, tile) + 63) & ~(size_t)63;
+        cp->ws_thread = cp->col_bytes + cp->c_bytes + ((tp__gemm_bf16_workspace_bytes(&g16, 1) + 63) & ~(size_t)63);
+    }
     int64_t items = cp->n * cp->groups * cp->tiles_per_image;
     plan->max_threads = threads < items ? threads : (int)(items > 0 ? items : 1);
     plan->workspace = cp->ws_thread * (size_t)plan->max_threads;
-    plan->run = half >= 0 ? conv_run_half : conv_run;
+    plan->run = cp->dot16 ? conv_run_dot16 : half >= 0 ? conv_run_half : conv_run;
+    if (cp->dot16) plan->variant = "avx512_bf16";
     return TP_OK;
 }
 

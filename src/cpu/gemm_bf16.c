@@ -116,7 +116,7 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
     if (g->k <= 0) { /* no products: C = bias */
         for (int64_t i = m0; i < m1; i++)
             for (int64_t j = p0 * TP__GEMM_BF16_NR; j < g->n && j < p1 * TP__GEMM_BF16_NR; j++) {
-                g->c[i * g->ldc + j] = tp__f32_to_bf16(g->bias ? g->bias[j] : 0.0f);
+                g->c[i * g->ldc + j] = tp__f32_to_bf16(g->bias ? g->bias[g->bias_per_row ? i : j] : 0.0f);
             }
         return;
     }
@@ -149,7 +149,8 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
                     const int64_t i = ic + ir;
                     tp__gemm_bf16_avx512_kernel(kc2, odd, a_blk + ir * rs, rs, b, w, m, n, g->alpha, q0 > 0,
                                                 c32 ? c32 + i * g->n + j0 : NULL, g->n, last,
-                                                g->bias ? g->bias + j0 : NULL, g->c + i * g->ldc + j0, g->ldc);
+                                                g->bias ? g->bias + (g->bias_per_row ? i : j0) : NULL,
+                                                g->bias_per_row, g->c + i * g->ldc + j0, g->ldc);
                 }
             }
         }

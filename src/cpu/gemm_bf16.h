@@ -48,7 +48,9 @@ typedef struct tp_gemm_bf16 {
     const void *packed_b;                 /* tp__gemm_bf16_pack_b of the same k, n */
     uint16_t *c; int64_t ldc;             /* C: row stride ldc, column stride 1 */
     float alpha;
-    const float *bias;                    /* NULL, or N floats added to every row */
+    const float *bias;                    /* NULL, or N floats added to every row (M floats, bias[i] to row
+                                           * i, with bias_per_row) */
+    bool bias_per_row;
 } tp_gemm_bf16;
 
 /* Workspace one product needs when run by nth threads (64-byte aligned). */
@@ -61,10 +63,11 @@ TP_HIDDEN void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *
  * [0, n) (n <= 64) of a tile. a: row i's pairs at a[i*rs_a + 2q] (q <
  * kc2; with odd, the last pair holds one element). b: kc2 rows of w pairs
  * (w = the panel's width). acc: add the float32 tile at c32 (row stride
- * ldc32) to the sums. last: the sums times alpha plus bias[j] are rounded
- * into out (row stride ldo); else they go to c32. */
+ * ldc32) to the sums. last: the sums times alpha plus bias[j] (bias[i]
+ * with bias_row) are rounded into out (row stride ldo); else they go to
+ * c32. */
 TP_HIDDEN void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b,
                                            int w, int m, int n, float alpha, bool acc, float *c32, int64_t ldc32,
-                                           bool last, const float *bias, uint16_t *out, int64_t ldo);
+                                           bool last, const float *bias, bool bias_row, uint16_t *out, int64_t ldo);
 
 #endif

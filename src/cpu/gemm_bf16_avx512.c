@@ -32,7 +32,8 @@ static inline __m512i pair_at(const uint16_t *p) {
 static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_t kc2, bool odd, const uint16_t *a,
                                                            int64_t rs_a, const uint16_t *b, int w, int m, int n,
                                                            float alpha, bool acc, float *c32, int64_t ldc32, bool last,
-                                                           const float *bias, uint16_t *out, int64_t ldo) {
+                                                           const float *bias, bool bias_row, uint16_t *out,
+                                                           int64_t ldo) {
     __m512 c[6][4];
     const uint16_t *ar[6];
     for (int i = 0; i < 6; i++) {
@@ -70,7 +71,8 @@ static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_
             if (acc) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, cp));
             if (last) {
                 if (alpha != 1.0f) r = _mm512_mul_ps(r, va);
-                if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, bias + 16 * v));
+                if (bias)
+                    r = _mm512_add_ps(r, bias_row ? _mm512_set1_ps(bias[i]) : _mm512_maskz_loadu_ps(mask, bias + 16 * v));
                 store_bf16(out + i * ldo + 16 * v, r, mask);
             } else {
                 _mm512_mask_storeu_ps(cp, mask, r);
@@ -80,20 +82,20 @@ static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_
 
 void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
                                  int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
-                                 const float *bias, uint16_t *out, int64_t ldo) {
+                                 const float *bias, bool bias_row, uint16_t *out, int64_t ldo) {
     switch ((n + 15) / 16) {
-    case 1: kernel_nv(1, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
-    case 2: kernel_nv(2, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
-    case 3: kernel_nv(3, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
-    default: kernel_nv(4, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, out, ldo); break;
+    case 1: kernel_nv(1, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
+    case 2: kernel_nv(2, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
+    case 3: kernel_nv(3, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
+    default: kernel_nv(4, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
     }
 }
 #else
 /* Not built for AVX-512-BF16: tp__gemm_bf16_supported() is false. */
 void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
                                  int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
-                                 const float *bias, uint16_t *out, int64_t ldo) {
-    (void)kc2, (void)odd, (void)a, (void)rs_a, (void)b, (void)w, (void)m, (void)n, (void)alpha, (void)acc;
+                                 const float *bias, bool bias_row, uint16_t *out, int64_t ldo) {
+    (void)kc2, (void)bias_row, (void)odd, (void)a, (void)rs_a, (void)b, (void)w, (void)m, (void)n, (void)alpha, (void)acc;
     (void)c32, (void)ldc32, (void)last, (void)bias, (void)out, (void)ldo;
 }
 #endif
