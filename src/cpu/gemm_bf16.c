@@ -37,24 +37,23 @@ bool tp__gemm_bf16_supported(void) {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Width of panel p (64, or N's rest rounded up to 16). */
-static int panel_width(int64_t n, int64_t p) {
-    int64_t rest = n - p * TP__GEMM_BF16_NR;
-    return rest >= TP__GEMM_BF16_NR ? TP__GEMM_BF16_NR : (int)((rest + 15) / 16 * 16);
-}
 
 size_t tp__gemm_bf16_packed_b_bytes(int64_t k, int64_t n) {
     if (k <= 0 || n <= 0) return 0;
     int64_t k2 = ceil_div(k, 2), cols = n / TP__GEMM_BF16_NR * TP__GEMM_BF16_NR;
-    if (cols < n) cols += panel_width(n, n / TP__GEMM_BF16_NR);
+    if (cols < n) cols += tp__gemm_bf16_panel_width(n, n / TP__GEMM_BF16_NR);
     return (size_t)(k2 * cols * 2) * sizeof(uint16_t);
 }
 
 void tp__gemm_bf16_pack_b(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, int64_t cs_b, void *dst) {
     uint16_t *d = dst;
+    if (cs_b == 1) { /* rows contiguous: the vector form (this runs only where the kernel does) */
+        tp__gemm_bf16_avx512_pack_rows(k, n, b, rs_b, d);
+        return;
+    }
     const int64_t k2 = ceil_div(k, 2);
     for (int64_t p = 0; p * TP__GEMM_BF16_NR < n; p++) {
-        const int w = panel_width(n, p);
+        const int w = tp__gemm_bf16_panel_width(n, p);
         for (int64_t q = 0; q < k2; q++)
             for (int j = 0; j < w; j++) {
                 const int64_t col = p * TP__GEMM_BF16_NR + j;
@@ -139,7 +138,7 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
                 rs = g->rs_a;
             }
             for (int64_t p = p0; p < p1; p++) {
-                const int w = panel_width(g->n, p);
+                const int w = tp__gemm_bf16_panel_width(g->n, p);
                 const int64_t j0 = p * TP__GEMM_BF16_NR;
                 const int n = g->n - j0 < TP__GEMM_BF16_NR ? (int)(g->n - j0) : TP__GEMM_BF16_NR;
                 /* the edge panel (p == full panels) follows the full ones */

@@ -40,6 +40,12 @@ TP_HIDDEN bool tp__gemm_bf16_supported(void);
  * 16), each ceil(K / 2) rows of pairs: row q holds (B[2q][j], B[2q+1][j])
  * for each column j, zero beyond K and N. */
 TP_HIDDEN size_t tp__gemm_bf16_packed_b_bytes(int64_t k, int64_t n);
+/* Width of panel p of a packed B of N columns (64, or N's rest rounded up
+ * to 16). */
+static inline int tp__gemm_bf16_panel_width(int64_t n, int64_t p) {
+    int64_t rest = n - p * TP__GEMM_BF16_NR;
+    return rest >= TP__GEMM_BF16_NR ? TP__GEMM_BF16_NR : (int)((rest + 15) / 16 * 16);
+}
 TP_HIDDEN void tp__gemm_bf16_pack_b(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, int64_t cs_b, void *dst);
 
 typedef struct tp_gemm_bf16 {
@@ -66,6 +72,10 @@ TP_HIDDEN void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *
  * ldc32) to the sums. last: the sums times alpha plus bias[j] (bias[i]
  * with bias_row) are rounded into out (row stride ldo); else they go to
  * c32. */
+/* tp__gemm_bf16_pack_b for a B with contiguous rows (cs_b 1) in vectors
+ * (gemm_bf16_avx512.c): two rows' 32 columns interleaved per step. */
+TP_HIDDEN void tp__gemm_bf16_avx512_pack_rows(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, uint16_t *dst);
+
 TP_HIDDEN void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b,
                                            int w, int m, int n, float alpha, bool acc, float *c32, int64_t ldc32,
                                            bool last, const float *bias, bool bias_row, uint16_t *out, int64_t ldo);

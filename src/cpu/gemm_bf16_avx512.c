@@ -80,6 +80,37 @@ static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_
         }
 }
 
+void tp__gemm_bf16_avx512_pack_rows(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, uint16_t *dst) {
+    /* lo: columns 0-15 of the two rows' 32 as pairs, hi: columns 16-31 */
+    __m512i lo_idx, hi_idx;
+    {
+        uint16_t lo[32], hi[32];
+        for (int i = 0; i < 16; i++) {
+            lo[2 * i] = (uint16_t)i, lo[2 * i + 1] = (uint16_t)(32 + i);
+            hi[2 * i] = (uint16_t)(16 + i), hi[2 * i + 1] = (uint16_t)(48 + i);
+        }
+        lo_idx = _mm512_loadu_si512(lo);
+        hi_idx = _mm512_loadu_si512(hi);
+    }
+    const int64_t k2 = (k + 1) / 2;
+    for (int64_t p = 0; p * TP__GEMM_BF16_NR < n; p++) {
+        const int w = tp__gemm_bf16_panel_width(n, p);
+        const int64_t j0 = p * TP__GEMM_BF16_NR;
+        for (int64_t q = 0; q < k2; q++) {
+            const uint16_t *r0 = b + 2 * q * rs_b, *r1 = 2 * q + 1 < k ? r0 + rs_b : NULL;
+            uint16_t *d = dst + p * k2 * 2 * TP__GEMM_BF16_NR + q * 2 * w; /* full panels come first */
+            for (int j = 0; j < w; j += 32) {
+                const int64_t cols = n - (j0 + j); /* real columns from here (>= 1) */
+                const __mmask32 m = cols >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << cols) - 1u);
+                const __m512i v0 = _mm512_maskz_loadu_epi16(m, r0 + j0 + j);
+                const __m512i v1 = r1 ? _mm512_maskz_loadu_epi16(m, r1 + j0 + j) : _mm512_setzero_si512();
+                _mm512_storeu_si512(d + 2 * j, _mm512_permutex2var_epi16(v0, lo_idx, v1));
+                if (w - j > 16) _mm512_storeu_si512(d + 2 * j + 32, _mm512_permutex2var_epi16(v0, hi_idx, v1));
+            }
+        }
+    }
+}
+
 void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
                                  int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
                                  const float *bias, bool bias_row, uint16_t *out, int64_t ldo) {
@@ -92,6 +123,9 @@ void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64
 }
 #else
 /* Not built for AVX-512-BF16: tp__gemm_bf16_supported() is false. */
+void tp__gemm_bf16_avx512_pack_rows(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, uint16_t *dst) {
+    (void)k, (void)n, (void)b, (void)rs_b, (void)dst;
+}
 void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
                                  int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
                                  const float *bias, bool bias_row, uint16_t *out, int64_t ldo) {
