@@ -2052,60 +2052,6 @@ TEST(test_half_conv) {
  * parameters (constant weights) and the rest user inputs. */
 typedef enum { HP_LINEAR, HP_LINEAR_XT, HP_LINEAR_INPUTS, HP_MATMUL, HP_MATMUL_T, HP_ADDMM } half_prog;
 
-/* Run p at the reference level and at every level from scalar with 1 and 2
- * threads: the 16-bit outputs must agree within one unit in the last place
- * of the 16-bit result (rtol: bfloat16 2^-7, float16 2^-10 above the
- * rounding of both) plus the float32 accumulation's error (atol), and no
- * step may run a reference kernel. */
-static void check_half_program(tp_program *p, tp_tensor **x, int n_x, tp_dtype dt, const char *what) {
-    tp_run_options opt;
-    tp_run_options_init(&opt);
-    opt.cpu_level = TP_CPU_REFERENCE;
-    tp_run *r = NULL;
-    tp_tensor *ref = NULL;
-    CHECK_OK(tp_run_new(p, &opt, &r));
-    if (r && tp_run_execute(r, x, n_x, NULL, 0) == TP_OK) CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &ref));
-    else CHECK_MSG(false, "%s: reference run failed: %s", what, tp_last_error());
-    tp_run_free(r);
-    if (!ref) return;
-    CHECK(tp_tensor_dtype(ref) == dt);
-    double rtol = dt == TP_BFLOAT16 ? 1.0 / 128 : 1.0 / 1024, atol = 2e-3;
-    for (int level = TP_CPU_SCALAR; level <= (int)tp_cpu_level_supported(); level++)
-        for (int threads = 2; threads >= 1; threads--) {
-            tp_run_options_init(&opt);
-            opt.cpu_level = (tp_cpu_level)level;
-            opt.num_threads = threads;
-            /* bfloat16 products run vdpbf16ps where the CPU has it */
-            prof pr = {.want = "avx512_bf16"};
-            opt.profile = prof_fn;
-            opt.profile_user = &pr;
-            r = NULL;
-            CHECK_OK(tp_run_new(p, &opt, &r));
-            if (!r) continue;
-            for (int k = 0; k < 2; k++) CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
-            bool dot = dt == TP_BFLOAT16 && level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
-            CHECK_MSG(dot ? pr.level_events == 2 : pr.level_events == 0, "%s [%s]: %d steps on vdpbf16ps", what,
-                      tp_cpu_level_name((tp_cpu_level)level), pr.level_events);
-            tp_tensor *got = tp_run_output(r, 0);
-            CHECK_MSG(got && tp_tensor_dtype(got) == dt && same_tensor(got, ref, rtol, atol), "%s [%s, %d threads]", what,
-                      tp_cpu_level_name((tp_cpu_level)level), threads);
-            /* rounded once like the reference: nearly all equal exactly (a
-             * float32 sum lands on the other side of a rounding boundary
-             * rarely; truncating instead of rounding would miss half) */
-            int64_t n = got ? tp_tensor_numel(got) : 0, same = 0;
-            for (int64_t i = 0; i < n && tp_tensor_numel(ref) == n; i++)
-                same += tp_tensor_item_f64(got, i) == tp_tensor_item_f64(ref, i);
-            CHECK_MSG(same * 100 >= n * 97, "%s [%s, %d threads]: %" PRId64 " of %" PRId64 " equal", what,
-                      tp_cpu_level_name((tp_cpu_level)level), threads, same, n);
-            tp_run_stats st;
-            tp_run_get_stats(r, &st);
-            CHECK_MSG(st.n_reference == 0 && st.n_fast >= 1, "%s [%s]: %d reference steps, %d fast", what,
-                      tp_cpu_level_name((tp_cpu_level)level), (int)st.n_reference, (int)st.n_fast);
-            tp_run_free(r);
-        }
-    tp_tensor_free(ref);
-}
-
 /* kind over [M, K] x [K, N] (batched as the kind says), in dt. */
 static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t N, uint32_t seed) {
     char what[160];
@@ -2188,7 +2134,7 @@ static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t
             x[n_x++] = t;
         }
     }
-    if (p) check_half_program(p, x, n_x, dt, what);
+    if (p) check_half_outputs(p, x, n_x, dt, 2e-3, 1, what); /* the product on vdpbf16ps where the CPU has it */
     free_tensors(x, n_x);
     tp_program_free(p);
 }

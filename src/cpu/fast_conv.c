@@ -108,6 +108,16 @@ static void im2col(const conv_plan *cp, const void *in, int64_t p0, int64_t np, 
             }
 }
 
+/* Work item `it` of the tiled convolutions: image, group, first pixel and
+ * pixel count of its tile. */
+static void tile_at(const conv_plan *cp, int64_t it, int64_t *img, int64_t *g, int64_t *p0, int64_t *np) {
+    const int64_t pix = cp->oh * cp->ow, t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
+    *g = rest % cp->groups;
+    *img = rest / cp->groups;
+    *p0 = t * cp->tile;
+    *np = pix - *p0 < cp->tile ? pix - *p0 : cp->tile;
+}
+
 static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const conv_plan *cp = plan->data;
     const float *x = (const float *)tp__tensor_base(in[0]);
@@ -121,9 +131,8 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
     float *col = (float *)ws;
     void *gws = ws + cp->col_bytes;
     for (int64_t it = ex->ith; it < items; it += ex->nth) {
-        int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
-        int64_t g = rest % cp->groups, img = rest / cp->groups;
-        int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
+        int64_t img, g, p0, np;
+        tile_at(cp, it, &img, &g, &p0, &np);
         const float *xin = x + img * cp->in_s[0] + g * cg_in * cp->in_s[1];
         /* out[co][q] = sum_k W[co][k] * col[k][q], written straight into NCHW */
         tp_gemm gm = {.isa = cp->isa, .m = cg_out, .n = np, .k = cp->k};
@@ -173,9 +182,8 @@ static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_
     float *col = (float *)ws, *c32 = (float *)(ws + cp->col_bytes);
     void *gws = ws + cp->col_bytes + cp->c_bytes;
     for (int64_t it = ex->ith; it < items; it += ex->nth) {
-        int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
-        int64_t g = rest % cp->groups, img = rest / cp->groups;
-        int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
+        int64_t img, g, p0, np;
+        tile_at(cp, it, &img, &g, &p0, &np);
         im2col(cp, x + img * cp->in_s[0] + g * cg_in * cp->in_s[1], p0, np, col, false);
         tp_gemm gm = {.isa = cp->isa, .m = cg_out, .n = np, .k = cp->k, .a = cp->wfold + g * cg_out * cp->k,
                       .rs_a = cp->k, .cs_a = 1, .b = col, .rs_b = np, .cs_b = 1, .c = c32, .ldc = np};
@@ -205,9 +213,8 @@ static tp_status conv_run_dot16(const tp_op_plan *plan, tp_tensor *const *in, tp
     uint16_t *col = (uint16_t *)ws;
     void *packed = ws + cp->col_bytes, *gws = ws + cp->col_bytes + cp->c_bytes;
     for (int64_t it = ex->ith; it < items; it += ex->nth) {
-        int64_t t = it % cp->tiles_per_image, rest = it / cp->tiles_per_image;
-        int64_t g = rest % cp->groups, img = rest / cp->groups;
-        int64_t p0 = t * cp->tile, np = pix - p0 < cp->tile ? pix - p0 : cp->tile;
+        int64_t img, g, p0, np;
+        tile_at(cp, it, &img, &g, &p0, &np);
         im2col(cp, x + img * cp->in_s[0] + g * cg_in * cp->in_s[1], p0, np, col, true);
         tp__gemm_bf16_pack_b(cp->k, np, col, np, 1, packed);
         tp_gemm_bf16 gm = {.m = cg_out, .n = np, .k = cp->k, .a = cp->w16 + g * cg_out * cp->k, .rs_a = cp->k,

@@ -621,6 +621,19 @@ static tp_status clamp_prepare(const tp_prepare_info *info, const tp_value *boun
  * each); self/other may be scalars (f[0], f[1]; stride arrays unused). */
 enum { W_ND = 0, W_SIZES = 1, W_SC = 9 }; /* i[9..16]: cond strides */
 
+/* Element offsets of row r (all dims but the last) in the condition, x and y. */
+static void where_row(const int64_t *q, const int64_t *sx, const int64_t *sy, int nd, int64_t r, int64_t *oc,
+                      int64_t *ox, int64_t *oy) {
+    *oc = *ox = *oy = 0;
+    for (int d = nd - 2; d >= 0; d--) {
+        int64_t i = r % q[W_SIZES + d];
+        r /= q[W_SIZES + d];
+        *oc += i * q[W_SC + d];
+        *ox += i * sx[d];
+        *oy += i * sy[d];
+    }
+}
+
 static tp_status where_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const int64_t *q = plan->i;
     int nd = (int)q[W_ND];
@@ -640,14 +653,8 @@ static tp_status where_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     int64_t isc = nd > 0 ? q[W_SC + nd - 1] : 0, isx = nd > 0 ? sx[nd - 1] : 0, isy = nd > 0 ? sy[nd - 1] : 0;
     int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
     for (int64_t r = lo; r < hi; r++) {
-        int64_t oc = 0, ox = 0, oy = 0, rem = r;
-        for (int d = nd - 2; d >= 0; d--) {
-            int64_t i = rem % q[W_SIZES + d];
-            rem /= q[W_SIZES + d];
-            oc += i * q[W_SC + d];
-            ox += i * sx[d];
-            oy += i * sy[d];
-        }
+        int64_t oc, ox, oy;
+        where_row(q, sx, sy, nd, r, &oc, &ox, &oy);
         float *po = o + r * n;
         const uint8_t *pc = c + oc;
         const float *px = x ? x + ox : &xs, *py = y ? y + oy : &ys;
@@ -683,14 +690,8 @@ static tp_status where_run16(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     int64_t isc = nd > 0 ? q[W_SC + nd - 1] : 0, isx = nd > 0 ? sx[nd - 1] : 0, isy = nd > 0 ? sy[nd - 1] : 0;
     int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
     for (int64_t r = lo; r < hi; r++) {
-        int64_t oc = 0, ox = 0, oy = 0, rem = r;
-        for (int d = nd - 2; d >= 0; d--) {
-            int64_t i = rem % q[W_SIZES + d];
-            rem /= q[W_SIZES + d];
-            oc += i * q[W_SC + d];
-            ox += i * sx[d];
-            oy += i * sy[d];
-        }
+        int64_t oc, ox, oy;
+        where_row(q, sx, sy, nd, r, &oc, &ox, &oy);
         uint16_t *po = o + r * n;
         const uint8_t *pc = c + oc;
         const uint16_t *px = x ? x + ox : &xs, *py = y ? y + oy : &ys;
