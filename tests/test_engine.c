@@ -2052,6 +2052,81 @@ TEST(test_half_conv) {
  * parameters (constant weights) and the rest user inputs. */
 typedef enum { HP_LINEAR, HP_LINEAR_XT, HP_LINEAR_INPUTS, HP_MATMUL, HP_MATMUL_T, HP_ADDMM } half_prog;
 
+/* x * 0.5 -> exp -> + 1 -> relu -> / k (a one-element constant) -> gelu
+ * -> sqrt in dt; with every_output all seven are outputs (nothing fuses),
+ * else only the last. */
+static tp_program *half_chain(tp_dtype dt, bool every_output) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return NULL;
+    tp_node *k = placeholder_dt(g, "c_k", dt, 1, (int64_t[]){1});
+    tp_node *x = placeholder_dt(g, "x", dt, 2, (int64_t[]){9, 2500});
+    tp_node *o[7];
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(x), tp_value_float(0.5)});
+    o[1] = call(g, TP_OP_EXP, 1, (tp_value[]){N(o[0])});
+    o[2] = call(g, TP_OP_ADD, 2, (tp_value[]){N(o[1]), tp_value_float(1.0)});
+    o[3] = call(g, TP_OP_RELU, 1, (tp_value[]){N(o[2])});
+    o[4] = call(g, TP_OP_DIV, 2, (tp_value[]){N(o[3]), N(k)});
+    o[5] = call(g, TP_OP_GELU, 1, (tp_value[]){N(o[4])});
+    o[6] = call(g, TP_OP_SQRT, 1, (tp_value[]){N(o[5])});
+    int n_out = every_output ? 7 : 1;
+    output_nodes(g, n_out, every_output ? o : &o[6]);
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_CONSTANT_TENSOR, tp_arg_tensor("c_k"), "k", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 7 - n_out; i < 7; i++)
+        CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    tp_tensor *tk = rand_tensor_dt(dt, 1, (int64_t[]){1}, 81, 2.0f);
+    if (p && tk) CHECK_OK(tp_program_set_state(p, "k", TP_STATE_CONSTANT, tk, true));
+    tp_tensor_free(tk);
+    return p;
+}
+
+/* A chain of 16-bit elementwise steps fuses into one pass, and gives the
+ * bits of the same steps run one by one (each fused step rounds its input
+ * to 16 bits first), at every level and thread count. */
+TEST(test_half_chain_fuses) {
+    const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
+    for (int d = 0; d < 2; d++) {
+        tp_program *fused = half_chain(dts[d], false), *apart = half_chain(dts[d], true);
+        tp_tensor *x = rand_tensor_dt(dts[d], 2, (int64_t[]){9, 2500}, 82, 6.0f);
+        for (int level = TP_CPU_SCALAR; fused && apart && x && level <= (int)tp_cpu_level_supported(); level++)
+            for (int threads = 1; threads <= 2; threads++) {
+                tp_run_options opt;
+                tp_run_options_init(&opt);
+                opt.cpu_level = (tp_cpu_level)level;
+                opt.num_threads = threads;
+                tp_run *rf = NULL, *ra = NULL;
+                CHECK_OK(tp_run_new(fused, &opt, &rf));
+                CHECK_OK(tp_run_new(apart, &opt, &ra));
+                if (!rf || !ra || tp_run_execute(rf, &x, 1, NULL, 0) != TP_OK || tp_run_execute(ra, &x, 1, NULL, 0) != TP_OK) {
+                    CHECK_MSG(false, "%s: runs failed: %s", tp_dtype_name(dts[d]), tp_last_error());
+                } else {
+                    tp_run_stats sf, sa;
+                    tp_run_get_stats(rf, &sf);
+                    tp_run_get_stats(ra, &sa);
+                    CHECK_MSG(sf.n_fused >= 5 && sa.n_fused == 0 && sf.n_reference == 0, "%s [%s]: fused %d / %d",
+                              tp_dtype_name(dts[d]), tp_cpu_level_name((tp_cpu_level)level), (int)sf.n_fused,
+                              (int)sa.n_fused);
+                    const tp_tensor *a = tp_run_output(rf, 0), *b = tp_run_output(ra, 6);
+                    CHECK_MSG(a && b && tp_tensor_numel(a) == tp_tensor_numel(b) &&
+                                  memcmp(tp_tensor_data((tp_tensor *)a), tp_tensor_data((tp_tensor *)b),
+                                         (size_t)tp_tensor_numel(a) * 2) == 0,
+                              "%s [%s, %d threads]: the fused chain's bits differ from the steps'", tp_dtype_name(dts[d]),
+                              tp_cpu_level_name((tp_cpu_level)level), threads);
+                }
+                tp_run_free(rf);
+                tp_run_free(ra);
+            }
+        tp_tensor_free(x);
+        tp_program_free(fused);
+        tp_program_free(apart);
+    }
+}
+
 /* kind over [M, K] x [K, N] (batched as the kind says), in dt. */
 static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t N, uint32_t seed) {
     char what[160];
@@ -2162,4 +2237,4 @@ TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
-          T(test_half_products), T(test_half_rows), T(test_half_conv))
+          T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses))

@@ -10,8 +10,9 @@
  * bfloat16 and float16 tensors (every operand of the one dtype, or a
  * number) run the same float32 loops a block at a time: operands widened
  * into L1 buffers, the result rounded once into the output (half.h), which
- * is how PyTorch computes these dtypes on CPUs. They take no fusion: each
- * op's result is rounded to 16 bits before the next reads it.
+ * is how PyTorch computes these dtypes on CPUs. Their chains fuse, each
+ * fused step rounding its input to 16 bits first (half_round_trip), so a
+ * chain gives the bits of its steps run one by one.
  */
 #include <math.h>
 
@@ -281,6 +282,7 @@ static void half_binary_block(const tp_op_plan *plan, int kind, const uint16_t *
         pb = fb;
     }
     tab->binary((int)plan->i[P_OP], fo, fa, sa, pb, b ? sb : 0, m, (float)plan->f[0]);
+    run_chain(plan, fo, m);
     tp__half_round(fo, m, kind, o);
 }
 
@@ -332,21 +334,50 @@ static tp_status unary_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp
                 for (int64_t k = 0; k < m; k++) fa[k] = v;
             }
             tab->unary(op, fa, fa, m, params);
+            run_chain(plan, fa, m);
             tp__half_round(fa, m, kind, o + r * n + q);
         }
     }
     return TP_OK;
 }
 
-/* A plan of binary_prepare / unary_prepare turned into its 16-bit form:
- * no fusion, no streaming, no epilogue forms. */
+/* p[0, n) = p rounded to the plan's 16-bit dtype and widened again: what a
+ * fused 16-bit step reads where the unfused one would read its producer's
+ * 16-bit output. */
+static void half_round_trip(const tp_op_plan *plan, float *p, int64_t n) {
+    uint16_t tmp[HALF_STEP];
+    const int kind = (int)plan->f[F_HALF];
+    for (int64_t q = 0; q < n; q += HALF_STEP) {
+        const int64_t m = n - q < HALF_STEP ? n - q : HALF_STEP;
+        tp__half_round(p + q, m, kind, tmp);
+        tp__half_widen(tmp, m, kind, p + q);
+    }
+}
+
+static void unary_apply(const tp_op_plan *plan, float *p, int64_t n);
+static void binary_apply(const tp_op_plan *plan, float *p, int64_t n);
+
+/* A 16-bit unary step or step with a number operand fused after another
+ * 16-bit elementwise step: its input rounded first, so the chain gives the
+ * bits the separate steps give (the last rounding is the producer's store). */
+static void half_unary_apply(const tp_op_plan *plan, float *p, int64_t n) {
+    half_round_trip(plan, p, n);
+    unary_apply(plan, p, n);
+}
+static void half_binary_apply(const tp_op_plan *plan, float *p, int64_t n) {
+    half_round_trip(plan, p, n);
+    binary_apply(plan, p, n);
+}
+
+/* A plan of binary_prepare / unary_prepare turned into its 16-bit form: no
+ * streaming, no GEMM / convolution epilogue forms; chains of 16-bit
+ * elementwise steps still fuse (each fused step rounds its input first). */
 static void make_half(tp_op_plan *plan, int kind, tp_run_fn run) {
     plan->f[F_HALF] = kind;
     plan->run = run;
     plan->stream_out = false;
     plan->bias_add = plan->residual_add = false;
-    plan->apply = NULL;
-    plan->fuse = NULL;
+    if (plan->apply) plan->apply = run == binary_run_half ? half_binary_apply : half_unary_apply;
 }
 
 /* A binary op with a scalar operand as a fused step: p = p op scalar. */
