@@ -1619,8 +1619,17 @@ static tp_status run_steps(tp_run *r) {
                 tp_exec ex = {.ith = 0, .nth = 1, .workspace = workspace, .ctx = r->ctx[j]};
                 st = s->op_plan.run(&s->op_plan, io, io + s->n_in, &ex);
             } else {
-                fast_task task = {.s = s, .in = io, .out = io + s->n_in, .workspace = workspace,
-                                  .step_ctx = r->ctx[j], .err_lock = ATOMIC_FLAG_INIT, .err_ith = nth};
+                /* fields set one by one: an initializer would zero status[]
+                 * and err[] (2 KiB) on every step, and tp__parallel runs
+                 * every ith, so each status is written before it is read */
+                fast_task task;
+                task.s = s;
+                task.in = io;
+                task.out = io + s->n_in;
+                task.workspace = workspace;
+                task.step_ctx = r->ctx[j];
+                task.err_ith = nth;
+                atomic_flag_clear_explicit(&task.err_lock, memory_order_relaxed);
                 tp__parallel(nth, fast_worker, &task);
                 for (int i = 0; i < nth && st == TP_OK; i++) st = task.status[i];
                 /* a worker's failure: its message, not the caller's stale one */
