@@ -2127,6 +2127,101 @@ TEST(test_half_chain_fuses) {
     }
 }
 
+/* bfloat16: y = linear(x, W [N, K]) + b [N] + r, or with the linear's own
+ * bias bl, the product matmul(x3 [2, 5, K], W2 [K, N]) + b; with
+ * every_output the intermediates are outputs too (nothing fuses). */
+static tp_program *half_epilogue(bool own_bias, bool every_output, int64_t K, int64_t N) {
+    const tp_dtype dt = TP_BFLOAT16;
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return NULL;
+    tp_node *w = placeholder_dt(g, "p_w", dt, 2, (int64_t[]){N, K});
+    tp_node *w2 = placeholder_dt(g, "p_w2", dt, 2, (int64_t[]){K, N});
+    tp_node *b = placeholder_dt(g, "p_b", dt, 1, (int64_t[]){N});
+    tp_node *bl = placeholder_dt(g, "p_bl", dt, 1, (int64_t[]){N});
+    tp_node *x = placeholder_dt(g, "x", dt, 2, (int64_t[]){37, K});
+    tp_node *r = placeholder_dt(g, "r", dt, 2, (int64_t[]){37, N});
+    tp_node *x3 = placeholder_dt(g, "x3", dt, 3, (int64_t[]){2, 5, K});
+    tp_node *o[5];
+    o[0] = own_bias ? call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(bl)})
+                    : call(g, TP_OP_LINEAR, 2, (tp_value[]){N(x), N(w)});
+    o[1] = call(g, TP_OP_ADD, 2, (tp_value[]){N(o[0]), N(b)});
+    o[2] = call(g, TP_OP_ADD, 2, (tp_value[]){N(o[1]), N(r)});
+    o[3] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(x3), N(w2)});
+    o[4] = call(g, TP_OP_ADD, 2, (tp_value[]){N(b), N(o[3])}); /* the row first, as ONNX writes Linear */
+    tp_node *outs[5] = {o[2], o[4], o[0], o[1], o[3]};
+    int n_out = every_output ? 5 : 2;
+    output_nodes(g, n_out, outs);
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    const char *params[4] = {"p_w", "p_w2", "p_b", "p_bl"};
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(params[i]), params[i] + 2, TP_PERSISTENT_UNSET));
+    const char *ins[3] = {"x", "r", "x3"};
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor(ins[i]), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 0; i < n_out; i++)
+        CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(outs[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    const int64_t shapes[4][2] = {{N, K}, {K, N}, {N, 0}, {N, 0}};
+    for (int i = 0; p && i < 4; i++) {
+        tp_tensor *t = rand_tensor_dt(dt, shapes[i][1] ? 2 : 1, shapes[i], 91 + (uint32_t)i, 2.0f);
+        CHECK_OK(tp_program_set_state(p, params[i] + 2, TP_STATE_PARAMETER, t, true));
+        tp_tensor_free(t);
+    }
+    return p;
+}
+
+/* A bfloat16 product on vdpbf16ps takes a following bias add and residual
+ * add into its epilogue, rounding before each as the separate steps do:
+ * the outputs equal, bit for bit, those of the same steps unfused, at
+ * every level and thread count (where the product is not on vdpbf16ps
+ * nothing fuses). */
+TEST(test_half_epilogue_fuses) {
+    static const int64_t kn[3][2] = {{300, 130}, {1101, 70}, {64, 17}};
+    for (int own = 0; own < 2; own++)
+        for (int c = 0; c < 3; c++) {
+            const int64_t K = kn[c][0], N = kn[c][1];
+            tp_program *fused = half_epilogue(own, false, K, N), *apart = half_epilogue(own, true, K, N);
+            tp_tensor *in[3] = {rand_tensor_dt(TP_BFLOAT16, 2, (int64_t[]){37, K}, 95, 2.0f),
+                                rand_tensor_dt(TP_BFLOAT16, 2, (int64_t[]){37, N}, 96, 8.0f),
+                                rand_tensor_dt(TP_BFLOAT16, 3, (int64_t[]){2, 5, K}, 97, 2.0f)};
+            for (int level = TP_CPU_SCALAR; fused && apart && level <= (int)tp_cpu_level_supported(); level++)
+                for (int threads = 1; threads <= 2; threads++) {
+                    tp_run_options opt;
+                    tp_run_options_init(&opt);
+                    opt.cpu_level = (tp_cpu_level)level;
+                    opt.num_threads = threads;
+                    tp_run *rf = NULL, *ra = NULL;
+                    CHECK_OK(tp_run_new(fused, &opt, &rf));
+                    CHECK_OK(tp_run_new(apart, &opt, &ra));
+                    if (!rf || !ra || tp_run_execute(rf, in, 3, NULL, 0) != TP_OK || tp_run_execute(ra, in, 3, NULL, 0) != TP_OK) {
+                        CHECK_MSG(false, "runs failed: %s", tp_last_error());
+                    } else {
+                        tp_run_stats sf;
+                        tp_run_get_stats(rf, &sf);
+                        bool dot = level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
+                        CHECK_MSG(sf.n_fused == (dot ? 3 : 0), "own bias %d, K %" PRId64 " [%s]: %d fused", own, K,
+                                  tp_cpu_level_name((tp_cpu_level)level), (int)sf.n_fused);
+                        for (int k = 0; k < 2; k++) {
+                            const tp_tensor *a = tp_run_output(rf, k), *b = tp_run_output(ra, k);
+                            CHECK_MSG(a && b && tp_tensor_numel(a) == tp_tensor_numel(b) &&
+                                          memcmp(tp_tensor_data((tp_tensor *)a), tp_tensor_data((tp_tensor *)b),
+                                                 (size_t)tp_tensor_numel(a) * 2) == 0,
+                                      "own bias %d, K %" PRId64 " [%s, %d threads]: output %d differs from the steps'",
+                                      own, K, tp_cpu_level_name((tp_cpu_level)level), threads, k);
+                        }
+                    }
+                    tp_run_free(rf);
+                    tp_run_free(ra);
+                }
+            free_tensors(in, 3);
+            tp_program_free(fused);
+            tp_program_free(apart);
+        }
+}
+
 /* kind over [M, K] x [K, N] (batched as the kind says), in dt. */
 static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t N, uint32_t seed) {
     char what[160];
@@ -2237,4 +2332,5 @@ TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
-          T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses))
+          T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
+          T(test_half_epilogue_fuses))

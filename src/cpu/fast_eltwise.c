@@ -370,13 +370,13 @@ static void half_binary_apply(const tp_op_plan *plan, float *p, int64_t n) {
 }
 
 /* A plan of binary_prepare / unary_prepare turned into its 16-bit form: no
- * streaming, no GEMM / convolution epilogue forms; chains of 16-bit
- * elementwise steps still fuse (each fused step rounds its input first). */
+ * streaming; chains of 16-bit elementwise steps still fuse (each fused
+ * step rounds its input first), and a bias or residual add into a
+ * bfloat16 product that rounds before each add (fast_linalg.c). */
 static void make_half(tp_op_plan *plan, int kind, tp_run_fn run) {
     plan->f[F_HALF] = kind;
     plan->run = run;
     plan->stream_out = false;
-    plan->bias_add = plan->residual_add = false;
     if (plan->apply) plan->apply = run == binary_run_half ? half_binary_apply : half_unary_apply;
 }
 

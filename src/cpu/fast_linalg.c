@@ -15,7 +15,8 @@
  *
  * bfloat16 products on a CPU with AVX-512-BF16 run gemm_bf16.h's
  * vdpbf16ps GEMM (B packed in pairs: a constant weight at plan time, else
- * per batch into the workspace; tiles rounded from registers). Other
+ * per batch into the workspace; tiles rounded from registers), which also
+ * takes a following bias add and residual add, rounding before each. Other
  * bfloat16 and float16 products (all operands of the one dtype) run the
  * same float32 GEMM: their values widen to float32 exactly, so a constant
  * B is widened and packed as float32 at plan time, A's blocks are widened
@@ -26,9 +27,8 @@
  * hook). That is PyTorch's CPU product for these dtypes (oneDNN's or its
  * own, accumulating in float32); the reference kernel accumulates in
  * double, so the two differ by at most one unit in the last place of the
- * 16-bit result and the float32 accumulation's error. Such products take
- * no fusion: a following activation or add rounds its input to 16 bits
- * first, which a fused epilogue would not.
+ * 16-bit result and the float32 accumulation's error. They take no other
+ * fusion: a following activation rounds its input to 16 bits first.
  */
 #include "einsum.h"
 #include "eltwise.h"
@@ -52,6 +52,7 @@ typedef struct mm_plan {
     int ia, ib, ibias;               /* indices into in[]; ibias -1: none */
     int bias_mode;                   /* 0 none, 1 row vector of N, 2 residual M x N (contiguous) */
     int ires;                        /* fused residual: index into in[], -1 none */
+    int ibias2;                      /* 16-bit: a fused bias add after the product's rounding, -1 none */
     const tp_op_plan *act;           /* fused activation (the consumer's plan), NULL none */
     float alpha;
     void *packed_base;               /* owned allocation of packed_b; NULL when B is not constant */
@@ -200,12 +201,15 @@ static tp_status mm_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     const int64_t b1 = split_batches ? mp->n_batch * (ex->ith + 1) / ex->nth : mp->n_batch;
     if (mp->dot16) {
         tp_gemm_bf16 g = {.m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a,
-                          .packed_b = mp->packed_b, .ldc = mp->n, .alpha = mp->alpha, .bias = bias};
+                          .packed_b = mp->packed_b, .ldc = mp->n, .alpha = mp->alpha, .bias = bias, .ld_res = mp->n};
+        if (mp->ibias2 >= 0) g.bias2 = (const uint16_t *)tp__tensor_base(in[mp->ibias2]);
+        const uint16_t *res = mp->ires >= 0 ? (const uint16_t *)tp__tensor_base(in[mp->ires]) : NULL;
         for (int64_t bi = b0; bi < b1; bi++) {
             int64_t oa, ob;
             batch_offsets(mp, bi, &oa, &ob);
             g.a = a + oa;
             g.c = c + bi * mn;
+            g.res = res ? res + bi * mn : NULL;
             if (b) { /* each thread packs the whole B it reads into its own copy */
                 tp__gemm_bf16_pack_b(mp->k, mp->n, b + ob, mp->rs_b, mp->cs_b, mine);
                 g.packed_b = mine;
@@ -243,8 +247,21 @@ static tp_status mm_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_te
 
 static tp_status mm_fuse(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
     mm_plan *mp = plan->data;
-    /* nothing goes after the activation; a 16-bit product's consumers read it rounded */
-    if (mp->act || mp->dt != TP_FLOAT32) return TP_ERR_UNSUPPORTED;
+    if (mp->act) return TP_ERR_UNSUPPORTED; /* nothing goes after the activation */
+    if (mp->dt != TP_FLOAT32) {
+        /* bfloat16 on vdpbf16ps: a bias add, then a residual add, each
+         * rounding as its own step would (gemm_bf16.h); nothing else */
+        if (!mp->dot16) return TP_ERR_UNSUPPORTED;
+        if (kind == TP_FUSE_BIAS && mp->ibias2 < 0 && mp->ires < 0 && mp->n_batch >= 1) {
+            mp->ibias2 = leaf;
+            return TP_OK;
+        }
+        if (kind == TP_FUSE_RESIDUAL && mp->ires < 0) {
+            mp->ires = leaf;
+            return TP_OK;
+        }
+        return TP_ERR_UNSUPPORTED;
+    }
     switch (kind) {
     case TP_FUSE_ACT: mp->act = consumer; return TP_OK;
     case TP_FUSE_RESIDUAL:
@@ -424,6 +441,7 @@ static tp_status matmul_like(const tp_prepare_info *info, const tp_tensor *a, co
     mp->ib = ib;
     mp->ibias = -1;
     mp->ires = -1;
+    mp->ibias2 = -1;
     mp->alpha = 1.0f;
     /* A rows/cols; a 1-D A is a 1 x K row */
     int a_batch;
@@ -607,6 +625,7 @@ static tp_status einsum_prepare(const tp_prepare_info *info, const tp_value *bou
     mp->ib = ib;
     mp->ibias = -1;
     mp->ires = -1;
+    mp->ibias2 = -1;
     mp->alpha = 1.0f;
     mp->m = row >= 0 ? e.size[row] : 1;
     mp->n = col >= 0 ? e.size[col] : 1;

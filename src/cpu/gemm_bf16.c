@@ -112,10 +112,13 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
         a_buf = (uint16_t *)(base + (size_t)ith * round64((size_t)(TP__GEMM_BF16_MC * TP__GEMM_BF16_KC) * sizeof(uint16_t)));
     }
     const uint16_t *bp = g->packed_b;
-    if (g->k <= 0) { /* no products: C = bias */
+    if (g->k <= 0) { /* no products: C = bias, then the fused steps */
         for (int64_t i = m0; i < m1; i++)
             for (int64_t j = p0 * TP__GEMM_BF16_NR; j < g->n && j < p1 * TP__GEMM_BF16_NR; j++) {
-                g->c[i * g->ldc + j] = tp__f32_to_bf16(g->bias ? g->bias[g->bias_per_row ? i : j] : 0.0f);
+                uint16_t v = tp__f32_to_bf16(g->bias ? g->bias[g->bias_per_row ? i : j] : 0.0f);
+                if (g->bias2) v = tp__f32_to_bf16(tp__bf16_to_f32(v) + tp__bf16_to_f32(g->bias2[j]));
+                if (g->res) v = tp__f32_to_bf16(tp__bf16_to_f32(v) + tp__bf16_to_f32(g->res[i * g->ld_res + j]));
+                g->c[i * g->ldc + j] = v;
             }
         return;
     }
@@ -146,10 +149,15 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
                 for (int64_t ir = 0; ir < mc; ir += TP__GEMM_BF16_MR) {
                     const int m = mc - ir < TP__GEMM_BF16_MR ? (int)(mc - ir) : TP__GEMM_BF16_MR;
                     const int64_t i = ic + ir;
+                    const tp__gemm_bf16_ep ep = {
+                        .bias = g->bias ? g->bias + (g->bias_per_row ? i : j0) : NULL,
+                        .bias_row = g->bias_per_row,
+                        .bias2 = g->bias2 ? g->bias2 + j0 : NULL,
+                        .res = g->res ? g->res + i * g->ld_res + j0 : NULL,
+                        .ld_res = g->ld_res};
                     tp__gemm_bf16_avx512_kernel(kc2, odd, a_blk + ir * rs, rs, b, w, m, n, g->alpha, q0 > 0,
-                                                c32 ? c32 + i * g->n + j0 : NULL, g->n, last,
-                                                g->bias ? g->bias + (g->bias_per_row ? i : j0) : NULL,
-                                                g->bias_per_row, g->c + i * g->ldc + j0, g->ldc);
+                                                c32 ? c32 + i * g->n + j0 : NULL, g->n, last, &ep,
+                                                g->c + i * g->ldc + j0, g->ldc);
                 }
             }
         }

@@ -57,6 +57,13 @@ typedef struct tp_gemm_bf16 {
     const float *bias;                    /* NULL, or N floats added to every row (M floats, bias[i] to row
                                            * i, with bias_per_row) */
     bool bias_per_row;
+    /* Fused 16-bit steps after the product (each its own rounding, as the
+     * separate steps round): C = round(round(round(product) + bias2) + res),
+     * the missing ones skipped. bias2: NULL or N bfloat16 values; res:
+     * NULL or an M x N bfloat16 matrix, row stride ld_res. */
+    const uint16_t *bias2;
+    const uint16_t *res;
+    int64_t ld_res;
 } tp_gemm_bf16;
 
 /* Workspace one product needs when run by nth threads (64-byte aligned). */
@@ -65,19 +72,26 @@ TP_HIDDEN size_t tp__gemm_bf16_workspace_bytes(const tp_gemm_bf16 *g, int nth);
  * or not, same g and workspace) compute all of C. Never allocates. */
 TP_HIDDEN void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace);
 
-/* The micro-kernel (gemm_bf16_avx512.c): rows [0, m) (m <= 6) x columns
- * [0, n) (n <= 64) of a tile. a: row i's pairs at a[i*rs_a + 2q] (q <
- * kc2; with odd, the last pair holds one element). b: kc2 rows of w pairs
- * (w = the panel's width). acc: add the float32 tile at c32 (row stride
- * ldc32) to the sums. last: the sums times alpha plus bias[j] (bias[i]
- * with bias_row) are rounded into out (row stride ldo); else they go to
- * c32. */
 /* tp__gemm_bf16_pack_b for a B with contiguous rows (cs_b 1) in vectors
  * (gemm_bf16_avx512.c): two rows' 32 columns interleaved per step. */
 TP_HIDDEN void tp__gemm_bf16_avx512_pack_rows(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, uint16_t *dst);
 
+/* The micro-kernel (gemm_bf16_avx512.c): rows [0, m) (m <= 6) x columns
+ * [0, n) (n <= 64) of a tile. a: row i's pairs at a[i*rs_a + 2q] (q <
+ * kc2; with odd, the last pair holds one element). b: kc2 rows of w pairs
+ * (w = the panel's width). acc: add the float32 tile at c32 (row stride
+ * ldc32) to the sums. last: the sums times alpha plus ep's bias[j]
+ * (bias[i] with bias_row), then ep's fused steps (bias2, res; each after a
+ * rounding), are rounded into out (row stride ldo); else they go to c32. */
+typedef struct tp__gemm_bf16_ep {
+    const float *bias;     /* the tile's (first column's, or first row's with bias_row) */
+    bool bias_row;
+    const uint16_t *bias2; /* the tile's first column's */
+    const uint16_t *res;   /* the tile's first element */
+    int64_t ld_res;
+} tp__gemm_bf16_ep;
 TP_HIDDEN void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b,
                                            int w, int m, int n, float alpha, bool acc, float *c32, int64_t ldc32,
-                                           bool last, const float *bias, bool bias_row, uint16_t *out, int64_t ldo);
+                                           bool last, const tp__gemm_bf16_ep *ep, uint16_t *out, int64_t ldo);
 
 #endif

@@ -21,6 +21,22 @@ static inline void store_bf16(uint16_t *o, __m512 r, __mmask16 mask) {
     _mm512_mask_cvtepi32_storeu_epi16(o, mask, _mm512_srli_epi32(v, 16));
 }
 
+/* 16 lanes rounded to bfloat16 and widened again (what a separate step
+ * reading the rounded value sees), NaN kept. */
+static inline __m512 round_trip(__m512 r) {
+    const __m512i x = _mm512_castps_si512(r);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i v = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    const __mmask16 nan = _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
+    v = _mm512_mask_mov_epi32(v, nan, _mm512_or_si512(x, _mm512_set1_epi32(0x00400000)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_srli_epi32(v, 16), 16));
+}
+
+/* The first n of 16 bfloat16 values at p, widened (zero beyond n). */
+static inline __m512 load_bf16(const uint16_t *p, __mmask16 mask) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
+}
+
 static inline __m512i pair_at(const uint16_t *p) {
     uint32_t v;
     memcpy(&v, p, 4);
@@ -32,8 +48,7 @@ static inline __m512i pair_at(const uint16_t *p) {
 static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_t kc2, bool odd, const uint16_t *a,
                                                            int64_t rs_a, const uint16_t *b, int w, int m, int n,
                                                            float alpha, bool acc, float *c32, int64_t ldc32, bool last,
-                                                           const float *bias, bool bias_row, uint16_t *out,
-                                                           int64_t ldo) {
+                                                           const tp__gemm_bf16_ep *ep, uint16_t *out, int64_t ldo) {
     __m512 c[6][4];
     const uint16_t *ar[6];
     for (int i = 0; i < 6; i++) {
@@ -71,8 +86,11 @@ static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_
             if (acc) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, cp));
             if (last) {
                 if (alpha != 1.0f) r = _mm512_mul_ps(r, va);
-                if (bias)
-                    r = _mm512_add_ps(r, bias_row ? _mm512_set1_ps(bias[i]) : _mm512_maskz_loadu_ps(mask, bias + 16 * v));
+                if (ep->bias)
+                    r = _mm512_add_ps(r, ep->bias_row ? _mm512_set1_ps(ep->bias[i])
+                                                      : _mm512_maskz_loadu_ps(mask, ep->bias + 16 * v));
+                if (ep->bias2) r = _mm512_add_ps(round_trip(r), load_bf16(ep->bias2 + 16 * v, mask));
+                if (ep->res) r = _mm512_add_ps(round_trip(r), load_bf16(ep->res + i * ep->ld_res + 16 * v, mask));
                 store_bf16(out + i * ldo + 16 * v, r, mask);
             } else {
                 _mm512_mask_storeu_ps(cp, mask, r);
@@ -113,12 +131,12 @@ void tp__gemm_bf16_avx512_pack_rows(int64_t k, int64_t n, const uint16_t *b, int
 
 void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
                                  int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
-                                 const float *bias, bool bias_row, uint16_t *out, int64_t ldo) {
+                                 const tp__gemm_bf16_ep *ep, uint16_t *out, int64_t ldo) {
     switch ((n + 15) / 16) {
-    case 1: kernel_nv(1, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
-    case 2: kernel_nv(2, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
-    case 3: kernel_nv(3, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
-    default: kernel_nv(4, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, bias, bias_row, out, ldo); break;
+    case 1: kernel_nv(1, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, ep, out, ldo); break;
+    case 2: kernel_nv(2, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, ep, out, ldo); break;
+    case 3: kernel_nv(3, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, ep, out, ldo); break;
+    default: kernel_nv(4, kc2, odd, a, rs_a, b, w, m, n, alpha, acc, c32, ldc32, last, ep, out, ldo); break;
     }
 }
 #else
@@ -128,8 +146,8 @@ void tp__gemm_bf16_avx512_pack_rows(int64_t k, int64_t n, const uint16_t *b, int
 }
 void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b, int w,
                                  int m, int n, float alpha, bool acc, float *c32, int64_t ldc32, bool last,
-                                 const float *bias, bool bias_row, uint16_t *out, int64_t ldo) {
-    (void)kc2, (void)bias_row, (void)odd, (void)a, (void)rs_a, (void)b, (void)w, (void)m, (void)n, (void)alpha, (void)acc;
-    (void)c32, (void)ldc32, (void)last, (void)bias, (void)out, (void)ldo;
+                                 const tp__gemm_bf16_ep *ep, uint16_t *out, int64_t ldo) {
+    (void)kc2, (void)ep, (void)odd, (void)a, (void)rs_a, (void)b, (void)w, (void)m, (void)n, (void)alpha, (void)acc;
+    (void)c32, (void)ldc32, (void)last, (void)out, (void)ldo;
 }
 #endif
