@@ -506,7 +506,7 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->free_data = conv_free;
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     const bool depthwise = cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1;
-    cp->dot16 = half == TP_HALF_BF16 && !depthwise && cp->isa == TP_ISA_AVX512 && tp__gemm_bf16_supported();
+    cp->dot16 = half == TP_HALF_BF16 && !depthwise && cp->k > 0 && cp->isa == TP_ISA_AVX512 && tp__gemm_bf16_supported();
     if (half >= 0) { /* weights and bias widened into wfold / bfold (dot16: the bias only) */
         int64_t nw = cp->dot16 ? 0 : tp_tensor_numel(w);
         cp->w16 = (const uint16_t *)tp__tensor_base(w);

@@ -761,8 +761,8 @@ static tp_status where_prepare(const tp_prepare_info *info, const tp_value *boun
     plan->variant = level_name(info->cpu_level);
     plan->max_threads = threads_for(tp_tensor_numel(out), info->max_threads);
     if (half >= 0) { /* numbers as the dtype's bits */
-        if (!x) plan->f[0] = half == TP_HALF_BF16 ? tp__f32_to_bf16((float)plan->f[0]) : tp__f32_to_f16((float)plan->f[0]);
-        if (!y) plan->f[1] = half == TP_HALF_BF16 ? tp__f32_to_bf16((float)plan->f[1]) : tp__f32_to_f16((float)plan->f[1]);
+        if (!x) plan->f[0] = tp__half_bits(plan->f[0], half);
+        if (!y) plan->f[1] = tp__half_bits(plan->f[1], half);
         plan->run = where_run16;
     }
     return TP_OK;

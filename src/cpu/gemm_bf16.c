@@ -96,7 +96,7 @@ size_t tp__gemm_bf16_workspace_bytes(const tp_gemm_bf16 *g, int nth) {
 }
 
 void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace) {
-    if (g->m <= 0 || g->n <= 0 || nth < 1 || ith < 0 || ith >= nth) return;
+    if (g->m <= 0 || g->n <= 0 || g->k <= 0 || nth < 1 || ith < 0 || ith >= nth) return;
     const split s = split_for(g, nth);
     if (ith >= s.th_m * s.th_n) return;
     const int tm = ith / s.th_n, tn = ith % s.th_n;
@@ -112,16 +112,6 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
         a_buf = (uint16_t *)(base + (size_t)ith * round64((size_t)(TP__GEMM_BF16_MC * TP__GEMM_BF16_KC) * sizeof(uint16_t)));
     }
     const uint16_t *bp = g->packed_b;
-    if (g->k <= 0) { /* no products: C = bias, then the fused steps */
-        for (int64_t i = m0; i < m1; i++)
-            for (int64_t j = p0 * TP__GEMM_BF16_NR; j < g->n && j < p1 * TP__GEMM_BF16_NR; j++) {
-                uint16_t v = tp__f32_to_bf16(g->bias ? g->bias[g->bias_per_row ? i : j] : 0.0f);
-                if (g->bias2) v = tp__f32_to_bf16(tp__bf16_to_f32(v) + tp__bf16_to_f32(g->bias2[j]));
-                if (g->res) v = tp__f32_to_bf16(tp__bf16_to_f32(v) + tp__bf16_to_f32(g->res[i * g->ld_res + j]));
-                g->c[i * g->ldc + j] = v;
-            }
-        return;
-    }
     for (int64_t q0 = 0; q0 < k2; q0 += TP__GEMM_BF16_KC / 2) {
         const int64_t kc2 = k2 - q0 < TP__GEMM_BF16_KC / 2 ? k2 - q0 : TP__GEMM_BF16_KC / 2;
         const bool last = q0 + kc2 >= k2, odd = last && (g->k & 1);

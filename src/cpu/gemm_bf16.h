@@ -69,7 +69,10 @@ typedef struct tp_gemm_bf16 {
 /* Workspace one product needs when run by nth threads (64-byte aligned). */
 TP_HIDDEN size_t tp__gemm_bf16_workspace_bytes(const tp_gemm_bf16 *g, int nth);
 /* The part of C thread ith of nth owns; the nth calls together (concurrent
- * or not, same g and workspace) compute all of C. Never allocates. */
+ * or not, same g and workspace) compute all of C. Never allocates. K must
+ * be at least 1 (callers run empty products elsewhere: fast_linalg.c takes
+ * this path only for k > 0, a convolution's K is never 0); with k <= 0 it
+ * writes nothing. */
 TP_HIDDEN void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace);
 
 /* tp__gemm_bf16_pack_b for a B with contiguous rows (cs_b 1) in vectors

@@ -33,9 +33,11 @@ static inline float tp__half_to_f32(uint16_t h, int kind) {
     return kind == TP_HALF_BF16 ? tp__bf16_to_f32(h) : tp__f16_to_f32(h);
 }
 
-/* A number as the 16-bit dtype holds it (through float, as c10 converts). */
-static inline double tp__half_scalar(double v, int kind) {
-    return kind == TP_HALF_BF16 ? tp__bf16_to_f32(tp__f32_to_bf16((float)v)) : tp__f16_to_f32(tp__f32_to_f16((float)v));
+/* A number's 16-bit bits (through float, as c10 converts), and the value
+ * they hold. */
+static inline uint16_t tp__half_bits(double v, int kind) {
+    return kind == TP_HALF_BF16 ? tp__f32_to_bf16((float)v) : tp__f32_to_f16((float)v);
 }
+static inline double tp__half_scalar(double v, int kind) { return tp__half_to_f32(tp__half_bits(v, kind), kind); }
 
 #endif
