@@ -217,6 +217,7 @@ out:
  * which F(4x4, 3x3): wino4) */
 typedef struct counts {
     int onednn, gemm, wino, wino4, means, steps;
+    int dw; /* projections computing a fused depthwise convolution (dw+gemm-nhwc) */
     int64_t in_place; /* tp_run_stats.n_in_place after the call */
 } counts;
 
@@ -226,7 +227,9 @@ static void on_event(void *user, const tp_profile_event *ev) {
     if (strcmp(ev->variant, "onednn") == 0 || strcmp(ev->variant, "mean-nhwc") == 0) c->onednn++;
     c->means += strcmp(ev->variant, "mean-nhwc") == 0;
     const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
-    if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4) {
+    const bool dw = strcmp(ev->variant, "dw+gemm-nhwc") == 0;
+    c->dw += dw;
+    if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4 || dw) {
         c->onednn++;
         c->gemm++;
     }
@@ -449,6 +452,88 @@ TEST(test_gemm_conv) {
     }
 }
 
+/* A depthwise convolution whose output only a pointwise convolution reads
+ * runs inside it (fuse_dws: the projection's GEMM computes it into A a
+ * block at a time): the net's output matches the reference, bitwise the
+ * same at 1, 2 and 3 threads, with the depthwise step gone and the
+ * projection on dw+gemm-nhwc exactly as often as expected. Cases: an
+ * inverted-residual block (relu6 expansion, depthwise, projection with
+ * the block's residual), stride 2 with a 5x5 kernel, 20 channels (partial
+ * vectors at both ISA levels) and batch 3, stride (2, 1) with padding
+ * (0, 1) and silu (an activation applied to each filled block), 1000
+ * channels on 7x7 maps (several K blocks; threads may split the columns),
+ * and two that must not fuse: a multiplier of 2, and a depthwise output
+ * that is also the projection's residual. TP_CONV_GEMM=0, TP_FUSE_DW=0 and
+ * the AVX2 level fuse none. */
+TEST(test_fused_depthwise) {
+    const char *gc = getenv("TP_CONV_GEMM"), *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
+    const bool off = (gc && strcmp(gc, "0") == 0) || (fd && strcmp(fd, "0") == 0) ||
+                     (lv && strcmp(lv, "avx2") == 0) || tp_cpu_level_supported() < TP_CPU_AVX512;
+    const struct {
+        net_case c;
+        int fused;
+        float x_scale; /* the input times this: relu6 clamps at 6 too */
+    } cases[] = {
+        {{"inverted residual, stride 1", 1, 3, 13, 11, 5,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(48, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(48, 3, 1, 1, 1, 48, TP_OP_RELU6),
+           {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 1, 0}, CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"inverted residual, relu6 clamping", 1, 3, 13, 11, 5,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(48, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(48, 3, 1, 1, 1, 48, TP_OP_RELU6),
+           {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 1, 0}, CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 30.0f},
+        {{"5x5 stride 2, 20 channels, batch 3", 3, 3, 15, 12, 4,
+          {CONV(20, 3, 1, 1, 1, 1, RELU), CONV(20, 5, 2, 2, 1, 20, NONE), CONV(24, 1, 1, 0, 1, 1, NONE),
+           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"stride (2, 1), padding (0, 1), silu, batch 2", 2, 3, 12, 9, 4,
+          {CONV(24, 3, 1, 1, 1, 1, RELU), {L_CONV, 24, 3, 3, 2, 1, 0, 1, 1, 1, 24, true, false, TP_OP_SILU, -1, 0},
+           CONV(8, 1, 1, 0, 1, 1, RELU), CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"7x7 maps, 1000 channels", 1, 8, 7, 7, 4,
+          {CONV(1000, 3, 1, 1, 1, 1, TP_OP_RELU6), CONV(1000, 3, 1, 1, 1, 1000, TP_OP_RELU6),
+           CONV(40, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"multiplier 2: not fused", 1, 3, 10, 9, 4,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 3, 1, 1, 1, 16, TP_OP_RELU6), CONV(16, 1, 1, 0, 1, 1, NONE),
+           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         0, 1.0f},
+        {{"depthwise output also the residual: not fused", 1, 3, 10, 9, 4,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 1, 1, 1, 16, TP_OP_RELU6),
+           {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 2, 0}, CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         0, 1.0f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const net_case *c = &cases[i].c;
+        const int fused = off ? 0 : cases[i].fused;
+        built b = build(c);
+        if (!b.p || !b.x) {
+            tp_program_free(b.p);
+            tp_tensor_free(b.x);
+            continue;
+        }
+        float *xd = tp_tensor_data(b.x);
+        for (int64_t k = 0; k < tp_tensor_numel(b.x); k++) xd[k] *= cases[i].x_scale;
+        counts cnt;
+        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
+        CHECK_MSG(!one || (cnt.dw == fused && cnt.steps == c->n_layers - fused),
+                  "%s: %d fused depthwise projections in %d steps, want %d in %d", c->label, cnt.dw, cnt.steps, fused,
+                  c->n_layers - fused);
+        for (int th = 2; one && th <= 3; th++) {
+            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
+            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
+                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
+                      "%s: %d threads not bitwise equal to 1 thread", c->label, th);
+            CHECK_MSG(!got || cnt.dw == fused, "%s, %d threads: %d fused depthwise projections, want %d", c->label, th,
+                      cnt.dw, fused);
+            tp_tensor_free(got);
+        }
+        tp_tensor_free(one);
+        compare_levels(&b, c->label, c->n_layers - fused, c->n_layers - fused);
+    }
+}
+
 /* Planning and running nets with every allocation failing in turn:
  * TP_ERR_NOMEM, nothing leaked (LeakSanitizer sees oneDNN's objects too).
  * The first net's convolutions take our NHWC paths (the implicit GEMM and
@@ -497,6 +582,9 @@ TEST(test_alloc_failures) {
           CONV(8, 3, 1, 1, 1, 1, NONE)}},
         /* 17 x 17 pixels: two blocks of sums, whose count of finished
          * threads lives in the run context (gmean_ctx_new) */
+        {"a depthwise convolution fused into its projection", 1, 3, 9, 8, 4,
+         {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 2, 1, 1, 16, TP_OP_RELU6), CONV(8, 1, 1, 0, 1, 1, NONE),
+          CONV(4, 3, 1, 1, 1, 1, NONE)}},
         {"a mean over two blocks of pixels", 1, 3, 17, 17, 2,
          {CONV(8, 3, 1, 1, 1, 1, RELU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
     };
@@ -592,9 +680,17 @@ TEST(test_regions) {
      * its own, a oneDNN binary one (7, not 6) */
     const char *gc = getenv("TP_CONV_GEMM");
     const int unfused = gc && strcmp(gc, "0") == 0 ? 1 : 0;
-    const int expect[] = {5, 4, 5, 6, 6, 5 + unfused, 5, 6, 3, 3, 4, 5};
+    /* the mobilenet block's depthwise convolution runs inside its
+     * projection (fuse_dws: 4 steps, not 5), unless every convolution
+     * stays on oneDNN, TP_FUSE_DW=0 or below the AVX-512 level */
+    const char *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
+    const int dw_kept = unfused || (fd && strcmp(fd, "0") == 0) || (lv && strcmp(lv, "avx2") == 0) ||
+                                tp_cpu_level_supported() < TP_CPU_AVX512
+                            ? 1
+                            : 0;
+    const int expect[] = {5, 4, 5, 6, 6, 5 + unfused, 5, 6, 3, 3, 4, 4 + dw_kept};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
-        check_net_range(&nets[i], expect[i], i == 4 || i == 5 ? expect[i] : -1);
+        check_net_range(&nets[i], expect[i], i == 4 || i == 5 || i == 11 ? expect[i] : -1);
     /* the multiply fused into the projection, which scales A's blocks as
      * it fills them: 600 channels (two K blocks: the scale's offset) at
      * batch 1 (one scale vector); and an NCHW user input scaled (A
@@ -1060,7 +1156,7 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv),
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise),
                                          T(test_alloc_failures), T(test_regions), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);

@@ -20,6 +20,31 @@ typedef struct tp_wino_tx {
                 const float *const *res, bool relu);
 } tp_wino_tx;
 
+/* A depthwise convolution (groups = channels = the pointwise convolution's
+ * cin, dilation 1) whose output is only the input of a pointwise
+ * convolution (tp_conv_nhwc.pre_dw): the pointwise convolution's GEMM computes
+ * it into A a block at a time (its a_fill), so the depthwise output, as
+ * large as the expanded tensor of an inverted-residual block, is never
+ * written out and read back. x is then the depthwise convolution's NHWC
+ * input (h x w x cin per image); its output is the pointwise
+ * convolution's h x w. Each output is bias + the taps' products, added
+ * with fused multiply-adds in tap order (kernel row, then column; taps in
+ * the padding skipped), then act; the same whatever the thread count, the
+ * block or the vector a channel falls in. */
+typedef struct tp_conv_dw {
+    int64_t h, w, kh, kw, sh, sw, ph, pw;
+    float *weight;             /* owned: kh * kw rows of cin floats (tap-major), then cin bias floats */
+    int relu;                  /* 1: relu, 2: relu6 (x != x ? x : clamp to [0, 6]), applied in registers */
+    const tp_op_plan *act;     /* another activation, applied to each filled block (borrowed), or NULL */
+} tp_conv_dw;
+
+/* The depthwise rows of tp_conv_dw in vectors of 16 (conv_wino_avx512.c):
+ * rows [i0, i0 + rows) (output pixels of images of oh x ow) x channels
+ * [p0, p0 + kc) into dst (row stride kc), x the NHWC input of cin
+ * channels. */
+TP_HIDDEN void tp__conv_dw_fill_avx512(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t oh, int64_t ow,
+                                       int64_t i0, int rows, int64_t p0, int64_t kc, float *dst);
+
 /* A prepared convolution: geometry (input n x cin x h x w, output n x cout
  * x oh x ow, kernel kh x kw, stride, symmetric padding, dilation) and the
  * algorithm, set by the caller; tp__conv_nhwc_init packs the weights.
@@ -54,6 +79,10 @@ typedef struct tp_conv_nhwc {
     bool scale_b;
     int scale_b_nth;           /* the most threads a run uses (their copies lead the workspace) */
     size_t scale_b_bytes;      /* bytes a copy takes, 64-byte aligned */
+    /* A pointwise convolution whose input is a depthwise convolution's
+     * output, computed into A as the GEMM fills it (owned; set by the
+     * caller after init, with tp__conv_nhwc_set_dw), or NULL. */
+    tp_conv_dw *pre_dw;
 } tp_conv_nhwc;
 
 /* Can the convolution geometry in cv run Winograd F(2x2, 3x3)? (3x3 kernel,
@@ -75,6 +104,16 @@ TP_HIDDEN tp_wino_tx tp__wino_tx_avx512(int m);
  * copy of the weights (K x N, per image) costs at most half of scaling A
  * (pixels x K per image). */
 TP_HIDDEN void tp__conv_nhwc_scale_b(tp_conv_nhwc *cv, int nth);
+
+/* Make a pointwise convolution (implicit GEMM at TP_ISA_AVX512, not
+ * Winograd, no scale_b)
+ * compute its input from a depthwise convolution of geometry g (h, w,
+ * kh, kw, sh, sw, ph, pw; its output h x w must be cv's) with weight
+ * [cin][1][kh][kw], bias (cin floats, or NULL) and activation act (NULL,
+ * or a fused unary activation: relu and relu6 run in registers): calls
+ * then pass the depthwise input, NHWC, as x. */
+TP_HIDDEN tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const float *weight, const float *bias,
+                                         const tp_op_plan *act);
 
 /* One call's tensors: x (NHWC, or NCHW when x_nhwc is false), y (NHWC),
  * res (NHWC like y, or NULL; y itself is allowed, other overlap is not).

@@ -64,6 +64,18 @@
 #define WX_NAME(n) wx_avx2_##n
 #include "conv_wino.h"
 
+/* A fused depthwise convolution's output as the implicit A (tp_conv_dw;
+ * AVX-512 only: tp__conv_nhwc_set_dw). */
+static void conv_dw_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
+    const tp_conv_nhwc_call *call = ctx;
+    const tp_conv_nhwc *cv = call->conv;
+#if defined(__x86_64__)
+    tp__conv_dw_fill_avx512(cv->pre_dw, call->x, cv->cin, cv->oh, cv->ow, i0, rows, p0, kc, dst);
+#else
+    (void)cv, (void)i0, (void)rows, (void)p0, (void)kc, (void)dst;
+#endif
+}
+
 /* Fill rows [i0, i0 + rows) x K columns [p0, p0 + kc) of the implicit A. */
 static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
     const tp_conv_nhwc_call *call = ctx;
@@ -383,7 +395,36 @@ tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     return TP_OK;
 }
 
+tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const float *weight, const float *bias,
+                               const tp_op_plan *act) {
+    const int64_t cin = cv->cin, taps = g->kh * g->kw;
+    if (cv->isa != TP_ISA_AVX512 || cv->winograd || cv->scale_b || !tp__conv_nhwc_pointwise(cv) || taps < 1 ||
+        (g->h + 2 * g->ph - g->kh) / g->sh + 1 != cv->h || (g->w + 2 * g->pw - g->kw) / g->sw + 1 != cv->w)
+        return tp_error(TP_ERR_INTERNAL, "a depthwise convolution fused into one that does not take it");
+    tp_conv_dw *dw = tp_calloc(1, sizeof *dw);
+    float *wt = tp_malloc((size_t)((taps + 1) * cin) * sizeof(float));
+    if (!dw || !wt) {
+        tp_free(dw);
+        tp_free(wt);
+        return tp_error(TP_ERR_NOMEM, "out of memory fusing a depthwise convolution");
+    }
+    *dw = *g;
+    for (int64_t c = 0; c < cin; c++) {
+        for (int64_t t = 0; t < taps; t++) wt[t * cin + c] = weight[c * taps + t];
+        wt[taps * cin + c] = bias ? bias[c] : 0.0f;
+    }
+    dw->weight = wt;
+    const int op = tp__fused_act_op(act);
+    dw->relu = op == TP_ELT_RELU ? 1 : op == TP_ELT_RELU6 ? 2 : 0;
+    dw->act = act && !dw->relu ? act : NULL;
+    cv->pre_dw = dw;
+    return TP_OK;
+}
+
 void tp__conv_nhwc_free(tp_conv_nhwc *cv) {
+    if (cv->pre_dw) tp_free(cv->pre_dw->weight);
+    tp_free(cv->pre_dw);
+    cv->pre_dw = NULL;
     tp_free(cv->wbase);
     cv->wbase = NULL;
     cv->wpack = NULL;
@@ -396,7 +437,10 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     g.m = cv->n * cv->oh * cv->ow;
     g.n = cv->cout;
     g.k = cv->k;
-    if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && (!call->in_scale || cv->scale_b)) {
+    if (cv->pre_dw) {
+        g.a_fill = conv_dw_fill;
+        g.a_ctx = call;
+    } else if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && (!call->in_scale || cv->scale_b)) {
         /* an NHWC input is A itself: pixels x cin, row-major (with
          * scale_b the caller scales B instead) */
         g.a = call->x;

@@ -92,6 +92,9 @@ static int g_level; /* the CPU level oneDNN's kernels are capped to */
  * winograd_wanted) */
 static int g_gemmconv = -1;
 
+/* TP_FUSE_DW=0: depthwise convolutions stay steps of their own (fuse_dws) */
+static bool g_fuse_dw_off;
+
 /* tp__onednn_test_fail_mean_chunk's chunk (-1: none) */
 static atomic_int g_fail_mean_chunk = -1;
 
@@ -103,6 +106,8 @@ static void init_once(void) {
     else if (gc && strcmp(gc, "1") == 0) g_gemmconv = 1;
     else if (gc && strcmp(gc, "2") == 0) g_gemmconv = 2;
     else if (gc && strcmp(gc, "4") == 0) g_gemmconv = 4;
+    const char *fd = getenv("TP_FUSE_DW");
+    g_fuse_dw_off = fd && strcmp(fd, "0") == 0;
     const char *e = getenv("TP_ONEDNN");
     if (e && strcmp(e, "0") == 0) return;
     g_level = (int)tp_cpu_level_supported();
@@ -573,6 +578,8 @@ typedef struct dn_cand {
     float alpha, beta;
     int se_mul;          /* pointwise convolution: 1 + the step multiplying its input by a
                           * channel scale, to fuse (fuse_scales), else 0 */
+    int dw_src;          /* pointwise convolution: 1 + the depthwise convolution making its
+                          * input, to fuse (fuse_dws), else 0 */
 } dn_cand;
 
 /* The oneDNN eltwise algorithm computing TP_ELT_* op with parameters f. */
@@ -1193,7 +1200,7 @@ static tp_status build_conv(pass *ps, const plan_step *s, const dn_cand *c, dn_s
         tp_status st = make_pd(&cd, attr, false, &pd);
         dnnl_primitive_attr_destroy(attr);
         TP_TRY(st);
-        if (i == 0 && gemmconv_wanted(v, ny, v->ires < 0 || nres, c->se_mul > 0, pd)) {
+        if (i == 0 && gemmconv_wanted(v, ny, v->ires < 0 || nres, c->se_mul > 0 || c->dw_src > 0, pd)) {
             dnnl_primitive_desc_destroy(pd);
             tp_free(d->chunks);
             d->chunks = NULL;
@@ -1456,6 +1463,73 @@ static tp_status fuse_scales(pass *ps, dn_step **built) {
     return TP_OK;
 }
 
+/* A depthwise convolution whose output only a pointwise convolution reads
+ * (the expanded middle of an inverted-residual block: MobileNetV2's
+ * depthwise 3x3 and projection): the projection, on our GEMM, computes
+ * the depthwise output a block of pixels and channels at a time into its
+ * A (tp_conv_dw, conv_dw.h) and reads the depthwise input itself, so the
+ * depthwise output is never written out and read back, and its step goes.
+ * Depthwise convolutions with a multiplier of 1 and dilation 1, whose
+ * input and output are NHWC, with no residual or fused mean; the
+ * projection's input must have no other reader. At the AVX-512 level
+ * only (conv_dw.h says why). TP_FUSE_DW=0 keeps them apart.
+ * MobileNetV2 (Zen 4, alternating runs of both): the same time in quiet
+ * minutes (0.99-1.00x at one and two threads), 0.80x at two threads in
+ * minutes when the machine's neighbours load its memory (the unfused
+ * depthwise input and output, 6x the block's channels, cross memory
+ * twice more). find_dws marks the candidates before the steps are built (their
+ * projections then build on our GEMM: gemmconv_wanted); fuse_dws rewrites
+ * those whose two steps built as wanted. */
+static void find_dws(pass *ps, const int *reads) {
+    tp_plan *plan = ps->plan;
+    if (g_fuse_dw_off || g_level < TP_CPU_AVX512) return; /* conv_dw.h: measured at AVX-512 only */
+    for (int j = 0; j < plan->n_steps; j++) {
+        dn_cand *c = &ps->cand[j];
+        const tp_conv_info *v = &c->conv;
+        const plan_step *s = &plan->steps[j];
+        if (c->kind != DN_CONV || v->groups != 1 || !is_pointwise(v) || c->se_mul) continue;
+        const int x = s->in[0];
+        const plan_slot *xs = &plan->slots[x];
+        const int i = xs->def;
+        if (xs->kind != SLOT_ARENA || reads[x] != 1 || i < 0 || i >= j) continue;
+        const dn_cand *d = &ps->cand[i];
+        const tp_conv_info *u = &d->conv;
+        const plan_step *ds = &plan->steps[i];
+        if (ds->kind != STEP_FAST || d->kind != DN_CONV || ds->out[0] != x || ds->in[0] < 0 || u->groups != u->cin ||
+            u->cout != u->cin || u->cin != v->cin || u->dh != 1 || u->dw != 1 || u->ires >= 0 || !u->weight ||
+            u->n != v->n || u->oh != v->h || u->ow != v->w)
+            continue;
+        c->dw_src = i + 1;
+    }
+}
+
+static tp_status fuse_dws(pass *ps, dn_step **built) {
+    tp_plan *plan = ps->plan;
+    for (int j = 0; j < plan->n_steps; j++) {
+        const int i = ps->cand[j].dw_src - 1;
+        if (i < 0 || !built[j] || !built[i] || built[j]->kind != DN_GEMMCONV || built[i]->kind != DN_CONV) continue;
+        dn_step *p = built[j], *d = built[i];
+        plan_step *s = &plan->steps[j], *ds = &plan->steps[i];
+        const int h = ds->in[0];
+        if (!p->gc_x_nhwc || p->iscale > 0 || p->gc->winograd || p->gc->scale_b || !tp__conv_nhwc_pointwise(p->gc) ||
+            d->stage_src || d->stage_dst || d->mean[0] || !ps->nhwc[h])
+            continue;
+        const tp_conv_info *u = &ps->cand[i].conv;
+        const tp_conv_dw g = {.h = u->h, .w = u->w, .kh = u->kh, .kw = u->kw, .sh = u->sh, .sw = u->sw, .ph = u->ph,
+                              .pw = u->pw};
+        TP_TRY(tp__conv_nhwc_set_dw(p->gc, &g, u->weight, u->bias, u->act));
+        s->in[0] = h;
+        if (plan->slots[h].last < j) plan->slots[h].last = j;
+        /* the depthwise step is skipped (its output slot is left unused) */
+        ds->kind = STEP_FUSED;
+        plan->n_fast--;
+        plan->n_fused++;
+        dn_step_free(d);
+        built[i] = NULL;
+    }
+    return TP_OK;
+}
+
 /* A mean over H and W (a squeeze-excitation's global pool) of a
  * convolution's NHWC output that oneDNN's chunks write in place: the
  * convolution also writes the mean (a second output), summing each band's
@@ -1525,6 +1599,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     if (st == TP_OK && n_cand >= 2) {
         count_reads(&ps, reads, data_reads);
         find_scales(&ps, reads);
+        find_dws(&ps, reads);
     }
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
@@ -1559,6 +1634,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     }
     omp_set_num_threads(saved);
     if (st == TP_OK) st = fuse_scales(&ps, built);
+    if (st == TP_OK) st = fuse_dws(&ps, built);
     if (st == TP_OK) st = fuse_means(&ps, built);
     for (int j = 0; st == TP_OK && j < plan->n_steps; j++) {
         if (!built[j]) continue;
@@ -1599,7 +1675,10 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         if (d->kind == DN_GEMMCONV) {
             packed = d->gc->packed_bytes;
             np.run = gc_run;
-            np.variant = d->gc->winograd == 4 ? "winograd4-nhwc" : d->gc->winograd ? "winograd2-nhwc" : "gemm-nhwc";
+            np.variant = d->gc->winograd == 4 ? "winograd4-nhwc"
+                         : d->gc->winograd    ? "winograd2-nhwc"
+                         : d->gc->pre_dw      ? "dw+gemm-nhwc"
+                                              : "gemm-nhwc";
             np.max_threads = ps.threads;
             np.workspace = (tp__conv_nhwc_workspace(d->gc, ps.threads) + 63) & ~(size_t)63;
             np.ctx_new = NULL;

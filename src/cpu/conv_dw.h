@@ -1,0 +1,163 @@
+/*
+ * conv_dw.h - a depthwise convolution computed into a pointwise
+ * convolution's A (tp_conv_dw, conv_nhwc.h), written over a vector type
+ * like conv_wino.h and included by conv_wino_avx512.c (16 floats). An
+ * AVX2 instance (8 floats, WX_DW_PX 1 or 2) measured 4-5% slower than
+ * oneDNN's own depthwise kernel followed by the projection (MobileNetV2
+ * at TP_CPU_LEVEL=avx2 on Zen 4, alternating runs), so the fusion runs at
+ * the AVX-512 level only. The includer defines what conv_wino.h asks for
+ * (WX_V, WX_W, WX_LD, WX_ST, WX_FMA, WX_SET1, WX_RELU, WX_NAME) and
+ *   WX_MAX(a, b)    lane-wise a > b ? a : b  (b when either is NaN)
+ *   WX_MIN(a, b)    lane-wise a < b ? a : b  (b when either is NaN)
+ *   WX_DW_PX        output columns a 3x3 kernel computes at once (the
+ *                   accumulators and the 9 weights must fit the registers)
+ * and gets WX_NAME(dw_fill), the a_fill of such a GEMM.
+ *
+ * Channels run along memory (NHWC), a vector of channels at a time; the
+ * taps' weights of that vector stay in registers while it runs over the
+ * block's pixels (3x3 kernels: 9 vectors; other sizes read them from L1).
+ * Each output is bias + sum of taps in order (kernel row, then column),
+ * one fused multiply-add each, the taps in the padding skipped; channels
+ * past the last whole vector take the same steps one at a time with fmaf,
+ * so an output does not depend on the vector it falls in, the block
+ * around it or the thread count.
+ */
+#include "conv_nhwc.h"
+
+#include <math.h>
+
+static inline float WX_NAME(dw_act1)(float v, int relu) {
+    if (relu == 1) return v > 0.0f || v != v ? v : 0.0f;
+    if (relu == 2) return v != v ? v : v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v;
+    return v;
+}
+
+static inline WX_V WX_NAME(dw_act)(WX_V v, int relu) {
+    if (relu == 1) return WX_RELU(v);
+    /* max(0, v) keeps a NaN v (the second operand), and so does min(6, .) */
+    if (relu == 2) return WX_MIN(WX_SET1(6.0f), WX_MAX(WX_SET1(0.0f), v));
+    return v;
+}
+
+#define WX_DW_INLINE static inline __attribute__((always_inline))
+
+/* One output vector of a 3x3 kernel at column ix0 of the input (rows rp[ky]
+ * where vy[ky]; columns outside [0, W) skipped), weights w[9] in registers. */
+WX_DW_INLINE WX_V WX_NAME(dw3_px)(const float *const *rp, const bool *vy, int64_t ix0, int64_t W, int64_t cin,
+                                  const WX_V *w, WX_V a) {
+    for (int ky = 0; ky < 3; ky++) {
+        if (!vy[ky]) continue;
+        for (int kx = 0; kx < 3; kx++) {
+            const int64_t ix = ix0 + kx;
+            if (ix >= 0 && ix < W) a = WX_FMA(WX_LD(rp[ky] + ix * cin), w[ky * 3 + kx], a);
+        }
+    }
+    return a;
+}
+
+/* WX_DW_PX adjacent output vectors of a 3x3 kernel with stride sw (a
+ * constant where inlined: stride 1 shares the loads of neighbouring
+ * columns), every column inside the input, into d (row stride kc). */
+WX_DW_INLINE void WX_NAME(dw3_block)(const float *const *rp, const bool *vy, int64_t ix0, int64_t sw, int64_t cin,
+                                     const WX_V *w, WX_V b, int relu, float *d, int64_t kc) {
+    WX_V a[WX_DW_PX];
+    for (int j = 0; j < WX_DW_PX; j++) a[j] = b;
+    for (int ky = 0; ky < 3; ky++) {
+        if (!vy[ky]) continue;
+        const float *r = rp[ky] + ix0 * cin;
+        for (int kx = 0; kx < 3; kx++)
+            for (int j = 0; j < WX_DW_PX; j++) a[j] = WX_FMA(WX_LD(r + (j * sw + kx) * cin), w[ky * 3 + kx], a[j]);
+    }
+    for (int j = 0; j < WX_DW_PX; j++) WX_ST(d + j * kc, WX_NAME(dw_act)(a[j], relu));
+}
+
+/* Output pixels [ox0, ox0 + len) of output row oy of one image (img: its
+ * NHWC input), channels [p0, p0 + kc), into d (row stride kc). */
+static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *img, int64_t cin, int64_t oy, int64_t ox0,
+                                int64_t len, int64_t p0, int64_t kc, float *d) {
+    const int64_t H = dw->h, W = dw->w, KH = dw->kh, KW = dw->kw, sw = dw->sw, pw = dw->pw;
+    const int64_t iy0 = oy * dw->sh - dw->ph, end = ox0 + len;
+    const int64_t ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < KH ? H - iy0 : KH;
+    const float *wt = dw->weight + p0, *bias = dw->weight + KH * KW * cin + p0;
+    const int64_t rs = W * cin; /* floats between input rows */
+    /* output columns whose taps all lie inside the input: [lo, hi) */
+    int64_t lo = (pw + sw - 1) / sw, hi = W - KW + pw >= 0 ? (W - KW + pw) / sw + 1 : 0;
+    if (lo < ox0) lo = ox0;
+    if (hi > end) hi = end;
+    if (hi < lo) hi = lo;
+    const int relu = dw->relu;
+    int64_t c = 0;
+    if (KH == 3 && KW == 3) {
+        bool vy[3];
+        const float *rp[3];
+        for (int ky = 0; ky < 3; ky++) vy[ky] = ky >= ky0 && ky < ky1;
+        for (; c + WX_W <= kc; c += WX_W) {
+            WX_V w[9];
+            for (int t = 0; t < 9; t++) w[t] = WX_LD(wt + t * cin + c);
+            const WX_V b = WX_LD(bias + c);
+            for (int ky = 0; ky < 3; ky++) rp[ky] = vy[ky] ? img + (iy0 + ky) * rs + p0 + c : img;
+            int64_t ox = ox0;
+            for (; ox < lo; ox++)
+                WX_ST(d + (ox - ox0) * kc + c,
+                      WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b), relu));
+            if (sw == 1)
+                for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
+                    WX_NAME(dw3_block)(rp, vy, ox - pw, 1, cin, w, b, relu, d + (ox - ox0) * kc + c, kc);
+            else
+                for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
+                    WX_NAME(dw3_block)(rp, vy, ox * sw - pw, sw, cin, w, b, relu, d + (ox - ox0) * kc + c, kc);
+            for (; ox < end; ox++)
+                WX_ST(d + (ox - ox0) * kc + c,
+                      WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b), relu));
+        }
+    }
+    for (; c + WX_W <= kc; c += WX_W) { /* other kernels: the valid taps one by one */
+        const WX_V b = WX_LD(bias + c);
+        for (int64_t ox = ox0; ox < end; ox++) {
+            const int64_t ix0 = ox * sw - pw;
+            WX_V a = b;
+            for (int64_t ky = ky0; ky < ky1; ky++) {
+                const float *r = img + (iy0 + ky) * rs + p0 + c;
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    const int64_t ix = ix0 + kx;
+                    if (ix < 0 || ix >= W) continue;
+                    a = WX_FMA(WX_LD(r + ix * cin), WX_LD(wt + (ky * KW + kx) * cin + c), a);
+                }
+            }
+            WX_ST(d + (ox - ox0) * kc + c, WX_NAME(dw_act)(a, relu));
+        }
+    }
+    for (; c < kc; c++) {
+        for (int64_t ox = ox0; ox < end; ox++) {
+            const int64_t ix0 = ox * sw - pw;
+            float a = bias[c];
+            for (int64_t ky = ky0; ky < ky1; ky++) {
+                const float *r = img + (iy0 + ky) * rs + p0 + c;
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    const int64_t ix = ix0 + kx;
+                    if (ix < 0 || ix >= W) continue;
+                    a = fmaf(r[ix * cin], wt[(ky * KW + kx) * cin + c], a);
+                }
+            }
+            d[(ox - ox0) * kc + c] = WX_NAME(dw_act1)(a, relu);
+        }
+    }
+}
+
+/* Rows [i0, i0 + rows) (output pixels, images of oh x ow in raster order)
+ * x channels [p0, p0 + kc) of the depthwise output into dst (row stride
+ * kc); x is the NHWC input (dw->h x dw->w x cin per image). */
+static void WX_NAME(dw_fill)(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t oh, int64_t ow, int64_t i0,
+                             int rows, int64_t p0, int64_t kc, float *dst) {
+    const int64_t pix = oh * ow, end = i0 + rows;
+    float *d = dst;
+    for (int64_t i = i0; i < end;) {
+        const int64_t n = i / pix, q = i % pix, oy = q / ow, ox0 = q % ow;
+        int64_t len = ow - ox0;
+        if (len > end - i) len = end - i;
+        WX_NAME(dw_segment)(dw, x + n * dw->h * dw->w * cin, cin, oy, ox0, len, p0, kc, d);
+        d += len * kc;
+        i += len;
+    }
+    if (dw->act) dw->act->apply(dw->act, dst, (int64_t)rows * kc);
+}
