@@ -842,10 +842,19 @@ static tp_status fuse_steps(tp_plan *plan) {
             bool others_const = cs->n_in >= 1 && cs->in[0] == pid;
             for (int k = 1; k < cs->n_in && others_const; k++)
                 others_const = cs->in[k] >= 0 && plan->slots[cs->in[k]].kind == SLOT_CONST;
+            /* a producer that cannot take the consumer leaves it a step of
+             * its own; running out of memory fails the plan */
+            tp_status fs = TP_OK;
             if (cs->op_plan.apply && others_const) { /* apply reads constants from its plan, not in[] */
-                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_ACT, -1) != TP_OK) break;
+                if ((fs = p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_ACT, -1)) != TP_OK) {
+                    if (fs == TP_ERR_NOMEM) st = fs;
+                    break;
+                }
             } else if (cs->op_plan.channel_scale && cs->in[0] == pid) {
-                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_CHANNEL_AFFINE, -1) != TP_OK) break;
+                if ((fs = p->op_plan.fuse(&p->op_plan, &cs->op_plan, TP_FUSE_CHANNEL_AFFINE, -1)) != TP_OK) {
+                    if (fs == TP_ERR_NOMEM) st = fs;
+                    break;
+                }
             } else if ((cs->op_plan.residual_add || cs->op_plan.bias_add) && cs->n_in == 2 && !has_residual &&
                        (cs->op_plan.residual_add || (!has_bias && cs->in[1 - cs->op_plan.bias_leaf] == pid))) {
                 int kind = cs->op_plan.residual_add ? TP_FUSE_RESIDUAL : TP_FUSE_BIAS;
@@ -860,7 +869,10 @@ static tp_status fuse_steps(tp_plan *plan) {
                     break;
                 }
                 p->in = in;
-                if (p->op_plan.fuse(&p->op_plan, &cs->op_plan, kind, p->n_in) != TP_OK) break;
+                if ((fs = p->op_plan.fuse(&p->op_plan, &cs->op_plan, kind, p->n_in)) != TP_OK) {
+                    if (fs == TP_ERR_NOMEM) st = fs;
+                    break;
+                }
                 p->in[p->n_in++] = r;
                 if (p->n_in + p->n_out > plan->max_io) plan->max_io = p->n_in + p->n_out;
                 /* c read r (so r lives to c at least); r is no view (above):

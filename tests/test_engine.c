@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 
 #include "cpu/gemm_bf16.h"
+#include "fail_alloc.h"
 #include "program_examples.h"
 #include "tpexport/run.h"
 
@@ -1979,68 +1980,78 @@ TEST(test_half_rows) {
  * groups, a 1x1, a patch embedding (16x16 stride 16), depthwise 3x3 stride
  * 2 and 5x5, a conv1d; and max, average and adaptive average pooling on
  * widened planes; against the reference level. */
+/* Convolutions (dense, 1x1, 16x16 stride 16, conv1d, depthwise 3x3 stride
+ * 2 and 5x5) and max / avg / adaptive pools of one dtype; in[0..2) its
+ * inputs (NULL on failure). */
+static tp_program *half_conv_program(tp_dtype dt, tp_tensor **in) {
+    in[0] = in[1] = NULL;
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return NULL;
+    enum { NW = 6 };
+    static const int64_t wshape[NW][4] = {{6, 2, 3, 3}, {5, 4, 1, 1}, {8, 4, 16, 16}, {5, 3, 4, 0}, {4, 1, 3, 3},
+                                           {4, 1, 5, 5}};
+    const char *wn[NW] = {"p_w0", "p_w1", "p_w2", "p_w3", "p_w4", "p_w5"};
+    const char *bn[NW] = {"p_b0", "p_b1", "p_b2", "p_b3", "p_b4", "p_b5"};
+    tp_node *w[NW], *b[NW];
+    for (int i = 0; i < NW; i++) {
+        w[i] = placeholder_dt(g, wn[i], dt, i == 3 ? 3 : 4, wshape[i]);
+        b[i] = placeholder_dt(g, bn[i], dt, 1, wshape[i]);
+    }
+    tp_node *x = placeholder_dt(g, "x", dt, 4, (int64_t[]){2, 4, 33, 35});
+    tp_node *x1 = placeholder_dt(g, "x1", dt, 3, (int64_t[]){1, 3, 50});
+    tp_node *o[9];
+    tp_value s21 = int_list(2, (int64_t[]){2, 1}), p12 = int_list(2, (int64_t[]){1, 2}), d12 = int_list(2, (int64_t[]){1, 2});
+    tp_value s11 = int_list(2, (int64_t[]){1, 1}), p00 = int_list(2, (int64_t[]){0, 0});
+    tp_value s16 = int_list(2, (int64_t[]){16, 16}), s3 = int_list(1, (int64_t[]){3}), p1 = int_list(1, (int64_t[]){1});
+    tp_value d1 = int_list(1, (int64_t[]){1});
+    o[0] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[0]), N(b[0]), s21, p12, d12, tp_value_int(2)});
+    o[1] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[1]), N(b[1]), s11, p00, s11, tp_value_int(1)});
+    o[2] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[2]), N(b[2]), s16, p00, s11, tp_value_int(1)});
+    o[3] = call(g, TP_OP_CONV1D, 7, (tp_value[]){N(x1), N(w[3]), N(b[3]), s3, p1, d1, tp_value_int(1)});
+    /* depthwise 3x3 stride 2 and 5x5, pools */
+    tp_value s22 = int_list(2, (int64_t[]){2, 2}), p11 = int_list(2, (int64_t[]){1, 1}), p22 = int_list(2, (int64_t[]){2, 2});
+    tp_value k33 = int_list(2, (int64_t[]){3, 3});
+    o[4] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[4]), N(b[4]), s22, p11, s11, tp_value_int(4)});
+    o[5] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[5]), N(b[5]), s11, p22, s11, tp_value_int(4)});
+    o[6] = call(g, TP_OP_MAX_POOL2D, 6, (tp_value[]){N(x), k33, s22, p11, s11, tp_value_bool(false)});
+    o[7] = call(g, TP_OP_AVG_POOL2D, 7, (tp_value[]){N(x), s22, s22, p00, tp_value_bool(false), tp_value_bool(true),
+                                                      tp_value_none()});
+    o[8] = call(g, TP_OP_ADAPTIVE_AVG_POOL2D, 2, (tp_value[]){N(x), k33});
+    tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1, &s22, &p11, &p22, &k33};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
+    output_nodes(g, 9, o);
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    for (int i = 0; i < NW; i++) {
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(wn[i]), wn[i] + 2, TP_PERSISTENT_UNSET));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(bn[i]), bn[i] + 2, TP_PERSISTENT_UNSET));
+    }
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x1"), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 0; i < 9; i++)
+        CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    for (int i = 0; p && i < NW; i++) {
+        tp_tensor *tw = rand_tensor_dt(dt, i == 3 ? 3 : 4, wshape[i], 50 + (uint32_t)i, 1.0f);
+        tp_tensor *tb = rand_tensor_dt(dt, 1, wshape[i], 60 + (uint32_t)i, 1.0f);
+        CHECK_OK(tp_program_set_state(p, wn[i] + 2, TP_STATE_PARAMETER, tw, true));
+        CHECK_OK(tp_program_set_state(p, bn[i] + 2, TP_STATE_PARAMETER, tb, true));
+        tp_tensor_free(tw);
+        tp_tensor_free(tb);
+    }
+    in[0] = rand_tensor_dt(dt, 4, (int64_t[]){2, 4, 33, 35}, 70, 2.0f);
+    in[1] = rand_tensor_dt(dt, 3, (int64_t[]){1, 3, 50}, 71, 2.0f);
+    return p;
+}
+
 TEST(test_half_conv) {
     const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
     for (int d = 0; d < 2; d++) {
         tp_dtype dt = dts[d];
-        tp_graph *g = NULL;
-        CHECK_OK(tp_graph_new(&g));
-        if (!g) return;
-        enum { NW = 6 };
-        static const int64_t wshape[NW][4] = {{6, 2, 3, 3}, {5, 4, 1, 1}, {8, 4, 16, 16}, {5, 3, 4, 0}, {4, 1, 3, 3},
-                                               {4, 1, 5, 5}};
-        const char *wn[NW] = {"p_w0", "p_w1", "p_w2", "p_w3", "p_w4", "p_w5"};
-        const char *bn[NW] = {"p_b0", "p_b1", "p_b2", "p_b3", "p_b4", "p_b5"};
-        tp_node *w[NW], *b[NW];
-        for (int i = 0; i < NW; i++) {
-            w[i] = placeholder_dt(g, wn[i], dt, i == 3 ? 3 : 4, wshape[i]);
-            b[i] = placeholder_dt(g, bn[i], dt, 1, wshape[i]);
-        }
-        tp_node *x = placeholder_dt(g, "x", dt, 4, (int64_t[]){2, 4, 33, 35});
-        tp_node *x1 = placeholder_dt(g, "x1", dt, 3, (int64_t[]){1, 3, 50});
-        tp_node *o[9];
-        tp_value s21 = int_list(2, (int64_t[]){2, 1}), p12 = int_list(2, (int64_t[]){1, 2}), d12 = int_list(2, (int64_t[]){1, 2});
-        tp_value s11 = int_list(2, (int64_t[]){1, 1}), p00 = int_list(2, (int64_t[]){0, 0});
-        tp_value s16 = int_list(2, (int64_t[]){16, 16}), s3 = int_list(1, (int64_t[]){3}), p1 = int_list(1, (int64_t[]){1});
-        tp_value d1 = int_list(1, (int64_t[]){1});
-        o[0] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[0]), N(b[0]), s21, p12, d12, tp_value_int(2)});
-        o[1] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[1]), N(b[1]), s11, p00, s11, tp_value_int(1)});
-        o[2] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[2]), N(b[2]), s16, p00, s11, tp_value_int(1)});
-        o[3] = call(g, TP_OP_CONV1D, 7, (tp_value[]){N(x1), N(w[3]), N(b[3]), s3, p1, d1, tp_value_int(1)});
-        /* depthwise 3x3 stride 2 and 5x5, pools */
-        tp_value s22 = int_list(2, (int64_t[]){2, 2}), p11 = int_list(2, (int64_t[]){1, 1}), p22 = int_list(2, (int64_t[]){2, 2});
-        tp_value k33 = int_list(2, (int64_t[]){3, 3});
-        o[4] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[4]), N(b[4]), s22, p11, s11, tp_value_int(4)});
-        o[5] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[5]), N(b[5]), s11, p22, s11, tp_value_int(4)});
-        o[6] = call(g, TP_OP_MAX_POOL2D, 6, (tp_value[]){N(x), k33, s22, p11, s11, tp_value_bool(false)});
-        o[7] = call(g, TP_OP_AVG_POOL2D, 7, (tp_value[]){N(x), s22, s22, p00, tp_value_bool(false), tp_value_bool(true),
-                                                          tp_value_none()});
-        o[8] = call(g, TP_OP_ADAPTIVE_AVG_POOL2D, 2, (tp_value[]){N(x), k33});
-        tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1, &s22, &p11, &p22, &k33};
-        for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
-        output_nodes(g, 9, o);
-        tp_signature *sig = NULL;
-        CHECK_OK(tp_signature_new(&sig));
-        for (int i = 0; i < NW; i++) {
-            CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(wn[i]), wn[i] + 2, TP_PERSISTENT_UNSET));
-            CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(bn[i]), bn[i] + 2, TP_PERSISTENT_UNSET));
-        }
-        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
-        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x1"), NULL, TP_PERSISTENT_UNSET));
-        for (int i = 0; i < 9; i++)
-            CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
-        tp_program *p = NULL;
-        CHECK_OK(tp_program_new(g, sig, &p));
-        for (int i = 0; p && i < NW; i++) {
-            tp_tensor *tw = rand_tensor_dt(dt, i == 3 ? 3 : 4, wshape[i], 50 + (uint32_t)i, 1.0f);
-            tp_tensor *tb = rand_tensor_dt(dt, 1, wshape[i], 60 + (uint32_t)i, 1.0f);
-            CHECK_OK(tp_program_set_state(p, wn[i] + 2, TP_STATE_PARAMETER, tw, true));
-            CHECK_OK(tp_program_set_state(p, bn[i] + 2, TP_STATE_PARAMETER, tb, true));
-            tp_tensor_free(tw);
-            tp_tensor_free(tb);
-        }
-        tp_tensor *in[2] = {rand_tensor_dt(dt, 4, (int64_t[]){2, 4, 33, 35}, 70, 2.0f),
-                            rand_tensor_dt(dt, 3, (int64_t[]){1, 3, 50}, 71, 2.0f)};
+        tp_tensor *in[2];
+        tp_program *p = half_conv_program(dt, in);
         /* the four dense convolutions on vdpbf16ps, not the depthwise ones */
         if (p) check_half_outputs(p, in, 2, dt, 2e-3, 4, dt == TP_BFLOAT16 ? "bfloat16 conv" : "float16 conv");
         free_tensors(in, 2);
@@ -2223,15 +2234,13 @@ TEST(test_half_epilogue_fuses) {
 }
 
 /* kind over [M, K] x [K, N] (batched as the kind says), in dt. */
-static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t N, uint32_t seed) {
-    char what[160];
-    snprintf(what, sizeof what, "%s %s %" PRId64 "x%" PRId64 "x%" PRId64, tp_dtype_name(dt),
-             (const char *[]){"linear", "linear (transposed x)", "linear (inputs)", "matmul (batched)",
-                              "matmul (transposed B)", "addmm"}[kind],
-             M, K, N);
+/* The product program of kind in dt; its user inputs in x[0..*n_x). */
+static tp_program *half_program(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t N, uint32_t seed,
+                                tp_tensor **x, int *n_x) {
+    *n_x = 0;
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
-    if (!g) return;
+    if (!g) return NULL;
     int64_t s[4][4];
     int nd[4], n_in = 0, n_params = 0;
     const char *names[4] = {"x", "w", "b", "y"};
@@ -2293,17 +2302,27 @@ static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t
     CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o)), NULL));
     tp_program *p = NULL;
     CHECK_OK(tp_program_new(g, sig, &p));
-    tp_tensor *x[4] = {NULL, NULL, NULL, NULL};
-    int n_x = 0;
     for (int i = 0; p && i < n_in; i++) {
         tp_tensor *t = rand_tensor_dt(dt, nd[i], s[i], seed + (uint32_t)i, 2.0f);
         if (i < n_params) {
             CHECK_OK(tp_program_set_state(p, names[i] + 2, TP_STATE_PARAMETER, t, true));
             tp_tensor_free(t);
         } else {
-            x[n_x++] = t;
+            x[(*n_x)++] = t;
         }
     }
+    return p;
+}
+
+static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t N, uint32_t seed) {
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %" PRId64 "x%" PRId64 "x%" PRId64, tp_dtype_name(dt),
+             (const char *[]){"linear", "linear (transposed x)", "linear (inputs)", "matmul (batched)",
+                              "matmul (transposed B)", "addmm"}[kind],
+             M, K, N);
+    tp_tensor *x[4] = {NULL, NULL, NULL, NULL};
+    int n_x = 0;
+    tp_program *p = half_program(kind, dt, M, K, N, seed, x, &n_x);
     if (p) check_half_outputs(p, x, n_x, dt, 2e-3, 1, what); /* the product on vdpbf16ps where the CPU has it */
     free_tensors(x, n_x);
     tp_program_free(p);
@@ -2326,7 +2345,92 @@ TEST(test_half_products) {
                 half_case((half_prog)kind, dts[d], shapes[i][0], shapes[i][1], shapes[i][2], seed);
 }
 
-TEST_MAIN(T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
+/* Planning and running 16-bit programs with every allocation failing in
+ * turn (fail_alloc.h): TP_ERR_NOMEM each time, nothing leaked. The plans
+ * allocate what float32 ones do not: bfloat16 weights packed in K pairs
+ * for vdpbf16ps and their float32 bias, convolution weights widened or
+ * repacked once, the per-batch B panels and float32 partial sums in the
+ * workspace, fused 16-bit chains (and a float32 one: the chain's
+ * fusion, which once swallowed its out-of-memory error, is shared) and
+ * epilogues. Each program at the CPU's
+ * level (vdpbf16ps where it has AVX-512-BF16) and at AVX2 (the widened
+ * float32 paths), with two threads; a copy of the program each time (a
+ * program keeps the plans it made). */
+typedef struct half_sweep {
+    tp_program *p;
+    tp_tensor *x[4];
+    int n_x;
+    tp_cpu_level level;
+} half_sweep;
+
+static tp_status half_plan_and_run(void *ctx) {
+    const half_sweep *h = ctx;
+    tp_program *p = NULL;
+    tp_status st = tp_program_copy(h->p, &p);
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = 2;
+    opt.cpu_level = h->level;
+    tp_run *r = NULL;
+    if (st == TP_OK) st = tp_run_new(p, &opt, &r);
+    if (st == TP_OK) st = tp_run_execute(r, (tp_tensor **)h->x, h->n_x, NULL, 0);
+    tp_run_free(r);
+    tp_program_free(p);
+    return st;
+}
+
+TEST(test_half_alloc_failures) {
+    enum { CASES = 8 };
+    for (int c = 0; c < CASES; c++) {
+        half_sweep h = {0};
+        const char *what = "";
+        switch (c) {
+        case 0: h.p = half_conv_program(TP_BFLOAT16, h.x), h.n_x = 2, what = "bfloat16 convolutions and pools"; break;
+        case 1: h.p = half_conv_program(TP_FLOAT16, h.x), h.n_x = 2, what = "float16 convolutions and pools"; break;
+        case 2:
+            h.p = half_program(HP_LINEAR, TP_BFLOAT16, 33, 1101, 70, 11, h.x, &h.n_x);
+            what = "bfloat16 linear, constant weights, K of three blocks";
+            break;
+        case 3:
+            h.p = half_program(HP_MATMUL, TP_BFLOAT16, 17, 64, 33, 12, h.x, &h.n_x);
+            what = "bfloat16 batched matmul (B packed per batch)";
+            break;
+        case 4:
+            h.p = half_program(HP_LINEAR, TP_FLOAT16, 33, 255, 70, 13, h.x, &h.n_x);
+            what = "float16 linear (widened)";
+            break;
+        case 5:
+        case 6: { /* the chain's fusion is the float32 one's: both swept */
+            const tp_dtype dt = c == 5 ? TP_BFLOAT16 : TP_FLOAT32;
+            h.p = half_chain(dt, false);
+            h.x[0] = rand_tensor_dt(dt, 2, (int64_t[]){9, 2500}, 14, 6.0f);
+            h.n_x = 1;
+            what = c == 5 ? "a fused bfloat16 chain" : "a fused float32 chain";
+            break;
+        }
+        default:
+            h.p = half_epilogue(false, false, 300, 130);
+            h.x[0] = rand_tensor_dt(TP_BFLOAT16, 2, (int64_t[]){37, 300}, 15, 2.0f);
+            h.x[1] = rand_tensor_dt(TP_BFLOAT16, 2, (int64_t[]){37, 130}, 16, 8.0f);
+            h.x[2] = rand_tensor_dt(TP_BFLOAT16, 3, (int64_t[]){2, 5, 300}, 17, 2.0f);
+            h.n_x = 3;
+            what = "a bfloat16 product with its bias and residual fused";
+            break;
+        }
+        for (int l = 0; h.p && l < 2; l++) {
+            h.level = l == 0 ? TP_CPU_AUTO : TP_CPU_AVX2;
+            if (h.level == TP_CPU_AVX2 && tp_cpu_level_supported() < TP_CPU_AVX2) continue;
+            long n = check_alloc_failures(what, half_plan_and_run, &h);
+            printf("  %s [%s]: %ld allocations, each failed in turn\n", what, l == 0 ? "cpu" : "avx2", n);
+            CHECK(n > 0);
+        }
+        CHECK_MSG(h.p != NULL, "%s: no program", what);
+        free_tensors(h.x, h.n_x);
+        tp_program_free(h.p);
+    }
+}
+
+TEST_MAIN(T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
