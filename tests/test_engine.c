@@ -1981,30 +1981,36 @@ TEST(test_half_rows) {
  * 2 and 5x5, a conv1d; and max, average and adaptive average pooling on
  * widened planes; against the reference level. */
 /* Convolutions (dense, 1x1, 16x16 stride 16, conv1d, depthwise 3x3 stride
- * 2 and 5x5) and max / avg / adaptive pools of one dtype; in[0..2) its
- * inputs (NULL on failure). */
+ * 2 and 5x5, and 3x3 stride-1 ones with enough tiles for Winograd: 16 ->
+ * 24 channels with padding 1 at batch 2, and 20 -> 17 channels (vector
+ * remainders, a partial weight panel) with padding (0, 2) on odd sizes)
+ * and max / avg / adaptive pools of one dtype; in[0..4) its inputs (NULL
+ * on failure). */
+enum { HALF_CONV_INPUTS = 4 };
 static tp_program *half_conv_program(tp_dtype dt, tp_tensor **in) {
-    in[0] = in[1] = NULL;
+    for (int i = 0; i < HALF_CONV_INPUTS; i++) in[i] = NULL;
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     if (!g) return NULL;
-    enum { NW = 6 };
+    enum { NW = 8, NO = 11 };
     static const int64_t wshape[NW][4] = {{6, 2, 3, 3}, {5, 4, 1, 1}, {8, 4, 16, 16}, {5, 3, 4, 0}, {4, 1, 3, 3},
-                                           {4, 1, 5, 5}};
-    const char *wn[NW] = {"p_w0", "p_w1", "p_w2", "p_w3", "p_w4", "p_w5"};
-    const char *bn[NW] = {"p_b0", "p_b1", "p_b2", "p_b3", "p_b4", "p_b5"};
-    tp_node *w[NW], *b[NW];
+                                           {4, 1, 5, 5}, {24, 16, 3, 3}, {17, 20, 3, 3}};
+    static const int64_t xshape[HALF_CONV_INPUTS][4] = {{2, 4, 33, 35}, {1, 3, 50, 0}, {2, 16, 20, 22}, {1, 20, 27, 25}};
+    const char *wn[NW] = {"p_w0", "p_w1", "p_w2", "p_w3", "p_w4", "p_w5", "p_w6", "p_w7"};
+    const char *bn[NW] = {"p_b0", "p_b1", "p_b2", "p_b3", "p_b4", "p_b5", "p_b6", "p_b7"};
+    const char *xn[HALF_CONV_INPUTS] = {"x", "x1", "x2", "x3"};
+    tp_node *w[NW], *b[NW], *xs[HALF_CONV_INPUTS];
     for (int i = 0; i < NW; i++) {
         w[i] = placeholder_dt(g, wn[i], dt, i == 3 ? 3 : 4, wshape[i]);
         b[i] = placeholder_dt(g, bn[i], dt, 1, wshape[i]);
     }
-    tp_node *x = placeholder_dt(g, "x", dt, 4, (int64_t[]){2, 4, 33, 35});
-    tp_node *x1 = placeholder_dt(g, "x1", dt, 3, (int64_t[]){1, 3, 50});
-    tp_node *o[9];
+    for (int i = 0; i < HALF_CONV_INPUTS; i++) xs[i] = placeholder_dt(g, xn[i], dt, i == 1 ? 3 : 4, xshape[i]);
+    tp_node *x = xs[0], *x1 = xs[1];
+    tp_node *o[NO];
     tp_value s21 = int_list(2, (int64_t[]){2, 1}), p12 = int_list(2, (int64_t[]){1, 2}), d12 = int_list(2, (int64_t[]){1, 2});
     tp_value s11 = int_list(2, (int64_t[]){1, 1}), p00 = int_list(2, (int64_t[]){0, 0});
     tp_value s16 = int_list(2, (int64_t[]){16, 16}), s3 = int_list(1, (int64_t[]){3}), p1 = int_list(1, (int64_t[]){1});
-    tp_value d1 = int_list(1, (int64_t[]){1});
+    tp_value d1 = int_list(1, (int64_t[]){1}), p02 = int_list(2, (int64_t[]){0, 2});
     o[0] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[0]), N(b[0]), s21, p12, d12, tp_value_int(2)});
     o[1] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[1]), N(b[1]), s11, p00, s11, tp_value_int(1)});
     o[2] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[2]), N(b[2]), s16, p00, s11, tp_value_int(1)});
@@ -2018,18 +2024,21 @@ static tp_program *half_conv_program(tp_dtype dt, tp_tensor **in) {
     o[7] = call(g, TP_OP_AVG_POOL2D, 7, (tp_value[]){N(x), s22, s22, p00, tp_value_bool(false), tp_value_bool(true),
                                                       tp_value_none()});
     o[8] = call(g, TP_OP_ADAPTIVE_AVG_POOL2D, 2, (tp_value[]){N(x), k33});
-    tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1, &s22, &p11, &p22, &k33};
+    /* Winograd */
+    o[9] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(xs[2]), N(w[6]), N(b[6]), s11, p11, s11, tp_value_int(1)});
+    o[10] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(xs[3]), N(w[7]), N(b[7]), s11, p02, s11, tp_value_int(1)});
+    tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1, &s22, &p11, &p22, &k33, &p02};
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
-    output_nodes(g, 9, o);
+    output_nodes(g, NO, o);
     tp_signature *sig = NULL;
     CHECK_OK(tp_signature_new(&sig));
     for (int i = 0; i < NW; i++) {
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(wn[i]), wn[i] + 2, TP_PERSISTENT_UNSET));
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(bn[i]), bn[i] + 2, TP_PERSISTENT_UNSET));
     }
-    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
-    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x1"), NULL, TP_PERSISTENT_UNSET));
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < HALF_CONV_INPUTS; i++)
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor(xn[i]), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 0; i < NO; i++)
         CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
     tp_program *p = NULL;
     CHECK_OK(tp_program_new(g, sig, &p));
@@ -2041,20 +2050,42 @@ static tp_program *half_conv_program(tp_dtype dt, tp_tensor **in) {
         tp_tensor_free(tw);
         tp_tensor_free(tb);
     }
-    in[0] = rand_tensor_dt(dt, 4, (int64_t[]){2, 4, 33, 35}, 70, 2.0f);
-    in[1] = rand_tensor_dt(dt, 3, (int64_t[]){1, 3, 50}, 71, 2.0f);
+    for (int i = 0; i < HALF_CONV_INPUTS; i++)
+        in[i] = rand_tensor_dt(dt, i == 1 ? 3 : 4, xshape[i], 70 + (uint32_t)i, 2.0f);
     return p;
+}
+
+/* Steps of a run at the CPU's level (2 threads) whose variant is want. */
+static int variant_steps(tp_program *p, tp_tensor **x, int n_x, const char *want) {
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = 2;
+    prof pr = {.want = want};
+    opt.profile = prof_fn;
+    opt.profile_user = &pr;
+    tp_run *r = NULL;
+    CHECK_OK(tp_run_new(p, &opt, &r));
+    if (r) CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
+    tp_run_free(r);
+    return pr.level_events;
 }
 
 TEST(test_half_conv) {
     const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
     for (int d = 0; d < 2; d++) {
         tp_dtype dt = dts[d];
-        tp_tensor *in[2];
+        tp_tensor *in[HALF_CONV_INPUTS];
         tp_program *p = half_conv_program(dt, in);
-        /* the four dense convolutions on vdpbf16ps, not the depthwise ones */
-        if (p) check_half_outputs(p, in, 2, dt, 2e-3, 4, dt == TP_BFLOAT16 ? "bfloat16 conv" : "float16 conv");
-        free_tensors(in, 2);
+        /* the four dense convolutions but the 3x3 stride-1 ones on
+         * vdpbf16ps, not the depthwise ones */
+        if (p) check_half_outputs(p, in, HALF_CONV_INPUTS, dt, 2e-3, 4, dt == TP_BFLOAT16 ? "bfloat16 conv" : "float16 conv");
+        /* the two 3x3 stride-1 ones on Winograd where the CPU has AVX2:
+         * F(4x4, 3x3) for bfloat16, F(2x2, 3x3) for float16 */
+        const int wino = p && tp_cpu_level_supported() >= TP_CPU_AVX2 ? 2 : 0;
+        const char *want = dt == TP_BFLOAT16 ? "winograd4" : "winograd2";
+        if (p) CHECK_MSG(variant_steps(p, in, HALF_CONV_INPUTS, want) == wino, "%s: steps on %s, want %d",
+                         tp_dtype_name(dt), want, wino);
+        free_tensors(in, HALF_CONV_INPUTS);
         tp_program_free(p);
     }
 }
@@ -2385,8 +2416,14 @@ TEST(test_half_alloc_failures) {
         half_sweep h = {0};
         const char *what = "";
         switch (c) {
-        case 0: h.p = half_conv_program(TP_BFLOAT16, h.x), h.n_x = 2, what = "bfloat16 convolutions and pools"; break;
-        case 1: h.p = half_conv_program(TP_FLOAT16, h.x), h.n_x = 2, what = "float16 convolutions and pools"; break;
+        case 0:
+            h.p = half_conv_program(TP_BFLOAT16, h.x), h.n_x = HALF_CONV_INPUTS;
+            what = "bfloat16 convolutions and pools";
+            break;
+        case 1:
+            h.p = half_conv_program(TP_FLOAT16, h.x), h.n_x = HALF_CONV_INPUTS;
+            what = "float16 convolutions and pools";
+            break;
         case 2:
             h.p = half_program(HP_LINEAR, TP_BFLOAT16, 33, 1101, 70, 11, h.x, &h.n_x);
             what = "bfloat16 linear, constant weights, K of three blocks";

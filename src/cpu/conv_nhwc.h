@@ -79,6 +79,10 @@ typedef struct tp_conv_nhwc {
     bool scale_b;
     int scale_b_nth;           /* the most threads a run uses (their copies lead the workspace) */
     size_t scale_b_bytes;      /* bytes a copy takes, 64-byte aligned */
+    /* Winograd on 16-bit NCHW tensors (a bfloat16 / float16 program's
+     * convolution, fast_conv.c): 1 + the TP_HALF_* kind of x16 and y16,
+     * else 0 (float32 x and y). Set by the caller before init. */
+    int half16;
     /* A pointwise convolution whose input is a depthwise convolution's
      * output, computed into A as the GEMM fills it (owned; set by the
      * caller after init, with tp__conv_nhwc_set_dw), or NULL. */
@@ -128,6 +132,13 @@ typedef struct tp_conv_nhwc_call {
     const float *x;
     bool x_nhwc;
     float *y;
+    /* conv->half16 (Winograd only): x16 (N x cin x h x w) and y16 (N x
+     * cout x oh x ow), contiguous NCHW 16-bit, instead of x and y. Each
+     * thread widens the m + 2 input rows of its current row of tiles into
+     * an NHWC float32 window, and rounds each finished tile once into y16
+     * (to nearest even, as half.h rounds). */
+    const uint16_t *x16;
+    uint16_t *y16;
     const float *res;
     const float *in_scale;
     int64_t in_scale_ns;

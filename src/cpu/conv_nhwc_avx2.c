@@ -34,6 +34,7 @@
  */
 #include "conv_nhwc.h"
 #include "eltwise.h"
+#include "half.h"
 
 #include <string.h>
 
@@ -242,6 +243,40 @@ static size_t wino_stride_floats(size_t rows) {
     return (lines | 1) * 16;
 }
 
+/* 16-bit tensors (cv->half16): a thread's input window ((m+2) rows x w
+ * x cin floats, NHWC), a row of w widened values, a finished tile (m^2 x
+ * cout floats) and its rounded values; 0 for float32. */
+static size_t winograd_half_bytes(const tp_conv_nhwc *cv) {
+    if (!cv->half16) return 0;
+    const size_t a = (size_t)cv->winograd + 2, m2 = (size_t)cv->winograd * (size_t)cv->winograd;
+    return round64(a * (size_t)(cv->w * cv->cin) * sizeof(float)) + round64((size_t)cv->w * sizeof(float)) +
+           round64(m2 * (size_t)cv->cout * sizeof(float)) + round64(m2 * (size_t)cv->cout * sizeof(uint16_t));
+}
+
+/* A thread's 16-bit state: its window of widened input rows (image wn,
+ * input rows from wr0, or wn -1: none yet) and its tile buffers. */
+typedef struct wino16 {
+    float *win, *row, *tile;
+    uint16_t *tile16;
+    int64_t wn, wr0;
+} wino16;
+
+/* Widen input rows [r0, r0 + m + 2) of image n (those inside it) into the
+ * NHWC window: row r at win + (r - r0) * w * cin. */
+static void wino16_window(const tp_conv_nhwc_call *call, wino16 *h, int64_t n, int64_t r0) {
+    const tp_conv_nhwc *cv = call->conv;
+    const int64_t cin = cv->cin, w = cv->w, hw = cv->h * w, a = cv->winograd + 2;
+    for (int64_t r = r0 < 0 ? 0 : r0; r < r0 + a && r < cv->h; r++) {
+        float *dst = h->win + (r - r0) * w * cin;
+        for (int64_t c = 0; c < cin; c++) {
+            tp__half_widen(call->x16 + (n * cin + c) * hw + r * w, w, cv->half16 - 1, h->row);
+            for (int64_t iw = 0; iw < w; iw++) dst[iw * cin + c] = h->row[iw];
+        }
+    }
+    h->wn = n;
+    h->wr0 = r0;
+}
+
 /* Per-thread workspace of the Winograd form: V ((m+2)^2 x tb x cin), M
  * ((m+2)^2 x tb x cout), a zero row and a sink row for outputs outside the
  * image (max(cin, cout) each), a gathered tile for NCHW inputs ((m+2)^2 x
@@ -264,25 +299,28 @@ static size_t winograd_thread_bytes(const tp_conv_nhwc *cv) {
     return nt * wino_stride_floats(tb * (size_t)cv->cin) * sizeof(float) +
            nt * wino_stride_floats(tb * (size_t)cv->cout) * sizeof(float) +
            2 * round64(mx * sizeof(float)) + round64(nt * mx * sizeof(float)) +
-           round64(tp__gemm_workspace_bytes(&g, 1));
+           round64(tp__gemm_workspace_bytes(&g, 1)) + winograd_half_bytes(cv);
 }
 
 /* Input tile t (n, ty, tx) -> V[x][row][0..cin) for the (m+2)^2 x, vs
  * floats apart. */
 static void winograd_input(const tp_conv_nhwc_call *call, int64_t t, float *v, int64_t row, size_t vs,
-                           const float *zeros, float *gather) {
+                           const float *zeros, float *gather, wino16 *h) {
     const tp_conv_nhwc *cv = call->conv;
     const int m = cv->winograd, a = m + 2;
     const int64_t cin = cv->cin, per = cv->tiles_h * cv->tiles_w;
     const int64_t n = t / per, ty = (t % per) / cv->tiles_w, tx = t % cv->tiles_w;
     const int64_t hw = cv->h * cv->w;
-    const float *img = call->x + n * hw * cin;
+    const float *img = call->x16 ? NULL : call->x + n * hw * cin;
     const float *d[36];
+    if (call->x16 && (h->wn != n || h->wr0 != m * ty - cv->ph)) wino16_window(call, h, n, m * ty - cv->ph);
     for (int r = 0; r < a; r++)
         for (int q = 0; q < a; q++) {
             const int64_t ih = m * ty - cv->ph + r, iw = m * tx - cv->pw + q;
             if (ih < 0 || ih >= cv->h || iw < 0 || iw >= cv->w) {
                 d[r * a + q] = zeros;
+            } else if (call->x16) {
+                d[r * a + q] = h->win + (r * cv->w + iw) * cin;
             } else if (call->x_nhwc) {
                 d[r * a + q] = img + (ih * cv->w + iw) * cin;
             } else {
@@ -299,7 +337,7 @@ static void winograd_input(const tp_conv_nhwc_call *call, int64_t t, float *v, i
  * -> output channels [j0, j1) of its (up to) m x m outputs, with bias,
  * residual and activation. */
 static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const float *mm, int64_t row, size_t ms,
-                            int64_t j0, int64_t j1, const float *zeros, float *sink) {
+                            int64_t j0, int64_t j1, const float *zeros, float *sink, const wino16 *h) {
     const tp_conv_nhwc *cv = call->conv;
     const int m = cv->winograd;
     const int64_t cout = cv->cout, per = cv->tiles_h * cv->tiles_w;
@@ -313,7 +351,8 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
             const int k = i * m + j;
             inside[k] = oh < cv->oh && ow < cv->ow;
             const int64_t px = (n * cv->oh + oh) * cv->ow + ow;
-            dst[k] = (inside[k] ? call->y + px * cout : sink) + j0;
+            /* 16-bit: the tile's pixels in the thread's buffer first */
+            dst[k] = (call->y16 ? h->tile + k * cout : inside[k] ? call->y + px * cout : sink) + j0;
             res[k] = (inside[k] && call->res ? call->res + px * cout : zeros) + j0;
         }
     cv->tx.out(mm + row * cout + j0, ms, j1 - j0, (cv->bias ? cv->bias : zeros) + j0, dst,
@@ -321,6 +360,16 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
     if (cv->act && !cv->wino_relu)
         for (int k = 0; k < m * m; k++)
             if (inside[k]) cv->act->apply(cv->act, dst[k], j1 - j0);
+    if (!call->y16) return;
+    /* each pixel's channels rounded at once, then stored to their planes */
+    const int64_t ohw = cv->oh * cv->ow;
+    for (int k = 0; k < m * m; k++) {
+        if (!inside[k]) continue;
+        uint16_t *r16 = h->tile16 + k * cout;
+        tp__half_round(dst[k], j1 - j0, cv->half16 - 1, r16);
+        uint16_t *y = call->y16 + (n * cout + j0) * ohw + (m * ty + k / m) * cv->ow + m * tx + k % m;
+        for (int64_t c = 0; c < j1 - j0; c++) y[c * ohw] = r16[c];
+    }
 }
 
 /* Blocks of tiles split between the threads; with fewer blocks than
@@ -342,6 +391,18 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
     float *sink = (float *)((char *)zeros + round64(mx * sizeof(float)));
     float *gather = (float *)((char *)sink + round64(mx * sizeof(float)));
     void *gws = (char *)gather + round64((size_t)nt * mx * sizeof(float));
+    wino16 h16 = {.wn = -1};
+    if (cv->half16) { /* after the GEMM's workspace */
+        char *p = (char *)ws + cv->thread_bytes - winograd_half_bytes(cv);
+        const size_t a = (size_t)cv->winograd + 2, m2 = (size_t)cv->winograd * (size_t)cv->winograd;
+        h16.win = (float *)p;
+        p += round64(a * (size_t)(cv->w * cin) * sizeof(float));
+        h16.row = (float *)p;
+        p += round64((size_t)cv->w * sizeof(float));
+        h16.tile = (float *)p;
+        p += round64(m2 * (size_t)cout * sizeof(float));
+        h16.tile16 = (uint16_t *)p;
+    }
     const int64_t total = cv->n * cv->tiles_h * cv->tiles_w, blocks = (total + tb - 1) / tb;
     int64_t b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth, j0 = 0, j1 = cout;
     if (blocks < nth) {
@@ -357,7 +418,7 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
     memset(zeros, 0, mx * sizeof(float));
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * tb, rows = total - t0 < tb ? total - t0 : tb;
-        for (int64_t r = 0; r < rows; r++) winograd_input(call, t0 + r, v, r, vs, zeros, gather);
+        for (int64_t r = 0; r < rows; r++) winograd_input(call, t0 + r, v, r, vs, zeros, gather, &h16);
         for (int x = 0; x < nt; x++) {
             tp_gemm g;
             memset(&g, 0, sizeof g);
@@ -374,7 +435,7 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
             g.ep = tp__gemm_epilogue_default();
             tp__gemm_run(&g, 0, 1, gws);
         }
-        for (int64_t r = 0; r < rows; r++) winograd_output(call, t0 + r, m, r, ms, j0, j1, zeros, sink);
+        for (int64_t r = 0; r < rows; r++) winograd_output(call, t0 + r, m, r, ms, j0, j1, zeros, sink, &h16);
     }
 }
 

@@ -19,7 +19,10 @@
  * weights and bias widened once at plan time, im2col widening the input as
  * it gathers, each tile's (plane's) float32 result rounded once into the
  * output (half.h), as PyTorch computes these dtypes; they take no fusion.
+ * 16-bit 3x3 stride-1 convolutions with enough tiles run Winograd instead
+ * (conv_nhwc.h, wino16_wanted).
  */
+#include "conv_nhwc.h"
 #include "eltwise.h"
 #include "fast.h"
 #include "gemm.h"
@@ -51,6 +54,7 @@ typedef struct conv_plan {
     size_t c_bytes;             /* 16-bit: the float32 C tile (dot16: the packed im2col tile) */
     bool dot16;                 /* bfloat16 on vdpbf16ps (gemm_bf16.h): w16 the weight as it is */
     const uint16_t *w16;
+    tp_conv_nhwc *wino;         /* 16-bit 3x3 stride 1: Winograd on widened values (owned), or NULL */
 } conv_plan;
 
 /* im2col of pixels [p0, p0 + np) of one image and group (in points at the
@@ -393,7 +397,43 @@ static tp_status depthwise_run_half(const tp_op_plan *plan, tp_tensor *const *in
 static void conv_free(void *data) {
     conv_plan *cp = data;
     if (cp) tp_free(cp->wfold);
+    if (cp && cp->wino) tp__conv_nhwc_free(cp->wino);
+    if (cp) tp_free(cp->wino);
     tp_free(cp);
+}
+
+/* 16-bit 3x3 stride-1 convolutions: Winograd (conv_nhwc.h) on values
+ * widened as each thread gathers its rows of tiles, each tile rounded once
+ * into the NCHW output. */
+static tp_status conv_run_wino16(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
+    const conv_plan *cp = plan->data;
+    tp_conv_nhwc_call call = {.conv = cp->wino, .x16 = (const uint16_t *)tp__tensor_base(in[0]),
+                              .y16 = (uint16_t *)tp__tensor_base(out[0])};
+    tp__conv_nhwc_run(&call, ex->ith, ex->nth, ex->workspace);
+    return TP_OK;
+}
+
+/* Winograd's m for a 16-bit convolution (0: none). Its float32 arithmetic
+ * on widened values rounds far below a 16-bit unit in the last place
+ * (F(4x4, 3x3) about 10x a direct float32 sum's error, conv_nhwc.h), so
+ * the rounded result is the direct sum's but where the two straddle a
+ * rounding boundary: F(4x4) for bfloat16 (2^-8 units), F(2x2) for
+ * float16 (2^-11). Where oneDNN's layout pass would choose Winograd for
+ * float32 (3x3, stride 1, dilation 1, groups 1, 16 channels or more, 48
+ * tiles), on CPUs with AVX2 and FMA (conv_nhwc_avx2.c's build), with a
+ * contiguous input. bfloat16 ResNet-18 (Zen 4, one thread): its 3x3
+ * convolutions on vdpbf16ps over im2col ran at 55-61% of that
+ * instruction's peak, F(4x4) does 4x fewer multiplies in float32. */
+static int wino16_wanted(const conv_plan *cp, int level, const tp_tensor *x) {
+    if (cp->half < 0 || level < TP_CPU_AVX2 || cp->groups != 1 || cp->kh != 3 || cp->kw != 3 || cp->sh != 1 ||
+        cp->sw != 1 || cp->dh != 1 || cp->dw != 1 || cp->cin < 16 || cp->cout < 16 || !tp_tensor_is_contiguous(x))
+        return 0;
+    tp_conv_nhwc g = {.n = cp->n, .cin = cp->cin, .h = cp->h, .w = cp->w, .cout = cp->cout, .oh = cp->oh,
+                      .ow = cp->ow, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = cp->ph, .pw = cp->pw, .dh = 1, .dw = 1};
+    if (!tp__conv_nhwc_winograd_ok(&g)) return 0;
+    enum { MIN_TILES = 48 };
+    if (cp->half == TP_HALF_BF16 && tp__conv_nhwc_tiles(&g, 4) >= MIN_TILES) return 4;
+    return tp__conv_nhwc_tiles(&g, 2) >= MIN_TILES ? 2 : 0;
 }
 
 /* Batch norm after the convolution: fold it into a copy of the weight and
@@ -506,7 +546,9 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->free_data = conv_free;
     plan->variant = cp->isa == TP_ISA_AVX512 ? "avx512" : cp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     const bool depthwise = cp->groups == cp->cin && cp->cout == cp->cin && cp->groups > 1;
-    cp->dot16 = half == TP_HALF_BF16 && !depthwise && cp->k > 0 && cp->isa == TP_ISA_AVX512 && tp__gemm_bf16_supported();
+    const int wino_m = wino16_wanted(cp, info->cpu_level, x);
+    cp->dot16 = half == TP_HALF_BF16 && !depthwise && !wino_m && cp->k > 0 && cp->isa == TP_ISA_AVX512 &&
+                tp__gemm_bf16_supported();
     if (half >= 0) { /* weights and bias widened into wfold / bfold (dot16: the bias only) */
         int64_t nw = cp->dot16 ? 0 : tp_tensor_numel(w);
         cp->w16 = (const uint16_t *)tp__tensor_base(w);
@@ -545,6 +587,33 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
             plan->workspace = cp->ws_thread * (size_t)plan->max_threads;
             plan->run = depthwise_run_half;
         }
+        return TP_OK;
+    }
+    if (wino_m) {
+        tp_conv_nhwc *g = tp_calloc(1, sizeof *g);
+        if (!g) {
+            conv_free(cp);
+            plan->data = NULL;
+            return tp_error(TP_ERR_NOMEM, "out of memory preparing a convolution");
+        }
+        *g = (tp_conv_nhwc){.n = cp->n, .cin = cp->cin, .h = cp->h, .w = cp->w, .cout = cp->cout, .oh = cp->oh,
+                            .ow = cp->ow, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = cp->ph, .pw = cp->pw, .dh = 1,
+                            .dw = 1, .bias = cp->has_bias ? cp->bfold : NULL, .winograd = wino_m, .threads = threads,
+                            .half16 = 1 + half};
+        cp->wino = g;
+        st = tp__conv_nhwc_init(g, cp->isa == TP_ISA_AVX512 ? TP_ISA_AVX512 : TP_ISA_AVX2, cp->wfold);
+        if (st != TP_OK) {
+            tp_free(g);
+            cp->wino = NULL;
+            conv_free(cp);
+            plan->data = NULL;
+            return st;
+        }
+        plan->data_bytes += g->packed_bytes;
+        plan->max_threads = threads;
+        plan->workspace = tp__conv_nhwc_workspace(g, threads);
+        plan->run = conv_run_wino16;
+        plan->variant = wino_m == 4 ? "winograd4" : "winograd2";
         return TP_OK;
     }
     cp->direct = half < 0 && cp->kh == 1 && cp->kw == 1 && cp->sh == 1 && cp->sw == 1 && cp->ph == 0 && cp->pw == 0 &&
