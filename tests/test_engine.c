@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 
 #include "cpu/gemm_bf16.h"
+#include "cpu/half.h"
 #include "fail_alloc.h"
 #include "program_examples.h"
 #include "tpexport/run.h"
@@ -2376,6 +2377,62 @@ TEST(test_half_products) {
                 half_case((half_prog)kind, dts[d], shapes[i][0], shapes[i][1], shapes[i][2], seed);
 }
 
+/* tp__half_widen / tp__half_round for bfloat16 (AVX2 where the CPU has it,
+ * else a loop) against the one-value conversions tp__bf16_to_f32 /
+ * tp__f32_to_bf16: every bfloat16 value widened; every bfloat16 value with
+ * low halves 0, 0x7fff, 0x8000 (a tie), 0x8001 and 0xffff (rounding
+ * carries into the exponent and to infinity, NaN payloads kept quiet) and
+ * 2^20 random floats rounded; at lengths 1 to 19 and from odd offsets, so
+ * the vector loop and its scalar tail both run. */
+TEST(test_bf16_conversions) {
+    enum { NB = 65536, NR = NB * 5 + (1 << 20) };
+    uint16_t *h = malloc(NB * sizeof *h), *r16 = malloc(NR * sizeof *r16);
+    float *w = malloc(NB * sizeof *w), *f = malloc(NR * sizeof *f);
+    if (!h || !r16 || !w || !f) {
+        CHECK(false);
+        free(h), free(r16), free(w), free(f);
+        return;
+    }
+    for (int i = 0; i < NB; i++) h[i] = (uint16_t)i;
+    tp__half_widen(h, NB, TP_HALF_BF16, w);
+    int bad = 0;
+    for (int i = 0; i < NB; i++) {
+        float want = tp__bf16_to_f32(h[i]);
+        bad += memcmp(&w[i], &want, 4) != 0;
+    }
+    CHECK_MSG(bad == 0, "%d bfloat16 values widened wrongly", bad);
+    static const uint32_t lows[5] = {0, 0x7fff, 0x8000, 0x8001, 0xffff};
+    uint32_t seed = 12345;
+    for (int i = 0; i < NR; i++) {
+        uint32_t bits;
+        if (i < NB * 5) {
+            bits = (uint32_t)(i / 5) << 16 | lows[i % 5];
+        } else {
+            seed = seed * 1664525u + 1013904223u;
+            bits = seed;
+        }
+        memcpy(&f[i], &bits, 4);
+    }
+    tp__half_round(f, NR, TP_HALF_BF16, r16);
+    bad = 0;
+    for (int i = 0; i < NR; i++) bad += r16[i] != tp__f32_to_bf16(f[i]);
+    CHECK_MSG(bad == 0, "%d floats rounded to bfloat16 wrongly", bad);
+    /* short rows from odd offsets: the tails */
+    for (int n = 1; n < 20; n++)
+        for (int off = 0; off < 3; off++) {
+            uint16_t got[20];
+            float wide[20];
+            tp__half_round(f + 7 * n + off, n, TP_HALF_BF16, got);
+            tp__half_widen(h + 11 * n + off, n, TP_HALF_BF16, wide);
+            for (int j = 0; j < n; j++) {
+                const float want = tp__bf16_to_f32(h[11 * n + off + j]);
+                CHECK_MSG(got[j] == tp__f32_to_bf16(f[7 * n + off + j]) && memcmp(&wide[j], &want, 4) == 0,
+                          "length %d offset %d element %d", n, off, j);
+            }
+        }
+    free(h), free(r16), free(w), free(f);
+}
+
 /* Planning and running 16-bit programs with every allocation failing in
  * turn (fail_alloc.h): TP_ERR_NOMEM each time, nothing leaked. The plans
  * allocate what float32 ones do not: bfloat16 weights packed in K pairs
@@ -2467,7 +2524,7 @@ TEST(test_half_alloc_failures) {
     }
 }
 
-TEST_MAIN(T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
+TEST_MAIN(T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
