@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 
 #include "cpu/gemm_bf16.h"
+#include "cpu/conv_nhwc.h"
 #include "cpu/half.h"
 #include "fail_alloc.h"
 #include "program_examples.h"
@@ -1982,7 +1983,8 @@ TEST(test_half_rows) {
  * 2 and 5x5, a conv1d; and max, average and adaptive average pooling on
  * widened planes; against the reference level. */
 /* Convolutions (dense, 1x1, 16x16 stride 16, conv1d, depthwise 3x3 stride
- * 2 and 5x5, and 3x3 stride-1 ones with enough tiles for Winograd: 16 ->
+ * 2 and 5x5 with 4 channels, 3x3 with 20 and 5x5 stride 2 with 16 at
+ * batch 2, and 3x3 stride-1 ones with enough tiles for Winograd: 16 ->
  * 24 channels with padding 1 at batch 2, and 20 -> 17 channels (vector
  * remainders, a partial weight panel) with padding (0, 2) on odd sizes)
  * and max / avg / adaptive pools of one dtype; in[0..4) its inputs (NULL
@@ -1993,12 +1995,13 @@ static tp_program *half_conv_program(tp_dtype dt, tp_tensor **in) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     if (!g) return NULL;
-    enum { NW = 8, NO = 11 };
+    enum { NW = 10, NO = 13 };
     static const int64_t wshape[NW][4] = {{6, 2, 3, 3}, {5, 4, 1, 1}, {8, 4, 16, 16}, {5, 3, 4, 0}, {4, 1, 3, 3},
-                                           {4, 1, 5, 5}, {24, 16, 3, 3}, {17, 20, 3, 3}};
+                                           {4, 1, 5, 5}, {24, 16, 3, 3}, {17, 20, 3, 3}, {20, 1, 3, 3},
+                                           {16, 1, 5, 5}};
     static const int64_t xshape[HALF_CONV_INPUTS][4] = {{2, 4, 33, 35}, {1, 3, 50, 0}, {2, 16, 20, 22}, {1, 20, 27, 25}};
-    const char *wn[NW] = {"p_w0", "p_w1", "p_w2", "p_w3", "p_w4", "p_w5", "p_w6", "p_w7"};
-    const char *bn[NW] = {"p_b0", "p_b1", "p_b2", "p_b3", "p_b4", "p_b5", "p_b6", "p_b7"};
+    const char *wn[NW] = {"p_w0", "p_w1", "p_w2", "p_w3", "p_w4", "p_w5", "p_w6", "p_w7", "p_w8", "p_w9"};
+    const char *bn[NW] = {"p_b0", "p_b1", "p_b2", "p_b3", "p_b4", "p_b5", "p_b6", "p_b7", "p_b8", "p_b9"};
     const char *xn[HALF_CONV_INPUTS] = {"x", "x1", "x2", "x3"};
     tp_node *w[NW], *b[NW], *xs[HALF_CONV_INPUTS];
     for (int i = 0; i < NW; i++) {
@@ -2028,6 +2031,10 @@ static tp_program *half_conv_program(tp_dtype dt, tp_tensor **in) {
     /* Winograd */
     o[9] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(xs[2]), N(w[6]), N(b[6]), s11, p11, s11, tp_value_int(1)});
     o[10] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(xs[3]), N(w[7]), N(b[7]), s11, p02, s11, tp_value_int(1)});
+    /* depthwise with more than 16 channels: 20 (a partial group of 16) on
+     * 27 x 25 planes, 16 with 5x5 stride 2 at batch 2 */
+    o[11] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(xs[3]), N(w[8]), N(b[8]), s11, p11, s11, tp_value_int(20)});
+    o[12] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(xs[2]), N(w[9]), N(b[9]), s22, p22, s11, tp_value_int(16)});
     tp_value *lists[] = {&s21, &p12, &d12, &s11, &p00, &s16, &s3, &p1, &d1, &s22, &p11, &p22, &k33, &p02};
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
     output_nodes(g, NO, o);
@@ -2086,6 +2093,10 @@ TEST(test_half_conv) {
         const char *want = dt == TP_BFLOAT16 ? "winograd4" : "winograd2";
         if (p) CHECK_MSG(variant_steps(p, in, HALF_CONV_INPUTS, want) == wino, "%s: steps on %s, want %d",
                          tp_dtype_name(dt), want, wino);
+        /* the four depthwise ones 16 channels at a time at AVX-512 */
+        const int c16 = p && tp_cpu_level_supported() >= TP_CPU_AVX512 ? 4 : 0;
+        if (p) CHECK_MSG(variant_steps(p, in, HALF_CONV_INPUTS, "avx512-c16") == c16,
+                         "%s: depthwise steps on avx512-c16, want %d", tp_dtype_name(dt), c16);
         free_tensors(in, HALF_CONV_INPUTS);
         tp_program_free(p);
     }
@@ -2383,7 +2394,9 @@ TEST(test_half_products) {
  * low halves 0, 0x7fff, 0x8000 (a tie), 0x8001 and 0xffff (rounding
  * carries into the exponent and to infinity, NaN payloads kept quiet) and
  * 2^20 random floats rounded; at lengths 1 to 19 and from odd offsets, so
- * the vector loop and its scalar tail both run. */
+ * the vector loop and its scalar tail both run; and the AVX-512
+ * conversions of the 16-bit depthwise path (conv_dw16_avx512.c) for
+ * bfloat16 and float16 on the same values, where the CPU has AVX-512. */
 TEST(test_bf16_conversions) {
     enum { NB = 65536, NR = NB * 5 + (1 << 20) };
     uint16_t *h = malloc(NB * sizeof *h), *r16 = malloc(NR * sizeof *r16);
@@ -2430,6 +2443,24 @@ TEST(test_bf16_conversions) {
                           "length %d offset %d element %d", n, off, j);
             }
         }
+    /* the AVX-512 conversions of the 16-bit depthwise path, bfloat16 and
+     * float16, the same way (a float16 NaN keeps its payload's top bits) */
+    for (int kind = TP_HALF_BF16; kind <= TP_HALF_F16 && tp_cpu_level_supported() >= TP_CPU_AVX512; kind++) {
+        tp__dw16_convert_avx512(h, w, f, r16, NB, kind);
+        int bw = 0, br = 0;
+        for (int i = 0; i < NB; i++) {
+            const float want = kind == TP_HALF_BF16 ? tp__bf16_to_f32(h[i]) : tp__f16_to_f32(h[i]);
+            bw += memcmp(&w[i], &want, 4) != 0 && !(want != want && w[i] != w[i]);
+            br += r16[i] != (kind == TP_HALF_BF16 ? tp__f32_to_bf16(f[i]) : tp__f32_to_f16(f[i]));
+        }
+        for (int o = NB; o < NR; o += NB) { /* the rest of the floats, NB at a time (h and w hold NB) */
+            tp__dw16_convert_avx512(h, w, f + o, r16, NB, kind);
+            for (int i = 0; i < NB; i++)
+                br += r16[i] != (kind == TP_HALF_BF16 ? tp__f32_to_bf16(f[o + i]) : tp__f32_to_f16(f[o + i]));
+        }
+        CHECK_MSG(bw == 0 && br == 0, "%s, AVX-512: %d values widened and %d rounded wrongly",
+                  kind == TP_HALF_BF16 ? "bfloat16" : "float16", bw, br);
+    }
     free(h), free(r16), free(w), free(f);
 }
 

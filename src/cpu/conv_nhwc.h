@@ -45,6 +45,34 @@ typedef struct tp_conv_dw {
 TP_HIDDEN void tp__conv_dw_fill_avx512(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t oh, int64_t ow,
                                        int64_t i0, int rows, int64_t p0, int64_t kc, float *dst);
 
+/* A 16-bit depthwise convolution on NCHW tensors run 16 channels at a time
+ * with the fill above (conv_dw16_avx512.c): per image and group of 16
+ * channels, the input planes are widened and transposed (16 x 16 blocks
+ * in registers) into a pixels x 16 float32 block (NHWC of 16 channels),
+ * the fill computes blocks of output pixels x 16 (weights in registers,
+ * channels along the vector, whatever the map's size), and each is
+ * transposed back and rounded once into the 16 output planes. g: the geometry (relu 0, act NULL); wgroups: per group of
+ * 16 channels, kh * kw rows of 16 weights then 16 biases (channels past c
+ * zero). */
+typedef struct tp_dw16 {
+    int64_t n, c, oh, ow;
+    tp_conv_dw g;
+    const float *wgroups;
+    int half; /* TP_HALF_* of x and y */
+} tp_dw16;
+/* Workspace bytes one thread needs. */
+TP_HIDDEN size_t tp__dw16_thread_bytes(const tp_dw16 *d);
+/* Thread ith of nth computes its (image, group) items; all nth together
+ * compute y. ws: this thread's tp__dw16_thread_bytes bytes, 64-byte
+ * aligned. AVX-512 only (cpuid checked by the caller). */
+TP_HIDDEN void tp__dw16_run_avx512(const tp_dw16 *d, const uint16_t *x, uint16_t *y, int ith, int nth, void *ws);
+
+/* The conversions tp__dw16_run_avx512 uses, for tests: wide[j] = h[j]
+ * widened and r[j] = f[j] rounded, for j < n rounded down to a multiple
+ * of 16 (the vectors only). */
+TP_HIDDEN void tp__dw16_convert_avx512(const uint16_t *h, float *wide, const float *f, uint16_t *r, int64_t n,
+                                       int half);
+
 /* A prepared convolution: geometry (input n x cin x h x w, output n x cout
  * x oh x ow, kernel kh x kw, stride, symmetric padding, dilation) and the
  * algorithm, set by the caller; tp__conv_nhwc_init packs the weights.
