@@ -12,6 +12,7 @@
  * transcendental functions change rounding, not results).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -2139,6 +2140,112 @@ static tp_program *half_chain(tp_dtype dt, bool every_output) {
     return p;
 }
 
+/* 16-bit convolutions each followed by an activation: a 3x3 stride-1 one
+ * (Winograd from the AVX2 level) and relu, a depthwise 3x3 stride 2 (16
+ * channels at a time at AVX-512) and relu6, a 1x1 (vdpbf16ps for
+ * bfloat16 at AVX-512) and hardtanh(0, 6), a dense 3x3 stride 2 and
+ * sigmoid (which stays a step); with every_output each intermediate is an
+ * output too (nothing fuses). */
+static tp_program *half_conv_act(tp_dtype dt, bool every_output) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return NULL;
+    static const int64_t ws[4][4] = {{16, 16, 3, 3}, {16, 1, 3, 3}, {24, 16, 1, 1}, {8, 24, 3, 3}};
+    const char *wn[4] = {"p_w0", "p_w1", "p_w2", "p_w3"}, *bn[4] = {"p_b0", "p_b1", "p_b2", "p_b3"};
+    tp_node *w[4], *b[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = placeholder_dt(g, wn[i], dt, 4, ws[i]);
+        b[i] = placeholder_dt(g, bn[i], dt, 1, ws[i]);
+    }
+    tp_node *x = placeholder_dt(g, "x", dt, 4, (int64_t[]){2, 16, 20, 22});
+    tp_value s11 = int_list(2, (int64_t[]){1, 1}), s22 = int_list(2, (int64_t[]){2, 2});
+    tp_value p11 = int_list(2, (int64_t[]){1, 1}), p00 = int_list(2, (int64_t[]){0, 0});
+    tp_node *o[8];
+    o[0] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[0]), N(b[0]), s11, p11, s11, tp_value_int(1)});
+    o[1] = call(g, TP_OP_RELU, 1, (tp_value[]){N(o[0])});
+    o[2] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[1]), N(w[1]), N(b[1]), s22, p11, s11, tp_value_int(16)});
+    o[3] = call(g, TP_OP_RELU6, 1, (tp_value[]){N(o[2])});
+    o[4] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[3]), N(w[2]), N(b[2]), s11, p00, s11, tp_value_int(1)});
+    o[5] = call(g, TP_OP_HARDTANH, 3, (tp_value[]){N(o[4]), tp_value_float(0.0), tp_value_float(6.0)});
+    o[6] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[5]), N(w[3]), N(b[3]), s22, p11, s11, tp_value_int(1)});
+    o[7] = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(o[6])});
+    tp_value *lists[] = {&s11, &s22, &p11, &p00};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
+    int n_out = every_output ? 8 : 1;
+    output_nodes(g, n_out, every_output ? o : &o[7]);
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(wn[i]), wn[i] + 2, TP_PERSISTENT_UNSET));
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(bn[i]), bn[i] + 2, TP_PERSISTENT_UNSET));
+    }
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 8 - n_out; i < 8; i++)
+        CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    for (int i = 0; p && i < 4; i++) {
+        /* large weights: many outputs past 6 and below 0 */
+        tp_tensor *tw = rand_tensor_dt(dt, 4, ws[i], 30 + (uint32_t)i, 3.0f);
+        tp_tensor *tb = rand_tensor_dt(dt, 1, ws[i], 40 + (uint32_t)i, 1.0f);
+        CHECK_OK(tp_program_set_state(p, wn[i] + 2, TP_STATE_PARAMETER, tw, true));
+        CHECK_OK(tp_program_set_state(p, bn[i] + 2, TP_STATE_PARAMETER, tb, true));
+        tp_tensor_free(tw);
+        tp_tensor_free(tb);
+    }
+    return p;
+}
+
+/* A 16-bit convolution takes a following relu, relu6 or hardtanh(0, 6)
+ * (conv_fuse16) and gives the bits of the two steps apart; sigmoid stays
+ * a step. Every level and thread count, bfloat16 and float16, with the
+ * exact count of fused steps. */
+TEST(test_half_conv_act_fuses) {
+    const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
+    for (int d = 0; d < 2; d++) {
+        tp_program *fused = half_conv_act(dts[d], false), *apart = half_conv_act(dts[d], true);
+        tp_tensor *x = rand_tensor_dt(dts[d], 4, (int64_t[]){2, 16, 20, 22}, 85, 8.0f);
+        for (int level = TP_CPU_SCALAR; fused && apart && x && level <= (int)tp_cpu_level_supported(); level++)
+            for (int threads = 1; threads <= 2; threads++) {
+                tp_run_options opt;
+                tp_run_options_init(&opt);
+                opt.cpu_level = (tp_cpu_level)level;
+                opt.num_threads = threads;
+                tp_run *rf = NULL, *ra = NULL;
+                CHECK_OK(tp_run_new(fused, &opt, &rf));
+                CHECK_OK(tp_run_new(apart, &opt, &ra));
+                if (!rf || !ra || tp_run_execute(rf, &x, 1, NULL, 0) != TP_OK || tp_run_execute(ra, &x, 1, NULL, 0) != TP_OK) {
+                    CHECK_MSG(false, "%s: runs failed: %s", tp_dtype_name(dts[d]), tp_last_error());
+                } else {
+                    tp_run_stats sf, sa;
+                    tp_run_get_stats(rf, &sf);
+                    tp_run_get_stats(ra, &sa);
+                    CHECK_MSG(sf.n_fused == 3 && sa.n_fused == 0 && sf.n_reference == 0, "%s [%s]: fused %d / %d",
+                              tp_dtype_name(dts[d]), tp_cpu_level_name((tp_cpu_level)level), (int)sf.n_fused,
+                              (int)sa.n_fused);
+                    const tp_tensor *a = tp_run_output(rf, 0), *b = tp_run_output(ra, 7);
+                    CHECK_MSG(a && b && tp_tensor_numel(a) == tp_tensor_numel(b) &&
+                                  memcmp(tp_tensor_data((tp_tensor *)a), tp_tensor_data((tp_tensor *)b),
+                                         (size_t)tp_tensor_numel(a) * 2) == 0,
+                              "%s [%s, %d threads]: the fused activations' bits differ from the steps'",
+                              tp_dtype_name(dts[d]), tp_cpu_level_name((tp_cpu_level)level), threads);
+                    /* the activations clamp: some of relu6's outputs are 6, some of relu's 0 */
+                    const tp_tensor *r6 = tp_run_output(ra, 3), *r0 = tp_run_output(ra, 1);
+                    int64_t six = 0, zero = 0;
+                    for (int64_t i = 0; r6 && i < tp_tensor_numel(r6); i++) six += tp_tensor_item_f64(r6, i) == 6.0;
+                    for (int64_t i = 0; r0 && i < tp_tensor_numel(r0); i++) zero += tp_tensor_item_f64(r0, i) == 0.0;
+                    CHECK_MSG(six > 0 && zero > 0, "%s: %" PRId64 " sixes, %" PRId64 " zeros", tp_dtype_name(dts[d]),
+                              six, zero);
+                }
+                tp_run_free(rf);
+                tp_run_free(ra);
+            }
+        tp_tensor_free(x);
+        tp_program_free(fused);
+        tp_program_free(apart);
+    }
+}
+
 /* A chain of 16-bit elementwise steps fuses into one pass, and gives the
  * bits of the same steps run one by one (each fused step rounds its input
  * to 16 bits first), at every level and thread count. */
@@ -2555,7 +2662,7 @@ TEST(test_half_alloc_failures) {
     }
 }
 
-TEST_MAIN(T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
+TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),

@@ -111,6 +111,7 @@ typedef struct tp_conv_nhwc {
      * convolution, fast_conv.c): 1 + the TP_HALF_* kind of x16 and y16,
      * else 0 (float32 x and y). Set by the caller before init. */
     int half16;
+    int relu16; /* half16: a fused relu (1) or relu6 (2) before each tile's rounding (tp_gemm_bf16.relu) */
     /* A pointwise convolution whose input is a depthwise convolution's
      * output, computed into A as the GEMM fills it (owned; set by the
      * caller after init, with tp__conv_nhwc_set_dw), or NULL. */

@@ -366,6 +366,11 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
     for (int k = 0; k < m * m; k++) {
         if (!inside[k]) continue;
         uint16_t *r16 = h->tile16 + k * cout;
+        float *t = dst[k];
+        if (cv->relu16 == 1)
+            for (int64_t c = 0; c < j1 - j0; c++) t[c] = t[c] > 0.0f || t[c] != t[c] ? t[c] : 0.0f;
+        else if (cv->relu16 == 2)
+            for (int64_t c = 0; c < j1 - j0; c++) t[c] = t[c] != t[c] ? t[c] : t[c] < 0.0f ? 0.0f : t[c] > 6.0f ? 6.0f : t[c];
         tp__half_round(dst[k], j1 - j0, cv->half16 - 1, r16);
         uint16_t *y = call->y16 + (n * cout + j0) * ohw + (m * ty + k / m) * cv->ow + m * tx + k % m;
         for (int64_t c = 0; c < j1 - j0; c++) y[c * ohw] = r16[c];

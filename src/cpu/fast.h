@@ -43,6 +43,8 @@ typedef struct tp_elt_info {
     double f[4];
 } tp_elt_info;
 TP_HIDDEN bool tp__eltwise_info(const tp_op_plan *plan, tp_elt_info *out);
+/* The same for a bfloat16 / float16 elementwise step. */
+TP_HIDDEN bool tp__eltwise_half_info(const tp_op_plan *plan, tp_elt_info *out);
 /* The TP_ELT_* op of a fused activation that is one unary elementwise op
  * (not binary, no chain of its own), else -1 (also for NULL). */
 static inline int tp__fused_act_op(const tp_op_plan *act) {

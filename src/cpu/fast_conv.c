@@ -56,6 +56,7 @@ typedef struct conv_plan {
     const uint16_t *w16;
     tp_conv_nhwc *wino;         /* 16-bit 3x3 stride 1: Winograd on widened values (owned), or NULL */
     tp_dw16 *dw16;              /* 16-bit depthwise, 16 channels at a time (owned, with its weights), or NULL */
+    int relu16;                 /* 16-bit: a fused relu (1) or relu6 / clamp(0, 6) (2), conv_fuse16 */
 } conv_plan;
 
 /* im2col of pixels [p0, p0 + np) of one image and group (in points at the
@@ -175,6 +176,14 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
     return TP_OK;
 }
 
+/* The fused activation of a 16-bit plan on n float32 values (conv_fuse16). */
+static void relu16_apply(int mode, float *p, int64_t n) {
+    if (mode == 1)
+        for (int64_t i = 0; i < n; i++) p[i] = p[i] > 0.0f || p[i] != p[i] ? p[i] : 0.0f;
+    else if (mode == 2)
+        for (int64_t i = 0; i < n; i++) p[i] = p[i] != p[i] ? p[i] : p[i] < 0.0f ? 0.0f : p[i] > 6.0f ? 6.0f : p[i];
+}
+
 /* 16-bit: conv_run's tiles on widened values, each tile's float32 C
  * (in the thread's workspace) rounded into the output. */
 static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
@@ -198,6 +207,7 @@ static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_
             gm.ep.bias_per_row = true;
         }
         tp__gemm_run(&gm, 0, 1, gws);
+        relu16_apply(cp->relu16, c32, cg_out * np);
         int64_t plane = (img * cp->cout + g * cg_out) * pix + p0;
         for (int64_t co = 0; co < cg_out; co++) tp__half_round(c32 + co * np, np, cp->half, y + plane + co * pix);
     }
@@ -225,7 +235,7 @@ static tp_status conv_run_dot16(const tp_op_plan *plan, tp_tensor *const *in, tp
         tp_gemm_bf16 gm = {.m = cg_out, .n = np, .k = cp->k, .a = cp->w16 + g * cg_out * cp->k, .rs_a = cp->k,
                            .cs_a = 1, .packed_b = packed, .c = y + (img * cp->cout + g * cg_out) * pix + p0,
                            .ldc = pix, .alpha = 1.0f, .bias = cp->has_bias ? cp->bfold + g * cg_out : NULL,
-                           .bias_per_row = true};
+                           .bias_per_row = true, .relu = cp->relu16};
         tp__gemm_bf16_run(&gm, 0, 1, gws);
     }
     return TP_OK;
@@ -422,6 +432,7 @@ static tp_status depthwise_run_half(const tp_op_plan *plan, tp_tensor *const *in
                     xin[r * cp->w + q] = tp__half_to_f32(src[r * cp->in_s[2] + q * cp->in_s[3]], cp->half);
             }
         dw_plane(&flat, xin, cp->wfold + c * cp->kh * cp->kw, cp->has_bias ? cp->bfold[c] : 0.0f, dst);
+        relu16_apply(cp->relu16, dst, np);
         tp__half_round(dst, np, cp->half, y + it * np);
     }
     return TP_OK;
@@ -531,6 +542,31 @@ static tp_status fold_affine(conv_plan *cp, const tp_op_plan *bn) {
     }
     cp->wfold = w;
     cp->bfold = b;
+    return TP_OK;
+}
+
+/* A 16-bit convolution takes a following relu, relu6 or clamp(0, 6): the
+ * bounds are 16-bit values, so applying it before the convolution's
+ * rounding gives the bits of the two steps apart (round(clamp(v)) ==
+ * clamp(round(v)); -0 and NaN as the 16-bit step gives them). In the
+ * registers of the bfloat16 GEMM (tp_gemm_bf16.relu), the fill of the
+ * 16-channel depthwise path, or a loop over each float32 tile. Other
+ * activations stay steps of their own: with their 16-bit input rounding
+ * (fast_eltwise.c's round trip) a fused one cost bfloat16 MobileNetV2
+ * more than the separate step. */
+static tp_status conv_fuse16(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
+    (void)leaf;
+    conv_plan *cp = plan->data;
+    tp_elt_info e;
+    if (kind != TP_FUSE_ACT || cp->relu16 || !tp__eltwise_half_info(consumer, &e) || e.binary || e.chained)
+        return TP_ERR_UNSUPPORTED;
+    const int mode = e.op == TP_ELT_RELU                                           ? 1
+                     : e.op == TP_ELT_RELU6 || (e.op == TP_ELT_CLAMP && e.f[0] == 0.0 && e.f[1] == 6.0) ? 2
+                                                                                    : 0;
+    if (!mode) return TP_ERR_UNSUPPORTED;
+    cp->relu16 = mode;
+    if (cp->wino) cp->wino->relu16 = mode;
+    if (cp->dw16) cp->dw16->g.relu = mode;
     return TP_OK;
 }
 
@@ -644,6 +680,7 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
             tp__half_widen((const uint16_t *)tp__tensor_base(b), cp->cout, tp__half_kind(x->dtype, TP_CPU_SCALAR),
                            cp->bfold);
         plan->data_bytes = (size_t)(nw + cp->cout) * sizeof(float);
+        plan->fuse = conv_fuse16;
     } else {
         if (info->is_const[1]) cp->weight = (const float *)tp__tensor_base(w);
         if (b && info->is_const[2]) cp->bias_const = (const float *)tp__tensor_base(b);

@@ -575,6 +575,14 @@ bool tp__eltwise_info(const tp_op_plan *plan, tp_elt_info *out) {
     return true;
 }
 
+bool tp__eltwise_half_info(const tp_op_plan *plan, tp_elt_info *out) {
+    if (plan->run != binary_run_half && plan->run != unary_run_half) return false;
+    *out = (tp_elt_info){.binary = plan->run == binary_run_half, .op = (int)plan->i[P_OP], .chained = plan->data != NULL};
+    out->scalar_b = out->binary && plan->i[P_SCALAR_B];
+    for (int k = 0; k < 4; k++) out->f[k] = plan->f[k]; /* its kind is f[F_HALF], after them */
+    return true;
+}
+
 #define UNARY(name, op)                                                                                        \
     static tp_status name##_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, \
                                     tp_op_plan *plan) {                                                       \

@@ -144,7 +144,8 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
                         .bias_row = g->bias_per_row,
                         .bias2 = g->bias2 ? g->bias2 + j0 : NULL,
                         .res = g->res ? g->res + i * g->ld_res + j0 : NULL,
-                        .ld_res = g->ld_res};
+                        .ld_res = g->ld_res,
+                        .relu = g->relu};
                     tp__gemm_bf16_avx512_kernel(kc2, odd, a_blk + ir * rs, rs, b, w, m, n, g->alpha, q0 > 0,
                                                 c32 ? c32 + i * g->n + j0 : NULL, g->n, last, &ep,
                                                 g->c + i * g->ldc + j0, g->ldc);

@@ -64,6 +64,10 @@ typedef struct tp_gemm_bf16 {
     const uint16_t *bias2;
     const uint16_t *res;
     int64_t ld_res;
+    /* Then a fused activation, applied before the last rounding (the same
+     * bits as after it: its results are the input or 0 or 6): 0 none, 1
+     * relu (x > 0 or NaN ? x : +0), 2 relu6 / clamp(x, 0, 6) (NaN kept). */
+    int relu;
 } tp_gemm_bf16;
 
 /* Workspace one product needs when run by nth threads (64-byte aligned). */
@@ -92,6 +96,7 @@ typedef struct tp__gemm_bf16_ep {
     const uint16_t *bias2; /* the tile's first column's */
     const uint16_t *res;   /* the tile's first element */
     int64_t ld_res;
+    int relu;              /* tp_gemm_bf16.relu */
 } tp__gemm_bf16_ep;
 TP_HIDDEN void tp__gemm_bf16_avx512_kernel(int64_t kc2, bool odd, const uint16_t *a, int64_t rs_a, const uint16_t *b,
                                            int w, int m, int n, float alpha, bool acc, float *c32, int64_t ldc32,
