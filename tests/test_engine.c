@@ -2140,6 +2140,57 @@ static tp_program *half_chain(tp_dtype dt, bool every_output) {
     return p;
 }
 
+/* What check_fused_bits expects of the fused program: at least (exactly,
+ * with exact) `fused` fused steps, or `fused_dot` at the AVX-512 level
+ * where the CPU runs vdpbf16ps; its outputs 0 .. n_cmp - 1 have the bits
+ * of the unfused program's outputs from `out`. */
+typedef struct fused_want {
+    int fused, fused_dot;
+    bool exact;
+    int out, n_cmp;
+} fused_want;
+
+/* fused (a program whose steps fuse) against apart (the same steps, each
+ * intermediate an output: nothing fuses) on inputs x[0..n_x), 16-bit, at
+ * every level and thread count: the fused steps w asks for, none in apart,
+ * no reference step in either, and the outputs' bits equal. */
+static void check_fused_bits(tp_program *fused, tp_program *apart, tp_tensor **x, int n_x, fused_want w,
+                             const char *what) {
+    for (int level = TP_CPU_SCALAR; fused && apart && level <= (int)tp_cpu_level_supported(); level++)
+        for (int threads = 1; threads <= 2; threads++) {
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            tp_run *rf = NULL, *ra = NULL;
+            CHECK_OK(tp_run_new(fused, &opt, &rf));
+            CHECK_OK(tp_run_new(apart, &opt, &ra));
+            if (!rf || !ra || tp_run_execute(rf, x, n_x, NULL, 0) != TP_OK || tp_run_execute(ra, x, n_x, NULL, 0) != TP_OK) {
+                CHECK_MSG(false, "%s: runs failed: %s", what, tp_last_error());
+            } else {
+                tp_run_stats sf, sa;
+                tp_run_get_stats(rf, &sf);
+                tp_run_get_stats(ra, &sa);
+                const bool dot = level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
+                const int want = dot ? w.fused_dot : w.fused;
+                CHECK_MSG((w.exact ? sf.n_fused == want : sf.n_fused >= want) && sa.n_fused == 0 &&
+                              sf.n_reference == 0 && sa.n_reference == 0,
+                          "%s [%s]: fused %d / %d", what, tp_cpu_level_name((tp_cpu_level)level), (int)sf.n_fused,
+                          (int)sa.n_fused);
+                for (int k = 0; k < w.n_cmp; k++) {
+                    const tp_tensor *a = tp_run_output(rf, k), *b = tp_run_output(ra, w.out + k);
+                    CHECK_MSG(a && b && tp_tensor_numel(a) == tp_tensor_numel(b) &&
+                                  memcmp(tp_tensor_data((tp_tensor *)a), tp_tensor_data((tp_tensor *)b),
+                                         (size_t)tp_tensor_numel(a) * 2) == 0,
+                              "%s [%s, %d threads]: output %d's bits differ from the steps'", what,
+                              tp_cpu_level_name((tp_cpu_level)level), threads, k);
+                }
+            }
+            tp_run_free(rf);
+            tp_run_free(ra);
+        }
+}
+
 /* 16-bit convolutions each followed by an activation: a 3x3 stride-1 one
  * (Winograd from the AVX2 level) and relu, a depthwise 3x3 stride 2 (16
  * channels at a time at AVX-512) and relu6, a 1x1 (vdpbf16ps for
@@ -2205,41 +2256,22 @@ TEST(test_half_conv_act_fuses) {
     for (int d = 0; d < 2; d++) {
         tp_program *fused = half_conv_act(dts[d], false), *apart = half_conv_act(dts[d], true);
         tp_tensor *x = rand_tensor_dt(dts[d], 4, (int64_t[]){2, 16, 20, 22}, 85, 8.0f);
-        for (int level = TP_CPU_SCALAR; fused && apart && x && level <= (int)tp_cpu_level_supported(); level++)
-            for (int threads = 1; threads <= 2; threads++) {
-                tp_run_options opt;
-                tp_run_options_init(&opt);
-                opt.cpu_level = (tp_cpu_level)level;
-                opt.num_threads = threads;
-                tp_run *rf = NULL, *ra = NULL;
-                CHECK_OK(tp_run_new(fused, &opt, &rf));
-                CHECK_OK(tp_run_new(apart, &opt, &ra));
-                if (!rf || !ra || tp_run_execute(rf, &x, 1, NULL, 0) != TP_OK || tp_run_execute(ra, &x, 1, NULL, 0) != TP_OK) {
-                    CHECK_MSG(false, "%s: runs failed: %s", tp_dtype_name(dts[d]), tp_last_error());
-                } else {
-                    tp_run_stats sf, sa;
-                    tp_run_get_stats(rf, &sf);
-                    tp_run_get_stats(ra, &sa);
-                    CHECK_MSG(sf.n_fused == 3 && sa.n_fused == 0 && sf.n_reference == 0, "%s [%s]: fused %d / %d",
-                              tp_dtype_name(dts[d]), tp_cpu_level_name((tp_cpu_level)level), (int)sf.n_fused,
-                              (int)sa.n_fused);
-                    const tp_tensor *a = tp_run_output(rf, 0), *b = tp_run_output(ra, 7);
-                    CHECK_MSG(a && b && tp_tensor_numel(a) == tp_tensor_numel(b) &&
-                                  memcmp(tp_tensor_data((tp_tensor *)a), tp_tensor_data((tp_tensor *)b),
-                                         (size_t)tp_tensor_numel(a) * 2) == 0,
-                              "%s [%s, %d threads]: the fused activations' bits differ from the steps'",
-                              tp_dtype_name(dts[d]), tp_cpu_level_name((tp_cpu_level)level), threads);
-                    /* the activations clamp: some of relu6's outputs are 6, some of relu's 0 */
-                    const tp_tensor *r6 = tp_run_output(ra, 3), *r0 = tp_run_output(ra, 1);
-                    int64_t six = 0, zero = 0;
-                    for (int64_t i = 0; r6 && i < tp_tensor_numel(r6); i++) six += tp_tensor_item_f64(r6, i) == 6.0;
-                    for (int64_t i = 0; r0 && i < tp_tensor_numel(r0); i++) zero += tp_tensor_item_f64(r0, i) == 0.0;
-                    CHECK_MSG(six > 0 && zero > 0, "%s: %" PRId64 " sixes, %" PRId64 " zeros", tp_dtype_name(dts[d]),
-                              six, zero);
-                }
-                tp_run_free(rf);
-                tp_run_free(ra);
-            }
+        check_fused_bits(fused, apart, &x, 1,
+                         (fused_want){.fused = 3, .fused_dot = 3, .exact = true, .out = 7, .n_cmp = 1},
+                         tp_dtype_name(dts[d]));
+        /* the activations clamp: some of relu6's outputs are 6, some of relu's 0 */
+        tp_run *r = NULL;
+        if (apart && x) CHECK_OK(tp_run_new(apart, NULL, &r));
+        if (r && tp_run_execute(r, &x, 1, NULL, 0) == TP_OK) {
+            const tp_tensor *r6 = tp_run_output(r, 3), *r0 = tp_run_output(r, 1);
+            int64_t six = 0, zero = 0;
+            for (int64_t i = 0; r6 && i < tp_tensor_numel(r6); i++) six += tp_tensor_item_f64(r6, i) == 6.0;
+            for (int64_t i = 0; r0 && i < tp_tensor_numel(r0); i++) zero += tp_tensor_item_f64(r0, i) == 0.0;
+            CHECK_MSG(six > 0 && zero > 0, "%s: %" PRId64 " sixes, %" PRId64 " zeros", tp_dtype_name(dts[d]), six, zero);
+        } else {
+            CHECK_MSG(false, "%s: run failed: %s", tp_dtype_name(dts[d]), tp_last_error());
+        }
+        tp_run_free(r);
         tp_tensor_free(x);
         tp_program_free(fused);
         tp_program_free(apart);
@@ -2254,34 +2286,8 @@ TEST(test_half_chain_fuses) {
     for (int d = 0; d < 2; d++) {
         tp_program *fused = half_chain(dts[d], false), *apart = half_chain(dts[d], true);
         tp_tensor *x = rand_tensor_dt(dts[d], 2, (int64_t[]){9, 2500}, 82, 6.0f);
-        for (int level = TP_CPU_SCALAR; fused && apart && x && level <= (int)tp_cpu_level_supported(); level++)
-            for (int threads = 1; threads <= 2; threads++) {
-                tp_run_options opt;
-                tp_run_options_init(&opt);
-                opt.cpu_level = (tp_cpu_level)level;
-                opt.num_threads = threads;
-                tp_run *rf = NULL, *ra = NULL;
-                CHECK_OK(tp_run_new(fused, &opt, &rf));
-                CHECK_OK(tp_run_new(apart, &opt, &ra));
-                if (!rf || !ra || tp_run_execute(rf, &x, 1, NULL, 0) != TP_OK || tp_run_execute(ra, &x, 1, NULL, 0) != TP_OK) {
-                    CHECK_MSG(false, "%s: runs failed: %s", tp_dtype_name(dts[d]), tp_last_error());
-                } else {
-                    tp_run_stats sf, sa;
-                    tp_run_get_stats(rf, &sf);
-                    tp_run_get_stats(ra, &sa);
-                    CHECK_MSG(sf.n_fused >= 5 && sa.n_fused == 0 && sf.n_reference == 0, "%s [%s]: fused %d / %d",
-                              tp_dtype_name(dts[d]), tp_cpu_level_name((tp_cpu_level)level), (int)sf.n_fused,
-                              (int)sa.n_fused);
-                    const tp_tensor *a = tp_run_output(rf, 0), *b = tp_run_output(ra, 6);
-                    CHECK_MSG(a && b && tp_tensor_numel(a) == tp_tensor_numel(b) &&
-                                  memcmp(tp_tensor_data((tp_tensor *)a), tp_tensor_data((tp_tensor *)b),
-                                         (size_t)tp_tensor_numel(a) * 2) == 0,
-                              "%s [%s, %d threads]: the fused chain's bits differ from the steps'", tp_dtype_name(dts[d]),
-                              tp_cpu_level_name((tp_cpu_level)level), threads);
-                }
-                tp_run_free(rf);
-                tp_run_free(ra);
-            }
+        check_fused_bits(fused, apart, &x, 1, (fused_want){.fused = 5, .fused_dot = 5, .out = 6, .n_cmp = 1},
+                         tp_dtype_name(dts[d]));
         tp_tensor_free(x);
         tp_program_free(fused);
         tp_program_free(apart);
@@ -2348,35 +2354,9 @@ TEST(test_half_epilogue_fuses) {
             tp_tensor *in[3] = {rand_tensor_dt(TP_BFLOAT16, 2, (int64_t[]){37, K}, 95, 2.0f),
                                 rand_tensor_dt(TP_BFLOAT16, 2, (int64_t[]){37, N}, 96, 8.0f),
                                 rand_tensor_dt(TP_BFLOAT16, 3, (int64_t[]){2, 5, K}, 97, 2.0f)};
-            for (int level = TP_CPU_SCALAR; fused && apart && level <= (int)tp_cpu_level_supported(); level++)
-                for (int threads = 1; threads <= 2; threads++) {
-                    tp_run_options opt;
-                    tp_run_options_init(&opt);
-                    opt.cpu_level = (tp_cpu_level)level;
-                    opt.num_threads = threads;
-                    tp_run *rf = NULL, *ra = NULL;
-                    CHECK_OK(tp_run_new(fused, &opt, &rf));
-                    CHECK_OK(tp_run_new(apart, &opt, &ra));
-                    if (!rf || !ra || tp_run_execute(rf, in, 3, NULL, 0) != TP_OK || tp_run_execute(ra, in, 3, NULL, 0) != TP_OK) {
-                        CHECK_MSG(false, "runs failed: %s", tp_last_error());
-                    } else {
-                        tp_run_stats sf;
-                        tp_run_get_stats(rf, &sf);
-                        bool dot = level == TP_CPU_AVX512 && tp__gemm_bf16_supported();
-                        CHECK_MSG(sf.n_fused == (dot ? 3 : 0), "own bias %d, K %" PRId64 " [%s]: %d fused", own, K,
-                                  tp_cpu_level_name((tp_cpu_level)level), (int)sf.n_fused);
-                        for (int k = 0; k < 2; k++) {
-                            const tp_tensor *a = tp_run_output(rf, k), *b = tp_run_output(ra, k);
-                            CHECK_MSG(a && b && tp_tensor_numel(a) == tp_tensor_numel(b) &&
-                                          memcmp(tp_tensor_data((tp_tensor *)a), tp_tensor_data((tp_tensor *)b),
-                                                 (size_t)tp_tensor_numel(a) * 2) == 0,
-                                      "own bias %d, K %" PRId64 " [%s, %d threads]: output %d differs from the steps'",
-                                      own, K, tp_cpu_level_name((tp_cpu_level)level), threads, k);
-                        }
-                    }
-                    tp_run_free(rf);
-                    tp_run_free(ra);
-                }
+            char what[64];
+            snprintf(what, sizeof what, "own bias %d, K %" PRId64, own, K);
+            check_fused_bits(fused, apart, in, 3, (fused_want){.fused_dot = 3, .exact = true, .n_cmp = 2}, what);
             free_tensors(in, 3);
             tp_program_free(fused);
             tp_program_free(apart);

@@ -465,6 +465,12 @@ TEST(test_gemm_conv) {
  * and two that must not fuse: a multiplier of 2, and a depthwise output
  * that is also the projection's residual. TP_CONV_GEMM=0, TP_FUSE_DW=0 and
  * the AVX2 level fuse none. */
+/* relu6 expansion 16 -> 48, depthwise 3x3, projection to 16 with the
+ * block's residual, then a 3x3 tail */
+#define INVERTED_RESIDUAL                                                                                           \
+    {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(48, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(48, 3, 1, 1, 1, 48, TP_OP_RELU6),      \
+     {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 1, 0}, CONV(4, 3, 1, 1, 1, 1, NONE)}
+
 TEST(test_fused_depthwise) {
     const char *gc = getenv("TP_CONV_GEMM"), *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
     const bool off = (gc && strcmp(gc, "0") == 0) || (fd && strcmp(fd, "0") == 0) ||
@@ -475,12 +481,10 @@ TEST(test_fused_depthwise) {
         float x_scale; /* the input times this: relu6 clamps at 6 too */
     } cases[] = {
         {{"inverted residual, stride 1", 1, 3, 13, 11, 5,
-          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(48, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(48, 3, 1, 1, 1, 48, TP_OP_RELU6),
-           {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 1, 0}, CONV(4, 3, 1, 1, 1, 1, NONE)}},
+          INVERTED_RESIDUAL},
          1, 1.0f},
         {{"inverted residual, relu6 clamping", 1, 3, 13, 11, 5,
-          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(48, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(48, 3, 1, 1, 1, 48, TP_OP_RELU6),
-           {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 1, 0}, CONV(4, 3, 1, 1, 1, 1, NONE)}},
+          INVERTED_RESIDUAL},
          1, 30.0f},
         {{"5x5 stride 2, 20 channels, batch 3", 3, 3, 15, 12, 4,
           {CONV(20, 3, 1, 1, 1, 1, RELU), CONV(20, 5, 2, 2, 1, 20, NONE), CONV(24, 1, 1, 0, 1, 1, NONE),
