@@ -120,4 +120,17 @@ void tp__dw16_run_avx512(const tp_dw16 *d, const uint16_t *x, uint16_t *y, int i
         }
     }
 }
+#else
+/* Builds without AVX-512 code (not x86): fast_conv.c never plans this path
+ * there (prepare_dw16), the test never calls the conversions. */
+size_t tp__dw16_thread_bytes(const tp_dw16 *d) {
+    (void)d;
+    return 0;
+}
+void tp__dw16_run_avx512(const tp_dw16 *d, const uint16_t *x, uint16_t *y, int ith, int nth, void *ws) {
+    (void)d, (void)x, (void)y, (void)ith, (void)nth, (void)ws;
+}
+void tp__dw16_convert_avx512(const uint16_t *h, float *wide, const float *f, uint16_t *r, int64_t n, int half) {
+    (void)h, (void)wide, (void)f, (void)r, (void)n, (void)half;
+}
 #endif
