@@ -2191,17 +2191,17 @@ static void check_fused_bits(tp_program *fused, tp_program *apart, tp_tensor **x
         }
 }
 
-/* 16-bit convolutions each followed by an activation: a 3x3 stride-1 one
- * (Winograd from the AVX2 level) and relu, a depthwise 3x3 stride 2 (16
- * channels at a time at AVX-512) and relu6, a 1x1 (vdpbf16ps for
- * bfloat16 at AVX-512) and hardtanh(0, 6), a dense 3x3 stride 2 and
- * sigmoid (which stays a step); with every_output each intermediate is an
- * output too (nothing fuses). */
+/* 16-bit convolutions followed by fusable steps: a 3x3 stride-1 one
+ * (Winograd from the AVX2 level) + x (a residual) then relu, a depthwise
+ * 3x3 stride 2 (16 channels at a time at AVX-512) then relu6, a 1x1
+ * (vdpbf16ps for bfloat16 at AVX-512) + its own input then hardtanh(0, 6),
+ * a dense 3x3 stride 2 then sigmoid (which stays a step); with
+ * every_output each intermediate is an output too (nothing fuses). */
 static tp_program *half_conv_act(tp_dtype dt, bool every_output) {
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     if (!g) return NULL;
-    static const int64_t ws[4][4] = {{16, 16, 3, 3}, {16, 1, 3, 3}, {24, 16, 1, 1}, {8, 24, 3, 3}};
+    static const int64_t ws[4][4] = {{16, 16, 3, 3}, {16, 1, 3, 3}, {16, 16, 1, 1}, {8, 16, 3, 3}};
     const char *wn[4] = {"p_w0", "p_w1", "p_w2", "p_w3"}, *bn[4] = {"p_b0", "p_b1", "p_b2", "p_b3"};
     tp_node *w[4], *b[4];
     for (int i = 0; i < 4; i++) {
@@ -2211,19 +2211,22 @@ static tp_program *half_conv_act(tp_dtype dt, bool every_output) {
     tp_node *x = placeholder_dt(g, "x", dt, 4, (int64_t[]){2, 16, 20, 22});
     tp_value s11 = int_list(2, (int64_t[]){1, 1}), s22 = int_list(2, (int64_t[]){2, 2});
     tp_value p11 = int_list(2, (int64_t[]){1, 1}), p00 = int_list(2, (int64_t[]){0, 0});
-    tp_node *o[8];
+    enum { NO = 10 };
+    tp_node *o[NO];
     o[0] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(x), N(w[0]), N(b[0]), s11, p11, s11, tp_value_int(1)});
-    o[1] = call(g, TP_OP_RELU, 1, (tp_value[]){N(o[0])});
-    o[2] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[1]), N(w[1]), N(b[1]), s22, p11, s11, tp_value_int(16)});
-    o[3] = call(g, TP_OP_RELU6, 1, (tp_value[]){N(o[2])});
-    o[4] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[3]), N(w[2]), N(b[2]), s11, p00, s11, tp_value_int(1)});
-    o[5] = call(g, TP_OP_HARDTANH, 3, (tp_value[]){N(o[4]), tp_value_float(0.0), tp_value_float(6.0)});
-    o[6] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[5]), N(w[3]), N(b[3]), s22, p11, s11, tp_value_int(1)});
-    o[7] = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(o[6])});
+    o[1] = call(g, TP_OP_ADD, 2, (tp_value[]){N(o[0]), N(x)});
+    o[2] = call(g, TP_OP_RELU, 1, (tp_value[]){N(o[1])});
+    o[3] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[2]), N(w[1]), N(b[1]), s22, p11, s11, tp_value_int(16)});
+    o[4] = call(g, TP_OP_RELU6, 1, (tp_value[]){N(o[3])});
+    o[5] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[4]), N(w[2]), N(b[2]), s11, p00, s11, tp_value_int(1)});
+    o[6] = call(g, TP_OP_ADD, 2, (tp_value[]){N(o[4]), N(o[5])});
+    o[7] = call(g, TP_OP_HARDTANH, 3, (tp_value[]){N(o[6]), tp_value_float(0.0), tp_value_float(6.0)});
+    o[8] = call(g, TP_OP_CONV2D, 7, (tp_value[]){N(o[7]), N(w[3]), N(b[3]), s22, p11, s11, tp_value_int(1)});
+    o[9] = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(o[8])});
     tp_value *lists[] = {&s11, &s22, &p11, &p00};
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) tp_value_clear(lists[i]);
-    int n_out = every_output ? 8 : 1;
-    output_nodes(g, n_out, every_output ? o : &o[7]);
+    int n_out = every_output ? NO : 1;
+    output_nodes(g, n_out, every_output ? o : &o[NO - 1]);
     tp_signature *sig = NULL;
     CHECK_OK(tp_signature_new(&sig));
     for (int i = 0; i < 4; i++) {
@@ -2231,7 +2234,7 @@ static tp_program *half_conv_act(tp_dtype dt, bool every_output) {
         CHECK_OK(tp_signature_add_input(sig, TP_INPUT_PARAMETER, tp_arg_tensor(bn[i]), bn[i] + 2, TP_PERSISTENT_UNSET));
     }
     CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
-    for (int i = 8 - n_out; i < 8; i++)
+    for (int i = NO - n_out; i < NO; i++)
         CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
     tp_program *p = NULL;
     CHECK_OK(tp_program_new(g, sig, &p));
@@ -2247,9 +2250,9 @@ static tp_program *half_conv_act(tp_dtype dt, bool every_output) {
     return p;
 }
 
-/* A 16-bit convolution takes a following relu, relu6 or hardtanh(0, 6)
- * (conv_fuse16) and gives the bits of the two steps apart; sigmoid stays
- * a step. Every level and thread count, bfloat16 and float16, with the
+/* A 16-bit convolution takes a following residual add and relu, relu6 or
+ * hardtanh(0, 6) (conv_fuse16) and gives the bits of the steps apart;
+ * sigmoid stays a step. Every level and thread count, bfloat16 and float16, with the
  * exact count of fused steps. */
 TEST(test_half_conv_act_fuses) {
     const tp_dtype dts[2] = {TP_BFLOAT16, TP_FLOAT16};
@@ -2257,13 +2260,13 @@ TEST(test_half_conv_act_fuses) {
         tp_program *fused = half_conv_act(dts[d], false), *apart = half_conv_act(dts[d], true);
         tp_tensor *x = rand_tensor_dt(dts[d], 4, (int64_t[]){2, 16, 20, 22}, 85, 8.0f);
         check_fused_bits(fused, apart, &x, 1,
-                         (fused_want){.fused = 3, .fused_dot = 3, .exact = true, .out = 7, .n_cmp = 1},
+                         (fused_want){.fused = 5, .fused_dot = 5, .exact = true, .out = 9, .n_cmp = 1},
                          tp_dtype_name(dts[d]));
         /* the activations clamp: some of relu6's outputs are 6, some of relu's 0 */
         tp_run *r = NULL;
         if (apart && x) CHECK_OK(tp_run_new(apart, NULL, &r));
         if (r && tp_run_execute(r, &x, 1, NULL, 0) == TP_OK) {
-            const tp_tensor *r6 = tp_run_output(r, 3), *r0 = tp_run_output(r, 1);
+            const tp_tensor *r6 = tp_run_output(r, 4), *r0 = tp_run_output(r, 2);
             int64_t six = 0, zero = 0;
             for (int64_t i = 0; r6 && i < tp_tensor_numel(r6); i++) six += tp_tensor_item_f64(r6, i) == 6.0;
             for (int64_t i = 0; r0 && i < tp_tensor_numel(r0); i++) zero += tp_tensor_item_f64(r0, i) == 0.0;

@@ -168,6 +168,10 @@ typedef struct tp_conv_nhwc_call {
      * (to nearest even, as half.h rounds). */
     const uint16_t *x16;
     uint16_t *y16;
+    /* ... and a fused residual of y16's shape (NCHW), or NULL: each tile's
+     * result rounded, plus the residual, rounded again (the add step's
+     * bits), before relu16 */
+    const uint16_t *res16;
     const float *res;
     const float *in_scale;
     int64_t in_scale_ns;

@@ -367,12 +367,27 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
         if (!inside[k]) continue;
         uint16_t *r16 = h->tile16 + k * cout;
         float *t = dst[k];
+        const int64_t px = (m * ty + k / m) * cv->ow + m * tx + k % m;
+        if (call->res16) { /* the rounded result plus the residual */
+            tp__half_round(t, j1 - j0, cv->half16 - 1, r16);
+            tp__half_widen(r16, j1 - j0, cv->half16 - 1, t);
+            const uint16_t *res = call->res16 + (n * cout + j0) * ohw + px;
+            if (cv->half16 - 1 == TP_HALF_BF16) /* a shift, inline: one value per plane */
+                for (int64_t c = 0; c < j1 - j0; c++) {
+                    const uint32_t u = (uint32_t)res[c * ohw] << 16;
+                    float f;
+                    memcpy(&f, &u, 4);
+                    t[c] += f;
+                }
+            else
+                for (int64_t c = 0; c < j1 - j0; c++) t[c] += tp__half_to_f32(res[c * ohw], cv->half16 - 1);
+        }
         if (cv->relu16 == 1)
             for (int64_t c = 0; c < j1 - j0; c++) t[c] = t[c] > 0.0f || t[c] != t[c] ? t[c] : 0.0f;
         else if (cv->relu16 == 2)
             for (int64_t c = 0; c < j1 - j0; c++) t[c] = t[c] != t[c] ? t[c] : t[c] < 0.0f ? 0.0f : t[c] > 6.0f ? 6.0f : t[c];
         tp__half_round(dst[k], j1 - j0, cv->half16 - 1, r16);
-        uint16_t *y = call->y16 + (n * cout + j0) * ohw + (m * ty + k / m) * cv->ow + m * tx + k % m;
+        uint16_t *y = call->y16 + (n * cout + j0) * ohw + px;
         for (int64_t c = 0; c < j1 - j0; c++) y[c * ohw] = r16[c];
     }
 }

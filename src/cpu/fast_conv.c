@@ -57,6 +57,7 @@ typedef struct conv_plan {
     tp_conv_nhwc *wino;         /* 16-bit 3x3 stride 1: Winograd on widened values (owned), or NULL */
     tp_dw16 *dw16;              /* 16-bit depthwise, 16 channels at a time (owned, with its weights), or NULL */
     int relu16;                 /* 16-bit: a fused relu (1) or relu6 / clamp(0, 6) (2), conv_fuse16 */
+    size_t act_bytes;           /* conv_run_half: a widened row of the tile (a fused residual), ending ws_thread */
 } conv_plan;
 
 /* im2col of pixels [p0, p0 + np) of one image and group (in points at the
@@ -207,8 +208,20 @@ static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_
             gm.ep.bias_per_row = true;
         }
         tp__gemm_run(&gm, 0, 1, gws);
-        relu16_apply(cp->relu16, c32, cg_out * np);
         int64_t plane = (img * cp->cout + g * cg_out) * pix + p0;
+        if (cp->ires >= 0) { /* a fused residual: the rounded result plus it, rounded (conv_fuse16) */
+            const uint16_t *res = (const uint16_t *)tp__tensor_base(in[cp->ires]) + plane;
+            float *row = (float *)(ws + cp->ws_thread - cp->act_bytes);
+            for (int64_t co = 0; co < cg_out; co++) {
+                float *c = c32 + co * np;
+                uint16_t *yr = y + plane + co * pix;
+                tp__half_round(c, np, cp->half, yr);
+                tp__half_widen(yr, np, cp->half, c);
+                tp__half_widen(res + co * pix, np, cp->half, row);
+                for (int64_t q = 0; q < np; q++) c[q] += row[q];
+            }
+        }
+        relu16_apply(cp->relu16, c32, cg_out * np);
         for (int64_t co = 0; co < cg_out; co++) tp__half_round(c32 + co * np, np, cp->half, y + plane + co * pix);
     }
     return TP_OK;
@@ -236,6 +249,10 @@ static tp_status conv_run_dot16(const tp_op_plan *plan, tp_tensor *const *in, tp
                            .cs_a = 1, .packed_b = packed, .c = y + (img * cp->cout + g * cg_out) * pix + p0,
                            .ldc = pix, .alpha = 1.0f, .bias = cp->has_bias ? cp->bfold + g * cg_out : NULL,
                            .bias_per_row = true, .relu = cp->relu16};
+        if (cp->ires >= 0) { /* a fused residual, in the GEMM's registers */
+            gm.res = (const uint16_t *)tp__tensor_base(in[cp->ires]) + (gm.c - y);
+            gm.ld_res = pix;
+        }
         tp__gemm_bf16_run(&gm, 0, 1, gws);
     }
     return TP_OK;
@@ -500,6 +517,7 @@ static tp_status conv_run_wino16(const tp_op_plan *plan, tp_tensor *const *in, t
     const conv_plan *cp = plan->data;
     tp_conv_nhwc_call call = {.conv = cp->wino, .x16 = (const uint16_t *)tp__tensor_base(in[0]),
                               .y16 = (uint16_t *)tp__tensor_base(out[0])};
+    if (cp->ires >= 0) call.res16 = (const uint16_t *)tp__tensor_base(in[cp->ires]);
     tp__conv_nhwc_run(&call, ex->ith, ex->nth, ex->workspace);
     return TP_OK;
 }
@@ -545,7 +563,8 @@ static tp_status fold_affine(conv_plan *cp, const tp_op_plan *bn) {
     return TP_OK;
 }
 
-/* A 16-bit convolution takes a following relu, relu6 or clamp(0, 6): the
+/* A 16-bit convolution takes a following residual add, and then a relu,
+ * relu6 or clamp(0, 6): the
  * bounds are 16-bit values, so applying it before the convolution's
  * rounding gives the bits of the two steps apart (round(clamp(v)) ==
  * clamp(round(v)); -0 and NaN as the 16-bit step gives them). In the
@@ -555,8 +574,16 @@ static tp_status fold_affine(conv_plan *cp, const tp_op_plan *bn) {
  * (fast_eltwise.c's round trip) a fused one cost bfloat16 MobileNetV2
  * more than the separate step. */
 static tp_status conv_fuse16(tp_op_plan *plan, const tp_op_plan *consumer, int kind, int leaf) {
-    (void)leaf;
     conv_plan *cp = plan->data;
+    if (kind == TP_FUSE_RESIDUAL) {
+        /* + a 16-bit tensor of the output's shape (in[leaf]), after the
+         * convolution's result is rounded, the sum rounded again (what the
+         * add step computes): not for depthwise convolutions, nor after
+         * an activation */
+        if (cp->ires >= 0 || cp->relu16 || cp->depthwise) return TP_ERR_UNSUPPORTED;
+        cp->ires = leaf;
+        return TP_OK;
+    }
     tp_elt_info e;
     if (kind != TP_FUSE_ACT || cp->relu16 || !tp__eltwise_half_info(consumer, &e) || e.binary || e.chained)
         return TP_ERR_UNSUPPORTED;
@@ -775,6 +802,10 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
         gm.ldc = tile;
     }
     cp->ws_thread = cp->col_bytes + cp->c_bytes + ((tp__gemm_workspace_bytes(&gm, 1) + 63) & ~(size_t)63);
+    if (half >= 0 && !cp->dot16) { /* a row of the tile widened (a fused residual), at the end of ws_thread */
+        cp->act_bytes = ((size_t)tile * sizeof(float) + 63) & ~(size_t)63;
+        cp->ws_thread += cp->act_bytes;
+    }
     if (cp->dot16) { /* im2col tile of bfloat16, its packed copy, the bfloat16 GEMM's workspace */
         tp_gemm_bf16 g16 = {.m = cp->cout / cp->groups, .n = tile, .k = cp->k, .cs_a = 1};
         cp->col_bytes = ((size_t)(cp->k * tile) * sizeof(uint16_t) + 63) & ~(size_t)63;
