@@ -149,7 +149,11 @@ static built build(const net_case *c) {
             cur = call(g, TP_OP_CONV2D, 7, a);
             for (int k = 3; k < 6; k++) tp_value_clear(&a[k]);
             if (L->res >= 0) cur = call(g, TP_OP_ADD, 2, (tp_value[]){N(cur), N(outs[L->res])});
-            if (L->act != TP_OP_INVALID) cur = call(g, L->act, 1, (tp_value[]){N(cur)});
+            /* hardtanh as relu6's ONNX form, Clip(0, 6) */
+            if (L->act == TP_OP_HARDTANH)
+                cur = call(g, L->act, 3, (tp_value[]){N(cur), tp_value_float(0.0), tp_value_float(6.0)});
+            else if (L->act != TP_OP_INVALID)
+                cur = call(g, L->act, 1, (tp_value[]){N(cur)});
         } else if (L->kind == L_POOL) {
             tp_value a[6] = {N(cur), pair(L->kh, L->kw), pair(L->sh, L->sw), pair(L->ph, L->pw),
                              pair(L->dh, L->dw), tp_value_bool(L->ceil)};
@@ -458,7 +462,8 @@ TEST(test_gemm_conv) {
  * same at 1, 2 and 3 threads, with the depthwise step gone and the
  * projection on dw+gemm-nhwc exactly as often as expected. Cases: an
  * inverted-residual block (relu6 expansion, depthwise, projection with
- * the block's residual), stride 2 with a 5x5 kernel, 20 channels (partial
+ * the block's residual), hardtanh(0, 6) (ONNX's relu6) after the
+ * depthwise convolution, stride 2 with a 5x5 kernel, 20 channels (partial
  * vectors at both ISA levels) and batch 3, stride (2, 1) with padding
  * (0, 1) and silu (an activation applied to each filled block), 1000
  * channels on 7x7 maps (several K blocks; threads may split the columns),
@@ -485,6 +490,10 @@ TEST(test_fused_depthwise) {
          1, 1.0f},
         {{"inverted residual, relu6 clamping", 1, 3, 13, 11, 5,
           INVERTED_RESIDUAL},
+         1, 30.0f},
+        {{"hardtanh(0, 6) after the depthwise convolution, clamping", 1, 3, 13, 11, 4,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 1, 1, 1, 16, TP_OP_HARDTANH), CONV(8, 1, 1, 0, 1, 1, NONE),
+           CONV(4, 3, 1, 1, 1, 1, NONE)}},
          1, 30.0f},
         {{"5x5 stride 2, 20 channels, batch 3", 3, 3, 15, 12, 4,
           {CONV(20, 3, 1, 1, 1, 1, RELU), CONV(20, 5, 2, 2, 1, 20, NONE), CONV(24, 1, 1, 0, 1, 1, NONE),

@@ -495,8 +495,14 @@ tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const floa
         wt[taps * cin + c] = bias ? bias[c] : 0.0f;
     }
     dw->weight = wt;
-    const int op = tp__fused_act_op(act);
-    dw->relu = op == TP_ELT_RELU ? 1 : op == TP_ELT_RELU6 ? 2 : 0;
+    /* relu, relu6 and clamp(0, 6) (ONNX's Clip of relu6: the same
+     * results, -0 and NaN included) in registers */
+    tp_elt_info e;
+    const bool info = act && tp__eltwise_info(act, &e) && !e.binary && !e.chained;
+    dw->relu = !info                                                                   ? 0
+               : e.op == TP_ELT_RELU                                                     ? 1
+               : e.op == TP_ELT_RELU6 || (e.op == TP_ELT_CLAMP && e.f[0] == 0.0 && e.f[1] == 6.0) ? 2
+                                                                                          : 0;
     dw->act = act && !dw->relu ? act : NULL;
     cv->pre_dw = dw;
     return TP_OK;

@@ -1473,11 +1473,13 @@ static tp_status fuse_scales(pass *ps, dn_step **built) {
  * input and output are NHWC, with no residual or fused mean; the
  * projection's input must have no other reader. At the AVX-512 level
  * only (conv_dw.h says why). TP_FUSE_DW=0 keeps them apart.
- * MobileNetV2 (Zen 4, alternating runs of both): the same time in quiet
- * minutes (0.99-1.00x at one and two threads), 0.80x at two threads in
- * minutes when the machine's neighbours load its memory (the unfused
- * depthwise input and output, 6x the block's channels, cross memory
- * twice more). find_dws marks the candidates before the steps are built (their
+ * MobileNetV2 (Zen 4, alternating runs of both, medians of 10 pairs'
+ * ratios): 0.975x at one thread and 0.956x at two in quiet minutes (3.42
+ * -> 3.26 ms), 0.78-0.80x at two threads in minutes when the machine's
+ * neighbours load its memory (the unfused depthwise input and output, 6x
+ * the block's channels, cross memory twice more). Its relu6 (ONNX's
+ * Clip(0, 6)) runs in the fill's registers: as a pass over each filled
+ * block the fusion only broke even in quiet minutes. find_dws marks the candidates before the steps are built (their
  * projections then build on our GEMM: gemmconv_wanted); fuse_dws rewrites
  * those whose two steps built as wanted. */
 static void find_dws(pass *ps, const int *reads) {
