@@ -4,7 +4,8 @@
  * like conv_wino.h and included by conv_wino_avx512.c (16 floats). An
  * AVX2 instance (8 floats, WX_DW_PX 1 or 2) measured 4-5% slower than
  * oneDNN's own depthwise kernel followed by the projection (MobileNetV2
- * at TP_CPU_LEVEL=avx2 on Zen 4, alternating runs), so the fusion runs at
+ * at TP_CPU_LEVEL=avx2 on Zen 4, alternating runs), and still 2% slower
+ * at one thread once relu6's Clip ran in registers, so the fusion runs at
  * the AVX-512 level only. The includer defines what conv_wino.h asks for
  * (WX_V, WX_W, WX_LD, WX_ST, WX_FMA, WX_SET1, WX_RELU, WX_NAME) and
  *   WX_MAX(a, b)    lane-wise a > b ? a : b  (b when either is NaN)
