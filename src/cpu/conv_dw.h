@@ -27,12 +27,6 @@
 
 #include <math.h>
 
-static inline float WX_NAME(dw_act1)(float v, int relu) {
-    if (relu == 1) return v > 0.0f || v != v ? v : 0.0f;
-    if (relu == 2) return v != v ? v : v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v;
-    return v;
-}
-
 static inline WX_V WX_NAME(dw_act)(WX_V v, int relu) {
     if (relu == 1) return WX_RELU(v);
     /* max(0, v) keeps a NaN v (the second operand), and so does min(6, .) */
@@ -140,7 +134,7 @@ static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *img, int64_t 
                     a = fmaf(r[ix * cin], wt[(ky * KW + kx) * cin + c], a);
                 }
             }
-            d[(ox - ox0) * kc + c] = WX_NAME(dw_act1)(a, relu);
+            d[(ox - ox0) * kc + c] = tp__relu_mode(a, relu);
         }
     }
 }

@@ -9,6 +9,8 @@
 #if defined(__x86_64__) && defined(__AVX512F__)
 #include <immintrin.h>
 
+#include "bf16_avx512.h"
+
 enum { DW16_BAND = 256 }; /* output pixels per fill */
 
 static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -19,7 +21,7 @@ size_t tp__dw16_thread_bytes(const tp_dw16 *d) {
 
 /* 16 lanes of 16-bit values (zero-extended 32-bit words) to float32. */
 static inline __m512 widen16(__m512i v, int half) {
-    if (half == TP_HALF_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    if (half == TP_HALF_BF16) return tp__bf16_widen_avx512(v);
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
 }
 
@@ -27,12 +29,7 @@ static inline __m512 widen16(__m512i v, int half) {
  * as half.h rounds. */
 static inline __m256i round16(__m512 f, int half) {
     if (half != TP_HALF_BF16) return _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512i x = _mm512_castps_si512(f), hi = _mm512_srli_epi32(x, 16);
-    const __m512i r = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(hi, _mm512_set1_epi32(1))), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
-    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40))));
+    return _mm512_cvtepi32_epi16(tp__bf16_bits_avx512(f));
 }
 
 void tp__dw16_convert_avx512(const uint16_t *h, float *wide, const float *f, uint16_t *r, int64_t n, int half) {

@@ -382,10 +382,7 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
             else
                 for (int64_t c = 0; c < j1 - j0; c++) t[c] += tp__half_to_f32(res[c * ohw], cv->half16 - 1);
         }
-        if (cv->relu16 == 1)
-            for (int64_t c = 0; c < j1 - j0; c++) t[c] = t[c] > 0.0f || t[c] != t[c] ? t[c] : 0.0f;
-        else if (cv->relu16 == 2)
-            for (int64_t c = 0; c < j1 - j0; c++) t[c] = t[c] != t[c] ? t[c] : t[c] < 0.0f ? 0.0f : t[c] > 6.0f ? 6.0f : t[c];
+        tp__relu_mode_apply(cv->relu16, t, j1 - j0);
         tp__half_round(dst[k], j1 - j0, cv->half16 - 1, r16);
         uint16_t *y = call->y16 + (n * cout + j0) * ohw + px;
         for (int64_t c = 0; c < j1 - j0; c++) y[c * ohw] = r16[c];

@@ -18,9 +18,11 @@
  * path (or the depthwise loop on a widened plane) on widened values:
  * weights and bias widened once at plan time, im2col widening the input as
  * it gathers, each tile's (plane's) float32 result rounded once into the
- * output (half.h), as PyTorch computes these dtypes; they take no fusion.
- * 16-bit 3x3 stride-1 convolutions with enough tiles run Winograd instead
- * (conv_nhwc.h, wino16_wanted).
+ * output (half.h), as PyTorch computes these dtypes; they take a following
+ * residual add and relu / relu6 only (conv_fuse16). 16-bit 3x3 stride-1
+ * convolutions with enough tiles run Winograd instead (conv_nhwc.h,
+ * wino16_wanted), depthwise ones 16 channels at a time at AVX-512
+ * (prepare_dw16).
  */
 #include "conv_nhwc.h"
 #include "eltwise.h"
@@ -177,14 +179,6 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
     return TP_OK;
 }
 
-/* The fused activation of a 16-bit plan on n float32 values (conv_fuse16). */
-static void relu16_apply(int mode, float *p, int64_t n) {
-    if (mode == 1)
-        for (int64_t i = 0; i < n; i++) p[i] = p[i] > 0.0f || p[i] != p[i] ? p[i] : 0.0f;
-    else if (mode == 2)
-        for (int64_t i = 0; i < n; i++) p[i] = p[i] != p[i] ? p[i] : p[i] < 0.0f ? 0.0f : p[i] > 6.0f ? 6.0f : p[i];
-}
-
 /* 16-bit: conv_run's tiles on widened values, each tile's float32 C
  * (in the thread's workspace) rounded into the output. */
 static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
@@ -221,7 +215,7 @@ static tp_status conv_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_
                 for (int64_t q = 0; q < np; q++) c[q] += row[q];
             }
         }
-        relu16_apply(cp->relu16, c32, cg_out * np);
+        tp__relu_mode_apply(cp->relu16, c32, cg_out * np);
         for (int64_t co = 0; co < cg_out; co++) tp__half_round(c32 + co * np, np, cp->half, y + plane + co * pix);
     }
     return TP_OK;
@@ -449,7 +443,7 @@ static tp_status depthwise_run_half(const tp_op_plan *plan, tp_tensor *const *in
                     xin[r * cp->w + q] = tp__half_to_f32(src[r * cp->in_s[2] + q * cp->in_s[3]], cp->half);
             }
         dw_plane(&flat, xin, cp->wfold + c * cp->kh * cp->kw, cp->has_bias ? cp->bfold[c] : 0.0f, dst);
-        relu16_apply(cp->relu16, dst, np);
+        tp__relu_mode_apply(cp->relu16, dst, np);
         tp__half_round(dst, np, cp->half, y + it * np);
     }
     return TP_OK;

@@ -567,21 +567,21 @@ static tp_status unary_prepare(const tp_prepare_info *info, const tp_value *boun
     return TP_OK;
 }
 
-bool tp__eltwise_info(const tp_op_plan *plan, tp_elt_info *out) {
-    if (plan->run != binary_run && plan->run != unary_run) return false;
-    *out = (tp_elt_info){.binary = plan->run == binary_run, .op = (int)plan->i[P_OP], .chained = plan->data != NULL};
+/* What a plan of binary run bin / unary run un computes. */
+static bool elt_info(const tp_op_plan *plan, tp_run_fn bin, tp_run_fn un, tp_elt_info *out) {
+    if (plan->run != bin && plan->run != un) return false;
+    *out = (tp_elt_info){.binary = plan->run == bin, .op = (int)plan->i[P_OP], .chained = plan->data != NULL};
     out->scalar_b = out->binary && plan->i[P_SCALAR_B];
-    for (int k = 0; k < 4; k++) out->f[k] = plan->f[k];
+    for (int k = 0; k < 4; k++) out->f[k] = plan->f[k]; /* a 16-bit plan's kind is f[F_HALF], after them */
     return true;
 }
 
+bool tp__eltwise_info(const tp_op_plan *plan, tp_elt_info *out) { return elt_info(plan, binary_run, unary_run, out); }
+
 bool tp__eltwise_half_info(const tp_op_plan *plan, tp_elt_info *out) {
-    if (plan->run != binary_run_half && plan->run != unary_run_half) return false;
-    *out = (tp_elt_info){.binary = plan->run == binary_run_half, .op = (int)plan->i[P_OP], .chained = plan->data != NULL};
-    out->scalar_b = out->binary && plan->i[P_SCALAR_B];
-    for (int k = 0; k < 4; k++) out->f[k] = plan->f[k]; /* its kind is f[F_HALF], after them */
-    return true;
+    return elt_info(plan, binary_run_half, unary_run_half, out);
 }
+
 
 #define UNARY(name, op)                                                                                        \
     static tp_status name##_prepare(const tp_prepare_info *info, const tp_value *bound, const tp_value *out, \

@@ -10,29 +10,20 @@
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 #include <immintrin.h>
 
-/* float32 -> bfloat16 bits to nearest even, 16 lanes, each in the low half
- * of its 32 (a NaN stays a quiet NaN, as tp__f32_to_bf16 rounds). */
-static inline __m512i bf16_bits(__m512 r) {
-    const __m512i x = _mm512_castps_si512(r);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    __m512i v = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    const __mmask16 nan = _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q);
-    v = _mm512_mask_mov_epi32(v, nan, _mm512_or_si512(x, _mm512_set1_epi32(0x00400000)));
-    return _mm512_srli_epi32(v, 16);
-}
+#include "bf16_avx512.h"
 
 /* r rounded, stored to the first n of 16 outputs. */
 static inline void store_bf16(uint16_t *o, __m512 r, __mmask16 mask) {
-    _mm512_mask_cvtepi32_storeu_epi16(o, mask, bf16_bits(r));
+    _mm512_mask_cvtepi32_storeu_epi16(o, mask, tp__bf16_bits_avx512(r));
 }
 
 /* r rounded to bfloat16 and widened again (what a separate step reading
  * the rounded value sees). */
-static inline __m512 round_trip(__m512 r) { return _mm512_castsi512_ps(_mm512_slli_epi32(bf16_bits(r), 16)); }
+static inline __m512 round_trip(__m512 r) { return tp__bf16_widen_avx512(tp__bf16_bits_avx512(r)); }
 
 /* The first n of 16 bfloat16 values at p, widened (zero beyond n). */
 static inline __m512 load_bf16(const uint16_t *p, __mmask16 mask) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
+    return tp__bf16_widen_avx512(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)));
 }
 
 static inline __m512i pair_at(const uint16_t *p) {

@@ -6,7 +6,8 @@
  * tp__f16_to_f32 / tp__f32_to_f16, so a 16-bit op computed in float32 and
  * rounded once gives PyTorch's CPU result for these dtypes wherever the
  * float32 value is the same. float16 uses F16C's conversions where the CPU
- * has them (the same bits).
+ * has them, bfloat16 AVX2 integer vectors where the CPU has AVX2 (the same
+ * bits).
  */
 #ifndef TPEXPORT_CPU_HALF_H
 #define TPEXPORT_CPU_HALF_H
