@@ -158,6 +158,9 @@ TP_HIDDEN bool tp__onednn_enabled(void);
  * running it, as a real failure would (the step's other chunks and threads
  * run on); -1 (the default) turns it off. Never set by the library. */
 TP_HIDDEN void tp__onednn_test_fail_mean_chunk(int k);
+/* Tests: fuse_dws fuses expansions whose output takes at least bytes per
+ * image from now on (plans made later; -1: the default rule again). */
+TP_HIDDEN void tp__onednn_test_fuse_ex_min(int64_t bytes);
 
 /* Internal helpers shared with program.c. */
 TP_HIDDEN tp_status tp__program_check_tensor_inputs(tp_program *p, tp_tensor *const *inputs, int n);

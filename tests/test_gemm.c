@@ -132,7 +132,9 @@ static void fixture_free(gemm_fixture *fx) {
 
 /* a_fill for implicit-A cases: rows of the fixture's A, either layout. */
 static atomic_long fill_calls;
-static void fill_from_fixture(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
+static void fill_from_fixture(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst,
+                              void *scratch) {
+    (void)scratch;
     const gemm_fixture *fx = ctx;
     const int64_t lda = fx->cs.trans_a ? fx->cs.m + fx->lda_pad : fx->cs.k + fx->lda_pad;
     atomic_fetch_add(&fill_calls, 1);
@@ -464,7 +466,17 @@ static void act_relu(float *ptr, int64_t n, const void *ctx) {
     atomic_fetch_add(&act_elements, (long)n);
 }
 
-/* A bias of N and relu (act_relu) applied by the micro-kernels in
+/* relu6 with the library's bits (tp__relu_mode 2: clamp to [0, 6], NaN and
+ * -0 kept); counts the elements it was given. */
+static float relu6_bits(float x) { return x != x ? x : x < 0.0f ? 0.0f : x > 6.0f ? 6.0f : x; }
+static void act_relu6(float *ptr, int64_t n, const void *ctx) {
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) ptr[i] = relu6_bits(ptr[i]);
+    atomic_fetch_add(&act_elements, (long)n);
+}
+
+/* A bias of N and relu (act_relu) or relu6 (act_relu6, inputs scaled so
+ * that many sums pass 6) applied by the micro-kernels in
  * registers: bit for bit the product without them followed by + bias and
  * relu in plain C, at every ISA level, for edge widths (masked bias loads),
  * several K blocks, beta 0 and 1, alpha -1 (a zero column of B and a -0
@@ -479,17 +491,20 @@ TEST(test_tile_epilogue) {
                                         {25, 40, 24}, {12, 9, 32},    {100, 64, 16}};
     for (int isa = TP_ISA_SCALAR; isa <= tp__gemm_best_isa(); isa++)
         for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++)
-            for (int v = 0; v < 6; v++) {
+            for (int v = 0; v < 12; v++) {
+                const int mode = v < 6 ? 1 : 2; /* relu, relu6 */
+                const float scale = mode == 2 ? 4.0f : 1.0f;
                 const int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
-                const bool packed = v & 1, residual = v >= 4, implicit = v == 3;
-                const float alpha = v == 2 ? -1.0f : 1.0f, beta = (v & 2) ? 1.0f : 0.0f;
+                const int w = v % 6;
+                const bool packed = w & 1, residual = w >= 4, implicit = w == 3;
+                const float alpha = w == 2 ? -1.0f : 1.0f, beta = (w & 2) ? 1.0f : 0.0f;
                 float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
                 float *bias = malloc(sizeof(float) * (size_t)n), *res = malloc(sizeof(float) * (size_t)(m * n));
                 float *c0 = malloc(sizeof(float) * (size_t)(m * n)), *want = malloc(sizeof(float) * (size_t)(m * n));
                 float *got = malloc(sizeof(float) * (size_t)(m * n));
-                for (int64_t i = 0; i < m * k; i++) a[i] = rng_float();
+                for (int64_t i = 0; i < m * k; i++) a[i] = scale * rng_float();
                 for (int64_t i = 0; i < k * n; i++) b[i] = (i % n) == n / 2 ? 0.0f : rng_float();
-                for (int64_t j = 0; j < n; j++) bias[j] = j == n / 2 ? -0.0f : 0.25f * rng_float();
+                for (int64_t j = 0; j < n; j++) bias[j] = j == n / 2 ? -0.0f : 0.25f * scale * rng_float();
                 for (int64_t i = 0; i < m * n; i++) res[i] = rng_float();
                 for (int64_t i = 0; i < m * n; i++) c0[i] = (i / n) % 3 == 1 ? 0.0f : rng_float();
                 if (m > 2) a[2 * k + k / 2] = NAN; /* row 2: NaN throughout */
@@ -523,13 +538,13 @@ TEST(test_tile_epilogue) {
                     for (int64_t j = 0; j < n; j++) {
                         float x = want[i * n + j] + bias[j];
                         if (residual) x += res[i * n + j];
-                        want[i * n + j] = x > 0.0f ? x : (x != x ? x : 0.0f);
+                        want[i * n + j] = mode == 2 ? relu6_bits(x) : x > 0.0f ? x : (x != x ? x : 0.0f);
                     }
                 g.ep.bias = bias;
                 g.ep.residual = residual ? res : NULL;
                 g.ep.ld_residual = n;
-                g.ep.act = act_relu;
-                g.ep.act_relu = true;
+                g.ep.act = mode == 2 ? act_relu6 : act_relu;
+                g.ep.act_relu = mode;
                 g.c = got;
                 for (int nth = 1; nth <= 3; nth++) {
                     memcpy(got, c0, sizeof(float) * (size_t)(m * n));

@@ -221,7 +221,8 @@ out:
  * which F(4x4, 3x3): wino4) */
 typedef struct counts {
     int onednn, gemm, wino, wino4, means, steps;
-    int dw; /* projections computing a fused depthwise convolution (dw+gemm-nhwc) */
+    int dw; /* projections computing a fused depthwise convolution (dw+gemm-nhwc, ex+dw+gemm-nhwc) */
+    int ex; /* ... and its input's expansion too (ex+dw+gemm-nhwc) */
     int64_t in_place; /* tp_run_stats.n_in_place after the call */
 } counts;
 
@@ -231,8 +232,9 @@ static void on_event(void *user, const tp_profile_event *ev) {
     if (strcmp(ev->variant, "onednn") == 0 || strcmp(ev->variant, "mean-nhwc") == 0) c->onednn++;
     c->means += strcmp(ev->variant, "mean-nhwc") == 0;
     const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
-    const bool dw = strcmp(ev->variant, "dw+gemm-nhwc") == 0;
+    const bool ex = strcmp(ev->variant, "ex+dw+gemm-nhwc") == 0, dw = ex || strcmp(ev->variant, "dw+gemm-nhwc") == 0;
     c->dw += dw;
+    c->ex += ex;
     if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4 || dw) {
         c->onednn++;
         c->gemm++;
@@ -547,6 +549,113 @@ TEST(test_fused_depthwise) {
     }
 }
 
+/* An expansion (a pointwise convolution whose output only the fused
+ * depthwise convolution reads) computed inside the projection too
+ * (tp_conv_dw.ex_cin: its rows into a ring as the depthwise fill needs
+ * them), here for any size (tp__onednn_test_fuse_ex_min; by default only
+ * outputs of 4 MiB or more per image, so test_fused_depthwise's inverted
+ * residual keeps its expansion): the output matches the reference,
+ * bitwise the same at 1, 2 and 3 threads, both steps gone. Cases: relu6
+ * expansion clamping, 5x5 stride 2 with 20 -> 40 channels (partial
+ * vectors) at batch 3 and no activation, silu (the activation's pass over
+ * each row) with stride (2, 1) and padding (0, 1), relu (in the GEMM's
+ * registers) on 64 x 40 maps (several fill blocks per thread: the ring
+ * kept between them, rows recomputed at the threads' borders), 3-row maps
+ * (a call's first rows are the ones the last call's ring ends with; every
+ * case also checks a call on another input after a first), and an
+ * expansion output also read by another convolution (not fused; its
+ * depthwise convolution is). */
+TEST(test_fused_expansion) {
+    const char *gc = getenv("TP_CONV_GEMM"), *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
+    const bool off = (gc && strcmp(gc, "0") == 0) || (fd && strcmp(fd, "0") == 0) ||
+                     (lv && strcmp(lv, "avx2") == 0) || tp_cpu_level_supported() < TP_CPU_AVX512;
+    const struct {
+        net_case c;
+        int ex;
+        float x_scale;
+    } cases[] = {
+        {{"inverted residual, relu6 expansion clamping", 1, 3, 13, 11, 5, INVERTED_RESIDUAL}, 1, 30.0f},
+        {{"5x5 stride 2, 20 -> 40 channels, no activation, batch 3", 3, 3, 15, 12, 5,
+          {CONV(20, 3, 1, 1, 1, 1, RELU), CONV(40, 1, 1, 0, 1, 1, NONE), CONV(40, 5, 2, 2, 1, 40, NONE),
+           CONV(24, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"silu expansion, stride (2, 1), padding (0, 1), batch 2", 2, 3, 12, 9, 5,
+          {CONV(24, 3, 1, 1, 1, 1, RELU), CONV(72, 1, 1, 0, 1, 1, TP_OP_SILU),
+           {L_CONV, 72, 3, 3, 2, 1, 0, 1, 1, 1, 72, true, false, TP_OP_SILU, -1, 0}, CONV(8, 1, 1, 0, 1, 1, RELU),
+           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"relu expansion, 64 x 40 maps", 1, 3, 64, 40, 5,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, RELU), CONV(32, 3, 1, 1, 1, 32, TP_OP_RELU6),
+           CONV(16, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        /* each thread's ring ends a call holding the rows its next call
+         * starts with (the run's first fill must forget them) */
+        {{"3 x 17 maps", 1, 3, 3, 17, 5,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(32, 3, 1, 1, 1, 32, NONE),
+           CONV(8, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"expansion output read twice: not fused", 1, 3, 10, 9, 6,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(32, 3, 1, 1, 1, 32, TP_OP_RELU6),
+           CONV(16, 1, 1, 0, 1, 1, NONE), {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 4, 3},
+           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         0, 1.0f},
+    };
+    tp__onednn_test_fuse_ex_min(1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const net_case *c = &cases[i].c;
+        const int ex = off ? 0 : cases[i].ex, fused = off ? 0 : 1 + cases[i].ex;
+        built b = build(c);
+        if (!b.p || !b.x) {
+            tp_program_free(b.p);
+            tp_tensor_free(b.x);
+            continue;
+        }
+        float *xd = tp_tensor_data(b.x);
+        for (int64_t k = 0; k < tp_tensor_numel(b.x); k++) xd[k] *= cases[i].x_scale;
+        counts cnt;
+        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
+        CHECK_MSG(!one || (cnt.ex == ex && cnt.dw == (off ? 0 : 1) && cnt.steps == c->n_layers - fused),
+                  "%s: %d fused expansions, %d depthwise, in %d steps; want %d, %d in %d", c->label, cnt.ex, cnt.dw,
+                  cnt.steps, ex, off ? 0 : 1, c->n_layers - fused);
+        for (int th = 2; one && th <= 3; th++) {
+            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
+            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
+                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
+                      "%s: %d threads not bitwise equal to 1 thread", c->label, th);
+            CHECK_MSG(!got || cnt.ex == ex, "%s, %d threads: %d fused expansions, want %d", c->label, th, cnt.ex, ex);
+            tp_tensor_free(got);
+        }
+        /* a call after one on another input: nothing of the first call's
+         * rows is reused (the output is a fresh context's, one input later) */
+        tp_tensor *x2 = NULL;
+        CHECK_OK(tp_tensor_clone(b.x, &x2));
+        for (int64_t k = 0; x2 && k < tp_tensor_numel(x2); k++) ((float *)tp_tensor_data(x2))[k] *= -0.5f;
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.num_threads = 2;
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(b.p, &opt, &r));
+        CHECK_OK(tp_run_execute(r, (tp_tensor *[]){b.x}, 1, NULL, 0));
+        CHECK_OK(tp_run_execute(r, (tp_tensor *[]){x2}, 1, NULL, 0));
+        tp_tensor *second = NULL;
+        if (r) CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &second));
+        tp_run_free(r);
+        built b2 = {b.p, x2};
+        tp_tensor *fresh = run(&b2, TP_CPU_AUTO, 2, &cnt);
+        CHECK_MSG(second && fresh &&
+                      memcmp(tp_tensor_data(second), tp_tensor_data(fresh),
+                             (size_t)tp_tensor_numel(fresh) * sizeof(float)) == 0,
+                  "%s: a second call on another input differs from a first", c->label);
+        tp_tensor_free(second);
+        tp_tensor_free(fresh);
+        tp_tensor_free(x2);
+        tp_tensor_free(one);
+        compare_levels(&b, c->label, c->n_layers - fused, c->n_layers - fused);
+    }
+    tp__onednn_test_fuse_ex_min(-1);
+}
+
 /* Planning and running nets with every allocation failing in turn:
  * TP_ERR_NOMEM, nothing leaked (LeakSanitizer sees oneDNN's objects too).
  * The first net's convolutions take our NHWC paths (the implicit GEMM and
@@ -600,10 +709,17 @@ TEST(test_alloc_failures) {
           CONV(4, 3, 1, 1, 1, 1, NONE)}},
         {"a mean over two blocks of pixels", 1, 3, 17, 17, 2,
          {CONV(8, 3, 1, 1, 1, 1, RELU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
+        /* with every expansion fused (the last net only) */
+        {"an expansion and a depthwise convolution fused into their projection", 1, 3, 9, 8, 5,
+         {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(32, 3, 2, 1, 1, 32, TP_OP_RELU6),
+          CONV(8, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
     };
-    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+    const size_t n_nets = sizeof nets / sizeof nets[0];
+    for (size_t i = 0; i < n_nets; i++) {
         built b = build(&nets[i]);
+        if (i == n_nets - 1) tp__onednn_test_fuse_ex_min(1);
         long n = b.p && b.x ? check_alloc_failures(nets[i].label, plan_and_run, &b) : 0;
+        tp__onednn_test_fuse_ex_min(-1);
         printf("  %s: %ld allocations, each failed in turn\n", nets[i].label, n);
         CHECK(n > 0);
         tp_tensor_free(b.x);
@@ -1169,7 +1285,7 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise),
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise), T(test_fused_expansion),
                                          T(test_alloc_failures), T(test_regions), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);

@@ -26,6 +26,7 @@
 #include "conv_nhwc.h"
 
 #include <math.h>
+#include <string.h>
 
 static inline WX_V WX_NAME(dw_act)(WX_V v, int relu) {
     if (relu == 1) return WX_RELU(v);
@@ -66,15 +67,16 @@ WX_DW_INLINE void WX_NAME(dw3_block)(const float *const *rp, const bool *vy, int
     for (int j = 0; j < WX_DW_PX; j++) WX_ST(d + j * kc, WX_NAME(dw_act)(a[j], relu));
 }
 
-/* Output pixels [ox0, ox0 + len) of output row oy of one image (img: its
- * NHWC input), channels [p0, p0 + kc), into d (row stride kc). */
-static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *img, int64_t cin, int64_t oy, int64_t ox0,
+/* Output pixels [ox0, ox0 + len) of output row oy of one image,
+ * channels [p0, p0 + kc), into d (row stride kc). row[ky]: input row
+ * oy * sh - ph + ky (NHWC, w x cin), for the kernel rows inside the
+ * input. */
+static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *const *row, int64_t cin, int64_t oy, int64_t ox0,
                                 int64_t len, int64_t p0, int64_t kc, float *d) {
     const int64_t H = dw->h, W = dw->w, KH = dw->kh, KW = dw->kw, sw = dw->sw, pw = dw->pw;
     const int64_t iy0 = oy * dw->sh - dw->ph, end = ox0 + len;
     const int64_t ky0 = iy0 < 0 ? -iy0 : 0, ky1 = H - iy0 < KH ? H - iy0 : KH;
     const float *wt = dw->weight + p0, *bias = dw->weight + KH * KW * cin + p0;
-    const int64_t rs = W * cin; /* floats between input rows */
     /* output columns whose taps all lie inside the input: [lo, hi) */
     int64_t lo = (pw + sw - 1) / sw, hi = W - KW + pw >= 0 ? (W - KW + pw) / sw + 1 : 0;
     if (lo < ox0) lo = ox0;
@@ -90,7 +92,7 @@ static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *img, int64_t 
             WX_V w[9];
             for (int t = 0; t < 9; t++) w[t] = WX_LD(wt + t * cin + c);
             const WX_V b = WX_LD(bias + c);
-            for (int ky = 0; ky < 3; ky++) rp[ky] = vy[ky] ? img + (iy0 + ky) * rs + p0 + c : img;
+            for (int ky = 0; ky < 3; ky++) rp[ky] = vy[ky] ? row[ky] + p0 + c : NULL;
             int64_t ox = ox0;
             for (; ox < lo; ox++)
                 WX_ST(d + (ox - ox0) * kc + c,
@@ -112,7 +114,7 @@ static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *img, int64_t 
             const int64_t ix0 = ox * sw - pw;
             WX_V a = b;
             for (int64_t ky = ky0; ky < ky1; ky++) {
-                const float *r = img + (iy0 + ky) * rs + p0 + c;
+                const float *r = row[ky] + p0 + c;
                 for (int64_t kx = 0; kx < KW; kx++) {
                     const int64_t ix = ix0 + kx;
                     if (ix < 0 || ix >= W) continue;
@@ -127,7 +129,7 @@ static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *img, int64_t 
             const int64_t ix0 = ox * sw - pw;
             float a = bias[c];
             for (int64_t ky = ky0; ky < ky1; ky++) {
-                const float *r = img + (iy0 + ky) * rs + p0 + c;
+                const float *r = row[ky] + p0 + c;
                 for (int64_t kx = 0; kx < KW; kx++) {
                     const int64_t ix = ix0 + kx;
                     if (ix < 0 || ix >= W) continue;
@@ -139,18 +141,71 @@ static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *img, int64_t 
     }
 }
 
+/* Row iy of image n of an expansion's output (tp_conv_dw.ex_cin; x its
+ * input), from the ring in scratch (tp__conv_dw_scratch_bytes' layout: a
+ * flag, the kh slots' tags, the row product's workspace, the kh rows),
+ * computed into its slot unless the slot holds it. */
+static const float *WX_NAME(dw_ex_row)(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t n, int64_t iy,
+                                       char *scratch) {
+    int64_t *tags = (int64_t *)(scratch + 64);
+    char *gws = scratch + 64 + 8 * TP_CONV_DW_MAX_KH;
+    float *ring = (float *)(gws + dw->ex_gemm_ws);
+    const int64_t slot = iy % dw->kh, tag = n * dw->h + iy + 1;
+    float *out = ring + slot * dw->w * cin;
+    if (tags[slot] != tag) {
+        tp_gemm g;
+        memset(&g, 0, sizeof g);
+        g.isa = TP_ISA_AVX512;
+        g.m = dw->w;
+        g.n = cin;
+        g.k = dw->ex_cin;
+        g.a = x + (n * dw->h + iy) * dw->w * dw->ex_cin;
+        g.rs_a = dw->ex_cin;
+        g.cs_a = 1;
+        g.packed_b = dw->ex_wpack;
+        g.c = out;
+        g.ldc = cin;
+        g.ep = tp__gemm_epilogue_default();
+        g.ep.bias = dw->ex_bias;
+        if (dw->ex_act) {
+            g.ep.act = tp__fused_act;
+            g.ep.act_ctx = dw->ex_act;
+            g.ep.act_relu = dw->ex_act_relu;
+        }
+        tp__gemm_run(&g, 0, 1, gws);
+        tags[slot] = tag;
+    }
+    return out;
+}
+
 /* Rows [i0, i0 + rows) (output pixels, images of oh x ow in raster order)
  * x channels [p0, p0 + kc) of the depthwise output into dst (row stride
- * kc); x is the NHWC input (dw->h x dw->w x cin per image). */
+ * kc); x is the NHWC input (dw->h x dw->w x cin per image), or the
+ * expansion's (x ex_cin) with scratch its ring. */
 static void WX_NAME(dw_fill)(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t oh, int64_t ow, int64_t i0,
-                             int rows, int64_t p0, int64_t kc, float *dst) {
-    const int64_t pix = oh * ow, end = i0 + rows;
+                             int rows, int64_t p0, int64_t kc, float *dst, void *scratch) {
+    const int64_t pix = oh * ow, end = i0 + rows, H = dw->h, KH = dw->kh;
+    if (dw->ex_cin) {
+        int64_t *flag = scratch;
+        if (!*flag) { /* the run's first fill: the ring holds nothing yet */
+            memset((char *)scratch + 64, 0, 8 * TP_CONV_DW_MAX_KH);
+            *flag = 1;
+        }
+    }
     float *d = dst;
     for (int64_t i = i0; i < end;) {
         const int64_t n = i / pix, q = i % pix, oy = q / ow, ox0 = q % ow;
         int64_t len = ow - ox0;
         if (len > end - i) len = end - i;
-        WX_NAME(dw_segment)(dw, x + n * dw->h * dw->w * cin, cin, oy, ox0, len, p0, kc, d);
+        const int64_t iy0 = oy * dw->sh - dw->ph;
+        const float *row[TP_CONV_DW_MAX_KH];
+        for (int64_t ky = 0; ky < KH; ky++) {
+            const int64_t iy = iy0 + ky;
+            row[ky] = iy < 0 || iy >= H ? NULL
+                      : dw->ex_cin      ? WX_NAME(dw_ex_row)(dw, x, cin, n, iy, scratch)
+                                        : x + ((n * H + iy) * dw->w) * cin;
+        }
+        WX_NAME(dw_segment)(dw, row, cin, oy, ox0, len, p0, kc, d);
         d += len * kc;
         i += len;
     }

@@ -112,7 +112,7 @@ void tp__dw16_run_avx512(const tp_dw16 *d, const uint16_t *x, uint16_t *y, int i
         g.weight = (float *)(d->wgroups + grp * (taps + 1) * 16);
         for (int64_t p0 = 0; p0 < ohw; p0 += DW16_BAND) {
             const int rows = ohw - p0 < DW16_BAND ? (int)(ohw - p0) : DW16_BAND;
-            tp__conv_dw_fill_avx512(&g, X, 16, d->oh, d->ow, p0, rows, 0, 16, Y);
+            tp__conv_dw_fill_avx512(&g, X, 16, d->oh, d->ow, p0, rows, 0, 16, Y, NULL);
             scatter_out(Y, p0, rows, ohw, cv, d->half, y + (img * d->c + c0) * ohw);
         }
     }

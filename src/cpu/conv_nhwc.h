@@ -51,14 +51,39 @@ typedef struct tp_conv_dw {
     float *weight;             /* owned: kh * kw rows of cin floats (tap-major), then cin bias floats */
     int relu;                  /* 1: relu, 2: relu6 (x != x ? x : clamp to [0, 6]), applied in registers */
     const tp_op_plan *act;     /* another activation, applied to each filled block (borrowed), or NULL */
+    /* An expansion (tp__conv_nhwc_set_dw_expand), or ex_cin 0: the
+     * depthwise input is itself a pointwise convolution of x (NHWC, h x w x
+     * ex_cin per image): ex_act(x . W + ex_bias), each of its rows computed
+     * when a fill first needs it (a product of w x ex_cin by the packed W,
+     * ex_cin x cin, on gemm.h at the AVX-512 level) into a ring of kh rows in
+     * the thread's fill scratch, so the expanded tensor is never written
+     * out either. A row's values do not depend on the fill, the block or the
+     * thread that computes it. */
+    int64_t ex_cin;
+    void *ex_wbase;            /* owned allocation of ex_wpack */
+    const void *ex_wpack;      /* packed W, 64-byte aligned inside ex_wbase */
+    float *ex_bias;            /* owned: cin floats, or NULL */
+    const tp_op_plan *ex_act;  /* borrowed, or NULL */
+    int ex_act_relu;           /* tp__fused_relu_mode(ex_act) (tp_gemm_epilogue.act_relu) */
+    size_t ex_gemm_ws;         /* workspace bytes of one row's product */
 } tp_conv_dw;
+
+/* Most kernel rows a fused depthwise convolution may have (its fill keeps a
+ * pointer per kernel row). */
+enum { TP_CONV_DW_MAX_KH = 16 };
+
+/* Fill scratch bytes per thread of a fused depthwise convolution over cin
+ * channels (0 without an expansion). */
+TP_HIDDEN size_t tp__conv_dw_scratch_bytes(const tp_conv_dw *dw, int64_t cin);
 
 /* The depthwise rows of tp_conv_dw in vectors of 16 (conv_wino_avx512.c):
  * rows [i0, i0 + rows) (output pixels of images of oh x ow) x channels
  * [p0, p0 + kc) into dst (row stride kc), x the NHWC input of cin
- * channels. */
+ * channels (with an expansion: its input, of ex_cin channels). scratch:
+ * the thread's tp__conv_dw_scratch_bytes, as tp_gemm's a_fill gets it
+ * (NULL without an expansion). */
 TP_HIDDEN void tp__conv_dw_fill_avx512(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t oh, int64_t ow,
-                                       int64_t i0, int rows, int64_t p0, int64_t kc, float *dst);
+                                       int64_t i0, int rows, int64_t p0, int64_t kc, float *dst, void *scratch);
 
 /* A 16-bit depthwise convolution on NCHW tensors run 16 channels at a time
  * with the fill above (conv_dw16_avx512.c): per image and group of 16
@@ -162,6 +187,14 @@ TP_HIDDEN void tp__conv_nhwc_scale_b(tp_conv_nhwc *cv, int nth);
  * then pass the depthwise input, NHWC, as x. */
 TP_HIDDEN tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const float *weight, const float *bias,
                                          const tp_op_plan *act);
+
+/* ... and, after tp__conv_nhwc_set_dw, make that depthwise convolution's
+ * input the output of a pointwise convolution (1x1, stride 1, no padding,
+ * groups 1) of ex_cin channels with weight [cin][ex_cin] (OIHW), bias (cin
+ * floats, or NULL) and activation act (NULL, or a fused unary activation):
+ * calls then pass the expansion's input, NHWC, as x (tp_conv_dw.ex_cin). */
+TP_HIDDEN tp_status tp__conv_nhwc_set_dw_expand(tp_conv_nhwc *cv, int64_t ex_cin, const float *weight,
+                                                const float *bias, const tp_op_plan *act);
 
 /* One call's tensors: x (NHWC, or NCHW when x_nhwc is false), y (NHWC),
  * res (NHWC like y, or NULL; y itself is allowed, other overlap is not).

@@ -67,18 +67,21 @@
 
 /* A fused depthwise convolution's output as the implicit A (tp_conv_dw;
  * AVX-512 only: tp__conv_nhwc_set_dw). */
-static void conv_dw_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
+static void conv_dw_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst,
+                         void *scratch) {
     const tp_conv_nhwc_call *call = ctx;
     const tp_conv_nhwc *cv = call->conv;
 #if defined(__x86_64__)
-    tp__conv_dw_fill_avx512(cv->pre_dw, call->x, cv->cin, cv->oh, cv->ow, i0, rows, p0, kc, dst);
+    tp__conv_dw_fill_avx512(cv->pre_dw, call->x, cv->cin, cv->oh, cv->ow, i0, rows, p0, kc, dst, scratch);
 #else
-    (void)cv, (void)i0, (void)rows, (void)p0, (void)kc, (void)dst;
+    (void)cv, (void)i0, (void)rows, (void)p0, (void)kc, (void)dst, (void)scratch;
 #endif
 }
 
 /* Fill rows [i0, i0 + rows) x K columns [p0, p0 + kc) of the implicit A. */
-static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
+static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst,
+                           void *scratch) {
+    (void)scratch;
     const tp_conv_nhwc_call *call = ctx;
     const tp_conv_nhwc *cv = call->conv;
     const int64_t cin = cv->cin, pix = cv->oh * cv->ow, hw = cv->h * cv->w;
@@ -477,6 +480,7 @@ tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const floa
                                const tp_op_plan *act) {
     const int64_t cin = cv->cin, taps = g->kh * g->kw;
     if (cv->isa != TP_ISA_AVX512 || cv->winograd || cv->scale_b || !tp__conv_nhwc_pointwise(cv) || taps < 1 ||
+        g->kh > TP_CONV_DW_MAX_KH ||
         (g->h + 2 * g->ph - g->kh) / g->sh + 1 != cv->h || (g->w + 2 * g->pw - g->kw) / g->sw + 1 != cv->w)
         return tp_error(TP_ERR_INTERNAL, "a depthwise convolution fused into one that does not take it");
     tp_conv_dw *dw = tp_calloc(1, sizeof *dw);
@@ -492,20 +496,69 @@ tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const floa
         wt[taps * cin + c] = bias ? bias[c] : 0.0f;
     }
     dw->weight = wt;
-    /* relu, relu6 and clamp(0, 6) (ONNX's Clip of relu6: the same
-     * results, -0 and NaN included) in registers */
-    tp_elt_info e;
-    const bool info = act && tp__eltwise_info(act, &e) && !e.binary && !e.chained;
-    dw->relu = !info                                                                   ? 0
-               : e.op == TP_ELT_RELU                                                     ? 1
-               : e.op == TP_ELT_RELU6 || (e.op == TP_ELT_CLAMP && e.f[0] == 0.0 && e.f[1] == 6.0) ? 2
-                                                                                          : 0;
+    dw->relu = tp__fused_relu_mode(act); /* in registers */
     dw->act = act && !dw->relu ? act : NULL;
     cv->pre_dw = dw;
     return TP_OK;
 }
 
+/* The row product of an expansion (conv_dw.h's dw_ex_row), for its
+ * workspace size. */
+static tp_gemm dw_ex_gemm(const tp_conv_dw *dw, int64_t cin) {
+    tp_gemm g;
+    memset(&g, 0, sizeof g);
+    g.isa = TP_ISA_AVX512;
+    g.m = dw->w;
+    g.n = cin;
+    g.k = dw->ex_cin;
+    g.rs_a = dw->ex_cin;
+    g.cs_a = 1;
+    g.packed_b = dw->ex_wpack;
+    g.ldc = cin;
+    g.ep = tp__gemm_epilogue_default();
+    return g;
+}
+
+size_t tp__conv_dw_scratch_bytes(const tp_conv_dw *dw, int64_t cin) {
+    if (!dw->ex_cin) return 0;
+    return 64 + 8 * TP_CONV_DW_MAX_KH + dw->ex_gemm_ws + round64((size_t)(dw->kh * dw->w * cin) * sizeof(float));
+}
+
+tp_status tp__conv_nhwc_set_dw_expand(tp_conv_nhwc *cv, int64_t ex_cin, const float *weight, const float *bias,
+                                      const tp_op_plan *act) {
+    tp_conv_dw *dw = cv->pre_dw;
+    const int64_t cin = cv->cin;
+    if (!dw || dw->ex_cin || ex_cin < 1)
+        return tp_error(TP_ERR_INTERNAL, "an expansion fused into a convolution that does not take it");
+    const size_t bytes = tp__gemm_packed_b_bytes(TP_ISA_AVX512, ex_cin, cin);
+    void *base = tp_malloc(bytes + 64);
+    float *b = bias ? tp_malloc((size_t)cin * sizeof(float)) : NULL;
+    if (!base || (bias && !b)) {
+        tp_free(base);
+        tp_free(b);
+        return tp_error(TP_ERR_NOMEM, "out of memory fusing an expansion into a depthwise convolution");
+    }
+    void *pack = (void *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+    /* B (ex_cin x cin): element (p, j) is weight[j][p] */
+    tp__gemm_pack_b(TP_ISA_AVX512, ex_cin, cin, weight, 1, ex_cin, pack);
+    if (b) memcpy(b, bias, (size_t)cin * sizeof(float));
+    dw->ex_cin = ex_cin;
+    dw->ex_wbase = base;
+    dw->ex_wpack = pack;
+    dw->ex_bias = b;
+    dw->ex_act = act;
+    dw->ex_act_relu = tp__fused_relu_mode(act);
+    tp_gemm g = dw_ex_gemm(dw, cin);
+    dw->ex_gemm_ws = round64(tp__gemm_workspace_bytes(&g, 1));
+    cv->packed_bytes += bytes;
+    return TP_OK;
+}
+
 void tp__conv_nhwc_free(tp_conv_nhwc *cv) {
+    if (cv->pre_dw) {
+        tp_free(cv->pre_dw->ex_wbase);
+        tp_free(cv->pre_dw->ex_bias);
+    }
     if (cv->pre_dw) tp_free(cv->pre_dw->weight);
     tp_free(cv->pre_dw);
     cv->pre_dw = NULL;
@@ -524,6 +577,7 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     if (cv->pre_dw) {
         g.a_fill = conv_dw_fill;
         g.a_ctx = call;
+        g.fill_scratch = tp__conv_dw_scratch_bytes(cv->pre_dw, cv->cin);
     } else if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && (!call->in_scale || cv->scale_b)) {
         /* an NHWC input is A itself: pixels x cin, row-major (with
          * scale_b the caller scales B instead) */
@@ -550,7 +604,7 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     if (cv->act) {
         g.ep.act = tp__fused_act;
         g.ep.act_ctx = cv->act;
-        g.ep.act_relu = tp__fused_act_op(cv->act) == TP_ELT_RELU;
+        g.ep.act_relu = tp__fused_relu_mode(cv->act);
     }
     return g;
 }

@@ -30,7 +30,7 @@
 tp_wino_tx tp__wino_tx_avx512(int m) { return wx_avx512_tx(m); }
 
 void tp__conv_dw_fill_avx512(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t oh, int64_t ow, int64_t i0,
-                             int rows, int64_t p0, int64_t kc, float *dst) {
-    wx_avx512_dw_fill(dw, x, cin, oh, ow, i0, rows, p0, kc, dst);
+                             int rows, int64_t p0, int64_t kc, float *dst, void *scratch) {
+    wx_avx512_dw_fill(dw, x, cin, oh, ow, i0, rows, p0, kc, dst, scratch);
 }
 #endif

@@ -6,6 +6,7 @@
 
 #include "../ops/ops_impl.h"
 #include "cpu.h"
+#include "eltwise.h"
 
 /* The tensor a prepare step is to write (its output value), or NULL when
  * the op's output is not a single tensor. */
@@ -50,6 +51,16 @@ TP_HIDDEN bool tp__eltwise_half_info(const tp_op_plan *plan, tp_elt_info *out);
 static inline int tp__fused_act_op(const tp_op_plan *act) {
     tp_elt_info e;
     return act && tp__eltwise_info(act, &e) && !e.binary && !e.chained ? e.op : -1;
+}
+/* A fused activation that GEMM tiles and the depthwise fill apply in
+ * registers (tp_gemm_epilogue.act_relu, tp_conv_dw.relu): 1 relu, 2 relu6
+ * or clamp(0, 6) (ONNX's Clip of relu6: the same results, -0 and NaN
+ * included), else 0. */
+static inline int tp__fused_relu_mode(const tp_op_plan *act) {
+    tp_elt_info e;
+    if (!act || !tp__eltwise_info(act, &e) || e.binary || e.chained) return 0;
+    if (e.op == TP_ELT_RELU) return 1;
+    return e.op == TP_ELT_RELU6 || (e.op == TP_ELT_CLAMP && e.f[0] == 0.0 && e.f[1] == 6.0) ? 2 : 0;
 }
 
 /* max_pool2d (fast_nn.c): q[0..11] = h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw. */

@@ -172,7 +172,7 @@ static tp_status conv_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tenso
         if (cp->act) {
             gm.ep.act = tp__fused_act;
             gm.ep.act_ctx = cp->act;
-            gm.ep.act_relu = tp__fused_act_op(cp->act) == TP_ELT_RELU;
+            gm.ep.act_relu = tp__fused_relu_mode(cp->act);
         }
         tp__gemm_run(&gm, 0, 1, gws);
     }
@@ -483,7 +483,8 @@ static tp_status prepare_dw16(conv_plan *cp, const tp_tensor *x) {
 #else
     const bool avx512 = false;
 #endif
-    if (!avx512 || cp->dh != 1 || cp->dw != 1 || !tp_tensor_is_contiguous(x) || hw <= 0 || cp->oh * cp->ow <= 0)
+    if (!avx512 || cp->dh != 1 || cp->dw != 1 || cp->kh > TP_CONV_DW_MAX_KH || !tp_tensor_is_contiguous(x) || hw <= 0 ||
+        cp->oh * cp->ow <= 0)
         return TP_ERR_UNSUPPORTED;
     tp_dw16 *d = tp_calloc(1, sizeof *d);
     float *wg = tp_calloc((size_t)(groups * (taps + 1) * 16), sizeof(float));

@@ -101,7 +101,7 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     if (mp->act) {
         g.ep.act = tp__fused_act;
         g.ep.act_ctx = mp->act;
-        g.ep.act_relu = tp__fused_act_op(mp->act) == TP_ELT_RELU;
+        g.ep.act_relu = tp__fused_relu_mode(mp->act);
     }
     int64_t mn = mp->m * mp->n;
     /* with at least as many batches as threads, each thread takes a
@@ -151,7 +151,9 @@ typedef struct half_a {
 
 /* The GEMM's implicit-A hook: rows [i0, i0 + rows) x columns [p0, p0 + kc)
  * of the 16-bit A, widened. */
-static void half_a_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst) {
+static void half_a_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst,
+                        void *scratch) {
+    (void)scratch;
     const half_a *h = ctx;
     half_widen(h->a + i0 * h->rs + p0 * h->cs, rows, kc, h->rs, h->cs, h->kind, dst);
 }

@@ -196,7 +196,7 @@ static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a
         }
     }
     const float *bias = ep ? ep->bias : NULL;
-    const bool relu = ep && ep->relu;
+    const int relu = ep ? ep->relu : 0;
     for (int i = 0; i < m; i++) {
         float *ci = c + i * ldc;
         if (beta == 0.0f) {
@@ -206,7 +206,9 @@ static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a
         }
         /* the tile's epilogue on the row just stored (each loop vectorises) */
         if (bias) for (int j = 0; j < n; j++) ci[j] += bias[j];
-        if (relu) for (int j = 0; j < n; j++) ci[j] = ci[j] > 0.0f ? ci[j] : (ci[j] != ci[j] ? ci[j] : 0.0f);
+        if (relu == 1) for (int j = 0; j < n; j++) ci[j] = ci[j] > 0.0f ? ci[j] : (ci[j] != ci[j] ? ci[j] : 0.0f);
+        if (relu == 2)
+            for (int j = 0; j < n; j++) ci[j] = ci[j] != ci[j] ? ci[j] : ci[j] < 0.0f ? 0.0f : ci[j] > 6.0f ? 6.0f : ci[j];
     }
 }
 
@@ -259,11 +261,12 @@ typedef struct tp__gemm_plan {
     bool reads_b_in_place; /* unpacked row-major B read in place (full panels) */
     int64_t mc;          /* implicit A: rows filled per block (a multiple of mr) */
     bool fill_jr_outer;  /* implicit A: column panels outside row panels */
-    size_t a_bytes, b_bytes; /* per-thread workspace parts */
+    size_t a_bytes, b_bytes, f_bytes; /* per-thread workspace parts (f: the fill's scratch) */
     /* The micro-kernels add a bias of N (k_bias) and apply relu (k_relu:
      * act_relu, nothing left to add before it) to each tile of the last K block
      * in registers; `rest` is the epilogue left for the finish pass. */
-    bool k_bias, k_relu;
+    bool k_bias;
+    int k_relu; /* 0, or act_relu's relu (1) / relu6 (2) */
     tp_gemm_epilogue rest;
 } tp__gemm_plan;
 
@@ -431,10 +434,11 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
     else
         plan.a_bytes = packs_a ? tp__gemm_round_up_64((size_t)(mr * kc1) * sizeof(float) * (g->a_fill ? 2 : 1)) : 0;
     plan.k_bias = g->ep.bias && !g->ep.bias_per_row;
-    plan.k_relu = g->ep.act && g->ep.act_relu && !g->ep.residual && (!g->ep.bias || plan.k_bias);
+    plan.k_relu = g->ep.act && !g->ep.residual && (!g->ep.bias || plan.k_bias) ? g->ep.act_relu : 0;
     plan.rest = g->ep;
     if (plan.k_bias) plan.rest.bias = NULL;
     if (plan.k_relu) plan.rest.act = NULL;
+    plan.f_bytes = g->a_fill ? tp__gemm_round_up_64(g->fill_scratch) : 0;
     plan.b_bytes = g->packed_b ? 0
                    : plan.reads_b_in_place ? tp__gemm_round_up_64((size_t)(plan.kc * nr) * sizeof(float))
                                            : tp__gemm_round_up_64((size_t)(plan.kc * nc) * sizeof(float));
@@ -445,7 +449,7 @@ size_t tp__gemm_workspace_bytes(const tp_gemm *g, int nth) {
     if (nth < 1) nth = 1;
     if (g->m <= 0 || g->n <= 0 || g->k <= 0) return 0;
     tp__gemm_plan plan = tp__gemm_make_plan(g, nth);
-    return (size_t)nth * (plan.a_bytes + plan.b_bytes);
+    return (size_t)nth * (plan.a_bytes + plan.b_bytes + plan.f_bytes);
 }
 
 /* ---- Packing ---- */
@@ -722,9 +726,11 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
         return;
     }
 
-    char *slice = (char *)workspace + (size_t)ith * (plan.a_bytes + plan.b_bytes);
+    char *slice = (char *)workspace + (size_t)ith * (plan.a_bytes + plan.b_bytes + plan.f_bytes);
     float *a_buf = (float *)slice;
     float *b_buf = (float *)(slice + plan.a_bytes);
+    void *f_buf = plan.f_bytes ? slice + plan.a_bytes + plan.b_bytes : NULL;
+    if (f_buf) memset(f_buf, 0, 64);
     const bool packs_a = plan.packs_a;
     const tp__gemm_microkernel_fn kernel = plan.isa.kernel;
     const int64_t k = g->k;
@@ -781,7 +787,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                     const float *a_block = a_buf;
                     int64_t rs_a = kc;
                     if (fills_a) {
-                        g->a_fill(g->a_ctx, ic, (int)mc, pc, kc, a_buf);
+                        g->a_fill(g->a_ctx, ic, (int)mc, pc, kc, a_buf, f_buf);
                     } else {
                         a_block = g->a + ic * g->rs_a + pc * g->cs_a;
                         rs_a = g->rs_a;
@@ -811,7 +817,7 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
                 int64_t rs_a = g->rs_a, cs_a = 1;
                 if (g->a_fill) { /* the portable kernel reads A packed */
                     float *tmp = a_buf + mr * kc;
-                    g->a_fill(g->a_ctx, ir, rows, pc, kc, tmp);
+                    g->a_fill(g->a_ctx, ir, rows, pc, kc, tmp, f_buf);
                     tp__gemm_pack_a_panel(mr, kc, rows, tmp, kc, 1, a_buf);
                     a_panel = a_buf;
                     rs_a = 1;

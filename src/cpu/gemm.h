@@ -54,13 +54,15 @@ typedef struct tp_gemm_epilogue {
     int64_t ld_residual;
     void (*act)(float *ptr, int64_t n, const void *act_ctx);
     const void *act_ctx;
-    /* act is relu (a hint; act must still be set): the micro-kernels then
-     * apply it to a tile in registers, with relu's exact results (x > 0:
-     * x; NaN: NaN; else +0), when nothing is left to add before it (no
-     * separate residual, no bias per row). A bias of N is always added in
-     * registers; the rest of the epilogue runs after, in the same order as
-     * the separate pass, so the results are the same. */
-    bool act_relu;
+    /* act is relu (1) or relu6 (2) (a hint; act must still be set): the
+     * micro-kernels then apply it to a tile in registers, with its exact
+     * results (relu: x > 0: x; NaN: NaN; else +0; relu6: clamp to [0, 6],
+     * NaN and -0 kept: tp__relu_mode), when nothing is left to add before
+     * it (no separate residual, no bias per row). A bias of N is always
+     * added in registers; the rest of the epilogue runs after, in the same
+     * order as the separate pass, so the results are the same. 0: act is
+     * something else, applied by the pass. */
+    int act_relu;
 } tp_gemm_epilogue;
 
 /* The identity epilogue: alpha 1, beta 0, nothing else. */
@@ -106,9 +108,15 @@ typedef struct tp_gemm {
      * [p0, p0 + kc) of A row-major into dst (row stride kc), from the thread
      * that computes them, a cache-sized block at a time. An implicit GEMM
      * convolution gathers its input patches this way (im2col of an L2-sized
-     * block of pixels per K block). It may be called concurrently. */
-    void (*a_fill)(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst);
+     * block of pixels per K block). It may be called concurrently.
+     * scratch: the calling thread's fill_scratch bytes (64-byte aligned;
+     * NULL when fill_scratch is 0), kept between that thread's fills of one
+     * tp__gemm_run (which fills its rows in increasing order); the run
+     * zeroes its first 64 bytes before the thread's first fill, so a fill
+     * can tell a fresh run from a continued one. */
+    void (*a_fill)(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst, void *scratch);
     const void *a_ctx;
+    size_t fill_scratch;
 } tp_gemm;
 
 /* Scratch bytes one call needs when run by nth threads (covers per-thread
@@ -155,11 +163,11 @@ TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
  *    pf NULL or pf_bytes 0: none.
  * ep: NULL, or what to apply to the tile before it is stored, after
  *    alpha and beta: + bias[j] for column j (bias read for columns [0, n)
- *    only) and then relu, as the epilogue (gemm_finish.h, fused act)
- *    would: the same results. */
+ *    only) and then relu or relu6, as the epilogue (gemm_finish.h, fused
+ *    act) would: the same results. */
 typedef struct tp__gemm_tile_ep {
     const float *bias; /* NULL: none; else the tile's first column's */
-    bool relu;
+    int relu;          /* 0 none, 1 relu, 2 relu6 (tp_gemm_epilogue.act_relu) */
 } tp__gemm_tile_ep;
 typedef void (*tp__gemm_microkernel_fn)(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
                                         const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,

@@ -25,10 +25,14 @@ static inline __m256i tp__gemm_avx2_column_mask(int n, int j) {
 /* C[0:m, 0:n] = alpha * acc + beta * C, then (ep) + bias[j] and relu. */
 static inline __attribute__((always_inline)) void tp__gemm_avx2_store(const int m, __m256 acc[MR][NV], float *c,
                                                                       int64_t ldc, int n, float alpha, float beta,
-                                                                      const bool ep, const float *bias, bool relu_in) {
+                                                                      const bool ep, const float *bias, int relu_in) {
     const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta), zero = _mm256_setzero_ps();
-    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
-    const bool has_bias = ep && bias, relu = ep && relu_in;
+    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else
+     * +0) or relu6 (max(0, .) and min(6, .) keep a NaN or -0 v: their
+     * second operand) */
+    const bool has_bias = ep && bias;
+    const int relu = ep ? relu_in : 0;
+    const __m256 six = _mm256_set1_ps(6.0f);
     __m256 bias_v[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++)
@@ -36,7 +40,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_store(const int 
 #define TP__GEMM_AVX2_TILE_EP(v, j)                                                        \
     do {                                                                                   \
         if (has_bias) v = _mm256_add_ps(v, bias_v[j]);                                     \
-        if (relu) v = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_NLE_UQ), v);               \
+        if (relu == 1) v = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_NLE_UQ), v);          \
+        if (relu == 2) v = _mm256_min_ps(six, _mm256_max_ps(zero, v));                     \
     } while (0)
     if (n == NR) {
 #pragma GCC unroll 8

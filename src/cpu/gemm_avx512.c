@@ -27,10 +27,14 @@ static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
 static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const int m, const int nv, __m512 acc[MR][NV],
                                                                         float *c, int64_t ldc, int n, float alpha,
                                                                         float beta, const bool ep, const float *bias,
-                                                                        bool relu_in) {
+                                                                        int relu_in) {
     const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta), zero = _mm512_setzero_ps();
-    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else +0) */
-    const bool has_bias = ep && bias, relu = ep && relu_in;
+    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else
+     * +0) or relu6 (max(0, .) and min(6, .) return their second operand, v,
+     * for a NaN v, and -0 for -0) */
+    const bool has_bias = ep && bias;
+    const int relu = ep ? relu_in : 0;
+    const __m512 six = _mm512_set1_ps(6.0f);
     __m512 bias_v[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++)
@@ -39,7 +43,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const in
 #define TP__GEMM_AVX512_TILE_EP(v, j)                                                              \
     do {                                                                                           \
         if (has_bias) v = _mm512_add_ps(v, bias_v[j]);                                             \
-        if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);            \
+        if (relu == 1) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);       \
+        if (relu == 2) v = _mm512_min_ps(six, _mm512_max_ps(zero, v));                             \
     } while (0)
     if (n == 16 * nv) {
 #pragma GCC unroll 8
@@ -262,7 +267,10 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_narrow_tile(
         /* opaque to the optimiser: rows stay base + stride addressing */
         if (!packed_a) __asm__("" : "+r"(a), "+r"(a3), "+r"(a6), "+r"(a9));
     }
-    const bool has_bias = tep && tep->bias, relu = tep && tep->relu;
+    const bool has_bias = tep && tep->bias;
+    const int relu = tep ? tep->relu : 0;
+    const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
+    const __m256 zeroy = _mm256_setzero_ps(), sixy = _mm256_set1_ps(6.0f);
     const __m512 bias0 = has_bias ? _mm512_maskz_loadu_ps(m0, tep->bias) : _mm512_setzero_ps();
     const __m512 bias1 = has_bias && kind == 3 ? _mm512_maskz_loadu_ps(m1, tep->bias + 16) : _mm512_setzero_ps();
     const __m256 bias1y = has_bias && kind == 2 ? _mm256_maskz_loadu_ps(m1y, tep->bias + 16) : _mm256_setzero_ps();
@@ -273,19 +281,22 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_narrow_tile(
         __m512 v;
         TP__GEMM_NARROW_VALUE(v, acc0[i], _mm512_maskz_loadu_ps(m0, ci), _mm512_mul_ps, _mm512_fmadd_ps,
                               _mm512_add_ps, _mm512_set1_ps, bias0);
-        if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+        if (relu == 1) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);
+        if (relu == 2) v = _mm512_min_ps(six, _mm512_max_ps(zero, v));
         _mm512_mask_storeu_ps(ci, m0, v);
         if (kind == 3) {
             TP__GEMM_NARROW_VALUE(v, acc1[i], _mm512_maskz_loadu_ps(m1, ci + 16), _mm512_mul_ps, _mm512_fmadd_ps,
                                   _mm512_add_ps, _mm512_set1_ps, bias1);
-            if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+            if (relu == 1) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);
+            if (relu == 2) v = _mm512_min_ps(six, _mm512_max_ps(zero, v));
             _mm512_mask_storeu_ps(ci + 16, m1, v);
         }
         if (kind == 2) {
             __m256 w;
             TP__GEMM_NARROW_VALUE(w, acc1y[i], _mm256_maskz_loadu_ps(m1y, ci + 16), _mm256_mul_ps, _mm256_fmadd_ps,
                                   _mm256_add_ps, _mm256_set1_ps, bias1y);
-            if (relu) w = _mm256_maskz_mov_ps(_mm256_cmp_ps_mask(w, _mm256_setzero_ps(), _CMP_NLE_UQ), w);
+            if (relu == 1) w = _mm256_maskz_mov_ps(_mm256_cmp_ps_mask(w, zeroy, _CMP_NLE_UQ), w);
+            if (relu == 2) w = _mm256_min_ps(sixy, _mm256_max_ps(zeroy, w));
             _mm256_mask_storeu_ps(ci + 16, m1y, w);
         }
     }
