@@ -15,6 +15,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "cpu/gemm_bf16.h"
 #include "cpu/conv_nhwc.h"
@@ -409,11 +410,11 @@ TEST(test_steady_state_fast_steps_only) {
 
 /* Reference steps (no fast variant) inside a plan: an embedding lookup
  * (index_select on a transposed view of the table, which the fast
- * variant declines: the reference copies a view per index) and a cat whose
- * output and inputs are views of the one arena. Neither may allocate in
- * steady state: their per-element views live on the stack, and copy_
- * between disjoint parts of one storage needs no temporary. Values:
- * out[t] = [W[ids[t]], relu(-W[ids[t]])]. */
+ * variant declines: the reference copies a view per index) and a stack
+ * (no fast variant) whose output and inputs are views of the one arena.
+ * Neither may allocate in steady state: their per-element views live on
+ * the stack, and copy_ between disjoint parts of one storage needs no
+ * temporary. Values: out[t] = [[W[ids[t]]], [relu(-W[ids[t]])]]. */
 TEST(test_steady_state_reference_steps) {
     enum { V = 5, D = 3, T = 4 };
     tp_graph *g = NULL;
@@ -434,7 +435,7 @@ TEST(test_steady_state_reference_steps) {
     CHECK_OK(tp_value_list(2, &list));
     list.u.seq.items[0] = N(emb);
     list.u.seq.items[1] = N(r);
-    tp_node *cat = call(g, TP_OP_CAT, 2, (tp_value[]){list, tp_value_int(1)});
+    tp_node *cat = call(g, TP_OP_STACK, 2, (tp_value[]){list, tp_value_int(1)});
     tp_value_clear(&list);
     output_nodes(g, 1, (tp_node *[]){cat});
     tp_signature *sig = NULL;
@@ -456,7 +457,7 @@ TEST(test_steady_state_reference_steps) {
         CHECK_OK(tp_run_execute(run, &x, 1, NULL, 0));
         tp_run_stats st;
         tp_run_get_stats(run, &st);
-        CHECK_MSG(st.n_reference >= 2, "expected index_select and cat on reference kernels, %lld reference steps",
+        CHECK_MSG(st.n_reference >= 2, "expected index_select and stack on reference kernels, %lld reference steps",
                   (long long)st.n_reference);
         long allocs, frees;
         tp_status s = TP_OK;
@@ -474,7 +475,8 @@ TEST(test_steady_state_reference_steps) {
                 want[t * 2 * D + D + j] = v < 0 ? -v : 0.0f;
             }
         const tp_tensor *o = tp_run_output(run, 0);
-        CHECK(o && tp_tensor_ndim(o) == 2 && tp_tensor_sizes(o)[0] == T && tp_tensor_sizes(o)[1] == 2 * D);
+        CHECK(o && tp_tensor_ndim(o) == 3 && tp_tensor_sizes(o)[0] == T && tp_tensor_sizes(o)[1] == 2 &&
+              tp_tensor_sizes(o)[2] == D);
         CHECK(tensor_equals(o, want, T * 2 * D));
     }
     tp_run_free(run);
@@ -1850,6 +1852,99 @@ static tp_tensor *rand_tensor_dt(tp_dtype dt, int ndim, const int64_t *sizes, ui
     return t;
 }
 
+/* The fast cat (src/cpu/fast_shape.c, variant "memcpy"): cat(a, e, b,
+ * [t], dim) of contiguous inputs of 70, 0 and 33 along dim (e empty) and,
+ * in the second program, t, a transposed (strided) view of a 20 x R input,
+ * against values computed here, bit for bit, at 1-4 threads (the
+ * contiguous case's 337 KB split by output bytes at 64 KB a thread, cuts
+ * falling inside inputs' runs), along dims 1 and 0 and for int64; one
+ * memcpy step and no reference or copy step each time. */
+static void check_cat(int dim, bool strided, tp_dtype dt) {
+    enum { R = 700, A = 70, B = 33, C = 20 };
+    const int64_t es = (int64_t)tp_dtype_size(dt);
+    int64_t sa[2] = {R, A}, sb[2] = {R, B}, se[2] = {R, 0}, st[2] = {C, R};
+    if (dim == 0) { /* the same inputs transposed: rows of R */
+        sa[0] = A, sa[1] = R, sb[0] = B, sb[1] = R, se[0] = 0, se[1] = R, st[0] = R, st[1] = C;
+    }
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *na = placeholder_dt(g, "a", dt, 2, sa), *ne = placeholder_dt(g, "e", dt, 2, se),
+            *nb = placeholder_dt(g, "b", dt, 2, sb), *nt = placeholder_dt(g, "t", dt, 2, st);
+    tp_node *tv = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(nt), tp_value_int(0), tp_value_int(1)});
+    tp_value list;
+    CHECK_OK(tp_value_list(strided ? 4 : 3, &list));
+    list.u.seq.items[0] = N(na);
+    list.u.seq.items[1] = N(ne);
+    list.u.seq.items[2] = N(nb);
+    if (strided) list.u.seq.items[3] = N(tv);
+    tp_node *cat = call(g, TP_OP_CAT, 2, (tp_value[]){list, tp_value_int(dim)});
+    tp_value_clear(&list);
+    output_nodes(g, 1, (tp_node *[]){cat});
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    const char *names[4] = {"a", "e", "b", "t"};
+    for (int k = 0; k < 4; k++)
+        CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor(names[k]), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(cat)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    tp_tensor *x[4] = {rand_tensor_dt(dt, 2, sa, 11, 100.0f), rand_tensor_dt(dt, 2, se, 12, 1.0f),
+                       rand_tensor_dt(dt, 2, sb, 13, 100.0f), rand_tensor_dt(dt, 2, st, 14, 100.0f)};
+    /* expected: out[i][j] by the definition, row-major of the output */
+    const int64_t cols = dim == 1 ? A + B + (strided ? C : 0) : R, rows = dim == 1 ? R : A + B + (strided ? C : 0);
+    char *want = malloc((size_t)(rows * cols * es));
+    for (int64_t i = 0; want && i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            /* (input, row, column) of element (i, j) */
+            int64_t q = dim == 1 ? j : i, r0 = dim == 1 ? i : j;
+            const char *src;
+            if (q < A) src = (const char *)tp_tensor_data(x[0]) + (dim == 1 ? r0 * A + q : q * R + r0) * es;
+            else if (q < A + B) src = (const char *)tp_tensor_data(x[2]) + (dim == 1 ? r0 * B + q - A : (q - A) * R + r0) * es;
+            else src = (const char *)tp_tensor_data(x[3]) + (dim == 1 ? (q - A - B) * R + r0 : r0 * C + q - A - B) * es;
+            memcpy(want + (i * cols + j) * es, src, (size_t)es);
+        }
+    for (int threads = 1; p && want && threads <= 4; threads++) {
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.num_threads = threads;
+        prof pr = {.want = "memcpy"};
+        opt.profile = prof_fn;
+        opt.profile_user = &pr;
+        tp_run *r = NULL;
+        CHECK_OK(tp_run_new(p, &opt, &r));
+        if (!r) continue;
+        CHECK_OK(tp_run_execute(r, x, 4, NULL, 0));
+        const tp_tensor *o = tp_run_output(r, 0);
+        CHECK_MSG(o && tp_tensor_numel(o) == rows * cols &&
+                      memcmp(tp_tensor_data(o), want, (size_t)(rows * cols * es)) == 0,
+                  "cat along %d (%s, %s), %d threads: output differs", dim, strided ? "strided" : "contiguous",
+                  tp_dtype_name(dt), threads);
+        /* the transpose is a view: the cat is the only step that copies */
+        CHECK_MSG(pr.level_events == 1 && pr.fast_events == 1, "cat along %d (%s), %d threads: %d memcpy, %d fast steps",
+                  dim, strided ? "strided" : "contiguous", threads, pr.level_events, pr.fast_events);
+        /* contiguous: split by bytes (at least 64 KB a thread: 4 here;
+         * plans are made for as many threads as the machine has CPUs);
+         * strided: one thread */
+        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        const int want_threads = strided ? 1 : threads < ncpu ? threads : (int)ncpu;
+        CHECK_MSG(pr.max_threads == want_threads,
+                  "cat along %d (%s), %d threads: ran on %d", dim, strided ? "strided" : "contiguous", threads,
+                  pr.max_threads);
+        tp_run_free(r);
+    }
+    free(want);
+    for (int k = 0; k < 4; k++) tp_tensor_free(x[k]);
+    tp_program_free(p);
+}
+
+TEST(test_fast_cat) {
+    for (int strided = 0; strided <= 1; strided++) {
+        check_cat(1, strided, TP_FLOAT32);
+        check_cat(0, strided, TP_FLOAT32);
+    }
+    check_cat(1, false, TP_INT64);
+}
+
 static tp_value int_list(int n, const int64_t *v) {
     tp_value l = tp_value_none();
     CHECK_OK(tp_value_int_list(v, n, &l));
@@ -2646,7 +2741,7 @@ TEST(test_half_alloc_failures) {
 }
 
 TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
-          T(test_steady_state_reference_steps), T(test_run_call),
+          T(test_steady_state_reference_steps), T(test_fast_cat), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),

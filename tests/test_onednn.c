@@ -472,6 +472,40 @@ TEST(test_gemm_conv) {
  * and two that must not fuse: a multiplier of 2, and a depthwise output
  * that is also the projection's residual. TP_CONV_GEMM=0, TP_FUSE_DW=0 and
  * the AVX2 level fuse none. */
+/* Build case c (input times x_scale) and run it at 1, 2 and 3 threads:
+ * bitwise the same, each run with dw fused depthwise projections (ex of
+ * them computing their expansion too) in steps steps. Returns the built
+ * program and input (b->p NULL when building failed) and the 1-thread
+ * output (the caller frees all three). */
+static tp_tensor *run_fused_1_to_3(const net_case *c, float x_scale, int dw, int ex, int steps, built *b) {
+    *b = build(c);
+    if (!b->p || !b->x) {
+        tp_program_free(b->p);
+        tp_tensor_free(b->x);
+        b->p = NULL;
+        b->x = NULL;
+        return NULL;
+    }
+    float *xd = tp_tensor_data(b->x);
+    for (int64_t k = 0; k < tp_tensor_numel(b->x); k++) xd[k] *= x_scale;
+    counts cnt;
+    tp_tensor *one = run(b, TP_CPU_AUTO, 1, &cnt);
+    CHECK_MSG(!one || (cnt.dw == dw && cnt.ex == ex && cnt.steps == steps),
+              "%s: %d fused depthwise projections (%d with their expansion) in %d steps, want %d (%d) in %d", c->label,
+              cnt.dw, cnt.ex, cnt.steps, dw, ex, steps);
+    for (int th = 2; one && th <= 3; th++) {
+        tp_tensor *got = run(b, TP_CPU_AUTO, th, &cnt);
+        CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                      memcmp(tp_tensor_data(got), tp_tensor_data(one), (size_t)tp_tensor_numel(one) * sizeof(float)) ==
+                          0,
+                  "%s: %d threads not bitwise equal to 1 thread", c->label, th);
+        CHECK_MSG(!got || (cnt.dw == dw && cnt.ex == ex), "%s, %d threads: %d fused depthwise projections (%d), want %d (%d)",
+                  c->label, th, cnt.dw, cnt.ex, dw, ex);
+        tp_tensor_free(got);
+    }
+    return one;
+}
+
 /* relu6 expansion 16 -> 48, depthwise 3x3, projection to 16 with the
  * block's residual, then a 3x3 tail */
 #define INVERTED_RESIDUAL                                                                                           \
@@ -521,29 +555,9 @@ TEST(test_fused_depthwise) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const net_case *c = &cases[i].c;
         const int fused = off ? 0 : cases[i].fused;
-        built b = build(c);
-        if (!b.p || !b.x) {
-            tp_program_free(b.p);
-            tp_tensor_free(b.x);
-            continue;
-        }
-        float *xd = tp_tensor_data(b.x);
-        for (int64_t k = 0; k < tp_tensor_numel(b.x); k++) xd[k] *= cases[i].x_scale;
-        counts cnt;
-        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
-        CHECK_MSG(!one || (cnt.dw == fused && cnt.steps == c->n_layers - fused),
-                  "%s: %d fused depthwise projections in %d steps, want %d in %d", c->label, cnt.dw, cnt.steps, fused,
-                  c->n_layers - fused);
-        for (int th = 2; one && th <= 3; th++) {
-            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
-            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
-                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
-                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
-                      "%s: %d threads not bitwise equal to 1 thread", c->label, th);
-            CHECK_MSG(!got || cnt.dw == fused, "%s, %d threads: %d fused depthwise projections, want %d", c->label, th,
-                      cnt.dw, fused);
-            tp_tensor_free(got);
-        }
+        built b;
+        tp_tensor *one = run_fused_1_to_3(c, cases[i].x_scale, fused, 0, c->n_layers - fused, &b);
+        if (!b.p) continue;
         tp_tensor_free(one);
         compare_levels(&b, c->label, c->n_layers - fused, c->n_layers - fused);
     }
@@ -604,28 +618,10 @@ TEST(test_fused_expansion) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const net_case *c = &cases[i].c;
         const int ex = off ? 0 : cases[i].ex, fused = off ? 0 : 1 + cases[i].ex;
-        built b = build(c);
-        if (!b.p || !b.x) {
-            tp_program_free(b.p);
-            tp_tensor_free(b.x);
-            continue;
-        }
-        float *xd = tp_tensor_data(b.x);
-        for (int64_t k = 0; k < tp_tensor_numel(b.x); k++) xd[k] *= cases[i].x_scale;
         counts cnt;
-        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
-        CHECK_MSG(!one || (cnt.ex == ex && cnt.dw == (off ? 0 : 1) && cnt.steps == c->n_layers - fused),
-                  "%s: %d fused expansions, %d depthwise, in %d steps; want %d, %d in %d", c->label, cnt.ex, cnt.dw,
-                  cnt.steps, ex, off ? 0 : 1, c->n_layers - fused);
-        for (int th = 2; one && th <= 3; th++) {
-            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
-            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
-                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
-                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
-                      "%s: %d threads not bitwise equal to 1 thread", c->label, th);
-            CHECK_MSG(!got || cnt.ex == ex, "%s, %d threads: %d fused expansions, want %d", c->label, th, cnt.ex, ex);
-            tp_tensor_free(got);
-        }
+        built b;
+        tp_tensor *one = run_fused_1_to_3(c, cases[i].x_scale, off ? 0 : 1, ex, c->n_layers - fused, &b);
+        if (!b.p) continue;
         /* a call after one on another input: nothing of the first call's
          * rows is reused (the output is a fresh context's, one input later) */
         tp_tensor *x2 = NULL;

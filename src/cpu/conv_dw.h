@@ -153,25 +153,7 @@ static const float *WX_NAME(dw_ex_row)(const tp_conv_dw *dw, const float *x, int
     const int64_t slot = iy % dw->kh, tag = n * dw->h + iy + 1;
     float *out = ring + slot * dw->w * cin;
     if (tags[slot] != tag) {
-        tp_gemm g;
-        memset(&g, 0, sizeof g);
-        g.isa = TP_ISA_AVX512;
-        g.m = dw->w;
-        g.n = cin;
-        g.k = dw->ex_cin;
-        g.a = x + (n * dw->h + iy) * dw->w * dw->ex_cin;
-        g.rs_a = dw->ex_cin;
-        g.cs_a = 1;
-        g.packed_b = dw->ex_wpack;
-        g.c = out;
-        g.ldc = cin;
-        g.ep = tp__gemm_epilogue_default();
-        g.ep.bias = dw->ex_bias;
-        if (dw->ex_act) {
-            g.ep.act = tp__fused_act;
-            g.ep.act_ctx = dw->ex_act;
-            g.ep.act_relu = dw->ex_act_relu;
-        }
+        const tp_gemm g = tp__conv_dw_ex_gemm(dw, cin, x + (n * dw->h + iy) * dw->w * dw->ex_cin, out);
         tp__gemm_run(&g, 0, 1, gws);
         tags[slot] = tag;
     }

@@ -6,6 +6,8 @@
 #ifndef TPEXPORT_CPU_CONV_NHWC_H
 #define TPEXPORT_CPU_CONV_NHWC_H
 
+#include <string.h>
+
 #include "fast.h"
 #include "gemm.h"
 
@@ -71,6 +73,32 @@ typedef struct tp_conv_dw {
 /* Most kernel rows a fused depthwise convolution may have (its fill keeps a
  * pointer per kernel row). */
 enum { TP_CONV_DW_MAX_KH = 16 };
+
+/* The product computing one row of a tp_conv_dw's expansion (x: the row's
+ * dw->w pixels of ex_cin floats; out: its w x cin outputs), with the
+ * expansion's bias and activation. */
+static inline tp_gemm tp__conv_dw_ex_gemm(const tp_conv_dw *dw, int64_t cin, const float *x, float *out) {
+    tp_gemm g;
+    memset(&g, 0, sizeof g);
+    g.isa = TP_ISA_AVX512;
+    g.m = dw->w;
+    g.n = cin;
+    g.k = dw->ex_cin;
+    g.a = x;
+    g.rs_a = dw->ex_cin;
+    g.cs_a = 1;
+    g.packed_b = dw->ex_wpack;
+    g.c = out;
+    g.ldc = cin;
+    g.ep = tp__gemm_epilogue_default();
+    g.ep.bias = dw->ex_bias;
+    if (dw->ex_act) {
+        g.ep.act = tp__fused_act;
+        g.ep.act_ctx = dw->ex_act;
+        g.ep.act_relu = dw->ex_act_relu;
+    }
+    return g;
+}
 
 /* Fill scratch bytes per thread of a fused depthwise convolution over cin
  * channels (0 without an expansion). */

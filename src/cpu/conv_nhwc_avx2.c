@@ -502,23 +502,6 @@ tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const floa
     return TP_OK;
 }
 
-/* The row product of an expansion (conv_dw.h's dw_ex_row), for its
- * workspace size. */
-static tp_gemm dw_ex_gemm(const tp_conv_dw *dw, int64_t cin) {
-    tp_gemm g;
-    memset(&g, 0, sizeof g);
-    g.isa = TP_ISA_AVX512;
-    g.m = dw->w;
-    g.n = cin;
-    g.k = dw->ex_cin;
-    g.rs_a = dw->ex_cin;
-    g.cs_a = 1;
-    g.packed_b = dw->ex_wpack;
-    g.ldc = cin;
-    g.ep = tp__gemm_epilogue_default();
-    return g;
-}
-
 size_t tp__conv_dw_scratch_bytes(const tp_conv_dw *dw, int64_t cin) {
     if (!dw->ex_cin) return 0;
     return 64 + 8 * TP_CONV_DW_MAX_KH + dw->ex_gemm_ws + round64((size_t)(dw->kh * dw->w * cin) * sizeof(float));
@@ -548,7 +531,7 @@ tp_status tp__conv_nhwc_set_dw_expand(tp_conv_nhwc *cv, int64_t ex_cin, const fl
     dw->ex_bias = b;
     dw->ex_act = act;
     dw->ex_act_relu = tp__fused_relu_mode(act);
-    tp_gemm g = dw_ex_gemm(dw, cin);
+    const tp_gemm g = tp__conv_dw_ex_gemm(dw, cin, NULL, NULL);
     dw->ex_gemm_ws = round64(tp__gemm_workspace_bytes(&g, 1));
     cv->packed_bytes += bytes;
     return TP_OK;

@@ -12,5 +12,6 @@ void tp__register_fast_ops(void) {
     tp__register_fast_nn();
     tp__register_fast_attention();
     tp__register_fast_index();
+    tp__register_fast_shape();
     tp__register_fast_onednn();
 }

@@ -77,6 +77,7 @@ TP_HIDDEN void tp__register_fast_nn(void);
 TP_HIDDEN void tp__register_fast_conv(void);
 TP_HIDDEN void tp__register_fast_attention(void);
 TP_HIDDEN void tp__register_fast_index(void);
+TP_HIDDEN void tp__register_fast_shape(void);
 TP_HIDDEN void tp__register_fast_onednn(void);
 
 #endif
