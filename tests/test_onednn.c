@@ -469,7 +469,8 @@ TEST(test_gemm_conv) {
  * vectors at both ISA levels) and batch 3, stride (2, 1) with padding
  * (0, 1) and silu (an activation applied to each filled block), 1000
  * channels on 7x7 maps (several K blocks; threads may split the columns),
- * and two that must not fuse: a multiplier of 2, and a depthwise output
+ * and three that must not fuse: a multiplier of 2, a 17 x 3 kernel (the
+ * fill keeps 16 row pointers), and a depthwise output
  * that is also the projection's residual. TP_CONV_GEMM=0, TP_FUSE_DW=0 and
  * the AVX2 level fuse none. */
 /* Build case c (input times x_scale) and run it at 1, 2 and 3 threads:
@@ -546,6 +547,11 @@ TEST(test_fused_depthwise) {
         {{"multiplier 2: not fused", 1, 3, 10, 9, 4,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 3, 1, 1, 1, 16, TP_OP_RELU6), CONV(16, 1, 1, 0, 1, 1, NONE),
            CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         0, 1.0f},
+        /* more kernel rows than the fill keeps pointers for */
+        {{"17 x 3 kernel: not fused", 1, 3, 20, 9, 4,
+          {CONV(16, 3, 1, 1, 1, 1, RELU), {L_CONV, 16, 17, 3, 1, 1, 8, 1, 1, 1, 16, true, false, TP_OP_RELU6, -1, 0},
+           CONV(8, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
          0, 1.0f},
         {{"depthwise output also the residual: not fused", 1, 3, 10, 9, 4,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 1, 1, 1, 16, TP_OP_RELU6),

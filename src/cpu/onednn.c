@@ -1537,7 +1537,8 @@ static void find_dws(pass *ps, const int *reads) {
         const tp_conv_info *u = &d->conv;
         const plan_step *ds = &plan->steps[i];
         if (ds->kind != STEP_FAST || d->kind != DN_CONV || ds->out[0] != x || ds->in[0] < 0 || u->groups != u->cin ||
-            u->cout != u->cin || u->cin != v->cin || u->dh != 1 || u->dw != 1 || u->ires >= 0 || !u->weight ||
+            u->cout != u->cin || u->cin != v->cin || u->dh != 1 || u->dw != 1 || u->kh > TP_CONV_DW_MAX_KH ||
+            u->ires >= 0 || !u->weight ||
             u->n != v->n || u->oh != v->h || u->ow != v->w)
             continue;
         c->dw_src = i + 1;
