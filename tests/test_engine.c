@@ -1852,6 +1852,31 @@ static tp_tensor *rand_tensor_dt(tp_dtype dt, int ndim, const int64_t *sizes, ui
     return t;
 }
 
+/* Allocation-failure sweeps (fail_alloc.h) over planning and running a
+ * copy of p (a program keeps the plans it built) on x at level, 2 threads. */
+typedef struct alloc_sweep {
+    tp_program *p;
+    tp_tensor *x[4];
+    int n_x;
+    tp_cpu_level level;
+} alloc_sweep;
+
+static tp_status sweep_plan_and_run(void *ctx) {
+    const alloc_sweep *h = ctx;
+    tp_program *p = NULL;
+    tp_status st = tp_program_copy(h->p, &p);
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = 2;
+    opt.cpu_level = h->level;
+    tp_run *r = NULL;
+    if (st == TP_OK) st = tp_run_new(p, &opt, &r);
+    if (st == TP_OK) st = tp_run_execute(r, (tp_tensor **)h->x, h->n_x, NULL, 0);
+    tp_run_free(r);
+    tp_program_free(p);
+    return st;
+}
+
 /* The fast cat (src/cpu/fast_shape.c, variant "memcpy"): cat(a, e, b,
  * [t], dim) of contiguous inputs of 70, 0 and 33 along dim (e empty) and,
  * in the second program, t, a transposed (strided) view of a 20 x R input,
@@ -1931,6 +1956,10 @@ static void check_cat(int dim, bool strided, tp_dtype dt) {
                   "cat along %d (%s), %d threads: ran on %d", dim, strided ? "strided" : "contiguous", threads,
                   pr.max_threads);
         tp_run_free(r);
+    }
+    if (p && dim == 1 && dt == TP_FLOAT32) { /* planning the cat allocates its prefixes */
+        alloc_sweep h = {.p = p, .x = {x[0], x[1], x[2], x[3]}, .n_x = 4, .level = TP_CPU_AUTO};
+        CHECK(check_alloc_failures(strided ? "a strided cat" : "a cat", sweep_plan_and_run, &h) > 0);
     }
     free(want);
     for (int k = 0; k < 4; k++) tp_tensor_free(x[k]);
@@ -2660,33 +2689,10 @@ TEST(test_bf16_conversions) {
  * level (vdpbf16ps where it has AVX-512-BF16) and at AVX2 (the widened
  * float32 paths), with two threads; a copy of the program each time (a
  * program keeps the plans it made). */
-typedef struct half_sweep {
-    tp_program *p;
-    tp_tensor *x[4];
-    int n_x;
-    tp_cpu_level level;
-} half_sweep;
-
-static tp_status half_plan_and_run(void *ctx) {
-    const half_sweep *h = ctx;
-    tp_program *p = NULL;
-    tp_status st = tp_program_copy(h->p, &p);
-    tp_run_options opt;
-    tp_run_options_init(&opt);
-    opt.num_threads = 2;
-    opt.cpu_level = h->level;
-    tp_run *r = NULL;
-    if (st == TP_OK) st = tp_run_new(p, &opt, &r);
-    if (st == TP_OK) st = tp_run_execute(r, (tp_tensor **)h->x, h->n_x, NULL, 0);
-    tp_run_free(r);
-    tp_program_free(p);
-    return st;
-}
-
 TEST(test_half_alloc_failures) {
     enum { CASES = 8 };
     for (int c = 0; c < CASES; c++) {
-        half_sweep h = {0};
+        alloc_sweep h = {0};
         const char *what = "";
         switch (c) {
         case 0:
@@ -2730,7 +2736,7 @@ TEST(test_half_alloc_failures) {
         for (int l = 0; h.p && l < 2; l++) {
             h.level = l == 0 ? TP_CPU_AUTO : TP_CPU_AVX2;
             if (h.level == TP_CPU_AVX2 && tp_cpu_level_supported() < TP_CPU_AVX2) continue;
-            long n = check_alloc_failures(what, half_plan_and_run, &h);
+            long n = check_alloc_failures(what, sweep_plan_and_run, &h);
             printf("  %s [%s]: %ld allocations, each failed in turn\n", what, l == 0 ? "cpu" : "avx2", n);
             CHECK(n > 0);
         }

@@ -148,7 +148,7 @@ static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *const *row, i
 static const float *WX_NAME(dw_ex_row)(const tp_conv_dw *dw, const float *x, int64_t cin, int64_t n, int64_t iy,
                                        char *scratch) {
     int64_t *tags = (int64_t *)(scratch + 64);
-    char *gws = scratch + 64 + 8 * TP_CONV_DW_MAX_KH;
+    char *gws = scratch + TP_CONV_DW_RING_HEADER;
     float *ring = (float *)(gws + dw->ex_gemm_ws);
     const int64_t slot = iy % dw->kh, tag = n * dw->h + iy + 1;
     float *out = ring + slot * dw->w * cin;
@@ -170,7 +170,7 @@ static void WX_NAME(dw_fill)(const tp_conv_dw *dw, const float *x, int64_t cin, 
     if (dw->ex_cin) {
         int64_t *flag = scratch;
         if (!*flag) { /* the run's first fill: the ring holds nothing yet */
-            memset((char *)scratch + 64, 0, 8 * TP_CONV_DW_MAX_KH);
+            memset((char *)scratch + 64, 0, TP_CONV_DW_RING_HEADER - 64);
             *flag = 1;
         }
     }

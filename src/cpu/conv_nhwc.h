@@ -22,21 +22,6 @@ typedef struct tp_wino_tx {
                 const float *const *res, bool relu);
 } tp_wino_tx;
 
-/* The activations a convolution applies itself before its last rounding
- * (tp_conv_dw.relu, tp_conv_nhwc.relu16, tp_gemm_bf16.relu): 0 none, 1
- * relu (x > 0 or NaN ? x : +0), 2 relu6 = clamp(x, 0, 6) (NaN kept, -0
- * kept), as the elementwise steps compute them. */
-static inline float tp__relu_mode(float v, int mode) {
-    if (mode == 1) return v > 0.0f || v != v ? v : 0.0f;
-    if (mode == 2) return v != v ? v : v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v;
-    return v;
-}
-/* ... over n floats in place. */
-static inline void tp__relu_mode_apply(int mode, float *p, int64_t n) {
-    if (mode)
-        for (int64_t i = 0; i < n; i++) p[i] = tp__relu_mode(p[i], mode);
-}
-
 /* A depthwise convolution (groups = channels = the pointwise convolution's
  * cin, dilation 1) whose output is only the input of a pointwise
  * convolution (tp_conv_nhwc.pre_dw): the pointwise convolution's GEMM computes
@@ -71,8 +56,10 @@ typedef struct tp_conv_dw {
 } tp_conv_dw;
 
 /* Most kernel rows a fused depthwise convolution may have (its fill keeps a
- * pointer per kernel row). */
-enum { TP_CONV_DW_MAX_KH = 16 };
+ * pointer per kernel row). An expansion's fill scratch starts with a
+ * header of TP_CONV_DW_RING_HEADER bytes: the flag the GEMM zeroes when a
+ * run starts (its first 64 bytes), then a tag per ring slot (int64). */
+enum { TP_CONV_DW_MAX_KH = 16, TP_CONV_DW_RING_HEADER = 64 + 8 * TP_CONV_DW_MAX_KH };
 
 /* The product computing one row of a tp_conv_dw's expansion (x: the row's
  * dw->w pixels of ex_cin floats; out: its w x cin outputs), with the

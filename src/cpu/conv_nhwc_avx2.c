@@ -504,7 +504,7 @@ tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const floa
 
 size_t tp__conv_dw_scratch_bytes(const tp_conv_dw *dw, int64_t cin) {
     if (!dw->ex_cin) return 0;
-    return 64 + 8 * TP_CONV_DW_MAX_KH + dw->ex_gemm_ws + round64((size_t)(dw->kh * dw->w * cin) * sizeof(float));
+    return TP_CONV_DW_RING_HEADER + dw->ex_gemm_ws + round64((size_t)(dw->kh * dw->w * cin) * sizeof(float));
 }
 
 tp_status tp__conv_nhwc_set_dw_expand(tp_conv_nhwc *cv, int64_t ex_cin, const float *weight, const float *bias,
@@ -541,8 +541,8 @@ void tp__conv_nhwc_free(tp_conv_nhwc *cv) {
     if (cv->pre_dw) {
         tp_free(cv->pre_dw->ex_wbase);
         tp_free(cv->pre_dw->ex_bias);
+        tp_free(cv->pre_dw->weight);
     }
-    if (cv->pre_dw) tp_free(cv->pre_dw->weight);
     tp_free(cv->pre_dw);
     cv->pre_dw = NULL;
     tp_free(cv->wbase);

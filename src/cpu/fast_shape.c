@@ -30,6 +30,10 @@
  * than it saves. */
 enum { CAT_BYTES_PER_THREAD = 64 * 1024 };
 
+/* Where thread i of nth starts in total bytes (i = nth: total), without
+ * the overflow of total * i. */
+static int64_t split_at(int64_t total, int i, int nth) { return total / nth * i + total % nth * i / nth; }
+
 static tp_status cat_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const int64_t outer = plan->i[0], row = plan->i[1];
     const int64_t *pre = plan->data;
@@ -48,9 +52,7 @@ static tp_status cat_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor
     char *dst = tp__tensor_base(out[0]);
     const int64_t total = outer * row;
     /* this thread's output bytes [lo, hi) */
-    const int64_t lo = total / ex->nth * ex->ith + (total % ex->nth) * ex->ith / ex->nth;
-    const int64_t hi = ex->ith + 1 == ex->nth ? total
-                                               : total / ex->nth * (ex->ith + 1) + (total % ex->nth) * (ex->ith + 1) / ex->nth;
+    const int64_t lo = split_at(total, ex->ith, ex->nth), hi = split_at(total, ex->ith + 1, ex->nth);
     if (lo >= hi || row == 0) return TP_OK;
     int64_t o = lo / row, r = lo % row, k = 0;
     for (int64_t p = lo; p < hi;) {

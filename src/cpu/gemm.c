@@ -206,9 +206,7 @@ static void tp__gemm_scalar_microkernel(int64_t kc, const float *a, int64_t rs_a
         }
         /* the tile's epilogue on the row just stored (each loop vectorises) */
         if (bias) for (int j = 0; j < n; j++) ci[j] += bias[j];
-        if (relu == 1) for (int j = 0; j < n; j++) ci[j] = ci[j] > 0.0f ? ci[j] : (ci[j] != ci[j] ? ci[j] : 0.0f);
-        if (relu == 2)
-            for (int j = 0; j < n; j++) ci[j] = ci[j] != ci[j] ? ci[j] : ci[j] < 0.0f ? 0.0f : ci[j] > 6.0f ? 6.0f : ci[j];
+        tp__relu_mode_apply(relu, ci, n);
     }
 }
 

@@ -65,6 +65,22 @@ typedef struct tp_gemm_epilogue {
     int act_relu;
 } tp_gemm_epilogue;
 
+/* The activations the GEMM tiles (tp_gemm_epilogue.act_relu) and the
+ * convolutions apply themselves before their last rounding (tp_conv_dw.relu,
+ * tp_conv_nhwc.relu16, tp_gemm_bf16.relu): 0 none, 1
+ * relu (x > 0 or NaN ? x : +0), 2 relu6 = clamp(x, 0, 6) (NaN kept, -0
+ * kept), as the elementwise steps compute them. */
+static inline float tp__relu_mode(float v, int mode) {
+    if (mode == 1) return v > 0.0f || v != v ? v : 0.0f;
+    if (mode == 2) return v != v ? v : v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v;
+    return v;
+}
+/* ... over n floats in place. */
+static inline void tp__relu_mode_apply(int mode, float *p, int64_t n) {
+    if (mode)
+        for (int64_t i = 0; i < n; i++) p[i] = tp__relu_mode(p[i], mode);
+}
+
 /* The identity epilogue: alpha 1, beta 0, nothing else. */
 static inline tp_gemm_epilogue tp__gemm_epilogue_default(void) {
     tp_gemm_epilogue ep = {0};

@@ -23,18 +23,29 @@ static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
     return (__mmask16)((1u << left) - 1u);
 }
 
+/* relu (mode 1: NaN kept, else +0) or relu6 (mode 2: max(0, .) and
+ * min(6, .) return their second operand, v, for a NaN v, and -0 for -0) of
+ * v, as tp__relu_mode; mode 0: v. */
+static inline __attribute__((always_inline)) __m512 tp__gemm_avx512_relu(__m512 v, int mode) {
+    if (mode == 1) return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+    if (mode == 2) return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), v));
+    return v;
+}
+static inline __attribute__((always_inline)) __m256 tp__gemm_avx512_relu_y(__m256 v, int mode) {
+    if (mode == 1) return _mm256_maskz_mov_ps(_mm256_cmp_ps_mask(v, _mm256_setzero_ps(), _CMP_NLE_UQ), v);
+    if (mode == 2) return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), v));
+    return v;
+}
+
 /* C[0:m, 0:n] = alpha * acc + beta * C, then (ep) + bias[j] and relu. */
 static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const int m, const int nv, __m512 acc[MR][NV],
                                                                         float *c, int64_t ldc, int n, float alpha,
                                                                         float beta, const bool ep, const float *bias,
                                                                         int relu_in) {
     const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta), zero = _mm512_setzero_ps();
-    /* the tile's epilogue in registers: + bias, then relu (NaN kept, else
-     * +0) or relu6 (max(0, .) and min(6, .) return their second operand, v,
-     * for a NaN v, and -0 for -0) */
+    /* the tile's epilogue in registers: + bias, then relu or relu6 */
     const bool has_bias = ep && bias;
     const int relu = ep ? relu_in : 0;
-    const __m512 six = _mm512_set1_ps(6.0f);
     __m512 bias_v[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++)
@@ -43,8 +54,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const in
 #define TP__GEMM_AVX512_TILE_EP(v, j)                                                              \
     do {                                                                                           \
         if (has_bias) v = _mm512_add_ps(v, bias_v[j]);                                             \
-        if (relu == 1) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);       \
-        if (relu == 2) v = _mm512_min_ps(six, _mm512_max_ps(zero, v));                             \
+        v = tp__gemm_avx512_relu(v, relu);                                                         \
     } while (0)
     if (n == 16 * nv) {
 #pragma GCC unroll 8
@@ -269,8 +279,6 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_narrow_tile(
     }
     const bool has_bias = tep && tep->bias;
     const int relu = tep ? tep->relu : 0;
-    const __m512 zero = _mm512_setzero_ps(), six = _mm512_set1_ps(6.0f);
-    const __m256 zeroy = _mm256_setzero_ps(), sixy = _mm256_set1_ps(6.0f);
     const __m512 bias0 = has_bias ? _mm512_maskz_loadu_ps(m0, tep->bias) : _mm512_setzero_ps();
     const __m512 bias1 = has_bias && kind == 3 ? _mm512_maskz_loadu_ps(m1, tep->bias + 16) : _mm512_setzero_ps();
     const __m256 bias1y = has_bias && kind == 2 ? _mm256_maskz_loadu_ps(m1y, tep->bias + 16) : _mm256_setzero_ps();
@@ -281,23 +289,17 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_narrow_tile(
         __m512 v;
         TP__GEMM_NARROW_VALUE(v, acc0[i], _mm512_maskz_loadu_ps(m0, ci), _mm512_mul_ps, _mm512_fmadd_ps,
                               _mm512_add_ps, _mm512_set1_ps, bias0);
-        if (relu == 1) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);
-        if (relu == 2) v = _mm512_min_ps(six, _mm512_max_ps(zero, v));
-        _mm512_mask_storeu_ps(ci, m0, v);
+        _mm512_mask_storeu_ps(ci, m0, tp__gemm_avx512_relu(v, relu));
         if (kind == 3) {
             TP__GEMM_NARROW_VALUE(v, acc1[i], _mm512_maskz_loadu_ps(m1, ci + 16), _mm512_mul_ps, _mm512_fmadd_ps,
                                   _mm512_add_ps, _mm512_set1_ps, bias1);
-            if (relu == 1) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_NLE_UQ), v);
-            if (relu == 2) v = _mm512_min_ps(six, _mm512_max_ps(zero, v));
-            _mm512_mask_storeu_ps(ci + 16, m1, v);
+            _mm512_mask_storeu_ps(ci + 16, m1, tp__gemm_avx512_relu(v, relu));
         }
         if (kind == 2) {
             __m256 w;
             TP__GEMM_NARROW_VALUE(w, acc1y[i], _mm256_maskz_loadu_ps(m1y, ci + 16), _mm256_mul_ps, _mm256_fmadd_ps,
                                   _mm256_add_ps, _mm256_set1_ps, bias1y);
-            if (relu == 1) w = _mm256_maskz_mov_ps(_mm256_cmp_ps_mask(w, zeroy, _CMP_NLE_UQ), w);
-            if (relu == 2) w = _mm256_min_ps(sixy, _mm256_max_ps(zeroy, w));
-            _mm256_mask_storeu_ps(ci + 16, m1y, w);
+            _mm256_mask_storeu_ps(ci + 16, m1y, tp__gemm_avx512_relu_y(w, relu));
         }
     }
 }

@@ -120,7 +120,10 @@ static void init_once(void) {
     const char *fd = getenv("TP_FUSE_DW");
     g_fuse_dw_off = fd && strcmp(fd, "0") == 0;
     const char *fe = getenv("TP_FUSE_EX");
-    if (fe && *fe) g_fuse_ex_min = strtoll(fe, NULL, 10) > 0 ? strtoll(fe, NULL, 10) : 0;
+    if (fe && *fe) {
+        const long long v = strtoll(fe, NULL, 10);
+        g_fuse_ex_min = v > 0 ? v : 0;
+    }
     const char *e = getenv("TP_ONEDNN");
     if (e && strcmp(e, "0") == 0) return;
     g_level = (int)tp_cpu_level_supported();
@@ -1558,14 +1561,27 @@ static void find_dws(pass *ps, const int *reads) {
     }
 }
 
+/* Step i's work now done inside step j (fuse_dws): j reads what i read
+ * (i's input 0, kept alive until j) instead of i's output, and i goes. */
+static void absorb_producer(pass *ps, dn_step **built, int j, int i) {
+    tp_plan *plan = ps->plan;
+    const int x = plan->steps[i].in[0];
+    plan->steps[j].in[0] = x;
+    if (plan->slots[x].last < j) plan->slots[x].last = j;
+    plan->steps[i].kind = STEP_FUSED; /* its output slot is left unused */
+    plan->n_fast--;
+    plan->n_fused++;
+    dn_step_free(built[i]);
+    built[i] = NULL;
+}
+
 static tp_status fuse_dws(pass *ps, dn_step **built) {
     tp_plan *plan = ps->plan;
     for (int j = 0; j < plan->n_steps; j++) {
         const int i = ps->cand[j].dw_src - 1;
         if (i < 0 || !built[j] || !built[i] || built[j]->kind != DN_GEMMCONV || built[i]->kind != DN_CONV) continue;
         dn_step *p = built[j], *d = built[i];
-        plan_step *s = &plan->steps[j], *ds = &plan->steps[i];
-        const int h = ds->in[0];
+        const int h = plan->steps[i].in[0];
         if (!p->gc_x_nhwc || p->iscale > 0 || p->gc->winograd || p->gc->scale_b || !tp__conv_nhwc_pointwise(p->gc) ||
             d->stage_src || d->stage_dst || d->mean[0] || !ps->nhwc[h])
             continue;
@@ -1573,32 +1589,15 @@ static tp_status fuse_dws(pass *ps, dn_step **built) {
         const tp_conv_dw g = {.h = u->h, .w = u->w, .kh = u->kh, .kw = u->kw, .sh = u->sh, .sw = u->sw, .ph = u->ph,
                               .pw = u->pw};
         TP_TRY(tp__conv_nhwc_set_dw(p->gc, &g, u->weight, u->bias, u->act));
-        s->in[0] = h;
-        if (plan->slots[h].last < j) plan->slots[h].last = j;
-        /* the depthwise step is skipped (its output slot is left unused) */
-        ds->kind = STEP_FUSED;
-        plan->n_fast--;
-        plan->n_fused++;
-        dn_step_free(d);
-        built[i] = NULL;
+        absorb_producer(ps, built, j, i);
+        /* the expansion (find_dws checked its geometry and readers; its
+         * output, the depthwise input, is NHWC: h above) needs an NHWC
+         * input too, and is computed from its weights, whatever it built */
         const int e = ps->cand[j].ex_src - 1;
-        if (e < 0 || !built[e]) continue;
-        dn_step *ed = built[e];
-        plan_step *es = &plan->steps[e];
-        const int xe = es->in[0];
-        if (!ps->nhwc[xe] || (ed->kind == DN_CONV && (ed->stage_src || ed->stage_dst || ed->mean[0])) ||
-            (ed->kind == DN_GEMMCONV && (!ed->gc_x_nhwc || ed->iscale > 0 || ed->gc->winograd)) ||
-            (ed->kind != DN_CONV && ed->kind != DN_GEMMCONV))
-            continue;
+        if (e < 0 || !built[e] || !ps->nhwc[plan->steps[e].in[0]]) continue;
         const tp_conv_info *ev = &ps->cand[e].conv;
         TP_TRY(tp__conv_nhwc_set_dw_expand(p->gc, ev->cin, ev->weight, ev->bias, ev->act));
-        s->in[0] = xe;
-        if (plan->slots[xe].last < j) plan->slots[xe].last = j;
-        es->kind = STEP_FUSED;
-        plan->n_fast--;
-        plan->n_fused++;
-        dn_step_free(ed);
-        built[e] = NULL;
+        absorb_producer(ps, built, j, e);
     }
     return TP_OK;
 }
