@@ -221,6 +221,7 @@ out:
  * which F(4x4, 3x3): wino4) */
 typedef struct counts {
     int onednn, gemm, wino, wino4, means, steps;
+    int maxp; /* max pools from NHWC to NHWC run by the pass's own loop (max-nhwc) */
     int dw; /* projections computing a fused depthwise convolution (dw+gemm-nhwc, ex+dw+gemm-nhwc) */
     int ex; /* ... and its input's expansion too (ex+dw+gemm-nhwc) */
     int64_t in_place; /* tp_run_stats.n_in_place after the call */
@@ -229,8 +230,11 @@ typedef struct counts {
 static void on_event(void *user, const tp_profile_event *ev) {
     counts *c = user;
     c->steps++;
-    if (strcmp(ev->variant, "onednn") == 0 || strcmp(ev->variant, "mean-nhwc") == 0) c->onednn++;
+    if (strcmp(ev->variant, "onednn") == 0 || strcmp(ev->variant, "mean-nhwc") == 0 ||
+        strcmp(ev->variant, "max-nhwc") == 0)
+        c->onednn++;
     c->means += strcmp(ev->variant, "mean-nhwc") == 0;
+    c->maxp += strcmp(ev->variant, "max-nhwc") == 0;
     const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
     const bool ex = strcmp(ev->variant, "ex+dw+gemm-nhwc") == 0, dw = ex || strcmp(ev->variant, "dw+gemm-nhwc") == 0;
     c->dw += dw;
@@ -855,16 +859,24 @@ TEST(test_regions) {
                                 CONV(24, 1, 1, 0, 1, 1, NONE),
                                 CONV(4, 3, 1, 1, 1, 1, NONE)}};
     check_net_range(&se_input, 4, 4);
-    /* oneDNN has only a reference kernel for a dilated max pool: that step
-     * keeps ours, the layouts around it fall back to NCHW (the retry), and
-     * the 1x1 pair after it still forms a region */
+    /* oneDNN has only a reference kernel for a dilated max pool, but one
+     * between NHWC tensors runs the pass's own loop (max-nhwc): every step
+     * stays in the region */
     const net_case fallback = {"dilated pool", 1, 3, 12, 12, 5,
                                {CONV(8, 3, 1, 1, 1, 1, RELU),
                                 {L_POOL, 0, 2, 2, 1, 1, 1, 1, 2, 2, 1, false, false, NONE, -1, 0},
                                 CONV(8, 1, 1, 0, 1, 1, RELU),
                                 CONV(8, 3, 1, 1, 1, 1, RELU),
                                 CONV(4, 1, 1, 0, 1, 1, NONE)}};
-    check_net(&fallback, 3);
+    check_net_range(&fallback, 5, 5);
+    /* ... while one reading the NCHW input would be oneDNN's (it converts
+     * at the region's edge), whose reference kernel the pass declines: the
+     * pool keeps ours, NCHW, and the convolutions after it form a region */
+    const net_case edge = {"dilated pool at the input", 1, 3, 12, 12, 3,
+                           {{L_POOL, 0, 2, 2, 1, 1, 1, 1, 2, 2, 1, false, false, NONE, -1, 0},
+                            CONV(8, 3, 1, 1, 1, 1, RELU),
+                            CONV(4, 1, 1, 0, 1, 1, NONE)}};
+    check_net_range(&edge, 2, 2);
     /* average pools oneDNN cannot reproduce keep our kernel (and NCHW around
      * them): a ceil-mode window past the padding counted with padding, a
      * divisor-free adaptive pool with unequal windows */
@@ -955,6 +967,26 @@ static void check_conv1d(const char *label, int64_t n, int64_t c, int64_t len, i
  * within tolerance of the reference, the fast runs bitwise alike (the
  * result does not depend on the thread count), `means` steps of
  * mean-nhwc in each, and (steps >= 0) that many steps in all. */
+/* The output at 1 thread kept in *first; another thread count's (got)
+ * must equal it bit for bit, and is freed. */
+static void keep_first(tp_tensor **first, tp_tensor *got, const char *label, int th) {
+    if (!*first) {
+        *first = got;
+        return;
+    }
+    if (got)
+        CHECK_MSG(memcmp(tp_tensor_data(got), tp_tensor_data(*first), (size_t)tp_tensor_numel(got) * sizeof(float)) == 0,
+                  "%s: %d threads differ from 1 thread", label, th);
+    tp_tensor_free(got);
+}
+
+static void free_run(built *b, tp_tensor *want, tp_tensor *first) {
+    tp_tensor_free(first);
+    tp_tensor_free(want);
+    tp_tensor_free(b->x);
+    tp_program_free(b->p);
+}
+
 static void check_means(const net_case *nets, size_t count, int means, int steps) {
     for (size_t i = 0; i < count; i++) {
         built b = build(&nets[i]);
@@ -975,17 +1007,69 @@ static void check_means(const net_case *nets, size_t count, int means, int steps
                       cnt.means, means);
             CHECK_MSG(steps < 0 || cnt.steps == steps, "%s, %d threads: %d steps, want %d", nets[i].label, th,
                       cnt.steps, steps);
-            if (got && first)
-                CHECK_MSG(memcmp(tp_tensor_data(got), tp_tensor_data(first),
-                                 (size_t)tp_tensor_numel(got) * sizeof(float)) == 0,
-                          "%s: %d threads differ from 1 thread", nets[i].label, th);
-            if (!first) first = got;
-            else tp_tensor_free(got);
+            keep_first(&first, got, nets[i].label, th);
         }
-        tp_tensor_free(first);
-        tp_tensor_free(want);
-        tp_tensor_free(b.x);
-        tp_program_free(b.p);
+        free_run(&b, want, first);
+    }
+}
+
+/* Max pools from NHWC to NHWC on the pass's own loop (max-nhwc), between
+ * two pointwise convolutions: windows 3x3 stride 2 with padding,
+ * 2x2 in ceil mode (a last window past the input), dilated 3x3, and 5x7
+ * (35 taps: gathered 32 at a time, the rest compared on the stored
+ * maximum), over 40 channels (8-lane groups and a scalar tail), 7 (tail
+ * only) and batch 3. Each within tolerance of the reference, on exactly
+ * one max-nhwc step, bitwise alike at 1-4 threads (rows split evenly);
+ * with a NaN planted in the input, the NaNs the reference's pool passes on
+ * (a NaN tap wins wherever it falls in the window) are the same. The
+ * first convolution has no activation: oneDNN's relu post-op would turn
+ * the NaNs into zeros before the pool sees them; and it is 1x1, which no
+ * setting of TP_CONV_GEMM runs as Winograd (whose transforms spread a NaN
+ * over whole tiles). */
+TEST(test_max_pool_nhwc) {
+    const net_case nets[] = {
+        {"max 3x3 s2 p1, 40 channels, batch 3", 3, 3, 13, 11, 3,
+         {CONV(40, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"max 2x2 s2 ceil mode, 7 channels", 1, 3, 9, 11, 3,
+         {CONV(7, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"max 3x3 s1 p1 dilation 2, 24 channels", 1, 3, 12, 10, 3,
+         {CONV(24, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 3, 3, 1, 1, 1, 1, 2, 2, 1, false, false, NONE, -1, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"max 5x7 s1 p2x3, 16 channels", 2, 3, 11, 12, 3,
+         {CONV(16, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 5, 7, 1, 1, 2, 3, 1, 1, 1, false, false, NONE, -1, 0},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
+    };
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        for (int planted = 0; planted < 2; planted++) {
+            built b = build(&nets[i]);
+            if (!b.p || !b.x) {
+                tp_program_free(b.p);
+                tp_tensor_free(b.x);
+                continue;
+            }
+            char label[160];
+            snprintf(label, sizeof label, "%s%s", nets[i].label, planted ? ", a NaN in the input" : "");
+            if (planted) ((float *)tp_tensor_data(b.x))[tp_tensor_numel(b.x) / 2 + 3] = NAN;
+            counts cnt = {0};
+            tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt), *first = NULL;
+            int nans = 0;
+            for (int64_t k = 0; want && k < tp_tensor_numel(want); k++) nans += isnan(((float *)tp_tensor_data(want))[k]);
+            CHECK_MSG(want && (planted ? nans > 0 && nans < tp_tensor_numel(want) : nans == 0),
+                      "%s: %d NaN outputs in the reference", label, nans);
+            for (int th = 1; want && th <= 4; th++) {
+                cnt = (counts){0};
+                tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
+                char msg[256] = "";
+                CHECK_MSG(got && tp_tensor_allclose(got, want, 1e-4, 1e-4, msg, sizeof msg), "%s, %d threads: %s",
+                          label, th, got ? msg : "no result");
+                CHECK_MSG(cnt.maxp == 1 && cnt.onednn == cnt.steps, "%s, %d threads: %d max-nhwc steps, %d of %d in the pass",
+                          label, th, cnt.maxp, cnt.onednn, cnt.steps);
+                keep_first(&first, got, label, th);
+            }
+            free_run(&b, want, first);
+        }
     }
 }
 
@@ -1288,7 +1372,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise), T(test_fused_expansion),
-                                         T(test_alloc_failures), T(test_regions), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
+                                         T(test_alloc_failures), T(test_regions), T(test_max_pool_nhwc), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }
