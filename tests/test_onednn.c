@@ -1017,8 +1017,11 @@ static void check_means(const net_case *nets, size_t count, int means, int steps
  * two pointwise convolutions: windows 3x3 stride 2 with padding,
  * 2x2 in ceil mode (a last window past the input), dilated 3x3, and 5x7
  * (35 taps: gathered 32 at a time, the rest compared on the stored
- * maximum), over 40 channels (8-lane groups and a scalar tail), 7 (tail
- * only) and batch 3. Each within tolerance of the reference, on exactly
+ * maximum), over 72 channels (AVX-512: a 64-channel block and a masked
+ * rest; AVX2, test_onednn_avx2: two 32-channel blocks and an 8-lane
+ * group), 24 and 16 (16-lane and 8-lane groups), 7 (a masked or scalar
+ * rest only) and batch 3, and a pool that ends the region (its rows
+ * transposed into the NCHW output). Each within tolerance of the reference, on exactly
  * one max-nhwc step, bitwise alike at 1-4 threads (rows split evenly);
  * with a NaN planted in the input, the NaNs the reference's pool passes on
  * (a NaN tap wins wherever it falls in the window) are the same. The
@@ -1028,8 +1031,8 @@ static void check_means(const net_case *nets, size_t count, int means, int steps
  * over whole tiles). */
 TEST(test_max_pool_nhwc) {
     const net_case nets[] = {
-        {"max 3x3 s2 p1, 40 channels, batch 3", 3, 3, 13, 11, 3,
-         {CONV(40, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+        {"max 3x3 s2 p1, 72 channels, batch 3", 3, 3, 13, 11, 3,
+         {CONV(72, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
           CONV(4, 1, 1, 0, 1, 1, NONE)}},
         {"max 2x2 s2 ceil mode, 7 channels", 1, 3, 9, 11, 3,
          {CONV(7, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0},
@@ -1040,6 +1043,8 @@ TEST(test_max_pool_nhwc) {
         {"max 5x7 s1 p2x3, 16 channels", 2, 3, 11, 12, 3,
          {CONV(16, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 5, 7, 1, 1, 2, 3, 1, 1, 1, false, false, NONE, -1, 0},
           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+        {"max 3x3 s2 p1 writing the NCHW output, 20 channels, batch 2", 2, 3, 11, 9, 2,
+         {CONV(20, 1, 1, 0, 1, 1, NONE), {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0}}},
     };
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
         for (int planted = 0; planted < 2; planted++) {

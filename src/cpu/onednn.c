@@ -157,6 +157,8 @@ typedef struct dn_chunk {
     size_t res_bytes;     /* residual copied by memcpy (same layout as dst) */
 } dn_chunk;
 
+enum { MPOOL_TAPS = 32 }; /* mpool_run: window taps gathered at a time */
+
 typedef struct dn_step {
     dn_kind kind;
     int n_chunks;
@@ -179,6 +181,11 @@ typedef struct dn_step {
     bool mpool;       /* DN_POOL: a max pool from NHWC to NHWC run by mpool_run instead of chunks */
     int64_t mp[14];   /* ... N, C, H, W, OH, OW, then kh kw sh sw ph pw dh dw */
     int mp_threads;   /* ... the threads it splits rows among (as split() cuts oneDNN's pools) */
+    int mp_taps;      /* ... taps of a window, when at most MPOOL_TAPS, else 0 */
+    bool mp_nchw;     /* ... writing an NCHW output (a region's edge): each row made NHWC in the
+                       * thread's workspace slice (mp_row_bytes), then transposed */
+    size_t mp_row_bytes;
+    int64_t mp_off[MPOOL_TAPS]; /* ... their offsets (floats) from the window's first, row-major */
     int64_t mean[4];  /* DN_CONV: N, C, H, W when it also writes out[1], the mean of its output over
                        * H and W (fuse_means); mean[0] 0 none */
 } dn_step;
@@ -593,70 +600,165 @@ static tp_status gmean_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
  * reference's bit for bit, NaN included (oneDNN 2.6's pool need not pass a
  * NaN on), whatever the thread count, and dilated windows (oneDNN has only
  * its reference kernel for them) stay in the region. As fast as oneDNN's
- * primitive (memory-bound; Sapphire Rapids, per-node times: ResNet-18's
- * 112x112x64 pool 0.37-0.49 / 0.23 ms against 0.41-0.47 / 0.21 at 1 / 2
- * threads, the small CNN's 32x32x32 one 6.4 against 5.4 us). */
-enum { MPOOL_TAPS = 32 }; /* window taps gathered at a time */
+ * primitive or faster: a window wholly inside the input takes its taps
+ * from offsets made at plan time (Sapphire Rapids, per-node shares of the
+ * run: the small CNN's two pools 14.3-14.8% -> 10.3%, ResNet-18's 2.1 ->
+ * 1.5% at 1 thread, 2.0 -> 1.2% at 2; whole small CNN 5-6% faster at 1
+ * and 2 threads, batch 1 and 8, medians of 7-9 alternating runs). At a
+ * region's end (an NCHW output) each output row is made NHWC in the
+ * thread's workspace and transposed into the planes, instead of oneDNN's
+ * pool and a reorder. */
 
-__attribute__((target("avx2"))) static void mpool_pixel(const float *const *tap, int nt, bool first, float *o,
-                                                        int64_t ch) {
+/* m = v where (v > m or v is NaN): the reference's comparison */
+#define MPOOL_TAKE(m, v) \
+    m = _mm256_blendv_ps(m, v, _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+
+/* o[0:ch] = the max of the nt taps (and of o itself unless first); 32
+ * channels a step (four vectors per tap read), then 8, then one. */
+__attribute__((target("avx2"), always_inline)) static inline void mpool_pixel(const float *const *tap, int nt,
+                                                                             bool first, float *o, int64_t ch) {
+    const float *base = first ? tap[0] : o;
+    const int t0 = first ? 1 : 0;
     int64_t c = 0;
+    for (; c + 32 <= ch; c += 32) {
+        __m256 m0 = _mm256_loadu_ps(base + c), m1 = _mm256_loadu_ps(base + c + 8);
+        __m256 m2 = _mm256_loadu_ps(base + c + 16), m3 = _mm256_loadu_ps(base + c + 24);
+        for (int t = t0; t < nt; t++) {
+            const float *p = tap[t] + c;
+            const __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
+            const __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
+            MPOOL_TAKE(m0, v0);
+            MPOOL_TAKE(m1, v1);
+            MPOOL_TAKE(m2, v2);
+            MPOOL_TAKE(m3, v3);
+        }
+        _mm256_storeu_ps(o + c, m0);
+        _mm256_storeu_ps(o + c + 8, m1);
+        _mm256_storeu_ps(o + c + 16, m2);
+        _mm256_storeu_ps(o + c + 24, m3);
+    }
     for (; c + 8 <= ch; c += 8) {
-        __m256 m = first ? _mm256_loadu_ps(tap[0] + c) : _mm256_loadu_ps(o + c);
-        for (int t = first ? 1 : 0; t < nt; t++) {
+        __m256 m = _mm256_loadu_ps(base + c);
+        for (int t = t0; t < nt; t++) {
             const __m256 v = _mm256_loadu_ps(tap[t] + c);
-            const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-            m = _mm256_blendv_ps(m, v, take);
+            MPOOL_TAKE(m, v);
         }
         _mm256_storeu_ps(o + c, m);
     }
     for (; c < ch; c++) {
-        float m = first ? tap[0][c] : o[c];
-        for (int t = first ? 1 : 0; t < nt; t++) {
+        float m = base[c];
+        for (int t = t0; t < nt; t++) {
             const float v = tap[t][c];
             m = v > m || v != v ? v : m;
         }
         o[c] = m;
     }
 }
+#undef MPOOL_TAKE
 
-/* Output rows (image, row) split evenly among the threads. */
-static tp_status mpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
-    const dn_step *d = plan->data;
-    const int64_t *g = d->mp;
-    const int64_t nb = g[0], ch = g[1], h = g[2], w = g[3], oh = g[4], ow = g[5];
-    const int64_t kh = g[6], kw = g[7], sh = g[8], sw = g[9], ph = g[10], pw = g[11], dh = g[12], dw = g[13];
-    const float *x = (const float *)tp__tensor_base(in[0]);
-    float *y = (float *)tp__tensor_base(out[0]);
-    const int64_t rows = nb * oh, r0 = rows * ex->ith / ex->nth, r1 = rows * (ex->ith + 1) / ex->nth;
-    const float *tap[MPOOL_TAPS];
-    for (int64_t r = r0; r < r1; r++) {
-        const int64_t n = r / oh, oy = r % oh;
-        for (int64_t ox = 0; ox < ow; ox++) {
-            float *o = y + (r * ow + ox) * ch;
-            int nt = 0;
-            bool first = true;
-            for (int64_t ky = 0; ky < kh; ky++) {
-                const int64_t iy = oy * sh - ph + ky * dh;
-                if (iy < 0 || iy >= h) continue;
-                for (int64_t kx = 0; kx < kw; kx++) {
-                    const int64_t ix = ox * sw - pw + kx * dw;
-                    if (ix < 0 || ix >= w) continue;
-                    tap[nt++] = x + ((n * h + iy) * w + ix) * ch;
-                    if (nt == MPOOL_TAPS) {
-                        mpool_pixel(tap, nt, first, o, ch);
-                        first = false;
-                        nt = 0;
-                    }
-                }
-            }
-            if (nt) mpool_pixel(tap, nt, first, o, ch);
-            else if (first) /* a window wholly in the padding: the reference's -inf */
-                for (int64_t c = 0; c < ch; c++) o[c] = -INFINITY;
+/* mpool_pixel in AVX-512 vectors: 64 channels a step, then 16, then a
+ * masked remainder. */
+#define MPOOL_TAKE16(m, v) \
+    m = _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v)
+__attribute__((target("avx512f"), always_inline)) static inline void mpool_pixel16(const float *const *tap, int nt,
+                                                                                  bool first, float *o, int64_t ch) {
+    const float *base = first ? tap[0] : o;
+    const int t0 = first ? 1 : 0;
+    int64_t c = 0;
+    for (; c + 64 <= ch; c += 64) {
+        __m512 m0 = _mm512_loadu_ps(base + c), m1 = _mm512_loadu_ps(base + c + 16);
+        __m512 m2 = _mm512_loadu_ps(base + c + 32), m3 = _mm512_loadu_ps(base + c + 48);
+        for (int t = t0; t < nt; t++) {
+            const float *p = tap[t] + c;
+            const __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
+            const __m512 v2 = _mm512_loadu_ps(p + 32), v3 = _mm512_loadu_ps(p + 48);
+            MPOOL_TAKE16(m0, v0);
+            MPOOL_TAKE16(m1, v1);
+            MPOOL_TAKE16(m2, v2);
+            MPOOL_TAKE16(m3, v3);
         }
+        _mm512_storeu_ps(o + c, m0);
+        _mm512_storeu_ps(o + c + 16, m1);
+        _mm512_storeu_ps(o + c + 32, m2);
+        _mm512_storeu_ps(o + c + 48, m3);
     }
-    return TP_OK;
+    for (; c < ch; c += 16) {
+        const __mmask16 k = ch - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ch - c)) - 1u);
+        __m512 m = _mm512_maskz_loadu_ps(k, base + c);
+        for (int t = t0; t < nt; t++) {
+            const __m512 v = _mm512_maskz_loadu_ps(k, tap[t] + c);
+            MPOOL_TAKE16(m, v);
+        }
+        _mm512_mask_storeu_ps(o + c, k, m);
+    }
 }
+#undef MPOOL_TAKE16
+
+/* Output rows (image, row) split evenly among the threads: mpool_run in
+ * AVX2 vectors, mpool_run16 in AVX-512 ones (PIXEL: mpool_pixel or
+ * mpool_pixel16), chosen by the pass's CPU level. */
+#define MPOOL_RUN(NAME, TARGET, PIXEL)                                                                            \
+    __attribute__((target(TARGET))) static tp_status NAME(const tp_op_plan *plan, tp_tensor *const *in,          \
+                                                          tp_tensor *const *out, const tp_exec *ex) {            \
+        const dn_step *d = plan->data;                                                                           \
+        const int64_t *g = d->mp;                                                                                \
+        const int64_t nb = g[0], ch = g[1], h = g[2], w = g[3], oh = g[4], ow = g[5];                            \
+        const int64_t kh = g[6], kw = g[7], sh = g[8], sw = g[9], ph = g[10], pw = g[11], dh = g[12], dw = g[13]; \
+        const float *x = (const float *)tp__tensor_base(in[0]);                                                  \
+        float *o = (float *)tp__tensor_base(out[0]);                                                             \
+        const int64_t rows = nb * oh, r0 = rows * ex->ith / ex->nth, r1 = rows * (ex->ith + 1) / ex->nth;        \
+        const int64_t row_floats = w * ch, tap_step = dw * ch;                                                   \
+        const float *tap[MPOOL_TAPS];                                                                            \
+        float *const y = o, *const row_buf = (float *)((char *)ex->workspace + (size_t)ex->ith * d->mp_row_bytes); \
+        o += r0 * ow * ch;                                                                                       \
+        for (int64_t r = r0; r < r1; r++) {                                                                      \
+            const int64_t oy = r % oh;                                                                           \
+            const float *img = x + (r / oh) * h * row_floats;                                                    \
+            if (d->mp_nchw) o = row_buf;                                                                         \
+            /* the window's rows all inside the input, and few enough taps */                                    \
+            const bool rows_in = d->mp_taps > 0 && oy * sh - ph >= 0 && oy * sh - ph + (kh - 1) * dh < h;        \
+            for (int64_t ox = 0; ox < ow; ox++, o += ch) {                                                       \
+                const int64_t ix0 = ox * sw - pw;                                                                \
+                if (rows_in && ix0 >= 0 && ix0 + (kw - 1) * dw < w) { /* the whole window: its taps' offsets */  \
+                    const float *b = img + (oy * sh - ph) * row_floats + ix0 * ch;                               \
+                    for (int t = 0; t < d->mp_taps; t++) tap[t] = b + d->mp_off[t];                              \
+                    PIXEL(tap, d->mp_taps, true, o, ch);                                                         \
+                    continue;                                                                                    \
+                }                                                                                                \
+                /* the window's columns inside the input: kx in [k0, k1) */                                      \
+                int64_t k0 = 0, k1 = kw;                                                                         \
+                while (k0 < k1 && ix0 + k0 * dw < 0) k0++;                                                       \
+                while (k1 > k0 && ix0 + (k1 - 1) * dw >= w) k1--;                                                \
+                int nt = 0;                                                                                      \
+                bool first = true;                                                                               \
+                for (int64_t ky = 0; ky < kh; ky++) {                                                            \
+                    const int64_t iy = oy * sh - ph + ky * dh;                                                   \
+                    if (iy < 0 || iy >= h) continue;                                                             \
+                    const float *p = img + iy * row_floats + (ix0 + k0 * dw) * ch;                               \
+                    for (int64_t kx = k0; kx < k1; kx++, p += tap_step) {                                        \
+                        tap[nt++] = p;                                                                           \
+                        if (nt == MPOOL_TAPS) {                                                                  \
+                            PIXEL(tap, nt, first, o, ch);                                                        \
+                            first = false;                                                                       \
+                            nt = 0;                                                                              \
+                        }                                                                                        \
+                    }                                                                                            \
+                }                                                                                                \
+                if (nt) PIXEL(tap, nt, first, o, ch);                                                            \
+                else if (first) /* a window wholly in the padding: the reference's -inf */                       \
+                    for (int64_t c = 0; c < ch; c++) o[c] = -INFINITY;                                           \
+            }                                                                                                    \
+            if (d->mp_nchw) /* the row's channels to their planes */                                             \
+                for (int64_t c = 0; c < ch; c++) {                                                               \
+                    float *plane_row = y + (((r / oh) * ch + c) * oh + oy) * ow;                                 \
+                    for (int64_t ox = 0; ox < ow; ox++) plane_row[ox] = row_buf[ox * ch + c];                    \
+                }                                                                                                \
+        }                                                                                                        \
+        return TP_OK;                                                                                            \
+    }
+MPOOL_RUN(mpool_run, "avx2", mpool_pixel)
+MPOOL_RUN(mpool_run16, "avx512f", mpool_pixel16)
+#undef MPOOL_RUN
 
 /* ---- planning ------------------------------------------------------------- */
 
@@ -1356,11 +1458,18 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
     /* pools and activations convert at a region's edge like convolutions;
      * a binary op's layouts match (layouts_ok) */
     bool nx = c->kind == DN_BINARY || is_nhwc(ps, s->in[0]), ny = c->kind == DN_BINARY || is_nhwc(ps, s->out[0]);
-    if (c->kind == DN_POOL && c->alg == dnnl_pooling_max && nx && ny) { /* mpool_run */
+    if (c->kind == DN_POOL && c->alg == dnnl_pooling_max && nx) { /* mpool_run */
         d->mpool = true;
+        d->mp_nchw = !ny;
+        d->mp_row_bytes = ny ? 0 : ((size_t)(ys[3] * ys[1]) * sizeof(float) + 63) & ~(size_t)63;
         const int64_t mp[14] = {xs[0], xs[1], xs[2], xs[3], ys[2], ys[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11]};
         memcpy(d->mp, mp, sizeof mp);
         d->mp_threads = k > 1 ? k - 1 : 1; /* the threads split() would give a oneDNN pool */
+        if (q[4] * q[5] <= MPOOL_TAPS) {
+            d->mp_taps = (int)(q[4] * q[5]);
+            for (int64_t ky = 0, t = 0; ky < q[4]; ky++)
+                for (int64_t kx = 0; kx < q[5]; kx++) d->mp_off[t++] = (ky * q[10] * xs[3] + kx * q[11]) * xs[1];
+        }
         return TP_OK;
     }
     d->stage_src = !nx;
@@ -1828,10 +1937,10 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
             np.ctx_free = shares ? tp_free : NULL;
         }
         if (d->mpool) {
-            np.run = mpool_run;
+            np.run = g_level >= TP_CPU_AVX512 ? mpool_run16 : mpool_run;
             np.variant = "max-nhwc";
             np.max_threads = d->mp_threads;
-            np.workspace = 0;
+            np.workspace = d->mp_row_bytes * (size_t)d->mp_threads;
             np.ctx_new = NULL;
             np.ctx_free = NULL;
         }
