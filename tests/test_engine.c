@@ -2007,7 +2007,8 @@ static void check_half_outputs(tp_program *p, tp_tensor **x, int n_x, tp_dtype d
             tp_run_options_init(&opt);
             opt.cpu_level = (tp_cpu_level)level;
             opt.num_threads = threads;
-            prof pr = {.want = "avx512_bf16"}; /* steps on vdpbf16ps: want_dot16 a call where the CPU has it */
+            prof pr = {.want = tp__gemm_bf16_amx() ? "amx_bf16" : "avx512_bf16"}; /* steps on vdpbf16ps (AMX tiles where the
+                                                                                   * CPU has them): want_dot16 a call */
             opt.profile = prof_fn;
             opt.profile_user = &pr;
             r = NULL;

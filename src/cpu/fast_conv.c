@@ -811,7 +811,7 @@ static tp_status conv_prepare(const tp_prepare_info *info, const tp_value *bound
     plan->max_threads = threads < items ? threads : (int)(items > 0 ? items : 1);
     plan->workspace = cp->ws_thread * (size_t)plan->max_threads;
     plan->run = cp->dot16 ? conv_run_dot16 : half >= 0 ? conv_run_half : conv_run;
-    if (cp->dot16) plan->variant = "avx512_bf16";
+    if (cp->dot16) plan->variant = tp__gemm_bf16_amx() ? "amx_bf16" : "avx512_bf16";
     return TP_OK;
 }
 

@@ -406,7 +406,7 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     if (mp->bias32) plan->data_bytes += (size_t)mp->n * sizeof(float);
     plan->fuse = mm_fuse;
     plan->max_threads = threads;
-    plan->variant = mp->dot16 ? "avx512_bf16" : mp->isa == TP_ISA_AVX512 ? "avx512" : mp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
+    plan->variant = mp->dot16 ? (tp__gemm_bf16_amx() ? "amx_bf16" : "avx512_bf16") : mp->isa == TP_ISA_AVX512 ? "avx512" : mp->isa == TP_ISA_AVX2 ? "avx2" : "scalar";
     return TP_OK;
 }
 

@@ -5,14 +5,37 @@
 #include "gemm_bf16.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
-static bool g_supported;
+static bool g_supported, g_amx;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* AMX: cpuid's AMX-TILE and AMX-BF16, XCR0's tile state (bits 17, 18),
+ * and the kernel's leave to use the tile data (Linux 5.16+). */
+static void detect_amx(void) {
+#if defined(__x86_64__) && defined(TP_HAVE_AMX) && defined(__linux__)
+    const char *e = getenv("TP_BF16_AMX");
+    if (e && strcmp(e, "0") == 0) return;
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (!(d & (1u << 22)) || !(d & (1u << 24))) return; /* AMX-BF16, AMX-TILE */
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return;
+    /* ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA */
+    if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return;
+    g_amx = true;
+#endif
+}
 
 static void detect(void) {
 #if defined(__x86_64__) && defined(TP_HAVE_AVX512BF16)
@@ -27,7 +50,13 @@ static void detect(void) {
     if ((b & bits) != bits) return;
     __cpuid_count(7, 1, a, b, c, d);
     g_supported = a & (1u << 5); /* AVX512_BF16 */
+    if (g_supported) detect_amx(); /* its epilogue is the AVX-512 kernel's */
 #endif
+}
+
+bool tp__gemm_bf16_amx(void) {
+    pthread_once(&g_once, detect);
+    return g_amx;
 }
 
 bool tp__gemm_bf16_supported(void) {
@@ -90,6 +119,7 @@ static bool needs_c32(const tp_gemm_bf16 *g) { return g->k > TP__GEMM_BF16_KC; }
 static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
 
 size_t tp__gemm_bf16_workspace_bytes(const tp_gemm_bf16 *g, int nth) {
+    if (tp__gemm_bf16_amx()) return (size_t)nth * tp__gemm_bf16_amx_workspace(g->k);
     size_t bytes = needs_c32(g) ? round64((size_t)(g->m * g->n) * sizeof(float)) : 0;
     if (gathers_a(g)) bytes += (size_t)nth * round64((size_t)(TP__GEMM_BF16_MC * TP__GEMM_BF16_KC) * sizeof(uint16_t));
     return bytes;
@@ -104,6 +134,10 @@ void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace)
     const int64_t m0 = g->m * tm / s.th_m, m1 = g->m * (tm + 1) / s.th_m;
     const int64_t p0 = panels * tn / s.th_n, p1 = panels * (tn + 1) / s.th_n;
     if (m0 >= m1 || p0 >= p1) return;
+    if (tp__gemm_bf16_amx()) {
+        tp__gemm_bf16_amx_rows(g, m0, m1, p0, p1, (char *)workspace + (size_t)ith * tp__gemm_bf16_amx_workspace(g->k));
+        return;
+    }
     const int64_t k2 = ceil_div(g->k, 2);
     float *c32 = needs_c32(g) ? (float *)workspace : NULL;
     uint16_t *a_buf = NULL;

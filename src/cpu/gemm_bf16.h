@@ -79,6 +79,20 @@ TP_HIDDEN size_t tp__gemm_bf16_workspace_bytes(const tp_gemm_bf16 *g, int nth);
  * writes nothing. */
 TP_HIDDEN void tp__gemm_bf16_run(const tp_gemm_bf16 *g, int ith, int nth, void *workspace);
 
+/* Whether the products run on AMX tiles (gemm_bf16_amx.c) instead of the
+ * vdpbf16ps kernel: a build that knows AMX, a CPU with AMX-TILE and
+ * AMX-BF16 whose OS saves tile state and grants this process the tile
+ * data (arch_prctl), and TP_BF16_AMX=0 not set in the environment (read
+ * once). On a Sapphire Rapids core vdpbf16ps runs at half the float32
+ * FMA's rate (84 against 175 GFLOP/s, bench/fma_peak.c), tdpbf16ps at
+ * many times it. */
+TP_HIDDEN bool tp__gemm_bf16_amx(void);
+/* gemm_bf16_amx.c: workspace bytes of one thread for K, and the block of
+ * rows [m0, m1) x column panels [p0, p1) of C. */
+TP_HIDDEN size_t tp__gemm_bf16_amx_workspace(int64_t k);
+TP_HIDDEN void tp__gemm_bf16_amx_rows(const tp_gemm_bf16 *g, int64_t m0, int64_t m1, int64_t p0, int64_t p1,
+                                      void *ws);
+
 /* tp__gemm_bf16_pack_b for a B with contiguous rows (cs_b 1) in vectors
  * (gemm_bf16_avx512.c): two rows' 32 columns interleaved per step. */
 TP_HIDDEN void tp__gemm_bf16_avx512_pack_rows(int64_t k, int64_t n, const uint16_t *b, int64_t rs_b, uint16_t *dst);
