@@ -14,9 +14,10 @@
  * itself (the same pairs layout vdpbf16ps reads: a tile of it is 16 of
  * its pair rows, 64 bytes of 16 columns each, at the panel's row stride),
  * the pair rows past K's end copied with zeros below them. The finished
- * tiles go to a float32 block in the workspace, from which the AVX-512
- * kernel's epilogue (alpha, bias, the fused 16-bit steps, relu; one
- * rounding) writes C. Each C element is one tile product chain over K in
+ * tiles go to a float32 block of 32 rows x a panel's 64 columns in the
+ * workspace, from which the AVX-512 kernel's epilogue (alpha, bias, the
+ * fused 16-bit steps, relu; one rounding) writes C, 6 rows x 64 columns a
+ * call. Each C element is one tile product chain over K in
  * 32-element steps, whatever the thread count.
  *
  * Like vdpbf16ps, tdpbf16ps treats denormal inputs and outputs as zero and
@@ -29,6 +30,7 @@
 #include <string.h>
 
 enum { BM = 32, BN = 32, TK = 32 }; /* a block's rows and columns; K a step */
+enum { CW = TP__GEMM_BF16_NR };       /* the float32 block's row: a whole panel */
 
 typedef struct tile_config {
     uint8_t palette, start_row;
@@ -39,15 +41,15 @@ typedef struct tile_config {
 
 size_t tp__gemm_bf16_amx_workspace(int64_t k) {
     const int64_t kp = (k + TK - 1) / TK * TK;
-    /* A block, float32 block, two B tails */
-    return ((size_t)(BM * kp) * sizeof(uint16_t) + BM * BN * sizeof(float) + 2 * 16 * 64 + 63) & ~(size_t)63;
+    /* A block, float32 block (a panel's width), two B tails */
+    return ((size_t)(BM * kp) * sizeof(uint16_t) + BM * CW * sizeof(float) + 2 * 16 * 64 + 63) & ~(size_t)63;
 }
 
 void tp__gemm_bf16_amx_rows(const tp_gemm_bf16 *g, int64_t m0, int64_t m1, int64_t p0, int64_t p1, void *ws) {
     const int64_t k = g->k, kp = (k + TK - 1) / TK * TK, k2 = (k + 1) / 2, steps = kp / TK;
     uint16_t *abuf = ws;
     float *c32 = (float *)(abuf + BM * kp);
-    uint16_t *btail = (uint16_t *)(c32 + BM * BN); /* two 16 x 32 tails */
+    uint16_t *btail = (uint16_t *)(c32 + BM * CW); /* two 16 x 32 tails */
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -108,28 +110,27 @@ void tp__gemm_bf16_amx_rows(const tp_gemm_bf16 *g, int64_t m0, int64_t m1, int64
                         _tile_dpbf16ps(3, 5, 7);
                     }
                 }
-                _tile_stored(0, c32, BN * 4);
-                _tile_stored(2, c32 + 16 * BN, BN * 4);
+                _tile_stored(0, c32 + jt, CW * 4);
+                _tile_stored(2, c32 + 16 * CW + jt, CW * 4);
                 if (two) {
-                    _tile_stored(1, c32 + 16, BN * 4);
-                    _tile_stored(3, c32 + 16 * BN + 16, BN * 4);
+                    _tile_stored(1, c32 + jt + 16, CW * 4);
+                    _tile_stored(3, c32 + 16 * CW + jt + 16, CW * 4);
                 }
-                /* the epilogue, 6 rows at a time: the AVX-512 kernel with no
-                 * products of its own, adding this block */
-                const int64_t j0 = jp + jt;
-                const int n = g->n - j0 < (two ? 32 : 16) ? (int)(g->n - j0) : (two ? 32 : 16);
-                for (int64_t r = 0; r < mb; r += TP__GEMM_BF16_MR) {
-                    const int m = mb - r < TP__GEMM_BF16_MR ? (int)(mb - r) : TP__GEMM_BF16_MR;
-                    const int64_t i = i0 + r;
-                    const tp__gemm_bf16_ep ep = {.bias = g->bias ? g->bias + (g->bias_per_row ? i : j0) : NULL,
-                                                 .bias_row = g->bias_per_row,
-                                                 .bias2 = g->bias2 ? g->bias2 + j0 : NULL,
-                                                 .res = g->res ? g->res + i * g->ld_res + j0 : NULL,
-                                                 .ld_res = g->ld_res,
-                                                 .relu = g->relu};
-                    tp__gemm_bf16_avx512_kernel(0, false, abuf, 0, b0, w, m, n, g->alpha, true, c32 + r * BN, BN, true,
-                                                &ep, g->c + i * g->ldc + j0, g->ldc);
-                }
+            }
+            /* the panel's epilogue, 6 rows at a time: the AVX-512 kernel
+             * with no products of its own, adding the float32 block */
+            const int n = g->n - jp < CW ? (int)(g->n - jp) : CW;
+            for (int64_t r = 0; r < mb; r += TP__GEMM_BF16_MR) {
+                const int m = mb - r < TP__GEMM_BF16_MR ? (int)(mb - r) : TP__GEMM_BF16_MR;
+                const int64_t i = i0 + r;
+                const tp__gemm_bf16_ep ep = {.bias = g->bias ? g->bias + (g->bias_per_row ? i : jp) : NULL,
+                                             .bias_row = g->bias_per_row,
+                                             .bias2 = g->bias2 ? g->bias2 + jp : NULL,
+                                             .res = g->res ? g->res + i * g->ld_res + jp : NULL,
+                                             .ld_res = g->ld_res,
+                                             .relu = g->relu};
+                tp__gemm_bf16_avx512_kernel(0, false, abuf, 0, panel, w, m, n, g->alpha, true, c32 + r * CW, CW, true,
+                                            &ep, g->c + i * g->ldc + jp, g->ldc);
             }
         }
     }
