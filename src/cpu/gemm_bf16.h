@@ -18,6 +18,10 @@
  * (the micro-kernel: 6 x 64, 24 zmm accumulators). With K beyond one block
  * the partial sums wait in a float32 copy of C in the workspace. Results do
  * not depend on the thread count (the K blocks are the same).
+ *
+ * On CPUs with AMX-BF16 the same packed B runs on AMX tiles instead
+ * (gemm_bf16_amx.c, tp__gemm_bf16_amx): 32 x 32 blocks of C summed over
+ * all of K in the tiles, then this kernel's epilogue.
  */
 #ifndef TPEXPORT_CPU_GEMM_BF16_H
 #define TPEXPORT_CPU_GEMM_BF16_H

@@ -178,7 +178,8 @@ typedef struct dn_step {
     bool gmean;       /* DN_POOL: a mean over H x W run by gmean_run instead of chunks */
     bool gm_nhwc;
     int64_t gm[3];    /* ... its N, C and H * W */
-    bool mpool;       /* DN_POOL: a max pool from NHWC to NHWC run by mpool_run instead of chunks */
+    bool mpool;       /* DN_POOL: a max pool reading NHWC (writing NHWC, or NCHW at a region's end) run by
+                       * mpool_run instead of chunks */
     int64_t mp[14];   /* ... N, C, H, W, OH, OW, then kh kw sh sw ph pw dh dw */
     int mp_threads;   /* ... the threads it splits rows among (as split() cuts oneDNN's pools) */
     int mp_taps;      /* ... taps of a window, when at most MPOOL_TAPS, else 0 */
@@ -593,7 +594,7 @@ static tp_status gmean_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     return TP_OK;
 }
 
-/* A max pool from NHWC to NHWC (mpool_run): window taps in row-major
+/* A max pool reading an NHWC tensor (mpool_run): window taps in row-major
  * order, each compared as the reference compares it, (v > m or v is NaN)
  * ? v : m, starting from the first tap in the window, which the
  * reference's -inf start gives back unchanged; so outputs are the
