@@ -32,6 +32,7 @@
 
 #define ARENA_ALIGN 64
 #define HUGE_REFS (1L << 40) /* embedded tensors are never freed through a reference */
+#define MAX_RUN_THREADS 256  /* threads one step may run on */
 
 static size_t align_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
 
@@ -39,7 +40,9 @@ static size_t align_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(size_t)(AREN
 
 static atomic_int g_num_threads = 1;
 
-void tp_set_num_threads(int n) { atomic_store(&g_num_threads, n < 1 ? 1 : n > 256 ? 256 : n); }
+void tp_set_num_threads(int n) {
+    atomic_store(&g_num_threads, n < 1 ? 1 : n > MAX_RUN_THREADS ? MAX_RUN_THREADS : n);
+}
 int tp_get_num_threads(void) { return atomic_load(&g_num_threads); }
 
 /* ---- plans -------------------------------------------------------------- */
@@ -1208,6 +1211,10 @@ struct tp_run {
      * a call has shown how much one step asks for (scratch_base owned). */
     tp__scratch scratch;
     void *scratch_base;
+    /* Work claims of a parallel step (threadpool.h), one cache line per
+     * thread, zeroed before each: claims_base owned, claims 64-byte aligned. */
+    void *claims_base;
+    tp_claim *claims;
 };
 
 /* Release what a run context holds for its plan. */
@@ -1337,6 +1344,12 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
 static tp_status run_create(tp_program *p, const tp_run_options *opt, bool pooled, tp_run **out) {
     tp_run *r = tp_calloc(1, sizeof *r);
     TP_CHECK(r != NULL, TP_ERR_NOMEM, "out of memory creating a run context");
+    r->claims_base = tp_malloc((size_t)(MAX_RUN_THREADS + 1) * sizeof(tp_claim));
+    if (!r->claims_base) {
+        tp_free(r);
+        return tp_error(TP_ERR_NOMEM, "out of memory creating a run context");
+    }
+    r->claims = (tp_claim *)(((uintptr_t)r->claims_base + 63) & ~(uintptr_t)63);
     tp_run_options_init(&r->opt);
     if (opt) {
         size_t n = opt->struct_size && opt->struct_size < sizeof r->opt ? opt->struct_size : sizeof r->opt;
@@ -1358,6 +1371,7 @@ static void run_destroy(tp_run *r) {
     run_unbind(r);
     tp_free(r->arena_base);
     tp_free(r->scratch_base);
+    tp_free(r->claims_base);
     tp_free(r);
 }
 
@@ -1375,7 +1389,7 @@ void tp_run_set_num_threads(tp_run *r, int n) {
 
 static int run_threads(const tp_run *r) {
     int n = r->opt.num_threads > 0 ? r->opt.num_threads : tp_get_num_threads();
-    return n > 256 ? 256 : n;
+    return n > MAX_RUN_THREADS ? MAX_RUN_THREADS : n;
 }
 
 static double now_ms(void) {
@@ -1464,7 +1478,8 @@ typedef struct fast_task {
     tp_tensor *const *out;
     void *workspace;
     void *step_ctx;
-    tp_status status[256];
+    tp_claim *claims; /* nth zeroed claims (tp_exec.claims) */
+    tp_status status[MAX_RUN_THREADS];
     /* The error message of the lowest failing pool worker (ith >= 1,
      * err_ith; nth when none; cut to 1 KiB): messages are thread-local,
      * and the caller (ith 0) reports the first failing thread's. */
@@ -1475,7 +1490,7 @@ typedef struct fast_task {
 
 static void fast_worker(void *ctx, int ith, int nth) {
     fast_task *t = ctx;
-    tp_exec ex = {.ith = ith, .nth = nth, .workspace = t->workspace, .ctx = t->step_ctx};
+    tp_exec ex = {.ith = ith, .nth = nth, .workspace = t->workspace, .ctx = t->step_ctx, .claims = t->claims};
     t->status[ith] = t->s->op_plan.run(&t->s->op_plan, t->in, t->out, &ex);
     if (t->status[ith] != TP_OK && ith > 0) {
         while (atomic_flag_test_and_set_explicit(&t->err_lock, memory_order_acquire)) {
@@ -1640,6 +1655,8 @@ static tp_status run_steps(tp_run *r) {
                 task.out = io + s->n_in;
                 task.workspace = workspace;
                 task.step_ctx = r->ctx[j];
+                task.claims = r->claims;
+                for (int i = 0; i < nth; i++) atomic_store_explicit(&r->claims[i].taken, 0, memory_order_relaxed);
                 task.err_ith = nth;
                 atomic_flag_clear_explicit(&task.err_lock, memory_order_relaxed);
                 tp__parallel(nth, fast_worker, &task);

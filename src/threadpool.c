@@ -130,6 +130,27 @@ void tp__parallel(int nth, tp_task_fn fn, void *ctx) {
     pthread_mutex_unlock(&p->job_lock);
 }
 
+int64_t tp__claim_own(tp_claim *c, int64_t units) {
+    uint_least64_t w = atomic_load_explicit(&c->taken, memory_order_relaxed);
+    for (;;) {
+        const int64_t front = (int64_t)(w & 0xffffffffu), back = (int64_t)(w >> 32);
+        if (front + back >= units) return -1;
+        if (atomic_compare_exchange_weak_explicit(&c->taken, &w, w + 1, memory_order_relaxed, memory_order_relaxed))
+            return front;
+    }
+}
+
+int64_t tp__claim_steal(tp_claim *c, int64_t units) {
+    uint_least64_t w = atomic_load_explicit(&c->taken, memory_order_relaxed);
+    for (;;) {
+        const int64_t front = (int64_t)(w & 0xffffffffu), back = (int64_t)(w >> 32);
+        if (front + back >= units) return -1;
+        if (atomic_compare_exchange_weak_explicit(&c->taken, &w, w + ((uint_least64_t)1 << 32), memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return units - 1 - back;
+    }
+}
+
 void tp__parallel_shutdown(void) {
     pool *p = &g_pool;
     pthread_mutex_lock(&p->job_lock);

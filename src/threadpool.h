@@ -18,6 +18,29 @@
 typedef void (*tp_task_fn)(void *ctx, int ith, int nth);
 
 TP_HIDDEN void tp__parallel(int nth, tp_task_fn fn, void *ctx);
+
+/* Work handed out at run time. A step split among nth threads cuts each
+ * thread's static part into a few units; thread ith takes its own units
+ * from the front (tp__claim_own on claims[ith]) and, when it has none left,
+ * the other threads' from the back (tp__claim_steal on theirs), so a
+ * thread that runs slower than the rest (a shared host's busy core, a
+ * smaller core of a hybrid CPU) hands the end of its part to the others,
+ * and with equal threads each runs its own part as a static split would.
+ * Every unit is a disjoint part of the output computed the same way
+ * whichever thread runs it, so results do not depend on who took what.
+ * A step starts from nth zeroed claims (the run context zeroes them before
+ * each parallel step); the two counts share one word, so owner and thief
+ * never take the same unit. */
+typedef struct tp_claim {
+    atomic_uint_least64_t taken; /* units taken from the front (low 32 bits) and the back (high) */
+    char pad[64 - sizeof(atomic_uint_least64_t)];
+} tp_claim;
+
+/* The next unit of a part of `units` units (< 2^31) from its front, or -1
+ * when every unit is taken. */
+TP_HIDDEN int64_t tp__claim_own(tp_claim *c, int64_t units);
+/* The last untaken unit of another thread's part, or -1. */
+TP_HIDDEN int64_t tp__claim_steal(tp_claim *c, int64_t units);
 /* Stop and join every worker (tp_shutdown); later jobs start new ones. */
 TP_HIDDEN void tp__parallel_shutdown(void);
 

@@ -194,29 +194,37 @@ typedef struct thread_arg {
     const tp_gemm *g;
     int ith, nth;
     void *workspace;
+    tp_claim *claims;
 } thread_arg;
 
 static void *thread_main(void *p) {
     thread_arg *arg = p;
-    tp__gemm_run(arg->g, arg->ith, arg->nth, arg->workspace);
+    tp__gemm_run_claimed(arg->g, arg->ith, arg->nth, arg->workspace, arg->claims);
     return NULL;
 }
 
 /* Run with nth threads (real pthreads when threaded, else one after
- * another, in reverse order to catch dependences between threads). */
-static void run_split(const tp_gemm *g, int nth, bool threaded) {
+ * another: in reverse order to catch dependences between threads, or, with
+ * claims, in order, so that thread 0 runs its own units and then takes
+ * every other thread's from their backs, and the others find none left). */
+static void run_split(const tp_gemm *g, int nth, bool threaded, bool claimed) {
     void *ws = alloc_aligned(tp__gemm_workspace_bytes(g, nth));
+    tp_claim *claims = claimed ? alloc_aligned(sizeof(tp_claim) * 16) : NULL;
+    if (claims) memset(claims, 0, sizeof(tp_claim) * 16);
     if (threaded) {
         pthread_t tids[16];
         thread_arg args[16];
         for (int t = 0; t < nth; t++) {
-            args[t] = (thread_arg){g, t, nth, ws};
+            args[t] = (thread_arg){g, t, nth, ws, claims};
             pthread_create(&tids[t], NULL, thread_main, &args[t]);
         }
         for (int t = 0; t < nth; t++) pthread_join(tids[t], NULL);
+    } else if (claims) {
+        for (int t = 0; t < nth; t++) tp__gemm_run_claimed(g, t, nth, ws, claims);
     } else {
         for (int t = nth - 1; t >= 0; t--) tp__gemm_run(g, t, nth, ws);
     }
+    free(claims);
     free(ws);
 }
 
@@ -271,7 +279,7 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
     memcpy(c_one, fx->c_init, sizeof(float) * c_elems);
     tp_gemm g = fixture_gemm(fx, isa, c_one, packed);
     atomic_store(&act_elements, 0);
-    run_split(&g, 1, false);
+    run_split(&g, 1, false, false);
     bool ok = check_result(fx, c_one, isa, "nth=1");
     if (ok && cs->act && atomic_load(&act_elements) != (long)(cs->m * cs->n)) {
         fprintf(stderr, "  isa %d: act saw %ld elements, expected %lld\n", isa, atomic_load(&act_elements),
@@ -280,15 +288,15 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
     }
     static const int splits[] = {2, 3, 4, 16};
     const int n_splits = all_splits ? 4 : 1;
-    for (int s = 0; ok && s < 2 * n_splits; s++) {
+    for (int s = 0; ok && s < 4 * n_splits; s++) {
         const int nth = splits[s % n_splits];
-        const bool threaded = s >= n_splits;
+        const bool threaded = (s / n_splits) % 2 == 1, claimed = s >= 2 * n_splits;
         memcpy(c_split, fx->c_init, sizeof(float) * c_elems);
         tp_gemm gs = fixture_gemm(fx, isa, c_split, packed);
-        run_split(&gs, nth, threaded);
+        run_split(&gs, nth, threaded, claimed);
         if (memcmp(c_split, c_one, sizeof(float) * (size_t)(cs->m * fx->ldc)) != 0) {
             char what[64];
-            snprintf(what, sizeof what, "nth=%d%s", nth, threaded ? " threads" : "");
+            snprintf(what, sizeof what, "nth=%d%s%s", nth, threaded ? " threads" : "", claimed ? " claimed" : "");
             if (check_result(fx, c_split, isa, what))
                 fprintf(stderr, "  isa %d %s: M=%lld K=%lld N=%lld: within tolerance but not bitwise equal to nth=1\n",
                         isa, what, (long long)cs->m, (long long)cs->k, (long long)cs->n);
@@ -303,7 +311,7 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
         ex.cs.implicit_a = false;
         memcpy(c_split, fx->c_init, sizeof(float) * c_elems);
         tp_gemm ge = fixture_gemm(&ex, isa, c_split, packed);
-        run_split(&ge, 1, false);
+        run_split(&ge, 1, false, false);
         if (memcmp(c_split, c_one, sizeof(float) * (size_t)(cs->m * fx->ldc)) != 0) {
             fprintf(stderr, "  isa %d: M=%lld K=%lld N=%lld: implicit A differs from explicit A\n", isa,
                     (long long)cs->m, (long long)cs->k, (long long)cs->n);
@@ -533,7 +541,7 @@ TEST(test_tile_epilogue) {
                 g.ep.beta = beta;
                 /* expected: the bare product, then bias, residual and relu in C */
                 memcpy(want, c0, sizeof(float) * (size_t)(m * n));
-                run_split(&g, 1, false);
+                run_split(&g, 1, false, false);
                 for (int64_t i = 0; i < m; i++)
                     for (int64_t j = 0; j < n; j++) {
                         float x = want[i * n + j] + bias[j];
@@ -546,10 +554,10 @@ TEST(test_tile_epilogue) {
                 g.ep.act = mode == 2 ? act_relu6 : act_relu;
                 g.ep.act_relu = mode;
                 g.c = got;
-                for (int nth = 1; nth <= 3; nth++) {
+                for (int nth = 1; nth <= 4; nth++) {
                     memcpy(got, c0, sizeof(float) * (size_t)(m * n));
                     atomic_store(&act_elements, 0);
-                    run_split(&g, nth, nth == 3);
+                    run_split(&g, nth < 4 ? nth : 2, nth == 3, nth == 4);
                     int64_t bad = -1;
                     for (int64_t i = 0; i < m * n && bad < 0; i++)
                         if (memcmp(&got[i], &want[i], sizeof(float)) != 0) bad = i;
@@ -571,5 +579,27 @@ TEST(test_tile_epilogue) {
             }
 }
 
-TEST_MAIN(T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
+/* The claim counters: the owner takes from the front, thieves from the
+ * back, each unit once, until the two meet. */
+TEST(test_claims) {
+    tp_claim *c = alloc_aligned(sizeof(tp_claim));
+    memset(c, 0, sizeof *c);
+    CHECK(tp__claim_own(c, 5) == 0);
+    CHECK(tp__claim_own(c, 5) == 1);
+    CHECK(tp__claim_steal(c, 5) == 4);
+    CHECK(tp__claim_steal(c, 5) == 3);
+    CHECK(tp__claim_own(c, 5) == 2);
+    CHECK(tp__claim_own(c, 5) == -1);
+    CHECK(tp__claim_steal(c, 5) == -1);
+    memset(c, 0, sizeof *c);
+    CHECK(tp__claim_steal(c, 2) == 1);
+    CHECK(tp__claim_steal(c, 2) == 0);
+    CHECK(tp__claim_own(c, 2) == -1);
+    memset(c, 0, sizeof *c);
+    CHECK(tp__claim_own(c, 0) == -1);
+    CHECK(tp__claim_steal(c, 0) == -1);
+    free(c);
+}
+
+TEST_MAIN(T(test_claims), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
           T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n))

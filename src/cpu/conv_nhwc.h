@@ -250,5 +250,9 @@ TP_HIDDEN void tp__conv_nhwc_free(tp_conv_nhwc *cv);
 TP_HIDDEN size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth);
 /* Thread ith of nth computes its part; all nth together compute y. */
 TP_HIDDEN void tp__conv_nhwc_run(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace);
+/* The same with the GEMM's units claimed at run time (tp__gemm_run_claimed;
+ * claims as tp_exec.claims, NULL for the static split). */
+TP_HIDDEN void tp__conv_nhwc_run_claimed(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace,
+                                         tp_claim *claims);
 
 #endif

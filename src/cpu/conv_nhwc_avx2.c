@@ -630,6 +630,10 @@ size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth) {
 }
 
 void tp__conv_nhwc_run(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace) {
+    tp__conv_nhwc_run_claimed(call, ith, nth, workspace, NULL);
+}
+
+void tp__conv_nhwc_run_claimed(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace, tp_claim *claims) {
     const tp_conv_nhwc *cv = call->conv;
     if (cv->winograd) {
         winograd_run(call, ith, nth, workspace);
@@ -647,10 +651,10 @@ void tp__conv_nhwc_run(const tp_conv_nhwc_call *call, int ith, int nth, void *wo
                                          b);
             tp_gemm g = call->in_scale_ns ? conv_nhwc_gemm_image(cv, call, img) : conv_nhwc_gemm(cv, call);
             g.packed_b = b;
-            tp__gemm_run(&g, ith, nth, gws);
+            tp__gemm_run_claimed(&g, ith, nth, gws, images == 1 ? claims : NULL);
         }
         return;
     }
     tp_gemm g = conv_nhwc_gemm(cv, call);
-    tp__gemm_run(&g, ith, nth, workspace);
+    tp__gemm_run_claimed(&g, ith, nth, workspace, claims);
 }

@@ -122,8 +122,8 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
         }
         if (split_batches)
             tp__gemm_run(&g, 0, 1, ex->workspace ? (char *)ex->workspace + (size_t)ex->ith * mp->ws_thread : NULL);
-        else
-            tp__gemm_run(&g, ex->ith, ex->nth, ex->workspace);
+        else /* one product: its units claimed at run time; several: each split statically */
+            tp__gemm_run_claimed(&g, ex->ith, ex->nth, ex->workspace, mp->n_batch == 1 ? ex->claims : NULL);
     }
     return TP_OK;
 }

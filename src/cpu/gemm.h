@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "../internal.h"
+#include "../threadpool.h"
 
 /* ISA levels, chosen by the caller from cpuid (never by CPU model). */
 enum { TP_ISA_SCALAR = 0, TP_ISA_AVX2 = 1, TP_ISA_AVX512 = 2 };
@@ -127,9 +128,10 @@ typedef struct tp_gemm {
      * block of pixels per K block). It may be called concurrently.
      * scratch: the calling thread's fill_scratch bytes (64-byte aligned;
      * NULL when fill_scratch is 0), kept between that thread's fills of one
-     * tp__gemm_run (which fills its rows in increasing order); the run
-     * zeroes its first 64 bytes before the thread's first fill, so a fill
-     * can tell a fresh run from a continued one. */
+     * block of C (its rows filled in increasing order); the run zeroes its
+     * first 64 bytes before the thread starts a block (its own, or with
+     * claimed work each unit it takes), so a fill can tell a fresh block
+     * from a continued one. */
     void (*a_fill)(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst, void *scratch);
     const void *a_ctx;
     size_t fill_scratch;
@@ -147,6 +149,13 @@ TP_HIDDEN size_t tp__gemm_workspace_bytes(const tp_gemm *g, int nth);
  * own nothing when the product is small. Never allocates, never fails. m, n
  * or k may be 0 (k == 0: C = act(beta*C + bias + residual)). */
 TP_HIDDEN void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace);
+/* The same with work claimed at run time (threadpool.h): claims holds nth
+ * claims, zeroed before the nth calls of this one product (a step making
+ * several products must not share one array among them); each thread runs
+ * its own block's units and then takes what is left of the others'. The
+ * values of C are those of tp__gemm_run, bit for bit, whoever computes
+ * them. claims NULL: tp__gemm_run. */
+TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *workspace, tp_claim *claims);
 
 /* Cache sizes the blocking was derived from (bytes per core; read once from
  * cpuid or sysfs, defaults when unknown), for benchmarks and tests. */

@@ -418,7 +418,7 @@ static tp_status gc_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
                  "convolution residual partly overlaps its output");
         call.res = res;
     }
-    tp__conv_nhwc_run(&call, ex->ith, ex->nth, ex->workspace);
+    tp__conv_nhwc_run_claimed(&call, ex->ith, ex->nth, ex->workspace, ex->claims);
     return TP_OK;
 }
 

@@ -64,6 +64,10 @@ typedef struct tp_exec {
     int ith, nth;
     void *workspace; /* plan->workspace bytes, 64-byte aligned, shared by the nth calls */
     void *ctx;       /* the run context's state for this step (tp_op_plan.ctx_new), or NULL */
+    /* nth zeroed work claims (threadpool.h) when nth > 1, else NULL: a run
+     * may take its units of work from these instead of a static split (one
+     * claimed split per step: the array is zeroed once per step). */
+    struct tp_claim *claims;
 } tp_exec;
 
 typedef struct tp_op_plan tp_op_plan;
