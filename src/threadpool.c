@@ -151,6 +151,21 @@ int64_t tp__claim_steal(tp_claim *c, int64_t units) {
     }
 }
 
+bool tp__claim_next(tp_claim_walk *w, int64_t (*units)(const void *arg, int part), const void *arg, int *part,
+                    int64_t *unit) {
+    for (; w->step < w->nth; w->step++) {
+        const int v = (w->ith + w->step) % w->nth;
+        const int64_t n = units(arg, v);
+        const int64_t u = n <= 0 ? -1 : w->step == 0 ? tp__claim_own(&w->claims[v], n) : tp__claim_steal(&w->claims[v], n);
+        if (u >= 0) {
+            *part = v;
+            *unit = u;
+            return true;
+        }
+    }
+    return false;
+}
+
 void tp__parallel_shutdown(void) {
     pool *p = &g_pool;
     pthread_mutex_lock(&p->job_lock);

@@ -41,6 +41,19 @@ typedef struct tp_claim {
 TP_HIDDEN int64_t tp__claim_own(tp_claim *c, int64_t units);
 /* The last untaken unit of another thread's part, or -1. */
 TP_HIDDEN int64_t tp__claim_steal(tp_claim *c, int64_t units);
+
+/* Thread ith's walk over all nth parts: its own from the front, then
+ * threads ith+1, ith+2, ... (cyclically) from the back. Start with
+ * {claims, ith, nth} (the rest zero); each tp__claim_next gives the part
+ * (*part) and unit of the next piece of work, units(arg, part) telling how
+ * many units a part has (0: none), until it returns false. */
+typedef struct tp_claim_walk {
+    tp_claim *claims;
+    int ith, nth;
+    int step; /* parts visited: 0 its own, then ith + step */
+} tp_claim_walk;
+TP_HIDDEN bool tp__claim_next(tp_claim_walk *w, int64_t (*units)(const void *arg, int part), const void *arg,
+                              int *part, int64_t *unit);
 /* Stop and join every worker (tp_shutdown); later jobs start new ones. */
 TP_HIDDEN void tp__parallel_shutdown(void);
 

@@ -2586,6 +2586,64 @@ static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t
     tp_program_free(p);
 }
 
+/* float32 products split among 2-4 threads that claim their work at run
+ * time (threadpool.h): a batch of six products (each thread takes whole
+ * products: its own from the front, the others' from their backs) and
+ * single products cut by rows and by columns; each bit for bit the
+ * one-thread result, and that within tolerance of the reference kernel. */
+TEST(test_claimed_products) {
+    static const struct {
+        half_prog kind;
+        int64_t m, k, n;
+    } cases[] = {{HP_MATMUL, 70, 96, 130}, {HP_MATMUL, 7, 300, 500}, {HP_LINEAR, 300, 200, 100},
+                 {HP_LINEAR, 40, 700, 900}, {HP_ADDMM, 123, 257, 75}};
+    const int best = (int)tp_cpu_level_supported();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tp_tensor *x[4] = {NULL, NULL, NULL, NULL};
+        int n_x = 0;
+        tp_program *p = half_program(cases[c].kind, TP_FLOAT32, cases[c].m, cases[c].k, cases[c].n, 700 + (uint32_t)c, x,
+                                     &n_x);
+        tp_tensor *one = NULL, *ref = NULL;
+        for (int level = TP_CPU_REFERENCE; p && level <= best; level = level == TP_CPU_REFERENCE ? best : level + 1)
+            for (int threads = 1; threads <= (level == TP_CPU_REFERENCE ? 1 : 4); threads++) {
+                tp_run_options opt;
+                tp_run_options_init(&opt);
+                opt.cpu_level = (tp_cpu_level)level;
+                opt.num_threads = threads;
+                tp_run *r = NULL;
+                CHECK_OK(tp_run_new(p, &opt, &r));
+                /* into an output of NaNs, so that an element no thread
+                 * wrote cannot pass (a run context's own output may hold
+                 * the values an earlier one left in the same memory) */
+                tp_tensor *got = NULL;
+                for (int k = 0; r && k < 3; k++) {
+                    CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
+                    if (!got && tp_run_output(r, 0)) CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &got));
+                    float *v = got ? tp_tensor_data(got) : NULL;
+                    for (int64_t e = 0; v && e < tp_tensor_numel(got); e++) v[e] = NAN;
+                    CHECK_OK(tp_run_execute(r, x, n_x, &got, 1));
+                }
+                if (got && level == TP_CPU_REFERENCE) {
+                    CHECK_OK(tp_tensor_clone(got, &ref));
+                } else if (got && threads == 1) {
+                    CHECK_MSG(same_tensor(got, ref, 1e-5, 1e-4), "case %zu: 1 thread against the reference", c);
+                    CHECK_OK(tp_tensor_clone(got, &one));
+                } else if (got && one) {
+                    CHECK_MSG(tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                                  !memcmp(tp_tensor_data(got), tp_tensor_data(one),
+                                          (size_t)tp_tensor_numel(one) * sizeof(float)),
+                              "case %zu: %d threads differ from 1", c, threads);
+                }
+                tp_tensor_free(got);
+                tp_run_free(r);
+            }
+        tp_tensor_free(one);
+        tp_tensor_free(ref);
+        free_tensors(x, n_x);
+        tp_program_free(p);
+    }
+}
+
 /* bfloat16 and float16 products run the float32 GEMM (issue #10 item 6):
  * odd sizes, constant and input weights and biases, broadcast batches, a
  * transposed operand, addmm; against the reference kernel. */
@@ -2753,5 +2811,5 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
-          T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
+          T(test_claimed_products), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
           T(test_half_epilogue_fuses))

@@ -579,6 +579,8 @@ TEST(test_tile_epilogue) {
             }
 }
 
+static int64_t claim_sizes(const void *arg, int part) { return ((const int64_t *)arg)[part]; }
+
 /* The claim counters: the owner takes from the front, thieves from the
  * back, each unit once, until the two meet. */
 TEST(test_claims) {
@@ -599,6 +601,24 @@ TEST(test_claims) {
     CHECK(tp__claim_own(c, 0) == -1);
     CHECK(tp__claim_steal(c, 0) == -1);
     free(c);
+    /* a walk: thread 1 of 3 has no units of its own, so it takes part 2's
+     * from the back after part 2's owner took its first, then part 0's */
+    tp_claim *cs = alloc_aligned(3 * sizeof(tp_claim));
+    memset(cs, 0, 3 * sizeof(tp_claim));
+    static const int64_t sizes[3] = {2, 0, 3};
+    CHECK(tp__claim_own(&cs[2], 3) == 0);
+    tp_claim_walk w = {cs, 1, 3, 0};
+    int part;
+    int64_t unit;
+    static const int want_part[4] = {2, 2, 0, 0};
+    static const int64_t want_unit[4] = {2, 1, 1, 0};
+    for (int i = 0; i < 4; i++) {
+        CHECK(tp__claim_next(&w, claim_sizes, sizes, &part, &unit));
+        CHECK_MSG(part == want_part[i] && unit == want_unit[i], "step %d: part %d unit %lld", i, part, (long long)unit);
+    }
+    CHECK(!tp__claim_next(&w, claim_sizes, sizes, &part, &unit));
+    CHECK(tp__claim_own(&cs[0], 2) == -1 && tp__claim_own(&cs[2], 3) == -1);
+    free(cs);
 }
 
 TEST_MAIN(T(test_claims), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),

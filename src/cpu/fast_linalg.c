@@ -85,6 +85,17 @@ static void batch_offsets(const mm_plan *mp, int64_t b, int64_t *oa, int64_t *ob
     *ob = bb;
 }
 
+/* Thread part's range of n batches split among nth, for tp__claim_next. */
+typedef struct batch_parts {
+    int64_t n;
+    int nth;
+} batch_parts;
+
+static int64_t batch_part_units(const void *arg, int part) {
+    const batch_parts *p = arg;
+    return p->n * (part + 1) / p->nth - p->n * part / p->nth;
+}
+
 static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor *const *out, const tp_exec *ex) {
     const mm_plan *mp = plan->data;
     if (tp_tensor_numel(out[0]) == 0) return TP_OK; /* nothing to write (its batch dims may still be huge) */
@@ -108,9 +119,22 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
      * contiguous range of them: the rows a softmax or another row-split
      * step reads next on the same thread (attention's heads) */
     bool split_batches = mp->n_batch >= ex->nth;
+    /* claimed (threadpool.h): its own range front to back, then what is
+     * left of the others'; else its own range, or every product split */
+    const bool claimed = split_batches && ex->claims && ex->nth > 1;
+    batch_parts parts = {mp->n_batch, ex->nth};
+    tp_claim_walk walk = {ex->claims, ex->ith, ex->nth, 0};
     const int64_t b0 = split_batches ? mp->n_batch * ex->ith / ex->nth : 0;
     const int64_t b1 = split_batches ? mp->n_batch * (ex->ith + 1) / ex->nth : mp->n_batch;
-    for (int64_t bi = b0; bi < b1; bi++) {
+    for (int64_t bi = b0;; bi++) {
+        int part;
+        int64_t u;
+        if (claimed) {
+            if (!tp__claim_next(&walk, batch_part_units, &parts, &part, &u)) break;
+            bi = mp->n_batch * part / ex->nth + u;
+        } else if (bi >= b1) {
+            break;
+        }
         int64_t oa, ob;
         batch_offsets(mp, bi, &oa, &ob);
         g.a = a + oa;

@@ -889,6 +889,21 @@ void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace) {
     tp__gemm_run_claimed(g, ith, nth, workspace, NULL);
 }
 
+/* Units of thread v's block, for tp__claim_next (0 for threads without one). */
+typedef struct tp__gemm_claim_parts {
+    const tp__gemm_plan *plan;
+    const tp_gemm *g;
+    int owners;
+} tp__gemm_claim_parts;
+
+static int64_t tp__gemm_part_units(const void *arg, int v) {
+    const tp__gemm_claim_parts *p = arg;
+    int64_t r[4];
+    bool by_rows;
+    if (v >= p->owners || !tp__gemm_region(p->plan, p->g, v, r)) return 0;
+    return tp__gemm_unit_count(p->plan, p->g, r, &by_rows);
+}
+
 void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *workspace, tp_claim *claims) {
     if (g->m <= 0 || g->n <= 0 || nth < 1 || ith < 0 || ith >= nth) return;
     const tp__gemm_plan plan = tp__gemm_make_plan(g, nth);
@@ -899,22 +914,16 @@ void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *workspace, t
         if (ith < owners && tp__gemm_region(&plan, g, ith, r)) tp__gemm_rect(&plan, g, slice, r[0], r[1], r[2], r[3], r[3]);
         return;
     }
-    bool by_rows;
     /* its own units, front to back; then the others', from their backs */
-    if (ith < owners && tp__gemm_region(&plan, g, ith, r)) {
+    const tp__gemm_claim_parts parts = {&plan, g, owners};
+    tp_claim_walk walk = {claims, ith, nth, 0};
+    int v;
+    int64_t u;
+    while (tp__claim_next(&walk, tp__gemm_part_units, &parts, &v, &u)) {
+        bool by_rows;
+        tp__gemm_region(&plan, g, v, r);
         const int64_t units = tp__gemm_unit_count(&plan, g, r, &by_rows);
-        for (int64_t u; (u = tp__claim_own(&claims[ith], units)) >= 0;) {
-            tp__gemm_unit(&plan, r, by_rows, units, u, u_rect);
-            tp__gemm_rect(&plan, g, slice, u_rect[0], u_rect[1], u_rect[2], u_rect[3], r[3]);
-        }
-    }
-    for (int d = 1; d <= owners; d++) {
-        const int v = (ith + d) % owners;
-        if (v == ith || !tp__gemm_region(&plan, g, v, r)) continue;
-        const int64_t units = tp__gemm_unit_count(&plan, g, r, &by_rows);
-        for (int64_t u; (u = tp__claim_steal(&claims[v], units)) >= 0;) {
-            tp__gemm_unit(&plan, r, by_rows, units, u, u_rect);
-            tp__gemm_rect(&plan, g, slice, u_rect[0], u_rect[1], u_rect[2], u_rect[3], u_rect[3]);
-        }
+        tp__gemm_unit(&plan, r, by_rows, units, u, u_rect);
+        tp__gemm_rect(&plan, g, slice, u_rect[0], u_rect[1], u_rect[2], u_rect[3], v == ith ? r[3] : u_rect[3]);
     }
 }
