@@ -232,5 +232,16 @@ TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t r
                                            const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                            float alpha, float beta, const float *pf, int64_t pf_bytes,
                                            const tp__gemm_tile_ep *ep);
+/* AVX2 and AVX-512 products of one row (M = 1): each element's sum in four
+ * chains over p mod 4 (a different rounding than the kernels above), so
+ * used for every tile of such a product and for nothing else; m must be 1. */
+TP_HIDDEN void tp__gemm_avx2_row_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                             const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+                                             float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                             const tp__gemm_tile_ep *ep);
+TP_HIDDEN void tp__gemm_avx512_row_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                               const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+                                               float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                               const tp__gemm_tile_ep *ep);
 
 #endif

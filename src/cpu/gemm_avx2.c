@@ -6,7 +6,9 @@
  * support AVX and FMA.
  *
  * Each element of C is one sequential chain of FMAs over p, whatever m, n
- * or the A layout, so results do not depend on how a caller tiles C.
+ * or the A layout, so results do not depend on how a caller tiles C; the
+ * row kernel (products of one row) sums four chains instead, and gemm.c
+ * runs it for every tile of such products only.
  */
 #include "gemm.h"
 
@@ -139,6 +141,64 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
      * (its tests would otherwise cost the plain GEMM's short-K calls) */
     if (tep) tp__gemm_avx2_store(m, acc, c, ldc, n, alpha, beta, true, tep->bias, tep->relu);
     else tp__gemm_avx2_store(m, acc, c, ldc, n, alpha, beta, false, NULL, false);
+}
+
+/* Products of one row (M = 1): each element's sum in four interleaved
+ * chains over p mod 4, added ((0 + 1) + (2 + 3)) at the end, so that the
+ * FMA's latency does not bound a product of few columns (see
+ * gemm_avx512.c's row kernel; gemm.c uses it for whole products of one
+ * row only). B's rows are read NR wide, as the 6 x 16 kernel reads them. */
+static inline __attribute__((always_inline)) void tp__gemm_avx2_row_tile(const bool prefetch, int64_t kc,
+                                                                         const float *a, int64_t cs_a,
+                                                                         const float *b, int64_t ldb, float *c,
+                                                                         int n, float alpha, float beta,
+                                                                         const float *pf, int64_t pf_bytes,
+                                                                         const tp__gemm_tile_ep *tep) {
+    __m256 acc[4][NV], sum[MR][NV];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[u][j] = _mm256_setzero_ps();
+    const char *pf_at = (const char *)pf;
+    const char *pf_last = prefetch ? pf_at + ((pf_bytes - 1) & ~(int64_t)63) : pf_at;
+    int64_t p = 0;
+#define TP__GEMM_ROW_STEP(U)                                                                    \
+    do {                                                                                        \
+        const __m256 ai = _mm256_broadcast_ss(a + (p + (U)) * cs_a);                            \
+        const float *bp = b + (p + (U)) * ldb;                                                  \
+        _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++)                                    \
+            acc[U][j] = _mm256_fmadd_ps(ai, _mm256_loadu_ps(bp + 8 * j), acc[U][j]);            \
+    } while (0)
+    for (; p + 4 <= kc; p += 4) {
+        TP__GEMM_ROW_STEP(0);
+        TP__GEMM_ROW_STEP(1);
+        TP__GEMM_ROW_STEP(2);
+        TP__GEMM_ROW_STEP(3);
+        if (prefetch) {
+            _mm_prefetch(pf_at, _MM_HINT_T1);
+            pf_at += pf_at < pf_last ? 64 : 0;
+        }
+    }
+    if (p < kc) TP__GEMM_ROW_STEP(0);
+    if (p + 1 < kc) TP__GEMM_ROW_STEP(1);
+    if (p + 2 < kc) TP__GEMM_ROW_STEP(2);
+#undef TP__GEMM_ROW_STEP
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+        sum[0][j] = _mm256_add_ps(_mm256_add_ps(acc[0][j], acc[1][j]), _mm256_add_ps(acc[2][j], acc[3][j]));
+    if (tep) tp__gemm_avx2_store(1, sum, c, 0, n, alpha, beta, true, tep->bias, tep->relu);
+    else tp__gemm_avx2_store(1, sum, c, 0, n, alpha, beta, false, NULL, false);
+}
+
+TP_HIDDEN void tp__gemm_avx2_row_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                             const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
+                                             float alpha, float beta, const float *pf, int64_t pf_bytes,
+                                             const tp__gemm_tile_ep *ep) {
+    (void)rs_a;
+    (void)ldc;
+    if (m != 1 || n < 1) return;
+    if (pf && pf_bytes > 0) tp__gemm_avx2_row_tile(true, kc, a, cs_a, b, ldb, c, n, alpha, beta, pf, pf_bytes, ep);
+    else tp__gemm_avx2_row_tile(false, kc, a, cs_a, b, ldb, c, n, alpha, beta, NULL, 0, ep);
 }
 
 #define TP__GEMM_AVX2_ROWS(M)                                                                               \

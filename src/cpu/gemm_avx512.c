@@ -6,7 +6,9 @@
  * the OS support AVX-512.
  *
  * Each element of C is one sequential chain of FMAs over p, whatever m, n
- * or the A layout, so results do not depend on how a caller tiles C.
+ * or the A layout, so results do not depend on how a caller tiles C; the
+ * row kernel (products of one row) sums four chains instead, and gemm.c
+ * runs it for every tile of such products only.
  */
 #include "gemm.h"
 
@@ -210,6 +212,67 @@ TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t r
         TP__GEMM_AVX512_ROWS(5)
         TP__GEMM_AVX512_ROWS(6)
         default: break;
+    }
+}
+
+/* ---- Row-vector products: M = 1 ----
+ * One row of C has one chain of FMAs per 16 columns: at N <= 64 that is 1
+ * to 4 chains, each step waiting on the FMA's latency (4 cycles) while 2
+ * FMAs a cycle could issue - a classifier of 10 outputs over 4096 inputs
+ * took 7-8 us, latency-bound. Here each element's sum over p is four
+ * interleaved chains (p mod 4), added ((0 + 1) + (2 + 3)) at the end: a
+ * different order than the wide kernel's, so gemm.c uses this kernel for
+ * whole products of one row (every tile of such a product, whatever the
+ * thread split), never for one row of a larger product. */
+static inline __attribute__((always_inline)) void tp__gemm_avx512_row_tile(const int nv, int64_t kc, const float *a,
+                                                                           int64_t cs_a, const float *b, int64_t ldb,
+                                                                           float *c, int n, float alpha, float beta,
+                                                                           const float *pf, int64_t pf_bytes,
+                                                                           const tp__gemm_tile_ep *tep) {
+    __m512 acc[4][NV], sum[MR][NV];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[u][j] = _mm512_setzero_ps();
+    const __mmask16 last_mask = tp__gemm_avx512_column_mask(n, nv - 1);
+    const char *pf_at = (const char *)pf;
+    const char *pf_last = pf ? pf_at + ((pf_bytes - 1) & ~(int64_t)63) : pf_at;
+    int64_t p = 0;
+#define TP__GEMM_ROW_STEP(U)                                                                            do {                                                                                                    const __m512 ai = _mm512_set1_ps(a[(p + (U)) * cs_a]);                                              const float *bp = b + (p + (U)) * ldb;                                                              _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) if (j < nv) {                                      const __m512 bv = j < nv - 1 ? _mm512_loadu_ps(bp + 16 * j)                                                                       : _mm512_maskz_loadu_ps(last_mask, bp + 16 * j);                        acc[U][j] = _mm512_fmadd_ps(ai, bv, acc[U][j]);                                                 }                                                                                               } while (0)
+    for (; p + 4 <= kc; p += 4) {
+        TP__GEMM_ROW_STEP(0);
+        TP__GEMM_ROW_STEP(1);
+        TP__GEMM_ROW_STEP(2);
+        TP__GEMM_ROW_STEP(3);
+        if (pf) {
+            _mm_prefetch(pf_at, _MM_HINT_T1);
+            pf_at += pf_at < pf_last ? 64 : 0;
+        }
+    }
+    if (p < kc) TP__GEMM_ROW_STEP(0);
+    if (p + 1 < kc) TP__GEMM_ROW_STEP(1);
+    if (p + 2 < kc) TP__GEMM_ROW_STEP(2);
+#undef TP__GEMM_ROW_STEP
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++)
+        sum[0][j] = _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j]));
+    if (tep) tp__gemm_avx512_store(1, nv, sum, c, 0, n, alpha, beta, true, tep->bias, tep->relu);
+    else tp__gemm_avx512_store(1, nv, sum, c, 0, n, alpha, beta, false, NULL, false);
+}
+
+TP_HIDDEN void tp__gemm_avx512_row_microkernel(int64_t kc, const float *a, int64_t rs_a, int64_t cs_a, const float *b,
+                                               int64_t ldb, float *c, int64_t ldc, int m, int n, float alpha,
+                                               float beta, const float *pf, int64_t pf_bytes,
+                                               const tp__gemm_tile_ep *ep) {
+    (void)rs_a;
+    (void)ldc;
+    if (m != 1 || n < 1) return;
+    if (pf_bytes <= 0) pf = NULL;
+    switch ((n + 15) / 16) {
+    case 1: tp__gemm_avx512_row_tile(1, kc, a, cs_a, b, ldb, c, n, alpha, beta, pf, pf_bytes, ep); break;
+    case 2: tp__gemm_avx512_row_tile(2, kc, a, cs_a, b, ldb, c, n, alpha, beta, pf, pf_bytes, ep); break;
+    case 3: tp__gemm_avx512_row_tile(3, kc, a, cs_a, b, ldb, c, n, alpha, beta, pf, pf_bytes, ep); break;
+    default: tp__gemm_avx512_row_tile(4, kc, a, cs_a, b, ldb, c, n, alpha, beta, pf, pf_bytes, ep); break;
     }
 }
 
