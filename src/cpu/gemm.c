@@ -732,22 +732,25 @@ static bool tp__gemm_region(const tp__gemm_plan *plan, const tp_gemm *g, int v, 
  * (tp__gemm_run_claimed): up to TP__GEMM_UNITS groups of row panels, each
  * with all the block's columns, or groups of column panels, each with all
  * the block's rows. A row unit reads the block's part of B (K x its
- * columns) again, a column unit its rows of A (its rows x K, gathered
- * again when A is filled per call): per multiply that is 2 bytes over the
- * unit's rows or over its columns, so the longer side is cut - rows, too,
- * when the block is one panel wide or the fill keeps state between its
- * rows (fill_scratch: a fused expansion's ring, restarted per unit).
- * Column units over many rows also write C's rows in pieces: cut by
- * columns everywhere, EfficientNet-B0 took 1.07-1.12x the time at two
- * threads on Sapphire Rapids (its 16 -> 96 1x1 convolution over 112 x 112
- * pixels 1.31x); cut by rows whenever A was filled, ResNet-50's stride-2
- * convolutions on 7 x 7 outputs (B 4-8 MB, 49 rows) read B four times:
- * 1.2 -> 1.9 ms and 0.93 -> 1.6 ms. */
+ * columns) again, a column unit its rows of A (its rows x K): per multiply
+ * that is 2 bytes over the unit's rows or over its columns, so the longer
+ * side is cut (rows when the block is one panel wide). Column units over
+ * many rows also write C's rows in pieces: cut by columns everywhere,
+ * EfficientNet-B0 took 1.07-1.12x the time at two threads on Sapphire
+ * Rapids (its 16 -> 96 1x1 convolution over 112 x 112 pixels 1.31x). A
+ * filled A (a convolution's patches, a fused depthwise convolution's
+ * output) is made again by each column unit and each row unit re-reads
+ * B, so such a block is one unit, taken whole by another thread or not at
+ * all: cut by rows, ResNet-50's stride-2 convolutions on 7 x 7 outputs
+ * (49 rows, B 4-8 MB) went 1.2 -> 1.9 ms and 0.93 -> 1.6 ms; cut by
+ * columns, MobileNetV2's depthwise + projection steps on 7 x 7 maps
+ * 1.55x as long (the depthwise rows computed per unit). */
 enum { TP__GEMM_UNITS = 4 };
 
 static int64_t tp__gemm_unit_count(const tp__gemm_plan *plan, const tp_gemm *g, const int64_t r[4], bool *by_rows) {
     const int64_t panels = tp__gemm_ceil_div(r[3] - r[2], plan->isa.nr);
-    *by_rows = panels < 2 || (g->a_fill != NULL && g->fill_scratch > 0) || r[1] - r[0] > r[3] - r[2];
+    *by_rows = panels < 2 || r[1] - r[0] > r[3] - r[2];
+    if (g->a_fill) return 1;
     const int64_t parts = *by_rows ? tp__gemm_ceil_div(r[1] - r[0], plan->isa.mr) : panels;
     return parts < TP__GEMM_UNITS ? parts : TP__GEMM_UNITS;
 }
