@@ -130,26 +130,20 @@ void tp__parallel(int nth, tp_task_fn fn, void *ctx) {
     pthread_mutex_unlock(&p->job_lock);
 }
 
-int64_t tp__claim_own(tp_claim *c, int64_t units) {
+/* One unit of `units` from the front or the back of c's part, or -1. */
+static int64_t claim(tp_claim *c, int64_t units, bool back_end) {
     uint_least64_t w = atomic_load_explicit(&c->taken, memory_order_relaxed);
     for (;;) {
         const int64_t front = (int64_t)(w & 0xffffffffu), back = (int64_t)(w >> 32);
         if (front + back >= units) return -1;
-        if (atomic_compare_exchange_weak_explicit(&c->taken, &w, w + 1, memory_order_relaxed, memory_order_relaxed))
-            return front;
+        const uint_least64_t next = w + (back_end ? (uint_least64_t)1 << 32 : 1);
+        if (atomic_compare_exchange_weak_explicit(&c->taken, &w, next, memory_order_relaxed, memory_order_relaxed))
+            return back_end ? units - 1 - back : front;
     }
 }
 
-int64_t tp__claim_steal(tp_claim *c, int64_t units) {
-    uint_least64_t w = atomic_load_explicit(&c->taken, memory_order_relaxed);
-    for (;;) {
-        const int64_t front = (int64_t)(w & 0xffffffffu), back = (int64_t)(w >> 32);
-        if (front + back >= units) return -1;
-        if (atomic_compare_exchange_weak_explicit(&c->taken, &w, w + ((uint_least64_t)1 << 32), memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return units - 1 - back;
-    }
-}
+int64_t tp__claim_own(tp_claim *c, int64_t units) { return claim(c, units, false); }
+int64_t tp__claim_steal(tp_claim *c, int64_t units) { return claim(c, units, true); }
 
 bool tp__claim_next(tp_claim_walk *w, int64_t (*units)(const void *arg, int part), const void *arg, int *part,
                     int64_t *unit) {

@@ -18,6 +18,8 @@
 typedef void (*tp_task_fn)(void *ctx, int ith, int nth);
 
 TP_HIDDEN void tp__parallel(int nth, tp_task_fn fn, void *ctx);
+/* Stop and join every worker (tp_shutdown); later jobs start new ones. */
+TP_HIDDEN void tp__parallel_shutdown(void);
 
 /* Work handed out at run time. A step split among nth threads cuts each
  * thread's static part into a few units; thread ith takes its own units
@@ -54,7 +56,5 @@ typedef struct tp_claim_walk {
 } tp_claim_walk;
 TP_HIDDEN bool tp__claim_next(tp_claim_walk *w, int64_t (*units)(const void *arg, int part), const void *arg,
                               int *part, int64_t *unit);
-/* Stop and join every worker (tp_shutdown); later jobs start new ones. */
-TP_HIDDEN void tp__parallel_shutdown(void);
 
 #endif

@@ -749,7 +749,7 @@ enum { TP__GEMM_UNITS = 4 };
 
 static int64_t tp__gemm_unit_count(const tp__gemm_plan *plan, const tp_gemm *g, const int64_t r[4], bool *by_rows) {
     const int64_t panels = tp__gemm_ceil_div(r[3] - r[2], plan->isa.nr);
-    *by_rows = panels < 2 || r[1] - r[0] > r[3] - r[2];
+    *by_rows = panels < 2 || r[1] - r[0] > r[3] - r[2]; /* with one unit, either cut is the whole block */
     if (g->a_fill) return 1;
     const int64_t parts = *by_rows ? tp__gemm_ceil_div(r[1] - r[0], plan->isa.mr) : panels;
     return parts < TP__GEMM_UNITS ? parts : TP__GEMM_UNITS;
