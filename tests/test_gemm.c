@@ -372,11 +372,15 @@ TEST(test_edge_sizes) {
 }
 
 /* Sizes past the register and cache blocks (several K and N blocks; M x N
- * x K: 70 x 20 x 3100 takes three of AVX2's long K blocks, gemm.c). */
+ * x K: 70 x 20 x 3100 takes three of AVX2's long K blocks, gemm.c; 197 x
+ * 1152 x 384 (ViT's QKV), 256 x 130 x 600 and 257 x 64 x 300 sit at
+ * AVX-512's jr-outer row bound, with short K blocks up to it and long ones
+ * past it). */
 TEST(test_large_sizes) {
     static const int64_t shapes[][3] = {
-        {255, 255, 255}, {1000, 33, 17}, {17, 1000, 33}, {33, 17, 1000}, {7, 255, 1000},
-        {255, 1000, 7},  {1, 1000, 255}, {1000, 1, 33},  {9, 700, 700}, {3, 40, 5000}, {70, 20, 3100},
+        {255, 255, 255}, {1000, 33, 17}, {17, 1000, 33}, {33, 17, 1000},  {7, 255, 1000},
+        {255, 1000, 7},  {1, 1000, 255}, {1000, 1, 33},  {9, 700, 700},   {3, 40, 5000},
+        {70, 20, 3100},  {197, 1152, 384}, {256, 130, 600}, {257, 64, 300},
     };
     case_failures = 0;
     for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++) {
@@ -450,7 +454,8 @@ TEST(test_random) {
  * the epilogue; checked against the reference, across thread splits, and
  * bitwise against the same product with A explicit. */
 TEST(test_implicit_a) {
-    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 17, 33}, {255, 33, 700}, {700, 64, 1152}, {49, 130, 2000}};
+    static const int64_t shapes[][3] = {{1, 1, 1},       {7, 17, 33},     {255, 33, 700},
+                                        {700, 64, 1152}, {49, 130, 2000}, {196, 256, 1152}};
     case_failures = 0;
     for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++)
         for (int v = 0; v < 4; v++) {

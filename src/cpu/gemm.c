@@ -17,8 +17,8 @@
  *       the last K block; a bias of N and a relu with nothing to add before
  *       it are applied by the micro-kernel in registers instead (plan
  *       k_bias / k_relu, the rest left in plan.rest).
- *   (A block of at most TP__GEMM_JR_OUTER_MAX_ROWS rows read in place swaps
- *   the ir and jr loops when a B micro-panel fits in L1: see there.)
+ *   (A block of at most tp__gemm_jr_outer_max_rows rows (64, AVX-512 256)
+ *   read in place swaps the ir and jr loops when a B micro-panel fits in L1: see there.)
  * Prefetch: the kernel calls that share a part of B also fetch what comes
  *   next into L2, a line per k step spread over them (tp__gemm_next): with
  *   the jr-outer order the next B micro-panel (few rows reuse each weight
@@ -35,7 +35,7 @@
  * vector width).
  *
  * K blocking depends only on k, the ISA, the cache sizes and whether m is at most
- * TP__GEMM_JR_OUTER_MAX_ROWS or at most MR, so every element's reduction
+ * tp__gemm_jr_outer_max_rows or at most MR, so every element's reduction
  * order is the same for every thread split.
  */
 #include "gemm.h"
@@ -278,8 +278,25 @@ enum { TP__GEMM_B_IN_PLACE_MAX_ROWS = 64 };
  * of streaming from L2 once per row panel (for AVX-512's 64-wide panels
  * the plan shortens KC so that they fit: tp__gemm_make_plan). Measured
  * on an AVX2 Zen 3 (bench/gemm_bench.c): 32x784x512 69-71% -> 73-80% of
- * the FMA peak, 32x512x512 68-71% -> 69-77%, larger M unchanged. */
-enum { TP__GEMM_JR_OUTER_MAX_ROWS = 64 };
+ * the FMA peak, 32x512x512 68-71% -> 69-77%, larger M unchanged.
+ * AVX-512 takes the order up to TP__GEMM_AVX512_JR_OUTER_MAX_ROWS: its B
+ * micro-panels (64 wide, KC up to 512: 128 KiB) otherwise stream from L2
+ * for every row panel, 256 bytes a k step, and weights that come from L3
+ * or memory arrive slower still. Sapphire Rapids, gemm_bench with B cold,
+ * medians of alternating runs (% of the FMA peak measured beside each):
+ * 1 thread 197x384x1152 78 -> 81, 197x1536x384 80 -> 88, 128x1024x256
+ * 72 -> 85, 256x512x512 77 -> 85; 2 threads 197x384x1152 59-67 -> 72-83,
+ * 197x384x1536 63 -> 72, 128x256x768 55 -> 79; B hot (in L2) 1 thread
+ * 0-3 points slower. Rows beyond 256 lost (784x128x512 70 -> 65,
+ * 1024^3 69 -> 54: A's block no longer stays near L1). Models, per-node
+ * times of alternating runs, 1 / 2 threads: ViT-S 0.95 / 0.945, GPT-2
+ * 0.90 / 0.96, transformer 0.96 / 0.98, ResNet-50's GEMM convolutions
+ * 0.98 / 0.93, the convolution nets otherwise unchanged. AVX2 keeps 64 rows and its long K blocks
+ * (measured on Zen 4 and Zen 3, not re-measured with this order). */
+enum { TP__GEMM_JR_OUTER_MAX_ROWS = 64, TP__GEMM_AVX512_JR_OUTER_MAX_ROWS = 256 };
+static int64_t tp__gemm_jr_outer_max_rows(int isa) {
+    return isa == TP_ISA_AVX512 ? TP__GEMM_AVX512_JR_OUTER_MAX_ROWS : TP__GEMM_JR_OUTER_MAX_ROWS;
+}
 
 /* K block of products with a single row panel (tp__gemm_make_plan). */
 enum { TP__GEMM_ONE_PANEL_KC = 4096 };
@@ -343,7 +360,7 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
      * at batch 32 ran 4-12% faster with it on an AVX-512 Xeon (bench/,
      * alternating runs). It depends on m alone, not on A's layout, so an
      * implicit A gives the same bits as the explicit one. */
-    if (g->m <= TP__GEMM_JR_OUTER_MAX_ROWS) {
+    if (g->m <= tp__gemm_jr_outer_max_rows(g->isa)) {
         int64_t fit = 3 * caches.l1d / 4 / (int64_t)sizeof(float) / nr;
         if (fit >= 64 && fit < kc_max) kc_max = fit;
     }
@@ -789,7 +806,7 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
     const tp__gemm_microkernel_fn kernel = plan.isa.kernel;
     const int64_t k = g->k;
     const bool fills_a = g->a_fill != NULL && plan.isa.reads_row_major_a;
-    const bool jr_outer = !packs_a && m1 - m0 <= TP__GEMM_JR_OUTER_MAX_ROWS &&
+    const bool jr_outer = !packs_a && m1 - m0 <= tp__gemm_jr_outer_max_rows(g->isa) &&
                           4 * plan.kc * nr * (int64_t)sizeof(float) <= 3 * tp__gemm_cache_info().l1d;
 
     for (int64_t jc = n0; jc < n1; jc += plan.nc) {
