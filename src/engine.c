@@ -1017,12 +1017,13 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     const tp_graph *g = p->graph;
     tp_graph *copy = NULL;
     if (level >= TP_CPU_SCALAR) {
-        int n_attention = 0, n_silu = 0, n_gelu = 0;
+        int n_attention = 0, n_silu = 0, n_gelu = 0, n_rows = 0;
         tp_status rst = tp_graph_copy(p->graph, &copy);
         if (rst == TP_OK) rst = tp__rewrite_attention(p, copy, &n_attention);
         if (rst == TP_OK) rst = tp__rewrite_silu(copy, &n_silu);
         if (rst == TP_OK) rst = tp__rewrite_gelu(p, copy, &n_gelu);
-        if (rst != TP_OK || n_attention + n_silu + n_gelu == 0) {
+        if (rst == TP_OK) rst = tp__rewrite_row_select(p, copy, &n_rows);
+        if (rst != TP_OK || n_attention + n_silu + n_gelu + n_rows == 0) {
             tp_graph_free(copy);
             copy = NULL;
             /* out of memory fails the plan; any other problem only skips the rewrites */

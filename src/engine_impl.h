@@ -145,6 +145,9 @@ TP_HIDDEN tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_b
 TP_HIDDEN tp_status tp__rewrite_attention(const tp_program *p, tp_graph *g, int *n_rewritten);
 TP_HIDDEN tp_status tp__rewrite_silu(tp_graph *g, int *n_rewritten);
 TP_HIDDEN tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_rewritten);
+/* Row selections (index_select / slice / select of a non-last dim) moved
+ * before the row-wise ops that feed them (plan_rewrite.c). */
+TP_HIDDEN tp_status tp__rewrite_row_select(const tp_program *p, tp_graph *g, int *n_rewritten);
 
 /* The oneDNN layout pass (src/cpu/onednn.c): after fusion, before the
  * memory plan, steps of convolution regions become oneDNN primitives on

@@ -27,6 +27,11 @@
  * instead of five to eight. The fused function agrees with the chain to
  * within float rounding (test_vmath bounds gelu against the exact formula
  * at 1e-6 relative).
+ *
+ * Row selections: index_select / slice / select of a dim the ops before
+ * them compute index by index (a classifier reading a transformer's class
+ * token) move before those ops, so they compute the selected rows only
+ * (below, tp__rewrite_row_select).
  */
 #include <math.h>
 #include <string.h>
@@ -385,4 +390,381 @@ tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_rewritten) {
         n = next;
     }
     return TP_OK;
+}
+
+/* ---- Row selections ----
+ * index_select(X, d, idx) with a node index, slice(X, d, ...) and
+ * select(X, d, i) (made slice + squeeze) move before the op that makes X
+ * when that op computes each index along d from the same index of its
+ * inputs: elementwise ops (an operand's broadcast or absent dim stays
+ * whole), layer_norm and softmax over other dims, the rows of matmul and
+ * linear (and matmul's batch dims), permute, transpose and reshapes that
+ * keep the dims up to d. A classifier that reads one token of a
+ * transformer's output (ViT's and BERT's class token) then computes its
+ * last block's MLP, output projection and attention scores for that token
+ * only. A selection moves only while every user of X makes the same
+ * selection (equal selections merge first), when it selects fewer indices
+ * than X has, and only in programs without dynamic dims (broadcast dims
+ * are told apart by their sizes). The op made on the selected operands
+ * must infer the selection's shape and dtype, else the move is undone.
+ * The rows computed are the same float operations, except that a product
+ * of fewer rows may take another GEMM kernel (one row: the row
+ * micro-kernels), so results agree within float rounding. */
+
+enum { TP_ROWSEL_MAX_ARGS = 8 };
+
+typedef struct rowsel {
+    tp_node *node; /* index_select or slice */
+    int dim;       /* normalised */
+} rowsel;
+
+static const int64_t *meta_sizes(const tp_node *n, int *rank) {
+    if (!n || n->meta_val.kind != TP_VAL_TENSOR) return NULL;
+    *rank = tp_tensor_ndim(n->meta_val.u.tensor);
+    return tp_tensor_sizes(n->meta_val.u.tensor);
+}
+
+static bool int_arg(const tp_node *n, int i, int64_t *v) {
+    const tp_value *a = arg(n, i);
+    if (!a || a->kind != TP_VAL_INT) return false;
+    *v = a->u.i;
+    return true;
+}
+
+/* s as a rank-keeping selection of its input along a normalised dim:
+ * index_select with a node index, or slice with ints / None. */
+static bool as_rowsel(tp_node *s, rowsel *out) {
+    int r, rs;
+    tp_node *x = arg_node(s, 0);
+    if (!x || !meta_sizes(x, &r) || !meta_sizes(s, &rs) || tp_value_len(&s->kwargs) != 0) return false;
+    int64_t d;
+    const int64_t n = tp_value_len(&s->args);
+    if (is_call(s, TP_OP_INDEX_SELECT)) {
+        if (n != 3 || !int_arg(s, 1, &d) || !arg_node(s, 2)) return false;
+    } else if (is_call(s, TP_OP_SLICE)) {
+        if (n < 2 || !int_arg(s, 1, &d)) return false;
+        for (int i = 2; i < n; i++)
+            if (arg(s, i)->kind != TP_VAL_INT && arg(s, i)->kind != TP_VAL_NONE) return false;
+    } else {
+        return false;
+    }
+    if (d < 0) d += r;
+    if (d < 0 || d >= r || rs != r) return false;
+    out->node = s;
+    out->dim = (int)d;
+    return true;
+}
+
+/* a and b select the same indices (of inputs of the same size). */
+static bool same_rowsel(const rowsel *a, const rowsel *b) {
+    if (a->node->op != b->node->op || a->dim != b->dim) return false;
+    const int64_t n = tp_value_len(&a->node->args);
+    if (n != tp_value_len(&b->node->args)) return false;
+    if (a->node->op == TP_OP_INDEX_SELECT) return arg_node(a->node, 2) == arg_node(b->node, 2);
+    for (int i = 2; i < n; i++) {
+        const tp_value *x = arg(a->node, i), *y = arg(b->node, i);
+        if (x->kind != y->kind || (x->kind == TP_VAL_INT && x->u.i != y->u.i)) return false;
+    }
+    return true;
+}
+
+/* Selection s applied to x along dim d, made at the insertion point. */
+static tp_status make_rowsel(tp_graph *g, const tp_node *s, tp_node *x, int d, tp_node **out) {
+    tp_value args;
+    TP_TRY(tp_value_copy(&s->args, &args));
+    args.u.seq.items[0] = tp_value_node(x);
+    args.u.seq.items[1] = tp_value_int(d);
+    tp_status st = tp_graph_call_function(g, s->op, &args, NULL, out);
+    tp_value_clear(&args);
+    return st;
+}
+
+static bool op_in(tp_op op, const tp_op *ops, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (ops[i] == op) return true;
+    return false;
+}
+
+/* Elementwise ops of one tensor (other arguments numbers). */
+static const tp_op rowsel_unary[] = {
+    TP_OP_NEG,        TP_OP_ABS,      TP_OP_EXP,      TP_OP_LOG,         TP_OP_LOG1P,       TP_OP_EXPM1,
+    TP_OP_SQRT,       TP_OP_RSQRT,    TP_OP_TANH,     TP_OP_SIGMOID,     TP_OP_ERF,         TP_OP_ERFC,
+    TP_OP_RECIPROCAL, TP_OP_SQUARE,   TP_OP_RELU,     TP_OP_RELU6,       TP_OP_LEAKY_RELU,  TP_OP_ELU,
+    TP_OP_SELU,       TP_OP_GELU,     TP_OP_SILU,     TP_OP_MISH,        TP_OP_SOFTPLUS,    TP_OP_HARDTANH,
+    TP_OP_HARDSIGMOID, TP_OP_HARDSWISH, TP_OP_CLAMP,  TP_OP_CONTIGUOUS,  TP_OP_CLONE,
+};
+/* The same with ops of only argument 0 a tensor (their other arguments
+ * checked below). */
+static const tp_op rowsel_one_tensor[] = {TP_OP_SOFTMAX, TP_OP_LOG_SOFTMAX, TP_OP_PERMUTE, TP_OP_TRANSPOSE,
+                                          TP_OP_RESHAPE, TP_OP_VIEW};
+static const tp_op rowsel_binary[] = {TP_OP_ADD, TP_OP_SUB, TP_OP_MUL, TP_OP_DIV};
+
+/* Distinct nodes among x's positional arguments. */
+static int64_t arg_nodes(const tp_node *x) {
+    int64_t count = 0;
+    for (int i = 0; i < tp_value_len(&x->args); i++) {
+        tp_node *o = arg_node(x, i);
+        bool seen = false;
+        for (int k = 0; k < i && o; k++) seen = seen || arg_node(x, k) == o;
+        count += o && !seen;
+    }
+    return count;
+}
+
+/* For x = op(...) and a selection along x's dim d: the dim of each
+ * argument i that takes the selection (dims[i]; -1: whole), and for a
+ * reshape the new shape (*shape, owned; its d entry new_len). False when
+ * the op does not compute index k along d from index k of those
+ * arguments' dims (and the rest whole). */
+static bool rowsel_plan(const tp_node *x, int d, int dims[TP_ROWSEL_MAX_ARGS], int64_t new_len, tp_value *shape) {
+    int r, ra = 0, rb = 0;
+    const int64_t *ys = meta_sizes(x, &r);
+    const int64_t n_args = tp_value_len(&x->args);
+    if (!ys || x->kind != TP_NODE_CALL_FUNCTION || n_args > TP_ROWSEL_MAX_ARGS || n_args < 1) return false;
+    /* node arguments in kwargs would be missed */
+    if (x->n_inputs != arg_nodes(x)) return false;
+    for (int i = 0; i < TP_ROWSEL_MAX_ARGS; i++) dims[i] = -1;
+    tp_node *a = arg_node(x, 0), *b = arg_node(x, 1);
+    const int64_t *as = meta_sizes(a, &ra), *bs = meta_sizes(b, &rb);
+    const tp_op op = x->op;
+    const bool one_tensor = op_in(op, rowsel_unary, TP_ARRAY_LEN(rowsel_unary)) ||
+                            op_in(op, rowsel_one_tensor, TP_ARRAY_LEN(rowsel_one_tensor));
+    if (one_tensor && (!as || x->n_inputs != 1)) return false;
+    if (op_in(op, rowsel_unary, TP_ARRAY_LEN(rowsel_unary))) {
+        dims[0] = d;
+    } else if (op_in(op, rowsel_binary, TP_ARRAY_LEN(rowsel_binary))) {
+        if (n_args != 2) return false;
+        for (int i = 0; i < 2; i++) {
+            int ro;
+            tp_node *o = arg_node(x, i);
+            const int64_t *os = meta_sizes(o, &ro);
+            if (!o) continue;
+            if (!os) return false;
+            const int od = d - (r - ro);
+            if (od < 0 || (os[od] == 1 && ys[d] != 1)) continue; /* absent or broadcast: whole */
+            if (os[od] != ys[d]) return false;
+            dims[i] = od;
+        }
+    } else if (op == TP_OP_LAYER_NORM) {
+        const tp_value *ns = arg(x, 1);
+        if (!as || !ns || (ns->kind != TP_VAL_LIST && ns->kind != TP_VAL_TUPLE) || d >= r - tp_value_len(ns))
+            return false;
+        dims[0] = d;
+    } else if (op == TP_OP_SOFTMAX || op == TP_OP_LOG_SOFTMAX) {
+        int64_t sd;
+        if (!int_arg(x, 1, &sd)) return false;
+        if (sd < 0) sd += r;
+        if (sd == d) return false;
+        dims[0] = d;
+    } else if (op == TP_OP_MATMUL) {
+        if (!as || !bs || ra < 2 || rb < 2 || d == r - 1) return false;
+        if (d == r - 2) {
+            dims[0] = ra - 2;
+        } else { /* a batch dim: each operand's, unless absent or broadcast */
+            const int da = d - (r - ra), db = d - (r - rb);
+            dims[0] = da >= 0 && as[da] == ys[d] ? da : -1;
+            dims[1] = db >= 0 && bs[db] == ys[d] ? db : -1;
+            if (b == a && dims[0] != dims[1]) return false;
+        }
+    } else if (op == TP_OP_LINEAR) {
+        if (!as || d >= r - 1 || a == b || a == arg_node(x, 2)) return false;
+        dims[0] = d;
+    } else if (op == TP_OP_PERMUTE) {
+        const tp_value *p = arg(x, 1);
+        if (!p || tp_value_len(p) != r || tp_value_at(p, d)->kind != TP_VAL_INT) return false;
+        int64_t pd = tp_value_at(p, d)->u.i;
+        if (pd < 0) pd += r;
+        if (pd < 0 || pd >= r) return false;
+        dims[0] = (int)pd;
+    } else if (op == TP_OP_TRANSPOSE) {
+        int64_t t0, t1;
+        if (!int_arg(x, 1, &t0) || !int_arg(x, 2, &t1)) return false;
+        if (t0 < 0) t0 += r;
+        if (t1 < 0) t1 += r;
+        dims[0] = d == t0 ? (int)t1 : d == t1 ? (int)t0 : d;
+    } else if (op == TP_OP_RESHAPE || op == TP_OP_VIEW) {
+        /* the dims up to d are the input's: the selection is the input's
+         * along d, and the shape's entry d becomes the selected length */
+        const tp_value *sh = arg(x, 1);
+        if (!sh || (sh->kind != TP_VAL_LIST && sh->kind != TP_VAL_TUPLE) || tp_value_len(sh) != r || ra <= d)
+            return false;
+        for (int i = 0; i <= d; i++)
+            if (as[i] != ys[i]) return false;
+        for (int i = 0; i < r; i++)
+            if (tp_value_at(sh, i)->kind != TP_VAL_INT) return false;
+        if (tp_value_copy(sh, shape) != TP_OK) return false;
+        if (shape->u.seq.items[d].u.i != -1) shape->u.seq.items[d] = tp_value_int(new_len);
+        dims[0] = d;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* Drop erased selections from the work list. */
+static void forget_rowsel(rowsel *work, int *n_work, const tp_node *gone) {
+    int k = 0;
+    for (int i = 0; i < *n_work; i++)
+        if (work[i].node != gone) work[k++] = work[i];
+    *n_work = k;
+}
+
+/* Move selection s before the op making its input (every user of that
+ * input selecting the same); *moved when done. The selections made go on
+ * the work list. */
+static tp_status move_rowsel(tp_graph *g, const rowsel *s, rowsel *work, int *n_work, int cap, bool *moved) {
+    *moved = false;
+    tp_node *x = arg_node(s->node, 0);
+    int r, rs;
+    const int64_t *xs = meta_sizes(x, &r), *ss = meta_sizes(s->node, &rs);
+    if (!xs || !ss || ss[s->dim] >= xs[s->dim]) return TP_OK; /* nothing saved */
+    enum { MAX_SAME = 64 };
+    rowsel same[MAX_SAME];
+    int n_same = 0;
+    for (int64_t i = 0; i < x->n_users; i++) {
+        rowsel u;
+        if (n_same == MAX_SAME || !as_rowsel(x->users[i], &u) || !same_rowsel(&u, s)) return TP_OK;
+        same[n_same++] = u;
+    }
+    if (*n_work + TP_ROWSEL_MAX_ARGS > cap) return TP_OK;
+    int dims[TP_ROWSEL_MAX_ARGS];
+    tp_value shape = tp_value_none();
+    if (!rowsel_plan(x, s->dim, dims, ss[s->dim], &shape)) {
+        tp_value_clear(&shape);
+        return TP_OK;
+    }
+    /* made before the first of the equal selections (the others' users come after it) */
+    tp_node *first = NULL;
+    for (tp_node *n = x->next; n && !first; n = n->next)
+        for (int i = 0; i < n_same; i++)
+            if (same[i].node == n) first = n;
+    tp_node *made[TP_ROWSEL_MAX_ARGS + 1];
+    int n_made = 0;
+    tp_value args = tp_value_none();
+    tp_status st = tp_graph_set_insert_point(g, first);
+    if (st == TP_OK) st = tp_value_copy(&x->args, &args);
+    for (int i = 0; st == TP_OK && i < tp_value_len(&x->args); i++) {
+        tp_node *o = arg_node(x, i), *sel = NULL;
+        if (!o || dims[i] < 0) continue;
+        for (int k = 0; k < i; k++) /* an operand given twice (x * x) takes one selection */
+            if (arg_node(x, k) == o && dims[k] == dims[i]) sel = args.u.seq.items[k].u.node;
+        if (!sel) {
+            st = make_rowsel(g, s->node, o, dims[i], &sel);
+            if (st != TP_OK) break;
+            made[n_made++] = sel;
+        }
+        args.u.seq.items[i] = tp_value_node(sel);
+    }
+    if (st == TP_OK && shape.kind != TP_VAL_NONE) {
+        tp_value_clear(&args.u.seq.items[1]);
+        args.u.seq.items[1] = shape;
+        shape = tp_value_none();
+    }
+    tp_node *y = NULL;
+    if (st == TP_OK) st = tp_graph_call_function(g, x->op, &args, &x->kwargs, &y);
+    tp_value_clear(&args);
+    tp_value_clear(&shape);
+    tp_graph_set_insert_point(g, NULL);
+    int ry = 0;
+    const int64_t *ys = st == TP_OK ? meta_sizes(y, &ry) : NULL;
+    bool same_shape = ys && ry == rs &&
+                      tp_tensor_dtype(y->meta_val.u.tensor) == tp_tensor_dtype(s->node->meta_val.u.tensor);
+    for (int i = 0; same_shape && i < rs; i++) same_shape = ys[i] == ss[i];
+    if (st != TP_OK || !same_shape) {
+        if (y) tp_graph_erase_node(g, y);
+        for (int i = n_made - 1; i >= 0; i--) tp_graph_erase_node(g, made[i]);
+        if (st == TP_ERR_NOMEM) return st;
+        tp_clear_error();
+        return TP_OK;
+    }
+    for (int i = 0; i < n_same; i++) {
+        TP_TRY(tp_node_replace_all_uses_with(same[i].node, y, NULL, NULL, NULL));
+        forget_rowsel(work, n_work, same[i].node);
+        TP_TRY(tp_graph_erase_node(g, same[i].node));
+    }
+    TP_TRY(tp_graph_erase_node(g, x));
+    for (int i = 0; i < n_made; i++)
+        if (as_rowsel(made[i], &work[*n_work])) (*n_work)++;
+    *moved = true;
+    return TP_OK;
+}
+
+/* select(x, d, i) -> squeeze(slice(x, d, i, i + 1), d) (i < 0 counted
+ * from the end of the static size); the slice to *out when made. */
+static tp_status select_as_slice(tp_graph *g, tp_node *s, rowsel *out, bool *made) {
+    *made = false;
+    int r;
+    int64_t d, i;
+    tp_node *x = arg_node(s, 0);
+    const int64_t *xs = meta_sizes(x, &r);
+    if (!xs || tp_value_len(&s->args) != 3 || tp_value_len(&s->kwargs) != 0 || !int_arg(s, 1, &d) ||
+        !int_arg(s, 2, &i))
+        return TP_OK;
+    if (d < 0) d += r;
+    if (d < 0 || d >= r) return TP_OK;
+    if (i < 0) i += xs[d];
+    if (i < 0 || i >= xs[d] || xs[d] < 2) return TP_OK;
+    tp_value a = tp_value_none();
+    tp_node *sl = NULL, *sq = NULL;
+    tp_status st = tp_graph_set_insert_point(g, s);
+    if (st == TP_OK) st = tp_value_tuple(5, &a);
+    if (st == TP_OK) {
+        a.u.seq.items[0] = tp_value_node(x);
+        a.u.seq.items[1] = tp_value_int(d);
+        a.u.seq.items[2] = tp_value_int(i);
+        a.u.seq.items[3] = tp_value_int(i + 1);
+        a.u.seq.items[4] = tp_value_int(1);
+        st = tp_graph_call_function(g, TP_OP_SLICE, &a, NULL, &sl);
+        tp_value_clear(&a);
+    }
+    if (st == TP_OK) st = tp_value_tuple(2, &a);
+    if (st == TP_OK) {
+        a.u.seq.items[0] = tp_value_node(sl);
+        a.u.seq.items[1] = tp_value_int(d);
+        st = tp_graph_call_function(g, TP_OP_SQUEEZE, &a, NULL, &sq);
+        tp_value_clear(&a);
+    }
+    tp_graph_set_insert_point(g, NULL);
+    if (st != TP_OK) {
+        if (sq) tp_graph_erase_node(g, sq);
+        if (sl) tp_graph_erase_node(g, sl);
+        if (st == TP_ERR_NOMEM) return st;
+        tp_clear_error();
+        return TP_OK;
+    }
+    TP_TRY(tp_node_replace_all_uses_with(s, sq, NULL, NULL, NULL));
+    TP_TRY(tp_graph_erase_node(g, s));
+    *made = as_rowsel(sl, out);
+    return TP_OK;
+}
+
+tp_status tp__rewrite_row_select(const tp_program *p, tp_graph *g, int *n_rewritten) {
+    *n_rewritten = 0;
+    if (p->n_ranges || p->n_dim_rules || p->n_equalities) return TP_OK;
+    enum { CAP = 256 };
+    rowsel *work = tp_malloc(sizeof *work * CAP);
+    if (!work) return tp_error(TP_ERR_NOMEM, "out of memory rewriting row selections");
+    int n_work = 0;
+    tp_status st = TP_OK;
+    for (tp_node *n = g->first; n && st == TP_OK && n_work < CAP;) {
+        tp_node *next = n->next;
+        rowsel s;
+        bool made = false;
+        /* only selections of an op's output that a move could take */
+        tp_node *x = arg_node(n, 0);
+        if (x && x->kind == TP_NODE_CALL_FUNCTION && x->n_users == 1) {
+            if (is_call(n, TP_OP_SELECT)) st = select_as_slice(g, n, &s, &made);
+            else made = as_rowsel(n, &s);
+            if (made) work[n_work++] = s;
+        }
+        n = next;
+    }
+    while (st == TP_OK && n_work > 0) {
+        const rowsel s = work[--n_work];
+        bool moved;
+        st = move_rowsel(g, &s, work, &n_work, CAP, &moved);
+        if (moved) (*n_rewritten)++;
+    }
+    tp_free(work);
+    return st;
 }

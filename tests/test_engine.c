@@ -23,6 +23,7 @@
 #include "fail_alloc.h"
 #include "program_examples.h"
 #include "tpexport/run.h"
+#include "engine_impl.h"
 
 /* These tests are about the fast paths: a TP_CPU_LEVEL cap in the
  * environment does not apply to them (each level is also asked for
@@ -414,9 +415,11 @@ TEST(test_steady_state_fast_steps_only) {
  * (no fast variant) whose output and inputs are views of the one arena.
  * Neither may allocate in steady state: their per-element views live on
  * the stack, and copy_ between disjoint parts of one storage needs no
- * temporary. Values: out[t] = [[W[ids[t]]], [relu(-W[ids[t]])]]. */
+ * temporary. Values: out[t] = [[W[ids[t]]], [relu(-W[ids[t]])]]. As
+ * many indices as table rows: fewer would move the selection before the
+ * transpose (plan_rewrite.c's row selections), onto the fast variant. */
 TEST(test_steady_state_reference_steps) {
-    enum { V = 5, D = 3, T = 4 };
+    enum { V = 5, D = 3, T = 5 };
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
     tp_node *w = placeholder(g, "p_emb_weight", 2, (int64_t[]){V, D});
@@ -448,7 +451,7 @@ TEST(test_steady_state_reference_steps) {
     CHECK_OK(tp_program_new(g, sig, &p));
     static const float wv[V * D] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15};
     tp_tensor *wt = tensor_f32(2, (int64_t[]){V, D}, wv), *x = NULL;
-    static const int64_t idx[T] = {3, 0, 3, 4};
+    static const int64_t idx[T] = {3, 0, 3, 4, 1};
     CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){T}, idx, &x));
     if (p && wt) CHECK_OK(tp_program_set_state(p, "emb.weight", TP_STATE_PARAMETER, wt, true));
     tp_run *run = NULL;
@@ -1511,6 +1514,166 @@ TEST(test_fusion_keeps_results) {
     check_fusion_case("not gelu", 64, 48, 48, fg_not_gelu, 12, 5);
 }
 
+static tp_node *placeholder_dt(tp_graph *g, const char *name, tp_dtype dt, int ndim, const int64_t *sizes) {
+    tp_tensor *m = NULL;
+    CHECK_OK(tp_tensor_meta(dt, ndim, sizes, &m));
+    tp_value v = tp_value_tensor(m);
+    tp_node *n = NULL;
+    CHECK_OK(tp_graph_placeholder(g, name, &v, &n));
+    tp_value_clear(&v);
+    return n;
+}
+
+static tp_value int_list(int n, const int64_t *v) {
+    tp_value l = tp_value_none();
+    CHECK_OK(tp_value_int_list(v, n, &l));
+    return l;
+}
+
+/* Row selections moved before the row-wise ops feeding them
+ * (plan_rewrite.c, tp__rewrite_row_select). A program of x [6, 8], W [8, 8],
+ * b [8] and a constant index [2, 0] (int64), built by fn; each case runs
+ * against the reference kernels at every CPU level on 1 and 2 threads, and
+ * the rewrite of a copy of its graph must make exactly want_moves moves
+ * (0 where a selection must stay: along softmax's dim or a product's
+ * columns, an input with another user, a reshape that merges the
+ * selected dim). */
+typedef int (*rows_graph_fn)(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **outs);
+
+static void check_rows_case(const char *what, rows_graph_fn fn, int want_moves) {
+    enum { B = 6, K = 8 };
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *w = placeholder(g, "p_w", 2, (int64_t[]){K, K});
+    tp_node *b = placeholder(g, "p_b", 1, (int64_t[]){K});
+    tp_node *idx = placeholder_dt(g, "c_idx", TP_INT64, 1, (int64_t[]){2});
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){B, K});
+    tp_node *outs[4];
+    const int n_out = fn(g, x, w, b, idx, outs);
+    output_nodes(g, n_out, outs);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_b"), "b", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_CONSTANT_TENSOR, tp_arg_tensor("c_idx"), "idx", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 0; i < n_out; i++)
+        CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(outs[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    if (!p) return;
+    set_param(p, "w", 2, (int64_t[]){K, K}, 81, 0.5f);
+    set_param(p, "b", 1, (int64_t[]){K}, 82, 0.5f);
+    tp_tensor *ti = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){2}, (int64_t[]){2, 0}, &ti));
+    if (ti) CHECK_OK(tp_program_set_state(p, "idx", TP_STATE_CONSTANT, ti, true));
+    tp_tensor_free(ti);
+    tp_tensor *x0 = rand_tensor(2, (int64_t[]){B, K}, 83, 2.0f);
+    if (x0) check_against_reference(p, x0, n_out, what);
+    tp_tensor_free(x0);
+    tp_graph *copy = NULL;
+    int moves = -1;
+    CHECK_OK(tp_graph_copy(tp_program_graph(p), &copy));
+    if (copy) CHECK_OK(tp__rewrite_row_select(p, copy, &moves));
+    CHECK_MSG(moves == want_moves, "%s: %d moves, expected %d", what, moves, want_moves);
+    if (copy) CHECK_OK(tp_graph_lint(copy));
+    tp_graph_free(copy);
+    tp_program_free(p);
+}
+
+/* select(layer_norm(x + gelu(linear(x))), 0, 4): layer_norm, add, gelu, linear */
+static int rg_block_row(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *ge = call(g, TP_OP_GELU, 1, (tp_value[]){N(l)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(x), N(ge)});
+    tp_value shape = int_list(1, (int64_t[]){8});
+    tp_node *ln = call(g, TP_OP_LAYER_NORM, 5, (tp_value[]){N(a), shape, N(b), N(b), tp_value_float(1e-5)});
+    tp_value_clear(&shape);
+    o[0] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(ln), tp_value_int(0), tp_value_int(4)});
+    return 1;
+}
+/* index_select(softmax(linear(x) * b, 1) / 2 + slice(x, 0, 0, 1), 0, idx): the
+ * broadcast row [1, 8] and the bias [8] stay whole; add, div, softmax, mul, linear */
+static int rg_index_rows(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(l), N(b)});
+    tp_node *sm = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(m), tp_value_int(1)});
+    tp_node *d = call(g, TP_OP_DIV, 2, (tp_value[]){N(sm), tp_value_float(2.0)});
+    tp_node *row = call(g, TP_OP_SLICE, 4, (tp_value[]){N(x), tp_value_int(0), tp_value_int(0), tp_value_int(1)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(d), N(row)});
+    o[0] = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(a), tp_value_int(0), N(idx)});
+    return 1;
+}
+/* attention over [2, 3, 8] tokens, token 1 of permute(softmax(q k^T) v, [1, 0, 2]):
+ * permute, matmul (P V rows), softmax, matmul (Q K^T rows); q = t has other users */
+static int rg_attention_token(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_value shape = int_list(3, (int64_t[]){2, 3, 8});
+    tp_node *t = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(l), shape});
+    tp_value_clear(&shape);
+    tp_node *kt = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(t), tp_value_int(1), tp_value_int(2)});
+    tp_node *sc = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(t), N(kt)});
+    tp_node *pr = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(-1)});
+    tp_node *av = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(pr), N(t)});
+    tp_value perm = int_list(3, (int64_t[]){1, 0, 2});
+    tp_node *pm = call(g, TP_OP_PERMUTE, 2, (tp_value[]){N(av), perm});
+    tp_value_clear(&perm);
+    o[0] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(pm), tp_value_int(0), tp_value_int(-2)});
+    return 1;
+}
+/* a batch of matmul(t, t^T) over [2, 3, 8]: slice(., 0, 1, 2) takes both
+ * operands' batch (matmul, transpose; reshape [6, 8] -> [2, 3, 8] changes dim 0: stays) */
+static int rg_batch(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_value shape = int_list(3, (int64_t[]){2, 3, 8});
+    tp_node *t = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(l), shape});
+    tp_value_clear(&shape);
+    tp_node *tt = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(t), tp_value_int(1), tp_value_int(2)});
+    tp_node *mm = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(t), N(tt)});
+    o[0] = call(g, TP_OP_SLICE, 4, (tp_value[]){N(mm), tp_value_int(0), tp_value_int(1), tp_value_int(2)});
+    return 1;
+}
+/* reshape [6, 8] -> [6, 2, 4] keeps dim 0: select(., 0, 3) takes reshape, linear */
+static int rg_reshape_keeps(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_value shape = int_list(3, (int64_t[]){6, 2, -1});
+    tp_node *r = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(l), shape});
+    tp_value_clear(&shape);
+    o[0] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(r), tp_value_int(0), tp_value_int(3)});
+    return 1;
+}
+/* selections that stay: along softmax's dim, along the product's columns,
+ * of a value with another user, through a reshape merging dim 0 */
+static int rg_stays(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *sm = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(l), tp_value_int(0)});
+    o[0] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(sm), tp_value_int(0), tp_value_int(1)});
+    tp_node *l2 = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(x), N(w)});
+    o[1] = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(l2), tp_value_int(1), N(idx)});
+    tp_node *l3 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *rl = call(g, TP_OP_RELU, 1, (tp_value[]){N(l3)});
+    tp_node *s3 = call(g, TP_OP_SELECT, 3, (tp_value[]){N(l3), tp_value_int(0), tp_value_int(2)});
+    o[2] = call(g, TP_OP_ADD, 2, (tp_value[]){N(rl), N(s3)});
+    tp_value shape = int_list(2, (int64_t[]){3, 16});
+    tp_node *r = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(l3), shape});
+    tp_value_clear(&shape);
+    o[3] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(r), tp_value_int(0), tp_value_int(1)});
+    return 4;
+}
+
+TEST(test_row_selections) {
+    check_rows_case("a block's one row: layer_norm, residual, gelu, linear", rg_block_row, 4);
+    check_rows_case("index_select through broadcasts, softmax over the other dim", rg_index_rows, 5);
+    check_rows_case("attention's one token through permute, P V, softmax, Q K^T", rg_attention_token, 4);
+    check_rows_case("a batch of matmul: both operands", rg_batch, 2);
+    check_rows_case("reshape keeping the selected dim", rg_reshape_keeps, 2);
+    check_rows_case("selections that stay", rg_stays, 0);
+}
+
 /* ---- 6. plans are invalidated by program changes ------------------------ */
 
 static tp_tensor *mlp_expected(tp_program *p, tp_tensor *x) {
@@ -1835,15 +1998,6 @@ TEST(test_log) {
 /* ---- bfloat16 / float16 matrix products --------------------------------- */
 
 /* A placeholder of dtype dt. */
-static tp_node *placeholder_dt(tp_graph *g, const char *name, tp_dtype dt, int ndim, const int64_t *sizes) {
-    tp_tensor *m = NULL;
-    CHECK_OK(tp_tensor_meta(dt, ndim, sizes, &m));
-    tp_value v = tp_value_tensor(m);
-    tp_node *n = NULL;
-    CHECK_OK(tp_graph_placeholder(g, name, &v, &n));
-    tp_value_clear(&v);
-    return n;
-}
 
 static tp_tensor *rand_tensor_dt(tp_dtype dt, int ndim, const int64_t *sizes, uint32_t seed, float scale) {
     tp_tensor *f = rand_tensor(ndim, sizes, seed, scale), *t = NULL;
@@ -1972,12 +2126,6 @@ TEST(test_fast_cat) {
         check_cat(0, strided, TP_FLOAT32);
     }
     check_cat(1, false, TP_INT64);
-}
-
-static tp_value int_list(int n, const int64_t *v) {
-    tp_value l = tp_value_none();
-    CHECK_OK(tp_value_int_list(v, n, &l));
-    return l;
 }
 
 
@@ -2810,6 +2958,6 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
-          T(test_fusion_keeps_results), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
+          T(test_fusion_keeps_results), T(test_row_selections), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
           T(test_claimed_products), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
           T(test_half_epilogue_fuses))
