@@ -623,7 +623,8 @@ static tp_status move_rowsel(tp_graph *g, const rowsel *s, rowsel *work, int *n_
     int n_same = 0;
     for (int64_t i = 0; i < x->n_users; i++) {
         rowsel u;
-        if (n_same == MAX_SAME || !as_rowsel(x->users[i], &u) || !same_rowsel(&u, s)) return TP_OK;
+        if (n_same == MAX_SAME || !as_rowsel(x->users[i], &u) || arg_node(u.node, 0) != x || !same_rowsel(&u, s))
+            return TP_OK;
         same[n_same++] = u;
     }
     if (*n_work + TP_ROWSEL_MAX_ARGS > cap) return TP_OK;
