@@ -16,7 +16,7 @@
  *   F="-std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc"
  *   gcc $F -mavx2 -mfma -c src/cpu/gemm_avx2.c -o build/gemm_avx2.o
  *   gcc $F -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -c src/cpu/gemm_avx512.c -o build/gemm_avx512.o
- *   gcc $F bench/gemm_bench.c src/cpu/gemm.c build/gemm_avx2.o build/gemm_avx512.o -lm -lpthread \
+ *   gcc $F bench/gemm_bench.c src/cpu/gemm.c src/threadpool.c build/gemm_avx2.o build/gemm_avx512.o -lm -lpthread \
  *       -o build/gemm_bench
  * or against the library, which contains the gemm:
  *   gcc $F bench/gemm_bench.c build/libtpexport.a $(pkg-config --libs jansson libprotobuf-c zlib) \
