@@ -639,6 +639,10 @@ static tp_status move_rowsel(tp_graph *g, const rowsel *s, rowsel *work, int *n_
     for (tp_node *n = x->next; n && !first; n = n->next)
         for (int i = 0; i < n_same; i++)
             if (same[i].node == n) first = n;
+    if (!first) { /* users before their input: not a graph the planner takes */
+        tp_value_clear(&shape);
+        return TP_OK;
+    }
     tp_node *made[TP_ROWSEL_MAX_ARGS + 1];
     int n_made = 0;
     tp_value args = tp_value_none();
