@@ -512,11 +512,11 @@ static int64_t arg_nodes(const tp_node *x) {
 }
 
 /* For x = op(...) and a selection along x's dim d: the dim of each
- * argument i that takes the selection (dims[i]; -1: whole), and for a
- * reshape the new shape (*shape, owned; its d entry new_len). False when
- * the op does not compute index k along d from index k of those
- * arguments' dims (and the rest whole). */
-static bool rowsel_plan(const tp_node *x, int d, int dims[TP_ROWSEL_MAX_ARGS], int64_t new_len, tp_value *shape) {
+ * argument i that takes the selection (dims[i]; -1: whole); *reshape when
+ * x is a reshape whose shape argument's entry d must become the selected
+ * length. False when the op does not compute index k along d from index k
+ * of those arguments' dims (and the rest whole). */
+static bool rowsel_plan(const tp_node *x, int d, int dims[TP_ROWSEL_MAX_ARGS], bool *reshape) {
     int r, ra = 0, rb = 0;
     const int64_t *ys = meta_sizes(x, &r);
     const int64_t n_args = tp_value_len(&x->args);
@@ -524,13 +524,14 @@ static bool rowsel_plan(const tp_node *x, int d, int dims[TP_ROWSEL_MAX_ARGS], i
     /* node arguments in kwargs would be missed */
     if (x->n_inputs != arg_nodes(x)) return false;
     for (int i = 0; i < TP_ROWSEL_MAX_ARGS; i++) dims[i] = -1;
+    *reshape = false;
     tp_node *a = arg_node(x, 0), *b = arg_node(x, 1);
     const int64_t *as = meta_sizes(a, &ra), *bs = meta_sizes(b, &rb);
     const tp_op op = x->op;
-    const bool one_tensor = op_in(op, rowsel_unary, TP_ARRAY_LEN(rowsel_unary)) ||
-                            op_in(op, rowsel_one_tensor, TP_ARRAY_LEN(rowsel_one_tensor));
-    if (one_tensor && (!as || x->n_inputs != 1)) return false;
-    if (op_in(op, rowsel_unary, TP_ARRAY_LEN(rowsel_unary))) {
+    const bool unary = op_in(op, rowsel_unary, TP_ARRAY_LEN(rowsel_unary));
+    if ((unary || op_in(op, rowsel_one_tensor, TP_ARRAY_LEN(rowsel_one_tensor))) && (!as || x->n_inputs != 1))
+        return false;
+    if (unary) {
         dims[0] = d;
     } else if (op_in(op, rowsel_binary, TP_ARRAY_LEN(rowsel_binary))) {
         if (n_args != 2) return false;
@@ -592,8 +593,7 @@ static bool rowsel_plan(const tp_node *x, int d, int dims[TP_ROWSEL_MAX_ARGS], i
             if (as[i] != ys[i]) return false;
         for (int i = 0; i < r; i++)
             if (tp_value_at(sh, i)->kind != TP_VAL_INT) return false;
-        if (tp_value_copy(sh, shape) != TP_OK) return false;
-        if (shape->u.seq.items[d].u.i != -1) shape->u.seq.items[d] = tp_value_int(new_len);
+        *reshape = tp_value_at(sh, d)->u.i != -1; /* -1 is inferred again */
         dims[0] = d;
     } else {
         return false;
@@ -629,20 +629,14 @@ static tp_status move_rowsel(tp_graph *g, const rowsel *s, rowsel *work, int *n_
     }
     if (*n_work + TP_ROWSEL_MAX_ARGS > cap) return TP_OK;
     int dims[TP_ROWSEL_MAX_ARGS];
-    tp_value shape = tp_value_none();
-    if (!rowsel_plan(x, s->dim, dims, ss[s->dim], &shape)) {
-        tp_value_clear(&shape);
-        return TP_OK;
-    }
+    bool reshape;
+    if (!rowsel_plan(x, s->dim, dims, &reshape)) return TP_OK;
     /* made before the first of the equal selections (the others' users come after it) */
     tp_node *first = NULL;
     for (tp_node *n = x->next; n && !first; n = n->next)
         for (int i = 0; i < n_same; i++)
             if (same[i].node == n) first = n;
-    if (!first) { /* users before their input: not a graph the planner takes */
-        tp_value_clear(&shape);
-        return TP_OK;
-    }
+    if (!first) return TP_OK; /* users before their input: not a graph the planner takes */
     tp_node *made[TP_ROWSEL_MAX_ARGS + 1];
     int n_made = 0;
     tp_value args = tp_value_none();
@@ -660,15 +654,10 @@ static tp_status move_rowsel(tp_graph *g, const rowsel *s, rowsel *work, int *n_
         }
         args.u.seq.items[i] = tp_value_node(sel);
     }
-    if (st == TP_OK && shape.kind != TP_VAL_NONE) {
-        tp_value_clear(&args.u.seq.items[1]);
-        args.u.seq.items[1] = shape;
-        shape = tp_value_none();
-    }
+    if (st == TP_OK && reshape) args.u.seq.items[1].u.seq.items[s->dim] = tp_value_int(ss[s->dim]);
     tp_node *y = NULL;
     if (st == TP_OK) st = tp_graph_call_function(g, x->op, &args, &x->kwargs, &y);
     tp_value_clear(&args);
-    tp_value_clear(&shape);
     tp_graph_set_insert_point(g, NULL);
     int ry = 0;
     const int64_t *ys = st == TP_OK ? meta_sizes(y, &ry) : NULL;

@@ -1530,6 +1530,31 @@ static tp_value int_list(int n, const int64_t *v) {
     return l;
 }
 
+/* Allocation-failure sweeps (fail_alloc.h) over planning and running a
+ * copy of p (a program keeps the plans it built) on x at level, 2 threads. */
+typedef struct alloc_sweep {
+    tp_program *p;
+    tp_tensor *x[4];
+    int n_x;
+    tp_cpu_level level;
+} alloc_sweep;
+
+static tp_status sweep_plan_and_run(void *ctx) {
+    const alloc_sweep *h = ctx;
+    tp_program *p = NULL;
+    tp_status st = tp_program_copy(h->p, &p);
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.num_threads = 2;
+    opt.cpu_level = h->level;
+    tp_run *r = NULL;
+    if (st == TP_OK) st = tp_run_new(p, &opt, &r);
+    if (st == TP_OK) st = tp_run_execute(r, (tp_tensor **)h->x, h->n_x, NULL, 0);
+    tp_run_free(r);
+    tp_program_free(p);
+    return st;
+}
+
 /* Row selections moved before the row-wise ops feeding them
  * (plan_rewrite.c, tp__rewrite_row_select). A program of x [6, 8], W [8, 8],
  * b [8] and a constant index [2, 0] (int64), built by fn; each case runs
@@ -1537,7 +1562,9 @@ static tp_value int_list(int n, const int64_t *v) {
  * the rewrite of a copy of its graph must make exactly want_moves moves
  * (0 where a selection must stay: along softmax's dim or a product's
  * columns, an input with another user, a reshape that merges the
- * selected dim). */
+ * selected dim). Where moves happen, an allocation-failure sweep over
+ * planning and running: every failure, in the rewrite too (its undone
+ * moves included), gives TP_ERR_NOMEM and leaks nothing. */
 typedef int (*rows_graph_fn)(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **outs);
 
 static void check_rows_case(const char *what, rows_graph_fn fn, int want_moves) {
@@ -1570,6 +1597,10 @@ static void check_rows_case(const char *what, rows_graph_fn fn, int want_moves) 
     tp_tensor_free(ti);
     tp_tensor *x0 = rand_tensor(2, (int64_t[]){B, K}, 83, 2.0f);
     if (x0) check_against_reference(p, x0, n_out, what);
+    if (x0 && want_moves > 0) {
+        alloc_sweep h = {.p = p, .x = {x0}, .n_x = 1, .level = TP_CPU_AUTO};
+        CHECK(check_alloc_failures(what, sweep_plan_and_run, &h) > 0);
+    }
     tp_tensor_free(x0);
     tp_graph *copy = NULL;
     int moves = -1;
@@ -2004,31 +2035,6 @@ static tp_tensor *rand_tensor_dt(tp_dtype dt, int ndim, const int64_t *sizes, ui
     if (f) CHECK_OK(tp_tensor_to(f, dt, &t));
     tp_tensor_free(f);
     return t;
-}
-
-/* Allocation-failure sweeps (fail_alloc.h) over planning and running a
- * copy of p (a program keeps the plans it built) on x at level, 2 threads. */
-typedef struct alloc_sweep {
-    tp_program *p;
-    tp_tensor *x[4];
-    int n_x;
-    tp_cpu_level level;
-} alloc_sweep;
-
-static tp_status sweep_plan_and_run(void *ctx) {
-    const alloc_sweep *h = ctx;
-    tp_program *p = NULL;
-    tp_status st = tp_program_copy(h->p, &p);
-    tp_run_options opt;
-    tp_run_options_init(&opt);
-    opt.num_threads = 2;
-    opt.cpu_level = h->level;
-    tp_run *r = NULL;
-    if (st == TP_OK) st = tp_run_new(p, &opt, &r);
-    if (st == TP_OK) st = tp_run_execute(r, (tp_tensor **)h->x, h->n_x, NULL, 0);
-    tp_run_free(r);
-    tp_program_free(p);
-    return st;
 }
 
 /* The fast cat (src/cpu/fast_shape.c, variant "memcpy"): cat(a, e, b,

@@ -18,7 +18,8 @@
  *       it are applied by the micro-kernel in registers instead (plan
  *       k_bias / k_relu, the rest left in plan.rest).
  *   (A block of at most tp__gemm_jr_outer_max_rows rows (64, AVX-512 256)
- *   read in place swaps the ir and jr loops when a B micro-panel fits in L1: see there.)
+ *   read in place swaps the ir and jr loops when a B micro-panel fits in
+ *   L1: see there.)
  * Prefetch: the kernel calls that share a part of B also fetch what comes
  *   next into L2, a line per k step spread over them (tp__gemm_next): with
  *   the jr-outer order the next B micro-panel (few rows reuse each weight
@@ -291,8 +292,9 @@ enum { TP__GEMM_B_IN_PLACE_MAX_ROWS = 64 };
  * 1024^3 69 -> 54: A's block no longer stays near L1). Models, per-node
  * times of alternating runs, 1 / 2 threads: ViT-S 0.95 / 0.945, GPT-2
  * 0.90 / 0.96, transformer 0.96 / 0.98, ResNet-50's GEMM convolutions
- * 0.98 / 0.93, the convolution nets otherwise unchanged. AVX2 keeps 64 rows and its long K blocks
- * (measured on Zen 4 and Zen 3, not re-measured with this order). */
+ * 0.98 / 0.93, the convolution nets otherwise unchanged. AVX2 keeps 64
+ * rows and its long K blocks (measured on Zen 4 and Zen 3, not
+ * re-measured with this order). */
 enum { TP__GEMM_JR_OUTER_MAX_ROWS = 64, TP__GEMM_AVX512_JR_OUTER_MAX_ROWS = 256 };
 static int64_t tp__gemm_jr_outer_max_rows(int isa) {
     return isa == TP_ISA_AVX512 ? TP__GEMM_AVX512_JR_OUTER_MAX_ROWS : TP__GEMM_JR_OUTER_MAX_ROWS;
