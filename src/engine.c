@@ -1011,6 +1011,57 @@ static tp_status plan_memory(tp_plan *plan) {
 }
 
 /* Build a plan for program p and flat placeholder values. */
+/* Do the tensors a plan is built for have the sizes p's graph recorded in
+ * its meta (each placeholder's: the user input in flat, or the state it
+ * names; each get_attr's)? Into *same; fails only when out of memory. The row-selection rewrite trusts the recorded
+ * sizes (a select of index -1 becomes a slice at the recorded last row, a
+ * broadcast dim is told by its size 1), and a program without examples or
+ * dim rules may be called on other sizes: plans are built per input-shape
+ * class, and only those of the recorded sizes move selections. */
+static tp_status sizes_recorded(const tp_program *p, const tp_value *flat, int64_t n_flat, bool *same) {
+    *same = false;
+    int64_t ph = 0;
+    for (const tp_node *n = p->graph->first; n; n = n->next) {
+        if (n->kind != TP_NODE_PLACEHOLDER && n->kind != TP_NODE_GET_ATTR) continue;
+        tp_value v = tp_value_none();
+        const tp_tensor *t = NULL;
+        if (n->kind == TP_NODE_GET_ATTR) {
+            const tp_status st = tp__program_resolve_attr((void *)p, n->target, &v);
+            if (st == TP_ERR_NOMEM) return st;
+            if (st != TP_OK) {
+                tp_clear_error();
+                return TP_OK;
+            }
+            if (v.kind == TP_VAL_TENSOR) t = v.u.tensor;
+        } else {
+            const int k = tp_signature_find_input(p->signature, n->name);
+            const tp_input_spec *s = k >= 0 ? tp_signature_input(p->signature, k) : NULL;
+            const int64_t index = ph++;
+            if (!s || index >= n_flat) return TP_OK;
+            if (s->kind == TP_INPUT_CUSTOM_OBJ || s->kind == TP_INPUT_TOKEN) continue;
+            if (s->kind == TP_INPUT_USER_INPUT) {
+                if (flat[index].kind == TP_VAL_TENSOR) t = flat[index].u.tensor;
+            } else {
+                tp_tensor *st = NULL;
+                if (tp_module_get_state(p->state, s->target, &st, NULL, NULL) != TP_OK) {
+                    tp_clear_error();
+                    return TP_OK;
+                }
+                t = st;
+            }
+        }
+        bool ok = (t != NULL) == (n->meta_val.kind == TP_VAL_TENSOR);
+        if (ok && t) {
+            const tp_tensor *m = n->meta_val.u.tensor;
+            ok = m->ndim == t->ndim && memcmp(m->sizes, t->sizes, (size_t)t->ndim * sizeof *t->sizes) == 0;
+        }
+        tp_value_clear(&v);
+        if (!ok) return TP_OK;
+    }
+    *same = true;
+    return TP_OK;
+}
+
 static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat, int level, int threads,
                             tp_plan **out) {
     /* plan-time rewrites run on a copy of the graph (plan_rewrite.c) */
@@ -1022,7 +1073,9 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
         if (rst == TP_OK) rst = tp__rewrite_attention(p, copy, &n_attention);
         if (rst == TP_OK) rst = tp__rewrite_silu(copy, &n_silu);
         if (rst == TP_OK) rst = tp__rewrite_gelu(p, copy, &n_gelu);
-        if (rst == TP_OK) rst = tp__rewrite_row_select(p, copy, &n_rows);
+        bool recorded = false;
+        if (rst == TP_OK) rst = sizes_recorded(p, flat, n_flat, &recorded);
+        if (rst == TP_OK && recorded) rst = tp__rewrite_row_select(p, copy, &n_rows);
         if (rst != TP_OK || n_attention + n_silu + n_gelu + n_rows == 0) {
             tp_graph_free(copy);
             copy = NULL;

@@ -404,9 +404,16 @@ tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_rewritten) {
  * last block's MLP, output projection and attention scores for that token
  * only. A selection moves only while every user of X makes the same
  * selection (equal selections merge first), when it selects fewer indices
- * than X has, and only in programs without dynamic dims (broadcast dims
- * are told apart by their sizes). The op made on the selected operands
- * must infer the selection's shape and dtype, else the move is undone.
+ * than X has, only in programs without dynamic dims and only in plans
+ * whose tensors have the sizes the graph recorded (broadcast dims are told
+ * apart by their sizes, a select of index -1 becomes a slice at the
+ * recorded last row: engine.c's sizes_recorded), and not in graphs with a
+ * write in place (the moved op would read the value at the selection's
+ * position, after the write, and a moved selection can make an alias of
+ * contiguous or reshape a copy). Views (`view`) are not crossed: a view
+ * that fails on its input's strides could succeed on a selected copy.
+ * The op made on the selected operands must infer the selection's shape
+ * and dtype, else the move is undone.
  * The rows computed are the same float operations, except that a product
  * of fewer rows may take another GEMM kernel (one row: the row
  * micro-kernels), so results agree within float rounding. */
@@ -496,7 +503,7 @@ static const tp_op rowsel_unary[] = {
 /* The same with ops of only argument 0 a tensor (their other arguments
  * checked below). */
 static const tp_op rowsel_one_tensor[] = {TP_OP_SOFTMAX, TP_OP_LOG_SOFTMAX, TP_OP_PERMUTE, TP_OP_TRANSPOSE,
-                                          TP_OP_RESHAPE, TP_OP_VIEW};
+                                          TP_OP_RESHAPE};
 static const tp_op rowsel_binary[] = {TP_OP_ADD, TP_OP_SUB, TP_OP_MUL, TP_OP_DIV};
 
 /* Distinct nodes among x's positional arguments. */
@@ -583,7 +590,7 @@ static bool rowsel_plan(const tp_node *x, int d, int dims[TP_ROWSEL_MAX_ARGS], b
         if (t0 < 0) t0 += r;
         if (t1 < 0) t1 += r;
         dims[0] = d == t0 ? (int)t1 : d == t1 ? (int)t0 : d;
-    } else if (op == TP_OP_RESHAPE || op == TP_OP_VIEW) {
+    } else if (op == TP_OP_RESHAPE) {
         /* the dims up to d are the input's: the selection is the input's
          * along d, and the shape's entry d becomes the selected length */
         const tp_value *sh = arg(x, 1);
@@ -735,6 +742,13 @@ static tp_status select_as_slice(tp_graph *g, tp_node *s, rowsel *out, bool *mad
 tp_status tp__rewrite_row_select(const tp_program *p, tp_graph *g, int *n_rewritten) {
     *n_rewritten = 0;
     if (p->n_ranges || p->n_dim_rules || p->n_equalities) return TP_OK;
+    /* a write in place would be read at the selection's position, after
+     * it, and a moved selection may turn an alias (contiguous, reshape,
+     * the view ops) into a copy or back: no moves in such a graph */
+    for (const tp_node *n = g->first; n; n = n->next)
+        if ((n->kind == TP_NODE_CALL_FUNCTION || n->kind == TP_NODE_CALL_METHOD) &&
+            (tp_op_flags(n->op) & (TP_OPF_INPLACE | TP_OPF_MUTATES)))
+            return TP_OK;
     enum { CAP = 256 };
     rowsel *work = tp_malloc(sizeof *work * CAP);
     if (!work) return tp_error(TP_ERR_NOMEM, "out of memory rewriting row selections");

@@ -1567,7 +1567,11 @@ static tp_status sweep_plan_and_run(void *ctx) {
  * moves included), gives TP_ERR_NOMEM and leaks nothing. */
 typedef int (*rows_graph_fn)(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **outs);
 
-static void check_rows_case(const char *what, rows_graph_fn fn, int want_moves) {
+/* A case whose runs must all fail with this status, as the reference
+ * level's does (TP_OK: runs compared with the reference's outputs). */
+static tp_status rows_want_status = TP_OK;
+/* run_rows: the rows of the x the runs get (the graph's x has B). */
+static void check_rows_case_run(const char *what, rows_graph_fn fn, int want_moves, int64_t run_rows) {
     enum { B = 6, K = 8 };
     tp_graph *g = NULL;
     CHECK_OK(tp_graph_new(&g));
@@ -1595,9 +1599,25 @@ static void check_rows_case(const char *what, rows_graph_fn fn, int want_moves) 
     CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){2}, (int64_t[]){2, 0}, &ti));
     if (ti) CHECK_OK(tp_program_set_state(p, "idx", TP_STATE_CONSTANT, ti, true));
     tp_tensor_free(ti);
-    tp_tensor *x0 = rand_tensor(2, (int64_t[]){B, K}, 83, 2.0f);
-    if (x0) check_against_reference(p, x0, n_out, what);
-    if (x0 && want_moves > 0) {
+    tp_tensor *x0 = rand_tensor(2, (int64_t[]){run_rows, K}, 83, 2.0f);
+    if (x0 && rows_want_status != TP_OK) {
+        /* every level fails as the reference does */
+        for (int level = TP_CPU_REFERENCE; level <= (int)tp_cpu_level_supported(); level++) {
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            tp_run *r = NULL;
+            tp_status st = tp_run_new(p, &opt, &r);
+            if (st == TP_OK) st = tp_run_execute(r, &x0, 1, NULL, 0);
+            CHECK_MSG(st == rows_want_status, "%s [%s]: status %d, expected %d", what,
+                      tp_cpu_level_name((tp_cpu_level)level), (int)st, (int)rows_want_status);
+            tp_clear_error();
+            tp_run_free(r);
+        }
+    } else if (x0) {
+        check_against_reference(p, x0, n_out, what);
+    }
+    if (x0 && want_moves > 0 && rows_want_status == TP_OK) {
         alloc_sweep h = {.p = p, .x = {x0}, .n_x = 1, .level = TP_CPU_AUTO};
         CHECK(check_alloc_failures(what, sweep_plan_and_run, &h) > 0);
     }
@@ -1610,6 +1630,10 @@ static void check_rows_case(const char *what, rows_graph_fn fn, int want_moves) 
     if (copy) CHECK_OK(tp_graph_lint(copy));
     tp_graph_free(copy);
     tp_program_free(p);
+}
+
+static void check_rows_case(const char *what, rows_graph_fn fn, int want_moves) {
+    check_rows_case_run(what, fn, want_moves, 6);
 }
 
 /* select(layer_norm(x + gelu(linear(x))), 0, 4): layer_norm, add, gelu, linear */
@@ -1694,6 +1718,121 @@ static int rg_stays(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *id
     tp_value_clear(&shape);
     o[3] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(r), tp_value_int(0), tp_value_int(1)});
     return 4;
+}
+
+/* l written in place (add_) between relu(l) and the slice of relu(l): a
+ * moved slice would read l after the write. Graphs with writes keep their
+ * selections. */
+static int rg_bug_inplace(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *r = call(g, TP_OP_RELU, 1, (tp_value[]){N(l)});
+    o[1] = call(g, TP_OP_ADD_, 2, (tp_value[]){N(l), tp_value_float(100.0)});
+    o[0] = call(g, TP_OP_SLICE, 4, (tp_value[]){N(r), tp_value_int(0), tp_value_int(0), tp_value_int(2)});
+    return 2;
+}
+
+/* contiguous(l) is l itself; a write through a slice of it reaches l, but
+ * contiguous(slice(l, 1, ..)) would be a copy. */
+static int rg_bug_contig_alias(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *c = call(g, TP_OP_CONTIGUOUS, 1, (tp_value[]){N(l)});
+    tp_node *s = call(g, TP_OP_SLICE, 4, (tp_value[]){N(c), tp_value_int(1), tp_value_int(0), tp_value_int(2)});
+    o[0] = call(g, TP_OP_MUL_, 2, (tp_value[]){N(s), tp_value_float(0.0)});
+    o[1] = call(g, TP_OP_RELU, 1, (tp_value[]){N(l)});
+    return 2;
+}
+
+/* select(linear(x), 0, -1): the last row of the x the call gets. A move
+ * makes a slice at the recorded last row, so plans for other sizes (a
+ * program without examples or dim rules takes them) do not move. */
+static int rg_bug_last_row(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    o[0] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(l), tp_value_int(0), tp_value_int(-1)});
+    return 1;
+}
+
+/* A view of a transposed value merging its non-contiguous dims fails at
+ * run time (PyTorch: "use reshape instead"); index_select before it would
+ * make a contiguous copy the view then takes: selections do not move
+ * through views. */
+static int rg_bug_view_error(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_value shape = int_list(3, (int64_t[]){6, 2, 4});
+    tp_node *r = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(l), shape});
+    tp_value_clear(&shape);
+    tp_node *t = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(r), tp_value_int(1), tp_value_int(2)});
+    o[1] = call(g, TP_OP_RELU, 1, (tp_value[]){N(t)});
+    shape = int_list(2, (int64_t[]){6, 8});
+    tp_node *v = call(g, TP_OP_VIEW, 2, (tp_value[]){N(t), shape});
+    tp_value_clear(&shape);
+    o[0] = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(v), tp_value_int(0), N(idx)});
+    return 2;
+}
+
+/* The same with an empty slice (a view of no elements always works). */
+static int rg_bug_view_error_empty(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    (void)idx;
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_value shape = int_list(3, (int64_t[]){6, 2, 4});
+    tp_node *r = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(l), shape});
+    tp_value_clear(&shape);
+    tp_node *t = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(r), tp_value_int(1), tp_value_int(2)});
+    o[1] = call(g, TP_OP_RELU, 1, (tp_value[]){N(t)});
+    shape = int_list(2, (int64_t[]){6, 8});
+    tp_node *v = call(g, TP_OP_VIEW, 2, (tp_value[]){N(t), shape});
+    tp_value_clear(&shape);
+    o[0] = call(g, TP_OP_SLICE, 4, (tp_value[]){N(v), tp_value_int(0), tp_value_int(3), tp_value_int(3)});
+    return 2;
+}
+
+/* Slices with a step and a negative start, negative dims, a lower-rank
+ * broadcast operand, select through transpose, matmul's batch broadcast. */
+static int rg_ok_misc(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(l), N(b)});
+    o[0] = call(g, TP_OP_SLICE, 5, (tp_value[]){N(m), tp_value_int(-2), tp_value_int(-5), tp_value_int(100), tp_value_int(2)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *t2 = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(l2), tp_value_int(-1), tp_value_int(0)});
+    tp_node *e2 = call(g, TP_OP_EXP, 1, (tp_value[]){N(t2)});
+    o[1] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(e2), tp_value_int(-1), tp_value_int(-3)});
+    tp_value shape = int_list(3, (int64_t[]){2, 3, 8});
+    tp_node *l3 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *r3 = call(g, TP_OP_RESHAPE, 2, (tp_value[]){N(l3), shape});
+    tp_value_clear(&shape);
+    tp_node *mm = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(r3), N(w)});
+    tp_node *sm = call(g, TP_OP_LOG_SOFTMAX, 2, (tp_value[]){N(mm), tp_value_int(-1)});
+    o[2] = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(sm), tp_value_int(-2), N(idx)});
+    tp_node *l4 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *n4 = call(g, TP_OP_NEG, 1, (tp_value[]){N(l4)});
+    o[3] = call(g, TP_OP_SLICE, 4, (tp_value[]){N(n4), tp_value_int(0), tp_value_int(4), tp_value_int(2)});
+    return 4;
+}
+/* An out-of-range index (8 in a dim of 6) fails as the reference does. */
+static int rg_ok_bad_index(tp_graph *g, tp_node *x, tp_node *w, tp_node *b, tp_node *idx, tp_node **o) {
+    tp_node *ii = call(g, TP_OP_MUL, 2, (tp_value[]){N(idx), tp_value_int(4)}); /* [8, 0] */
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(x), N(w), N(b)});
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(l)});
+    o[0] = call(g, TP_OP_INDEX_SELECT, 3, (tp_value[]){N(sg), tp_value_int(0), N(ii)});
+    return 1;
+}
+
+/* Cases from a review of the rewrite: writes in place, aliases, views
+ * that fail, indices that fail, and a call on other sizes than the graph
+ * recorded (each failed on the rewrite before its guard). */
+TEST(test_row_selections_guards) {
+    check_rows_case("an in-place write between producer and selection: no move", rg_bug_inplace, 0);
+    check_rows_case("a write through a slice of contiguous(l): no move", rg_bug_contig_alias, 0);
+    check_rows_case("step and negative slices, negative dims, broadcasts", rg_ok_misc, 9);
+    rows_want_status = TP_ERR_INDEX;
+    check_rows_case("an index out of range", rg_ok_bad_index, 2);
+    rows_want_status = TP_ERR_SHAPE;
+    check_rows_case("index_select of a view that fails: no move", rg_bug_view_error, 0);
+    check_rows_case("an empty slice of a view that fails: no move", rg_bug_view_error_empty, 0);
+    rows_want_status = TP_OK;
+    check_rows_case_run("select(., 0, -1) on a 9-row x (the graph's: 6)", rg_bug_last_row, 1, 9);
 }
 
 TEST(test_row_selections) {
@@ -2964,6 +3103,6 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
-          T(test_fusion_keeps_results), T(test_row_selections), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
+          T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
           T(test_claimed_products), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
           T(test_half_epilogue_fuses))
