@@ -822,6 +822,25 @@ static int last_reader_before(const tp_plan *plan, int id, int j, int c) {
     return j;
 }
 
+/* Does a step after j and before c write slot r (its output, or an
+ * in-place op's first input, is r or a view of it; an op that may write
+ * any of its arguments counts too)? A fused residual or bias is read at
+ * the producer's step j instead of the consumer's c. */
+static bool written_between(const tp_plan *plan, int r, int j, int c) {
+    for (int t = j + 1; t < c; t++) {
+        const plan_step *ws = &plan->steps[t];
+        if (ws->kind == STEP_FUSED || ws->kind == STEP_VIEW) continue;
+        const unsigned fl = ws->op != TP_OP_INVALID ? tp_op_flags(ws->op) : 0;
+        if (fl & TP_OPF_MUTATES) return true;
+        for (int k = 0; k < ws->n_out + ((fl & TP_OPF_INPLACE) && ws->n_in > 0 ? 1 : 0); k++) {
+            int w = k < ws->n_out ? ws->out[k] : ws->in[0];
+            while (w >= 0 && plan->slots[w].kind == SLOT_VIEW) w = plan->slots[w].root;
+            if (w == r) return true;
+        }
+    }
+    return false;
+}
+
 static tp_status fuse_steps(tp_plan *plan) {
     int *uses = tp_calloc((size_t)(plan->n_slots ? plan->n_slots : 1), sizeof *uses);
     TP_CHECK(uses != NULL, TP_ERR_NOMEM, "out of memory fusing steps");
@@ -865,7 +884,7 @@ static tp_status fuse_steps(tp_plan *plan) {
                 if (r < 0 || r == pid) break;
                 const plan_slot *rs = &plan->slots[r];
                 bool ready = rs->kind == SLOT_CONST || rs->kind == SLOT_INPUT || rs->def < j;
-                if (!ready || rs->kind == SLOT_VIEW) break;
+                if (!ready || rs->kind == SLOT_VIEW || written_between(plan, r, j, c)) break;
                 int *in = tp_realloc(p->in, (size_t)(p->n_in + 1) * sizeof *in);
                 if (!in) {
                     st = tp_error(TP_ERR_NOMEM, "out of memory fusing steps");
@@ -1011,15 +1030,21 @@ static tp_status plan_memory(tp_plan *plan) {
 }
 
 /* Build a plan for program p and flat placeholder values. */
-/* Do the tensors a plan is built for have the sizes p's graph recorded in
- * its meta (each placeholder's: the user input in flat, or the state it
- * names; each get_attr's)? Into *same; fails only when out of memory. The row-selection rewrite trusts the recorded
- * sizes (a select of index -1 becomes a slice at the recorded last row, a
- * broadcast dim is told by its size 1), and a program without examples or
- * dim rules may be called on other sizes: plans are built per input-shape
- * class, and only those of the recorded sizes move selections. */
-static tp_status sizes_recorded(const tp_program *p, const tp_value *flat, int64_t n_flat, bool *same) {
+/* Do the tensors a plan is built for have the dtypes and ranks (*kinds)
+ * and also the sizes (*same) that p's graph recorded in its meta (each
+ * placeholder's: the user input in flat, or the state it names; each
+ * get_attr's)? Fails only when out of memory. The plan-time rewrites
+ * trust the recorded meta: attention, silu and gelu its dtypes and ranks
+ * (softmax's dim is the last at the recorded rank, the float32 gates),
+ * row selections its sizes too (a select of index -1 becomes a slice at
+ * the recorded last row, a broadcast dim is told by its size 1). A
+ * program without examples or dim rules may be called on others: plans
+ * are built per input-shape class, and only those of the recorded kinds
+ * (sizes) are rewritten. */
+static tp_status sizes_recorded(const tp_program *p, const tp_value *flat, int64_t n_flat, bool *kinds, bool *same) {
+    *kinds = false;
     *same = false;
+    bool sizes = true;
     int64_t ph = 0;
     for (const tp_node *n = p->graph->first; n; n = n->next) {
         if (n->kind != TP_NODE_PLACEHOLDER && n->kind != TP_NODE_GET_ATTR) continue;
@@ -1053,12 +1078,14 @@ static tp_status sizes_recorded(const tp_program *p, const tp_value *flat, int64
         bool ok = (t != NULL) == (n->meta_val.kind == TP_VAL_TENSOR);
         if (ok && t) {
             const tp_tensor *m = n->meta_val.u.tensor;
-            ok = m->ndim == t->ndim && memcmp(m->sizes, t->sizes, (size_t)t->ndim * sizeof *t->sizes) == 0;
+            ok = m->ndim == t->ndim && m->dtype == t->dtype;
+            if (ok && memcmp(m->sizes, t->sizes, (size_t)t->ndim * sizeof *t->sizes) != 0) sizes = false;
         }
         tp_value_clear(&v);
         if (!ok) return TP_OK;
     }
-    *same = true;
+    *kinds = true;
+    *same = sizes;
     return TP_OK;
 }
 
@@ -1069,13 +1096,13 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     tp_graph *copy = NULL;
     if (level >= TP_CPU_SCALAR) {
         int n_attention = 0, n_silu = 0, n_gelu = 0, n_rows = 0;
-        tp_status rst = tp_graph_copy(p->graph, &copy);
-        if (rst == TP_OK) rst = tp__rewrite_attention(p, copy, &n_attention);
-        if (rst == TP_OK) rst = tp__rewrite_silu(copy, &n_silu);
-        if (rst == TP_OK) rst = tp__rewrite_gelu(p, copy, &n_gelu);
-        bool recorded = false;
-        if (rst == TP_OK) rst = sizes_recorded(p, flat, n_flat, &recorded);
-        if (rst == TP_OK && recorded) rst = tp__rewrite_row_select(p, copy, &n_rows);
+        bool kinds = false, sizes = false;
+        tp_status rst = sizes_recorded(p, flat, n_flat, &kinds, &sizes);
+        if (rst == TP_OK && kinds) rst = tp_graph_copy(p->graph, &copy);
+        if (rst == TP_OK && kinds) rst = tp__rewrite_attention(p, copy, &n_attention);
+        if (rst == TP_OK && kinds) rst = tp__rewrite_silu(copy, &n_silu);
+        if (rst == TP_OK && kinds) rst = tp__rewrite_gelu(p, copy, &n_gelu);
+        if (rst == TP_OK && sizes) rst = tp__rewrite_row_select(p, copy, &n_rows);
         if (rst != TP_OK || n_attention + n_silu + n_gelu + n_rows == 0) {
             tp_graph_free(copy);
             copy = NULL;

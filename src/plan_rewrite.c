@@ -61,6 +61,32 @@ static int rank_of(const tp_node *n) {
 
 static bool used_once(const tp_node *n) { return n->n_users == 1 && tp_value_len(&n->kwargs) == 0; }
 
+/* Does g write anything in place? A rewritten node reads its operands at
+ * its own position, where the ops it replaces read them earlier: a write
+ * between the two would be seen; and a rewrite may turn an alias into a
+ * copy or back (contiguous, reshape, the view ops), which a later write
+ * through it would show. None of the rewrites below touches such a graph
+ * (exported programs are functional; their state mutations are outputs). */
+static bool writes_in_place(const tp_graph *g) {
+    for (const tp_node *n = g->first; n; n = n->next)
+        if ((n->kind == TP_NODE_CALL_FUNCTION || n->kind == TP_NODE_CALL_METHOD) &&
+            (tp_op_flags(n->op) & (TP_OPF_INPLACE | TP_OPF_MUTATES)))
+            return true;
+    return false;
+}
+
+static bool float32_meta(const tp_node *n) {
+    return n && n->meta_val.kind == TP_VAL_TENSOR && tp_tensor_dtype(n->meta_val.u.tensor) == TP_FLOAT32;
+}
+
+/* Does binary n (an operand times or over a scalar constant) keep its
+ * tensor operand t's rank and dtype? A one-element constant of higher rank
+ * broadcasts, one of another dtype promotes. */
+static bool keeps_kind(const tp_node *n, const tp_node *t) {
+    return rank_of(n) >= 0 && rank_of(n) == rank_of(t) &&
+           tp_tensor_dtype(n->meta_val.u.tensor) == tp_tensor_dtype(t->meta_val.u.tensor);
+}
+
 /* The value of a one-element float32 constant the node stands for. */
 static bool constant_scalar(const tp_program *p, const tp_node *n, double *out) {
     const char *target = NULL;
@@ -110,6 +136,7 @@ static tp_status rewrite_at(const tp_program *p, tp_graph *g, tp_node *m2, bool 
             return TP_OK;
         }
         if (is_call(x, TP_OP_DIV) && tp_value_len(&x->kwargs) != 0) return TP_OK;
+        if (!keeps_kind(x, arg_node(x, 0))) return TP_OK;
         have_scale = true;
         chain[n_chain++] = x;
         x = arg_node(x, 0);
@@ -124,6 +151,10 @@ static tp_status rewrite_at(const tp_program *p, tp_graph *g, tp_node *m2, bool 
         return TP_OK;
     tp_node *q = arg_node(m1, 0), *kt = arg_node(m1, 1);
     if (!q || !kt || rank_of(q) < 2 || rank_of(kt) < 2 || rank_of(v) < 2) return TP_OK;
+    /* float32 only: the fused kernel's; a 16-bit product's scores round
+     * (and may overflow) before the softmax, the reference attention's do not */
+    if (!float32_meta(q) || !float32_meta(kt) || !float32_meta(v) || !float32_meta(m1) || !float32_meta(m2))
+        return TP_OK;
     /* build transpose(Kt, -2, -1) and the attention node just before m2 */
     TP_TRY(tp_graph_set_insert_point(g, m2));
     tp_value targs, sargs, kwargs;
@@ -164,6 +195,7 @@ static tp_status rewrite_at(const tp_program *p, tp_graph *g, tp_node *m2, bool 
 
 tp_status tp__rewrite_attention(const tp_program *p, tp_graph *g, int *n_rewritten) {
     *n_rewritten = 0;
+    if (writes_in_place(g)) return TP_OK;
     for (tp_node *n = g->first; n;) {
         tp_node *next = n->next;
         if (is_call(n, TP_OP_MATMUL)) {
@@ -205,6 +237,7 @@ static tp_status rewrite_silu_at(tp_graph *g, tp_node *m, bool *done) {
 
 tp_status tp__rewrite_silu(tp_graph *g, int *n_rewritten) {
     *n_rewritten = 0;
+    if (writes_in_place(g)) return TP_OK;
     for (tp_node *n = g->first; n;) {
         tp_node *next = n->next;
         if (is_call(n, TP_OP_MUL)) {
@@ -239,8 +272,8 @@ static tp_node *with_scalar(const tp_program *p, tp_node *n, tp_op op, double wa
     if (!is_call(n, op) || tp_value_len(&n->args) != 2 || tp_value_len(&n->kwargs) != 0) return NULL;
     double v;
     tp_node *a0 = arg_node(n, 0), *a1 = arg_node(n, 1);
-    if (a0 && scalar_arg(p, n, 1, &v) && near(v, want)) return a0;
-    if (commutes && a1 && scalar_arg(p, n, 0, &v) && near(v, want)) return a1;
+    if (a0 && scalar_arg(p, n, 1, &v) && near(v, want) && keeps_kind(n, a0)) return a0;
+    if (commutes && a1 && scalar_arg(p, n, 0, &v) && near(v, want) && keeps_kind(n, a1)) return a1;
     return NULL;
 }
 
@@ -377,6 +410,7 @@ static tp_status rewrite_gelu_at(const tp_program *p, tp_graph *g, tp_node *out,
 
 tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_rewritten) {
     *n_rewritten = 0;
+    if (writes_in_place(g)) return TP_OK;
     for (tp_node *n = g->first; n;) {
         tp_node *next = n->next;
         if (is_call(n, TP_OP_MUL)) {
@@ -742,13 +776,7 @@ static tp_status select_as_slice(tp_graph *g, tp_node *s, rowsel *out, bool *mad
 tp_status tp__rewrite_row_select(const tp_program *p, tp_graph *g, int *n_rewritten) {
     *n_rewritten = 0;
     if (p->n_ranges || p->n_dim_rules || p->n_equalities) return TP_OK;
-    /* a write in place would be read at the selection's position, after
-     * it, and a moved selection may turn an alias (contiguous, reshape,
-     * the view ops) into a copy or back: no moves in such a graph */
-    for (const tp_node *n = g->first; n; n = n->next)
-        if ((n->kind == TP_NODE_CALL_FUNCTION || n->kind == TP_NODE_CALL_METHOD) &&
-            (tp_op_flags(n->op) & (TP_OPF_INPLACE | TP_OPF_MUTATES)))
-            return TP_OK;
+    if (writes_in_place(g)) return TP_OK;
     enum { CAP = 256 };
     rowsel *work = tp_malloc(sizeof *work * CAP);
     if (!work) return tp_error(TP_ERR_NOMEM, "out of memory rewriting row selections");

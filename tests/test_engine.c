@@ -3098,6 +3098,493 @@ TEST(test_half_alloc_failures) {
     }
 }
 
+
+/* ---- The attention / silu / gelu rewrites and step fusion --------------
+ * Cases from a review (test_rewrites_skip_writes_in_place,
+ * _follow_recorded_kinds, _scalars_and_fused_reads, _half_runs and
+ * test_attention_rewrite_float16 each failed before these guards): writes in place inside a matched pattern (no rewrite in a graph
+ * that writes in place), calls on other ranks or dtypes than the graph
+ * recorded (only plans of the recorded kinds are rewritten), one-element
+ * constants of higher rank (the rewrite would drop the broadcast), float16
+ * attention (float32 only), and a fused residual or bias written in place
+ * between its producer and consumer (not fused).
+ * A program of named inputs (a name "p_X" is the parameter X, anything else
+ * a user input) whose graph records meta dtype/sizes, built by fn; it runs
+ * on the given run tensors (other sizes/dtypes than recorded allowed: the
+ * program has no examples or dim rules) at the reference level and at every
+ * CPU level on 1 thread: statuses must equal, outputs agree within rtol/atol
+ * (NaN matches NaN). */
+typedef struct rw_in {
+    const char *name;
+    tp_dtype meta_dt;
+    int ndim;
+    int64_t sizes[4];
+    tp_tensor *run; /* user input value, or the parameter's state */
+} rw_in;
+typedef int (*rw_graph_fn)(tp_graph *g, tp_node **in, tp_node **outs);
+static bool rw_sweep = false; /* also an allocation-failure sweep over planning and running */
+
+static int rw_rewrites(tp_program *p) {
+    tp_graph *copy = NULL;
+    int a = 0, s = 0, ge = 0;
+    CHECK_OK(tp_graph_copy(tp_program_graph(p), &copy));
+    if (copy) {
+        CHECK_OK(tp__rewrite_attention(p, copy, &a));
+        CHECK_OK(tp__rewrite_silu(copy, &s));
+        CHECK_OK(tp__rewrite_gelu(p, copy, &ge));
+        CHECK_OK(tp_graph_lint(copy));
+    }
+    tp_graph_free(copy);
+    return a + s + ge;
+}
+
+static void check_rw_case(const char *what, rw_in *ins, int n_ins, rw_graph_fn fn, double rtol, double atol,
+                          int want_rewrites) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_node *in[8];
+    for (int i = 0; i < n_ins; i++) in[i] = placeholder_dt(g, ins[i].name, ins[i].meta_dt, ins[i].ndim, ins[i].sizes);
+    tp_node *outs[4];
+    int n_out = fn(g, in, outs);
+    output_nodes(g, n_out, outs);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    int n_user = 0;
+    tp_tensor *user[8];
+    for (int i = 0; i < n_ins; i++) {
+        bool param = strncmp(ins[i].name, "p_", 2) == 0;
+        CHECK_OK(tp_signature_add_input(s, param ? TP_INPUT_PARAMETER : TP_INPUT_USER_INPUT, tp_arg_tensor(ins[i].name),
+                                        param ? ins[i].name + 2 : NULL, TP_PERSISTENT_UNSET));
+        if (!param) user[n_user++] = ins[i].run;
+    }
+    for (int i = 0; i < n_out; i++)
+        CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(outs[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    if (!p) return;
+    for (int i = 0; i < n_ins; i++)
+        if (strncmp(ins[i].name, "p_", 2) == 0)
+            CHECK_OK(tp_program_set_state(p, ins[i].name + 2, TP_STATE_PARAMETER, ins[i].run, true));
+    if (want_rewrites >= 0) {
+        int n = rw_rewrites(p);
+        CHECK_MSG(n == want_rewrites, "%s: %d rewrites, expected %d", what, n, want_rewrites);
+    }
+    tp_tensor *ref[4] = {NULL, NULL, NULL, NULL};
+    tp_status ref_st = TP_OK;
+    for (int level = TP_CPU_REFERENCE; level <= (int)tp_cpu_level_supported(); level++) {
+        /* fresh copy each level: state written in place starts equal */
+        tp_program *pc = NULL;
+        CHECK_OK(tp_program_copy(p, &pc));
+        if (!pc) break;
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.cpu_level = (tp_cpu_level)level;
+        opt.num_threads = 1;
+        tp_run *r = NULL;
+        tp_status st = tp_run_new(pc, &opt, &r);
+        if (st == TP_OK) st = tp_run_execute(r, user, n_user, NULL, 0);
+        char err[256];
+        snprintf(err, sizeof err, "%s", st == TP_OK ? "" : tp_last_error());
+        tp_clear_error();
+        if (level == TP_CPU_REFERENCE) {
+            ref_st = st;
+            if (st == TP_OK) {
+                CHECK(tp_run_num_outputs(r) == n_out);
+                for (int i = 0; i < n_out; i++) CHECK_OK(tp_tensor_clone(tp_run_output(r, i), &ref[i]));
+            }
+        } else {
+            CHECK_MSG(st == ref_st, "%s [%s]: status %d (%s), reference %d", what, tp_cpu_level_name((tp_cpu_level)level),
+                      (int)st, err, (int)ref_st);
+            if (st == TP_OK && ref_st == TP_OK)
+                for (int i = 0; i < n_out; i++) {
+                    const tp_tensor *o = tp_run_output(r, i);
+                    bool same = o && ref[i] && tp_tensor_ndim(o) == tp_tensor_ndim(ref[i]) &&
+                                tp_tensor_dtype(o) == tp_tensor_dtype(ref[i]) && same_tensor(o, ref[i], rtol, atol);
+                    CHECK_MSG(same, "%s [%s]: output %d differs from the reference (rank %d, reference rank %d)", what,
+                              tp_cpu_level_name((tp_cpu_level)level), i, o ? tp_tensor_ndim(o) : -1,
+                              ref[i] ? tp_tensor_ndim(ref[i]) : -1);
+                }
+        }
+        tp_run_free(r);
+        tp_program_free(pc);
+    }
+    free_tensors(ref, n_out);
+    if (rw_sweep && n_user <= 4) {
+        alloc_sweep h = {.p = p, .n_x = n_user, .level = TP_CPU_AUTO};
+        for (int i = 0; i < n_user; i++) h.x[i] = user[i];
+        long k = check_alloc_failures(what, sweep_plan_and_run, &h);
+        CHECK(k > 0);
+        if (getenv("TP_TEST_SHOW_STEPS")) printf("  %s: %ld allocations swept\n", what, k);
+    }
+    tp_program_free(p);
+}
+
+static tp_tensor *fill_tensor(tp_dtype dt, int ndim, const int64_t *sizes, uint32_t seed, float scale) {
+    tp_tensor *f = rand_tensor(ndim, sizes, seed, scale), *t = NULL;
+    if (!f) return NULL;
+    if (dt == TP_FLOAT32) return f;
+    CHECK_OK(tp_tensor_to(f, dt, &t));
+    tp_tensor_free(f);
+    return t;
+}
+
+static void free_rw(rw_in *ins, int n) {
+    for (int i = 0; i < n; i++) tp_tensor_free(ins[i].run);
+}
+
+/* SiLU: t written in place (add_) between sigmoid(t) and t * sigmoid(t):
+ * the product reads the new t, the sigmoid the old. */
+static int rw_silu_inplace(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *t = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[0])});
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(t)});
+    o[1] = call(g, TP_OP_ADD_, 2, (tp_value[]){N(t), tp_value_float(3.0)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(t), N(sg)});
+    return 2;
+}
+/* GELU (erf form): t written in place between x / sqrt2 and x * (1 + erf) */
+static int rw_gelu_inplace(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *t = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[0])});
+    tp_node *d = call(g, TP_OP_DIV, 2, (tp_value[]){N(t), tp_value_float(1.4142135623730951)});
+    tp_node *e = call(g, TP_OP_ERF, 1, (tp_value[]){N(d)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(e), tp_value_float(1.0)});
+    o[1] = call(g, TP_OP_ADD_, 2, (tp_value[]){N(t), tp_value_float(3.0)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(t), N(a)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(m), tp_value_float(0.5)});
+    return 2;
+}
+/* plain x * sigmoid(x) and gelu chains (rewritten), run on other dtypes than recorded */
+static int rw_silu_plain(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(in[0])});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(in[0]), N(sg)});
+    return 1;
+}
+static int rw_gelu_plain(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *d = call(g, TP_OP_DIV, 2, (tp_value[]){N(in[0]), tp_value_float(1.4142135623730951)});
+    tp_node *e = call(g, TP_OP_ERF, 1, (tp_value[]){N(d)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(e), tp_value_float(1.0)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(in[0]), N(a)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(m), tp_value_float(0.5)});
+    return 1;
+}
+static int rw_gelu_tanh_plain(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *x = in[0];
+    tp_node *c = call(g, TP_OP_POW, 2, (tp_value[]){N(x), tp_value_float(3.0)});
+    tp_node *q = call(g, TP_OP_MUL, 2, (tp_value[]){N(c), tp_value_float(0.044715)});
+    tp_node *t1 = call(g, TP_OP_ADD, 2, (tp_value[]){N(x), N(q)});
+    tp_node *t = call(g, TP_OP_MUL, 2, (tp_value[]){N(t1), tp_value_float(0.7978845608028654)});
+    tp_node *th = call(g, TP_OP_TANH, 1, (tp_value[]){N(t)});
+    tp_node *a2 = call(g, TP_OP_ADD, 2, (tp_value[]){N(th), tp_value_float(1.0)});
+    tp_node *h = call(g, TP_OP_MUL, 2, (tp_value[]){N(x), tp_value_float(0.5)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(h), N(a2)});
+    return 1;
+}
+
+/* attention softmax(q @ kt / 4, dim) @ v from inputs q, kt, v */
+static int rw_attn_dim1(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *s = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    tp_node *sc = call(g, TP_OP_DIV, 2, (tp_value[]){N(s), tp_value_float(4.0)});
+    tp_node *p = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(1)});
+    o[0] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p), N(in[2])});
+    return 1;
+}
+static int rw_attn_last(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *s = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    tp_node *sc = call(g, TP_OP_DIV, 2, (tp_value[]){N(s), tp_value_float(4.0)});
+    tp_node *p = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(-1)});
+    o[0] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p), N(in[2])});
+    return 1;
+}
+/* q' = neg(q) written in place (add_) after q' @ kt */
+static int rw_attn_inplace(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *q = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[0])});
+    tp_node *s = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(q), N(in[1])});
+    o[1] = call(g, TP_OP_MUL_, 2, (tp_value[]){N(q), tp_value_float(3.0)});
+    tp_node *sc = call(g, TP_OP_DIV, 2, (tp_value[]){N(s), tp_value_float(4.0)});
+    tp_node *p = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(-1)});
+    o[0] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p), N(in[2])});
+    return 2;
+}
+/* the scale is a parameter (in[3]) the program doubles in place before dividing by it */
+static int rw_attn_param_scale(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *s = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    o[1] = call(g, TP_OP_MUL_, 2, (tp_value[]){N(in[3]), tp_value_float(4.0)});
+    tp_node *sc = call(g, TP_OP_DIV, 2, (tp_value[]){N(s), N(in[3])});
+    tp_node *p = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(-1)});
+    o[0] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p), N(in[2])});
+    return 2;
+}
+
+enum { AB = 2, AL = 1024, AE = 16 }; /* scores 2 x 1024 x 1024 floats: 8 MiB, rewritten */
+static void attn_inputs(rw_in *ins, tp_dtype dt, float scale) {
+    ins[0] = (rw_in){"q", TP_FLOAT32, 3, {AB, AL, AE}, fill_tensor(dt, 3, (int64_t[]){AB, AL, AE}, 1, scale)};
+    ins[1] = (rw_in){"kt", TP_FLOAT32, 3, {AB, AE, AL}, fill_tensor(dt, 3, (int64_t[]){AB, AE, AL}, 2, scale)};
+    ins[2] = (rw_in){"v", TP_FLOAT32, 3, {AB, AL, AE}, fill_tensor(dt, 3, (int64_t[]){AB, AL, AE}, 3, 1.0f)};
+}
+
+TEST(test_rewrites_skip_writes_in_place) {
+    rw_in in[1] = {{"x", TP_FLOAT32, 2, {8, 16}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){8, 16}, 5, 4.0f)}};
+    check_rw_case("silu: t written in place between sigmoid(t) and the product", in, 1, rw_silu_inplace, 1e-5, 1e-6, 0);
+    check_rw_case("gelu: t written in place inside the chain", in, 1, rw_gelu_inplace, 1e-5, 1e-6, 0);
+    free_rw(in, 1);
+    rw_in a[3];
+    attn_inputs(a, TP_FLOAT32, 2.0f);
+    check_rw_case("attention: q written in place between q @ kt and p @ v", a, 3, rw_attn_inplace, 1e-4, 1e-5, 0);
+    free_rw(a, 3);
+    rw_in b[4];
+    attn_inputs(b, TP_FLOAT32, 2.0f);
+    tp_tensor *sc = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 0, NULL, (float[]){4.0f}, &sc));
+    b[3] = (rw_in){"p_scale", TP_FLOAT32, 0, {0}, sc};
+    check_rw_case("attention: a parameter scale written in place before the division", b, 4, rw_attn_param_scale, 1e-4, 1e-5, 0);
+    free_rw(b, 4);
+}
+
+TEST(test_rewrites_follow_recorded_kinds) {
+    /* the graph records rank-2 q [1024, 16], kt [16, 2048] (8 MiB of scores)
+     * and softmax(., 1) = its last dim; called on rank 3 (no examples, no
+     * dim rules), dim 1 is not the last dim */
+    rw_in a[3] = {
+        {"q", TP_FLOAT32, 2, {1024, 16}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 8, 4}, 1, 2.0f)},
+        {"kt", TP_FLOAT32, 2, {16, 2048}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 4, 8}, 2, 2.0f)},
+        {"v", TP_FLOAT32, 2, {2048, 16}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 8, 4}, 3, 2.0f)},
+    };
+    check_rw_case("attention: softmax(., 1) recorded as the last dim, called on rank 3", a, 3, rw_attn_dim1, 1e-4, 1e-5, -1);
+    free_rw(a, 3);
+    /* called with a 1-D query: matmul takes it, attention does not */
+    rw_in b[3] = {
+        {"q", TP_FLOAT32, 2, {1024, 16}, fill_tensor(TP_FLOAT32, 1, (int64_t[]){4}, 1, 2.0f)},
+        {"kt", TP_FLOAT32, 2, {16, 2048}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){4, 8}, 2, 2.0f)},
+        {"v", TP_FLOAT32, 2, {2048, 16}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){8, 4}, 3, 2.0f)},
+    };
+    check_rw_case("attention: called with a 1-D query", b, 3, rw_attn_last, 1e-4, 1e-5, -1);
+    free_rw(b, 3);
+    /* silu / gelu recorded float32, called on int64 */
+    rw_in c[1] = {{"x", TP_FLOAT32, 2, {8, 16}, fill_tensor(TP_INT64, 2, (int64_t[]){8, 16}, 5, 8.0f)}};
+    check_rw_case("silu recorded float32, called on int64", c, 1, rw_silu_plain, 1e-5, 1e-6, -1);
+    check_rw_case("gelu recorded float32, called on int64", c, 1, rw_gelu_plain, 1e-5, 1e-6, -1);
+    check_rw_case("gelu (tanh) recorded float32, called on int64", c, 1, rw_gelu_tanh_plain, 1e-5, 1e-6, -1);
+    free_rw(c, 1);
+    rw_in d[1] = {{"x", TP_FLOAT32, 2, {8, 16}, fill_tensor(TP_FLOAT64, 2, (int64_t[]){8, 16}, 5, 8.0f)}};
+    check_rw_case("silu recorded float32, called on float64", d, 1, rw_silu_plain, 1e-12, 1e-14, 1);
+    check_rw_case("gelu recorded float32, called on float64", d, 1, rw_gelu_plain, 1e-12, 1e-14, 1);
+    check_rw_case("gelu (tanh) recorded float32, called on float64", d, 1, rw_gelu_tanh_plain, 1e-12, 1e-14, 1);
+    free_rw(d, 1);
+    rw_in e[3];
+    attn_inputs(e, TP_FLOAT64, 2.0f);
+    check_rw_case("attention recorded float32, called on float64", e, 3, rw_attn_last, 1e-10, 1e-12, 1);
+    free_rw(e, 3);
+    attn_inputs(e, TP_INT64, 8.0f);
+    check_rw_case("attention recorded float32, called on int64", e, 3, rw_attn_last, 1e-5, 1e-6, 1);
+    free_rw(e, 3);
+}
+
+
+/* attention: 1-element float32 parameter scale of shape [1, 1, 1, 1]: the
+ * product broadcasts the rank-3 scores to rank 4 */
+static int rw_attn_scale_rank(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *s = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    tp_node *sc = call(g, TP_OP_MUL, 2, (tp_value[]){N(s), N(in[3])});
+    tp_node *p = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(-1)});
+    o[0] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p), N(in[2])});
+    return 1;
+}
+/* gelu whose 0.5 is a [1, 1, 1] float32 parameter (in[1]) */
+static int rw_gelu_half_rank(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *d = call(g, TP_OP_DIV, 2, (tp_value[]){N(in[0]), tp_value_float(1.4142135623730951)});
+    tp_node *e = call(g, TP_OP_ERF, 1, (tp_value[]){N(d)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(e), tp_value_float(1.0)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(in[0]), N(a)});
+    o[0] = call(g, TP_OP_MUL, 2, (tp_value[]){N(m), N(in[1])});
+    return 1;
+}
+/* head / batch broadcasts: q [2, 1, L, E], kt [1, 4, E, S] or [E, S], v [4, S, E] */
+static int rw_attn_bcast(tp_graph *g, tp_node **in, tp_node **o) { return rw_attn_last(g, in, o); }
+
+/* step fusion: a residual r written in place (add_) between the GEMM and the add reading r */
+static int rw_fuse_residual_inplace(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *r = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[0])});
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(in[0]), N(in[1]), N(in[2])});
+    o[1] = call(g, TP_OP_ADD_, 2, (tp_value[]){N(r), tp_value_float(100.0)});
+    o[0] = call(g, TP_OP_ADD, 2, (tp_value[]){N(l), N(r)});
+    return 2;
+}
+/* step fusion: a bias row b written in place between matmul(x, w) and + b */
+static int rw_fuse_bias_inplace(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *bb = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[2])});
+    tp_node *l = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    o[1] = call(g, TP_OP_ADD_, 2, (tp_value[]){N(bb), tp_value_float(100.0)});
+    o[0] = call(g, TP_OP_ADD, 2, (tp_value[]){N(l), N(bb)});
+    return 2;
+}
+
+TEST(test_rewrites_scalars_and_fused_reads) {
+    rw_in a[4];
+    attn_inputs(a, TP_FLOAT32, 2.0f);
+    tp_tensor *sc = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 4, (int64_t[]){1, 1, 1, 1}, (float[]){0.25f}, &sc));
+    a[3] = (rw_in){"p_scale", TP_FLOAT32, 4, {1, 1, 1, 1}, sc};
+    check_rw_case("attention: a [1, 1, 1, 1] scale broadcasts the scores to rank 4", a, 4, rw_attn_scale_rank, 1e-4, 1e-5, 0);
+    free_rw(a, 4);
+    tp_tensor *h = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 3, (int64_t[]){1, 1, 1}, (float[]){0.5f}, &h));
+    rw_in b[2] = {{"x", TP_FLOAT32, 2, {8, 16}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){8, 16}, 5, 4.0f)},
+                  {"p_half", TP_FLOAT32, 3, {1, 1, 1}, h}};
+    check_rw_case("gelu: a [1, 1, 1] factor 0.5 broadcasts x to rank 3", b, 2, rw_gelu_half_rank, 1e-5, 1e-6, 0);
+    free_rw(b, 2);
+    /* broadcasts of batch and heads (fine) */
+    rw_in c[3] = {
+        {"q", TP_FLOAT32, 4, {2, 1, 512, 16}, fill_tensor(TP_FLOAT32, 4, (int64_t[]){2, 1, 512, 16}, 1, 2.0f)},
+        {"kt", TP_FLOAT32, 4, {1, 4, 16, 512}, fill_tensor(TP_FLOAT32, 4, (int64_t[]){1, 4, 16, 512}, 2, 2.0f)},
+        {"v", TP_FLOAT32, 3, {4, 512, 16}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){4, 512, 16}, 3, 2.0f)},
+    };
+    check_rw_case("attention: batch and head broadcasts", c, 3, rw_attn_bcast, 1e-4, 1e-5, 1);
+    free_rw(c, 3);
+    rw_in d[3] = {
+        {"q", TP_FLOAT32, 3, {2, 1024, 16}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 1024, 16}, 1, 2.0f)},
+        {"kt", TP_FLOAT32, 2, {16, 1024}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){16, 1024}, 2, 2.0f)},
+        {"v", TP_FLOAT32, 2, {1024, 8}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){1024, 8}, 3, 2.0f)},
+    };
+    check_rw_case("attention: 2-D kt and v", d, 3, rw_attn_bcast, 1e-4, 1e-5, 1);
+    free_rw(d, 3);
+    /* step fusion */
+    rw_in fu[3] = {{"x", TP_FLOAT32, 2, {64, 48}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){64, 48}, 73, 4.0f)},
+                   {"p_w", TP_FLOAT32, 2, {48, 48}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){48, 48}, 71, 0.5f)},
+                   {"p_b", TP_FLOAT32, 1, {48}, fill_tensor(TP_FLOAT32, 1, (int64_t[]){48}, 72, 0.5f)}};
+    check_rw_case("fusion: residual written in place between GEMM and add", fu, 3, rw_fuse_residual_inplace, 1e-5, 1e-5, 0);
+    check_rw_case("fusion: bias row written in place between matmul and add", fu, 3, rw_fuse_bias_inplace, 1e-5, 1e-5, 0);
+    free_rw(fu, 3);
+}
+
+TEST(test_rewrites_nonfinite) {
+    const float vals[8] = {-INFINITY, INFINITY, NAN, -1e13f, 1e13f, -20.0f, 20.0f, -3e38f};
+    tp_tensor *t = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_FLOAT32, 2, (int64_t[]){1, 8}, vals, &t));
+    rw_in in[1] = {{"x", TP_FLOAT32, 2, {1, 8}, t}};
+    check_rw_case("gelu erf at non-finite / huge x", in, 1, rw_gelu_plain, 1e-5, 1e-6, 1);
+    check_rw_case("gelu tanh at non-finite / huge x", in, 1, rw_gelu_tanh_plain, 1e-5, 1e-6, 1);
+    check_rw_case("silu at non-finite / huge x", in, 1, rw_silu_plain, 1e-5, 1e-6, 1);
+    free_rw(in, 1);
+}
+
+
+TEST(test_rewrites_alloc_failures) {
+    rw_sweep = true;
+    rw_in in[1] = {{"x", TP_FLOAT32, 2, {8, 16}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){8, 16}, 5, 4.0f)}};
+    check_rw_case("silu sweep", in, 1, rw_silu_plain, 1e-5, 1e-6, 1);
+    check_rw_case("gelu sweep", in, 1, rw_gelu_plain, 1e-5, 1e-6, 1);
+    check_rw_case("gelu tanh sweep", in, 1, rw_gelu_tanh_plain, 1e-5, 1e-6, 1);
+    free_rw(in, 1);
+    rw_in a[3];
+    attn_inputs(a, TP_FLOAT32, 2.0f);
+    check_rw_case("attention sweep", a, 3, rw_attn_last, 1e-4, 1e-5, 1);
+    free_rw(a, 3);
+    rw_sweep = false;
+}
+
+
+TEST(test_rewrites_half_runs) {
+    for (int k = 0; k < 2; k++) {
+        tp_dtype dt = k ? TP_BFLOAT16 : TP_FLOAT16;
+        rw_in c[1] = {{"x", TP_FLOAT32, 2, {8, 16}, fill_tensor(dt, 2, (int64_t[]){8, 16}, 5, 8.0f)}};
+        check_rw_case(k ? "silu recorded float32, run bf16" : "silu recorded float32, run f16", c, 1, rw_silu_plain, 1e-2, 1e-3, -1);
+        check_rw_case(k ? "gelu recorded float32, run bf16" : "gelu recorded float32, run f16", c, 1, rw_gelu_plain, 1e-2, 1e-3, -1);
+        check_rw_case(k ? "gelu tanh recorded float32, run bf16" : "gelu tanh recorded float32, run f16", c, 1, rw_gelu_tanh_plain, 1e-2, 1e-3, -1);
+        free_rw(c, 1);
+        /* recorded as 16-bit: no rewrite (want 0) */
+        rw_in d[1] = {{"x", dt, 2, {8, 16}, fill_tensor(dt, 2, (int64_t[]){8, 16}, 5, 8.0f)}};
+        check_rw_case("gelu recorded 16-bit", d, 1, rw_gelu_plain, 1e-2, 1e-3, 0);
+        free_rw(d, 1);
+    }
+}
+
+
+static int rw_silu_gelu_select(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *l = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(in[0]), N(in[1]), N(in[2])});
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(l)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(sg), N(l)});
+    o[0] = call(g, TP_OP_SELECT, 3, (tp_value[]){N(m), tp_value_int(0), tp_value_int(-1)});
+    tp_node *l2 = call(g, TP_OP_LINEAR, 3, (tp_value[]){N(in[0]), N(in[1]), N(in[2])});
+    tp_node *h = call(g, TP_OP_MUL, 2, (tp_value[]){N(l2), tp_value_float(0.5)});
+    tp_node *d = call(g, TP_OP_MUL, 2, (tp_value[]){N(l2), tp_value_float(0.7071067811865476)});
+    tp_node *e = call(g, TP_OP_ERF, 1, (tp_value[]){N(d)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(e), tp_value_float(1.0)});
+    tp_node *gg = call(g, TP_OP_MUL, 2, (tp_value[]){N(a), N(h)});
+    o[1] = call(g, TP_OP_SLICE, 4, (tp_value[]){N(gg), tp_value_int(0), tp_value_int(1), tp_value_int(3)});
+    return 2;
+}
+TEST(test_rewrites_then_rows) {
+    rw_in fu[3] = {{"x", TP_FLOAT32, 2, {6, 8}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){6, 8}, 73, 4.0f)},
+                   {"p_w", TP_FLOAT32, 2, {8, 8}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){8, 8}, 71, 0.5f)},
+                   {"p_b", TP_FLOAT32, 1, {8}, fill_tensor(TP_FLOAT32, 1, (int64_t[]){8}, 72, 0.5f)}};
+    check_rw_case("silu / gelu rewrites then row selections", fu, 3, rw_silu_gelu_select, 1e-5, 1e-5, 2);
+    free_rw(fu, 3);
+}
+
+
+static int rw_attn_noscale_mulscale(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *s = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    tp_node *p = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(s), tp_value_int(2)});
+    o[0] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p), N(in[2])});
+    tp_node *s2 = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    tp_node *sc = call(g, TP_OP_MUL, 2, (tp_value[]){N(s2), tp_value_int(3)});
+    tp_node *p2 = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(sc), tp_value_int(-1)});
+    o[1] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p2), N(in[2])});
+    tp_node *s3 = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(in[0]), N(in[1])});
+    tp_node *p3 = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(s3), tp_value_int(-1)});
+    o[2] = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(p3), N(in[2])});
+    o[3] = p3; /* probabilities also an output: stays */
+    return 4;
+}
+TEST(test_attention_rewrite_cases) {
+    rw_in a[3];
+    attn_inputs(a, TP_FLOAT32, 1.0f);
+    check_rw_case("attention: no scale, int scale, probabilities an output", a, 3, rw_attn_noscale_mulscale, 1e-4, 1e-5, 2);
+    free_rw(a, 3);
+}
+
+
+TEST(test_attention_rewrite_empty) {
+    rw_in a[3] = {
+        {"q", TP_FLOAT32, 3, {2, 1024, 0}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 1024, 0}, 1, 2.0f)},
+        {"kt", TP_FLOAT32, 3, {2, 0, 1024}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 0, 1024}, 2, 2.0f)},
+        {"v", TP_FLOAT32, 3, {2, 1024, 8}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 1024, 8}, 3, 2.0f)},
+    };
+    check_rw_case("attention: E = 0", a, 3, rw_attn_last, 1e-4, 1e-5, 1);
+    free_rw(a, 3);
+    rw_in b[3] = {
+        {"q", TP_FLOAT32, 3, {2, 1024, 16}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 1024, 16}, 1, 2.0f)},
+        {"kt", TP_FLOAT32, 3, {2, 16, 1024}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 16, 0}, 2, 2.0f)},
+        {"v", TP_FLOAT32, 3, {2, 1024, 8}, fill_tensor(TP_FLOAT32, 3, (int64_t[]){2, 0, 8}, 3, 2.0f)},
+    };
+    check_rw_case("attention: run with S = 0", b, 3, rw_attn_last, 1e-4, 1e-5, 1);
+    free_rw(b, 3);
+}
+
+/* float16 attention is not rewritten: its scores round (and overflow:
+ * |q.k| > 65504 gives inf, and softmax NaN) before the softmax, the
+ * reference attention's do not. (A row of float32 scores all overflowing
+ * to -inf, |q.k| > 3.4e38, still differs: softmax gives NaN, the fused
+ * kernel zeros, as docs/architecture.md says.) */
+TEST(test_attention_rewrite_float16) {
+    /* float16 scores overflowing (|q.k| > 65504): softmax of inf gives NaN */
+    rw_in f[3];
+    attn_inputs(f, TP_FLOAT32, 1.0f);
+    {
+        float *q = tp_tensor_data(f[0].run), *kt = tp_tensor_data(f[1].run);
+        for (int i = 0; i < AE; i++) q[i] = 100.0f, kt[(int64_t)i * AL] = 100.0f; /* scores[0, 0, 0] = 1.6e5 */
+    }
+    for (int i = 0; i < 3; i++) {
+        tp_tensor *h16 = NULL;
+        CHECK_OK(tp_tensor_to(f[i].run, TP_FLOAT16, &h16));
+        tp_tensor_free(f[i].run);
+        f[i].run = h16;
+        f[i].meta_dt = TP_FLOAT16;
+    }
+    check_rw_case("attention: float16 scores that overflow", f, 3, rw_attn_last, 1e-2, 1e-2, 0);
+    free_rw(f, 3);
+}
+
 TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_fast_cat), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
@@ -3105,4 +3592,4 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
           T(test_claimed_products), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
-          T(test_half_epilogue_fuses))
+          T(test_half_epilogue_fuses), T(test_rewrites_skip_writes_in_place), T(test_rewrites_follow_recorded_kinds), T(test_rewrites_scalars_and_fused_reads), T(test_rewrites_nonfinite), T(test_rewrites_alloc_failures), T(test_rewrites_half_runs), T(test_rewrites_then_rows), T(test_attention_rewrite_cases), T(test_attention_rewrite_empty), T(test_attention_rewrite_float16))
