@@ -822,11 +822,8 @@ static int last_reader_before(const tp_plan *plan, int id, int j, int c) {
     return j;
 }
 
-/* Does a step after j and before c write slot r (its output, or an
- * in-place op's first input, is r or a view of it; an op that may write
- * any of its arguments counts too)? A fused residual or bias is read at
- * the producer's step j instead of the consumer's c. */
-static bool written_between(const tp_plan *plan, int r, int j, int c) {
+bool tp__plan_written_between(const tp_plan *plan, int r, int j, int c) {
+    while (r >= 0 && plan->slots[r].kind == SLOT_VIEW) r = plan->slots[r].root;
     for (int t = j + 1; t < c; t++) {
         const plan_step *ws = &plan->steps[t];
         if (ws->kind == STEP_FUSED || ws->kind == STEP_VIEW) continue;
@@ -884,7 +881,7 @@ static tp_status fuse_steps(tp_plan *plan) {
                 if (r < 0 || r == pid) break;
                 const plan_slot *rs = &plan->slots[r];
                 bool ready = rs->kind == SLOT_CONST || rs->kind == SLOT_INPUT || rs->def < j;
-                if (!ready || rs->kind == SLOT_VIEW || written_between(plan, r, j, c)) break;
+                if (!ready || rs->kind == SLOT_VIEW || tp__plan_written_between(plan, r, j, c)) break;
                 int *in = tp_realloc(p->in, (size_t)(p->n_in + 1) * sizeof *in);
                 if (!in) {
                     st = tp_error(TP_ERR_NOMEM, "out of memory fusing steps");

@@ -140,6 +140,14 @@ TP_HIDDEN tp_status tp__engine_call(tp_program *p, tp_run *r, const tp_value *fl
  * took it (the caller runs the reference kernel). */
 TP_HIDDEN tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_bound, tp_value *result, bool *handled);
 
+/* Does a step after j and before c write slot r's storage (an output, or
+ * an in-place op's first input, that is r, r's root or a view of either;
+ * an op that may write any of its arguments counts too)? Fusions that move
+ * a read from step j to step c (a fused residual or bias read at the
+ * producer's step, a squeeze-excitation scale at the projection's) refuse
+ * such a slot. */
+TP_HIDDEN bool tp__plan_written_between(const tp_plan *plan, int r, int j, int c);
+
 /* Plan-time rewrites of a copy of the graph (plan_rewrite.c): the unfused
  * attention pattern becomes scaled_dot_product_attention. */
 TP_HIDDEN tp_status tp__rewrite_attention(const tp_program *p, tp_graph *g, int *n_rewritten);

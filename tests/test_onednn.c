@@ -22,6 +22,7 @@
  * in float32 in its own order, and its exp-based activations (SiLU,
  * sigmoid, GELU) are within a few float32 ulps.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 
@@ -823,7 +824,10 @@ TEST(test_regions) {
                                 tp_cpu_level_supported() < TP_CPU_AVX512
                             ? 1
                             : 0;
-    const int expect[] = {5, 4, 5, 6, 6, 5 + unfused, 5, 6, 3, 3, 4, 4 + dw_kept};
+    /* "pools at both edges": its first max pool reads the NCHW input,
+     * which oneDNN's pooling would take but drops NaN in: our kernel runs
+     * it (4 oneDNN steps, not 5) */
+    const int expect[] = {5, 4, 5, 6, 6, 5 + unfused, 4, 6, 3, 3, 4, 4 + dw_kept};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
         check_net_range(&nets[i], expect[i], i == 4 || i == 5 || i == 11 ? expect[i] : -1);
     /* the multiply fused into the projection, which scales A's blocks as
@@ -1367,6 +1371,288 @@ TEST(test_concurrent_calls) {
     tp_program_free(b.p);
 }
 
+
+/* ---- Graph-level cases (writes in place, views, NaN) -------------------- */
+/* A graph built by fn from user input x (in[0]) and parameters p_w0.. (in[1..]),
+ * run at the reference level and at the CPU's with 1, 2 and 3 threads; every
+ * output must match the reference (NaN equal to NaN). */
+typedef struct gparam {
+    int ndim;
+    int64_t sizes[4];
+} gparam;
+typedef int (*g_fn)(tp_graph *g, tp_node **in, tp_node **o);
+
+static void on_event_names(void *user, const tp_profile_event *ev) {
+    if (getenv("TP_TEST_SHOW_STEPS")) printf("    %s %s %s\n", ev->node ? ev->node : "?", ev->op, ev->variant);
+    (void)user;
+}
+
+/* check_graph's NaN rule when Winograd is forced (TP_CONV_GEMM=2 or 4):
+ * a NaN input reaches every output of the tiles it falls in (documented),
+ * so an output may be NaN where the reference's is not; a NaN of the
+ * reference must still be NaN. */
+static bool g_nan_superset;
+
+/* out against ref within 1e-4 (relative and absolute), NaN equal to NaN;
+ * with g_nan_superset, a NaN out also stands for any ref. */
+static bool close_nan(const tp_tensor *out, const tp_tensor *ref, char *msg, size_t cap) {
+    if (!g_nan_superset) return tp_tensor_allclose(out, ref, 1e-4, 1e-4, msg, cap);
+    const int64_t n = tp_tensor_numel(ref);
+    if (tp_tensor_numel(out) != n || tp_tensor_dtype(out) != TP_FLOAT32 || tp_tensor_dtype(ref) != TP_FLOAT32) {
+        snprintf(msg, cap, "shape or dtype differs");
+        return false;
+    }
+    tp_tensor *oc = NULL, *rc = NULL;
+    if (tp_tensor_clone(out, &oc) != TP_OK || tp_tensor_clone(ref, &rc) != TP_OK) {
+        tp_tensor_free(oc);
+        tp_tensor_free(rc);
+        snprintf(msg, cap, "out of memory");
+        return false;
+    }
+    const float *o = tp_tensor_data(oc), *r = tp_tensor_data(rc);
+    bool ok = true;
+    for (int64_t k = 0; k < n && ok; k++) {
+        if (o[k] != o[k]) continue; /* NaN: the reference's, or a tile's */
+        ok = r[k] == r[k] && fabsf(o[k] - r[k]) <= 1e-4f + 1e-4f * fabsf(r[k]);
+        if (!ok) snprintf(msg, cap, "element %" PRId64 ": %g != %g", k, (double)o[k], (double)r[k]);
+    }
+    tp_tensor_free(oc);
+    tp_tensor_free(rc);
+    return ok;
+}
+
+static int check_graph(const char *label, const int64_t *xs, tp_tensor *xval, int n_par, const gparam *par, g_fn fn) {
+    int bad = 0;
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    tp_node *in[9];
+    tp_tensor *pv[8] = {0};
+    char name[32];
+    for (int i = 0; i < n_par; i++) {
+        snprintf(name, sizeof name, "p_w%d", i);
+        in[i + 1] = placeholder(g, name, par[i].ndim, par[i].sizes);
+        CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor(name), name + 2, TP_PERSISTENT_UNSET));
+        float sc = 1.0f;
+        if (par[i].ndim == 4) sc = 2.0f / sqrtf((float)(par[i].sizes[1] * par[i].sizes[2] * par[i].sizes[3]));
+        pv[i] = rand_t(par[i].ndim, par[i].sizes, sc);
+    }
+    in[0] = placeholder(g, "x", 4, xs);
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    tp_node *o[4];
+    int n_out = fn(g, in, o);
+    output_nodes(g, n_out, o);
+    for (int i = 0; i < n_out; i++)
+        CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    for (int i = 0; p && i < n_par; i++) {
+        snprintf(name, sizeof name, "w%d", i);
+        CHECK_OK(tp_program_set_state(p, name, TP_STATE_PARAMETER, pv[i], true));
+    }
+    tp_tensor *want[4] = {0}, *first[4] = {0};
+    for (int pass = 0; p && pass < 4; pass++) {
+        tp_program *pc = NULL;
+        CHECK_OK(tp_program_copy(p, &pc));
+        tp_run_options opt;
+        tp_run_options_init(&opt);
+        opt.cpu_level = pass == 0 ? TP_CPU_REFERENCE : TP_CPU_AUTO;
+        opt.num_threads = pass == 0 ? 1 : pass;
+        opt.profile = on_event_names;
+        tp_run *r = NULL;
+        tp_tensor *xin = NULL;
+        CHECK_OK(tp_tensor_clone(xval, &xin)); /* a fresh input each run (it may be written) */
+        tp_status st = tp_run_new(pc, &opt, &r);
+        if (getenv("TP_TEST_SHOW_STEPS")) printf("  %s, %s %d threads:\n", label, pass ? "auto" : "reference", opt.num_threads);
+        if (st == TP_OK) st = tp_run_execute(r, (tp_tensor *[]){xin}, 1, NULL, 0);
+        CHECK_MSG(st == TP_OK, "%s: run (%d threads, pass %d): %s", label, opt.num_threads, pass, tp_last_error());
+        for (int i = 0; st == TP_OK && i < n_out; i++) {
+            if (pass == 0) {
+                CHECK_OK(tp_tensor_clone(tp_run_output(r, i), &want[i]));
+                continue;
+            }
+            char msg[256] = "";
+            if (pass == 1) CHECK_OK(tp_tensor_clone(tp_run_output(r, i), &first[i]));
+            else if (getenv("TP_TEST_BITWISE"))
+                CHECK_MSG(tp_tensor_allclose(tp_run_output(r, i), first[i], 0, 0, msg, sizeof msg),
+                          "%s: output %d at %d threads differs from 1 thread: %s", label, i, pass, msg);
+            bool ok = close_nan(tp_run_output(r, i), want[i], msg, sizeof msg);
+            if (!ok) bad++;
+            CHECK_MSG(ok, "%s, %d threads, output %d: %s", label, opt.num_threads, i, msg);
+        }
+        tp_run_free(r);
+        tp_tensor_free(xin);
+        tp_program_free(pc);
+    }
+    for (int i = 0; i < 4; i++) tp_tensor_free(want[i]), tp_tensor_free(first[i]);
+    for (int i = 0; i < n_par; i++) tp_tensor_free(pv[i]);
+    tp_program_free(p);
+    return bad;
+}
+
+static tp_node *conv_n(tp_graph *g, tp_node *x, tp_node *w, int64_t s, int64_t pd, int64_t groups) {
+    tp_value a[7] = {N(x), N(w), tp_value_none(), pair(s, s), pair(pd, pd), pair(1, 1), tp_value_int(groups)};
+    tp_node *r = call(g, TP_OP_CONV2D, 7, a);
+    for (int k = 3; k < 6; k++) tp_value_clear(&a[k]);
+    return r;
+}
+static tp_node *gmean_n(tp_graph *g, tp_node *x) {
+    tp_value a[3] = {N(x), pair(2, 3), tp_value_bool(true)};
+    tp_node *r = call(g, TP_OP_MEAN, 3, a);
+    tp_value_clear(&a[1]);
+    return r;
+}
+
+/* SE: the scale written in place (add_) between h * s and the projection
+ * reading the product: fuse_scales makes the projection read s after the add_ */
+static int g_se_scale_written(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *h = conv_n(g, in[0], in[1], 1, 1, 1);
+    h = call(g, TP_OP_RELU, 1, (tp_value[]){N(h)});
+    tp_node *sg = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(gmean_n(g, h))});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(h), N(sg)});
+    o[1] = call(g, TP_OP_ADD_, 2, (tp_value[]){N(sg), tp_value_float(5.0)});
+    tp_node *y = conv_n(g, m, in[2], 1, 0, 1);
+    o[0] = conv_n(g, y, in[3], 1, 0, 1);
+    return 2;
+}
+
+
+static tp_value ilist(int n, const int64_t *v) {
+    tp_value l;
+    CHECK_OK(tp_value_int_list(v, n, &l));
+    return l;
+}
+/* SE through a [1, C] sigmoid, viewed back to [1, C, 1, 1] (a linear SE's
+ * form): the scale is a view whose root's block the multiply's step frees;
+ * an unrelated [1, C] tensor made between the multiply and the projection
+ * takes that block */
+static int g_se_scale_view(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *h = conv_n(g, in[0], in[1], 1, 1, 1);
+    h = call(g, TP_OP_RELU, 1, (tp_value[]){N(h)});
+    tp_value v2 = ilist(2, (int64_t[]){1, 32}), v4 = ilist(4, (int64_t[]){1, 32, 1, 1});
+    tp_node *f = call(g, TP_OP_VIEW, 2, (tp_value[]){N(gmean_n(g, h)), v2});
+    tp_node *t = call(g, TP_OP_SIGMOID, 1, (tp_value[]){N(f)});
+    tp_node *sc = call(g, TP_OP_VIEW, 2, (tp_value[]){N(t), v4});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(h), N(sc)});
+    tp_node *q = call(g, TP_OP_NEG, 1, (tp_value[]){N(f)});
+    o[1] = call(g, TP_OP_MUL, 2, (tp_value[]){N(q), tp_value_float(2.0)});
+    tp_node *y = conv_n(g, m, in[2], 1, 0, 1);
+    o[0] = conv_n(g, y, in[3], 1, 0, 1);
+    tp_value_clear(&v2);
+    tp_value_clear(&v4);
+    return 2;
+}
+
+
+static tp_node *mpool_n(tp_graph *g, tp_node *x, int64_t k, int64_t st, int64_t pd, bool ceil) {
+    tp_value a[6] = {N(x), pair(k, k), pair(st, st), pair(pd, pd), pair(1, 1), tp_value_bool(ceil)};
+    tp_node *r = call(g, TP_OP_MAX_POOL2D, 6, a);
+    for (int i = 1; i < 5; i++) tp_value_clear(&a[i]);
+    return r;
+}
+/* max pool of the NCHW user input (oneDNN's pooling, staged) into a region */
+static int g_pool_first(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *p = mpool_n(g, in[0], 3, 2, 1, false);
+    tp_node *y = conv_n(g, p, in[1], 1, 1, 1);
+    o[0] = conv_n(g, y, in[2], 1, 0, 1);
+    return 1;
+}
+/* conv -> max pool (NHWC, mpool_run) -> conv */
+static int g_pool_mid(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *y = conv_n(g, in[0], in[1], 1, 1, 1);
+    tp_node *p = mpool_n(g, y, 3, 2, 1, true);
+    o[0] = conv_n(g, p, in[2], 1, 0, 1);
+    return 1;
+}
+static tp_op g_act_op = TP_OP_HARDSWISH;
+/* conv -> act (a oneDNN post-op) -> conv, and a standalone act after a pool */
+static int g_act(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *y = conv_n(g, in[0], in[1], 1, 1, 1);
+    y = call(g, g_act_op, 1, (tp_value[]){N(y)});
+    o[0] = conv_n(g, y, in[2], 1, 0, 1);
+    return 1;
+}
+static int g_act_standalone(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *y = conv_n(g, in[0], in[1], 1, 1, 1);
+    tp_value a[7] = {N(y), pair(3, 3), pair(1, 1), pair(1, 1), tp_value_bool(false), tp_value_bool(true), tp_value_none()};
+    tp_node *z = call(g, TP_OP_AVG_POOL2D, 7, a);
+    for (int k = 1; k < 4; k++) tp_value_clear(&a[k]);
+    z = call(g, g_act_op, 1, (tp_value[]){N(z)});
+    o[0] = conv_n(g, z, in[2], 1, 0, 1);
+    return 1;
+}
+
+/* NaN through regions: max pools propagate it as PyTorch's do (a max pool
+ * of an NCHW input, which oneDNN's pooling primitive would drop NaN in,
+ * runs on our kernel; one inside a region on mpool_run), and so do the
+ * hardswish, silu and gelu epilogues and steps. Not relu, relu6 and
+ * clamp, which oneDNN runs as post-ops and eltwise steps that give 0 for
+ * NaN where PyTorch gives NaN (docs/architecture.md). */
+TEST(test_nan_through_regions) {
+    const char *gc = getenv("TP_CONV_GEMM");
+    g_nan_superset = gc && (strcmp(gc, "2") == 0 || strcmp(gc, "4") == 0);
+    if (g_nan_superset) printf("  Winograd forced: outputs may be NaN over a whole tile (the reference's NaN must stay)\n");
+    const int64_t xs[4] = {2, 16, 11, 9};
+    tp_tensor *x = rand_t(4, xs, 2.0f);
+    float *d = tp_tensor_data(x);
+    d[3 * 99 + 40] = NAN; /* image 0, channel 3 */
+    d[16 * 99 + 5 * 99 + 17] = NAN;
+    const gparam par[] = {{4, {16, 16, 3, 3}}, {4, {8, 16, 1, 1}}};
+    check_graph("nan: max pool of the NCHW input", xs, x, 2, par, g_pool_first);
+    check_graph("nan: max pool inside a region", xs, x, 2, par, g_pool_mid);
+    const tp_op acts[] = {TP_OP_HARDSWISH, TP_OP_SILU, TP_OP_GELU};
+    const char *names[] = {"nan: conv + hardswish", "nan: conv + silu", "nan: conv + gelu"};
+    const char *snames[] = {"nan: standalone hardswish", "nan: standalone silu", "nan: standalone gelu"};
+    for (int k = 0; k < 3; k++) {
+        g_act_op = acts[k];
+        check_graph(names[k], xs, x, 2, par, g_act);
+        check_graph(snames[k], xs, x, 2, par, g_act_standalone);
+    }
+    tp_tensor_free(x);
+    g_nan_superset = false;
+}
+
+
+/* Average and max pools in ceil mode, with and without padding counted,
+ * dilation, at a region's start and end, odd sizes, batch 2-3, 20
+ * channels. */
+TEST(test_pool_modes_in_regions) {
+    const net_case cases[] = {
+        {"avg ceil include_pad odd", 2, 3, 11, 9, 3,
+         {CONV(20, 3, 1, 1, 1, 1, RELU), {L_AVG, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, true, true, NONE, -1, 0},
+          CONV(5, 1, 1, 0, 1, 1, NONE)}},
+        {"avg ceil include_pad k2 s2 p1", 1, 3, 10, 7, 3,
+         {CONV(20, 3, 1, 1, 1, 1, RELU), {L_AVG, 0, 2, 2, 2, 2, 1, 1, 1, 1, 1, true, true, NONE, -1, 0},
+          CONV(5, 1, 1, 0, 1, 1, NONE)}},
+        {"avg ceil exclude pad k3 s2 p0", 1, 3, 10, 8, 3,
+         {CONV(20, 3, 1, 1, 1, 1, RELU), {L_AVG, 0, 3, 3, 2, 2, 0, 0, 1, 1, 1, true, false, NONE, -1, 0},
+          CONV(5, 1, 1, 0, 1, 1, NONE)}},
+        {"max ceil dilation 2, region start", 3, 20, 13, 11, 3,
+         {{L_POOL, 0, 3, 3, 2, 2, 1, 1, 2, 2, 1, false, true, NONE, -1, 0}, CONV(16, 1, 1, 0, 1, 1, NONE), CONV(5, 1, 1, 0, 1, 1, NONE)}},
+        {"max ceil region end", 2, 3, 13, 11, 2,
+         {CONV(20, 3, 1, 1, 1, 1, NONE), {L_POOL, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0}}},
+        {"avg region end, include pad", 2, 3, 13, 11, 2,
+         {CONV(20, 3, 1, 1, 1, 1, NONE), {L_AVG, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, true, true, NONE, -1, 0}}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_net(&cases[i], 1);
+}
+
+/* A squeeze-excitation multiply fused into its projection (fuse_scales)
+ * moves the reads of h and the scale to the projection's step: a scale
+ * written in place in between is not fused (it was read after the write),
+ * and a scale that is a view of a [1, C] tensor keeps its root alive to
+ * the projection (it was freed at the multiply and overwritten by the
+ * projection's own output, at 2-3 threads). */
+TEST(test_fused_scale_reads) {
+    const int64_t xs[4] = {1, 3, 10, 10};
+    tp_tensor *x = rand_t(4, xs, 2.0f);
+    const gparam par[] = {{4, {32, 3, 3, 3}}, {4, {24, 32, 1, 1}}, {4, {8, 24, 1, 1}}};
+    check_graph("se: scale written in place before the projection", xs, x, 3, par, g_se_scale_written);
+    check_graph("se: scale a view of a [1, C] tensor", xs, x, 3, par, g_se_scale_view);
+    tp_tensor_free(x);
+}
+
 int main(int argc, char **argv) {
     if (!tp__onednn_enabled()) {
         printf("SKIP test_onednn: built without oneDNN (Debian libdnnl-dev) or disabled by TP_ONEDNN=0\n");
@@ -1378,6 +1664,6 @@ int main(int argc, char **argv) {
     }
     static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise), T(test_fused_expansion),
                                          T(test_alloc_failures), T(test_regions), T(test_max_pool_nhwc), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
-                                         T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls)};
+                                         T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls), T(test_fused_scale_reads), T(test_nan_through_regions), T(test_pool_modes_in_regions)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);
 }

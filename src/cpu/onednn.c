@@ -1459,6 +1459,10 @@ static tp_status build_other(pass *ps, const plan_step *s, const dn_cand *c, dn_
     /* pools and activations convert at a region's edge like convolutions;
      * a binary op's layouts match (layouts_ok) */
     bool nx = c->kind == DN_BINARY || is_nhwc(ps, s->in[0]), ny = c->kind == DN_BINARY || is_nhwc(ps, s->out[0]);
+    /* oneDNN's max pooling drops NaN (PyTorch's propagates it): max pools
+     * run here only on mpool_run, which reads NHWC */
+    if (c->kind == DN_POOL && c->alg == dnnl_pooling_max && !nx)
+        return tp_error(TP_ERR_UNSUPPORTED, "a max pool of an NCHW input");
     if (c->kind == DN_POOL && c->alg == dnnl_pooling_max && nx) { /* mpool_run */
         d->mpool = true;
         d->mp_nchw = !ny;
@@ -1649,6 +1653,13 @@ static void find_scales(pass *ps, const int *reads) {
     }
 }
 
+/* Slot id, read at step j: it (and through views its root, which
+ * plan_memory frees) lives to j at least. */
+static void live_to(tp_plan *plan, int id, int j) {
+    for (; id >= 0; id = plan->slots[id].kind == SLOT_VIEW ? plan->slots[id].root : -1)
+        if (plan->slots[id].last < j) plan->slots[id].last = j;
+}
+
 static tp_status fuse_scales(pass *ps, dn_step **built) {
     tp_plan *plan = ps->plan;
     for (int j = 0; j < plan->n_steps; j++) {
@@ -1659,6 +1670,8 @@ static tp_status fuse_scales(pass *ps, dn_step **built) {
         plan_step *s = &plan->steps[j], *ms = &plan->steps[i];
         const int h = ms->in[ps->cand[i].bin_a], sc = ms->in[ps->cand[i].bin_b];
         if (ps->nhwc[h] != built[j]->gc_x_nhwc) continue; /* the layout the projection was built to read */
+        /* the projection reads h and the scale at j, not at i */
+        if (tp__plan_written_between(plan, h, i, j) || tp__plan_written_between(plan, sc, i, j)) continue;
         int *in = tp_realloc(s->in, (size_t)(s->n_in + 1) * sizeof *in);
         TP_CHECK(in != NULL, TP_ERR_NOMEM, "out of memory fusing a channel scale");
         s->in = in;
@@ -1669,8 +1682,8 @@ static tp_status fuse_scales(pass *ps, dn_step **built) {
         in[0] = h;
         in[s->n_in++] = sc;
         if (s->n_in + s->n_out > plan->max_io) plan->max_io = s->n_in + s->n_out;
-        if (plan->slots[h].last < j) plan->slots[h].last = j;
-        if (plan->slots[sc].last < j) plan->slots[sc].last = j;
+        live_to(plan, h, j);
+        live_to(plan, sc, j); /* a view's root too: a scale through a view was freed at i */
         /* the multiply is skipped (its output slot is left unused) */
         ms->kind = STEP_FUSED;
         plan->n_fast--;
@@ -1767,7 +1780,7 @@ static void absorb_producer(pass *ps, dn_step **built, int j, int i) {
     tp_plan *plan = ps->plan;
     const int x = plan->steps[i].in[0];
     plan->steps[j].in[0] = x;
-    if (plan->slots[x].last < j) plan->slots[x].last = j;
+    live_to(plan, x, j);
     plan->steps[i].kind = STEP_FUSED; /* its output slot is left unused */
     plan->n_fast--;
     plan->n_fused++;
