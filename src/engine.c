@@ -1026,7 +1026,6 @@ static tp_status plan_memory(tp_plan *plan) {
     return st;
 }
 
-/* Build a plan for program p and flat placeholder values. */
 /* Do the tensors a plan is built for have the dtypes and ranks (*kinds)
  * and also the sizes (*same) that p's graph recorded in its meta (each
  * placeholder's: the user input in flat, or the state it names; each
@@ -1086,6 +1085,7 @@ static tp_status sizes_recorded(const tp_program *p, const tp_value *flat, int64
     return TP_OK;
 }
 
+/* Build a plan for program p and flat placeholder values. */
 static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat, int level, int threads,
                             tp_plan **out) {
     /* plan-time rewrites run on a copy of the graph (plan_rewrite.c) */
