@@ -196,11 +196,11 @@ static tp_status new_step(builder *b, step_kind kind, const tp_node *n, int n_in
 }
 
 /* Record that step `step` reads slot id (and the root of a view). */
-static void use_slot(tp_plan *plan, int id, int step) {
+void tp__plan_use_slot(tp_plan *plan, int id, int step) {
     if (id < 0) return;
     plan_slot *s = &plan->slots[id];
     if (s->last < step) s->last = step;
-    if (s->kind == SLOT_VIEW) use_slot(plan, s->root, step);
+    if (s->kind == SLOT_VIEW) tp__plan_use_slot(plan, s->root, step);
 }
 
 /* Count tensor leaves of bound arguments (depth: argument or list item). */
@@ -383,7 +383,7 @@ static tp_status plan_view_leaf(builder *b, const tp_node *n, tp_value *leaf, in
         TP_TRY(new_step(b, STEP_VIEW, n, 1, 1, &s));
         s->in[0] = root;
         s->out[0] = id;
-        use_slot(plan, root, plan->n_steps - 1);
+        tp__plan_use_slot(plan, root, plan->n_steps - 1);
         plan->slots[id].def = plan->n_steps - 1;
         return TP_OK;
     }
@@ -398,7 +398,7 @@ static tp_status plan_view_leaf(builder *b, const tp_node *n, tp_value *leaf, in
     plan->slots[id].def = plan->n_steps - 1;
     s->in[0] = base_id;
     s->out[0] = id;
-    use_slot(plan, base_id, plan->n_steps - 1);
+    tp__plan_use_slot(plan, base_id, plan->n_steps - 1);
     return TP_OK;
 }
 
@@ -507,11 +507,11 @@ static tp_status retry_contiguous(builder *b, int j0, const tp_node *n, tp_value
     for (int i = 0; i < m; i++) {
         plan_step *cs = &plan->steps[j0 + i];
         plan->slots[cs->out[0]].def = j0 + i;
-        use_slot(plan, cs->in[0], j0 + i);
+        tp__plan_use_slot(plan, cs->in[0], j0 + i);
     }
     plan_step *s = &plan->steps[j0 + m];
     for (int i = 0; i < m; i++) s->in[which[i]] = cid[i];
-    for (int k = 0; k < s->n_in; k++) use_slot(plan, s->in[k], j0 + m);
+    for (int k = 0; k < s->n_in; k++) tp__plan_use_slot(plan, s->in[k], j0 + m);
     for (int o = 0; o < s->n_out; o++)
         if (plan->slots[s->out[o]].def == j0) plan->slots[s->out[o]].def = j0 + m;
     s->op_plan = trial.op_plan;
@@ -585,7 +585,7 @@ static tp_status plan_call(builder *b, const tp_node *n, int64_t pos) {
         }
         s->in[k] = id;
         is_const[k] = slot_is_const(b, id);
-        use_slot(plan, id, step_index);
+        tp__plan_use_slot(plan, id, step_index);
     }
     if (inplace) {
         s->out[0] = s->in[0];
@@ -685,7 +685,7 @@ static tp_status plan_outputs(builder *b, const tp_node *out_node) {
                 st = TP_ERR_UNSUPPORTED;
                 break;
             }
-            use_slot(plan, id, end);
+            tp__plan_use_slot(plan, id, end);
             int dst = -1;
             if (kind == TP_OUTPUT_USER_INPUT_MUTATION) {
                 for (int s2 = 0; s2 < plan->n_slots && dst < 0; s2++)
@@ -736,7 +736,7 @@ static tp_status plan_outputs(builder *b, const tp_node *out_node) {
             if (st != TP_OK) break;
             cs->in[0] = id;
             cs->out[0] = oid;
-            use_slot(plan, id, plan->n_steps - 1);
+            tp__plan_use_slot(plan, id, plan->n_steps - 1);
             plan->slots[oid].def = plan->n_steps - 1;
             id = oid;
             end = plan->n_steps;
@@ -748,9 +748,9 @@ static tp_status plan_outputs(builder *b, const tp_node *out_node) {
         plan->n_user_out++;
     }
     /* every leaf stays alive to the end */
-    for (int i = 0; i < plan->n_mutations; i++) use_slot(plan, plan->mutations[i].slot, plan->n_steps);
+    for (int i = 0; i < plan->n_mutations; i++) tp__plan_use_slot(plan, plan->mutations[i].slot, plan->n_steps);
     for (int i = 0; i < plan->n_leaves; i++)
-        if (plan->leaf_slot[i] >= 0) use_slot(plan, plan->leaf_slot[i], plan->n_steps);
+        if (plan->leaf_slot[i] >= 0) tp__plan_use_slot(plan, plan->leaf_slot[i], plan->n_steps);
     /* steps writing state in place also serialise calls */
     for (int i = 0; i < plan->n_steps; i++) {
         const plan_step *s = &plan->steps[i];
@@ -1037,7 +1037,7 @@ static tp_status plan_memory(tp_plan *plan) {
  * program without examples or dim rules may be called on others: plans
  * are built per input-shape class, and only those of the recorded kinds
  * (sizes) are rewritten. */
-static tp_status sizes_recorded(const tp_program *p, const tp_value *flat, int64_t n_flat, bool *kinds, bool *same) {
+static tp_status meta_recorded(const tp_program *p, const tp_value *flat, int64_t n_flat, bool *kinds, bool *same) {
     *kinds = false;
     *same = false;
     bool sizes = true;
@@ -1094,7 +1094,7 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
     if (level >= TP_CPU_SCALAR) {
         int n_attention = 0, n_silu = 0, n_gelu = 0, n_rows = 0;
         bool kinds = false, sizes = false;
-        tp_status rst = sizes_recorded(p, flat, n_flat, &kinds, &sizes);
+        tp_status rst = meta_recorded(p, flat, n_flat, &kinds, &sizes);
         if (rst == TP_OK && kinds) rst = tp_graph_copy(p->graph, &copy);
         if (rst == TP_OK && kinds) rst = tp__rewrite_attention(p, copy, &n_attention);
         if (rst == TP_OK && kinds) rst = tp__rewrite_silu(copy, &n_silu);

@@ -147,6 +147,9 @@ TP_HIDDEN tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_b
  * producer's step, a squeeze-excitation scale at the projection's) refuse
  * such a slot. */
 TP_HIDDEN bool tp__plan_written_between(const tp_plan *plan, int r, int j, int c);
+/* Slot id is read at step: it lives to step at least, and so (through
+ * views) does the root it reads, which plan_memory frees. */
+TP_HIDDEN void tp__plan_use_slot(tp_plan *plan, int id, int step);
 
 /* Plan-time rewrites of a copy of the graph (plan_rewrite.c): the unfused
  * attention pattern becomes scaled_dot_product_attention. */

@@ -441,7 +441,7 @@ tp_status tp__rewrite_gelu(const tp_program *p, tp_graph *g, int *n_rewritten) {
  * than X has, only in programs without dynamic dims and only in plans
  * whose tensors have the sizes the graph recorded (broadcast dims are told
  * apart by their sizes, a select of index -1 becomes a slice at the
- * recorded last row: engine.c's sizes_recorded), and not in graphs with a
+ * recorded last row: engine.c's meta_recorded), and not in graphs with a
  * write in place (the moved op would read the value at the selection's
  * position, after the write, and a moved selection can make an alias of
  * contiguous or reshape a copy). Views (`view`) are not crossed: a view

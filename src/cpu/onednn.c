@@ -1653,13 +1653,6 @@ static void find_scales(pass *ps, const int *reads) {
     }
 }
 
-/* Slot id, read at step j: it (and through views its root, which
- * plan_memory frees) lives to j at least. */
-static void live_to(tp_plan *plan, int id, int j) {
-    for (; id >= 0; id = plan->slots[id].kind == SLOT_VIEW ? plan->slots[id].root : -1)
-        if (plan->slots[id].last < j) plan->slots[id].last = j;
-}
-
 static tp_status fuse_scales(pass *ps, dn_step **built) {
     tp_plan *plan = ps->plan;
     for (int j = 0; j < plan->n_steps; j++) {
@@ -1682,8 +1675,8 @@ static tp_status fuse_scales(pass *ps, dn_step **built) {
         in[0] = h;
         in[s->n_in++] = sc;
         if (s->n_in + s->n_out > plan->max_io) plan->max_io = s->n_in + s->n_out;
-        live_to(plan, h, j);
-        live_to(plan, sc, j); /* a view's root too: a scale through a view was freed at i */
+        tp__plan_use_slot(plan, h, j);
+        tp__plan_use_slot(plan, sc, j); /* a view's root too: a scale through a view was freed at i */
         /* the multiply is skipped (its output slot is left unused) */
         ms->kind = STEP_FUSED;
         plan->n_fast--;
@@ -1780,7 +1773,7 @@ static void absorb_producer(pass *ps, dn_step **built, int j, int i) {
     tp_plan *plan = ps->plan;
     const int x = plan->steps[i].in[0];
     plan->steps[j].in[0] = x;
-    live_to(plan, x, j);
+    tp__plan_use_slot(plan, x, j);
     plan->steps[i].kind = STEP_FUSED; /* its output slot is left unused */
     plan->n_fast--;
     plan->n_fused++;
