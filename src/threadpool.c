@@ -160,6 +160,57 @@ bool tp__claim_next(tp_claim_walk *w, int64_t (*units)(const void *arg, int part
     return false;
 }
 
+/* Start of part p of n items among nth (a multiple of align but at 0 and n). */
+static int64_t range_part_lo(const tp_range_walk *rw, int p) {
+    if (p <= 0) return 0;
+    if (p >= rw->w.nth) return rw->n;
+    const int64_t nth = rw->w.nth, x = rw->n / nth * p + rw->n % nth * p / nth; /* n*p/nth without overflow */
+    return x / rw->align * rw->align;
+}
+
+static int64_t range_part_units(const void *arg, int p) {
+    const tp_range_walk *rw = arg;
+    const int64_t len = range_part_lo(rw, p + 1) - range_part_lo(rw, p);
+    return len <= 0 ? 0 : (len - 1) / rw->unit + 1;
+}
+
+void tp__range_walk_init(tp_range_walk *rw, tp_claim *claims, int ith, int nth, int64_t n, int64_t align,
+                         int64_t min_unit, int per_part) {
+    if (nth < 1) nth = 1;
+    if (align < 1) align = 1;
+    if (per_part < 1) per_part = 1;
+    rw->w = (tp_claim_walk){claims, ith, nth, 0};
+    rw->n = n > 0 ? n : 0;
+    rw->align = align;
+    rw->claimed = claims && nth > 1;
+    rw->done = false;
+    const int64_t part = rw->n / nth + 1;
+    int64_t unit = (part - 1) / per_part + 1;
+    if (unit < min_unit) unit = min_unit;
+    unit = (unit - 1) / align * align + align; /* rounded up to align */
+    rw->unit = unit;
+}
+
+bool tp__range_next(tp_range_walk *rw, int64_t *lo, int64_t *hi) {
+    if (rw->done) return false;
+    if (!rw->claimed) {
+        rw->done = true;
+        *lo = range_part_lo(rw, rw->w.ith);
+        *hi = range_part_lo(rw, rw->w.ith + 1);
+        return *lo < *hi;
+    }
+    int p;
+    int64_t u;
+    if (!tp__claim_next(&rw->w, range_part_units, rw, &p, &u)) {
+        rw->done = true;
+        return false;
+    }
+    const int64_t p0 = range_part_lo(rw, p), p1 = range_part_lo(rw, p + 1);
+    *lo = p0 + u * rw->unit;
+    *hi = *lo + rw->unit < p1 ? *lo + rw->unit : p1;
+    return true;
+}
+
 void tp__parallel_shutdown(void) {
     pool *p = &g_pool;
     pthread_mutex_lock(&p->job_lock);

@@ -57,4 +57,29 @@ typedef struct tp_claim_walk {
 TP_HIDDEN bool tp__claim_next(tp_claim_walk *w, int64_t (*units)(const void *arg, int part), const void *arg,
                               int *part, int64_t *unit);
 
+/* A range [0, n) of items split among nth threads, walked with claims:
+ * thread part p is [n*p/nth, n*(p+1)/nth) with inner bounds rounded down
+ * to a multiple of align (the last part ends at n), cut into units of
+ * about a per_part-th of a part (whole multiples of align, at least
+ * min_unit items); tp__range_next gives the next piece [lo, hi) of the
+ * walk: the thread's own units front to back, then the others' from the
+ * back (tp__claim_next). With claims NULL or nth 1 the walk is the
+ * thread's own part in one piece (a static split). */
+typedef struct tp_range_walk {
+    tp_claim_walk w;
+    int64_t n, align, unit;
+    bool claimed, done;
+} tp_range_walk;
+TP_HIDDEN void tp__range_walk_init(tp_range_walk *rw, tp_claim *claims, int ith, int nth, int64_t n, int64_t align,
+                                   int64_t min_unit, int per_part);
+TP_HIDDEN bool tp__range_next(tp_range_walk *rw, int64_t *lo, int64_t *hi);
+/* The walk an item at a time: start with *item = -1, *end = 0; each call
+ * moves *item to the next item ([*item, *end) is what is left of the
+ * current piece), false at the end:
+ *   for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) ... */
+static inline bool tp__range_next_item(tp_range_walk *rw, int64_t *item, int64_t *end) {
+    if (++*item < *end) return true;
+    return tp__range_next(rw, item, end);
+}
+
 #endif

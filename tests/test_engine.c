@@ -2932,6 +2932,94 @@ TEST(test_claimed_products) {
     }
 }
 
+/* Elementwise and row steps hand out their work at run time (threadpool.h,
+ * tp__range_walk): gelu and x * 0.5 over one run, an add broadcasting a row
+ * (rows of the output), softmax, layer_norm and a sum over rows, at 2-4
+ * threads, into outputs filled with NaN (an element no piece wrote cannot
+ * pass): bit for bit the one-thread results, and those within tolerance
+ * of the reference kernels. */
+TEST(test_claimed_rows) {
+    enum { R = 48, C = 4100, NO = 6 };
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_node *x = placeholder_dt(g, "x", TP_FLOAT32, 2, (int64_t[]){R, C});
+    tp_node *w = placeholder_dt(g, "w", TP_FLOAT32, 1, (int64_t[]){C});
+    tp_node *o[NO];
+    o[0] = call(g, TP_OP_GELU, 1, (tp_value[]){N(x)});
+    o[1] = call(g, TP_OP_MUL, 2, (tp_value[]){N(x), tp_value_float(0.5)});
+    o[2] = call(g, TP_OP_ADD, 2, (tp_value[]){N(o[0]), N(w)});
+    o[3] = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(x), tp_value_int(-1)});
+    tp_value shape = int_list(1, (int64_t[]){C});
+    o[4] = call(g, TP_OP_LAYER_NORM, 5, (tp_value[]){N(x), shape, N(w), N(w), tp_value_float(1e-5)});
+    tp_value_clear(&shape);
+    tp_value dims = int_list(1, (int64_t[]){-1});
+    o[5] = call(g, TP_OP_SUM, 2, (tp_value[]){N(x), dims});
+    tp_value_clear(&dims);
+    output_nodes(g, NO, o);
+    tp_signature *sig = NULL;
+    CHECK_OK(tp_signature_new(&sig));
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(sig, TP_INPUT_USER_INPUT, tp_arg_tensor("w"), NULL, TP_PERSISTENT_UNSET));
+    for (int i = 0; i < NO; i++)
+        CHECK_OK(tp_signature_add_output(sig, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o[i])), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, sig, &p));
+    tp_tensor *in[2] = {rand_tensor(2, (int64_t[]){R, C}, 11, 3.0f), rand_tensor(1, (int64_t[]){C}, 12, 1.0f)};
+    tp_tensor *ref[NO] = {NULL}, *one[NO] = {NULL};
+    const int best = (int)tp_cpu_level_supported();
+    for (int level = TP_CPU_REFERENCE; p && in[0] && in[1] && level <= best;
+         level = level == TP_CPU_REFERENCE ? best : level + 1)
+        for (int threads = 1; threads <= (level == TP_CPU_REFERENCE ? 1 : 4); threads++) {
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            tp_run *r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            tp_tensor *got[NO] = {NULL};
+            if (r) CHECK_OK(tp_run_execute(r, in, 2, NULL, 0));
+            for (int k = 0; r && k < NO; k++)
+                if (tp_run_output(r, k)) CHECK_OK(tp_tensor_clone(tp_run_output(r, k), &got[k]));
+            for (int rep = 0; r && rep < 2; rep++) {
+                for (int k = 0; k < NO; k++) {
+                    float *v = got[k] ? tp_tensor_data(got[k]) : NULL;
+                    for (int64_t e = 0; v && e < tp_tensor_numel(got[k]); e++) v[e] = NAN;
+                }
+                CHECK_OK(tp_run_execute(r, in, 2, got, NO));
+            }
+            tp_run_stats st;
+            if (r) tp_run_get_stats(r, &st);
+            CHECK_MSG(!r || level == TP_CPU_REFERENCE || st.n_reference == 0, "[%s] %d reference steps",
+                      tp_cpu_level_name((tp_cpu_level)level), r ? (int)st.n_reference : 0);
+            for (int k = 0; k < NO; k++) {
+                if (!got[k]) continue;
+                if (level == TP_CPU_REFERENCE) {
+                    ref[k] = got[k];
+                    got[k] = NULL;
+                } else if (threads == 1) {
+                    CHECK_MSG(same_tensor(got[k], ref[k], 1e-5, 1e-5), "output %d [%s]: 1 thread against the reference",
+                              k, tp_cpu_level_name((tp_cpu_level)level));
+                    tp_tensor_free(one[k]);
+                    one[k] = got[k];
+                    got[k] = NULL;
+                } else {
+                    CHECK_MSG(one[k] && tp_tensor_numel(got[k]) == tp_tensor_numel(one[k]) &&
+                                  !memcmp(tp_tensor_data(got[k]), tp_tensor_data(one[k]),
+                                          (size_t)tp_tensor_numel(one[k]) * sizeof(float)),
+                              "output %d [%s]: %d threads differ from 1", k, tp_cpu_level_name((tp_cpu_level)level),
+                              threads);
+                }
+            }
+            free_tensors(got, NO);
+            tp_run_free(r);
+        }
+    free_tensors(ref, NO);
+    free_tensors(one, NO);
+    free_tensors(in, 2);
+    tp_program_free(p);
+}
+
 /* bfloat16 and float16 products run the float32 GEMM (issue #10 item 6):
  * odd sizes, constant and input weights and biases, broadcast batches, a
  * transposed operand, addmm; against the reference kernel. */
@@ -3586,5 +3674,5 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
-          T(test_claimed_products), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
+          T(test_claimed_products), T(test_claimed_rows), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
           T(test_half_epilogue_fuses), T(test_rewrites_skip_writes_in_place), T(test_rewrites_follow_recorded_kinds), T(test_rewrites_scalars_and_fused_reads), T(test_rewrites_nonfinite), T(test_rewrites_alloc_failures), T(test_rewrites_half_runs), T(test_rewrites_then_rows), T(test_attention_rewrite_cases), T(test_attention_rewrite_empty), T(test_attention_rewrite_float16))

@@ -626,5 +626,103 @@ TEST(test_claims) {
     free(cs);
 }
 
-TEST_MAIN(T(test_claims), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
+/* Marks the items of [lo, hi) in seen (each must be unseen), checking
+ * the piece's start is a multiple of align and its length at most unit. */
+static bool mark_piece(int *seen, int64_t n, int64_t lo, int64_t hi, int64_t align, int64_t unit, int tag) {
+    if (lo < 0 || hi > n || lo >= hi || (lo % align && lo != 0) || hi - lo > unit) return false;
+    for (int64_t i = lo; i < hi; i++) {
+        if (seen[i]) return false;
+        seen[i] = tag;
+    }
+    return true;
+}
+
+/* tp__range_walk: static parts (claims NULL) tile [0, n) at multiples of
+ * align; with claims, a thread alone takes every piece of every part, each
+ * once, its own first (front to back) and then the others' from their
+ * backs; two walks that interleave share the items between them. */
+TEST(test_range_walk) {
+    static const int64_t ns[] = {1, 15, 16, 17, 100, 1000, 4097};
+    tp_claim *cs = alloc_aligned(3 * sizeof(tp_claim));
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++)
+        for (int nth = 1; nth <= 3; nth++)
+            for (int64_t align = 1; align <= 16; align += 15) {
+                const int64_t n = ns[c];
+                int *seen = calloc((size_t)n, sizeof(int));
+                /* static */
+                for (int t = 0; t < nth; t++) {
+                    tp_range_walk w;
+                    tp__range_walk_init(&w, NULL, t, nth, n, align, 1, 4);
+                    int64_t lo, hi;
+                    int pieces = 0;
+                    while (tp__range_next(&w, &lo, &hi)) {
+                        CHECK_MSG(mark_piece(seen, n, lo, hi, align, n, t + 1), "n %lld nth %d align %lld: static [%lld, %lld)",
+                                  (long long)n, nth, (long long)align, (long long)lo, (long long)hi);
+                        pieces++;
+                    }
+                    CHECK(pieces <= 1);
+                }
+                for (int64_t i = 0; i < n; i++) CHECK_MSG(seen[i], "n %lld nth %d: item %lld in no part", (long long)n, nth, (long long)i);
+                /* claimed: the last thread alone walks everything */
+                memset(seen, 0, (size_t)n * sizeof(int));
+                memset(cs, 0, 3 * sizeof(tp_claim));
+                tp_range_walk w;
+                tp__range_walk_init(&w, cs, nth - 1, nth, n, align, 3, 4);
+                int64_t lo, hi, prev = -1, got = 0;
+                int prev_part = nth - 1;
+                while (tp__range_next(&w, &lo, &hi)) {
+                    CHECK_MSG(mark_piece(seen, n, lo, hi, align, nth > 1 ? w.unit : n, 1), "n %lld nth %d align %lld: piece [%lld, %lld)",
+                              (long long)n, nth, (long long)align, (long long)lo, (long long)hi);
+                    int part = 0; /* the static part holding lo */
+                    while (part + 1 < nth && lo >= n * (part + 1) / nth / align * align) part++;
+                    /* its own part (the last) front to back, then parts 0, 1, ... each from the back */
+                    const bool order = part == prev_part ? (part == nth - 1 ? lo > prev : lo < prev)
+                                                         : (prev_part == nth - 1 ? part == 0 : part == prev_part + 1);
+                    CHECK_MSG(order, "n %lld nth %d align %lld: piece at %lld (part %d) after %lld (part %d)", (long long)n,
+                              nth, (long long)align, (long long)lo, part, (long long)prev, prev_part);
+                    prev = lo;
+                    prev_part = part;
+                    got += hi - lo;
+                }
+                CHECK_MSG(got == n, "n %lld nth %d: %lld of the items walked", (long long)n, nth, (long long)got);
+                CHECK(w.unit >= 3 && w.unit % align == 0);
+                /* a second walk finds nothing left (one thread's walks are static) */
+                tp_range_walk w2;
+                tp__range_walk_init(&w2, cs, 0, nth, n, align, 3, 4);
+                CHECK(nth == 1 || !tp__range_next(&w2, &lo, &hi));
+                /* interleaved: thread 0 one piece (its own first, or part 1's last when its own part is
+                 * empty), then thread 1 all that is left, then thread 0 nothing */
+                if (nth >= 2) {
+                    memset(seen, 0, (size_t)n * sizeof(int));
+                    memset(cs, 0, 3 * sizeof(tp_claim));
+                    tp_range_walk a, b;
+                    tp__range_walk_init(&a, cs, 0, nth, n, align, 1, 4);
+                    tp__range_walk_init(&b, cs, 1, nth, n, align, 1, 4);
+                    got = 0;
+                    if (tp__range_next(&a, &lo, &hi)) {
+                        CHECK_MSG(mark_piece(seen, n, lo, hi, align, a.unit, 1), "n %lld nth %d align %lld: first piece [%lld, %lld) unit %lld", (long long)n, nth, (long long)align, (long long)lo, (long long)hi, (long long)a.unit);
+                        got += hi - lo;
+                    }
+                    while (tp__range_next(&b, &lo, &hi)) {
+                        CHECK(mark_piece(seen, n, lo, hi, align, b.unit, 2));
+                        got += hi - lo;
+                    }
+                    while (tp__range_next(&a, &lo, &hi)) got += hi - lo; /* nothing is left */
+                    CHECK_MSG(got == n, "n %lld nth %d: interleaved walks took %lld items", (long long)n, nth, (long long)got);
+                }
+                /* item at a time */
+                memset(cs, 0, 3 * sizeof(tp_claim));
+                tp__range_walk_init(&w, cs, 0, nth, n, align, 2, 4);
+                int64_t items = 0, sum = 0;
+                for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
+                    items++;
+                    sum += r;
+                }
+                CHECK_MSG(items == n && sum == n * (n - 1) / 2, "n %lld nth %d: %lld items", (long long)n, nth, (long long)items);
+                free(seen);
+            }
+    free(cs);
+}
+
+TEST_MAIN(T(test_claims), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
           T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n))

@@ -20,6 +20,7 @@
 #include "fast.h"
 #include "half.h"
 #include "kernel_util.h"
+#include "../threadpool.h"
 
 const tp_eltwise_table *tp__eltwise_table(int level) {
     if (level >= TP_CPU_AVX512) return &tp__eltwise_avx512;
@@ -161,6 +162,18 @@ typedef struct chain {
 
 static void chain_free(void *data) { tp_free(data); }
 
+/* Work handed out at run time (threadpool.h): items (elements, or rows of
+ * item_len elements) split among the step's threads, each thread's part in
+ * up to ELT_UNITS pieces of at least PARALLEL_MIN elements starting at
+ * multiples of align; a thread that finishes its own part takes what is
+ * left of the other's. Each element is computed the same way whichever
+ * thread takes it. */
+enum { ELT_UNITS = 8 };
+static void elt_walk(tp_range_walk *w, const tp_exec *ex, int64_t items, int64_t align, int64_t item_len) {
+    const int64_t min = item_len > 0 ? (PARALLEL_MIN + item_len - 1) / item_len : 1;
+    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, items, align, min, ELT_UNITS);
+}
+
 /* ---- streamed outputs ------------------------------------------------------
  * An output past tp__stream_min_bytes (cpu.h) is computed STREAM_STEP floats
  * at a time into an L1 buffer (a fused chain applied there) and copied out
@@ -226,28 +239,30 @@ static tp_status binary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
     float *o = (float *)tp__tensor_base(out[0]);
     int64_t n = plan->i[1], outer = outer_count(plan);
     if (n == 0) return TP_OK; /* an empty inner run: nothing to do, however many outer rows */
+    tp_range_walk w;
     if (outer == 1) { /* split the one run */
-        int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
-        if (lo >= hi) return TP_OK;
+        elt_walk(&w, ex, n, 16, 1);
         const bool st = plan->stream_out;
         _Alignas(64) float buf[STREAM_STEP];
-        int64_t step = st ? STREAM_STEP : plan->data ? BLOCK : hi - lo;
-        for (int64_t q = lo; q < hi; q += step) {
-            int64_t m = hi - q < step ? hi - q : step;
-            float *dst = st ? buf : o + q;
-            const float *pb = b ? b + (plan->i[3] ? q : 0) : &bs;
-            tab->binary(op, dst, a + (plan->i[2] ? q : 0), plan->i[2], pb, b ? plan->i[3] : 0, m, alpha);
-            run_chain(plan, dst, m);
-            if (st) tab->stream(o + q, buf, m);
+        for (int64_t lo, hi; tp__range_next(&w, &lo, &hi);) {
+            const int64_t step = st ? STREAM_STEP : plan->data ? BLOCK : hi - lo;
+            for (int64_t q = lo; q < hi; q += step) {
+                int64_t m = hi - q < step ? hi - q : step;
+                float *dst = st ? buf : o + q;
+                const float *pb = b ? b + (plan->i[3] ? q : 0) : &bs;
+                tab->binary(op, dst, a + (plan->i[2] ? q : 0), plan->i[2], pb, b ? plan->i[3] : 0, m, alpha);
+                run_chain(plan, dst, m);
+                if (st) tab->stream(o + q, buf, m);
+            }
         }
         if (st) tab->stream_fence();
         return TP_OK;
     }
-    int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    elt_walk(&w, ex, outer, 1, n);
     const bool st = plan->stream_out;
     _Alignas(64) float buf[STREAM_STEP];
     const int64_t step = st ? STREAM_STEP : n; /* streamed rows go in blocks */
-    for (int64_t r = lo; r < hi; r++) {
+    for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
         int64_t oa, ob;
         outer_offsets(plan, r, &oa, &ob);
         for (int64_t q = 0; q < n; q += step) {
@@ -475,36 +490,34 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     float *o = (float *)tp__tensor_base(out[0]);
     int64_t n = plan->i[1], outer = outer_count(plan);
     if (n == 0) return TP_OK; /* an empty inner run: nothing to do, however many outer rows */
+    tp_range_walk w;
     if (outer == 1) {
-        int64_t chunk = (n + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < n ? lo + chunk : n;
-        /* keep chunk starts 64-byte aligned for the vector loops */
-        if (ex->nth > 1) {
-            lo = lo & ~(int64_t)15;
-            hi = ex->ith == ex->nth - 1 ? n : ((chunk * (ex->ith + 1)) & ~(int64_t)15);
-        }
+        elt_walk(&w, ex, n, 16, 1); /* pieces start 64-byte aligned for the vector loops */
         const bool st = plan->stream_out;
         if (st && tp__eltwise_transcendental(op)) { /* straight from the loop (no chain) */
-            if (lo < hi) tab->unary_stream(op, o + lo, a + lo, hi - lo, params);
+            for (int64_t lo, hi; tp__range_next(&w, &lo, &hi);) tab->unary_stream(op, o + lo, a + lo, hi - lo, params);
             tab->stream_fence();
             return TP_OK;
         }
         _Alignas(64) float buf[STREAM_STEP];
-        int64_t step = st ? STREAM_STEP : plan->data ? BLOCK : hi - lo;
-        for (int64_t q = lo; q < hi; q += step) {
-            int64_t m = hi - q < step ? hi - q : step;
-            float *dst = st ? buf : o + q;
-            tab->unary(op, dst, a + q, m, params);
-            run_chain(plan, dst, m);
-            if (st) tab->stream(o + q, buf, m);
+        for (int64_t lo, hi; tp__range_next(&w, &lo, &hi);) {
+            const int64_t step = st ? STREAM_STEP : plan->data ? BLOCK : hi - lo;
+            for (int64_t q = lo; q < hi; q += step) {
+                int64_t m = hi - q < step ? hi - q : step;
+                float *dst = st ? buf : o + q;
+                tab->unary(op, dst, a + q, m, params);
+                run_chain(plan, dst, m);
+                if (st) tab->stream(o + q, buf, m);
+            }
         }
         if (st) tab->stream_fence();
         return TP_OK;
     }
-    int64_t chunk = (outer + ex->nth - 1) / ex->nth, lo = chunk * ex->ith, hi = lo + chunk < outer ? lo + chunk : outer;
+    elt_walk(&w, ex, outer, 1, n);
     const bool st = plan->stream_out && plan->i[2] == 1; /* streamed contiguous rows go in blocks */
     _Alignas(64) float buf[STREAM_STEP];
     float tmp[256];
-    for (int64_t r = lo; r < hi; r++) {
+    for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
         int64_t oa, ob;
         outer_offsets(plan, r, &oa, &ob);
         if (st && tp__eltwise_transcendental(op)) {

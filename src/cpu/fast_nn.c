@@ -22,6 +22,7 @@
 #include "fast.h"
 #include "half.h"
 #include "kernel_util.h"
+#include "../threadpool.h"
 
 static const char *level_name(int level) {
     return level >= TP_CPU_AVX512 ? "avx512" : level >= TP_CPU_AVX2 ? "avx2" : "scalar";
@@ -38,6 +39,15 @@ static int row_threads(int64_t rows, int64_t n, int max) {
     if (t < 1) t = 1;
     if (t > rows) t = rows;
     return t < max ? (int)t : max;
+}
+
+/* Rows of n floats handed out at run time (threadpool.h): each thread's
+ * part of the rows in up to ROW_UNITS pieces of at least ROW_UNIT_MIN
+ * floats; a thread done with its own rows takes the end of the other's.
+ * Every row is computed the same way whichever thread takes it. */
+enum { ROW_UNITS = 8, ROW_UNIT_MIN = 8192 };
+static void row_walk(tp_range_walk *w, int64_t rows, int64_t n, const tp_exec *ex) {
+    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, rows, 1, n > 0 ? (ROW_UNIT_MIN + n - 1) / n : 1, ROW_UNITS);
 }
 
 static void row_range(int64_t rows, const tp_exec *ex, int64_t *lo, int64_t *hi) {
@@ -60,21 +70,22 @@ static tp_status softmax_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     const tp_eltwise_table *tab = plan->fn;
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
-    int64_t n = plan->i[1], lo, hi;
-    row_range(plan->i[0], ex, &lo, &hi);
-    /* rows up to 64 KiB pull the next one into cache while computing */
-    const int64_t pf_to = n <= 16384 ? hi - 1 : lo;
+    const int64_t n = plan->i[1];
+    tp_range_walk w;
+    row_walk(&w, plan->i[0], n, ex);
+    /* rows up to 64 KiB pull the next one of the piece into cache while computing */
+    const bool pf = n <= 16384;
     if (plan->stream_out) { /* rows computed in L1, then stored non-temporally */
         _Alignas(64) float buf[SOFTMAX_STREAM_ROW];
-        for (int64_t r = lo; r < hi; r++) {
-            tab->softmax(buf, a + r * n, n, plan->i[2] != 0, r < pf_to ? a + (r + 1) * n : NULL);
+        for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
+            tab->softmax(buf, a + r * n, n, plan->i[2] != 0, pf && r + 1 < end ? a + (r + 1) * n : NULL);
             tab->stream(o + r * n, buf, n);
         }
         tab->stream_fence();
         return TP_OK;
     }
-    for (int64_t r = lo; r < hi; r++)
-        tab->softmax(o + r * n, a + r * n, n, plan->i[2] != 0, r < pf_to ? a + (r + 1) * n : NULL);
+    for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);)
+        tab->softmax(o + r * n, a + r * n, n, plan->i[2] != 0, pf && r + 1 < end ? a + (r + 1) * n : NULL);
     return TP_OK;
 }
 
@@ -151,9 +162,11 @@ static tp_status layer_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp
     const float *w = plan->i[3] >= 0 ? (const float *)tp__tensor_base(in[plan->i[3]]) : NULL;
     const float *b = plan->i[4] >= 0 ? (const float *)tp__tensor_base(in[plan->i[4]]) : NULL;
     float *o = (float *)tp__tensor_base(out[0]);
-    int64_t n = plan->i[1], lo, hi;
-    row_range(plan->i[0], ex, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) tab->layer_norm(o + r * n, a + r * n, n, w, b, (float)plan->f[0]);
+    const int64_t n = plan->i[1];
+    tp_range_walk rw;
+    row_walk(&rw, plan->i[0], n, ex);
+    for (int64_t r = -1, end = 0; tp__range_next_item(&rw, &r, &end);)
+        tab->layer_norm(o + r * n, a + r * n, n, w, b, (float)plan->f[0]);
     return TP_OK;
 }
 
@@ -260,9 +273,9 @@ static tp_status bn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     const bn_plan *bp = plan->data;
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
-    int64_t rows = bp->n * bp->c, lo, hi;
-    row_range(rows, ex, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
+    tp_range_walk w;
+    row_walk(&w, bp->n * bp->c, bp->inner, ex);
+    for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
         int64_t c = r % bp->c;
         float scale, shift;
         if (bp->scale) {
@@ -340,9 +353,10 @@ static tp_status group_norm_run(const tp_op_plan *plan, tp_tensor *const *in, tp
     const float *w = plan->i[4] >= 0 ? (const float *)tp__tensor_base(in[plan->i[4]]) : NULL;
     const float *b = plan->i[5] >= 0 ? (const float *)tp__tensor_base(in[plan->i[5]]) : NULL;
     float *o = (float *)tp__tensor_base(out[0]);
-    int64_t cpg = plan->i[1], inner = plan->i[2], groups = plan->i[3], n = cpg * inner, lo, hi;
-    row_range(plan->i[0], ex, &lo, &hi);
-    for (int64_t blk = lo; blk < hi; blk++) {
+    int64_t cpg = plan->i[1], inner = plan->i[2], groups = plan->i[3], n = cpg * inner;
+    tp_range_walk rw;
+    row_walk(&rw, plan->i[0], n, ex);
+    for (int64_t blk = -1, end = 0; tp__range_next_item(&rw, &blk, &end);) {
         const float *x = a + blk * n;
         float *y = o + blk * n;
         float mean, rstd;
@@ -388,10 +402,11 @@ static tp_status reduce_run(const tp_op_plan *plan, tp_tensor *const *in, tp_ten
     const tp_eltwise_table *tab = plan->fn;
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
-    int64_t n = plan->i[1], lo, hi;
-    row_range(plan->i[0], ex, &lo, &hi);
+    const int64_t n = plan->i[1];
+    tp_range_walk w;
+    row_walk(&w, plan->i[0], n, ex);
     int mode = (int)plan->i[2];
-    for (int64_t r = lo; r < hi; r++) {
+    for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
         if (mode == 2) o[r] = tab->max(a + r * n, n);
         else {
             float s = tab->sum(a + r * n, n);
@@ -550,9 +565,10 @@ static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     const int64_t *q = plan->i; /* h w oh ow kh kw sh sw ph pw dh dw planes */
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
-    int64_t lo, hi;
-    row_range(q[12], ex, &lo, &hi);
-    for (int64_t pl = lo; pl < hi; pl++) maxpool_plane(q, a + pl * q[0] * q[1], o + pl * q[2] * q[3]);
+    tp_range_walk w;
+    row_walk(&w, q[12], q[0] * q[1], ex);
+    for (int64_t pl = -1, end = 0; tp__range_next_item(&w, &pl, &end);)
+        maxpool_plane(q, a + pl * q[0] * q[1], o + pl * q[2] * q[3]);
     return TP_OK;
 }
 
@@ -612,9 +628,10 @@ static tp_status avgpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     const int64_t *q = plan->i;
     const float *x = (const float *)tp__tensor_base(in[0]);
     float *y = (float *)tp__tensor_base(out[0]);
-    int64_t p0, p1;
-    row_range(q[AP_PLANES], ex, &p0, &p1);
-    for (int64_t pl = p0; pl < p1; pl++) avgpool_plane(q, x + pl * q[0] * q[1], y + pl * q[2] * q[3]);
+    tp_range_walk w;
+    row_walk(&w, q[AP_PLANES], q[0] * q[1], ex);
+    for (int64_t pl = -1, end = 0; tp__range_next_item(&w, &pl, &end);)
+        avgpool_plane(q, x + pl * q[0] * q[1], y + pl * q[2] * q[3]);
     return TP_OK;
 }
 
