@@ -2874,6 +2874,68 @@ static void half_case(half_prog kind, tp_dtype dt, int64_t M, int64_t K, int64_t
     tp_program_free(p);
 }
 
+/* p's float32 outputs 0 .. n_out - 1 at the reference level, then at the
+ * best level at 1-4 threads, each call writing into outputs filled with
+ * NaN, so that an element no thread wrote cannot pass (a run context's own
+ * output may hold the values an earlier one left in the same memory): one
+ * thread within rtol / atol of the reference kernels and without reference
+ * steps, more threads bit for bit the one-thread outputs. */
+static void check_thread_splits(tp_program *p, tp_tensor **x, int n_x, int n_out, double rtol, double atol,
+                                const char *what) {
+    enum { MAX_OUT = 8 };
+    CHECK(n_out <= MAX_OUT);
+    tp_tensor *ref[MAX_OUT] = {NULL}, *one[MAX_OUT] = {NULL};
+    const int best = (int)tp_cpu_level_supported();
+    for (int level = TP_CPU_REFERENCE; p && n_out <= MAX_OUT && level <= best;
+         level = level == TP_CPU_REFERENCE ? best : level + 1)
+        for (int threads = 1; threads <= (level == TP_CPU_REFERENCE ? 1 : 4); threads++) {
+            const char *ln = tp_cpu_level_name((tp_cpu_level)level);
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)level;
+            opt.num_threads = threads;
+            tp_run *r = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &r));
+            tp_tensor *got[MAX_OUT] = {NULL};
+            if (r) CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
+            for (int k = 0; r && k < n_out; k++)
+                if (tp_run_output(r, k)) CHECK_OK(tp_tensor_clone(tp_run_output(r, k), &got[k]));
+            for (int rep = 0; r && rep < 2; rep++) {
+                for (int k = 0; k < n_out; k++) {
+                    float *v = got[k] ? tp_tensor_data(got[k]) : NULL;
+                    for (int64_t e = 0; v && e < tp_tensor_numel(got[k]); e++) v[e] = NAN;
+                }
+                CHECK_OK(tp_run_execute(r, x, n_x, got, n_out));
+            }
+            tp_run_stats st = {0};
+            if (r) tp_run_get_stats(r, &st);
+            CHECK_MSG(level == TP_CPU_REFERENCE || st.n_reference == 0, "%s [%s]: %d reference steps", what, ln,
+                      (int)st.n_reference);
+            for (int k = 0; k < n_out; k++) {
+                if (!got[k]) continue;
+                if (level == TP_CPU_REFERENCE) {
+                    ref[k] = got[k];
+                    got[k] = NULL;
+                } else if (threads == 1) {
+                    CHECK_MSG(same_tensor(got[k], ref[k], rtol, atol), "%s: output %d [%s]: 1 thread against the reference",
+                              what, k, ln);
+                    tp_tensor_free(one[k]);
+                    one[k] = got[k];
+                    got[k] = NULL;
+                } else {
+                    CHECK_MSG(one[k] && tp_tensor_numel(got[k]) == tp_tensor_numel(one[k]) &&
+                                  !memcmp(tp_tensor_data(got[k]), tp_tensor_data(one[k]),
+                                          (size_t)tp_tensor_numel(one[k]) * sizeof(float)),
+                              "%s: output %d [%s]: %d threads differ from 1", what, k, ln, threads);
+                }
+            }
+            free_tensors(got, n_out);
+            tp_run_free(r);
+        }
+    free_tensors(ref, n_out);
+    free_tensors(one, n_out);
+}
+
 /* float32 products split among 2-4 threads that claim their work at run
  * time (threadpool.h): a batch of six products (each thread takes whole
  * products: its own from the front, the others' from their backs) and
@@ -2885,48 +2947,14 @@ TEST(test_claimed_products) {
         int64_t m, k, n;
     } cases[] = {{HP_MATMUL, 70, 96, 130}, {HP_MATMUL, 7, 300, 500}, {HP_LINEAR, 300, 200, 100},
                  {HP_LINEAR, 40, 700, 900}, {HP_ADDMM, 123, 257, 75}};
-    const int best = (int)tp_cpu_level_supported();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         tp_tensor *x[4] = {NULL, NULL, NULL, NULL};
         int n_x = 0;
         tp_program *p = half_program(cases[c].kind, TP_FLOAT32, cases[c].m, cases[c].k, cases[c].n, 700 + (uint32_t)c, x,
                                      &n_x);
-        tp_tensor *one = NULL, *ref = NULL;
-        for (int level = TP_CPU_REFERENCE; p && level <= best; level = level == TP_CPU_REFERENCE ? best : level + 1)
-            for (int threads = 1; threads <= (level == TP_CPU_REFERENCE ? 1 : 4); threads++) {
-                tp_run_options opt;
-                tp_run_options_init(&opt);
-                opt.cpu_level = (tp_cpu_level)level;
-                opt.num_threads = threads;
-                tp_run *r = NULL;
-                CHECK_OK(tp_run_new(p, &opt, &r));
-                /* into an output of NaNs, so that an element no thread
-                 * wrote cannot pass (a run context's own output may hold
-                 * the values an earlier one left in the same memory) */
-                tp_tensor *got = NULL;
-                for (int k = 0; r && k < 3; k++) {
-                    CHECK_OK(tp_run_execute(r, x, n_x, NULL, 0));
-                    if (!got && tp_run_output(r, 0)) CHECK_OK(tp_tensor_clone(tp_run_output(r, 0), &got));
-                    float *v = got ? tp_tensor_data(got) : NULL;
-                    for (int64_t e = 0; v && e < tp_tensor_numel(got); e++) v[e] = NAN;
-                    CHECK_OK(tp_run_execute(r, x, n_x, &got, 1));
-                }
-                if (got && level == TP_CPU_REFERENCE) {
-                    CHECK_OK(tp_tensor_clone(got, &ref));
-                } else if (got && threads == 1) {
-                    CHECK_MSG(same_tensor(got, ref, 1e-5, 1e-4), "case %zu: 1 thread against the reference", c);
-                    CHECK_OK(tp_tensor_clone(got, &one));
-                } else if (got && one) {
-                    CHECK_MSG(tp_tensor_numel(got) == tp_tensor_numel(one) &&
-                                  !memcmp(tp_tensor_data(got), tp_tensor_data(one),
-                                          (size_t)tp_tensor_numel(one) * sizeof(float)),
-                              "case %zu: %d threads differ from 1", c, threads);
-                }
-                tp_tensor_free(got);
-                tp_run_free(r);
-            }
-        tp_tensor_free(one);
-        tp_tensor_free(ref);
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", c);
+        check_thread_splits(p, x, n_x, 1, 1e-5, 1e-4, what);
         free_tensors(x, n_x);
         tp_program_free(p);
     }
@@ -2966,56 +2994,7 @@ TEST(test_claimed_rows) {
     tp_program *p = NULL;
     CHECK_OK(tp_program_new(g, sig, &p));
     tp_tensor *in[2] = {rand_tensor(2, (int64_t[]){R, C}, 11, 3.0f), rand_tensor(1, (int64_t[]){C}, 12, 1.0f)};
-    tp_tensor *ref[NO] = {NULL}, *one[NO] = {NULL};
-    const int best = (int)tp_cpu_level_supported();
-    for (int level = TP_CPU_REFERENCE; p && in[0] && in[1] && level <= best;
-         level = level == TP_CPU_REFERENCE ? best : level + 1)
-        for (int threads = 1; threads <= (level == TP_CPU_REFERENCE ? 1 : 4); threads++) {
-            tp_run_options opt;
-            tp_run_options_init(&opt);
-            opt.cpu_level = (tp_cpu_level)level;
-            opt.num_threads = threads;
-            tp_run *r = NULL;
-            CHECK_OK(tp_run_new(p, &opt, &r));
-            tp_tensor *got[NO] = {NULL};
-            if (r) CHECK_OK(tp_run_execute(r, in, 2, NULL, 0));
-            for (int k = 0; r && k < NO; k++)
-                if (tp_run_output(r, k)) CHECK_OK(tp_tensor_clone(tp_run_output(r, k), &got[k]));
-            for (int rep = 0; r && rep < 2; rep++) {
-                for (int k = 0; k < NO; k++) {
-                    float *v = got[k] ? tp_tensor_data(got[k]) : NULL;
-                    for (int64_t e = 0; v && e < tp_tensor_numel(got[k]); e++) v[e] = NAN;
-                }
-                CHECK_OK(tp_run_execute(r, in, 2, got, NO));
-            }
-            tp_run_stats st;
-            if (r) tp_run_get_stats(r, &st);
-            CHECK_MSG(!r || level == TP_CPU_REFERENCE || st.n_reference == 0, "[%s] %d reference steps",
-                      tp_cpu_level_name((tp_cpu_level)level), r ? (int)st.n_reference : 0);
-            for (int k = 0; k < NO; k++) {
-                if (!got[k]) continue;
-                if (level == TP_CPU_REFERENCE) {
-                    ref[k] = got[k];
-                    got[k] = NULL;
-                } else if (threads == 1) {
-                    CHECK_MSG(same_tensor(got[k], ref[k], 1e-5, 1e-5), "output %d [%s]: 1 thread against the reference",
-                              k, tp_cpu_level_name((tp_cpu_level)level));
-                    tp_tensor_free(one[k]);
-                    one[k] = got[k];
-                    got[k] = NULL;
-                } else {
-                    CHECK_MSG(one[k] && tp_tensor_numel(got[k]) == tp_tensor_numel(one[k]) &&
-                                  !memcmp(tp_tensor_data(got[k]), tp_tensor_data(one[k]),
-                                          (size_t)tp_tensor_numel(one[k]) * sizeof(float)),
-                              "output %d [%s]: %d threads differ from 1", k, tp_cpu_level_name((tp_cpu_level)level),
-                              threads);
-                }
-            }
-            free_tensors(got, NO);
-            tp_run_free(r);
-        }
-    free_tensors(ref, NO);
-    free_tensors(one, NO);
+    if (in[0] && in[1]) check_thread_splits(p, in, 2, NO, 1e-5, 1e-5, "rows");
     free_tensors(in, 2);
     tp_program_free(p);
 }
