@@ -975,6 +975,18 @@ static tp_status arena_give(arena_alloc *a, size_t offset, size_t size) {
     return TP_OK;
 }
 
+/* Does step s read slot id through a view in another input than in[k]?
+ * An in-place output over id would then overwrite bytes the view still
+ * reads elsewhere (x + x.t(), x * x[0]). The slot itself again, as in
+ * x * x, is read at the bytes written over it. */
+static bool reads_through_view(const tp_plan *plan, const plan_step *s, int k, int id) {
+    for (int i = 0; i < s->n_in; i++) {
+        const int r = s->in[i];
+        if (i != k && r >= 0 && plan->slots[r].kind == SLOT_VIEW && plan->slots[r].root == id) return true;
+    }
+    return false;
+}
+
 static tp_status plan_memory(tp_plan *plan) {
     arena_alloc a = {0};
     tp_status st = TP_OK;
@@ -994,7 +1006,8 @@ static tp_status plan_memory(tp_plan *plan) {
             if (o == 0 && s->kind == STEP_FAST && s->op_plan.inplace_ok && ii >= 0 && ii < s->n_in && s->in[ii] >= 0) {
                 int iid = s->in[ii];
                 plan_slot *is = &plan->slots[iid];
-                if (is->kind == SLOT_ARENA && is->last == j && held[iid] && is->nbytes == os->nbytes) {
+                if (is->kind == SLOT_ARENA && is->last == j && held[iid] && is->nbytes == os->nbytes &&
+                    !reads_through_view(plan, s, ii, iid)) {
                     os->offset = is->offset;
                     held[iid] = false; /* the block now belongs to the output */
                     held[id] = true;

@@ -2040,7 +2040,6 @@ out:
     tp_program_free(p);
 }
 
-
 /* ---- cancellation and the log callback ---- */
 
 enum { PLAN_CACHE = 8 }; /* plans cached per program (engine_impl.h TP_PLAN_CACHE) */
@@ -3530,6 +3529,44 @@ TEST(test_rewrites_nonfinite) {
 }
 
 
+/* In-place reuse (plan_memory): an elementwise or row step whose input t
+ * dies there may write its output over t, but not when another of its
+ * inputs is a view of t (a row broadcast, a transpose, a layer_norm
+ * weight): the output's first rows overwrote t before the view read them
+ * (each case gave wrong values before). softmax after the step keeps its
+ * output in the arena. */
+static int ip_mul_row_view(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *t = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[0])});
+    tp_node *row = call(g, TP_OP_SELECT, 3, (tp_value[]){N(t), tp_value_int(0), tp_value_int(0)});
+    tp_node *m = call(g, TP_OP_MUL, 2, (tp_value[]){N(t), N(row)});
+    o[0] = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(m), tp_value_int(-1)});
+    return 1;
+}
+static int ip_add_transpose(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *t = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[0])});
+    tp_node *tt = call(g, TP_OP_TRANSPOSE, 3, (tp_value[]){N(t), tp_value_int(0), tp_value_int(1)});
+    tp_node *a = call(g, TP_OP_ADD, 2, (tp_value[]){N(t), N(tt)});
+    o[0] = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(a), tp_value_int(-1)});
+    return 1;
+}
+static int ip_layer_norm_row_weight(tp_graph *g, tp_node **in, tp_node **o) {
+    tp_node *t = call(g, TP_OP_NEG, 1, (tp_value[]){N(in[0])});
+    tp_node *row = call(g, TP_OP_SELECT, 3, (tp_value[]){N(t), tp_value_int(0), tp_value_int(0)});
+    tp_value shape = int_list(1, (int64_t[]){16});
+    tp_node *ln = call(g, TP_OP_LAYER_NORM, 5, (tp_value[]){N(t), shape, N(row), tp_value_none(), tp_value_float(1e-5)});
+    tp_value_clear(&shape);
+    o[0] = call(g, TP_OP_SOFTMAX, 2, (tp_value[]){N(ln), tp_value_int(-1)});
+    return 1;
+}
+
+TEST(test_in_place_not_over_a_viewed_input) {
+    rw_in in[1] = {{"x", TP_FLOAT32, 2, {16, 16}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){16, 16}, 5, 4.0f)}};
+    check_rw_case("t * t[0]", in, 1, ip_mul_row_view, 1e-5, 1e-6, -1);
+    check_rw_case("t + t.t()", in, 1, ip_add_transpose, 1e-5, 1e-6, -1);
+    check_rw_case("layer_norm(t, weight=t[0])", in, 1, ip_layer_norm_row_weight, 1e-5, 1e-6, -1);
+    free_rw(in, 1);
+}
+
 TEST(test_rewrites_alloc_failures) {
     rw_sweep = true;
     rw_in in[1] = {{"x", TP_FLOAT32, 2, {8, 16}, fill_tensor(TP_FLOAT32, 2, (int64_t[]){8, 16}, 5, 4.0f)}};
@@ -3654,4 +3691,4 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
           T(test_claimed_products), T(test_claimed_rows), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
-          T(test_half_epilogue_fuses), T(test_rewrites_skip_writes_in_place), T(test_rewrites_follow_recorded_kinds), T(test_rewrites_scalars_and_fused_reads), T(test_rewrites_nonfinite), T(test_rewrites_alloc_failures), T(test_rewrites_half_runs), T(test_rewrites_then_rows), T(test_attention_rewrite_cases), T(test_attention_rewrite_empty), T(test_attention_rewrite_float16))
+          T(test_half_epilogue_fuses), T(test_rewrites_skip_writes_in_place), T(test_rewrites_follow_recorded_kinds), T(test_rewrites_scalars_and_fused_reads), T(test_rewrites_nonfinite), T(test_in_place_not_over_a_viewed_input), T(test_rewrites_alloc_failures), T(test_rewrites_half_runs), T(test_rewrites_then_rows), T(test_attention_rewrite_cases), T(test_attention_rewrite_empty), T(test_attention_rewrite_float16))
