@@ -1938,9 +1938,11 @@ tp_status tp_run_execute(tp_run *r, tp_tensor *const *inputs, int n_inputs, tp_t
         tp_free(flat);
         TP_TRY(st);
         plan = r->plan;
-        TP_CHECK(plan->all_tensor_io, TP_ERR_UNSUPPORTED,
-                 "tp_run_execute needs tensor inputs and outputs; use tp_run_call for this program");
     }
+    /* also on a hit: the plan may have been bound by tp_run_call or by a
+     * call that failed here */
+    TP_CHECK(plan->all_tensor_io, TP_ERR_UNSUPPORTED,
+             "tp_run_execute needs tensor inputs and outputs; use tp_run_call for this program");
     TP_CHECK(outputs == NULL || n_outputs == plan->n_user_out, TP_ERR_INVALID_ARG, "expected %d outputs, got %d",
              plan->n_user_out, n_outputs);
     for (int i = 0, k = 0; i < plan->n_slots; i++) {

@@ -2040,6 +2040,45 @@ out:
     tp_program_free(p);
 }
 
+
+/* tp_run_execute refuses a program with a non-tensor output every time,
+ * also once a plan is bound: by its own first (refused) call or by
+ * tp_run_call (the second call used to run and return TP_OK). */
+TEST(test_execute_refuses_non_tensor_outputs) {
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){4, 8});
+    tp_node *y = call(g, TP_OP_NEG, 1, (tp_value[]){N(x)});
+    tp_node *n = call(g, TP_OP_SYM_SIZE, 2, (tp_value[]){N(x), tp_value_int(0)});
+    output_nodes(g, 2, (tp_node *[]){y, n});
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(y)), NULL));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_sym_int(tp_node_name(n)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    tp_tensor *in = rand_tensor(2, (int64_t[]){4, 8}, 3, 1.0f);
+    tp_run *r = NULL;
+    if (p) CHECK_OK(tp_run_new(p, NULL, &r));
+    if (r && in) {
+        for (int i = 0; i < 2; i++) {
+            CHECK_STATUS(tp_run_execute(r, &in, 1, NULL, 0), TP_ERR_UNSUPPORTED);
+            CHECK_ERR_CONTAINS("use tp_run_call");
+        }
+        tp_value iv = tv(tp_tensor_retain(in)), res = tp_value_none();
+        CHECK_OK(tp_run_call(r, &iv, 1, NULL, &res));
+        CHECK(tp_value_len(&res) == 2);
+        tp_value_clear(&res);
+        tp_value_clear(&iv);
+        CHECK_STATUS(tp_run_execute(r, &in, 1, NULL, 0), TP_ERR_UNSUPPORTED);
+    }
+    tp_run_free(r);
+    tp_tensor_free(in);
+    tp_program_free(p);
+}
+
 /* ---- cancellation and the log callback ---- */
 
 enum { PLAN_CACHE = 8 }; /* plans cached per program (engine_impl.h TP_PLAN_CACHE) */
@@ -3689,6 +3728,6 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
-          T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_cancel), T(test_log),
+          T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_execute_refuses_non_tensor_outputs), T(test_cancel), T(test_log),
           T(test_claimed_products), T(test_claimed_rows), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
           T(test_half_epilogue_fuses), T(test_rewrites_skip_writes_in_place), T(test_rewrites_follow_recorded_kinds), T(test_rewrites_scalars_and_fused_reads), T(test_rewrites_nonfinite), T(test_in_place_not_over_a_viewed_input), T(test_rewrites_alloc_failures), T(test_rewrites_half_runs), T(test_rewrites_then_rows), T(test_attention_rewrite_cases), T(test_attention_rewrite_empty), T(test_attention_rewrite_float16))
