@@ -953,22 +953,20 @@ static tp_status arena_take(arena_alloc *a, size_t size, size_t *offset) {
 
 static tp_status arena_give(arena_alloc *a, size_t offset, size_t size) {
     size = align_up(size ? size : 1);
-    for (int i = 0; i < a->n; i++) { /* merge with neighbours */
+    /* merged with the free blocks just before and after it (free blocks are
+     * never adjacent, so at most one of each) */
+    for (int i = 0; i < a->n;) {
         if (a->blocks[i].offset + a->blocks[i].size == offset) {
-            a->blocks[i].size += size;
-            for (int j = 0; j < a->n; j++)
-                if (j != i && a->blocks[j].offset == a->blocks[i].offset + a->blocks[i].size) {
-                    a->blocks[i].size += a->blocks[j].size;
-                    a->blocks[j] = a->blocks[--a->n];
-                    break;
-                }
-            return TP_OK;
+            offset = a->blocks[i].offset;
+            size += a->blocks[i].size;
+        } else if (offset + size == a->blocks[i].offset) {
+            size += a->blocks[i].size;
+        } else {
+            i++;
+            continue;
         }
-        if (offset + size == a->blocks[i].offset) {
-            a->blocks[i].offset = offset;
-            a->blocks[i].size += size;
-            return TP_OK;
-        }
+        a->blocks[i] = a->blocks[--a->n];
+        i = 0;
     }
     TP_TRY(tp__grow((void **)&a->blocks, &a->cap, a->n, sizeof *a->blocks));
     a->blocks[a->n++] = (free_block){offset, size};

@@ -1144,6 +1144,69 @@ out:
     tp_program_free(p);
 }
 
+/* cat(items) as a node. */
+static tp_node *cat_nodes(tp_graph *g, int n, tp_node *const *items) {
+    tp_value l = tp_value_none();
+    CHECK_OK(tp_value_list(n, &l));
+    for (int i = 0; i < n; i++) {
+        tp_value it = N(items[i]);
+        CHECK_OK(tp_value_seq_set(&l, i, &it));
+    }
+    tp_node *c = call(g, TP_OP_CAT, 1, (tp_value[]){l});
+    tp_value_clear(&l);
+    return c;
+}
+
+/* A freed block joins both free neighbours, whatever their order in the
+ * free list: a, b, c of S floats side by side, cat(c, a) frees c, then a
+ * (the block after b freed first), then cat(b, m1) frees b between them
+ * and m1 above c: one free run of 5 S, where a merge with the block after
+ * only left S + 4 S, and q = cat(m2, x, x) of 5 S fits there instead of
+ * growing the arena (8 S in all: m2 above, q below; 13 S before). */
+TEST(test_arena_merges_both_sides) {
+    enum { S = 1024 };
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    if (!g) return;
+    tp_node *x = placeholder(g, "x", 1, (int64_t[]){S});
+    tp_node *a = call(g, TP_OP_NEG, 1, (tp_value[]){N(x)});
+    tp_node *b = call(g, TP_OP_EXP, 1, (tp_value[]){N(x)});
+    tp_node *c = call(g, TP_OP_TANH, 1, (tp_value[]){N(x)});
+    tp_node *m1 = cat_nodes(g, 2, (tp_node *[]){c, a}), *m2 = cat_nodes(g, 2, (tp_node *[]){b, m1});
+    tp_node *q = cat_nodes(g, 3, (tp_node *[]){m2, x, x});
+    tp_node *o = call(g, TP_OP_SUM, 1, (tp_value[]){N(q)});
+    output_nodes(g, 1, &o);
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    tp_tensor *in = rand_tensor(1, (int64_t[]){S}, 9, 1.0f);
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.cpu_level = TP_CPU_SCALAR;
+    tp_run *r = NULL;
+    if (p && in) CHECK_OK(tp_run_new(p, &opt, &r));
+    if (r && tp_run_execute(r, &in, 1, NULL, 0) == TP_OK) {
+        tp_run_stats st;
+        tp_run_get_stats(r, &st);
+        CHECK_MSG(st.arena_bytes - st.workspace_bytes <= 8 * S * sizeof(float) + 64,
+                  "arena %zu bytes (workspace %zu), expected 8 S = %zu", st.arena_bytes, st.workspace_bytes,
+                  (size_t)(8 * S * sizeof(float)));
+        double want = 0;
+        for (int64_t i = 0; i < S; i++) {
+            const double v = tp_tensor_item_f64(in, i);
+            want += -v + (double)expf((float)v) + (double)tanhf((float)v) + 2 * v;
+        }
+        CHECK_MSG(fabs(tp_tensor_item_f64(tp_run_output(r, 0), 0) - want) < 1e-3, "sum %.6g, expected %.6g",
+                  tp_tensor_item_f64(tp_run_output(r, 0), 0), want);
+    }
+    tp_run_free(r);
+    tp_tensor_free(in);
+    tp_program_free(p);
+}
+
 /* Values that stay live across later nodes must not be overwritten by the
  * reuse of their blocks (a diamond-shaped graph). */
 TEST(test_arena_liveness_diamond) {
@@ -3727,7 +3790,7 @@ TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_all
           T(test_steady_state_reference_steps), T(test_fast_cat), T(test_run_call),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
-          T(test_arena_reuses_memory), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
+          T(test_arena_reuses_memory), T(test_arena_merges_both_sides), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_execute_refuses_non_tensor_outputs), T(test_cancel), T(test_log),
           T(test_claimed_products), T(test_claimed_rows), T(test_half_products), T(test_half_rows), T(test_half_conv), T(test_half_chain_fuses),
           T(test_half_epilogue_fuses), T(test_rewrites_skip_writes_in_place), T(test_rewrites_follow_recorded_kinds), T(test_rewrites_scalars_and_fused_reads), T(test_rewrites_nonfinite), T(test_in_place_not_over_a_viewed_input), T(test_rewrites_alloc_failures), T(test_rewrites_half_runs), T(test_rewrites_then_rows), T(test_attention_rewrite_cases), T(test_attention_rewrite_empty), T(test_attention_rewrite_float16))
