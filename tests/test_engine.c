@@ -762,6 +762,78 @@ TEST(test_unary_on_strided_rows) { strided_rows_case((const tp_op[]){TP_OP_NEG, 
  * gelu's fast forms are within 1e-6 of the reference's. */
 TEST(test_unary_on_strided_rows_gelu) { strided_rows_case((const tp_op[]){TP_OP_GELU}, 1, 1e-6); }
 
+/* A unary op over one element expanded along the whole output: the input's
+ * single run has stride 0, which the fast loop once read as contiguous,
+ * past the element. Eagerly and in a plan at the best level on 1 and 2
+ * threads, bit for bit the reference. The element is a slice of a larger
+ * tensor, so such a read finds the elements after it, not a sanitizer's
+ * red zone. */
+TEST(test_unary_on_broadcast_element) {
+    enum { N_OUT = 6 };
+    tp_tensor *base = tensor_f32(1, (int64_t[]){8}, (const float[]){1, 2, 3, 4, 5, 6, 7, 8}), *x = NULL, *e = NULL;
+    CHECK_OK(tp_tensor_slice(base, 0, 2, 3, 1, &x));
+    if (x) CHECK_OK(tp_tensor_expand(x, 1, (int64_t[]){N_OUT}, &e));
+    const tp_op ops[] = {TP_OP_NEG, TP_OP_EXP};
+    for (int k = 0; e && k < 2; k++) {
+        tp_value arg = tv(tp_tensor_retain(e)), fast = tp_value_none(), ref = tp_value_none();
+        CHECK_OK(tp_op_call(ops[k], &arg, 1, NULL, &fast));
+        tp_ops_force_reference(true);
+        CHECK_OK(tp_op_call(ops[k], &arg, 1, NULL, &ref));
+        tp_ops_force_reference(false);
+        CHECK_MSG(fast.kind == TP_VAL_TENSOR && ref.kind == TP_VAL_TENSOR &&
+                      memcmp(tp_tensor_data(fast.u.tensor), tp_tensor_data(ref.u.tensor), sizeof(float) * N_OUT) == 0,
+                  "eager %s differs from the reference kernel", tp_op_name(ops[k]));
+        tp_value_clear(&arg);
+        tp_value_clear(&fast);
+        tp_value_clear(&ref);
+    }
+    /* the plan: expand(x, [N_OUT]) is a view step, neg reads it */
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *xn = placeholder(g, "x", 1, (int64_t[]){1});
+    tp_value size = tp_value_none();
+    CHECK_OK(tp_value_int_list((int64_t[]){N_OUT}, 1, &size));
+    tp_node *en = call(g, TP_OP_EXPAND, 2, (tp_value[]){N(xn), size});
+    tp_value_clear(&size);
+    tp_node *r = call(g, TP_OP_NEG, 1, (tp_value[]){N(en)});
+    output_nodes(g, 1, (tp_node *[]){r});
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(r)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    tp_tensor *want = NULL;
+    const int levels[2] = {TP_CPU_REFERENCE, (int)tp_cpu_level_supported()};
+    for (int li = 0; p && x && li < 2; li++)
+        for (int threads = 1; threads <= (li == 0 ? 1 : 2); threads++) {
+            tp_run_options opt;
+            tp_run_options_init(&opt);
+            opt.cpu_level = (tp_cpu_level)levels[li];
+            opt.num_threads = threads;
+            tp_run *run = NULL;
+            CHECK_OK(tp_run_new(p, &opt, &run));
+            if (!run) continue;
+            CHECK_OK(tp_run_execute(run, &x, 1, NULL, 0));
+            const tp_tensor *o = tp_run_output(run, 0);
+            tp_run_stats st;
+            tp_run_get_stats(run, &st);
+            if (li == 0) {
+                if (o) CHECK_OK(tp_tensor_clone(o, &want));
+            } else if (o && want) {
+                CHECK_MSG(st.n_fast > 0, "no fast step at %s", tp_cpu_level_name((tp_cpu_level)levels[li]));
+                CHECK_MSG(memcmp(tp_tensor_data(o), tp_tensor_data(want), sizeof(float) * N_OUT) == 0,
+                          "%d threads: differs from the reference level", threads);
+            }
+            tp_run_free(run);
+        }
+    tp_tensor_free(want);
+    tp_program_free(p);
+    tp_tensor_free(e);
+    tp_tensor_free(x);
+    tp_tensor_free(base);
+}
+
 TEST(test_copy_split_among_threads) {
     enum { B = 1024, D = 64, H = 64 };
     tp_program *p = make_net(B, D, H, false, 37);
@@ -3788,7 +3860,7 @@ TEST(test_attention_rewrite_float16) {
 
 TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_fast_cat), T(test_run_call),
-          T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu),
+          T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu), T(test_unary_on_broadcast_element),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_merges_both_sides), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_execute_refuses_non_tensor_outputs), T(test_cancel), T(test_log),

@@ -491,7 +491,9 @@ static tp_status unary_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tens
     int64_t n = plan->i[1], outer = outer_count(plan);
     if (n == 0) return TP_OK; /* an empty inner run: nothing to do, however many outer rows */
     tp_range_walk w;
-    if (outer == 1) {
+    /* one contiguous run; an input broadcast along the whole of it (inner
+     * stride 0: a single element expanded) takes the rows loop's gather */
+    if (outer == 1 && plan->i[2] == 1) {
         elt_walk(&w, ex, n, 16, 1); /* pieces start 64-byte aligned for the vector loops */
         const bool st = plan->stream_out;
         if (st && tp__eltwise_transcendental(op)) { /* straight from the loop (no chain) */
