@@ -762,6 +762,38 @@ TEST(test_unary_on_strided_rows) { strided_rows_case((const tp_op[]){TP_OP_NEG, 
  * gelu's fast forms are within 1e-6 of the reference's. */
 TEST(test_unary_on_strided_rows_gelu) { strided_rows_case((const tp_op[]){TP_OP_GELU}, 1, 1e-6); }
 
+/* An eager call whose fast variant fails (an index out of range in
+ * index_select's and embedding's row gathers, fast_index.c) reports what
+ * the reference kernel reports: the same status, and the message with the
+ * op's name in front, as every other failing eager kernel's. */
+TEST(test_eager_fast_errors_name_the_op) {
+    tp_tensor *w = rand_tensor(2, (int64_t[]){3, 4}, 5, 1.0f), *idx = NULL;
+    CHECK_OK(tp_tensor_from_data(TP_INT64, 1, (int64_t[]){2}, (const int64_t[]){1, 3}, &idx));
+    const tp_op ops[] = {TP_OP_INDEX_SELECT, TP_OP_EMBEDDING};
+    for (int k = 0; w && idx && k < 2; k++) {
+        tp_value args[3];
+        int n = 0;
+        args[n++] = tv(tp_tensor_retain(w));
+        if (ops[k] == TP_OP_INDEX_SELECT) args[n++] = tp_value_int(0);
+        args[n++] = tv(tp_tensor_retain(idx));
+        char fast_msg[512], ref_msg[512];
+        tp_value out = tp_value_none();
+        tp_status fast = tp_op_call(ops[k], args, n, NULL, &out);
+        snprintf(fast_msg, sizeof fast_msg, "%s", tp_last_error());
+        tp_ops_force_reference(true);
+        tp_status ref = tp_op_call(ops[k], args, n, NULL, &out);
+        snprintf(ref_msg, sizeof ref_msg, "%s", tp_last_error());
+        tp_ops_force_reference(false);
+        CHECK_MSG(fast == TP_ERR_INDEX && ref == TP_ERR_INDEX, "%s: fast %s, reference %s", tp_op_name(ops[k]),
+                  tp_status_str(fast), tp_status_str(ref));
+        CHECK_MSG(strcmp(fast_msg, ref_msg) == 0, "%s: fast \"%s\", reference \"%s\"", tp_op_name(ops[k]), fast_msg,
+                  ref_msg);
+        for (int i = 0; i < n; i++) tp_value_clear(&args[i]);
+    }
+    tp_tensor_free(idx);
+    tp_tensor_free(w);
+}
+
 /* A unary op over one element expanded along the whole output: the input's
  * single run has stride 0, which the fast loop once read as contiguous,
  * past the element. Eagerly and in a plan at the best level on 1 and 2
@@ -3860,7 +3892,7 @@ TEST(test_attention_rewrite_float16) {
 
 TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
           T(test_steady_state_reference_steps), T(test_fast_cat), T(test_run_call),
-          T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu), T(test_unary_on_broadcast_element),
+          T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu), T(test_unary_on_broadcast_element), T(test_eager_fast_errors_name_the_op),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_merges_both_sides), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
           T(test_fusion_keeps_results), T(test_row_selections), T(test_row_selections_guards), T(test_plans_invalidated), T(test_execute_errors), T(test_execute_refuses_non_tensor_outputs), T(test_cancel), T(test_log),

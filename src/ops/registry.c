@@ -381,7 +381,11 @@ tp_status tp_op_call_bound(tp_op op, const tp_value *bound, tp_value *out) {
         st = materialize(&result);
     }
     bool handled = false;
-    if (st == TP_OK && !g_force_reference) st = tp__eager_fast_call(op, bound, d->schema.n_args, &result, &handled);
+    if (st == TP_OK && !g_force_reference) {
+        st = tp__eager_fast_call(op, bound, d->schema.n_args, &result, &handled);
+        /* a fast variant's failure names the op, as the reference kernel's does */
+        if (st != TP_OK) tp_error_context("%s", tp_op_name(op));
+    }
     if (st == TP_OK && !handled) {
         tp_kernel_fn k = (d->kernel_fast && !g_force_reference) ? d->kernel_fast : d->kernel;
         st = k(bound, &result);
