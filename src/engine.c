@@ -1194,9 +1194,18 @@ static tp_status build_plan(tp_program *p, const tp_value *flat, int64_t n_flat,
 
 /* ---- eager calls through the fast variants -------------------------------- */
 
+/* This thread's cap on eager calls (tp__eager_level_swap). */
+static _Thread_local tp_cpu_level t_eager_level = TP_CPU_AUTO;
+
+tp_cpu_level tp__eager_level_swap(tp_cpu_level level) {
+    tp_cpu_level prev = t_eager_level;
+    t_eager_level = level;
+    return prev;
+}
+
 tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_bound, tp_value *result, bool *handled) {
     *handled = false;
-    int level = tp_cpu_level_effective();
+    int level = tp__cpu_level_resolve(t_eager_level);
     int nv;
     if (level < TP_CPU_SCALAR || !tp__op_variants(op, &nv) || (tp_op_flags(op) & (TP_OPF_VIEW | TP_OPF_INPLACE)))
         return TP_OK;
@@ -1472,6 +1481,7 @@ void tp_run_free(tp_run *r) {
 }
 
 tp_program *tp_run_program(const tp_run *r) { return r ? r->program : NULL; }
+tp_cpu_level tp__run_cpu_level(const tp_run *r) { return r ? r->opt.cpu_level : TP_CPU_AUTO; }
 void tp_run_set_num_threads(tp_run *r, int n) {
     if (r) r->opt.num_threads = n < 0 ? 0 : n;
 }

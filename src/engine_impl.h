@@ -139,6 +139,12 @@ TP_HIDDEN tp_status tp__engine_call(tp_program *p, tp_run *r, const tp_value *fl
  * op gives the same bits eagerly and in a plan. *handled false: no variant
  * took it (the caller runs the reference kernel). */
 TP_HIDDEN tp_status tp__eager_fast_call(tp_op op, const tp_value *bound, int n_bound, tp_value *result, bool *handled);
+/* Cap this thread's eager calls to a CPU level as a run context's option
+ * caps its plans (TP_CPU_AUTO: the process-wide level); returns the cap it
+ * replaces. A program interpreted through a run context runs at its level. */
+TP_HIDDEN tp_cpu_level tp__eager_level_swap(tp_cpu_level level);
+/* r's cpu_level option (NULL, a pooled run context: TP_CPU_AUTO). */
+TP_HIDDEN tp_cpu_level tp__run_cpu_level(const tp_run *r);
 
 /* Does a step after j and before c write slot r's storage (an output, or
  * an in-place op's first input, that is r, r's root or a view of either;

@@ -1252,8 +1252,10 @@ static int count_mutation_leaves(const tp_program *p) {
 }
 
 /* The interpreter path, for graphs the engine cannot plan: flat holds the
- * user inputs; state and tokens are filled in here. */
-static tp_status call_interpreted(tp_program *p, bound_inputs *b, tp_value *flat, int64_t n_ph, tp_value *out) {
+ * user inputs; state and tokens are filled in here. The nodes run at run
+ * context r's CPU level (NULL: a pooled one's), as its plans would. */
+static tp_status call_interpreted(tp_program *p, tp_run *r, bound_inputs *b, tp_value *flat, int64_t n_ph,
+                                  tp_value *out) {
     tp_status st = TP_OK;
     for (int64_t i = 0; st == TP_OK && i < n_ph; i++) {
         const char *name = tp_node_name(tp_graph_placeholder_at(p->graph, i));
@@ -1270,7 +1272,9 @@ static tp_status call_interpreted(tp_program *p, bound_inputs *b, tp_value *flat
         }
     }
     tp_value result = tp_value_none(), leaves = tp_value_none();
+    tp_cpu_level outer = tp__eager_level_swap(tp__run_cpu_level(r));
     if (st == TP_OK) st = tp_interp_run(p->graph, flat, n_ph, tp__program_resolve_attr, p, &result);
+    tp__eager_level_swap(outer);
     if (st == TP_OK) st = flatten_value(&result, &leaves);
     /* apply mutations, in output order */
     for (int i = 0; st == TP_OK && i < tp_signature_n_outputs(p->signature); i++) {
@@ -1327,7 +1331,7 @@ static tp_status call_bound(tp_program *p, tp_run *r, bound_inputs *b, tp_value 
             tp_value_clear(&leaves);
         } else if (unplannable) {
             tp_clear_error();
-            st = call_interpreted(p, b, flat, n_ph, out);
+            st = call_interpreted(p, r, b, flat, n_ph, out);
         }
     }
     for (int64_t i = 0; i < n_ph; i++) tp_value_clear(&flat[i]);

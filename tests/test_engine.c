@@ -523,6 +523,58 @@ TEST(test_run_call) {
     tp_program_free(p);
 }
 
+/* A program the engine cannot plan (a py_binop's number is no tensor) is
+ * interpreted; called through a run context at the reference level, its
+ * nodes run the reference kernels, as its plans would: the matmul gives
+ * the reference kernel's bits, not the fast GEMM's (another summation
+ * order over K = 300). */
+TEST(test_interpreted_at_the_run_level) {
+    enum { M = 8, K = 300, NC = 8 };
+    tp_graph *g = NULL;
+    CHECK_OK(tp_graph_new(&g));
+    tp_node *x = placeholder(g, "x", 2, (int64_t[]){M, K}), *w = placeholder(g, "p_w", 2, (int64_t[]){K, NC});
+    tp_node *y = call(g, TP_OP_MATMUL, 2, (tp_value[]){N(x), N(w)});
+    tp_value op = tp_value_none();
+    CHECK_OK(tp_value_str("add", &op));
+    tp_node *k = call(g, TP_OP_PY_BINOP, 3, (tp_value[]){op, tp_value_int(2), tp_value_int(3)});
+    tp_value_clear(&op);
+    tp_node *o = call(g, TP_OP_MUL, 2, (tp_value[]){N(y), N(k)});
+    output_nodes(g, 2, (tp_node *[]){y, o});
+    tp_signature *s = NULL;
+    CHECK_OK(tp_signature_new(&s));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_USER_INPUT, tp_arg_tensor("x"), NULL, TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_input(s, TP_INPUT_PARAMETER, tp_arg_tensor("p_w"), "w", TP_PERSISTENT_UNSET));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(y)), NULL));
+    CHECK_OK(tp_signature_add_output(s, TP_OUTPUT_USER_OUTPUT, tp_arg_tensor(tp_node_name(o)), NULL));
+    tp_program *p = NULL;
+    CHECK_OK(tp_program_new(g, s, &p));
+    tp_tensor *xt = rand_tensor(2, (int64_t[]){M, K}, 41, 1.0f), *wt = rand_tensor(2, (int64_t[]){K, NC}, 42, 1.0f);
+    if (p && wt) CHECK_OK(tp_program_set_state(p, "w", TP_STATE_PARAMETER, wt, true));
+    tp_value in = tv(tp_tensor_retain(xt)), want = tp_value_none(), got = tp_value_none();
+    tp_ops_force_reference(true);
+    if (p) CHECK_OK(tp_program_call(p, &in, 1, NULL, &want));
+    tp_ops_force_reference(false);
+    tp_run_options opt;
+    tp_run_options_init(&opt);
+    opt.cpu_level = TP_CPU_REFERENCE;
+    tp_run *r = NULL;
+    if (p) CHECK_OK(tp_run_new(p, &opt, &r));
+    if (r) CHECK_OK(tp_run_call(r, &in, 1, NULL, &got));
+    tp_run_stats st;
+    tp_run_get_stats(r, &st);
+    CHECK_MSG(st.plans_built == 0, "the program was planned (%lld plans)", (long long)st.plans_built);
+    for (int i = 0; i < 2 && tp_value_len(&want) == 2 && tp_value_len(&got) == 2; i++)
+        CHECK_MSG(same_tensor(tp_value_at(&got, i)->u.tensor, tp_value_at(&want, i)->u.tensor, 0, 0),
+                  "output %d differs from the reference kernels'", i);
+    tp_value_clear(&got);
+    tp_value_clear(&want);
+    tp_value_clear(&in);
+    tp_run_free(r);
+    tp_tensor_free(wt);
+    tp_tensor_free(xt);
+    tp_program_free(p);
+}
+
 /* ---- 2. every CPU level and thread count against the reference path ---- */
 
 TEST(test_levels_and_threads) {
@@ -3891,7 +3943,7 @@ TEST(test_attention_rewrite_float16) {
 }
 
 TEST_MAIN(T(test_half_conv_act_fuses), T(test_bf16_conversions), T(test_half_alloc_failures), T(test_steady_state_allocates_nothing), T(test_steady_state_fast_steps_only),
-          T(test_steady_state_reference_steps), T(test_fast_cat), T(test_run_call),
+          T(test_steady_state_reference_steps), T(test_fast_cat), T(test_run_call), T(test_interpreted_at_the_run_level),
           T(test_levels_and_threads), T(test_thread_count_follows_the_run), T(test_copy_split_among_threads), T(test_unary_on_strided_rows), T(test_unary_on_strided_rows_gelu), T(test_unary_on_broadcast_element), T(test_eager_fast_errors_name_the_op),
           T(test_threads_share_program), T(test_threads_share_pool), T(test_mutating_program_serialises),
           T(test_arena_reuses_memory), T(test_arena_merges_both_sides), T(test_arena_liveness_diamond), T(test_arena_pad_at_offset),
