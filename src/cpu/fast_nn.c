@@ -47,7 +47,8 @@ static int row_threads(int64_t rows, int64_t n, int max) {
  * Every row is computed the same way whichever thread takes it. */
 enum { ROW_UNITS = 8, ROW_UNIT_MIN = 8192 };
 static void row_walk(tp_range_walk *w, int64_t rows, int64_t n, const tp_exec *ex) {
-    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, rows, 1, n > 0 ? (ROW_UNIT_MIN + n - 1) / n : 1, ROW_UNITS);
+    const int64_t min_rows = n >= ROW_UNIT_MIN ? 1 : n > 0 ? (ROW_UNIT_MIN + n - 1) / n : 1;
+    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, rows, 1, min_rows, ROW_UNITS);
 }
 
 static void row_range(int64_t rows, const tp_exec *ex, int64_t *lo, int64_t *hi) {
@@ -274,7 +275,7 @@ static tp_status bn_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
     tp_range_walk w;
-    row_walk(&w, bp->n * bp->c, bp->inner, ex);
+    row_walk(&w, sat_mul(bp->n, bp->c), bp->inner, ex);
     for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
         int64_t c = r % bp->c;
         float scale, shift;
@@ -566,7 +567,7 @@ static tp_status maxpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     const float *a = (const float *)tp__tensor_base(in[0]);
     float *o = (float *)tp__tensor_base(out[0]);
     tp_range_walk w;
-    row_walk(&w, q[12], q[0] * q[1], ex);
+    row_walk(&w, q[12], sat_mul(q[0], q[1]), ex);
     for (int64_t pl = -1, end = 0; tp__range_next_item(&w, &pl, &end);)
         maxpool_plane(q, a + pl * q[0] * q[1], o + pl * q[2] * q[3]);
     return TP_OK;
@@ -629,7 +630,7 @@ static tp_status avgpool_run(const tp_op_plan *plan, tp_tensor *const *in, tp_te
     const float *x = (const float *)tp__tensor_base(in[0]);
     float *y = (float *)tp__tensor_base(out[0]);
     tp_range_walk w;
-    row_walk(&w, q[AP_PLANES], q[0] * q[1], ex);
+    row_walk(&w, q[AP_PLANES], sat_mul(q[0], q[1]), ex);
     for (int64_t pl = -1, end = 0; tp__range_next_item(&w, &pl, &end);)
         avgpool_plane(q, x + pl * q[0] * q[1], y + pl * q[2] * q[3]);
     return TP_OK;
