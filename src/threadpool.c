@@ -175,7 +175,7 @@ static int64_t range_part_units(const void *arg, int p) {
 }
 
 void tp__range_walk_init(tp_range_walk *rw, tp_claim *claims, int ith, int nth, int64_t n, int64_t align,
-                         int64_t min_unit, int per_part) {
+                         int64_t item_len, int64_t min_elems, int per_part) {
     if (nth < 1) nth = 1;
     if (align < 1) align = 1;
     if (per_part < 1) per_part = 1;
@@ -186,6 +186,8 @@ void tp__range_walk_init(tp_range_walk *rw, tp_claim *claims, int ith, int nth, 
     rw->done = false;
     const int64_t part = rw->n / nth + 1;
     int64_t unit = (part - 1) / per_part + 1;
+    /* items of min_elems elements, rounded up (without overflow for huge items) */
+    const int64_t min_unit = item_len >= min_elems ? 1 : item_len > 0 ? (min_elems + item_len - 1) / item_len : 1;
     if (unit < min_unit) unit = min_unit;
     unit = (unit - 1) / align * align + align; /* rounded up to align */
     rw->unit = unit;

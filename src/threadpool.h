@@ -60,8 +60,8 @@ TP_HIDDEN bool tp__claim_next(tp_claim_walk *w, int64_t (*units)(const void *arg
 /* A range [0, n) of items split among nth threads, walked with claims:
  * thread part p is [n*p/nth, n*(p+1)/nth) with inner bounds rounded down
  * to a multiple of align (the last part ends at n), cut into units of
- * about a per_part-th of a part (whole multiples of align, at least
- * min_unit items); tp__range_next gives the next piece [lo, hi) of the
+ * about a per_part-th of a part (whole multiples of align, of at least
+ * min_elems elements where an item is item_len elements); tp__range_next gives the next piece [lo, hi) of the
  * walk: the thread's own units front to back, then the others' from the
  * back (tp__claim_next). With claims NULL or nth 1 the walk is the
  * thread's own part in one piece (a static split). */
@@ -71,7 +71,7 @@ typedef struct tp_range_walk {
     bool claimed, done;
 } tp_range_walk;
 TP_HIDDEN void tp__range_walk_init(tp_range_walk *rw, tp_claim *claims, int ith, int nth, int64_t n, int64_t align,
-                                   int64_t min_unit, int per_part);
+                                   int64_t item_len, int64_t min_elems, int per_part);
 TP_HIDDEN bool tp__range_next(tp_range_walk *rw, int64_t *lo, int64_t *hi);
 /* The walk an item at a time: start with *item = -1, *end = 0; each call
  * moves *item to the next item ([*item, *end) is what is left of the

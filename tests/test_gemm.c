@@ -652,7 +652,7 @@ TEST(test_range_walk) {
                 /* static */
                 for (int t = 0; t < nth; t++) {
                     tp_range_walk w;
-                    tp__range_walk_init(&w, NULL, t, nth, n, align, 1, 4);
+                    tp__range_walk_init(&w, NULL, t, nth, n, align, 1, 1, 4);
                     int64_t lo, hi;
                     int pieces = 0;
                     while (tp__range_next(&w, &lo, &hi)) {
@@ -667,7 +667,7 @@ TEST(test_range_walk) {
                 memset(seen, 0, (size_t)n * sizeof(int));
                 memset(cs, 0, 3 * sizeof(tp_claim));
                 tp_range_walk w;
-                tp__range_walk_init(&w, cs, nth - 1, nth, n, align, 3, 4);
+                tp__range_walk_init(&w, cs, nth - 1, nth, n, align, 1, 3, 4);
                 int64_t lo, hi, prev = -1, got = 0;
                 int prev_part = nth - 1;
                 while (tp__range_next(&w, &lo, &hi)) {
@@ -688,7 +688,7 @@ TEST(test_range_walk) {
                 CHECK(w.unit >= 3 && w.unit % align == 0);
                 /* a second walk finds nothing left (one thread's walks are static) */
                 tp_range_walk w2;
-                tp__range_walk_init(&w2, cs, 0, nth, n, align, 3, 4);
+                tp__range_walk_init(&w2, cs, 0, nth, n, align, 1, 3, 4);
                 CHECK(nth == 1 || !tp__range_next(&w2, &lo, &hi));
                 /* interleaved: thread 0 one piece (its own first, or part 1's last when its own part is
                  * empty), then thread 1 all that is left, then thread 0 nothing */
@@ -696,8 +696,8 @@ TEST(test_range_walk) {
                     memset(seen, 0, (size_t)n * sizeof(int));
                     memset(cs, 0, 3 * sizeof(tp_claim));
                     tp_range_walk a, b;
-                    tp__range_walk_init(&a, cs, 0, nth, n, align, 1, 4);
-                    tp__range_walk_init(&b, cs, 1, nth, n, align, 1, 4);
+                    tp__range_walk_init(&a, cs, 0, nth, n, align, 1, 1, 4);
+                    tp__range_walk_init(&b, cs, 1, nth, n, align, 1, 1, 4);
                     got = 0;
                     if (tp__range_next(&a, &lo, &hi)) {
                         CHECK_MSG(mark_piece(seen, n, lo, hi, align, a.unit, 1), "n %lld nth %d align %lld: first piece [%lld, %lld) unit %lld", (long long)n, nth, (long long)align, (long long)lo, (long long)hi, (long long)a.unit);
@@ -712,7 +712,7 @@ TEST(test_range_walk) {
                 }
                 /* item at a time */
                 memset(cs, 0, 3 * sizeof(tp_claim));
-                tp__range_walk_init(&w, cs, 0, nth, n, align, 2, 4);
+                tp__range_walk_init(&w, cs, 0, nth, n, align, 1, 2, 4);
                 int64_t items = 0, sum = 0;
                 for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
                     items++;

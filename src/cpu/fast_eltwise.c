@@ -170,8 +170,7 @@ static void chain_free(void *data) { tp_free(data); }
  * thread takes it. */
 enum { ELT_UNITS = 8 };
 static void elt_walk(tp_range_walk *w, const tp_exec *ex, int64_t items, int64_t align, int64_t item_len) {
-    const int64_t min = item_len >= PARALLEL_MIN ? 1 : item_len > 0 ? (PARALLEL_MIN + item_len - 1) / item_len : 1;
-    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, items, align, min, ELT_UNITS);
+    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, items, align, item_len, PARALLEL_MIN, ELT_UNITS);
 }
 
 /* ---- streamed outputs ------------------------------------------------------

@@ -47,14 +47,7 @@ static int row_threads(int64_t rows, int64_t n, int max) {
  * Every row is computed the same way whichever thread takes it. */
 enum { ROW_UNITS = 8, ROW_UNIT_MIN = 8192 };
 static void row_walk(tp_range_walk *w, int64_t rows, int64_t n, const tp_exec *ex) {
-    const int64_t min_rows = n >= ROW_UNIT_MIN ? 1 : n > 0 ? (ROW_UNIT_MIN + n - 1) / n : 1;
-    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, rows, 1, min_rows, ROW_UNITS);
-}
-
-static void row_range(int64_t rows, const tp_exec *ex, int64_t *lo, int64_t *hi) {
-    int64_t chunk = (rows + ex->nth - 1) / ex->nth;
-    *lo = chunk * ex->ith;
-    *hi = *lo + chunk < rows ? *lo + chunk : rows;
+    tp__range_walk_init(w, ex->claims, ex->ith, ex->nth, rows, 1, n, ROW_UNIT_MIN, ROW_UNITS);
 }
 
 /* plan->i: [0] rows, [1] n, [2] mode/flags; plan->f[0] eps */
@@ -100,11 +93,12 @@ static tp_status softmax_run_half(const tp_op_plan *plan, tp_tensor *const *in, 
     const int kind = (int)plan->i[5];
     const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
     uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
-    int64_t n = plan->i[1], lo, hi;
-    row_range(plan->i[0], ex, &lo, &hi);
+    const int64_t n = plan->i[1];
+    tp_range_walk w;
+    row_walk(&w, plan->i[0], n, ex);
     float *x = (float *)((char *)ex->workspace + (size_t)ex->ith * 2 * half_row_bytes(n));
     float *y = (float *)((char *)x + half_row_bytes(n));
-    for (int64_t r = lo; r < hi; r++) {
+    for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
         tp__half_widen(a + r * n, n, kind, x);
         tab->softmax(y, x, n, plan->i[2] != 0, NULL);
         tp__half_round(y, n, kind, o + r * n);
@@ -179,9 +173,11 @@ static tp_status layer_norm_run_half(const tp_op_plan *plan, tp_tensor *const *i
     const int kind = (int)plan->i[5];
     const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
     uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
-    int64_t n = plan->i[1], lo, hi;
-    row_range(plan->i[0], ex, &lo, &hi);
-    if (lo >= hi) return TP_OK;
+    const int64_t n = plan->i[1];
+    tp_range_walk rw;
+    row_walk(&rw, plan->i[0], n, ex);
+    int64_t r, end;
+    if (!tp__range_next(&rw, &r, &end)) return TP_OK; /* no rows for this thread */
     const size_t row = half_row_bytes(n);
     float *x = (float *)((char *)ex->workspace + (size_t)ex->ith * 4 * row);
     float *y = (float *)((char *)x + row), *w = NULL, *b = NULL;
@@ -193,7 +189,7 @@ static tp_status layer_norm_run_half(const tp_op_plan *plan, tp_tensor *const *i
         b = (float *)((char *)x + 3 * row);
         tp__half_widen((const uint16_t *)tp__tensor_base(in[plan->i[4]]), n, kind, b);
     }
-    for (int64_t r = lo; r < hi; r++) {
+    for (r--; tp__range_next_item(&rw, &r, &end);) {
         tp__half_widen(a + r * n, n, kind, x);
         tab->layer_norm(y, x, n, w, b, (float)plan->f[0]);
         tp__half_round(y, n, kind, o + r * n);
@@ -427,10 +423,11 @@ static tp_status reduce_run_half(const tp_op_plan *plan, tp_tensor *const *in, t
     const int kind = (int)plan->i[5], mode = (int)plan->i[2];
     const uint16_t *a = (const uint16_t *)tp__tensor_base(in[0]);
     uint16_t *o = (uint16_t *)tp__tensor_base(out[0]);
-    int64_t n = plan->i[1], lo, hi;
-    row_range(plan->i[0], ex, &lo, &hi);
+    const int64_t n = plan->i[1];
+    tp_range_walk w;
+    row_walk(&w, plan->i[0], n, ex);
     _Alignas(64) float buf[STEP];
-    for (int64_t r = lo; r < hi; r++) {
+    for (int64_t r = -1, end = 0; tp__range_next_item(&w, &r, &end);) {
         float acc = 0.0f;
         for (int64_t q = 0; q < n; q += STEP) {
             const int64_t m = n - q < STEP ? n - q : STEP;
@@ -653,10 +650,10 @@ static tp_status pool_run_half(const tp_op_plan *plan, tp_tensor *const *in, tp_
     uint16_t *y = (uint16_t *)tp__tensor_base(out[0]);
     size_t in_bytes, per = pool_half_bytes(q, &in_bytes);
     float *xin = (float *)((char *)ex->workspace + (size_t)ex->ith * per), *dst = (float *)((char *)xin + in_bytes);
-    const int64_t hw = q[0] * q[1], np = q[2] * q[3];
-    int64_t p0, p1;
-    row_range(q[q[P_HALF + 1] ? AP_PLANES : 12], ex, &p0, &p1);
-    for (int64_t pl = p0; pl < p1; pl++) {
+    const int64_t hw = sat_mul(q[0], q[1]), np = sat_mul(q[2], q[3]);
+    tp_range_walk w;
+    row_walk(&w, q[q[P_HALF + 1] ? AP_PLANES : 12], hw, ex);
+    for (int64_t pl = -1, end = 0; tp__range_next_item(&w, &pl, &end);) {
         tp__half_widen(x + pl * hw, hw, kind, xin);
         if (q[P_HALF + 1]) avgpool_plane(q, xin, dst);
         else maxpool_plane(q, xin, dst);
