@@ -35,6 +35,7 @@
 #ifndef TPEXPORT_CPU_VMATH_H
 #define TPEXPORT_CPU_VMATH_H
 
+#include <float.h> /* FLT_MAX */
 #include <math.h> /* INFINITY, NAN (constants only; no libm calls) */
 #include <stdbool.h>
 #include <stdint.h>
@@ -233,16 +234,18 @@ static inline float tp__silu_f32(float x) {
     EACH q[j_] = F(M(r[j_], r[j_]), q[j_], r[j_])
 /* gelu: tp__gelu_f32's degree-11 g(t) of erfc's exponent by Estrin's
  * scheme (t2, t4, a, b, c scratch). */
-#define TP__VM_GELU_G_STEPS(EACH, F, M, S, t, t2, t4, a, b, c, g)                                       \
+#define TP__VM_GELU_G_STEPS_C0(EACH, F, M, S, C0, t, t2, t4, a, b, c, g)                                \
     EACH t2[j_] = M(t[j_], t[j_]);                                                                      \
     EACH t4[j_] = M(t2[j_], t2[j_]);                                                                    \
     EACH a[j_] = F(F(S(-1.646503620e-02f), t[j_], S(7.624871284e-02f)), t2[j_],                        \
-                   F(S(-4.181608260e-01f), t[j_], S(-1.364941239e+00f)));                              \
+                   F(S(-4.181608260e-01f), t[j_], S(C0)));                                             \
     EACH b[j_] = F(F(S(-2.054579636e-05f), t[j_], S(1.338570873e-04f)), t2[j_],                        \
                    F(S(-7.325687911e-04f), t[j_], S(3.572081448e-03f)));                               \
     EACH c[j_] = F(F(S(7.887393849e-08f), t[j_], S(-3.394441990e-07f)), t2[j_],                        \
                    F(S(1.236211631e-07f), t[j_], S(2.674537200e-06f)));                                \
     EACH g[j_] = F(c[j_], M(t4[j_], t4[j_]), F(b[j_], t4[j_], a[j_]))
+#define TP__VM_GELU_G_STEPS(EACH, F, M, S, t, t2, t4, a, b, c, g) \
+    TP__VM_GELU_G_STEPS_C0(EACH, F, M, S, -1.364941239e+00f, t, t2, t4, a, b, c, g)
 
 #if defined(__AVX512F__)
 /* ---- sigmoid and silu, 16 lanes (AVX-512) ----
@@ -342,42 +345,56 @@ static inline __attribute__((always_inline)) void tp__silu_v16(const __m512 *x, 
     TP__VM_V16_EACH y[j_] = _mm512_div_ps(x[j_], p[j_]);
 }
 
-/* gelu (erf form), 16 lanes: tp__gelu_f32's formula step for step (the
- * same degree-11 g by Estrin's scheme, the same exp reduction and
- * polynomial, its last steps as 1 + (r + r^2 P) where the scalar form
- * runs Horner to the end) with 2^n applied by vscalefps; held to the same bound
- * (|err| <= 1e-9 + 1e-6*|ref|, test_vmath_avx512). Lanes with z^2 > 85
- * (|x| > 13.04, inf) compute garbage that the select drops, never a trap.
- * gelu(-inf) is NaN here, PyTorch's -inf * 0 (the elementwise loops want
- * that; tp__gelu_f32 returns the limit, -0).
- * In L1 (Ice Lake, 4096 floats, alternating): 0.640-0.645 ns an element as
- * tp__gelu_f32's vectorised loop, 0.612-0.616 as this: ~44 vector
- * operations a vector on two ports, so bound by them (22 cycles of the 25
- * measured); on 64 MiB (eltwise_bench) the loop takes 1.47-1.75x memcpy's
- * time with every input line prefetched and non-temporal stores
- * (tp__vgelu_v16_nt, below), the arithmetic (~10 ms of 16.7 M elements)
- * overlapping the memory traffic only in part. */
+/* gelu (erf form), 16 lanes: tp__gelu_f32's erfc(z) = exp(-z^2 + g(z))
+ * (the same degree-11 g by Estrin's scheme, z clamped at 4, the same exp
+ * reduction and polynomial, 2^n applied by vscalefps), with 34 vector
+ * operations a vector where a step-for-step copy of the scalar form took 42:
+ *  - t = min(fma(|x|, 1/sqrt2, -2), 2): z - 2 in one rounding;
+ *  - c = exp(g(t) - ln 2 - x^2/2) = erfc(z)/2: ln 2 folded into g's
+ *    constant term (-1.364941239 - ln 2 rounded: 1.2e-7 off, a relative
+ *    1.2e-7 on c), x^2/2 subtracted by one fnmadd (x^2/2 is exact, so the
+ *    same rounding as a product then a difference);
+ *  - the exponent clamped at -104, where exp rounds to 0 (vscalefps by
+ *    2^-150), so every finite x needs no select of its tail;
+ *  - the polynomial by Horner down to 1, as tp__silu_v16's;
+ *  - gelu = max(x, 0) - |x| * c in one fnmadd (x - x*erfc(z)/2 for x >= 0,
+ *    x*erfc(z)/2 for x < 0), |x| taken of min(x, FLT_MAX) so that +inf
+ *    gives inf - FLT_MAX*0 = inf and -inf gives 0 - inf*0 = NaN
+ *    (PyTorch's -inf * 0; tp__gelu_f32 returns the limit, -0); NaN -> NaN.
+ * Held to tp__gelu_f32's bound (|err| <= 1e-9 + 1e-6*|ref|,
+ * test_vmath_avx512); for |x| > 13.04 the value is within 2e-37 of 0 or
+ * x where the scalar form selects them exactly.
+ * In L1 (Ice Lake, 4096 floats, alternating) the step-for-step form took
+ * 0.612-0.616 ns an element (22 cycles of operations on two ports of the
+ * 25 measured); on 64 MiB (eltwise_bench) the loop reads every input line
+ * prefetched and writes with non-temporal stores (tp__vgelu_v16_nt, below),
+ * the arithmetic overlapping the memory traffic only in part. */
 static inline __attribute__((always_inline)) void tp__gelu_v16(const __m512 *x, __m512 *y) {
-    __m512 z2[TP__VM_V16_K], t[TP__VM_V16_K], t2[TP__VM_V16_K], t4[TP__VM_V16_K], g[TP__VM_V16_K];
-    __m512 a[TP__VM_V16_K], b[TP__VM_V16_K], c[TP__VM_V16_K], n[TP__VM_V16_K];
-    /* z = |x|/sqrt2, clamped at 4 (min keeps a NaN z: its second operand) */
-    TP__VM_V16_EACH t[j_] = _mm512_sub_ps(_mm512_min_ps(_mm512_set1_ps(4.0f),
-                                                        _mm512_mul_ps(_mm512_abs_ps(x[j_]), _mm512_set1_ps(0.7071067812f))),
-                                          _mm512_set1_ps(2.0f));
-    TP__VM_V16_EACH z2[j_] = _mm512_mul_ps(_mm512_mul_ps(x[j_], x[j_]), _mm512_set1_ps(0.5f));
-    TP__VM_GELU_G_STEPS(TP__VM_V16_EACH, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps, t, t2, t4, a, b, c, g);
-    /* exp(g - z^2) (tp__vm_exp_nonpos's reduction and polynomial) */
-    TP__VM_V16_EACH g[j_] = _mm512_sub_ps(g[j_], z2[j_]);
-    tp__vm_exp_parts_v16(g, n, a);
-    TP__VM_V16_EACH c[j_] = _mm512_scalef_ps(_mm512_add_ps(_mm512_set1_ps(1.0f), a[j_]), n[j_]);
-    /* h = 0.5*x*erfc(z) (-0 past the tail); gelu = h for x < 0, else x - h */
-    TP__VM_V16_EACH b[j_] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z2[j_], _mm512_set1_ps(85.0f), _CMP_GT_OQ),
-                                                 _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x[j_]), c[j_]),
-                                                 _mm512_set1_ps(-0.0f));
-    TP__VM_V16_EACH y[j_] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x[j_], _mm512_setzero_ps(), _CMP_LT_OQ),
-                                                 _mm512_sub_ps(x[j_], b[j_]), b[j_]);
-    TP__VM_V16_EACH y[j_] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x[j_], _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ),
-                                                 y[j_], _mm512_set1_ps(NAN));
+    __m512 v[TP__VM_V16_K], t[TP__VM_V16_K], t2[TP__VM_V16_K], t4[TP__VM_V16_K], g[TP__VM_V16_K];
+    __m512 a[TP__VM_V16_K], b[TP__VM_V16_K], c[TP__VM_V16_K], n[TP__VM_V16_K], r[TP__VM_V16_K];
+    /* v = |min(x, FLT_MAX)| (min keeps the second operand: NaN -> FLT_MAX,
+     * caught below through x^2); t = z - 2 with z = v/sqrt2 clamped at 4 */
+    TP__VM_V16_EACH v[j_] = _mm512_abs_ps(_mm512_min_ps(x[j_], _mm512_set1_ps(FLT_MAX)));
+    TP__VM_V16_EACH t[j_] = _mm512_min_ps(_mm512_set1_ps(2.0f),
+                                          _mm512_fmadd_ps(v[j_], _mm512_set1_ps(0.7071067812f), _mm512_set1_ps(-2.0f)));
+    TP__VM_GELU_G_STEPS_C0(TP__VM_V16_EACH, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps, -2.058088303e+00f, t,
+                           t2, t4, a, b, c, g);
+    /* e = g - ln 2 - x^2/2, clamped at -104 (max keeps a NaN e: its second operand) */
+    TP__VM_V16_EACH g[j_] = _mm512_max_ps(_mm512_set1_ps(-104.0f),
+                                          _mm512_fnmadd_ps(_mm512_mul_ps(x[j_], x[j_]), _mm512_set1_ps(0.5f), g[j_]));
+    TP__VM_V16_EACH n[j_] = _mm512_roundscale_ps(_mm512_mul_ps(g[j_], _mm512_set1_ps(1.442695041f)),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(-0.693359375f), g[j_]);
+    TP__VM_V16_EACH r[j_] = _mm512_fmadd_ps(n[j_], _mm512_set1_ps(2.121944401e-4f), r[j_]);
+    TP__VM_V16_EACH c[j_] = _mm512_fmadd_ps(_mm512_set1_ps(1.381461291e-3f), r[j_], _mm512_set1_ps(8.368709833e-3f));
+    TP__VM_V16_EACH c[j_] = _mm512_fmadd_ps(c[j_], r[j_], _mm512_set1_ps(4.166838737e-2f));
+    TP__VM_V16_EACH c[j_] = _mm512_fmadd_ps(c[j_], r[j_], _mm512_set1_ps(1.666652069e-1f));
+    TP__VM_V16_EACH c[j_] = _mm512_fmadd_ps(c[j_], r[j_], _mm512_set1_ps(4.999999345e-1f));
+    TP__VM_V16_EACH c[j_] = _mm512_fmadd_ps(c[j_], r[j_], _mm512_set1_ps(1.0f));
+    TP__VM_V16_EACH c[j_] = _mm512_fmadd_ps(c[j_], r[j_], _mm512_set1_ps(1.0f));
+    TP__VM_V16_EACH c[j_] = _mm512_scalef_ps(c[j_], n[j_]);
+    /* gelu = max(x, 0) - |x| * erfc(z)/2 */
+    TP__VM_V16_EACH y[j_] = _mm512_fnmadd_ps(v[j_], c[j_], _mm512_max_ps(x[j_], _mm512_setzero_ps()));
 }
 
 /* dst[i] = f(src[i]) for i < n through the 16-lane functions (dst == src
@@ -493,12 +510,13 @@ static inline __attribute__((always_inline)) void tp__silu_v8(const __m256 *x, _
     TP__VM_V8_EACH y[j_] = _mm256_div_ps(x[j_], p[j_]);
 }
 
-/* gelu (erf form), 8 lanes: tp__gelu_v16's steps with AVX2's means (blends
+/* gelu (erf form), 8 lanes: tp__gelu_f32's steps with AVX2's means (blends
  * on compare masks, |x| by clearing the sign) and 2^n built in the
  * exponent bits, where n = round((g - z^2) / ln 2) lies in [-126, 0] for
  * every lane the tail select keeps (z^2 <= 85; erfc(z) <= 1), so the
- * product with 2^n rounds once as vscalefps does: the same values as
- * tp__gelu_v16 (test_vmath_fma holds it to the same bound). Lanes past the
+ * product with 2^n rounds once as vscalefps does (test_vmath_fma holds it to
+ * tp__gelu_v16's bound; tp__gelu_v16 folds and fuses steps this form keeps
+ * apart, and needs vscalefps for its tail without selects). Lanes past the
  * tail or NaN convert to garbage exponents that the selects drop, never a
  * trap. gelu(-inf) NaN (PyTorch's -inf * 0). In L1 on Zen 4 1.05 -> 0.73 ns
  * an element against the auto-vectorised tp__gelu_f32. */
