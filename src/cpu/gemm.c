@@ -300,6 +300,10 @@ static int64_t tp__gemm_jr_outer_max_rows(int isa) {
     return isa == TP_ISA_AVX512 ? TP__GEMM_AVX512_JR_OUTER_MAX_ROWS : TP__GEMM_JR_OUTER_MAX_ROWS;
 }
 
+/* Rows a thread below which pre-packed B is not split in row bands
+ * (tp__gemm_make_plan). */
+enum { TP__GEMM_BAND_MIN_ROWS = 32 };
+
 /* K block of products with a single row panel (tp__gemm_make_plan). */
 enum { TP__GEMM_ONE_PANEL_KC = 4096 };
 
@@ -427,7 +431,7 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
         }
     }
     /* Pre-packed B (weights): bands of rows whenever every thread gets at
-     * least MR rows and the bands' row panels add at most 1/20 to the
+     * least TP__GEMM_BAND_MIN_ROWS rows and the bands' row panels add at most 1/20 to the
      * padded rows (ViT's 197 -> 2 x 102 against 198, 7x7 maps' 49 -> 2 x
      * 30 against 54 stay with the grid above). A band's rows of A are then
      * the rows the same thread wrote one step before (the producing GEMM
@@ -441,8 +445,17 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
      * busy neighbours the column split's cross-core reads cost far more
      * (the MLP 0.254 against 0.210 ms, medians of 3 alternating runs).
      * The cost model above has no term for where A was written; this rule
-     * stands in for one. */
-    if (g->packed_b && nth > 1 && m >= (int64_t)nth * mr &&
+     * stands in for one. It needs TP__GEMM_BAND_MIN_ROWS rows a thread:
+     * with fewer, every core streaming all of B (from L3, ~2 floats a
+     * cycle) costs more than half its FMA time (rows / 32 cycles a float
+     * of B), and the grid's column split streams 1/nth of it, which can
+     * stay in that core's L2 from call to call. Sapphire Rapids, the MLP
+     * (784-512-512-10, batch 32: 16 rows a thread) at 2 threads, medians of
+     * 16 alternating whole-model pairs against the bands: 0.948x with the
+     * grid the cost model picks (columns on its two large products), 0.915x
+     * with columns forced on all three (the Zen 4 figures above, 3 runs
+     * each, had the bands ahead by 2% and, with busy neighbours, by 17%). */
+    if (g->packed_b && nth > 1 && tp__gemm_ceil_div(m, nth) >= TP__GEMM_BAND_MIN_ROWS &&
         (int64_t)nth * tp__gemm_round_up(tp__gemm_ceil_div(m, nth), mr) * 20 <= tp__gemm_round_up(m, mr) * 21) {
         plan.th_m = nth;
         plan.th_n = 1;
