@@ -144,8 +144,9 @@ static void fill_from_fixture(const void *ctx, int64_t i0, int rows, int64_t p0,
 }
 
 /* The tp_gemm for the fixture at isa, writing into c; packed B from
- * packed (may be NULL when not packed). */
-static tp_gemm fixture_gemm(const gemm_fixture *fx, int isa, float *c, const void *packed) {
+ * packed (may be NULL when not packed), with B transposed for the dot path
+ * from packed_bt (may be NULL). */
+static tp_gemm fixture_gemm(const gemm_fixture *fx, int isa, float *c, const void *packed, const float *packed_bt) {
     const gemm_case *cs = &fx->cs;
     tp_gemm g = {0};
     g.isa = isa;
@@ -162,6 +163,7 @@ static tp_gemm fixture_gemm(const gemm_fixture *fx, int isa, float *c, const voi
     }
     if (cs->packed_b) {
         g.packed_b = packed;
+        g.packed_bt = packed_bt;
     } else {
         g.b = fx->b;
         if (cs->trans_b) {
@@ -229,6 +231,7 @@ static void run_split(const tp_gemm *g, int nth, bool threaded, bool claimed) {
 }
 
 static int case_failures = 0;
+static int dot_runs = 0; /* cases run with the dot path (gemm.h) */
 
 /* Check c against the reference, and that the padding beyond n in each row
  * of C was left alone. */
@@ -269,15 +272,30 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
     const size_t c_elems = (size_t)(cs->m * fx->ldc + 1);
     float *c_one = malloc(sizeof(float) * c_elems);
     float *c_split = malloc(sizeof(float) * c_elems);
-    void *packed = NULL;
+    void *packed = NULL, *packed_bt = NULL;
     if (cs->packed_b) {
         packed = alloc_aligned(tp__gemm_packed_b_bytes(isa, cs->k, cs->n));
         const bool tb = cs->trans_b;
-        tp__gemm_pack_b(isa, cs->k, cs->n, fx->b, tb ? 1 : cs->n + fx->ldb_pad, tb ? cs->k + fx->ldb_pad : 1,
-                        packed);
+        const int64_t rs_b = tb ? 1 : cs->n + fx->ldb_pad, cs_b = tb ? cs->k + fx->ldb_pad : 1;
+        tp__gemm_pack_b(isa, cs->k, cs->n, fx->b, rs_b, cs_b, packed);
+        /* as fast_linalg.c packs a constant weight: also transposed where
+         * the dot path (gemm.h) applies */
+        const size_t bt_bytes = tp__gemm_packed_bt_bytes(isa, cs->k, cs->n);
+        if (bt_bytes) {
+            packed_bt = alloc_aligned(bt_bytes);
+            tp__gemm_pack_bt(isa, cs->k, cs->n, fx->b, rs_b, cs_b, packed_bt);
+        }
     }
     memcpy(c_one, fx->c_init, sizeof(float) * c_elems);
-    tp_gemm g = fixture_gemm(fx, isa, c_one, packed);
+    tp_gemm g = fixture_gemm(fx, isa, c_one, packed, packed_bt);
+    if (packed_bt && !cs->trans_a && !cs->implicit_a && cs->m >= 2) {
+        dot_runs++;
+        if (!tp__gemm_uses_dot(&g)) {
+            fprintf(stderr, "  isa %d: M=%lld K=%lld N=%lld: the dot path does not apply\n", isa, (long long)cs->m,
+                    (long long)cs->k, (long long)cs->n);
+            case_failures++;
+        }
+    }
     atomic_store(&act_elements, 0);
     run_split(&g, 1, false, false);
     bool ok = check_result(fx, c_one, isa, "nth=1");
@@ -292,7 +310,7 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
         const int nth = splits[s % n_splits];
         const bool threaded = (s / n_splits) % 2 == 1, claimed = s >= 2 * n_splits;
         memcpy(c_split, fx->c_init, sizeof(float) * c_elems);
-        tp_gemm gs = fixture_gemm(fx, isa, c_split, packed);
+        tp_gemm gs = fixture_gemm(fx, isa, c_split, packed, packed_bt);
         run_split(&gs, nth, threaded, claimed);
         if (memcmp(c_split, c_one, sizeof(float) * (size_t)(cs->m * fx->ldc)) != 0) {
             char what[64];
@@ -305,12 +323,13 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
     }
     if (ok && cs->implicit_a && cs->m > 0 && cs->n > 0 && cs->k > 0) {
         /* the same product with A given explicitly: the same micro-kernel
-         * calls in the same K order, so bitwise the same */
+         * calls in the same K order, so bitwise the same (without the dot
+         * path, which an implicit A never takes) */
         CHECK(atomic_load(&fill_calls) > 0);
         gemm_fixture ex = *fx;
         ex.cs.implicit_a = false;
         memcpy(c_split, fx->c_init, sizeof(float) * c_elems);
-        tp_gemm ge = fixture_gemm(&ex, isa, c_split, packed);
+        tp_gemm ge = fixture_gemm(&ex, isa, c_split, packed, NULL);
         run_split(&ge, 1, false, false);
         if (memcmp(c_split, c_one, sizeof(float) * (size_t)(cs->m * fx->ldc)) != 0) {
             fprintf(stderr, "  isa %d: M=%lld K=%lld N=%lld: implicit A differs from explicit A\n", isa,
@@ -319,6 +338,7 @@ static void run_case_isa(const gemm_fixture *fx, int isa, bool all_splits) {
         }
     }
     if (!ok) case_failures++;
+    free(packed_bt);
     free(packed);
     free(c_one);
     free(c_split);
@@ -447,6 +467,44 @@ TEST(test_random) {
         run_case(cs, t % 4 == 0);
     }
     CHECK(case_failures == 0);
+}
+
+/* The dot path (gemm.h): a packed B of N <= 16 with K >= 64, transposed
+ * beside it, and row-major A: blocks of 1-4 rows and 1-4 columns, K tails
+ * of 0-15, every epilogue field; against the reference, bitwise across
+ * thread splits, and at AVX-512 run by the dot kernel (tp__gemm_uses_dot;
+ * the other levels run their kernels on the same cases). */
+TEST(test_dot_path) {
+    static const int64_t ms[] = {2, 3, 5, 8, 33};
+    static const int64_t ks[] = {64, 79, 512, 1000};
+    case_failures = 0;
+    dot_runs = 0;
+    int t = 0;
+    for (size_t i = 0; i < TP_ARRAY_LEN(ms); i++)
+        for (int64_t n = 1; n <= 16; n++, t++) {
+            gemm_case cs = {.m = ms[i], .n = n, .k = ks[t % 4], .trans_b = t & 1, .packed_b = true,
+                            .alpha = t % 5 == 0 ? 0.5f : 1.0f, .beta = (float)(t % 3) * 0.5f, .bias = t % 3,
+                            .residual = (t / 3) & 1, .act = (t / 2) & 1};
+            run_case(cs, t % 8 == 0);
+        }
+    CHECK(case_failures == 0);
+    CHECK(dot_runs == (tp__gemm_best_isa() >= TP_ISA_AVX512 ? t : 0));
+    /* and not for an A read by columns, one row, a short K or N > 16 */
+    const float one = 1.0f;
+    tp_gemm g = {.isa = tp__gemm_best_isa(), .m = 4, .n = 10, .k = 64, .a = &one, .rs_a = 64, .cs_a = 1,
+                 .packed_b = &one, .packed_bt = &one};
+    CHECK(tp__gemm_uses_dot(&g) == (tp__gemm_best_isa() >= TP_ISA_AVX512));
+    g.cs_a = 4;
+    CHECK(!tp__gemm_uses_dot(&g));
+    g.cs_a = 1;
+    g.m = 1;
+    CHECK(!tp__gemm_uses_dot(&g));
+    g.m = 4;
+    g.k = 63;
+    CHECK(!tp__gemm_uses_dot(&g));
+    g.k = 64;
+    g.n = 17;
+    CHECK(!tp__gemm_uses_dot(&g));
 }
 
 /* Implicit A (a_fill): odd shapes, several K blocks and more rows than one
@@ -725,4 +783,4 @@ TEST(test_range_walk) {
 }
 
 TEST_MAIN(T(test_claims), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
-          T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n))
+          T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path))

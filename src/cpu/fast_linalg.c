@@ -58,6 +58,8 @@ typedef struct mm_plan {
     void *packed_base;               /* owned allocation of packed_b; NULL when B is not constant */
     void *packed_b;                  /* 64-byte aligned inside packed_base (the GEMM's loads of a
                                       * panel row must not straddle cache lines) */
+    const float *packed_bt;          /* in packed_base after packed_b: B transposed for the GEMM's
+                                      * dot path (tp__gemm_pack_bt), or NULL */
     float *bias32;                   /* 16-bit: a constant bias vector widened at plan time (owned) */
     size_t ws_c, ws_b, ws_bias;      /* 16-bit: bytes of the float32 C, B and bias in the workspace */
     size_t ws_thread;                /* workspace of one single-threaded GEMM */
@@ -104,7 +106,8 @@ static tp_status mm_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     const float *bias = mp->ibias >= 0 ? (const float *)tp__tensor_base(in[mp->ibias]) : NULL;
     float *c = (float *)tp__tensor_base(out[0]);
     tp_gemm g = {.isa = mp->isa, .m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a,
-                 .rs_b = mp->rs_b, .cs_b = mp->cs_b, .packed_b = mp->packed_b, .ldc = mp->n};
+                 .rs_b = mp->rs_b, .cs_b = mp->cs_b, .packed_b = mp->packed_b, .packed_bt = mp->packed_bt,
+                 .ldc = mp->n};
     g.ep = tp__gemm_epilogue_default();
     g.ep.alpha = mp->alpha;
     if (mp->bias_mode == 1) g.ep.bias = bias;
@@ -368,12 +371,22 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
          * lines: a lone 197x384x1536 matmul took 1.77 ms against 1.44 for
          * the same GEMM on aligned panels (Ice Lake, one thread). */
         size_t bytes = tp__gemm_packed_b_bytes(mp->isa, mp->k, mp->n);
+        /* float32 weights of N <= 16 (a classifier) also transposed for
+         * the GEMM's dot path (gemm.h), after the panels */
+        const size_t b_bytes = (bytes + 63) & ~(size_t)63;
+        const size_t bt_bytes = mp->dt == TP_FLOAT32 ? tp__gemm_packed_bt_bytes(mp->isa, mp->k, mp->n) : 0;
+        if (bt_bytes) bytes = b_bytes + bt_bytes;
         mp->packed_base = tp_malloc(bytes + 64);
         TP_CHECK(mp->packed_base != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
         mp->packed_b = (void *)(((uintptr_t)mp->packed_base + 63) & ~(uintptr_t)63);
         if (mp->dt == TP_FLOAT32) {
             tp__gemm_pack_b(mp->isa, mp->k, mp->n, (const float *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
                             mp->packed_b);
+            if (bt_bytes) {
+                mp->packed_bt = (const float *)((char *)mp->packed_b + b_bytes);
+                tp__gemm_pack_bt(mp->isa, mp->k, mp->n, (const float *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
+                                 (char *)mp->packed_b + b_bytes);
+            }
         } else { /* widened to float32 first (exact), then packed as float32 */
             float *wide = tp_malloc((size_t)mp->k * (size_t)mp->n * sizeof(float));
             TP_CHECK(wide != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
@@ -396,7 +409,8 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
     if (threads > info->max_threads) threads = info->max_threads;
     mp->max_threads = threads;
     tp_gemm g = {.isa = mp->isa, .m = mp->m, .n = mp->n, .k = mp->k, .rs_a = mp->rs_a, .cs_a = mp->cs_a,
-                 .rs_b = mp->rs_b, .cs_b = mp->cs_b, .packed_b = mp->packed_b, .ldc = mp->n};
+                 .rs_b = mp->rs_b, .cs_b = mp->cs_b, .packed_b = mp->packed_b, .packed_bt = mp->packed_bt,
+                 .ldc = mp->n};
     g.b = mp->packed_b ? NULL : (const float *)8; /* only the presence matters for sizing */
     if (mp->dt != TP_FLOAT32) { /* as mm_run_half calls it: A widened by blocks, B widened row-major */
         g.a_fill = half_a_fill;

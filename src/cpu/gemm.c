@@ -267,6 +267,7 @@ typedef struct tp__gemm_plan {
     bool k_bias;
     int k_relu; /* 0, or act_relu's relu (1) / relu6 (2) */
     tp_gemm_epilogue rest;
+    bool dot; /* the dot path (gemm.h, tp__gemm_pack_bt): rows split, no workspace */
 } tp__gemm_plan;
 
 /* Row-major B is read in place, not packed, when M is at most this: few
@@ -312,6 +313,31 @@ enum { TP__GEMM_ONE_PANEL_KC = 4096 };
  * faster than packing it for every shape measured, large cubes included. */
 static bool tp__gemm_packs_a(const tp_gemm *g, const tp__gemm_isa_info *isa) {
     return g->a_fill || !(isa->reads_row_major_a && g->cs_a == 1);
+}
+
+/* The dot path (gemm.h) for this product: a decision of the product's
+ * alone, never of the thread split. */
+static bool tp__gemm_dot_applies(const tp_gemm *g) {
+    return TP__GEMM_X86 && g->packed_bt && g->packed_b && g->isa == TP_ISA_AVX512 && g->n >= 1 &&
+           g->n <= TP__GEMM_DOT_MAX_N && g->m >= 2 && g->k >= TP__GEMM_DOT_MIN_K && g->a && !g->a_fill &&
+           g->cs_a == 1;
+}
+
+bool tp__gemm_uses_dot(const tp_gemm *g) { return tp__gemm_dot_applies(g); }
+
+size_t tp__gemm_packed_bt_bytes(int isa, int64_t k, int64_t n) {
+    if (!TP__GEMM_X86 || isa != TP_ISA_AVX512 || n < 1 || n > TP__GEMM_DOT_MAX_N || k < TP__GEMM_DOT_MIN_K) return 0;
+    return (size_t)n * (size_t)tp__gemm_round_up(k, 16) * sizeof(float);
+}
+
+void tp__gemm_pack_bt(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b, void *dst) {
+    if (tp__gemm_packed_bt_bytes(isa, k, n) == 0) return;
+    const int64_t ld = tp__gemm_round_up(k, 16);
+    float *bt = dst;
+    for (int64_t j = 0; j < n; j++) {
+        for (int64_t p = 0; p < k; p++) bt[j * ld + p] = b[p * rs_b + j * cs_b];
+        for (int64_t p = k; p < ld; p++) bt[j * ld + p] = 0.0f;
+    }
 }
 
 static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
@@ -480,6 +506,12 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
     plan.b_bytes = g->packed_b ? 0
                    : plan.reads_b_in_place ? tp__gemm_round_up_64((size_t)(plan.kc * nr) * sizeof(float))
                                            : tp__gemm_round_up_64((size_t)(plan.kc * nc) * sizeof(float));
+    plan.dot = tp__gemm_dot_applies(g);
+    if (plan.dot) { /* rows: each thread's dot products over all of K and N */
+        plan.th_m = nth;
+        plan.th_n = 1;
+        plan.a_bytes = plan.b_bytes = plan.f_bytes = 0;
+    }
     return plan;
 }
 
@@ -813,6 +845,16 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
         tp__gemm_run_empty_k(g, m0, m1, n0, n1);
         return;
     }
+#if TP__GEMM_X86
+    if (plan.dot) { /* every column (n0 = 0, n1 = N: one panel) */
+        tp__gemm_tile_ep te;
+        tp__gemm_avx512_dot(m1 - m0, (int)g->n, g->k, g->a + m0 * g->rs_a, g->rs_a, g->packed_bt,
+                            tp__gemm_round_up(g->k, 16), g->c + m0 * g->ldc, g->ldc, g->ep.alpha, g->ep.beta,
+                            tp__gemm_tile_ep_at(&plan, g, true, 0, &te));
+        tp__gemm_finish_rows(g, &plan.rest, plan.isa.finish, m0, m1 - m0, 0, g->n);
+        return;
+    }
+#endif
     float *a_buf = (float *)slice;
     float *b_buf = (float *)(slice + plan.a_bytes);
     void *f_buf = plan.f_bytes ? slice + plan.a_bytes + plan.b_bytes : NULL;

@@ -119,6 +119,8 @@ typedef struct tp_gemm {
                                            * NULL when a_fill gives it */
     const float *b; int64_t rs_b, cs_b;   /* B: K x N unpacked, or NULL when packed_b is set */
     const void *packed_b;                 /* from tp__gemm_pack_b with the same isa, k, n */
+    const float *packed_bt;               /* NULL, or (with packed_b) B transposed by tp__gemm_pack_bt for
+                                           * the dot path (tp__gemm_packed_bt_bytes > 0) */
     float *c; int64_t ldc;                /* C: M x N, row-major, row stride ldc (>= n), column stride 1 */
     tp_gemm_epilogue ep;
     /* Implicit A (a NULL): a_fill writes rows [i0, i0 + rows) x columns
@@ -156,6 +158,23 @@ TP_HIDDEN void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace)
  * values of C are those of tp__gemm_run, bit for bit, whoever computes
  * them. claims NULL: tp__gemm_run. */
 TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *workspace, tp_claim *claims);
+
+/* The dot path: at AVX-512, a product of 2 or more rows with N <= 16,
+ * K >= TP__GEMM_DOT_MIN_K, a pre-packed B and A row-major (cs_a 1, not
+ * implicit) runs each element of C as 16 chains of FMAs over p mod 16
+ * summed by a fixed tree (every FMA's 16 lanes useful, where the 12 x 32
+ * kernel uses 10 of 16 for a classifier's N = 10 and one broadcast load
+ * per FMA); it needs B transposed, K contiguous, which the caller packs
+ * once beside packed_b: tp__gemm_packed_bt_bytes(isa, k, n) bytes (0 when
+ * the path does not apply to such products), written by tp__gemm_pack_bt.
+ * The plan decides per product (m, n, k, A's layout), never per thread
+ * split, so results stay independent of nth. */
+enum { TP__GEMM_DOT_MAX_N = 16, TP__GEMM_DOT_MIN_K = 64 };
+TP_HIDDEN size_t tp__gemm_packed_bt_bytes(int isa, int64_t k, int64_t n);
+TP_HIDDEN void tp__gemm_pack_bt(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b,
+                                void *dst);
+/* Whether g runs on the dot path (for tests). */
+TP_HIDDEN bool tp__gemm_uses_dot(const tp_gemm *g);
 
 /* Cache sizes the blocking was derived from (bytes per core; read once from
  * cpuid or sysfs, defaults when unknown), for benchmarks and tests. */
@@ -232,6 +251,13 @@ TP_HIDDEN void tp__gemm_avx512_microkernel(int64_t kc, const float *a, int64_t r
                                            const float *b, int64_t ldb, float *c, int64_t ldc, int m, int n,
                                            float alpha, float beta, const float *pf, int64_t pf_bytes,
                                            const tp__gemm_tile_ep *ep);
+/* The dot path's kernel (tp__gemm_pack_bt): C[0:m, 0:n] = alpha * A*B +
+ * beta * C, then ep (bias, relu) as the micro-kernels apply it; A
+ * row-major (element (i, p) at a[i*rs_a + p]); BT column j at bt + j*ldbt,
+ * zero from k to ldbt (a multiple of 16); 1 <= n <= 16. */
+TP_HIDDEN void tp__gemm_avx512_dot(int64_t m, int n, int64_t k, const float *a, int64_t rs_a, const float *bt,
+                                   int64_t ldbt, float *c, int64_t ldc, float alpha, float beta,
+                                   const tp__gemm_tile_ep *ep);
 /* AVX2 and AVX-512 products of one row (M = 1): each element's sum in four
  * chains over p mod 4 (a different rounding than the kernels above), so
  * used for every tile of such a product and for nothing else; m must be 1. */

@@ -8,7 +8,9 @@
  * Each element of C is one sequential chain of FMAs over p, whatever m, n
  * or the A layout, so results do not depend on how a caller tiles C; the
  * row kernel (products of one row) sums four chains instead, and gemm.c
- * runs it for every tile of such products only.
+ * runs it for every tile of such products only; the dot path (N <= 16,
+ * below) sums 16 chains over p mod 16 and a fixed tree, for every element
+ * of the products gemm.c gives it.
  */
 #include "gemm.h"
 
@@ -405,6 +407,131 @@ TP_HIDDEN void tp__gemm_avx512_narrow_microkernel(int64_t kc, const float *a, in
         default: break;
     }
 }
+
+/* ---- Dot products for N <= 16 (tp__gemm_avx512_dot) ----
+ * A block of R <= 4 rows x J <= 4 columns of C: acc[4c + r] sums
+ * A[r][p] * BT[c][p] over p in 16 lanes (p mod 16), so every FMA's 16
+ * lanes are useful where the 12 x 32 kernel spends one broadcast and a
+ * 16-lane FMA per row and k step on N = 10 (a classifier). K runs in
+ * blocks of TP__GEMM_DOT_KB for every column group of a row block before
+ * the next block, so that the rows' block of A stays in L1 across the
+ * groups (8 x 4096 x 10 read A and BT from L2 at 64 bytes a cycle without
+ * it); between blocks a group's accumulators wait in acc_buf, stored and
+ * loaded exactly, so each lane's chain of FMAs is the same whatever K. */
+enum { TP__GEMM_DOT_KB = 512 };
+static inline __attribute__((always_inline)) void tp__gemm_avx512_dot_block(const int R, const int J, int64_t kc,
+                                                                           const float *a, int64_t rs_a,
+                                                                           const float *bt, int64_t ldbt,
+                                                                           __m512 *acc_buf, bool first, bool last,
+                                                                           float *out) {
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; q++) acc[q] = first ? _mm512_setzero_ps() : acc_buf[q];
+    int64_t p = 0;
+    for (; p + 16 <= kc; p += 16) {
+        __m512 av[4], bv[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) av[r] = _mm512_loadu_ps(a + r * rs_a + p);
+#pragma GCC unroll 4
+        for (int c = 0; c < J; c++) bv[c] = _mm512_loadu_ps(bt + c * ldbt + p);
+#pragma GCC unroll 4
+        for (int c = 0; c < J; c++)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) acc[4 * c + r] = _mm512_fmadd_ps(av[r], bv[c], acc[4 * c + r]);
+    }
+    if (p < kc) { /* K's last kc % 16: A's lanes beyond K are zeros (BT is zero-padded to 16) */
+        const __mmask16 km = (__mmask16)((1u << (kc - p)) - 1u);
+        __m512 av[4], bv[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) av[r] = _mm512_maskz_loadu_ps(km, a + r * rs_a + p);
+#pragma GCC unroll 4
+        for (int c = 0; c < J; c++) bv[c] = _mm512_loadu_ps(bt + c * ldbt + p);
+#pragma GCC unroll 4
+        for (int c = 0; c < J; c++)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) acc[4 * c + r] = _mm512_fmadd_ps(av[r], bv[c], acc[4 * c + r]);
+    }
+    if (!last) {
+#pragma GCC unroll 16
+        for (int q = 0; q < 16; q++) acc_buf[q] = acc[q];
+        return;
+    }
+    /* The 16 sums by one tree (the same for every element): 256-bit
+     * halves, 128-bit quarters, then pairs and neighbours within them;
+     * out[4r + c] = sum of acc[4c + r]'s lanes. */
+    __m512 v[8], w[4], x[2];
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; q++)
+        v[q] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * q], acc[2 * q + 1], 0x44),
+                             _mm512_shuffle_f32x4(acc[2 * q], acc[2 * q + 1], 0xEE));
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+        w[q] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * q], v[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(v[2 * q], v[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; q++)
+        x[q] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+#define TP__GEMM_DOT_J(R, J)                                                                              \
+    case J:                                                                                               \
+        tp__gemm_avx512_dot_block(R, J, kc, a + p0, rs_a, bt + j0 * ldbt + p0, ldbt, acc_buf[j0 / 4], p0 == 0, \
+                                  last, s[j0 / 4]);                                                       \
+        break;
+#define TP__GEMM_DOT_R(R)                                                                         \
+    case R:                                                                                       \
+        switch (cols) {                                                                           \
+            TP__GEMM_DOT_J(R, 1) TP__GEMM_DOT_J(R, 2) TP__GEMM_DOT_J(R, 3) TP__GEMM_DOT_J(R, 4) \
+            default: break;                                                                       \
+        }                                                                                         \
+        break;
+
+TP_HIDDEN void tp__gemm_avx512_dot(int64_t m, int n, int64_t k, const float *a, int64_t rs_a, const float *bt,
+                                   int64_t ldbt, float *c, int64_t ldc, float alpha, float beta,
+                                   const tp__gemm_tile_ep *ep) {
+    const __mmask16 nm = tp__gemm_avx512_column_mask(n, 0);
+    const bool has_bias = ep && ep->bias;
+    const int relu = ep ? ep->relu : 0;
+    const __m512 bias = has_bias ? _mm512_maskz_loadu_ps(nm, ep->bias) : _mm512_setzero_ps();
+    __m512 acc_buf[4][16];
+    float s[4][16] = {{0}}; /* per column group: s[g][4r + c] */
+    for (int64_t i = 0; i < m; i += 4, a += 4 * rs_a) {
+        const int rows = m - i < 4 ? (int)(m - i) : 4;
+        for (int64_t p0 = 0; p0 < k; p0 += TP__GEMM_DOT_KB) {
+            const int64_t kc = k - p0 < TP__GEMM_DOT_KB ? k - p0 : TP__GEMM_DOT_KB;
+            const bool last = p0 + kc >= k;
+            for (int j0 = 0; j0 < n; j0 += 4) {
+                const int cols = n - j0 < 4 ? n - j0 : 4;
+                switch (rows) {
+                    TP__GEMM_DOT_R(1)
+                    TP__GEMM_DOT_R(2)
+                    TP__GEMM_DOT_R(3)
+                    TP__GEMM_DOT_R(4)
+                    default: break;
+                }
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            float row[16];
+            for (int j = 0; j < n; j++) row[j] = s[j / 4][4 * r + j % 4];
+            float *ci = c + (i + r) * ldc;
+            const __m512 sum = _mm512_maskz_loadu_ps(nm, row);
+            __m512 y;
+            if (beta == 0.0f) y = _mm512_mul_ps(_mm512_set1_ps(alpha), sum);
+            else if (beta == 1.0f) y = _mm512_fmadd_ps(_mm512_set1_ps(alpha), sum, _mm512_maskz_loadu_ps(nm, ci));
+            else
+                y = _mm512_fmadd_ps(_mm512_set1_ps(alpha), sum,
+                                    _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(nm, ci)));
+            if (has_bias) y = _mm512_add_ps(y, bias);
+            _mm512_mask_storeu_ps(ci, nm, tp__gemm_avx512_relu(y, relu));
+        }
+    }
+}
+#undef TP__GEMM_DOT_R
+#undef TP__GEMM_DOT_J
 #endif
 
 #define TP__GEMM_FINISH_NAME tp__gemm_avx512_finish
