@@ -2,7 +2,8 @@
  * gemm_bench.c - GFLOP/s of the single-precision GEMM (src/cpu/gemm.h) on
  * the cubes 256, 512, 1024 and on model shapes (M x K x N), per ISA level,
  * on 1 and 2 threads (pthreads spinning on a generation counter, so thread
- * start-up is not timed), with B pre-packed (weights) or passed unpacked.
+ * start-up is not timed), with B pre-packed (weights; N <= 16 also transposed
+ * for the dot path, as the linear ops pack it) or passed unpacked.
  * Prints the median of repeats and two percentages of the FMA peak: of the
  * peak measured at start (nth x the single-core peak, see bench/fma_peak.c)
  * and "adj", the median over samples of each sample's GFLOP/s over the peak
@@ -256,6 +257,7 @@ typedef struct tp_ctx {
     tp_gemm g;
     void *workspace;
     void **cold_b; /* -c: copies of the packed B, one per call in turn */
+    size_t bt_off; /* packed B transposed for the dot path (gemm.h) at this offset in each, or 0 */
     int n_cold, next_cold;
     float **act_a, **act_c; /* -m: copies of A and C, one pair per call in turn */
     int n_act, next_act;
@@ -263,7 +265,10 @@ typedef struct tp_ctx {
 
 static void run_tp(void *p) {
     tp_ctx *ctx = p;
-    if (ctx->n_cold > 0) ctx->g.packed_b = ctx->cold_b[ctx->next_cold++ % ctx->n_cold];
+    if (ctx->n_cold > 0) {
+        ctx->g.packed_b = ctx->cold_b[ctx->next_cold++ % ctx->n_cold];
+        if (ctx->bt_off) ctx->g.packed_bt = (const float *)((const char *)ctx->g.packed_b + ctx->bt_off);
+    }
     if (ctx->n_act > 0) {
         const int i = ctx->next_act++ % ctx->n_act;
         ctx->g.a = ctx->act_a[i];
@@ -361,7 +366,7 @@ int main(int argc, char **argv) {
                 if (only_isa >= 0 ? isa != only_isa : isa == TP_ISA_SCALAR) continue;
                 static const char *isa_names[] = {"scalar", "avx2", "avx512"};
                 for (int packed = 1; packed >= (unpacked_too ? 0 : 1); packed--) {
-                    tp_ctx ctx = {&tm, {0}, NULL, NULL, 0, 0, NULL, NULL, 0, 0};
+                    tp_ctx ctx = {.tm = &tm};
                     tp_gemm *g = &ctx.g;
                     g->isa = isa;
                     g->m = sh->m;
@@ -371,10 +376,22 @@ int main(int argc, char **argv) {
                     g->rs_a = sh->k;
                     g->cs_a = 1;
                     void *packed_b = NULL;
-                    if (packed) {
-                        packed_b = alloc_aligned(tp__gemm_packed_b_bytes(isa, sh->k, sh->n));
+                    size_t packed_bytes = 0;
+                    g->packed_bt = NULL;
+                    ctx.bt_off = 0;
+                    if (packed) { /* as the linear ops pack a weight: transposed after the panels where the
+                                   * dot path applies (N <= 16) */
+                        const size_t b_bytes = (tp__gemm_packed_b_bytes(isa, sh->k, sh->n) + 63) & ~(size_t)63;
+                        const size_t bt_bytes = tp__gemm_packed_bt_bytes(isa, sh->k, sh->n);
+                        packed_bytes = b_bytes + bt_bytes;
+                        packed_b = alloc_aligned(packed_bytes);
                         tp__gemm_pack_b(isa, sh->k, sh->n, b, sh->n, 1, packed_b);
                         g->packed_b = packed_b;
+                        if (bt_bytes) {
+                            ctx.bt_off = b_bytes;
+                            tp__gemm_pack_bt(isa, sh->k, sh->n, b, sh->n, 1, (char *)packed_b + b_bytes);
+                            g->packed_bt = (const float *)((const char *)packed_b + b_bytes);
+                        }
                     } else {
                         g->b = b;
                         g->rs_b = sh->n;
@@ -409,7 +426,7 @@ int main(int argc, char **argv) {
                         }
                     }
                     if (cold && packed) { /* as a model's weights: from memory, not from a warm cache */
-                        const size_t bytes = tp__gemm_packed_b_bytes(isa, sh->k, sh->n);
+                        const size_t bytes = packed_bytes;
                         ctx.n_cold = (int)((size_t)COLD_BYTES / bytes) + 1;
                         if (ctx.n_cold > MAX_COLD) ctx.n_cold = MAX_COLD;
                         ctx.cold_b = calloc((size_t)ctx.n_cold, sizeof *ctx.cold_b);
