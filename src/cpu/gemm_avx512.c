@@ -419,6 +419,23 @@ TP_HIDDEN void tp__gemm_avx512_narrow_microkernel(int64_t kc, const float *a, in
  * it); between blocks a group's accumulators wait in acc_buf, stored and
  * loaded exactly, so each lane's chain of FMAs is the same whatever K. */
 enum { TP__GEMM_DOT_KB = 512 };
+/* One 16-wide step of K at p: A's lanes outside km are zeros (BT is
+ * zero-padded to a multiple of 16). */
+static inline __attribute__((always_inline)) void tp__gemm_avx512_dot_step(const int R, const int J, const float *a,
+                                                                          int64_t rs_a, const float *bt,
+                                                                          int64_t ldbt, int64_t p, __mmask16 km,
+                                                                          __m512 *acc) {
+    __m512 av[4], bv[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        av[r] = km == 0xFFFF ? _mm512_loadu_ps(a + r * rs_a + p) : _mm512_maskz_loadu_ps(km, a + r * rs_a + p);
+#pragma GCC unroll 4
+    for (int c = 0; c < J; c++) bv[c] = _mm512_loadu_ps(bt + c * ldbt + p);
+#pragma GCC unroll 4
+    for (int c = 0; c < J; c++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[4 * c + r] = _mm512_fmadd_ps(av[r], bv[c], acc[4 * c + r]);
+}
 static inline __attribute__((always_inline)) void tp__gemm_avx512_dot_block(const int R, const int J, int64_t kc,
                                                                            const float *a, int64_t rs_a,
                                                                            const float *bt, int64_t ldbt,
@@ -428,29 +445,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_dot_block(cons
 #pragma GCC unroll 16
     for (int q = 0; q < 16; q++) acc[q] = first ? _mm512_setzero_ps() : acc_buf[q];
     int64_t p = 0;
-    for (; p + 16 <= kc; p += 16) {
-        __m512 av[4], bv[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) av[r] = _mm512_loadu_ps(a + r * rs_a + p);
-#pragma GCC unroll 4
-        for (int c = 0; c < J; c++) bv[c] = _mm512_loadu_ps(bt + c * ldbt + p);
-#pragma GCC unroll 4
-        for (int c = 0; c < J; c++)
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++) acc[4 * c + r] = _mm512_fmadd_ps(av[r], bv[c], acc[4 * c + r]);
-    }
-    if (p < kc) { /* K's last kc % 16: A's lanes beyond K are zeros (BT is zero-padded to 16) */
-        const __mmask16 km = (__mmask16)((1u << (kc - p)) - 1u);
-        __m512 av[4], bv[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) av[r] = _mm512_maskz_loadu_ps(km, a + r * rs_a + p);
-#pragma GCC unroll 4
-        for (int c = 0; c < J; c++) bv[c] = _mm512_loadu_ps(bt + c * ldbt + p);
-#pragma GCC unroll 4
-        for (int c = 0; c < J; c++)
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++) acc[4 * c + r] = _mm512_fmadd_ps(av[r], bv[c], acc[4 * c + r]);
-    }
+    for (; p + 16 <= kc; p += 16) tp__gemm_avx512_dot_step(R, J, a, rs_a, bt, ldbt, p, (__mmask16)0xFFFF, acc);
+    if (p < kc) tp__gemm_avx512_dot_step(R, J, a, rs_a, bt, ldbt, p, (__mmask16)((1u << (kc - p)) - 1u), acc);
     if (!last) {
 #pragma GCC unroll 16
         for (int q = 0; q < 16; q++) acc_buf[q] = acc[q];
