@@ -471,9 +471,11 @@ TEST(test_gemm_conv) {
  * inverted-residual block (relu6 expansion, depthwise, projection with
  * the block's residual), hardtanh(0, 6) (ONNX's relu6) after the
  * depthwise convolution, stride 2 with a 5x5 kernel, 20 channels (partial
- * vectors at both ISA levels) and batch 3, stride (2, 1) with padding
+ * vectors at both ISA levels) and batch 3, 3x3 stride 2 on 20 channels
+ * (the 3x3 kernel's masked last vector), stride (2, 1) with padding
  * (0, 1) and silu (an activation applied to each filled block), 1000
- * channels on 7x7 maps (several K blocks; threads may split the columns),
+ * channels on 7x7 maps (several K blocks of 143 channels, each ending in a
+ * masked vector; threads may split the columns),
  * and three that must not fuse: a multiplier of 2, a 17 x 3 kernel (the
  * fill keeps 16 row pointers), and a depthwise output
  * that is also the projection's residual. TP_CONV_GEMM=0, TP_FUSE_DW=0 and
@@ -539,6 +541,10 @@ TEST(test_fused_depthwise) {
          1, 30.0f},
         {{"5x5 stride 2, 20 channels, batch 3", 3, 3, 15, 12, 4,
           {CONV(20, 3, 1, 1, 1, 1, RELU), CONV(20, 5, 2, 2, 1, 20, NONE), CONV(24, 1, 1, 0, 1, 1, NONE),
+           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         1, 1.0f},
+        {{"3x3 stride 2, 20 channels", 1, 3, 13, 11, 4,
+          {CONV(20, 3, 1, 1, 1, 1, RELU), CONV(20, 3, 2, 1, 1, 20, TP_OP_RELU6), CONV(24, 1, 1, 0, 1, 1, NONE),
            CONV(4, 3, 1, 1, 1, 1, NONE)}},
          1, 1.0f},
         {{"stride (2, 1), padding (0, 1), silu, batch 2", 2, 3, 12, 9, 4,

@@ -12,6 +12,9 @@
  *   WX_MIN(a, b)    lane-wise a < b ? a : b  (b when either is NaN)
  *   WX_DW_PX        output columns a 3x3 kernel computes at once (the
  *                   accumulators and the 9 weights must fit the registers)
+ *   WX_M, WX_TAIL(n), WX_LDM(p, m), WX_STM(p, m, v)
+ *                   a lane mask, the mask of the first n lanes, and loads
+ *                   (zeros outside m) and stores of the lanes in m
  * and gets WX_NAME(dw_fill), the a_fill of such a GEMM.
  *
  * Channels run along memory (NHWC), a vector of channels at a time; the
@@ -19,9 +22,13 @@
  * block's pixels (3x3 kernels: 9 vectors; other sizes read them from L1).
  * Each output is bias + sum of taps in order (kernel row, then column),
  * one fused multiply-add each, the taps in the padding skipped; channels
- * past the last whole vector take the same steps one at a time with fmaf,
- * so an output does not depend on the vector it falls in, the block
- * around it or the thread count.
+ * past the last whole vector take the same steps in a masked vector (3x3
+ * kernels) or one at a time with fmaf (other sizes), so an output does not
+ * depend on the vector it falls in, the block around it or the thread
+ * count. (The GEMM's K blocks, the channel blocks a fill is asked for, need
+ * not be multiples of the vector: MobileNetV2's 960 channels come in
+ * blocks of 138, and their last 10 channels, one at a time, made its 7 x 7
+ * depthwise + projection steps 1.3-1.5x slower than the two apart.)
  */
 #include "conv_nhwc.h"
 
@@ -39,13 +46,14 @@ static inline WX_V WX_NAME(dw_act)(WX_V v, int relu) {
 
 /* One output vector of a 3x3 kernel at column ix0 of the input (rows rp[ky]
  * where vy[ky]; columns outside [0, W) skipped), weights w[9] in registers. */
+#define WX_DW_LD(p) (tail ? WX_LDM(p, m) : WX_LD(p))
 WX_DW_INLINE WX_V WX_NAME(dw3_px)(const float *const *rp, const bool *vy, int64_t ix0, int64_t W, int64_t cin,
-                                  const WX_V *w, WX_V a) {
+                                  const WX_V *w, WX_V a, const bool tail, WX_M m) {
     for (int ky = 0; ky < 3; ky++) {
         if (!vy[ky]) continue;
         for (int kx = 0; kx < 3; kx++) {
             const int64_t ix = ix0 + kx;
-            if (ix >= 0 && ix < W) a = WX_FMA(WX_LD(rp[ky] + ix * cin), w[ky * 3 + kx], a);
+            if (ix >= 0 && ix < W) a = WX_FMA(WX_DW_LD(rp[ky] + ix * cin), w[ky * 3 + kx], a);
         }
     }
     return a;
@@ -55,17 +63,54 @@ WX_DW_INLINE WX_V WX_NAME(dw3_px)(const float *const *rp, const bool *vy, int64_
  * constant where inlined: stride 1 shares the loads of neighbouring
  * columns), every column inside the input, into d (row stride kc). */
 WX_DW_INLINE void WX_NAME(dw3_block)(const float *const *rp, const bool *vy, int64_t ix0, int64_t sw, int64_t cin,
-                                     const WX_V *w, WX_V b, int relu, float *d, int64_t kc) {
+                                     const WX_V *w, WX_V b, int relu, float *d, int64_t kc, const bool tail,
+                                     WX_M m) {
     WX_V a[WX_DW_PX];
     for (int j = 0; j < WX_DW_PX; j++) a[j] = b;
     for (int ky = 0; ky < 3; ky++) {
         if (!vy[ky]) continue;
         const float *r = rp[ky] + ix0 * cin;
         for (int kx = 0; kx < 3; kx++)
-            for (int j = 0; j < WX_DW_PX; j++) a[j] = WX_FMA(WX_LD(r + (j * sw + kx) * cin), w[ky * 3 + kx], a[j]);
+            for (int j = 0; j < WX_DW_PX; j++) a[j] = WX_FMA(WX_DW_LD(r + (j * sw + kx) * cin), w[ky * 3 + kx], a[j]);
     }
-    for (int j = 0; j < WX_DW_PX; j++) WX_ST(d + j * kc, WX_NAME(dw_act)(a[j], relu));
+    for (int j = 0; j < WX_DW_PX; j++) {
+        if (tail) WX_STM(d + j * kc, m, WX_NAME(dw_act)(a[j], relu));
+        else WX_ST(d + j * kc, WX_NAME(dw_act)(a[j], relu));
+    }
 }
+
+/* One vector of channels at c (tail: the lanes in m only) of output pixels
+ * [ox0, end) of a 3x3 kernel, the inside columns [lo, hi) WX_DW_PX at once. */
+WX_DW_INLINE void WX_NAME(dw3_channels)(const tp_conv_dw *dw, const float *const *row, const bool *vy, int64_t cin,
+                                        int64_t ox0, int64_t end, int64_t lo, int64_t hi, int64_t p0, int64_t c,
+                                        int64_t kc, float *d, const bool tail, WX_M m) {
+    const int64_t W = dw->w, sw = dw->sw, pw = dw->pw;
+    const float *wt = dw->weight + p0 + c, *bias = dw->weight + 9 * cin + p0 + c;
+    const int relu = dw->relu;
+    WX_V w[9];
+    for (int t = 0; t < 9; t++) w[t] = WX_DW_LD(wt + t * cin);
+    const WX_V b = WX_DW_LD(bias);
+    const float *rp[3];
+    for (int ky = 0; ky < 3; ky++) rp[ky] = vy[ky] ? row[ky] + p0 + c : NULL;
+    int64_t ox = ox0;
+    for (; ox < lo; ox++) {
+        const WX_V v = WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b, tail, m), relu);
+        if (tail) WX_STM(d + (ox - ox0) * kc + c, m, v);
+        else WX_ST(d + (ox - ox0) * kc + c, v);
+    }
+    if (sw == 1)
+        for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
+            WX_NAME(dw3_block)(rp, vy, ox - pw, 1, cin, w, b, relu, d + (ox - ox0) * kc + c, kc, tail, m);
+    else
+        for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
+            WX_NAME(dw3_block)(rp, vy, ox * sw - pw, sw, cin, w, b, relu, d + (ox - ox0) * kc + c, kc, tail, m);
+    for (; ox < end; ox++) {
+        const WX_V v = WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b, tail, m), relu);
+        if (tail) WX_STM(d + (ox - ox0) * kc + c, m, v);
+        else WX_ST(d + (ox - ox0) * kc + c, v);
+    }
+}
+#undef WX_DW_LD
 
 /* Output pixels [ox0, ox0 + len) of output row oy of one image,
  * channels [p0, p0 + kc), into d (row stride kc). row[ky]: input row
@@ -86,26 +131,12 @@ static void WX_NAME(dw_segment)(const tp_conv_dw *dw, const float *const *row, i
     int64_t c = 0;
     if (KH == 3 && KW == 3) {
         bool vy[3];
-        const float *rp[3];
         for (int ky = 0; ky < 3; ky++) vy[ky] = ky >= ky0 && ky < ky1;
-        for (; c + WX_W <= kc; c += WX_W) {
-            WX_V w[9];
-            for (int t = 0; t < 9; t++) w[t] = WX_LD(wt + t * cin + c);
-            const WX_V b = WX_LD(bias + c);
-            for (int ky = 0; ky < 3; ky++) rp[ky] = vy[ky] ? row[ky] + p0 + c : NULL;
-            int64_t ox = ox0;
-            for (; ox < lo; ox++)
-                WX_ST(d + (ox - ox0) * kc + c,
-                      WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b), relu));
-            if (sw == 1)
-                for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
-                    WX_NAME(dw3_block)(rp, vy, ox - pw, 1, cin, w, b, relu, d + (ox - ox0) * kc + c, kc);
-            else
-                for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
-                    WX_NAME(dw3_block)(rp, vy, ox * sw - pw, sw, cin, w, b, relu, d + (ox - ox0) * kc + c, kc);
-            for (; ox < end; ox++)
-                WX_ST(d + (ox - ox0) * kc + c,
-                      WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b), relu));
+        for (; c + WX_W <= kc; c += WX_W)
+            WX_NAME(dw3_channels)(dw, row, vy, cin, ox0, end, lo, hi, p0, c, kc, d, false, WX_TAIL(0));
+        if (c < kc) {
+            WX_NAME(dw3_channels)(dw, row, vy, cin, ox0, end, lo, hi, p0, c, kc, d, true, WX_TAIL(kc - c));
+            c = kc;
         }
     }
     for (; c + WX_W <= kc; c += WX_W) { /* other kernels: the valid taps one by one */

@@ -23,6 +23,11 @@
 /* 2 output columns at once: 4 ran 4% slower and 6 and 8 10-20% (14x14 to
  * 112x112 maps, 32-384 channels, one thread, Zen 4) */
 #define WX_DW_PX 2
+/* conv_dw.h's last partial vector of channels */
+#define WX_M __mmask16
+#define WX_TAIL(n) ((__mmask16)((1u << (n)) - 1u))
+#define WX_LDM(p, m) _mm512_maskz_loadu_ps(m, p)
+#define WX_STM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #define WX_NAME(n) wx_avx512_##n
 #include "conv_wino.h"
 #include "conv_dw.h"
