@@ -189,6 +189,7 @@ static tp_status layer_norm_run_half(const tp_op_plan *plan, tp_tensor *const *i
         b = (float *)((char *)x + 3 * row);
         tp__half_widen((const uint16_t *)tp__tensor_base(in[plan->i[4]]), n, kind, b);
     }
+    /* the first piece is [r, end): step back one so that the item walk starts at r */
     for (r--; tp__range_next_item(&rw, &r, &end);) {
         tp__half_widen(a + r * n, n, kind, x);
         tab->layer_norm(y, x, n, w, b, (float)plan->f[0]);

@@ -6,7 +6,8 @@
  * level: scalar C 4 x 16, AVX2+FMA 6 x 16 (12 ymm accumulators), AVX-512
  * 6 x 64 (24 zmm accumulators), each also in narrower variants for the
  * edges of C; at AVX-512 a product with N <= 32 runs a 12 x 32 kernel
- * (12 or 24 accumulators) instead. Blocking follows the L1/L2 sizes the CPU reports (cpuid leaf
+ * (12 or 24 accumulators) instead, and one with N <= 16 whose caller packed
+ * B transposed too runs the dot path (below). Blocking follows the L1/L2 sizes the CPU reports (cpuid leaf
  * 4 or 0x8000001D, else sysfs, else defaults). A caller picks the ISA level once
  * (tp__gemm_best_isa), may pack a constant B (weights) once, sizes one
  * workspace for nth threads and calls tp__gemm_run from each thread; the

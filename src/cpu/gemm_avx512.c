@@ -493,7 +493,7 @@ TP_HIDDEN void tp__gemm_avx512_dot(int64_t m, int n, int64_t k, const float *a, 
     const int relu = ep ? ep->relu : 0;
     const __m512 bias = has_bias ? _mm512_maskz_loadu_ps(nm, ep->bias) : _mm512_setzero_ps();
     __m512 acc_buf[4][16];
-    float s[4][16] = {{0}}; /* per column group: s[g][4r + c] */
+    float s[4][16]; /* per column group g: s[g][4r + c], all 16 stored by the block's last K step */
     for (int64_t i = 0; i < m; i += 4, a += 4 * rs_a) {
         const int rows = m - i < 4 ? (int)(m - i) : 4;
         for (int64_t p0 = 0; p0 < k; p0 += TP__GEMM_DOT_KB) {
