@@ -42,10 +42,10 @@ static inline __attribute__((always_inline)) __m256 tp__gemm_avx512_relu_y(__m25
 }
 
 /* C[0:m, 0:n] = alpha * acc + beta * C, then (ep) + bias[j] and relu. */
-static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const int m, const int nv, __m512 acc[MR][NV],
+static inline __attribute__((always_inline)) void tp__gemm_avx512_store_body(const int m, const int nv, __m512 acc[MR][NV],
                                                                         float *c, int64_t ldc, int n, float alpha,
                                                                         float beta, const bool ep, const float *bias,
-                                                                        int relu_in) {
+                                                                        const int relu_in, const bool unit) {
     const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta), zero = _mm512_setzero_ps();
     /* the tile's epilogue in registers: + bias, then relu or relu6 */
     const bool has_bias = ep && bias;
@@ -69,7 +69,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const in
             for (int j = 0; j < NV; j++) {
                 if (j >= nv) continue;
                 __m512 v;
-                if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
+                if (unit) v = acc[i][j];
+                else if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
                 else if (beta == 1.0f) v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_loadu_ps(ci + 16 * j));
                 else v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_mul_ps(beta_v, _mm512_loadu_ps(ci + 16 * j)));
                 TP__GEMM_AVX512_TILE_EP(v, j);
@@ -88,7 +89,8 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const in
         for (int j = 0; j < NV; j++) {
             if (j >= nv || !mask[j]) continue;
             __m512 v;
-            if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
+            if (unit) v = acc[i][j];
+            else if (beta == 0.0f) v = _mm512_mul_ps(alpha_v, acc[i][j]);
             else if (beta == 1.0f)
                 v = _mm512_fmadd_ps(alpha_v, acc[i][j], _mm512_maskz_loadu_ps(mask[j], ci + 16 * j));
             else
@@ -99,6 +101,24 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const in
         }
     }
 #undef TP__GEMM_AVX512_TILE_EP
+}
+
+/* The store with alpha 1 and beta 0 (C = acc: the product's only K block,
+ * or its first) and the activation mode as constants: the same values as
+ * the general form (1 * x is x exactly), without its multiply a vector and
+ * the mode's tests. */
+static inline __attribute__((always_inline)) void tp__gemm_avx512_store(const int m, const int nv, __m512 acc[MR][NV],
+                                                                        float *c, int64_t ldc, int n, float alpha,
+                                                                        float beta, const bool ep, const float *bias,
+                                                                        int relu_in) {
+    const int relu = ep ? relu_in : 0;
+    if (alpha == 1.0f && beta == 0.0f) {
+        if (relu == 2) tp__gemm_avx512_store_body(m, nv, acc, c, ldc, n, alpha, beta, ep, bias, 2, true);
+        else if (relu == 1) tp__gemm_avx512_store_body(m, nv, acc, c, ldc, n, alpha, beta, ep, bias, 1, true);
+        else tp__gemm_avx512_store_body(m, nv, acc, c, ldc, n, alpha, beta, ep, bias, 0, true);
+        return;
+    }
+    tp__gemm_avx512_store_body(m, nv, acc, c, ldc, n, alpha, beta, ep, bias, relu, false);
 }
 
 /* The kernel body for exactly m rows and nv column groups of 16 (n <= 16*nv;
