@@ -727,6 +727,18 @@ static const float *tp__gemm_next_part(const tp__gemm_next *next, int64_t call, 
  * or the first of `next`) so that weights streaming from memory arrive
  * while the current panel computes. Otherwise all the block's calls share
  * the prefetch of `next`. */
+/* Rows of the row panel that starts with `left` rows to go: MR, or the
+ * rest; but MR + 1 rows to go run as two panels of about half (4 + 3 at
+ * MR 6, 7 + 6 at 12) instead of MR and a panel of one row, whose
+ * accumulators, one chain per column group, wait on the FMA latency at
+ * every k step (a 1-row panel took about a third of a full one's time, so
+ * that 49 rows cost as much as 51 and a thread's 25 rows of a 2-way split
+ * as much as 26). A row's arithmetic does not depend on its panel. */
+static inline int tp__gemm_panel_rows(int64_t left, int mr) {
+    if (left == mr + 1 && mr >= 4) return (mr + 2) / 2;
+    return left < mr ? (int)left : mr;
+}
+
 static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const float *a, int64_t rs_a, int64_t rows,
                            const float *b_block, int64_t panel_stride, int64_t ldb, const float *edge_b,
                            int64_t edge_ldb, int64_t full_cols, int64_t i0, int64_t j0, int64_t kc, int64_t nc,
@@ -751,8 +763,9 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
                 one = (tp__gemm_next){next->b, 0, 1, next->panel_bytes};
             }
             int64_t s = 0;
-            for (int64_t ir = 0; ir < rows; ir += mr, s++) {
-                const int r = rows - ir < mr ? (int)(rows - ir) : mr;
+            int r;
+            for (int64_t ir = 0; ir < rows; ir += r, s++) {
+                r = tp__gemm_panel_rows(rows - ir, mr);
                 int64_t pf_bytes;
                 const float *pf = tp__gemm_next_part(&one, s, strips, &pf_bytes);
                 tp__gemm_tile_ep te;
@@ -764,8 +777,9 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
     }
     const int64_t panels = tp__gemm_ceil_div(nc, nr), calls = tp__gemm_ceil_div(rows, mr) * panels;
     int64_t call = 0;
-    for (int64_t ir = 0; ir < rows; ir += mr) {
-        const int r = rows - ir < mr ? (int)(rows - ir) : mr;
+    int r;
+    for (int64_t ir = 0; ir < rows; ir += r) {
+        r = tp__gemm_panel_rows(rows - ir, mr);
         for (int64_t jr = 0; jr < nc; jr += nr, call++) {
             const int cols = nc - jr < nr ? (int)(nc - jr) : nr;
             const bool packed_edge = jr >= full_cols;
@@ -939,8 +953,9 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
             }
             const int64_t calls = tp__gemm_ceil_div(m1 - m0, mr) * tp__gemm_ceil_div(nc, nr);
             int64_t call = 0;
-            for (int64_t ir = m0; ir < m1; ir += mr) {
-                const int rows = m1 - ir < mr ? (int)(m1 - ir) : mr;
+            int rows;
+            for (int64_t ir = m0; ir < m1; ir += rows) {
+                rows = tp__gemm_panel_rows(m1 - ir, mr);
                 const float *a_panel = g->a_fill ? NULL : g->a + ir * g->rs_a + pc * g->cs_a;
                 int64_t rs_a = g->rs_a, cs_a = 1;
                 if (g->a_fill) { /* the portable kernel reads A packed */
