@@ -478,8 +478,12 @@ TEST(test_gemm_conv) {
  * masked vector; threads may split the columns),
  * and three that must not fuse: a multiplier of 2, a 17 x 3 kernel (the
  * fill keeps 16 row pointers), and a depthwise output
- * that is also the projection's residual. TP_CONV_GEMM=0, TP_FUSE_DW=0 and
- * the AVX2 level fuse none. */
+ * that is also the projection's residual. The fill runs a 3x3 stride-1
+ * kernel three whole output rows at a time where its block holds them,
+ * else a row or part of one at a time: the thread counts' blocks group the
+ * rows differently, so the bitwise comparison checks that grouping too
+ * (it fails with one tap's weight swapped in the grouped form).
+ * TP_CONV_GEMM=0, TP_FUSE_DW=0 and the AVX2 level fuse none. */
 /* Build case c (input times x_scale) and run it at 1, 2 and 3 threads:
  * bitwise the same, each run with dw fused depthwise projections (ex of
  * them computing their expansion too) in steps steps. Returns the built

@@ -110,6 +110,86 @@ WX_DW_INLINE void WX_NAME(dw3_channels)(const tp_conv_dw *dw, const float *const
         else WX_ST(d + (ox - ox0) * kc + c, v);
     }
 }
+
+/* ---- WX_DW_ROWS whole output rows at once (3x3, stride 1) ----
+ * One row at a time, a channel vector's pass reads its three input rows
+ * (3 x W lines) into L1, and the next row's pass finds them evicted by the
+ * other channel vectors' passes: every input line came from L2 three
+ * times. Here a channel vector runs R = WX_DW_ROWS rows, reading R + 2
+ * input rows once, each load shared by the rows it serves. Every output
+ * takes the same fused multiply-adds in the same order as one row at a
+ * time (dw3_block, dw3_px), so the bits do not depend on how the fill's
+ * rows were grouped. */
+
+/* WX_DW_PX adjacent output vectors of R rows, every tap inside the input:
+ * kernel rows rp[y .. y + 2] for output row y, columns from ix0; row y's
+ * vectors into d + y * dstep (vectors kc apart). */
+WX_DW_INLINE void WX_NAME(dw3_rows_block)(const float *const *rp, int64_t ix0, int64_t cin, const WX_V *w, WX_V b,
+                                          int relu, float *d, int64_t dstep, int64_t kc, const bool tail, WX_M m) {
+    WX_V a[WX_DW_ROWS][WX_DW_PX];
+    for (int y = 0; y < WX_DW_ROWS; y++)
+        for (int j = 0; j < WX_DW_PX; j++) a[y][j] = b;
+    for (int ky = 0; ky < 3; ky++)
+        for (int kx = 0; kx < 3; kx++)
+            for (int j = 0; j < WX_DW_PX; j++)
+                for (int y = 0; y < WX_DW_ROWS; y++)
+                    a[y][j] = WX_FMA(WX_DW_LD(rp[ky + y] + (ix0 + j + kx) * cin), w[ky * 3 + kx], a[y][j]);
+    for (int y = 0; y < WX_DW_ROWS; y++)
+        for (int j = 0; j < WX_DW_PX; j++) {
+            if (tail) WX_STM(d + y * dstep + j * kc, m, WX_NAME(dw_act)(a[y][j], relu));
+            else WX_ST(d + y * dstep + j * kc, WX_NAME(dw_act)(a[y][j], relu));
+        }
+}
+
+/* Output column ox of the R rows, one at a time (a column with taps
+ * outside the input, or past the last whole block). */
+WX_DW_INLINE void WX_NAME(dw3_rows_px)(const float *const *rp, int64_t ox, int64_t pw, int64_t W, int64_t cin,
+                                       const WX_V *w, WX_V b, int relu, float *d, int64_t dstep, const bool tail,
+                                       WX_M m) {
+    const bool vy[3] = {true, true, true};
+    for (int y = 0; y < WX_DW_ROWS; y++) {
+        const WX_V v = WX_NAME(dw_act)(WX_NAME(dw3_px)(rp + y, vy, ox - pw, W, cin, w, b, tail, m), relu);
+        if (tail) WX_STM(d + y * dstep, m, v);
+        else WX_ST(d + y * dstep, v);
+    }
+}
+
+/* The vector of channels at c (tail: the lanes in m) of the R whole rows
+ * (ow pixels each, row y at d + y * ow * kc), input rows row[0 .. R + 1];
+ * columns [lo, hi) have every tap inside the input. */
+WX_DW_INLINE void WX_NAME(dw3_rows_channels)(const tp_conv_dw *dw, const float *const *row, int64_t cin, int64_t ow,
+                                             int64_t lo, int64_t hi, int64_t p0, int64_t c, int64_t kc, float *d,
+                                             const bool tail, WX_M m) {
+    const int64_t W = dw->w, pw = dw->pw, dstep = ow * kc;
+    const float *wt = dw->weight + p0 + c, *bias = dw->weight + 9 * cin + p0 + c;
+    const int relu = dw->relu;
+    WX_V w[9];
+    for (int t = 0; t < 9; t++) w[t] = WX_DW_LD(wt + t * cin);
+    const WX_V b = WX_DW_LD(bias);
+    const float *rp[WX_DW_ROWS + 2];
+    for (int k = 0; k < WX_DW_ROWS + 2; k++) rp[k] = row[k] + p0 + c;
+    float *dc = d + c;
+    int64_t ox = 0;
+    for (; ox < lo; ox++) WX_NAME(dw3_rows_px)(rp, ox, pw, W, cin, w, b, relu, dc + ox * kc, dstep, tail, m);
+    for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
+        WX_NAME(dw3_rows_block)(rp, ox - pw, cin, w, b, relu, dc + ox * kc, dstep, kc, tail, m);
+    for (; ox < ow; ox++) WX_NAME(dw3_rows_px)(rp, ox, pw, W, cin, w, b, relu, dc + ox * kc, dstep, tail, m);
+}
+
+/* R whole output rows of one image, a 3x3 stride-1 kernel whose input rows
+ * row[0 .. R + 1] all lie inside the input, channels [p0, p0 + kc), into
+ * d (row stride kc). */
+static void WX_NAME(dw3_rows)(const tp_conv_dw *dw, const float *const *row, int64_t cin, int64_t ow, int64_t p0,
+                              int64_t kc, float *d) {
+    const int64_t pw = dw->pw;
+    int64_t lo = pw, hi = dw->w - 2 + pw; /* columns whose taps all lie inside */
+    if (hi > ow) hi = ow;
+    if (hi < lo) hi = lo;
+    int64_t c = 0;
+    for (; c + WX_W <= kc; c += WX_W)
+        WX_NAME(dw3_rows_channels)(dw, row, cin, ow, lo, hi, p0, c, kc, d, false, WX_TAIL(0));
+    if (c < kc) WX_NAME(dw3_rows_channels)(dw, row, cin, ow, lo, hi, p0, c, kc, d, true, WX_TAIL(kc - c));
+}
 #undef WX_DW_LD
 
 /* Output pixels [ox0, ox0 + len) of output row oy of one image,
@@ -206,12 +286,23 @@ static void WX_NAME(dw_fill)(const tp_conv_dw *dw, const float *x, int64_t cin, 
         }
     }
     float *d = dst;
+    const bool by_rows = !dw->ex_cin && KH == 3 && dw->kw == 3 && dw->sh == 1 && dw->sw == 1;
     for (int64_t i = i0; i < end;) {
         const int64_t n = i / pix, q = i % pix, oy = q / ow, ox0 = q % ow;
         int64_t len = ow - ox0;
         if (len > end - i) len = end - i;
         const int64_t iy0 = oy * dw->sh - dw->ph;
         const float *row[TP_CONV_DW_MAX_KH];
+        /* WX_DW_ROWS whole rows whose input rows all lie inside the
+         * input (dw3_rows: 3x3, stride 1, no expansion) */
+        if (by_rows && ox0 == 0 && end - i >= WX_DW_ROWS * ow && oy + WX_DW_ROWS <= oh && iy0 >= 0 &&
+            iy0 + WX_DW_ROWS + 2 <= H) {
+            for (int64_t k = 0; k < WX_DW_ROWS + 2; k++) row[k] = x + ((n * H + iy0 + k) * dw->w) * cin;
+            WX_NAME(dw3_rows)(dw, row, cin, ow, p0, kc, d);
+            d += WX_DW_ROWS * ow * kc;
+            i += WX_DW_ROWS * ow;
+            continue;
+        }
         for (int64_t ky = 0; ky < KH; ky++) {
             const int64_t iy = iy0 + ky;
             row[ky] = iy < 0 || iy >= H ? NULL

@@ -23,6 +23,13 @@
 /* 2 output columns at once: 4 ran 4% slower and 6 and 8 10-20% (14x14 to
  * 112x112 maps, 32-384 channels, one thread, Zen 4) */
 #define WX_DW_PX 2
+/* 3x3 stride-1 kernels run 3 whole output rows at once (conv_dw.h):
+ * Sapphire Rapids, one thread, the fill alone with its input in L2 or L3,
+ * one row / 2 / 3 at a time: 56x56x144 3.50 / 2.92-2.99 / 2.43-2.58 ns a
+ * vector of outputs, 112x112x32 3.40-3.54 / 2.63-2.64 / 2.53-2.58,
+ * 14x14x384 3.40-3.48 / 2.61-2.77 / 2.44-2.45, 7x7x960 3.73-3.81 /
+ * 3.07-3.17 / 3.18-3.20; 4 rows was no better than 3. */
+#define WX_DW_ROWS 3
 /* conv_dw.h's last partial vector of channels */
 #define WX_M __mmask16
 #define WX_TAIL(n) ((__mmask16)((1u << (n)) - 1u))
