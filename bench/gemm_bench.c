@@ -2,7 +2,7 @@
  * gemm_bench.c - GFLOP/s of the single-precision GEMM (src/cpu/gemm.h) on
  * the cubes 256, 512, 1024 and on model shapes (M x K x N), per ISA level,
  * on 1 and 2 threads (pthreads spinning on a generation counter, so thread
- * start-up is not timed), with B pre-packed (weights; N <= 16 also transposed
+ * start-up is not timed), with B pre-packed (weights; N <= 15 also transposed
  * for the dot path, as the linear ops pack it) or passed unpacked.
  * Prints the median of repeats and two percentages of the FMA peak: of the
  * peak measured at start (nth x the single-core peak, see bench/fma_peak.c)
@@ -380,7 +380,7 @@ int main(int argc, char **argv) {
                     g->packed_bt = NULL;
                     ctx.bt_off = 0;
                     if (packed) { /* as the linear ops pack a weight: transposed after the panels where the
-                                   * dot path applies (N <= 16) */
+                                   * dot path applies (gemm.h) */
                         const size_t b_bytes = (tp__gemm_packed_b_bytes(isa, sh->k, sh->n) + 63) & ~(size_t)63;
                         const size_t bt_bytes = tp__gemm_packed_bt_bytes(isa, sh->k, sh->n);
                         packed_bytes = b_bytes + bt_bytes;

@@ -469,31 +469,36 @@ TEST(test_random) {
     CHECK(case_failures == 0);
 }
 
-/* The dot path (gemm.h): a packed B of N <= 16 with K >= 64, transposed
- * beside it, and row-major A: blocks of 1-4 rows and 1-4 columns, K tails
- * of 0-15, every epilogue field; against the reference, bitwise across
- * thread splits, and at AVX-512 run by the dot kernel (tp__gemm_uses_dot;
- * the other levels run their kernels on the same cases). */
+/* The dot path (gemm.h): a packed B of N <= 15 with K >= 64 and >= 16 N,
+ * transposed beside it, and row-major A: blocks of 1-4 rows and 1-4
+ * columns, K at its least and with tails of 0-15, every epilogue field;
+ * against the reference, bitwise across thread splits, and at AVX-512 run
+ * by the dot kernel (tp__gemm_uses_dot; the other levels run their kernels
+ * on the same cases). */
 TEST(test_dot_path) {
     static const int64_t ms[] = {2, 3, 5, 8, 33};
-    static const int64_t ks[] = {64, 79, 512, 1000};
+    static const int64_t k_extra[] = {0, 15, 448, 937}; /* over the least K: tails 0, 15, 0, 9 */
     case_failures = 0;
     dot_runs = 0;
     int t = 0;
     for (size_t i = 0; i < TP_ARRAY_LEN(ms); i++)
-        for (int64_t n = 1; n <= 16; n++, t++) {
-            gemm_case cs = {.m = ms[i], .n = n, .k = ks[t % 4], .trans_b = t & 1, .packed_b = true,
+        for (int64_t n = 1; n <= TP__GEMM_DOT_MAX_N; n++, t++) {
+            const int64_t k_min = 16 * n > TP__GEMM_DOT_MIN_K ? 16 * n : TP__GEMM_DOT_MIN_K;
+            gemm_case cs = {.m = ms[i], .n = n, .k = k_min + k_extra[t % 4], .trans_b = t & 1, .packed_b = true,
                             .alpha = t % 5 == 0 ? 0.5f : 1.0f, .beta = (float)(t % 3) * 0.5f, .bias = t % 3,
                             .residual = (t / 3) & 1, .act = (t / 2) & 1};
             run_case(cs, t % 8 == 0);
         }
     CHECK(case_failures == 0);
     CHECK(dot_runs == (tp__gemm_best_isa() >= TP_ISA_AVX512 ? t : 0));
-    /* and not for an A read by columns, one row, a short K or N > 16 */
+    /* and not for an A read by columns, one row, a short K (under 64 or
+     * 16 N), N = 16 (the 12 x 32 kernel loses no lane) or more; nor is B
+     * packed transposed for those shapes */
     const float one = 1.0f;
-    tp_gemm g = {.isa = tp__gemm_best_isa(), .m = 4, .n = 10, .k = 64, .a = &one, .rs_a = 64, .cs_a = 1,
+    tp_gemm g = {.isa = tp__gemm_best_isa(), .m = 4, .n = 4, .k = 64, .a = &one, .rs_a = 64, .cs_a = 1,
                  .packed_b = &one, .packed_bt = &one};
-    CHECK(tp__gemm_uses_dot(&g) == (tp__gemm_best_isa() >= TP_ISA_AVX512));
+    const bool avx512 = tp__gemm_best_isa() >= TP_ISA_AVX512;
+    CHECK(tp__gemm_uses_dot(&g) == avx512);
     g.cs_a = 4;
     CHECK(!tp__gemm_uses_dot(&g));
     g.cs_a = 1;
@@ -502,7 +507,14 @@ TEST(test_dot_path) {
     g.m = 4;
     g.k = 63;
     CHECK(!tp__gemm_uses_dot(&g));
-    g.k = 64;
+    g.n = 10;
+    g.k = 160;
+    CHECK(tp__gemm_uses_dot(&g) == avx512);
+    g.k = 159;
+    CHECK(!tp__gemm_uses_dot(&g) && tp__gemm_packed_bt_bytes(g.isa, 159, 10) == 0);
+    g.n = 16;
+    g.k = 4096;
+    CHECK(!tp__gemm_uses_dot(&g) && tp__gemm_packed_bt_bytes(g.isa, 4096, 16) == 0);
     g.n = 17;
     CHECK(!tp__gemm_uses_dot(&g));
 }

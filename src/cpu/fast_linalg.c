@@ -371,8 +371,8 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
          * lines: a lone 197x384x1536 matmul took 1.77 ms against 1.44 for
          * the same GEMM on aligned panels (Ice Lake, one thread). */
         size_t bytes = tp__gemm_packed_b_bytes(mp->isa, mp->k, mp->n);
-        /* float32 weights of N <= 16 (a classifier) also transposed for
-         * the GEMM's dot path (gemm.h), after the panels */
+        /* float32 weights of N <= 15 (a classifier) with K >= 16 N also
+         * transposed for the GEMM's dot path (gemm.h), after the panels */
         const size_t b_bytes = (bytes + 63) & ~(size_t)63;
         const size_t bt_bytes = mp->dt == TP_FLOAT32 ? tp__gemm_packed_bt_bytes(mp->isa, mp->k, mp->n) : 0;
         if (bt_bytes) bytes = b_bytes + bt_bytes;

@@ -319,14 +319,16 @@ static bool tp__gemm_packs_a(const tp_gemm *g, const tp__gemm_isa_info *isa) {
  * alone, never of the thread split. */
 static bool tp__gemm_dot_applies(const tp_gemm *g) {
     return TP__GEMM_X86 && g->packed_bt && g->packed_b && g->isa == TP_ISA_AVX512 && g->n >= 1 &&
-           g->n <= TP__GEMM_DOT_MAX_N && g->m >= 2 && g->k >= TP__GEMM_DOT_MIN_K && g->a && !g->a_fill &&
-           g->cs_a == 1;
+           g->n <= TP__GEMM_DOT_MAX_N && g->m >= 2 && g->k >= TP__GEMM_DOT_MIN_K && g->k >= 16 * g->n && g->a &&
+           !g->a_fill && g->cs_a == 1;
 }
 
 bool tp__gemm_uses_dot(const tp_gemm *g) { return tp__gemm_dot_applies(g); }
 
 size_t tp__gemm_packed_bt_bytes(int isa, int64_t k, int64_t n) {
-    if (!TP__GEMM_X86 || isa != TP_ISA_AVX512 || n < 1 || n > TP__GEMM_DOT_MAX_N || k < TP__GEMM_DOT_MIN_K) return 0;
+    if (!TP__GEMM_X86 || isa != TP_ISA_AVX512 || n < 1 || n > TP__GEMM_DOT_MAX_N || k < TP__GEMM_DOT_MIN_K ||
+        k < 16 * n)
+        return 0;
     return (size_t)n * (size_t)tp__gemm_round_up(k, 16) * sizeof(float);
 }
 

@@ -6,7 +6,7 @@
  * level: scalar C 4 x 16, AVX2+FMA 6 x 16 (12 ymm accumulators), AVX-512
  * 6 x 64 (24 zmm accumulators), each also in narrower variants for the
  * edges of C; at AVX-512 a product with N <= 32 runs a 12 x 32 kernel
- * (12 or 24 accumulators) instead, and one with N <= 16 whose caller packed
+ * (12 or 24 accumulators) instead, and one with N <= 15 whose caller packed
  * B transposed too runs the dot path (below). Blocking follows the L1/L2 sizes the CPU reports (cpuid leaf
  * 4 or 0x8000001D, else sysfs, else defaults). A caller picks the ISA level once
  * (tp__gemm_best_isa), may pack a constant B (weights) once, sizes one
@@ -160,8 +160,9 @@ TP_HIDDEN void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace)
  * them. claims NULL: tp__gemm_run. */
 TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *workspace, tp_claim *claims);
 
-/* The dot path: at AVX-512, a product of 2 or more rows with N <= 16,
- * K >= TP__GEMM_DOT_MIN_K, a pre-packed B and A row-major (cs_a 1, not
+/* The dot path: at AVX-512, a product of 2 or more rows with N <=
+ * TP__GEMM_DOT_MAX_N, K >= max(TP__GEMM_DOT_MIN_K, 16 N), a pre-packed B
+ * and A row-major (cs_a 1, not
  * implicit) runs each element of C as 16 chains of FMAs over p mod 16
  * summed by a fixed tree (every FMA's 16 lanes useful, where the 12 x 32
  * kernel uses 10 of 16 for a classifier's N = 10 and one broadcast load
@@ -170,7 +171,14 @@ TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *wo
  * the path does not apply to such products), written by tp__gemm_pack_bt.
  * The plan decides per product (m, n, k, A's layout), never per thread
  * split, so results stay independent of nth. */
-enum { TP__GEMM_DOT_MAX_N = 16, TP__GEMM_DOT_MIN_K = 64 };
+/* Where it pays (Sapphire Rapids, gemm_bench, 1 thread, % of the adjacent
+ * FMA peak, dot / 12 x 32 kernel): its lanes' tree costs the same per
+ * element of C whatever K, the kernel's lost lanes (16 - N of 16) the same
+ * share of its FMAs: N = 4: 256x64 21 / 18, 3136x96 29 / 20; N = 8:
+ * 256x192 50 / 41; N = 10: 256x128 42 / 50, 256x192 51 / 51, 256x256
+ * 57 / 52, 256x512 71 / 49; N = 16 (no lane lost): 3136x96 45 / 79,
+ * 256x256 66 / 83, 256x1024 74 / 78, 32x4096 81 / 79. */
+enum { TP__GEMM_DOT_MAX_N = 15, TP__GEMM_DOT_MIN_K = 64 };
 TP_HIDDEN size_t tp__gemm_packed_bt_bytes(int isa, int64_t k, int64_t n);
 TP_HIDDEN void tp__gemm_pack_bt(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b,
                                 void *dst);

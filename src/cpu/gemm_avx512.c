@@ -8,7 +8,7 @@
  * Each element of C is one sequential chain of FMAs over p, whatever m, n
  * or the A layout, so results do not depend on how a caller tiles C; the
  * row kernel (products of one row) sums four chains instead, and gemm.c
- * runs it for every tile of such products only; the dot path (N <= 16,
+ * runs it for every tile of such products only; the dot path (N <= 15,
  * below) sums 16 chains over p mod 16 and a fixed tree, for every element
  * of the products gemm.c gives it.
  */
@@ -428,7 +428,7 @@ TP_HIDDEN void tp__gemm_avx512_narrow_microkernel(int64_t kc, const float *a, in
     }
 }
 
-/* ---- Dot products for N <= 16 (tp__gemm_avx512_dot) ----
+/* ---- Dot products for N <= 15 (tp__gemm_avx512_dot) ----
  * A block of R <= 4 rows x J <= 4 columns of C: acc[4c + r] sums
  * A[r][p] * BT[c][p] over p in 16 lanes (p mod 16), so every FMA's 16
  * lanes are useful where the 12 x 32 kernel spends one broadcast and a
