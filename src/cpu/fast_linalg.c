@@ -408,7 +408,7 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
      * 16 multiplies, so reading A is the work, and A is mostly the previous
      * step's output, which a split by columns left in both cores' caches;
      * one thread per 32 KiB of it. The MLP's 32 x 512 x 10 (0.3 MFLOP) at
-     * 2 threads: 4.5 -> 3.2 us, the model 0.991x (Sapphire Rapids, 9
+     * 2 threads: 4.5 -> 3.2 us, the model 0.992x (Sapphire Rapids, 9
      * alternating pairs). */
     if (mp->n <= 16) {
         double a_units = 4.0 * (double)mp->m * (double)mp->k * (double)mp->n_batch / (32 << 10);

@@ -720,15 +720,6 @@ static const float *tp__gemm_next_part(const tp__gemm_next *next, int64_t call, 
     return (const float *)((const char *)(next->b + panel * next->panel_stride) + off);
 }
 
-/* Micro-kernel calls of one block: rows [0, rows) of A (row-major in place,
- * row stride rs_a, already offset to the K block) times the B block, into C
- * (already offset to the block's first row and column). jr_outer runs the
- * column panels outside the row panels (B micro-panel in L1, A from L2);
- * then, when B's panels are packed (contiguous), the row panels' kernel
- * calls share the prefetch of the next B micro-panel (the next in the block,
- * or the first of `next`) so that weights streaming from memory arrive
- * while the current panel computes. Otherwise all the block's calls share
- * the prefetch of `next`. */
 /* Rows of the row panel that starts with `left` rows to go: MR, or the
  * rest; but MR + 1 rows to go run as two panels of about half (4 + 3 at
  * MR 6, 7 + 6 at 12) instead of MR and a panel of one row, whose
@@ -741,6 +732,15 @@ static inline int tp__gemm_panel_rows(int64_t left, int mr) {
     return left < mr ? (int)left : mr;
 }
 
+/* Micro-kernel calls of one block: rows [0, rows) of A (row-major in place,
+ * row stride rs_a, already offset to the K block) times the B block, into C
+ * (already offset to the block's first row and column). jr_outer runs the
+ * column panels outside the row panels (B micro-panel in L1, A from L2);
+ * then, when B's panels are packed (contiguous), the row panels' kernel
+ * calls share the prefetch of the next B micro-panel (the next in the block,
+ * or the first of `next`) so that weights streaming from memory arrive
+ * while the current panel computes. Otherwise all the block's calls share
+ * the prefetch of `next`. */
 static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const float *a, int64_t rs_a, int64_t rows,
                            const float *b_block, int64_t panel_stride, int64_t ldb, const float *edge_b,
                            int64_t edge_ldb, int64_t full_cols, int64_t i0, int64_t j0, int64_t kc, int64_t nc,

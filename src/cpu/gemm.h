@@ -162,9 +162,9 @@ TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *wo
 
 /* The dot path: at AVX-512, a product of 2 or more rows with N <=
  * TP__GEMM_DOT_MAX_N, K >= max(TP__GEMM_DOT_MIN_K, 16 N), a pre-packed B
- * and A row-major (cs_a 1, not
- * implicit) runs each element of C as 16 chains of FMAs over p mod 16
- * summed by a fixed tree (every FMA's 16 lanes useful, where the 12 x 32
+ * and A row-major (cs_a 1, not implicit) runs each element of C as 16
+ * chains of FMAs over p mod 16 summed by a fixed tree (every FMA's 16
+ * lanes useful, where the 12 x 32
  * kernel uses 10 of 16 for a classifier's N = 10 and one broadcast load
  * per FMA); it needs B transposed, K contiguous, which the caller packs
  * once beside packed_b: tp__gemm_packed_bt_bytes(isa, k, n) bytes (0 when

@@ -41,11 +41,11 @@ static inline __attribute__((always_inline)) __m256 tp__gemm_avx512_relu_y(__m25
     return v;
 }
 
-/* C[0:m, 0:n] = alpha * acc + beta * C, then (ep) + bias[j] and relu. */
-static inline __attribute__((always_inline)) void tp__gemm_avx512_store_body(const int m, const int nv, __m512 acc[MR][NV],
-                                                                        float *c, int64_t ldc, int n, float alpha,
-                                                                        float beta, const bool ep, const float *bias,
-                                                                        const int relu_in, const bool unit) {
+/* C[0:m, 0:n] = alpha * acc + beta * C, then (ep) + bias[j] and relu
+ * (unit: alpha 1 and beta 0, C = acc). */
+static inline __attribute__((always_inline)) void
+tp__gemm_avx512_store_body(const int m, const int nv, __m512 acc[MR][NV], float *c, int64_t ldc, int n, float alpha,
+                           float beta, const bool ep, const float *bias, const int relu_in, const bool unit) {
     const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta), zero = _mm512_setzero_ps();
     /* the tile's epilogue in registers: + bias, then relu or relu6 */
     const bool has_bias = ep && bias;
