@@ -47,6 +47,7 @@ static inline WX_V WX_NAME(dw_act)(WX_V v, int relu) {
 /* One output vector of a 3x3 kernel at column ix0 of the input (rows rp[ky]
  * where vy[ky]; columns outside [0, W) skipped), weights w[9] in registers. */
 #define WX_DW_LD(p) (tail ? WX_LDM(p, m) : WX_LD(p))
+#define WX_DW_ST(p, v) (tail ? WX_STM(p, m, v) : WX_ST(p, v))
 WX_DW_INLINE WX_V WX_NAME(dw3_px)(const float *const *rp, const bool *vy, int64_t ix0, int64_t W, int64_t cin,
                                   const WX_V *w, WX_V a, const bool tail, WX_M m) {
     for (int ky = 0; ky < 3; ky++) {
@@ -57,6 +58,22 @@ WX_DW_INLINE WX_V WX_NAME(dw3_px)(const float *const *rp, const bool *vy, int64_
         }
     }
     return a;
+}
+
+/* That vector with the bias b added first and the activation after, stored
+ * at d. */
+WX_DW_INLINE void WX_NAME(dw3_px_st)(const float *const *rp, const bool *vy, int64_t ix0, int64_t W, int64_t cin,
+                                     const WX_V *w, WX_V b, int relu, float *d, const bool tail, WX_M m) {
+    WX_DW_ST(d, WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ix0, W, cin, w, b, tail, m), relu));
+}
+
+/* The 9 weights of the vector of channels at p0 + c into w; returns its
+ * bias. */
+WX_DW_INLINE WX_V WX_NAME(dw3_weights)(const tp_conv_dw *dw, int64_t cin, int64_t p0, int64_t c, WX_V *w,
+                                       const bool tail, WX_M m) {
+    const float *wt = dw->weight + p0 + c;
+    for (int t = 0; t < 9; t++) w[t] = WX_DW_LD(wt + t * cin);
+    return WX_DW_LD(dw->weight + 9 * cin + p0 + c);
 }
 
 /* WX_DW_PX adjacent output vectors of a 3x3 kernel with stride sw (a
@@ -73,10 +90,7 @@ WX_DW_INLINE void WX_NAME(dw3_block)(const float *const *rp, const bool *vy, int
         for (int kx = 0; kx < 3; kx++)
             for (int j = 0; j < WX_DW_PX; j++) a[j] = WX_FMA(WX_DW_LD(r + (j * sw + kx) * cin), w[ky * 3 + kx], a[j]);
     }
-    for (int j = 0; j < WX_DW_PX; j++) {
-        if (tail) WX_STM(d + j * kc, m, WX_NAME(dw_act)(a[j], relu));
-        else WX_ST(d + j * kc, WX_NAME(dw_act)(a[j], relu));
-    }
+    for (int j = 0; j < WX_DW_PX; j++) WX_DW_ST(d + j * kc, WX_NAME(dw_act)(a[j], relu));
 }
 
 /* One vector of channels at c (tail: the lanes in m only) of output pixels
@@ -85,30 +99,22 @@ WX_DW_INLINE void WX_NAME(dw3_channels)(const tp_conv_dw *dw, const float *const
                                         int64_t ox0, int64_t end, int64_t lo, int64_t hi, int64_t p0, int64_t c,
                                         int64_t kc, float *d, const bool tail, WX_M m) {
     const int64_t W = dw->w, sw = dw->sw, pw = dw->pw;
-    const float *wt = dw->weight + p0 + c, *bias = dw->weight + 9 * cin + p0 + c;
     const int relu = dw->relu;
     WX_V w[9];
-    for (int t = 0; t < 9; t++) w[t] = WX_DW_LD(wt + t * cin);
-    const WX_V b = WX_DW_LD(bias);
+    const WX_V b = WX_NAME(dw3_weights)(dw, cin, p0, c, w, tail, m);
     const float *rp[3];
     for (int ky = 0; ky < 3; ky++) rp[ky] = vy[ky] ? row[ky] + p0 + c : NULL;
     int64_t ox = ox0;
-    for (; ox < lo; ox++) {
-        const WX_V v = WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b, tail, m), relu);
-        if (tail) WX_STM(d + (ox - ox0) * kc + c, m, v);
-        else WX_ST(d + (ox - ox0) * kc + c, v);
-    }
+    for (; ox < lo; ox++)
+        WX_NAME(dw3_px_st)(rp, vy, ox * sw - pw, W, cin, w, b, relu, d + (ox - ox0) * kc + c, tail, m);
     if (sw == 1)
         for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
             WX_NAME(dw3_block)(rp, vy, ox - pw, 1, cin, w, b, relu, d + (ox - ox0) * kc + c, kc, tail, m);
     else
         for (; ox + WX_DW_PX <= hi; ox += WX_DW_PX)
             WX_NAME(dw3_block)(rp, vy, ox * sw - pw, sw, cin, w, b, relu, d + (ox - ox0) * kc + c, kc, tail, m);
-    for (; ox < end; ox++) {
-        const WX_V v = WX_NAME(dw_act)(WX_NAME(dw3_px)(rp, vy, ox * sw - pw, W, cin, w, b, tail, m), relu);
-        if (tail) WX_STM(d + (ox - ox0) * kc + c, m, v);
-        else WX_ST(d + (ox - ox0) * kc + c, v);
-    }
+    for (; ox < end; ox++)
+        WX_NAME(dw3_px_st)(rp, vy, ox * sw - pw, W, cin, w, b, relu, d + (ox - ox0) * kc + c, tail, m);
 }
 
 /* ---- WX_DW_ROWS whole output rows at once (3x3, stride 1) ----
@@ -135,10 +141,7 @@ WX_DW_INLINE void WX_NAME(dw3_rows_block)(const float *const *rp, int64_t ix0, i
                 for (int y = 0; y < WX_DW_ROWS; y++)
                     a[y][j] = WX_FMA(WX_DW_LD(rp[ky + y] + (ix0 + j + kx) * cin), w[ky * 3 + kx], a[y][j]);
     for (int y = 0; y < WX_DW_ROWS; y++)
-        for (int j = 0; j < WX_DW_PX; j++) {
-            if (tail) WX_STM(d + y * dstep + j * kc, m, WX_NAME(dw_act)(a[y][j], relu));
-            else WX_ST(d + y * dstep + j * kc, WX_NAME(dw_act)(a[y][j], relu));
-        }
+        for (int j = 0; j < WX_DW_PX; j++) WX_DW_ST(d + y * dstep + j * kc, WX_NAME(dw_act)(a[y][j], relu));
 }
 
 /* Output column ox of the R rows, one at a time (a column with taps
@@ -147,11 +150,8 @@ WX_DW_INLINE void WX_NAME(dw3_rows_px)(const float *const *rp, int64_t ox, int64
                                        const WX_V *w, WX_V b, int relu, float *d, int64_t dstep, const bool tail,
                                        WX_M m) {
     const bool vy[3] = {true, true, true};
-    for (int y = 0; y < WX_DW_ROWS; y++) {
-        const WX_V v = WX_NAME(dw_act)(WX_NAME(dw3_px)(rp + y, vy, ox - pw, W, cin, w, b, tail, m), relu);
-        if (tail) WX_STM(d + y * dstep, m, v);
-        else WX_ST(d + y * dstep, v);
-    }
+    for (int y = 0; y < WX_DW_ROWS; y++)
+        WX_NAME(dw3_px_st)(rp + y, vy, ox - pw, W, cin, w, b, relu, d + y * dstep, tail, m);
 }
 
 /* The vector of channels at c (tail: the lanes in m) of the R whole rows
@@ -161,11 +161,9 @@ WX_DW_INLINE void WX_NAME(dw3_rows_channels)(const tp_conv_dw *dw, const float *
                                              int64_t lo, int64_t hi, int64_t p0, int64_t c, int64_t kc, float *d,
                                              const bool tail, WX_M m) {
     const int64_t W = dw->w, pw = dw->pw, dstep = ow * kc;
-    const float *wt = dw->weight + p0 + c, *bias = dw->weight + 9 * cin + p0 + c;
     const int relu = dw->relu;
     WX_V w[9];
-    for (int t = 0; t < 9; t++) w[t] = WX_DW_LD(wt + t * cin);
-    const WX_V b = WX_DW_LD(bias);
+    const WX_V b = WX_NAME(dw3_weights)(dw, cin, p0, c, w, tail, m);
     const float *rp[WX_DW_ROWS + 2];
     for (int k = 0; k < WX_DW_ROWS + 2; k++) rp[k] = row[k] + p0 + c;
     float *dc = d + c;
@@ -191,6 +189,7 @@ static void WX_NAME(dw3_rows)(const tp_conv_dw *dw, const float *const *row, int
     if (c < kc) WX_NAME(dw3_rows_channels)(dw, row, cin, ow, lo, hi, p0, c, kc, d, true, WX_TAIL(kc - c));
 }
 #undef WX_DW_LD
+#undef WX_DW_ST
 
 /* Output pixels [ox0, ox0 + len) of output row oy of one image,
  * channels [p0, p0 + kc), into d (row stride kc). row[ky]: input row
