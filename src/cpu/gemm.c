@@ -721,14 +721,17 @@ static const float *tp__gemm_next_part(const tp__gemm_next *next, int64_t call, 
 }
 
 /* Rows of the row panel that starts with `left` rows to go: MR, or the
- * rest; but MR + 1 rows to go run as two panels of about half (4 + 3 at
- * MR 6, 7 + 6 at 12) instead of MR and a panel of one row, whose
- * accumulators, one chain per column group, wait on the FMA latency at
- * every k step (a 1-row panel took about a third of a full one's time, so
- * that 49 rows cost as much as 51 and a thread's 25 rows of a 2-way split
- * as much as 26). A row's arithmetic does not depend on its panel. */
+ * rest; but MR + 1 to 2 MR - 1 rows to go run as two panels of about half
+ * (4 + 4 of 8 at MR 6, 7 + 7 of 14 at 12) instead of MR and a short panel,
+ * whose few accumulators, one chain per column group, wait on the FMA
+ * latency at every k step (a 1-row panel took about a third of a full
+ * one's time, so that 49 rows cost as much as 51 and a thread's 25 rows of
+ * a 2-way split as much as 26; gemm_bench, Sapphire Rapids, 1 thread:
+ * 32x512x512 (6 + 2 rows last) 90.8 -> 91.4% of the adjacent peak, 34 and
+ * 35 rows +0.2-1%, the MLP 0.989x / 0.992x at 1 / 2 threads). A row's
+ * arithmetic does not depend on its panel. */
 static inline int tp__gemm_panel_rows(int64_t left, int mr) {
-    if (left == mr + 1 && mr >= 4) return (mr + 2) / 2;
+    if (left > mr && left < 2 * mr && mr >= 4) return (int)(left + 1) / 2;
     return left < mr ? (int)left : mr;
 }
 
