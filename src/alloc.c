@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "internal.h"
 
@@ -100,6 +103,23 @@ void *tp__malloc_libc(size_t size) {
     write_header(p, size, ORIGIN_LIBC);
     atomic_fetch_add(&g_live_blocks, 1);
     return p + TP_HEADER;
+}
+
+void *tp__malloc_stream(size_t size, void **aligned) {
+    const size_t align = size >= (size_t)TP__HUGE_PAGE ? (size_t)TP__HUGE_PAGE : 64;
+    size_t total;
+    char *base = tp_add_size(size, align, &total) ? tp_malloc(total) : NULL;
+    if (!base) {
+        *aligned = NULL;
+        return NULL;
+    }
+    char *p = (char *)(((uintptr_t)base + align - 1) & ~(uintptr_t)(align - 1));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    /* only whole huge pages: a partial last one would fault 2 MiB in */
+    if (align == (size_t)TP__HUGE_PAGE) (void)madvise(p, size & ~(size_t)(TP__HUGE_PAGE - 1), MADV_HUGEPAGE);
+#endif
+    *aligned = p;
+    return base;
 }
 
 void *tp_calloc(size_t count, size_t size) {

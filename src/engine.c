@@ -1370,13 +1370,14 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
     if (!r->arena_base || plan->arena_bytes > r->arena_cap) {
         tp_free(r->arena_base);
         r->arena_cap = 0;
-        r->arena_base = tp_malloc(plan->arena_bytes + ARENA_ALIGN);
+        void *arena = NULL;
+        r->arena_base = tp__malloc_stream(plan->arena_bytes, &arena);
         if (!r->arena_base) {
             run_unbind(r);
             return tp_error(TP_ERR_NOMEM, "out of memory allocating a %zu-byte arena", plan->arena_bytes);
         }
         r->arena_cap = plan->arena_bytes;
-        r->arena = (char *)(((uintptr_t)r->arena_base + ARENA_ALIGN - 1) & ~(uintptr_t)(ARENA_ALIGN - 1));
+        r->arena = arena;
     }
     atomic_init(&r->arena_storage.refcount, HUGE_REFS);
     r->arena_storage.data = r->arena;

@@ -212,6 +212,18 @@ TP_HIDDEN void tp__node_error_context(const char *name, const char *target);
  * survive a failed allocation (jansson's lexer: archive/json.c). */
 TP_HIDDEN void *tp__malloc_libc(size_t size);
 
+/* A block for data that calls stream through (packed weights, a run's
+ * arena): returns the block to tp_free (NULL on failure) and sets *aligned
+ * to the first of `size` usable bytes, 64-byte aligned; when size is at
+ * least TP__HUGE_PAGE, aligned to TP__HUGE_PAGE and its whole huge pages
+ * advised for transparent huge pages (Linux madvise MADV_HUGEPAGE: a hint,
+ * ignored where the kernel has THP off or refuses), so that streaming
+ * through them misses the TLB once per 2 MiB instead of once per 4 KiB.
+ * The alignment's slack is never written: address space, not memory, where
+ * the block is mapped (large blocks are, with glibc). */
+enum { TP__HUGE_PAGE = 2 << 20 };
+TP_HIDDEN void *tp__malloc_stream(size_t size, void **aligned);
+
 /* Scratch for reference kernels in a plan (alloc.c, used by engine.c):
  * while a thread has entered one, tp_malloc & co serve blocks from it by
  * bumping `used` (64-byte aligned, origin "scratch" in the header), tp_free

@@ -266,6 +266,68 @@ TEST(test_alloc_basics) {
     CHECK(tp_alloc_live_blocks() == live);
 }
 
+/* The VmFlags of the /proc/self/smaps mapping holding p (into flags,
+ * empty when not found). */
+static void smaps_flags_of(const void *p, char *flags, size_t cap) {
+    flags[0] = 0;
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return;
+    char line[512];
+    bool inside = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(flags, cap, "%.200s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* tp__malloc_stream: 64-byte aligned below 2 MiB, 2 MiB aligned from it on,
+ * the whole size usable, freed by tp_free, NULL on overflow or a failing
+ * hook; on Linux with transparent huge pages the huge pages of a large block
+ * are advised (VmFlags "hg" in /proc/self/smaps). */
+TEST(test_alloc_stream) {
+    long live = tp_alloc_live_blocks();
+    const size_t sizes[] = {0, 1, 100, 4096, ((size_t)2 << 20) - 1, (size_t)2 << 20, ((size_t)5 << 20) + 12345};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        void *aligned = (void *)1;
+        void *base = tp__malloc_stream(sizes[i], &aligned);
+        CHECK(base != NULL && aligned != NULL);
+        if (!base) continue;
+        const uintptr_t want = sizes[i] >= (size_t)TP__HUGE_PAGE ? (uintptr_t)TP__HUGE_PAGE : 64;
+        CHECK_MSG((uintptr_t)aligned % want == 0, "size %zu at %p", sizes[i], aligned);
+        CHECK((char *)aligned >= (char *)base);
+        memset(aligned, 0xab, sizes[i]); /* every byte writable (ASan checks the bounds) */
+        if (sizes[i] >= (size_t)TP__HUGE_PAGE) {
+            FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+            if (thp) {
+                fclose(thp);
+                char flags[256];
+                smaps_flags_of(aligned, flags, sizeof flags);
+                CHECK_MSG(strstr(flags, " hg") != NULL, "size %zu: VmFlags%s", sizes[i], flags);
+            } else {
+                printf("  note: no /sys/kernel/mm/transparent_hugepage: huge-page advice not checked\n");
+            }
+        }
+        tp_free(base);
+    }
+    CHECK(tp_alloc_live_blocks() == live);
+    void *aligned = (void *)1;
+    CHECK(tp__malloc_stream(SIZE_MAX - 100, &aligned) == NULL && aligned == NULL); /* size + alignment overflows */
+    g_fail_alloc = (fail_alloc_state){0, 0};
+    tp_set_allocator(fail_alloc_fn, NULL);
+    aligned = (void *)1;
+    void *base = tp__malloc_stream((size_t)3 << 20, &aligned);
+    tp_set_allocator(NULL, NULL);
+    g_fail_alloc = (fail_alloc_state){0, -1};
+    CHECK(base == NULL && aligned == NULL);
+    CHECK(tp_alloc_live_blocks() == live);
+}
+
 TEST(test_alloc_hook_sees_sizes) {
     counting_state st = {0};
     tp_set_allocator(counting_alloc, &st);
@@ -1282,7 +1344,7 @@ TEST(test_nomem_views_and_copies) {
 }
 
 TEST_MAIN(T(test_status_names), T(test_status_kind), T(test_error_messages), T(test_error_long_messages),
-          T(test_alloc_basics), T(test_alloc_hook_sees_sizes), T(test_dtype_names), T(test_promote_types),
+          T(test_alloc_basics), T(test_alloc_stream), T(test_alloc_hook_sees_sizes), T(test_dtype_names), T(test_promote_types),
           T(test_half_conversion_helpers), T(test_create_all_dtypes_and_ranks), T(test_create_errors),
           T(test_from_data_and_getters), T(test_scalar_and_meta), T(test_refcount), T(test_borrow_release_once),
           T(test_borrow_strided), T(test_borrow_errors), T(test_views_match_torch), T(test_views_write_through),

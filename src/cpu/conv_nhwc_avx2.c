@@ -157,7 +157,8 @@ static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
  * temporary of tmp_floats floats to build them in; both NULL on failure. */
 static tp_status alloc_packed(tp_conv_nhwc *cv, size_t tmp_floats, float **tmp) {
     *tmp = tp_malloc(tmp_floats * sizeof(float) + 1);
-    cv->wbase = tp_malloc(cv->packed_bytes + 64);
+    void *wpack = NULL;
+    cv->wbase = tp__malloc_stream(cv->packed_bytes, &wpack);
     if (!*tmp || !cv->wbase) {
         tp_free(*tmp);
         tp_free(cv->wbase);
@@ -165,7 +166,7 @@ static tp_status alloc_packed(tp_conv_nhwc *cv, size_t tmp_floats, float **tmp) 
         cv->wbase = NULL;
         return tp_error(TP_ERR_NOMEM, "out of memory packing convolution weights");
     }
-    cv->wpack = (void *)(((uintptr_t)cv->wbase + 63) & ~(uintptr_t)63);
+    cv->wpack = wpack;
     return TP_OK;
 }
 
@@ -514,14 +515,14 @@ tp_status tp__conv_nhwc_set_dw_expand(tp_conv_nhwc *cv, int64_t ex_cin, const fl
     if (!dw || dw->ex_cin || ex_cin < 1)
         return tp_error(TP_ERR_INTERNAL, "an expansion fused into a convolution that does not take it");
     const size_t bytes = tp__gemm_packed_b_bytes(TP_ISA_AVX512, ex_cin, cin);
-    void *base = tp_malloc(bytes + 64);
+    void *pack = NULL;
+    void *base = tp__malloc_stream(bytes, &pack);
     float *b = bias ? tp_malloc((size_t)cin * sizeof(float)) : NULL;
     if (!base || (bias && !b)) {
         tp_free(base);
         tp_free(b);
         return tp_error(TP_ERR_NOMEM, "out of memory fusing an expansion into a depthwise convolution");
     }
-    void *pack = (void *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
     /* B (ex_cin x cin): element (p, j) is weight[j][p] */
     tp__gemm_pack_b(TP_ISA_AVX512, ex_cin, cin, weight, 1, ex_cin, pack);
     if (b) memcpy(b, bias, (size_t)cin * sizeof(float));

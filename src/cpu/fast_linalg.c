@@ -359,9 +359,8 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
                 tp__gemm_bf16_supported();
     if (mp->dot16 && b_const && b_shared && b_tensor) {
         size_t bytes = tp__gemm_bf16_packed_b_bytes(mp->k, mp->n);
-        mp->packed_base = tp_malloc(bytes + 64);
+        mp->packed_base = tp__malloc_stream(bytes, &mp->packed_b);
         TP_CHECK(mp->packed_base != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
-        mp->packed_b = (void *)(((uintptr_t)mp->packed_base + 63) & ~(uintptr_t)63);
         tp__gemm_bf16_pack_b(mp->k, mp->n, (const uint16_t *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
                              mp->packed_b);
         plan->data_bytes = bytes;
@@ -376,9 +375,8 @@ static tp_status mm_finish(const tp_prepare_info *info, mm_plan *mp, const tp_te
         const size_t b_bytes = (bytes + 63) & ~(size_t)63;
         const size_t bt_bytes = mp->dt == TP_FLOAT32 ? tp__gemm_packed_bt_bytes(mp->isa, mp->k, mp->n) : 0;
         if (bt_bytes) bytes = b_bytes + bt_bytes;
-        mp->packed_base = tp_malloc(bytes + 64);
+        mp->packed_base = tp__malloc_stream(bytes, &mp->packed_b);
         TP_CHECK(mp->packed_base != NULL, TP_ERR_NOMEM, "out of memory packing a weight");
-        mp->packed_b = (void *)(((uintptr_t)mp->packed_base + 63) & ~(uintptr_t)63);
         if (mp->dt == TP_FLOAT32) {
             tp__gemm_pack_b(mp->isa, mp->k, mp->n, (const float *)tp__tensor_base(b_tensor), mp->rs_b, mp->cs_b,
                             mp->packed_b);

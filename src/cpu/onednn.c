@@ -1071,9 +1071,8 @@ static tp_status make_attr(dnnl_primitive_attr_t *attr, bool sum, dnnl_alg_kind_
 /* Pack the chunk's weights (OIHW / GOIHW floats at w) into the layout pd chose. */
 static tp_status pack_weights(dn_chunk *ch, const dnnl_memory_desc_t *user, const float *w) {
     size_t bytes = dnnl_memory_desc_get_size(&ch->md[M_W]);
-    ch->wbase = tp_malloc(bytes + 64);
+    ch->wbase = tp__malloc_stream(bytes, &ch->w);
     TP_CHECK(ch->wbase != NULL, TP_ERR_NOMEM, "out of memory packing convolution weights");
-    ch->w = (void *)(((uintptr_t)ch->wbase + 63) & ~(uintptr_t)63);
     dnnl_primitive_t r = NULL;
     dnnl_memory_t from = NULL, to = NULL;
     dnnl_stream_t s = NULL;
