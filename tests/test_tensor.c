@@ -1344,7 +1344,8 @@ TEST(test_nomem_views_and_copies) {
 }
 
 TEST_MAIN(T(test_status_names), T(test_status_kind), T(test_error_messages), T(test_error_long_messages),
-          T(test_alloc_basics), T(test_alloc_stream), T(test_alloc_hook_sees_sizes), T(test_dtype_names), T(test_promote_types),
+          T(test_alloc_basics), T(test_alloc_stream), T(test_alloc_hook_sees_sizes), T(test_dtype_names),
+          T(test_promote_types),
           T(test_half_conversion_helpers), T(test_create_all_dtypes_and_ranks), T(test_create_errors),
           T(test_from_data_and_getters), T(test_scalar_and_meta), T(test_refcount), T(test_borrow_release_once),
           T(test_borrow_strided), T(test_borrow_errors), T(test_views_match_torch), T(test_views_write_through),
