@@ -225,6 +225,7 @@ typedef struct counts {
     int maxp; /* max pools from NHWC to NHWC run by the pass's own loop (max-nhwc) */
     int dw; /* projections computing a fused depthwise convolution (dw+gemm-nhwc, ex+dw+gemm-nhwc) */
     int ex; /* ... and its input's expansion too (ex+dw+gemm-nhwc) */
+    int cat; /* convolutions summing a second one in the same GEMM (cat+gemm-nhwc) */
     int64_t in_place; /* tp_run_stats.n_in_place after the call */
 } counts;
 
@@ -238,9 +239,11 @@ static void on_event(void *user, const tp_profile_event *ev) {
     c->maxp += strcmp(ev->variant, "max-nhwc") == 0;
     const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
     const bool ex = strcmp(ev->variant, "ex+dw+gemm-nhwc") == 0, dw = ex || strcmp(ev->variant, "dw+gemm-nhwc") == 0;
+    const bool cat = strcmp(ev->variant, "cat+gemm-nhwc") == 0;
     c->dw += dw;
     c->ex += ex;
-    if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4 || dw) {
+    c->cat += cat;
+    if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4 || dw || cat) {
         c->onednn++;
         c->gemm++;
     }
@@ -604,41 +607,49 @@ TEST(test_fused_expansion) {
     const char *gc = getenv("TP_CONV_GEMM"), *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
     const bool off = (gc && strcmp(gc, "0") == 0) || (fd && strcmp(fd, "0") == 0) ||
                      (lv && strcmp(lv, "avx2") == 0) || tp_cpu_level_supported() < TP_CPU_AVX512;
+    /* where the depthwise convolution is not fused, the last case's
+     * projection takes the convolution making its residual instead
+     * (fuse_cats), when it runs our GEMM: at the AVX-512 level or with
+     * TP_CONV_GEMM set (not 0), unless TP_FUSE_CAT=0 */
+    const char *fc = getenv("TP_FUSE_CAT");
+    const bool avx512 = !(lv && strcmp(lv, "avx2") == 0) && tp_cpu_level_supported() >= TP_CPU_AVX512;
+    const bool cat_on = !(fc && strcmp(fc, "0") == 0) && !(gc && strcmp(gc, "0") == 0) && (avx512 || gc);
     const struct {
         net_case c;
         int ex;
         float x_scale;
+        int cat; /* fused projections (fuse_cats) where the depthwise convolution is not fused */
     } cases[] = {
-        {{"inverted residual, relu6 expansion clamping", 1, 3, 13, 11, 5, INVERTED_RESIDUAL}, 1, 30.0f},
+        {{"inverted residual, relu6 expansion clamping", 1, 3, 13, 11, 5, INVERTED_RESIDUAL}, 1, 30.0f, 0},
         {{"5x5 stride 2, 20 -> 40 channels, no activation, batch 3", 3, 3, 15, 12, 5,
           {CONV(20, 3, 1, 1, 1, 1, RELU), CONV(40, 1, 1, 0, 1, 1, NONE), CONV(40, 5, 2, 2, 1, 40, NONE),
            CONV(24, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
-         1, 1.0f},
+         1, 1.0f, 0},
         {{"silu expansion, stride (2, 1), padding (0, 1), batch 2", 2, 3, 12, 9, 5,
           {CONV(24, 3, 1, 1, 1, 1, RELU), CONV(72, 1, 1, 0, 1, 1, TP_OP_SILU),
            {L_CONV, 72, 3, 3, 2, 1, 0, 1, 1, 1, 72, true, false, TP_OP_SILU, -1, 0}, CONV(8, 1, 1, 0, 1, 1, RELU),
            CONV(4, 3, 1, 1, 1, 1, NONE)}},
-         1, 1.0f},
+         1, 1.0f, 0},
         {{"relu expansion, 64 x 40 maps", 1, 3, 64, 40, 5,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, RELU), CONV(32, 3, 1, 1, 1, 32, TP_OP_RELU6),
            CONV(16, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
-         1, 1.0f},
+         1, 1.0f, 0},
         /* each thread's ring ends a call holding the rows its next call
          * starts with (the run's first fill must forget them) */
         {{"3 x 17 maps", 1, 3, 3, 17, 5,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(32, 3, 1, 1, 1, 32, NONE),
            CONV(8, 1, 1, 0, 1, 1, NONE), CONV(4, 3, 1, 1, 1, 1, NONE)}},
-         1, 1.0f},
+         1, 1.0f, 0},
         {{"expansion output read twice: not fused", 1, 3, 10, 9, 6,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, TP_OP_RELU6), CONV(32, 3, 1, 1, 1, 32, TP_OP_RELU6),
            CONV(16, 1, 1, 0, 1, 1, NONE), {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 4, 3},
            CONV(4, 3, 1, 1, 1, 1, NONE)}},
-         0, 1.0f},
+         0, 1.0f, 1},
     };
     tp__onednn_test_fuse_ex_min(1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const net_case *c = &cases[i].c;
-        const int ex = off ? 0 : cases[i].ex, fused = off ? 0 : 1 + cases[i].ex;
+        const int ex = off ? 0 : cases[i].ex, fused = off ? (cat_on ? cases[i].cat : 0) : 1 + cases[i].ex;
         counts cnt;
         built b;
         tp_tensor *one = run_fused_1_to_3(c, cases[i].x_scale, off ? 0 : 1, ex, c->n_layers - fused, &b);
@@ -673,14 +684,96 @@ TEST(test_fused_expansion) {
     tp__onednn_test_fuse_ex_min(-1);
 }
 
+/* A convolution summing a residual that only another convolution's
+ * output is (a projection shortcut beside a block's last convolution)
+ * computes both in one GEMM (fuse_cats: cat+gemm-nhwc, one step fewer):
+ * the net's output matches the reference kernels, bitwise the same at 1,
+ * 2 and 3 threads. Cases: ResNet-50's downsampling block (1x1 stride 2
+ * projection, 1x1 last convolution, both NHWC), its stride-1 form at
+ * batch 3 with odd sizes, 300 + 200 channels (K blocks that cross from one
+ * convolution's patches to the other's), a 3x3 stride-2 projection
+ * whose partner reads the NCHW user input (gathered from planes), and
+ * two that must not fuse: a residual read again after the sum, and a
+ * partner with an activation of its own. The projection runs our GEMM at
+ * the AVX-512 level (a 3x3 one at the AVX2 level too) or with
+ * TP_CONV_GEMM=1, 2 or 4; none fuse with TP_CONV_GEMM=0 or TP_FUSE_CAT=0. */
+TEST(test_fused_projection) {
+    const char *gc = getenv("TP_CONV_GEMM"), *fc = getenv("TP_FUSE_CAT"), *lv = getenv("TP_CPU_LEVEL");
+    const bool off = (gc && strcmp(gc, "0") == 0) || (fc && strcmp(fc, "0") == 0);
+    const bool avx512 = !(lv && strcmp(lv, "avx2") == 0) && tp_cpu_level_supported() >= TP_CPU_AVX512;
+    const bool forced = gc && strcmp(gc, "0") != 0;
+    const struct {
+        net_case c;
+        bool any_level; /* the projection is a spatial one: our GEMM at the AVX2 level too */
+        int cat;        /* fused steps where the projection runs our GEMM */
+    } cases[] = {
+        {{"resnet-50 downsampling block", 1, 3, 16, 16, 6,
+          {CONV(32, 3, 1, 1, 1, 1, RELU), CONV(16, 1, 1, 0, 1, 1, RELU), CONV(16, 3, 2, 1, 1, 1, RELU),
+           CONV(64, 1, 1, 0, 1, 1, NONE), {L_CONV, 64, 1, 1, 2, 2, 0, 0, 1, 1, 1, true, false, RELU, 4, 2},
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         false, 1},
+        {{"stride-1 projection, batch 3, 11 x 9", 3, 3, 11, 9, 6,
+          {CONV(24, 3, 1, 1, 1, 1, RELU), CONV(8, 1, 1, 0, 1, 1, RELU), CONV(8, 3, 1, 1, 1, 1, RELU),
+           CONV(40, 1, 1, 0, 1, 1, NONE), {L_CONV, 40, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, RELU, 4, 2},
+           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+         false, 1},
+        {{"300 + 200 channels", 1, 3, 10, 14, 5,
+          {CONV(200, 3, 1, 1, 1, 1, RELU), CONV(300, 3, 2, 1, 1, 1, RELU), CONV(48, 1, 1, 0, 1, 1, NONE),
+           {L_CONV, 48, 1, 1, 2, 2, 0, 0, 1, 1, 1, true, false, TP_OP_SILU, 3, 2}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         false, 1},
+        {{"3x3 stride-2 projection, partner on the NCHW input", 1, 16, 16, 16, 3,
+          {{L_CONV, 32, 1, 1, 2, 2, 0, 0, 1, 1, 1, false, false, NONE, -1, 0},
+           {L_CONV, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, true, false, RELU, 1, 1}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         true, 1},
+        {{"a residual read again after the sum", 1, 3, 12, 12, 5,
+          {CONV(32, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, NONE),
+           {L_CONV, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, RELU, 2, 2},
+           {L_ADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 2, 0}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         false, 0},
+        {{"a partner with its own activation", 1, 3, 12, 12, 4,
+          {CONV(32, 3, 1, 1, 1, 1, RELU), CONV(32, 1, 1, 0, 1, 1, RELU),
+           {L_CONV, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, RELU, 2, 2}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const net_case *c = &cases[i].c;
+        built b = build(c);
+        if (!b.p || !b.x) {
+            tp_program_free(b.p);
+            tp_tensor_free(b.x);
+            continue;
+        }
+        const int want = off || !(avx512 || forced || cases[i].any_level) ? 0 : cases[i].cat;
+        counts cnt;
+        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
+        CHECK_MSG(!one || (cnt.cat == want && cnt.steps == c->n_layers - want),
+                  "%s: %d fused projections in %d steps, want %d in %d", c->label, cnt.cat, cnt.steps, want,
+                  c->n_layers - want);
+        for (int th = 2; one && th <= 3; th++) {
+            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
+            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
+                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
+                      "%s: %d threads not bitwise equal to 1 thread", c->label, th);
+            CHECK_MSG(!got || cnt.cat == want, "%s, %d threads: %d fused projections, want %d", c->label, th, cnt.cat,
+                      want);
+            tp_tensor_free(got);
+        }
+        tp_tensor_free(one);
+        compare_levels(&b, c->label, 0, -1);
+    }
+}
+
 /* Planning and running nets with every allocation failing in turn:
  * TP_ERR_NOMEM, nothing leaked (LeakSanitizer sees oneDNN's objects too).
  * The first net's convolutions take our NHWC paths (the implicit GEMM and
  * Winograd on AVX2-only CPUs or with TP_CONV_GEMM=1/2), the others oneDNN's
  * convolutions with a bias, a residual sum, pools, a unary and a binary
  * step, and a squeeze-excitation block (its mean on our loop, its multiply
- * fused into the projection: fuse_scales' allocation). A copy of the program each time: a program keeps the plans it
- * built. */
+ * fused into the projection: fuse_scales' allocation), a fused depthwise
+ * convolution, a projection shortcut summed with its partner (fuse_cats), a
+ * two-block mean and a fused expansion. A copy of the program each time: a
+ * program keeps the plans it built. */
 static tp_status plan_and_run(void *ctx) {
     const built *b = ctx;
     tp_program *p = NULL;
@@ -724,6 +817,11 @@ TEST(test_alloc_failures) {
         {"a depthwise convolution fused into its projection", 1, 3, 9, 8, 4,
          {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 2, 1, 1, 16, TP_OP_RELU6), CONV(8, 1, 1, 0, 1, 1, NONE),
           CONV(4, 3, 1, 1, 1, 1, NONE)}},
+        /* the projection shortcut's partner summed in its GEMM (fuse_cats' allocations) */
+        {"a projection shortcut and its partner in one product", 1, 3, 12, 12, 6,
+         {CONV(32, 3, 1, 1, 1, 1, RELU), CONV(16, 1, 1, 0, 1, 1, RELU), CONV(16, 3, 2, 1, 1, 1, RELU),
+          CONV(64, 1, 1, 0, 1, 1, NONE), {L_CONV, 64, 1, 1, 2, 2, 0, 0, 1, 1, 1, true, false, RELU, 4, 2},
+          CONV(4, 1, 1, 0, 1, 1, NONE)}},
         {"a mean over two blocks of pixels", 1, 3, 17, 17, 2,
          {CONV(8, 3, 1, 1, 1, 1, RELU), {L_MEAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, -1, 0}}},
         /* with every expansion fused (the last net only) */
@@ -837,9 +935,18 @@ TEST(test_regions) {
     /* "pools at both edges": its first max pool reads the NCHW input,
      * which oneDNN's pooling would take but drops NaN in: our kernel runs
      * it (4 oneDNN steps, not 5) */
-    const int expect[] = {5, 4, 5, 6, 6, 5 + unfused, 4, 6, 3, 3, 4, 4 + dw_kept};
+    /* "downsample residual": its last 3x3 convolution (8x8 map: our GEMM's
+     * few-pixel rule, not Winograd) summed in its 1x1 projection's GEMM
+     * (fuse_cats: 4 steps, not 5) where the projection runs our GEMM: at
+     * the AVX-512 level (brgemm's rules) or with TP_CONV_GEMM=1; not with
+     * 0, nor with 2 or 4 (the 3x3 one then runs Winograd), TP_FUSE_CAT=0
+     * or at the AVX2 level (the 1x1 one stays on oneDNN) */
+    const char *fc = getenv("TP_FUSE_CAT");
+    const bool avx512 = !(lv && strcmp(lv, "avx2") == 0) && tp_cpu_level_supported() >= TP_CPU_AVX512;
+    const int cat_kept = (fc && strcmp(fc, "0") == 0) || (gc && strcmp(gc, "1") != 0) || (!gc && !avx512) ? 1 : 0;
+    const int expect[] = {5, 4, 4 + cat_kept, 6, 6, 5 + unfused, 4, 6, 3, 3, 4, 4 + dw_kept};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
-        check_net_range(&nets[i], expect[i], i == 4 || i == 5 || i == 11 ? expect[i] : -1);
+        check_net_range(&nets[i], expect[i], i == 2 || i == 4 || i == 5 || i == 11 ? expect[i] : -1);
     /* the multiply fused into the projection, which scales A's blocks as
      * it fills them: 600 channels (two K blocks: the scale's offset) at
      * batch 1 (one scale vector); and an NCHW user input scaled (A
@@ -1672,7 +1779,7 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise), T(test_fused_expansion),
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise), T(test_fused_expansion), T(test_fused_projection),
                                          T(test_alloc_failures), T(test_regions), T(test_max_pool_nhwc), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls), T(test_fused_scale_reads), T(test_nan_through_regions), T(test_pool_modes_in_regions)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);

@@ -171,6 +171,15 @@ typedef struct tp_conv_nhwc {
      * output, computed into A as the GEMM fills it (owned; set by the
      * caller after init, with tp__conv_nhwc_set_dw), or NULL. */
     tp_conv_dw *pre_dw;
+    /* A second convolution whose output this one's sums (a residual
+     * block's last convolution beside its projection shortcut: y =
+     * act(conv(x) + conv2(x2))), computed in the same GEMM: conv2's patches
+     * are A's columns after this one's (K = k + cat->k), its weights B's
+     * rows after this one's and its bias added into this one's, so its
+     * output is never written and read back (owned; set by the caller after
+     * init, with tp__conv_nhwc_set_cat), or NULL. */
+    struct tp_conv_nhwc *cat;
+    float *cat_bias; /* owned: the two biases' sum (bias then points here), or NULL when neither has one */
 } tp_conv_nhwc;
 
 /* Can the convolution geometry in cv run Winograd F(2x2, 3x3)? (3x3 kernel,
@@ -202,6 +211,16 @@ TP_HIDDEN void tp__conv_nhwc_scale_b(tp_conv_nhwc *cv, int nth);
  * then pass the depthwise input, NHWC, as x. */
 TP_HIDDEN tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const float *weight, const float *bias,
                                          const tp_op_plan *act);
+
+/* Make an implicit-GEMM convolution cv (not Winograd, no pre_dw or
+ * scale_b) also compute a second convolution of geometry g2 (n, cout, oh
+ * and ow cv's; cin, h, w, kernel, stride, padding and dilation its own;
+ * groups 1; the implicit GEMM, whatever g2->winograd says) and sum it into
+ * its output before the activation: weight is cv's own (OIHW, as init got
+ * it), weight2 g2's, bias2 g2's bias (cout floats, or NULL). Calls then
+ * pass g2's input as x2. */
+TP_HIDDEN tp_status tp__conv_nhwc_set_cat(tp_conv_nhwc *cv, const tp_conv_nhwc *g2, const float *weight,
+                                          const float *weight2, const float *bias2);
 
 /* ... and, after tp__conv_nhwc_set_dw, make that depthwise convolution's
  * input the output of a pointwise convolution (1x1, stride 1, no padding,
@@ -236,6 +255,9 @@ typedef struct tp_conv_nhwc_call {
      * bits), before relu16 */
     const uint16_t *res16;
     const float *res;
+    /* conv->cat's input (NHWC, or NCHW when x2_nhwc is false), else NULL */
+    const float *x2;
+    bool x2_nhwc;
     const float *in_scale;
     int64_t in_scale_ns;
 } tp_conv_nhwc_call;

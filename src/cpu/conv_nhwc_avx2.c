@@ -5,7 +5,10 @@
  * A's rows are the input patches, gathered by the GEMM's a_fill callback
  * an L2-sized block at a time (im2col per K block: in NHWC each tap of a
  * pixel is a run of Cin contiguous floats). Bias, a summed residual and a
- * fused activation run in the GEMM epilogue.
+ * fused activation run in the GEMM epilogue. A second convolution summed
+ * into the output (tp_conv_nhwc.cat: a projection shortcut's partner) is
+ * the same product's next K columns: its patches gathered after the
+ * first's, its weights packed below the first's.
  *
  * The oneDNN region pass (onednn.c) uses it for convolutions inside NHWC
  * regions where it measured faster than oneDNN's own kernel (see there).
@@ -78,22 +81,23 @@ static void conv_dw_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int6
 #endif
 }
 
-/* Fill rows [i0, i0 + rows) x K columns [p0, p0 + kc) of the implicit A. */
-static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst,
-                           void *scratch) {
-    (void)scratch;
-    const tp_conv_nhwc_call *call = ctx;
-    const tp_conv_nhwc *cv = call->conv;
+/* Rows [i0, i0 + rows) x columns [p0, p0 + kc) of the patches of
+ * convolution cv (K = kh * kw * cin, ordered kh, kw, c) over its input x
+ * (NHWC, or NCHW unless x_nhwc), into dst (rows ld floats apart); with
+ * in_scale (pointwise convolutions only, tp_conv_nhwc_call) the input
+ * channels scaled per image. */
+static void fill_patches(const tp_conv_nhwc *cv, const float *x, bool x_nhwc, const tp_conv_nhwc_call *scale,
+                         int64_t i0, int rows, int64_t p0, int64_t kc, float *dst, int64_t ld) {
     const int64_t cin = cv->cin, pix = cv->oh * cv->ow, hw = cv->h * cv->w;
     int64_t n = i0 / pix, q = i0 % pix;
     int64_t oh = q / cv->ow, ow = q % cv->ow;
     for (int i = 0; i < rows; i++) {
-        float *d = dst + (int64_t)i * kc;
-        const float *img = call->x + n * hw * cin;
-        if (call->in_scale) { /* pointwise (tp_conv_nhwc_call): K is the input channels */
-            const float *row = call->x_nhwc ? img + (oh * cv->w + ow) * cin + p0 : img + p0 * hw + oh * cv->w + ow;
-            const int64_t step = call->x_nhwc ? 1 : hw;
-            const float *sc = call->in_scale + n * call->in_scale_ns + p0;
+        float *d = dst + (int64_t)i * ld;
+        const float *img = x + n * hw * cin;
+        if (scale) { /* pointwise: K is the input channels */
+            const float *row = x_nhwc ? img + (oh * cv->w + ow) * cin + p0 : img + p0 * hw + oh * cv->w + ow;
+            const int64_t step = x_nhwc ? 1 : hw;
+            const float *sc = scale->in_scale + n * scale->in_scale_ns + p0;
             for (int64_t p = 0; p < kc; p++) d[p] = row[p * step] * sc[p];
             if (++ow == cv->ow) {
                 ow = 0;
@@ -112,7 +116,7 @@ static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, in
             if (ih < 0 || ih >= cv->h || iw < 0 || iw >= cv->w) {
                 if (len > end - p) len = end - p;
                 memset(d, 0, (size_t)len * sizeof(float));
-            } else if (call->x_nhwc) {
+            } else if (x_nhwc) {
                 /* undilated taps of one kernel row that are inside the
                  * input are adjacent pixels: one run */
                 int64_t taps = 1;
@@ -138,6 +142,23 @@ static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, in
                 n++;
             }
         }
+    }
+}
+
+/* Fill rows [i0, i0 + rows) x K columns [p0, p0 + kc) of the implicit A:
+ * the convolution's patches, then (conv->cat) the second one's. */
+static void conv_nhwc_fill(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst,
+                           void *scratch) {
+    (void)scratch;
+    const tp_conv_nhwc_call *call = ctx;
+    const tp_conv_nhwc *cv = call->conv;
+    const int64_t k1 = cv->k;
+    if (p0 < k1)
+        fill_patches(cv, call->x, call->x_nhwc, call->in_scale ? call : NULL, i0, rows, p0, kc < k1 - p0 ? kc : k1 - p0,
+                     dst, kc);
+    if (cv->cat && p0 + kc > k1) {
+        const int64_t q0 = p0 > k1 ? p0 - k1 : 0, skip = p0 < k1 ? k1 - p0 : 0;
+        fill_patches(cv->cat, call->x2, call->x2_nhwc, NULL, i0, rows, q0, kc - skip, dst + skip, kc);
     }
 }
 
@@ -460,20 +481,77 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
     }
 }
 
+/* B's rows of convolution g (kh * kw * cin of them from row0 on; B row
+ * p = tap * cin + c, column o) from weight (OIHW; conv1d's OIK is OI1K):
+ * B (row0 + p, o) = weight[o][c][tap]. */
+static void unpack_b(const tp_conv_nhwc *g, const float *weight, float *b, int64_t row0, int64_t cout) {
+    const int64_t taps = g->kh * g->kw;
+    for (int64_t t = 0; t < taps; t++)
+        for (int64_t c = 0; c < g->cin; c++)
+            for (int64_t o = 0; o < cout; o++)
+                b[(row0 + t * g->cin + c) * cout + o] = weight[(o * g->cin + c) * taps + t];
+}
+
 tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     if (cv->winograd) return winograd_init(cv, isa, weight);
-    const int64_t taps = cv->kh * cv->kw, k = taps * cv->cin;
+    const int64_t k = cv->kh * cv->kw * cv->cin;
     cv->isa = isa;
     cv->k = k;
     cv->packed_bytes = tp__gemm_packed_b_bytes(isa, k, cv->cout);
     float *b;
     TP_TRY(alloc_packed(cv, (size_t)(k * cv->cout), &b));
-    /* B (p = tap * cin + c, o) = weight[o][c][tap] (OIHW; conv1d's OIK is OI1K) */
-    for (int64_t t = 0; t < taps; t++)
-        for (int64_t c = 0; c < cv->cin; c++)
-            for (int64_t o = 0; o < cv->cout; o++) b[(t * cv->cin + c) * cv->cout + o] = weight[(o * cv->cin + c) * taps + t];
+    unpack_b(cv, weight, b, 0, cv->cout);
     tp__gemm_pack_b(isa, k, cv->cout, b, cv->cout, 1, cv->wpack);
     tp_free(b);
+    return TP_OK;
+}
+
+tp_status tp__conv_nhwc_set_cat(tp_conv_nhwc *cv, const tp_conv_nhwc *g2, const float *weight, const float *weight2,
+                                const float *bias2) {
+    if (cv->winograd || cv->pre_dw || cv->scale_b || cv->cat || !cv->wbase || g2->n != cv->n ||
+        g2->cout != cv->cout || g2->oh != cv->oh || g2->ow != cv->ow || g2->cin < 1 || g2->kh < 1 || g2->kw < 1)
+        return tp_error(TP_ERR_INTERNAL, "a convolution summed into one that does not take it");
+    const int64_t k1 = cv->k, k2 = g2->kh * g2->kw * g2->cin, cout = cv->cout;
+    tp_conv_nhwc *cat = tp_malloc(sizeof *cat);
+    float *bias = cv->bias || bias2 ? tp_malloc((size_t)cout * sizeof(float)) : NULL;
+    if (!cat || ((cv->bias || bias2) && !bias)) {
+        tp_free(cat);
+        tp_free(bias);
+        return tp_error(TP_ERR_NOMEM, "out of memory summing two convolutions in one product");
+    }
+    *cat = *g2;
+    cat->winograd = 0;
+    cat->isa = cv->isa;
+    cat->k = k2;
+    cat->bias = NULL;
+    cat->act = NULL;
+    cat->wbase = cat->wpack = NULL;
+    cat->packed_bytes = 0;
+    cat->pre_dw = NULL;
+    cat->cat = NULL;
+    cat->cat_bias = NULL;
+    /* the packed B of both: cv's rows, then g2's */
+    tp_conv_nhwc both = *cv;
+    both.packed_bytes = tp__gemm_packed_b_bytes(cv->isa, k1 + k2, cout);
+    float *b;
+    tp_status st = alloc_packed(&both, (size_t)((k1 + k2) * cout), &b);
+    if (st != TP_OK) {
+        tp_free(cat);
+        tp_free(bias);
+        return st;
+    }
+    unpack_b(cv, weight, b, 0, cout);
+    unpack_b(g2, weight2, b, k1, cout);
+    tp__gemm_pack_b(cv->isa, k1 + k2, cout, b, cout, 1, both.wpack);
+    tp_free(b);
+    tp_free(cv->wbase);
+    cv->wbase = both.wbase;
+    cv->wpack = both.wpack;
+    cv->packed_bytes = both.packed_bytes;
+    for (int64_t o = 0; bias && o < cout; o++) bias[o] = (cv->bias ? cv->bias[o] : 0.0f) + (bias2 ? bias2[o] : 0.0f);
+    if (bias) cv->bias = bias;
+    cv->cat = cat;
+    cv->cat_bias = bias;
     return TP_OK;
 }
 
@@ -546,6 +624,10 @@ void tp__conv_nhwc_free(tp_conv_nhwc *cv) {
     }
     tp_free(cv->pre_dw);
     cv->pre_dw = NULL;
+    tp_free(cv->cat);
+    cv->cat = NULL;
+    tp_free(cv->cat_bias);
+    cv->cat_bias = NULL;
     tp_free(cv->wbase);
     cv->wbase = NULL;
     cv->wpack = NULL;
@@ -557,12 +639,12 @@ static tp_gemm conv_nhwc_gemm(const tp_conv_nhwc *cv, const tp_conv_nhwc_call *c
     g.isa = cv->isa;
     g.m = cv->n * cv->oh * cv->ow;
     g.n = cv->cout;
-    g.k = cv->k;
+    g.k = cv->k + (cv->cat ? cv->cat->k : 0);
     if (cv->pre_dw) {
         g.a_fill = conv_dw_fill;
         g.a_ctx = call;
         g.fill_scratch = tp__conv_dw_scratch_bytes(cv->pre_dw, cv->cin);
-    } else if (call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && (!call->in_scale || cv->scale_b)) {
+    } else if (!cv->cat && call && call->x_nhwc && tp__conv_nhwc_pointwise(cv) && (!call->in_scale || cv->scale_b)) {
         /* an NHWC input is A itself: pixels x cin, row-major (with
          * scale_b the caller scales B instead) */
         g.a = call->x;

@@ -97,6 +97,9 @@ static int g_gemmconv = -1;
 
 /* TP_FUSE_DW=0: depthwise convolutions stay steps of their own (fuse_dws) */
 static bool g_fuse_dw_off;
+/* TP_FUSE_CAT=0: a projection shortcut and the convolution beside it stay
+ * two steps (fuse_cats) */
+static bool g_fuse_cat_off;
 /* TP_FUSE_EX=N: fuse expansions whose output takes at least N bytes per
  * image (find_dws; 0 none, -1 unset: the rule there) */
 static int64_t g_fuse_ex_min = -1;
@@ -120,6 +123,8 @@ static void init_once(void) {
     else if (gc && strcmp(gc, "4") == 0) g_gemmconv = 4;
     const char *fd = getenv("TP_FUSE_DW");
     g_fuse_dw_off = fd && strcmp(fd, "0") == 0;
+    const char *fc = getenv("TP_FUSE_CAT");
+    g_fuse_cat_off = fc && strcmp(fc, "0") == 0;
     const char *fe = getenv("TP_FUSE_EX");
     if (fe && *fe) {
         const long long v = strtoll(fe, NULL, 10);
@@ -174,6 +179,9 @@ typedef struct dn_step {
     bool gc_x_nhwc;   /* ... reading an NHWC (else NCHW) input */
     int iscale;       /* DN_GEMMCONV: in[iscale] scales the input channels (a fused multiply);
                        * 0 none (in[0] is the input) */
+    int icat;         /* DN_GEMMCONV: in[icat] is the input of a second convolution summed in the same
+                       * GEMM (fuse_cats); 0 none */
+    bool gc_x2_nhwc;  /* ... that input NHWC (else NCHW) */
     int64_t scale_ns; /* ... floats between images' scales (0: one for the batch) */
     bool gmean;       /* DN_POOL: a mean over H x W run by gmean_run instead of chunks */
     bool gm_nhwc;
@@ -409,6 +417,10 @@ static tp_status gc_run(const tp_op_plan *plan, tp_tensor *const *in, tp_tensor 
     if (d->iscale > 0) {
         call.in_scale = (const float *)tp__tensor_base(in[d->iscale]);
         call.in_scale_ns = d->scale_ns;
+    }
+    if (d->icat > 0) {
+        call.x2 = (const float *)tp__tensor_base(in[d->icat]);
+        call.x2_nhwc = d->gc_x2_nhwc;
     }
     if (d->ires >= 0) {
         const float *res = (const float *)tp__tensor_base(in[d->ires]);
@@ -777,6 +789,8 @@ typedef struct dn_cand {
                           * input, to fuse (fuse_dws), else 0 */
     int ex_src;          /* ... and 1 + the pointwise convolution making that one's input
                           * (an expansion), to fuse with it, else 0 */
+    int cat_src;         /* convolution summing a residual: 1 + the convolution making the
+                          * residual, to compute in the same GEMM (fuse_cats), else 0 */
 } dn_cand;
 
 /* The oneDNN eltwise algorithm computing TP_ELT_* op with parameters f. */
@@ -1807,6 +1821,69 @@ static tp_status fuse_dws(pass *ps, dn_step **built) {
     return TP_OK;
 }
 
+/* A convolution summing a residual that another convolution makes for it
+ * alone (a residual block's projection shortcut and its last
+ * convolution: y = act(conv_j(x) + conv_i(h))): both in one GEMM, conv_i's
+ * patches as A's columns after conv_j's and its weights as B's rows after
+ * conv_j's (tp__conv_nhwc_set_cat), so conv_i's output is never written
+ * and read back and the two products share one pass over C. Marked here
+ * (cat_src); fuse_cats joins them once both are built, when conv_j runs our
+ * implicit GEMM and conv_i does not run Winograd. */
+static void find_cats(pass *ps, const int *reads) {
+    tp_plan *plan = ps->plan;
+    if (g_fuse_cat_off) return;
+    for (int j = 0; j < plan->n_steps; j++) {
+        dn_cand *c = &ps->cand[j];
+        const tp_conv_info *v = &c->conv;
+        const plan_step *s = &plan->steps[j];
+        if (c->kind != DN_CONV || v->groups != 1 || v->ires <= 0 || v->ires >= s->n_in || !v->weight || c->se_mul ||
+            c->dw_src)
+            continue;
+        const int r = s->in[v->ires];
+        const plan_slot *rs = r >= 0 ? &plan->slots[r] : NULL;
+        const int i = rs ? rs->def : -1;
+        if (!rs || rs->kind != SLOT_ARENA || reads[r] != 1 || i < 0 || i >= j) continue;
+        const dn_cand *ci = &ps->cand[i];
+        const tp_conv_info *u = &ci->conv;
+        const plan_step *is = &plan->steps[i];
+        if (is->kind != STEP_FAST || ci->kind != DN_CONV || is->n_out != 1 || is->out[0] != r || is->in[0] < 0 ||
+            u->groups != 1 || u->ires >= 0 || u->act || !u->weight || ci->se_mul || ci->dw_src || u->n != v->n ||
+            u->cout != v->cout || u->oh != v->oh || u->ow != v->ow)
+            continue;
+        c->cat_src = i + 1;
+    }
+}
+
+static tp_status fuse_cats(pass *ps, dn_step **built) {
+    tp_plan *plan = ps->plan;
+    for (int j = 0; j < plan->n_steps; j++) {
+        const int i = ps->cand[j].cat_src - 1;
+        if (i < 0 || !built[j] || !built[i] || built[j]->kind != DN_GEMMCONV) continue;
+        dn_step *p = built[j], *d = built[i];
+        const int ires = p->ires;
+        if (p->iscale > 0 || p->gc->winograd || p->gc->scale_b || p->gc->pre_dw || p->gc->cat || ires <= 0 ||
+            d->mean[0] || (d->kind == DN_GEMMCONV && (d->gc->winograd || d->gc->pre_dw || d->iscale > 0)) ||
+            (d->kind != DN_CONV && d->kind != DN_GEMMCONV))
+            continue;
+        const tp_conv_info *u = &ps->cand[i].conv;
+        const tp_conv_nhwc g2 = nhwc_geometry(u);
+        TP_TRY(tp__conv_nhwc_set_cat(p->gc, &g2, ps->cand[j].conv.weight, u->weight, u->bias));
+        /* j reads i's input (kept alive until j) where it read i's output */
+        const int h = plan->steps[i].in[0];
+        plan->steps[j].in[ires] = h;
+        tp__plan_use_slot(plan, h, j);
+        p->icat = ires;
+        p->gc_x2_nhwc = is_nhwc(ps, h);
+        p->ires = -1;
+        plan->steps[i].kind = STEP_FUSED; /* its output slot is left unused */
+        plan->n_fast--;
+        plan->n_fused++;
+        dn_step_free(built[i]);
+        built[i] = NULL;
+    }
+    return TP_OK;
+}
+
 /* A mean over H and W (a squeeze-excitation's global pool) of a
  * convolution's NHWC output that oneDNN's chunks write in place: the
  * convolution also writes the mean (a second output), summing each band's
@@ -1877,6 +1954,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
         count_reads(&ps, reads, data_reads);
         find_scales(&ps, reads);
         find_dws(&ps, reads);
+        find_cats(&ps, reads);
     }
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
@@ -1913,6 +1991,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
     if (st == TP_OK) st = fuse_scales(&ps, built);
     if (st == TP_OK) st = fuse_dws(&ps, built);
     if (st == TP_OK) st = fuse_means(&ps, built);
+    if (st == TP_OK) st = fuse_cats(&ps, built);
     for (int j = 0; st == TP_OK && j < plan->n_steps; j++) {
         if (!built[j]) continue;
         plan_step *s = &plan->steps[j];
@@ -1964,6 +2043,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
                          : d->gc->winograd    ? "winograd2-nhwc"
                          : d->gc->pre_dw && d->gc->pre_dw->ex_cin ? "ex+dw+gemm-nhwc"
                          : d->gc->pre_dw      ? "dw+gemm-nhwc"
+                         : d->gc->cat         ? "cat+gemm-nhwc"
                                               : "gemm-nhwc";
             np.max_threads = ps.threads;
             np.workspace = (tp__conv_nhwc_workspace(d->gc, ps.threads) + 63) & ~(size_t)63;
