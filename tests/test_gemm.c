@@ -654,6 +654,46 @@ TEST(test_tile_epilogue) {
             }
 }
 
+/* tp__gemm_pack_b_rows: a packed K x N matrix built from row ranges of
+ * different sources (one row-major, one transposed, one strided like a
+ * convolution tap) is byte for byte tp__gemm_pack_b of the whole; widths
+ * with and without a partial edge panel, ranges of 1 row and K = 1; an
+ * out-of-range range writes nothing. */
+TEST(test_pack_b_rows) {
+    static const int64_t shapes[][2] = {{1, 1}, {1, 70}, {7, 16}, {13, 64}, {33, 65}, {64, 130}, {5, 300}};
+    for (int isa = TP_ISA_SCALAR; isa <= tp__gemm_best_isa(); isa++)
+        for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++) {
+            const int64_t k = shapes[s][0], n = shapes[s][1];
+            const size_t bytes = tp__gemm_packed_b_bytes(isa, k, n);
+            float *b = malloc(sizeof(float) * (size_t)(k * n)), *bt = malloc(sizeof(float) * (size_t)(k * n));
+            float *b3 = malloc(sizeof(float) * (size_t)(3 * k * n));
+            for (int64_t i = 0; i < k * n; i++) b[i] = rng_float();
+            for (int64_t p = 0; p < k; p++)
+                for (int64_t j = 0; j < n; j++) {
+                    bt[j * k + p] = b[p * n + j];
+                    b3[(j * k + p) * 3 + 1] = b[p * n + j]; /* element (p, j) at 1 + 3 p + 3 k j */
+                }
+            void *want = alloc_aligned(bytes), *got = alloc_aligned(bytes);
+            tp__gemm_pack_b(isa, k, n, b, n, 1, want);
+            memset(got, 0xA5, bytes);
+            const int64_t r1 = k / 3, r2 = r1 + (k - r1) / 2; /* rows [0, r1), [r1, r2), [r2, k) */
+            tp__gemm_pack_b_rows(isa, k, 0, r1, n, b, n, 1, got);
+            tp__gemm_pack_b_rows(isa, k, r1, r2 - r1, n, bt + r1, 1, k, got);
+            tp__gemm_pack_b_rows(isa, k, r2, k - r2, n, b3 + 1 + 3 * r2, 3, 3 * k, got);
+            CHECK_MSG(memcmp(got, want, bytes) == 0, "isa %d %lldx%lld: rows packed in three ranges differ", isa,
+                      (long long)k, (long long)n);
+            tp__gemm_pack_b_rows(isa, k, k - 1, 2, n, b, n, 1, got); /* past K: nothing */
+            tp__gemm_pack_b_rows(isa, k, -1, 1, n, b, n, 1, got);
+            CHECK_MSG(memcmp(got, want, bytes) == 0, "isa %d %lldx%lld: an out-of-range range wrote", isa,
+                      (long long)k, (long long)n);
+            free(want);
+            free(got);
+            free(b);
+            free(bt);
+            free(b3);
+        }
+}
+
 static int64_t claim_sizes(const void *arg, int part) { return ((const int64_t *)arg)[part]; }
 
 /* The claim counters: the owner takes from the front, thieves from the
@@ -795,4 +835,4 @@ TEST(test_range_walk) {
 }
 
 TEST_MAIN(T(test_claims), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
-          T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path))
+          T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path), T(test_pack_b_rows))

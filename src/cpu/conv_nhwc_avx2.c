@@ -174,19 +174,21 @@ bool tp__conv_nhwc_winograd_ok(const tp_conv_nhwc *cv) {
 
 static size_t round64(size_t b) { return (b + 63) & ~(size_t)63; }
 
-/* cv->packed_bytes of 64-byte aligned packed weights (wbase, wpack), and a
- * temporary of tmp_floats floats to build them in; both NULL on failure. */
+/* cv->packed_bytes of 64-byte aligned packed weights (wbase, wpack), and
+ * (tmp not NULL) a temporary of tmp_floats floats to build them in; both
+ * NULL on failure. */
 static tp_status alloc_packed(tp_conv_nhwc *cv, size_t tmp_floats, float **tmp) {
-    *tmp = tp_malloc(tmp_floats * sizeof(float) + 1);
+    float *t = tmp ? tp_malloc(tmp_floats * sizeof(float) + 1) : NULL;
     void *wpack = NULL;
     cv->wbase = tp__malloc_stream(cv->packed_bytes, &wpack);
-    if (!*tmp || !cv->wbase) {
-        tp_free(*tmp);
+    if ((tmp && !t) || !cv->wbase) {
+        tp_free(t);
         tp_free(cv->wbase);
-        *tmp = NULL;
+        if (tmp) *tmp = NULL;
         cv->wbase = NULL;
         return tp_error(TP_ERR_NOMEM, "out of memory packing convolution weights");
     }
+    if (tmp) *tmp = t;
     cv->wpack = wpack;
     return TP_OK;
 }
@@ -481,15 +483,15 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
     }
 }
 
-/* B's rows of convolution g (kh * kw * cin of them from row0 on; B row
- * p = tap * cin + c, column o) from weight (OIHW; conv1d's OIK is OI1K):
- * B (row0 + p, o) = weight[o][c][tap]. */
-static void unpack_b(const tp_conv_nhwc *g, const float *weight, float *b, int64_t row0, int64_t cout) {
+/* Pack convolution g's weights (OIHW; conv1d's OIK is OI1K) as rows
+ * [row0, row0 + kh * kw * cin) of the packed B of k rows at dst: B row
+ * p = tap * cin + c, column o, is weight[o][c][tap], so each tap's cin
+ * rows are a strided view of weight (row stride taps, column stride cin *
+ * taps), packed without an unpacked copy. */
+static void pack_taps(const tp_conv_nhwc *g, const float *weight, int64_t k, int64_t row0, int64_t cout, void *dst) {
     const int64_t taps = g->kh * g->kw;
     for (int64_t t = 0; t < taps; t++)
-        for (int64_t c = 0; c < g->cin; c++)
-            for (int64_t o = 0; o < cout; o++)
-                b[(row0 + t * g->cin + c) * cout + o] = weight[(o * g->cin + c) * taps + t];
+        tp__gemm_pack_b_rows(g->isa, k, row0 + t * g->cin, g->cin, cout, weight + t, taps, g->cin * taps, dst);
 }
 
 tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
@@ -498,11 +500,8 @@ tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     cv->isa = isa;
     cv->k = k;
     cv->packed_bytes = tp__gemm_packed_b_bytes(isa, k, cv->cout);
-    float *b;
-    TP_TRY(alloc_packed(cv, (size_t)(k * cv->cout), &b));
-    unpack_b(cv, weight, b, 0, cv->cout);
-    tp__gemm_pack_b(isa, k, cv->cout, b, cv->cout, 1, cv->wpack);
-    tp_free(b);
+    TP_TRY(alloc_packed(cv, 0, NULL));
+    pack_taps(cv, weight, k, 0, cv->cout, cv->wpack);
     return TP_OK;
 }
 
@@ -530,28 +529,19 @@ tp_status tp__conv_nhwc_set_cat(tp_conv_nhwc *cv, const tp_conv_nhwc *g2, const 
     cat->pre_dw = NULL;
     cat->cat = NULL;
     cat->cat_bias = NULL;
-    /* the packed B of both: cv's rows, then g2's */
-    tp_conv_nhwc both = *cv;
-    both.packed_bytes = tp__gemm_packed_b_bytes(cv->isa, k1 + k2, cout);
-    float *b;
-    tp_status st = alloc_packed(&both, (size_t)((k1 + k2) * cout), &b);
-    if (st != TP_OK) {
-        tp_free(cat);
-        tp_free(bias);
-        return st;
-    }
-    unpack_b(cv, weight, b, 0, cout);
-    unpack_b(g2, weight2, b, k1, cout);
-    tp__gemm_pack_b(cv->isa, k1 + k2, cout, b, cout, 1, both.wpack);
-    tp_free(b);
-    tp_free(cv->wbase);
-    cv->wbase = both.wbase;
-    cv->wpack = both.wpack;
-    cv->packed_bytes = both.packed_bytes;
     for (int64_t o = 0; bias && o < cout; o++) bias[o] = (cv->bias ? cv->bias[o] : 0.0f) + (bias2 ? bias2[o] : 0.0f);
     if (bias) cv->bias = bias;
     cv->cat = cat;
     cv->cat_bias = bias;
+    /* the packed B of both, cv's rows then g2's, in place of cv's own
+     * (freed first: planning's peak memory; after a failure cv has no
+     * weights and its plan goes) */
+    tp_free(cv->wbase);
+    cv->wbase = cv->wpack = NULL;
+    cv->packed_bytes = tp__gemm_packed_b_bytes(cv->isa, k1 + k2, cout);
+    TP_TRY(alloc_packed(cv, 0, NULL));
+    pack_taps(cv, weight, k1 + k2, 0, cout, cv->wpack);
+    pack_taps(cat, weight2, k1 + k2, k1, cout, cv->wpack);
     return TP_OK;
 }
 

@@ -592,15 +592,22 @@ size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n) {
     return (size_t)k * (size_t)(n / info.nr * info.nr + tp__gemm_edge_width(&info, n)) * sizeof(float);
 }
 
-void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b, void *dst) {
-    if (k <= 0 || n <= 0) return;
+void tp__gemm_pack_b_rows(int isa, int64_t k, int64_t row0, int64_t kp, int64_t n, const float *b, int64_t rs_b,
+                          int64_t cs_b, void *dst) {
+    if (kp <= 0 || n <= 0 || row0 < 0 || row0 + kp > k) return;
     tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
     const int64_t full = n / info.nr * info.nr;
-    tp__gemm_pack_b_block(info.nr, k, full, b, rs_b, cs_b, (float *)dst, k * info.nr);
+    /* full panels are k x NR, the edge panel after them k x its width */
+    tp__gemm_pack_b_block(info.nr, kp, full, b, rs_b, cs_b, (float *)dst + row0 * info.nr, k * info.nr);
     if (full < n) {
         const int64_t w = tp__gemm_edge_width(&info, n);
-        tp__gemm_pack_b_block((int)w, k, n - full, b + full * cs_b, rs_b, cs_b, (float *)dst + full * k, k * w);
+        tp__gemm_pack_b_block((int)w, kp, n - full, b + full * cs_b, rs_b, cs_b, (float *)dst + full * k + row0 * w,
+                              k * w);
     }
+}
+
+void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b, void *dst) {
+    tp__gemm_pack_b_rows(isa, k, 0, k, n, b, rs_b, cs_b, dst);
 }
 
 void tp__gemm_scale_packed_b_rows(int isa, int64_t k, int64_t n, const void *src, const float *scale,

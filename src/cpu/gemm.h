@@ -98,6 +98,11 @@ TP_HIDDEN size_t tp__gemm_packed_b_bytes(int isa, int64_t k, int64_t n);
  * owned by the caller). The packed copy does not refer to b. */
 TP_HIDDEN void tp__gemm_pack_b(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b,
                                int64_t cs_b, void *dst);
+/* The same for rows [row0, row0 + kp) of a packed K x N matrix only (b:
+ * those kp rows, element (p, j) of them at b[p*rs_b + j*cs_b]): a packed B
+ * built from several sources, one range of rows at a time. */
+TP_HIDDEN void tp__gemm_pack_b_rows(int isa, int64_t k, int64_t row0, int64_t kp, int64_t n, const float *b,
+                                    int64_t rs_b, int64_t cs_b, void *dst);
 
 /* dst = the packed K x N matrix src with row p (B's element (p, j), every
  * j) times scale[p], in the same layout (tp__gemm_packed_b_bytes bytes,

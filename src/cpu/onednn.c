@@ -1780,6 +1780,24 @@ static void find_dws(pass *ps, const int *reads) {
     }
 }
 
+/* Step i, whose work step j now does, goes: its output slot is left
+ * unused, and its built step and its own plan's data (the folded weights
+ * j has copied by now) are freed. */
+static void drop_step(pass *ps, dn_step **built, int i) {
+    tp_plan *plan = ps->plan;
+    plan_step *s = &plan->steps[i];
+    s->kind = STEP_FUSED;
+    plan->n_fast--;
+    plan->n_fused++;
+    dn_step_free(built[i]);
+    built[i] = NULL;
+    if (s->op_plan.free_data) s->op_plan.free_data(s->op_plan.data);
+    plan->packed_bytes = plan->packed_bytes > s->op_plan.data_bytes ? plan->packed_bytes - s->op_plan.data_bytes : 0;
+    s->op_plan.data = NULL;
+    s->op_plan.free_data = NULL;
+    s->op_plan.data_bytes = 0;
+}
+
 /* Step i's work now done inside step j (fuse_dws): j reads what i read
  * (i's input 0, kept alive until j) instead of i's output, and i goes. */
 static void absorb_producer(pass *ps, dn_step **built, int j, int i) {
@@ -1787,11 +1805,7 @@ static void absorb_producer(pass *ps, dn_step **built, int j, int i) {
     const int x = plan->steps[i].in[0];
     plan->steps[j].in[0] = x;
     tp__plan_use_slot(plan, x, j);
-    plan->steps[i].kind = STEP_FUSED; /* its output slot is left unused */
-    plan->n_fast--;
-    plan->n_fused++;
-    dn_step_free(built[i]);
-    built[i] = NULL;
+    drop_step(ps, built, i);
 }
 
 static tp_status fuse_dws(pass *ps, dn_step **built) {
@@ -1875,11 +1889,7 @@ static tp_status fuse_cats(pass *ps, dn_step **built) {
         p->icat = ires;
         p->gc_x2_nhwc = is_nhwc(ps, h);
         p->ires = -1;
-        plan->steps[i].kind = STEP_FUSED; /* its output slot is left unused */
-        plan->n_fast--;
-        plan->n_fused++;
-        dn_step_free(built[i]);
-        built[i] = NULL;
+        drop_step(ps, built, i);
     }
     return TP_OK;
 }
