@@ -38,6 +38,19 @@ static float frand(void) {
     return (float)(g_seed >> 8) / 16777216.0f - 0.5f;
 }
 
+/* Whether environment variable name is set to value. */
+static bool env_is(const char *name, const char *value) {
+    const char *e = getenv(name);
+    return e && strcmp(e, value) == 0;
+}
+
+/* Whether the oneDNN pass runs at the AVX-512 level: the CPU has it and
+ * TP_CPU_LEVEL does not cap it at avx2 (its rules, and our kernels, differ
+ * by level). */
+static bool avx512_in_effect(void) {
+    return !env_is("TP_CPU_LEVEL", "avx2") && tp_cpu_level_supported() >= TP_CPU_AVX512;
+}
+
 static tp_tensor *rand_t(int ndim, const int64_t *sizes, float scale) {
     tp_tensor *t = NULL;
     CHECK_OK(tp_tensor_empty(TP_FLOAT32, ndim, sizes, &t));
@@ -528,9 +541,7 @@ static tp_tensor *run_fused_1_to_3(const net_case *c, float x_scale, int dw, int
      {L_CONV, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, false, NONE, 1, 0}, CONV(4, 3, 1, 1, 1, 1, NONE)}
 
 TEST(test_fused_depthwise) {
-    const char *gc = getenv("TP_CONV_GEMM"), *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
-    const bool off = (gc && strcmp(gc, "0") == 0) || (fd && strcmp(fd, "0") == 0) ||
-                     (lv && strcmp(lv, "avx2") == 0) || tp_cpu_level_supported() < TP_CPU_AVX512;
+    const bool off = env_is("TP_CONV_GEMM", "0") || env_is("TP_FUSE_DW", "0") || !avx512_in_effect();
     const struct {
         net_case c;
         int fused;
@@ -604,16 +615,13 @@ TEST(test_fused_depthwise) {
  * expansion output also read by another convolution (not fused; its
  * depthwise convolution is). */
 TEST(test_fused_expansion) {
-    const char *gc = getenv("TP_CONV_GEMM"), *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
-    const bool off = (gc && strcmp(gc, "0") == 0) || (fd && strcmp(fd, "0") == 0) ||
-                     (lv && strcmp(lv, "avx2") == 0) || tp_cpu_level_supported() < TP_CPU_AVX512;
+    const bool off = env_is("TP_CONV_GEMM", "0") || env_is("TP_FUSE_DW", "0") || !avx512_in_effect();
     /* where the depthwise convolution is not fused, the last case's
      * projection takes the convolution making its residual instead
      * (fuse_cats), when it runs our GEMM: at the AVX-512 level or with
      * TP_CONV_GEMM set (not 0), unless TP_FUSE_CAT=0 */
-    const char *fc = getenv("TP_FUSE_CAT");
-    const bool avx512 = !(lv && strcmp(lv, "avx2") == 0) && tp_cpu_level_supported() >= TP_CPU_AVX512;
-    const bool cat_on = !(fc && strcmp(fc, "0") == 0) && !(gc && strcmp(gc, "0") == 0) && (avx512 || gc);
+    const bool cat_on = !env_is("TP_FUSE_CAT", "0") && !env_is("TP_CONV_GEMM", "0") &&
+                        (avx512_in_effect() || getenv("TP_CONV_GEMM"));
     const struct {
         net_case c;
         int ex;
@@ -698,9 +706,9 @@ TEST(test_fused_expansion) {
  * the AVX-512 level (a 3x3 one at the AVX2 level too) or with
  * TP_CONV_GEMM=1, 2 or 4; none fuse with TP_CONV_GEMM=0 or TP_FUSE_CAT=0. */
 TEST(test_fused_projection) {
-    const char *gc = getenv("TP_CONV_GEMM"), *fc = getenv("TP_FUSE_CAT"), *lv = getenv("TP_CPU_LEVEL");
-    const bool off = (gc && strcmp(gc, "0") == 0) || (fc && strcmp(fc, "0") == 0);
-    const bool avx512 = !(lv && strcmp(lv, "avx2") == 0) && tp_cpu_level_supported() >= TP_CPU_AVX512;
+    const char *gc = getenv("TP_CONV_GEMM");
+    const bool off = env_is("TP_CONV_GEMM", "0") || env_is("TP_FUSE_CAT", "0");
+    const bool avx512 = avx512_in_effect();
     const bool forced = gc && strcmp(gc, "0") != 0;
     const struct {
         net_case c;
@@ -923,15 +931,11 @@ TEST(test_regions) {
      * oneDNN, which cannot take the scale: the multiply stays a step of
      * its own, a oneDNN binary one (7, not 6) */
     const char *gc = getenv("TP_CONV_GEMM");
-    const int unfused = gc && strcmp(gc, "0") == 0 ? 1 : 0;
+    const int unfused = env_is("TP_CONV_GEMM", "0") ? 1 : 0;
     /* the mobilenet block's depthwise convolution runs inside its
      * projection (fuse_dws: 4 steps, not 5), unless every convolution
      * stays on oneDNN, TP_FUSE_DW=0 or below the AVX-512 level */
-    const char *fd = getenv("TP_FUSE_DW"), *lv = getenv("TP_CPU_LEVEL");
-    const int dw_kept = unfused || (fd && strcmp(fd, "0") == 0) || (lv && strcmp(lv, "avx2") == 0) ||
-                                tp_cpu_level_supported() < TP_CPU_AVX512
-                            ? 1
-                            : 0;
+    const int dw_kept = unfused || env_is("TP_FUSE_DW", "0") || !avx512_in_effect() ? 1 : 0;
     /* "pools at both edges": its first max pool reads the NCHW input,
      * which oneDNN's pooling would take but drops NaN in: our kernel runs
      * it (4 oneDNN steps, not 5) */
@@ -941,9 +945,8 @@ TEST(test_regions) {
      * the AVX-512 level (brgemm's rules) or with TP_CONV_GEMM=1; not with
      * 0, nor with 2 or 4 (the 3x3 one then runs Winograd), TP_FUSE_CAT=0
      * or at the AVX2 level (the 1x1 one stays on oneDNN) */
-    const char *fc = getenv("TP_FUSE_CAT");
-    const bool avx512 = !(lv && strcmp(lv, "avx2") == 0) && tp_cpu_level_supported() >= TP_CPU_AVX512;
-    const int cat_kept = (fc && strcmp(fc, "0") == 0) || (gc && strcmp(gc, "1") != 0) || (!gc && !avx512) ? 1 : 0;
+    const int cat_kept =
+        env_is("TP_FUSE_CAT", "0") || (gc && strcmp(gc, "1") != 0) || (!gc && !avx512_in_effect()) ? 1 : 0;
     const int expect[] = {5, 4, 4 + cat_kept, 6, 6, 5 + unfused, 4, 6, 3, 3, 4, 4 + dw_kept};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
         check_net_range(&nets[i], expect[i], i == 2 || i == 4 || i == 5 || i == 11 ? expect[i] : -1);
