@@ -24,7 +24,9 @@
  *   next into L2, a line per k step spread over them (tp__gemm_next): with
  *   the jr-outer order the next B micro-panel (few rows reuse each weight
  *   little, so without it they wait on memory), else the next K or column
- *   block of a pre-packed B. Measured on an AVX-512 Xeon, B cold,
+ *   block of a pre-packed B; with none of B left and K blocks shorter than
+ *   the kernels' own C prefetch, the next row panel's C (tp__gemm_rect).
+ *   Measured on an AVX-512 Xeon, B cold,
  *   gemm_bench, 1 thread: 49x4608x512 85 -> 113 GFLOP/s, 32x784x512 88 ->
  *   122, 196x1024x256 101 -> 129-137; ResNet-50 (M 49 in its last stage)
  *   62.7 -> 54.5 ms at 1 thread, the MLP 0.340 -> 0.295 ms.
