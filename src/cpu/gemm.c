@@ -21,7 +21,8 @@
  *   read in place swaps the ir and jr loops when a B micro-panel fits in
  *   L1: see there.)
  * Prefetch: the kernel calls that share a part of B also fetch what comes
- *   next into L2, a line per k step spread over them (tp__gemm_next): with
+ *   next into L2, spread evenly over them and their k steps
+ *   (tp__gemm_next, gemm_avx512.c's tile): with
  *   the jr-outer order the next B micro-panel (few rows reuse each weight
  *   little, so without it they wait on memory), else the next K or column
  *   block of a pre-packed B; with none of B left and K blocks shorter than
