@@ -217,9 +217,9 @@ TP_HIDDEN void tp__gemm_register_block(int isa, int *mr, int *nr);
  *    B must hold that many past the last row's start. Columns beyond n are
  *    never stored.
  * pf, pf_bytes: a hint, [pf, pf + pf_bytes) is read soon (a slice of the
- *    next B micro-panel or block): the kernel may fetch it into L2 a line
- *    per k step, so that weights streaming from memory arrive while this
- *    block computes.
+ *    next B micro-panel or block): the kernel may fetch it into L2 spread
+ *    over its k steps (tp__gemm_pf_step), so that weights streaming from
+ *    memory arrive while this block computes.
  *    pf NULL or pf_bytes 0: none.
  * ep: NULL, or what to apply to the tile before it is stored, after
  *    alpha and beta: + bias[j] for column j (bias read for columns [0, n)
@@ -244,6 +244,18 @@ TP_HIDDEN void tp__gemm_avx2_finish(const tp_gemm_epilogue *ep, float *c, int64_
                                     int64_t j0, int64_t cols);
 TP_HIDDEN void tp__gemm_avx512_finish(const tp_gemm_epilogue *ep, float *c, int64_t ldc, int64_t i0, int64_t rows,
                                       int64_t j0, int64_t cols);
+
+/* The prefetch hint's pace over a call's kc k steps: the line to fetch at
+ * step p is (p * step) >> 16 lines past pf (16.16 fixed point, 32 bits: K
+ * blocks are at most 4096 long, tp__gemm_make_plan), so the range's lines
+ * are spread evenly, a line a step at most (a line asked for again costs
+ * a load slot, not a fill). Sending them a line a step and then nothing
+ * filled the core's miss buffers in a burst and left memory idle for the
+ * rest of the call (gemm_avx512.c's tile kernel has the figures). */
+static inline uint32_t tp__gemm_pf_step(int64_t pf_bytes, int64_t kc) {
+    const int64_t lines = (pf_bytes + 63) >> 6;
+    return lines >= kc ? 1u << 16 : ((uint32_t)lines << 16) / (uint32_t)kc;
+}
 
 /* The micro-kernels prefetch their tile of C during K loops at least this
  * long. */

@@ -113,8 +113,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx2_tile(
      * cold, AVX2 level on an AVX-512 Xeon, 1 thread: 49x4608x512 78-80 ->
      * 94-96 GFLOP/s, 49x512x2048 84 -> 94-97, 32x784x512 74-75 -> 88-89) */
     const char *pf_at = (const char *)pf;
-    const int64_t pf_lines = prefetch ? (pf_bytes + 63) >> 6 : 0;
-    const uint32_t pf_step = pf_lines >= kc ? 1u << 16 : ((uint32_t)pf_lines << 16) / (uint32_t)kc;
+    const uint32_t pf_step = prefetch ? tp__gemm_pf_step(pf_bytes, kc) : 0;
     uint32_t pf_q = 0;
 #pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {

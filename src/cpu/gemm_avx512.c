@@ -156,23 +156,18 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
     const __mmask16 last_mask = tp__gemm_avx512_column_mask(n, nv - 1);
     const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a; /* rows 3-5 when there are any */
     /* The prefetch hint (a separate instance: its registers and the extra
-     * load slow the plain kernel): the range's lines into L2 spread evenly
-     * over the k steps, a line a step at most, without a branch: pf_q is
-     * the line (16.16 fixed point, 32 bits: K blocks are at most 4096
-     * long, tp__gemm_make_plan); a line asked for again costs a load slot,
-     * not a fill. A line a step until the range was covered, then nothing
-     * new, sent a call's prefetches in a burst that filled the core's miss
-     * buffers and then left memory idle: B cold (gemm_bench -c, AVX-512
-     * Xeon, 1 thread) 49x4608x512 116-120 -> 133-142 GFLOP/s, 49x512x2048
-     * 122-126 -> 132-134, 196x1024x256 144-148 -> 152-154 (2 threads
-     * 228-232 -> 243-252, 238-246 -> 256, 276-283 -> 294-295); ResNet-50's
-     * last stage 0.96-0.98x the time, the model 0.97-0.99x (alternating
-     * runs, 1 and 2 threads). Its division costs short calls a little
-     * (12544x27x64 hot, AVX2 level: 3-4%), but a division-free counter
-     * (Bresenham) gained only a third as much in ResNet-50's last stage. */
+     * load slow the plain kernel), paced by tp__gemm_pf_step, without a
+     * branch. Before, a line a step until the range was covered, then
+     * nothing new: B cold (gemm_bench -c, AVX-512 Xeon, 1 thread)
+     * 49x4608x512 116-120 -> 133-142 GFLOP/s, 49x512x2048 122-126 ->
+     * 132-134, 196x1024x256 144-148 -> 152-154 (2 threads 228-232 ->
+     * 243-252, 238-246 -> 256, 276-283 -> 294-295); ResNet-50's last stage
+     * 0.96-0.98x the time, the model 0.97-0.99x (alternating runs, 1 and 2
+     * threads). Its division costs short calls a little (12544x27x64 hot,
+     * AVX2 level: 3-4%), but a division-free counter (Bresenham) gained
+     * only a third as much in ResNet-50's last stage. */
     const char *pf_at = (const char *)pf;
-    const int64_t pf_lines = prefetch ? (pf_bytes + 63) >> 6 : 0;
-    const uint32_t pf_step = pf_lines >= kc ? 1u << 16 : ((uint32_t)pf_lines << 16) / (uint32_t)kc;
+    const uint32_t pf_step = prefetch ? tp__gemm_pf_step(pf_bytes, kc) : 0;
     uint32_t pf_q = 0;
 #pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {

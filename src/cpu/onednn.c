@@ -1244,9 +1244,10 @@ static bool winograd_beats_brgemm(const tp_conv_info *v) {
  * 0.82-0.83, its 128 -> 512 and 256 -> 1024 ones 0.81-1.01 / 0.92-0.99;
  * EfficientNet-B0's silu expansions 0.78-0.92 / 0.83-1.01 and residual
  * projections 0.68-0.99 / 0.85-1.00; MobileNetV2's residual projections
- * 0.71-1.07 / 0.73-1.11. Without either, brgemm stays: with relu6 the
- * same expansions took us 1.13-1.41x its time (K = 16-64: its kernel
- * handles a short K better than ours). */
+ * 0.71-1.07 / 0.73-1.11. Without either, brgemm stays above
+ * POINTWISE_GEMM_PIXELS (below): with relu6 the same expansions took us
+ * 1.13-1.41x its time (K = 16-64: its kernel handles a short K better
+ * than ours). */
 static bool act_transcendental(const tp_op_plan *act) { return tp__eltwise_transcendental(tp__fused_act_op(act)); }
 
 /* 1x1, stride 1, no padding: an NHWC input is the GEMM's A itself. */
