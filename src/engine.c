@@ -1579,6 +1579,8 @@ typedef struct fast_task {
     void *workspace;
     void *step_ctx;
     tp_claim *claims; /* nth zeroed claims (tp_exec.claims) */
+    bool timed;       /* profiling: each thread notes when it finished */
+    double done_ms[MAX_RUN_THREADS];
     tp_status status[MAX_RUN_THREADS];
     /* The error message of the lowest failing pool worker (ith >= 1,
      * err_ith; nth when none; cut to 1 KiB): messages are thread-local,
@@ -1592,6 +1594,7 @@ static void fast_worker(void *ctx, int ith, int nth) {
     fast_task *t = ctx;
     tp_exec ex = {.ith = ith, .nth = nth, .workspace = t->workspace, .ctx = t->step_ctx, .claims = t->claims};
     t->status[ith] = t->s->op_plan.run(&t->s->op_plan, t->in, t->out, &ex);
+    if (t->timed) t->done_ms[ith] = now_ms();
     if (t->status[ith] != TP_OK && ith > 0) {
         while (atomic_flag_test_and_set_explicit(&t->err_lock, memory_order_acquire)) {
         }
@@ -1724,7 +1727,7 @@ static tp_status run_steps(tp_run *r) {
         if (r->opt.cancel && (j == 0 || !plan->mutates_state) && r->opt.cancel(r->opt.cancel_user))
             return tp_error(TP_ERR_CANCELLED, "call cancelled before node '%s' (step %d of %d)", s->name, j + 1,
                             plan->n_steps);
-        double t0 = r->opt.profile ? now_ms() : 0;
+        double t0 = r->opt.profile ? now_ms() : 0, spread = 0;
         int used_threads = 1;
         switch (s->kind) {
         case STEP_FUSED: continue;
@@ -1756,10 +1759,19 @@ static tp_status run_steps(tp_run *r) {
                 task.workspace = workspace;
                 task.step_ctx = r->ctx[j];
                 task.claims = r->claims;
+                task.timed = r->opt.profile != NULL;
                 for (int i = 0; i < nth; i++) atomic_store_explicit(&r->claims[i].taken, 0, memory_order_relaxed);
                 task.err_ith = nth;
                 atomic_flag_clear_explicit(&task.err_lock, memory_order_relaxed);
                 tp__parallel(nth, fast_worker, &task);
+                if (task.timed) {
+                    double first = task.done_ms[0], last = first;
+                    for (int i = 1; i < nth; i++) {
+                        if (task.done_ms[i] < first) first = task.done_ms[i];
+                        if (task.done_ms[i] > last) last = task.done_ms[i];
+                    }
+                    spread = last - first;
+                }
                 for (int i = 0; i < nth && st == TP_OK; i++) st = task.status[i];
                 /* a worker's failure: its message, not the caller's stale one */
                 if (st != TP_OK && task.status[0] == TP_OK && task.err_ith < nth) tp_error(st, "%s", task.err);
@@ -1809,7 +1821,8 @@ static tp_status run_steps(tp_run *r) {
                                    .op = s->op == TP_OP_INVALID ? "copy" : tp_op_name(s->op),
                                    .variant = variant,
                                    .ms = now_ms() - t0,
-                                   .threads = used_threads};
+                                   .threads = used_threads,
+                                   .spread_ms = spread};
             r->opt.profile(r->opt.profile_user, &ev);
         }
     }

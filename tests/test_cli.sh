@@ -106,11 +106,14 @@ check bench_profile_reference expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 3 --p
 check bench_profile_relu contains "$dir/out" "^  relu  *reference "
 # --profile-nodes: one row per node, its name last
 check bench_profile_nodes expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 4 --profile-nodes
-check bench_profile_nodes_header contains "$dir/out" "^  op  *variant  *calls  *ms  *%  node$"
-check bench_profile_nodes_linear contains "$dir/out" "^  linear  *[a-z0-9]*  *1  *[0-9.]*  *[0-9.]*%  linear$"
-check bench_profile_nodes_linear_1 contains "$dir/out" "^  linear  *[a-z0-9]*  *1  *[0-9.]*  *[0-9.]*%  linear_1$"
+check bench_profile_nodes_header contains "$dir/out" "^  op  *variant  *calls  *ms  *%  *spread ms  node$"
+check bench_profile_nodes_linear contains "$dir/out" "^  linear  *[a-z0-9]*  *1  *[0-9.]*  *[0-9.]*%  *[0-9.]*  linear$"
+check bench_profile_nodes_linear_1 contains "$dir/out" "^  linear  *[a-z0-9]*  *1  *[0-9.]*  *[0-9.]*%  *[0-9.]*  linear_1$"
+# one thread: nothing waits at a step's end
+check bench_profile_spread_1t contains "$dir/out" "^  total  *[0-9.]*  *100.0%  *0.000$"
 check bench_profile_nodes_json expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 2 --profile-nodes --json
 check bench_profile_nodes_json_node contains "$dir/out" '"node": "linear_1"'
+check bench_profile_nodes_json_spread contains "$dir/out" '"spread_ms": 0'
 check bench_json expect_rc 0 "$T" bench "$dir/mlp.pt2" --runs 5 --json --profile
 check bench_json_no_node not_contains "$dir/out" '"node"'
 cp "$dir/out" "$dir/bench.json"

@@ -209,11 +209,13 @@ typedef struct prof {
     int fast_events;     /* variant not reference / view / copy */
     int level_events;    /* variant == want */
     const char *want;
+    int spread_bad;      /* spread_ms < 0, > ms, or not 0 on one thread */
 } prof;
 
 static void prof_fn(void *user, const tp_profile_event *e) {
     prof *p = user;
     p->events++;
+    if (e->spread_ms < 0 || e->spread_ms > e->ms || (e->threads <= 1 && e->spread_ms != 0)) p->spread_bad++;
     if (e->threads > p->max_threads) p->max_threads = e->threads;
     if (strcmp(e->variant, "reference") && strcmp(e->variant, "view") && strcmp(e->variant, "copy")) p->fast_events++;
     if (p->want && strcmp(e->variant, p->want) == 0) p->level_events++;
@@ -643,6 +645,8 @@ TEST(test_levels_and_threads) {
                 CHECK_MSG(pr.max_threads <= threads, "%s: a step ran on %d of %d threads", ln, pr.max_threads, threads);
                 if (threads > 1) CHECK_MSG(pr.max_threads > 1, "%s, %d threads: every step ran on one thread", ln, threads);
             }
+            CHECK_MSG(pr.spread_bad == 0, "%s, %d threads: %d events with a spread outside [0, ms] (or not 0 on one thread)",
+                      ln, threads, pr.spread_bad);
             /* the thread count can change between calls on the same plan */
             tp_run_set_num_threads(r, threads == 1 ? 2 : 1);
             CHECK_OK(tp_run_execute(r, &x, 1, NULL, 0));

@@ -154,14 +154,17 @@ static const char *bench_help =
     "                    avx2, avx512 (capped to what the CPU supports)\n"
     "  --profile         time every step during the timed calls and print a table\n"
     "                    per op and kernel variant, by time (the latencies then\n"
-    "                    include the profiling overhead)\n"
+    "                    include the profiling overhead); spread ms: how long\n"
+    "                    threads sat idle at the end of multi-threaded steps\n"
+    "                    (last thread's finish minus the first one's)\n"
     "  --profile-nodes   --profile with one row per node (its name last)\n"
     "  --json            print one JSON object on stdout instead of text: median_ms,\n"
     "                    p90_ms, min_ms, mean_ms, throughput_per_s, runs, warmup,\n"
     "                    threads, cpu_level, entry, example_inputs, arena_bytes,\n"
     "                    packed_bytes, steps, fast_steps, reference_steps,\n"
     "                    peak_rss_bytes and,\n"
-    "                    with --profile, ops: [{op, variant, ms, calls}] per call\n"
+    "                    with --profile, ops: [{op, variant, ms, calls,\n"
+    "                    spread_ms}] per call\n"
     "                    (and node, with --profile-nodes)\n";
 
 static const char *save_help =
@@ -1364,6 +1367,7 @@ typedef struct op_time {
     char *op, *variant, *node; /* node: NULL unless timed per node */
     int64_t calls;
     double ms;
+    double spread; /* tp_profile_event.spread_ms, summed */
 } op_time;
 
 typedef struct profile_acc {
@@ -1390,6 +1394,7 @@ static void profile_cb(void *user, const tp_profile_event *ev) {
         if (op_time_is(o, op, variant, node)) {
             o->calls++;
             o->ms += ev->ms;
+            o->spread += ev->spread_ms;
             acc->next = (i + 1) % acc->n;
             return;
         }
@@ -1408,6 +1413,7 @@ static void profile_cb(void *user, const tp_profile_event *ev) {
     if (!o->op || !o->variant || (node && !o->node)) die(EXIT_IO, "out of memory");
     o->calls = 1;
     o->ms = ev->ms;
+    o->spread = ev->spread_ms;
     acc->n++;
     acc->next = acc->n; /* wraps to 0 in the search */
 }
@@ -1591,8 +1597,9 @@ static int cmd_bench(int argc, char **argv) {
         if (profile) {
             json_t *ops = json_array();
             for (int k = 0; k < acc.n; k++) {
-                json_t *item = json_pack("{s:s,s:s,s:f,s:I}", "op", acc.items[k].op, "variant", acc.items[k].variant,
-                                         "ms", acc.items[k].ms / n, "calls", (json_int_t)(acc.items[k].calls / n));
+                json_t *item = json_pack("{s:s,s:s,s:f,s:I,s:f}", "op", acc.items[k].op, "variant",
+                                         acc.items[k].variant, "ms", acc.items[k].ms / n, "calls",
+                                         (json_int_t)(acc.items[k].calls / n), "spread_ms", acc.items[k].spread / n);
                 if (item && acc.items[k].node) json_object_set_new(item, "node", json_string(acc.items[k].node));
                 json_array_append_new(ops, item);
             }
@@ -1621,15 +1628,18 @@ static int cmd_bench(int argc, char **argv) {
         printf("peak RSS:   %" PRId64 " bytes (%s)\n", peak_rss, rss);
         if (profile) {
             printf("profile (per call; latencies above include the profiling overhead):\n");
-            printf("  %-28s %-10s %8s %12s %7s%s\n", "op", "variant", "calls", "ms", "%", per_node ? "  node" : "");
+            double spread_total = 0;
+            for (int k = 0; k < acc.n; k++) spread_total += acc.items[k].spread;
+            printf("  %-28s %-10s %8s %12s %7s %12s%s\n", "op", "variant", "calls", "ms", "%", "spread ms",
+                   per_node ? "  node" : "");
             for (int k = 0; k < acc.n; k++) {
                 const op_time *t = &acc.items[k];
-                printf("  %-28s %-10s %8" PRId64 " %12s %6.1f%%%s%s\n", t->op, t->variant, t->calls / n,
+                printf("  %-28s %-10s %8" PRId64 " %12s %6.1f%% %12s%s%s\n", t->op, t->variant, t->calls / n,
                        fmt_ms(t->ms / n, m1, sizeof m1), op_total > 0 ? 100 * t->ms / op_total : 0.0,
-                       t->node ? "  " : "", t->node ? t->node : "");
+                       fmt_ms(t->spread / n, m2, sizeof m2), t->node ? "  " : "", t->node ? t->node : "");
             }
-            printf("  %-28s %-10s %8s %12s %6.1f%%\n", "total", "", "", fmt_ms(op_total / n, m1, sizeof m1),
-                   op_total > 0 ? 100.0 : 0.0);
+            printf("  %-28s %-10s %8s %12s %6.1f%% %12s\n", "total", "", "", fmt_ms(op_total / n, m1, sizeof m1),
+                   op_total > 0 ? 100.0 : 0.0, fmt_ms(spread_total / n, m2, sizeof m2));
         }
     }
     for (int k = 0; k < acc.n; k++) {

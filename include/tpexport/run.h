@@ -86,6 +86,11 @@ typedef struct tp_profile_event {
                           * "avx512_bf16": bfloat16 products on vdpbf16ps), "reference", "view", "copy" */
     double ms;           /* wall time of the node */
     int threads;         /* threads that ran it */
+    /* Steps of fast kernels run on several threads: the last thread's
+     * finish minus the first one's, in ms, so the time at least one thread
+     * sat idle waiting at the step's end (work split unevenly, or one core
+     * slowed); 0 otherwise. */
+    double spread_ms;
 } tp_profile_event;
 typedef void (*tp_profile_fn)(void *user, const tp_profile_event *event);
 
