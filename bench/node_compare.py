@@ -62,8 +62,9 @@ def ours(exe, out, m, threads, min_time):
     steps = []  # (op, ms, node)
     for line in r.stdout.splitlines():
         f = line.split()
-        if len(f) == 6 and f[4].endswith("%") and f[2].isdigit():
-            steps.append((f[0], float(f[3]), f[5]))
+        # op variant calls ms % spread node
+        if len(f) == 7 and f[4].endswith("%") and f[2].isdigit():
+            steps.append((f[0], float(f[3]), f[6]))
     return steps
 
 

@@ -862,6 +862,64 @@ static void tp__gemm_unit(const tp__gemm_plan *plan, const int64_t r[4], bool by
     out[3] = by_rows ? r[3] : b;
 }
 
+/* tp__gemm_rect's few rows read in place (the jr_outer order) against a
+ * pre-packed B of several K blocks: panel by panel, each panel's K blocks
+ * in turn with its row panels inside, so that B streams in as one run in
+ * the order it is packed (the panels of a pre-packed B lie one after the
+ * other, each all K rows long), each micro-panel prefetching the next one
+ * in that run. The column-block order (K blocks outside the panels) jumps
+ * a panel's length between consecutive micro-panels. The kernel calls and
+ * each tile's K blocks in turn are the same, so are the results. B cold
+ * (gemm_bench -c, 2 threads, model 167 Xeon, alternating): 49x320x1280
+ * 273-275 -> 287-288 GFLOP/s, 49x2048x512 261-262 -> 280-283, 32x784x512
+ * 237-238 -> 243-245; B hot and 1 thread within noise. Whole models
+ * (alternating medians): ResNet-50 0.991x at 2 threads and 0.987x at 1,
+ * GPT-2 0.983x, ViT-S 0.988x, the MLP 0.989x at 2 threads, MobileNetV2
+ * and EfficientNet-B0 unchanged (their few-row products fill A). */
+static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, int64_t m0, int64_t m1, int64_t n0,
+                                 int64_t n1, int64_t pf_n1) {
+    const int mr = plan->isa.mr, nr = plan->isa.nr;
+    const int64_t k = g->k, full_end = g->n / nr * nr, strips = tp__gemm_ceil_div(m1 - m0, mr);
+    const int64_t edge_w = full_end < g->n ? tp__gemm_edge_width(&plan->isa, g->n) : 0;
+    const float *packed = g->packed_b;
+    for (int64_t j = n0; j < n1; j += nr) {
+        const int cols = n1 - j < nr ? (int)(n1 - j) : nr;
+        const bool edge = j >= full_end;
+        const int64_t ldb = edge ? edge_w : nr;
+        const float *panel = packed + (edge ? full_end : j) * k;
+        for (int64_t pc = 0; pc < k; pc += plan->kc) {
+            const int64_t kc = k - pc < plan->kc ? k - pc : plan->kc;
+            const bool last = pc + kc >= k;
+            /* the next micro-panel: this panel's next K block, else the
+             * first of the next panel the thread goes on with */
+            tp__gemm_next one = {0};
+            if (!last) {
+                const int64_t kn = k - pc - kc < plan->kc ? k - pc - kc : plan->kc;
+                one = (tp__gemm_next){panel + (pc + kc) * ldb, 0, 1, kn * ldb * (int64_t)sizeof(float)};
+            } else if (j + nr < pf_n1) {
+                const bool edge_n = j + nr >= full_end;
+                const int64_t kn = k < plan->kc ? k : plan->kc;
+                one = (tp__gemm_next){packed + (edge_n ? full_end : j + nr) * k, 0, 1,
+                                      kn * (edge_n ? edge_w : nr) * (int64_t)sizeof(float)};
+            }
+            const float beta = pc == 0 ? g->ep.beta : 1.0f;
+            int64_t s = 0;
+            int r;
+            for (int64_t ir = m0; ir < m1; ir += r, s++) {
+                r = tp__gemm_panel_rows(m1 - ir, mr);
+                int64_t pf_bytes;
+                const float *pf = tp__gemm_next_part(&one, s, strips, &pf_bytes);
+                tp__gemm_tile_ep te;
+                plan->isa.kernel(kc, g->a + ir * g->rs_a + pc, g->rs_a, 1, panel + pc * ldb, ldb, g->c + ir * g->ldc + j,
+                                 g->ldc, r, cols, g->ep.alpha, beta, pf, pf_bytes,
+                                 tp__gemm_tile_ep_at(plan, g, last, j, &te));
+            }
+        }
+    }
+    for (int64_t ir = m0; ir < m1; ir += mr)
+        tp__gemm_finish_rows(g, &plan->rest, plan->isa.finish, ir, m1 - ir < mr ? (int)(m1 - ir) : mr, n0, n1 - n0);
+}
+
 /* C's rows [m0, m1) x columns [n0, n1) (n0 at a panel boundary, n1 at one
  * or N) on the calling thread with its workspace slice; pf_n1: where the
  * prefetch of B's next block stops (the end of the columns the thread
@@ -884,6 +942,11 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
         return;
     }
 #endif
+    if (g->packed_b && !g->a_fill && !plan.packs_a && g->k > plan.kc && m1 - m0 <= tp__gemm_jr_outer_max_rows(g->isa) &&
+        4 * plan.kc * nr * (int64_t)sizeof(float) <= 3 * tp__gemm_cache_info().l1d) {
+        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1);
+        return;
+    }
     float *a_buf = (float *)slice;
     float *b_buf = (float *)(slice + plan.a_bytes);
     void *f_buf = plan.f_bytes ? slice + plan.a_bytes + plan.b_bytes : NULL;
