@@ -523,10 +523,6 @@ TEST(test_dot_path) {
  * filled block, both A layouts behind the callback, packed and unpacked B,
  * the epilogue; checked against the reference, across thread splits, and
  * bitwise against the same product with A explicit. */
-/* Explicit A of few rows against a packed B of several K blocks runs the
- * panel order (tp__gemm_rect_panels) and an implicit A the column-block
- * order: the bitwise comparison in run_case_isa pins both to the same
- * bits (49, 255, 196 and 32 rows here, with edge panels). */
 TEST(test_implicit_a) {
     static const int64_t shapes[][3] = {{1, 1, 1},       {7, 17, 33},     {255, 33, 700},   {700, 64, 1152},
                                         {49, 130, 2000}, {196, 256, 1152}, {32, 200, 784}};
@@ -543,6 +539,85 @@ TEST(test_implicit_a) {
         run_case(cs, t % 4 == 0);
     }
     CHECK(case_failures == 0);
+}
+
+/* Rows of a row-major matrix for a_fill (test_loop_orders). */
+typedef struct rows_src {
+    const float *a;
+    int64_t lda;
+} rows_src;
+static void fill_rows(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t kc, float *dst, void *scratch) {
+    (void)scratch;
+    const rows_src *src = ctx;
+    for (int i = 0; i < rows; i++) memcpy(dst + i * kc, src->a + (i0 + i) * src->lda + p0, (size_t)kc * sizeof(float));
+}
+
+/* The loop order does not change the bits: a product of few rows read in
+ * place against a pre-packed B of several K blocks (panel by panel, each
+ * panel's K blocks in turn: tp__gemm_rect_panels) equals the same product
+ * with B unpacked (K blocks outside the column panels, the same K blocks),
+ * and so does the product with A filled (the column-block order), at
+ * every ISA level, for an edge panel (N = 200), a bias in registers and 1
+ * to 3 threads. */
+TEST(test_loop_orders) {
+    enum { N = 200 };
+    static const int64_t ks[] = {784, 1000};
+    static const int64_t ms[] = {200, 49, 32, 7, 2};
+    const int best = tp__gemm_best_isa();
+    for (size_t ik = 0; ik < TP_ARRAY_LEN(ks); ik++)
+        for (size_t im = 0; im < TP_ARRAY_LEN(ms); im++) {
+            const int64_t k = ks[ik], m = ms[im];
+            float *a = alloc_aligned((size_t)(m * k) * sizeof(float)), *b = alloc_aligned((size_t)(k * N) * sizeof(float));
+            float *bias = alloc_aligned(N * sizeof(float)), *want = alloc_aligned((size_t)(m * N) * sizeof(float));
+            float *got = alloc_aligned((size_t)(m * N) * sizeof(float));
+            for (int64_t i = 0; i < m * k; i++) a[i] = rng_float();
+            for (int64_t i = 0; i < k * N; i++) b[i] = rng_float();
+            for (int64_t i = 0; i < N; i++) bias[i] = rng_float();
+            const rows_src src = {a, k};
+            for (int isa = TP_ISA_SCALAR; isa <= best; isa++) {
+                void *packed = alloc_aligned(tp__gemm_packed_b_bytes(isa, k, N));
+                tp__gemm_pack_b(isa, k, N, b, N, 1, packed);
+                tp_gemm g = {0};
+                g.isa = isa;
+                g.m = m;
+                g.n = N;
+                g.k = k;
+                g.a = a;
+                g.rs_a = k;
+                g.cs_a = 1;
+                g.b = b;
+                g.rs_b = N;
+                g.cs_b = 1;
+                g.c = want;
+                g.ldc = N;
+                g.ep = tp__gemm_epilogue_default();
+                g.ep.bias = bias;
+                run_split(&g, 1, false, false);
+                for (int implicit = 0; implicit < 2; implicit++)
+                    for (int nth = 1; nth <= 3; nth++) {
+                        tp_gemm gp = g;
+                        gp.b = NULL;
+                        gp.packed_b = packed;
+                        gp.c = got;
+                        if (implicit) {
+                            gp.a = NULL;
+                            gp.a_fill = fill_rows;
+                            gp.a_ctx = &src;
+                        }
+                        memset(got, 0, (size_t)(m * N) * sizeof(float));
+                        run_split(&gp, nth, false, false);
+                        CHECK_MSG(memcmp(got, want, (size_t)(m * N) * sizeof(float)) == 0,
+                                  "isa %d, %lld x %lld x %d: packed B%s on %d threads differs from unpacked B", isa,
+                                  (long long)m, (long long)k, N, implicit ? " and filled A" : "", nth);
+                    }
+                free(packed);
+            }
+            free(a);
+            free(b);
+            free(bias);
+            free(want);
+            free(got);
+        }
 }
 
 /* relu with the library's bits (eltwise_loops.h): x > 0: x, NaN: NaN,
@@ -838,5 +913,5 @@ TEST(test_range_walk) {
     free(cs);
 }
 
-TEST_MAIN(T(test_claims), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
+TEST_MAIN(T(test_claims), T(test_loop_orders), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
           T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path), T(test_pack_b_rows))
