@@ -552,72 +552,80 @@ static void fill_rows(const void *ctx, int64_t i0, int rows, int64_t p0, int64_t
     for (int i = 0; i < rows; i++) memcpy(dst + i * kc, src->a + (i0 + i) * src->lda + p0, (size_t)kc * sizeof(float));
 }
 
-/* The loop order does not change the bits: a product of few rows read in
- * place against a pre-packed B of several K blocks (panel by panel, each
- * panel's K blocks in turn: tp__gemm_rect_panels) equals the same product
- * with B unpacked (K blocks outside the column panels, the same K blocks),
- * and so does the product with A filled (the column-block order), at
- * every ISA level, for an edge panel (N = 200), a bias in registers and 1
- * to 3 threads. */
+/* The loop order does not change the bits: a product of few rows against
+ * a pre-packed B of several K blocks (panel by panel, each panel's K
+ * blocks in turn: tp__gemm_rect_panels, A read in place, or filled whole
+ * first when B is larger than L2) equals the same product with B unpacked
+ * (K blocks outside the column panels, the same K blocks), and so does
+ * the product with A filled and a smaller B (the column-block order), at
+ * every ISA level (B larger than L2: the vector levels), for an edge panel
+ * (N = 200), a bias in registers and 1 to 3 threads. */
 TEST(test_loop_orders) {
-    enum { N = 200 };
-    static const int64_t ks[] = {784, 1000};
-    static const int64_t ms[] = {200, 49, 32, 7, 2};
+    /* big: 49 rows of A in 3/8 of L2 (more than the column-block order's
+     * quarter of L2 for its block of A), B then 2.7x L2 */
+    const int64_t k_big = 3 * tp__gemm_cache_info().l2 / 8 / (49 * (int64_t)sizeof(float)) / 16 * 16;
+    const int64_t cases[][3] = {{200, 784, 200}, {49, 784, 200},   {32, 784, 200},  {7, 784, 200}, {2, 784, 200},
+                                {200, 1000, 200}, {49, 1000, 200}, {49, k_big, 200}, {30, k_big, 200}};
     const int best = tp__gemm_best_isa();
-    for (size_t ik = 0; ik < TP_ARRAY_LEN(ks); ik++)
-        for (size_t im = 0; im < TP_ARRAY_LEN(ms); im++) {
-            const int64_t k = ks[ik], m = ms[im];
-            float *a = alloc_aligned((size_t)(m * k) * sizeof(float)), *b = alloc_aligned((size_t)(k * N) * sizeof(float));
-            float *bias = alloc_aligned(N * sizeof(float)), *want = alloc_aligned((size_t)(m * N) * sizeof(float));
-            float *got = alloc_aligned((size_t)(m * N) * sizeof(float));
-            for (int64_t i = 0; i < m * k; i++) a[i] = rng_float();
-            for (int64_t i = 0; i < k * N; i++) b[i] = rng_float();
-            for (int64_t i = 0; i < N; i++) bias[i] = rng_float();
-            const rows_src src = {a, k};
-            for (int isa = TP_ISA_SCALAR; isa <= best; isa++) {
-                void *packed = alloc_aligned(tp__gemm_packed_b_bytes(isa, k, N));
-                tp__gemm_pack_b(isa, k, N, b, N, 1, packed);
-                tp_gemm g = {0};
-                g.isa = isa;
-                g.m = m;
-                g.n = N;
-                g.k = k;
-                g.a = a;
-                g.rs_a = k;
-                g.cs_a = 1;
-                g.b = b;
-                g.rs_b = N;
-                g.cs_b = 1;
-                g.c = want;
-                g.ldc = N;
-                g.ep = tp__gemm_epilogue_default();
-                g.ep.bias = bias;
-                run_split(&g, 1, false, false);
-                for (int implicit = 0; implicit < 2; implicit++)
-                    for (int nth = 1; nth <= 3; nth++) {
-                        tp_gemm gp = g;
-                        gp.b = NULL;
-                        gp.packed_b = packed;
-                        gp.c = got;
-                        if (implicit) {
-                            gp.a = NULL;
-                            gp.a_fill = fill_rows;
-                            gp.a_ctx = &src;
-                        }
-                        memset(got, 0, (size_t)(m * N) * sizeof(float));
-                        run_split(&gp, nth, false, false);
-                        CHECK_MSG(memcmp(got, want, (size_t)(m * N) * sizeof(float)) == 0,
-                                  "isa %d, %lld x %lld x %d: packed B%s on %d threads differs from unpacked B", isa,
-                                  (long long)m, (long long)k, N, implicit ? " and filled A" : "", nth);
+    for (size_t ic = 0; ic < TP_ARRAY_LEN(cases); ic++) {
+        const int64_t m = cases[ic][0], k = cases[ic][1], n = cases[ic][2];
+        const bool big = k == k_big;
+        float *a = alloc_aligned((size_t)(m * k) * sizeof(float)), *b = alloc_aligned((size_t)(k * n) * sizeof(float));
+        float *bias = alloc_aligned((size_t)n * sizeof(float)), *want = alloc_aligned((size_t)(m * n) * sizeof(float));
+        float *got = alloc_aligned((size_t)(m * n) * sizeof(float));
+        for (int64_t i = 0; i < m * k; i++) a[i] = rng_float();
+        for (int64_t i = 0; i < k * n; i++) b[i] = rng_float();
+        for (int64_t i = 0; i < n; i++) bias[i] = rng_float();
+        const rows_src src = {a, k};
+        for (int isa = big ? TP_ISA_SCALAR + 1 : TP_ISA_SCALAR; isa <= best; isa++) {
+            void *packed = alloc_aligned(tp__gemm_packed_b_bytes(isa, k, n));
+            tp__gemm_pack_b(isa, k, n, b, n, 1, packed);
+            tp_gemm g = {0};
+            g.isa = isa;
+            g.m = m;
+            g.n = n;
+            g.k = k;
+            g.a = a;
+            g.rs_a = k;
+            g.cs_a = 1;
+            g.b = b;
+            g.rs_b = n;
+            g.cs_b = 1;
+            g.c = want;
+            g.ldc = n;
+            g.ep = tp__gemm_epilogue_default();
+            g.ep.bias = bias;
+            run_split(&g, 1, false, false);
+            for (int implicit = 0; implicit < 2; implicit++)
+                for (int nth = 1; nth <= 3; nth++) {
+                    tp_gemm gp = g;
+                    gp.b = NULL;
+                    gp.packed_b = packed;
+                    gp.c = got;
+                    if (implicit) {
+                        gp.a = NULL;
+                        gp.a_fill = fill_rows;
+                        gp.a_ctx = &src;
+                        /* B larger than L2: all of A filled at once (the workspace holds it) */
+                        if (big && m == 49)
+                            CHECK_MSG(tp__gemm_workspace_bytes(&gp, 1) >= (size_t)(m * k) * sizeof(float),
+                                      "isa %d, %lld x %lld x %lld: a workspace of %zu bytes cannot hold A", isa,
+                                      (long long)m, (long long)k, (long long)n, tp__gemm_workspace_bytes(&gp, 1));
                     }
-                free(packed);
-            }
-            free(a);
-            free(b);
-            free(bias);
-            free(want);
-            free(got);
+                    memset(got, 0, (size_t)(m * n) * sizeof(float));
+                    run_split(&gp, nth, false, false);
+                    CHECK_MSG(memcmp(got, want, (size_t)(m * n) * sizeof(float)) == 0,
+                              "isa %d, %lld x %lld x %lld: packed B%s on %d threads differs from unpacked B", isa,
+                              (long long)m, (long long)k, (long long)n, implicit ? " and filled A" : "", nth);
+                }
+            free(packed);
         }
+        free(a);
+        free(b);
+        free(bias);
+        free(want);
+        free(got);
+    }
 }
 
 /* relu with the library's bits (eltwise_loops.h): x > 0: x, NaN: NaN,

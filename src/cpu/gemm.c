@@ -263,6 +263,7 @@ typedef struct tp__gemm_plan {
     bool reads_b_in_place; /* unpacked row-major B read in place (full panels) */
     int64_t mc;          /* implicit A: rows filled per block (a multiple of mr) */
     bool fill_jr_outer;  /* implicit A: column panels outside row panels */
+    bool fill_panels;    /* implicit A of few rows: all its K blocks filled, then the panel order */
     size_t a_bytes, b_bytes, f_bytes; /* per-thread workspace parts (f: the fill's scratch) */
     /* The micro-kernels add a bias of N (k_bias) and apply relu (k_relu:
      * act_relu, nothing left to add before it) to each tile of the last K block
@@ -498,7 +499,26 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
     plan.mc = caches.l2 / 4 / (kc1 * (int64_t)sizeof(float)) / mr * mr;
     if (plan.mc < mr) plan.mc = mr;
     plan.fill_jr_outer = 4 * kc1 * nr * (int64_t)sizeof(float) <= 3 * caches.l1d;
-    if (g->a_fill && plan.isa.reads_row_major_a)
+    /* An implicit A of few rows against pre-packed weights larger than L2
+     * (so streaming from memory at every call): all of a thread's A filled
+     * at once (every K block, in at most half of L2), then the panel order
+     * (tp__gemm_rect_panels) as for an A read in place, B in one run.
+     * ResNet-50's 3x3 stride-2 convolution on 7 x 7 outputs (49 x 4608 x
+     * 512, 9.4 MB of weights), 2 threads, per node: 0.92-0.93 -> 0.84-0.86
+     * ms, ResNet-18's (49 x 2304 x 512) 0.45-0.46 -> 0.44, the model
+     * 0.990x (6 alternating pairs, each faster); with weights that stay in
+     * L2 or L3 (MobileNetV2's depthwise + projection steps on 14 x 14 and
+     * 7 x 7 maps) the whole A read from L2 for every panel cost more than
+     * the run saved (the model 1.015x). */
+    const int64_t k_blocks_n = tp__gemm_ceil_div(k, kc1);
+    const size_t panels_a = (size_t)(m * k_blocks_n * kc1) * sizeof(float);
+    plan.fill_panels = g->a_fill && plan.isa.reads_row_major_a && g->packed_b && k_blocks_n > 1 &&
+                       m <= tp__gemm_jr_outer_max_rows(g->isa) && plan.fill_jr_outer &&
+                       panels_a <= (size_t)caches.l2 / 2 &&
+                       tp__gemm_packed_b_bytes(g->isa, g->k, g->n) >= (size_t)caches.l2;
+    if (plan.fill_panels)
+        plan.a_bytes = tp__gemm_round_up_64(panels_a);
+    else if (g->a_fill && plan.isa.reads_row_major_a)
         plan.a_bytes = tp__gemm_round_up_64((size_t)(plan.mc * kc1) * sizeof(float));
     else
         plan.a_bytes = packs_a ? tp__gemm_round_up_64((size_t)(mr * kc1) * sizeof(float) * (g->a_fill ? 2 : 1)) : 0;
@@ -876,8 +896,11 @@ static void tp__gemm_unit(const tp__gemm_plan *plan, const int64_t r[4], bool by
  * (alternating medians): ResNet-50 0.991x at 2 threads and 0.987x at 1,
  * GPT-2 0.983x, ViT-S 0.988x, the MLP 0.989x at 2 threads, MobileNetV2
  * and EfficientNet-B0 unchanged (their few-row products fill A). */
+/* a_blocks: NULL (A read in place), or A filled (plan->fill_panels): the
+ * rect's rows for K block b at a_blocks + b * rows * kc, row stride that
+ * block's kc. */
 static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, int64_t m0, int64_t m1, int64_t n0,
-                                 int64_t n1, int64_t pf_n1) {
+                                 int64_t n1, int64_t pf_n1, const float *a_blocks) {
     const int mr = plan->isa.mr, nr = plan->isa.nr;
     const int64_t k = g->k, full_end = g->n / nr * nr, strips = tp__gemm_ceil_div(m1 - m0, mr);
     const int64_t edge_w = full_end < g->n ? tp__gemm_edge_width(&plan->isa, g->n) : 0;
@@ -910,9 +933,10 @@ static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, in
                 int64_t pf_bytes;
                 const float *pf = tp__gemm_next_part(&one, s, strips, &pf_bytes);
                 tp__gemm_tile_ep te;
-                plan->isa.kernel(kc, g->a + ir * g->rs_a + pc, g->rs_a, 1, panel + pc * ldb, ldb, g->c + ir * g->ldc + j,
-                                 g->ldc, r, cols, g->ep.alpha, beta, pf, pf_bytes,
-                                 tp__gemm_tile_ep_at(plan, g, last, j, &te));
+                const float *a = a_blocks ? a_blocks + (pc / plan->kc) * (m1 - m0) * plan->kc + (ir - m0) * kc
+                                          : g->a + ir * g->rs_a + pc;
+                plan->isa.kernel(kc, a, a_blocks ? kc : g->rs_a, 1, panel + pc * ldb, ldb, g->c + ir * g->ldc + j, g->ldc,
+                                 r, cols, g->ep.alpha, beta, pf, pf_bytes, tp__gemm_tile_ep_at(plan, g, last, j, &te));
             }
         }
     }
@@ -942,15 +966,23 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
         return;
     }
 #endif
-    if (g->packed_b && !g->a_fill && !plan.packs_a && g->k > plan.kc && m1 - m0 <= tp__gemm_jr_outer_max_rows(g->isa) &&
-        4 * plan.kc * nr * (int64_t)sizeof(float) <= 3 * tp__gemm_cache_info().l1d) {
-        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1);
-        return;
-    }
     float *a_buf = (float *)slice;
     float *b_buf = (float *)(slice + plan.a_bytes);
     void *f_buf = plan.f_bytes ? slice + plan.a_bytes + plan.b_bytes : NULL;
     if (f_buf) memset(f_buf, 0, 64);
+    if (g->packed_b && !g->a_fill && !plan.packs_a && g->k > plan.kc && m1 - m0 <= tp__gemm_jr_outer_max_rows(g->isa) &&
+        4 * plan.kc * nr * (int64_t)sizeof(float) <= 3 * tp__gemm_cache_info().l1d) {
+        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1, NULL);
+        return;
+    }
+    if (plan.fill_panels && g->a_fill) {
+        for (int64_t pc = 0; pc < g->k; pc += plan.kc) {
+            const int64_t kc = g->k - pc < plan.kc ? g->k - pc : plan.kc;
+            g->a_fill(g->a_ctx, m0, (int)(m1 - m0), pc, kc, a_buf + (pc / plan.kc) * (m1 - m0) * plan.kc, f_buf);
+        }
+        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1, a_buf);
+        return;
+    }
     const bool packs_a = plan.packs_a;
     const tp__gemm_microkernel_fn kernel = plan.isa.kernel;
     const int64_t k = g->k;
