@@ -882,23 +882,23 @@ static void tp__gemm_unit(const tp__gemm_plan *plan, const int64_t r[4], bool by
     out[3] = by_rows ? r[3] : b;
 }
 
-/* tp__gemm_rect's few rows read in place (the jr_outer order) against a
- * pre-packed B of several K blocks: panel by panel, each panel's K blocks
- * in turn with its row panels inside, so that B streams in as one run in
- * the order it is packed (the panels of a pre-packed B lie one after the
- * other, each all K rows long), each micro-panel prefetching the next one
- * in that run. The column-block order (K blocks outside the panels) jumps
- * a panel's length between consecutive micro-panels. The kernel calls and
- * each tile's K blocks in turn are the same, so are the results. B cold
- * (gemm_bench -c, 2 threads, model 167 Xeon, alternating): 49x320x1280
- * 273-275 -> 287-288 GFLOP/s, 49x2048x512 261-262 -> 280-283, 32x784x512
- * 237-238 -> 243-245; B hot and 1 thread within noise. Whole models
- * (alternating medians): ResNet-50 0.991x at 2 threads and 0.987x at 1,
- * GPT-2 0.983x, ViT-S 0.988x, the MLP 0.989x at 2 threads, MobileNetV2
- * and EfficientNet-B0 unchanged (their few-row products fill A). */
-/* a_blocks: NULL (A read in place), or A filled (plan->fill_panels): the
- * rect's rows for K block b at a_blocks + b * rows * kc, row stride that
- * block's kc. */
+/* tp__gemm_rect's few rows (the jr_outer order) against a pre-packed B of
+ * several K blocks: panel by panel, each panel's K blocks in turn with its
+ * row panels inside, so that B streams in as one run in the order it is
+ * packed (the panels of a pre-packed B lie one after the other, each all
+ * K rows long), each micro-panel prefetching the next one in that run.
+ * The column-block order (K blocks outside the panels) jumps a panel's
+ * length between consecutive micro-panels. The kernel calls and each
+ * tile's K blocks in turn are the same, so are the results. A is read in
+ * place (a_blocks NULL) or was filled whole (plan->fill_panels): the
+ * rect's rows for K block b at a_blocks + b * rows * plan->kc, row stride
+ * that block's kc. B cold (gemm_bench -c, 2 threads, model 167 Xeon,
+ * alternating): 49x320x1280 273-275 -> 287-288 GFLOP/s, 49x2048x512
+ * 261-262 -> 280-283, 32x784x512 237-238 -> 243-245; B hot and 1 thread
+ * within noise. Whole models (alternating medians): ResNet-50 0.991x at 2
+ * threads and 0.987x at 1, GPT-2 0.983x, ViT-S 0.988x, the MLP 0.989x at
+ * 2 threads, MobileNetV2 and EfficientNet-B0 unchanged (their few-row
+ * products fill A, and their weights are smaller than L2). */
 static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, int64_t m0, int64_t m1, int64_t n0,
                                  int64_t n1, int64_t pf_n1, const float *a_blocks) {
     const int mr = plan->isa.mr, nr = plan->isa.nr;
@@ -970,25 +970,24 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
     float *b_buf = (float *)(slice + plan.a_bytes);
     void *f_buf = plan.f_bytes ? slice + plan.a_bytes + plan.b_bytes : NULL;
     if (f_buf) memset(f_buf, 0, 64);
-    if (g->packed_b && !g->a_fill && !plan.packs_a && g->k > plan.kc && m1 - m0 <= tp__gemm_jr_outer_max_rows(g->isa) &&
-        4 * plan.kc * nr * (int64_t)sizeof(float) <= 3 * tp__gemm_cache_info().l1d) {
-        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1, NULL);
-        return;
-    }
-    if (plan.fill_panels && g->a_fill) {
-        for (int64_t pc = 0; pc < g->k; pc += plan.kc) {
-            const int64_t kc = g->k - pc < plan.kc ? g->k - pc : plan.kc;
-            g->a_fill(g->a_ctx, m0, (int)(m1 - m0), pc, kc, a_buf + (pc / plan.kc) * (m1 - m0) * plan.kc, f_buf);
-        }
-        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1, a_buf);
-        return;
-    }
     const bool packs_a = plan.packs_a;
     const tp__gemm_microkernel_fn kernel = plan.isa.kernel;
     const int64_t k = g->k;
     const bool fills_a = g->a_fill != NULL && plan.isa.reads_row_major_a;
     const bool jr_outer = !packs_a && m1 - m0 <= tp__gemm_jr_outer_max_rows(g->isa) &&
                           4 * plan.kc * nr * (int64_t)sizeof(float) <= 3 * tp__gemm_cache_info().l1d;
+    if (g->packed_b && !g->a_fill && jr_outer && k > plan.kc) {
+        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1, NULL);
+        return;
+    }
+    if (plan.fill_panels && fills_a) {
+        for (int64_t pc = 0; pc < k; pc += plan.kc) {
+            const int64_t kc = k - pc < plan.kc ? k - pc : plan.kc;
+            g->a_fill(g->a_ctx, m0, (int)(m1 - m0), pc, kc, a_buf + (pc / plan.kc) * (m1 - m0) * plan.kc, f_buf);
+        }
+        tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1, a_buf);
+        return;
+    }
 
     for (int64_t jc = n0; jc < n1; jc += plan.nc) {
         const int64_t nc = n1 - jc < plan.nc ? n1 - jc : plan.nc;
