@@ -921,5 +921,61 @@ TEST(test_range_walk) {
     free(cs);
 }
 
-TEST_MAIN(T(test_claims), T(test_loop_orders), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
+/* The next block's prefetch (tp__gemm_next_part): the calls' parts cover
+ * each panel's bytes exactly once, also when the calls do not divide evenly
+ * among the panels; with call_bytes only the last calls have parts, each
+ * about call_bytes; fewer calls than that share it all. */
+static void next_parts(const tp__gemm_next *next, int64_t calls, int64_t *first, int64_t *max_bytes) {
+    static unsigned char seen[4][8192];
+    memset(seen, 0, sizeof(seen));
+    *first = -1;
+    *max_bytes = 0;
+    for (int64_t call = 0; call < calls; call++) {
+        int64_t bytes;
+        const float *pf = tp__gemm_next_part(next, call, calls, &bytes);
+        if (!pf) {
+            CHECK(bytes == 0);
+            CHECK_MSG(*first < 0 || next->call_bytes == 0, "call %lld without a part after the window began",
+                      (long long)call);
+            continue;
+        }
+        if (*first < 0) *first = call;
+        if (bytes > *max_bytes) *max_bytes = bytes;
+        const int64_t off = (const char *)pf - (const char *)next->b;
+        const int64_t panel = off / (next->panel_stride * (int64_t)sizeof(float));
+        const int64_t at = off - panel * next->panel_stride * (int64_t)sizeof(float);
+        CHECK(panel >= 0 && panel < next->panels && at >= 0 && at + bytes <= next->panel_bytes);
+        for (int64_t i = at; i < at + bytes; i++) {
+            CHECK_MSG(!seen[panel][i], "byte %lld of panel %lld prefetched twice", (long long)i, (long long)panel);
+            seen[panel][i] = 1;
+        }
+    }
+    for (int64_t p = 0; p < next->panels; p++)
+        for (int64_t i = 0; i < next->panel_bytes; i++)
+            CHECK_MSG(seen[p][i], "byte %lld of panel %lld never prefetched", (long long)i, (long long)p);
+}
+
+TEST(test_next_prefetch) {
+    static float b[4 * 2048];
+    /* 4 panels of 8 KiB at a 2048-float stride (panel_bytes 8192) */
+    tp__gemm_next next = {b, 2048, 4, 8192, 0};
+    int64_t first, max_bytes;
+    next_parts(&next, 100, &first, &max_bytes); /* all calls: 25 a panel */
+    CHECK(first == 0 && max_bytes == 384);
+    next_parts(&next, 10, &first, &max_bytes); /* 3, 2, 3, 2 calls a panel */
+    CHECK(first == 0 && max_bytes == 4096);
+    next.call_bytes = 1024; /* 32 KiB at 1 KiB a call: the last 32 of 100 */
+    next_parts(&next, 100, &first, &max_bytes);
+    CHECK(first == 68 && max_bytes == 1024);
+    next_parts(&next, 20, &first, &max_bytes); /* fewer calls: all 20 share it */
+    CHECK(first == 0 && max_bytes == 1664);
+    next.call_bytes = 1000; /* not a line multiple: 33 calls, parts rounded up to lines */
+    next_parts(&next, 100, &first, &max_bytes);
+    CHECK(first == 67 && max_bytes == 1024); /* 9, 8, 8, 8 calls a panel */
+    next.panels = 1; /* one panel, a part a call in the window */
+    next_parts(&next, 3, &first, &max_bytes);
+    CHECK(first == 0 && max_bytes == 2752);
+}
+
+TEST_MAIN(T(test_claims), T(test_next_prefetch), T(test_loop_orders), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
           T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path), T(test_pack_b_rows))

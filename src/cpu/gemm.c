@@ -688,22 +688,20 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
 
 /* ---- The product ---- */
 
-/* The next block of a pre-packed B, which the kernel calls of the current
- * block prefetch into L2 while they compute (weights come from memory on
- * every call of a model larger than the caches, and a block's first row
- * panel otherwise waits on them): its full panels, each panel_bytes
- * contiguous at b + i*panel_stride floats (a narrow edge panel is left to
- * the hardware). panels 0: none. */
-typedef struct tp__gemm_next {
-    const float *b;
-    int64_t panel_stride, panels, panel_bytes;
-} tp__gemm_next;
-
 /* The block after (jc, pc) in the loop order of tp__gemm_run (K blocks
  * inside column blocks) within the thread's columns [jc, n1), or none; cut
  * to half of what L2 holds beside the current block (prefetching all of a
  * next block as large as the current one evicted the current one: 196 x
- * 256 x 1024 ran 25% slower). */
+ * 256 x 1024 ran 25% slower), and left to the block's last calls, at most
+ * TP__GEMM_NEXT_BYTES_PER_K bytes a k step each (a line every 8 k steps),
+ * so that it lands shortly before it is used: spread over all the calls
+ * of a block of many rows, the lines fetched first were evicted by the
+ * rows of A and C streaming through L2 before the next block began, and
+ * took L2 room from the current block meanwhile. gemm_bench, AVX-512 Xeon
+ * (model 167), 1 thread, % of the adjacent FMA peak: 1024 cubed 74-82 ->
+ * 81-84 hot, 71-74 -> 79-82 with B cold; 784x1152x128 cold 76-77 ->
+ * 82-84; models within noise (ResNet-50, GPT-2, ViT-S, MobileNetV2, the
+ * transformer at 2 threads 0.991-1.008x, 6 alternating pairs each). */
 static tp__gemm_next tp__gemm_next_block(const tp__gemm_plan *plan, const tp_gemm *g, int64_t jc, int64_t pc,
                                          int64_t n1) {
     tp__gemm_next next = {0};
@@ -724,6 +722,7 @@ static tp__gemm_next tp__gemm_next_block(const tp__gemm_plan *plan, const tp_gem
     const int64_t cur_nc = n1 - jc < plan->nc ? n1 - jc : plan->nc;
     const int64_t cur_kc = k - pc < plan->kc ? k - pc : plan->kc;
     const int64_t budget = (tp__gemm_cache_info().l2 - cur_kc * cur_nc * (int64_t)sizeof(float)) / 2;
+    next.call_bytes = cur_kc * TP__GEMM_NEXT_BYTES_PER_K;
     if (budget < 4096) { /* too little room to be worth a prefetch */
         next.panels = 0;
     } else if (next.panels * next.panel_bytes > budget) {
@@ -735,19 +734,6 @@ static tp__gemm_next tp__gemm_next_block(const tp__gemm_plan *plan, const tp_gem
         }
     }
     return next;
-}
-
-/* Call `call` of `calls` kernel calls that share the prefetch of `next`:
- * its part (one slice of one panel; NULL when it has none). */
-static const float *tp__gemm_next_part(const tp__gemm_next *next, int64_t call, int64_t calls, int64_t *bytes) {
-    *bytes = 0;
-    if (next->panels <= 0 || calls <= 0) return NULL;
-    const int64_t per_panel = (calls + next->panels - 1) / next->panels;
-    const int64_t chunk = ((next->panel_bytes + per_panel - 1) / per_panel + 63) & ~(int64_t)63;
-    const int64_t panel = call / per_panel, off = (call % per_panel) * chunk;
-    if (panel >= next->panels || off >= next->panel_bytes) return NULL;
-    *bytes = next->panel_bytes - off < chunk ? next->panel_bytes - off : chunk;
-    return (const float *)((const char *)(next->b + panel * next->panel_stride) + off);
 }
 
 /* Rows of the row panel that starts with `left` rows to go: MR, or the
@@ -793,9 +779,9 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
             if (contiguous && jr + nr < nc) {
                 const bool edge_next = jr + nr >= full_cols;
                 one = (tp__gemm_next){edge_next ? edge_b : b_block + (jr / nr + 1) * panel_stride, 0, 1,
-                                      kc * (edge_next ? edge_ldb : nr) * (int64_t)sizeof(float)};
+                                      kc * (edge_next ? edge_ldb : nr) * (int64_t)sizeof(float), 0};
             } else if (contiguous && next->panels > 0) {
-                one = (tp__gemm_next){next->b, 0, 1, next->panel_bytes};
+                one = (tp__gemm_next){next->b, 0, 1, next->panel_bytes, 0};
             }
             int64_t s = 0;
             int r;
@@ -918,12 +904,12 @@ static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, in
             tp__gemm_next one = {0};
             if (!last) {
                 const int64_t kn = k - pc - kc < plan->kc ? k - pc - kc : plan->kc;
-                one = (tp__gemm_next){panel + (pc + kc) * ldb, 0, 1, kn * ldb * (int64_t)sizeof(float)};
+                one = (tp__gemm_next){panel + (pc + kc) * ldb, 0, 1, kn * ldb * (int64_t)sizeof(float), 0};
             } else if (j + nr < pf_n1) {
                 const bool edge_n = j + nr >= full_end;
                 const int64_t kn = k < plan->kc ? k : plan->kc;
                 one = (tp__gemm_next){packed + (edge_n ? full_end : j + nr) * k, 0, 1,
-                                      kn * (edge_n ? edge_w : nr) * (int64_t)sizeof(float)};
+                                      kn * (edge_n ? edge_w : nr) * (int64_t)sizeof(float), 0};
             }
             const float beta = pc == 0 ? g->ep.beta : 1.0f;
             int64_t s = 0;
@@ -1085,7 +1071,7 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
                 tp__gemm_next c_pf = {0};
                 if (c_next && ir + rows < m1)
                     c_pf = (tp__gemm_next){g->c + (ir + rows) * g->ldc, 0, 1,
-                                           tp__gemm_panel_rows(m1 - ir - rows, mr) * g->ldc * (int64_t)sizeof(float)};
+                                           tp__gemm_panel_rows(m1 - ir - rows, mr) * g->ldc * (int64_t)sizeof(float), 0};
                 const float *a_panel = g->a_fill ? NULL : g->a + ir * g->rs_a + pc * g->cs_a;
                 int64_t rs_a = g->rs_a, cs_a = 1;
                 if (g->a_fill) { /* the portable kernel reads A packed */

@@ -257,6 +257,48 @@ static inline uint32_t tp__gemm_pf_step(int64_t pf_bytes, int64_t kc) {
     return lines >= kc ? 1u << 16 : ((uint32_t)lines << 16) / (uint32_t)kc;
 }
 
+/* The next block of a pre-packed B, which the kernel calls of the current
+ * block prefetch into L2 while they compute (weights come from memory on
+ * every call of a model larger than the caches, and a block's first row
+ * panel otherwise waits on them): its full panels, each panel_bytes
+ * contiguous at b + i*panel_stride floats (a narrow edge panel is left to
+ * the hardware). panels 0: none. */
+enum { TP__GEMM_NEXT_BYTES_PER_K = 8 };
+typedef struct tp__gemm_next {
+    const float *b;
+    int64_t panel_stride, panels, panel_bytes;
+    int64_t call_bytes; /* > 0: the last calls only, at most this much each */
+} tp__gemm_next;
+
+/* Call `call` of `calls` kernel calls that share the prefetch of `next`:
+ * its part (one slice of one panel; NULL when it has none). Each panel
+ * takes an equal share of the calls (within one), and its calls' parts
+ * cover its bytes once, in order (with fewer calls than panels, the panels
+ * without a call are left to the hardware). With call_bytes > 0 the parts
+ * go to the last calls only, as few as hold the whole at about call_bytes
+ * each (all the calls when there are no more than that). */
+static inline const float *tp__gemm_next_part(const tp__gemm_next *next, int64_t call, int64_t calls, int64_t *bytes) {
+    *bytes = 0;
+    if (next->panels <= 0 || calls <= 0) return NULL;
+    if (next->call_bytes > 0) {
+        int64_t need = (next->panels * next->panel_bytes + next->call_bytes - 1) / next->call_bytes;
+        if (need < next->panels) need = next->panels;
+        if (need < calls) {
+            call -= calls - need;
+            calls = need;
+            if (call < 0) return NULL;
+        }
+    }
+    const int64_t panels = next->panels;
+    const int64_t panel = call * panels / calls;
+    const int64_t c0 = (panel * calls + panels - 1) / panels, c1 = ((panel + 1) * calls + panels - 1) / panels;
+    const int64_t chunk = ((next->panel_bytes + (c1 - c0) - 1) / (c1 - c0) + 63) & ~(int64_t)63;
+    const int64_t off = (call - c0) * chunk;
+    if (off >= next->panel_bytes) return NULL;
+    *bytes = next->panel_bytes - off < chunk ? next->panel_bytes - off : chunk;
+    return (const float *)((const char *)(next->b + panel * next->panel_stride) + off);
+}
+
 /* The micro-kernels prefetch their tile of C during K loops at least this
  * long. */
 enum { TP__GEMM_C_PREFETCH_KC = 128 };
