@@ -524,6 +524,9 @@ TEST(test_dot_path) {
  * the epilogue; checked against the reference, across thread splits, and
  * bitwise against the same product with A explicit. */
 TEST(test_implicit_a) {
+    /* {m, n, k}; {32, 200, 784}: few rows (the jr_outer order) over
+     * several K blocks, each block of A filled in turn (B smaller than L2:
+     * not filled whole; test_loop_orders has that case) */
     static const int64_t shapes[][3] = {{1, 1, 1},       {7, 17, 33},     {255, 33, 700},   {700, 64, 1152},
                                         {49, 130, 2000}, {196, 256, 1152}, {32, 200, 784}};
     case_failures = 0;

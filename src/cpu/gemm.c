@@ -877,7 +877,7 @@ static void tp__gemm_unit(const tp__gemm_plan *plan, const int64_t r[4], bool by
  * length between consecutive micro-panels. The kernel calls and each
  * tile's K blocks in turn are the same, so are the results. A is read in
  * place (a_blocks NULL) or was filled whole (plan->fill_panels): the
- * rect's rows for K block b at a_blocks + b * rows * plan->kc, row stride
+ * rect's rows for K block b at tp__gemm_filled_block, row stride
  * that block's kc. B cold (gemm_bench -c, 2 threads, model 167 Xeon,
  * alternating): 49x320x1280 273-275 -> 287-288 GFLOP/s, 49x2048x512
  * 261-262 -> 280-283, 32x784x512 237-238 -> 243-245; B hot and 1 thread
@@ -885,8 +885,15 @@ static void tp__gemm_unit(const tp__gemm_plan *plan, const int64_t r[4], bool by
  * threads and 0.987x at 1, GPT-2 0.983x, ViT-S 0.988x, the MLP 0.989x at
  * 2 threads, MobileNetV2 and EfficientNet-B0 unchanged (their few-row
  * products fill A, and their weights are smaller than L2). */
+/* K block pc's rows in an A filled whole (plan->fill_panels): each K
+ * block's `rows` rows one after the other, row stride plan->kc (the last,
+ * shorter block, its kc). */
+static float *tp__gemm_filled_block(float *a_blocks, const tp__gemm_plan *plan, int64_t rows, int64_t pc) {
+    return a_blocks + (pc / plan->kc) * rows * plan->kc;
+}
+
 static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, int64_t m0, int64_t m1, int64_t n0,
-                                 int64_t n1, int64_t pf_n1, const float *a_blocks) {
+                                 int64_t n1, int64_t pf_n1, float *a_blocks) {
     const int mr = plan->isa.mr, nr = plan->isa.nr;
     const int64_t k = g->k, full_end = g->n / nr * nr, strips = tp__gemm_ceil_div(m1 - m0, mr);
     const int64_t edge_w = full_end < g->n ? tp__gemm_edge_width(&plan->isa, g->n) : 0;
@@ -919,7 +926,7 @@ static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, in
                 int64_t pf_bytes;
                 const float *pf = tp__gemm_next_part(&one, s, strips, &pf_bytes);
                 tp__gemm_tile_ep te;
-                const float *a = a_blocks ? a_blocks + (pc / plan->kc) * (m1 - m0) * plan->kc + (ir - m0) * kc
+                const float *a = a_blocks ? tp__gemm_filled_block(a_blocks, plan, m1 - m0, pc) + (ir - m0) * kc
                                           : g->a + ir * g->rs_a + pc;
                 plan->isa.kernel(kc, a, a_blocks ? kc : g->rs_a, 1, panel + pc * ldb, ldb, g->c + ir * g->ldc + j, g->ldc,
                                  r, cols, g->ep.alpha, beta, pf, pf_bytes, tp__gemm_tile_ep_at(plan, g, last, j, &te));
@@ -969,7 +976,7 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
     if (plan.fill_panels && fills_a) {
         for (int64_t pc = 0; pc < k; pc += plan.kc) {
             const int64_t kc = k - pc < plan.kc ? k - pc : plan.kc;
-            g->a_fill(g->a_ctx, m0, (int)(m1 - m0), pc, kc, a_buf + (pc / plan.kc) * (m1 - m0) * plan.kc, f_buf);
+            g->a_fill(g->a_ctx, m0, (int)(m1 - m0), pc, kc, tp__gemm_filled_block(a_buf, &plan, m1 - m0, pc), f_buf);
         }
         tp__gemm_rect_panels(&plan, g, m0, m1, n0, n1, pf_n1, a_buf);
         return;
