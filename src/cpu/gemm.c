@@ -421,8 +421,9 @@ static tp__gemm_plan tp__gemm_make_plan(const tp_gemm *g, int nth) {
      * alternating: 1 thread 84-85.5 -> 88.6-88.7 hot, 85 -> 88-89 with B
      * cold; 2 threads 85-86 -> 86-89 hot, 80-81 -> 84 cold. ResNet-50's,
      * the transformers' and the MLP's products keep their blocks (none has
-     * more than 256 rows and a B block above 3/8 of L2). AVX2's long K blocks lost 1-3% with 3/8 (the 512 cube,
-     * 128x256x1024, 128x1024x256) and keep half. */
+     * more than 256 rows and a B block above 3/8 of L2). AVX2's long K
+     * blocks lost 1-3% with 3/8 (the 512 cube, 128x256x1024,
+     * 128x1024x256) and keep half. */
     const int64_t nc_eighths = g->isa == TP_ISA_AVX512 ? 3 : 4;
     int64_t nc = caches.l2 * nc_eighths / 8 / (int64_t)sizeof(float) / (plan.kc > 0 ? plan.kc : 1);
     nc = nc / nr * nr;
@@ -708,10 +709,10 @@ static void tp__gemm_run_empty_k(const tp_gemm *g, int64_t m0, int64_t m1, int64
  * of a block of many rows, the lines fetched first were evicted by the
  * rows of A and C streaming through L2 before the next block began, and
  * took L2 room from the current block meanwhile. gemm_bench, AVX-512 Xeon
- * (model 167), 1 thread, % of the adjacent FMA peak: 1024 cubed 74-82 ->
- * 81-84 hot, 71-74 -> 79-82 with B cold; 784x1152x128 cold 76-77 ->
- * 82-84; models within noise (ResNet-50, GPT-2, ViT-S, MobileNetV2, the
- * transformer at 2 threads 0.991-1.008x, 6 alternating pairs each). */
+ * (model 167), 1 thread, % of the adjacent FMA peak, alternating builds:
+ * 1024 cubed 75-79 -> 84-87 hot, 76 -> 82-83 with B cold; 784x1152x128
+ * 83 -> 88 hot; models within noise (ResNet-50 0.998x, GPT-2 1.002x,
+ * ViT-S 0.994x, the MLP 0.994x at 2 threads, 6 alternating pairs each). */
 static tp__gemm_next tp__gemm_next_block(const tp__gemm_plan *plan, const tp_gemm *g, int64_t jc, int64_t pc,
                                          int64_t n1) {
     tp__gemm_next next = {0};
@@ -878,6 +879,13 @@ static void tp__gemm_unit(const tp__gemm_plan *plan, const int64_t r[4], bool by
     out[3] = by_rows ? r[3] : b;
 }
 
+/* K block pc's rows in an A filled whole (plan->fill_panels): each K
+ * block's `rows` rows one after the other, row stride plan->kc (the last,
+ * shorter block, its kc). */
+static float *tp__gemm_filled_block(float *a_blocks, const tp__gemm_plan *plan, int64_t rows, int64_t pc) {
+    return a_blocks + (pc / plan->kc) * rows * plan->kc;
+}
+
 /* tp__gemm_rect's few rows (the jr_outer order) against a pre-packed B of
  * several K blocks: panel by panel, each panel's K blocks in turn with its
  * row panels inside, so that B streams in as one run in the order it is
@@ -895,13 +903,6 @@ static void tp__gemm_unit(const tp__gemm_plan *plan, const int64_t r[4], bool by
  * threads and 0.987x at 1, GPT-2 0.983x, ViT-S 0.988x, the MLP 0.989x at
  * 2 threads, MobileNetV2 and EfficientNet-B0 unchanged (their few-row
  * products fill A, and their weights are smaller than L2). */
-/* K block pc's rows in an A filled whole (plan->fill_panels): each K
- * block's `rows` rows one after the other, row stride plan->kc (the last,
- * shorter block, its kc). */
-static float *tp__gemm_filled_block(float *a_blocks, const tp__gemm_plan *plan, int64_t rows, int64_t pc) {
-    return a_blocks + (pc / plan->kc) * rows * plan->kc;
-}
-
 static void tp__gemm_rect_panels(const tp__gemm_plan *plan, const tp_gemm *g, int64_t m0, int64_t m1, int64_t n0,
                                  int64_t n1, int64_t pf_n1, float *a_blocks) {
     const int mr = plan->isa.mr, nr = plan->isa.nr;
@@ -1088,7 +1089,8 @@ static void tp__gemm_rect(const tp__gemm_plan *plan_in, const tp_gemm *g, char *
                 tp__gemm_next c_pf = {0};
                 if (c_next && ir + rows < m1)
                     c_pf = (tp__gemm_next){g->c + (ir + rows) * g->ldc, 0, 1,
-                                           tp__gemm_panel_rows(m1 - ir - rows, mr) * g->ldc * (int64_t)sizeof(float), 0};
+                                           tp__gemm_panel_rows(m1 - ir - rows, mr) * g->ldc * (int64_t)sizeof(float),
+                                           0};
                 const float *a_panel = g->a_fill ? NULL : g->a + ir * g->rs_a + pc * g->cs_a;
                 int64_t rs_a = g->rs_a, cs_a = 1;
                 if (g->a_fill) { /* the portable kernel reads A packed */
