@@ -239,6 +239,8 @@ typedef struct counts {
     int dw; /* projections computing a fused depthwise convolution (dw+gemm-nhwc, ex+dw+gemm-nhwc) */
     int ex; /* ... and its input's expansion too (ex+dw+gemm-nhwc) */
     int cat; /* convolutions summing a second one in the same GEMM (cat+gemm-nhwc) */
+    int direct; /* convolutions on the direct kernel (direct-nhwc, direct+maxpool-nhwc) */
+    int dpool;  /* ... with the max pool after them fused (direct+maxpool-nhwc) */
     int64_t in_place; /* tp_run_stats.n_in_place after the call */
 } counts;
 
@@ -256,6 +258,11 @@ static void on_event(void *user, const tp_profile_event *ev) {
     c->dw += dw;
     c->ex += ex;
     c->cat += cat;
+    const bool dpool = strcmp(ev->variant, "direct+maxpool-nhwc") == 0;
+    const bool direct = dpool || strcmp(ev->variant, "direct-nhwc") == 0;
+    c->direct += direct;
+    c->dpool += dpool;
+    if (direct) c->onednn++;
     if (strcmp(ev->variant, "gemm-nhwc") == 0 || w2 || w4 || dw || cat) {
         c->onednn++;
         c->gemm++;
@@ -476,6 +483,78 @@ TEST(test_gemm_conv) {
                       "%s: %d convolutions on our GEMM (%d Winograd, %d F(4x4)), want %d (%d)", cases[i].c.label,
                       gemm, g_last_wino, g_last_wino4, want, want_wino);
         }
+    }
+}
+
+/* The direct kernel (conv_direct_avx512.c) for convolutions of at most 4
+ * input channels, at the AVX-512 level with TP_CONV_GEMM unset, and the
+ * max pool it takes over when nothing else reads its output (fuse_pools):
+ * the nets' outputs match the reference, bitwise the same at 1, 2 and 3
+ * threads, with exactly `direct` convolutions on it, `dpool` of them
+ * pooling. Cases: a 7x7 stride-2 stem of 70 channels (a full 64-channel
+ * panel and a 6-channel one) with a 3x3 stride-2 padded max pool at batch
+ * 3; a ceil-mode 2x2 pool (windows past the edge) after relu6 on 20
+ * channels; stride 3 with dilation 2 and silu (applied after each row) on
+ * 1 channel, batch 2; a 5x1 kernel with strides (1, 2), padding (2, 0),
+ * no bias and gelu on 4 channels; a second direct convolution summing the
+ * first's output (the residual); a max pool whose input is also the
+ * residual of an add (not fused); and an NHWC input (a max pool of the
+ * NCHW user input before it). */
+TEST(test_direct_conv) {
+    const bool on = !getenv("TP_CONV_GEMM") && avx512_in_effect();
+    const struct {
+        net_case c;
+        int direct, dpool;
+    } cases[] = {
+        {{"direct: 7x7 s2 stem, 70 channels, pool 3x3 s2 p1, batch 3", 3, 3, 23, 21, 3,
+          {CONV(70, 7, 2, 3, 1, 1, RELU), {L_POOL, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         1, 1},
+        {{"direct: relu6, 20 channels, ceil-mode pool", 1, 3, 17, 19, 3,
+          {CONV(20, 3, 1, 1, 1, 1, TP_OP_RELU6), {L_POOL, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, false, true, NONE, -1, 0},
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         1, 1},
+        {{"direct: stride 3, dilation 2, silu, 1 channel, batch 2", 2, 1, 20, 25, 2,
+          {CONV(33, 3, 3, 2, 2, 1, TP_OP_SILU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         1, 0},
+        {{"direct: 5x1 kernel, strides (1, 2), no bias, gelu, 4 channels", 1, 4, 11, 14, 2,
+          {{L_CONV, 16, 5, 1, 1, 2, 2, 0, 1, 1, 1, false, false, TP_OP_GELU, -1, 0}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         1, 0},
+        {{"direct: a residual", 1, 2, 9, 10, 3,
+          {CONV(4, 3, 1, 1, 1, 1, RELU), {L_CONV, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0},
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         2, 0},
+        {{"direct: a pool whose input another step reads", 1, 3, 12, 13, 4,
+          {CONV(8, 3, 1, 1, 1, 1, RELU), {L_POOL, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, NONE, -1, 0},
+           {L_ADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 1, 0}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         1, 0},
+        {{"direct: NHWC input", 1, 3, 14, 16, 3,
+          {{L_POOL, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, false, false, NONE, -1, 0}, CONV(24, 3, 1, 1, 1, 1, RELU),
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        built b = build(&cases[i].c);
+        if (!b.p || !b.x) {
+            tp_program_free(b.p);
+            tp_tensor_free(b.x);
+            continue;
+        }
+        counts cnt;
+        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
+        CHECK_MSG(cnt.direct == (on ? cases[i].direct : 0) && cnt.dpool == (on ? cases[i].dpool : 0),
+                  "%s: %d direct convolutions (%d pooling), want %d (%d)", cases[i].c.label, cnt.direct, cnt.dpool,
+                  on ? cases[i].direct : 0, on ? cases[i].dpool : 0);
+        for (int th = 2; one && th <= 3; th++) {
+            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
+            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
+                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
+                      "%s: %d threads not bitwise equal to 1 thread", cases[i].c.label, th);
+            tp_tensor_free(got);
+        }
+        tp_tensor_free(one);
+        compare_levels(&b, cases[i].c.label, 1, -1);
     }
 }
 
@@ -947,7 +1026,12 @@ TEST(test_regions) {
      * or at the AVX2 level (the 1x1 one stays on oneDNN) */
     const int cat_kept =
         env_is("TP_FUSE_CAT", "0") || (gc && strcmp(gc, "1") != 0) || (!gc && !avx512_in_effect()) ? 1 : 0;
-    const int expect[] = {5, 4, 4 + cat_kept, 6, 6, 5 + unfused, 4, 6, 3, 3, 4, 4 + dw_kept};
+    /* "resnet block", "pools: ceil mode, ..." and "pools cut into row
+     * bands": the first convolution (3 input channels) runs the direct
+     * kernel, which takes the max pool after it (fuse_pools: one step
+     * fewer) at the AVX-512 level with TP_CONV_GEMM unset */
+    const int dpool = !gc && avx512_in_effect() ? 1 : 0;
+    const int expect[] = {5 - dpool, 4, 4 + cat_kept, 6 - dpool, 6, 5 + unfused, 4, 6, 3, 3, 4 - dpool, 4 + dw_kept};
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++)
         check_net_range(&nets[i], expect[i], i == 2 || i == 4 || i == 5 || i == 11 ? expect[i] : -1);
     /* the multiply fused into the projection, which scales A's blocks as
@@ -1782,7 +1866,7 @@ int main(int argc, char **argv) {
         printf("SKIP test_onednn: the layout pass needs AVX2 and FMA\n");
         return 77;
     }
-    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_fused_depthwise), T(test_fused_expansion), T(test_fused_projection),
+    static const tp_test_case tests[] = {T(test_conv_combinations), T(test_gemm_conv), T(test_direct_conv), T(test_fused_depthwise), T(test_fused_expansion), T(test_fused_projection),
                                          T(test_alloc_failures), T(test_regions), T(test_max_pool_nhwc), T(test_global_mean), T(test_fused_mean), T(test_fused_mean_failure), T(test_conv1d),
                                          T(test_conv_transpose), T(test_conv3d), T(test_concurrent_calls), T(test_fused_scale_reads), T(test_nan_through_regions), T(test_pool_modes_in_regions)};
     return tp_test_run(tests, sizeof tests / sizeof tests[0], argc, argv);

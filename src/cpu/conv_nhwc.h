@@ -143,6 +143,18 @@ typedef struct tp_conv_nhwc {
     const float *bias;         /* borrowed: cout floats, or NULL */
     const tp_op_plan *act;     /* fused activation (borrowed), or NULL */
     int winograd;              /* 0, 2 or 4 */
+    /* The direct kernel instead (conv_direct_avx512.c; TP_ISA_AVX512 only,
+     * not Winograd, never with pre_dw, cat or scale_b): for few input
+     * channels, where the implicit GEMM's rows would gather runs of a few
+     * floats. Set by the caller before init. */
+    bool direct;
+    /* direct only: a max pool (dilation 1, at most TP_CONV_DIRECT_POOL_KH
+     * rows a window) of the output fused after it, set by the caller after
+     * init: window, stride, padding and the pooled size, which y then has
+     * (pool_kh 0: none). Each thread computes the convolution's rows into
+     * a ring of pool_kh rows and pools them from there, so the
+     * convolution's output is never written out. */
+    int64_t pool_kh, pool_kw, pool_sh, pool_sw, pool_ph, pool_pw, pool_oh, pool_ow;
     int threads;               /* most threads a run uses (Winograd's blocks of tiles) */
     int isa;                   /* set by init */
     int64_t k;                 /* implicit GEMM: kh * kw * cin; Winograd: cin */
@@ -261,6 +273,18 @@ typedef struct tp_conv_nhwc_call {
     const float *in_scale;
     int64_t in_scale_ns;
 } tp_conv_nhwc_call;
+
+#define TP_CONV_DIRECT_POOL_KH 8
+
+/* The direct kernel (conv_direct_avx512.c, cv->direct): bytes of the
+ * packed weights (64-column panels of K = cin x kh x kw rows), packing them
+ * from OIHW weight into dst (64-byte aligned), workspace bytes per thread
+ * (64-byte multiple), and thread ith of nth's share of a call (whole output
+ * rows). */
+TP_HIDDEN size_t tp__conv_direct_packed_bytes_avx512(const tp_conv_nhwc *cv);
+TP_HIDDEN void tp__conv_direct_pack_avx512(const tp_conv_nhwc *cv, const float *weight, float *dst);
+TP_HIDDEN size_t tp__conv_direct_thread_bytes_avx512(const tp_conv_nhwc *cv);
+TP_HIDDEN void tp__conv_direct_run_avx512(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace);
 
 /* Pack weight (OIHW, [cout][cin][kh][kw]) for ISA level isa (TP_ISA_AVX2
  * or TP_ISA_AVX512). Every function here is built with AVX2 + FMA: call

@@ -499,6 +499,17 @@ tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     const int64_t k = cv->kh * cv->kw * cv->cin;
     cv->isa = isa;
     cv->k = k;
+    if (cv->direct) {
+#if defined(__x86_64__)
+        TP_CHECK(isa == TP_ISA_AVX512, TP_ERR_UNSUPPORTED, "the direct convolution kernel needs AVX-512");
+        cv->packed_bytes = tp__conv_direct_packed_bytes_avx512(cv);
+        TP_TRY(alloc_packed(cv, 0, NULL));
+        tp__conv_direct_pack_avx512(cv, weight, cv->wpack);
+        return TP_OK;
+#else
+        return tp_error(TP_ERR_UNSUPPORTED, "the direct convolution kernel needs AVX-512");
+#endif
+    }
     cv->packed_bytes = tp__gemm_packed_b_bytes(isa, k, cv->cout);
     TP_TRY(alloc_packed(cv, 0, NULL));
     pack_taps(cv, weight, k, 0, cv->cout, cv->wpack);
@@ -507,7 +518,7 @@ tp_status tp__conv_nhwc_init(tp_conv_nhwc *cv, int isa, const float *weight) {
 
 tp_status tp__conv_nhwc_set_cat(tp_conv_nhwc *cv, const tp_conv_nhwc *g2, const float *weight, const float *weight2,
                                 const float *bias2) {
-    if (cv->winograd || cv->pre_dw || cv->scale_b || cv->cat || !cv->wbase || g2->n != cv->n ||
+    if (cv->winograd || cv->direct || cv->pre_dw || cv->scale_b || cv->cat || !cv->wbase || g2->n != cv->n ||
         g2->cout != cv->cout || g2->oh != cv->oh || g2->ow != cv->ow || g2->cin < 1 || g2->kh < 1 || g2->kw < 1)
         return tp_error(TP_ERR_INTERNAL, "a convolution summed into one that does not take it");
     const int64_t k1 = cv->k, k2 = g2->kh * g2->kw * g2->cin, cout = cv->cout;
@@ -548,8 +559,8 @@ tp_status tp__conv_nhwc_set_cat(tp_conv_nhwc *cv, const tp_conv_nhwc *g2, const 
 tp_status tp__conv_nhwc_set_dw(tp_conv_nhwc *cv, const tp_conv_dw *g, const float *weight, const float *bias,
                                const tp_op_plan *act) {
     const int64_t cin = cv->cin, taps = g->kh * g->kw;
-    if (cv->isa != TP_ISA_AVX512 || cv->winograd || cv->scale_b || !tp__conv_nhwc_pointwise(cv) || taps < 1 ||
-        g->kh > TP_CONV_DW_MAX_KH ||
+    if (cv->isa != TP_ISA_AVX512 || cv->winograd || cv->direct || cv->scale_b || !tp__conv_nhwc_pointwise(cv) ||
+        taps < 1 || g->kh > TP_CONV_DW_MAX_KH ||
         (g->h + 2 * g->ph - g->kh) / g->sh + 1 != cv->h || (g->w + 2 * g->pw - g->kw) / g->sw + 1 != cv->w)
         return tp_error(TP_ERR_INTERNAL, "a depthwise convolution fused into one that does not take it");
     tp_conv_dw *dw = tp_calloc(1, sizeof *dw);
@@ -670,7 +681,7 @@ void tp__conv_nhwc_scale_b(tp_conv_nhwc *cv, int nth) {
     const size_t bytes = tp__gemm_packed_b_bytes(cv->isa, cv->k, cv->cout);
     const int64_t cols = cv->k > 0 ? (int64_t)(bytes / sizeof(float)) / cv->k : 0; /* N as packed */
     if (nth < 1) nth = 1;
-    cv->scale_b = !cv->winograd && tp__conv_nhwc_pointwise(cv) && bytes > 0 && 2 * nth * cols <= pix;
+    cv->scale_b = !cv->winograd && !cv->direct && tp__conv_nhwc_pointwise(cv) && bytes > 0 && 2 * nth * cols <= pix;
     cv->scale_b_nth = nth;
     cv->scale_b_bytes = cv->scale_b ? round64(bytes) : 0;
 }
@@ -690,6 +701,9 @@ static tp_gemm conv_nhwc_gemm_image(const tp_conv_nhwc *cv, const tp_conv_nhwc_c
 
 size_t tp__conv_nhwc_workspace(const tp_conv_nhwc *cv, int nth) {
     if (cv->winograd) return (size_t)(nth < 1 ? 1 : nth) * cv->thread_bytes;
+#if defined(__x86_64__)
+    if (cv->direct) return (size_t)(nth < 1 ? 1 : nth) * tp__conv_direct_thread_bytes_avx512(cv);
+#endif
     /* with the implicit A: at least what an NHWC pointwise input's in-place
      * A needs (no A buffer) */
     tp_gemm g = conv_nhwc_gemm(cv, NULL);
@@ -712,6 +726,12 @@ void tp__conv_nhwc_run_claimed(const tp_conv_nhwc_call *call, int ith, int nth, 
         winograd_run(call, ith, nth, workspace);
         return;
     }
+#if defined(__x86_64__)
+    if (cv->direct) {
+        tp__conv_direct_run_avx512(call, ith, nth, workspace);
+        return;
+    }
+#endif
     if (call->in_scale && cv->scale_b && call->x_nhwc) {
         /* each thread scales its own copy of B by the image's scales (one
          * copy for the batch when they are shared) and runs its part of
