@@ -1289,10 +1289,11 @@ static bool strided_pointwise(const tp_conv_info *v) {
  * layer), at the AVX-512 level, where neither a GEMM's gathered rows nor
  * oneDNN's kernel keep the FMA units busy. ResNet-50's 7x7 stride-2 stem
  * (224x224x3 -> 64 channels), one thread, model 167: the kernel alone
- * 1.46-1.55 ms (161-166 GFLOP/s, ~77% of the FMA peak; a standalone copy
- * with the sizes as constants 1.36-1.42), oneDNN's brgconv step 1.73-1.77
- * ms in the model against 1.67-1.68 for ours; with its max pool fused
- * (fuse_pools) 1.78-1.83 ms against 2.01-2.05 for the two steps. Whole
+ * best 1.46-1.49 ms (158-162 GFLOP/s, ~75% of the FMA peak; a
+ * standalone copy with the sizes as constants 1.36-1.42), oneDNN's
+ * brgconv step 1.73-1.77 ms in the model against 1.67-1.68 for ours;
+ * with its max pool fused (fuse_pools) 1.78-1.83 ms against 2.01-2.05
+ * for the two steps. Whole
  * models, alternating pairs against oneDNN's steps: the small CNN 0.90x at
  * batch 1 and 0.88x at batch 8 (2 threads), EfficientNet-B0 0.98x,
  * MobileNetV2 0.995x, ResNet-50 0.98x at 1 thread and 1.00x at 2,
