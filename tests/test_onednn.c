@@ -230,6 +230,16 @@ out:
     return b;
 }
 
+/* build(c) into *b: false (and nothing to free) when it made no program
+ * or input (a failed CHECK says why). */
+static bool build_net(const net_case *c, built *b) {
+    *b = build(c);
+    if (b->p && b->x) return true;
+    tp_program_free(b->p);
+    tp_tensor_free(b->x);
+    return false;
+}
+
 /* onednn: steps the layout pass runs (oneDNN primitives, or our implicit
  * GEMM convolution on NHWC tensors: gemm; of those Winograd: wino, of
  * which F(4x4, 3x3): wino4) */
@@ -328,12 +338,8 @@ static int compare_levels(built *b, const char *label, int min_onednn, int max_o
 /* min_onednn: at least this many steps must run on oneDNN; max_onednn: at
  * most (-1: no bound). */
 static void check_net_range(const net_case *c, int min_onednn, int max_onednn) {
-    built b = build(c);
-    if (!b.p || !b.x) {
-        tp_program_free(b.p);
-        tp_tensor_free(b.x);
-        return;
-    }
+    built b;
+    if (!build_net(c, &b)) return;
     compare_levels(&b, c->label, min_onednn, max_onednn);
 }
 
@@ -379,6 +385,25 @@ TEST(test_conv_combinations) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_conv(cases[i].label, cases[i].n, cases[i].h, cases[i].w, cases[i].cin, cases[i].mid);
+}
+
+/* Run b at the CPU's level with 1 thread (its step counts into *cnt1),
+ * then 2 and 3 (plans made for each): the outputs must be bitwise the
+ * same. False when the 1-thread run gave no output. */
+static bool check_thread_counts(const built *b, const char *label, counts *cnt1) {
+    tp_tensor *one = run(b, TP_CPU_AUTO, 1, cnt1);
+    for (int th = 2; one && th <= 3; th++) {
+        counts cnt;
+        tp_tensor *got = run(b, TP_CPU_AUTO, th, &cnt);
+        CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
+                      memcmp(tp_tensor_data(got), tp_tensor_data(one), (size_t)tp_tensor_numel(one) * sizeof(float)) ==
+                          0,
+                  "%s: %d threads not bitwise equal to 1 thread", label, th);
+        tp_tensor_free(got);
+    }
+    const bool ran = one != NULL;
+    tp_tensor_free(one);
+    return ran;
 }
 
 /* Our convolutions on NHWC tensors (src/cpu/conv_nhwc_avx2.c): the implicit
@@ -454,28 +479,15 @@ TEST(test_gemm_conv) {
          2, 2, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        built b = build(&cases[i].c);
-        if (!b.p || !b.x) {
-            tp_program_free(b.p);
-            tp_tensor_free(b.x);
-            continue;
-        }
+        built b;
+        if (!build_net(&cases[i].c, &b)) continue;
         /* bitwise the same at 1, 2 and 3 threads (plans made for each) */
         counts cnt;
-        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
+        const bool ran = check_thread_counts(&b, cases[i].c.label, &cnt);
         /* a summed residual that dies at its convolution becomes its output
          * (x + conv(x) cannot: the input's other rows are still read) */
-        CHECK_MSG(!one || cnt.in_place == cases[i].in_place,
+        CHECK_MSG(!ran || cnt.in_place == cases[i].in_place,
                   "%s: %d steps in place, want %d", cases[i].c.label, (int)cnt.in_place, cases[i].in_place);
-        for (int th = 2; one && th <= 3; th++) {
-            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
-            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
-                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
-                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
-                      "%s: %d threads not bitwise equal to 1 thread", cases[i].c.label, th);
-            tp_tensor_free(got);
-        }
-        tp_tensor_free(one);
         int gemm = compare_levels(&b, cases[i].c.label, cases[i].onednn ? cases[i].onednn : cases[i].c.n_layers, -1);
         if (mode >= 0) {
             const int want = mode ? cases[i].gemm : 0, want_wino = mode >= 2 ? cases[i].wino : 0;
@@ -534,26 +546,13 @@ TEST(test_direct_conv) {
          1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        built b = build(&cases[i].c);
-        if (!b.p || !b.x) {
-            tp_program_free(b.p);
-            tp_tensor_free(b.x);
-            continue;
-        }
+        built b;
+        if (!build_net(&cases[i].c, &b)) continue;
         counts cnt;
-        tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
+        check_thread_counts(&b, cases[i].c.label, &cnt);
         CHECK_MSG(cnt.direct == (on ? cases[i].direct : 0) && cnt.dpool == (on ? cases[i].dpool : 0),
                   "%s: %d direct convolutions (%d pooling), want %d (%d)", cases[i].c.label, cnt.direct, cnt.dpool,
                   on ? cases[i].direct : 0, on ? cases[i].dpool : 0);
-        for (int th = 2; one && th <= 3; th++) {
-            tp_tensor *got = run(&b, TP_CPU_AUTO, th, &cnt);
-            CHECK_MSG(got && tp_tensor_numel(got) == tp_tensor_numel(one) &&
-                          memcmp(tp_tensor_data(got), tp_tensor_data(one),
-                                 (size_t)tp_tensor_numel(one) * sizeof(float)) == 0,
-                      "%s: %d threads not bitwise equal to 1 thread", cases[i].c.label, th);
-            tp_tensor_free(got);
-        }
-        tp_tensor_free(one);
         compare_levels(&b, cases[i].c.label, 1, -1);
     }
 }
@@ -824,12 +823,8 @@ TEST(test_fused_projection) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const net_case *c = &cases[i].c;
-        built b = build(c);
-        if (!b.p || !b.x) {
-            tp_program_free(b.p);
-            tp_tensor_free(b.x);
-            continue;
-        }
+        built b;
+        if (!build_net(c, &b)) continue;
         const int want = off || !(avx512 || forced || cases[i].any_level) ? 0 : cases[i].cat;
         counts cnt;
         tp_tensor *one = run(&b, TP_CPU_AUTO, 1, &cnt);
@@ -1197,12 +1192,8 @@ static void free_run(built *b, tp_tensor *want, tp_tensor *first) {
 
 static void check_means(const net_case *nets, size_t count, int means, int steps) {
     for (size_t i = 0; i < count; i++) {
-        built b = build(&nets[i]);
-        if (!b.p || !b.x) {
-            tp_program_free(b.p);
-            tp_tensor_free(b.x);
-            continue;
-        }
+        built b;
+        if (!build_net(&nets[i], &b)) continue;
         counts cnt = {0};
         tp_tensor *want = run(&b, TP_CPU_REFERENCE, 1, &cnt), *first = NULL;
         for (int th = 1; want && th <= 4; th++) {
@@ -1256,12 +1247,8 @@ TEST(test_max_pool_nhwc) {
     };
     for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
         for (int planted = 0; planted < 2; planted++) {
-            built b = build(&nets[i]);
-            if (!b.p || !b.x) {
-                tp_program_free(b.p);
-                tp_tensor_free(b.x);
-                continue;
-            }
+            built b;
+            if (!build_net(&nets[i], &b)) continue;
             char label[160];
             snprintf(label, sizeof label, "%s%s", nets[i].label, planted ? ", a NaN in the input" : "");
             if (planted) ((float *)tp_tensor_data(b.x))[tp_tensor_numel(b.x) / 2 + 3] = NAN;

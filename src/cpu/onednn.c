@@ -2007,11 +2007,7 @@ static tp_status fuse_pools(pass *ps, dn_step **built, const int *reads) {
         cv->pool_ow = q[5];
         s->out[0] = ms->out[0];
         plan->slots[ms->out[0]].def = j;
-        ms->kind = STEP_FUSED;
-        plan->n_fast--;
-        plan->n_fused++;
-        dn_step_free(g);
-        built[m] = NULL;
+        drop_step(ps, built, m);
     }
     return TP_OK;
 }
