@@ -1573,8 +1573,10 @@ typedef struct gparam {
 } gparam;
 typedef int (*g_fn)(tp_graph *g, tp_node **in, tp_node **o);
 
+static int g_dpool_events; /* check_graph's steps that ran direct+maxpool-nhwc */
 static void on_event_names(void *user, const tp_profile_event *ev) {
     if (getenv("TP_TEST_SHOW_STEPS")) printf("    %s %s %s\n", ev->node ? ev->node : "?", ev->op, ev->variant);
+    g_dpool_events += strcmp(ev->variant, "direct+maxpool-nhwc") == 0;
     (void)user;
 }
 
@@ -1800,6 +1802,22 @@ TEST(test_nan_through_regions) {
         check_graph(names[k], xs, x, 2, par, g_act);
         check_graph(snames[k], xs, x, 2, par, g_act_standalone);
     }
+    tp_tensor_free(x);
+    /* 3 input channels: the convolution on the direct kernel (AVX-512,
+     * TP_CONV_GEMM unset) with the ceil-mode pool fused into it, once per
+     * run at 1, 2 and 3 threads; NaNs inside the image and at a corner,
+     * whose windows reach the padding */
+    const int64_t xs3[4] = {2, 3, 13, 11};
+    x = rand_t(4, xs3, 2.0f);
+    d = tp_tensor_data(x);
+    d[1 * 143 + 5 * 11 + 4] = NAN;     /* image 0, channel 1, (5, 4) */
+    d[3 * 143 + 2 * 143 + 0] = NAN;    /* image 1, channel 2, (0, 0) */
+    d[3 * 143 + 12 * 11 + 10] = NAN;   /* image 1, channel 0, (12, 10) */
+    const gparam par3[] = {{4, {16, 3, 3, 3}}, {4, {8, 16, 1, 1}}};
+    g_dpool_events = 0;
+    check_graph("nan: direct convolution + fused max pool", xs3, x, 2, par3, g_pool_mid);
+    const int want = !gc && avx512_in_effect() ? 3 : 0;
+    CHECK_MSG(g_dpool_events == want, "nan: %d runs of the fused direct pool, want %d", g_dpool_events, want);
     tp_tensor_free(x);
     g_nan_superset = false;
 }

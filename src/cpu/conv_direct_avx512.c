@@ -25,22 +25,12 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "avx512_util.h"
 #include "fast.h"
 
 /* Output rows a thread's padded planes cover at a time (they hold
  * (DIRECT_ROWS - 1) * sh + (kh - 1) * dh + 1 input rows). */
 #define DIRECT_ROWS 16
-
-static __mmask16 lane_mask(int64_t left) {
-    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-}
-
-/* as tp__relu_mode */
-static inline __attribute__((always_inline)) __m512 direct_relu(__m512 v, int mode) {
-    if (mode == 1) return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
-    if (mode == 2) return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), v));
-    return v;
-}
 
 /* One tile's operands: x the padded planes at the tile's first input
  * (pixel 0, tap (0, 0, 0)), b the panel's packed rows (K x 64), y and res
@@ -89,7 +79,7 @@ static inline __attribute__((always_inline)) void direct_body(const direct_tile 
     __mmask16 mk[4];
 #pragma GCC unroll 4
     for (int q = 0; q < NB; q++) {
-        mk[q] = lane_mask(t->cols - 16 * q);
+        mk[q] = tp__avx512_lanes(t->cols - 16 * q);
         bias[q] = t->bias ? _mm512_maskz_loadu_ps(mk[q], t->bias + 16 * q) : _mm512_setzero_ps();
     }
 #pragma GCC unroll 12
@@ -101,7 +91,7 @@ static inline __attribute__((always_inline)) void direct_body(const direct_tile 
         for (int q = 0; q < NB; q++) {
             __m512 v = _mm512_add_ps(acc[r][q], bias[q]);
             if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk[q], res + 16 * q));
-            _mm512_mask_storeu_ps(y + 16 * q, mk[q], direct_relu(v, t->relu));
+            _mm512_mask_storeu_ps(y + 16 * q, mk[q], tp__avx512_relu(v, t->relu));
         }
     }
 }
@@ -169,6 +159,8 @@ typedef struct direct_planes {
     const tp_conv_nhwc_call *call;
     float *xp;
     int64_t img, oh0, rows;
+    const direct_fn *fns; /* direct_fns' row for the call's column stride */
+    int relu;             /* tp__fused_relu_mode of the activation */
 } direct_planes;
 
 /* Copy the input rows for output rows [oh0, oh0 + rows) into the
@@ -213,8 +205,7 @@ static void direct_row(direct_planes *pl, int64_t img, int64_t oh, float *yrow, 
     if (pl->img != img || oh < pl->oh0 || oh >= pl->oh0 + pl->rows)
         direct_fill(pl, img, oh, cv->oh - oh < DIRECT_ROWS ? cv->oh - oh : DIRECT_ROWS);
     const int64_t k = cv->kh * cv->kw * cv->cin, panels = (cv->cout + 63) / 64, wp = direct_wp(cv);
-    const int relu = tp__fused_relu_mode(cv->act);
-    const direct_fn *fns = direct_fns[cv->sw == 1 ? 1 : cv->sw == 2 ? 2 : 0];
+    const int relu = pl->relu;
     const float *xr = pl->xp + (oh - pl->oh0) * cv->sh * wp;
     for (int64_t p = 0; p < panels; p++) {
         const int64_t cols = cv->cout - 64 * p < 64 ? cv->cout - 64 * p : 64;
@@ -237,15 +228,10 @@ static void direct_row(direct_planes *pl, int64_t img, int64_t oh, float *yrow, 
             t.y = yrow + q * cv->cout + 64 * p;
             t.res = rrow ? rrow + q * cv->cout + 64 * p : NULL;
             t.rows = (int)(cv->ow - q < R ? cv->ow - q : R);
-            fns[nb - 1](&t);
+            pl->fns[nb - 1](&t);
         }
     }
     if (cv->act && !relu) cv->act->apply(cv->act, yrow, cv->ow * cv->cout);
-}
-
-/* m = v where v > m or v is NaN (the max pool's rule, onednn.c's mpool_run) */
-static inline __m512 pool_take(__m512 m, __m512 v) {
-    return _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v);
 }
 
 /* Pooled row pr of image img into y: the window's convolution rows
@@ -269,7 +255,7 @@ static void direct_pool_row(direct_planes *pl, float *ring, int64_t *tags, int64
         if (q0 < 0) q0 = 0;
         if (q1 > cv->ow) q1 = cv->ow;
         for (int64_t c = 0; c < ch; c += 16) {
-            const __mmask16 mk = lane_mask(ch - c);
+            const __mmask16 mk = tp__avx512_lanes(ch - c);
             if (r0 >= r1 || q0 >= q1) { /* a window wholly in the padding: the reference's -inf */
                 _mm512_mask_storeu_ps(y + c, mk, _mm512_set1_ps(-__builtin_inff()));
                 continue;
@@ -280,7 +266,7 @@ static void direct_pool_row(direct_planes *pl, float *ring, int64_t *tags, int64
                 const float *src = ring + (r % cv->pool_kh) * row_floats + c;
                 for (int64_t q = q0; q < q1; q++) {
                     const __m512 v = _mm512_maskz_loadu_ps(mk, src + q * ch);
-                    m = first ? v : pool_take(m, v);
+                    m = first ? v : tp__avx512_max_take(m, v);
                     first = false;
                 }
             }
@@ -292,7 +278,11 @@ static void direct_pool_row(direct_planes *pl, float *ring, int64_t *tags, int64
 void tp__conv_direct_run_avx512(const tp_conv_nhwc_call *call, int ith, int nth, void *workspace) {
     const tp_conv_nhwc *cv = call->conv;
     char *ws = (char *)workspace + (size_t)ith * tp__conv_direct_thread_bytes_avx512(cv);
-    direct_planes pl = {.call = call, .xp = (float *)ws, .img = -1};
+    direct_planes pl = {.call = call,
+                        .xp = (float *)ws,
+                        .img = -1,
+                        .fns = direct_fns[cv->sw == 1 ? 1 : cv->sw == 2 ? 2 : 0],
+                        .relu = tp__fused_relu_mode(cv->act)};
     if (cv->pool_kh > 0) {
         float *ring = (float *)(ws + direct_plane_bytes(cv));
         int64_t tags[TP_CONV_DIRECT_POOL_KH];

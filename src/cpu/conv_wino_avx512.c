@@ -9,6 +9,8 @@
 
 #if defined(__x86_64__) && defined(__AVX512F__)
 #include <immintrin.h>
+
+#include "avx512_util.h"
 #define WX_V __m512
 #define WX_W 16
 #define WX_LD(p) _mm512_loadu_ps(p)
@@ -17,7 +19,7 @@
 #define WX_SUB(a, b) _mm512_sub_ps(a, b)
 #define WX_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define WX_SET1(x) _mm512_set1_ps(x)
-#define WX_RELU(v) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v)
+#define WX_RELU(v) tp__avx512_relu(v, 1)
 #define WX_MAX(a, b) _mm512_max_ps(a, b)
 #define WX_MIN(a, b) _mm512_min_ps(a, b)
 /* 2 output columns at once: 4 ran 4% slower and 6 and 8 10-20% (14x14 to
@@ -32,7 +34,7 @@
 #define WX_DW_ROWS 3
 /* conv_dw.h's last partial vector of channels */
 #define WX_M __mmask16
-#define WX_TAIL(n) ((__mmask16)((1u << (n)) - 1u))
+#define WX_TAIL(n) tp__avx512_lanes(n)
 #define WX_LDM(p, m) _mm512_maskz_loadu_ps(m, p)
 #define WX_STM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #define WX_NAME(n) wx_avx512_##n

@@ -223,7 +223,7 @@ static float max_of(const float *a, int64_t n) {
     if (i < n) { /* the tail as one vector padded with -inf (a scalar tail cost ~10 cycles an element) */
         tp__vf x;
 #if TP_ELT_VLANES == 16 && defined(__AVX512F__)
-        __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), (__mmask16)((1u << (n - i)) - 1u), a + i);
+        __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tp__avx512_lanes(n - i), a + i);
         memcpy(&x, &v, sizeof x);
 #else
         float t[W];
@@ -282,7 +282,7 @@ static float exp_sub_sum_v16(float *o, const float *a, int64_t n, float max, con
     const __m512 mv = _mm512_set1_ps(max), lo = _mm512_set1_ps(-87.33f);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __mmask16 k = tp__avx512_lanes(n - i);
         if (next) _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
         const __m512 y = _mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, a + i), mv);
         const __mmask16 keep = _mm512_cmp_ps_mask(y, lo, _CMP_GE_OQ); /* else exp flushes to +0 */
@@ -311,7 +311,7 @@ static float max_v16(const float *a, int64_t n) {
         m1 = _mm512_max_ps(m1, x1);
     }
     for (; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __mmask16 k = tp__avx512_lanes(n - i);
         const __m512 x = _mm512_mask_loadu_ps(ninf, k, a + i);
         nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
         m0 = _mm512_max_ps(m0, x);
@@ -327,7 +327,7 @@ static void scale_v16(float *o, int64_t n, float s) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, _mm512_mul_ps(_mm512_loadu_ps(o + i), sv));
     if (i < n) {
-        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+        const __mmask16 k = tp__avx512_lanes(n - i);
         _mm512_mask_storeu_ps(o + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, o + i), sv));
     }
 }
@@ -544,7 +544,7 @@ static void layer_norm_v16(float *o, const float *a, int64_t n, const float *w, 
         p3 = _mm512_add_ps(p3, _mm512_loadu_ps(a + i + 48));
     }
     for (; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __mmask16 k = tp__avx512_lanes(n - i);
         p0 = _mm512_add_ps(p0, _mm512_maskz_loadu_ps(k, a + i));
     }
     const float mean = fold4_v16(p0, p1, p2, p3) / (float)n;
@@ -559,13 +559,13 @@ static void layer_norm_v16(float *o, const float *a, int64_t n, const float *w, 
         p3 = _mm512_fmadd_ps(d3, d3, p3);
     }
     for (; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __mmask16 k = tp__avx512_lanes(n - i);
         const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, a + i), mv);
         p0 = _mm512_fmadd_ps(d, d, p0);
     }
     const __m512 rv = _mm512_set1_ps(1.0f / sqrtf(fold4_v16(p0, p1, p2, p3) / (float)n + eps));
     for (i = 0; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __mmask16 k = tp__avx512_lanes(n - i);
         /* bias alone as an explicit FMA: gcc contracts a multiply and add
          * written apart in one build and not in another */
         const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, a + i), mv);

@@ -17,24 +17,11 @@
 #if defined(__x86_64__) && defined(__AVX512F__)
 #include <immintrin.h>
 
+#include "avx512_util.h"
+
 enum { MR = TP__GEMM_AVX512_MR, NR = TP__GEMM_AVX512_NR, NV = NR / 16 };
 
-/* Lanes of column group j (16 columns each) that hold one of the n columns. */
-static inline __mmask16 tp__gemm_avx512_column_mask(int n, int j) {
-    int left = n - 16 * j;
-    if (left >= 16) return (__mmask16)0xFFFF;
-    if (left <= 0) return 0;
-    return (__mmask16)((1u << left) - 1u);
-}
-
-/* relu (mode 1: NaN kept, else +0) or relu6 (mode 2: max(0, .) and
- * min(6, .) return their second operand, v, for a NaN v, and -0 for -0) of
- * v, as tp__relu_mode; mode 0: v. */
-static inline __attribute__((always_inline)) __m512 tp__gemm_avx512_relu(__m512 v, int mode) {
-    if (mode == 1) return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
-    if (mode == 2) return _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), v));
-    return v;
-}
+/* relu_y: tp__avx512_relu on 8 lanes (AVX512VL's masked moves) */
 static inline __attribute__((always_inline)) __m256 tp__gemm_avx512_relu_y(__m256 v, int mode) {
     if (mode == 1) return _mm256_maskz_mov_ps(_mm256_cmp_ps_mask(v, _mm256_setzero_ps(), _CMP_NLE_UQ), v);
     if (mode == 2) return _mm256_min_ps(_mm256_set1_ps(6.0f), _mm256_max_ps(_mm256_setzero_ps(), v));
@@ -53,12 +40,12 @@ tp__gemm_avx512_store_body(const int m, const int nv, __m512 acc[MR][NV], float 
     __m512 bias_v[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++)
-        bias_v[j] = has_bias && j < nv ? _mm512_maskz_loadu_ps(tp__gemm_avx512_column_mask(n, j), bias + 16 * j)
+        bias_v[j] = has_bias && j < nv ? _mm512_maskz_loadu_ps(tp__avx512_lanes(n - 16 * j), bias + 16 * j)
                                        : zero;
 #define TP__GEMM_AVX512_TILE_EP(v, j)                                                              \
     do {                                                                                           \
         if (has_bias) v = _mm512_add_ps(v, bias_v[j]);                                             \
-        v = tp__gemm_avx512_relu(v, relu);                                                         \
+        v = tp__avx512_relu(v, relu);                                                              \
     } while (0)
     if (n == 16 * nv) {
 #pragma GCC unroll 8
@@ -80,7 +67,7 @@ tp__gemm_avx512_store_body(const int m, const int nv, __m512 acc[MR][NV], float 
         return;
     }
     __mmask16 mask[NV];
-    for (int j = 0; j < NV; j++) mask[j] = tp__gemm_avx512_column_mask(n, j);
+    for (int j = 0; j < NV; j++) mask[j] = tp__avx512_lanes(n - 16 * j);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
         if (i >= m) continue;
@@ -153,7 +140,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_tile(
         }
     }
     /* B is read only up to column n (it may be a caller's row-major B). */
-    const __mmask16 last_mask = tp__gemm_avx512_column_mask(n, nv - 1);
+    const __mmask16 last_mask = tp__avx512_lanes(n - 16 * (nv - 1));
     const float *a3 = !packed_a && m > 3 ? a + 3 * rs : a; /* rows 3-5 when there are any */
     /* The prefetch hint (a separate instance: its registers and the extra
      * load slow the plain kernel), paced by tp__gemm_pf_step, without a
@@ -265,7 +252,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_row_tile(const
     for (int u = 0; u < 4; u++)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) acc[u][j] = _mm512_setzero_ps();
-    const __mmask16 last_mask = tp__gemm_avx512_column_mask(n, nv - 1);
+    const __mmask16 last_mask = tp__avx512_lanes(n - 16 * (nv - 1));
     const char *pf_at = (const char *)pf;
     const char *pf_last = pf ? pf_at + ((pf_bytes - 1) & ~(int64_t)63) : pf_at;
     int64_t p = 0;
@@ -334,7 +321,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_narrow_tile(
     int64_t ldb, float *c, int64_t ldc, int n, float alpha, float beta, const tp__gemm_tile_ep *tep) {
     const int64_t rs = packed_a ? 1 : rs_a;
     const int64_t cs = packed_a ? NMR : 1;
-    const __mmask16 m0 = tp__gemm_avx512_column_mask(n, 0), m1 = tp__gemm_avx512_column_mask(n, 1);
+    const __mmask16 m0 = tp__avx512_lanes(n), m1 = tp__avx512_lanes(n - 16);
     const __mmask8 m1y = (__mmask8)m1;
     __m512 acc0[NMR], acc1[NMR];
     __m256 acc1y[NMR];
@@ -383,11 +370,11 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_narrow_tile(
         __m512 v;
         TP__GEMM_NARROW_VALUE(v, acc0[i], _mm512_maskz_loadu_ps(m0, ci), _mm512_mul_ps, _mm512_fmadd_ps,
                               _mm512_add_ps, _mm512_set1_ps, bias0);
-        _mm512_mask_storeu_ps(ci, m0, tp__gemm_avx512_relu(v, relu));
+        _mm512_mask_storeu_ps(ci, m0, tp__avx512_relu(v, relu));
         if (kind == 3) {
             TP__GEMM_NARROW_VALUE(v, acc1[i], _mm512_maskz_loadu_ps(m1, ci + 16), _mm512_mul_ps, _mm512_fmadd_ps,
                                   _mm512_add_ps, _mm512_set1_ps, bias1);
-            _mm512_mask_storeu_ps(ci + 16, m1, tp__gemm_avx512_relu(v, relu));
+            _mm512_mask_storeu_ps(ci + 16, m1, tp__avx512_relu(v, relu));
         }
         if (kind == 2) {
             __m256 w;
@@ -475,7 +462,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_dot_block(cons
     for (int q = 0; q < 16; q++) acc[q] = first ? _mm512_setzero_ps() : acc_buf[q];
     int64_t p = 0;
     for (; p + 16 <= kc; p += 16) tp__gemm_avx512_dot_step(R, J, a, rs_a, bt, ldbt, p, (__mmask16)0xFFFF, acc);
-    if (p < kc) tp__gemm_avx512_dot_step(R, J, a, rs_a, bt, ldbt, p, (__mmask16)((1u << (kc - p)) - 1u), acc);
+    if (p < kc) tp__gemm_avx512_dot_step(R, J, a, rs_a, bt, ldbt, p, tp__avx512_lanes(kc - p), acc);
     if (!last) {
 #pragma GCC unroll 16
         for (int q = 0; q < 16; q++) acc_buf[q] = acc[q];
@@ -517,7 +504,7 @@ static inline __attribute__((always_inline)) void tp__gemm_avx512_dot_block(cons
 TP_HIDDEN void tp__gemm_avx512_dot(int64_t m, int n, int64_t k, const float *a, int64_t rs_a, const float *bt,
                                    int64_t ldbt, float *c, int64_t ldc, float alpha, float beta,
                                    const tp__gemm_tile_ep *ep) {
-    const __mmask16 nm = tp__gemm_avx512_column_mask(n, 0);
+    const __mmask16 nm = tp__avx512_lanes(n);
     const bool has_bias = ep && ep->bias;
     const int relu = ep ? ep->relu : 0;
     const __m512 bias = has_bias ? _mm512_maskz_loadu_ps(nm, ep->bias) : _mm512_setzero_ps();
@@ -557,7 +544,7 @@ TP_HIDDEN void tp__gemm_avx512_dot(int64_t m, int n, int64_t k, const float *a, 
                 y = _mm512_fmadd_ps(_mm512_set1_ps(alpha), sum,
                                     _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(nm, ci)));
             if (has_bias) y = _mm512_add_ps(y, bias);
-            _mm512_mask_storeu_ps(ci, nm, tp__gemm_avx512_relu(y, relu));
+            _mm512_mask_storeu_ps(ci, nm, tp__avx512_relu(y, relu));
         }
     }
 }

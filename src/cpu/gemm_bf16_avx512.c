@@ -10,6 +10,7 @@
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 #include <immintrin.h>
 
+#include "avx512_util.h"
 #include "bf16_avx512.h"
 
 /* r rounded, stored to the first n of 16 outputs. */
@@ -69,7 +70,7 @@ static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_
         for (int v = 0; v < NV; v++) {
             const int cols = n - 16 * v;
             if (cols <= 0) break;
-            const __mmask16 mask = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
+            const __mmask16 mask = tp__avx512_lanes(cols);
             __m512 r = c[i][v];
             float *cp = c32 + i * ldc32 + 16 * v;
             if (acc) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, cp));
@@ -80,9 +81,7 @@ static inline __attribute__((always_inline)) void kernel_nv(const int NV, int64_
                                                       : _mm512_maskz_loadu_ps(mask, ep->bias + 16 * v));
                 if (ep->bias2) r = _mm512_add_ps(round_trip(r), load_bf16(ep->bias2 + 16 * v, mask));
                 if (ep->res) r = _mm512_add_ps(round_trip(r), load_bf16(ep->res + i * ep->ld_res + 16 * v, mask));
-                if (ep->relu == 1) r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_NLE_UQ), r);
-                else if (ep->relu == 2) /* max(0, r) and min(6, .) keep a NaN r (the second operand) */
-                    r = _mm512_min_ps(_mm512_set1_ps(6.0f), _mm512_max_ps(_mm512_setzero_ps(), r));
+                r = tp__avx512_relu(r, ep->relu);
                 store_bf16(out + i * ldo + 16 * v, r, mask);
             } else {
                 _mm512_mask_storeu_ps(cp, mask, r);

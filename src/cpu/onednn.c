@@ -73,6 +73,8 @@ void tp__onednn_test_fuse_ex_min(int64_t bytes) { (void)bytes; }
 #include <oneapi/dnnl/dnnl.h>
 #include <immintrin.h>
 
+#include "avx512_util.h"
+
 /* The OpenMP runtime oneDNN runs on (declared here: our code is not built with -fopenmp). */
 int omp_get_max_threads(void);
 void omp_set_num_threads(int n);
@@ -671,8 +673,6 @@ __attribute__((target("avx2"), always_inline)) static inline void mpool_pixel(co
 
 /* mpool_pixel in AVX-512 vectors: 64 channels a step, then 16, then a
  * masked remainder. */
-#define MPOOL_TAKE16(m, v) \
-    m = _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v)
 __attribute__((target("avx512f"), always_inline)) static inline void mpool_pixel16(const float *const *tap, int nt,
                                                                                   bool first, float *o, int64_t ch) {
     const float *base = first ? tap[0] : o;
@@ -685,10 +685,10 @@ __attribute__((target("avx512f"), always_inline)) static inline void mpool_pixel
             const float *p = tap[t] + c;
             const __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
             const __m512 v2 = _mm512_loadu_ps(p + 32), v3 = _mm512_loadu_ps(p + 48);
-            MPOOL_TAKE16(m0, v0);
-            MPOOL_TAKE16(m1, v1);
-            MPOOL_TAKE16(m2, v2);
-            MPOOL_TAKE16(m3, v3);
+            m0 = tp__avx512_max_take(m0, v0);
+            m1 = tp__avx512_max_take(m1, v1);
+            m2 = tp__avx512_max_take(m2, v2);
+            m3 = tp__avx512_max_take(m3, v3);
         }
         _mm512_storeu_ps(o + c, m0);
         _mm512_storeu_ps(o + c + 16, m1);
@@ -696,16 +696,15 @@ __attribute__((target("avx512f"), always_inline)) static inline void mpool_pixel
         _mm512_storeu_ps(o + c + 48, m3);
     }
     for (; c < ch; c += 16) {
-        const __mmask16 k = ch - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ch - c)) - 1u);
+        const __mmask16 k = tp__avx512_lanes(ch - c);
         __m512 m = _mm512_maskz_loadu_ps(k, base + c);
         for (int t = t0; t < nt; t++) {
             const __m512 v = _mm512_maskz_loadu_ps(k, tap[t] + c);
-            MPOOL_TAKE16(m, v);
+            m = tp__avx512_max_take(m, v);
         }
         _mm512_mask_storeu_ps(o + c, k, m);
     }
 }
-#undef MPOOL_TAKE16
 
 /* Output rows (image, row) split evenly among the threads: mpool_run in
  * AVX2 vectors, mpool_run16 in AVX-512 ones (PIXEL: mpool_pixel or

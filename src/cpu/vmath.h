@@ -42,6 +42,8 @@
 #include <string.h>
 #if defined(__AVX512F__)
 #include <immintrin.h> /* masked loads for softmax's row tail */
+
+#include "avx512_util.h"
 #endif
 
 /* ---- bit access ---- */
@@ -418,7 +420,7 @@ static inline __attribute__((always_inline)) void tp__gelu_v16(const __m512 *x, 
             const int64_t head = (int64_t)((64 - ((uintptr_t)dst & 63)) & 63) / 4;                   \
             i = head < n ? head : n;                                                                 \
             if (i > 0) {                                                                             \
-                const __mmask16 hm = (__mmask16)((1u << i) - 1u);                                    \
+                const __mmask16 hm = tp__avx512_lanes(i);                                            \
                 TP__VM_V16_EACH x[j_] = j_ ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(hm, src);   \
                 tp__##name##_v16(x, y);                                                              \
                 _mm512_mask_storeu_ps(dst, hm, y[0]);                                                \
@@ -435,7 +437,7 @@ static inline __attribute__((always_inline)) void tp__gelu_v16(const __m512 *x, 
         __mmask16 m[TP__VM_V16_K];                                                                   \
         TP__VM_V16_EACH {                                                                            \
             const int64_t left = n - i - 16 * j_;                                                    \
-            m[j_] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u); \
+            m[j_] = tp__avx512_lanes(left);                                                          \
             x[j_] = _mm512_maskz_loadu_ps(m[j_], src + i + 16 * j_);                                 \
         }                                                                                            \
         tp__##name##_v16(x, y);                                                                      \
@@ -759,7 +761,7 @@ static inline float tp__vexp_sub_sum_f32(float *dst, const float *src, int64_t n
 #if defined(__AVX512F__)
             /* masked vector load and store: building t element by element
              * cost rows of 197 as much as 190 of their other elements */
-            const __mmask16 k = (__mmask16)((1u << (m - i)) - 1u);
+            const __mmask16 k = tp__avx512_lanes(m - i);
             _mm512_storeu_ps(t, _mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + i),
                                               _mm512_set1_ps(max)));
             for (int j = 0; j < 16; j++) t[j] = tp__vm_exp_nonpos_ftz(t[j]);
