@@ -1443,12 +1443,13 @@ static tp_status run_bind(tp_run *r, tp_plan *plan) {
 static tp_status run_create(tp_program *p, const tp_run_options *opt, bool pooled, tp_run **out) {
     tp_run *r = tp_calloc(1, sizeof *r);
     TP_CHECK(r != NULL, TP_ERR_NOMEM, "out of memory creating a run context");
-    r->claims_base = tp_malloc((size_t)(MAX_RUN_THREADS + 1) * sizeof(tp_claim));
+    void *claims = NULL;
+    r->claims_base = tp__malloc_stream((size_t)MAX_RUN_THREADS * sizeof(tp_claim), &claims);
     if (!r->claims_base) {
         tp_free(r);
         return tp_error(TP_ERR_NOMEM, "out of memory creating a run context");
     }
-    r->claims = (tp_claim *)(((uintptr_t)r->claims_base + 63) & ~(uintptr_t)63);
+    r->claims = claims;
     tp_run_options_init(&r->opt);
     if (opt) {
         size_t n = opt->struct_size && opt->struct_size < sizeof r->opt ? opt->struct_size : sizeof r->opt;
@@ -1706,11 +1707,11 @@ static int copy_step(tp_tensor *dst, const tp_tensor *src, int threads) {
 /* Make r's reference-kernel scratch hold `want` bytes for the next call
  * (this call's steps asked for that much). */
 static tp_status scratch_grow(tp_run *r, size_t want) {
-    void *base = want <= SIZE_MAX - 64 ? tp_malloc(want + 64) : NULL;
+    void *aligned = NULL, *base = tp__malloc_stream(want, &aligned);
     TP_CHECK(base != NULL, TP_ERR_NOMEM, "out of memory for reference kernels' scratch (%zu bytes)", want);
     tp_free(r->scratch_base);
     r->scratch_base = base;
-    r->scratch.base = (char *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+    r->scratch.base = aligned;
     r->scratch.size = want;
     return TP_OK;
 }
