@@ -3,7 +3,8 @@
  * -mavx512f (gemm_avx512.c, gemm_bf16_avx512.c, conv_direct_avx512.c,
  * conv_wino_avx512.c) and by onednn.c's pooling, whose AVX-512 functions
  * carry target("avx512f"): the helpers carry it too, so they inline into
- * either (a caller without AVX-512 fails to compile, it never runs them).
+ * either (a function built without AVX-512 cannot inline them: the build
+ * fails instead).
  */
 #ifndef TPEXPORT_CPU_AVX512_UTIL_H
 #define TPEXPORT_CPU_AVX512_UTIL_H

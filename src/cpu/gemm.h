@@ -184,7 +184,20 @@ TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *wo
  * share of its FMAs: N = 4: 256x64 21 / 18, 3136x96 29 / 20; N = 8:
  * 256x192 50 / 41; N = 10: 256x128 42 / 50, 256x192 51 / 51, 256x256
  * 57 / 52, 256x512 71 / 49; N = 16 (no lane lost): 3136x96 45 / 79,
- * 256x256 66 / 83, 256x1024 74 / 78, 32x4096 81 / 79. */
+ * 256x256 66 / 83, 256x1024 74 / 78, 32x4096 81 / 79.
+ * Measured again after it on a Zen 5 (same columns): shorter K would pay
+ * for N <= 12 - N = 8: 256x64 56 / 40, 3136x64 59 / 39; N = 10: 256x64
+ * 56 / 50, 256x96 67 / 52, 256x128 75 / 53, 256x88 (K not a multiple of
+ * 16) 51 / 52; N = 12: 256x104 64 / 63, 256x136 74 / 65 - but not for N
+ * = 13-15, where K's last partial 16 costs the dot path more than the
+ * lanes the kernel loses (N = 15: 256x120 61 / 80, 256x136 65 / 80;
+ * N = 13: 256x136 65 / 69; N = 14: 256x232 74 / 76); at K >= 16 N it
+ * wins (N = 10: 256x256 87 / 54, 256x512 90 / 52, 256x1024 73 / 45;
+ * N = 12: 256x256 90 / 65; N = 14: 256x512 92 / 73; N = 15: 256x256
+ * 88 / 81, 256x512 89 / 78) except N = 15 with such a tail or a B
+ * beyond L1 (256x248 72 / 82, 256x960 71-73 / 75-76). The bound stays
+ * 16 N: a lower one for N <= 12 was not measured on an Intel CPU, where
+ * the kernel led at 256x128 before the row sums moved. */
 enum { TP__GEMM_DOT_MAX_N = 15, TP__GEMM_DOT_MIN_K = 64 };
 TP_HIDDEN size_t tp__gemm_packed_bt_bytes(int isa, int64_t k, int64_t n);
 TP_HIDDEN void tp__gemm_pack_bt(int isa, int64_t k, int64_t n, const float *b, int64_t rs_b, int64_t cs_b,
