@@ -1805,7 +1805,7 @@ TEST(test_nan_through_regions) {
     tp_tensor_free(x);
     /* 3 input channels: the convolution on the direct kernel (AVX-512,
      * TP_CONV_GEMM unset) with the ceil-mode pool fused into it, once per
-     * run at 1, 2 and 3 threads; NaNs inside the image and at a corner,
+     * run at 1, 2 and 3 threads; NaNs inside the image and at two corners,
      * whose windows reach the padding */
     const int64_t xs3[4] = {2, 3, 13, 11};
     x = rand_t(4, xs3, 2.0f);
