@@ -20,6 +20,13 @@ sides' fusions land in one group: a block (2 for the transformers and
 ResNets, /layer4/layer4.0; 5 for torchvision's MBConv blocks, the default).
 Both sides' profiles include their profiling overhead:
 compare groups within one run, not with bench/run.sh's medians, and repeat.
+
+--flops adds each group's multiply-adds x 2 (MFLOP) of its Conv, MatMul
+and Gemm nodes in their direct form (2 x output elements x the reduction
+length; what Winograd saves counts as speed), from ONNX shape inference
+on the example inputs, and both sides' GFLOP/s; --peak G (the threads'
+FMA peak in GFLOP/s: bench/fma_peak.c's single-core figure times the
+threads) adds them as percentages of it.
 """
 import argparse
 import collections
@@ -94,6 +101,51 @@ def ort_profile(path, threads, runs):
     return {n: statistics.median(v) for n, v in per.items()}
 
 
+def node_flops(model, feeds):
+    """Direct-form FLOPs (2 x multiply-adds) of each Conv, MatMul and Gemm
+    node, by name, with the graph inputs fixed to the example inputs'
+    shapes."""
+    import onnx
+    from onnx import shape_inference
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for i in m.graph.input:
+        if i.name in feeds:
+            dims = i.type.tensor_type.shape.dim
+            for d, n in zip(dims, feeds[i.name].shape):
+                d.Clear()
+                d.dim_value = int(n)
+    m = shape_inference.infer_shapes(m)
+    shapes = {}
+    for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
+        t = v.type.tensor_type
+        if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+            shapes[v.name] = [d.dim_value for d in t.shape.dim]
+    for t in m.graph.initializer:
+        shapes[t.name] = list(t.dims)
+    out = {}
+    for n in m.graph.node:
+        if n.op_type not in ("Conv", "MatMul", "Gemm"):
+            continue
+        y, a, b = shapes.get(n.output[0]), shapes.get(n.input[0]), shapes.get(n.input[1])
+        if not y or not a or not b:
+            continue
+        elems = 1
+        for d in y:
+            elems *= d
+        if n.op_type == "Conv":  # weight: cout x cin/groups x kernel...
+            red = 1
+            for d in b[1:]:
+                red *= d
+        elif n.op_type == "MatMul":
+            red = a[-1]
+        else:  # Gemm: A may be transposed (transA)
+            trans_a = next((x.i for x in n.attribute if x.name == "transA"), 0)
+            red = a[0] if trans_a else a[-1]
+        out[n.name] = 2.0 * elems * red
+    return out
+
+
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -104,6 +156,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     ap.add_argument("--min-time", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=50, help="onnxruntime runs under its profiler")
+    ap.add_argument("--flops", action="store_true", help="each group's MFLOP and both sides' GFLOP/s")
+    ap.add_argument("--peak", type=float, default=0.0,
+                    help="with --flops: the threads' FMA peak in GFLOP/s, for percentages of it")
     a = ap.parse_args()
     exe = a.tpexport or next((p for p in (os.path.join(ROOT, "build-bench", "tpexport"),
                                           os.path.join(ROOT, "build", "tpexport")) if os.path.exists(p)), None)
@@ -130,15 +185,39 @@ def main():
     b_ms = collections.defaultdict(float)
     for name, ms in ort_profile(path, a.threads, a.runs).items():
         b_ms[module_path(name, a.depth)] += ms
+    flops = collections.defaultdict(float)
+    if a.flops:
+        import numpy as np
+        model = onnx.load(path)
+        base = path[:-len(".onnx")]
+        feeds = {i.name: np.load(f"{base}.in.{i.name}.npy", mmap_mode="r") for i in model.graph.input
+                 if os.path.exists(f"{base}.in.{i.name}.npy")}
+        for name, f in node_flops(model, feeds).items():
+            flops[module_path(name, a.depth)] += f
 
     keys = sorted(set(a_ms) | set(b_ms), key=lambda k: -max(a_ms.get(k, 0.0), b_ms.get(k, 0.0)))
     print(f"{a.model}, {a.threads} thread(s): ms per call (profiled), grouped by the first {a.depth} "
           f"components of the module path")
-    print(f"{'group':60s} {'tpexport':>9s} {'ORT':>9s} {'ratio':>6s}")
-    for k in keys:
-        x, y = a_ms.get(k, 0.0), b_ms.get(k, 0.0)
-        print(f"{k[:60]:60s} {x:9.3f} {y:9.3f} {x / y if y else float('nan'):6.2f}")
-    print(f"{'total':60s} {sum(a_ms.values()):9.3f} {sum(b_ms.values()):9.3f}")
+    def rate(f, ms):  # GFLOP/s and, with --peak, its percentage
+        if not f or not ms:
+            return f" {'':>7s}" + (f" {'':>6s}" if a.peak else "")
+        g = f / ms / 1e6
+        return f" {g:7.1f}" + (f" {100.0 * g / a.peak:5.1f}%" if a.peak else "")
+
+    head = f"{'group':60s} {'tpexport':>9s} {'ORT':>9s} {'ratio':>6s}"
+    if a.flops:
+        pct = f" {'%':>6s}" if a.peak else ""
+        head += f" {'MFLOP':>8s} {'tp GF/s':>7s}{pct} {'ORTGF/s':>7s}{pct}"
+    print(head)
+    for k in keys + ["total"]:
+        if k == "total":
+            x, y, f = sum(a_ms.values()), sum(b_ms.values()), sum(flops.values())
+        else:
+            x, y, f = a_ms.get(k, 0.0), b_ms.get(k, 0.0), flops.get(k, 0.0)
+        line = f"{k[:60]:60s} {x:9.3f} {y:9.3f} {x / y if y else float('nan'):6.2f}"
+        if a.flops:
+            line += f" {f / 1e6:8.1f}" + rate(f, x) + rate(f, y)
+        print(line)
 
 
 if __name__ == "__main__":
