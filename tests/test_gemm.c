@@ -12,6 +12,7 @@
  * Results must be bitwise identical for every thread count and split: each
  * element's K reduction order does not depend on the split.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -784,6 +785,79 @@ TEST(test_pack_b_rows) {
         }
 }
 
+/* tp__gemm_panel (one packed panel's product without a plan): bitwise what
+ * tp__gemm_run gives for the same product (every kernel sums an element's
+ * products in one chain over p; m >= 2, so not the one-row kernel), and
+ * within 1e-5 of a double sum, with beta 0 and 1 (C added to), A with a
+ * row stride past kc, C with one past n, full and edge panels (n below
+ * NR: widths rounded as the packing does) and a prefetch range given. */
+TEST(test_gemm_panel) {
+    static const int64_t shapes[][3] = {{2, 1, 1}, {5, 7, 16}, {16, 103, 64}, {13, 37, 40}, {32, 64, 17}, {7, 128, 64}};
+    for (int isa = TP_ISA_SCALAR; isa <= tp__gemm_best_isa(); isa++) {
+        int mr, nr;
+        tp__gemm_register_block(isa, &mr, &nr);
+        for (size_t s = 0; s < TP_ARRAY_LEN(shapes); s++)
+            for (int beta = 0; beta <= 1; beta++) {
+                const int64_t m = shapes[s][0], kc = shapes[s][1], n = shapes[s][2] < nr ? shapes[s][2] : nr;
+                const int64_t rs_a = kc + 3, ldc = n + 5;
+                float *a = malloc(sizeof(float) * (size_t)(m * rs_a)), *b = malloc(sizeof(float) * (size_t)(kc * n));
+                float *c0 = malloc(sizeof(float) * (size_t)(m * ldc)), *got = malloc(sizeof(float) * (size_t)(m * ldc));
+                float *want = malloc(sizeof(float) * (size_t)(m * ldc));
+                for (int64_t i = 0; i < m * rs_a; i++) a[i] = rng_float();
+                for (int64_t i = 0; i < kc * n; i++) b[i] = rng_float();
+                for (int64_t i = 0; i < m * ldc; i++) c0[i] = rng_float();
+                const size_t bytes = tp__gemm_packed_b_bytes(isa, kc, n) + (size_t)nr * sizeof(float);
+                void *packed = alloc_aligned(bytes);
+                memset(packed, 0, bytes);
+                tp__gemm_pack_b(isa, kc, n, b, n, 1, packed);
+                memcpy(got, c0, sizeof(float) * (size_t)(m * ldc));
+                memcpy(want, c0, sizeof(float) * (size_t)(m * ldc));
+                tp__gemm_panel(isa, m, kc, a, rs_a, packed, (int)n, got, ldc, (float)beta, b,
+                               (int64_t)sizeof(float) * kc * n);
+                tp_gemm g;
+                memset(&g, 0, sizeof g);
+                g.isa = isa;
+                g.m = m;
+                g.n = n;
+                g.k = kc;
+                g.a = a;
+                g.rs_a = rs_a;
+                g.cs_a = 1;
+                g.packed_b = packed;
+                g.c = want;
+                g.ldc = ldc;
+                g.ep = tp__gemm_epilogue_default();
+                g.ep.beta = (float)beta;
+                void *ws = alloc_aligned(tp__gemm_workspace_bytes(&g, 1) + 64);
+                tp__gemm_run(&g, 0, 1, ws);
+                double worst = 0.0;
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        double d = beta ? c0[i * ldc + j] : 0.0;
+                        for (int64_t p = 0; p < kc; p++) d += (double)a[i * rs_a + p] * b[p * n + j];
+                        const double e = fabs(got[i * ldc + j] - d) / (1.0 + fabs(d));
+                        if (e > worst) worst = e;
+                    }
+                bool outside_same = true; /* columns past n untouched */
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = n; j < ldc; j++) outside_same &= got[i * ldc + j] == c0[i * ldc + j];
+                CHECK_MSG(memcmp(got, want, sizeof(float) * (size_t)(m * ldc)) == 0 && worst < 1e-5 && outside_same,
+                          "isa %d %lldx%lldx%lld beta %d: panel product differs (from tp__gemm_run: %d, worst %g, "
+                          "past n %s)",
+                          isa, (long long)m, (long long)kc, (long long)n, beta,
+                          memcmp(got, want, sizeof(float) * (size_t)(m * ldc)) != 0, worst,
+                          outside_same ? "untouched" : "written");
+                free(ws);
+                free(packed);
+                free(a);
+                free(b);
+                free(c0);
+                free(got);
+                free(want);
+            }
+    }
+}
+
 static int64_t claim_sizes(const void *arg, int part) { return ((const int64_t *)arg)[part]; }
 
 /* The claim counters: the owner takes from the front, thieves from the
@@ -981,4 +1055,5 @@ TEST(test_next_prefetch) {
 }
 
 TEST_MAIN(T(test_claims), T(test_next_prefetch), T(test_loop_orders), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
-          T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path), T(test_pack_b_rows))
+          T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path), T(test_pack_b_rows),
+          T(test_gemm_panel))

@@ -242,9 +242,10 @@ static bool build_net(const net_case *c, built *b) {
 
 /* onednn: steps the layout pass runs (oneDNN primitives, or our implicit
  * GEMM convolution on NHWC tensors: gemm; of those Winograd: wino, of
- * which F(4x4, 3x3): wino4) */
+ * which F(4x4, 3x3): wino4, and F(2x2, 3x3) with its transformed weights
+ * built per call: otf) */
 typedef struct counts {
-    int onednn, gemm, wino, wino4, means, steps;
+    int onednn, gemm, wino, wino4, otf, means, steps;
     int maxp; /* max pools from NHWC to NHWC run by the pass's own loop (max-nhwc) */
     int dw; /* projections computing a fused depthwise convolution (dw+gemm-nhwc, ex+dw+gemm-nhwc) */
     int ex; /* ... and its input's expansion too (ex+dw+gemm-nhwc) */
@@ -262,7 +263,9 @@ static void on_event(void *user, const tp_profile_event *ev) {
         c->onednn++;
     c->means += strcmp(ev->variant, "mean-nhwc") == 0;
     c->maxp += strcmp(ev->variant, "max-nhwc") == 0;
-    const bool w2 = strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
+    const bool otf = strcmp(ev->variant, "winograd2-otf-nhwc") == 0;
+    const bool w2 = otf || strcmp(ev->variant, "winograd2-nhwc") == 0, w4 = strcmp(ev->variant, "winograd4-nhwc") == 0;
+    c->otf += otf;
     const bool ex = strcmp(ev->variant, "ex+dw+gemm-nhwc") == 0, dw = ex || strcmp(ev->variant, "dw+gemm-nhwc") == 0;
     const bool cat = strcmp(ev->variant, "cat+gemm-nhwc") == 0;
     c->dw += dw;
@@ -312,7 +315,8 @@ static tp_tensor *run(const built *b, tp_cpu_level level, int threads, counts *c
 /* Run b at the reference level and at the CPU's with 1 and 2 threads:
  * outputs within tolerance, and between min_onednn and max_onednn (-1: no
  * bound) steps on oneDNN. Frees b's program and input. */
-static int g_last_wino, g_last_wino4; /* Winograd steps of compare_levels' last run (F(4x4, 3x3) ones) */
+static int g_last_wino, g_last_wino4, g_last_otf; /* Winograd steps of compare_levels' last run (F(4x4, 3x3) ones,
+                                                    * F(2x2, 3x3) ones building their weights per call) */
 
 static int compare_levels(built *b, const char *label, int min_onednn, int max_onednn) {
     counts cnt = {0};
@@ -332,6 +336,7 @@ static int compare_levels(built *b, const char *label, int min_onednn, int max_o
     tp_program_free(b->p);
     g_last_wino = cnt.wino;
     g_last_wino4 = cnt.wino4;
+    g_last_otf = cnt.otf;
     return cnt.gemm;
 }
 
@@ -434,21 +439,22 @@ TEST(test_gemm_conv) {
         int gemm, wino;
         int in_place; /* steps whose output takes over a dying input's block */
         int onednn;   /* steps on oneDNN or our NHWC paths, at least (0: one a layer) */
+        int otf;      /* of the Winograd ones with TP_CONV_GEMM=2, F(2x2) building its weights per call */
     } cases[] = {
         {{"gemm: NCHW input at the edge", 1, 16, 9, 11, 3,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(24, 3, 2, 1, 1, 1, TP_OP_SILU), CONV(5, 1, 1, 0, 1, 1, NONE)}},
-         2, 1, 0, 0},
+         2, 1, 0, 0, 0},
         {{"gemm: dilation, padding 0, batch 3", 3, 16, 13, 7, 3,
           {CONV(16, 3, 1, 2, 2, 1, TP_OP_HARDSWISH), CONV(16, 3, 2, 0, 1, 1, TP_OP_GELU),
            CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2, 0, 0, 0},
+         2, 0, 0, 0, 0},
         {{"gemm: 5x5 and 1x1 s2", 1, 16, 11, 9, 3,
           {CONV(16, 5, 2, 2, 1, 1, TP_OP_RELU6), CONV(32, 1, 2, 0, 1, 1, RELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2, 0, 0, 0},
+         2, 0, 0, 0, 0},
         {{"gemm: residual in place, batch 3", 3, 16, 10, 9, 4,
           {CONV(16, 3, 1, 1, 1, 1, RELU), CONV(16, 3, 1, 1, 1, 1, RELU),
            {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         3, 3, 1, 0},
+         3, 3, 1, 0, 0},
         /* conv(a) + y where max_pool(y) runs between the convolution and
          * the add: y's block stays y's (the sum cannot take it over; the
          * add after it takes over its dying input) */
@@ -458,25 +464,33 @@ TEST(test_gemm_conv) {
            {L_POOL, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, false, false, NONE, -1, 3},
            {L_ADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 2, 4},
            {L_ADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, false, NONE, 4, 0}, CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         3, 3, 1, 5},
+         3, 3, 1, 5, 0},
         {{"gemm: x + conv(x)", 1, 16, 12, 12, 3,
           {CONV(16, 3, 1, 1, 1, 1, RELU), {L_CONV, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0},
            CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2, 2, 0, 0},
+         2, 2, 0, 0, 0},
         {{"winograd: padding 0 and 2, odd sizes, batch 2", 2, 16, 11, 13, 3,
           {CONV(16, 3, 1, 0, 1, 1, TP_OP_SILU), CONV(20, 3, 1, 2, 1, 1, NONE), CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2, 2, 0, 0},
+         2, 2, 0, 0, 0},
         {{"winograd: 20 channels (vector remainders), NCHW input", 1, 20, 14, 15, 2,
           {CONV(20, 3, 1, 1, 1, 1, TP_OP_TANH), CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         1, 1, 0, 0},
+         1, 1, 0, 0, 0},
         {{"winograd: 64 -> 96 -> 128 channels, many tiles", 1, 64, 29, 26, 3,
           {CONV(96, 3, 1, 1, 1, 1, RELU), CONV(128, 3, 1, 1, 1, 1, TP_OP_GELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2, 2, 0, 0},
+         2, 2, 0, 0, 0},
         /* 16 2x2 tiles (4 4x4 ones), one block: threads split the output
          * channels, 272 of them ending in a partial weight panel */
         {{"winograd: 7x7 maps, 256 -> 272 -> 256 channels (few tiles)", 1, 256, 7, 7, 3,
           {CONV(272, 3, 1, 1, 1, 1, TP_OP_GELU), CONV(256, 3, 1, 1, 1, 1, RELU), CONV(4, 1, 1, 0, 1, 1, NONE)}},
-         2, 2, 0, 0},
+         2, 2, 0, 0, 2},
+        /* 9 tiles: F(2x2) building its weights per call, over 24 and 40
+         * input channels (chunks and vectors cut short) into 40 and 17
+         * output channels (edge panels), a residual summed in place */
+        {{"winograd on the fly: 5x5 maps, 24 -> 40 -> 40 -> 40 -> 17 channels, a residual", 1, 24, 5, 5, 5,
+          {CONV(40, 3, 1, 1, 1, 1, RELU), CONV(40, 3, 1, 1, 1, 1, RELU),
+           {L_CONV, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, false, RELU, 1, 0}, CONV(17, 3, 1, 1, 1, 1, NONE),
+           CONV(4, 1, 1, 0, 1, 1, NONE)}},
+         4, 4, 1, 0, 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         built b;
@@ -491,9 +505,12 @@ TEST(test_gemm_conv) {
         int gemm = compare_levels(&b, cases[i].c.label, cases[i].onednn ? cases[i].onednn : cases[i].c.n_layers, -1);
         if (mode >= 0) {
             const int want = mode ? cases[i].gemm : 0, want_wino = mode >= 2 ? cases[i].wino : 0;
-            CHECK_MSG(gemm == want && g_last_wino == want_wino && (mode != 4 || g_last_wino4 == want_wino),
-                      "%s: %d convolutions on our GEMM (%d Winograd, %d F(4x4)), want %d (%d)", cases[i].c.label,
-                      gemm, g_last_wino, g_last_wino4, want, want_wino);
+            const int want_otf = mode == 2 ? cases[i].otf : 0;
+            CHECK_MSG(gemm == want && g_last_wino == want_wino && (mode != 4 || g_last_wino4 == want_wino) &&
+                          g_last_otf == want_otf,
+                      "%s: %d convolutions on our GEMM (%d Winograd, %d F(4x4), %d with weights built per call), "
+                      "want %d (%d, %d)",
+                      cases[i].c.label, gemm, g_last_wino, g_last_wino4, g_last_otf, want, want_wino, want_otf);
         }
     }
 }

@@ -20,6 +20,9 @@ typedef struct tp_wino_tx {
     void (*in)(const float *const *d, float *v, size_t xs, int64_t cin);
     void (*out)(const float *m, size_t xs, int64_t cout, const float *bias, float *const *dst,
                 const float *const *res, bool relu);
+    /* F(2x2)'s weight transform over n floats of the 9 taps g into the 12
+     * values of U = G g G^T that are not taps (conv_wino.h's u12) */
+    void (*u12)(const float *const *g, float *const *u, int64_t n);
 } tp_wino_tx;
 
 /* A depthwise convolution (groups = channels = the pointwise convolution's
@@ -164,6 +167,15 @@ typedef struct tp_conv_nhwc {
     tp_wino_tx tx;             /* Winograd: the transforms, set by init */
     bool wino_relu;            /* Winograd: act is a plain relu, applied in tx.out (set by init) */
     size_t thread_bytes;       /* Winograd: workspace bytes per thread */
+    /* Winograd F(2x2) over at most TP_WINO_OTF_MAX_TILES tiles (set by
+     * init): the 9 taps' weights are packed (9 GEMM B matrices of Cin x
+     * Cout), and each call builds the 16 transformed ones from them, a
+     * chunk of otf_kc input channels of one weight panel at a time
+     * (winograd_otf). With few tiles each transformed weight serves few
+     * rows, so reading 9 values a channel pair from memory instead of 16
+     * outweighs the transform's adds. */
+    bool wino_otf;
+    int64_t otf_kc;
     void *wbase, *wpack;       /* packed weights (owned; wpack 64-byte aligned inside wbase) */
     size_t packed_bytes;
     /* A pointwise convolution whose calls pass in_scale with an NHWC x can
@@ -197,6 +209,19 @@ typedef struct tp_conv_nhwc {
 /* Can the convolution geometry in cv run Winograd F(2x2, 3x3)? (3x3 kernel,
  * stride 1, dilation 1.) */
 TP_HIDDEN bool tp__conv_nhwc_winograd_ok(const tp_conv_nhwc *cv);
+/* Most tiles of a Winograd F(2x2) convolution whose transformed weights
+ * are built per call (tp_conv_nhwc.wino_otf). One thread, 3x3 512 -> 512
+ * with the weights cold (from memory), a timing loop over
+ * tp__conv_nhwc_run, built per call against packed once (Zen 5): 5x5 map
+ * (9 tiles) 0.66 against 0.91 ms, 7x7 (16) 0.90-0.93 against 1.06-1.08,
+ * 9x9 and 10x10 (25) 1.22-1.23 against 1.16-1.17, two 7x7 images (32)
+ * 1.56-1.65 against 1.36-1.40; 7x7 256 -> 256 0.224 against 0.270.
+ * ResNet-50's two 7x7x512 layers in the model (per-node sums of alternating
+ * runs): 1.73-1.78 against 1.96-2.00 ms at 1 thread, 0.95-0.96 against
+ * 1.10-1.21 at 2; its 14x14x256 ones (49 tiles) lost with it (2.69-2.83
+ * against 2.55-2.72 ms, 1.49-1.52 against 1.29-1.40). */
+enum { TP_WINO_OTF_MAX_TILES = 16 };
+
 /* m x m output tiles over the whole batch (partial tiles at the edges
  * count). */
 static inline int64_t tp__conv_nhwc_tiles(const tp_conv_nhwc *cv, int m) {

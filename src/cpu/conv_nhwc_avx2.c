@@ -33,7 +33,12 @@
  * the output channels are split instead: winograd_run), so results do not
  * depend on the thread count. F(2x2)'s constants are 0, +-1 and 1/2, so its rounding
  * stays within a few float32 ulps of the sums' magnitude; F(4x4)'s (up to
- * 8 and 1/24) make it about 10x the direct sum's (conv_nhwc.h).
+ * 8 and 1/24) make it about 10x the direct sum's (conv_nhwc.h). F(2x2) over
+ * few tiles (TP_WINO_OTF_MAX_TILES: a 7x7 map at batch 1) keeps the 9
+ * taps packed instead and builds U per call, chunk by chunk, beside the
+ * products (winograd_otf): there each weight serves few rows, and reading
+ * 9 values a channel pair from memory instead of 16 costs more than the
+ * transform's adds (in float32: U rounded a few times instead of once).
  */
 #include "conv_nhwc.h"
 #include "eltwise.h"
@@ -51,6 +56,7 @@
 #define WX_ST(p, v) _mm256_storeu_ps(p, v)
 #define WX_ADD(a, b) _mm256_add_ps(a, b)
 #define WX_SUB(a, b) _mm256_sub_ps(a, b)
+#define WX_MUL(a, b) _mm256_mul_ps(a, b)
 #define WX_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define WX_SET1(x) _mm256_set1_ps(x)
 #define WX_RELU(v) _mm256_and_ps(v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NLE_UQ))
@@ -61,6 +67,7 @@
 #define WX_ST(p, v) (*(p) = (v))
 #define WX_ADD(a, b) ((a) + (b))
 #define WX_SUB(a, b) ((a) - (b))
+#define WX_MUL(a, b) ((a) * (b))
 #define WX_FMA(a, b, c) ((a) * (b) + (c))
 #define WX_SET1(x) (x)
 #define WX_RELU(v) ((v) > 0.0f || (v) != (v) ? (v) : 0.0f)
@@ -238,8 +245,30 @@ static tp_status winograd_init(tp_conv_nhwc *cv, int isa, const float *weight) {
     const int64_t floor_tb = total < WINO_MIN_BLOCK ? total : WINO_MIN_BLOCK;
     if (tb < floor_tb) tb = floor_tb;
     if (tb < 1) tb = 1;
-    cv->tile_block = tb;
     cv->wino_stride = round64(tp__gemm_packed_b_bytes(isa, cin, cout));
+    cv->wino_otf = m == 2 && !cv->half16 && total <= TP_WINO_OTF_MAX_TILES && isa != TP_ISA_SCALAR;
+    if (cv->wino_otf) {
+        /* one block of all the tiles; per call the 9 taps' packed weights
+         * (winograd_otf), in chunks of input channels whose 9 tap rows
+         * and 12 transformed ones (per NR-wide panel) take 5/8 of L2 */
+        int mr, nr;
+        tp__gemm_register_block(isa, &mr, &nr);
+        cv->tile_block = total;
+        int64_t kmax = tp__gemm_cache_info().l2 * 5 / 8 / (21 * nr * (int64_t)sizeof(float));
+        if (kmax < 16) kmax = 16;
+        const int64_t chunks = (cin + kmax - 1) / kmax;
+        cv->otf_kc = (cin + chunks - 1) / chunks;
+        /* the taps an odd number of cache lines apart: the 9 streams of a
+         * chunk fall in different L1 and L2 sets (as wino_stride_floats) */
+        cv->wino_stride = ((cv->wino_stride / 64) | 1) * 64;
+        cv->packed_bytes = 9 * cv->wino_stride;
+        TP_TRY(alloc_packed(cv, 0, NULL));
+        for (int t = 0; t < 9; t++) /* tap t of weight[o][c]: (o * cin + c) * 9 + t */
+            tp__gemm_pack_b(isa, cin, cout, weight + t, 9, cin * 9, (char *)cv->wpack + (size_t)t * cv->wino_stride);
+        cv->thread_bytes = winograd_thread_bytes(cv);
+        return TP_OK;
+    }
+    cv->tile_block = tb;
     cv->packed_bytes = (size_t)nt * cv->wino_stride;
     float *u;
     TP_TRY(alloc_packed(cv, (size_t)(nt * cin * cout), &u));
@@ -304,6 +333,17 @@ static void wino16_window(const tp_conv_nhwc_call *call, wino16 *h, int64_t n, i
     h->wr0 = r0;
 }
 
+/* wino_otf: a thread's buffers for the transformed weights of one chunk
+ * (winograd_otf): the 12 of U's 16 matrices that are not taps (tx.u12),
+ * otf_kc x NR floats each, an odd number of cache lines apart, and NR
+ * floats the AVX2 kernel may read past a panel's last row; 0 otherwise. */
+static size_t winograd_otf_bytes(const tp_conv_nhwc *cv) {
+    if (!cv->wino_otf) return 0;
+    int mr, nr;
+    tp__gemm_register_block(cv->isa, &mr, &nr);
+    return round64((12 * wino_stride_floats((size_t)(cv->otf_kc * nr)) + (size_t)nr) * sizeof(float));
+}
+
 /* Per-thread workspace of the Winograd form: V ((m+2)^2 x tb x cin), M
  * ((m+2)^2 x tb x cout), a zero row and a sink row for outputs outside the
  * image (max(cin, cout) each), a gathered tile for NCHW inputs ((m+2)^2 x
@@ -326,7 +366,7 @@ static size_t winograd_thread_bytes(const tp_conv_nhwc *cv) {
     return nt * wino_stride_floats(tb * (size_t)cv->cin) * sizeof(float) +
            nt * wino_stride_floats(tb * (size_t)cv->cout) * sizeof(float) +
            2 * round64(mx * sizeof(float)) + round64(nt * mx * sizeof(float)) +
-           round64(tp__gemm_workspace_bytes(&g, 1)) + winograd_half_bytes(cv);
+           round64(tp__gemm_workspace_bytes(&g, 1)) + winograd_otf_bytes(cv) + winograd_half_bytes(cv);
 }
 
 /* Input tile t (n, ty, tx) -> V[x][row][0..cin) for the (m+2)^2 x, vs
@@ -416,6 +456,67 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
     }
 }
 
+/* The 16 products of F(2x2)'s block (rows tiles, V and M as winograd_run
+ * keeps them) over output channels [j0, j1) with the transformed weights
+ * built here from the 9 packed taps (tp_conv_nhwc.wino_otf): per NR-wide
+ * panel of the weights and chunk of otf_kc input channels, U = G g G^T's
+ * 12 matrices that are not taps (tx.u12), then the 16 products, each
+ * adding its chunk to M while the kernels fetch the next chunk's taps. The chunks and their order are fixed at plan time, so an
+ * output's arithmetic does not depend on the thread that computes it. */
+static void winograd_otf(const tp_conv_nhwc *cv, const float *v, size_t vs, float *m, size_t ms, int64_t rows,
+                         int64_t j0, int64_t j1, float *buf) {
+    const int64_t cin = cv->cin, cout = cv->cout, kc = cv->otf_kc;
+    int mr, nr;
+    tp__gemm_register_block(cv->isa, &mr, &nr);
+    /* floats of a packed row of all the columns: full panels, then the edge panel's width */
+    const int64_t row_floats = (int64_t)(tp__gemm_packed_b_bytes(cv->isa, cin, cout) / sizeof(float)) / cin;
+    const size_t chunk = wino_stride_floats((size_t)(kc * nr));
+    float *u12[12];
+    for (int k = 0; k < 12; k++) u12[k] = buf + (size_t)k * chunk;
+    for (int64_t p0 = j0; p0 < j1; p0 += nr) {
+        const int n = (int)(j1 - p0 < nr ? j1 - p0 : nr);
+        const int64_t width = p0 + nr <= cout ? nr : row_floats - p0;
+        const float *panel[9];
+        for (int t = 0; t < 9; t++)
+            panel[t] = tp__gemm_packed_b_cols(cv->isa, cin, (const char *)cv->wpack + (size_t)t * cv->wino_stride, p0);
+        for (int64_t c0 = 0; c0 < cin; c0 += kc) {
+            const int64_t kcc = cin - c0 < kc ? cin - c0 : kc, nf = kcc * width;
+            const float *g[9];
+            for (int t = 0; t < 9; t++) g[t] = panel[t] + c0 * width;
+            /* the next chunk's taps (this panel's next rows, else the next
+             * panel's first), fetched while this chunk's 16 products run:
+             * product x takes a share of tap x * 9 / 16 */
+            const float *nx[9] = {NULL};
+            int64_t nx_bytes = 0;
+            if (c0 + kc < cin || p0 + nr < j1) {
+                const int64_t q0 = c0 + kc < cin ? c0 + kc : 0, pn = c0 + kc < cin ? p0 : p0 + nr;
+                const int64_t wn = pn + nr <= cout ? nr : row_floats - pn, kn = cin - q0 < kc ? cin - q0 : kc;
+                for (int t = 0; t < 9; t++)
+                    nx[t] = (const float *)tp__gemm_packed_b_cols(cv->isa, cin,
+                                                                  (const char *)cv->wpack + (size_t)t * cv->wino_stride,
+                                                                  pn) + q0 * wn;
+                nx_bytes = kn * wn * (int64_t)sizeof(float);
+            }
+            cv->tx.u12(g, u12, nf);
+            /* U(i, j) for x = 4 i + j: the corners are taps */
+            const float *u[16] = {g[0],    u12[0], u12[1], g[2],    u12[2],  u12[3], u12[4],  u12[5],
+                                  u12[6],  u12[7], u12[8], u12[9],  g[6],    u12[10], u12[11], g[8]};
+            for (int i = 0; i < 4; i++) {
+                for (int j = 0; j < 4; j++) {
+                    const int x = i * 4 + j, t = x * 9 / 16;
+                    /* products x0 .. x1 - 1 share tap t's bytes */
+                    const int x0 = (t * 16 + 8) / 9, x1 = ((t + 1) * 16 + 8) / 9;
+                    const int64_t share = nx_bytes ? ((nx_bytes + (x1 - x0) - 1) / (x1 - x0) + 63) & ~(int64_t)63 : 0;
+                    const int64_t off = (x - x0) * share;
+                    const int64_t pb = off < nx_bytes ? (nx_bytes - off < share ? nx_bytes - off : share) : 0;
+                    tp__gemm_panel(cv->isa, rows, kcc, v + (size_t)x * vs + c0, cin, u[x], n, m + (size_t)x * ms + p0,
+                                   cout, c0 ? 1.0f : 0.0f, pb ? (const char *)nx[t] + off : NULL, pb);
+                }
+            }
+        }
+    }
+}
+
 /* Blocks of tiles split between the threads; with fewer blocks than
  * threads (a small image: ResNet's 7x7 maps have 16 2x2 tiles, one block),
  * every thread runs every block over its own range of output channels
@@ -463,6 +564,12 @@ static void winograd_run(const tp_conv_nhwc_call *call, int ith, int nth, void *
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * tb, rows = total - t0 < tb ? total - t0 : tb;
         for (int64_t r = 0; r < rows; r++) winograd_input(call, t0 + r, v, r, vs, zeros, gather, &h16);
+        if (cv->wino_otf) {
+            float *obuf = (float *)((char *)ws + cv->thread_bytes - winograd_half_bytes(cv) - winograd_otf_bytes(cv));
+            winograd_otf(cv, v, vs, m, ms, rows, j0, j1, obuf);
+            for (int64_t r = 0; r < rows; r++) winograd_output(call, t0 + r, m, r, ms, j0, j1, zeros, sink, &h16);
+            continue;
+        }
         for (int x = 0; x < nt; x++) {
             tp_gemm g;
             memset(&g, 0, sizeof g);

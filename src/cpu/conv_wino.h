@@ -6,6 +6,7 @@
  *   WX_V            the vector type          WX_W       its lanes
  *   WX_LD(p)        load WX_W floats         WX_ST(p,v) store them
  *   WX_ADD, WX_SUB  lane-wise a+b, a-b       WX_FMA(a,b,c)  a*b + c
+ *   WX_MUL          lane-wise a*b
  *   WX_SET1(x)      broadcast                WX_NAME(n) the ISA's name for n
  *   WX_RELU(v)      x > 0 or NaN ? x : +0, lane-wise (our relu's exact result)
  * and gets WX_NAME(tx)(m), the transforms of F(m x m, 3x3).
@@ -206,9 +207,74 @@ WX_TILE_IN(in4, in4_vec, 36)
 WX_TILE_OUT(out2, out2_vec, 16, 4)
 WX_TILE_OUT(out4, out4_vec, 36, 16)
 
+/* F(2x2, 3x3)'s weight transform U = G g G^T over n floats of each of the
+ * 9 taps g[3a + b] (rows a, columns b of g), into the 12 of U's 16 values
+ * that are not taps themselves (U(0,0) = g(0,0), U(0,3) = g(0,2), U(3,0) =
+ * g(2,0), U(3,3) = g(2,2)): u[k] for (i, j) in the order (0,1) (0,2) (1,0)
+ * (1,1) (1,2) (1,3) (2,0) (2,1) (2,2) (2,3) (3,1) (3,2). G's rows 1 and 2
+ * give p = ((x + y) + z) * 0.5 and q = ((x - y) + z) * 0.5 of a row or
+ * column's three values, first down the columns (G g), then along each
+ * row of that. Every float sees the same operations whatever its position
+ * or the lane count (tp_wino_tx.u12). */
+#define WX_PQ(x, y, z, p, q)                                                                \
+    do {                                                                                  \
+        p = WX_MUL(WX_ADD(WX_ADD(x, y), z), half);                                        \
+        q = WX_MUL(WX_ADD(WX_SUB(x, y), z), half);                                        \
+    } while (0)
+static void WX_NAME(u12)(const float *const *gp, float *const *up, int64_t n) {
+    int64_t i = 0;
+    const float *g[9];
+    float *u[12];
+    memcpy(g, gp, sizeof g);
+    memcpy(u, up, sizeof u);
+    {
+        const WX_V half = WX_SET1(0.5f);
+        for (; i + WX_W <= n; i += WX_W) {
+            WX_V v[9], t1[3], t2[3], p, q;
+            for (int k = 0; k < 9; k++) v[k] = WX_LD(g[k] + i);
+            for (int b = 0; b < 3; b++) WX_PQ(v[b], v[3 + b], v[6 + b], t1[b], t2[b]);
+            WX_PQ(v[0], v[1], v[2], p, q);
+            WX_ST(u[0] + i, p);
+            WX_ST(u[1] + i, q);
+            WX_ST(u[2] + i, t1[0]);
+            WX_PQ(t1[0], t1[1], t1[2], p, q);
+            WX_ST(u[3] + i, p);
+            WX_ST(u[4] + i, q);
+            WX_ST(u[5] + i, t1[2]);
+            WX_ST(u[6] + i, t2[0]);
+            WX_PQ(t2[0], t2[1], t2[2], p, q);
+            WX_ST(u[7] + i, p);
+            WX_ST(u[8] + i, q);
+            WX_ST(u[9] + i, t2[2]);
+            WX_PQ(v[6], v[7], v[8], p, q);
+            WX_ST(u[10] + i, p);
+            WX_ST(u[11] + i, q);
+        }
+    }
+    for (; i < n; i++) {
+        const float half = 0.5f;
+        float v[9], t1[3], t2[3], p, q;
+        for (int k = 0; k < 9; k++) v[k] = g[k][i];
+        for (int b = 0; b < 3; b++) {
+            t1[b] = ((v[b] + v[3 + b]) + v[6 + b]) * half;
+            t2[b] = ((v[b] - v[3 + b]) + v[6 + b]) * half;
+        }
+        p = ((v[0] + v[1]) + v[2]) * half, q = ((v[0] - v[1]) + v[2]) * half;
+        u[0][i] = p, u[1][i] = q, u[2][i] = t1[0];
+        p = ((t1[0] + t1[1]) + t1[2]) * half, q = ((t1[0] - t1[1]) + t1[2]) * half;
+        u[3][i] = p, u[4][i] = q, u[5][i] = t1[2], u[6][i] = t2[0];
+        p = ((t2[0] + t2[1]) + t2[2]) * half, q = ((t2[0] - t2[1]) + t2[2]) * half;
+        u[7][i] = p, u[8][i] = q, u[9][i] = t2[2];
+        p = ((v[6] + v[7]) + v[8]) * half, q = ((v[6] - v[7]) + v[8]) * half;
+        u[10][i] = p, u[11][i] = q;
+    }
+}
+#undef WX_PQ
+
 static tp_wino_tx WX_NAME(tx)(int m) {
     tp_wino_tx t;
     t.in = m == 4 ? WX_NAME(in4) : WX_NAME(in2);
     t.out = m == 4 ? WX_NAME(out4) : WX_NAME(out2);
+    t.u12 = WX_NAME(u12);
     return t;
 }

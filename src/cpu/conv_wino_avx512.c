@@ -17,6 +17,7 @@
 #define WX_ST(p, v) _mm512_storeu_ps(p, v)
 #define WX_ADD(a, b) _mm512_add_ps(a, b)
 #define WX_SUB(a, b) _mm512_sub_ps(a, b)
+#define WX_MUL(a, b) _mm512_mul_ps(a, b)
 #define WX_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define WX_SET1(x) _mm512_set1_ps(x)
 #define WX_RELU(v) tp__avx512_relu(v, 1)

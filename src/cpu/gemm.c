@@ -825,6 +825,36 @@ static void tp__gemm_block(const tp__gemm_plan *plan, const tp_gemm *g, const fl
     }
 }
 
+void tp__gemm_panel(int isa, int64_t m, int64_t kc, const float *a, int64_t rs_a, const float *b, int n, float *c,
+                    int64_t ldc, float beta, const void *pf, int64_t pf_bytes) {
+    const tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
+    if (m <= 0 || n <= 0 || n > info.nr) return;
+    const int64_t ldb = info.nr * (n / info.nr) + tp__gemm_edge_width(&info, n) * (n < info.nr);
+    const int64_t calls = tp__gemm_ceil_div(m, info.mr);
+    const int64_t piece = pf ? ((pf_bytes + calls - 1) / calls + 63) & ~(int64_t)63 : 0;
+    int r;
+    for (int64_t ir = 0, call = 0; ir < m; ir += r, call++) {
+        r = tp__gemm_panel_rows(m - ir, info.mr);
+        if (info.reads_row_major_a) {
+            const int64_t off = call * piece, bytes = off < pf_bytes ? (pf_bytes - off < piece ? pf_bytes - off : piece) : 0;
+            info.kernel(kc, a + ir * rs_a, rs_a, 1, b, ldb, c + ir * ldc, ldc, r, n, 1.0f, beta,
+                        bytes ? (const float *)((const char *)pf + off) : NULL, bytes, NULL);
+            continue;
+        }
+        /* the portable kernel reads A packed: its arithmetic here in place
+         * (acc += a * b over p, then acc or acc + C) */
+        for (int q = 0; q < r; q++) {
+            const float *ai = a + (ir + q) * rs_a;
+            float *ci = c + (ir + q) * ldc;
+            for (int j = 0; j < n; j++) {
+                float acc = 0.0f;
+                for (int64_t p = 0; p < kc; p++) acc += ai[p] * b[p * ldb + j];
+                ci[j] = beta == 0.0f ? acc : acc + ci[j];
+            }
+        }
+    }
+}
+
 /* Thread v's block of C under the plan's th_m x th_n grid: rows [m0, m1),
  * columns [n0, n1) (n0 at a panel boundary); false when it is empty. */
 static bool tp__gemm_region(const tp__gemm_plan *plan, const tp_gemm *g, int v, int64_t r[4]) {

@@ -165,6 +165,21 @@ TP_HIDDEN void tp__gemm_run(const tp_gemm *g, int ith, int nth, void *workspace)
  * them. claims NULL: tp__gemm_run. */
 TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *workspace, tp_claim *claims);
 
+/* One panel's product without a plan, for callers running many small
+ * products on weights they build per call (Winograd's on-the-fly weights,
+ * conv_nhwc_avx2.c): C (m x n, row stride ldc) = A (m x kc, row-major, row
+ * stride rs_a) x B + beta * C, beta 0 or 1, no epilogue. B is one panel
+ * of kc rows as a packed kc x n matrix lays it out (n at most the ISA's NR:
+ * kc rows of its width, tp__gemm_packed_b_bytes(isa, kc, n) bytes; the
+ * AVX2 and portable kernels read NR floats from each row's start, so B
+ * holds NR floats past the last row's). Each element of C is the
+ * micro-kernels' sequential chain over p, added to C when beta is 1: the
+ * same bits as tp__gemm_run's kernels give for one K block of these
+ * rows. [pf, pf + pf_bytes): read soon, fetched into L2 while the kernels
+ * compute (split among its row panels' calls; the micro-kernels' pf). */
+TP_HIDDEN void tp__gemm_panel(int isa, int64_t m, int64_t kc, const float *a, int64_t rs_a, const float *b, int n,
+                              float *c, int64_t ldc, float beta, const void *pf, int64_t pf_bytes);
+
 /* The dot path: at AVX-512, a product of 2 or more rows with N <=
  * TP__GEMM_DOT_MAX_N, K >= max(TP__GEMM_DOT_MIN_K, 16 N), a pre-packed B
  * and A row-major (cs_a 1, not implicit) runs each element of C as 16

@@ -1203,7 +1203,10 @@ static tp_status stage(dn_step *d, dn_chunk *ch, const int64_t *xs, bool nx, ban
  * layers (16 tiles) on Zen 4, per-node minima, 1 / 2 threads, 2.36 / 1.29-1.31
  * ms as the implicit GEMM, 1.84-1.88 / 1.08-1.09 as F(2x2) (on Ice Lake, one
  * thread, 2.2-2.4 ms either way; 2.0 at two threads before the channel
- * split, when one thread ran the single block of tiles). Our implicit GEMM
+ * split, when one thread ran the single block of tiles; since their
+ * transformed weights are built per call from the 9 taps, conv_nhwc.h's
+ * TP_WINO_OTF_MAX_TILES, 0.86-0.89 / 0.47-0.48 ms on a Zen 5, against
+ * 0.98-1.00 / 0.55-0.61 with them packed once). Our implicit GEMM
  * measured 0.8-1.3x brgemm's time on ResNet-50's other layers (slower on
  * most), so those stay, except convolutions with at most SMALL_PIXELS
  * output pixels (7x7 maps and squeeze-excitation's 1x1 ones at batch 1),
@@ -2127,6 +2130,7 @@ tp_status tp__plan_onednn(tp_plan *plan, int level, int threads) {
             packed = d->gc->packed_bytes;
             np.run = gc_run;
             np.variant = d->gc->winograd == 4 ? "winograd4-nhwc"
+                         : d->gc->wino_otf    ? "winograd2-otf-nhwc"
                          : d->gc->winograd    ? "winograd2-nhwc"
                          : d->gc->direct && d->gc->pool_kh ? "direct+maxpool-nhwc"
                          : d->gc->direct      ? "direct-nhwc"
