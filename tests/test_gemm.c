@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "cpu/conv_nhwc.h"
 #include "cpu/gemm.h"
 #include "test_util.h"
 
@@ -814,19 +815,8 @@ TEST(test_gemm_panel) {
                 memcpy(want, c0, sizeof(float) * (size_t)(m * ldc));
                 tp__gemm_panel(isa, m, kc, a, rs_a, packed, (int)n, got, ldc, (float)beta, b,
                                (int64_t)sizeof(float) * kc * n);
-                tp_gemm g;
-                memset(&g, 0, sizeof g);
-                g.isa = isa;
-                g.m = m;
-                g.n = n;
-                g.k = kc;
-                g.a = a;
-                g.rs_a = rs_a;
-                g.cs_a = 1;
-                g.packed_b = packed;
-                g.c = want;
-                g.ldc = ldc;
-                g.ep = tp__gemm_epilogue_default();
+                tp_gemm g = {.isa = isa, .m = m, .n = n, .k = kc, .a = a, .rs_a = rs_a, .cs_a = 1,
+                             .packed_b = packed, .c = want, .ldc = ldc, .ep = tp__gemm_epilogue_default()};
                 g.ep.beta = (float)beta;
                 void *ws = alloc_aligned(tp__gemm_workspace_bytes(&g, 1) + 64);
                 tp__gemm_run(&g, 0, 1, ws);
@@ -856,6 +846,55 @@ TEST(test_gemm_panel) {
                 free(want);
             }
     }
+}
+
+/* Winograd F(2x2)'s per-call weight transform (tp_wino_tx.u12, the
+ * AVX-512 one where the CPU has it): U = G g G^T's 12 non-tap values for
+ * 37 floats of each tap (two vectors and a partial one through
+ * zero-padded copies), bit for bit the scalar formula, in u's order
+ * (0,1) (0,2) (1,0) (1,1) (1,2) (1,3) (2,0) (2,1) (2,2) (2,3) (3,1) (3,2);
+ * nothing written past n. */
+TEST(test_wino_u12) {
+#if defined(__x86_64__)
+    if (tp__gemm_best_isa() < TP_ISA_AVX512) {
+        fprintf(stderr, "test_wino_u12: no AVX-512 here, the AVX-512 transform not run\n");
+        return;
+    }
+    enum { N = 37 };
+    float gv[9][N], uv[12][N + 1];
+    const float *g[9];
+    float *u[12];
+    for (int k = 0; k < 9; k++) {
+        for (int i = 0; i < N; i++) gv[k][i] = rng_float() * 100.0f;
+        g[k] = gv[k];
+    }
+    for (int k = 0; k < 12; k++) {
+        for (int i = 0; i <= N; i++) uv[k][i] = -7.0f;
+        u[k] = uv[k];
+    }
+    tp__wino_tx_avx512(2).u12(g, u, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        float x[4][3]; /* G g: rows 0-3 */
+        for (int b = 0; b < 3; b++) {
+            x[0][b] = gv[b][i];
+            x[1][b] = ((gv[b][i] + gv[3 + b][i]) + gv[6 + b][i]) * 0.5f;
+            x[2][b] = ((gv[b][i] - gv[3 + b][i]) + gv[6 + b][i]) * 0.5f;
+            x[3][b] = gv[6 + b][i];
+        }
+        float w[16]; /* (G g) G^T, row-major 4 x 4 */
+        for (int r = 0; r < 4; r++) {
+            w[4 * r] = x[r][0];
+            w[4 * r + 1] = ((x[r][0] + x[r][1]) + x[r][2]) * 0.5f;
+            w[4 * r + 2] = ((x[r][0] - x[r][1]) + x[r][2]) * 0.5f;
+            w[4 * r + 3] = x[r][2];
+        }
+        static const int at[12] = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14};
+        for (int k = 0; k < 12; k++) bad += memcmp(&uv[k][i], &w[at[k]], sizeof(float)) != 0;
+    }
+    for (int k = 0; k < 12; k++) bad += uv[k][N] != -7.0f;
+    CHECK_MSG(bad == 0, "u12: %d values differ from the scalar formula (or written past n)", bad);
+#endif
 }
 
 static int64_t claim_sizes(const void *arg, int part) { return ((const int64_t *)arg)[part]; }
@@ -1056,4 +1095,4 @@ TEST(test_next_prefetch) {
 
 TEST_MAIN(T(test_claims), T(test_next_prefetch), T(test_loop_orders), T(test_range_walk), T(test_isa_detection), T(test_edge_sizes), T(test_large_sizes), T(test_epilogue), T(test_random),
           T(test_implicit_a), T(test_tile_epilogue), T(test_narrow_n), T(test_dot_path), T(test_pack_b_rows),
-          T(test_gemm_panel))
+          T(test_gemm_panel), T(test_wino_u12))

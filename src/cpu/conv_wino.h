@@ -215,59 +215,54 @@ WX_TILE_OUT(out4, out4_vec, 36, 16)
  * give p = ((x + y) + z) * 0.5 and q = ((x - y) + z) * 0.5 of a row or
  * column's three values, first down the columns (G g), then along each
  * row of that. Every float sees the same operations whatever its position
- * or the lane count (tp_wino_tx.u12). */
+ * or the lane count: a last partial vector goes through zero-padded copies
+ * (tp_wino_tx.u12). */
 #define WX_PQ(x, y, z, p, q)                                                                \
     do {                                                                                  \
         p = WX_MUL(WX_ADD(WX_ADD(x, y), z), half);                                        \
         q = WX_MUL(WX_ADD(WX_SUB(x, y), z), half);                                        \
     } while (0)
+static inline __attribute__((always_inline)) void WX_NAME(u12_vec)(const float *const *g, float *const *u,
+                                                                   int64_t i) {
+    const WX_V half = WX_SET1(0.5f);
+    WX_V v[9], t[2][3], p, q;
+    for (int k = 0; k < 9; k++) v[k] = WX_LD(g[k] + i);
+    for (int b = 0; b < 3; b++) WX_PQ(v[b], v[3 + b], v[6 + b], t[0][b], t[1][b]);
+    WX_PQ(v[0], v[1], v[2], p, q); /* U's row 0: g's row 0 */
+    WX_ST(u[0] + i, p);
+    WX_ST(u[1] + i, q);
+    for (int r = 0; r < 2; r++) { /* rows 1 and 2: G g's */
+        float *const *ur = u + 2 + 4 * r;
+        WX_ST(ur[0] + i, t[r][0]);
+        WX_PQ(t[r][0], t[r][1], t[r][2], p, q);
+        WX_ST(ur[1] + i, p);
+        WX_ST(ur[2] + i, q);
+        WX_ST(ur[3] + i, t[r][2]);
+    }
+    WX_PQ(v[6], v[7], v[8], p, q); /* row 3: g's row 2 */
+    WX_ST(u[10] + i, p);
+    WX_ST(u[11] + i, q);
+}
 static void WX_NAME(u12)(const float *const *gp, float *const *up, int64_t n) {
-    int64_t i = 0;
     const float *g[9];
     float *u[12];
     memcpy(g, gp, sizeof g);
     memcpy(u, up, sizeof u);
-    {
-        const WX_V half = WX_SET1(0.5f);
-        for (; i + WX_W <= n; i += WX_W) {
-            WX_V v[9], t1[3], t2[3], p, q;
-            for (int k = 0; k < 9; k++) v[k] = WX_LD(g[k] + i);
-            for (int b = 0; b < 3; b++) WX_PQ(v[b], v[3 + b], v[6 + b], t1[b], t2[b]);
-            WX_PQ(v[0], v[1], v[2], p, q);
-            WX_ST(u[0] + i, p);
-            WX_ST(u[1] + i, q);
-            WX_ST(u[2] + i, t1[0]);
-            WX_PQ(t1[0], t1[1], t1[2], p, q);
-            WX_ST(u[3] + i, p);
-            WX_ST(u[4] + i, q);
-            WX_ST(u[5] + i, t1[2]);
-            WX_ST(u[6] + i, t2[0]);
-            WX_PQ(t2[0], t2[1], t2[2], p, q);
-            WX_ST(u[7] + i, p);
-            WX_ST(u[8] + i, q);
-            WX_ST(u[9] + i, t2[2]);
-            WX_PQ(v[6], v[7], v[8], p, q);
-            WX_ST(u[10] + i, p);
-            WX_ST(u[11] + i, q);
-        }
+    int64_t i = 0;
+    for (; i + WX_W <= n; i += WX_W) WX_NAME(u12_vec)(g, u, i);
+    if (i == n) return;
+    /* the last partial vector through zero-padded copies */
+    float gt[9][WX_W], ut[12][WX_W];
+    const float *gq[9];
+    float *uq[12];
+    memset(gt, 0, sizeof gt);
+    for (int k = 0; k < 9; k++) {
+        memcpy(gt[k], g[k] + i, (size_t)(n - i) * sizeof(float));
+        gq[k] = gt[k];
     }
-    for (; i < n; i++) {
-        const float half = 0.5f;
-        float v[9], t1[3], t2[3], p, q;
-        for (int k = 0; k < 9; k++) v[k] = g[k][i];
-        for (int b = 0; b < 3; b++) {
-            t1[b] = ((v[b] + v[3 + b]) + v[6 + b]) * half;
-            t2[b] = ((v[b] - v[3 + b]) + v[6 + b]) * half;
-        }
-        p = ((v[0] + v[1]) + v[2]) * half, q = ((v[0] - v[1]) + v[2]) * half;
-        u[0][i] = p, u[1][i] = q, u[2][i] = t1[0];
-        p = ((t1[0] + t1[1]) + t1[2]) * half, q = ((t1[0] - t1[1]) + t1[2]) * half;
-        u[3][i] = p, u[4][i] = q, u[5][i] = t1[2], u[6][i] = t2[0];
-        p = ((t2[0] + t2[1]) + t2[2]) * half, q = ((t2[0] - t2[1]) + t2[2]) * half;
-        u[7][i] = p, u[8][i] = q, u[9][i] = t2[2];
-        p = ((v[6] + v[7]) + v[8]) * half, q = ((v[6] - v[7]) + v[8]) * half;
-        u[10][i] = p, u[11][i] = q;
-    }
+    for (int k = 0; k < 12; k++) uq[k] = ut[k];
+    WX_NAME(u12_vec)(gq, uq, 0);
+    for (int k = 0; k < 12; k++) memcpy(u[k] + i, ut[k], (size_t)(n - i) * sizeof(float));
 }
 #undef WX_PQ
 
