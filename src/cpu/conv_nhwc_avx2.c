@@ -461,8 +461,9 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
  * built here from the 9 packed taps (tp_conv_nhwc.wino_otf): per NR-wide
  * panel of the weights and chunk of otf_kc input channels, U = G g G^T's
  * 12 matrices that are not taps (tx.u12), then the 16 products, each
- * adding its chunk to M while the kernels fetch the next chunk's taps. The chunks and their order are fixed at plan time, so an
- * output's arithmetic does not depend on the thread that computes it. */
+ * adding its chunk to M while the kernels fetch the next chunk's taps.
+ * The chunks and their order are fixed at plan time, so an output's
+ * arithmetic does not depend on the thread that computes it. */
 static void winograd_otf(const tp_conv_nhwc *cv, const float *v, size_t vs, float *m, size_t ms, int64_t rows,
                          int64_t j0, int64_t j1, float *buf) {
     const int64_t cin = cv->cin, cout = cv->cout, kc = cv->otf_kc;
@@ -501,17 +502,14 @@ static void winograd_otf(const tp_conv_nhwc *cv, const float *v, size_t vs, floa
             /* U(i, j) for x = 4 i + j: the corners are taps */
             const float *u[16] = {g[0],    u12[0], u12[1], g[2],    u12[2],  u12[3], u12[4],  u12[5],
                                   u12[6],  u12[7], u12[8], u12[9],  g[6],    u12[10], u12[11], g[8]};
-            for (int i = 0; i < 4; i++) {
-                for (int j = 0; j < 4; j++) {
-                    const int x = i * 4 + j, t = x * 9 / 16;
-                    /* products x0 .. x1 - 1 share tap t's bytes */
-                    const int x0 = (t * 16 + 8) / 9, x1 = ((t + 1) * 16 + 8) / 9;
-                    const int64_t share = nx_bytes ? ((nx_bytes + (x1 - x0) - 1) / (x1 - x0) + 63) & ~(int64_t)63 : 0;
-                    const int64_t off = (x - x0) * share;
-                    const int64_t pb = off < nx_bytes ? (nx_bytes - off < share ? nx_bytes - off : share) : 0;
-                    tp__gemm_panel(cv->isa, rows, kcc, v + (size_t)x * vs + c0, cin, u[x], n, m + (size_t)x * ms + p0,
-                                   cout, c0 ? 1.0f : 0.0f, pb ? (const char *)nx[t] + off : NULL, pb);
-                }
+            for (int x = 0; x < 16; x++) {
+                /* products x0 .. x1 - 1 share tap t's bytes */
+                const int t = x * 9 / 16, x0 = (t * 16 + 8) / 9, x1 = ((t + 1) * 16 + 8) / 9;
+                const int64_t share = nx_bytes ? ((nx_bytes + (x1 - x0) - 1) / (x1 - x0) + 63) & ~(int64_t)63 : 0;
+                const int64_t off = (x - x0) * share;
+                const int64_t pb = off < nx_bytes ? (nx_bytes - off < share ? nx_bytes - off : share) : 0;
+                tp__gemm_panel(cv->isa, rows, kcc, v + (size_t)x * vs + c0, cin, u[x], n, m + (size_t)x * ms + p0,
+                               cout, c0 ? 1.0f : 0.0f, pb ? (const char *)nx[t] + off : NULL, pb);
             }
         }
     }

@@ -829,14 +829,15 @@ void tp__gemm_panel(int isa, int64_t m, int64_t kc, const float *a, int64_t rs_a
                     int64_t ldc, float beta, const void *pf, int64_t pf_bytes) {
     const tp__gemm_isa_info info = tp__gemm_isa_info_for(isa);
     if (m <= 0 || n <= 0 || n > info.nr) return;
-    const int64_t ldb = info.nr * (n / info.nr) + tp__gemm_edge_width(&info, n) * (n < info.nr);
+    const int64_t ldb = n == info.nr ? info.nr : tp__gemm_edge_width(&info, n); /* the panel's packed width */
     const int64_t calls = tp__gemm_ceil_div(m, info.mr);
-    const int64_t piece = pf ? ((pf_bytes + calls - 1) / calls + 63) & ~(int64_t)63 : 0;
+    const int64_t piece = pf ? ((pf_bytes + calls - 1) / calls + 63) & ~(int64_t)63 : 0; /* a call's share of pf */
     int r;
     for (int64_t ir = 0, call = 0; ir < m; ir += r, call++) {
         r = tp__gemm_panel_rows(m - ir, info.mr);
         if (info.reads_row_major_a) {
-            const int64_t off = call * piece, bytes = off < pf_bytes ? (pf_bytes - off < piece ? pf_bytes - off : piece) : 0;
+            const int64_t off = call * piece;
+            const int64_t bytes = off < pf_bytes ? (pf_bytes - off < piece ? pf_bytes - off : piece) : 0;
             info.kernel(kc, a + ir * rs_a, rs_a, 1, b, ldb, c + ir * ldc, ldc, r, n, 1.0f, beta,
                         bytes ? (const float *)((const char *)pf + off) : NULL, bytes, NULL);
             continue;
