@@ -163,7 +163,7 @@ typedef struct tp_conv_nhwc {
     int64_t k;                 /* implicit GEMM: kh * kw * cin; Winograd: cin */
     int64_t tiles_h, tiles_w;  /* Winograd: m x m output tiles per image */
     int64_t tile_block;        /* Winograd: tiles per block (per GEMM) */
-    size_t wino_stride;        /* Winograd: bytes between the (m+2)^2 packed matrices */
+    size_t wino_stride;        /* Winograd: bytes between the (m+2)^2 packed matrices (wino_otf: the 9 taps') */
     tp_wino_tx tx;             /* Winograd: the transforms, set by init */
     bool wino_relu;            /* Winograd: act is a plain relu, applied in tx.out (set by init) */
     size_t thread_bytes;       /* Winograd: workspace bytes per thread */

@@ -464,6 +464,17 @@ static void winograd_output(const tp_conv_nhwc_call *call, int64_t t, const floa
  * adding its chunk to M while the kernels fetch the next chunk's taps.
  * The chunks and their order are fixed at plan time, so an output's
  * arithmetic does not depend on the thread that computes it. */
+/* wino_otf: tap t's rows from input channel c0 on in the weight panel of
+ * output channels from p0 (row_floats: a packed row's floats, full panels
+ * then the edge panel's width), and the panel's width into *width. */
+static const float *otf_tap(const tp_conv_nhwc *cv, int t, int64_t p0, int64_t c0, int64_t nr, int64_t row_floats,
+                            int64_t *width) {
+    *width = p0 + nr <= cv->cout ? nr : row_floats - p0;
+    const float *panel =
+        tp__gemm_packed_b_cols(cv->isa, cv->cin, (const char *)cv->wpack + (size_t)t * cv->wino_stride, p0);
+    return panel + c0 * *width;
+}
+
 static void winograd_otf(const tp_conv_nhwc *cv, const float *v, size_t vs, float *m, size_t ms, int64_t rows,
                          int64_t j0, int64_t j1, float *buf) {
     const int64_t cin = cv->cin, cout = cv->cout, kc = cv->otf_kc;
@@ -476,14 +487,11 @@ static void winograd_otf(const tp_conv_nhwc *cv, const float *v, size_t vs, floa
     for (int k = 0; k < 12; k++) u12[k] = buf + (size_t)k * chunk;
     for (int64_t p0 = j0; p0 < j1; p0 += nr) {
         const int n = (int)(j1 - p0 < nr ? j1 - p0 : nr);
-        const int64_t width = p0 + nr <= cout ? nr : row_floats - p0;
-        const float *panel[9];
-        for (int t = 0; t < 9; t++)
-            panel[t] = tp__gemm_packed_b_cols(cv->isa, cin, (const char *)cv->wpack + (size_t)t * cv->wino_stride, p0);
         for (int64_t c0 = 0; c0 < cin; c0 += kc) {
-            const int64_t kcc = cin - c0 < kc ? cin - c0 : kc, nf = kcc * width;
+            int64_t width;
             const float *g[9];
-            for (int t = 0; t < 9; t++) g[t] = panel[t] + c0 * width;
+            for (int t = 0; t < 9; t++) g[t] = otf_tap(cv, t, p0, c0, nr, row_floats, &width);
+            const int64_t kcc = cin - c0 < kc ? cin - c0 : kc, nf = kcc * width;
             /* the next chunk's taps (this panel's next rows, else the next
              * panel's first), fetched while this chunk's 16 products run:
              * product x takes a share of tap x * 9 / 16 */
@@ -491,11 +499,9 @@ static void winograd_otf(const tp_conv_nhwc *cv, const float *v, size_t vs, floa
             int64_t nx_bytes = 0;
             if (c0 + kc < cin || p0 + nr < j1) {
                 const int64_t q0 = c0 + kc < cin ? c0 + kc : 0, pn = c0 + kc < cin ? p0 : p0 + nr;
-                const int64_t wn = pn + nr <= cout ? nr : row_floats - pn, kn = cin - q0 < kc ? cin - q0 : kc;
-                for (int t = 0; t < 9; t++)
-                    nx[t] = (const float *)tp__gemm_packed_b_cols(cv->isa, cin,
-                                                                  (const char *)cv->wpack + (size_t)t * cv->wino_stride,
-                                                                  pn) + q0 * wn;
+                const int64_t kn = cin - q0 < kc ? cin - q0 : kc;
+                int64_t wn;
+                for (int t = 0; t < 9; t++) nx[t] = otf_tap(cv, t, pn, q0, nr, row_floats, &wn);
                 nx_bytes = kn * wn * (int64_t)sizeof(float);
             }
             cv->tx.u12(g, u12, nf);

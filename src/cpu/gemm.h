@@ -172,7 +172,7 @@ TP_HIDDEN void tp__gemm_run_claimed(const tp_gemm *g, int ith, int nth, void *wo
  * of kc rows as a packed kc x n matrix lays it out (n at most the ISA's NR:
  * kc rows of its width, tp__gemm_packed_b_bytes(isa, kc, n) bytes; the
  * AVX2 and portable kernels read NR floats from each row's start, so B
- * holds NR floats past the last row's). Each element of C is the
+ * holds NR floats from the last row's start on). Each element of C is the
  * micro-kernels' sequential chain over p, added to C when beta is 1: the
  * same bits as tp__gemm_run's kernels give for one K block of these
  * rows. [pf, pf + pf_bytes): read soon, fetched into L2 while the kernels
